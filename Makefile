@@ -1,0 +1,36 @@
+# dplens: `make run` starts the app, `make test` runs every test. Both create/refresh .venv as needed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+PYTEST_ARGS ?=
+
+.PHONY: run test bench lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(RUN_STAMP): pyproject.toml requirements.lock | $(BIN)/python
+	$(BIN)/python -m pip install -q -c requirements.lock -e .
+	touch $@
+
+$(TEST_STAMP): pyproject.toml requirements.lock | $(BIN)/python
+	$(BIN)/python -m pip install -q -c requirements.lock -e '.[test]'
+	touch $@ $(RUN_STAMP)
+
+run: $(RUN_STAMP)
+	$(BIN)/streamlit run app.py --server.address 127.0.0.1 --server.port 8501
+
+test: $(TEST_STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(RUN_STAMP)
+	$(BIN)/python bench/run_all.py
+
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check core pages app.py ui.py tests bench
+
+clean:
+	rm -rf $(VENV) test-artifacts

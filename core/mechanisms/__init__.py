@@ -1,0 +1,151 @@
+"""The mechanism contract (style.md §1.3), shared accounting helpers, and the MECHANISMS registry.
+
+A mechanism is a frozen dataclass that holds only its own settings. Data, workload, epsilon and the
+noise source are arguments to ``run``:
+
+>>> import numpy as np
+>>> from core.workloads import Prefix
+>>> release = MECHANISMS["identity"].run(np.array([3.0, 1, 4]), Prefix(3), 1.0, np.random.default_rng(0))
+>>> release.answers.shape, release.privacy_loss <= release.epsilon
+((3,), True)
+
+Randomness: mechanisms draw noise only through ``rng.laplace(scale=..., size=...)``, uniform draws
+through ``rng.random``/``rng.integers``/``rng.permutation``, and selections through
+``exponential_mechanism`` below, so that the noise source can be a seeded ``np.random.Generator``
+(exploration) or a secure sampler with the same methods (exports).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from core.workloads import Workload
+
+NEIGHBOURING = "add/remove one record (unbounded DP): x' = x ± e_j"
+
+
+@dataclass(frozen=True, eq=False)
+class Release:
+    """What was published, and how noisy it is (cf. private-pgm's LinearMeasurement).
+
+    ``privacy_loss`` is the worst-case loss of the noise actually added, computed by the mechanism
+    from its noise blocks (never copied from ``epsilon``). ``details`` holds display-only structure
+    (division tree, groups, factorisation); it is never exported.
+    """
+
+    mechanism: str
+    epsilon: float
+    privacy_loss: float
+    answers: np.ndarray
+    estimate: np.ndarray | None
+    params: Mapping[str, object] = field(default_factory=dict)
+    details: Mapping[str, object] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Mechanism(Protocol):
+    """What every registered mechanism provides."""
+
+    name: str
+    data_dependent: bool
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release: ...
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float | None: ...
+
+
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """Validate a privacy parameter: finite and > 0.
+
+    >>> check_epsilon(0.5)
+    0.5
+    """
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float | np.integer | np.floating):
+        raise ValueError(f"{name} must be a number > 0, got {epsilon!r}")
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"{name} must be finite and > 0, got {epsilon!r}")
+    return float(epsilon)
+
+
+def check_ratio(ratio: float, name: str = "ratio") -> float:
+    """Validate a budget split ratio in the open interval (0, 1)."""
+    if not (isinstance(ratio, int | float | np.floating) and 0 < ratio < 1):
+        raise ValueError(f"{name} must be in (0, 1), got {ratio!r}")
+    return float(ratio)
+
+
+def check_inputs(x: np.ndarray, workload: Workload, epsilon: float) -> tuple[np.ndarray, float]:
+    """The boundary checks of ``Mechanism.run``: x matches the workload, counts valid, epsilon > 0."""
+    epsilon = check_epsilon(epsilon)
+    x = np.asarray(x, dtype=float)
+    n = workload.shape[1]
+    if x.shape != (n,):
+        raise ValueError(f"data vector x has shape {x.shape} but the workload has {n} columns; "
+                         "pass histogram.vector")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("data vector x must be finite (no NaN or inf)")
+    if np.any(x < 0):
+        raise ValueError("data vector x must be non-negative counts")
+    return x, epsilon
+
+
+def laplace_privacy_loss(blocks: Iterable[tuple[np.ndarray, float]]) -> float:
+    """Worst-case loss of independent Laplace blocks y_ℓ = A_ℓ x + Lap(b_ℓ) (spec §0 idiom).
+
+    Each block is (column L1 norms of A_ℓ, Laplace scale b_ℓ); the loss is
+    L = max_j Σ_ℓ ‖A_ℓ e_j‖₁ / b_ℓ under add/remove neighbours.
+
+    >>> laplace_privacy_loss([(np.ones(4), 2.0), (np.array([0, 1, 0, 0.5]), 1.0)])
+    1.5
+    """
+    total: np.ndarray | float = 0.0
+    for column_l1, scale in blocks:
+        column_l1 = np.asarray(column_l1, dtype=float)
+        if not np.any(column_l1):
+            continue  # a block that does not read the data costs nothing
+        if not scale > 0:
+            raise ValueError(f"a block that reads the data needs a Laplace scale > 0, got {scale!r}")
+        total = total + column_l1 / scale
+    return float(np.max(total)) if np.ndim(total) else float(total)
+
+
+def exponential_mechanism(scores: np.ndarray, epsilon: float, sensitivity: float,
+                          rng: np.random.Generator) -> int:
+    """Sample index i with probability ∝ exp(ε·score_i / (2·sensitivity)) (McSherry–Talwar); ε-DP.
+
+    Uses the Gumbel-max trick, which samples exactly that distribution.
+
+    >>> exponential_mechanism(np.array([0.0, 100.0]), 1.0, 1.0, np.random.default_rng(0))
+    1
+    """
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 1 or scores.size == 0 or not np.all(np.isfinite(scores)):
+        raise ValueError("scores must be a non-empty 1-D array of finite numbers")
+    check_epsilon(epsilon)
+    logits = epsilon * scores / (2.0 * sensitivity)
+    return int(np.argmax(logits + rng.gumbel(size=scores.size)))
+
+
+def answers_from_estimate(workload: Workload, estimate: np.ndarray) -> np.ndarray:
+    """Answer the workload from a histogram estimate (post-processing)."""
+    return workload.matvec(estimate)
+
+
+from core.mechanisms.laplace import Identity, LaplaceOnAnswers, Uniform  # noqa: E402
+
+MECHANISMS: dict[str, Mechanism] = {
+    m.name: m
+    for m in (
+        Identity(),
+        LaplaceOnAnswers(),
+        Uniform(),
+    )
+}
+
+# Registry aliases: other names under which a registered mechanism is known in a paper.
+ALIASES: dict[str, str] = {}

@@ -1,0 +1,87 @@
+"""Baselines (spec §1): Identity (noise on cells), Laplace on the answers (LM_W), Uniform."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.mechanisms import Release, check_inputs, laplace_privacy_loss
+from core.workloads import Workload, l1_sensitivity, squared_frobenius
+
+
+@dataclass(frozen=True)
+class Identity:
+    """DPBench's Identity: x̂ = x + Lap(1/ε)^n, answers W x̂ by post-processing (spec §1).
+
+    >>> from core.workloads import Identity as I
+    >>> Identity().expected_mse(I(4), 1.0)
+    2.0
+    """
+
+    name: str = "identity"
+    data_dependent: bool = False
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        scale = 1.0 / epsilon  # the histogram has sensitivity 1 under add/remove
+        estimate = x + rng.laplace(scale=scale, size=x.size)
+        loss = laplace_privacy_loss([(np.ones(x.size), scale)])
+        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
+                       {"noise_scale": scale})
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+        """Per-query MSE 2‖W‖_F²/(m ε²)."""
+        return 2.0 * squared_frobenius(workload) / (workload.shape[0] * epsilon**2)
+
+
+@dataclass(frozen=True)
+class LaplaceOnAnswers:
+    """LM_W: Laplace noise on the workload answers at their L1 sensitivity Δ₁(W) (spec §1).
+
+    >>> from core.workloads import Prefix
+    >>> LaplaceOnAnswers().expected_mse(Prefix(4), 1.0)
+    32.0
+    """
+
+    name: str = "laplace-on-answers"
+    data_dependent: bool = False
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        sensitivity = l1_sensitivity(workload)
+        answers = workload.matvec(x)
+        if sensitivity == 0:  # nothing depends on the data
+            return Release(self.name, epsilon, 0.0, answers, None, {"sensitivity": 0.0})
+        scale = sensitivity / epsilon
+        answers = answers + rng.laplace(scale=scale, size=answers.size)
+        loss = laplace_privacy_loss([(workload.column_norms(1), scale)])
+        return Release(self.name, epsilon, loss, answers, None,
+                       {"sensitivity": sensitivity, "noise_scale": scale})
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+        """Per-query MSE 2(Δ₁(W)/ε)²."""
+        return 2.0 * (l1_sensitivity(workload) / epsilon) ** 2
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """Noisy total spread evenly over the cells (DPBench's Uniform): total + Lap(1/ε), divided by n.
+
+    Its error depends on the data (the bias of assuming uniformity), so ``expected_mse`` is None.
+    """
+
+    name: str = "uniform"
+    data_dependent: bool = False
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        scale = 1.0 / epsilon
+        noisy_total = x.sum() + rng.laplace(scale=scale)
+        estimate = np.full(x.size, noisy_total / x.size)
+        loss = laplace_privacy_loss([(np.ones(x.size), scale)])
+        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
+                       {"noise_scale": scale})
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> None:
+        return None

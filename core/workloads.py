@@ -1,0 +1,502 @@
+"""Workloads as implicit linear operators (style.md §1.3): an m × n matrix we never have to build.
+
+Every workload has ``shape``, ``matvec`` (W x), ``rmatvec`` (Wᵀ y), ``column_norms(ord)`` in closed
+form (so L1 sensitivity and ‖W‖_F² are exact without densifying) and ``describe()``.
+
+>>> w = parse_workload("prefix", (4,))
+>>> w.matvec(np.array([1.0, 2, 3, 4])).tolist(), l1_sensitivity(w)
+([1.0, 3.0, 6.0, 10.0], 4.0)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+DENSE_LIMIT = 2**25  # entries; dense() refuses larger matrices (a test oracle, not a code path)
+MAX_QUERIES = 2**24  # implicit workloads beyond this many rows are refused up front
+
+
+@runtime_checkable
+class Workload(Protocol):
+    """The protocol every workload satisfies."""
+
+    @property
+    def shape(self) -> tuple[int, int]: ...
+    def matvec(self, x: np.ndarray) -> np.ndarray: ...
+    def rmatvec(self, y: np.ndarray) -> np.ndarray: ...
+    def column_norms(self, ord: Literal[1, 2]) -> np.ndarray: ...
+    def describe(self) -> str: ...
+
+
+def _check_positive_int(name: str, value: int, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _check_ord(ord: int) -> None:
+    if ord not in (1, 2):
+        raise ValueError(f"ord must be 1 or 2, got {ord!r}")
+
+
+def _check_length(name: str, vector: np.ndarray, length: int) -> np.ndarray:
+    vector = np.asarray(vector, dtype=float)
+    if vector.shape != (length,):
+        raise ValueError(f"{name} must have shape ({length},), got {vector.shape}")
+    return vector
+
+
+def l1_sensitivity(w: Workload) -> float:
+    """Δ₁(W): the largest column L1 norm (add/remove neighbours, spec §0)."""
+    return float(w.column_norms(1).max())
+
+
+def l2_sensitivity(w: Workload) -> float:
+    """Δ₂(W): the largest column L2 norm."""
+    return float(w.column_norms(2).max())
+
+
+def squared_frobenius(w: Workload) -> float:
+    """‖W‖_F², the sum of squared column L2 norms."""
+    return float((w.column_norms(2) ** 2).sum())
+
+
+def dense(w: Workload) -> np.ndarray:
+    """The explicit m × n matrix (test oracle and small-workload fallback), guarded by DENSE_LIMIT.
+
+    >>> dense(Prefix(3)).tolist()
+    [[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [1.0, 1.0, 1.0]]
+    """
+    m, n = w.shape
+    if m * n > DENSE_LIMIT:
+        raise ValueError(f"dense() refuses a {m} x {n} matrix ({m * n} entries > {DENSE_LIMIT}); use matvec")
+    if isinstance(w, Explicit):
+        return np.array(w.matrix, dtype=float)
+    out = np.empty((m, n))
+    unit = np.zeros(n)
+    for j in range(n):
+        unit[j] = 1.0
+        out[:, j] = w.matvec(unit)
+        unit[j] = 0.0
+    return out
+
+
+# ----------------------------------------------------------------------------- 1-D building blocks
+@dataclass(frozen=True)
+class Identity:
+    """One query per cell: W = I_n."""
+
+    n: int
+
+    def __post_init__(self) -> None:
+        _check_positive_int("n", self.n)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n, self.n)
+
+    def matvec(self, x):
+        return _check_length("x", x, self.n).copy()
+
+    def rmatvec(self, y):
+        return _check_length("y", y, self.n).copy()
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        return np.ones(self.n)
+
+    def describe(self) -> str:
+        return f"identity: every cell count ({self.n} queries)"
+
+
+@dataclass(frozen=True)
+class Total:
+    """One query: the sum of all cells."""
+
+    n: int
+
+    def __post_init__(self) -> None:
+        _check_positive_int("n", self.n)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (1, self.n)
+
+    def matvec(self, x):
+        return np.array([_check_length("x", x, self.n).sum()])
+
+    def rmatvec(self, y):
+        return np.full(self.n, float(_check_length("y", y, 1)[0]))
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        return np.ones(self.n)
+
+    def describe(self) -> str:
+        return "total: the sum of all cells (1 query)"
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """Prefix sums: query i is x_0 + … + x_i (an empirical CDF)."""
+
+    n: int
+
+    def __post_init__(self) -> None:
+        _check_positive_int("n", self.n)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n, self.n)
+
+    def matvec(self, x):
+        return np.cumsum(_check_length("x", x, self.n))
+
+    def rmatvec(self, y):
+        return np.cumsum(_check_length("y", y, self.n)[::-1])[::-1]
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        ones = np.arange(self.n, 0, -1, dtype=float)  # column j is in n - j prefixes
+        return ones if ord == 1 else np.sqrt(ones)
+
+    def describe(self) -> str:
+        return f"prefix: {self.n} prefix sums (cumulative counts)"
+
+
+@dataclass(frozen=True)
+class AllRange:
+    """Every contiguous range [i, j], i ≤ j: n(n+1)/2 queries, never materialised.
+
+    Rows are ordered by start i, then end j.
+
+    >>> AllRange(3).matvec(np.array([1.0, 2, 3])).tolist()
+    [1.0, 3.0, 6.0, 2.0, 5.0, 3.0]
+    """
+
+    n: int
+
+    def __post_init__(self) -> None:
+        _check_positive_int("n", self.n)
+        if self.n * (self.n + 1) // 2 > MAX_QUERIES:
+            raise ValueError(f"all-range on n={self.n} has {self.n * (self.n + 1) // 2} queries; "
+                             f"the limit is {MAX_QUERIES} (use random-range instead)")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n * (self.n + 1) // 2, self.n)
+
+    def matvec(self, x):
+        c = np.concatenate(([0.0], np.cumsum(_check_length("x", x, self.n))))
+        return np.concatenate([c[i + 1:] - c[i] for i in range(self.n)])
+
+    def rmatvec(self, y):
+        y = _check_length("y", y, self.shape[0])
+        out = np.zeros(self.n)
+        start = 0
+        for i in range(self.n):  # ranges starting at i cover column k for every end j >= k
+            block = y[start:start + self.n - i]
+            out[i:] += np.cumsum(block[::-1])[::-1]
+            start += self.n - i
+        return out
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        k = np.arange(self.n, dtype=float)
+        count = (k + 1) * (self.n - k)  # ranges containing column k
+        return count if ord == 1 else np.sqrt(count)
+
+    def describe(self) -> str:
+        return f"all-range: all {self.shape[0]} contiguous ranges of {self.n} cells"
+
+
+@dataclass(frozen=True, eq=False)
+class Ranges:
+    """Arbitrary 0/1 range queries [lo_i, hi_i] (inclusive), answered through prefix sums."""
+
+    n: int
+    lo: np.ndarray
+    hi: np.ndarray
+    label: str = "ranges"
+
+    def __post_init__(self) -> None:
+        _check_positive_int("n", self.n)
+        lo, hi = np.asarray(self.lo, dtype=np.int64), np.asarray(self.hi, dtype=np.int64)
+        if lo.ndim != 1 or lo.shape != hi.shape or lo.size == 0:
+            raise ValueError("ranges need equal-length, non-empty lo and hi arrays")
+        if lo.min() < 0 or hi.max() >= self.n or np.any(lo > hi):
+            raise ValueError(f"every range must satisfy 0 <= lo <= hi < n={self.n}")
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.lo.size), self.n)
+
+    def matvec(self, x):
+        c = np.concatenate(([0.0], np.cumsum(_check_length("x", x, self.n))))
+        return c[self.hi + 1] - c[self.lo]
+
+    def rmatvec(self, y):
+        y = _check_length("y", y, self.shape[0])
+        diff = np.bincount(self.lo, weights=y, minlength=self.n + 1)
+        diff -= np.bincount(self.hi + 1, weights=y, minlength=self.n + 1)
+        return np.cumsum(diff)[: self.n]
+
+    @cached_property
+    def _coverage(self) -> np.ndarray:
+        return self.rmatvec(np.ones(self.shape[0]))
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        return self._coverage.copy() if ord == 1 else np.sqrt(self._coverage)
+
+    def describe(self) -> str:
+        return f"{self.label}: {self.shape[0]} range queries over {self.n} cells"
+
+
+def random_range(n: int, m: int, seed: int = 0) -> Ranges:
+    """m ranges with both ends uniform on {0..n-1} (sorted), as DPBench draws them; seeded.
+
+    >>> random_range(100, 5, seed=1).shape
+    (5, 100)
+    """
+    _check_positive_int("n", n)
+    _check_positive_int("m", m)
+    if m > MAX_QUERIES:
+        raise ValueError(f"random-range m={m} exceeds the limit of {MAX_QUERIES} queries")
+    ends = np.sort(np.random.default_rng(seed).integers(0, n, size=(m, 2)), axis=1)
+    return Ranges(n, ends[:, 0], ends[:, 1], label=f"random-range (m={m}, seed={seed})")
+
+
+@dataclass(frozen=True, eq=False)
+class Explicit:
+    """A given m × n query matrix (dense array, or a scipy.sparse matrix for large sparse workloads)."""
+
+    matrix: object
+    label: str = "explicit"
+
+    def __post_init__(self) -> None:
+        import scipy.sparse as sp
+
+        matrix = self.matrix.tocsr().astype(float) if sp.issparse(self.matrix) else np.asarray(
+            self.matrix, dtype=float)
+        if matrix.ndim != 2 or 0 in matrix.shape:
+            raise ValueError(f"an explicit workload must be a non-empty 2-D matrix, got shape {matrix.shape}")
+        values = matrix.data if sp.issparse(matrix) else matrix
+        if not np.all(np.isfinite(values)):
+            raise ValueError("an explicit workload must contain only finite numbers")
+        object.__setattr__(self, "matrix", matrix)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(int(s) for s in self.matrix.shape)
+
+    def matvec(self, x):
+        return np.asarray(self.matrix @ _check_length("x", x, self.shape[1])).ravel()
+
+    def rmatvec(self, y):
+        return np.asarray(self.matrix.T @ _check_length("y", y, self.shape[0])).ravel()
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        a = abs(self.matrix)
+        if ord == 1:
+            return np.asarray(a.sum(axis=0)).ravel()
+        return np.sqrt(np.asarray(a.multiply(a).sum(axis=0) if hasattr(a, "multiply") else (a * a).sum(axis=0))
+                       .ravel())
+
+    def describe(self) -> str:
+        m, n = self.shape
+        return f"{self.label}: {m} × {n} query matrix"
+
+
+# ----------------------------------------------------------------------------- combinators
+def _apply_along(w: Workload, matrix: np.ndarray, transpose: bool) -> np.ndarray:
+    """Apply W (or Wᵀ) to every column of `matrix`."""
+    op = w.rmatvec if transpose else w.matvec
+    m, n = w.shape
+    if isinstance(w, Explicit):
+        mat = w.matrix.T if transpose else w.matrix
+        return np.asarray(mat @ matrix)
+    if m * n <= 2**20:  # small factor: one dense product beats many matvecs
+        mat = dense(w)
+        return (mat.T if transpose else mat) @ matrix
+    return np.stack([op(matrix[:, k]) for k in range(matrix.shape[1])], axis=1)
+
+
+@dataclass(frozen=True)
+class Kron:
+    """Kronecker product of two workloads: 2-D marginals and 2-D ranges (row-major data vector).
+
+    >>> w = Kron((Identity(2), Total(3)))
+    >>> w.shape, w.matvec(np.arange(6.0)).tolist()
+    ((2, 6), [3.0, 12.0])
+    """
+
+    factors: tuple
+
+    def __post_init__(self) -> None:
+        if len(self.factors) != 2:
+            raise ValueError(f"Kron takes exactly two factors, got {len(self.factors)}")
+        if self.shape[0] > MAX_QUERIES:
+            raise ValueError(f"Kron workload has {self.shape[0]} queries; the limit is {MAX_QUERIES}")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        (m1, n1), (m2, n2) = (f.shape for f in self.factors)
+        return (m1 * m2, n1 * n2)
+
+    def matvec(self, x):
+        a, b = self.factors
+        x = _check_length("x", x, self.shape[1]).reshape(a.shape[1], b.shape[1])
+        left = _apply_along(a, x, transpose=False)           # m1 × n2
+        return _apply_along(b, left.T, transpose=False).T.ravel()   # m1 × m2
+
+    def rmatvec(self, y):
+        a, b = self.factors
+        y = _check_length("y", y, self.shape[0]).reshape(a.shape[0], b.shape[0])
+        left = _apply_along(a, y, transpose=True)            # n1 × m2
+        return _apply_along(b, left.T, transpose=True).T.ravel()
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        a, b = self.factors
+        return np.kron(a.column_norms(ord), b.column_norms(ord))
+
+    def describe(self) -> str:
+        a, b = self.factors
+        return f"kron({a.describe()} ⊗ {b.describe()}): {self.shape[0]} queries"
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Union of workloads over the same domain (rows stacked)."""
+
+    parts: tuple
+
+    def __post_init__(self) -> None:
+        if not self.parts:
+            raise ValueError("Stack needs at least one workload")
+        widths = {p.shape[1] for p in self.parts}
+        if len(widths) != 1:
+            raise ValueError(f"stacked workloads must share the domain size, got {sorted(widths)}")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (sum(p.shape[0] for p in self.parts), self.parts[0].shape[1])
+
+    def matvec(self, x):
+        return np.concatenate([p.matvec(x) for p in self.parts])
+
+    def rmatvec(self, y):
+        y = _check_length("y", y, self.shape[0])
+        out, start = np.zeros(self.shape[1]), 0
+        for p in self.parts:
+            out += p.rmatvec(y[start:start + p.shape[0]])
+            start += p.shape[0]
+        return out
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        norms = np.array([p.column_norms(ord) for p in self.parts])
+        return norms.sum(axis=0) if ord == 1 else np.sqrt((norms**2).sum(axis=0))
+
+    def describe(self) -> str:
+        return "stack of " + "; ".join(p.describe() for p in self.parts)
+
+
+# ----------------------------------------------------------------------------- parsing and registry
+def explicit_from_csv(source: str | Path | bytes, n: int | None = None) -> Explicit:
+    """Read query rows (one row per query, n numbers per row) from a CSV path or bytes."""
+    text = source.decode("utf-8-sig") if isinstance(source, bytes) else Path(source).read_text("utf-8-sig")
+    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    if not rows:
+        raise ValueError("query-matrix CSV is empty")
+    try:
+        float(rows[0][0])
+    except ValueError:
+        rows = rows[1:]  # a header row
+    try:
+        matrix = np.array([[float(c) for c in r] for r in rows])
+    except ValueError as err:
+        raise ValueError(f"query-matrix CSV must hold only numbers: {err}") from None
+    if n is not None and matrix.shape[1] != n:
+        raise ValueError(f"query matrix has {matrix.shape[1]} columns but the histogram has {n} cells")
+    return Explicit(matrix, label="file")
+
+
+def _marginals(shape):
+    (r, c) = shape
+    return Stack((Kron((Identity(r), Total(c))), Kron((Total(r), Identity(c)))))
+
+
+def _need_2d(name, shape):
+    if len(shape) != 2:
+        raise ValueError(f"workload {name!r} needs a 2-D histogram, got shape {tuple(shape)}")
+    return shape
+
+
+# name -> (description, builder(shape, params, rng))
+WORKLOADS: dict[str, tuple[str, object]] = {
+    "identity": ("every cell count", lambda shape, p, rng: Identity(int(np.prod(shape)))),
+    "total": ("the sum of all cells", lambda shape, p, rng: Total(int(np.prod(shape)))),
+    "prefix": ("prefix sums (1-D)", lambda shape, p, rng: Prefix(int(np.prod(shape)))),
+    "all-range": ("every contiguous range, n(n+1)/2 queries (1-D)",
+                  lambda shape, p, rng: AllRange(int(np.prod(shape)))),
+    "random-range": ("m random ranges, ends uniform (1-D); m=2000, seed",
+                     lambda shape, p, rng: random_range(
+                         int(np.prod(shape)), int(p.get("m", 2000)),
+                         int(p["seed"]) if "seed" in p else int(rng.integers(2**31)))),
+    "file": ("query rows from a CSV file: file:PATH", None),
+    "marginals": ("row and column sums (2-D)", lambda shape, p, rng: _marginals(_need_2d("marginals", shape))),
+    "range-2d": ("all axis-aligned rectangles (2-D)",
+                 lambda shape, p, rng: Kron(tuple(AllRange(s) for s in _need_2d("range-2d", shape)))),
+    "prefix-2d": ("2-D prefix (CDF) rectangles anchored at the origin (2-D)",
+                  lambda shape, p, rng: Kron(tuple(Prefix(s) for s in _need_2d("prefix-2d", shape)))),
+}
+
+
+def parse_workload(spec: str, shape, rng: np.random.Generator | None = None) -> Workload:
+    """Build a workload from a spec such as ``random-range:m=2000,seed=3`` for a histogram shape.
+
+    ``file:PATH`` reads a CSV of query rows. Unknown names or keys raise ValueError naming them.
+
+    >>> parse_workload("random-range:m=10,seed=1", (64,)).shape
+    (10, 64)
+    """
+    if isinstance(shape, int | np.integer):
+        shape = (int(shape),)
+    shape = tuple(int(s) for s in shape)
+    spec = spec.strip()
+    name, _, rest = spec.partition(":")
+    name = name.strip().lower()
+    if name == "file":
+        if not rest:
+            raise ValueError("workload 'file' needs a path: file:PATH")
+        return explicit_from_csv(rest, n=int(np.prod(shape)))
+    if name not in WORKLOADS:
+        raise ValueError(f"unknown workload {name!r}; choose one of {', '.join(WORKLOADS)}")
+    params: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"workload parameter {item!r} must look like key=value")
+        params[key.strip()] = value.strip()
+    allowed = WORKLOAD_PARAMETERS.get(name, set())
+    unknown = set(params) - allowed
+    if unknown:
+        raise ValueError(f"workload {name!r} does not take {sorted(unknown)}; it takes {sorted(allowed) or 'none'}")
+    try:
+        return WORKLOADS[name][1](shape, params, rng or np.random.default_rng(0))
+    except (TypeError, KeyError) as err:  # pragma: no cover - defensive
+        raise ValueError(f"cannot build workload {spec!r}: {err}") from None
+
+
+WORKLOAD_PARAMETERS: dict[str, set[str]] = {"random-range": {"m", "seed"}}

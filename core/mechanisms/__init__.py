@@ -80,18 +80,32 @@ def check_ratio(ratio: float, name: str = "ratio") -> float:
 
 
 def check_inputs(x: np.ndarray, workload: Workload, epsilon: float) -> tuple[np.ndarray, float]:
-    """The boundary checks of ``Mechanism.run``: x matches the workload, counts valid, epsilon > 0."""
+    """The boundary checks of ``Mechanism.run``: x matches the workload, counts valid, epsilon > 0.
+
+    ``x`` may be the 1-D data vector or a 2-D histogram (row-major, as ``Histogram.counts``); the
+    flattened vector is returned. 2-D-aware mechanisms read ``grid_shape(x)`` before calling this.
+    """
     epsilon = check_epsilon(epsilon)
     x = np.asarray(x, dtype=float)
     n = workload.shape[1]
-    if x.shape != (n,):
-        raise ValueError(f"data vector x has shape {x.shape} but the workload has {n} columns; "
-                         "pass histogram.vector")
+    if x.ndim not in (1, 2) or x.size != n:
+        raise ValueError(f"data x has shape {x.shape} but the workload has {n} columns; "
+                         "pass histogram.counts (1-D or 2-D) or histogram.vector")
+    x = x.ravel()
     if not np.all(np.isfinite(x)):
         raise ValueError("data vector x must be finite (no NaN or inf)")
     if np.any(x < 0):
         raise ValueError("data vector x must be non-negative counts")
     return x, epsilon
+
+
+def grid_shape(x: np.ndarray) -> tuple[int, ...]:
+    """The histogram shape passed to ``run``: (n,) for 1-D data, (rows, cols) for 2-D.
+
+    >>> grid_shape(np.zeros((2, 3)))
+    (2, 3)
+    """
+    return tuple(int(s) for s in np.shape(x))
 
 
 def laplace_privacy_loss(blocks: Iterable[tuple[np.ndarray, float]]) -> float:

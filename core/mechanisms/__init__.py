@@ -17,6 +17,7 @@ through ``rng.random``/``rng.integers``/``rng.permutation``, and selections thro
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -141,8 +142,49 @@ def exponential_mechanism(scores: np.ndarray, epsilon: float, sensitivity: float
     if scores.ndim != 1 or scores.size == 0 or not np.all(np.isfinite(scores)):
         raise ValueError("scores must be a non-empty 1-D array of finite numbers")
     check_epsilon(epsilon)
+    secure_select = getattr(rng, "exponential_mechanism", None)  # core.noise.SecureNoise samples in OpenDP
+    if secure_select is not None:
+        return secure_select(scores, epsilon, sensitivity)
     logits = epsilon * scores / (2.0 * sensitivity)
     return int(np.argmax(logits + rng.gumbel(size=scores.size)))
+
+
+def configure(mechanism: Mechanism, params: Mapping[str, object]) -> Mechanism:
+    """A copy of ``mechanism`` with settings replaced; strings are coerced to the field's type.
+
+    >>> configure(MECHANISMS["identity"], {}).name
+    'identity'
+    """
+    fields = {f.name: f for f in dataclasses.fields(mechanism) if f.name not in ("name", "data_dependent")}
+    changes = {}
+    for key, value in params.items():
+        if key not in fields:
+            allowed = ", ".join(fields) or "none"
+            raise ValueError(f"mechanism {mechanism.name!r} has no parameter {key!r}; parameters: {allowed}")
+        current = getattr(mechanism, key)
+        if isinstance(value, str) and not isinstance(current, str):
+            value = _coerce(key, value, current)
+        changes[key] = value
+    try:
+        return dataclasses.replace(mechanism, **changes)
+    except TypeError as err:
+        raise ValueError(f"bad parameters for {mechanism.name!r}: {err}") from None
+
+
+def _coerce(key: str, text: str, current: object) -> object:
+    text = text.strip()
+    if isinstance(current, bool):
+        if text.lower() in ("true", "1", "yes"):
+            return True
+        if text.lower() in ("false", "0", "no"):
+            return False
+        raise ValueError(f"parameter {key!r} must be true or false, got {text!r}")
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
 
 
 def answers_from_estimate(workload: Workload, estimate: np.ndarray) -> np.ndarray:

@@ -1,0 +1,109 @@
+"""Serialise releases to CSV / JSON bytes with full metadata. Only released values leave; never true counts.
+
+>>> import numpy as np
+>>> from core.mechanisms import Release
+>>> r = Release("identity", 1.0, 1.0, np.array([1.5, 2.0]), np.array([1.5, 2.0]))
+>>> release_to_csv(r, labels=["a", "=cmd|x"]).decode().splitlines()
+['bin,count', 'a,1.5', "'=cmd|x,2"]
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from core import __version__
+from core.mechanisms import NEIGHBOURING, Release
+
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise(cell: object) -> str:
+    """Make a label safe for spreadsheets: a leading =, +, -, @, tab or CR gets a ' prefix (OWASP).
+
+    >>> neutralise("=SUM(A1)"), neutralise("plain")
+    ("'=SUM(A1)", 'plain')
+    """
+    text = str(cell)
+    return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
+
+
+def _number(value: float) -> str:
+    return f"{float(value):.10g}"
+
+
+def release_to_csv(release: Release, labels: Sequence[str] | None = None) -> bytes:
+    """CSV ``bin,count`` of the released histogram, or ``query,answer`` when there is no estimate."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    if release.estimate is not None:
+        values, header = release.estimate, ("bin", "count")
+    else:
+        values, header = release.answers, ("query", "answer")
+        labels = None
+    if labels is not None and len(labels) != len(values):
+        raise ValueError(f"{len(labels)} labels for {len(values)} released values")
+    writer.writerow(header)
+    for i, value in enumerate(values):
+        writer.writerow((neutralise(labels[i]) if labels is not None else i, _number(value)))
+    return buffer.getvalue().encode()
+
+
+def release_metadata(release: Release, *, workload: str, seed: int | None, noise_path: str,
+                     dataset: str | None = None) -> dict:
+    """The metadata every export carries (mechanism, params, ε, loss, neighbouring notion, ...)."""
+    return {
+        "mechanism": release.mechanism,
+        "epsilon": release.epsilon,
+        "delta": 0.0,
+        "privacy_loss": release.privacy_loss,
+        "params": {k: _jsonable(v) for k, v in release.params.items()},
+        "workload": workload,
+        "seed": seed,
+        "noise_path": noise_path,
+        "neighbouring": NEIGHBOURING,
+        "dataset": neutralise(dataset) if dataset else None,
+        "version": __version__,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value if isinstance(value, int | float | str | bool | type(None)) else str(value)
+
+
+def release_to_json(release: Release, *, workload: str, seed: int | None, noise_path: str,
+                    dataset: str | None = None, labels: Sequence[str] | None = None) -> str:
+    """JSON with the metadata and the released values (``counts`` or ``answers``)."""
+    doc = release_metadata(release, workload=workload, seed=seed, noise_path=noise_path, dataset=dataset)
+    if release.estimate is not None:
+        doc["counts"] = [float(v) for v in release.estimate]
+        if labels is not None:
+            doc["labels"] = [neutralise(v) for v in labels]
+    else:
+        doc["answers"] = [float(v) for v in release.answers]
+    return json.dumps(doc, indent=1, allow_nan=False)
+
+
+def history_to_csv(entries: Sequence[Mapping[str, object]]) -> bytes:
+    """Release history (one row per charge) as CSV; label-like fields are neutralised."""
+    buffer = io.StringIO()
+    columns = sorted({k for e in entries for k in e}) or ["label", "epsilon"]
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for entry in entries:
+        writer.writerow({k: neutralise(v) if isinstance(v, str) else v for k, v in entry.items()})
+    return buffer.getvalue().encode()

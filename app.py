@@ -1,0 +1,15 @@
+"""dplens entry point: page config, shared state and sidebar, navigation (pages listed in ui.PAGES)."""
+
+import streamlit as st
+
+import ui
+
+st.set_page_config(page_title="dplens — DP histograms lab", page_icon=":material/query_stats:", layout="wide")
+ui.init_state()
+sections: dict[str, list] = {}
+for section, path, title, icon in ui.PAGES:
+    sections.setdefault(section, []).append(st.Page(path, title=title, icon=icon, default=path == ui.PAGES[0][1]))
+page = st.navigation(sections)
+with ui.guard():
+    ui.sidebar()
+page.run()

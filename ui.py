@@ -1,0 +1,267 @@
+"""The only module importing both streamlit and core: session state, cached wrappers, shared widgets, charts."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import traceback
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.budget import Budget, BudgetExceededError, Ledger
+from core.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
+from core.domain import Histogram
+from core.experiment import run_sweep
+from core.mechanisms import MECHANISMS, NEIGHBOURING
+from core.workloads import parse_workload
+
+DPBENCH_DIR = Path(__file__).resolve().parent.parent / "shared" / "data" / "dpbench-1d"
+DEFAULT_TOTAL_EPSILON = 5.0
+SIMULATION_STREAM = 7_777
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+           "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
+           "#e6550d", "#31a354", "#756bb1", "#636363")
+TRUE_COLOUR = "#444444"
+
+# The navigation: (section, page script, title, material icon). app.py and the tests read this list.
+PAGES: list[tuple[str, str, str, str]] = [
+    ("Explore", "pages/data.py", "Data", ":material/bar_chart:"),
+    ("Explore", "pages/compare.py", "Compare", ":material/compare_arrows:"),
+]
+
+
+# ----------------------------------------------------------------------------- state
+def init_state() -> None:
+    """Declare every session key with its default (idempotent; every page calls it)."""
+    ss = st.session_state
+    ss.setdefault("dataset_key", f"sample:{DEFAULT_DATASET}")
+    ss.setdefault("uploads", {})                 # dataset_key -> Histogram (uploaded this session)
+    ss.setdefault("seed", 0)
+    ss.setdefault("ledger", Ledger(Budget(DEFAULT_TOTAL_EPSILON)))
+    ss.setdefault("releases", [])                # history: dicts with mechanism, epsilon, loss, ...
+    ss.setdefault("release_counter", 0)
+    ss.setdefault("workload_spec", None)         # None = default for the dataset's shape
+    ss.setdefault("sweeps", {})                  # inputs key -> DataFrame (results survive page switches)
+    ss.setdefault("flash_error", None)
+
+
+def dataset_choices() -> dict[str, str]:
+    """dataset_key -> label: samples, DPBench files when ../shared/data is present, uploads."""
+    choices = {f"sample:{name}": f"{name} — {desc}" for name, (_, desc) in SAMPLE_DATASETS.items()}
+    if DPBENCH_DIR.is_dir():
+        for path in sorted(DPBENCH_DIR.glob("*.csv")):
+            choices[f"dpbench:{path.stem}"] = f"{path.stem} — DPBench, 4096 bins"
+    for key, hist in st.session_state.get("uploads", {}).items():
+        choices[key] = f"{hist.name} — uploaded, {hist.domain.size} cells"
+    return choices
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _load_reference(key: str) -> Histogram:
+    kind, _, name = key.partition(":")
+    if kind == "sample":
+        return load_histogram(name)
+    if kind == "dpbench":
+        return load_histogram(str(DPBENCH_DIR / f"{name}.csv"), name=name)
+    raise ValueError(f"unknown dataset {key!r}")
+
+
+def histogram() -> Histogram:
+    """The session's current histogram."""
+    init_state()
+    key = st.session_state.dataset_key
+    uploads = st.session_state.uploads
+    if key in uploads:
+        return uploads[key]
+    try:
+        return _load_reference(key)
+    except ValueError:
+        st.session_state.dataset_key = f"sample:{DEFAULT_DATASET}"
+        return _load_reference(st.session_state.dataset_key)
+
+
+def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: int | None = None,
+               edges=None) -> Histogram:
+    """Parse an upload (raw records when ``column`` is given), keep it in the session and select it."""
+    if column:
+        hist = histogram_from_records(data, column, bins=bins, edges=edges, name=Path(filename).stem)
+    else:
+        hist = load_histogram(data, filename=filename)
+    key = f"upload:{hashlib.sha1(data).hexdigest()[:12]}:{column or ''}:{bins or ''}:{edges or ''}"
+    st.session_state.uploads[key] = hist
+    st.session_state.dataset_key = key
+    return hist
+
+
+def default_workload_spec(hist: Histogram) -> str:
+    return "random-range:m=2000,seed=0" if len(hist.domain.shape) == 1 else "marginals"
+
+
+def workload_spec() -> str:
+    init_state()
+    return st.session_state.workload_spec or default_workload_spec(histogram())
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _workload(spec: str, shape: tuple[int, ...]):
+    return parse_workload(spec, shape)
+
+
+def workload():
+    """The session's workload for the current histogram (falls back to the default on mismatch)."""
+    hist = histogram()
+    try:
+        return _workload(workload_spec(), hist.domain.shape)
+    except ValueError as err:
+        st.session_state.flash_error = f"workload {workload_spec()!r} does not fit this dataset: {err}"
+        st.session_state.workload_spec = None
+        return _workload(default_workload_spec(hist), hist.domain.shape)
+
+
+def ledger() -> Ledger:
+    init_state()
+    return st.session_state.ledger
+
+
+def release_rng() -> np.random.Generator:
+    """An independent, reproducible stream per release: default_rng([seed, release_counter])."""
+    return np.random.default_rng([int(st.session_state.seed), int(st.session_state.release_counter)])
+
+
+def charge(label: str, epsilon: float) -> bool:
+    """Spend ``epsilon`` on the ledger (call only from a button callback). False + flash error on overspend."""
+    try:
+        st.session_state.ledger = ledger().spend(label, Budget(float(epsilon)))
+    except BudgetExceededError as err:
+        st.session_state.flash_error = str(err)
+        return False
+    st.session_state.release_counter += 1
+    return True
+
+
+def show_flash() -> None:
+    err = st.session_state.get("flash_error")
+    if err:
+        st.error(err)
+        st.session_state.flash_error = None
+
+
+# ----------------------------------------------------------------------------- sweeps
+def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int, metrics: tuple[str, ...],
+          progress=None):
+    """Run (or fetch from the session) a sweep for the current dataset, workload and seed."""
+    key = (st.session_state.dataset_key, workload_spec(), mechanisms, epsilons, trials, metrics,
+           int(st.session_state.seed))
+    cache = st.session_state.sweeps
+    if key not in cache:
+        cache[key] = run_sweep(histogram(), workload(), list(mechanisms), list(epsilons), trials,
+                               seed=int(st.session_state.seed), metrics=list(metrics), progress=progress)
+        while len(cache) > 8:
+            cache.pop(next(iter(cache)))
+    return cache[key]
+
+
+def cached_sweep(mechanisms, epsilons, trials, metrics):
+    key = (st.session_state.dataset_key, workload_spec(), tuple(mechanisms), tuple(epsilons), trials,
+           tuple(metrics), int(st.session_state.seed))
+    return st.session_state.sweeps.get(key)
+
+
+# ----------------------------------------------------------------------------- widgets and guard
+def sidebar() -> None:
+    """Shared sidebar: dataset, seed, total budget (fixed after the first spend), remaining budget."""
+    init_state()
+    with st.sidebar:
+        choices = dataset_choices()
+        keys = list(choices)
+        current = st.session_state.dataset_key
+        st.selectbox("Dataset", keys, index=keys.index(current) if current in keys else 0,
+                     format_func=lambda k: choices[k], key="sidebar_dataset",
+                     on_change=lambda: st.session_state.update(dataset_key=st.session_state.sidebar_dataset),
+                     help="Built-in samples, DPBench histograms (when present) and your uploads.")
+        st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
+                        help="Seeds the exploration noise; change it to see different noise.")
+        led = ledger()
+        locked = bool(led.spends)
+        st.number_input("Total budget ε", min_value=0.01, max_value=100.0, value=float(led.total.epsilon),
+                        step=0.5, key="sidebar_total_epsilon", disabled=locked,
+                        on_change=lambda: st.session_state.update(
+                            ledger=Ledger(Budget(float(st.session_state.sidebar_total_epsilon)))),
+                        help="Set once per session; fixed after the first release.")
+        remaining = led.remaining.epsilon
+        st.metric("Budget remaining", f"ε = {remaining:.4g}", delta=f"-{led.spent.epsilon:.4g} spent",
+                  delta_color="off")
+        st.caption(f"Workload: `{workload_spec()}`  \nNeighbours: {NEIGHBOURING}")
+
+
+@contextlib.contextmanager
+def guard():
+    """Top-level guard: any exception becomes a friendly message with a details expander."""
+    try:
+        yield
+    except st.runtime.scriptrunner.StopException:  # pragma: no cover - streamlit control flow
+        raise
+    except Exception as err:  # noqa: BLE001 - the user must never see a raw traceback
+        if type(err).__name__ in ("RerunException", "StopException"):
+            raise
+        st.error(f"Something went wrong: {str(err).splitlines()[0] if str(err) else type(err).__name__}")
+        with st.expander("Details"):
+            st.code("".join(traceback.format_exception(err)), language="text")
+
+
+def mechanism_colour(name: str) -> str:
+    names = list(MECHANISMS)
+    index = names.index(name) if name in names else abs(hash(name))
+    return PALETTE[index % len(PALETTE)]
+
+
+# ----------------------------------------------------------------------------- charts
+def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label: str = "released") -> go.Figure:
+    """Bars of the true counts (1-D) or a heatmap (2-D); a released estimate is overlaid as a line."""
+    if len(hist.domain.shape) == 2:
+        z = hist.counts if estimate is None else np.asarray(estimate).reshape(hist.domain.shape)
+        fig = go.Figure(go.Heatmap(z=z, colorscale="Viridis", colorbar={"title": "count"}))
+        fig.update_layout(title=f"{hist.name} ({'true' if estimate is None else label})",
+                          yaxis={"autorange": "reversed"})
+    else:
+        x = np.arange(hist.domain.size)
+        fig = go.Figure(go.Bar(x=x, y=hist.vector, name="true counts", marker_color=TRUE_COLOUR, opacity=0.6))
+        if estimate is not None:
+            fig.add_trace(go.Scatter(x=x, y=estimate, name=label, mode="lines", line={"width": 1}))
+        fig.update_layout(title=hist.name, xaxis_title="bin", yaxis_title="count", bargap=0)
+    fig.update_layout(height=340, margin={"l": 40, "r": 10, "t": 40, "b": 40})
+    return fig
+
+
+def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True) -> go.Figure:
+    """Error vs epsilon per mechanism: mean line, 2.5–97.5 % band over trials, analytic curve dotted."""
+    fig = go.Figure()
+    rows = summary[summary["metric"] == metric]
+    for name, part in rows.groupby("mechanism", sort=False):
+        part = part.sort_values("epsilon")
+        colour = mechanism_colour(name)
+        fig.add_trace(go.Scatter(x=np.r_[part.epsilon, part.epsilon[::-1]], y=np.r_[part.high, part.low[::-1]],
+                                 fill="toself", fillcolor=colour, opacity=0.15, line={"width": 0},
+                                 hoverinfo="skip", showlegend=False, legendgroup=name))
+        fig.add_trace(go.Scatter(x=part.epsilon, y=part["mean"], name=name, mode="lines+markers",
+                                 line={"color": colour}, legendgroup=name,
+                                 customdata=np.c_[part.low, part.high],
+                                 hovertemplate=f"{name}<br>ε=%{{x:g}}<br>mean=%{{y:.4g}}"
+                                               "<br>95% band %{customdata[0]:.4g}–%{customdata[1]:.4g}"))
+        if part["expected"].notna().any():
+            fig.add_trace(go.Scatter(x=part.epsilon, y=part["expected"], name=f"{name} (analytic)",
+                                     mode="lines", line={"color": colour, "dash": "dot"}, legendgroup=name))
+    fig.update_layout(xaxis_title="epsilon", yaxis_title=metric, height=460,
+                      xaxis_type="log" if log_x else "linear", yaxis_type="log" if log_y else "linear",
+                      margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.2})
+    return fig
+
+
+def preview_release(epsilon: float) -> np.ndarray:
+    """Identity release for display only (simulation stream; never charged, never exported)."""
+    rng = np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM])
+    hist = histogram()
+    return MECHANISMS["identity"].run(hist.counts, _workload("total", hist.domain.shape), epsilon, rng).estimate

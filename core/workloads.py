@@ -415,7 +415,11 @@ class Stack:
 # ----------------------------------------------------------------------------- parsing and registry
 def explicit_from_csv(source: str | Path | bytes, n: int | None = None) -> Explicit:
     """Read query rows (one row per query, n numbers per row) from a CSV path or bytes."""
-    text = source.decode("utf-8-sig") if isinstance(source, bytes) else Path(source).read_text("utf-8-sig")
+    try:
+        text = source.decode("utf-8-sig") if isinstance(source, bytes) else Path(source).read_text("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"cannot read query-matrix file {str(source)[:120]!r}: "
+                         f"{getattr(err, 'strerror', None) or err}") from None
     rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
     if not rows:
         raise ValueError("query-matrix CSV is empty")
@@ -437,6 +441,17 @@ def _marginals(shape):
     return Stack((Kron((Identity(r), Total(c))), Kron((Total(r), Identity(c)))))
 
 
+def _int_param(params: dict[str, str], key: str, default: int | None) -> int:
+    """A workload parameter given as text, e.g. ``m=2000``; non-integers name the key and value."""
+    text = params.get(key)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"workload parameter {key} must be an integer, got {text!r}") from None
+
+
 def _need_2d(name, shape):
     if len(shape) != 2:
         raise ValueError(f"workload {name!r} needs a 2-D histogram, got shape {tuple(shape)}")
@@ -452,8 +467,8 @@ WORKLOADS: dict[str, tuple[str, object]] = {
                   lambda shape, p, rng: AllRange(int(np.prod(shape)))),
     "random-range": ("m random ranges, ends uniform (1-D); m=2000, seed",
                      lambda shape, p, rng: random_range(
-                         int(np.prod(shape)), int(p.get("m", 2000)),
-                         int(p["seed"]) if "seed" in p else int(rng.integers(2**31)))),
+                         int(np.prod(shape)), _int_param(p, "m", 2000),
+                         _int_param(p, "seed", None) if "seed" in p else int(rng.integers(2**31)))),
     "file": ("query rows from a CSV file: file:PATH", None),
     "marginals": ("row and column sums (2-D)", lambda shape, p, rng: _marginals(_need_2d("marginals", shape))),
     "range-2d": ("all axis-aligned rectangles (2-D)",

@@ -1,0 +1,49 @@
+"""Shared fixtures: a seeded ``rng``, tiny histograms, and the WDA Fig. 1 workload (spec §1(e))."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from core.domain import Histogram
+from core.workloads import Explicit
+
+# WDA paper Fig. 1 (spec §1(e)): W is 8 × 6, x = [2,3,4,1,0,9]; the paper's printed Wx is wrong.
+FIG1_MATRIX = np.array([
+    [1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 0, 0], [0, 1, 1, 0, 0, 0], [0, 0, 1, 0, 0, 0],
+    [0, 0, 1, 0, 0, 0], [0, 0, 0, 1, 0, 0], [1, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1],
+], dtype=float)
+FIG1_X = np.array([2, 3, 4, 1, 0, 9], dtype=float)
+
+
+def fig1_workload() -> Explicit:
+    """The WDA Fig. 1 workload as an Explicit workload (Δ₁ = 4, ‖W‖_F² = 13)."""
+    return Explicit(FIG1_MATRIX, label="wda-fig1")
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """The one seeded noise source of a test (style.md §1.5)."""
+    return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def fig1() -> SimpleNamespace:
+    """WDA Fig. 1: ``workload``, ``matrix``, ``x`` and the true ``answers`` [5,9,7,4,4,1,5,9] (spec §1(e))."""
+    return SimpleNamespace(workload=fig1_workload(), matrix=FIG1_MATRIX.copy(), x=FIG1_X.copy(),
+                           answers=np.array([5, 9, 7, 4, 4, 1, 5, 9], dtype=float))
+
+
+@pytest.fixture
+def tiny_1d() -> Histogram:
+    """Six bins with a zero and a spike (the Fig. 1 data)."""
+    return Histogram.from_counts(FIG1_X, labels=(tuple("abcdef"),), name="tiny-1d")
+
+
+@pytest.fixture
+def tiny_2d() -> Histogram:
+    """A 3 × 4 grid with zeros."""
+    return Histogram.from_counts(np.array([[0, 2, 5, 1], [3, 0, 0, 7], [1, 1, 4, 0]], dtype=float),
+                                 name="tiny-2d")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
@@ -85,6 +85,31 @@ def dense(w: Workload) -> np.ndarray:
         out[:, j] = w.matvec(unit)
         unit[j] = 0.0
     return out
+
+
+@lru_cache(maxsize=16)
+def sparse_matrix(w: Workload):
+    """W as a scipy.sparse CSR matrix: Explicit and Ranges without densifying, others via dense().
+
+    For row-level algorithms (WDA's division, OM's factorisation) that need W's entries. Cached per
+    workload object: callers must not modify the returned matrix.
+
+    >>> sparse_matrix(Ranges(4, [0, 1], [1, 3])).toarray().tolist()
+    [[1.0, 1.0, 0.0, 0.0], [0.0, 1.0, 1.0, 1.0]]
+    """
+    import scipy.sparse as sp
+
+    if isinstance(w, Explicit):
+        matrix = sp.csr_matrix(w.matrix, dtype=float)
+    elif isinstance(w, Ranges):
+        lengths = w.hi - w.lo + 1
+        indptr = np.concatenate(([0], np.cumsum(lengths)))
+        indices = np.arange(indptr[-1]) - np.repeat(indptr[:-1] - w.lo, lengths)
+        matrix = sp.csr_matrix((np.ones(indptr[-1]), indices, indptr), shape=w.shape)
+    else:
+        matrix = sp.csr_matrix(dense(w))
+    matrix.eliminate_zeros()
+    return matrix
 
 
 # ----------------------------------------------------------------------------- 1-D building blocks

@@ -193,6 +193,10 @@ def answers_from_estimate(workload: Workload, estimate: np.ndarray) -> np.ndarra
 
 
 from core.mechanisms.laplace import Identity, LaplaceOnAnswers, Uniform  # noqa: E402
+from core.mechanisms.om import OM  # noqa: E402
+from core.mechanisms.sreb_gca import SrebGca  # noqa: E402
+from core.mechanisms.wda import WDA  # noqa: E402
+from core.mechanisms.xiao import CellRelease  # noqa: E402
 
 MECHANISMS: dict[str, Mechanism] = {
     m.name: m
@@ -200,8 +204,13 @@ MECHANISMS: dict[str, Mechanism] = {
         Identity(),
         LaplaceOnAnswers(),
         Uniform(),
+        WDA(),
+        OM(),
+        SrebGca(),
+        Identity(name="dp-base"),  # SReB_GCA's baseline: Identity under the paper's name (spec §1)
+        CellRelease(),
     )
 }
 
 # Registry aliases: other names under which a registered mechanism is known in a paper.
-ALIASES: dict[str, str] = {}
+ALIASES: dict[str, str] = {"dp-base": "identity"}

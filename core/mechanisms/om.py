@@ -1,0 +1,211 @@
+"""OM, the orthogonal mechanism of Huang et al. (spec §3), with the factorisation made exact.
+
+W = B·W̃: the rows of W̃ form groups with pairwise disjoint column supports (one group per *atom*:
+the columns sharing a support signature over r independent rows of W). The release is
+B(W̃x + Lap(S̃/ε)^s) with S̃ the column-L1 maximum of the final W̃ (erratum §3(d)1: never assumed
+1). B comes from block least squares and is checked exact (erratum §3(d)2); never-queried columns
+are dropped (erratum §3(d)3).
+
+>>> import numpy as np
+>>> from core.workloads import Explicit
+>>> f = om_decompose(Explicit(np.array([[1.0, 1], [1, -1], [2, 0]])))
+>>> f.mixing.round(6).tolist(), f.sensitivity
+([[2.0, 0.0], [0.0, 2.0], [2.0, 2.0]], 1.0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import scipy.sparse as sp
+
+from core.mechanisms import Release, check_inputs, laplace_privacy_loss
+from core.workloads import DENSE_LIMIT, Workload, sparse_matrix
+
+EXACTNESS = 1e-9  # ‖W − BW̃‖_max ≤ EXACTNESS·max(1, ‖W‖_max) (spec §3(a))
+
+
+@dataclass(frozen=True, eq=False)
+class OmFactorisation:
+    """W = B·W̃ with W̃ (``reduced``, s × n, sparse) in orthogonal groups and B (``mixing``, m × s)."""
+
+    reduced: sp.csr_matrix
+    mixing: np.ndarray
+    groups: tuple[tuple[int, ...], ...]   # the columns (atom) of each group
+    group_sizes: tuple[int, ...]          # τ_σ: rows of W̃ in each group, in order
+    selected_rows: tuple[int, ...]        # R: the r independent rows of W the atoms are built from
+    sensitivity: float                    # S̃ = max column L1 norm of W̃
+
+    def expected_total_mse(self, epsilon: float) -> float:
+        """Total squared error 2‖B‖_F²S̃²/ε² (Theorem 5, a total: erratum §3(d)5)."""
+        return 2.0 * float(np.sum(self.mixing**2)) * self.sensitivity**2 / epsilon**2
+
+
+def independent_rows(matrix: np.ndarray, tol: float) -> np.ndarray:
+    """First-found greedy: indices of rows that are not (within ``tol``) in the span of earlier rows.
+
+    Gram–Schmidt with re-orthogonalisation; the residual norm of each row is its distance to the
+    span of the rows kept so far.
+
+    >>> independent_rows(np.array([[1.0, 1], [2, 2], [1, -1], [3, 0]]), 1e-9).tolist()
+    [0, 2]
+    """
+    m, n = matrix.shape
+    basis = np.zeros((min(m, n), n))
+    kept: list[int] = []
+    for i in range(m):
+        residual = matrix[i].astype(float)
+        for _ in range(2):  # twice is enough (Giraud et al.)
+            residual = residual - basis[: len(kept)].T @ (basis[: len(kept)] @ residual)
+        norm = float(np.linalg.norm(residual))
+        if norm > tol:
+            basis[len(kept)] = residual / norm
+            kept.append(i)
+            if len(kept) == min(m, n):
+                break
+    return np.array(kept, dtype=int)
+
+
+def _default_tol(dense: np.ndarray) -> float:
+    # numpy's matrix_rank default, with ‖W‖_F ≥ σ_max (cheaper and slightly more conservative)
+    return max(dense.shape) * np.finfo(float).eps * max(float(np.linalg.norm(dense)), 1.0)
+
+
+def _signature_labels(support: np.ndarray) -> np.ndarray:
+    """Label the columns of a boolean r × n support by their signature (identical columns share one)."""
+    packed = np.ascontiguousarray(np.packbits(support, axis=0).T)
+    keys = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
+    _, labels = np.unique(keys, return_inverse=True)
+    return labels.ravel()
+
+
+@lru_cache(maxsize=16)
+def om_decompose(workload: Workload, *, tol: float | None = None, row_seed: int | None = None) -> OmFactorisation:
+    """OM_DECOMPOSE of spec §3(a): W̃, B and the groups, exact to EXACTNESS.
+
+    Args:
+        workload: W.
+        tol: rank and support tolerance; None uses max(m, n)·eps·‖W‖_F.
+        row_seed: None selects R first-found in row order; an int shuffles the row order first with
+            ``np.random.default_rng(row_seed)`` (the paper picks "randomly"; public, data-independent).
+
+    Raises:
+        ValueError: if W is too large to factorise densely or the factorisation is not exact.
+    """
+    m, n = workload.shape
+    if m * n > DENSE_LIMIT:
+        raise ValueError(f"OM factorises W densely; {m} x {n} exceeds {DENSE_LIMIT} entries")
+    matrix = sparse_matrix(workload)
+    dense = matrix.toarray()
+    tol = _default_tol(dense) if tol is None else float(tol)
+    if not tol >= 0:
+        raise ValueError(f"tol must be >= 0, got {tol!r}")
+    order = np.arange(m) if row_seed is None else np.random.default_rng(row_seed).permutation(m)
+    selected = np.sort(order[independent_rows(dense[order], tol)])
+    support = np.abs(dense[selected]) > tol
+    queried = support.any(axis=0)   # columns with an empty signature are never queried
+    labels = _signature_labels(support)
+    columns = np.flatnonzero(queried)
+    # group the queried columns by signature, groups ordered by their first column
+    by_label: dict[int, list[int]] = {}
+    for j in columns:
+        by_label.setdefault(int(labels[j]), []).append(int(j))
+    groups = tuple(tuple(cols) for cols in by_label.values())
+
+    mixing_blocks, row_blocks, col_blocks, val_blocks = [], [], [], []
+    row = 0
+    group_sizes: list[int] = []
+    for cols in groups:
+        if len(cols) == 1:  # a singleton atom (typical for random W, §3(f)): W̃ row e_j, B column W[:, j]
+            block_rows = np.array([[1.0]])
+            mixing = dense[:, cols]
+        else:
+            atom = dense[np.ix_(selected[support[:, cols[0]]], cols)]
+            block_rows = atom[independent_rows(atom, tol)]
+            block_rows = block_rows / np.abs(block_rows).sum(axis=0).max()  # group-level normalisation
+            mixing = np.linalg.lstsq(block_rows.T, dense[:, cols].T, rcond=None)[0].T  # W[:, A]·pinv(G)
+        tau = block_rows.shape[0]
+        r_idx, c_idx = np.nonzero(block_rows)
+        row_blocks.append(r_idx + row)
+        col_blocks.append(np.asarray(cols)[c_idx])
+        val_blocks.append(block_rows[r_idx, c_idx])
+        mixing_blocks.append(mixing)
+        group_sizes.append(tau)
+        row += tau
+    reduced = sp.csr_matrix(
+        (np.concatenate(val_blocks) if val_blocks else np.zeros(0),
+         (np.concatenate(row_blocks) if row_blocks else np.zeros(0, int),
+          np.concatenate(col_blocks) if col_blocks else np.zeros(0, int))), shape=(row, n))
+    mixing = np.hstack(mixing_blocks) if mixing_blocks else np.zeros((m, 0))
+    scale = max(1.0, float(np.abs(dense).max()))
+    mixing[np.abs(mixing) < EXACTNESS * 1e-3 * scale] = 0.0  # round-off from lstsq, for display
+    residual = dense - np.asarray((reduced.T @ mixing.T).T)
+    if np.abs(residual).max(initial=0.0) > EXACTNESS * scale:
+        raise ValueError(f"OM factorisation is not exact (‖W − BW̃‖_max = {np.abs(residual).max():.3g}); "
+                         f"try a larger tol than {tol:.3g}")
+    sensitivity = float(np.asarray(abs(reduced).sum(axis=0)).max()) if row else 0.0
+    mixing.setflags(write=False)
+    return OmFactorisation(reduced, mixing, groups, tuple(group_sizes), tuple(int(i) for i in selected),
+                           sensitivity)
+
+
+def literal_algorithm3_mixing(workload: Workload, factorisation: OmFactorisation, tol: float = 1e-12) -> np.ndarray:
+    """The paper's literal Algorithm 3 (incomplete, erratum §3(d)2), kept only to show its failure.
+
+    B(i, k) is filled only when W̃ row k's support lies inside row i's support and the two restricted
+    rows are proportional; other entries stay 0, so W ≠ BW̃ in general.
+    """
+    dense = sparse_matrix(workload).toarray()
+    reduced = factorisation.reduced.toarray()
+    mixing = np.zeros((dense.shape[0], reduced.shape[0]))
+    for k, q in enumerate(reduced):
+        cols = np.abs(q) > tol
+        for i, w in enumerate(dense):
+            if np.all(np.abs(w[cols]) > tol) and np.linalg.matrix_rank(np.vstack([w[cols], q[cols]])) == 1:
+                mixing[i, k] = w[cols][0] / q[cols][0]
+    return mixing
+
+
+def structure_table(factorisation: OmFactorisation) -> list[dict[str, object]]:
+    """The groups as display rows: group, columns (atom), rows of W̃ (τ)."""
+    return [{"group": g, "columns": ", ".join(map(str, cols[:20])) + (" …" if len(cols) > 20 else ""),
+             "atom_size": len(cols), "rows_of_reduced": tau}
+            for g, (cols, tau) in enumerate(zip(factorisation.groups, factorisation.group_sizes, strict=True))]
+
+
+@dataclass(frozen=True)
+class OM:
+    """Orthogonal mechanism (Huang et al.; spec §3 corrected): B(W̃x + Lap(S̃/ε)).
+
+    >>> from core.workloads import Identity
+    >>> OM().expected_mse(Identity(4), 1.0)
+    2.0
+    """
+
+    tol: float | None = None
+    row_seed: int | None = None
+    name: str = "om"
+    data_dependent: bool = False
+
+    def factorisation(self, workload: Workload) -> OmFactorisation:
+        """W = B·W̃ for this workload (data-independent, cached)."""
+        return om_decompose(workload, tol=self.tol, row_seed=self.row_seed)
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        f = self.factorisation(workload)
+        scale = f.sensitivity / epsilon
+        noisy = f.reduced @ x
+        if scale > 0:
+            noisy = noisy + rng.laplace(scale=scale, size=noisy.size)
+        blocks = [(np.asarray(abs(f.reduced).sum(axis=0)).ravel(), scale)] if scale > 0 else []
+        params = {"tol": self.tol, "row_seed": self.row_seed, "groups": len(f.groups),
+                  "reduced_rows": f.reduced.shape[0], "sensitivity": f.sensitivity}
+        return Release(self.name, epsilon, laplace_privacy_loss(blocks), f.mixing @ noisy, None, params,
+                       {"groups": structure_table(f), "reduced": f.reduced, "mixing": f.mixing})
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+        """Exact per-query MSE 2‖B‖_F²S̃²/(m ε²)."""
+        return self.factorisation(workload).expected_total_mse(epsilon) / workload.shape[0]

@@ -192,8 +192,10 @@ def answers_from_estimate(workload: Workload, estimate: np.ndarray) -> np.ndarra
     return workload.matvec(estimate)
 
 
+from core.mechanisms.hierarchical import Hierarchical  # noqa: E402
 from core.mechanisms.laplace import Identity, LaplaceOnAnswers, Uniform  # noqa: E402
 from core.mechanisms.om import OM  # noqa: E402
+from core.mechanisms.privelet import Privelet  # noqa: E402
 from core.mechanisms.sreb_gca import SrebGca  # noqa: E402
 from core.mechanisms.wda import WDA  # noqa: E402
 from core.mechanisms.xiao import CellRelease  # noqa: E402
@@ -209,6 +211,8 @@ MECHANISMS: dict[str, Mechanism] = {
         SrebGca(),
         Identity(name="dp-base"),  # SReB_GCA's baseline: Identity under the paper's name (spec §1)
         CellRelease(),
+        Hierarchical(),
+        Privelet(),
     )
 }
 

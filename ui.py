@@ -178,7 +178,9 @@ def sidebar() -> None:
         choices = dataset_choices()
         keys = list(choices)
         current = st.session_state.dataset_key
-        st.selectbox("Dataset", keys, index=keys.index(current) if current in keys else 0,
+        if current in keys:  # keep the widget in step when a page (upload, config) changes the dataset
+            st.session_state.sidebar_dataset = current
+        st.selectbox("Dataset", keys,
                      format_func=lambda k: choices[k], key="sidebar_dataset",
                      on_change=lambda: st.session_state.update(dataset_key=st.session_state.sidebar_dataset),
                      help="Built-in samples, DPBench histograms (when present) and your uploads.")
@@ -192,8 +194,9 @@ def sidebar() -> None:
                             ledger=Ledger(Budget(float(st.session_state.sidebar_total_epsilon)))),
                         help="Set once per session; fixed after the first release.")
         remaining = led.remaining.epsilon
-        st.metric("Budget remaining", f"ε = {remaining:.4g}", delta=f"-{led.spent.epsilon:.4g} spent",
-                  delta_color="off")
+        st.metric("Budget remaining", f"ε = {remaining:.4g}",
+                  help=f"Spent ε = {led.spent.epsilon:.4g} of {led.total.epsilon:.4g} in "
+                       f"{len(led.spends)} release(s).")
         st.caption(f"Workload: `{workload_spec()}`  \nNeighbours: {NEIGHBOURING}")
 
 

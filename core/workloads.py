@@ -77,7 +77,7 @@ def dense(w: Workload) -> np.ndarray:
     if m * n > DENSE_LIMIT:
         raise ValueError(f"dense() refuses a {m} x {n} matrix ({m * n} entries > {DENSE_LIMIT}); use matvec")
     if isinstance(w, Explicit):
-        return np.array(w.matrix, dtype=float)
+        return w.matrix.toarray() if hasattr(w.matrix, "toarray") else np.array(w.matrix, dtype=float)
     out = np.empty((m, n))
     unit = np.zeros(n)
     for j in range(n):
@@ -342,6 +342,64 @@ class Explicit:
         return f"{self.label}: {m} × {n} query matrix"
 
 
+# ----------------------------------------------------------------------------- the papers' generators
+def _probability(name: str, value: float) -> float:
+    if not 0 <= value <= 1:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+def hot_spot(n: int, m: int = 2000, p: float = 0.2, seed: int = 0) -> Explicit:
+    """WDA's hot-spot workload (spec §2f) — OUR reconstruction; the paper under-specifies it.
+
+    Each query is a range [c − h, c + h] around a uniform centre c with half-width h = round(|N(0, 10)|)
+    (clipped to the domain); with probability p it also includes one hot column, drawn once per seed.
+
+    >>> w = hot_spot(64, m=50, p=0.5, seed=1)
+    >>> w.shape, "our reconstruction" in w.describe()
+    ((50, 64), True)
+    """
+    import scipy.sparse as sp
+
+    _check_positive_int("n", n)
+    _check_positive_int("m", m)
+    _probability("p", p)
+    gen = np.random.default_rng(seed)
+    hot = int(gen.integers(n))
+    centres = gen.integers(0, n, size=m)
+    half = np.rint(np.abs(gen.normal(0.0, 10.0, size=m))).astype(np.int64)
+    ranges = sparse_matrix(Ranges(n, np.maximum(centres - half, 0), np.minimum(centres + half, n - 1)))
+    with_hot = np.flatnonzero(gen.random(m) < p)
+    matrix = ranges + sp.csr_matrix((np.ones(with_hot.size), (with_hot, np.full(with_hot.size, hot))), shape=(m, n))
+    matrix.data = np.minimum(matrix.data, 1.0)  # a range that already covers the hot column keeps a 1
+    return Explicit(matrix, label=f"hot-spot (our reconstruction of the WDA paper's workload; m={m}, p={p:g}, "
+                                  f"hot column {hot}, seed={seed})")
+
+
+def random_linear(n: int, m: int = 200, tau: float = 0.2, seed: int = 0) -> Explicit:
+    """OM's random workload (spec §3f): w_ij ~ U(0,1) where h_ij < τ (h ~ U(0,1)), else 0; sparse.
+
+    >>> random_linear(100, m=20, tau=0.2, seed=1).shape
+    (20, 100)
+    """
+    import scipy.sparse as sp
+
+    _check_positive_int("n", n)
+    _check_positive_int("m", m)
+    _probability("tau", tau)
+    if m * n > DENSE_LIMIT:
+        raise ValueError(f"random-linear draws an m × n mask; {m} x {n} exceeds {DENSE_LIMIT} entries")
+    gen = np.random.default_rng(seed)
+    mask = gen.random((m, n)) < tau
+    rows, cols = np.nonzero(mask)
+    matrix = sp.csr_matrix((gen.random(rows.size), (rows, cols)), shape=(m, n))
+    return Explicit(matrix, label=f"random-linear (OM paper; m={m}, tau={tau:g}, seed={seed})")
+
+
+def _seed(params: dict[str, str], rng: np.random.Generator) -> int:
+    return int(params["seed"]) if "seed" in params else int(rng.integers(2**31))
+
+
 # ----------------------------------------------------------------------------- combinators
 def _apply_along(w: Workload, matrix: np.ndarray, transpose: bool) -> np.ndarray:
     """Apply W (or Wᵀ) to every column of `matrix`."""
@@ -494,6 +552,12 @@ WORKLOADS: dict[str, tuple[str, object]] = {
                      lambda shape, p, rng: random_range(
                          int(np.prod(shape)), _int_param(p, "m", 2000),
                          _int_param(p, "seed", None) if "seed" in p else int(rng.integers(2**31)))),
+    "hot-spot": ("WDA paper: m ranges, a hot column with probability p (our reconstruction); m=2000, p=0.2, seed",
+                 lambda shape, p, rng: hot_spot(int(np.prod(shape)), int(p.get("m", 2000)),
+                                                float(p.get("p", 0.2)), _seed(p, rng))),
+    "random-linear": ("OM paper: random weights U(0,1) with density tau (sparse); m=200, tau=0.2, seed",
+                      lambda shape, p, rng: random_linear(int(np.prod(shape)), int(p.get("m", 200)),
+                                                          float(p.get("tau", 0.2)), _seed(p, rng))),
     "file": ("query rows from a CSV file: file:PATH", None),
     "marginals": ("row and column sums (2-D)", lambda shape, p, rng: _marginals(_need_2d("marginals", shape))),
     "range-2d": ("all axis-aligned rectangles (2-D)",
@@ -539,4 +603,5 @@ def parse_workload(spec: str, shape, rng: np.random.Generator | None = None) -> 
         raise ValueError(f"cannot build workload {spec!r}: {err}") from None
 
 
-WORKLOAD_PARAMETERS: dict[str, set[str]] = {"random-range": {"m", "seed"}}
+WORKLOAD_PARAMETERS: dict[str, set[str]] = {"random-range": {"m", "seed"}, "hot-spot": {"m", "p", "seed"},
+                                              "random-linear": {"m", "tau", "seed"}}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -177,6 +178,11 @@ def _read_table(text: str, header) -> pd.DataFrame:
         return pd.read_csv(io.StringIO(text), sep=_delimiter(text), header=header, dtype=str,
                            skipinitialspace=True, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error, ValueError) as err:
+        ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(err))
+        if ragged:  # pandas' tokenizer message, reworded to name the rule
+            expected, line, saw = ragged.groups()
+            raise _fail(f"row {line} has {saw} values but earlier rows have {expected}; "
+                        "every row needs the same number of columns (ragged rows)") from None
         raise _fail(f"cannot parse CSV: {str(err).splitlines()[0][:160]}") from None
 
 
@@ -188,12 +194,16 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _numeric(column: pd.Series, what: str) -> np.ndarray:
+def _numeric(column: pd.Series, what: str, first_row: int = 2) -> np.ndarray:
+    """Column → floats; ``first_row`` is the file row of the first value (2 after a header)."""
     values = pd.to_numeric(column.str.strip(), errors="coerce")
-    bad = values.isna().to_numpy()
+    bad = ~np.isfinite(values.to_numpy(dtype=float))
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise _fail(f"row {row + 2}, column {what!r}: {column.iloc[row][:40]!r} is not a finite number")
+        where = f"row {row + first_row}, {what if what.startswith('column') else f'column {what!r}'}"
+        if not column.iloc[row].strip():
+            raise _fail(f"{where}: the value is missing; every row needs a value in every column (no ragged rows)")
+        raise _fail(f"{where}: {column.iloc[row][:40]!r} is not a finite number")
     return values.to_numpy(dtype=float)
 
 
@@ -219,7 +229,8 @@ def _parse_csv(text: str):
         others = [c for key, c in columns.items() if key != "count"]
         labels = (tuple(table[others[0]].astype(str)),) if others else ()
         return counts, labels
-    matrix = np.column_stack([_numeric(table[c], f"column {i + 1}") for i, c in enumerate(table.columns)])
+    matrix = np.column_stack([_numeric(table[c], f"column {i + 1}", first_row=1)
+                              for i, c in enumerate(table.columns)])
     return (matrix[:, 0], ()) if matrix.shape[1] == 1 else (matrix, ())
 
 
@@ -248,6 +259,8 @@ def histogram_from_records(source: str | Path | bytes, column: str, *, bins: int
     >>> histogram_from_records(csv, "city").vector.tolist()
     [2.0, 1.0]
     """
+    if isinstance(source, str | Path) and not Path(source).is_file():
+        raise _fail(f"no records file {str(source)!r}")
     data = Path(source).read_bytes() if isinstance(source, str | Path) else bytes(source)
     _check_size(len(data))
     table = _read_table(_decode(data), header=0)

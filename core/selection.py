@@ -29,6 +29,15 @@ from core.mechanisms import Mechanism, check_epsilon, check_inputs
 from core.mechanisms.laplace import Identity as LaplaceHistogram
 from core.mechanisms.laplace import LaplaceOnAnswers
 from core.metrics import mae, max_abs, rmse
+
+# Xiao et al. usefulness bounds (spec §5.1(c), §5.2(c)): one implementation, in core.usefulness
+from core.usefulness import (  # noqa: F401  (re-exported)
+    interval_failure_probability,
+    interval_min_records,
+    interval_sensitivity_bound,
+    max_query_lemma42,
+    max_query_min_records,
+)
 from core.workloads import Identity as IdentityWorkload
 from core.workloads import Workload, l1_sensitivity
 

@@ -184,18 +184,18 @@ class WDA:
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
         leaves = self.division(workload)
-        matrix = sparse_matrix(workload).tocsr()
-        answers = np.asarray(matrix @ x).ravel()
-        blocks = []
+        matrix = sparse_matrix(workload)
+        inverse_scale = np.zeros(matrix.shape[0])  # ε_ℓ/Δ_ℓ on the rows of leaf ℓ; 0 where no data is read
         for leaf in leaves:
-            if leaf.sensitivity == 0:
-                continue
-            rows = np.array(leaf.rows)
-            scale = leaf.sensitivity / leaf.epsilon(epsilon)
-            answers[rows] += rng.laplace(scale=scale, size=rows.size)
-            blocks.append((np.asarray(abs(matrix[rows]).sum(axis=0)).ravel(), scale))
+            if leaf.sensitivity:
+                inverse_scale[list(leaf.rows)] = leaf.epsilon(epsilon) / leaf.sensitivity
+        noisy = np.flatnonzero(inverse_scale)
+        answers = np.asarray(matrix @ x).ravel()
+        answers[noisy] += rng.laplace(scale=1.0 / inverse_scale[noisy], size=noisy.size)
+        # Σ_ℓ ‖W_ℓ e_j‖₁/b_ℓ as one row-weighted block: the same sum as one block per leaf (spec §2(b))
+        loss = laplace_privacy_loss([(abs(matrix).T @ inverse_scale, 1.0)])
         params = {"budget": self.budget, "g": self.g, "division_seed": self.division_seed, "leaves": len(leaves)}
-        return Release(self.name, epsilon, laplace_privacy_loss(blocks), answers, None, params,
+        return Release(self.name, epsilon, loss, answers, None, params,
                        {"division": division_table(leaves, epsilon)})
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:

@@ -1,0 +1,140 @@
+"""WDA (spec §2): division test vectors, leaf budgets, privacy accounting, exact expected_mse."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from core.mechanisms import MECHANISMS, laplace_privacy_loss
+from core.mechanisms.wda import WDA, expected_error, leaves_for, optimal_budgets, wda_division
+from core.workloads import Explicit, hot_spot, sparse_matrix
+
+MODES = ["equal", "optimal", "optimal_global"]
+
+
+def synthetic_12x13() -> Explicit:
+    """Spec §2(e): rows 0–5 are e_0 + e_{7+i} (hot item 0), rows 6–11 are e_{1+i}."""
+    matrix = np.zeros((12, 13))
+    for i in range(6):
+        matrix[i, [0, 7 + i]] = 1
+        matrix[6 + i, 1 + i] = 1
+    return Explicit(matrix, label="synthetic-12x13")
+
+
+@pytest.mark.parametrize("budget", MODES)
+def test_fig1_does_not_split(fig1, budget):
+    leaves = wda_division(fig1.workload, budget=budget)
+    assert [leaf.rows for leaf in leaves] == [tuple(range(8))]
+    assert expected_error(leaves, 1.0, squared=False) == pytest.approx(4.0)
+    assert WDA(budget=budget).expected_mse(fig1.workload, 1.0) == pytest.approx(32.0)  # = LM_W
+
+
+def test_synthetic_equal_budget_splits_once():
+    leaves = wda_division(synthetic_12x13(), budget="equal")
+    assert [(leaf.rows, leaf.share, leaf.sensitivity) for leaf in leaves] == [
+        ((0, 1, 2, 3, 4), 0.5, 5.0), ((5, 6, 7, 8, 9, 10, 11), 0.5, 1.0)]
+    assert expected_error(leaves, 1.0, squared=False) == pytest.approx(5.333333, abs=1e-6)
+    assert expected_error(leaves, 0.5, squared=False) == pytest.approx(2 * 5.333333, abs=1e-5)
+
+
+@pytest.mark.parametrize("budget", ["optimal", "optimal_global"])
+def test_synthetic_optimal_budget(budget):
+    leaves = wda_division(synthetic_12x13(), budget=budget)
+    assert [leaf.rows for leaf in leaves] == [(0, 1, 2, 3, 4), (5, 6, 7, 8, 9, 10, 11)]
+    # ε1 = 5/(5+√7)·ε = 0.653958ε (the spec's table prints 0.653949; §2(e) prints 0.65395)
+    assert leaves[0].share == pytest.approx(5 / (5 + math.sqrt(7)))
+    assert leaves[0].share == pytest.approx(0.65395, abs=1e-5)
+    assert expected_error(leaves, 1.0, squared=False) == pytest.approx(4.871459, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_hot_row_choice_is_symmetric_on_the_synthetic_example(seed):
+    leaves = wda_division(synthetic_12x13(), budget="equal", division_seed=seed)
+    assert [len(leaf.rows) for leaf in leaves] == [5, 7]
+    assert expected_error(leaves, 1.0, squared=False) == pytest.approx(5.333333, abs=1e-6)
+
+
+def test_paper_fig2_example_is_worse_than_no_split(fig1):
+    """Erratum §2(d)6: rows 1–3 vs 4–8 has Δ2 = 2, so the paper's 3.4275 is really 4.9158 > 4."""
+    paper = leaves_for(fig1.workload, [[0, 1, 2], [3, 4, 5, 6, 7]], [0.58, 0.42])
+    assert [leaf.sensitivity for leaf in paper] == [3.0, 2.0]
+    assert expected_error(paper, 1.0, squared=False) == pytest.approx(4.915846, abs=1e-6)
+    equal = leaves_for(fig1.workload, [[0, 1, 2], [3, 4, 5, 6, 7]], [0.5, 0.5])
+    assert expected_error(equal, 1.0, squared=False) == pytest.approx(4.75)
+    assert expected_error(optimal_budgets(paper), 1.0, squared=False) == pytest.approx(4.746708, abs=1e-6)
+    best = optimal_budgets(leaves_for(fig1.workload, [[0, 1, 2, 3], [4, 5, 6, 7]], [0.5, 0.5]))
+    assert expected_error(best, 1.0, squared=False) == pytest.approx(3.7321, abs=1e-4)
+
+
+def _per_leaf_loss(workload, leaves, epsilon) -> float:
+    """max_j Σ_ℓ ε_ℓ‖W_ℓ e_j‖₁/Δ_ℓ (spec §2(b)), computed from the matrix independently of run()."""
+    matrix = abs(sparse_matrix(workload)).toarray()
+    return float(max(sum(leaf.epsilon(epsilon) * matrix[list(leaf.rows), j].sum() / leaf.sensitivity
+                         for leaf in leaves if leaf.sensitivity) for j in range(matrix.shape[1])))
+
+
+@pytest.mark.parametrize("budget", MODES)
+@pytest.mark.parametrize("p", [0.2, 0.5, 0.9])
+def test_leaf_budgets_sum_to_epsilon_and_loss_is_within_epsilon(budget, p, rng):
+    workload = hot_spot(256, m=300, p=p, seed=3)
+    epsilon = 0.7
+    leaves = wda_division(workload, budget=budget)
+    assert len(leaves) > 1  # the hot spot is worth splitting off
+    assert sum(leaf.epsilon(epsilon) for leaf in leaves) == pytest.approx(epsilon)
+    assert sorted(r for leaf in leaves for r in leaf.rows) == list(range(300))  # a partition of the rows
+    assert _per_leaf_loss(workload, leaves, epsilon) <= epsilon + 1e-9
+    release = WDA(budget=budget).run(np.zeros(256), workload, epsilon, rng)
+    assert release.privacy_loss <= epsilon + 1e-9
+    assert release.privacy_loss == pytest.approx(_per_leaf_loss(workload, leaves, epsilon))
+
+
+def test_row_noise_at_row_sensitivity_would_break_the_budget(fig1):
+    """Erratum §2(d)8: scaling each row's noise by its own sensitivity is not DP for a block."""
+    matrix = fig1.matrix
+    own = [(matrix[i], matrix[i].sum() / 1.0) for i in range(8)]  # row i alone at ε = 1
+    assert laplace_privacy_loss(own) > 1.0
+
+
+def test_division_uses_only_the_workload(fig1, rng):
+    workload = synthetic_12x13()
+    a = WDA(budget="equal").run(np.zeros(13), workload, 1.0, rng)
+    b = WDA(budget="equal").run(np.arange(13.0) * 100, workload, 1.0, rng)
+    assert a.details["division"] == b.details["division"]
+    assert a.params["leaves"] == 2
+
+
+def test_registry_entry_and_knobs():
+    assert MECHANISMS["wda"] == WDA()
+    assert dataclasses.replace(MECHANISMS["wda"], budget="equal").budget == "equal"
+    with pytest.raises(ValueError, match="budget must be one of"):
+        WDA(budget="half")
+    with pytest.raises(ValueError, match="g must be a finite number"):
+        WDA(g=math.nan)
+
+
+def test_g_shifts_the_split_size_and_ties_do_not_split():
+    # g = -8: k = floor((12+6-8)/4+.5) = 3, a1 = 3·3, a2 = 9·3: 2·(9+27) = 72 = a, and the rule is strict
+    assert len(wda_division(synthetic_12x13(), budget="equal", g=-8.0)) == 1
+    assert len(wda_division(synthetic_12x13(), budget="equal", g=0.0)) == 2
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("budget, epsilon", [("equal", 1.0), ("optimal", 0.5)])
+def test_empirical_mse_matches_expected_mse_with_power(budget, epsilon, rng):
+    workload = synthetic_12x13()
+    mechanism = WDA(budget=budget)
+    x = np.arange(13.0)
+    truth = workload.matvec(x)
+    mses = np.array([np.mean((mechanism.run(x, workload, epsilon, rng).answers - truth) ** 2)
+                     for _ in range(4000)])
+    standard_error = mses.std(ddof=1) / math.sqrt(mses.size)
+    expected = mechanism.expected_mse(workload, epsilon)
+    assert abs(mses.mean() - expected) < 4 * standard_error
+    # power: the other budget rule, LM_W, and ±20 % are all rejected
+    other = WDA(budget="optimal" if budget == "equal" else "equal").expected_mse(workload, epsilon)
+    lm_w = MECHANISMS["laplace-on-answers"].expected_mse(workload, epsilon)
+    for wrong in (other, lm_w, 0.8 * expected, 1.2 * expected):
+        assert abs(mses.mean() - wrong) > 4 * standard_error

@@ -103,7 +103,7 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     errors: dict[str, str] = {}
     done, stopped = 0, False
     for mechanism in instances:
-        for epsilon in epsilons:
+        for position, epsilon in enumerate(epsilons):
             expected = {m: _expected(mechanism, workload, epsilon, m) for m in metrics}
             for trial in range(trials):
                 if should_stop is not None and should_stop():
@@ -115,7 +115,7 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
                                             trial_rng(seed, mechanism.name, epsilon, trial))
                 except ValueError as err:
                     errors[mechanism.name] = str(err)
-                    done += trials - trial
+                    done += (len(epsilons) - position) * trials - trial  # every skipped run counts
                     break
                 seconds = time.perf_counter() - start
                 for metric in metrics:

@@ -33,6 +33,15 @@ def neutralise(cell: object) -> str:
     return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
 
 
+def _csv_text(cell: object) -> str:
+    """A neutralised text cell; a CR becomes LF, which the writer (lineterminator "\\n") quotes.
+
+    >>> _csv_text("a\\rb")
+    'a\\nb'
+    """
+    return neutralise(cell).replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _number(value: float) -> str:
     return f"{float(value):.10g}"
 
@@ -50,7 +59,7 @@ def release_to_csv(release: Release, labels: Sequence[str] | None = None) -> byt
         raise ValueError(f"{len(labels)} labels for {len(values)} released values")
     writer.writerow(header)
     for i, value in enumerate(values):
-        writer.writerow((neutralise(labels[i]) if labels is not None else i, _number(value)))
+        writer.writerow((_csv_text(labels[i]) if labels is not None else i, _number(value)))
     return buffer.getvalue().encode()
 
 
@@ -105,5 +114,5 @@ def history_to_csv(entries: Sequence[Mapping[str, object]]) -> bytes:
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for entry in entries:
-        writer.writerow({k: neutralise(v) if isinstance(v, str) else v for k, v in entry.items()})
+        writer.writerow({k: _csv_text(v) if isinstance(v, str) else v for k, v in entry.items()})
     return buffer.getvalue().encode()

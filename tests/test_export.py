@@ -1,0 +1,102 @@
+"""Exports: CSV/JSON round trips, full metadata, only released values, spreadsheet-formula neutralisation."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import __version__
+from core.export import history_to_csv, neutralise, release_metadata, release_to_csv, release_to_json
+from core.mechanisms import MECHANISMS, NEIGHBOURING, Release
+from core.workloads import Prefix
+
+labels_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.sampled_from("\t\r\n,\""),
+                      max_size=12)
+
+
+def _rows(data: bytes) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(data.decode())))
+
+
+@settings(max_examples=50, deadline=None)
+@given(values=st.lists(st.floats(-1e12, 1e12), min_size=1, max_size=20), data=st.data())
+def test_csv_round_trip(values, data):
+    labels = data.draw(st.lists(labels_text, min_size=len(values), max_size=len(values)))
+    release = Release("identity", 1.0, 1.0, np.array(values), np.array(values))
+    rows = _rows(release_to_csv(release, labels))
+    assert rows[0] == ["bin", "count"] and len(rows) == len(values) + 1
+    # a CR inside a label comes back as LF (a bare CR would break the CSV)
+    assert [r[0] for r in rows[1:]] == [neutralise(label).replace("\r\n", "\n").replace("\r", "\n")
+                                        for label in labels]
+    np.testing.assert_allclose([float(r[1]) for r in rows[1:]], values, rtol=1e-9)
+
+
+def test_csv_without_estimate_writes_query_answers():
+    release = Release("laplace-on-answers", 1.0, 1.0, np.array([1.25, -3.0]), None)
+    assert _rows(release_to_csv(release, labels=["ignored", "too"])) == [["query", "answer"], ["0", "1.25"],
+                                                                          ["1", "-3"]]
+    with pytest.raises(ValueError, match="3 labels for 2 released values"):
+        release_to_csv(Release("identity", 1.0, 1.0, np.ones(2), np.ones(2)), labels=["a", "b", "c"])
+
+
+@settings(max_examples=30, deadline=None)
+@given(values=st.lists(st.floats(-1e12, 1e12), min_size=1, max_size=20), seed=st.none() | st.integers(0, 2**31))
+def test_json_round_trip_with_metadata(values, seed):
+    release = Release("identity", 0.5, 0.5, np.array(values), np.array(values), params={"noise_scale": np.float64(2)})
+    doc = json.loads(release_to_json(release, workload="prefix", seed=seed, noise_path="exploration",
+                                     dataset="mine", labels=[f"b{i}" for i in range(len(values))]))
+    assert doc["counts"] == [float(v) for v in values]
+    assert doc["labels"] == [f"b{i}" for i in range(len(values))]
+    assert doc["seed"] == seed and doc["params"] == {"noise_scale": 2.0}
+    assert {"mechanism", "epsilon", "privacy_loss", "workload", "seed", "params", "neighbouring", "version",
+            "created"} <= set(doc)
+    assert doc["neighbouring"] == NEIGHBOURING and doc["version"] == __version__
+    assert doc["epsilon"] == 0.5 and doc["privacy_loss"] == 0.5 and doc["delta"] == 0.0
+
+
+def test_json_of_answers_only():
+    release = Release("laplace-on-answers", 1.0, 1.0, np.array([2.5]), None)
+    doc = json.loads(release_to_json(release, workload="total", seed=1, noise_path="secure"))
+    assert doc["answers"] == [2.5] and "counts" not in doc and doc["noise_path"] == "secure"
+
+
+def test_exports_hold_only_released_values_never_true_counts_or_details():
+    x = np.array([1234.0, 5678.0, 91011.0])
+    release = MECHANISMS["identity"].run(x, Prefix(3), 1.0, np.random.default_rng(0))
+    release = Release(release.mechanism, release.epsilon, release.privacy_loss, release.answers,
+                      release.estimate, release.params, details={"tree": "SECRET-DETAIL"})
+    as_csv = release_to_csv(release, ["a", "b", "c"]).decode()
+    as_json = release_to_json(release, workload="prefix", seed=0, noise_path="exploration", labels=["a", "b", "c"])
+    released = [float(r[1]) for r in _rows(as_csv.encode())[1:]]
+    np.testing.assert_allclose(released, release.estimate, rtol=1e-9)
+    doc = json.loads(as_json)
+    numbers = set(released) | set(doc["counts"]) | {v for v in doc.values() if isinstance(v, float)}
+    assert numbers.isdisjoint(x) and numbers.isdisjoint(np.cumsum(x))
+    for text in (as_csv, as_json):
+        assert "SECRET-DETAIL" not in text
+    assert "tree" not in json.dumps(release_metadata(release, workload="prefix", seed=0, noise_path="exploration"))
+
+
+@pytest.mark.parametrize("cell, safe", [
+    ("=SUM(A1:A9)", "'=SUM(A1:A9)"), ("+1", "'+1"), ("-2", "'-2"), ("@cmd", "'@cmd"), ("\tx", "'\tx"),
+    ("\rx", "'\rx"), ("plain", "plain"), ("a=b", "a=b"), (3, "3"),
+])
+def test_formula_neutralisation(cell, safe):
+    assert neutralise(cell) == safe
+
+
+def test_labels_dataset_names_and_history_are_neutralised():
+    release = Release("identity", 1.0, 1.0, np.ones(2), np.ones(2))
+    assert _rows(release_to_csv(release, ["=HYPERLINK(x)", "ok"]))[1][0] == "'=HYPERLINK(x)"
+    doc = json.loads(release_to_json(release, workload="identity", seed=None, noise_path="exploration",
+                                     dataset="=cmd|' /C calc'!A0", labels=["@a", "b"]))
+    assert doc["dataset"].startswith("'=") and doc["labels"] == ["'@a", "b"]
+    rows = _rows(history_to_csv([{"label": "=evil()", "epsilon": 0.5}, {"label": "a\rb", "epsilon": 0.25}]))
+    assert rows == [["epsilon", "label"], ["0.5", "'=evil()"], ["0.25", "a\nb"]]
+    assert _rows(history_to_csv([])) == [["label", "epsilon"]]

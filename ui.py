@@ -16,6 +16,7 @@ from core.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_recor
 from core.domain import Histogram
 from core.experiment import run_sweep
 from core.mechanisms import MECHANISMS, NEIGHBOURING
+from core.views import downsample
 from core.workloads import parse_workload
 
 DPBENCH_DIR = Path(__file__).resolve().parent.parent / "shared" / "data" / "dpbench-1d"
@@ -25,10 +26,14 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
            "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
            "#e6550d", "#31a354", "#756bb1", "#636363")
 TRUE_COLOUR = "#444444"
+MAX_BARS = 4096       # 1-D charts sum adjacent bins beyond this many bars (display only)
+MAX_SIDE_2D = 512     # 2-D heatmaps sum cells beyond this many per side (display only)
+ENVELOPE = "lower envelope"
 
 # The navigation: (section, page script, title, material icon). app.py and the tests read this list.
 PAGES: list[tuple[str, str, str, str]] = [
     ("Explore", "pages/data.py", "Data", ":material/bar_chart:"),
+    ("Explore", "pages/workloads.py", "Workloads", ":material/functions:"),
     ("Explore", "pages/compare.py", "Compare", ":material/compare_arrows:"),
 ]
 
@@ -46,6 +51,11 @@ def init_state() -> None:
     ss.setdefault("workload_spec", None)         # None = default for the dataset's shape
     ss.setdefault("sweeps", {})                  # inputs key -> DataFrame (results survive page switches)
     ss.setdefault("flash_error", None)
+    ss.setdefault("custom_workloads", {})        # workload_spec "custom:…" -> Workload (stacks, uploads, drawn)
+    ss.setdefault("workload_parts", [])          # workloads page: the stack being composed
+    ss.setdefault("gradual_walk", None)          # gradual page: {"dataset_key", "epsilons", "values"}
+    ss.setdefault("gradual_search", None)        # gradual page: last accuracy-first + doubling result
+    ss.setdefault("epsilon_choices", {})         # choose-epsilon page: simulated choices by inputs
 
 
 def dataset_choices() -> dict[str, str]:
@@ -55,7 +65,8 @@ def dataset_choices() -> dict[str, str]:
         for path in sorted(DPBENCH_DIR.glob("*.csv")):
             choices[f"dpbench:{path.stem}"] = f"{path.stem} — DPBench, 4096 bins"
     for key, hist in st.session_state.get("uploads", {}).items():
-        choices[key] = f"{hist.name} — uploaded, {hist.domain.size} cells"
+        kind = "derived" if key.startswith("derived:") else "uploaded"
+        choices[key] = f"{hist.name} — {kind}, {hist.domain.size:,} cells"
     return choices
 
 
@@ -96,6 +107,24 @@ def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: i
     return hist
 
 
+def add_derived(hist: Histogram) -> Histogram:
+    """Keep a derived histogram (rescaled, coarsened) as a session dataset and select it."""
+    digest = hashlib.sha1(np.ascontiguousarray(hist.counts).tobytes() + hist.name.encode()).hexdigest()[:12]
+    key = f"derived:{digest}"
+    st.session_state.uploads[key] = hist
+    st.session_state.dataset_key = key
+    return hist
+
+
+def set_workload(w, label: str) -> str:
+    """Select a workload object that no spec string describes (stack, uploaded matrix, drawn range)."""
+    init_state()
+    key = f"custom:{len(st.session_state.custom_workloads) + 1}:{label}"
+    st.session_state.custom_workloads[key] = w
+    st.session_state.workload_spec = key
+    return key
+
+
 def default_workload_spec(hist: Histogram) -> str:
     return "random-range:m=2000,seed=0" if len(hist.domain.shape) == 1 else "marginals"
 
@@ -113,6 +142,9 @@ def _workload(spec: str, shape: tuple[int, ...]):
 def workload():
     """The session's workload for the current histogram (falls back to the default on mismatch)."""
     hist = histogram()
+    custom = st.session_state.custom_workloads.get(workload_spec())
+    if custom is not None and custom.shape[1] == hist.domain.size:
+        return custom
     try:
         return _workload(workload_spec(), hist.domain.shape)
     except ValueError as err:
@@ -156,11 +188,27 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
     key = (st.session_state.dataset_key, workload_spec(), mechanisms, epsilons, trials, metrics,
            int(st.session_state.seed))
     cache = st.session_state.sweeps
-    if key not in cache:
+    if key not in cache or cache[key].attrs.get("stopped"):
+        interrupted: list[BaseException] = []
+
+        def tick(done: int, total: int, name: str) -> None:
+            # A click (e.g. Stop) during the run surfaces as a rerun exception inside the next
+            # Streamlit call; hold it, let run_sweep return the partial results, then re-raise.
+            if progress is not None and not interrupted:
+                try:
+                    progress(done, total, name)
+                except BaseException as err:
+                    if type(err).__name__ not in ("RerunException", "StopException"):
+                        raise
+                    interrupted.append(err)
+
         cache[key] = run_sweep(histogram(), workload(), list(mechanisms), list(epsilons), trials,
-                               seed=int(st.session_state.seed), metrics=list(metrics), progress=progress)
+                               seed=int(st.session_state.seed), metrics=list(metrics), progress=tick,
+                               should_stop=lambda: bool(interrupted))
         while len(cache) > 8:
             cache.pop(next(iter(cache)))
+        if interrupted:
+            raise interrupted[0]
     return cache[key]
 
 
@@ -222,25 +270,43 @@ def mechanism_colour(name: str) -> str:
 
 
 # ----------------------------------------------------------------------------- charts
-def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label: str = "released") -> go.Figure:
-    """Bars of the true counts (1-D) or a heatmap (2-D); a released estimate is overlaid as a line."""
+def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label: str = "released",
+                     mechanism: str | None = None) -> go.Figure:
+    """Bars of the true counts (1-D) or a heatmap (2-D); a released estimate is overlaid as a line.
+
+    Large histograms are summed into at most MAX_BARS bars (MAX_CELLS_2D heatmap cells) for display;
+    the title says so.
+    """
     if len(hist.domain.shape) == 2:
         z = hist.counts if estimate is None else np.asarray(estimate).reshape(hist.domain.shape)
-        fig = go.Figure(go.Heatmap(z=z, colorscale="Viridis", colorbar={"title": "count"}))
-        fig.update_layout(title=f"{hist.name} ({'true' if estimate is None else label})",
+        z, k_cols = downsample(z, MAX_SIDE_2D)
+        z, k_rows = downsample(z.T, MAX_SIDE_2D)
+        note = "" if k_rows == k_cols == 1 else f", cells summed {k_rows}×{k_cols} for display"
+        fig = go.Figure(go.Heatmap(z=z.T, x=np.arange(z.shape[0]) * k_cols, y=np.arange(z.shape[1]) * k_rows,
+                                   colorscale="Viridis", colorbar={"title": "count"}))
+        fig.update_layout(title=f"{hist.name} ({'true' if estimate is None else label}{note})",
                           yaxis={"autorange": "reversed"})
     else:
-        x = np.arange(hist.domain.size)
-        fig = go.Figure(go.Bar(x=x, y=hist.vector, name="true counts", marker_color=TRUE_COLOUR, opacity=0.6))
+        y, k = downsample(hist.vector, MAX_BARS)
+        x = np.arange(y.size) * k
+        fig = go.Figure(go.Bar(x=x, y=y, name="true counts", marker_color=TRUE_COLOUR, opacity=0.6))
         if estimate is not None:
-            fig.add_trace(go.Scatter(x=x, y=estimate, name=label, mode="lines", line={"width": 1}))
-        fig.update_layout(title=hist.name, xaxis_title="bin", yaxis_title="count", bargap=0)
+            fig.add_trace(go.Scatter(x=x, y=downsample(np.asarray(estimate, dtype=float).ravel(), MAX_BARS)[0],
+                                     name=label, mode="lines", line={"width": 1, "color": mechanism_colour(
+                                         mechanism) if mechanism else None}))
+        title = hist.name if k == 1 else f"{hist.name} (bins summed in groups of {k:,} for display)"
+        fig.update_layout(title=title, xaxis_title="bin", yaxis_title="count", bargap=0)
     fig.update_layout(height=340, margin={"l": 40, "r": 10, "t": 40, "b": 40})
     return fig
 
 
-def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True) -> go.Figure:
-    """Error vs epsilon per mechanism: mean line, 2.5–97.5 % band over trials, analytic curve dotted."""
+def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True,
+                 envelope: bool = False) -> go.Figure:
+    """Error vs epsilon per mechanism: mean line, 2.5–97.5 % band over trials, analytic curve dotted.
+
+    ``envelope`` adds the DPComp lower envelope: the best mean error at each epsilon (legend group
+    ``ENVELOPE``; its hover names the winning mechanism).
+    """
     fig = go.Figure()
     rows = summary[summary["metric"] == metric]
     for name, part in rows.groupby("mechanism", sort=False):
@@ -257,6 +323,12 @@ def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True
         if part["expected"].notna().any():
             fig.add_trace(go.Scatter(x=part.epsilon, y=part["expected"], name=f"{name} (analytic)",
                                      mode="lines", line={"color": colour, "dash": "dot"}, legendgroup=name))
+    if envelope and not rows.empty:
+        best = rows.loc[rows.groupby("epsilon")["mean"].idxmin()].sort_values("epsilon")
+        fig.add_trace(go.Scatter(x=best.epsilon, y=best["mean"], name=ENVELOPE, mode="lines",
+                                 line={"color": "black", "width": 5}, opacity=0.35, legendgroup=ENVELOPE,
+                                 customdata=best.mechanism, hovertemplate="best at ε=%{x:g}: %{customdata}"
+                                                                          "<br>%{y:.4g}<extra></extra>"))
     fig.update_layout(xaxis_title="epsilon", yaxis_title=metric, height=460,
                       xaxis_type="log" if log_x else "linear", yaxis_type="log" if log_y else "linear",
                       margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.2})
@@ -268,3 +340,34 @@ def preview_release(epsilon: float) -> np.ndarray:
     rng = np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM])
     hist = histogram()
     return MECHANISMS["identity"].run(hist.counts, _workload("total", hist.domain.shape), epsilon, rng).estimate
+
+
+def runtime_figure(summary) -> go.Figure:
+    """Mean seconds per run per mechanism (log scale), in the mechanism colours."""
+    per = summary.groupby("mechanism", sort=False)["seconds"].mean().sort_values()
+    fig = go.Figure(go.Bar(x=per.index, y=per.values, marker_color=[mechanism_colour(m) for m in per.index],
+                           hovertemplate="%{x}: %{y:.3g} s per run<extra></extra>"))
+    fig.update_layout(yaxis_type="log", yaxis_title="seconds per run", height=300,
+                      margin={"l": 50, "r": 10, "t": 30, "b": 40})
+    return fig
+
+
+def per_bin_figure(labels: list[str], errors: dict[str, np.ndarray], bins_per_bucket: np.ndarray) -> go.Figure:
+    """Grouped bars: mean |error| per bin for each true-count bucket (the small-bin view), per mechanism."""
+    names = [f"{label}<br>({count:,} bins)" for label, count in zip(labels, bins_per_bucket, strict=True)]
+    fig = go.Figure([go.Bar(x=names, y=values, name=name, marker_color=mechanism_colour(name))
+                     for name, values in errors.items()])
+    fig.update_layout(barmode="group", xaxis_title="true count of the bin", yaxis_title="mean |error| per bin",
+                      yaxis_type="log", height=360, margin={"l": 50, "r": 10, "t": 30, "b": 40},
+                      legend={"orientation": "h", "y": -0.3})
+    return fig
+
+
+def workload_figure(index: np.ndarray, rows: np.ndarray, column_group: int) -> go.Figure:
+    """Heatmap of sampled rows of W (columns averaged in groups of ``column_group`` for display)."""
+    fig = go.Figure(go.Heatmap(z=rows, x=np.arange(rows.shape[1]) * column_group, y=[str(i) for i in index],
+                               colorscale="Blues", colorbar={"title": "weight"},
+                               hovertemplate="query %{y}<br>cell %{x}<br>weight %{z:.3g}<extra></extra>"))
+    fig.update_layout(xaxis_title="cell", yaxis_title="query (row of W)", yaxis={"autorange": "reversed",
+                      "type": "category"}, height=360, margin={"l": 60, "r": 10, "t": 30, "b": 40})
+    return fig

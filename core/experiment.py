@@ -160,3 +160,34 @@ def regret(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     best = means.min(axis=1)
     ratio = means.div(best.where(best > 0), axis=0)
     return ratio.mean(axis=0).sort_values().rename("regret").reset_index()
+
+
+def replay(histogram: Histogram, workload: Workload, mechanism: str | Mechanism, epsilon: float, trial: int,
+           *, seed: int = 0):
+    """Re-run one (mechanism, epsilon, trial) of a sweep with the same ``trial_rng``: the identical release.
+
+    >>> from core.workloads import Prefix
+    >>> h = Histogram.from_counts([5.0, 0, 3, 8])
+    >>> df = run_sweep(h, Prefix(4), ["identity"], [1.0], trials=2, metrics=["mae"], seed=4)
+    >>> r = replay(h, Prefix(4), "identity", 1.0, 1, seed=4)
+    >>> bool(np.isclose(np.abs(r.answers - Prefix(4).matvec(h.vector)).mean(), df.value.iloc[1]))
+    True
+    """
+    (instance,) = resolve_mechanisms([mechanism])
+    return instance.run(histogram.counts, workload, check_epsilon(epsilon),
+                        trial_rng(seed, instance.name, epsilon, trial))
+
+
+def per_bin_errors(histogram: Histogram, workload: Workload, mechanism: str | Mechanism, epsilon: float,
+                   trials: int, *, seed: int = 0) -> np.ndarray | None:
+    """Mean |estimate − x| per bin over the sweep's first ``trials`` trials (None: no histogram estimate).
+
+    The per-bin view (error against the true bin count) that SReB_GCA's small-bin argument is about.
+    """
+    total = np.zeros(histogram.domain.size)
+    for trial in range(trials):
+        release = replay(histogram, workload, mechanism, epsilon, trial, seed=seed)
+        if release.estimate is None:
+            return None
+        total += np.abs(np.asarray(release.estimate, dtype=float).ravel() - histogram.vector)
+    return total / trials

@@ -1,0 +1,170 @@
+"""Release page: one mechanism, one ε, one click; truth vs release with 95 % intervals; history; exports."""
+
+import numpy as np
+import streamlit as st
+
+import ui
+from core.budget import Budget
+from core.config import config_to_json, parse_config
+from core.export import history_to_csv, release_to_csv, release_to_json
+from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
+from core.noise import NOISE_PATHS, noise_source
+from core.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
+
+SHOWN_QUERIES = 40      # workload answers drawn with error bars
+SIMULATION_TRIALS = 20  # re-runs behind the simulated intervals (simulation stream, never charged)
+
+
+def spend_and_release(name: str, settings: dict, epsilon: float, noise_path: str) -> None:
+    """Button callback: run, then charge, then log (a rerun never reaches this; style rule 7)."""
+    number = len(st.session_state.releases) + 1
+    label = f"release #{number}: {name}"
+    if not ui.ledger().fits(Budget(epsilon)):
+        ui.charge(label, epsilon)  # refused: flashes the message naming the remaining budget
+        return
+    stream = int(st.session_state.release_counter)
+    try:
+        rng = ui.release_rng() if noise_path == "exploration" else noise_source("secure")
+        release = configure(MECHANISMS[name], settings).run(ui.histogram().counts, ui.workload(), epsilon, rng)
+    except ValueError as err:  # nothing was published, so nothing is charged
+        st.session_state.flash_error = f"{name} cannot release this input: {err}"
+        return
+    if not ui.charge(label, epsilon):
+        return
+    exploring = noise_path == "exploration"
+    st.session_state.releases.append(history_entry(
+        release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),
+        seed=int(st.session_state.seed) if exploring else None, stream=stream if exploring else None,
+        noise_path=noise_path))
+    st.session_state.release_outputs[number] = {"release": release, "settings": settings}
+    st.session_state.release_show = number
+
+
+def load_config() -> None:
+    """Button callback: parse the uploaded or pasted config and apply it (the ledger is never refunded)."""
+    upload = st.session_state.get("release_config_upload")
+    text = upload.getvalue() if upload is not None else st.session_state.get("release_config_text", "")
+    try:
+        notes = ui.apply_config(parse_config(text))
+    except ValueError as err:
+        st.session_state.flash_error = f"Config not loaded: {err}"
+        return
+    st.session_state.release_notice = "Config loaded." + "".join(f" Note: {n}." for n in notes)
+
+
+@st.cache_data(max_entries=16, show_spinner="Simulating re-runs for the intervals…")
+def intervals(dataset_key: str, spec: str, name: str, settings: tuple, epsilon: float, seed: int,
+              _hist, _workload) -> dict:
+    rng = np.random.default_rng([seed, ui.SIMULATION_STREAM, 6])
+    return simulated_intervals(configure(MECHANISMS[name], dict(settings)), _hist.counts, _workload, epsilon,
+                               SIMULATION_TRIALS, rng)
+
+
+ui.init_state()
+st.title("Release")
+ui.show_flash()
+if notice := st.session_state.pop("release_notice", None):
+    st.success(notice)
+with ui.guard():
+    hist, workload, led = ui.histogram(), ui.workload(), ui.ledger()
+    st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_spec()}` ({workload.shape[0]:,} queries) · "
+               f"neighbours: {NEIGHBOURING}. Each click spends budget; remaining ε = {led.remaining.epsilon:.4g}.")
+    left, right = st.columns(2)
+    with left:
+        name = st.selectbox("Mechanism", list(MECHANISMS), key="release_mechanism",
+                            help="Any registered mechanism; its settings appear below.")
+        settings = ui.mechanism_settings(name, key="release")
+        st.session_state.release_settings = {name: settings}
+    with right:
+        epsilon = st.number_input("Epsilon for this release", min_value=0.001, max_value=100.0, value=1.0,
+                                  step=0.1, key="release_epsilon", help="Charged to the session budget on click.")
+        noise_path = st.radio("Noise", list(NOISE_PATHS), index=1, key="release_noise_path", horizontal=True,
+                              format_func=lambda p: f"{p}", help=" · ".join(f"**{k}**: {v}" for k, v in
+                                                                          NOISE_PATHS.items()))
+        st.button("Spend and release", type="primary", key="release_spend", on_click=spend_and_release,
+                  args=(name, settings, float(epsilon), noise_path),
+                  help="Runs the mechanism once and charges ε to the ledger. Reruns never charge.")
+    history = st.session_state.releases
+    if not history:
+        st.info("No release yet. Choose a mechanism and ε, then **Spend and release**.")
+    else:
+        number = st.selectbox("Show release", [e["number"] for e in reversed(history)], key="release_show",
+                              format_func=lambda n: f"#{n}: {history[n - 1]['mechanism']}, "
+                                                    f"ε={history[n - 1]['epsilon']:g}")
+        entry, output = history[number - 1], st.session_state.release_outputs[number]
+        release = output["release"]
+        cols = st.columns(4)
+        cols[0].metric("ε charged", f"{entry['epsilon']:.4g}")
+        cols[1].metric("Privacy loss", f"{entry['privacy_loss']:.4g}", help="Computed from the noise added.")
+        cols[2].metric("Noise path", entry["noise_path"])
+        cols[3].metric("Released values", f"{release.answers.size if release.estimate is None else release.estimate.size:,}")
+        same_inputs = entry["dataset"] == st.session_state.dataset_key and entry["workload"] == ui.workload_spec()
+        figures = {}
+        if not same_inputs:
+            st.warning(f"Release #{number} was made on `{entry['dataset']}` with workload `{entry['workload']}`; "
+                       "select them in the sidebar to compare it with the truth. Its exports are below.")
+        else:
+            knobs = tuple(sorted(output["settings"].items()))
+            simulated = intervals(entry["dataset"], entry["workload"], entry["mechanism"], knobs, entry["epsilon"],
+                                  int(st.session_state.seed), hist, workload)
+            truth_answers = workload.matvec(hist.vector)
+            st.subheader("Released histogram over the true one")
+            st.caption("The curator sees both; exports contain only the release. Band/bars: 95 % intervals — "
+                       "exact ±b·ln(1/0.05) for Laplace noise, else the 2.5–97.5 % range of "
+                       f"{SIMULATION_TRIALS} simulated re-runs (never charged).")
+            if release.estimate is not None:
+                estimate = np.ravel(release.estimate)
+                exact = bin_halfwidths(release)
+                low, high = (-exact, exact) if exact is not None else (-simulated["bins_high"], -simulated["bins_low"])
+                if len(hist.domain.shape) == 1 and hist.domain.size <= ui.MAX_BARS:
+                    figures["histogram"] = ui.interval_figure(np.arange(estimate.size), hist.vector, estimate, low,
+                                                              high, mechanism=entry["mechanism"],
+                                                              x_title="bin", y_title="count", bars=True)
+                else:
+                    figures["histogram"] = ui.histogram_figure(hist, estimate, f"released ({entry['mechanism']})")
+                st.plotly_chart(figures["histogram"], key="release_chart")
+                error = estimate - hist.vector
+                covered = np.mean((hist.vector >= estimate + low) & (hist.vector <= estimate + high))
+                cols = st.columns(3)
+                cols[0].metric("Mean |error| per bin", f"{np.mean(np.abs(error)):.4g}")
+                cols[1].metric("Max |error|", f"{np.max(np.abs(error)):.4g}")
+                cols[2].metric("True counts inside their 95 % interval", f"{covered:.1%}",
+                               help="Should be close to 95 % (per bin, not simultaneous).")
+            answers_exact = answer_halfwidths(release)
+            a_low, a_high = ((-answers_exact, answers_exact) if answers_exact is not None
+                             else (-simulated["answers_high"], -simulated["answers_low"]))
+            shown = slice(0, min(SHOWN_QUERIES, release.answers.size))
+            st.subheader(f"Workload answers (first {shown.stop} of {release.answers.size:,} queries)")
+            figures["answers"] = ui.interval_figure(np.arange(shown.stop), truth_answers[shown],
+                                                    release.answers[shown], a_low[shown], a_high[shown],
+                                                    mechanism=entry["mechanism"], x_title="query",
+                                                    y_title="answer")
+            st.plotly_chart(figures["answers"], key="release_answers_chart")
+        st.subheader("Export")
+        labels = hist.bin_labels() if same_inputs and release.estimate is not None else None
+        meta = {"workload": entry["workload"], "seed": entry["seed"], "noise_path": entry["noise_path"],
+                "dataset": entry["dataset"], "stream": entry["stream"]}
+        cols = st.columns(3)
+        cols[0].download_button("Released histogram (CSV)", release_to_csv(release, labels),
+                                f"dplens-release-{number}.csv", "text/csv", key="release_csv",
+                                help="Only the released values: bin,count (or query,answer).")
+        cols[1].download_button("Release with metadata (JSON)", release_to_json(release, labels=labels, **meta),
+                                f"dplens-release-{number}.json", "application/json", key="release_json",
+                                help="Mechanism, params, ε, privacy loss, neighbours, workload, seed, noise "
+                                     "path, app version, timestamp.")
+        cols[2].download_button("Release history (CSV)", history_to_csv(history), "dplens-history.csv",
+                                "text/csv", key="release_history_csv", help="One row per charge.")
+        for fig_name, fig in figures.items():
+            st.caption(f"Chart: {fig_name}")
+            ui.figure_downloads(fig, f"dplens-{fig_name}-{number}", key=f"release_fig_{fig_name}")
+        st.subheader("History")
+        st.dataframe(history, hide_index=True, key="release_history")
+    with st.expander("Session config (save or reload)"):
+        st.download_button("Session config (JSON)", config_to_json(ui.session_config()), "dplens-session.json",
+                           "application/json", key="release_config_download",
+                           help="Dataset reference, workload, compared mechanisms and ε grid, seed, total budget, "
+                                "release settings. Never contains data or spends.")
+        st.file_uploader("Reload a session config", type=["json"], key="release_config_upload",
+                         help="Restores the settings; the budget already spent stays spent.")
+        st.text_area("…or paste it here", key="release_config_text", height=100)
+        st.button("Load config", key="release_config_load", on_click=load_config)

@@ -1,0 +1,68 @@
+"""Architecture rules (style.md §2 rules 1–2): core is Streamlit-free, randomness is never ambient."""
+
+from __future__ import annotations
+
+import ast
+import pkgutil
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import core
+
+ROOT = Path(__file__).resolve().parent.parent
+CORE_FILES = sorted((ROOT / "core").rglob("*.py"))
+APP_FILES = sorted((ROOT / "pages").glob("*.py")) + [p for p in (ROOT / "ui.py", ROOT / "app.py") if p.exists()]
+ALLOWED_RANDOM = {"default_rng", "Generator", "SeedSequence", "BitGenerator", "PCG64"}
+# np.random.<anything but a constructor>, e.g. np.random.seed / .laplace / .rand: the global RNG
+GLOBAL_RNG = re.compile(r"\b(?:np|numpy)\.random\.(?!(?:%s)\b)\w+" % "|".join(ALLOWED_RANDOM))
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            if node.module == "numpy.random":
+                names.update(f"numpy.random.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_core_is_streamlit_free():
+    modules = sorted(m.name for m in pkgutil.walk_packages(core.__path__, "core.") if m.name != "core.__main__")
+    code = f"import sys, importlib; [importlib.import_module(m) for m in {modules!r}]; print('streamlit' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("path", CORE_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_core_imports_no_ui_layer(path):
+    bad = {name for name in _imports(path) if name.split(".")[0] in ("streamlit", "ui", "pages", "app", "plotly")}
+    assert not bad, f"{path.name} imports {sorted(bad)}; core must not depend on the UI"
+
+
+@pytest.mark.parametrize("path", CORE_FILES + APP_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_global_random_state(path):
+    text = path.read_text()
+    assert not GLOBAL_RNG.findall(text), f"{path.name} uses the global NumPy RNG; pass rng: np.random.Generator"
+    imports = _imports(path)
+    assert "random" not in imports, f"{path.name} imports the stdlib random module"
+    bad = {n for n in imports if n.startswith("numpy.random.") and n.rsplit(".", 1)[1] not in ALLOWED_RANDOM}
+    assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+def test_the_global_rng_pattern_has_teeth():
+    assert GLOBAL_RNG.search("x = np.random.laplace(0, 1)")
+    assert GLOBAL_RNG.search("np.random.seed(0)")
+    assert not GLOBAL_RNG.search("rng = np.random.default_rng([seed, k])")
+    assert not GLOBAL_RNG.search("def f(rng: np.random.Generator): ...")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "pages").glob("*.py")), ids=lambda p: p.name)
+def test_pages_do_not_import_each_other(path):
+    assert not {n for n in _imports(path) if n.split(".")[0] in ("pages", "app")}

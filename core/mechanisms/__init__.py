@@ -193,6 +193,8 @@ def answers_from_estimate(workload: Workload, estimate: np.ndarray) -> np.ndarra
 
 
 from core.mechanisms.hierarchical import Hierarchical  # noqa: E402
+from core.mechanisms.dawa import DAWA  # noqa: E402
+from core.mechanisms.greedy_h import GreedyH  # noqa: E402
 from core.mechanisms.laplace import Identity, LaplaceOnAnswers, Uniform  # noqa: E402
 from core.mechanisms.om import OM  # noqa: E402
 from core.mechanisms.privelet import Privelet  # noqa: E402
@@ -213,6 +215,8 @@ MECHANISMS: dict[str, Mechanism] = {
         CellRelease(),
         Hierarchical(),
         Privelet(),
+        GreedyH(),
+        DAWA(),
     )
 }
 

@@ -18,7 +18,7 @@ CORE_FILES = sorted((ROOT / "core").rglob("*.py"))
 APP_FILES = sorted((ROOT / "pages").glob("*.py")) + [p for p in (ROOT / "ui.py", ROOT / "app.py") if p.exists()]
 ALLOWED_RANDOM = {"default_rng", "Generator", "SeedSequence", "BitGenerator", "PCG64"}
 # np.random.<anything but a constructor>, e.g. np.random.seed / .laplace / .rand: the global RNG
-GLOBAL_RNG = re.compile(r"\b(?:np|numpy)\.random\.(?!(?:%s)\b)\w+" % "|".join(ALLOWED_RANDOM))
+GLOBAL_RNG = re.compile(r"\b(?:np|numpy)\.random\.(?!(?:" + "|".join(ALLOWED_RANDOM) + r")\b)\w+")
 
 
 def _imports(path: Path) -> set[str]:

@@ -121,6 +121,22 @@ def next_release(previous, true_values, sensitivity: float, epsilon_previous: fl
     return np.where(stay, y1, moved)
 
 
+def walk_step(true_values, sensitivity: float, previous, epsilon_previous: float | None,
+              epsilon_next: float, rng: np.random.Generator) -> np.ndarray:
+    """One online step of a walk: a fresh Laplace release first, then ``next_release``.
+
+    >>> v = np.zeros(3)
+    >>> first = walk_step(v, 1.0, None, None, 0.5, np.random.default_rng(0))
+    >>> walk_step(v, 1.0, first, 0.5, 1.0, np.random.default_rng(1)).shape
+    (3,)
+    """
+    if previous is None:
+        values = _check_values(true_values, "true_values")
+        scale = _check_sensitivity(sensitivity) / check_epsilon(epsilon_next, "epsilon_next")
+        return values + rng.laplace(scale=scale, size=values.shape)
+    return next_release(previous, true_values, sensitivity, epsilon_previous, epsilon_next, rng)
+
+
 def increments(epsilons: Sequence[float]) -> tuple[float, ...]:
     """What the ledger charges at each step: ε₁, ε₂−ε₁, …; they sum to the last epsilon (spec §7(b)).
 
@@ -334,8 +350,14 @@ class DoublingResult:
     epsilons: np.ndarray  # ε_min·2^k, k = 0..K
     stopped_at: int | None
     epsilon_test: float  # budget of each noisy test
-    privacy_loss: float  # Σ_{i≤k} ε_i + (k+1)·ε_test (all of them on FAIL)
+    release_loss: float  # Σ_{i≤k} ε_i (every step on FAIL)
+    test_loss: float  # (k+1)·ε_test
     errors: np.ndarray
+
+    @property
+    def privacy_loss(self) -> float:
+        """Σ_{i≤k} ε_i + (k+1)·ε_test: basic composition of independent releases and tests."""
+        return self.release_loss + self.test_loss
 
 
 def doubling_test_epsilon(alpha: float, gamma: float, query_sensitivity: float, tests: int) -> float:
@@ -375,5 +397,4 @@ def doubling_search(x, workload: Workload, target: float, *, epsilon_max: float,
     passing = np.flatnonzero(noisy <= target / 2)
     k = int(passing[0]) if passing.size else None
     last = count - 1 if k is None else k
-    loss = float(grid[: last + 1].sum() + (last + 1) * epsilon_test)
-    return DoublingResult(grid, k, epsilon_test, loss, errors)
+    return DoublingResult(grid, k, epsilon_test, float(grid[: last + 1].sum()), (last + 1) * epsilon_test, errors)

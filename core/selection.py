@@ -53,11 +53,11 @@ MAX_UNIVERSE = 200  # the paper's Δf enumerates all (n−1)-subsets and removal
 
 # ----------------------------------------------------------------------------- generic monotone search
 def smallest_epsilon(error_at: Callable[[float], float], target: float, *,
-                     low: float = 1e-4, high: float = 100.0) -> float:
+                     low: float = 1e-4, high: float = 100.0, tolerance: float = 1e-12) -> float:
     """Smallest epsilon in [low, high] whose error is at most `target`.
 
     Assumes `error_at` is non-increasing in epsilon (true for every mechanism in MECHANISMS). Bisects
-    on log(epsilon) to a relative precision of 1e-12.
+    on log(epsilon) to a relative precision of `tolerance`.
 
     >>> round(smallest_epsilon(lambda e: 1 / e, target=0.5), 6)
     2.0
@@ -77,7 +77,7 @@ def smallest_epsilon(error_at: Callable[[float], float], target: float, *,
     if error_at(low) <= target:
         return float(low)
     lo, hi = math.log(low), math.log(high)
-    while hi - lo > 1e-12:
+    while hi - lo > tolerance:
         mid = 0.5 * (lo + hi)
         if error_at(math.exp(mid)) <= target:
             hi = mid
@@ -444,8 +444,8 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
             raise ValueError(f"target {target:g} is not reached even at epsilon={high:g} "
                              f"(simulated error {errors[-1]:.4g}); raise the target or the upper limit")
         i = int(passing[0])
-        epsilon = float(grid[0]) if i == 0 else smallest_epsilon(error_at, target, low=grid[i - 1],
-                                                                 high=grid[i])
+        epsilon = float(grid[0]) if i == 0 else smallest_epsilon(  # 0.1 % is finer than the noise
+            error_at, target, low=grid[i - 1], high=grid[i], tolerance=1e-3)
     else:
         epsilon = smallest_epsilon(error_at, target, low=low, high=high)
     return EpsilonChoice(epsilon, float(target), metric, confidence, method, grid, errors, note)

@@ -1,0 +1,193 @@
+"""Choose epsilon: from an accuracy target, from a re-identification risk (Lee & Clifton), usefulness bounds."""
+
+import math
+
+import numpy as np
+import streamlit as st
+
+import ui
+from core import selection
+from core.mechanisms import MECHANISMS
+
+TARGETS = {"RMSE per query": "rmse", "MAE per query": "mae", "±a with probability 1−β": "max_abs"}
+LC_EXAMPLES = {"Absence days {1, 2, 3, 10} (paper)": "1, 2, 3, 10", "School year {1, 2, 3, 4} (paper)": "1, 2, 3, 4",
+               "Your own values": None}
+TABLE_3_EPSILONS = (5.0, 2.0, 1.0, 0.5, 0.1, 0.01)
+
+
+def from_accuracy() -> None:
+    hist, workload = ui.histogram(), ui.workload()
+    st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_spec()}` ({workload.shape[0]:,} queries). "
+               "Nothing on this page spends budget.")
+    left, middle, right = st.columns(3)
+    name = left.selectbox("Mechanism", list(MECHANISMS), key="choose_mechanism")
+    kind = middle.radio("Target", list(TARGETS), key="choose_kind")
+    target = right.number_input("Target error a (counts)", min_value=1e-6, value=10.0, key="choose_target")
+    confidence, simultaneous = None, True
+    if TARGETS[kind] == "max_abs":
+        confidence = 1 - middle.number_input("β (failure probability)", 0.0001, 0.5, 0.05, format="%.4f",
+                                             key="choose_beta")
+        simultaneous = right.checkbox("All queries at once (union bound)", True, key="choose_simultaneous")
+    mechanism, metric = MECHANISMS[name], TARGETS[kind]
+    key = (st.session_state.dataset_key, ui.workload_spec(), name, target, metric, confidence, simultaneous,
+           int(st.session_state.seed))
+    try:
+        choice = selection.epsilon_for_accuracy(mechanism, workload, target, metric, confidence,
+                                                simultaneous=simultaneous)
+    except ValueError as err:
+        if "pass data=" not in str(err):
+            st.error(str(err))
+            return
+        choice = st.session_state.epsilon_choices.get(key)
+        if choice is None:
+            st.info(f"{err}. Simulation runs the mechanism on the current data at each epsilon.")
+            trials = st.slider("Trials per epsilon", 2, 30, 5, key="choose_trials")
+            if not st.button("Estimate by simulation", key="choose_simulate"):
+                return
+            with st.spinner("simulating…"):
+                try:
+                    choice = selection.epsilon_for_accuracy(
+                        mechanism, workload, target, metric, confidence, simultaneous=simultaneous,
+                        data=hist.counts, trials=trials, points=15, rng=ui.simulation_rng(1))
+                except ValueError as sim_err:
+                    st.error(str(sim_err))
+                    return
+            st.session_state.epsilon_choices[key] = choice
+    st.metric("Smallest epsilon meeting the target", f"ε = {choice.epsilon:.4g}",
+              help=f"Method: {choice.method}. {choice.note}")
+    if choice.note:
+        st.caption(choice.note)
+    label = kind if confidence is None else f"a at 1−β = {confidence:g}"
+    fig = ui.line_figure(choice.epsilons, {f"{name}: {label}": choice.errors}, x_title="epsilon",
+                         y_title="error (counts)", log_x=True, log_y=True)
+    fig.add_hline(y=target, line_dash="dot", annotation_text="target")
+    fig.add_scatter(x=[choice.epsilon], y=[target], mode="markers", marker={"size": 12, "symbol": "star"},
+                    name=f"chosen ε = {choice.epsilon:.4g}")
+    st.plotly_chart(fig, key="choose_curve")
+    accuracy = selection.accuracy_for_epsilon(mechanism, workload, choice.epsilon, confidence=confidence or 0.95)
+    if accuracy.half_width is None:
+        st.caption("Confidence intervals are exact for Laplace histograms (identity) and Laplace on the "
+                   "answers; this mechanism's error is not plain Laplace noise.")
+        return
+    cols = st.columns(3)
+    cols[0].metric(f"Noise scale per {accuracy.unit}", f"b = {accuracy.noise_scale:.4g}")
+    cols[1].metric(f"±, each {accuracy.unit} ({accuracy.confidence:.0%})", f"{accuracy.half_width:.4g}")
+    cols[2].metric(f"±, all {accuracy.unit}s at once", f"{accuracy.simultaneous_half_width:.4g}")
+    if accuracy.unit == "bin" and len(hist.domain.shape) == 1:
+        preview = ui.preview_release(choice.epsilon)
+        lo, hi = selection.laplace_confidence_intervals(preview, accuracy.noise_scale, accuracy.confidence)
+        fig = ui.histogram_figure(hist, preview, f"identity, ε={choice.epsilon:.3g} (preview)")
+        fig.add_scatter(x=np.arange(hist.domain.size), y=lo, mode="lines", line={"width": 0.5}, name="interval")
+        fig.add_scatter(x=np.arange(hist.domain.size), y=hi, mode="lines", line={"width": 0.5},
+                        fill="tonexty", name=f"per-bin {accuracy.confidence:.0%} interval")
+        st.plotly_chart(fig, key="choose_intervals")
+
+
+def from_risk() -> None:
+    st.markdown("An adversary knows every value in a small universe except **who is missing** from the "
+                "data, and sees one noisy answer `f(X′) + Lap(Δf/ε)` (Lee & Clifton 2011).")
+    left, middle, right = st.columns(3)
+    example = left.selectbox("Universe", list(LC_EXAMPLES), key="lc_example")
+    text = LC_EXAMPLES[example] or left.text_input("Values, one per individual", "1, 2, 3, 10", key="lc_values")
+    query = middle.selectbox("Query", list(selection.LC_QUERIES), key="lc_query")
+    rho = right.number_input("Risk target ρ (largest acceptable posterior)", 0.0001, 0.9999, 1 / 3,
+                             format="%.4f", key="lc_rho")
+    try:
+        worlds = selection.possible_worlds([float(v) for v in text.split(",") if v.strip()], query)
+        tight = selection.lee_clifton_epsilon_tight(rho, worlds.world_values, worlds.sensitivity)
+    except ValueError as err:
+        st.error(str(err))
+        return
+    try:
+        upper = selection.lee_clifton_epsilon_upper(rho, worlds.sensitivity, worlds.value_spread, worlds.n)
+    except ValueError:
+        upper = math.inf  # every world gives the same answer (Δv = 0): the bound does not limit ε
+    cols = st.columns(4)
+    cols[0].metric("Δf (paper's, removal-only)", f"{worlds.sensitivity:.6g}")
+    cols[1].metric("Δv (spread of world answers)", f"{worlds.value_spread:.6g}")
+    cols[2].metric("Largest ε, bound (Eq. 7)", "any" if math.isinf(upper) else f"{upper:.7f}")
+    cols[3].metric("Largest ε, tight (Eq. 3)", "any" if math.isinf(tight) else f"{tight:.7f}")
+    st.info("**What it means:** at or below this ε, this adversary cannot become more than ρ sure which "
+            "individual is missing after one answer (the prior is 1/n). **What it does not mean:** it is not a "
+            "differential-privacy guarantee; it holds only for this universe, query and adversary, and "
+            "further answers compose as usual. The bound (Eq. 7) is a *maximum* ε and is smaller than the "
+            "tight one: it costs accuracy, never privacy (spec §6(d)).")
+    epsilons = np.linspace(0, 5, 101)
+    curves = {"β tight (Eq. 3)": selection.lee_clifton_risk_tight(epsilons, worlds.world_values, worlds.sensitivity)}
+    if worlds.value_spread > 0:
+        curves["β upper bound (Eq. 5)"] = selection.lee_clifton_risk_upper(
+            epsilons, worlds.sensitivity, worlds.value_spread, worlds.n)
+    fig = ui.line_figure(epsilons, curves, x_title="epsilon", y_title="adversary's posterior (risk)")
+    fig.add_hline(y=rho, line_dash="dot", annotation_text="ρ")
+    st.plotly_chart(fig, key="lc_curves")
+    st.subheader("Posterior over the worlds (Table 3)")
+    order = list(range(worlds.n))[::-1]  # the paper's ω1 is the world without the last individual
+    labels = [f"without {worlds.universe[i]:g} (f = {worlds.world_values[i]:.4g})" for i in order]
+    left, right = st.columns(2)
+    missing = left.selectbox("True world", order, format_func=lambda i: labels[order.index(i)], key="lc_world")
+    gamma = right.number_input("Noisy answer γ", value=float(worlds.world_values[missing]), key="lc_gamma",
+                               help="Table 3 of the paper uses γ = f(ω1) = 2.")
+    table = {f"ε = {e:g}": selection.lee_clifton_posterior(gamma, worlds.world_values[order], e, worlds.sensitivity)
+             for e in TABLE_3_EPSILONS}
+    st.dataframe({"world": labels} | {k: np.round(v, 4) for k, v in table.items()}, hide_index=True,
+                 key="lc_table")
+
+
+def usefulness() -> None:
+    st.caption("Xiao, Xiong & Yuan's (ε_u, δ_u)-usefulness: with probability ≥ 1 − δ_u every answer (as a "
+               "fraction of n) is within ε_u. Notation: here α is the DP epsilon.")
+    hist = ui.histogram()
+    left, middle, right = st.columns(3)
+    kind = left.radio("Queries", ["Intervals (Theorems 4.2/5.2)", "Max query (Lemma 4.2, Theorem 4.4)"],
+                      key="useful_kind")
+    cells = int(left.number_input("Cells β", 1, 2**22, min(hist.domain.size, 4096), key="useful_cells"))
+    alpha = middle.number_input("DP epsilon α", 0.0001, 100.0, 0.05, format="%.4f", key="useful_alpha")
+    eps_u = middle.number_input("Error ε_u", 0.00001, 1000.0, 0.02, format="%.5f", key="useful_eps_u")
+    delta_u = right.number_input("Failure probability δ_u", 0.0001, 0.9999, 0.05, format="%.4f",
+                                 key="useful_delta_u")
+    try:
+        if kind.startswith("Intervals"):
+            neighbouring = right.selectbox("Neighbours", ["add_remove", "replace_one"], key="useful_neighbours")
+            n_min = selection.interval_min_records(cells, alpha, eps_u, delta_u, neighbouring=neighbouring)
+            failure = selection.interval_failure_probability(max(hist.total, 1.0), cells, alpha, eps_u,
+                                                             neighbouring=neighbouring)
+            cols = st.columns(2)
+            cols[0].metric("Minimum records n", f"{n_min:,.1f}")
+            cols[1].metric(f"Failure bound at this dataset's n = {hist.total:,.0f}", f"{min(failure, 1.0):.4g}")
+            records = np.geomspace(n_min / 10, n_min * 10, 60)
+            bound = [min(1.0, selection.interval_failure_probability(n, cells, alpha, eps_u,
+                                                                     neighbouring=neighbouring)) for n in records]
+            fig = ui.line_figure(records, {"failure probability bound": bound}, x_title="records n",
+                                 y_title="P(some interval errs by > ε_u)", log_x=True, log_y=True)
+            fig.add_hline(y=delta_u, line_dash="dot", annotation_text="δ_u")
+            fig.add_vline(x=n_min, line_dash="dot", annotation_text="minimum n")
+        else:
+            n_lemma, delta_lemma = selection.max_query_lemma42(cells, alpha, eps_u)
+            n_min = selection.max_query_min_records(cells, alpha, eps_u, delta_u)
+            cols = st.columns(2)
+            cols[0].metric("Minimum n (Theorem 4.4)", f"{n_min:,.2f}")
+            cols[1].metric("Lemma 4.2: n, δ_u", f"{n_lemma:,.2f}, {delta_lemma:.4f}",
+                           help="δ_u = e^α/(e^α+1) > 1/2: nearly vacuous (spec §5.2(c)).")
+            st.caption("These bounds are stated for the paper's literal max-query mechanism, which is not DP "
+                       "(spec §5.2(d)); use them as the paper's numbers, not as guarantees.")
+            deltas = np.geomspace(1e-4, 0.999 / (math.exp(alpha) + 1), 50)
+            fig = ui.line_figure(deltas, {"minimum n": [selection.max_query_min_records(cells, alpha, eps_u, d)
+                                                        for d in deltas]},
+                                 x_title="δ_u", y_title="minimum records n", log_x=True)
+    except ValueError as err:
+        st.error(str(err))
+        return
+    st.plotly_chart(fig, key="useful_chart")
+
+
+ui.init_state()
+st.title("Choose epsilon")
+ui.show_flash()
+with ui.guard():
+    tab_accuracy, tab_risk, tab_useful = st.tabs(["From accuracy", "From re-identification risk", "Usefulness"])
+    with tab_accuracy:
+        from_accuracy()
+    with tab_risk:
+        from_risk()
+    with tab_useful:
+        usefulness()

@@ -1,0 +1,147 @@
+"""Gradual release: a noise-reduction walk charged by increments; accuracy-first search with ex-post loss."""
+
+import numpy as np
+import streamlit as st
+
+import ui
+from core import gradual
+
+DEFAULT_SCHEDULE = "0.05, 0.1, 0.2, 0.5, 1"
+
+
+def schedule() -> np.ndarray:
+    text = st.session_state.get("gradual_schedule", DEFAULT_SCHEDULE)
+    return gradual.check_schedule([float(v) for v in text.split(",") if v.strip()])
+
+
+def current_walk() -> dict:
+    """The walk released so far on the current dataset (a new dataset starts a new walk)."""
+    walk = st.session_state.gradual_walk
+    if walk is None or walk["dataset_key"] != st.session_state.dataset_key:
+        walk = {"dataset_key": st.session_state.dataset_key, "epsilons": [], "values": []}
+        st.session_state.gradual_walk = walk
+    return walk
+
+
+def release_next() -> None:
+    """Button callback: charge only the increment ε_t − ε_{t−1}, then take one online step (spec §7)."""
+    walk, planned = current_walk(), schedule()
+    step = len(walk["epsilons"])
+    if step >= planned.size:
+        st.session_state.flash_error = "The schedule is exhausted: add a larger epsilon to release more."
+        return
+    previous = walk["epsilons"][-1] if step else 0.0
+    epsilon = float(planned[step])
+    if epsilon <= previous:
+        st.session_state.flash_error = (f"The next epsilon ({epsilon:g}) must exceed the last released one "
+                                        f"({previous:g}); edit the schedule.")
+        return
+    if not ui.charge(f"gradual step {step + 1}: ε {previous:g} → {epsilon:g}", epsilon - previous):
+        return
+    values = gradual.walk_step(ui.histogram().vector, 1.0, walk["values"][-1] if step else None,
+                               previous or None, epsilon, ui.release_rng())
+    walk["epsilons"].append(epsilon)
+    walk["values"].append(values)
+
+
+def walk_tab() -> None:
+    hist = ui.histogram()
+    st.text_input("Epsilon schedule (strictly increasing, most private first)", DEFAULT_SCHEDULE,
+                  key="gradual_schedule")
+    try:
+        planned = schedule()
+    except ValueError as err:
+        st.error(str(err))
+        return
+    walk = current_walk()
+    released = np.array(walk["epsilons"])
+    step = released.size
+    st.button(f"Release step {step + 1} (charges ε {planned[step] - (released[-1] if step else 0):.4g})"
+              if step < planned.size else "Schedule exhausted", on_click=release_next, type="primary",
+              disabled=step >= planned.size, key="gradual_release")
+    nr, independent = gradual.cumulative_loss(planned)
+    cols = st.columns(3)
+    cols[0].metric("Steps released", f"{step} of {planned.size}")
+    cols[1].metric("Privacy loss so far (largest ε)", f"ε = {released[-1] if step else 0:.4g}")
+    cols[2].metric("Independent releases would cost (Σ ε)", f"ε = {independent[step - 1] if step else 0:.4g}")
+    fig = ui.line_figure(planned, {"noise reduction: ε_t": nr, "independent releases: Σ ε": independent},
+                         x_title="epsilon of the latest step", y_title="cumulative privacy loss")
+    st.plotly_chart(fig, key="gradual_loss")
+    if not step:
+        st.info("Press the button to release the first step. Each later step only charges the increment.")
+        return
+    bins = st.multiselect("Bins to follow", list(range(hist.domain.size)),
+                          default=[int(i) for i in np.argsort(hist.vector)[-3:]], key="gradual_bins")
+    values = np.array(walk["values"])
+    series = {f"bin {b} (true {hist.vector[b]:g})": values[:, b] for b in bins}
+    st.plotly_chart(ui.line_figure(released, series, x_title="epsilon", y_title="released value", shape="hv"),
+                    key="gradual_walk_chart")
+    st.caption("Flat segments: the per-bin coin kept the previous value (probability (ε_t/ε_{t+1})²).")
+    walk_rmse = np.sqrt(np.mean((values - hist.vector) ** 2, axis=1))
+    simulated, one_shot = gradual.one_shot_comparison(hist.vector, released, 5, ui.simulation_rng(2))
+    st.plotly_chart(ui.line_figure(released, {"this walk": walk_rmse, "walk, mean of 5 simulations": simulated,
+                                              "one-shot release, mean of 5 simulations": one_shot,
+                                              "one-shot expected √2/ε": np.sqrt(2) / released},
+                                   x_title="epsilon", y_title="RMSE per bin", log_x=True, log_y=True),
+                    key="gradual_error_chart")
+    st.caption("Each step is exactly as accurate as a one-shot release at its epsilon (spec §7(c)).")
+
+
+def search_tab() -> None:
+    hist, workload = ui.histogram(), ui.workload()
+    st.caption(f"Stop at the first epsilon whose noisy workload error is below the target (Ligett et al.). "
+               f"Workload `{ui.workload_spec()}`. A what-if on your data: nothing is published or charged.")
+    with st.form("gradual_search_form"):
+        cols = st.columns(4)
+        metric = cols[0].selectbox("Error", ["rmse", "mae", "max_abs"], key="search_metric")
+        target = cols[0].number_input("Target error α (counts)", 0.001, 1e9, 20.0, key="search_target")
+        epsilon_min = cols[1].number_input("ε_min", 0.0001, 100.0, 0.01, format="%.4f", key="search_min")
+        epsilon_max = cols[1].number_input("ε_max", 0.001, 1000.0, 10.0, key="search_max")
+        steps = cols[2].slider("Grid steps T", 2, 100, 20, key="search_steps")
+        gamma = cols[2].number_input("γ (failure probability)", 0.001, 0.5, 0.1, key="search_gamma")
+        rule = cols[3].radio("Threshold rule", gradual.THRESHOLD_RULES, key="search_rule")
+        submitted = st.form_submit_button("Run the search", type="primary")
+    if submitted:
+        try:
+            args = {"epsilon_max": epsilon_max, "epsilon_min": epsilon_min, "gamma": gamma, "metric": metric}
+            st.session_state.gradual_search = (
+                gradual.accuracy_first(hist.counts, workload, target, steps=steps, threshold=rule,
+                                       rng=ui.simulation_rng(3), **args),
+                gradual.doubling_search(hist.counts, workload, target, rng=ui.simulation_rng(4), **args), target)
+        except ValueError as err:
+            st.error(str(err))
+            return
+    if st.session_state.gradual_search is None:
+        st.info("Set a target and press **Run the search**.")
+        return
+    result, doubling, target = st.session_state.gradual_search
+    cols = st.columns(4)
+    cols[0].metric("Stopped at", f"ε_t* = {result.epsilons[result.stopped_at]:.4g}" if result.succeeded
+                   else "FAIL (nothing released)")
+    cols[1].metric("Ex-post loss ε_A + ε_t*", f"{result.ex_post_loss:.4g}",
+                   help=f"AboveThreshold ε_A = {result.epsilon_above_threshold:.4g}; noise reduction "
+                        f"ε_t* = {result.epsilon_noise_reduction:.4g}")
+    cols[2].metric("Ex-ante cap ε_A + ε_T", f"{result.ex_ante_cap:.4g}")
+    cols[3].metric("Doubling baseline loss", f"{doubling.privacy_loss:.4g}" + ("" if doubling.stopped_at is not None
+                                                                               else " (FAIL)"))
+    fig = ui.line_figure(result.epsilons, {"true error of θ_t (display only)": result.errors}, x_title="epsilon",
+                         y_title=f"{metric} of the workload", log_x=True, log_y=True)
+    fig.add_hline(y=target, line_dash="dot", annotation_text="target α")
+    fig.add_hline(y=result.threshold, line_dash="dash", annotation_text="AboveThreshold threshold")
+    if result.succeeded:
+        fig.add_vline(x=result.epsilons[result.stopped_at], annotation_text="stopped")
+    st.plotly_chart(fig, key="search_chart")
+    st.dataframe({"method": ["accuracy first (noise reduction + AboveThreshold)", "doubling (independent)"],
+                  "release part": [result.epsilon_noise_reduction, doubling.release_loss],
+                  "testing part": [result.epsilon_above_threshold, doubling.test_loss],
+                  "total": [result.ex_post_loss, doubling.privacy_loss]}, hide_index=True, key="search_table")
+
+ui.init_state()
+st.title("Gradual release")
+ui.show_flash()
+with ui.guard():
+    tab_walk, tab_search = st.tabs(["Noise-reduction walk", "Accuracy-first search"])
+    with tab_walk:
+        walk_tab()
+    with tab_search:
+        search_tab()

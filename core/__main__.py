@@ -1,4 +1,4 @@
-"""Command line: ``python -m core release|compare ...`` (``--help`` on each). Bad input exits 2 with one line."""
+"""Command line: ``python -m core release|compare|reproduce ...`` (``--help`` on each). Bad input exits 2 with one line."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from core.experiment import run_sweep, summarise
 from core.export import release_to_csv, release_to_json
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.metrics import METRICS
+from core.reproduce import add_reproduce_command
 from core.workloads import WORKLOADS, parse_workload
 
 
@@ -126,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRICS)}")
     cmp_.add_argument("--output", required=True, help="results CSV (mechanism,epsilon,trial,metric,value,...)")
     cmp_.set_defaults(func=cmd_compare)
+    add_reproduce_command(sub)  # python -m core reproduce wda|om|sreb-gca|xiao (core/reproduce.py)
     return parser
 
 

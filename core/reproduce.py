@@ -1,0 +1,388 @@
+"""Reproductions of the papers' headline experiments (spec §2f, §3f, §4f, §5.3) as tidy DataFrames.
+
+Each ``reproduce_*`` function is pure (seeded, no files written) and returns a ``Reproduction``: the
+paper's claim, what we measure, findings computed from the numbers, and tidy tables. ``figures``
+builds plotly figures (plotly is imported lazily, so ``import core`` stays light), and ``write``
+saves CSV + one HTML page. ``python -m core reproduce wda|om|sreb-gca|xiao --output DIR`` runs them.
+
+DPBench histograms are read from ``../shared/data/dpbench-1d`` when present; otherwise a bundled
+sample stands in, and the reproduction says which data it used.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from core.datasets import load_histogram
+from core.mechanisms import MECHANISMS
+from core.mechanisms.om import OM, om_decompose
+from core.mechanisms.wda import WDA, expected_error
+from core.mechanisms.xiao import (
+    NOT_DP_LABEL,
+    literal_max_distribution_not_dp,
+    max_query_distribution,
+)
+from core.metrics import kl_divergence
+from core.workloads import hot_spot, l1_sensitivity, random_linear
+
+DPBENCH_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "dpbench-1d"
+
+
+@dataclass(frozen=True, eq=False)
+class Reproduction:
+    """One paper's experiment: the claim, what we measure, computed findings and tidy tables."""
+
+    name: str
+    title: str
+    claim: str
+    measure: str
+    data: str
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    findings: tuple[str, ...] = ()
+
+
+def _dataset(name: str, fallback: str, data_dir: Path | None) -> tuple[np.ndarray, str]:
+    """A DPBench histogram's counts when the file exists, else a bundled sample (and the name used)."""
+    path = Path(data_dir or DPBENCH_DIR) / f"{name}.csv"
+    if path.is_file():
+        return load_histogram(path).vector, f"DPBench {name}"
+    return load_histogram(fallback).vector, f"sample '{fallback}' (DPBench {name} not found at {path.parent})"
+
+
+def _trial_rng(seed: int, *keys: int) -> np.random.Generator:
+    return np.random.default_rng([seed, *keys])
+
+
+# ----------------------------------------------------------------------------- WDA (spec §2f)
+def reproduce_wda(*, data_dir: Path | None = None, m: int = 2000,
+                  probabilities=(0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+                  epsilons=(10.0, 5.0, 1.0, 0.5, 0.1), trials: int = 5, seed: int = 0) -> Reproduction:
+    """WDA paper Figs. 3–8: average L1 error per query on hot-spot workloads, by p and ε."""
+    x, data = _dataset("ADULTFRANK", "smooth", data_dir)
+    mechanisms = {"wda (optimal)": WDA(), "wda (equal, paper)": WDA(budget="equal"),
+                  "LM_W (laplace-on-answers)": MECHANISMS["laplace-on-answers"],
+                  "identity (cell noise)": MECHANISMS["identity"]}
+    rows = []
+    for pi, p in enumerate(probabilities):
+        workload = hot_spot(x.size, m, p, seed=seed)
+        truth = workload.matvec(x)
+        for mi, (label, mechanism) in enumerate(mechanisms.items()):
+            for ei, epsilon in enumerate(epsilons):
+                expected = _expected_l1(mechanism, workload, epsilon)
+                for t in range(trials):
+                    answers = mechanism.run(x, workload, epsilon, _trial_rng(seed, pi, mi, ei, t)).answers
+                    rows.append({"p": p, "mechanism": label, "epsilon": epsilon, "trial": t,
+                                 "value": float(np.mean(np.abs(answers - truth))), "expected": expected})
+    table = pd.DataFrame(rows).assign(metric="average L1 error per query")
+    findings = []
+    for p in (probabilities[0], probabilities[-1]):
+        at = table[(table.p == p) & (table.epsilon == 1.0)] if 1.0 in epsilons else table[table.p == p]
+        mean = at.groupby("mechanism").value.mean()
+        findings.append(f"p = {p:g}, ε = 1: WDA (optimal) {mean['wda (optimal)']:.1f}, WDA (equal) "
+                        f"{mean['wda (equal, paper)']:.1f}, LM_W {mean['LM_W (laplace-on-answers)']:.1f}, "
+                        f"cell Identity {mean['identity (cell noise)']:.2f} "
+                        f"(WDA vs LM_W: {100 * (mean['wda (optimal)'] / mean['LM_W (laplace-on-answers)'] - 1):+.0f} %)")
+    return Reproduction(
+        "wda", "WDA — workload division (Li et al.)",
+        claim="WDA \"reduces nearly 40 % L1 error vs MWEM, DAWA, Identity\", and more than 40 % vs Identity at "
+              "p = 0.2, on hot-spot workloads (m = 2000, p = probability a query includes the hot item).",
+        measure="Corrected WDA (hot column of W, budget halving counted; optimal and the paper's equal split) "
+                "against LM_W — what the paper calls Identity (spec §1(d)) — and cell-level Identity, on OUR "
+                "reconstruction of the hot-spot workload (ranges of half-width |N(0,10)| around uniform "
+                f"centres, hot column with probability p), {trials} trials. The error of all four is "
+                "data-independent, so one dataset suffices. Expected (spec §2f): WDA well below LM_W at p = 0.2, "
+                "little gain at p = 0.9; cell-level Identity far below both on these narrow ranges.",
+        data=data, tables={"errors": table}, findings=tuple(findings))
+
+
+def _expected_l1(mechanism, workload, epsilon: float) -> float:
+    """Exact expected average L1 error where it is a closed form (WDA leaves, LM_W), else NaN."""
+    if isinstance(mechanism, WDA):
+        return expected_error(mechanism.division(workload), epsilon, squared=False)
+    if mechanism.name == "laplace-on-answers":
+        return l1_sensitivity(workload) / epsilon
+    return math.nan
+
+
+# ----------------------------------------------------------------------------- OM (spec §3f)
+def reproduce_om(*, data_dir: Path | None = None, m: int = 200, n: int = 1000, taus=(0.2, 0.4, 0.8),
+                 epsilons=(0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6), trials: int = 20,
+                 seed: int = 0) -> Reproduction:
+    """OM paper Fig. 4: average squared error per query against ε for random τ-workloads."""
+    counts, data = _dataset("ADULTFRANK", "smooth", data_dir)
+    x = counts[:n] if counts.size >= n else np.resize(counts, n)
+    mechanisms = {"om": OM(), "LM_W (laplace-on-answers)": MECHANISMS["laplace-on-answers"],
+                  "identity (cell noise)": MECHANISMS["identity"]}
+    rows, findings = [], []
+    for ti, tau in enumerate(taus):
+        workload = random_linear(n, m, tau, seed=seed + ti)
+        start = time.perf_counter()
+        factorisation = om_decompose(workload)
+        seconds = time.perf_counter() - start
+        truth = workload.matvec(x)
+        for mi, (label, mechanism) in enumerate(mechanisms.items()):
+            for ei, epsilon in enumerate(epsilons):
+                expected = mechanism.expected_mse(workload, epsilon)
+                for t in range(trials):
+                    answers = mechanism.run(x, workload, epsilon, _trial_rng(seed, ti, mi, ei, t)).answers
+                    rows.append({"tau": tau, "mechanism": label, "epsilon": epsilon, "trial": t,
+                                 "value": float(np.mean((answers - truth) ** 2)), "expected": expected})
+        om, lm, identity = (mechanisms[k].expected_mse(workload, 1.0) for k in mechanisms)
+        findings.append(f"τ = {tau:g}: {len(factorisation.groups)} atoms for {n} columns; per-query MSE·ε² "
+                        f"OM {om:.1f}, Identity {identity:.1f}, LM_W {lm:.0f} (S(W) = {l1_sensitivity(workload):.1f}); "
+                        f"decomposition {seconds:.3f} s")
+    table = pd.DataFrame(rows).assign(metric="average squared error per query")
+    return Reproduction(
+        "om", "OM — orthogonal mechanism (Huang et al.)",
+        claim="OM has the lowest error of LM, MM, LRM and OM in all settings (m = 200, n = 1000, "
+              "τ ∈ {0.2, 0.4, 0.8}, ε from 0.2 to 1.6, 20 runs); its decomposition takes ~300 s at n = 1000.",
+        measure="Corrected OM (exact block least squares, group-level normalisation) against LM_W and cell-level "
+                f"Identity, {trials} runs, with the exact expected error. Spec §3f predicts that on these dense "
+                "random workloads every column is its own atom, so OM equals Identity: OM's advantage over LM "
+                "is exactly Identity's. MM and LRM are not implemented here.",
+        data=data, tables={"errors": table}, findings=tuple(findings))
+
+
+# ----------------------------------------------------------------------------- SReB_GCA (spec §4f)
+def _window_mre(true: np.ndarray, noisy: np.ndarray, width: int, floor: float = 1.0) -> float:
+    """Mean relative error over all contiguous windows of ``width`` bins, original order (δ = 1)."""
+    c_true = np.concatenate(([0.0], np.cumsum(true)))
+    c_noisy = np.concatenate(([0.0], np.cumsum(noisy)))
+    t = c_true[width:] - c_true[:-width]
+    return float(np.mean(np.abs(c_noisy[width:] - c_noisy[:-width] - t) / np.maximum(t, floor)))
+
+
+def reproduce_sreb_gca(*, data_dir: Path | None = None, epsilons=(1.0, 0.1, 0.01), trials: int = 10,
+                       widths=(1, 50, 100, 150, 200, 250, 300, 350, 400, 450, 500),
+                       max_count: int = 20, seed: int = 0) -> Reproduction:
+    """SReB_GCA paper Figs. 3–8: MRE by bin count, range MRE by width, and KLD, against DP_BASE."""
+    from core.workloads import Identity as IdentityWorkload
+
+    datasets = [_dataset("SEARCHLOGS", "heavy-tail", data_dir), _dataset("NETTRACE", "spiky", data_dir)]
+    mechanisms = {"sreb-gca": MECHANISMS["sreb-gca"], "dp-base": MECHANISMS["dp-base"]}
+    rows = []
+    for di, (x, data) in enumerate(datasets):
+        workload = IdentityWorkload(x.size)
+        counts_present = [k for k in range(max_count + 1) if np.any(x == k)]
+        for mi, (label, mechanism) in enumerate(mechanisms.items()):
+            for ei, epsilon in enumerate(epsilons):
+                for t in range(trials):
+                    estimate = mechanism.run(x, workload, epsilon, _trial_rng(seed, di, mi, ei, t)).estimate
+                    relative = np.abs(estimate - x) / np.maximum(x, 1.0)
+                    base = {"dataset": data, "mechanism": label, "epsilon": epsilon, "trial": t}
+                    rows += [{**base, "metric": "MRE of bins with count k", "x": k,
+                              "value": float(relative[x == k].mean())} for k in counts_present]
+                    rows += [{**base, "metric": "range MRE by width", "x": w,
+                              "value": _window_mre(x, estimate, w)} for w in widths]
+                    rows.append({**base, "metric": "KLD (floor κ = 1)", "x": math.nan,
+                                 "value": kl_divergence(x, estimate)})
+    table = pd.DataFrame(rows)
+    findings = []
+    for data in table.dataset.unique():
+        for epsilon in epsilons:
+            at = table[(table.dataset == data) & (table.epsilon == epsilon)]
+            by_count = at[at.metric == "MRE of bins with count k"]
+            limit = max(5, by_count.x.min()) if len(by_count) else math.inf
+            small = by_count[by_count.x <= limit].groupby("mechanism").value.mean()
+            if small.empty:
+                continue
+            kld = at[at.metric.str.startswith("KLD")].groupby("mechanism").value.mean()
+            findings.append(f"{data.split(' (')[0]}, ε = {epsilon:g}: MRE of bins with count ≤ {limit:g} — SReB_GCA "
+                            f"{small['sreb-gca']:.3g} vs DP_BASE {small['dp-base']:.3g}; KLD {kld['sreb-gca']:.3g} "
+                            f"vs {kld['dp-base']:.3g}")
+    return Reproduction(
+        "sreb-gca", "SReB_GCA — small-bin-first grouping (Chen et al. 2024)",
+        claim="SReB_GCA gives much lower relative error on small bins \"without substantial detriment\" to large "
+              "bins, lower range MRE and lower KLD than DP_BASE and AHP (Search Log, NetTrace, ε ∈ {1, 0.1, 0.01}).",
+        measure="Corrected SReB_GCA (noisy sort, GGS on noisy values, one Laplace draw per group sum; ratio 0.5, "
+                f"δ = 1) against DP_BASE (= Identity), {trials} runs, on the 4096-bin DPBench versions of Search Log "
+                "and NetTrace: MRE over bins whose true count is k, MRE over all windows of width i (original "
+                "order), and KLD with the released counts floored at κ = 1 (spec §4(d)8). AHP is not implemented.",
+        data="; ".join(d for _, d in datasets), tables={"errors": table}, findings=tuple(findings))
+
+
+# ----------------------------------------------------------------------------- Xiao et al. (spec §5.3)
+TABLE2_ALPHAS = (1.0, 0.5, 0.1, 0.05, 0.02, 0.01, 0.005)
+TABLE2_AVERAGE = (0.69, 1.3, 5.8, 12.0, 31.0, 63.5, 120.0)    # ×10⁻⁶, as printed
+TABLE2_MAX = (34.92, 88.7, 453.7, 623.9, 1724.0, 4284.0, 9107.0)
+
+
+def _xiao_cells(data_dir: Path | None, cells: int, records: int) -> tuple[np.ndarray, str]:
+    """INCOME (IPUMS personal income, as in the paper) summed into ``cells`` blocks, scaled to ``records``."""
+    counts, data = _dataset("INCOME", "smooth", data_dir)
+    blocks = np.array([block.sum() for block in np.array_split(counts, cells)])
+    scaled = np.floor(blocks / blocks.sum() * records)
+    scaled[np.argmax(scaled)] += records - scaled.sum()  # exactly `records` in total
+    return scaled, f"{data}, summed into {cells} cells and scaled to {records:,} records"
+
+
+def reproduce_xiao(*, data_dir: Path | None = None, records: int = 10**6, versions: int = 100,
+                   queries: int = 1000, max_draws: int = 5, seed: int = 0) -> Reproduction:
+    """Xiao et al. Table 2 (interval error by α) and the max-query experiment (EM vs literal)."""
+    cells, data = _xiao_cells(data_dir, 100, records)
+    gen = np.random.default_rng([seed, 1])
+    ends = np.sort(gen.integers(0, cells.size, size=(queries, 2)), axis=1)
+    rows = []
+    for (ai, alpha), clip in itertools.product(enumerate(TABLE2_ALPHAS), (True, False)):
+        noisy = cells + _trial_rng(seed, 2, ai).laplace(scale=1 / alpha, size=(versions, cells.size))
+        noisy = np.maximum(noisy, 0) if clip else noisy  # clipping at 0 biases sums over empty cells upwards
+        prefix = np.concatenate((np.zeros((versions, 1)), np.cumsum(noisy, axis=1)), axis=1)
+        noisy_sums = prefix[:, ends[:, 1] + 1] - prefix[:, ends[:, 0]]
+        true_prefix = np.concatenate(([0.0], np.cumsum(cells)))
+        true = (true_prefix[ends[:, 1] + 1] - true_prefix[ends[:, 0]]) / records
+        for normalisation, denominator in (("public n", np.full((versions, 1), float(records))),
+                                           ("released total", noisy.sum(axis=1, keepdims=True))):
+            errors = np.abs(noisy_sums / denominator - true)
+            for stat, value, paper in (("average", errors.mean(), TABLE2_AVERAGE[ai]),
+                                       ("max", errors.max(), TABLE2_MAX[ai])):
+                rows.append({"experiment": "interval (Table 2)", "alpha": alpha, "clipped": clip,
+                             "normalisation": normalisation + ("" if clip else ", unclipped"), "statistic": stat, "value": float(value), "paper": paper * 1e-6})
+    interval = pd.DataFrame(rows)
+
+    rows = []
+    values = np.arange(1, 101)
+    for sigma_label, sigma in (("20", 20.0), ("√20", math.sqrt(20))):
+        for n in (1000, 10_000):
+            hits = {"exponential mechanism (α-DP)": [], f"literal — {NOT_DP_LABEL}": []}
+            for draw in range(max_draws):
+                data_points = np.clip(np.rint(_trial_rng(seed, 3, n, draw).normal(50, sigma, n)), 1, 100).astype(int)
+                window = (values >= data_points.max() - 4) & (values <= data_points.max())
+                em = max_query_distribution(data_points, 100, 0.05, k=1)
+                literal = literal_max_distribution_not_dp(data_points, 100, 5, 0.05)
+                hits["exponential mechanism (α-DP)"].append(em[window].sum())
+                hits[f"literal — {NOT_DP_LABEL}"].append(literal[window].sum())
+            paper = {1000: 0.1523, 10_000: 0.9116}[n] if sigma_label == "20" else math.nan
+            rows += [{"experiment": "max query", "sigma": sigma_label, "n": n, "mechanism": label,
+                      "value": float(np.mean(v)), "paper": paper} for label, v in hits.items()]
+    max_table = pd.DataFrame(rows).assign(statistic="P(output in [max−4, max])")
+    at = interval[(interval.alpha == 0.05) & (interval.statistic == "average")].set_index("normalisation").value
+    findings = (f"α = 0.05: average interval error ×10⁻⁶ — clipped: {at['public n'] * 1e6:.1f} (public n), "
+                f"{at['released total'] * 1e6:.1f} (released total); unclipped: {at['public n, unclipped'] * 1e6:.1f} "
+                f"(public n; analytic ≈ 6.07·b = 121) — the paper prints 12, below one cell's noise b = 20",
+                *(f"max query, σ = {r.sigma}, n = {r.n}: {r.mechanism.split(' (')[0].split(' —')[0]} "
+                  f"{r.value:.3f}" + (f" (paper {r.paper:.4f})" if not math.isnan(r.paper) else "")
+                  for r in max_table.itertuples()))
+    return Reproduction(
+        "xiao", "Xiao, Xiong & Yuan — cell release and the max query",
+        claim="Table 2: average interval error 0.69…120 ×10⁻⁶ for α = 1…0.005 (n = 10⁶, β = 100, 100 versions × "
+              "1000 queries); the max query outputs a value in [Max−4, Max] with probability 0.1523 (n = 1000) "
+              "and 0.9116 (n = 10 000) for Gaussian data (mean 50, \"variance 20\") at α = 0.05.",
+        measure="Corrected cell release (counts + Lap(1/α), clipped at 0) on IPUMS income cells, answers "
+                "normalised by the public n and by the released total (spec §5.1(d)5: the paper's numbers are "
+                "below one cell's noise, so its normalisation is unclear); and the exact output distribution of "
+                f"the α-DP exponential-mechanism max query (k = 1) next to the paper's literal mechanism, which is "
+                f"{NOT_DP_LABEL} (lower end min(D), r⁺ half-width 5, records in data order), averaged over "
+                f"{max_draws} data draws, for σ = 20 and σ = √20.",
+        data=data, tables={"interval": interval, "max_query": max_table}, findings=findings)
+
+
+REPRODUCTIONS: dict[str, Callable[..., Reproduction]] = {
+    "wda": reproduce_wda,
+    "om": reproduce_om,
+    "sreb-gca": reproduce_sreb_gca,
+    "xiao": reproduce_xiao,
+}
+
+
+# ----------------------------------------------------------------------------- figures and files
+def summary(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Mean (and expected, where present) of ``value`` over trials, grouped by ``by``."""
+    columns = {"value": "mean"} | ({"expected": "first"} if "expected" in table else {})
+    return table.groupby(by, dropna=False, sort=False).agg(columns).reset_index()
+
+
+def figures(reproduction: Reproduction) -> list:
+    """Plotly figures for a reproduction (plotly imported here only)."""
+    import plotly.express as px
+
+    t = reproduction.tables
+    if reproduction.name == "wda":
+        data = summary(t["errors"], ["p", "mechanism", "epsilon"])
+        return [px.line(data, x="p", y="value", color="mechanism", facet_col="epsilon", log_y=True, markers=True,
+                        labels={"value": "average L1 error per query", "p": "p (hot item probability)"},
+                        title="WDA: average L1 error by hot-item probability p (columns: ε)")]
+    if reproduction.name == "om":
+        data = summary(t["errors"], ["tau", "mechanism", "epsilon"])
+        return [px.line(data, x="epsilon", y="value", color="mechanism", facet_col="tau", log_y=True, markers=True,
+                        labels={"value": "average squared error per query", "epsilon": "ε"},
+                        title="OM: average squared error per query against ε (columns: τ); OM and Identity overlap")]
+    if reproduction.name == "sreb-gca":
+        out = []
+        for metric, log_x in (("MRE of bins with count k", False), ("range MRE by width", False)):
+            data = summary(t["errors"][t["errors"].metric == metric], ["dataset", "mechanism", "epsilon", "x"])
+            out.append(px.line(data, x="x", y="value", color="mechanism", facet_row="dataset", facet_col="epsilon",
+                               log_y=True, log_x=log_x, markers=True, title=f"SReB_GCA vs DP_BASE: {metric}",
+                               labels={"value": metric, "x": "k" if "count" in metric else "window width"}))
+        kld = summary(t["errors"][t["errors"].metric.str.startswith("KLD")], ["dataset", "mechanism", "epsilon"])
+        out.append(px.bar(kld, x="epsilon", y="value", color="mechanism", barmode="group", facet_col="dataset",
+                          log_y=True, title="KLD (floor κ = 1)", labels={"value": "KLD", "epsilon": "ε"}))
+        for fig in out:
+            fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1][:40]))
+        return out
+    interval = t["interval"][t["interval"].statistic == "average"]
+    paper = interval[interval.normalisation == "public n"].assign(normalisation="paper (Table 2)",
+                                                                  value=lambda d: d.paper)
+    first = px.line(pd.concat([interval, paper]), x="alpha", y="value", color="normalisation", log_x=True,
+                    log_y=True, markers=True, title="Xiao et al. Table 2: average interval error by α",
+                    labels={"value": "average |error| (fraction of n)", "alpha": "α"})
+    second = px.bar(t["max_query"], x="n", y="value", color="mechanism", barmode="group", facet_col="sigma",
+                    title="Max query: P(output in [max−4, max]) (the literal mechanism is NOT differentially private)",
+                    labels={"value": "probability", "n": "records n"})
+    second.update_xaxes(type="category")
+    return [first, second]
+
+
+def write(reproduction: Reproduction, output: str | Path) -> list[Path]:
+    """Write ``<name>-<table>.csv`` per table and ``<name>.html`` (texts + figures); returns the paths."""
+    import html
+
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for key, table in reproduction.tables.items():
+        path = output / f"{reproduction.name}-{key}.csv"
+        table.to_csv(path, index=False)
+        paths.append(path)
+    parts = [f"<h1>{html.escape(reproduction.title)}</h1>",
+             f"<p><b>The paper claims:</b> {html.escape(reproduction.claim)}</p>",
+             f"<p><b>We measure:</b> {html.escape(reproduction.measure)}</p>",
+             f"<p><b>Data:</b> {html.escape(reproduction.data)}</p>",
+             "<ul>" + "".join(f"<li>{html.escape(f)}</li>" for f in reproduction.findings) + "</ul>"]
+    for i, fig in enumerate(figures(reproduction)):
+        parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0)))
+    path = output / f"{reproduction.name}.html"
+    path.write_text("<!doctype html><html><head><meta charset='utf-8'><title>"
+                    f"{html.escape(reproduction.title)}</title></head><body>{''.join(parts)}</body></html>",
+                    encoding="utf-8")
+    return [*paths, path]
+
+
+def add_reproduce_command(subparsers) -> None:
+    """Register ``reproduce NAME --output DIR`` on the CLI's subparsers."""
+    parser = subparsers.add_parser("reproduce", help="re-run a paper's headline experiment (CSV + HTML)",
+                                   description="Writes tidy CSV tables and an HTML page with the paper's claim, "
+                                               "what we measure, and the figures.")
+    parser.add_argument("name", choices=list(REPRODUCTIONS), help="which paper")
+    parser.add_argument("--output", required=True, help="output directory (created if missing)")
+    parser.add_argument("--seed", type=int, default=0, help="base seed")
+    parser.set_defaults(func=run_reproduce_command)
+
+
+def run_reproduce_command(args) -> int:
+    """CLI handler: run one reproduction, write its files, print the findings."""
+    start = time.perf_counter()
+    reproduction = REPRODUCTIONS[args.name](seed=args.seed)
+    paths = write(reproduction, args.output)
+    print(reproduction.title)
+    for finding in reproduction.findings:
+        print(f"  {finding}")
+    print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - start:.1f} s")
+    return 0

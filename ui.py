@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import hashlib
+import importlib.util
+import os
+import shutil
 import traceback
 from pathlib import Path
 
@@ -12,10 +17,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.budget import Budget, BudgetExceededError, Ledger
+from core.config import ReleaseSettings, SessionConfig
 from core.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
 from core.domain import Histogram
-from core.experiment import run_sweep
+from core.experiment import per_bin_errors, run_sweep
 from core.mechanisms import MECHANISMS, NEIGHBOURING
+from core.transform import coarsen, rescale
 from core.views import downsample
 from core.workloads import parse_workload
 
@@ -29,12 +36,17 @@ TRUE_COLOUR = "#444444"
 MAX_BARS = 4096       # 1-D charts sum adjacent bins beyond this many bars (display only)
 MAX_SIDE_2D = 512     # 2-D heatmaps sum cells beyond this many per side (display only)
 ENVELOPE = "lower envelope"
+RESCALE_STREAM = 31_337  # seeds rescaling: default_rng([seed, RESCALE_STREAM])
 
 # The navigation: (section, page script, title, material icon). app.py and the tests read this list.
 PAGES: list[tuple[str, str, str, str]] = [
     ("Explore", "pages/data.py", "Data", ":material/bar_chart:"),
     ("Explore", "pages/workloads.py", "Workloads", ":material/functions:"),
     ("Explore", "pages/compare.py", "Compare", ":material/compare_arrows:"),
+    ("Decide", "pages/choose_epsilon.py", "Choose epsilon", ":material/tune:"),
+    ("Decide", "pages/gradual.py", "Gradual release", ":material/stairs:"),
+    ("Publish", "pages/release.py", "Release", ":material/publish:"),
+    ("Learn", "pages/learn.py", "Learn", ":material/school:"),
 ]
 
 
@@ -47,6 +59,7 @@ def init_state() -> None:
     ss.setdefault("seed", 0)
     ss.setdefault("ledger", Ledger(Budget(DEFAULT_TOTAL_EPSILON)))
     ss.setdefault("releases", [])                # history: dicts with mechanism, epsilon, loss, ...
+    ss.setdefault("release_outputs", {})         # release number -> {"release": Release, "settings": knobs}
     ss.setdefault("release_counter", 0)
     ss.setdefault("workload_spec", None)         # None = default for the dataset's shape
     ss.setdefault("sweeps", {})                  # inputs key -> DataFrame (results survive page switches)
@@ -114,6 +127,18 @@ def add_derived(hist: Histogram) -> Histogram:
     st.session_state.uploads[key] = hist
     st.session_state.dataset_key = key
     return hist
+
+
+def derive_dataset(kind: str, value: int) -> None:
+    """Button callback: rescale (seeded multinomial) or coarsen the current histogram into a session dataset."""
+    try:
+        hist = histogram()
+        if kind == "rescale":
+            add_derived(rescale(hist, int(value), np.random.default_rng([int(st.session_state.seed), RESCALE_STREAM])))
+        else:
+            add_derived(coarsen(hist, int(value)))
+    except ValueError as err:
+        st.session_state.flash_error = str(err)
 
 
 def set_workload(w, label: str) -> str:
@@ -216,6 +241,24 @@ def cached_sweep(mechanisms, epsilons, trials, metrics):
     key = (st.session_state.dataset_key, workload_spec(), tuple(mechanisms), tuple(epsilons), trials,
            tuple(metrics), int(st.session_state.seed))
     return st.session_state.sweeps.get(key)
+
+
+def per_bin(mechanisms: tuple[str, ...], epsilon: float, trials: int, *,
+            compute: bool = True) -> dict[str, np.ndarray] | None:
+    """Mean |error| per bin for each mechanism (replaying the sweep's trials), kept in the session.
+
+    With ``compute=False`` only a stored result is returned (None when there is none).
+    """
+    key = ("per-bin", st.session_state.dataset_key, workload_spec(), mechanisms, epsilon, trials,
+           int(st.session_state.seed))
+    cache = st.session_state.sweeps
+    if key not in cache:
+        if not compute:
+            return None
+        hist, w, seed = histogram(), workload(), int(st.session_state.seed)
+        errors = {name: per_bin_errors(hist, w, name, epsilon, trials, seed=seed) for name in mechanisms}
+        cache[key] = {name: e for name, e in errors.items() if e is not None}
+    return cache[key]
 
 
 # ----------------------------------------------------------------------------- widgets and guard
@@ -342,6 +385,24 @@ def preview_release(epsilon: float) -> np.ndarray:
     return MECHANISMS["identity"].run(hist.counts, _workload("total", hist.domain.shape), epsilon, rng).estimate
 
 
+def simulation_rng(*stream: int) -> np.random.Generator:
+    """Seeded stream for what-if simulations (never charged): default_rng([seed, SIMULATION_STREAM, ...])."""
+    return np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM, *stream])
+
+
+def line_figure(x, series: dict, *, x_title: str, y_title: str, log_x: bool = False, log_y: bool = False,
+                shape: str = "linear", height: int = 360) -> go.Figure:
+    """One line per entry of ``series`` (name -> y values) over a shared x; ``shape="hv"`` for steps."""
+    fig = go.Figure()
+    for index, (name, y) in enumerate(series.items()):
+        fig.add_trace(go.Scatter(x=x, y=y, name=name, mode="lines+markers" if len(x) <= 40 else "lines",
+                                 line={"color": PALETTE[index % len(PALETTE)], "shape": shape}))
+    fig.update_layout(xaxis_title=x_title, yaxis_title=y_title, height=height,
+                      xaxis_type="log" if log_x else "linear", yaxis_type="log" if log_y else "linear",
+                      margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
 def runtime_figure(summary) -> go.Figure:
     """Mean seconds per run per mechanism (log scale), in the mechanism colours."""
     per = summary.groupby("mechanism", sort=False)["seconds"].mean().sort_values()
@@ -371,3 +432,128 @@ def workload_figure(index: np.ndarray, rows: np.ndarray, column_group: int) -> g
     fig.update_layout(xaxis_title="cell", yaxis_title="query (row of W)", yaxis={"autorange": "reversed",
                       "type": "category"}, height=360, margin={"l": 60, "r": 10, "t": 30, "b": 40})
     return fig
+
+
+# ----------------------------------------------------------------------------- release settings, chart export, config
+def mechanism_settings(name: str, key: str, *, render: bool = True) -> dict[str, object]:
+    """A widget per dataclass field of the mechanism; returns the settings changed from the default.
+
+    Values are read back from the session, so a callback can call this with ``render=False`` and see
+    what the user set in the same click. ``core.mechanisms.configure`` parses the text values.
+    """
+    mechanism = MECHANISMS[name]
+    changed: dict[str, object] = {}
+    for field in dataclasses.fields(mechanism):
+        if field.name in ("name", "data_dependent"):
+            continue
+        default = getattr(mechanism, field.name)
+        shown = default if isinstance(default, bool) else "" if default is None else str(default)
+        widget_key = f"{key}_{name}_{field.name}"
+        if render:  # default via the session, not value=, so a loaded config can set it (apply_config)
+            st.session_state.setdefault(widget_key, shown)
+            widget = st.checkbox if isinstance(default, bool) else st.text_input
+            widget(field.name, key=widget_key,
+                   help=f"`{field.name}`: {field.type}; default {default!r}. See the mechanism's docstring.")
+        value = st.session_state.get(widget_key, shown)
+        value = value.strip() if isinstance(value, str) else value
+        if value != shown and value != "":
+            changed[field.name] = value
+    return changed
+
+
+def _image_export_ready() -> bool:
+    chromium = os.environ.get("BROWSER_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
+    return importlib.util.find_spec("kaleido") is not None and chromium is not None
+
+
+def _render_image(fig: go.Figure, fmt: str) -> bytes:
+    # kaleido 1.x drives a headless Chrome; point it at Debian's Chromium (we never download browsers).
+    os.environ.setdefault("BROWSER_PATH", shutil.which("chromium") or "/usr/bin/chromium")
+    return fig.to_image(format=fmt, width=1200, height=int(fig.layout.height or 450))
+
+
+def figure_downloads(fig: go.Figure, name: str, key: str) -> None:
+    """HTML / PNG / SVG download buttons for a chart; files are built only when a button is clicked."""
+    cols = st.columns(3)
+    cols[0].download_button("Chart (HTML)", functools.partial(fig.to_html, include_plotlyjs=True),
+                            f"{name}.html", "text/html", key=f"{key}_html",
+                            help="Interactive chart, works offline (plotly.js embedded).")
+    if not _image_export_ready():
+        cols[1].caption("PNG/SVG export needs `kaleido` and a Chromium browser on the server.")
+        return
+    for col, fmt, mime in ((cols[1], "png", "image/png"), (cols[2], "svg", "image/svg+xml")):
+        col.download_button(f"Chart ({fmt.upper()})", functools.partial(_render_image, fig, fmt), f"{name}.{fmt}",
+                            mime, key=f"{key}_{fmt}", help="Rendered by kaleido + Chromium (a few seconds).")
+
+
+def interval_figure(x: np.ndarray, truth: np.ndarray, released: np.ndarray, low: np.ndarray | None,
+                    high: np.ndarray | None, *, mechanism: str, x_title: str, y_title: str,
+                    bars: bool = False) -> go.Figure:
+    """Truth (bars or markers) with released values and their 95 % interval (error bars or a band)."""
+    colour = mechanism_colour(mechanism)
+    fig = go.Figure()
+    if bars:
+        fig.add_trace(go.Bar(x=x, y=truth, name="true (curator only)", marker_color=TRUE_COLOUR, opacity=0.5))
+    else:
+        fig.add_trace(go.Scatter(x=x, y=truth, name="true (curator only)", mode="markers",
+                                 marker={"color": TRUE_COLOUR, "symbol": "x"}))
+    if low is not None and bars:
+        fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=np.r_[released + high, (released + low)[::-1]],
+                                 fill="toself", fillcolor=colour, opacity=0.2, line={"width": 0},
+                                 name="95 % interval", hoverinfo="skip"))
+    error_y = None if low is None or bars else {"type": "data", "symmetric": False, "array": high,
+                                                 "arrayminus": -low, "color": colour}
+    fig.add_trace(go.Scatter(x=x, y=released, name=f"released ({mechanism})", error_y=error_y,
+                             mode="lines" if bars else "markers", line={"color": colour, "width": 1}))
+    fig.update_layout(xaxis_title=x_title, yaxis_title=y_title, height=360, bargap=0,
+                      margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def session_config() -> SessionConfig:
+    """The session's settings as a config: dataset, workload, last comparison's grid, seed, budget, release."""
+    ss = st.session_state
+    mechanisms: tuple[str, ...] = tuple(m for m in ("identity", "hb", "privelet", "uniform") if m in MECHANISMS)
+    epsilons: tuple[float, ...] = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10, 10))
+    for key in reversed(list(ss.get("sweeps", {}))):  # the latest comparison: sweep() keys are
+        if key[0] != "per-bin":                        # (dataset, workload, mechanisms, epsilons, ...)
+            mechanisms, epsilons = key[2], key[3]
+            break
+    name = ss.get("release_mechanism", "identity")
+    settings = ss.get("release_settings", {}).get(name, {})
+    release = ReleaseSettings(name, tuple((k, str(v)) for k, v in settings.items()),
+                              float(ss.get("release_epsilon", 1.0)), ss.get("release_noise_path", "secure"))
+    return SessionConfig(ss.dataset_key, ss.workload_spec, tuple(mechanisms), tuple(epsilons), int(ss.seed),
+                         ledger().total.epsilon, release)
+
+
+def apply_config(config: SessionConfig) -> list[str]:
+    """Load a config into the session (call from a callback). Never resets or refunds the ledger.
+
+    Returns notes on what could not be applied (e.g. an upload that is not in this session).
+    """
+    ss, notes = st.session_state, []
+    if config.dataset in dataset_choices():
+        ss.dataset_key = config.dataset
+    else:
+        notes.append(f"dataset {config.dataset!r} is not available here (uploads live only in their "
+                     "session): upload it again, then reload the config")
+    ss.workload_spec = config.workload
+    ss.seed = config.seed
+    led = ledger()
+    if not led.spends:
+        ss.ledger = Ledger(Budget(config.total_epsilon))
+        ss.sidebar_total_epsilon = config.total_epsilon
+    elif abs(led.total.epsilon - config.total_epsilon) > 1e-12:
+        notes.append(f"the total budget stays ε = {led.total.epsilon:g}: it is fixed after the first release")
+    ss.compare_mechanisms = list(config.mechanisms)
+    lo, hi = config.epsilons[0], config.epsilons[-1]
+    if len(config.epsilons) >= 2 and {lo, hi} <= {0.001, 0.01, 0.1, 1.0, 10.0, 100.0} and lo < hi:
+        ss.compare_range, ss.compare_points = (lo, hi), len(config.epsilons)
+    ss.session_config = config  # the full grid, for pages that can use an arbitrary one
+    rel = config.release
+    ss.release_mechanism, ss.release_epsilon, ss.release_noise_path = rel.mechanism, rel.epsilon, rel.noise_path
+    for key, value in rel.params:
+        is_flag = isinstance(getattr(MECHANISMS[rel.mechanism], key, None), bool)
+        ss[f"release_{rel.mechanism}_{key}"] = value.lower() == "true" if is_flag else value
+    return notes

@@ -64,8 +64,11 @@ def release_to_csv(release: Release, labels: Sequence[str] | None = None) -> byt
 
 
 def release_metadata(release: Release, *, workload: str, seed: int | None, noise_path: str,
-                     dataset: str | None = None) -> dict:
-    """The metadata every export carries (mechanism, params, ε, loss, neighbouring notion, ...)."""
+                     dataset: str | None = None, stream: int | None = None) -> dict:
+    """The metadata every export carries (mechanism, params, ε, loss, neighbouring notion, ...).
+
+    ``stream`` is the release counter: the app draws release k from ``default_rng([seed, k])``.
+    """
     return {
         "mechanism": release.mechanism,
         "epsilon": release.epsilon,
@@ -74,6 +77,7 @@ def release_metadata(release: Release, *, workload: str, seed: int | None, noise
         "params": {k: _jsonable(v) for k, v in release.params.items()},
         "workload": workload,
         "seed": seed,
+        "stream": stream,
         "noise_path": noise_path,
         "neighbouring": NEIGHBOURING,
         "dataset": neutralise(dataset) if dataset else None,
@@ -95,9 +99,11 @@ def _jsonable(value: object) -> object:
 
 
 def release_to_json(release: Release, *, workload: str, seed: int | None, noise_path: str,
-                    dataset: str | None = None, labels: Sequence[str] | None = None) -> str:
+                    dataset: str | None = None, labels: Sequence[str] | None = None,
+                    stream: int | None = None) -> str:
     """JSON with the metadata and the released values (``counts`` or ``answers``)."""
-    doc = release_metadata(release, workload=workload, seed=seed, noise_path=noise_path, dataset=dataset)
+    doc = release_metadata(release, workload=workload, seed=seed, noise_path=noise_path, dataset=dataset,
+                           stream=stream)
     if release.estimate is not None:
         doc["counts"] = [float(v) for v in release.estimate]
         if labels is not None:

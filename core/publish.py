@@ -17,7 +17,7 @@ import json
 
 import numpy as np
 
-from core.mechanisms import MECHANISMS, Mechanism, Release
+from core.mechanisms import Mechanism, Release
 from core.teaching import laplace_halfwidth
 from core.workloads import Workload
 

@@ -7,8 +7,16 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from core.teaching import (composition, laplace_density, laplace_halfwidth, laplace_scale, neighbouring_outputs,
-                           output_ratio, range_error_by_length, range_lengths)
+from core.teaching import (
+    composition,
+    laplace_density,
+    laplace_halfwidth,
+    laplace_scale,
+    neighbouring_outputs,
+    output_ratio,
+    range_error_by_length,
+    range_lengths,
+)
 
 LAYOUT = {"height": 340, "margin": {"l": 50, "r": 10, "t": 30, "b": 40}, "legend": {"orientation": "h", "y": -0.25}}
 

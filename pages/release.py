@@ -15,8 +15,15 @@ SHOWN_QUERIES = 40      # workload answers drawn with error bars
 SIMULATION_TRIALS = 20  # re-runs behind the simulated intervals (simulation stream, never charged)
 
 
-def spend_and_release(name: str, settings: dict, epsilon: float, noise_path: str) -> None:
-    """Button callback: run, then charge, then log (a rerun never reaches this; style rule 7)."""
+def spend_and_release() -> None:
+    """Button callback: run, then charge, then log (a rerun never reaches this; style rule 7).
+
+    Reads the widgets at click time (not render-time args), so an edit and a click in the same
+    round trip charge what the user sees.
+    """
+    ss = st.session_state
+    name, epsilon, noise_path = ss.release_mechanism, float(ss.release_epsilon), ss.release_noise_path
+    settings = ui.mechanism_settings(name, key="release", render=False)
     number = len(st.session_state.releases) + 1
     label = f"release #{number}: {name}"
     if not ui.ledger().fits(Budget(epsilon)):
@@ -69,20 +76,20 @@ with ui.guard():
     hist, workload, led = ui.histogram(), ui.workload(), ui.ledger()
     st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_spec()}` ({workload.shape[0]:,} queries) · "
                f"neighbours: {NEIGHBOURING}. Each click spends budget; remaining ε = {led.remaining.epsilon:.4g}.")
+    for key, default in (("release_epsilon", 1.0), ("release_noise_path", "secure")):
+        st.session_state.setdefault(key, default)  # defaults via the session so a loaded config can set them
     left, right = st.columns(2)
     with left:
         name = st.selectbox("Mechanism", list(MECHANISMS), key="release_mechanism",
                             help="Any registered mechanism; its settings appear below.")
         settings = ui.mechanism_settings(name, key="release")
-        st.session_state.release_settings = {name: settings}
+        st.session_state.release_settings = {name: settings}  # for the session config
     with right:
-        epsilon = st.number_input("Epsilon for this release", min_value=0.001, max_value=100.0, value=1.0,
-                                  step=0.1, key="release_epsilon", help="Charged to the session budget on click.")
-        noise_path = st.radio("Noise", list(NOISE_PATHS), index=1, key="release_noise_path", horizontal=True,
-                              format_func=lambda p: f"{p}", help=" · ".join(f"**{k}**: {v}" for k, v in
-                                                                          NOISE_PATHS.items()))
+        st.number_input("Epsilon for this release", min_value=0.001, max_value=100.0, step=0.1,
+                        key="release_epsilon", help="Charged to the session budget on click.")
+        st.radio("Noise", list(NOISE_PATHS), key="release_noise_path", horizontal=True,
+                 help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_PATHS.items()))
         st.button("Spend and release", type="primary", key="release_spend", on_click=spend_and_release,
-                  args=(name, settings, float(epsilon), noise_path),
                   help="Runs the mechanism once and charges ε to the ledger. Reruns never charge.")
     history = st.session_state.releases
     if not history:
@@ -160,10 +167,12 @@ with ui.guard():
         st.subheader("History")
         st.dataframe(history, hide_index=True, key="release_history")
     with st.expander("Session config (save or reload)"):
-        st.download_button("Session config (JSON)", config_to_json(ui.session_config()), "dplens-session.json",
+        config_json = config_to_json(ui.session_config())
+        st.download_button("Session config (JSON)", config_json, "dplens-session.json",
                            "application/json", key="release_config_download",
                            help="Dataset reference, workload, compared mechanisms and ε grid, seed, total budget, "
                                 "release settings. Never contains data or spends.")
+        st.code(config_json, language="json")
         st.file_uploader("Reload a session config", type=["json"], key="release_config_upload",
                          help="Restores the settings; the budget already spent stays spent.")
         st.text_area("…or paste it here", key="release_config_text", height=100)

@@ -1,0 +1,111 @@
+"""AppTest behaviour tests for the Release page: ledger, overspend, reruns, history, session config reload."""
+
+import csv
+import dataclasses
+import io
+
+import pytest
+
+from core.config import config_to_json, parse_config
+from core.export import history_to_csv
+from tests.test_app import open_page
+
+RELEASE = "pages/release.py"
+
+
+@pytest.fixture
+def release_page():
+    at = open_page(RELEASE)
+    at.radio(key="release_noise_path").set_value("exploration").run()  # fast and seeded
+    return at
+
+
+def spend(at, epsilon: float, mechanism: str = "identity"):
+    at.selectbox(key="release_mechanism").set_value(mechanism)
+    at.number_input(key="release_epsilon").set_value(epsilon)
+    return at.button(key="release_spend").click().run()
+
+
+def test_spend_and_release_reduces_the_remaining_budget(release_page):
+    at = spend(release_page, 1.5)
+    assert not at.exception
+    assert at.session_state.ledger.remaining.epsilon == pytest.approx(3.5)
+    assert len(at.session_state.releases) == 1
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["ε charged"] == "1.5"
+    assert "remaining ε = 3.5" in at.caption[0].value
+
+
+def test_overspend_is_refused_naming_what_is_left_and_charges_nothing(release_page):
+    at = spend(release_page, 4.0)
+    at = spend(at, 2.0)
+    assert at.session_state.ledger.spent.epsilon == pytest.approx(4.0)
+    assert len(at.session_state.releases) == 1
+    assert "remaining is epsilon=1" in at.error[0].value
+
+
+def test_reruns_and_other_widgets_never_charge(release_page):
+    at = spend(release_page, 1.0)
+    for _ in range(3):
+        at.run()
+    at.number_input(key="release_epsilon").set_value(0.5).run()
+    at.selectbox(key="release_show").set_value(1).run()
+    assert at.session_state.ledger.spent.epsilon == pytest.approx(1.0)
+    assert len(at.session_state.ledger.spends) == len(at.session_state.releases) == 1
+
+
+def test_history_lists_every_charge(release_page):
+    at = release_page
+    for epsilon, mechanism in ((0.5, "identity"), (0.25, "uniform"), (1.0, "hb")):
+        at = spend(at, epsilon, mechanism)
+    assert not at.exception
+    rows = list(csv.DictReader(io.StringIO(history_to_csv(at.session_state.releases).decode())))
+    assert [(r["mechanism"], float(r["epsilon"])) for r in rows] == [("identity", 0.5), ("uniform", 0.25),
+                                                                      ("hb", 1.0)]
+    assert [float(r["epsilon"]) for r in rows] == [b.epsilon for _, b in at.session_state.ledger.spends]
+    assert [int(r["stream"]) for r in rows] == [0, 1, 2]  # each release had its own noise stream
+
+
+def test_session_config_reloads_to_the_same_state(release_page):
+    at = release_page
+    at.session_state["dataset_key"] = "sample:tips-bill"
+    at.session_state["workload_spec"] = "prefix"
+    at.selectbox(key="release_mechanism").set_value("hb").run()
+    at.text_input(key="release_hb_branching").set_value("4")
+    at.number_input(key="release_epsilon").set_value(0.25).run()
+    config = parse_config(at.code[0].value)
+    assert (config.dataset, config.workload) == ("sample:tips-bill", "prefix")
+    assert config.release.params == (("branching", "4"),)
+    # The seed lives in the app.py sidebar, which AppTest does not run around a switched page: set it here.
+    config = dataclasses.replace(config, seed=42)
+    exported = config_to_json(config)
+
+    fresh = open_page(RELEASE)
+    spend(fresh, 1.0)  # budget already spent must survive the reload
+    fresh.text_area(key="release_config_text").set_value(exported)
+    fresh.button(key="release_config_load").click().run()
+    assert not fresh.exception
+    state = fresh.session_state
+    assert (state.dataset_key, state.workload_spec, state.seed) == ("sample:tips-bill", "prefix", 42)
+    assert (state.release_mechanism, state.release_epsilon, state.release_noise_path) == ("hb", 0.25,
+                                                                                          "exploration")
+    assert fresh.text_input(key="release_hb_branching").value == "4"
+    assert state.ledger.spent.epsilon == pytest.approx(1.0)  # never reset or refunded
+    assert parse_config(fresh.code[0].value) == config
+    assert fresh.success[0].value.startswith("Config loaded.")
+
+
+def test_a_broken_config_is_refused_with_a_message():
+    at = open_page(RELEASE)
+    at.text_area(key="release_config_text").set_value('{"format": "dplens-session", "dataset": "sample:smooth"}')
+    at.button(key="release_config_load").click().run()
+    assert not at.exception
+    assert at.error[0].value.startswith("Config not loaded: config is missing 'mechanisms'")
+
+
+def test_learn_page_shows_every_teaching_view():
+    at = open_page("pages/learn.py")
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == 5
+    at.slider(key="learn_epsilon").set_value(0.5).run()
+    assert {m.label: m.value for m in at.metric}["Scale b = Δ/ε"] == "2"

@@ -47,6 +47,7 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("Decide", "pages/gradual.py", "Gradual release", ":material/stairs:"),
     ("Publish", "pages/release.py", "Release", ":material/publish:"),
     ("Learn", "pages/learn.py", "Learn", ":material/school:"),
+    ("Learn", "pages/papers.py", "Papers", ":material/menu_book:"),
 ]
 
 

@@ -24,6 +24,7 @@ import pandas as pd
 from core.datasets import load_histogram
 from core.mechanisms import MECHANISMS
 from core.mechanisms.om import OM, om_decompose
+from core.mechanisms.sreb_gca import expected_bin_error, ggs, groups_from_cuts
 from core.mechanisms.wda import WDA, expected_error
 from core.mechanisms.xiao import (
     NOT_DP_LABEL,
@@ -31,7 +32,7 @@ from core.mechanisms.xiao import (
     max_query_distribution,
 )
 from core.metrics import kl_divergence
-from core.workloads import hot_spot, l1_sensitivity, random_linear
+from core.workloads import Explicit, hot_spot, l1_sensitivity, random_linear
 
 DPBENCH_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "dpbench-1d"
 
@@ -282,6 +283,50 @@ def reproduce_xiao(*, data_dir: Path | None = None, records: int = 10**6, versio
                 f"{NOT_DP_LABEL} (lower end min(D), r⁺ half-width 5, records in data order), averaged over "
                 f"{max_draws} data draws, for σ = 20 and σ = √20.",
         data=data, tables={"interval": interval, "max_query": max_table}, findings=findings)
+
+
+# ----------------------------------------------------------------------------- worked examples (spec §2e, §3e)
+def example_workloads() -> dict[str, Explicit]:
+    """The papers' small worked examples, for showing each mechanism's structure.
+
+    >>> sorted(example_workloads())[:2]
+    ['OM Algorithm 3 counterexample', 'OM Example 1']
+    """
+    fig1 = np.zeros((8, 6))
+    for row, cols in enumerate([[0, 1], [0, 1, 2], [1, 2], [2], [2], [3], [0, 1], [5]]):
+        fig1[row, cols] = 1
+    synthetic = np.zeros((12, 13))
+    for i in range(6):
+        synthetic[i, [0, 7 + i]] = 1
+        synthetic[6 + i, 1 + i] = 1
+    census = np.zeros((6, 8))  # cells Sex × Race{W,B} × Salary{H,L}; q5 = q1+q3, q6 = q2+q4
+    for q in range(4):
+        census[q, [q, 4 + q]] = 1
+    census[4], census[5] = census[0] + census[2], census[1] + census[3]
+    example1 = np.array([[.3657, 0, .9812, 0], [0, .0645, 0, 0], [0, .5879, .7602, 0], [0, 0, 0, .7310],
+                         [0, .7313, 0, 0], [0, 0, .7122, .9053]])
+    return {"WDA Fig. 1": Explicit(fig1, label="WDA Fig. 1"),
+            "WDA 12×13 synthetic": Explicit(synthetic, label="WDA 12×13 synthetic (spec §2e)"),
+            "OM Example 1": Explicit(example1, label="OM Example 1"),
+            "OM census": Explicit(census, label="OM census (intro)"),
+            "OM Algorithm 3 counterexample": Explicit(np.array([[1.0, 1], [1, -1], [2, 0]]),
+                                                      label="OM Algorithm 3 counterexample")}
+
+
+def ggs_example_table(values: np.ndarray, scale: float, delta: float = 1.0) -> pd.DataFrame:
+    """GGS groups of sorted ``values`` at λ2 = ``scale`` (oracle grouping: no stage-1 noise) with each bin's
+    exact expected relative error, next to DP_BASE's λ/max(H, δ) (spec §4(c), §4(e)).
+
+    >>> ggs_example_table(np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000]), 10.0).group.tolist()
+    [0, 0, 0, 0, 1, 1, 1, 2, 3, 4]
+    """
+    values = np.asarray(values, dtype=float)
+    groups = groups_from_cuts(np.arange(values.size), ggs(values, scale, delta))
+    floor = np.maximum(values, delta)
+    return pd.DataFrame({"bin value": values,
+                         "group": np.concatenate([np.full(g.size, i) for i, g in enumerate(groups)]),
+                         "expected relative error": expected_bin_error(values, groups, scale) / floor,
+                         "DP_BASE": scale / floor})
 
 
 REPRODUCTIONS: dict[str, Callable[..., Reproduction]] = {

@@ -193,9 +193,11 @@ def answers_from_estimate(workload: Workload, estimate: np.ndarray) -> np.ndarra
 
 
 from core.mechanisms.hierarchical import Hierarchical  # noqa: E402
+from core.mechanisms.ahp import AHP  # noqa: E402
 from core.mechanisms.dawa import DAWA  # noqa: E402
 from core.mechanisms.greedy_h import GreedyH  # noqa: E402
 from core.mechanisms.laplace import Identity, LaplaceOnAnswers, Uniform  # noqa: E402
+from core.mechanisms.mwem import MWEM  # noqa: E402
 from core.mechanisms.om import OM  # noqa: E402
 from core.mechanisms.privelet import Privelet  # noqa: E402
 from core.mechanisms.sreb_gca import SrebGca  # noqa: E402
@@ -217,6 +219,8 @@ MECHANISMS: dict[str, Mechanism] = {
         Privelet(),
         GreedyH(),
         DAWA(),
+        MWEM(),
+        AHP(),
     )
 }
 

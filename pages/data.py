@@ -44,6 +44,24 @@ with ui.guard():
     cols[3].metric("Max", f"{summary['max']:,.0f}")
     cols[4].metric("Small bins (1–9)", f"{summary['small_bins']:,}")
     st.plotly_chart(ui.histogram_figure(hist), key="data_chart")
+    if hist.domain.size > ui.MAX_BARS and len(hist.domain.shape) == 1:
+        st.caption(f"{hist.domain.size:,} bins are summed into at most {ui.MAX_BARS:,} bars for display only; "
+                   "every computation uses all bins.")
+
+    with st.expander("Derive a dataset: change the scale or the domain size"):
+        st.caption("Scale (number of records) and domain size decide which mechanism wins (DPBench). The result is "
+                   "a new session dataset; the original stays in the picker.")
+        left, right = st.columns(2)
+        left.number_input("Records (total)", min_value=1, max_value=10**9, value=max(1, int(hist.total)), step=1000,
+                          key="data_scale_total", help="Draw this many records from the histogram's shape "
+                          "(multinomial, seeded by the sidebar seed).")
+        left.button("Rescale", key="data_rescale", on_click=lambda: ui.derive_dataset(
+            "rescale", st.session_state.data_scale_total), help="Same shape, new number of records.")
+        right.number_input("Merge adjacent bins (factor)", min_value=1, max_value=max(1, max(hist.domain.shape)),
+                           value=min(2, max(hist.domain.shape)), key="data_coarsen_factor",
+                           help="Sum runs of this many adjacent bins (per axis for 2-D); totals are kept.")
+        right.button("Coarsen", key="data_coarsen", on_click=lambda: ui.derive_dataset(
+            "coarsen", st.session_state.data_coarsen_factor), help="Fewer, wider bins.")
 
     st.subheader("A noisy release at a glance")
     epsilon = st.select_slider("Epsilon", [0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0], value=1.0,

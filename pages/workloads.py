@@ -97,7 +97,8 @@ with ui.guard():
     build, upload, draw = st.tabs(["Build from the registry", "Upload a query matrix", "Draw a range"])
     with build:
         names = [k for k, (_, builder) in WORKLOADS.items() if builder is not None]
-        name = st.selectbox("Workload", names, format_func=lambda k: f"{k} — {WORKLOADS[k][0]}", key="workloads_name",
+        current = ui.workload_spec().partition(":")[0]
+        name = st.selectbox("Workload", names, index=names.index(current) if current in names else 0, format_func=lambda k: f"{k} — {WORKLOADS[k][0]}", key="workloads_name",
                             help="Every workload generator in the registry (core.workloads.WORKLOADS).")
         params = {}
         keys = sorted(WORKLOAD_PARAMETERS.get(name, ()))

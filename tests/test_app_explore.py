@@ -1,0 +1,194 @@
+"""AppTest behaviour tests for the exploration pages: Data (derive), Workloads, Compare (style.md §1.5)."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.domain import Histogram
+from core.workloads import explicit_from_csv
+from tests.test_app import APP, open_page
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def page_with(path: str, hist: Histogram, **state) -> AppTest:
+    """Open a page with ``hist`` as the selected (uploaded) dataset and extra session state."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["uploads"] = {"upload:t": hist}
+    at.session_state["dataset_key"] = "upload:t"
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    return at.switch_page(path).run()
+
+
+def test_choosing_a_workload_changes_the_sensitivity_shown():
+    at = open_page("pages/workloads.py")
+    assert not at.exception
+    before = metrics(at)
+    assert before["Queries × cells"] == "2,000 × 4,096"
+    at.selectbox(key="workloads_name").set_value("prefix").run()
+    at.button(key="workloads_use").click().run()
+    assert not at.exception
+    after = metrics(at)
+    assert after["L1 sensitivity"] == "4,096" != before["L1 sensitivity"]
+    assert after["‖W‖_F²"] == f"{4096 * 4097 // 2:,.4g}"
+    assert at.session_state.workload_spec == "prefix"
+
+
+def test_registry_parameters_are_inputs_and_bad_values_are_friendly():
+    at = open_page("pages/workloads.py")
+    assert at.selectbox(key="workloads_name").value == "random-range"  # starts on the current workload
+    at.text_input(key="workloads_param_random-range_m").set_value("25").run()
+    at.button(key="workloads_use").click().run()
+    assert metrics(at)["Queries × cells"] == "25 × 4,096"
+    at.text_input(key="workloads_param_random-range_m").set_value("lots").run()
+    at.button(key="workloads_use").click().run()
+    assert not at.exception
+    assert "must be an integer" in at.error[0].value
+    assert at.session_state.workload_spec == "random-range:m=25"
+
+
+def test_composing_a_stack_sums_sensitivities():
+    at = open_page("pages/workloads.py")
+    at.selectbox(key="workloads_name").set_value("prefix").run()
+    at.button(key="workloads_add").click().run()
+    at.selectbox(key="workloads_name").set_value("total").run()
+    at.button(key="workloads_add").click().run()
+    assert at.dataframe[0].value["part"].tolist() == ["prefix", "total"]
+    at.button(key="workloads_use_stack").click().run()
+    assert not at.exception
+    assert metrics(at)["Queries × cells"] == "4,097 × 4,096"
+    assert metrics(at)["L1 sensitivity"] == "4,097"
+    assert at.session_state.workload_spec.startswith("custom:")
+
+
+def test_an_uploaded_query_matrix_is_the_workload_with_its_true_answers():
+    hist = Histogram.from_counts([3.0, 1, 4, 1], name="four")
+    matrix = explicit_from_csv(b"q0,q1,q2,q3\n1,1,0,0\n0,0.5,0.5,2\n", n=4)
+    at = page_with("pages/workloads.py", hist, custom_workloads={"custom:1:uploaded matrix": matrix},
+                   workload_spec="custom:1:uploaded matrix")
+    assert not at.exception
+    assert metrics(at)["Queries × cells"] == "2 × 4"
+    assert metrics(at)["L1 sensitivity"] == "2"
+    answers = at.dataframe[-1].value
+    assert answers["true answer"].tolist() == [4.0, 4.5]
+    assert answers["last cell"].tolist() == [1, 3]
+
+
+def test_a_drawn_range_becomes_a_one_query_workload():
+    at = open_page("pages/workloads.py")
+    at.slider(key="workloads_range").set_value((10, 19)).run()
+    at.button(key="workloads_use_range").click().run()
+    assert not at.exception
+    assert metrics(at)["Queries × cells"] == "1 × 4,096"
+    answer = at.dataframe[-1].value["true answer"].iloc[0]
+    counts = at.session_state.uploads.get(at.session_state.dataset_key)
+    from ui import _load_reference  # the cached sample loader
+    counts = _load_reference(at.session_state.dataset_key).vector if counts is None else counts.vector
+    assert answer == pytest.approx(counts[10:20].sum())
+
+
+def test_2d_dataset_gets_2d_workloads_and_rectangle_sliders():
+    hist = Histogram.from_counts(np.arange(12.0).reshape(3, 4), name="grid")
+    at = page_with("pages/workloads.py", hist)
+    assert not at.exception
+    assert metrics(at)["Queries × cells"] == "7 × 12"  # marginals: 3 row sums + 4 column sums
+    at.slider(key="workloads_rows").set_value((1, 2))
+    at.slider(key="workloads_cols").set_value((0, 1)).run()
+    at.button(key="workloads_use_range").click().run()
+    assert metrics(at)["Queries × cells"] == "1 × 12"
+    assert at.dataframe[-1].value["true answer"].tolist() == [4 + 5 + 8 + 9]
+
+
+def test_rescale_and_coarsen_make_new_session_datasets():
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.number_input(key="data_scale_total").set_value(1000)
+    at.button(key="data_rescale").click().run()
+    assert not at.exception
+    assert at.session_state.dataset_key.startswith("derived:")
+    assert metrics(at)["Total"] == "1,000"
+    assert metrics(at)["Bins"] == "4,096"
+    at.number_input(key="data_coarsen_factor").set_value(4)
+    at.button(key="data_coarsen").click().run()
+    assert metrics(at)["Bins"] == "1,024"
+    assert metrics(at)["Total"] == "1,000"
+    derived = at.session_state.uploads[at.session_state.dataset_key]
+    assert derived.name.endswith("(scaled to 1,000) (coarsened 4)")
+
+
+def _run_small_sweep(at, mechanisms):
+    at.multiselect(key="compare_mechanisms").set_value(mechanisms)
+    at.slider(key="compare_trials").set_value(2)
+    at.slider(key="compare_points").set_value(3)
+    at.button[0].click().run()
+    assert not at.exception
+    return next(v for k, v in at.session_state.sweeps.items() if k[0] != "per-bin")
+
+
+def test_regret_table_always_has_identity_and_uniform_references():
+    at = open_page("pages/compare.py")
+    _run_small_sweep(at, ["hb"])
+    regret = next(d.value for d in at.dataframe if "regret" in d.value.columns)
+    assert set(regret["mechanism"]) == {"hb", "identity", "uniform"}
+    assert regret["regret"].min() == pytest.approx(1.0)
+
+
+def test_inspecting_a_point_reproduces_the_sweeps_release_exactly():
+    at = open_page("pages/compare.py")
+    results = _run_small_sweep(at, ["identity"])
+    epsilon = sorted(results["epsilon"].unique())[1]
+    at.selectbox(key="compare_pick_mechanism").set_value("uniform")
+    at.selectbox(key="compare_pick_epsilon").set_value(epsilon)
+    at.number_input(key="compare_pick_trial").set_value(1).run()
+    assert not at.exception
+    row = results[(results.mechanism == "uniform") & (results.epsilon == epsilon) & (results.trial == 1)
+                  & (results.metric == "mae")]
+    caption = next(c.value for c in at.caption if "reproduced exactly" in c.value)
+    assert f"= {row.value.iloc[0]:,.4g} " in caption
+    assert len(at.get("plotly_chart")) >= 2  # frontier + noisy-over-true histogram
+
+
+def test_per_bin_error_view_groups_bins_by_true_count():
+    at = open_page("pages/compare.py")
+    _run_small_sweep(at, ["identity"])
+    charts = len(at.get("plotly_chart"))
+    at.button(key="compare_per_bin").click().run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == charts + 1
+    figure = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "true count of the bin" in c.proto.spec)
+    assert {trace["name"] for trace in figure["data"]} == {"identity", "uniform"}
+    assert re.fullmatch(r"1–9<br>\(\d[\d,]* bins\)", figure["data"][0]["x"][1])
+
+
+def test_a_stopped_sweep_keeps_partial_results_and_reruns_complete():
+    def script():
+        import streamlit as st
+
+        import ui
+
+        class RerunException(BaseException):  # stands in for Streamlit's (matched by name)
+            pass
+
+        def progress(done, total, name):
+            if done == 3 and st.session_state.get("interrupt", True):
+                raise RerunException
+
+        ui.init_state()
+        try:
+            ui.sweep(("identity",), (1.0,), 10, ("mae",), progress=progress)
+        except RerunException:
+            st.write("interrupted")
+        st.session_state.interrupt = False
+        df = next(iter(st.session_state.sweeps.values()))
+        st.write(f"rows={len(df)} stopped={df.attrs['stopped']}")
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    assert [m.value for m in at.markdown] == ["interrupted", "rows=3 stopped=True"]
+    at.run()
+    assert [m.value for m in at.markdown] == ["rows=10 stopped=False"]

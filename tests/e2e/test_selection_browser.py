@@ -1,0 +1,26 @@
+"""A user reads Lee & Clifton's epsilons and releases two gradual steps, in a real browser (Chromium)."""
+
+import pytest
+
+from tests.e2e.conftest import screenshot, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+
+def test_choose_epsilon_then_gradual_release(page):
+    page.get_by_role("link", name="Choose epsilon").click()
+    wait_idle(page)
+    page.get_by_role("tab", name="From re-identification risk").click()
+    page.get_by_text("0.4317201").first.wait_for()  # ε tight for the absence-days example (spec §6(e))
+    page.get_by_text("0.3829393").first.wait_for()
+    screenshot(page, "choose_epsilon")
+
+    page.get_by_role("link", name="Gradual").click()
+    wait_idle(page)
+    page.get_by_role("button", name="Release step 1 (charges ε 0.05)").click()
+    wait_idle(page)
+    page.get_by_role("button", name="Release step 2 (charges ε 0.05)").click()
+    wait_idle(page)
+    page.get_by_text("2 of 5").wait_for()
+    page.get_by_text("ε = 0.1").first.wait_for()  # loss so far = the last epsilon, not the sum
+    screenshot(page, "gradual")

@@ -8,14 +8,15 @@ pytestmark = pytest.mark.e2e
 
 
 def test_choose_epsilon_then_gradual_release(page):
-    page.get_by_role("link", name="Choose epsilon").click()
+    # exact names: the first paint may still show Streamlit's automatic page list ("choose epsilon")
+    page.get_by_role("link", name="Choose epsilon", exact=True).click()
     wait_idle(page)
     page.get_by_role("tab", name="From re-identification risk").click()
     page.get_by_text("0.4317201").first.wait_for()  # ε tight for the absence-days example (spec §6(e))
     page.get_by_text("0.3829393").first.wait_for()
     screenshot(page, "choose_epsilon")
 
-    page.get_by_role("link", name="Gradual").click()
+    page.get_by_role("link", name="Gradual release", exact=True).click()
     wait_idle(page)
     page.get_by_role("button", name="Release step 1 (charges ε 0.05)").click()
     wait_idle(page)

@@ -24,7 +24,6 @@ updates run on at most 2T + 1 atoms for range workloads instead of n cells.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,6 +92,7 @@ class MWEM:
         estimate = np.full(n, total / n)
         average = np.zeros(n)
         rows, measured, blocks = [], [], [(np.ones(n), total_scale)]
+        atom_of = np.zeros(n, dtype=np.int64)
         selection_loss = 0.0
         candidates = np.ones(true_answers.size, dtype=bool)
         for _ in range(self.rounds):
@@ -107,38 +107,42 @@ class MWEM:
             scale = float(np.abs(row).max()) / epsilon_measure
             rows.append(row)
             if scale > 0:
-                measured.append(true_answers[chosen] + float(rng.laplace(scale=scale)))
+                measured.append(float(true_answers[chosen]) + float(rng.laplace(scale=scale)))
                 blocks.append((np.abs(row), scale))
             else:  # an all-zero query reads nothing: its answer is 0 without noise
                 measured.append(0.0)
-            estimate = self._update(estimate, np.array(rows), np.array(measured), total)
+            # atoms: cells that every measured query treats alike (the new row refines the old atoms)
+            _, value = np.unique(row, return_inverse=True)
+            _, first, atom_of = np.unique(atom_of * (int(value.max()) + 1) + value.ravel(),
+                                          return_index=True, return_inverse=True)
+            atom_of = atom_of.ravel()
+            estimate = self._update(estimate, first, atom_of, rows, measured, total)
             average += estimate
         estimate = average / self.rounds if self.average else estimate
         loss = selection_loss + laplace_privacy_loss(blocks)
         return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
                        {"rounds": self.rounds, "total_ratio": self.total_ratio,
-                        "update_rounds": self.update_rounds, "noisy_total": total},
+                        "update_rounds": self.update_rounds, "average": self.average, "noisy_total": total},
                        {"selected_rows": len(rows)})
 
-    def _update(self, estimate: np.ndarray, rows: np.ndarray, measured: np.ndarray, total: float) -> np.ndarray:
-        """``update_rounds`` MW passes over all measurements from the current estimate, on the atoms of `rows`.
+    def _update(self, estimate: np.ndarray, first: np.ndarray, atom_of: np.ndarray, rows: list[np.ndarray],
+                measured: list[float], total: float) -> np.ndarray:
+        """``update_rounds`` MW passes over all measurements from the current estimate, on the atoms.
 
-        The estimate is constant on the atoms of the earlier rows, which the new atoms refine.
+        The estimate is constant on the atoms of the earlier rows, which the current atoms refine.
         """
-        patterns, first, atom_of = np.unique(rows.T, axis=0, return_index=True, return_inverse=True)
-        atom_of = atom_of.ravel()
-        size = np.bincount(atom_of, minlength=patterns.shape[0]).astype(float)
-        queries = patterns.T.tolist()              # query j's value on each atom
-        mass = (size * estimate[first]).tolist()   # estimate mass per atom
+        size = np.bincount(atom_of).astype(float)
+        queries = [row[first] for row in rows]     # query j's value on each atom
+        # the exponent is clipped only to keep floats finite when the noise dwarfs the total
+        limits = [30.0 / max(float(np.abs(q).max()), 1e-300) for q in queries]
+        mass = size * estimate[first]              # estimate mass per atom
         half_inverse_total = 1.0 / (2.0 * total)
         for _ in range(self.update_rounds):
-            for query, answer in zip(queries, measured.tolist(), strict=True):
-                error = (answer - sum(q * a for q, a in zip(query, mass, strict=True))) * half_inverse_total
-                # the exponent is clipped only to keep floats finite when noise dwarfs the total
-                mass = [a * math.exp(max(-30.0, min(30.0, q * error))) for q, a in zip(query, mass, strict=True)]
-                norm = total / sum(mass)
-                mass = [a * norm for a in mass]
-        return (np.array(mass) / size)[atom_of]
+            for query, answer, limit in zip(queries, measured, limits, strict=True):
+                error = (answer - float(query @ mass)) * half_inverse_total
+                mass *= np.exp(query * max(-limit, min(limit, error)))
+                mass *= total / mass.sum()
+        return (mass / size)[atom_of]
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

@@ -43,28 +43,35 @@ class OmFactorisation:
         return 2.0 * float(np.sum(self.mixing**2)) * self.sensitivity**2 / epsilon**2
 
 
-def independent_rows(matrix: np.ndarray, tol: float) -> np.ndarray:
+def independent_rows(matrix: np.ndarray, tol: float, block: int = 64) -> np.ndarray:
     """First-found greedy: indices of rows that are not (within ``tol``) in the span of earlier rows.
 
-    Gram–Schmidt with re-orthogonalisation; the residual norm of each row is its distance to the
-    span of the rows kept so far.
+    Block Gram–Schmidt with re-orthogonalisation: each block of rows is projected off the basis kept so
+    far with matrix products (BLAS-3), then scanned row by row against the block's own new vectors. A
+    row's residual norm is its distance to the span of the rows kept before it.
 
     >>> independent_rows(np.array([[1.0, 1], [2, 2], [1, -1], [3, 0]]), 1e-9).tolist()
     [0, 2]
     """
     m, n = matrix.shape
     basis = np.zeros((min(m, n), n))
+    count = 0
     kept: list[int] = []
-    for i in range(m):
-        residual = matrix[i].astype(float)
+    for start in range(0, m, block):
+        chunk = np.array(matrix[start:start + block], dtype=float)
         for _ in range(2):  # twice is enough (Giraud et al.)
-            residual = residual - basis[: len(kept)].T @ (basis[: len(kept)] @ residual)
-        norm = float(np.linalg.norm(residual))
-        if norm > tol:
-            basis[len(kept)] = residual / norm
-            kept.append(i)
-            if len(kept) == min(m, n):
-                break
+            chunk -= (chunk @ basis[:count].T) @ basis[:count]
+        first = count
+        for i, residual in enumerate(chunk):
+            for _ in range(2):
+                residual = residual - basis[first:count].T @ (basis[first:count] @ residual)
+            norm = float(np.linalg.norm(residual))
+            if norm > tol and count < basis.shape[0]:
+                basis[count] = residual / norm
+                count += 1
+                kept.append(start + i)
+        if count == basis.shape[0]:
+            break
     return np.array(kept, dtype=int)
 
 

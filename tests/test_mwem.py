@@ -1,0 +1,97 @@
+"""MWEM: sensitivities, privacy accounting (EM + Laplace), the noisy total's scale (with power),
+convergence at high epsilon, implicit and 2-D workloads, validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from core.mechanisms import MECHANISMS
+from core.mechanisms.mwem import MWEM, max_abs_entry
+from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Stack, Total, random_range
+
+
+def test_max_abs_entry():
+    assert max_abs_entry(random_range(10, 5, seed=0)) == 1.0
+    assert max_abs_entry(Explicit(np.array([[0.5, -2.0], [1.0, 0.0]]))) == 2.0
+    assert max_abs_entry(Kron((Prefix(3), Explicit(np.array([[3.0, 1.0]]))))) == 3.0
+    assert max_abs_entry(Stack((Identity(2), Explicit(np.array([[0.0, 4.0]]))))) == 4.0
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0])
+@pytest.mark.parametrize("total_ratio", [0.05, 0.3])
+def test_privacy_loss_is_selection_plus_laplace(epsilon, total_ratio, rng):
+    mechanism = MWEM(rounds=5, total_ratio=total_ratio, update_rounds=5)
+    release = mechanism.run(np.arange(32.0), random_range(32, 40, seed=3), epsilon, rng)
+    assert release.privacy_loss <= epsilon + 1e-9
+    # the total and the selections always count in full; a measurement only where its query reads
+    selection_and_total = epsilon * (total_ratio + (1 - total_ratio) / 2)
+    assert release.privacy_loss >= selection_and_total + epsilon * (1 - total_ratio) / 2 / 5 - 1e-9
+    # when every measured query reads every cell the worst case is the whole budget
+    release = mechanism.run(np.arange(32.0), Total(32), epsilon, rng)
+    assert release.privacy_loss == pytest.approx(epsilon, rel=1e-9)
+
+
+def test_weighted_queries_are_measured_at_their_own_sensitivity(rng):
+    workload = Explicit(np.array([[2.0, 0, 0, 0], [0, 0, 1.0, 1.0]]))
+    release = MWEM(rounds=2, update_rounds=3).run(np.array([5.0, 1, 2, 3]), workload, 1.0, rng)
+    # both rows are measured (2 rounds, 2 candidates); they read disjoint cells, each at its own scale
+    measure = 0.95 / 2 / 2
+    assert release.privacy_loss == pytest.approx(0.05 + 2 * measure + measure, rel=1e-9)
+
+
+def test_converges_to_the_data_at_high_epsilon(rng):
+    x = np.array([10.0, 0, 30, 5, 0, 0, 20, 35])
+    release = MWEM(rounds=16, total_ratio=0.5).run(x, Identity(8), 1e5, rng)
+    np.testing.assert_allclose(release.estimate, x, atol=0.3)
+    assert release.estimate.sum() == pytest.approx(x.sum(), rel=1e-3)
+
+
+@pytest.mark.statistical
+def test_noisy_total_has_the_stated_scale_and_the_test_has_power():
+    mechanism = MWEM(rounds=1, total_ratio=0.2, update_rounds=1)
+    x = np.full(4, 250.0)
+    epsilon = 0.5
+    noise = np.array([mechanism.run(x, Total(4), epsilon, np.random.default_rng(seed)).params["noisy_total"]
+                      for seed in range(6000)]) - x.sum()
+    scale = 1.0 / (0.2 * epsilon)
+    assert stats.kstest(noise, "laplace", args=(0, scale)).pvalue > 1e-6
+    for wrong in (0.8 * scale, 1.2 * scale):
+        assert stats.kstest(noise, "laplace", args=(0, wrong)).pvalue < 1e-6
+
+
+def test_implicit_all_range_and_two_dimensional_inputs(rng):
+    release = MWEM(rounds=4).run(np.arange(24.0), AllRange(24), 1.0, rng)
+    assert release.answers.shape == (300,)
+    grid = np.arange(16.0).reshape(4, 4)
+    release = MWEM(rounds=4).run(grid, Kron((Prefix(4), Prefix(4))), 1.0, rng)
+    assert release.estimate.shape == (16,)
+    assert release.privacy_loss <= 1.0 + 1e-9
+
+
+def test_more_rounds_than_queries_remeasures(rng):
+    release = MWEM(rounds=3, update_rounds=2).run(np.arange(8.0), Total(8), 1.0, rng)
+    assert release.details["selected_rows"] == 3
+    assert release.privacy_loss == pytest.approx(1.0, rel=1e-9)
+
+
+def test_registered_data_dependent_without_expected_mse():
+    assert isinstance(MECHANISMS["mwem"], MWEM)
+    assert MECHANISMS["mwem"].data_dependent
+    assert MECHANISMS["mwem"].expected_mse(Prefix(4), 1.0) is None
+
+
+def test_same_seed_same_release():
+    x = np.random.default_rng(0).poisson(5, 40).astype(float)
+    a = MWEM().run(x, Prefix(40), 1.0, np.random.default_rng(2))
+    b = MWEM().run(x, Prefix(40), 1.0, np.random.default_rng(2))
+    np.testing.assert_array_equal(a.estimate, b.estimate)
+
+
+@pytest.mark.parametrize("knobs, message", [({"rounds": 0}, "rounds must be"),
+                                            ({"update_rounds": 1.5}, "update_rounds must be"),
+                                            ({"total_ratio": 1.0}, "total_ratio must be in")])
+def test_bad_knobs_raise(knobs, message):
+    with pytest.raises(ValueError, match=message):
+        MWEM(**knobs)

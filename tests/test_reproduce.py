@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,17 +20,24 @@ from core.reproduce import (
     write,
 )
 
+ABSENT = Path("/nonexistent-dpbench")  # no DPBench files here: bundled samples stand in
 SMALL = {
-    "wda": lambda d: reproduce_wda(data_dir=d, m=200, probabilities=(0.2, 0.9), epsilons=(1.0,), trials=2),
+    "wda": lambda d: reproduce_wda(data_dir=d, m=200, probabilities=(0.2, 0.9), epsilons=(1.0,), trials=2,
+                                   comparators=("mwem",), comparator_trials=1),
     "om": lambda d: reproduce_om(data_dir=d, m=20, n=60, taus=(0.2,), epsilons=(0.5, 1.0), trials=2),
     "sreb-gca": lambda d: reproduce_sreb_gca(data_dir=d, epsilons=(1.0,), trials=1, widths=(1, 50)),
     "xiao": lambda d: reproduce_xiao(data_dir=d, versions=3, queries=50, max_draws=1),
 }
 
 
+@functools.cache
+def small(name: str):
+    return SMALL[name](ABSENT)
+
+
 @pytest.mark.parametrize("name", list(SMALL))
 def test_small_reproduction_is_tidy_and_writes_csv_and_html(name, tmp_path):
-    reproduction = SMALL[name](tmp_path / "absent")  # no DPBench files here: bundled samples stand in
+    reproduction = small(name)
     assert set(REPRODUCTIONS) == set(SMALL)
     assert reproduction.claim and reproduction.measure and reproduction.findings
     assert "sample" in reproduction.data
@@ -40,21 +50,21 @@ def test_small_reproduction_is_tidy_and_writes_csv_and_html(name, tmp_path):
     assert "The paper claims" in page and "plotly" in page.lower()
 
 
-def test_om_reproduction_shows_the_tie_with_identity(tmp_path):
-    table = SMALL["om"](tmp_path).tables["errors"]
+def test_om_reproduction_shows_the_tie_with_identity():
+    table = small("om").tables["errors"]
     expected = table.groupby("mechanism").expected.first()
     assert expected["om"] == pytest.approx(expected["identity (cell noise)"])
     assert expected["LM_W (laplace-on-answers)"] > 3 * expected["om"]
 
 
-def test_wda_reproduction_beats_lm_w_at_low_p(tmp_path):
-    table = SMALL["wda"](tmp_path).tables["errors"]
+def test_wda_reproduction_beats_lm_w_at_low_p():
+    table = small("wda").tables["errors"]
     expected = table[table.p == 0.2].groupby("mechanism").expected.first()
     assert expected["wda (optimal)"] < expected["LM_W (laplace-on-answers)"]
 
 
-def test_xiao_literal_max_is_labelled_not_dp(tmp_path):
-    table = SMALL["xiao"](tmp_path).tables["max_query"]
+def test_xiao_literal_max_is_labelled_not_dp():
+    table = small("xiao").tables["max_query"]
     assert any("not differentially private" in label for label in table.mechanism)
 
 
@@ -63,7 +73,8 @@ def test_sreb_gca_uses_dpbench_when_present():
     assert "DPBench SEARCHLOGS" in reproduce_sreb_gca(epsilons=(1.0,), trials=1, widths=(1,)).data
 
 
-def test_cli_reproduce_om(tmp_path, capsys):
-    assert main(["reproduce", "om", "--output", str(tmp_path)]) == 0
+def test_cli_reproduce_om(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(REPRODUCTIONS, "om", lambda seed: small("om"))  # the wiring, at a small size
+    assert main(["reproduce", "om", "--output", str(tmp_path), "--seed", "3"]) == 0
     assert (tmp_path / "om-errors.csv").is_file() and (tmp_path / "om.html").is_file()
     assert "decomposition" in capsys.readouterr().out

@@ -357,7 +357,7 @@ def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True
         part = part.sort_values("epsilon")
         colour = mechanism_colour(name)
         fig.add_trace(go.Scatter(x=np.r_[part.epsilon, part.epsilon[::-1]], y=np.r_[part.high, part.low[::-1]],
-                                 fill="toself", fillcolor=colour, opacity=0.15, line={"width": 0},
+                                 fill="toself", fillcolor=colour, opacity=0.15, line={"width": 0}, mode="lines",
                                  hoverinfo="skip", showlegend=False, legendgroup=name))
         fig.add_trace(go.Scatter(x=part.epsilon, y=part["mean"], name=name, mode="lines+markers",
                                  line={"color": colour}, legendgroup=name,
@@ -477,14 +477,14 @@ def figure_downloads(fig: go.Figure, name: str, key: str) -> None:
     """HTML / PNG / SVG download buttons for a chart; files are built only when a button is clicked."""
     cols = st.columns(3)
     cols[0].download_button("Chart (HTML)", functools.partial(fig.to_html, include_plotlyjs=True),
-                            f"{name}.html", "text/html", key=f"{key}_html",
+                            f"{name}.html", "text/html", key=f"{key}_html", on_click="ignore",
                             help="Interactive chart, works offline (plotly.js embedded).")
     if not _image_export_ready():
         cols[1].caption("PNG/SVG export needs `kaleido` and a Chromium browser on the server.")
         return
     for col, fmt, mime in ((cols[1], "png", "image/png"), (cols[2], "svg", "image/svg+xml")):
         col.download_button(f"Chart ({fmt.upper()})", functools.partial(_render_image, fig, fmt), f"{name}.{fmt}",
-                            mime, key=f"{key}_{fmt}", help="Rendered by kaleido + Chromium (a few seconds).")
+                            mime, key=f"{key}_{fmt}", on_click="ignore", help="Rendered by kaleido + Chromium (a few seconds).")
 
 
 def interval_figure(x: np.ndarray, truth: np.ndarray, released: np.ndarray, low: np.ndarray | None,

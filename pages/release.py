@@ -153,14 +153,14 @@ with ui.guard():
                 "dataset": entry["dataset"], "stream": entry["stream"]}
         cols = st.columns(3)
         cols[0].download_button("Released histogram (CSV)", release_to_csv(release, labels),
-                                f"dplens-release-{number}.csv", "text/csv", key="release_csv",
+                                f"dplens-release-{number}.csv", "text/csv", key="release_csv", on_click="ignore",
                                 help="Only the released values: bin,count (or query,answer).")
         cols[1].download_button("Release with metadata (JSON)", release_to_json(release, labels=labels, **meta),
-                                f"dplens-release-{number}.json", "application/json", key="release_json",
+                                f"dplens-release-{number}.json", "application/json", key="release_json", on_click="ignore",
                                 help="Mechanism, params, ε, privacy loss, neighbours, workload, seed, noise "
                                      "path, app version, timestamp.")
         cols[2].download_button("Release history (CSV)", history_to_csv(history), "dplens-history.csv",
-                                "text/csv", key="release_history_csv", help="One row per charge.")
+                                "text/csv", key="release_history_csv", on_click="ignore", help="One row per charge.")
         for fig_name, fig in figures.items():
             st.caption(f"Chart: {fig_name}")
             ui.figure_downloads(fig, f"dplens-{fig_name}-{number}", key=f"release_fig_{fig_name}")
@@ -169,7 +169,7 @@ with ui.guard():
     with st.expander("Session config (save or reload)"):
         config_json = config_to_json(ui.session_config())
         st.download_button("Session config (JSON)", config_json, "dplens-session.json",
-                           "application/json", key="release_config_download",
+                           "application/json", key="release_config_download", on_click="ignore",
                            help="Dataset reference, workload, compared mechanisms and ε grid, seed, total budget, "
                                 "release settings. Never contains data or spends.")
         st.code(config_json, language="json")

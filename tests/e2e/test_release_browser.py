@@ -14,10 +14,12 @@ from tests.e2e.conftest import screenshot, wait_idle
 pytestmark = pytest.mark.e2e
 
 
-def download(page, button: str):
-    with page.expect_download() as info:
-        page.get_by_role("button", name=button).click()
-    return info.value.path().read_bytes()
+def download(page, button: str, timeout: float = 30_000):
+    with page.expect_download(timeout=timeout) as info:
+        page.get_by_role("button", name=button).first.click()
+    data = info.value.path().read_bytes()
+    wait_idle(page)
+    return data
 
 
 def released_counts(data: bytes) -> np.ndarray:
@@ -61,6 +63,9 @@ def test_release_download_reseed_and_reload_config(page, browser, app_url, tmp_p
     assert (meta["mechanism"], meta["seed"], meta["noise_path"], meta["epsilon"]) == ("identity", 0, "exploration",
                                                                                       1.0)
     assert {"privacy_loss", "neighbouring", "workload", "version", "created"} <= set(meta)
+
+    assert download(page, "Chart (HTML)").lstrip().lower().startswith(b"<html")
+    assert download(page, "Chart (PNG)", timeout=90_000).startswith(b"\x89PNG")  # kaleido + Debian Chromium
 
     seed = page.get_by_role("spinbutton", name="Seed")
     seed.fill("1")

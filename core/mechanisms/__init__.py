@@ -196,7 +196,9 @@ from core.mechanisms.hierarchical import Hierarchical  # noqa: E402
 from core.mechanisms.ahp import AHP  # noqa: E402
 from core.mechanisms.dawa import DAWA  # noqa: E402
 from core.mechanisms.greedy_h import GreedyH  # noqa: E402
+from core.mechanisms.grids import AdaptiveGrid, UniformGrid  # noqa: E402
 from core.mechanisms.laplace import Identity, LaplaceOnAnswers, Uniform  # noqa: E402
+from core.mechanisms.matrix import MatrixMechanism  # noqa: E402
 from core.mechanisms.mwem import MWEM  # noqa: E402
 from core.mechanisms.om import OM  # noqa: E402
 from core.mechanisms.privelet import Privelet  # noqa: E402
@@ -217,6 +219,9 @@ MECHANISMS: dict[str, Mechanism] = {
         CellRelease(),
         Hierarchical(),
         Privelet(),
+        MatrixMechanism(),
+        UniformGrid(),
+        AdaptiveGrid(),
         GreedyH(),
         DAWA(),
         MWEM(),

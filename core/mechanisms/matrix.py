@@ -1,0 +1,160 @@
+"""The matrix mechanism with a workload-optimised p-Identity strategy (McKenna et al., HDMM, PVLDB 2018, OPT0).
+
+Strategy A = [I; Θ]·D⁻¹ with Θ ≥ 0 (p × n) and D = diag(1 + 1ᵀΘ), so every column of A has L1 norm 1
+(Δ_A = 1). The release is y = A x + Lap(1/ε)^(n+p), answered by least squares x̂ = (AᵀA)⁻¹Aᵀy, with
+per-query MSE 2Δ_A²·tr(WᵀW (AᵀA)⁻¹)/(m ε²) (spec §9). Θ minimises that trace by L-BFGS-B.
+
+The objective needs only WᵀW applied to p vectors (``gram_apply``: O(n) each for prefix and all-range),
+and (AᵀA)⁻¹ = D (I + ΘᵀΘ)⁻¹ D with (I + ΘᵀΘ)⁻¹ = I − Θᵀ(I + ΘΘᵀ)⁻¹Θ (Woodbury), so an evaluation with
+its gradient costs O(p²n) instead of HDMM's dense O(n³) or O(pn²).
+
+>>> import numpy as np
+>>> from core.workloads import Prefix
+>>> mech = MatrixMechanism()
+>>> round(mech.expected_mse(Prefix(16), 1.0) / mech.expected_mse(Prefix(16), 2.0), 6)
+4.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+
+from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
+from core.mechanisms.gram import gram_apply
+from core.workloads import Workload
+
+MAX_CELLS = 8192  # largest domain mm-opt optimises for (seconds at this size; see bench/bench_standard.py)
+MAX_ITERATIONS = 200  # L-BFGS-B iterations per start: the objective flattens well before (bench/)
+MAX_P = 64  # rows of Θ for p="auto": n/16 as in HDMM, capped to keep an iteration O(64²·n)
+
+
+@dataclass(frozen=True, eq=False)
+class PIdentity:
+    """An optimised strategy: Θ (p × n, non-negative) and its error trace tr(WᵀW (AᵀA)⁻¹)."""
+
+    theta: np.ndarray
+    trace: float
+
+    @property
+    def scaling(self) -> np.ndarray:
+        """d = 1 + 1ᵀΘ: column j of [I; Θ] is divided by d_j so that it has L1 norm 1."""
+        return 1.0 + self.theta.sum(axis=0)
+
+    def column_norms(self) -> np.ndarray:
+        """Column L1 norms of A = [I; Θ] D⁻¹ (all 1 by construction)."""
+        return (1.0 + np.abs(self.theta).sum(axis=0)) / self.scaling
+
+    def least_squares(self, y: np.ndarray) -> np.ndarray:
+        """(AᵀA)⁻¹Aᵀy = D (I + ΘᵀΘ)⁻¹ (y_I + Θᵀ y_Θ), via Woodbury in O(pn)."""
+        theta = self.theta
+        n = theta.shape[1]
+        v = y[:n] + theta.T @ y[n:]
+        inner = np.eye(theta.shape[0]) + theta @ theta.T
+        v = v - theta.T @ scipy.linalg.solve(inner, theta @ v, assume_a="pos")
+        return self.scaling * v
+
+
+def _objective(flat: np.ndarray, p: int, workload: Workload, gram_diag: np.ndarray) -> tuple[float, np.ndarray]:
+    """tr(X B) and its gradient, X = D G D, B = (I + ΘᵀΘ)⁻¹ (derivation in the module docstring)."""
+    n = gram_diag.size
+    theta = flat.reshape(p, n)
+    d = 1.0 + theta.sum(axis=0)
+    m_inv = np.linalg.inv(np.eye(p) + theta @ theta.T)  # M = (I + ΘΘᵀ)⁻¹ (p × p)
+    m_inv = (m_inv + m_inv.T) / 2.0
+    y = gram_apply(workload, (theta * d).T).T * d              # Y = Θ X
+    y_theta = y @ theta.T
+    value = float(gram_diag @ d**2 - np.sum(y_theta * m_inv))  # tr(X) − tr(ΘXΘᵀM)
+    # ∂/∂Θ through B: −2ΘBXB = −2 M Y B with Y B = Y − (YΘᵀ) M Θ (uses ΘB = MΘ)
+    m_theta = m_inv @ theta
+    grad = -2.0 * (m_inv @ y - (m_inv @ y_theta) @ m_theta)
+    # ∂/∂Θ through d (d_j = 1 + Σ_k Θ_kj): 2 (G∘B) d, with (G∘ΘᵀMΘ) d = Σ_a θ_a ∘ G((MΘ)_a ∘ d)
+    g_z = gram_apply(workload, (m_theta * d).T).T
+    grad += 2.0 * (gram_diag * d - np.sum(theta * g_z, axis=0))
+    return value, grad.ravel()
+
+
+def _block_start(p: int, n: int) -> np.ndarray:
+    """Θ with row k summing block k of n/p consecutive cells: a two-level hierarchy, a good first start."""
+    theta = np.zeros((p, n))
+    theta[np.arange(n) * p // n, np.arange(n)] = 1.0
+    return theta.ravel()
+
+
+@lru_cache(maxsize=32)
+def optimise_strategy(workload: Workload, p: int, restarts: int, seed: int) -> PIdentity:
+    """OPT0: minimise tr(WᵀW (AᵀA)⁻¹) over Θ ≥ 0 by L-BFGS-B; cached per (workload, settings).
+
+    The first start is the two-level block hierarchy, the others are uniform random (HDMM's start);
+    the best result is kept. Data-independent (no privacy cost): the starts come from a seeded
+    generator so the strategy, and hence ``expected_mse``, is reproducible.
+    """
+    n = workload.shape[1]
+    if n > MAX_CELLS:
+        raise ValueError(f"mm-opt optimises strategies for at most {MAX_CELLS} cells, got n={n}; "
+                         "use hb or privelet for larger domains")
+    gram_diag = workload.column_norms(2) ** 2
+    generator = np.random.default_rng(seed)
+    best: PIdentity | None = None
+    for attempt in range(restarts):
+        start = _block_start(p, n) if attempt == 0 else generator.random(p * n)
+        result = scipy.optimize.minimize(_objective, start, args=(p, workload, gram_diag), jac=True,
+                                         method="L-BFGS-B", bounds=[(0.0, None)] * (p * n),
+                                         options={"maxiter": MAX_ITERATIONS})
+        candidate = PIdentity(result.x.reshape(p, n), float(result.fun))
+        if best is None or candidate.trace < best.trace:
+            best = candidate
+    return best
+
+
+@dataclass(frozen=True)
+class MatrixMechanism:
+    """Matrix mechanism with an HDMM OPT0 p-Identity strategy, least squares, exact ``expected_mse``.
+
+    Args:
+        p: rows of Θ; "auto" = n // 16 as in HDMM for 1-D workloads, capped at MAX_P.
+        restarts: random starts of the optimiser (the best is kept).
+        seed: seeds the starts (the strategy is data-independent and costs no budget).
+    """
+
+    p: int | str = "auto"
+    restarts: int = 2
+    seed: int = 0
+    name: str = "mm-opt"
+    data_dependent: bool = False
+
+    def __post_init__(self) -> None:
+        p = int(self.p) if isinstance(self.p, str) and self.p.strip().isdigit() else self.p
+        if not (p == "auto" or (isinstance(p, int | np.integer) and not isinstance(p, bool) and p >= 1)):
+            raise ValueError(f"p must be 'auto' or an integer >= 1, got {self.p!r}")
+        object.__setattr__(self, "p", p)
+        if isinstance(self.restarts, bool) or not isinstance(self.restarts, int | np.integer) or self.restarts < 1:
+            raise ValueError(f"restarts must be an integer >= 1, got {self.restarts!r}")
+
+    def strategy(self, workload: Workload) -> PIdentity:
+        """The optimised strategy for this workload (cached per workload and settings)."""
+        n = workload.shape[1]
+        p = min(MAX_P, max(1, n // 16)) if self.p == "auto" else int(self.p)
+        return optimise_strategy(workload, p, int(self.restarts), int(self.seed))
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        strategy = self.strategy(workload)
+        theta, d = strategy.theta, strategy.scaling
+        scale = 1.0 / epsilon  # Δ_A = 1
+        scaled = x / d
+        measured = np.concatenate([scaled, theta @ scaled])
+        noisy = measured + rng.laplace(scale=scale, size=measured.size)
+        estimate = strategy.least_squares(noisy)
+        loss = laplace_privacy_loss([(strategy.column_norms(), scale)])
+        params = {"p": theta.shape[0], "restarts": self.restarts, "noise_scale": scale}
+        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate, params)
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+        """2Δ_A²·tr(WᵀW (AᵀA)⁻¹)/(m ε²) with Δ_A = 1."""
+        epsilon = check_epsilon(epsilon)
+        return 2.0 * self.strategy(workload).trace / (workload.shape[0] * epsilon**2)

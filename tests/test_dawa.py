@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from core.mechanisms import MECHANISMS
-from core.mechanisms.dawa import DAWA, _Deviations, l1_partition, window_deviations
-from core.workloads import AllRange, Kron, Prefix, Total, random_range
+from core.mechanisms.dawa import DAWA, _Deviations, cheapest_partition, gram_sketch, l1_partition, window_deviations
+from core.mechanisms.greedy_h import bucket_gram
+from core.workloads import AllRange, Identity, Kron, Prefix, Stack, Total, random_range
 
 
 @pytest.mark.parametrize("n", [2, 5, 16, 37, 64])
@@ -23,6 +24,43 @@ def test_window_deviations_match_brute_force(n):
         brute = [np.abs(x[s:s + length] - x[s:s + length].mean()).sum() for s in range(n - length + 1)]
         np.testing.assert_allclose(got, brute, atol=1e-9)
     np.testing.assert_allclose(window_deviations(x, 2), [abs(a - b) for a, b in zip(x[:-1], x[1:], strict=True)])
+
+
+def _plain_dynamic_programme(scores, lengths, singleton, n):
+    """cost[i+1] = min over buckets ending at cell i (the reference's loop; ties to the longer bucket)."""
+    cost, back = [0.0] * (n + 1), [0] * (n + 1)
+    for i in range(n):
+        best, arg = cost[i] + singleton, i
+        for length, score in zip(lengths, scores, strict=True):
+            start = i + 1 - length
+            if start >= 0 and cost[start] + score[start] <= best:
+                best, arg = cost[start] + score[start], start
+        cost[i + 1], back[i + 1] = best, arg
+    bounds = [n]
+    while bounds[-1] > 0:
+        bounds.append(back[bounds[-1]])
+    return bounds[::-1]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_sparse_dynamic_programme_equals_the_plain_one(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    lengths = np.array([length for length in (2, 4, 8, 16, 32, 64, 128) if length <= n], dtype=np.int64)
+    singleton = float(rng.uniform(0.5, 3))
+    scores = [np.maximum(rng.exponential(length * singleton * 0.8, n - length + 1), singleton) for length in lengths]
+    assert cheapest_partition(scores, lengths, singleton, n).tolist() == \
+        _plain_dynamic_programme(scores, lengths, singleton, n)
+
+
+@pytest.mark.parametrize("workload", [random_range(60, 40, seed=1), Prefix(60), Identity(60), Total(60),
+                                      Stack((Prefix(60), Identity(60))), AllRange(60), Kron((Prefix(6), Prefix(10)))],
+                         ids=lambda w: type(w).__name__)
+def test_gram_sketch_is_the_sketched_reduced_gram(workload):
+    bounds = np.concatenate(([0], np.sort(np.random.default_rng(3).choice(np.arange(1, 60), 12, replace=False)), [60]))
+    gram = bucket_gram(workload, bounds)[0]
+    sketch = np.random.default_rng(0).standard_normal((bounds.size - 1, 16)) / 4.0
+    np.testing.assert_allclose(gram_sketch(workload, bounds, 16), gram @ sketch, rtol=1e-9, atol=1e-9)
 
 
 def test_partition_finds_the_flat_pieces_of_clean_data(rng):

@@ -21,12 +21,68 @@ O(n log² n) numpy work plus an O(n log n) scalar loop for the dynamic programme
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, check_ratio, laplace_privacy_loss
+from core.mechanisms.gram import gram_apply
 from core.mechanisms.greedy_h import _check_knobs, bucket_gram, greedy_hierarchy
-from core.workloads import Workload
+from core.workloads import Identity, Prefix, Ranges, Stack, Total, Workload
+
+EXACT_BUCKETS = 256   # up to this many buckets Greedy-H reads the exact reduced Gram …
+SKETCH_ROWS = 64      # … beyond it a fixed Gaussian sketch of it with this many rows (O(buckets · rows))
+
+
+def gram_sketch(workload: Workload, bounds: np.ndarray, rows: int = SKETCH_ROWS) -> np.ndarray:
+    """Row j = S (EᵀWᵀWE) e_j for the bucket expansion E and a fixed Gaussian S (rows × buckets) / √rows.
+
+    ‖S G u‖² estimates ‖G u‖² (Johnson–Lindenstrauss), which is all Greedy-H's greedy rule reads. S is
+    drawn from a fixed seed: it is part of the algorithm, not privacy noise, and keeps runs reproducible.
+    Range workloads take O((m + buckets) · rows) through their end points; others go through
+    ``gram_apply`` on the cells.
+    """
+    width = np.diff(bounds)
+    sketch = np.random.default_rng(0).standard_normal((width.size, rows)) / np.sqrt(rows)
+    return _sketch_of(workload, bounds, sketch)
+
+
+def _sketch_of(workload: Workload, bounds: np.ndarray, sketch: np.ndarray) -> np.ndarray:
+    n = workload.shape[1]
+    if isinstance(workload, Stack):
+        return sum(_sketch_of(part, bounds, sketch) for part in workload.parts)
+    ends = {Ranges: lambda w: (w.lo, w.hi), Prefix: lambda w: (np.zeros(n, dtype=np.int64), np.arange(n)),
+            Identity: lambda w: (np.arange(n), np.arange(n)), Total: lambda w: (np.array([0]), np.array([n - 1]))}
+    for kind, get in ends.items():
+        if isinstance(workload, kind):
+            return _ranges_sketch(*get(workload), bounds, sketch)
+    width = np.diff(bounds)
+    spread = np.repeat(sketch / width[:, None], width, axis=0)          # E Sᵀ
+    return np.add.reduceat(gram_apply(workload, spread), bounds[:-1], axis=0) / width[:, None]
+
+
+def _ranges_sketch(lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray, sketch: np.ndarray) -> np.ndarray:
+    """EᵀWᵀW E Sᵀ for 0/1 ranges without touching the cells: only query ends and bucket bounds."""
+    k, r = sketch.shape
+    width = np.append(np.diff(bounds), 1).astype(float)
+    padded = np.vstack([sketch, np.zeros((1, r))])
+    before = np.vstack([np.zeros((1, r)), np.cumsum(sketch, axis=0)])   # Σ of whole buckets before c
+
+    def prefix(t):  # Σ_{i < t} (E Sᵀ)_i: whole buckets, plus a share of the bucket holding t
+        c = np.searchsorted(bounds, t, side="right") - 1
+        return before[c] + ((t - bounds[c]) / width[c])[:, None] * padded[c]
+
+    answers = prefix(hi + 1) - prefix(lo)                                 # W E Sᵀ, m × r
+    # Σ_{i < b} (Wᵀ answers)_i = Σ_e w_e (b − p_e)₊ over the +answers at lo and −answers at hi + 1
+    position = np.concatenate((lo, hi + 1))
+    weight = np.concatenate((answers, -answers))
+    order = np.argsort(position, kind="stable")
+    position, weight = position[order], weight[order]
+    first = np.vstack([np.zeros((1, r)), np.cumsum(weight, axis=0)])
+    second = np.vstack([np.zeros((1, r)), np.cumsum(position[:, None] * weight, axis=0)])
+    below = np.searchsorted(position, bounds, side="left")
+    cumulative = bounds[:, None] * first[below] - second[below]
+    return np.diff(cumulative, axis=0) / width[:-1, None]
 
 
 def window_deviations(x: np.ndarray, length: int) -> np.ndarray:
@@ -106,27 +162,55 @@ def l1_partition(x: np.ndarray, epsilon_partition: float, epsilon_measure: float
         return np.array([0, n]), 0.0
     sensitivity = 2.0 - 1.0 / lengths - 1.0 / n
     scales = sensitivity / epsilon_partition
-    deviations = _Deviations(x).windows(lengths)
-    scores = [np.maximum(dev + noise_cost + rng.laplace(scale=scale, size=dev.size), noise_cost).tolist()
+    deviations = _cached_deviations(x.tobytes(), lengths.tobytes())
+    scores = [np.maximum(dev + noise_cost + rng.laplace(scale=scale, size=dev.size), noise_cost)
               for dev, scale in zip(deviations, scales, strict=True)]
-    # cost[i] = cheapest partition of x[:i]; a bucket ending at cell i of length 2^k starts at i + 1 − 2^k
-    cost = [0.0] * (n + 1)
-    back = [0] * (n + 1)
-    spans = [int(v) for v in lengths]
-    for i in range(n):
-        best, arg = cost[i] + noise_cost, i
-        for span, score in zip(spans, scores, strict=False):
-            start = i + 1 - span
-            if start < 0:
-                break
-            candidate = cost[start] + score[start]
-            if candidate <= best:  # ties prefer the longer bucket, as the reference does
-                best, arg = candidate, start
-        cost[i + 1], back[i + 1] = best, arg
-    bounds = [n]
-    while bounds[-1] > 0:
-        bounds.append(back[bounds[-1]])
-    return np.array(bounds[::-1], dtype=np.int64), float(np.max(sensitivity / scales))
+    return cheapest_partition(scores, lengths, noise_cost, n), float(np.max(sensitivity / scales))
+
+
+@lru_cache(maxsize=4)
+def _cached_deviations(data: bytes, lengths: bytes) -> list[np.ndarray]:
+    """Window deviations depend on the data only: a sweep re-uses them across runs and epsilons."""
+    return _Deviations(np.frombuffer(data)).windows(np.frombuffer(lengths, dtype=np.int64))
+
+
+def cheapest_partition(scores: list[np.ndarray], lengths: np.ndarray, singleton: float, n: int) -> np.ndarray:
+    """Bounds of the minimum-cost partition of n cells into singletons (cost ``singleton`` each) and
+    buckets [s, s + lengths[k]) costing scores[k][s]; ties go to the longer bucket (as the reference).
+
+    cost[t] = min(cost[t − 1] + singleton, min_k cost[t − L_k] + scores[k][t − L_k]). A bucket costing
+    at least L·singleton never beats L singletons (cost[t] ≤ cost[t − L] + L·singleton), so only the
+    cheaper ones are visited: the scalar loop costs O(n + #useful buckets) instead of O(n log n).
+
+    >>> cheapest_partition([np.array([0.5, 9, 9])], np.array([2]), 1.0, 4).tolist()
+    [0, 2, 3, 4]
+    """
+    starts, ends, costs = [], [], []
+    for length, score in zip(lengths, scores, strict=True):
+        useful = np.flatnonzero(score < length * singleton)
+        starts.append(useful)
+        ends.append(useful + length)
+        costs.append(score[useful])
+    starts, ends, costs = (np.concatenate(a) for a in (starts, ends, costs))
+    order = np.lexsort((ends - starts, ends))  # by end, shorter first so ties go to the longer bucket
+    starts, ends, costs = starts[order].tolist(), ends[order].tolist(), costs[order].tolist()
+    cost, back = [0.0] * (n + 1), {}
+    k, total = 0, len(ends)
+    for t in range(1, n + 1):
+        best, arg = cost[t - 1] + singleton, -1
+        while k < total and ends[k] == t:
+            candidate = cost[starts[k]] + costs[k]
+            if candidate <= best:
+                best, arg = candidate, starts[k]
+            k += 1
+        cost[t] = best
+        if arg >= 0:
+            back[t] = arg
+    bounds, t = [n], n
+    while t > 0:
+        t = back.get(t, t - 1)
+        bounds.append(t)
+    return np.array(bounds[::-1], dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -152,8 +236,13 @@ class DAWA:
         epsilon_measure = epsilon - epsilon_partition
         bounds, partition_loss = l1_partition(x, epsilon_partition, epsilon_measure, rng)
         width = np.diff(bounds)
-        gram, exact = bucket_gram(workload, bounds)
-        tree = greedy_hierarchy(gram, self.branching, self.granularity)
+        if width.size <= EXACT_BUCKETS:
+            gram, exact = bucket_gram(workload, bounds)
+            tree = greedy_hierarchy(gram, self.branching, self.granularity)
+            metric = "exact" if exact else "all-range proxy"
+        else:
+            tree = greedy_hierarchy(None, self.branching, self.granularity, sketch=gram_sketch(workload, bounds))
+            metric = f"sketch ({SKETCH_ROWS} rows)"
         bucket_l1 = tree.cell_l1
         scale = float(bucket_l1.max()) / epsilon_measure
         counts = np.add.reduceat(x, bounds[:-1])
@@ -164,7 +253,7 @@ class DAWA:
         return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
                        {"ratio": self.ratio, "branching": self.branching, "granularity": self.granularity,
                         "buckets": int(width.size), "noise_scale": scale,
-                        "gram": "exact" if exact else "all-range proxy"},
+                        "gram": metric},
                        {"bounds": bounds, "hierarchy": tree})
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:

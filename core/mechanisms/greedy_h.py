@@ -249,16 +249,22 @@ def _split(starts: np.ndarray, sizes: np.ndarray, branching: int):
     return parents, count, np.repeat(starts[parents], count) + before - first, child
 
 
-def greedy_hierarchy(gram: np.ndarray, branching: int = 2, granularity: int = 100) -> Hierarchy:
+def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: int = 100, *,
+                     sketch: np.ndarray | None = None) -> Hierarchy:
     """Greedy-H's weighted hierarchy for a workload with Gram matrix ``gram`` over its units.
+
+    The greedy rule only reads ‖(WᵀW) u‖² for node vectors u. With ``sketch`` (units × r, row j =
+    S (WᵀW) e_j for an r × units Gaussian S/√r) it reads ‖S (WᵀW) u‖² instead, in O(units · r) per
+    level; ``gram`` is then optional and only needed for the exact ``trace`` (NaN without it).
 
     >>> h = greedy_hierarchy(np.ones((4, 4)))  # a total query only: one query over everything
     >>> h.query_size.tolist(), h.query_weight.tolist()
     ([4], [1.0])
     """
-    gram = np.asarray(gram, dtype=float)
-    units = gram.shape[0]
-    if units > MAX_UNITS:
+    rows = np.asarray(sketch if sketch is not None else gram, dtype=float)
+    gram = None if gram is None else np.asarray(gram, dtype=float)
+    units = rows.shape[0]
+    if units > MAX_UNITS and sketch is None:
         raise ValueError(f"Greedy-H supports at most {MAX_UNITS} units, got {units}; use hb for larger domains")
     # top-down layout
     starts, sizes, children = [np.array([0])], [np.array([units])], []
@@ -268,8 +274,9 @@ def greedy_hierarchy(gram: np.ndarray, branching: int = 2, granularity: int = 10
         starts.append(s)
         sizes.append(z)
     depth = len(starts)
-    column_energy = np.einsum("ij,ij->i", gram, gram)  # ‖(WᵀW) e_j‖²: the reference's leaf error metric
-    tolerance = 1e-12 * max(float(np.abs(gram).max()), 1e-300)
+    column_energy = np.einsum("ij,ij->i", rows, rows)  # ‖(WᵀW) e_j‖²: the reference's leaf error metric
+    diagonal = np.diag(gram) if gram is not None else np.full(units, np.nan)
+    tolerance = 1e-12 * max(float(np.abs(rows).max()), 1e-300)
     u_cell = np.ones(units)
     grid = np.arange(granularity, dtype=float)
     terminal, p_all, shrink_all, u_before = [None] * depth, [None] * depth, [None] * depth, [None] * depth
@@ -278,7 +285,7 @@ def greedy_hierarchy(gram: np.ndarray, branching: int = 2, granularity: int = 10
         s, z = starts[d], sizes[d]
         nodes = s.size
         err = column_energy[s]
-        trace = gram[s, s]
+        trace = diagonal[s]
         k = np.ones(nodes)
         energy = column_energy[s]
         uniform = np.ones(nodes, dtype=bool)
@@ -293,15 +300,17 @@ def greedy_hierarchy(gram: np.ndarray, branching: int = 2, granularity: int = 10
             p_start = np.repeat(s[parents], count)
             # a node is uniform (all its Gram columns equal) iff its children are and their first columns
             # equal its own; the diagonal entry screens cheaply before the full comparison
-            same = c_uniform & (np.abs(gram[c_start, c_start] - gram[c_start, p_start]) <= tolerance)
+            same = c_uniform.copy()
+            if gram is not None:  # screen on one entry before comparing whole columns
+                same &= np.abs(gram[c_start, c_start] - gram[c_start, p_start]) <= tolerance
             maybe = np.logical_and.reduceat(same, first)
             if maybe.any():
                 check = np.repeat(maybe, count)
-                same[check] &= np.all(np.abs(gram[c_start[check]] - gram[p_start[check]]) <= tolerance, axis=1)
+                same[check] &= np.all(np.abs(rows[c_start[check]] - rows[p_start[check]]) <= tolerance, axis=1)
             uniform[parents] = np.logical_and.reduceat(same, first)
             inner[parents] = ~uniform[parents]
-        v = np.empty((nodes, units))
-        v[~inner] = gram[s[~inner]]  # (WᵀW) is symmetric: row j is column j
+        v = np.empty((nodes, rows.shape[1]))
+        v[~inner] = rows[s[~inner]]  # (WᵀW) is symmetric: row j is column j
         if inner.any():
             sel = inner[parents]
             idx = parents[sel]
@@ -315,7 +324,13 @@ def greedy_hierarchy(gram: np.ndarray, branching: int = 2, granularity: int = 10
             kk = np.add.reduceat(c_k, first)[sel]
             cells = _cells(s[idx], z[idx])
             owner = np.repeat(np.arange(idx.size), z[idx])
-            quad = np.add.reduceat(u_cell[cells] * v_sum[owner, cells], np.cumsum(z[idx]) - z[idx])
+            if gram is not None and sketch is None:
+                quad = np.add.reduceat(u_cell[cells] * v_sum[owner, cells], np.cumsum(z[idx]) - z[idx])
+            elif gram is not None:  # uᵀ(WᵀW)u from the Gram itself when V is only a sketch
+                quad = np.array([u_cell[c] @ gram[np.ix_(c, c)] @ u_cell[c]
+                                 for c in np.split(cells, np.cumsum(z[idx])[:-1])])
+            else:
+                quad = np.full(idx.size, np.nan)
             # the reference's local rule: grid over p, cross terms damped by 1/b^(depth/2)
             decay = branching ** (-d / 2.0)
             e1 = (granularity - grid) ** 2

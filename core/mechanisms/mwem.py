@@ -24,6 +24,7 @@ updates run on at most 2T + 1 atoms for range workloads instead of n cells.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -137,12 +138,35 @@ class MWEM:
         limits = [30.0 / max(float(np.abs(q).max()), 1e-300) for q in queries]
         mass = size * estimate[first]              # estimate mass per atom
         half_inverse_total = 1.0 / (2.0 * total)
-        for _ in range(self.update_rounds):
-            for query, answer, limit in zip(queries, measured, limits, strict=True):
-                error = (answer - float(query @ mass)) * half_inverse_total
-                mass *= np.exp(query * max(-limit, min(limit, error)))
-                mass *= total / mass.sum()
+        if all(np.all((q == 0) | (q == 1)) for q in queries):
+            mass = self._counting_passes(mass, queries, measured, total, half_inverse_total)
+        else:
+            for _ in range(self.update_rounds):
+                for query, answer, limit in zip(queries, measured, limits, strict=True):
+                    error = (answer - float(query @ mass)) * half_inverse_total
+                    mass *= np.exp(query * max(-limit, min(limit, error)))
+                    mass *= total / mass.sum()
         return (mass / size)[atom_of]
+
+    def _counting_passes(self, mass: np.ndarray, queries: list[np.ndarray], measured: list[float], total: float,
+                         half_inverse_total: float) -> np.ndarray:
+        """The same passes for 0/1 queries on plain floats: only the atoms inside a query change, and the
+        normalisation is carried as the running sum S (A = total · mass / S), renormalised once per pass."""
+        inside = [np.flatnonzero(q).tolist() for q in queries]
+        values = mass.tolist()
+        running = sum(values)
+        for _ in range(self.update_rounds):
+            for atoms, answer in zip(inside, measured, strict=True):
+                share = sum(map(values.__getitem__, atoms))
+                error = (answer - total * share / running) * half_inverse_total
+                factor = math.exp(max(-30.0, min(30.0, error)))  # clipped only to keep floats finite
+                for atom in atoms:
+                    values[atom] *= factor
+                running += (factor - 1.0) * share
+            rescale = total / sum(values)
+            values = [v * rescale for v in values]
+            running = total
+        return np.array(values)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

@@ -47,3 +47,16 @@ def tiny_2d() -> Histogram:
     """A 3 × 4 grid with zeros."""
     return Histogram.from_counts(np.array([[0, 2, 5, 1], [3, 0, 0, 7], [1, 1, 4, 0]], dtype=float),
                                  name="tiny-2d")
+
+
+def assert_expected_mse_with_power(mechanism, x, workload, epsilon, runs, rng, off=0.15) -> None:
+    """Empirical per-query MSE over ``runs`` releases is within 4 standard errors of ``expected_mse``,
+    and a formula off by ±``off`` (relative) would be rejected (style.md §1.5, power check)."""
+    truth = workload.matvec(np.asarray(x, dtype=float).ravel())
+    per_run = np.array([np.mean((mechanism.run(x, workload, epsilon, rng).answers - truth) ** 2)
+                        for _ in range(runs)])
+    expected = mechanism.expected_mse(workload, epsilon)
+    standard_error = per_run.std(ddof=1) / np.sqrt(runs)
+    assert abs(per_run.mean() - expected) < 4 * standard_error
+    for wrong in ((1 - off) * expected, (1 + off) * expected):
+        assert abs(per_run.mean() - wrong) > 4 * standard_error

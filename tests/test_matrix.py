@@ -1,0 +1,88 @@
+"""mm-opt: objective and gradient, least squares, exact expected_mse, simulation, privacy, limits."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from scipy.optimize import approx_fprime
+
+from core.mechanisms import MECHANISMS
+from core.mechanisms.matrix import MAX_CELLS, PIdentity, _objective
+from core.workloads import AllRange, Explicit, Kron, Prefix, dense, random_range
+from tests.conftest import assert_expected_mse_with_power
+
+MM = MECHANISMS["mm-opt"]
+
+
+def strategy_matrix(strategy: PIdentity) -> np.ndarray:
+    n = strategy.theta.shape[1]
+    return np.vstack([np.eye(n), strategy.theta]) / strategy.scaling
+
+
+@pytest.mark.parametrize("workload", [AllRange(12), Prefix(12), random_range(12, 7, seed=1),
+                                      Kron((Prefix(3), AllRange(4)))], ids=["all-range", "prefix", "ranges", "kron"])
+def test_objective_is_the_trace_and_the_gradient_is_exact(workload):
+    p, n = 3, 12
+    theta = np.random.default_rng(0).random(p * n)
+    gram_diag = workload.column_norms(2) ** 2
+    value, grad = _objective(theta, p, workload, gram_diag)
+    a = strategy_matrix(PIdentity(theta.reshape(p, n), 0.0))
+    w = dense(workload)
+    assert value == pytest.approx(np.trace(w.T @ w @ np.linalg.inv(a.T @ a)), rel=1e-10)
+    numeric = approx_fprime(theta, lambda t: _objective(t, p, workload, gram_diag)[0], 1e-6)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-4 * np.abs(grad).max())
+
+
+def test_strategy_has_unit_sensitivity_least_squares_and_the_exact_error():
+    workload = random_range(24, 30, seed=2)
+    strategy = MM.strategy(workload)
+    assert MM.strategy(workload) is strategy  # cached per workload
+    a = strategy_matrix(strategy)
+    np.testing.assert_allclose(np.abs(a).sum(axis=0), 1.0)  # Δ_A = 1
+    y = np.random.default_rng(1).normal(size=a.shape[0])
+    np.testing.assert_allclose(strategy.least_squares(y), np.linalg.lstsq(a, y, rcond=None)[0], atol=1e-9)
+    w = dense(workload)
+    exact = 2 * np.trace(w @ np.linalg.inv(a.T @ a) @ w.T) / (w.shape[0] * 0.5**2)
+    assert MM.expected_mse(workload, 0.5) == pytest.approx(exact, rel=1e-9)
+
+
+@pytest.mark.parametrize("workload", [AllRange(128), Prefix(128)], ids=["all-range", "prefix"])
+def test_optimised_strategy_beats_identity_hb_and_privelet(workload):
+    mine = MM.expected_mse(workload, 1.0)
+    for other in ("identity", "hb", "privelet"):
+        assert mine < MECHANISMS[other].expected_mse(workload, 1.0)
+    assert mine < 0.95 * MECHANISMS["hb"].expected_mse(workload, 1.0)
+
+
+def test_more_restarts_never_do_worse():
+    workload = Explicit(np.random.default_rng(4).integers(0, 2, size=(15, 20)))
+    one = MM.expected_mse(workload, 1.0)
+    assert dataclasses.replace(MM, restarts=3).expected_mse(workload, 1.0) <= one + 1e-12
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("x, workload", [(np.arange(32.0), random_range(32, 25, seed=6)),
+                                         (np.arange(20.0).reshape(4, 5), Kron((AllRange(4), AllRange(5))))],
+                         ids=["1d", "2d"])
+def test_empirical_mse_matches_expected_mse_with_power(x, workload, rng):
+    assert_expected_mse_with_power(MM, x, workload, 0.6, 2000, rng)
+
+
+def test_privacy_loss_is_computed_from_the_strategy_columns(rng):
+    release = MM.run(np.ones(40), Prefix(40), 0.3, rng)
+    assert release.privacy_loss == pytest.approx(0.3)
+    assert release.privacy_loss <= 0.3 + 1e-9
+    assert release.params["p"] == 2  # n // 16
+
+
+def test_parameters_and_size_limit_are_validated():
+    for bad in (0, "x", True):
+        with pytest.raises(ValueError, match="p must be"):
+            dataclasses.replace(MM, p=bad)
+    with pytest.raises(ValueError, match="restarts must be"):
+        dataclasses.replace(MM, restarts=0)
+    assert dataclasses.replace(MM, p="4").p == 4
+    with pytest.raises(ValueError, match=f"at most {MAX_CELLS} cells"):
+        MM.expected_mse(Prefix(MAX_CELLS + 1), 1.0)

@@ -60,7 +60,7 @@ def init_state() -> None:
     ss.setdefault("seed", 0)
     ss.setdefault("ledger", Ledger(Budget(DEFAULT_TOTAL_EPSILON)))
     ss.setdefault("releases", [])                # history: dicts with mechanism, epsilon, loss, ...
-    ss.setdefault("release_outputs", {})         # release number -> {"release": Release, "settings": knobs}
+    ss.setdefault("release_outputs", {})         # release number -> {"release", "settings", "seconds", "intervals"}
     ss.setdefault("release_counter", 0)
     ss.setdefault("workload_spec", None)         # None = default for the dataset's shape
     ss.setdefault("sweeps", {})                  # inputs key -> DataFrame (results survive page switches)
@@ -508,6 +508,23 @@ def interval_figure(x: np.ndarray, truth: np.ndarray, released: np.ndarray, low:
                              mode="lines" if bars else "markers", line={"color": colour, "width": 1}))
     fig.update_layout(xaxis_title=x_title, yaxis_title=y_title, height=360, bargap=0,
                       margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def error_band_figure(truth: np.ndarray, error: np.ndarray, low: np.ndarray | None, high: np.ndarray | None, *,
+                      mechanism: str) -> go.Figure:
+    """Per-bin error against the true count (the small-bin view), over the band of 95 % error ranges."""
+    order = np.argsort(truth, kind="stable")
+    colour = mechanism_colour(mechanism)
+    fig = go.Figure()
+    if low is not None:
+        fig.add_trace(go.Scatter(x=np.r_[truth[order], truth[order][::-1]], y=np.r_[high[order], low[order][::-1]],
+                                 fill="toself", fillcolor=colour, opacity=0.2, line={"width": 0},
+                                 name="95 % range of the error", hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=truth, y=error, mode="markers", name=f"released − true ({mechanism})",
+                             marker={"color": colour, "size": 4}))
+    fig.update_layout(xaxis_title="true count of the bin", yaxis_title="error", height=320,
+                      margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.3})
     return fig
 
 

@@ -1,5 +1,7 @@
 """Release page: one mechanism, one ε, one click; truth vs release with 95 % intervals; history; exports."""
 
+import time
+
 import numpy as np
 import streamlit as st
 
@@ -13,6 +15,7 @@ from core.publish import answer_halfwidths, bin_halfwidths, history_entry, simul
 
 SHOWN_QUERIES = 40      # workload answers drawn with error bars
 SIMULATION_TRIALS = 20  # re-runs behind the simulated intervals (simulation stream, never charged)
+AUTO_SIMULATION_SECONDS = 3.0  # simulate automatically when the re-runs should take at most this long
 
 
 def spend_and_release() -> None:
@@ -32,7 +35,9 @@ def spend_and_release() -> None:
     stream = int(st.session_state.release_counter)
     try:
         rng = ui.release_rng() if noise_path == "exploration" else noise_source("secure")
+        started = time.perf_counter()
         release = configure(MECHANISMS[name], settings).run(ui.histogram().counts, ui.workload(), epsilon, rng)
+        seconds = time.perf_counter() - started
     except ValueError as err:  # nothing was published, so nothing is charged
         st.session_state.flash_error = f"{name} cannot release this input: {err}"
         return
@@ -43,7 +48,7 @@ def spend_and_release() -> None:
         release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),
         seed=int(st.session_state.seed) if exploring else None, stream=stream if exploring else None,
         noise_path=noise_path))
-    st.session_state.release_outputs[number] = {"release": release, "settings": settings}
+    st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds}
     st.session_state.release_show = number
 
 
@@ -59,12 +64,13 @@ def load_config() -> None:
     st.session_state.release_notice = "Config loaded." + "".join(f" Note: {n}." for n in notes)
 
 
-@st.cache_data(max_entries=16, show_spinner="Simulating re-runs for the intervals…")
-def intervals(dataset_key: str, spec: str, name: str, settings: tuple, epsilon: float, seed: int,
-              _hist, _workload) -> dict:
-    rng = np.random.default_rng([seed, ui.SIMULATION_STREAM, 6])
-    return simulated_intervals(configure(MECHANISMS[name], dict(settings)), _hist.counts, _workload, epsilon,
-                               SIMULATION_TRIALS, rng)
+def simulate(number: int) -> None:
+    """Intervals for release ``number`` from re-runs on a simulation stream (curator only; never charged)."""
+    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
+    rng = np.random.default_rng([int(st.session_state.seed), ui.SIMULATION_STREAM, 6, number])
+    mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
+    output["intervals"] = simulated_intervals(mechanism, ui.histogram().counts, ui.workload(), entry["epsilon"],
+                                              SIMULATION_TRIALS, rng)
 
 
 ui.init_state()
@@ -75,7 +81,8 @@ if notice := st.session_state.pop("release_notice", None):
 with ui.guard():
     hist, workload, led = ui.histogram(), ui.workload(), ui.ledger()
     st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_spec()}` ({workload.shape[0]:,} queries) · "
-               f"neighbours: {NEIGHBOURING}. Each click spends budget; remaining ε = {led.remaining.epsilon:.4g}.")
+               f"neighbours: {NEIGHBOURING}. Each click spends budget; "
+               f"remaining ε = {led.remaining.epsilon:.4g}.")
     for key, default in (("release_epsilon", 1.0), ("release_noise_path", "secure")):
         st.session_state.setdefault(key, default)  # defaults via the session so a loaded config can set them
     left, right = st.columns(2)
@@ -104,46 +111,67 @@ with ui.guard():
         cols[0].metric("ε charged", f"{entry['epsilon']:.4g}")
         cols[1].metric("Privacy loss", f"{entry['privacy_loss']:.4g}", help="Computed from the noise added.")
         cols[2].metric("Noise path", entry["noise_path"])
-        cols[3].metric("Released values", f"{release.answers.size if release.estimate is None else release.estimate.size:,}")
+        values = release.answers if release.estimate is None else release.estimate
+        cols[3].metric("Released values", f"{np.size(values):,}")
         same_inputs = entry["dataset"] == st.session_state.dataset_key and entry["workload"] == ui.workload_spec()
         figures = {}
         if not same_inputs:
             st.warning(f"Release #{number} was made on `{entry['dataset']}` with workload `{entry['workload']}`; "
                        "select them in the sidebar to compare it with the truth. Its exports are below.")
         else:
-            knobs = tuple(sorted(output["settings"].items()))
-            simulated = intervals(entry["dataset"], entry["workload"], entry["mechanism"], knobs, entry["epsilon"],
-                                  int(st.session_state.seed), hist, workload)
-            truth_answers = workload.matvec(hist.vector)
+            exact_bins, exact_answers = bin_halfwidths(release), answer_halfwidths(release)
+            needs_simulation = exact_answers is None or (release.estimate is not None and exact_bins is None)
+            if needs_simulation and "intervals" not in output:
+                estimate_seconds = output["seconds"] * SIMULATION_TRIALS
+                if estimate_seconds <= AUTO_SIMULATION_SECONDS:
+                    with st.spinner("Simulating re-runs for the intervals…"):
+                        simulate(number)
+                else:
+                    st.button(f"Simulate 95 % intervals ({SIMULATION_TRIALS} re-runs, about "
+                              f"{estimate_seconds:.0f} s)", key="release_simulate", on_click=simulate,
+                              args=(number,), help="Re-runs the mechanism on a simulation stream; never charged.")
+            simulated = output.get("intervals")
             st.subheader("Released histogram over the true one")
             st.caption("The curator sees both; exports contain only the release. Band/bars: 95 % intervals — "
                        "exact ±b·ln(1/0.05) for Laplace noise, else the 2.5–97.5 % range of "
                        f"{SIMULATION_TRIALS} simulated re-runs (never charged).")
             if release.estimate is not None:
-                estimate = np.ravel(release.estimate)
-                exact = bin_halfwidths(release)
-                low, high = (-exact, exact) if exact is not None else (-simulated["bins_high"], -simulated["bins_low"])
+                estimate, truth = np.ravel(release.estimate), hist.vector
+                low = high = None
+                if exact_bins is not None:
+                    low, high = -exact_bins, exact_bins
+                elif simulated is not None:  # error = output − truth, so truth ∈ [output − high, output − low]
+                    low, high = -simulated["bins_high"], -simulated["bins_low"]
+                label = f"released ({entry['mechanism']})"
                 if len(hist.domain.shape) == 1 and hist.domain.size <= ui.MAX_BARS:
-                    figures["histogram"] = ui.interval_figure(np.arange(estimate.size), hist.vector, estimate, low,
-                                                              high, mechanism=entry["mechanism"],
-                                                              x_title="bin", y_title="count", bars=True)
+                    figures["histogram"] = ui.interval_figure(np.arange(estimate.size), truth, estimate, low, high,
+                                                              mechanism=entry["mechanism"], x_title="bin",
+                                                              y_title="count", bars=True)
                 else:
-                    figures["histogram"] = ui.histogram_figure(hist, estimate, f"released ({entry['mechanism']})")
+                    figures["histogram"] = ui.histogram_figure(hist, estimate, label, mechanism=entry["mechanism"])
                 st.plotly_chart(figures["histogram"], key="release_chart")
-                error = estimate - hist.vector
-                covered = np.mean((hist.vector >= estimate + low) & (hist.vector <= estimate + high))
+                error = estimate - truth
                 cols = st.columns(3)
                 cols[0].metric("Mean |error| per bin", f"{np.mean(np.abs(error)):.4g}")
                 cols[1].metric("Max |error|", f"{np.max(np.abs(error)):.4g}")
-                cols[2].metric("True counts inside their 95 % interval", f"{covered:.1%}",
-                               help="Should be close to 95 % (per bin, not simultaneous).")
-            answers_exact = answer_halfwidths(release)
-            a_low, a_high = ((-answers_exact, answers_exact) if answers_exact is not None
-                             else (-simulated["answers_high"], -simulated["answers_low"]))
+                if low is not None:
+                    covered = np.mean((truth >= estimate + low) & (truth <= estimate + high))
+                    cols[2].metric("True counts inside their 95 % interval", f"{covered:.1%}",
+                                   help="Should be close to 95 % (per bin, not simultaneous).")
+                figures["per-bin-error"] = ui.error_band_figure(truth, error, None if low is None else -high,
+                                                                None if low is None else -low,
+                                                                mechanism=entry["mechanism"])
+                st.plotly_chart(figures["per-bin-error"], key="release_error_chart")
+            a_low = a_high = None
+            if exact_answers is not None:
+                a_low, a_high = -exact_answers, exact_answers
+            elif simulated is not None:
+                a_low, a_high = -simulated["answers_high"], -simulated["answers_low"]
             shown = slice(0, min(SHOWN_QUERIES, release.answers.size))
             st.subheader(f"Workload answers (first {shown.stop} of {release.answers.size:,} queries)")
-            figures["answers"] = ui.interval_figure(np.arange(shown.stop), truth_answers[shown],
-                                                    release.answers[shown], a_low[shown], a_high[shown],
+            figures["answers"] = ui.interval_figure(np.arange(shown.stop), workload.matvec(hist.vector)[shown],
+                                                    release.answers[shown], None if a_low is None else a_low[shown],
+                                                    None if a_high is None else a_high[shown],
                                                     mechanism=entry["mechanism"], x_title="query",
                                                     y_title="answer")
             st.plotly_chart(figures["answers"], key="release_answers_chart")

@@ -26,7 +26,7 @@ import numpy as np
 from core.mechanisms import Release, check_inputs, check_ratio, laplace_privacy_loss
 from core.workloads import Workload
 
-LOOKAHEAD = 128  # cells err*(j) may look ahead; beyond it the look-ahead is truncated (runs of equal values)
+LOOKAHEAD = 64  # cells err*(j) may look ahead (128 gave identical DPBench errors at twice the cost)
 
 
 def best_new_cluster_error(values: np.ndarray, noise_variance: float) -> np.ndarray:

@@ -1,0 +1,159 @@
+"""Accuracy and speed of dawa, mwem and ahp (and identity for context) against the reference figures.
+
+Run: .venv/bin/python bench/peer_accuracy.py [--trials 10] [--datasets HEPTH,NETTRACE] [--no-sweep]
+
+1. DPBench 1-D histograms (../shared/data/dpbench-1d/*.csv, 4096 bins): for ε ∈ {0.1, 1}, each
+   mechanism answers 2000 random ranges (ends uniform, sorted; a fresh workload per trial) through its
+   estimate; the error is the mean absolute error per query, averaged over the trials. The reference
+   figures (mean ± sd over 10 trials of dpcomp_core) and time per run come from
+   ../shared/spec/peer-reference.md. Verdicts: accuracy "ok" when our mean ≤ 1.15 × the reference mean
+   (the stated tolerance); speed "ok" when the reference time / our median CPU time per run ≥ 3.
+   Runs start cold (DAWA's data cache is cleared before every run). The speed verdict uses CPU time
+   because the development machine is shared (wall clock there was 3-5× the CPU time of a run); the
+   wall-clock median is printed next to it.
+2. The Compare page's default sweep share of these mechanisms: 10 log-spaced ε in [0.01, 10] × 20
+   trials on the default sample (n = 4096, 2000 random ranges), CPU and wall seconds per mechanism.
+
+Skips with a message (exit 0) when ../shared/data or the reference file is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from core.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
+from core.mechanisms import MECHANISMS  # noqa: E402
+from core.mechanisms.dawa import _cached_deviations  # noqa: E402
+from core.workloads import random_range  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data" / "dpbench-1d"
+REFERENCE = ROOT.parent / "shared" / "spec" / "peer-reference.md"
+MECHANISM_COLUMNS = {"identity": "Identity", "dawa": "DAWA", "ahp": "AHP", "mwem": "MWEM"}
+ACCURACY_TOLERANCE = 1.15
+SPEED_TARGET = 3.0
+QUERIES = 2000
+
+
+def reference_tables(text: str) -> tuple[dict, dict]:
+    """(errors, timings) from the two markdown tables: {(dataset, ε, column): (mean, sd)} and {…: ms}."""
+    errors, timings = {}, {}
+    section = None
+    header: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            section = "errors" if "absolute error" in line else "timings" if "Time per run" in line else None
+            continue
+        if section is None or not line.startswith("|") or "---" in line:
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] == "dataset":
+            header = cells
+            continue
+        dataset, epsilon = cells[0], float(cells[1])
+        for name, cell in zip(header[2:], cells[2:], strict=True):
+            numbers = [float(v) for v in re.findall(r"[\d.]+", cell)]
+            if section == "errors":
+                errors[(dataset, epsilon, name)] = (numbers[0], numbers[1])
+            else:
+                timings[(dataset, epsilon, name)] = numbers[0]
+    return errors, timings
+
+
+def measure(x: np.ndarray, name: str, epsilon: float, trials: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-trial mean absolute error, wall ms and CPU ms."""
+    mechanism = MECHANISMS[name]
+    errors, wall, cpu = [], [], []
+    for trial in range(trials):
+        workload = random_range(x.size, QUERIES, seed=trial)
+        truth = workload.matvec(x)
+        _cached_deviations.cache_clear()  # time every run from a cold start
+        rng = np.random.default_rng([trial, int(epsilon * 1000), len(name)])
+        start_wall, start_cpu = time.perf_counter(), time.process_time()
+        release = mechanism.run(x, workload, epsilon, rng)
+        wall.append((time.perf_counter() - start_wall) * 1000)
+        cpu.append((time.process_time() - start_cpu) * 1000)
+        errors.append(float(np.mean(np.abs(release.answers - truth))))
+    return np.array(errors), np.array(wall), np.array(cpu)
+
+
+def peer_section(trials: int, datasets: list[str], mechanisms: list[str]) -> None:
+    errors_ref, timings_ref = reference_tables(REFERENCE.read_text(encoding="utf-8"))
+    print(f"## DPBench 1-D, {QUERIES} random ranges, {trials} trials per cell "
+          f"(accuracy ok: ≤ {ACCURACY_TOLERANCE:.2f} × reference; speed ok: ≥ {SPEED_TARGET:g}× faster)\n")
+    print(f"{'dataset':<11} {'eps':>4} {'mechanism':<9} {'ours mean±se':>18} {'ref mean±sd':>20} {'ratio':>6} "
+          f"{'acc':>5} {'ms wall':>8} {'ms cpu':>7} {'ref ms':>7} {'ref/cpu':>8} {'speed':>5}")
+    summary = {"acc_ok": 0, "acc_all": 0, "speed_ok": 0, "speed_all": 0}
+    for dataset in datasets:
+        x = np.loadtxt(DATA / f"{dataset}.csv", delimiter=",", skiprows=1, usecols=0, ndmin=1).astype(float)
+        for epsilon in (0.1, 1.0):
+            for name in mechanisms:
+                errs, wall, cpu = measure(x, name, epsilon, trials)
+                column = MECHANISM_COLUMNS[name]
+                ref_mean, ref_sd = errors_ref[(dataset, epsilon, column)]
+                ref_ms = timings_ref[(dataset, epsilon, column)]
+                ratio = errs.mean() / ref_mean
+                acc_ok = ratio <= ACCURACY_TOLERANCE
+                speedup = ref_ms / np.median(cpu)
+                speed_ok = speedup >= SPEED_TARGET
+                if name != "identity":
+                    summary["acc_all"] += 1
+                    summary["acc_ok"] += acc_ok
+                    summary["speed_all"] += 1
+                    summary["speed_ok"] += speed_ok
+                print(f"{dataset:<11} {epsilon:>4g} {name:<9} "
+                      f"{errs.mean():>10.1f} ± {errs.std(ddof=1) / np.sqrt(trials):>5.1f} "
+                      f"{ref_mean:>11.1f} ± {ref_sd:>6.1f} {ratio:>6.2f} {'ok' if acc_ok else 'WORSE':>5} "
+                      f"{np.median(wall):>8.1f} {np.median(cpu):>7.1f} {ref_ms:>7.1f} {speedup:>7.1f}× "
+                      f"{'ok' if speed_ok else 'SLOW':>5}", flush=True)
+    print(f"\naccuracy within tolerance: {summary['acc_ok']}/{summary['acc_all']}; "
+          f"speed target met: {summary['speed_ok']}/{summary['speed_all']} (dawa, mwem, ahp cells)\n")
+
+
+def sweep_section(mechanisms: list[str]) -> None:
+    histogram = load_histogram(DEFAULT_DATASET)
+    workload = random_range(histogram.domain.size, QUERIES, seed=0)
+    epsilons = [float(f"{e:.4g}") for e in np.geomspace(0.01, 10.0, 10)]
+    _cached_deviations.cache_clear()
+    print(f"## Compare default sweep share: {len(epsilons)} ε × 20 trials on '{DEFAULT_DATASET}' "
+          f"(n = {histogram.domain.size}, {QUERIES} random ranges)\n")
+    total_cpu = 0.0
+    for name in mechanisms:
+        start_wall, start_cpu = time.perf_counter(), time.process_time()
+        for epsilon in epsilons:
+            for trial in range(20):
+                MECHANISMS[name].run(histogram.counts, workload, epsilon, np.random.default_rng([trial, 7]))
+        cpu = time.process_time() - start_cpu
+        total_cpu += cpu
+        print(f"{name:<9} {cpu:6.2f} s CPU  {time.perf_counter() - start_wall:6.2f} s wall  "
+              f"({cpu / (len(epsilons) * 20) * 1000:.1f} ms CPU per run)")
+    print(f"{'total':<9} {total_cpu:6.2f} s CPU (the whole 8-mechanism sweep's target is 5 s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--datasets", default="", help="comma-separated subset, e.g. HEPTH,NETTRACE")
+    parser.add_argument("--mechanisms", default="identity,dawa,mwem,ahp")
+    parser.add_argument("--no-sweep", action="store_true")
+    args = parser.parse_args()
+    if not DATA.is_dir() or not REFERENCE.is_file():
+        print(f"skipped: needs {DATA} and {REFERENCE} (the shared DPBench data and reference figures)")
+        return
+    datasets = [d for d in args.datasets.split(",") if d] or sorted(p.stem for p in DATA.glob("*.csv"))
+    mechanisms = [m for m in args.mechanisms.split(",") if m]
+    peer_section(args.trials, datasets, mechanisms)
+    if not args.no_sweep:
+        sweep_section([m for m in mechanisms if m != "identity"])
+
+
+if __name__ == "__main__":
+    main()

@@ -185,13 +185,14 @@ class WDA:
         x, epsilon = check_inputs(x, workload, epsilon)
         leaves = self.division(workload)
         matrix = sparse_matrix(workload)
+        answers = np.asarray(matrix @ x).ravel()
         inverse_scale = np.zeros(matrix.shape[0])  # ε_ℓ/Δ_ℓ on the rows of leaf ℓ; 0 where no data is read
         for leaf in leaves:
-            if leaf.sensitivity:
-                inverse_scale[list(leaf.rows)] = leaf.epsilon(epsilon) / leaf.sensitivity
-        noisy = np.flatnonzero(inverse_scale)
-        answers = np.asarray(matrix @ x).ravel()
-        answers[noisy] += rng.laplace(scale=1.0 / inverse_scale[noisy], size=noisy.size)
+            if leaf.sensitivity:  # one scalar-scale draw per leaf (secure samplers take a scalar scale)
+                rows = list(leaf.rows)
+                scale = leaf.sensitivity / leaf.epsilon(epsilon)
+                answers[rows] += rng.laplace(scale=scale, size=len(rows))
+                inverse_scale[rows] = 1.0 / scale
         # Σ_ℓ ‖W_ℓ e_j‖₁/b_ℓ as one row-weighted block: the same sum as one block per leaf (spec §2(b))
         loss = laplace_privacy_loss([(abs(matrix).T @ inverse_scale, 1.0)])
         params = {"budget": self.budget, "g": self.g, "division_seed": self.division_seed, "leaves": len(leaves)}

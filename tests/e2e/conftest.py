@@ -84,6 +84,9 @@ def page(browser, app_url):
     page = context.new_page()
     page.set_default_timeout(30_000)
     page.goto(app_url)
+    # The first session of a fresh server can look idle before app.py has run (imports take seconds);
+    # until then the sidebar lists the raw pages/ files, and clicking one would bypass app.py.
+    page.get_by_text("Budget remaining").first.wait_for(timeout=60_000)
     wait_idle(page)
     yield page
     context.close()

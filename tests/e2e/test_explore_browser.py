@@ -1,0 +1,85 @@
+"""Real-browser journeys (Chromium): design a workload by dragging and from the registry; run a comparison
+and click a point on the frontier to inspect that release."""
+
+import re
+
+import pytest
+
+from tests.e2e.conftest import screenshot, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+
+def metric_value(page, label: str) -> str:
+    box = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
+    return box.locator('[data-testid="stMetricValue"]').inner_text()
+
+
+def test_design_a_workload_by_dragging_and_from_the_registry(page):
+    page.get_by_role("link", name="Workloads").click()
+    wait_idle(page)
+    assert metric_value(page, "Queries × cells") == "2,000 × 4,096"
+
+    page.get_by_role("tab", name="Draw a range").click()
+    panel = page.get_by_role("tabpanel").filter(has_text="Drag across the bars")
+    drag_layer = panel.locator('[data-testid="stPlotlyChart"] .nsewdrag').first
+    drag_layer.wait_for()
+    drag_layer.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)  # let plotly finish laying out before dragging
+    area = drag_layer.bounding_box()
+    y = area["y"] + area["height"] / 2
+    page.mouse.move(area["x"] + area["width"] * 0.25, y)
+    page.mouse.down()
+    page.mouse.move(area["x"] + area["width"] * 0.4, y, steps=8)
+    page.mouse.move(area["x"] + area["width"] * 0.5, y, steps=8)
+    page.mouse.up()
+    wait_idle(page)
+    slider = page.locator('[data-testid="stSlider"]').filter(has_text="Range of cells")
+    for _ in range(40):  # the selection reruns the script; wait until the slider follows the drag
+        low, high = (int(v.replace(",", "")) for v in re.findall(r"[\d,]+", slider.inner_text())[:2])
+        if low > 0:
+            break
+        page.wait_for_timeout(250)
+    wait_idle(page)
+    assert 800 < low < 1250 and 1850 < high < 2250  # a quarter to a half of 4,096 bins
+    page.get_by_role("button", name="Use this range").click()
+    wait_idle(page)
+    assert metric_value(page, "Queries × cells") == "1 × 4,096"
+
+    page.get_by_role("tab", name="Build from the registry").click()
+    page.get_by_label("m", exact=True).fill("500")
+    page.get_by_label("m", exact=True).press("Enter")
+    wait_idle(page)
+    page.get_by_role("button", name="Use this workload").click()
+    wait_idle(page)
+    assert metric_value(page, "Queries × cells") == "500 × 4,096"
+    page.get_by_text("random-range:m=500").first.wait_for()
+    screenshot(page, "workloads")
+
+
+def test_compare_then_click_a_point_on_the_frontier(page):
+    page.get_by_role("link", name="Compare").click()
+    wait_idle(page)
+    for slow in ("dawa", "mwem", "ahp", "laplace-on-answers"):  # keep the journey quick
+        remove = page.get_by_role("button", name=f"Remove {slow}")
+        if remove.count():
+            remove.click()
+    trials = page.locator('[data-testid="stSlider"]').filter(has_text="Trials per point").get_by_role("slider")
+    trials.focus()
+    trials.press("Home")
+    for _ in range(4):
+        trials.press("ArrowRight")
+    page.get_by_role("button", name="Run comparison").click()
+    wait_idle(page, timeout=120_000)
+    page.get_by_text("reproduced exactly").wait_for()
+    caption = page.get_by_text(re.compile(r"at ε = [\d.]+, trial 0")).inner_text()
+    assert "at ε = 0.4642" in caption  # the default point: middle of the grid
+
+    chart = page.locator('[data-testid="stPlotlyChart"]').first
+    chart.scroll_into_view_if_needed()
+    chart.locator(".scatterlayer .trace .points path").last.click(force=True)
+    # the clicked point (the last of its line, ε = 10) is now the one inspected
+    page.get_by_text(re.compile(r"at ε = 10, trial 0")).wait_for()
+    wait_idle(page)
+    assert page.get_by_text("Regret").count()
+    screenshot(page, "compare-frontier")

@@ -2,8 +2,8 @@
 
 Each ``reproduce_*`` function is pure (seeded, no files written) and returns a ``Reproduction``: the
 paper's claim, what we measure, findings computed from the numbers, and tidy tables. ``figures``
-builds plotly figures (plotly is imported lazily, so ``import core`` stays light), and ``write``
-saves CSV + one HTML page. ``python -m core reproduce wda|om|sreb-gca|xiao --output DIR`` runs them.
+gives plotly figure specs as plain dicts (core never imports plotly), and ``write`` saves CSV + one
+self-contained HTML page. ``python -m core reproduce wda|om|sreb-gca|xiao --output DIR`` runs them.
 
 DPBench histograms are read from ``../shared/data/dpbench-1d`` when present; otherwise a bundled
 sample stands in, and the reproduction says which data it used.
@@ -12,6 +12,7 @@ sample stands in, and the reproduction says which data it used.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import time
 from collections.abc import Callable
@@ -352,45 +353,91 @@ def summary(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return table.groupby(by, dropna=False, sort=False).agg(columns).reset_index()
 
 
-def figures(reproduction: Reproduction) -> list:
-    """Plotly figures for a reproduction (plotly imported here only)."""
-    import plotly.express as px
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 
+
+def _figure(traces: list[dict], title: str, x_title: str, y_title: str, *, log_x: bool = False,
+            log_y: bool = True, bar: bool = False) -> dict:
+    """A plotly figure as a plain dict (core never imports plotly; pages wrap it in go.Figure)."""
+    axis = lambda text, log: {"title": {"text": text}, **({"type": "log"} if log else {})}  # noqa: E731
+    layout = {"title": {"text": title}, "xaxis": axis(x_title, log_x), "yaxis": axis(y_title, log_y),
+              "height": 420, "legend": {"orientation": "h", "y": -0.25}}
+    return {"data": traces, "layout": layout | ({"barmode": "group"} if bar else {})}
+
+
+def _traces(table: pd.DataFrame, x: str, *, dash_by: str | None = None) -> list[dict]:
+    """One line per mechanism (and per ``dash_by`` value) of the trial means of ``value`` against ``x``."""
+    keys = ["mechanism"] + ([dash_by] if dash_by else [])
+    means = table.groupby([*keys, x], sort=False).value.mean().reset_index()
+    dashes = {v: DASHES[i % len(DASHES)] for i, v in enumerate(means[dash_by].unique())} if dash_by else {}
+    traces = []
+    for key, part in means.groupby(keys, sort=False):
+        mechanism, *rest = key
+        name = mechanism + (f", {dash_by} = {rest[0]:g}" if dash_by else "")
+        traces.append({"type": "scatter", "mode": "lines+markers", "name": name, "x": part[x].tolist(),
+                       "y": part.value.tolist(), "line": {"dash": dashes.get(rest[0], "solid") if rest else "solid"}})
+    return traces
+
+
+def figures(reproduction: Reproduction) -> list[dict]:
+    """The reproduction's figures as plotly figure dicts (plain data; render with plotly or st.plotly_chart)."""
     t = reproduction.tables
     if reproduction.name == "wda":
-        data = summary(t["errors"], ["p", "mechanism", "epsilon"])
-        return [px.line(data, x="p", y="value", color="mechanism", facet_col="epsilon", log_y=True, markers=True,
-                        labels={"value": "average L1 error per query", "p": "p (hot item probability)"},
-                        title="WDA: average L1 error by hot-item probability p (columns: ε)")]
+        errors = t["errors"]
+        middle = 1.0 if 1.0 in set(errors.epsilon) else errors.epsilon.iloc[0]
+        low_p = errors.p.min()
+        return [_figure(_traces(errors[errors.epsilon == middle], "p"),
+                        f"WDA: average L1 error by hot-item probability p (ε = {middle:g})",
+                        "p (probability a query includes the hot item)", "average L1 error per query"),
+                _figure(_traces(errors[errors.p == low_p], "epsilon"), f"WDA: average L1 error by ε (p = {low_p:g})",
+                        "ε", "average L1 error per query", log_x=True)]
     if reproduction.name == "om":
-        data = summary(t["errors"], ["tau", "mechanism", "epsilon"])
-        return [px.line(data, x="epsilon", y="value", color="mechanism", facet_col="tau", log_y=True, markers=True,
-                        labels={"value": "average squared error per query", "epsilon": "ε"},
-                        title="OM: average squared error per query against ε (columns: τ); OM and Identity overlap")]
+        errors = t["errors"]
+        return [_figure(_traces(errors[errors.tau == tau], "epsilon"),
+                        f"OM: average squared error per query, τ = {tau:g} (OM and Identity overlap)",
+                        "ε", "average squared error per query") for tau in errors.tau.unique()]
     if reproduction.name == "sreb-gca":
-        out = []
-        for metric, log_x in (("MRE of bins with count k", False), ("range MRE by width", False)):
-            data = summary(t["errors"][t["errors"].metric == metric], ["dataset", "mechanism", "epsilon", "x"])
-            out.append(px.line(data, x="x", y="value", color="mechanism", facet_row="dataset", facet_col="epsilon",
-                               log_y=True, log_x=log_x, markers=True, title=f"SReB_GCA vs DP_BASE: {metric}",
-                               labels={"value": metric, "x": "k" if "count" in metric else "window width"}))
-        kld = summary(t["errors"][t["errors"].metric.str.startswith("KLD")], ["dataset", "mechanism", "epsilon"])
-        out.append(px.bar(kld, x="epsilon", y="value", color="mechanism", barmode="group", facet_col="dataset",
-                          log_y=True, title="KLD (floor κ = 1)", labels={"value": "KLD", "epsilon": "ε"}))
-        for fig in out:
-            fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1][:40]))
+        errors, out = t["errors"], []
+        for data in errors.dataset.unique():
+            for metric, x_title in (("MRE of bins with count k", "true bin count k"),
+                                    ("range MRE by width", "window width (bins)")):
+                part = errors[(errors.dataset == data) & (errors.metric == metric)]
+                out.append(_figure(_traces(part, "x", dash_by="epsilon"), f"{metric} — {data.split(' (')[0]}",
+                                   x_title, metric))
+        kld = errors[errors.metric.str.startswith("KLD")].assign(
+            label=lambda d: d.dataset.str.split(" (", regex=False).str[0] + ", ε = " + d.epsilon.map("{:g}".format))
+        means = kld.groupby(["mechanism", "label"], sort=False).value.mean().reset_index()
+        out.append(_figure([{"type": "bar", "name": m, "x": part.label.tolist(), "y": part.value.tolist()}
+                            for m, part in means.groupby("mechanism", sort=False)],
+                           "KLD (released counts floored at κ = 1)", "dataset, ε", "KLD", bar=True))
         return out
     interval = t["interval"][t["interval"].statistic == "average"]
-    paper = interval[interval.normalisation == "public n"].assign(normalisation="paper (Table 2)",
-                                                                  value=lambda d: d.paper)
-    first = px.line(pd.concat([interval, paper]), x="alpha", y="value", color="normalisation", log_x=True,
-                    log_y=True, markers=True, title="Xiao et al. Table 2: average interval error by α",
-                    labels={"value": "average |error| (fraction of n)", "alpha": "α"})
-    second = px.bar(t["max_query"], x="n", y="value", color="mechanism", barmode="group", facet_col="sigma",
-                    title="Max query: P(output in [max−4, max]) (the literal mechanism is NOT differentially private)",
-                    labels={"value": "probability", "n": "records n"})
-    second.update_xaxes(type="category")
-    return [first, second]
+    traces = [{"type": "scatter", "mode": "lines+markers", "name": name, "x": part.alpha.tolist(),
+               "y": part.value.tolist()} for name, part in interval.groupby("normalisation", sort=False)]
+    paper = interval[interval.normalisation == "public n"]
+    traces.append({"type": "scatter", "mode": "lines+markers", "name": "paper (Table 2)", "x": paper.alpha.tolist(),
+                   "y": paper.paper.tolist(), "line": {"dash": "dot"}})
+    maxima = t["max_query"].assign(label=lambda d: "σ = " + d.sigma + ", n = " + d.n.map("{:,}".format))
+    bars = [{"type": "bar", "name": m, "x": part.label.tolist(), "y": part.value.tolist()}
+            for m, part in maxima.groupby("mechanism", sort=False)]
+    paper_bars = maxima.dropna(subset=["paper"]).drop_duplicates("label")
+    bars.append({"type": "bar", "name": "paper (literal)", "x": paper_bars.label.tolist(),
+                 "y": paper_bars.paper.tolist()})
+    return [_figure(traces, "Xiao et al. Table 2: average interval error by α", "α",
+                    "average |error| (fraction of n)", log_x=True),
+            _figure(bars, "Max query: P(output in [max−4, max]) — the literal mechanism is NOT differentially private",
+                    "data", "probability", log_y=False, bar=True)]
+
+
+def _plotly_js() -> str:
+    """A <script> with plotly.js: the copy bundled with the plotly package (found, not imported), else the CDN."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("plotly")
+    bundled = Path(spec.origin).parent / "package_data" / "plotly.min.js" if spec and spec.origin else None
+    if bundled and bundled.is_file():
+        return f"<script>{bundled.read_text(encoding='utf-8')}</script>"
+    return '<script src="https://cdn.plot.ly/plotly-2.35.2.min.js"></script>'
 
 
 def write(reproduction: Reproduction, output: str | Path) -> list[Path]:
@@ -410,10 +457,11 @@ def write(reproduction: Reproduction, output: str | Path) -> list[Path]:
              f"<p><b>Data:</b> {html.escape(reproduction.data)}</p>",
              "<ul>" + "".join(f"<li>{html.escape(f)}</li>" for f in reproduction.findings) + "</ul>"]
     for i, fig in enumerate(figures(reproduction)):
-        parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0)))
+        parts.append(f"<div id='figure{i}'></div><script>Plotly.newPlot('figure{i}', "
+                     f"{json.dumps(fig['data'])}, {json.dumps(fig['layout'])});</script>")
     path = output / f"{reproduction.name}.html"
     path.write_text("<!doctype html><html><head><meta charset='utf-8'><title>"
-                    f"{html.escape(reproduction.title)}</title></head><body>{''.join(parts)}</body></html>",
+                    f"{html.escape(reproduction.title)}</title>{_plotly_js()}</head><body>{''.join(parts)}</body></html>",
                     encoding="utf-8")
     return [*paths, path]
 

@@ -31,7 +31,7 @@ def show_reproduction(name: str) -> None:
     st.markdown(f"**The paper claims:** {result.claim}\n\n**We measure:** {result.measure}\n\n**Data:** {result.data}")
     st.markdown("\n".join(f"- {finding}" for finding in result.findings))
     for i, fig in enumerate(figures(result)):
-        st.plotly_chart(fig, key=f"papers_fig_{name}_{i}")
+        st.plotly_chart(go.Figure(fig), key=f"papers_fig_{name}_{i}")
     for key, table in result.tables.items():
         st.download_button(f"Download {key} (CSV)", table.to_csv(index=False).encode(), f"{name}-{key}.csv",
                            "text/csv", key=f"papers_csv_{name}_{key}")

@@ -153,13 +153,19 @@ class MWEM:
         """The same passes for 0/1 queries on plain floats: only the atoms inside a query change, and the
         normalisation is carried as the running sum S (A = total · mass / S), renormalised once per pass."""
         inside = [np.flatnonzero(q).tolist() for q in queries]
+        scaled = [answer * half_inverse_total for answer in measured]
         values = mass.tolist()
         running = sum(values)
+        half = total * half_inverse_total  # = 1/2
         for _ in range(self.update_rounds):
-            for atoms, answer in zip(inside, measured, strict=True):
+            for atoms, target in zip(inside, scaled, strict=True):
                 share = sum(map(values.__getitem__, atoms))
-                error = (answer - total * share / running) * half_inverse_total
-                factor = math.exp(max(-30.0, min(30.0, error)))  # clipped only to keep floats finite
+                error = target - half * share / running
+                if error > 30.0:  # clipped only to keep floats finite when noise dwarfs the total
+                    error = 30.0
+                elif error < -30.0:
+                    error = -30.0
+                factor = math.exp(error)
                 for atom in atoms:
                     values[atom] *= factor
                 running += (factor - 1.0) * share

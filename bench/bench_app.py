@@ -1,0 +1,89 @@
+"""App performance figures (issue 6): default Compare sweep, page switch with cached results, 2^20-bin preview.
+
+Run: .venv/bin/python bench/bench_app.py [--sweep-trials 20] [--skip-sweep]
+Prints seconds and the ratio to each target (ratio <= 1 meets it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from core.datasets import load_histogram  # noqa: E402
+from core.experiment import run_sweep  # noqa: E402
+from core.mechanisms import MECHANISMS  # noqa: E402
+from core.workloads import random_range  # noqa: E402
+
+DEFAULT = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
+EPSILONS = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10, 10))
+
+
+def report(what: str, seconds: float, target: float) -> None:
+    print(f"{what:<58} {seconds:8.3f} s   target {target:g} s   ratio {seconds / target:6.2f}")
+
+
+def default_sweep(trials: int) -> None:
+    hist, workload = load_histogram("smooth"), random_range(4096, 2000, seed=0)
+    total = 0.0
+    for name in (m for m in DEFAULT if m in MECHANISMS):
+        start = time.perf_counter()
+        run_sweep(hist, workload, [name], list(EPSILONS), trials, metrics=["mae", "rmse"])
+        seconds = time.perf_counter() - start
+        total += seconds
+        print(f"  {name:<20} {seconds:8.2f} s  ({10 * trials} runs, {seconds / (10 * trials) * 1e3:.1f} ms/run)")
+    report(f"default Compare sweep (n=4096, 2000 ranges, 10 ε × {trials} trials)", total, 5.0)
+
+
+def page_switch() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600).run()
+    at.switch_page("pages/compare.py").run()
+    at.multiselect(key="compare_mechanisms").set_value(["identity", "hb", "privelet", "uniform"])
+    at.button[0].click().run()  # fills the session cache (10 ε × 20 trials)
+    timings = []
+    for _ in range(3):
+        for path in ("pages/data.py", "pages/workloads.py", "pages/compare.py"):
+            start = time.perf_counter()
+            at.switch_page(path).run()
+            timings.append((path, time.perf_counter() - start))
+            assert not at.exception, at.exception
+    for path in ("pages/data.py", "pages/workloads.py", "pages/compare.py"):
+        report(f"switch to {path} (cached results, AppTest, median of 3)",
+               float(np.median([s for p, s in timings if p == path])), 1.0)
+
+
+def huge_upload() -> None:
+    import ui
+
+    counts = np.random.default_rng(0).poisson(3.0, size=2**20)
+    csv = ("count\n" + "\n".join(map(str, counts))).encode()
+    buffer = io.BytesIO()
+    np.save(buffer, counts)
+    for label, data, filename in (("CSV", csv, "big.csv"), (".npy", buffer.getvalue(), "big.npy")):
+        start = time.perf_counter()
+        hist = load_histogram(data, filename=filename)
+        hist.summary()
+        figure = ui.histogram_figure(hist)
+        figure.to_json()  # what Streamlit serialises for the browser
+        report(f"2^20-bin {label} ({len(data) / 2**20:.1f} MB): load + summary + preview", time.perf_counter() - start,
+               3.0)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sweep-trials", type=int, default=20)
+    parser.add_argument("--skip-sweep", action="store_true", help="skip the (long) default sweep")
+    args = parser.parse_args()
+    huge_upload()
+    page_switch()
+    if not args.skip_sweep:
+        default_sweep(args.sweep_trials)

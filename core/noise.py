@@ -106,19 +106,20 @@ class SecureNoise:
     integer: bool = False
 
     def laplace(self, loc: float = 0.0, scale: float = 1.0, size=None):
-        """Laplace(loc, scale) noise of the given size (scalar when size is None)."""
-        if not (math.isfinite(scale) and scale >= 0):
+        """Laplace(loc, scale) noise of the given size (scalar when size is None); scale may be an array."""
+        scales = np.asarray(scale, dtype=float)
+        if not np.all(np.isfinite(scales) & (scales >= 0)):
             raise ValueError(f"Laplace scale must be finite and >= 0, got {scale!r}")
-        shape = _shape(size)
-        count = math.prod(shape)
-        if scale == 0 or count == 0:
-            out = np.zeros(shape)
-        else:
-            measurement = _laplace_measurement(count, float(scale), self.integer)
-            zeros = [0] * count if self.integer else [0.0] * count
-            out = np.asarray(measurement(zeros), dtype=float).reshape(shape)
+        shape = _shape(size) if size is not None else np.broadcast_shapes(scales.shape, np.shape(loc))
+        scales = np.broadcast_to(scales, shape)
+        out = np.zeros(shape)
+        for value in np.unique(scales[scales > 0]):  # one OpenDP measurement per distinct scale
+            where = scales == value
+            count = int(where.sum())
+            measurement = _laplace_measurement(count, float(value), self.integer)
+            out[where] = measurement([0] * count if self.integer else [0.0] * count)
         out = out + loc
-        return float(out) if size is None else out
+        return float(out) if out.ndim == 0 else out
 
     def random(self, size=None):
         """Uniform floats in [0, 1) (53 random bits each)."""

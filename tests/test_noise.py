@@ -104,8 +104,19 @@ def test_secure_laplace_rejects_bad_scale():
 @pytest.mark.parametrize("mechanism", MECHANISMS.values(), ids=MECHANISMS.keys())
 def test_every_mechanism_runs_with_secure_noise(mechanism, integer):
     x = np.array([0, 3, 1, 7, 0, 2, 9, 4, 0, 0, 5, 1, 2, 8, 3, 6], dtype=float)
+    try:
+        mechanism.run(x, Identity(16), 1.0, np.random.default_rng(0))
+    except ValueError as err:  # a 2-D-only mechanism: give it the same counts as a 4 × 4 grid
+        assert "2-D" in str(err)
+        x = x.reshape(4, 4)
     for workload in (Identity(16), Prefix(16)):
         release = mechanism.run(x, workload, 1.0, SecureNoise(integer=integer))
         assert release.answers.shape == (16,)
         assert np.all(np.isfinite(release.answers))
         assert release.privacy_loss <= 1.0 + 1e-9
+
+
+def test_secure_laplace_accepts_array_scales_like_numpy():
+    noise = SecureNoise().laplace(scale=np.array([0.0, 1.0, 1.0, 5.0]))
+    assert noise.shape == (4,) and noise[0] == 0.0 and np.all(noise[1:] != 0.0)
+    assert SecureNoise().laplace(loc=np.ones(3), scale=0.0).tolist() == [1.0, 1.0, 1.0]

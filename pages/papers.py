@@ -71,7 +71,8 @@ with ui.guard():
                 dense(examples[source]), factorisation.reduced.toarray(), factorisation.mixing), strict=True):
             column.markdown(title)
             column.dataframe(pd.DataFrame(matrix).round(4))
-        st.write(f"Groups (atoms): {list(factorisation.groups)} · S̃ = {factorisation.sensitivity:g} · total "
+        atoms = " ".join("{" + ", ".join(map(str, group)) + "}" for group in factorisation.groups)
+        st.write(f"Groups (atoms of columns): {atoms} · S̃ = {factorisation.sensitivity:g} · total "
                  f"squared error at ε = 1: {factorisation.expected_total_mse(1.0):.5g}")
         show_reproduction("om")
 

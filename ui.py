@@ -263,6 +263,13 @@ def per_bin(mechanisms: tuple[str, ...], epsilon: float, trials: int, *,
 
 
 # ----------------------------------------------------------------------------- widgets and guard
+def _set_total_budget() -> None:
+    """Sidebar callback: the total is set once; after the first spend it never replaces the ledger
+    (an edit and a release can arrive in the same round trip)."""
+    if not ledger().spends:
+        st.session_state.ledger = Ledger(Budget(float(st.session_state.sidebar_total_epsilon)))
+
+
 def sidebar() -> None:
     """Shared sidebar: dataset, seed, total budget (fixed after the first spend), remaining budget."""
     init_state()
@@ -282,8 +289,7 @@ def sidebar() -> None:
         locked = bool(led.spends)
         st.number_input("Total budget ε", min_value=0.01, max_value=100.0, value=float(led.total.epsilon),
                         step=0.5, key="sidebar_total_epsilon", disabled=locked,
-                        on_change=lambda: st.session_state.update(
-                            ledger=Ledger(Budget(float(st.session_state.sidebar_total_epsilon)))),
+                        on_change=_set_total_budget,
                         help="Set once per session; fixed after the first release.")
         remaining = led.remaining.epsilon
         st.metric("Budget remaining", f"ε = {remaining:.4g}",

@@ -5,10 +5,12 @@ import dataclasses
 import io
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
+from core.budget import Budget, Ledger
 from core.config import config_to_json, parse_config
 from core.export import history_to_csv
-from tests.test_app import open_page
+from tests.test_app import APP, open_page
 
 RELEASE = "pages/release.py"
 
@@ -109,3 +111,24 @@ def test_learn_page_shows_every_teaching_view():
     assert len(at.get("plotly_chart")) == 5
     at.slider(key="learn_epsilon").set_value(0.5).run()
     assert {m.label: m.value for m in at.metric}["Scale b = Δ/ε"] == "2"
+
+
+def test_total_budget_is_set_once_and_never_replaces_a_ledger_with_spends():
+    # AppTest runs app.py (and so the sidebar) only on the first run; later runs execute the page alone.
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["ledger"] = Ledger(Budget(2.0)).spend("release #1: identity", Budget(0.5))
+    at.run()
+    assert at.number_input(key="sidebar_total_epsilon").disabled
+    assert {m.label: m.value for m in at.metric}["Budget remaining"] == "ε = 1.5"
+
+    racing = AppTest.from_file(APP, default_timeout=60).run()  # no spend yet: the total is editable
+    racing.session_state["ledger"] = Ledger(Budget(5.0)).spend("release #1: identity", Budget(0.5))
+    racing.number_input(key="sidebar_total_epsilon").set_value(50.0).run()  # an edit racing a release
+    assert racing.session_state.ledger.total.epsilon == 5.0
+    assert racing.session_state.ledger.spent.epsilon == pytest.approx(0.5)
+
+
+def test_total_budget_can_be_set_before_the_first_release():
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.number_input(key="sidebar_total_epsilon").set_value(2.0).run()
+    assert at.session_state.ledger.total.epsilon == 2.0

@@ -9,7 +9,7 @@ import pytest
 from core.datasets import load_histogram
 from core.mechanisms import MECHANISMS
 from core.workloads import Identity
-from tests.e2e.conftest import screenshot, wait_idle
+from tests.e2e.conftest import ARTIFACTS, screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -36,6 +36,14 @@ def open_page(page, title: str) -> None:
     page.get_by_role("heading", name=title, exact=True).wait_for(timeout=60_000)
 
 
+def view_shot(page, text: str, name: str) -> None:
+    """A viewport screenshot scrolled to ``text`` (full-page shots show only the top of a Streamlit page)."""
+    page.mouse.move(5, 5)  # no tooltip over the picture
+    page.get_by_text(text, exact=True).evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
 def release_once(page) -> None:
     page.get_by_role("button", name="Spend and release").click()
     wait_idle(page, timeout=60_000)
@@ -48,10 +56,8 @@ def test_release_download_reseed_and_reload_config(page, browser, app_url, tmp_p
     page.locator('[data-testid="stRadio"]').get_by_text("exploration").click()
     wait_idle(page)
     release_once(page)
-    page.mouse.move(5, 5)  # no tooltip over the picture
-    page.get_by_text("Released histogram over the true one").scroll_into_view_if_needed()
-    page.wait_for_timeout(500)
     screenshot(page, "release")
+    view_shot(page, "Released histogram over the true one", "release-chart")
 
     first = released_counts(download(page, "Released histogram (CSV)"))
     assert first.size == truth.size
@@ -100,8 +106,8 @@ def test_release_download_reseed_and_reload_config(page, browser, app_url, tmp_p
 
     open_page(fresh, "Learn")
     fresh.get_by_text("Why range queries favour hierarchical strategies").wait_for()
-    fresh.get_by_text("2. One count, released many times").scroll_into_view_if_needed()
-    fresh.wait_for_timeout(500)
     assert fresh.locator('[data-testid="stPlotlyChart"]').count() == 5
     screenshot(fresh, "learn")
+    view_shot(fresh, "2. One count, released many times", "learn-neighbours")
+    view_shot(fresh, "4. Why range queries favour hierarchical strategies", "learn-ranges")
     context.close()

@@ -22,6 +22,11 @@ SHOWN_ROWS = 100      # rows of W in the heatmap and the answers table
 SHOWN_COLUMNS = 512   # heatmap columns (cells averaged in groups beyond this)
 
 
+def _number(value: float) -> str:
+    """Readable metric text: thousands separators for large values, 4 significant digits otherwise."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
 def _flash(action):
     """Run a callback action; a ValueError becomes the page's flash message instead of a traceback."""
     try:
@@ -156,9 +161,9 @@ with ui.guard():
     st.markdown(f"`{ui.workload_spec()}` — {w.describe()}")
     cols = st.columns([1, 1, 1, 1])
     cols[0].metric("Queries × cells", f"{m:,} × {w.shape[1]:,}", help="m rows of W by n cells.")
-    cols[1].metric("L1 sensitivity", f"{l1_sensitivity(w):,.4g}",
+    cols[1].metric("L1 sensitivity", _number(l1_sensitivity(w)),
                    help="Δ₁ = largest column L1 norm: how much one record can move all answers together.")
-    cols[2].metric("‖W‖_F²", f"{squared_frobenius(w):,.4g}",
+    cols[2].metric("‖W‖_F²", _number(squared_frobenius(w)),
                    help="Squared Frobenius norm; identity-strategy MSE per query is 2‖W‖_F²/(m ε²).")
     cols[3].button("Reset to the default", key="workloads_reset", help="Back to the dataset's default workload.",
                    on_click=lambda: st.session_state.update(workload_spec=None))

@@ -15,7 +15,19 @@ def metric_value(page, label: str) -> str:
     return box.locator('[data-testid="stMetricValue"]').inner_text()
 
 
-def test_design_a_workload_by_dragging_and_from_the_registry(page):
+def test_coarsen_on_the_data_page_then_design_a_workload(page):
+    page.get_by_text("Derive a dataset").click()
+    page.get_by_role("button", name="Coarsen").click()
+    wait_idle(page)
+    page.get_by_text("(coarsened 2)").first.wait_for()
+    assert metric_value(page, "Bins") == "2,048"
+    page.get_by_text("Derive a dataset").scroll_into_view_if_needed()
+    screenshot(page, "data-derive")
+    page.get_by_role("combobox").first.click()  # back to the 4,096-bin sample for the workload journey
+    page.get_by_role("option", name=re.compile("^smooth — 1-D")).click()
+    wait_idle(page)
+    assert metric_value(page, "Bins") == "4,096"
+
     page.get_by_role("link", name="Workloads").click()
     wait_idle(page)
     assert metric_value(page, "Queries × cells") == "2,000 × 4,096"
@@ -54,6 +66,8 @@ def test_design_a_workload_by_dragging_and_from_the_registry(page):
     wait_idle(page)
     assert metric_value(page, "Queries × cells") == "500 × 4,096"
     page.get_by_text("random-range:m=500").first.wait_for()
+    page.mouse.move(5, 5)  # no tooltip in the screenshot
+    page.get_by_text("Current workload").scroll_into_view_if_needed()
     screenshot(page, "workloads")
 
 

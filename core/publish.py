@@ -4,6 +4,7 @@ The intervals are for the curator, who sees the true data; they are never export
 Exact where the noise is plain Laplace (±b·ln(1/0.05), spec §1 baselines), otherwise the
 2.5–97.5 % range of the errors over re-runs on a simulation stream (nothing is charged or published).
 
+>>> from core.mechanisms import MECHANISMS
 >>> from core.workloads import Identity
 >>> release = MECHANISMS["identity"].run(np.array([3.0, 1, 4]), Identity(3), 1.0, np.random.default_rng(0))
 >>> bin_halfwidths(release).round(3).tolist()
@@ -56,6 +57,7 @@ def simulated_intervals(mechanism: Mechanism, x: np.ndarray, workload: Workload,
     Returns ``{"bins_low", "bins_high", "answers_low", "answers_high"}`` (bins are None when the
     mechanism yields no histogram estimate).
 
+    >>> from core.mechanisms import MECHANISMS
     >>> from core.workloads import Prefix
     >>> out = simulated_intervals(MECHANISMS["uniform"], np.array([4.0, 0]), Prefix(2), 1.0, 20,
     ...                           np.random.default_rng(1))

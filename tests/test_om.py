@@ -139,3 +139,17 @@ def test_empirical_mse_matches_expected_mse_with_power(name, epsilon, rng):
     lm_w = MECHANISMS["laplace-on-answers"].expected_mse(workload, epsilon)
     for wrong in (expected * workload.shape[0], lm_w, 0.8 * expected, 1.2 * expected):
         assert abs(mses.mean() - wrong) > 4 * standard_error
+
+
+def test_random_linear_generator_is_seeded_sparse_with_density_tau():
+    import scipy.sparse as sp
+
+    from core.workloads import parse_workload
+
+    a = parse_workload("random-linear:m=100,tau=0.3,seed=2", (400,))
+    assert sp.issparse(a.matrix) and a.shape == (100, 400)
+    assert (a.matrix != parse_workload("random-linear:m=100,tau=0.3,seed=2", (400,)).matrix).nnz == 0
+    assert (a.matrix != random_linear(400, m=100, tau=0.3, seed=3).matrix).nnz > 0
+    assert a.matrix.nnz / 40_000 == pytest.approx(0.3, abs=4 * math.sqrt(0.21 / 40_000))
+    assert a.matrix.data.min() > 0 and a.matrix.data.max() < 1
+    assert a.matrix.data.mean() == pytest.approx(0.5, abs=0.01)

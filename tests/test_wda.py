@@ -138,3 +138,21 @@ def test_empirical_mse_matches_expected_mse_with_power(budget, epsilon, rng):
     lm_w = MECHANISMS["laplace-on-answers"].expected_mse(workload, epsilon)
     for wrong in (other, lm_w, 0.8 * expected, 1.2 * expected):
         assert abs(mses.mean() - wrong) > 4 * standard_error
+
+
+def test_hot_spot_generator_is_seeded_and_says_it_is_our_reconstruction():
+    from core.workloads import parse_workload
+
+    a = parse_workload("hot-spot:m=400,p=0.3,seed=5", (512,))
+    b = parse_workload("hot-spot:m=400,p=0.3,seed=5", (512,))
+    c = parse_workload("hot-spot:m=400,p=0.3,seed=6", (512,))
+    assert (a.matrix != b.matrix).nnz == 0 and (a.matrix != c.matrix).nnz > 0
+    assert "our reconstruction" in a.describe()
+    matrix = a.matrix.toarray()
+    assert set(np.unique(matrix)) <= {0.0, 1.0}
+    hot = int(np.argmax(matrix.sum(axis=0)))
+    assert 0.3 * 400 - 4 * math.sqrt(400 * 0.21) < matrix[:, hot].sum() < 0.3 * 400 + 4 * math.sqrt(400 * 0.21) + 30
+    widths = matrix.sum(axis=1) - matrix[:, hot]
+    assert 5 < np.median(widths) < 25  # ranges of half-width |N(0, 10)|: median width ≈ 2·6.7 + 1
+    with pytest.raises(ValueError, match=r"p must be a probability in \[0, 1\]"):
+        hot_spot(64, m=10, p=1.5)

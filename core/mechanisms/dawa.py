@@ -125,17 +125,18 @@ class _Deviations:
 
     def below(self, lo: np.ndarray, hi: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Count and sum of x[i], lo ≤ i < hi, whose rank is below `threshold` (vectorised over queries)."""
-        count = np.zeros(lo.size)
+        count = np.zeros(lo.size, dtype=np.int64)
         total = np.zeros(lo.size)
         for level in range(self.bits):
-            ones = ((threshold >> (self.bits - 1 - level)) & 1).astype(bool)
+            ones = (threshold >> (self.bits - 1 - level)) & 1
             zeros, sums = self.zeros[level], self.zero_sums[level]
             lo0, hi0 = zeros[lo], zeros[hi]
-            count += np.where(ones, hi0 - lo0, 0)
-            total += np.where(ones, sums[hi] - sums[lo], 0.0)
-            z = self.zero_total[level]
-            lo, hi = np.where(ones, z + lo - lo0, lo0), np.where(ones, z + hi - hi0, hi0)
-        return count, total
+            count += ones * (hi0 - lo0)             # bit 0 here while the threshold has 1: all below
+            total += ones * (sums[hi] - sums[lo])
+            up = ones.astype(bool)                  # follow the threshold: among the ones, or the zeros
+            lo = np.where(up, self.zero_total[level] + lo - lo0, lo0)
+            hi = np.where(up, self.zero_total[level] + hi - hi0, hi0)
+        return count.astype(float), total
 
     def windows(self, lengths: np.ndarray) -> list[np.ndarray]:
         """Deviation of every window of each length: 2 Σ_{x_i < mean} (mean − x_i) (Σ(x_i − mean) = 0).
@@ -217,19 +218,22 @@ def cheapest_partition(scores: list[np.ndarray], lengths: np.ndarray, singleton:
         costs.append(score[useful])
     starts, ends, costs = (np.concatenate(a) for a in (starts, ends, costs))
     order = np.lexsort((ends - starts, ends))  # by end, shorter first so ties go to the longer bucket
-    starts, ends, costs = starts[order].tolist(), ends[order].tolist(), costs[order].tolist()
     cost, back = [0.0] * (n + 1), {}
-    k, total = 0, len(ends)
-    for t in range(1, n + 1):
-        best, arg = cost[t - 1] + singleton, -1
-        while k < total and ends[k] == t:
-            candidate = cost[starts[k]] + costs[k]
-            if candidate <= best:
-                best, arg = candidate, starts[k]
-            k += 1
-        cost[t] = best
-        if arg >= 0:
-            back[t] = arg
+    current, best, arg = 0, 0.0, -1
+    for start, end, score in zip(starts[order].tolist(), ends[order].tolist(), costs[order].tolist()):
+        if end != current:  # close the previous end, then singletons up to this one
+            cost[current] = best
+            if arg >= 0:
+                back[current] = arg
+            for t in range(current + 1, end):
+                cost[t] = cost[t - 1] + singleton
+            current, best, arg = end, cost[end - 1] + singleton, -1
+        candidate = cost[start] + score
+        if candidate <= best:
+            best, arg = candidate, start
+    cost[current] = best
+    if arg >= 0:
+        back[current] = arg
     bounds, t = [n], n
     ends = sorted(back)
     while t > 0:

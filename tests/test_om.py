@@ -153,3 +153,22 @@ def test_random_linear_generator_is_seeded_sparse_with_density_tau():
     assert a.matrix.nnz / 40_000 == pytest.approx(0.3, abs=4 * math.sqrt(0.21 / 40_000))
     assert a.matrix.data.min() > 0 and a.matrix.data.max() < 1
     assert a.matrix.data.mean() == pytest.approx(0.5, abs=0.01)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_interval_fast_path_equals_the_dense_factorisation(seed):
+    from core.mechanisms.om import as_intervals
+    from core.workloads import Prefix, random_range
+
+    for workload in (random_range(40, 70, seed=seed), Prefix(30)):
+        assert as_intervals(workload) is not None
+        fast, slow = om_decompose(workload), om_decompose(Explicit(dense(workload)))
+        assert fast.groups == slow.groups and fast.selected_rows == slow.selected_rows
+        np.testing.assert_allclose(fast.mixing.toarray() @ fast.reduced.toarray(), dense(workload), atol=1e-12)
+        assert fast.expected_total_mse(1.0) == pytest.approx(slow.expected_total_mse(1.0))
+        assert OM().run(np.ones(workload.shape[1]), workload, 0.5, np.random.default_rng(seed)).privacy_loss == 0.5
+
+
+def test_large_general_workloads_are_refused_clearly():
+    with pytest.raises(ValueError, match=r"m=2000, n=4096 is above the limit"):
+        om_decompose(random_linear(4096, m=2000, tau=0.001, seed=0))

@@ -22,17 +22,20 @@ import numpy as np
 import scipy.sparse as sp
 
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
-from core.workloads import DENSE_LIMIT, Workload, sparse_matrix
+from core.workloads import DENSE_LIMIT, Prefix, Ranges, Total, Workload, sparse_matrix
+from core.workloads import Identity as IdentityWorkload
 
 EXACTNESS = 1e-9  # ‖W − BW̃‖_max ≤ EXACTNESS·max(1, ‖W‖_max) (spec §3(a))
+FLOP_LIMIT = 5e9  # m·n·min(m, n) above which the dense factorisation is refused (≈ (1000, 4096) fits)
 
 
 @dataclass(frozen=True, eq=False)
 class OmFactorisation:
-    """W = B·W̃ with W̃ (``reduced``, s × n, sparse) in orthogonal groups and B (``mixing``, m × s)."""
+    """W = B·W̃ with W̃ (``reduced``, s × n, sparse) in orthogonal groups and B (``mixing``, m × s;
+    sparse for interval workloads)."""
 
     reduced: sp.csr_matrix
-    mixing: np.ndarray
+    mixing: np.ndarray | sp.csr_matrix
     groups: tuple[tuple[int, ...], ...]   # the columns (atom) of each group
     group_sizes: tuple[int, ...]          # τ_σ: rows of W̃ in each group, in order
     selected_rows: tuple[int, ...]        # R: the r independent rows of W the atoms are built from
@@ -40,7 +43,8 @@ class OmFactorisation:
 
     def expected_total_mse(self, epsilon: float) -> float:
         """Total squared error 2‖B‖_F²S̃²/ε² (Theorem 5, a total: erratum §3(d)5)."""
-        return 2.0 * float(np.sum(self.mixing**2)) * self.sensitivity**2 / epsilon**2
+        squared = self.mixing.multiply(self.mixing).sum() if sp.issparse(self.mixing) else np.sum(self.mixing**2)
+        return 2.0 * float(squared) * self.sensitivity**2 / epsilon**2
 
 
 def independent_rows(matrix: np.ndarray, tol: float, block: int = 64) -> np.ndarray:
@@ -88,6 +92,80 @@ def _signature_labels(support: np.ndarray) -> np.ndarray:
     return labels.ravel()
 
 
+def as_intervals(workload: Workload) -> Ranges | None:
+    """The workload as 0/1 interval rows when it is one (Ranges, Identity, Total, Prefix), else None."""
+    if isinstance(workload, Ranges):
+        return workload
+    if isinstance(workload, IdentityWorkload | Prefix):
+        ends = np.arange(workload.n)
+        return Ranges(workload.n, ends if isinstance(workload, IdentityWorkload) else np.zeros_like(ends), ends)
+    if isinstance(workload, Total):
+        return Ranges(workload.n, np.array([0]), np.array([workload.n - 1]))
+    return None
+
+
+def _first_found_intervals(lo: np.ndarray, hi: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """First-found independent interval rows, exactly: 1[lo..hi] = P_hi − P_{lo−1} in the basis of prefix
+    indicators (P_{−1} = 0), so a set of intervals is independent iff its edges {lo−1, hi} form a forest
+    (the graphic matroid); greedy in row order is Kruskal with union–find."""
+    parent = list(range(int(hi.max()) + 2))  # node k + 1 stands for P_k; node 0 for P_{−1} = 0
+
+    def root(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    kept = []
+    for i in order:
+        a, b = root(int(lo[i])), root(int(hi[i]) + 1)
+        if a != b:
+            parent[a] = b
+            kept.append(int(i))
+    return np.sort(np.array(kept, dtype=int))
+
+
+def _interval_decompose(ranges: Ranges, row_seed: int | None) -> OmFactorisation:
+    """OM_DECOMPOSE for 0/1 interval workloads in O(nnz): exact rank, atoms by hashed signatures.
+
+    Every atom's restricted rows are all ones, so each group is one row of W̃ (the atom's indicator,
+    column L1 = 1 after normalisation) and B[i, a] = |row_i ∩ A_a| / |A_a| (block least squares).
+    """
+    m, n = ranges.shape
+    order = np.arange(m) if row_seed is None else np.random.default_rng(row_seed).permutation(m)
+    selected = _first_found_intervals(ranges.lo, ranges.hi, order)
+    lo, hi = ranges.lo[selected], ranges.hi[selected]
+    # signature of column j = the selected intervals covering it, hashed as a sum of random 64-bit
+    # weights (difference array; uint64 arithmetic wraps) plus the coverage count
+    weights = np.random.default_rng(20240501).integers(0, 2**63, size=selected.size, dtype=np.uint64) * 2 + 1
+    diff = np.zeros(n + 1, dtype=np.uint64)
+    np.add.at(diff, lo, weights)
+    np.add.at(diff, hi + 1, ~weights + np.uint64(1))  # −w modulo 2^64
+    signature = np.cumsum(diff[:n], dtype=np.uint64)
+    coverage = np.cumsum(np.bincount(lo, minlength=n + 1) - np.bincount(hi + 1, minlength=n + 1))[:n]
+    columns = np.flatnonzero(coverage > 0)
+    _, first, labels = np.unique(signature[columns], return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=int)
+    rank[np.argsort(first)] = np.arange(first.size)  # groups ordered by their first column
+    atom = rank[labels.ravel()]
+    sizes = np.bincount(atom)
+    reduced = sp.csr_matrix((np.ones(columns.size), (atom, columns)), shape=(sizes.size, n))
+    averaging = sp.csr_matrix((1.0 / sizes[atom], (columns, atom)), shape=(n, sizes.size))
+    matrix = sparse_matrix(ranges)
+    mixing = (matrix @ averaging).tocsr()
+    # exactness (Theorem 4): every row of W is constant on each atom and zero on unqueried columns
+    by_atom = np.lexsort((columns, atom))
+    left, right = columns[by_atom][:-1], columns[by_atom][1:]
+    same = atom[by_atom][:-1] == atom[by_atom][1:]
+    csc = matrix.tocsc()
+    unqueried = np.flatnonzero(coverage == 0)
+    if (csc[:, left[same]] - csc[:, right[same]]).count_nonzero() or csc[:, unqueried].count_nonzero():
+        raise ValueError("OM factorisation of the interval workload is not exact (signature hash collision)")
+    groups = tuple(tuple(int(j) for j in part) for part in np.split(columns[by_atom], np.cumsum(sizes)[:-1]))
+    return OmFactorisation(reduced, mixing, groups, (1,) * sizes.size, tuple(int(i) for i in selected),
+                           1.0 if sizes.size else 0.0)
+
+
 @lru_cache(maxsize=16)
 def om_decompose(workload: Workload, *, tol: float | None = None, row_seed: int | None = None) -> OmFactorisation:
     """OM_DECOMPOSE of spec §3(a): W̃, B and the groups, exact to EXACTNESS.
@@ -102,8 +180,12 @@ def om_decompose(workload: Workload, *, tol: float | None = None, row_seed: int 
         ValueError: if W is too large to factorise densely or the factorisation is not exact.
     """
     m, n = workload.shape
-    if m * n > DENSE_LIMIT:
-        raise ValueError(f"OM factorises W densely; {m} x {n} exceeds {DENSE_LIMIT} entries")
+    intervals = as_intervals(workload)
+    if intervals is not None:
+        return _interval_decompose(intervals, row_seed)
+    if m * n > DENSE_LIMIT or m * n * min(m, n) > FLOP_LIMIT:
+        raise ValueError(f"OM factorises a general W densely in O(m·n·min(m, n)); m={m}, n={n} is above the "
+                         f"limit of {FLOP_LIMIT:.0e}: use fewer queries (interval workloads have no limit)")
     matrix = sparse_matrix(workload)
     dense = matrix.toarray()
     tol = _default_tol(dense) if tol is None else float(tol)

@@ -11,6 +11,7 @@ segments of the noisy permutation, never of the true order (erratum §4(d)1).
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -53,15 +54,18 @@ def ggs(sorted_noisy: np.ndarray, scale: float, delta: float = 1.0) -> list[int]
         raise ValueError("ggs needs values sorted ascending")
     n = values.size
     # Prefix sums make MRE of a contiguous sorted segment O(log n): Σ|h − μ|/max(h, δ) splits at μ.
+    # Python lists and bisect: this loop is sequential, and list indexing beats NumPy scalar access
     weight = 1.0 / np.maximum(values, delta)
-    cum_v = np.concatenate(([0.0], np.cumsum(values)))
-    cum_w = np.concatenate(([0.0], np.cumsum(weight)))
-    cum_vw = np.concatenate(([0.0], np.cumsum(values * weight)))
+    cum_v = np.concatenate(([0.0], np.cumsum(values))).tolist()
+    cum_w = np.concatenate(([0.0], np.cumsum(weight))).tolist()
+    cum_vw = np.concatenate(([0.0], np.cumsum(values * weight))).tolist()
+    sorted_values = values.tolist()
+    floored = np.maximum(values, delta).tolist()
 
     def mre(start: int, stop: int) -> float:  # group_mre(values[start:stop]) without the loop
         k = stop - start
         mean = (cum_v[stop] - cum_v[start]) / k
-        t = min(max(int(np.searchsorted(values, mean, side="right")), start), stop)
+        t = bisect.bisect_right(sorted_values, mean, start, stop)
         spread = (mean * (cum_w[t] - cum_w[start]) - (cum_vw[t] - cum_vw[start])
                   + (cum_vw[stop] - cum_vw[t]) - mean * (cum_w[stop] - cum_w[t]))
         return (spread + scale / k * (cum_w[stop] - cum_w[start])) / k
@@ -70,7 +74,7 @@ def ggs(sorted_noisy: np.ndarray, scale: float, delta: float = 1.0) -> list[int]
     start = 0
     for r in range(1, n):
         size = r - start
-        bound = (mre(start, r) * size + scale / ((n - r) * max(values[r], delta))) / (size + 1)
+        bound = (mre(start, r) * size + scale / ((n - r) * floored[r])) / (size + 1)
         if mre(start, r + 1) >= bound:
             cuts.append(r - 1)  # close the group at r − 1 (erratum §4(d)4)
             start = r

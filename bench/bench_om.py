@@ -1,8 +1,10 @@
 """OM decomposition time (spec §3f; the OM paper reports ~300 s at n = 1000) and WDA division time.
 
 Run: .venv/bin/python bench/bench_om.py
+(on a busy shared machine, OPENBLAS_NUM_THREADS=1 avoids BLAS thread contention: measured 2.7 s instead of
+11 s at (1000, 4096) with load average 8.7 on 2 cores; (200, 1000) took 0.09–0.10 s.)
 Prints seconds per OM decomposition of a random τ-workload at (m, n) = (200, 1000) and (1000, 4096),
-the ratio to the paper's 300 s, and the WDA division time on the hot-spot workload (m = 2000, n = 4096).
+the ratio to the paper's 300 s, the interval fast path on 2000 random ranges, and the WDA division time on the hot-spot workload (m = 2000, n = 4096).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.mechanisms.om import om_decompose  # noqa: E402
 from core.mechanisms.wda import wda_division  # noqa: E402
-from core.workloads import hot_spot, random_linear  # noqa: E402
+from core.workloads import hot_spot, random_linear, random_range  # noqa: E402
 
 PAPER_SECONDS = 300.0  # OM paper, n = 1000 (Intel Xeon E7 2.0 GHz)
 
@@ -39,6 +41,8 @@ def main() -> None:
             t = seconds(lambda m=m, n=n, tau=tau: om_decompose(random_linear(n, m, tau, seed=1)),
                         repeats=3 if n <= 1000 else 1)
             print(f"  m={m:5d} n={n:5d} tau={tau:.1f}: {t:7.3f} s   paper/ours = {PAPER_SECONDS / t:8.0f}x")
+    t = seconds(lambda: om_decompose(random_range(4096, 2000, seed=1)))
+    print(f"  interval fast path, random-range m=2000 n=4096: {t:7.3f} s")
     print("WDA division (hot-spot workload, m = 2000, n = 4096)")
     for p in (0.2, 0.9):
         t = seconds(lambda p=p: wda_division(hot_spot(4096, 2000, p, seed=1)))

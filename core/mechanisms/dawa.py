@@ -148,18 +148,13 @@ class _Deviations:
         for length in short:
             window = np.lib.stride_tricks.sliding_window_view(self.x, int(length))
             out[length] = np.abs(window - window.mean(axis=1, keepdims=True)).sum(axis=1)
-        long = [length for length in lengths if length > DIRECT_WINDOW]
-        if long:
-            prefix = np.concatenate(([0.0], np.cumsum(self.x)))
-            starts = [np.arange(self.n - length + 1) for length in long]
-            lo = np.concatenate(starts)
-            size = np.concatenate([np.full(s.size, length) for s, length in zip(starts, long, strict=True)])
-            hi = lo + size
-            mean = (prefix[hi] - prefix[lo]) / size
-            threshold = np.searchsorted(self.sorted, mean, side="left")
-            count, total = self.below(lo, hi, threshold)
-            deviation = np.maximum(2.0 * (count * mean - total), 0.0)
-            out.update(zip(long, np.split(deviation, np.cumsum([s.size for s in starts])[:-1]), strict=True))
+        prefix = np.concatenate(([0.0], np.cumsum(self.x)))
+        for length in (length for length in lengths if length > DIRECT_WINDOW):  # one length at a time: memory
+            lo = np.arange(self.n - length + 1)
+            hi = lo + length
+            mean = (prefix[hi] - prefix[lo]) / length
+            count, total = self.below(lo, hi, np.searchsorted(self.sorted, mean, side="left"))
+            out[length] = np.maximum(2.0 * (count * mean - total), 0.0)
         return [out[length] for length in lengths]
 
 

@@ -20,7 +20,6 @@ tr(WᵀW (AᵀA)⁻¹) falls out of the same recursion.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -125,9 +124,21 @@ def _cell_gram(workload: Workload) -> tuple[np.ndarray, bool]:
     return (block, True) if block is not None else _full_gram(workload)
 
 
-@lru_cache(maxsize=2)
+_FULL_GRAMS: dict[object, tuple[np.ndarray, bool]] = {}
+
+
 def _full_gram(workload: Workload) -> tuple[np.ndarray, bool]:
-    """(WᵀW, exact) for workloads without a bucket fast path; the all-range Gram as proxy if too big."""
+    """(WᵀW, exact) for workloads without a bucket fast path, kept for the last two workloads."""
+    key = workload_key(workload)
+    if key not in _FULL_GRAMS:
+        if len(_FULL_GRAMS) >= 2:
+            _FULL_GRAMS.pop(next(iter(_FULL_GRAMS)))
+        _FULL_GRAMS[key] = _compute_full_gram(workload)
+    return _FULL_GRAMS[key]
+
+
+def _compute_full_gram(workload: Workload) -> tuple[np.ndarray, bool]:
+    """(WᵀW, exact); the all-range Gram as a proxy when the workload is too big to densify."""
     n = workload.shape[1]
     if n <= MAX_UNITS:
         if isinstance(workload, Kron):
@@ -379,10 +390,39 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
                      tuple(u_before), q_start[asked], q_size[asked], q_weight[asked], float(below[1][0]))
 
 
-@lru_cache(maxsize=8)
+def workload_key(workload: Workload) -> object:
+    """A hashable key equal for workloads with the same queries (copies from a cache, re-parsed specs).
+
+    >>> workload_key(Prefix(4)) == workload_key(Prefix(4))
+    True
+    """
+    if isinstance(workload, Ranges):
+        return ("ranges", workload.n, workload.lo.tobytes(), workload.hi.tobytes())
+    if isinstance(workload, Explicit):
+        matrix = workload.matrix
+        if hasattr(matrix, "tocsr"):
+            matrix = matrix.tocsr()
+            return ("sparse", matrix.shape, matrix.data.tobytes(), matrix.indices.tobytes(), matrix.indptr.tobytes())
+        return ("dense", matrix.shape, np.ascontiguousarray(matrix).tobytes())
+    if isinstance(workload, Stack):
+        return ("stack", tuple(workload_key(p) for p in workload.parts))
+    if isinstance(workload, Kron):
+        return ("kron", tuple(workload_key(f) for f in workload.factors))
+    return workload  # frozen dataclasses compare by value
+
+
+_STRATEGIES: dict[object, tuple[Hierarchy, bool]] = {}
+STRATEGY_CACHE = 8  # workloads whose Greedy-H strategy is kept (it depends on the workload only)
+
+
 def _cell_strategy(workload: Workload, branching: int, granularity: int) -> tuple[Hierarchy, bool]:
-    gram, exact = bucket_gram(workload, np.arange(workload.shape[1] + 1))
-    return greedy_hierarchy(gram, branching, granularity), exact
+    key = (workload_key(workload), branching, granularity)
+    if key not in _STRATEGIES:
+        gram, exact = bucket_gram(workload, np.arange(workload.shape[1] + 1))
+        if len(_STRATEGIES) >= STRATEGY_CACHE:
+            _STRATEGIES.pop(next(iter(_STRATEGIES)))  # the oldest
+        _STRATEGIES[key] = (greedy_hierarchy(gram, branching, granularity), exact)
+    return _STRATEGIES[key]
 
 
 def _check_knobs(branching: int, granularity: int) -> None:

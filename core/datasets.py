@@ -160,9 +160,11 @@ def _parse_json(text: str, name: str):
     for i, v in enumerate(cells):
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise _fail(f'"counts" entry {i} is {str(v)[:40]!r}; every entry must be a number')
-    labels = doc.get("labels", ())
-    if labels and not (isinstance(labels, list) and all(isinstance(a, list) for a in labels)):
-        labels = (labels,) if isinstance(labels, list) else ()
+    labels = doc.get("labels") or ()
+    if not isinstance(labels, list):  # e.g. "labels": 0 — ignore rather than crash (fuzz-found)
+        labels = ()
+    elif not all(isinstance(a, list) for a in labels):
+        labels = (labels,)
     return np.array(counts, dtype=float), tuple(tuple(map(str, a)) for a in labels), doc.get("name", name)
 
 
@@ -264,6 +266,8 @@ def histogram_from_records(source: str | Path | bytes, column: str, *, bins: int
     data = Path(source).read_bytes() if isinstance(source, str | Path) else bytes(source)
     _check_size(len(data))
     table = _read_table(_decode(data), header=0)
+    if table.empty:
+        raise _fail("records file has a header but no data rows")
     if column not in table.columns:
         raise _fail(f"no column {column!r} in the records; columns are {list(table.columns)[:10]}")
     values = table[column].str.strip()

@@ -503,7 +503,10 @@ def explicit_from_csv(source: str | Path | bytes, n: int | None = None) -> Expli
     except (OSError, UnicodeDecodeError) as err:
         raise ValueError(f"cannot read query-matrix file {str(source)[:120]!r}: "
                          f"{getattr(err, 'strerror', None) or err}") from None
-    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    except csv.Error as err:  # e.g. NUL bytes or a stray CR (fuzz-found)
+        raise ValueError(f"cannot parse query-matrix CSV: {err}") from None
     if not rows:
         raise ValueError("query-matrix CSV is empty")
     try:
@@ -514,6 +517,8 @@ def explicit_from_csv(source: str | Path | bytes, n: int | None = None) -> Expli
         matrix = np.array([[float(c) for c in r] for r in rows])
     except ValueError as err:
         raise ValueError(f"query-matrix CSV must hold only numbers: {err}") from None
+    if matrix.ndim != 2 or matrix.size == 0:
+        raise ValueError("query-matrix CSV needs at least one row of numbers (one row per query)")
     if n is not None and matrix.shape[1] != n:
         raise ValueError(f"query matrix has {matrix.shape[1]} columns but the histogram has {n} cells")
     return Explicit(matrix, label="file")

@@ -1,0 +1,203 @@
+"""Hostile and malformed input: every loader answers with its documented error type, never a crash.
+
+Loaders and their documented errors: ``load_histogram`` and ``histogram_from_records`` raise
+``DataError`` (a ``ValueError``); ``explicit_from_csv`` raises ``ValueError``. Each loader gets ≥ 1000
+generated inputs (Hypothesis, derandomised so CI is reproducible), plus the large-input cases.
+A histogram that does load must be valid: finite, non-negative counts.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.datasets import MAX_UPLOAD_BYTES, DataError, histogram_from_records, load_histogram
+from core.domain import Histogram
+from core.workloads import explicit_from_csv
+
+FUZZ = settings(max_examples=1000, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+# ----------------------------------------------------------------------------- generators
+INJECTIONS = ["=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1:A9)", "=HYPERLINK(\"http://x\")", "\t=1", "\r=1"]
+NUMBERISH = st.one_of(
+    st.integers(-10, 10**6).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["1e3", "1E-2", "-0", "+5", "1,234", "1.234,5", "1 000", "\"12\"", "'7'", "NaN", "nan",
+                     "inf", "-inf", "Infinity", "", " ", "0x1F", "1_000", "½", "١٢", "12abc", "None", "null",
+                     "TRUE", "1e400", "-1e-400", "9" * 400]),
+)
+LABELS = st.one_of(st.text(max_size=12), st.sampled_from(INJECTIONS))
+DELIMITERS = st.sampled_from([",", ";", "\t", "|"])
+NEWLINES = st.sampled_from(["\n", "\r\n", "\r"])
+HEADERS = st.sampled_from([["label", "count"], ["count"], ["row", "col", "count"], ["Count", "Label"], [],
+                           ["label", "value"], ["count", "count"]])
+
+
+@st.composite
+def near_valid_csv(draw) -> bytes:
+    """CSV that is almost right: odd delimiters, BOMs, quoting, number formats, injection labels, ragged rows."""
+    delimiter, newline, header = draw(DELIMITERS), draw(NEWLINES), draw(HEADERS)
+    width = max(len(header), 1) + draw(st.sampled_from([0, 0, 0, 1, -1]))
+    rows = [delimiter.join(header)] if header else []
+    for _ in range(draw(st.integers(0, 12))):
+        cells = [draw(st.one_of(NUMBERISH, LABELS)) for _ in range(max(width + draw(st.sampled_from([0, 0, 1])), 0))]
+        rows.append(delimiter.join(cells))
+    text = newline.join(rows) + draw(st.sampled_from(["", newline]))
+    prefix = draw(st.sampled_from([b"", b"\xef\xbb\xbf", b"\xff\xfe", b"\x00"]))
+    return prefix + text.encode(draw(st.sampled_from(["utf-8", "utf-8", "latin-1", "utf-16"])), errors="replace")
+
+
+JSON_LEAF = st.one_of(st.integers(-(10**20), 10**20), st.floats(allow_nan=True, allow_infinity=True),
+                      st.booleans(), st.none(), st.text(max_size=5), st.sampled_from(INJECTIONS))
+JSON_VALUE = st.recursive(JSON_LEAF, lambda inner: st.one_of(st.lists(inner, max_size=5),
+                                                             st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+                          max_leaves=20)
+
+
+@st.composite
+def near_valid_json(draw) -> bytes:
+    """JSON documents shaped like {"counts": ...} with wrong types, NaN/Infinity tokens, ragged rows."""
+    counts = draw(st.one_of(st.lists(JSON_LEAF, max_size=8), st.lists(st.lists(JSON_LEAF, max_size=4), max_size=4),
+                            JSON_VALUE))
+    doc = draw(st.sampled_from(["object", "list", "other"]))
+    payload = {"counts": counts, "labels": draw(JSON_VALUE), "name": draw(JSON_VALUE)} if doc == "object" else (
+        counts if doc == "list" else draw(JSON_VALUE))
+    text = json.dumps(payload, allow_nan=True)
+    if draw(st.booleans()):  # truncate or corrupt a byte
+        cut = draw(st.integers(0, len(text)))
+        text = text[:cut] + draw(st.sampled_from(["", "}", "[[[[", "\x00", "NaN", ","])) + text[cut:]
+    return draw(st.sampled_from([b"", b"\xef\xbb\xbf", b"  \n"])) + text.encode("utf-8", errors="replace")
+
+
+DTYPES = ["<f8", "<f4", "<i8", "<u1", "|b1", "<c16", "<M8[s]", "<U3", "|S2", "<f2", ">i4"]
+
+
+@st.composite
+def near_valid_npy(draw) -> bytes:
+    """.npy files of any dtype and shape (0–3-D), with NaN/inf/negatives, optionally truncated or corrupted."""
+    shape = tuple(draw(st.lists(st.integers(0, 5), max_size=3)))
+    dtype = np.dtype(draw(st.sampled_from(DTYPES)))
+    values = draw(st.lists(st.sampled_from([0, 1, 7, -3, 2.5, np.nan, np.inf, 1e300]),
+                           min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))
+    with np.errstate(invalid="ignore", over="ignore"):
+        try:
+            array = np.array(values, dtype=float).astype(dtype).reshape(shape)
+        except (ValueError, TypeError):
+            array = np.zeros(shape, dtype=float)
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    data = bytearray(buffer.getvalue())
+    action = draw(st.sampled_from(["keep", "keep", "truncate", "flip"]))
+    if action == "truncate" and data:
+        data = data[:draw(st.integers(0, len(data) - 1))]
+    elif action == "flip" and data:
+        i = draw(st.integers(0, len(data) - 1))
+        data[i] = draw(st.integers(0, 255))
+    return bytes(data)
+
+
+def _load_or_data_error(loader, *args, **kwargs) -> Histogram | None:
+    """The loader's result, or None after the documented DataError; anything else fails the test."""
+    try:
+        histogram = loader(*args, **kwargs)
+    except DataError as err:
+        message = str(err)
+        assert message and "\n" not in message and "Traceback" not in message
+        return None
+    counts = histogram.counts
+    assert counts.size > 0 and np.all(np.isfinite(counts)) and np.all(counts >= 0)
+    return histogram
+
+
+# ----------------------------------------------------------------------------- load_histogram
+@FUZZ
+@given(st.binary(max_size=2048), st.sampled_from([None, "x.csv", "x.json", "x.npy", "x.txt"]))
+def test_arbitrary_bytes_give_a_histogram_or_a_data_error(data, filename):
+    _load_or_data_error(load_histogram, data, filename=filename)
+
+
+@FUZZ
+@given(near_valid_csv(), st.sampled_from([None, "upload.csv"]))
+def test_near_valid_csv(data, filename):
+    _load_or_data_error(load_histogram, data, filename=filename)
+
+
+@FUZZ
+@given(near_valid_json(), st.sampled_from([None, "upload.json"]))
+def test_near_valid_json(data, filename):
+    _load_or_data_error(load_histogram, data, filename=filename)
+
+
+@FUZZ
+@given(near_valid_npy(), st.sampled_from([None, "upload.npy"]))
+def test_near_valid_npy(data, filename):
+    _load_or_data_error(load_histogram, data, filename=filename)
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b"\xef\xbb\xbflabel;count\n=cmd|' /C calc'!A0;3\nb;1.5e1\n", None),
+    (b'label,count\na,"1,234"\n', "not a finite number"),
+    (b"count\nNaN\n", "not a finite number"),
+    (b"count\ninf\n", "not a finite number"),
+    (b"count\n-1\n", "must be >= 0"),
+    (b'{"counts": [1, NaN]}', "finite"),
+    (b'{"counts": [1, Infinity]}', "finite"),
+    (b'{"counts": [1e400]}', "finite"),
+    (b'{"counts": [true, 2]}', "must be a number"),
+    (b"[" * 100_000 + b"]" * 100_000, None),
+])
+def test_specific_hostile_inputs(data, message):
+    histogram = _load_or_data_error(load_histogram, data)
+    if message is None:
+        return
+    assert histogram is None
+    with pytest.raises(DataError, match=message):
+        load_histogram(data)
+
+
+def test_injection_labels_load_as_plain_text():
+    histogram = load_histogram(b"label,count\n=cmd|' /C calc'!A0,3\n@SUM(A1),2\n")
+    assert histogram.labels == (("=cmd|' /C calc'!A0", "@SUM(A1)"),)  # neutralised on export, not on load
+
+
+def test_ten_million_rows_are_refused_with_the_cell_limit():
+    data = b"count\n" + b"1\n" * 10_000_000  # 20 MB: under the upload limit, over the cell limit
+    with pytest.raises(DataError, match="limit"):
+        load_histogram(data)
+
+
+def test_uploads_over_the_size_limit_are_refused_before_parsing(tmp_path):
+    data = b"count\n" + b"1\n" * (MAX_UPLOAD_BYTES // 2 + 1)
+    assert len(data) > MAX_UPLOAD_BYTES
+    with pytest.raises(DataError, match="limit is 50 MB"):
+        load_histogram(data)
+    path = tmp_path / "big.csv"
+    path.write_bytes(data)
+    with pytest.raises(DataError, match="limit is 50 MB"):
+        load_histogram(path)
+
+
+# ----------------------------------------------------------------------------- other loaders
+@FUZZ
+@given(st.one_of(near_valid_csv(), st.binary(max_size=512)), st.sampled_from(["label", "count", "Count", "x"]),
+       st.sampled_from([{}, {"bins": 3}, {"edges": [0, 1, 10]}, {"bins": 0}, {"edges": [5, 1]}]))
+def test_records_loader(data, column, binning):
+    _load_or_data_error(histogram_from_records, data, column, **binning)
+
+
+@FUZZ
+@given(st.one_of(near_valid_csv(), st.binary(max_size=512)), st.sampled_from([None, 1, 3]))
+def test_query_matrix_loader_raises_only_value_error(data, n):
+    try:
+        workload = explicit_from_csv(data, n)
+    except ValueError as err:
+        assert str(err)
+        return
+    matrix = workload.matrix
+    assert matrix.ndim == 2 and matrix.size > 0 and np.all(np.isfinite(matrix))

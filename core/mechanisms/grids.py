@@ -120,28 +120,36 @@ class AdaptiveGrid:
         rows, cols = _cuts(cells.shape[0], m1), _cuts(cells.shape[1], m1)
         coarse = _block_sums(cells, rows, cols) + rng.laplace(scale=1.0 / eps_1, size=(rows.size - 1,
                                                                                         cols.size - 1))
-        estimate = np.empty_like(cells)
-        splits = np.ones(coarse.shape, dtype=int)
-        for i in range(rows.size - 1):
-            for j in range(cols.size - 1):
-                block = cells[rows[i]:rows[i + 1], cols[j]:cols[j + 1]]
-                m2 = int(np.ceil(np.sqrt(max(coarse[i, j], 0.0) * eps_2 / (self.c / 2)))) or 1
-                sub_rows, sub_cols = _cuts(block.shape[0], m2), _cuts(block.shape[1], m2)
-                fine = _block_sums(block, sub_rows, sub_cols)
-                fine = fine + rng.laplace(scale=1.0 / eps_2, size=fine.shape)
-                k = fine.size
-                splits[i, j] = k
-                # Qardaji et al. §IV-B: Var(coarse) ∝ 1/α², Var(Σ fine) ∝ k/(1−α)²
-                weight = self.alpha**2 * k
-                combined = (weight * coarse[i, j] + (1 - self.alpha) ** 2 * fine.sum()) / (
-                    weight + (1 - self.alpha) ** 2)
-                fine = fine + (combined - fine.sum()) / k
-                estimate[rows[i]:rows[i + 1], cols[j]:cols[j + 1]] = _spread(fine, sub_rows, sub_cols)
+        # level 2, vectorised over cells: each coarse block (i, j) is cut into k_r × k_c sub-blocks
+        m2 = np.maximum(1, np.ceil(np.sqrt(np.maximum(coarse, 0.0) * eps_2 / (self.c / 2)))).astype(int)
+        heights, widths = np.diff(rows), np.diff(cols)
+        k_r, k_c = np.minimum(m2, heights[:, None]), np.minimum(m2, widths[None, :])
+        block_r = np.repeat(np.arange(heights.size), heights)      # coarse block row of each cell row
+        block_c = np.repeat(np.arange(widths.size), widths)
+        local_r = np.arange(cells.shape[0]) - rows[block_r]
+        local_c = np.arange(cells.shape[1]) - cols[block_c]
+        kr, kc = k_r[block_r[:, None], block_c[None, :]], k_c[block_r[:, None], block_c[None, :]]
+        sub_r = local_r[:, None] * kr // heights[block_r][:, None]    # ⌈·⌉ split: t = ⌊offset·k/length⌋
+        sub_c = local_c[None, :] * kc // widths[block_c][None, :]
+        per_block = (k_r * k_c).ravel()
+        offset = (np.cumsum(per_block) - per_block).reshape(coarse.shape)
+        label = (offset[block_r[:, None], block_c[None, :]] + sub_r * kc + sub_c).ravel()
+        fine = np.bincount(label, weights=cells.ravel(), minlength=per_block.sum())
+        size = np.bincount(label, minlength=per_block.sum())
+        fine = fine + rng.laplace(scale=1.0 / eps_2, size=fine.size)
+        parent = np.repeat(np.arange(per_block.size), per_block)
+        fine_sum = np.bincount(parent, weights=fine, minlength=per_block.size)
+        # Qardaji et al. §IV-B: Var(coarse) ∝ 1/α², Var(Σ fine) ∝ k/(1−α)²; inverse-variance average,
+        # then the difference is spread evenly over the k sub-blocks
+        weight = self.alpha**2 * per_block
+        combined = (weight * coarse.ravel() + (1 - self.alpha) ** 2 * fine_sum) / (weight + (1 - self.alpha) ** 2)
+        fine = fine + ((combined - fine_sum) / per_block)[parent]
+        estimate = fine[label] / size[label]
         ones = np.ones(cells.size)  # each cell: the total, one coarse block, one fine block
         loss = laplace_privacy_loss([(ones, 1.0 / eps_total), (ones, 1.0 / eps_1), (ones, 1.0 / eps_2)])
-        params = {"coarse_grid": coarse.shape, "fine_blocks": int(splits.sum()), "noisy_total": total,
+        params = {"coarse_grid": coarse.shape, "fine_blocks": int(per_block.sum()), "noisy_total": total,
                   "alpha": self.alpha, "c": self.c, "total_ratio": self.total_ratio}
-        return Release(self.name, epsilon, loss, workload.matvec(estimate.ravel()), estimate.ravel(), params)
+        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate, params)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None  # the grid sizes and the uniformity bias depend on the data

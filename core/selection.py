@@ -386,8 +386,12 @@ def _analytic_error(mechanism, workload, metric, confidence, simultaneous):
             if metric == "max_abs":  # |Lap(b)| ~ Exp(1/b): E max of m is b·H_m
                 harmonic = float(np.sum(1.0 / np.arange(1, m + 1)))
                 return (lambda e: scale(e) * harmonic), "analytic"
-    if metric == "rmse" and confidence is None and mechanism.expected_mse(workload, 1.0) is not None:
-        return (lambda e: math.sqrt(mechanism.expected_mse(workload, e))), "analytic"
+    if metric == "rmse" and confidence is None:
+        mse_at_one = mechanism.expected_mse(workload, 1.0)
+        if mse_at_one is not None:
+            # Laplace noise of scale ∝ 1/ε gives RMSE ∝ 1/ε: one (possibly costly, e.g. OM's
+            # factorisation) evaluation draws the curve; epsilon_for_accuracy checks the scaling at ε*.
+            return (lambda e: math.sqrt(mse_at_one) / e), "analytic"
     return None
 
 
@@ -448,6 +452,11 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
             error_at, target, low=grid[i - 1], high=grid[i], tolerance=1e-3)
     else:
         epsilon = smallest_epsilon(error_at, target, low=low, high=high)
+        if method == "analytic" and metric == "rmse":
+            exact = lambda e: math.sqrt(mechanism.expected_mse(workload, e))  # noqa: E731
+            if not math.isclose(exact(epsilon), error_at(epsilon), rel_tol=1e-6):  # not ∝ 1/ε: search it
+                errors = np.array([exact(float(e)) for e in grid])
+                epsilon = smallest_epsilon(exact, target, low=low, high=high)
     return EpsilonChoice(epsilon, float(target), metric, confidence, method, grid, errors, note)
 
 

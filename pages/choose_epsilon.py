@@ -32,8 +32,12 @@ def from_accuracy() -> None:
     key = (st.session_state.dataset_key, ui.workload_spec(), name, target, metric, confidence, simultaneous,
            int(st.session_state.seed))
     try:
-        choice = selection.epsilon_for_accuracy(mechanism, workload, target, metric, confidence,
-                                                simultaneous=simultaneous)
+        choice = st.session_state.epsilon_choices.get(key)
+        if choice is None:
+            with st.spinner("computing the analytic error…"):
+                choice = selection.epsilon_for_accuracy(mechanism, workload, target, metric, confidence,
+                                                        simultaneous=simultaneous)
+            st.session_state.epsilon_choices[key] = choice
     except ValueError as err:
         if "pass data=" not in str(err):
             st.error(str(err))
@@ -64,11 +68,11 @@ def from_accuracy() -> None:
     fig.add_scatter(x=[choice.epsilon], y=[target], mode="markers", marker={"size": 12, "symbol": "star"},
                     name=f"chosen ε = {choice.epsilon:.4g}")
     st.plotly_chart(fig, key="choose_curve")
-    accuracy = selection.accuracy_for_epsilon(mechanism, workload, choice.epsilon, confidence=confidence or 0.95)
-    if accuracy.half_width is None:
+    if selection.laplace_answer_scale(mechanism, workload, choice.epsilon) is None:
         st.caption("Confidence intervals are exact for Laplace histograms (identity) and Laplace on the "
                    "answers; this mechanism's error is not plain Laplace noise.")
         return
+    accuracy = selection.accuracy_for_epsilon(mechanism, workload, choice.epsilon, confidence=confidence or 0.95)
     cols = st.columns(3)
     cols[0].metric(f"Noise scale per {accuracy.unit}", f"b = {accuracy.noise_scale:.4g}")
     cols[1].metric(f"±, each {accuracy.unit} ({accuracy.confidence:.0%})", f"{accuracy.half_width:.4g}")

@@ -1,6 +1,7 @@
 """Epsilon selection: Lee & Clifton (spec §6(e)), accuracy targets, confidence intervals."""
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -158,6 +159,34 @@ def test_rmse_target_is_met_exactly_for_analytic_mechanisms(mechanism):
     assert choice.method == "analytic"
     assert math.sqrt(mechanism.expected_mse(workload, choice.epsilon)) == pytest.approx(2.0, rel=1e-9)
     assert np.all(np.diff(choice.errors) <= 1e-12) and choice.epsilons.size == choice.errors.size
+
+
+@dataclass(frozen=True)
+class CountingMechanism:
+    """expected_mse = 2/ε² + bias/ε (not ∝ 1/ε² unless bias = 0); counts its calls."""
+
+    bias: float
+    calls: list = field(default_factory=list)
+    name: str = "counting"
+    data_dependent: bool = False
+
+    def expected_mse(self, workload, epsilon):
+        self.calls.append(epsilon)
+        return 2 / epsilon**2 + self.bias / epsilon
+
+
+def test_one_evaluation_draws_the_curve_when_rmse_scales_as_one_over_epsilon():
+    mechanism = CountingMechanism(0.0)
+    choice = epsilon_for_accuracy(mechanism, Identity(4), 0.5)
+    assert choice.epsilon == pytest.approx(2 * math.sqrt(2), rel=1e-9)
+    assert len(mechanism.calls) == 2  # ε = 1 for the curve, ε* to check the scaling
+
+
+def test_search_falls_back_when_rmse_does_not_scale():
+    mechanism = CountingMechanism(3.0)
+    choice = epsilon_for_accuracy(mechanism, Identity(4), 0.5)
+    assert math.sqrt(mechanism.expected_mse(None, choice.epsilon)) == pytest.approx(0.5, rel=1e-9)
+    np.testing.assert_allclose(choice.errors, np.sqrt(2 / choice.epsilons**2 + 3 / choice.epsilons))
 
 
 @pytest.mark.parametrize(("simultaneous", "count"), [(False, 1), (True, 8)])

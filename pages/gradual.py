@@ -70,8 +70,9 @@ def walk_tab() -> None:
     if not step:
         st.info("Press the button to release the first step. Each later step only charges the increment.")
         return
-    bins = st.multiselect("Bins to follow", list(range(hist.domain.size)),
-                          default=[int(i) for i in np.argsort(hist.vector)[-3:]], key="gradual_bins")
+    largest = [int(i) for i in np.argsort(hist.vector)[-3:]]
+    bins = st.multiselect("Bins to follow", sorted(set(range(min(hist.domain.size, 5000))) | set(largest)),
+                          default=largest, key="gradual_bins", help="Flat bin index (row-major for 2-D).")
     values = np.array(walk["values"])
     series = {f"bin {b} (true {hist.vector[b]:g})": values[:, b] for b in bins}
     st.plotly_chart(ui.line_figure(released, series, x_title="epsilon", y_title="released value", shape="hv"),

@@ -448,8 +448,8 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
             raise ValueError(f"target {target:g} is not reached even at epsilon={high:g} "
                              f"(simulated error {errors[-1]:.4g}); raise the target or the upper limit")
         i = int(passing[0])
-        epsilon = float(grid[0]) if i == 0 else smallest_epsilon(  # 0.1 % is finer than the noise
-            error_at, target, low=grid[i - 1], high=grid[i], tolerance=1e-3)
+        epsilon = float(grid[0]) if i == 0 else smallest_epsilon(  # 1 % in ε: finer than the noise
+            error_at, target, low=grid[i - 1], high=grid[i], tolerance=1e-2)
     else:
         epsilon = smallest_epsilon(error_at, target, low=low, high=high)
         if method == "analytic" and metric == "rmse":

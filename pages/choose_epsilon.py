@@ -44,7 +44,8 @@ def from_accuracy() -> None:
             return
         choice = st.session_state.epsilon_choices.get(key)
         if choice is None:
-            st.info(f"{err}. Simulation runs the mechanism on the current data at each epsilon.")
+            st.info(f"{err}. Simulation runs the mechanism (trials × about 20 epsilons) on the current data; "
+                    "slow mechanisms take minutes.")
             trials = st.slider("Trials per epsilon", 2, 30, 5, key="choose_trials")
             if not st.button("Estimate by simulation", key="choose_simulate"):
                 return
@@ -52,7 +53,7 @@ def from_accuracy() -> None:
                 try:
                     choice = selection.epsilon_for_accuracy(
                         mechanism, workload, target, metric, confidence, simultaneous=simultaneous,
-                        data=hist.counts, trials=trials, points=15, rng=ui.simulation_rng(1))
+                        data=hist.counts, trials=trials, points=12, rng=ui.simulation_rng(1))
                 except ValueError as sim_err:
                     st.error(str(sim_err))
                     return

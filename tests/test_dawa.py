@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from core.mechanisms import MECHANISMS
-from core.mechanisms.dawa import DAWA, _Deviations, cheapest_partition, gram_sketch, l1_partition, window_deviations
-from core.mechanisms.greedy_h import bucket_gram
+from core.mechanisms.dawa import DAWA, _Deviations, cheapest_partition, l1_partition, window_deviations
+from core.mechanisms.greedy_h import bucket_gram, gram_sketch
 from core.workloads import AllRange, Identity, Kron, Prefix, Stack, Total, random_range
 
 

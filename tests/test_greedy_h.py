@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from core.mechanisms import MECHANISMS
-from core.mechanisms.greedy_h import MAX_UNITS, GreedyH, bucket_gram, greedy_hierarchy
+from core.mechanisms import greedy_h
+from core.mechanisms.greedy_h import MAX_UNITS, GreedyH, bucket_gram, gram_sketch, greedy_hierarchy, hierarchy_trace
 from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Stack, Total, dense, random_range
 
 
@@ -62,6 +63,34 @@ def test_hierarchy_inverse_matches_dense_least_squares(workload, branching):
     np.testing.assert_allclose(tree.cell_l1, 1.0)  # weights on every root-to-leaf path sum to one
     x = np.arange(workload.shape[1], dtype=float)
     np.testing.assert_allclose(tree.measure(x), a @ x)
+
+
+@pytest.mark.parametrize("workload", [Prefix(40), random_range(37, 50, seed=4), Kron((Identity(3), Total(4)))],
+                         ids=lambda w: type(w).__name__)
+def test_sketched_strategy_and_its_trace_against_dense(workload):
+    matrix = dense(workload)
+    gram = matrix.T @ matrix
+    n = workload.shape[1]
+    exact = greedy_hierarchy(gram)
+    assert hierarchy_trace(exact, gram) == pytest.approx(exact.trace, rel=1e-10)
+    sketched = greedy_hierarchy(None, sketch=gram_sketch(workload, np.arange(n + 1), 64))
+    assert math.isnan(sketched.trace)
+    a = _strategy(sketched)
+    assert hierarchy_trace(sketched, gram) == pytest.approx(np.trace(gram @ np.linalg.pinv(a.T @ a)), rel=1e-9)
+    np.testing.assert_allclose(sketched.cell_l1, 1.0)
+
+
+def test_large_domains_use_the_sketch_and_keep_an_exact_expected_mse(monkeypatch):
+    monkeypatch.setattr(greedy_h, "EXACT_CELLS", 16)
+    monkeypatch.setattr(greedy_h, "_STRATEGIES", {})
+    monkeypatch.setattr(greedy_h, "_TRACES", {})
+    workload = random_range(48, 60, seed=8)
+    release = GreedyH().run(np.arange(48.0), workload, 1.0, np.random.default_rng(0))
+    assert release.params["gram"].startswith("sketch")
+    tree = release.details["hierarchy"]
+    a, matrix = _strategy(tree), dense(workload)
+    exact_trace = np.trace(matrix.T @ matrix @ np.linalg.pinv(a.T @ a))
+    assert GreedyH().expected_mse(workload, 1.0) == pytest.approx(2 * exact_trace / 60, rel=1e-9)
 
 
 def test_constant_gram_blocks_become_single_queries():

@@ -27,70 +27,12 @@ from functools import lru_cache
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, check_ratio, laplace_privacy_loss
-from core.mechanisms.gram import gram_apply
-from core.mechanisms.greedy_h import _check_knobs, bucket_gram, greedy_hierarchy
-from core.workloads import Identity, Prefix, Ranges, Stack, Total, Workload
+from core.mechanisms.greedy_h import _check_knobs, bucket_gram, gram_sketch, greedy_hierarchy
+from core.workloads import Workload
 
-EXACT_BUCKETS = 256   # up to this many buckets Greedy-H reads the exact reduced Gram …
+EXACT_BUCKETS = 256   # up to this many buckets Greedy-H reads the exact reduced Gram, beyond it a sketch
+BUCKET_SKETCH_ROWS = 16  # rows of that sketch: 16 left DPBench errors unchanged against the exact Gram
 DIRECT_WINDOW = 32    # windows up to this length are summed directly, longer ones use the wavelet matrix
-SKETCH_ROWS = 16      # … beyond it a fixed Gaussian sketch of it with this many rows (O(buckets · rows));
-#                       16 rows left DPBench errors unchanged against the exact Gram (bench/peer_accuracy.py)
-
-
-def gram_sketch(workload: Workload, bounds: np.ndarray, rows: int = SKETCH_ROWS) -> np.ndarray:
-    """Row j = S (EᵀWᵀWE) e_j for the bucket expansion E and a fixed Gaussian S (rows × buckets) / √rows.
-
-    ‖S G u‖² estimates ‖G u‖² (Johnson–Lindenstrauss), which is all Greedy-H's greedy rule reads. S is
-    drawn from a fixed seed: it is part of the algorithm, not privacy noise, and keeps runs reproducible.
-    Range workloads take O((m + buckets) · rows) through their end points; others go through
-    ``gram_apply`` on the cells.
-    """
-    buckets = bounds.size - 1
-    capacity = 1 << max(0, buckets - 1).bit_length()  # the first rows of a larger draw are the same draw
-    return _sketch_of(workload, bounds, _gaussian(capacity, rows)[:buckets])
-
-
-@lru_cache(maxsize=4)
-def _gaussian(count: int, rows: int) -> np.ndarray:
-    return np.random.default_rng(0).standard_normal((count, rows)) / np.sqrt(rows)
-
-
-def _sketch_of(workload: Workload, bounds: np.ndarray, sketch: np.ndarray) -> np.ndarray:
-    n = workload.shape[1]
-    if isinstance(workload, Stack):
-        return sum(_sketch_of(part, bounds, sketch) for part in workload.parts)
-    ends = {Ranges: lambda w: (w.lo, w.hi), Prefix: lambda w: (np.zeros(n, dtype=np.int64), np.arange(n)),
-            Identity: lambda w: (np.arange(n), np.arange(n)), Total: lambda w: (np.array([0]), np.array([n - 1]))}
-    for kind, get in ends.items():
-        if isinstance(workload, kind):
-            return _ranges_sketch(*get(workload), bounds, sketch)
-    width = np.diff(bounds)
-    spread = np.repeat(sketch / width[:, None], width, axis=0)          # E Sᵀ
-    return np.add.reduceat(gram_apply(workload, spread), bounds[:-1], axis=0) / width[:, None]
-
-
-def _ranges_sketch(lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray, sketch: np.ndarray) -> np.ndarray:
-    """EᵀWᵀW E Sᵀ for 0/1 ranges without touching the cells: only query ends and bucket bounds."""
-    k, r = sketch.shape
-    width = np.append(np.diff(bounds), 1).astype(float)
-    padded = np.vstack([sketch, np.zeros((1, r))])
-    before = np.vstack([np.zeros((1, r)), np.cumsum(sketch, axis=0)])   # Σ of whole buckets before c
-
-    def prefix(t):  # Σ_{i < t} (E Sᵀ)_i: whole buckets, plus a share of the bucket holding t
-        c = np.searchsorted(bounds, t, side="right") - 1
-        return before[c] + ((t - bounds[c]) / width[c])[:, None] * padded[c]
-
-    answers = prefix(hi + 1) - prefix(lo)                                 # W E Sᵀ, m × r
-    # Σ_{i < b} (Wᵀ answers)_i = Σ_e w_e (b − p_e)₊ over the +answers at lo and −answers at hi + 1
-    position = np.concatenate((lo, hi + 1))
-    weight = np.concatenate((answers, -answers))
-    order = np.argsort(position, kind="stable")
-    position, weight = position[order], weight[order]
-    first = np.vstack([np.zeros((1, r)), np.cumsum(weight, axis=0)])
-    second = np.vstack([np.zeros((1, r)), np.cumsum(position[:, None] * weight, axis=0)])
-    below = np.searchsorted(position, bounds, side="left")
-    cumulative = bounds[:, None] * first[below] - second[below]
-    return np.diff(cumulative, axis=0) / width[:-1, None]
 
 
 def window_deviations(x: np.ndarray, length: int) -> np.ndarray:
@@ -271,8 +213,9 @@ class DAWA:
             tree = greedy_hierarchy(gram, self.branching, self.granularity)
             metric = "exact" if exact else "all-range proxy"
         else:
-            tree = greedy_hierarchy(None, self.branching, self.granularity, sketch=gram_sketch(workload, bounds))
-            metric = f"sketch ({SKETCH_ROWS} rows)"
+            sketch = gram_sketch(workload, bounds, BUCKET_SKETCH_ROWS)
+            tree = greedy_hierarchy(None, self.branching, self.granularity, sketch=sketch)
+            metric = f"sketch ({BUCKET_SKETCH_ROWS} rows)"
         bucket_l1 = tree.cell_l1
         scale = float(bucket_l1.max()) / epsilon_measure
         counts = np.add.reduceat(x, bounds[:-1])

@@ -20,10 +20,12 @@ tr(WᵀW (AᵀA)⁻¹) falls out of the same recursion.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.gram import gram_apply
 from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Ranges, Stack, Total, Workload, dense
 
 MAX_UNITS = 4096  # Greedy-H holds dense unit × unit matrices; beyond this it refuses (memory)
@@ -177,6 +179,62 @@ def bucket_gram(workload: Workload, bounds: np.ndarray) -> tuple[np.ndarray, boo
     if np.any(width != 1):
         block /= np.outer(width, width)
     return block, exact
+
+
+def gram_sketch(workload: Workload, bounds: np.ndarray, rows: int) -> np.ndarray:
+    """Row j = S (EᵀWᵀWE) e_j for the bucket expansion E and a fixed Gaussian S (rows × buckets) / √rows.
+
+    ‖S G u‖² estimates ‖G u‖² (Johnson–Lindenstrauss), which is all Greedy-H's greedy rule reads. S is
+    drawn from a fixed seed: it is part of the algorithm, not privacy noise, and keeps runs reproducible.
+    Range workloads take O((m + buckets) · rows) through their end points; others go through
+    ``gram_apply`` on the cells.
+    """
+    buckets = bounds.size - 1
+    capacity = 1 << max(0, buckets - 1).bit_length()  # the first rows of a larger draw are the same draw
+    return _sketch_of(workload, bounds, _gaussian(capacity, rows)[:buckets])
+
+
+@lru_cache(maxsize=4)
+def _gaussian(count: int, rows: int) -> np.ndarray:
+    return np.random.default_rng(0).standard_normal((count, rows)) / np.sqrt(rows)
+
+
+def _sketch_of(workload: Workload, bounds: np.ndarray, sketch: np.ndarray) -> np.ndarray:
+    n = workload.shape[1]
+    if isinstance(workload, Stack):
+        return sum(_sketch_of(part, bounds, sketch) for part in workload.parts)
+    ends = {Ranges: lambda w: (w.lo, w.hi), Prefix: lambda w: (np.zeros(n, dtype=np.int64), np.arange(n)),
+            Identity: lambda w: (np.arange(n), np.arange(n)), Total: lambda w: (np.array([0]), np.array([n - 1]))}
+    for kind, get in ends.items():
+        if isinstance(workload, kind):
+            return _ranges_sketch(*get(workload), bounds, sketch)
+    width = np.diff(bounds)
+    spread = np.repeat(sketch / width[:, None], width, axis=0)          # E Sᵀ
+    return np.add.reduceat(gram_apply(workload, spread), bounds[:-1], axis=0) / width[:, None]
+
+
+def _ranges_sketch(lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray, sketch: np.ndarray) -> np.ndarray:
+    """EᵀWᵀW E Sᵀ for 0/1 ranges without touching the cells: only query ends and bucket bounds."""
+    k, r = sketch.shape
+    width = np.append(np.diff(bounds), 1).astype(float)
+    padded = np.vstack([sketch, np.zeros((1, r))])
+    before = np.vstack([np.zeros((1, r)), np.cumsum(sketch, axis=0)])   # Σ of whole buckets before c
+
+    def prefix(t):  # Σ_{i < t} (E Sᵀ)_i: whole buckets, plus a share of the bucket holding t
+        c = np.searchsorted(bounds, t, side="right") - 1
+        return before[c] + ((t - bounds[c]) / width[c])[:, None] * padded[c]
+
+    answers = prefix(hi + 1) - prefix(lo)                                 # W E Sᵀ, m × r
+    # Σ_{i < b} (Wᵀ answers)_i = Σ_e w_e (b − p_e)₊ over the +answers at lo and −answers at hi + 1
+    position = np.concatenate((lo, hi + 1))
+    weight = np.concatenate((answers, -answers))
+    order = np.argsort(position, kind="stable")
+    position, weight = position[order], weight[order]
+    first = np.vstack([np.zeros((1, r)), np.cumsum(weight, axis=0)])
+    second = np.vstack([np.zeros((1, r)), np.cumsum(position[:, None] * weight, axis=0)])
+    below = np.searchsorted(position, bounds, side="left")
+    cumulative = bounds[:, None] * first[below] - second[below]
+    return np.diff(cumulative, axis=0) / width[:-1, None]
 
 
 # ----------------------------------------------------------------------------- the greedy hierarchy
@@ -412,17 +470,58 @@ def workload_key(workload: Workload) -> object:
 
 
 _STRATEGIES: dict[object, tuple[Hierarchy, bool]] = {}
+_TRACES: dict[object, float] = {}
 STRATEGY_CACHE = 8  # workloads whose Greedy-H strategy is kept (it depends on the workload only)
+EXACT_CELLS = 2048  # up to this many cells the greedy rule reads the exact Gram, beyond it a sketch …
+CELL_SKETCH_ROWS = 64  # … with this many rows (it reproduced the exact strategies at n = 2048)
 
 
-def _cell_strategy(workload: Workload, branching: int, granularity: int) -> tuple[Hierarchy, bool]:
+def _remember(cache: dict, key: object, value: object) -> None:
+    if len(cache) >= STRATEGY_CACHE:
+        cache.pop(next(iter(cache)))  # the oldest
+    cache[key] = value
+
+
+def _cell_strategy(workload: Workload, branching: int, granularity: int) -> tuple[Hierarchy, str]:
+    """The strategy on the cells and how its greedy rule saw the workload ("exact", "sketch", "proxy")."""
     key = (workload_key(workload), branching, granularity)
     if key not in _STRATEGIES:
-        gram, exact = bucket_gram(workload, np.arange(workload.shape[1] + 1))
-        if len(_STRATEGIES) >= STRATEGY_CACHE:
-            _STRATEGIES.pop(next(iter(_STRATEGIES)))  # the oldest
-        _STRATEGIES[key] = (greedy_hierarchy(gram, branching, granularity), exact)
+        n = workload.shape[1]
+        if n <= EXACT_CELLS:
+            gram, exact = bucket_gram(workload, np.arange(n + 1))
+            value = (greedy_hierarchy(gram, branching, granularity), "exact" if exact else "all-range proxy")
+        else:  # O(n · rows) per level instead of O(n²); the exact error is computed on demand
+            sketch = gram_sketch(workload, np.arange(n + 1), CELL_SKETCH_ROWS)
+            value = (greedy_hierarchy(None, branching, granularity, sketch=sketch),
+                     f"sketch ({CELL_SKETCH_ROWS} rows)")
+        _remember(_STRATEGIES, key, value)
     return _STRATEGIES[key]
+
+
+def hierarchy_trace(tree: Hierarchy, gram: np.ndarray) -> float:
+    """tr(WᵀW (AᵀA)⁻¹) of a hierarchy for the Gram ``gram``, through the same recursion as the inverse.
+
+    >>> tree = greedy_hierarchy(np.eye(4))
+    >>> round(hierarchy_trace(tree, np.eye(4)), 9) == round(tree.trace, 9)
+    True
+    """
+    below = None
+    for d in range(len(tree.starts) - 1, -1, -1):
+        starts, sizes, terminal = tree.starts[d], tree.sizes[d], tree.terminal[d]
+        trace = gram[starts, starts].astype(float)  # a leaf, or a uniform node: its Gram block is constant
+        if below is not None:
+            child_starts, child_trace = below
+            parent = np.searchsorted(starts, child_starts, side="right") - 1
+            summed = np.bincount(parent, weights=child_trace, minlength=starts.size)
+            inner = np.flatnonzero(~terminal)
+            quad, offset, u = np.empty(inner.size), 0, tree.u_before[d]
+            for i, (s, z) in enumerate(zip(starts[inner].tolist(), sizes[inner].tolist(), strict=True)):
+                part = u[offset:offset + z]
+                quad[i] = part @ gram[s:s + z, s:s + z] @ part
+                offset += z
+            trace[inner] = (summed[inner] - tree.shrink[d] * quad) / tree.p[d] ** 2
+        below = (starts, trace)
+    return float(below[1][0])
 
 
 def _check_knobs(branching: int, granularity: int) -> None:
@@ -455,7 +554,7 @@ class GreedyH:
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
-        tree, exact = _cell_strategy(workload, self.branching, self.granularity)
+        tree, metric = _cell_strategy(workload, self.branching, self.granularity)
         column_l1 = tree.cell_l1
         scale = float(column_l1.max()) / epsilon
         noisy = tree.measure(x) + rng.laplace(scale=scale, size=tree.query_weight.size)
@@ -463,11 +562,17 @@ class GreedyH:
         loss = laplace_privacy_loss([(column_l1, scale)])
         return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
                        {"branching": self.branching, "granularity": self.granularity, "noise_scale": scale,
-                        "queries": int(tree.query_weight.size), "gram": "exact" if exact else "all-range proxy"},
+                        "queries": int(tree.query_weight.size), "gram": metric},
                        {"hierarchy": tree})
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2 (Δ₁/ε)² tr(WᵀW (AᵀA)⁻¹) / m of the least-squares estimate."""
         tree, _ = _cell_strategy(workload, self.branching, self.granularity)
+        trace = tree.trace
+        if not np.isfinite(trace):  # a sketched strategy: its exact error needs the Gram, once per workload
+            key = (workload_key(workload), self.branching, self.granularity)
+            if key not in _TRACES:
+                _remember(_TRACES, key, hierarchy_trace(tree, _cell_gram(workload)[0]))
+            trace = _TRACES[key]
         sensitivity = float(tree.cell_l1.max())
-        return 2.0 * (sensitivity / epsilon) ** 2 * tree.trace / workload.shape[0]
+        return 2.0 * (sensitivity / epsilon) ** 2 * trace / workload.shape[0]

@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.domain import MAX_CELLS, Histogram
+from core.domain import Histogram
+from core.limits import MAX_CELLS, MAX_UPLOAD_BYTES
 
-MAX_UPLOAD_BYTES = 50 * 2**20  # 50 MB
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 

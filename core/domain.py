@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-MAX_CELLS = 2**22  # largest histogram the app accepts (4,194,304 cells)
+from core.limits import MAX_CELLS  # largest histogram the app accepts (4,194,304 cells)
 
 
 @dataclass(frozen=True)

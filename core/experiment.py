@@ -24,11 +24,10 @@ import numpy as np
 import pandas as pd
 
 from core.domain import Histogram
+from core.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
 from core.mechanisms import MECHANISMS, Mechanism, check_epsilon
 from core.metrics import HISTOGRAM_METRICS, METRICS
 from core.workloads import Workload
-
-MAX_SWEEP_RUNS = 20_000  # mechanisms × epsilons × trials refused beyond this (kept responsive)
 
 
 def trial_rng(seed: int, mechanism: str, epsilon: float, trial: int) -> np.random.Generator:

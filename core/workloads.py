@@ -19,8 +19,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-DENSE_LIMIT = 2**25  # entries; dense() refuses larger matrices (a test oracle, not a code path)
-MAX_QUERIES = 2**24  # implicit workloads beyond this many rows are refused up front
+from core.limits import DENSE_LIMIT, MAX_QUERIES  # dense() guard; implicit workloads beyond m are refused
 
 
 @runtime_checkable

@@ -8,6 +8,7 @@ A histogram that does load must be valid: finite, non-negative counts.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 
@@ -201,3 +202,118 @@ def test_query_matrix_loader_raises_only_value_error(data, n):
         return
     matrix = workload.matrix
     assert matrix.ndim == 2 and matrix.size > 0 and np.all(np.isfinite(matrix))
+
+
+# ----------------------------------------------------------------------------- bad parameters everywhere
+from core.__main__ import main as cli_main  # noqa: E402
+from core.budget import Budget, BudgetExceededError, Ledger  # noqa: E402
+from core.export import history_to_csv, release_to_csv  # noqa: E402
+from core.gradual import check_schedule  # noqa: E402
+from core.limits import MAX_EPSILON  # noqa: E402
+from core.mechanisms import MECHANISMS, Release, configure  # noqa: E402
+from core.workloads import Prefix, parse_workload, random_range  # noqa: E402
+
+BAD_EPSILONS = [0, -1.0, float("nan"), float("inf"), -float("inf"), "1", None, True, MAX_EPSILON * 1.01, 1e300]
+X16 = np.array([0, 3, 1, 7, 0, 2, 9, 4, 0, 0, 5, 1, 2, 8, 3, 6], dtype=float)
+
+
+def _data_for(mechanism) -> np.ndarray:
+    """X16, or the same counts as a 4 × 4 grid for a 2-D-only mechanism."""
+    try:
+        mechanism.run(X16, Prefix(16), 1.0, np.random.default_rng(0))
+    except ValueError as err:
+        if "2-D" in str(err):
+            return X16.reshape(4, 4)
+        raise
+    return X16
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS.values(), ids=MECHANISMS.keys())
+def test_every_mechanism_refuses_bad_epsilon_and_too_wide_workloads(mechanism):
+    x, rng = _data_for(mechanism), np.random.default_rng(0)
+    for epsilon in BAD_EPSILONS:
+        with pytest.raises(ValueError, match="epsilon"):
+            mechanism.run(x, Prefix(16), epsilon, rng)
+    with pytest.raises(ValueError, match="columns|shape|cells"):
+        mechanism.run(x, Prefix(17), 1.0, rng)  # a workload wider than the domain
+    with pytest.raises(ValueError):
+        mechanism.run(-x, Prefix(16), 1.0, rng)  # negative counts
+    with np.errstate(over="raise", invalid="raise"):  # the largest legal epsilon must not overflow
+        release = mechanism.run(x, Prefix(16), MAX_EPSILON, rng)
+    assert np.all(np.isfinite(release.answers))
+
+
+RATIO_FIELDS = [(name, field) for name, m in MECHANISMS.items() for field in ("ratio", "total_ratio")
+                if hasattr(m, field)]
+
+
+@pytest.mark.parametrize(("name", "field"), RATIO_FIELDS)
+@pytest.mark.parametrize("value", [0, 1, -0.5, 1.5, float("nan")])
+def test_budget_ratios_outside_the_open_unit_interval_are_refused(name, field, value):
+    with pytest.raises(ValueError, match=field):
+        configure(MECHANISMS[name], {field: value})
+
+
+@pytest.mark.parametrize("spec", ["random-range:m=0", "random-range:m=-3", "random-range:m=1e9", "hot-spot:p=1.5",
+                                  "random-range:m=abc", "marginals", "prefix:m=3", "nope"])
+def test_bad_workload_specs_are_refused(spec):
+    with pytest.raises(ValueError):
+        parse_workload(spec, (16,))
+
+
+def test_zero_queries_and_wide_query_files_are_refused():
+    with pytest.raises(ValueError, match="m must be"):
+        random_range(16, 0)
+    with pytest.raises(ValueError, match="columns but the histogram has 3 cells"):
+        explicit_from_csv(b"1,0,1,1\n", 3)
+
+
+@pytest.mark.parametrize("schedule", [[0.5, 0.2], [0.1, 0.1], [0.1, float("nan")], [], [-0.1, 0.2], [0.1, float("inf")]])
+def test_gradual_schedules_must_be_strictly_increasing_and_positive(schedule):
+    with pytest.raises(ValueError, match="epsilon"):
+        check_schedule(schedule)
+
+
+@pytest.mark.parametrize("epsilon", [-1.0, float("nan"), float("inf")])
+def test_budgets_refuse_bad_epsilon(epsilon):
+    with pytest.raises(ValueError, match="epsilon"):
+        Budget(epsilon)
+    with pytest.raises(ValueError, match="epsilon"):
+        Ledger(Budget(1.0)).spend("x", Budget(epsilon))
+
+
+def test_huge_spend_is_a_budget_error():
+    with pytest.raises(BudgetExceededError, match="remaining"):
+        Ledger(Budget(1.0)).spend("huge", Budget(1e300))
+
+
+CLI_BASE = ["release", "--input", "tips-bill", "--mechanism", "identity"]
+
+
+@pytest.mark.parametrize("args", [
+    CLI_BASE + ["--epsilon", "0"], CLI_BASE + ["--epsilon", "-1"], CLI_BASE + ["--epsilon", "nan"],
+    CLI_BASE + ["--epsilon", "inf"], CLI_BASE + ["--epsilon", "1e999"], CLI_BASE + ["--epsilon", "abc"],
+    CLI_BASE + ["--epsilon", "1", "--workload", "random-range:m=0"],
+    CLI_BASE + ["--epsilon", "1", "--workload", "marginals"],
+    ["release", "--input", "tips-bill", "--mechanism", "sreb-gca", "--epsilon", "1", "--param", "ratio=1.5"],
+    ["release", "--input", "tips-bill", "--mechanism", "sreb-gca", "--epsilon", "1", "--param", "ratio=0"],
+    ["compare", "--input", "tips-bill", "--epsilons", "0.1,-1"],
+    ["compare", "--input", "tips-bill", "--epsilons", "0.1", "--trials", "0"],
+    ["compare", "--input", "tips-bill", "--mechanisms", "identity,nope"],
+])
+def test_cli_bad_parameters_exit_2_with_one_line(args, tmp_path, capsys):
+    code = cli_main([*args, "--output", str(tmp_path / "out.csv")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert err.startswith("error: ") and "\n" not in err and "Traceback" not in err
+
+
+def test_csv_exports_neutralise_formula_injection_in_labels():
+    labels = INJECTIONS + ["plain", "-3 (negative bin)"]
+    release = Release("identity", 1.0, 1.0, np.arange(len(labels), dtype=float), np.arange(len(labels), dtype=float))
+    rows = list(csv.reader(io.StringIO(release_to_csv(release, labels).decode())))
+    for (label, _), original in zip(rows[1:], labels, strict=True):
+        assert not label.startswith(("=", "+", "-", "@", "\t", "\r")), label
+        assert label.lstrip("'").replace("\n", "\r") in (original, original.replace("\r\n", "\n"))
+    history = history_to_csv([{"label": "=cmd|' /C calc'!A0", "epsilon": 0.5}])
+    assert "'=cmd" in history.decode() and ",=cmd" not in history.decode()

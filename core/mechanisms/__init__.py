@@ -25,6 +25,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from core.limits import MAX_EPSILON
 from core.workloads import Workload
 
 NEIGHBOURING = "add/remove one record (unbounded DP): x' = x ± e_j"
@@ -87,6 +88,8 @@ def check_inputs(x: np.ndarray, workload: Workload, epsilon: float) -> tuple[np.
     flattened vector is returned. 2-D-aware mechanisms read ``grid_shape(x)`` before calling this.
     """
     epsilon = check_epsilon(epsilon)
+    if epsilon > MAX_EPSILON:  # protects nothing, and overflows some mechanisms' arithmetic (ε², e^ε)
+        raise ValueError(f"epsilon must be <= {MAX_EPSILON:g} (core.limits.MAX_EPSILON), got {epsilon!r}")
     x = np.asarray(x, dtype=float)
     n = workload.shape[1]
     if x.ndim not in (1, 2) or x.size != n:

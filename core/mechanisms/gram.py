@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import scipy.sparse
 
 from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Ranges, Stack, Total, Workload
 
@@ -53,10 +54,11 @@ def _allrange_gram(v: np.ndarray) -> np.ndarray:
 def _ranges_gram(w: Ranges, v: np.ndarray) -> np.ndarray:
     c = np.vstack([np.zeros((1, v.shape[1])), np.cumsum(v, axis=0)])
     answers = c[w.hi + 1] - c[w.lo]                            # W v, m × k
-    diff = np.zeros((w.n + 1, v.shape[1]))
-    np.add.at(diff, w.lo, answers)
-    np.add.at(diff, w.hi + 1, -answers)
-    return np.cumsum(diff, axis=0)[: w.n]
+    m = w.lo.size
+    # Wᵀ: +answer at lo, −answer after hi, then a running sum (a sparse product beats np.add.at)
+    ends = scipy.sparse.csr_matrix((np.r_[np.ones(m), -np.ones(m)], (np.r_[w.lo, w.hi + 1], np.r_[
+        np.arange(m), np.arange(m)])), shape=(w.n + 1, m))
+    return np.cumsum(ends @ answers, axis=0)[: w.n]
 
 
 def gram_apply(workload: Workload, v: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.budget import Budget, Ledger
-from core.mechanisms import check_epsilon, check_inputs
+from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.metrics import mae, max_abs, rmse
 from core.workloads import Workload
 
@@ -119,6 +119,25 @@ def next_release(previous, true_values, sensitivity: float, epsilon_previous: fl
     moved = np.where(pick < masses[0], v - direction * tail,
                      np.where(pick < masses[0] + masses[1], v + direction * middle, y1 + direction * tail))
     return np.where(stay, y1, moved)
+
+
+def gradual_release(x, workload: Workload, epsilons: Sequence[float], rng: np.random.Generator) -> list[Release]:
+    """Noise reduction on the histogram (Δ = 1) as Release records, most private first (style.md §1.3).
+
+    Step t's ``privacy_loss`` is the loss of its Laplace(1/ε_t) marginal, ε_t: by spec §7(b) that is
+    also the loss of publishing steps 1..t together.
+
+    >>> from core.workloads import Prefix
+    >>> steps = gradual_release(np.array([3.0, 1, 4]), Prefix(3), [0.5, 1.0], np.random.default_rng(0))
+    >>> [(r.epsilon, r.privacy_loss) for r in steps]
+    [(0.5, 0.5), (1.0, 1.0)]
+    """
+    eps = check_schedule(epsilons)
+    x, _ = check_inputs(x, workload, float(eps[-1]))
+    walk = noise_reduction(x, 1.0, eps, rng)
+    return [Release("identity", float(e), laplace_privacy_loss([(np.ones(x.size), 1.0 / e)]), workload.matvec(theta),
+                    theta, {"noise_scale": 1.0 / float(e), "gradual_step": t + 1, "schedule": tuple(eps.tolist())})
+            for t, (e, theta) in enumerate(zip(eps, walk, strict=True))]
 
 
 def walk_step(true_values, sensitivity: float, previous, epsilon_previous: float | None,

@@ -16,6 +16,7 @@ from core.gradual import (
     doubling_search,
     doubling_test_epsilon,
     geometric_grid,
+    gradual_release,
     histogram_error,
     increments,
     next_release,
@@ -241,3 +242,16 @@ def test_prefix_costs_the_last_epsilon_on_neighbours(construction):
     tolerance = 4 * math.sqrt(1 / (p * d) + 1 / (p_neighbour * d))  # relative SE of the ratio, 4σ
     assert p_neighbour / p <= math.e * (1 + tolerance)
     assert q_neighbour / q > math.e * (1 + tolerance)  # the check can tell the two apart
+
+
+def test_gradual_release_records_report_the_prefix_loss():
+    workload = Prefix(16)
+    x = np.arange(16.0)
+    releases = gradual_release(x, workload, SCHEDULE, np.random.default_rng(0))
+    assert [r.epsilon for r in releases] == SCHEDULE
+    for release in releases:
+        assert release.privacy_loss <= release.epsilon + 1e-9
+        assert release.privacy_loss == pytest.approx(release.epsilon)
+        np.testing.assert_allclose(release.answers, workload.matvec(release.estimate))
+    with pytest.raises(ValueError, match="strictly increasing"):
+        gradual_release(x, workload, SCHEDULE[::-1], np.random.default_rng(0))

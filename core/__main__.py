@@ -13,6 +13,7 @@ from core.experiment import run_sweep, summarise
 from core.export import release_to_csv, release_to_json
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.metrics import METRICS
+from core.noise import NOISE_PATHS, noise_source
 from core.reproduce import add_reproduce_command
 from core.workloads import WORKLOADS, parse_workload
 
@@ -52,13 +53,13 @@ def cmd_release(args: argparse.Namespace) -> int:
     mechanism = _mechanism(args.mechanism, _params(args.param))
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed))
     epsilon = _floats(args.epsilon, "--epsilon")[0]
-    rng = np.random.default_rng(args.seed)
+    rng = noise_source(args.noise, args.seed)  # secure (OpenDP) by default: the output leaves the building
     release = mechanism.run(histogram.counts, workload, epsilon, rng)
     output = Path(args.output)
     labels = histogram.bin_labels() if release.estimate is not None else None
     if output.suffix.lower() == ".json":
         output.write_text(release_to_json(release, workload=args.workload, seed=args.seed,
-                                          noise_path="exploration", dataset=histogram.name, labels=labels))
+                                          noise_path=args.noise, dataset=histogram.name, labels=labels))
     elif output.suffix.lower() == ".csv":
         output.write_bytes(release_to_csv(release, labels))
     else:
@@ -112,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     rel.add_argument("--workload", default="identity", help=f"workload spec ({', '.join(WORKLOADS)}); "
                      "e.g. random-range:m=2000")
     rel.add_argument("--seed", type=int, default=0, help="seed of the exploration noise")
+    rel.add_argument("--noise", choices=list(NOISE_PATHS), default="secure",
+                     help="secure: OpenDP samplers, ignores --seed (default); exploration: seeded NumPy, reproducible")
     rel.add_argument("--param", action="append", metavar="KEY=VALUE", help="mechanism setting (repeatable)")
     rel.add_argument("--output", required=True, help="OUT.csv (bin,count) or OUT.json (values + metadata)")
     rel.set_defaults(func=cmd_release)

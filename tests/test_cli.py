@@ -56,7 +56,7 @@ def test_release_is_reproducible_and_json_has_metadata(tmp_path, capsys):
     a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
     for out, seed in ((a, "3"), (b, "3"), (c, "4")):
         assert main(["release", "--input", "tips-bill", "--mechanism", "identity", "--epsilon", "0.5",
-                     "--seed", seed, "--workload", "prefix", "--output", str(out)]) == 0
+                     "--seed", seed, "--workload", "prefix", "--noise", "exploration", "--output", str(out)]) == 0
     docs = [json.loads(p.read_text()) for p in (a, b, c)]
     assert docs[0]["counts"] == docs[1]["counts"] != docs[2]["counts"]
     assert {"mechanism", "epsilon", "privacy_loss", "workload", "seed", "params", "neighbouring", "version",

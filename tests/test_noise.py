@@ -120,3 +120,16 @@ def test_secure_laplace_accepts_array_scales_like_numpy():
     noise = SecureNoise().laplace(scale=np.array([0.0, 1.0, 1.0, 5.0]))
     assert noise.shape == (4,) and noise[0] == 0.0 and np.all(noise[1:] != 0.0)
     assert SecureNoise().laplace(loc=np.ones(3), scale=0.0).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_cli_release_is_secure_by_default_and_says_so(tmp_path):
+    import json
+
+    from core.__main__ import main
+
+    outs = [tmp_path / f"{i}.json" for i in range(2)]
+    for out in outs:
+        assert main(["release", "--input", "tips-bill", "--mechanism", "identity", "--epsilon", "1",
+                     "--seed", "3", "--output", str(out)]) == 0
+    docs = [json.loads(out.read_text()) for out in outs]
+    assert docs[0]["noise_path"] == "secure" and docs[0]["counts"] != docs[1]["counts"]  # the seed is ignored

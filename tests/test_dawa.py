@@ -99,7 +99,7 @@ def test_estimate_is_uniform_within_buckets_and_answers_come_from_it(rng):
 
 def test_accurate_at_high_epsilon_on_piecewise_constant_data(rng):
     x = np.concatenate([np.full(64, 3.0), np.full(32, 40.0), np.zeros(32)])
-    release = DAWA().run(x, AllRange(128), 1e4, rng)
+    release = DAWA().run(x, AllRange(128), 1000.0, rng)
     np.testing.assert_allclose(release.estimate, x, atol=0.05)
     assert release.params["buckets"] <= 8
 

@@ -163,10 +163,10 @@ def test_same_seed_same_estimate():
     np.testing.assert_array_equal(a.estimate, b.estimate)
 
 
-def test_unbiased_least_squares_without_noise_recovers_the_data():
+def test_least_squares_at_the_largest_epsilon_recovers_the_data():
     x = np.random.default_rng(3).poisson(10, size=30).astype(float)
-    release = GreedyH().run(x, AllRange(30), 1e12, np.random.default_rng(0))
-    np.testing.assert_allclose(release.estimate, x, atol=1e-6)
+    release = GreedyH().run(x, AllRange(30), 1000.0, np.random.default_rng(0))
+    np.testing.assert_allclose(release.estimate, x, atol=0.05)
 
 
 @pytest.mark.parametrize("knobs, message", [({"branching": 1}, "branching must be"),

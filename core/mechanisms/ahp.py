@@ -81,20 +81,18 @@ def greedy_clusters(values: np.ndarray, noise_variance: float) -> np.ndarray:
     prefix = np.concatenate(([0.0], np.cumsum(values))).tolist()
     squares = np.concatenate(([0.0], np.cumsum(values**2))).tolist()
 
-    def error(i: int, j: int) -> float:  # cluster i … j inclusive: squared deviation + noise variance
-        size = j - i + 1
-        total = prefix[j + 1] - prefix[i]
-        return squares[j + 1] - squares[i] - total * total / size + noise_variance / size
-
+    # error(i, j) of cluster i … j inclusive = squared deviation + noise variance / size, inlined (hot loop)
     starts = [0]
-    i = 0
-    last = error(0, 0)
+    i, base, base_squares = 0, prefix[0], squares[0]
+    last = squares[1] - squares[0] - (prefix[1] - prefix[0]) ** 2 + noise_variance
     for j in range(1, n):
-        now = error(i, j)
+        size = j - i + 1
+        total = prefix[j + 1] - base
+        now = squares[j + 1] - base_squares - total * total / size + noise_variance / size
         if now >= last + best_new[j]:
             starts.append(j)
-            i = j
-            last = error(j, j)
+            i, base, base_squares = j, prefix[j], squares[j]
+            last = squares[j + 1] - squares[j] - (prefix[j + 1] - prefix[j]) ** 2 + noise_variance
         else:
             last = now
     return np.array(starts)

@@ -565,18 +565,23 @@ def apply_config(config: SessionConfig) -> list[str]:
     ss.workload_spec = config.workload
     ss.seed = config.seed
     led = ledger()
-    if not led.spends:
+    if abs(led.total.epsilon - config.total_epsilon) <= 1e-12:
+        pass
+    elif led.spends:
+        notes.append(f"the total budget stays ε = {led.total.epsilon:g}: it is fixed after the first release")
+    elif not 0.01 <= config.total_epsilon <= 100:
+        notes.append(f"total budget ε = {config.total_epsilon:g} is outside [0.01, 100]; kept ε = {led.total.epsilon:g}")
+    else:
         ss.ledger = Ledger(Budget(config.total_epsilon))
         ss.sidebar_total_epsilon = config.total_epsilon
-    elif abs(led.total.epsilon - config.total_epsilon) > 1e-12:
-        notes.append(f"the total budget stays ε = {led.total.epsilon:g}: it is fixed after the first release")
     ss.compare_mechanisms = list(config.mechanisms)
     lo, hi = config.epsilons[0], config.epsilons[-1]
     if len(config.epsilons) >= 2 and {lo, hi} <= {0.001, 0.01, 0.1, 1.0, 10.0, 100.0} and lo < hi:
         ss.compare_range, ss.compare_points = (lo, hi), len(config.epsilons)
     ss.session_config = config  # the full grid, for pages that can use an arbitrary one
     rel = config.release
-    ss.release_mechanism, ss.release_epsilon, ss.release_noise_path = rel.mechanism, rel.epsilon, rel.noise_path
+    ss.release_mechanism, ss.release_noise_path = rel.mechanism, rel.noise_path
+    ss.release_epsilon = min(max(rel.epsilon, 0.001), 100.0)  # the widget's range
     for key, value in rel.params:
         is_flag = isinstance(getattr(MECHANISMS[rel.mechanism], key, None), bool)
         ss[f"release_{rel.mechanism}_{key}"] = value.lower() == "true" if is_flag else value

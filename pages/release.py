@@ -38,8 +38,9 @@ def spend_and_release() -> None:
         started = time.perf_counter()
         release = configure(MECHANISMS[name], settings).run(ui.histogram().counts, ui.workload(), epsilon, rng)
         seconds = time.perf_counter() - started
-    except ValueError as err:  # nothing was published, so nothing is charged
-        st.session_state.flash_error = f"{name} cannot release this input: {err}"
+    except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
+        message = str(err).splitlines()[0] if str(err) else type(err).__name__
+        st.session_state.flash_error = f"{name} cannot release this input: {message}"
         return
     if not ui.charge(label, epsilon):
         return

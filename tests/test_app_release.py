@@ -132,3 +132,15 @@ def test_total_budget_can_be_set_before_the_first_release():
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.number_input(key="sidebar_total_epsilon").set_value(2.0).run()
     assert at.session_state.ledger.total.epsilon == 2.0
+
+
+def test_a_config_outside_the_widget_ranges_is_applied_safely():
+    config = dataclasses.replace(parse_config(open_page(RELEASE).code[0].value), total_epsilon=500.0)
+    config = dataclasses.replace(config, release=dataclasses.replace(config.release, epsilon=1e6))
+    at = open_page(RELEASE)
+    at.text_area(key="release_config_text").set_value(config_to_json(config))
+    at.button(key="release_config_load").click().run()
+    assert not at.exception
+    assert at.session_state.ledger.total.epsilon == 5.0
+    assert at.session_state.release_epsilon == 100.0
+    assert "outside [0.01, 100]" in at.success[0].value

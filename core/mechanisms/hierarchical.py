@@ -25,7 +25,8 @@ from functools import lru_cache
 import numpy as np
 
 from core.mechanisms import Release, check_epsilon, check_inputs, grid_shape, laplace_privacy_loss
-from core.mechanisms.gram import noise_energy
+from core.mechanisms.gram import noise_energy, remember
+from core.mechanisms.greedy_h import workload_key
 from core.workloads import Workload
 
 
@@ -204,8 +205,15 @@ def workload_grid(workload: Workload) -> tuple[int, int]:
     return (1, workload.shape[1])
 
 
-@lru_cache(maxsize=64)
-def _unit_energy(tree: Tree, workload: Workload) -> float:
+_ENERGIES: dict[object, float] = {}
+
+
+def _unit_energy(tree_args: tuple[tuple[int, int], int, bool], workload: Workload) -> float:
+    """Σ_k ‖W l_k‖² over the least-squares columns, cached per (tree, workload content)."""
+    return remember(_ENERGIES, (tree_args, workload_key(workload)), lambda: _energy(build_tree(*tree_args), workload))
+
+
+def _energy(tree: Tree, workload: Workload) -> float:
     n_cells = tree.shape[0] * tree.shape[1]
     sizes = [lv.r0.size if m else 0 for lv, m in zip(tree.levels, tree.measured, strict=True)]
     bounds = np.cumsum([0, *sizes])
@@ -249,6 +257,9 @@ class Hierarchical:
 
     def tree(self, shape: tuple[int, ...]) -> Tree:
         """The hierarchy used for a histogram of this shape ((n,) or (rows, cols))."""
+        return build_tree(*self._tree_args(shape))
+
+    def _tree_args(self, shape: tuple[int, ...]) -> tuple[tuple[int, int], int, bool]:
         grid = _grid(shape)
         if self.branching == "auto":
             # 2-D: the per-axis branching is chosen for the whole domain size, as ektelo's HB does
@@ -256,7 +267,7 @@ class Hierarchical:
         else:
             b = int(self.branching)
         root = (self.branching == 2) if self.include_root == "auto" else self.include_root
-        return build_tree(grid, b, bool(root))
+        return grid, b, bool(root)
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         shape = grid_shape(x)
@@ -279,5 +290,6 @@ class Hierarchical:
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Exact per-query MSE: 2 (h/ε)² Σ_k ‖W l_k‖² / m over the least-squares estimator's columns l_k."""
         epsilon = check_epsilon(epsilon)
-        tree = self.tree(workload_grid(workload))
-        return 2.0 * (tree.height / epsilon) ** 2 * _unit_energy(tree, workload) / workload.shape[0]
+        args = self._tree_args(workload_grid(workload))
+        height = build_tree(*args).height
+        return 2.0 * (height / epsilon) ** 2 * _unit_energy(args, workload) / workload.shape[0]

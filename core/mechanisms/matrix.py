@@ -18,14 +18,13 @@ its gradient costs O(p²n) instead of HDMM's dense O(n³) or O(pn²).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-
 import numpy as np
 import scipy.linalg
 import scipy.optimize
 
 from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
-from core.mechanisms.gram import gram_apply
+from core.mechanisms.gram import gram_apply, remember
+from core.mechanisms.greedy_h import workload_key
 from core.workloads import Workload
 
 MAX_CELLS = 8192  # largest domain mm-opt optimises for (seconds at this size; see bench/bench_standard.py)
@@ -86,9 +85,11 @@ def _block_start(p: int, n: int) -> np.ndarray:
     return theta.ravel()
 
 
-@lru_cache(maxsize=32)
+_STRATEGIES: dict[object, PIdentity] = {}
+
+
 def optimise_strategy(workload: Workload, p: int, restarts: int, seed: int) -> PIdentity:
-    """OPT0: minimise tr(WᵀW (AᵀA)⁻¹) over Θ ≥ 0 by L-BFGS-B; cached per (workload, settings).
+    """OPT0: minimise tr(WᵀW (AᵀA)⁻¹) over Θ ≥ 0 by L-BFGS-B; cached per (workload content, settings).
 
     The first start is the two-level block hierarchy, the others are uniform random (HDMM's start);
     the best result is kept. Data-independent (no privacy cost): the starts come from a seeded
@@ -98,6 +99,12 @@ def optimise_strategy(workload: Workload, p: int, restarts: int, seed: int) -> P
     if n > MAX_CELLS:
         raise ValueError(f"mm-opt optimises strategies for at most {MAX_CELLS} cells, got n={n}; "
                          "use hb or privelet for larger domains")
+    return remember(_STRATEGIES, (workload_key(workload), p, restarts, seed),
+                    lambda: _optimise(workload, p, restarts, seed))
+
+
+def _optimise(workload: Workload, p: int, restarts: int, seed: int) -> PIdentity:
+    n = workload.shape[1]
     gram_diag = workload.column_norms(2) ** 2
     generator = np.random.default_rng(seed)
     best: PIdentity | None = None

@@ -17,12 +17,11 @@ not a power of two are padded with empty cells, which are dropped after reconstr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-
 import numpy as np
 
 from core.mechanisms import Release, check_epsilon, check_inputs, grid_shape, laplace_privacy_loss
-from core.mechanisms.gram import noise_energy
+from core.mechanisms.gram import noise_energy, remember
+from core.mechanisms.greedy_h import workload_key
 from core.mechanisms.hierarchical import workload_grid
 from core.workloads import Workload
 
@@ -81,10 +80,14 @@ def _reconstruct(coefficients: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
     return cube[:rows, :cols].reshape(rows * cols, -1)
 
 
-@lru_cache(maxsize=64)
+_ENERGIES: dict[object, float] = {}
+
+
 def _unit_energy(grid: tuple[int, int], workload: Workload) -> float:
+    """Σ_k ‖W h_k‖² over the inverse transform's columns, cached per (grid, workload content)."""
     coordinates = _padded(grid[0]) * _padded(grid[1])
-    return noise_energy(workload, lambda noise: _reconstruct(noise, grid), coordinates)
+    return remember(_ENERGIES, (grid, workload_key(workload)),
+                    lambda: noise_energy(workload, lambda noise: _reconstruct(noise, grid), coordinates))
 
 
 @dataclass(frozen=True)

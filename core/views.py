@@ -62,11 +62,70 @@ def _range_of_row(w, i: int) -> tuple[int, int]:
     return start, start + i - int(offsets[start])
 
 
+def spaced_rows(m: int, max_rows: int) -> np.ndarray:
+    """Up to ``max_rows`` evenly spaced row indices of an m-row workload, first and last included.
+
+    >>> spaced_rows(10, 4).tolist()
+    [0, 3, 6, 9]
+    """
+    return np.unique(np.linspace(0, m - 1, min(m, max_rows)).round().astype(np.int64))
+
+
 def sample_rows(w: Workload, max_rows: int = 64) -> tuple[np.ndarray, np.ndarray]:
     """Up to ``max_rows`` evenly spaced rows of W (all rows when m is small): (row indices, k × n rows)."""
     m = w.shape[0]
-    index = np.unique(np.linspace(0, m - 1, min(m, max_rows)).round().astype(np.int64))
+    index = spaced_rows(m, max_rows)
     return index, np.array([workload_row(w, int(i)) for i in index])
+
+
+def row_overview(w: Workload, x: np.ndarray, max_rows: int = 100, max_columns: int = 512) -> dict[str, np.ndarray]:
+    """Evenly spaced rows of W for display, one row in memory at a time (works for n = 2^22).
+
+    Returns ``index``, ``rows`` (averaged into at most ``max_columns`` column groups), ``group`` (the
+    group size), and per row ``cells`` (non-zeros), ``first``/``last`` non-zero cell and ``answer`` (row · x).
+
+    >>> from core.workloads import Prefix
+    >>> o = row_overview(Prefix(4), np.array([1.0, 2, 3, 4]), max_rows=2)
+    >>> o["index"].tolist(), o["answer"].tolist(), o["last"].tolist()
+    ([0, 3], [1.0, 10.0], [0, 3])
+    """
+    m = w.shape[0]
+    index = spaced_rows(m, max_rows)
+    n = w.shape[1]
+    group = max(1, -(-n // max(1, int(max_columns))))
+    starts = np.arange(0, n, group)
+    ends = np.minimum(starts + group, n)
+    prefix = np.concatenate(([0.0], np.cumsum(x)))
+    ranged = isinstance(w, Identity | Prefix | Total | Ranges | AllRange)
+    rows, cells, first, last, answer = [], [], [], [], []
+    for i in index:
+        if ranged:  # closed form: O(n / group) per row instead of a dense length-n row
+            lo, hi = _range_of_row(w, int(i))
+            overlap = np.clip(np.minimum(ends, hi + 1) - np.maximum(starts, lo), 0, None)
+            rows.append(overlap / (ends - starts))
+            cells.append(hi - lo + 1)
+            first.append(lo)
+            last.append(hi)
+            answer.append(prefix[hi + 1] - prefix[lo])
+            continue
+        if isinstance(w, Explicit) and hasattr(w.matrix, "indptr"):  # sparse row: touch its non-zeros only
+            span = slice(w.matrix.indptr[i], w.matrix.indptr[i + 1])
+            support, weights = w.matrix.indices[span], w.matrix.data[span]
+            order = np.argsort(support)
+            support, weights = support[order], weights[order]
+            reduced = np.bincount(support // group, weights=weights, minlength=starts.size) / (ends - starts)
+            value = float(weights @ x[support])
+        else:
+            row = workload_row(w, int(i))
+            support = np.flatnonzero(row)
+            reduced, value = downsample(row, max_columns, how="mean")[0], float(row @ x)
+        cells.append(support.size)
+        first.append(support[0] if support.size else -1)
+        last.append(support[-1] if support.size else -1)
+        answer.append(value)
+        rows.append(reduced)
+    return {"index": index, "rows": np.array(rows), "group": group, "cells": np.array(cells),
+            "first": np.array(first), "last": np.array(last), "answer": np.array(answer)}
 
 
 def downsample(values: np.ndarray, max_length: int, *, how: str = "sum") -> tuple[np.ndarray, int]:

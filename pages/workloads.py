@@ -5,7 +5,7 @@ import math
 import streamlit as st
 
 import ui
-from core.views import downsample, sample_rows
+from core.views import row_overview
 from core.workloads import (
     WORKLOAD_PARAMETERS,
     WORKLOADS,
@@ -167,14 +167,12 @@ with ui.guard():
                    help="Squared Frobenius norm; identity-strategy MSE per query is 2‖W‖_F²/(m ε²).")
     cols[3].button("Reset to the default", key="workloads_reset", help="Back to the dataset's default workload.",
                    on_click=lambda: st.session_state.update(workload_spec=None))
-    index, rows = sample_rows(w, SHOWN_ROWS)
-    z, group = downsample(rows, SHOWN_COLUMNS, how="mean")
-    st.plotly_chart(ui.workload_figure(index, z, group), key="workloads_heatmap")
+    overview = row_overview(w, hist.vector, SHOWN_ROWS, SHOWN_COLUMNS)
+    index, group = overview["index"], overview["group"]
+    st.plotly_chart(ui.workload_figure(index, overview["rows"], group), key="workloads_heatmap")
     st.caption(f"Showing {index.size:,} of {m:,} rows of W" + (" (evenly spaced)" if index.size < m else "")
                + (f"; cells averaged in groups of {group:,}" if group > 1 else "") + ".")
     st.markdown("**True answers** (curator view: these are the exact, unprotected answers)")
-    support = rows != 0
-    st.dataframe({"query": index, "cells used": support.sum(axis=1),
-                  "first cell": support.argmax(axis=1), "last cell": n - 1 - support[:, ::-1].argmax(axis=1),
-                  "true answer": rows @ hist.vector}, hide_index=True, key="workloads_answers",
-                 column_config={"true answer": st.column_config.NumberColumn(format="%.6g")})
+    st.dataframe({"query": index, "cells used": overview["cells"], "first cell": overview["first"],
+                  "last cell": overview["last"], "true answer": overview["answer"]}, hide_index=True,
+                 key="workloads_answers", column_config={"true answer": st.column_config.NumberColumn(format="%.6g")})

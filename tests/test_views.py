@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from core.views import count_buckets, downsample, sample_rows, workload_row
+from core.views import count_buckets, downsample, row_overview, sample_rows, workload_row
 from core.workloads import (
     AllRange,
     Identity,
@@ -54,3 +54,17 @@ def test_count_buckets_split_small_bins_by_decade():
     bucket, labels = count_buckets(np.array([0, 0.5, 1, 9, 10, 99, 100, 12345.0]))
     assert bucket.tolist() == [0, 0, 1, 1, 2, 2, 3, 5]
     assert labels == ["0", "1–9", "10–99", "100–999", "1,000–9,999", "10,000–99,999"]
+
+
+@pytest.mark.parametrize("w", [parse_workload("marginals", (3, 4)), AllRange(12), random_range(12, 9, 2),
+                               hot_spot(12, 8, p=0.5, seed=3)], ids=["marginals", "all-range", "ranges", "sparse"])
+def test_row_overview_matches_the_dense_rows_and_answers(w, rng):
+    x = rng.integers(0, 9, size=12).astype(float)
+    overview = row_overview(w, x, max_rows=100, max_columns=5)
+    matrix = dense(w)
+    support = matrix != 0
+    np.testing.assert_allclose(overview["answer"], matrix @ x)
+    assert overview["cells"].tolist() == support.sum(axis=1).tolist()
+    assert overview["first"].tolist() == support.argmax(axis=1).tolist()
+    assert overview["group"] == 3 and overview["rows"].shape == (w.shape[0], 4)
+    np.testing.assert_allclose(overview["rows"], downsample(matrix, 5, how="mean")[0])

@@ -53,6 +53,14 @@ def max_abs_entry(workload: Workload) -> float:
     return l1_sensitivity(workload)
 
 
+def _interval(row: np.ndarray) -> tuple[int, int] | None:
+    """(start, stop) when the row is the 0/1 indicator of cells start … stop − 1, else None."""
+    cells = np.flatnonzero(row)
+    if cells.size and cells[-1] - cells[0] + 1 == cells.size and np.all(row[cells] == 1):
+        return int(cells[0]), int(cells[-1]) + 1
+    return None
+
+
 def _query_row(workload: Workload, index: int) -> np.ndarray:
     unit = np.zeros(workload.shape[0])
     unit[index] = 1.0
@@ -94,6 +102,7 @@ class MWEM:
         average = np.zeros(n)
         rows, measured, blocks = [], [], [(np.ones(n), total_scale)]
         atom_of = np.zeros(n, dtype=np.int64)
+        ends, intervals = {0, n}, []  # while every measured query is an interval: the atoms are segments
         selection_loss = 0.0
         candidates = np.ones(true_answers.size, dtype=bool)
         for _ in range(self.rounds):
@@ -113,11 +122,20 @@ class MWEM:
             else:  # an all-zero query reads nothing: its answer is 0 without noise
                 measured.append(0.0)
             # atoms: cells that every measured query treats alike (the new row refines the old atoms)
-            _, value = np.unique(row, return_inverse=True)
-            _, first, atom_of = np.unique(atom_of * (int(value.max()) + 1) + value.ravel(),
-                                          return_index=True, return_inverse=True)
-            atom_of = atom_of.ravel()
-            estimate = self._update(estimate, first, atom_of, rows, measured, total)
+            span = _interval(row)
+            if intervals is not None and span is not None:
+                intervals.append(span)
+                ends.update(span)
+                bounds = np.array(sorted(ends))
+                first, atom_of = bounds[:-1], np.repeat(np.arange(bounds.size - 1), np.diff(bounds))
+                runs = [(int(np.searchsorted(bounds, a)), int(np.searchsorted(bounds, b))) for a, b in intervals]
+            else:
+                intervals = runs = None
+                _, value = np.unique(row, return_inverse=True)
+                _, first, atom_of = np.unique(atom_of * (int(value.max()) + 1) + value.ravel(),
+                                              return_index=True, return_inverse=True)
+                atom_of = atom_of.ravel()
+            estimate = self._update(estimate, first, atom_of, rows, measured, total, runs)
             average += estimate
         estimate = average / self.rounds if self.average else estimate
         loss = selection_loss + laplace_privacy_loss(blocks)
@@ -127,7 +145,7 @@ class MWEM:
                        {"selected_rows": len(rows)})
 
     def _update(self, estimate: np.ndarray, first: np.ndarray, atom_of: np.ndarray, rows: list[np.ndarray],
-                measured: list[float], total: float) -> np.ndarray:
+                measured: list[float], total: float, runs: list[tuple[int, int]] | None) -> np.ndarray:
         """``update_rounds`` MW passes over all measurements from the current estimate, on the atoms.
 
         The estimate is constant on the atoms of the earlier rows, which the current atoms refine.
@@ -138,7 +156,9 @@ class MWEM:
         limits = [30.0 / max(float(np.abs(q).max()), 1e-300) for q in queries]
         mass = size * estimate[first]              # estimate mass per atom
         half_inverse_total = 1.0 / (2.0 * total)
-        if all(np.all((q == 0) | (q == 1)) for q in queries):
+        if runs is not None:
+            mass = self._interval_passes(mass, runs, measured, total, half_inverse_total)
+        elif all(np.all((q == 0) | (q == 1)) for q in queries):
             mass = self._counting_passes(mass, queries, measured, total, half_inverse_total)
         else:
             for _ in range(self.update_rounds):
@@ -168,6 +188,28 @@ class MWEM:
                 factor = math.exp(error)
                 for atom in atoms:
                     values[atom] *= factor
+                running += (factor - 1.0) * share
+            rescale = total / sum(values)
+            values = [v * rescale for v in values]
+            running = total
+        return np.array(values)
+
+    def _interval_passes(self, mass: np.ndarray, runs: list[tuple[int, int]], measured: list[float], total: float,
+                         half_inverse_total: float) -> np.ndarray:
+        """The counting passes when every query covers a run of consecutive atoms: slices, not index lists."""
+        scaled = [answer * half_inverse_total for answer in measured]
+        values = mass.tolist()
+        running = sum(values)
+        for _ in range(self.update_rounds):
+            for (a, b), target in zip(runs, scaled, strict=True):
+                share = sum(values[a:b])
+                error = target - 0.5 * share / running
+                if error > 30.0:  # clipped only to keep floats finite when noise dwarfs the total
+                    error = 30.0
+                elif error < -30.0:
+                    error = -30.0
+                factor = math.exp(error)
+                values[a:b] = [v * factor for v in values[a:b]]
                 running += (factor - 1.0) * share
             rescale = total / sum(values)
             values = [v * rescale for v in values]

@@ -86,7 +86,7 @@ def speed(quick: bool) -> None:
         if n == 4096:
             cases.append(("mm-opt", MM, x))
         for name, mechanism, data in cases:
-            first, first_cpu, median, cpu = median_ms(lambda m=mechanism, d=data: m.run(d, workload, 1.0, rng))
+            first, first_cpu, median, cpu = median_ms(lambda m=mechanism, d=data, w=workload: m.run(d, w, 1.0, rng))
             target = "  (target <= 1000 ms)" if n == 2**20 and name in ("hb", "hb(2)", "privelet") else ""
             print(f"n={n:8d} {name:13} first {first:9.1f} ms (cpu {first_cpu:9.1f})   "
                   f"median {median:8.1f} ms (cpu {cpu:8.1f}){target}")

@@ -261,31 +261,25 @@ class Hierarchical:
 
     def _tree_args(self, shape: tuple[int, ...]) -> tuple[tuple[int, int], int, bool]:
         grid = _grid(shape)
-        if self.branching == "auto":
-            # 2-D: the per-axis branching is chosen for the whole domain size, as ektelo's HB does
-            b = qardaji_branching(grid[0] * grid[1])
-        else:
-            b = int(self.branching)
+        # 2-D: the per-axis branching is chosen for the whole domain size, as ektelo's HB does
+        b = qardaji_branching(grid[0] * grid[1]) if self.branching == "auto" else int(self.branching)
         root = (self.branching == 2) if self.include_root == "auto" else self.include_root
         return grid, b, bool(root)
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         shape = grid_shape(x)
         x, epsilon = check_inputs(x, workload, epsilon)
-        tree = self.tree(shape if len(shape) == 2 else (x.size,))
+        args = self._tree_args(shape if len(shape) == 2 else (x.size,))
+        tree = build_tree(*args)
         scale = tree.height / epsilon  # each cell is in one node per measured level
         noisy = [c + rng.laplace(scale=scale, size=c.size) if m else None
                  for c, m in zip(tree.counts(x), tree.measured, strict=True)]
         estimate = tree.least_squares(noisy, x.size)
         loss = laplace_privacy_loss([(tree.column_norms(), scale)])
-        params = {"branching": self._effective_branching(tree), "levels": tree.height,
+        params = {"branching": args[1], "levels": tree.height,
                   "include_root": tree.measured[0], "noise_scale": scale}
         return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate, params)
 
-    def _effective_branching(self, tree: Tree) -> int:
-        if self.branching != "auto":
-            return int(self.branching)
-        return qardaji_branching(tree.shape[0] * tree.shape[1])
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Exact per-query MSE: 2 (h/ε)² Σ_k ‖W l_k‖² / m over the least-squares estimator's columns l_k."""

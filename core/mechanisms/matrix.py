@@ -18,6 +18,7 @@ its gradient costs O(p²n) instead of HDMM's dense O(n³) or O(pn²).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 import scipy.linalg
 import scipy.optimize

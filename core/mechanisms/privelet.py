@@ -17,6 +17,7 @@ not a power of two are padded with empty cells, which are dropped after reconstr
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
 from core.mechanisms import Release, check_epsilon, check_inputs, grid_shape, laplace_privacy_loss

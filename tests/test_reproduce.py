@@ -24,7 +24,8 @@ ABSENT = Path("/nonexistent-dpbench")  # no DPBench files here: bundled samples 
 SMALL = {
     "wda": lambda d: reproduce_wda(data_dir=d, m=200, probabilities=(0.2, 0.9), epsilons=(1.0,), trials=2,
                                    comparators=("mwem",), comparator_trials=1),
-    "om": lambda d: reproduce_om(data_dir=d, m=20, n=60, taus=(0.2,), epsilons=(0.5, 1.0), trials=2),
+    "om": lambda d: reproduce_om(data_dir=d, m=20, n=60, taus=(0.2,), epsilons=(0.5, 1.0), trials=2,
+                                 sweep_m=(10, 30), sweep_n=(40,)),
     "sreb-gca": lambda d: reproduce_sreb_gca(data_dir=d, epsilons=(1.0,), trials=1, widths=(1, 50)),
     "xiao": lambda d: reproduce_xiao(data_dir=d, versions=3, queries=50, max_draws=1),
 }

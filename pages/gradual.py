@@ -56,9 +56,13 @@ def walk_tab() -> None:
     walk = current_walk()
     released = np.array(walk["epsilons"])
     step = released.size
-    st.button(f"Release step {step + 1} (charges ε {planned[step] - (released[-1] if step else 0):.4g})"
-              if step < planned.size else "Schedule exhausted", on_click=release_next, type="primary",
-              disabled=step >= planned.size, key="gradual_release")
+    left, right = st.columns([3, 1])
+    left.button(f"Release step {step + 1} (charges ε {planned[step] - (released[-1] if step else 0):.4g})"
+                if step < planned.size else "Schedule exhausted", on_click=release_next, type="primary",
+                disabled=step >= planned.size, key="gradual_release")
+    right.button("Start a new walk", key="gradual_reset", disabled=not step,
+                 on_click=lambda: st.session_state.update(gradual_walk=None),
+                 help="A new walk is an independent release: its steps are charged again (nothing is refunded).")
     nr, independent = gradual.cumulative_loss(planned)
     cols = st.columns(3)
     cols[0].metric("Steps released", f"{step} of {planned.size}")
@@ -132,6 +136,10 @@ def search_tab() -> None:
     if result.succeeded:
         fig.add_vline(x=result.epsilons[result.stopped_at], annotation_text="stopped")
     st.plotly_chart(fig, key="search_chart")
+    st.caption(f"Error sensitivity Δ_q = {result.query_sensitivity:.4g} (one record moves the {metric} of "
+               "W(θ − x) by at most Δ₂(W)/√m for RMSE, Δ₁(W)/m for MAE, max‖We_j‖₂ for max). "
+               f"AboveThreshold at ε_A = {result.epsilon_above_threshold:.4g}, threshold s = {result.threshold:.4g}; "
+               "with probability ≥ 1 − γ a stop means error ≤ α.")
     st.dataframe({"method": ["accuracy first (noise reduction + AboveThreshold)", "doubling (independent)"],
                   "release part": [result.epsilon_noise_reduction, doubling.release_loss],
                   "testing part": [result.epsilon_above_threshold, doubling.test_loss],

@@ -87,6 +87,10 @@ def test_five_gradual_steps_charge_exactly_the_last_epsilon():
     assert at.button(key="gradual_release").disabled
     walk = at.session_state.gradual_walk
     assert walk["epsilons"] == [0.05, 0.1, 0.2, 0.5, 1.0] and len(walk["values"]) == 5
+    at.button(key="gradual_reset").click().run()  # a new walk is a new release: charged again, no refund
+    at.button(key="gradual_release").click().run()
+    assert at.session_state.ledger.spent.epsilon == pytest.approx(1.05)
+    assert at.session_state.gradual_walk["epsilons"] == [0.05]
 
 
 def test_gradual_overspend_is_refused_with_the_remaining_budget():

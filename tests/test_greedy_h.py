@@ -8,9 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS
-from core.mechanisms import greedy_h
-from core.mechanisms.greedy_h import MAX_UNITS, GreedyH, bucket_gram, gram_sketch, greedy_hierarchy, hierarchy_trace
+from core.mechanisms import MECHANISMS, greedy_h
+from core.mechanisms.greedy_h import (
+    MAX_UNITS,
+    GreedyH,
+    bucket_gram,
+    gram_sketch,
+    greedy_hierarchy,
+    hierarchy_trace,
+)
 from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Stack, Total, dense, random_range
 
 

@@ -157,7 +157,7 @@ def cheapest_partition(scores: list[np.ndarray], lengths: np.ndarray, singleton:
     order = np.lexsort((ends - starts, ends))  # by end, shorter first so ties go to the longer bucket
     cost, back = [0.0] * (n + 1), {}
     current, best, arg = 0, 0.0, -1
-    for start, end, score in zip(starts[order].tolist(), ends[order].tolist(), costs[order].tolist()):
+    for start, end, score in zip(starts[order].tolist(), ends[order].tolist(), costs[order].tolist(), strict=True):
         if end != current:  # close the previous end, then singletons up to this one
             cost[current] = best
             if arg >= 0:

@@ -30,7 +30,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, check_ratio, exponential_mechanism, laplace_privacy_loss
-from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Ranges, Stack, Total, Workload, l1_sensitivity
+from core.workloads import (
+    AllRange,
+    Explicit,
+    Identity,
+    Kron,
+    Prefix,
+    Ranges,
+    Stack,
+    Total,
+    Workload,
+    l1_sensitivity,
+)
 
 
 def max_abs_entry(workload: Workload) -> float:

@@ -16,12 +16,13 @@ are dropped (erratum §3(d)3).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import scipy.sparse as sp
 
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.gram import remember
+from core.mechanisms.greedy_h import workload_key
 from core.workloads import DENSE_LIMIT, Prefix, Ranges, Total, Workload, sparse_matrix
 from core.workloads import Identity as IdentityWorkload
 
@@ -166,9 +167,20 @@ def _interval_decompose(ranges: Ranges, row_seed: int | None) -> OmFactorisation
                            1.0 if sizes.size else 0.0)
 
 
-@lru_cache(maxsize=16)
+_FACTORISATIONS: dict[object, OmFactorisation] = {}
+
+
 def om_decompose(workload: Workload, *, tol: float | None = None, row_seed: int | None = None) -> OmFactorisation:
-    """OM_DECOMPOSE of spec §3(a): W̃, B and the groups, exact to EXACTNESS.
+    """OM_DECOMPOSE of spec §3(a): W̃, B and the groups, exact to EXACTNESS; cached per workload content.
+
+    Args, Raises: as ``_om_decompose``.
+    """
+    return remember(_FACTORISATIONS, (workload_key(workload), tol, row_seed),
+                    lambda: _om_decompose(workload, tol=tol, row_seed=row_seed))
+
+
+def _om_decompose(workload: Workload, *, tol: float | None, row_seed: int | None) -> OmFactorisation:
+    """The factorisation itself (uncached).
 
     Args:
         workload: W.

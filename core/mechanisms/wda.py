@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.gram import remember
+from core.mechanisms.greedy_h import workload_key
 from core.workloads import Workload, sparse_matrix
 
 BUDGET_RULES = ("optimal", "equal", "optimal_global")
@@ -59,9 +60,19 @@ def _maxcol(matrix, rows: np.ndarray) -> float:
     return float(np.asarray(_abs_rows(matrix, rows).sum(axis=0)).max())
 
 
-@lru_cache(maxsize=32)
+_DIVISIONS: dict[object, tuple[WdaLeaf, ...]] = {}
+
+
 def wda_division(workload: Workload, *, budget: str = "optimal", g: float = 0.0,
                  division_seed: int | None = None) -> tuple[WdaLeaf, ...]:
+    """``divide`` cached per workload content and settings (the division never depends on the data or ε)."""
+    _check_knobs(budget, g)
+    return remember(_DIVISIONS, (workload_key(workload), budget, g, division_seed),
+                    lambda: divide(workload, budget=budget, g=g, division_seed=division_seed), limit=32)
+
+
+def divide(workload: Workload, *, budget: str = "optimal", g: float = 0.0,
+           division_seed: int | None = None) -> tuple[WdaLeaf, ...]:
     """DIVIDE of spec §2(a): the leaves of the row division of W, depth first (W1 before W2).
 
     Args:

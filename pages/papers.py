@@ -6,13 +6,15 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from core.mechanisms.om import om_decompose
+from core.mechanisms.om import om_decompose, structure_table
 from core.mechanisms.wda import WDA, division_table, expected_error
 from core.mechanisms.xiao import NOT_DP_LABEL, literal_max_distribution_not_dp, max_query_distribution
 from core.reproduce import REPRODUCTIONS, example_workloads, figures, ggs_example_table
 from core.workloads import dense, hot_spot
 
 GGS_EXAMPLE = np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000])  # spec §4(e)
+CURRENT = "current workload (Workloads page)"
+SHOW_MATRICES = 400  # entries of W up to which W, W̃ and B are shown in full
 
 
 @st.cache_data(max_entries=8, show_spinner="Running the reproduction (a few seconds)…")
@@ -50,30 +52,45 @@ with ui.guard():
         st.markdown("**WDA** splits the workload's rows around the hot *column of W* (never the data) and "
                     "answers each leaf with Laplace noise at its own sensitivity; leaf budgets add up to ε.")
         left, right = st.columns(2)
-        source = left.selectbox("Workload", ["hot-spot (our reconstruction)", *[k for k in examples if "WDA" in k]],
-                                key="papers_wda_workload")
+        source = left.selectbox("Workload", ["hot-spot (our reconstruction)", CURRENT,
+                                             *[k for k in examples if "WDA" in k]], key="papers_wda_workload")
         budget = right.selectbox("Budget rule", ["optimal", "equal", "optimal_global"], key="papers_wda_budget")
         p = left.slider("p (hot-spot only)", 0.1, 0.9, 0.2, 0.1, key="papers_wda_p")
-        workload = hot_spot(4096, 2000, p, seed=0) if source.startswith("hot") else examples[source]
-        leaves = WDA(budget=budget).division(workload)
+        workload = (hot_spot(4096, 2000, p, seed=0) if source.startswith("hot") else ui.workload()
+                    if source == CURRENT else examples[source])
         st.caption(workload.describe())
-        st.dataframe(pd.DataFrame(division_table(leaves, 1.0)), hide_index=True)
-        st.metric("Average L1 error per query × ε", f"{expected_error(leaves, 1.0, squared=False):.4g}")
+        try:
+            leaves = WDA(budget=budget).division(workload)
+        except ValueError as err:  # e.g. an implicit workload too large to read row by row
+            st.info(f"WDA cannot divide this workload: {err}")
+        else:
+            st.dataframe(pd.DataFrame(division_table(leaves, 1.0)), hide_index=True)
+            st.metric("Average L1 error per query × ε", f"{expected_error(leaves, 1.0, squared=False):.4g}")
         show_reproduction("wda")
 
     with om_tab:
         st.markdown("**OM** factors W = B·W̃ with W̃ in orthogonal groups (one per atom of columns), adds "
                     "Lap(S̃/ε) to W̃x and releases B(W̃x + noise); S̃ is computed from the final W̃.")
-        source = st.selectbox("Example", [k for k in examples if k.startswith("OM")], key="papers_om_example")
-        factorisation = om_decompose(examples[source])
-        cols = st.columns(3)
-        for column, title, matrix in zip(cols, ("W", "W̃ (groups: orthogonal rows)", "B"), (
-                dense(examples[source]), factorisation.reduced.toarray(), factorisation.mixing), strict=True):
-            column.markdown(title)
-            column.dataframe(pd.DataFrame(matrix).round(4))
-        atoms = " ".join("{" + ", ".join(map(str, group)) + "}" for group in factorisation.groups)
-        st.write(f"Groups (atoms of columns): {atoms} · S̃ = {factorisation.sensitivity:g} · total "
-                 f"squared error at ε = 1: {factorisation.expected_total_mse(1.0):.5g}")
+        source = st.selectbox("Workload", [*[k for k in examples if k.startswith("OM")], CURRENT],
+                              key="papers_om_example")
+        workload = ui.workload() if source == CURRENT else examples[source]
+        try:
+            factorisation = om_decompose(workload)
+        except ValueError as err:
+            st.info(f"OM cannot factorise this workload: {err}")
+        else:
+            if workload.shape[0] * workload.shape[1] <= SHOW_MATRICES:
+                cols = st.columns(3)
+                for column, title, matrix in zip(cols, ("W", "W̃ (groups: orthogonal rows)", "B"), (
+                        dense(workload), factorisation.reduced.toarray(), factorisation.mixing), strict=True):
+                    column.markdown(title)
+                    column.dataframe(pd.DataFrame(matrix).round(4))
+            else:
+                st.dataframe(pd.DataFrame(structure_table(factorisation)), hide_index=True, height=240)
+            atoms = " ".join("{" + ", ".join(map(str, group)) + "}" for group in factorisation.groups[:30])
+            st.write(f"{len(factorisation.groups)} groups (atoms of columns): {atoms}"
+                     f"{' …' if len(factorisation.groups) > 30 else ''} · S̃ = {factorisation.sensitivity:g} · "
+                     f"total squared error at ε = 1: {factorisation.expected_total_mse(1.0):.5g}")
         show_reproduction("om")
 
     with sreb_tab:

@@ -44,3 +44,13 @@ def test_running_a_reproduction_shows_claim_and_findings():
     text = " ".join(m.value for m in at.markdown)
     assert "The paper claims" in text and "decomposition" in text
     assert len(at.get("plotly_chart")) >= 2
+
+
+def test_structure_of_the_sessions_workload():
+    at = open_page()
+    at.selectbox(key="papers_om_example").set_value("current workload (Workloads page)").run()
+    assert not at.exception
+    assert any("groups (atoms of columns)" in m.value for m in at.markdown)
+    at.selectbox(key="papers_wda_workload").set_value("current workload (Workloads page)").run()
+    assert not at.exception
+    assert any(m.label == "Average L1 error per query × ε" for m in at.metric)

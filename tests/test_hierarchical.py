@@ -129,7 +129,8 @@ def test_empirical_mse_matches_expected_mse_with_power(mechanism, x, workload, r
 @pytest.mark.parametrize("mechanism", [H2, HB], ids=["h2", "auto"])
 def test_privacy_loss_is_the_tree_height_times_the_per_level_epsilon(mechanism, shape, rng):
     x = np.ones(shape)
-    release = mechanism.run(x, Identity(x.size), 0.5, rng)
+    workload = Identity(x.size) if len(shape) == 1 else Kron((Identity(shape[0]), Identity(shape[1])))
+    release = mechanism.run(x, workload, 0.5, rng)
     tree = mechanism.tree(shape)
     assert release.params["noise_scale"] == pytest.approx(tree.height / 0.5)
     assert release.privacy_loss == pytest.approx(0.5)  # uniform budget: h levels × ε/h

@@ -66,7 +66,8 @@ def test_empirical_mse_matches_expected_mse_with_power(x, workload, rng):
 @pytest.mark.parametrize("shape", [(16,), (10,), (6, 9)])
 def test_privacy_loss_equals_epsilon_and_noise_scale_is_rho_over_epsilon(shape, rng):
     x = np.ones(shape)
-    release = PRIVELET.run(x, Identity(x.size), 0.25, rng)
+    workload = Identity(x.size) if len(shape) == 1 else Kron((Identity(shape[0]), Identity(shape[1])))
+    release = PRIVELET.run(x, workload, 0.25, rng)
     rho = np.prod([1 + math.ceil(math.log2(s)) for s in shape])
     assert release.params["noise_scale"] == pytest.approx(rho / 0.25)
     assert release.privacy_loss == pytest.approx(0.25)
@@ -75,6 +76,8 @@ def test_privacy_loss_equals_epsilon_and_noise_scale_is_rho_over_epsilon(shape, 
 
 def test_2d_noise_free_limit_reconstructs_the_grid(rng):
     counts = np.random.default_rng(3).poisson(5, size=(5, 7)).astype(float)
-    release = PRIVELET.run(counts, Identity(35), 1000.0, rng)  # noise scale 0.016
+    release = PRIVELET.run(counts, Kron((Identity(5), Identity(7))), 1000.0, rng)  # noise scale 0.016
     np.testing.assert_allclose(release.estimate, counts.ravel(), atol=0.5)
     assert release.params["padded_shape"] == (8, 8)
+    # a flat workload on the same counts uses the 1-D transform, as its expected_mse does
+    assert PRIVELET.run(counts, Identity(35), 1.0, rng).params["padded_shape"] == (1, 64)

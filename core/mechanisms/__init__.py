@@ -195,11 +195,11 @@ def answers_from_estimate(workload: Workload, estimate: np.ndarray) -> np.ndarra
     return workload.matvec(estimate)
 
 
-from core.mechanisms.hierarchical import Hierarchical  # noqa: E402
 from core.mechanisms.ahp import AHP  # noqa: E402
 from core.mechanisms.dawa import DAWA  # noqa: E402
 from core.mechanisms.greedy_h import GreedyH  # noqa: E402
 from core.mechanisms.grids import AdaptiveGrid, UniformGrid  # noqa: E402
+from core.mechanisms.hierarchical import Hierarchical  # noqa: E402
 from core.mechanisms.laplace import Identity, LaplaceOnAnswers, Uniform  # noqa: E402
 from core.mechanisms.matrix import MatrixMechanism  # noqa: E402
 from core.mechanisms.mwem import MWEM  # noqa: E402

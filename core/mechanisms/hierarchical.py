@@ -7,7 +7,9 @@ node combines its own count with the sum of its children's subtree estimates by 
 top-down, each parent's final value is shared back among its children in proportion to their variances.
 
 2-D histograms use the quadtree-style product: each level splits every axis of a block by the branching
-factor (an axis of length 1 is carried), as in ektelo's HB selection.
+factor (an axis of length 1 is carried), as in ektelo's HB selection. The grid is read from the
+workload (``workload_grid``: a Kron, or a Stack of them, is 2-D), so that ``run`` and ``expected_mse``
+use the same tree; a flat workload on 2-D counts uses a 1-D tree over the row-major cells.
 
 >>> import numpy as np
 >>> from core.workloads import Prefix
@@ -24,7 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from core.mechanisms import Release, check_epsilon, check_inputs, grid_shape, laplace_privacy_loss
+from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import noise_energy, remember
 from core.mechanisms.greedy_h import workload_key
 from core.workloads import Workload
@@ -267,9 +269,10 @@ class Hierarchical:
         return grid, b, bool(root)
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        shape = grid_shape(x)
         x, epsilon = check_inputs(x, workload, epsilon)
-        args = self._tree_args(shape if len(shape) == 2 else (x.size,))
+        # the tree follows the workload's grid (as expected_mse must): a quadtree for 2-D workloads,
+        # a 1-D tree over the row-major cells for flat ones (ranges of the flattened vector)
+        args = self._tree_args(workload_grid(workload))
         tree = build_tree(*args)
         scale = tree.height / epsilon  # each cell is in one node per measured level
         noisy = [c + rng.laplace(scale=scale, size=c.size) if m else None

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.mechanisms import Release, check_epsilon, check_inputs, grid_shape, laplace_privacy_loss
+from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import noise_energy, remember
 from core.mechanisms.greedy_h import workload_key
 from core.mechanisms.hierarchical import workload_grid
@@ -63,10 +63,6 @@ def haar_inverse(c: np.ndarray, axis: int = 0) -> np.ndarray:
     return np.moveaxis(s, 0, axis)
 
 
-def _grid(shape: tuple[int, ...]) -> tuple[int, int]:
-    return (1, int(shape[0])) if len(shape) == 1 else (int(shape[0]), int(shape[1]))
-
-
 def _sensitivity(grid: tuple[int, int]) -> float:
     """ρ = Π over axes of (1 + log₂ padded length): every cell's column L1 norm in H₁ ⊗ H₂."""
     return float(np.prod([1 + int(np.log2(_padded(s))) for s in grid]))
@@ -99,9 +95,8 @@ class Privelet:
     data_dependent: bool = False
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        shape = grid_shape(x)
         x, epsilon = check_inputs(x, workload, epsilon)
-        grid = _grid(shape if len(shape) == 2 else (x.size,))
+        grid = workload_grid(workload)  # as in hb: run and expected_mse use the workload's grid
         rows, cols = grid
         padded = np.zeros((_padded(rows), _padded(cols)))
         padded[:rows, :cols] = x.reshape(grid)

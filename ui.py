@@ -398,12 +398,19 @@ def simulation_rng(*stream: int) -> np.random.Generator:
 
 
 def line_figure(x, series: dict, *, x_title: str, y_title: str, log_x: bool = False, log_y: bool = False,
-                shape: str = "linear", height: int = 360) -> go.Figure:
-    """One line per entry of ``series`` (name -> y values) over a shared x; ``shape="hv"`` for steps."""
+                shape: str = "linear", height: int = 360, levels: dict | None = None) -> go.Figure:
+    """One line per entry of ``series`` (name -> y values) over a shared x; ``shape="hv"`` for steps.
+
+    ``levels`` (name -> y) adds dotted horizontal reference lines as legend entries (works on log axes,
+    where hline annotations are misplaced).
+    """
     fig = go.Figure()
     for index, (name, y) in enumerate(series.items()):
         fig.add_trace(go.Scatter(x=x, y=y, name=name, mode="lines+markers" if len(x) <= 40 else "lines",
                                  line={"color": PALETTE[index % len(PALETTE)], "shape": shape}))
+    for index, (name, level) in enumerate((levels or {}).items()):
+        fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[level, level], name=name, mode="lines",
+                                 line={"color": TRUE_COLOUR, "dash": ("dot", "dash")[index % 2], "width": 1}))
     fig.update_layout(xaxis_title=x_title, yaxis_title=y_title, height=height,
                       xaxis_type="log" if log_x else "linear", yaxis_type="log" if log_y else "linear",
                       margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.25})

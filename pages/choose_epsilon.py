@@ -64,8 +64,7 @@ def from_accuracy() -> None:
         st.caption(choice.note)
     label = kind if confidence is None else f"a at 1−β = {confidence:g}"
     fig = ui.line_figure(choice.epsilons, {f"{name}: {label}": choice.errors}, x_title="epsilon",
-                         y_title="error (counts)", log_x=True, log_y=True)
-    fig.add_hline(y=target, line_dash="dot", annotation_text="target")
+                         y_title="error (counts)", log_x=True, log_y=True, levels={"target": target})
     fig.add_scatter(x=[choice.epsilon], y=[target], mode="markers", marker={"size": 12, "symbol": "star"},
                     name=f"chosen ε = {choice.epsilon:.4g}")
     st.plotly_chart(fig, key="choose_curve")
@@ -122,8 +121,8 @@ def from_risk() -> None:
     if worlds.value_spread > 0:
         curves["β upper bound (Eq. 5)"] = selection.lee_clifton_risk_upper(
             epsilons, worlds.sensitivity, worlds.value_spread, worlds.n)
-    fig = ui.line_figure(epsilons, curves, x_title="epsilon", y_title="adversary's posterior (risk)")
-    fig.add_hline(y=rho, line_dash="dot", annotation_text="ρ")
+    fig = ui.line_figure(epsilons, curves, x_title="epsilon", y_title="adversary's posterior (risk)",
+                         levels={"ρ": rho})
     st.plotly_chart(fig, key="lc_curves")
     st.subheader("Posterior over the worlds (Table 3)")
     order = list(range(worlds.n))[::-1]  # the paper's ω1 is the world without the last individual
@@ -163,9 +162,10 @@ def usefulness() -> None:
             bound = [min(1.0, selection.interval_failure_probability(n, cells, alpha, eps_u,
                                                                      neighbouring=neighbouring)) for n in records]
             fig = ui.line_figure(records, {"failure probability bound": bound}, x_title="records n",
-                                 y_title="P(some interval errs by > ε_u)", log_x=True, log_y=True)
-            fig.add_hline(y=delta_u, line_dash="dot", annotation_text="δ_u")
-            fig.add_vline(x=n_min, line_dash="dot", annotation_text="minimum n")
+                                 y_title="P(some interval errs by > ε_u)", log_x=True, log_y=True,
+                                 levels={"δ_u": delta_u})
+            fig.add_scatter(x=[n_min], y=[delta_u], mode="markers", marker={"size": 12, "symbol": "star"},
+                            name=f"minimum n = {n_min:,.0f}")
         else:
             n_lemma, delta_lemma = selection.max_query_lemma42(cells, alpha, eps_u)
             n_min = selection.max_query_min_records(cells, alpha, eps_u, delta_u)

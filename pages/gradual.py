@@ -99,7 +99,7 @@ def search_tab() -> None:
     with st.form("gradual_search_form"):
         cols = st.columns(4)
         metric = cols[0].selectbox("Error", ["rmse", "mae", "max_abs"], key="search_metric")
-        target = cols[0].number_input("Target error α (counts)", 0.001, 1e9, 20.0, key="search_target")
+        target = cols[0].number_input("Target error α (counts)", 0.001, 1e9, 100.0, key="search_target")
         epsilon_min = cols[1].number_input("ε_min", 0.0001, 100.0, 0.01, format="%.4f", key="search_min")
         epsilon_max = cols[1].number_input("ε_max", 0.001, 1000.0, 10.0, key="search_max")
         steps = cols[2].slider("Grid steps T", 2, 100, 20, key="search_steps")
@@ -111,8 +111,8 @@ def search_tab() -> None:
             args = {"epsilon_max": epsilon_max, "epsilon_min": epsilon_min, "gamma": gamma, "metric": metric}
             st.session_state.gradual_search = (
                 gradual.accuracy_first(hist.counts, workload, target, steps=steps, threshold=rule,
-                                       rng=ui.simulation_rng(3), **args),
-                gradual.doubling_search(hist.counts, workload, target, rng=ui.simulation_rng(4), **args), target)
+                                       rng=ui.simulation_rng(30), **args),
+                gradual.doubling_search(hist.counts, workload, target, rng=ui.simulation_rng(31), **args), target)
         except ValueError as err:
             st.error(str(err))
             return
@@ -122,7 +122,7 @@ def search_tab() -> None:
     result, doubling, target = st.session_state.gradual_search
     cols = st.columns(4)
     cols[0].metric("Stopped at", f"ε_t* = {result.epsilons[result.stopped_at]:.4g}" if result.succeeded
-                   else "FAIL (nothing released)")
+                   else "FAIL", help="On FAIL nothing is released (not even θ_T); the loss is ε_A.")
     cols[1].metric("Ex-post loss ε_A + ε_t*", f"{result.ex_post_loss:.4g}",
                    help=f"AboveThreshold ε_A = {result.epsilon_above_threshold:.4g}; noise reduction "
                         f"ε_t* = {result.epsilon_noise_reduction:.4g}")
@@ -130,11 +130,11 @@ def search_tab() -> None:
     cols[3].metric("Doubling baseline loss", f"{doubling.privacy_loss:.4g}" + ("" if doubling.stopped_at is not None
                                                                                else " (FAIL)"))
     fig = ui.line_figure(result.epsilons, {"true error of θ_t (display only)": result.errors}, x_title="epsilon",
-                         y_title=f"{metric} of the workload", log_x=True, log_y=True)
-    fig.add_hline(y=target, line_dash="dot", annotation_text="target α")
-    fig.add_hline(y=result.threshold, line_dash="dash", annotation_text="AboveThreshold threshold")
+                         y_title=f"{metric} of the workload", log_x=True, log_y=True,
+                         levels={"target α": target, "AboveThreshold threshold s": result.threshold})
     if result.succeeded:
-        fig.add_vline(x=result.epsilons[result.stopped_at], annotation_text="stopped")
+        fig.add_scatter(x=[result.epsilons[result.stopped_at]], y=[result.errors[result.stopped_at]], mode="markers",
+                        marker={"size": 14, "symbol": "star"}, name="stopped here (θ_t* released)")
     st.plotly_chart(fig, key="search_chart")
     st.caption(f"Error sensitivity Δ_q = {result.query_sensitivity:.4g} (one record moves the {metric} of "
                "W(θ − x) by at most Δ₂(W)/√m for RMSE, Δ₁(W)/m for MAE, max‖We_j‖₂ for max). "

@@ -16,15 +16,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.mechanisms.om import om_decompose  # noqa: E402
-from core.mechanisms.wda import wda_division  # noqa: E402
+from core.mechanisms.om import factorise  # noqa: E402
+from core.mechanisms.wda import divide  # noqa: E402
 from core.workloads import hot_spot, random_linear, random_range  # noqa: E402
 
 PAPER_SECONDS = 300.0  # OM paper, n = 1000 (Intel Xeon E7 2.0 GHz)
 
 
 def seconds(function, repeats: int = 3) -> float:
-    """Best wall time of ``function()`` over ``repeats`` (caches bypassed by fresh workloads)."""
+    """Best wall time of ``function()`` over ``repeats`` (uncached: factorise and divide)."""
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
@@ -38,14 +38,14 @@ def main() -> None:
     print("OM decomposition (random τ-workload, exact factorisation check included)")
     for m, n in ((200, 1000), (1000, 4096)):
         for tau in (0.2, 0.8):
-            t = seconds(lambda m=m, n=n, tau=tau: om_decompose(random_linear(n, m, tau, seed=1)),
+            t = seconds(lambda m=m, n=n, tau=tau: factorise(random_linear(n, m, tau, seed=1)),
                         repeats=3 if n <= 1000 else 1)
             print(f"  m={m:5d} n={n:5d} tau={tau:.1f}: {t:7.3f} s   paper/ours = {PAPER_SECONDS / t:8.0f}x")
-    t = seconds(lambda: om_decompose(random_range(4096, 2000, seed=1)))
+    t = seconds(lambda: factorise(random_range(4096, 2000, seed=1)))
     print(f"  interval fast path, random-range m=2000 n=4096: {t:7.3f} s")
     print("WDA division (hot-spot workload, m = 2000, n = 4096)")
     for p in (0.2, 0.9):
-        t = seconds(lambda p=p: wda_division(hot_spot(4096, 2000, p, seed=1)))
+        t = seconds(lambda p=p: divide(hot_spot(4096, 2000, p, seed=1)))
         print(f"  p={p:.1f}: {t:7.3f} s")
 
 

@@ -173,14 +173,14 @@ _FACTORISATIONS: dict[object, OmFactorisation] = {}
 def om_decompose(workload: Workload, *, tol: float | None = None, row_seed: int | None = None) -> OmFactorisation:
     """OM_DECOMPOSE of spec §3(a): W̃, B and the groups, exact to EXACTNESS; cached per workload content.
 
-    Args, Raises: as ``_om_decompose``.
+    Args, Raises: as ``factorise``.
     """
     return remember(_FACTORISATIONS, (workload_key(workload), tol, row_seed),
-                    lambda: _om_decompose(workload, tol=tol, row_seed=row_seed))
+                    lambda: factorise(workload, tol=tol, row_seed=row_seed))
 
 
-def _om_decompose(workload: Workload, *, tol: float | None, row_seed: int | None) -> OmFactorisation:
-    """The factorisation itself (uncached).
+def factorise(workload: Workload, *, tol: float | None = None, row_seed: int | None = None) -> OmFactorisation:
+    """The factorisation itself, uncached (for timing; everything else uses ``om_decompose``).
 
     Args:
         workload: W.

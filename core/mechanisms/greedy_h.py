@@ -215,6 +215,14 @@ def _sketch_of(workload: Workload, bounds: np.ndarray, sketch: np.ndarray) -> np
     return np.add.reduceat(gram_apply(workload, spread), bounds[:-1], axis=0) / width[:, None]
 
 
+@lru_cache(maxsize=8)
+def _sorted_ends(lo: bytes, hi: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The query end points lo and hi + 1 in order, and that order: the workload's, reused across runs."""
+    position = np.concatenate((np.frombuffer(lo, dtype=np.int64), np.frombuffer(hi, dtype=np.int64) + 1))
+    order = np.argsort(position, kind="stable")
+    return position[order], order
+
+
 def _ranges_sketch(lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray, sketch: np.ndarray) -> np.ndarray:
     """EᵀWᵀW E Sᵀ for 0/1 ranges without touching the cells: only query ends and bucket bounds."""
     k, r = sketch.shape
@@ -228,10 +236,8 @@ def _ranges_sketch(lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray, sketch: n
 
     answers = prefix(hi + 1) - prefix(lo)                                 # W E Sᵀ, m × r
     # Σ_{i < b} (Wᵀ answers)_i = Σ_e w_e (b − p_e)₊ over the +answers at lo and −answers at hi + 1
-    position = np.concatenate((lo, hi + 1))
-    weight = np.concatenate((answers, -answers))
-    order = np.argsort(position, kind="stable")
-    position, weight = position[order], weight[order]
+    position, order = _sorted_ends(np.asarray(lo, dtype=np.int64).tobytes(), np.asarray(hi, dtype=np.int64).tobytes())
+    weight = np.concatenate((answers, -answers))[order]
     first = np.vstack([np.zeros((1, r)), np.cumsum(weight, axis=0)])
     second = np.vstack([np.zeros((1, r)), np.cumsum(position[:, None] * weight, axis=0)])
     below = np.searchsorted(position, bounds, side="left")
@@ -320,6 +326,20 @@ def _split(starts: np.ndarray, sizes: np.ndarray, branching: int):
     return parents, count, np.repeat(starts[parents], count) + before - first, child
 
 
+@lru_cache(maxsize=64)
+def _layout(units: int, branching: int) -> tuple[tuple, tuple, tuple]:
+    """Top-down tree layout (per depth: node starts, sizes; (parent, child count) links): shape only."""
+    starts, sizes, children = [np.array([0])], [np.array([units])], []
+    while (sizes[-1] > 1).any():
+        parents, count, s, z = _split(starts[-1], sizes[-1], branching)
+        children.append((parents, count))
+        starts.append(s)
+        sizes.append(z)
+    for array in (*starts, *sizes, *(a for pair in children for a in pair)):
+        array.flags.writeable = False  # shared between calls through the cache
+    return tuple(starts), tuple(sizes), tuple(children)
+
+
 def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: int = 100, *,
                      sketch: np.ndarray | None = None) -> Hierarchy:
     """Greedy-H's weighted hierarchy for a workload with Gram matrix ``gram`` over its units.
@@ -337,13 +357,7 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
     units = rows.shape[0]
     if units > MAX_UNITS and sketch is None:
         raise ValueError(f"Greedy-H supports at most {MAX_UNITS} units, got {units}; use hb for larger domains")
-    # top-down layout
-    starts, sizes, children = [np.array([0])], [np.array([units])], []
-    while (sizes[-1] > 1).any():
-        parents, count, s, z = _split(starts[-1], sizes[-1], branching)
-        children.append((parents, count))
-        starts.append(s)
-        sizes.append(z)
+    starts, sizes, children = _layout(units, branching)
     depth = len(starts)
     column_energy = np.einsum("ij,ij->i", rows, rows)  # ‖(WᵀW) e_j‖²: the reference's leaf error metric
     diagonal = np.diag(gram) if gram is not None else np.full(units, np.nan)

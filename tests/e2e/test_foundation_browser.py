@@ -24,5 +24,6 @@ def test_upload_csv_then_compare(page, tmp_path):
     page.get_by_role("button", name="Run comparison").click()
     wait_idle(page, timeout=120_000)
     page.locator('[data-testid="stPlotlyChart"]').first.wait_for()
+    page.get_by_role("tab", name="Table").click()
     page.get_by_role("button", name="Download all results (CSV)").wait_for()
     screenshot(page, "compare")

@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.mechanisms import MECHANISMS  # noqa: E402
-from core.mechanisms.matrix import MAX_ITERATIONS, MAX_P, optimise_strategy  # noqa: E402
+from core.mechanisms.matrix import MAX_ITERATIONS  # noqa: E402
 from core.workloads import AllRange, Kron, Prefix, Total, random_range  # noqa: E402
 
 HB, H2 = MECHANISMS["hb"], dataclasses.replace(MECHANISMS["hb"], branching=2)
@@ -87,16 +87,16 @@ def speed(quick: bool) -> None:
             target = "  (target <= 1000 ms)" if n == 2**20 and name in ("hb", "hb(2)", "privelet") else ""
             print(f"n={n:8d} {name:13} first {first:9.1f} ms (cpu {first_cpu:9.1f})   "
                   f"median {median:8.1f} ms (cpu {cpu:8.1f}){target}")
-    print(f"\nmm-opt optimisation (p = min({MAX_P}, n/16), restarts = {MM.restarts}, <= {MAX_ITERATIONS} "
+    print(f"\nmm-opt optimisation (p = 'auto', restarts = {MM.restarts}, <= {MAX_ITERATIONS} "
           "L-BFGS-B iterations each); wall time, and CPU time of this process (the machine is shared)")
     sizes = [(1024, AllRange(1024)), (4096, AllRange(4096))] + ([] if quick else [(8192, Prefix(8192))])
     for n, workload in sizes:
         start, cpu = time.perf_counter(), time.process_time()
-        strategy = optimise_strategy(workload, min(MAX_P, n // 16), MM.restarts, MM.seed)
+        strategy = MM.strategy(workload)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         rmse = math.sqrt(2 * strategy.trace / (workload.shape[0] * UNIT**2))
         ratio = f"  HDMM 191 s / ours = {HDMM_OPT0_SECONDS / seconds:.1f}x (target >= 10x)" if n == 4096 else ""
-        print(f"n={n:5d} {type(workload).__name__:9} wall {seconds:7.1f} s  cpu {cpu:7.1f} s  "
+        print(f"n={n:5d} p={strategy.theta.shape[0]:2d} {type(workload).__name__:9} wall {seconds:7.1f} s  cpu {cpu:7.1f} s  "
               f"RMSE(eps=sqrt 2) {rmse:.3f}{ratio}")
 
 

@@ -224,7 +224,7 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
                 try:
                     progress(done, total, name)
                 except BaseException as err:
-                    if type(err).__name__ not in ("RerunException", "StopException"):
+                    if not _is_script_control(err):
                         raise
                     interrupted.append(err)
 
@@ -298,15 +298,18 @@ def sidebar() -> None:
         st.caption(f"Workload: `{workload_spec()}`  \nNeighbours: {NEIGHBOURING}")
 
 
+def _is_script_control(err: BaseException) -> bool:
+    """Streamlit's rerun/stop signals, which must propagate rather than be shown as errors."""
+    return type(err).__name__ in ("RerunException", "StopException")
+
+
 @contextlib.contextmanager
 def guard():
     """Top-level guard: any exception becomes a friendly message with a details expander."""
     try:
         yield
-    except st.runtime.scriptrunner.StopException:  # pragma: no cover - streamlit control flow
-        raise
     except Exception as err:  # noqa: BLE001 - the user must never see a raw traceback
-        if type(err).__name__ in ("RerunException", "StopException"):
+        if _is_script_control(err):
             raise
         st.error(f"Something went wrong: {str(err).splitlines()[0] if str(err) else type(err).__name__}")
         with st.expander("Details"):

@@ -225,7 +225,17 @@ def _energy(tree: Tree, workload: Workload) -> float:
                   for a, b, m in zip(bounds[:-1], bounds[1:], tree.measured, strict=True)]
         return tree.least_squares(blocks, n_cells)
 
-    return noise_energy(workload, response, tree.coordinates)
+    def covariance(v: np.ndarray) -> np.ndarray:
+        # least squares is (AᵀA)⁻¹Aᵀ, and the error covariance under unit noise is (AᵀA)⁻¹ = (AᵀA)⁻¹Aᵀu
+        # for any u with Aᵀu = v: v placed on the leaves (one-cell nodes, all measured), zeros elsewhere
+        blocks: list[np.ndarray | None] = []
+        for level, (leaf_nodes, cells), measured in zip(tree.levels, tree.leaves, tree.measured, strict=True):
+            block = np.zeros((level.r0.size, v.shape[1]))
+            block[leaf_nodes] = v[cells]
+            blocks.append(block if measured else None)
+        return tree.least_squares(blocks, n_cells)
+
+    return noise_energy(workload, response, tree.coordinates, covariance)
 
 
 @dataclass(frozen=True)

@@ -31,10 +31,12 @@ def _padded(length: int) -> int:
     return 1 << max(0, int(np.ceil(np.log2(length))))
 
 
-def haar_forward(v: np.ndarray, axis: int = 0) -> np.ndarray:
+def haar_forward(v: np.ndarray, axis: int = 0, weight: float = 1.0) -> np.ndarray:
     """Unnormalised Haar transform along ``axis`` (length a power of two).
 
     Output order: total, then the left−right differences from the coarsest block to the finest.
+    With ``weight`` 1/2 each pairwise sum and difference is halved: that is the transpose of
+    ``haar_inverse``, which the exact error needs.
 
     >>> haar_forward(np.array([1.0, 2, 3, 4])).tolist()
     [10.0, -4.0, -1.0, -1.0]
@@ -42,8 +44,8 @@ def haar_forward(v: np.ndarray, axis: int = 0) -> np.ndarray:
     s = np.moveaxis(v, axis, 0)
     details = []
     while s.shape[0] > 1:
-        details.append(s[0::2] - s[1::2])
-        s = s[0::2] + s[1::2]
+        details.append(weight * (s[0::2] - s[1::2]))
+        s = weight * (s[0::2] + s[1::2])
     return np.moveaxis(np.concatenate([s, *details[::-1]], axis=0), 0, axis)
 
 
@@ -77,14 +79,26 @@ def _reconstruct(coefficients: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
     return cube[:rows, :cols].reshape(rows * cols, -1)
 
 
+def _reconstruct_transpose(cells: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
+    """The transpose of ``_reconstruct``: a padded coefficient block (R·C × batch) from cells (rows·cols × batch)."""
+    rows, cols = grid
+    cube = np.zeros((_padded(rows), _padded(cols), cells.shape[1]))
+    cube[:rows, :cols] = cells.reshape(rows, cols, -1)
+    return haar_forward(haar_forward(cube, axis=1, weight=0.5), axis=0, weight=0.5).reshape(-1, cells.shape[1])
+
+
 _ENERGIES: dict[object, float] = {}
 
 
 def _unit_energy(grid: tuple[int, int], workload: Workload) -> float:
-    """Σ_k ‖W h_k‖² over the inverse transform's columns, cached per (grid, workload content)."""
+    """Σ_k ‖W h_k‖² over the inverse transform's columns, cached per (grid, workload content).
+
+    The estimate's error covariance under unit noise is H⁻¹H⁻ᵀ, applied as reconstruct ∘ its transpose.
+    """
     coordinates = _padded(grid[0]) * _padded(grid[1])
     return remember(_ENERGIES, (grid, workload_key(workload)),
-                    lambda: noise_energy(workload, lambda noise: _reconstruct(noise, grid), coordinates))
+                    lambda: noise_energy(workload, lambda noise: _reconstruct(noise, grid), coordinates,
+                                         lambda v: _reconstruct(_reconstruct_transpose(v, grid), grid)))
 
 
 @dataclass(frozen=True)

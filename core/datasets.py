@@ -168,8 +168,19 @@ def _parse_json(text: str, name: str):
     return np.array(counts, dtype=float), tuple(tuple(map(str, a)) for a in labels), doc.get("name", name)
 
 
+_LINE = re.compile(r"[^\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]*")  # up to str.splitlines' first break
+
+
+def _first_line(text: str) -> str:
+    """``text.strip().splitlines()[0]`` without splitting a 50 MB upload into lines ("" for blank text)."""
+    stripped = text.lstrip()
+    line = _LINE.match(stripped).group()
+    rest = stripped.rstrip()
+    return line if len(line) < len(rest) else rest
+
+
 def _delimiter(text: str) -> str:
-    first = text.strip().splitlines()[0] if text.strip() else ""
+    first = _first_line(text)
     counts = {d: first.count(d) for d in ",;\t|"}
     best = max(counts, key=counts.get)
     return best if counts[best] else ","
@@ -198,22 +209,24 @@ def _is_number(cell: str) -> bool:
 
 def _numeric(column: pd.Series, what: str, first_row: int = 2) -> np.ndarray:
     """Column → floats; ``first_row`` is the file row of the first value (2 after a header)."""
-    values = pd.to_numeric(column.str.strip(), errors="coerce")
-    bad = ~np.isfinite(values.to_numpy(dtype=float))
+    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)  # tolerates spaces around numbers
+    bad = ~np.isfinite(values)
+    if bad.any():  # retry only the failures on stripped text (other whitespace, e.g. non-breaking spaces)
+        values[bad] = pd.to_numeric(column[bad].str.strip(), errors="coerce").to_numpy(dtype=float)
+        bad = ~np.isfinite(values)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         where = f"row {row + first_row}, {what if what.startswith('column') else f'column {what!r}'}"
         if not column.iloc[row].strip():
             raise _fail(f"{where}: the value is missing; every row needs a value in every column (no ragged rows)")
         raise _fail(f"{where}: {column.iloc[row][:40]!r} is not a finite number")
-    return values.to_numpy(dtype=float)
+    return values
 
 
 def _parse_csv(text: str):
     if not text.strip():
         raise _fail("file is empty")
-    first = text.strip().splitlines()[0]
-    cells = next(csv.reader([first], delimiter=_delimiter(text)))
+    cells = next(csv.reader([_first_line(text)], delimiter=_delimiter(text)))
     has_letters = not all(_is_number(c) for c in cells if c.strip())
     table = _read_table(text, header=0 if has_letters else None)
     if table.empty:

@@ -30,7 +30,7 @@ bench: $(RUN_STAMP)
 	$(BIN)/python bench/run_all.py
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check core pages app.py ui.py tests bench
+	$(BIN)/ruff check core pages app.py ui tests bench
 
 clean:
 	rm -rf $(VENV) test-artifacts

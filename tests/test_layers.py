@@ -1,4 +1,5 @@
-"""Architecture rules (style.md §2 rules 1–2): core is Streamlit-free, randomness is never ambient."""
+"""Architecture rules (style.md §1.2, §2 rules 1–2): pages → ui → core, core is Streamlit-free, randomness is
+never ambient."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import core
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE_FILES = sorted((ROOT / "core").rglob("*.py"))
-APP_FILES = sorted((ROOT / "pages").glob("*.py")) + [p for p in (ROOT / "ui.py", ROOT / "app.py") if p.exists()]
+UI_FILES = sorted((ROOT / "ui").glob("*.py"))
+APP_FILES = sorted((ROOT / "pages").glob("*.py")) + UI_FILES + [ROOT / "app.py"]
 ALLOWED_RANDOM = {"default_rng", "Generator", "SeedSequence", "BitGenerator", "PCG64"}
 # np.random.<anything but a constructor>, e.g. np.random.seed / .laplace / .rand: the global RNG
 GLOBAL_RNG = re.compile(r"\b(?:np|numpy)\.random\.(?!(?:" + "|".join(ALLOWED_RANDOM) + r")\b)\w+")
@@ -66,3 +68,28 @@ def test_the_global_rng_pattern_has_teeth():
 @pytest.mark.parametrize("path", sorted((ROOT / "pages").glob("*.py")), ids=lambda p: p.name)
 def test_pages_do_not_import_each_other(path):
     assert not {n for n in _imports(path) if n.split(".")[0] in ("pages", "app")}
+
+
+@pytest.mark.parametrize("path", UI_FILES, ids=lambda p: p.name)
+def test_ui_never_imports_pages_or_app(path):
+    assert not {n for n in _imports(path) if n.split(".")[0] in ("pages", "app")}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"], ids=lambda p: p.name)
+def test_pages_use_the_ui_package_through_its_public_names(path):
+    inner = {n for n in _imports(path) if n.startswith("ui.")}
+    assert not inner, f"{path.name} imports {sorted(inner)}; use `import ui` and ui.<name> (ui/__init__.py)"
+
+
+def test_ui_package_re_exports_every_public_name():
+    """Each ui/ module's public functions and constants are reachable as ui.<name> (the pages' interface)."""
+    init = ast.parse((ROOT / "ui" / "__init__.py").read_text())
+    exported = next(ast.literal_eval(node.value) for node in init.body
+                    if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__")
+    public = set()
+    for path in UI_FILES:
+        for node in ast.parse(path.read_text()).body:
+            names = [node.name] if isinstance(node, ast.FunctionDef) else [
+                t.id for t in getattr(node, "targets", [getattr(node, "target", None)]) if isinstance(t, ast.Name)]
+            public.update(n for n in names if not n.startswith("_"))
+    assert public <= set(exported), f"not re-exported by ui/__init__.py: {sorted(public - set(exported))}"

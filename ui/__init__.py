@@ -1,0 +1,68 @@
+"""The UI layer: the only package importing both streamlit and core (style.md §1.2).
+
+One concept per module; pages and app.py call ``ui.<name>`` through the re-exports below.
+
+- ``navigation``: PAGES, the sidebar sections and page scripts
+- ``state``: session keys (``init_state``), ledger, charges, flash messages, seeded streams
+- ``datasets``: the session's histogram (samples, DPBench, uploads, derived datasets)
+- ``workloads``: the session's workload (registry spec or custom object)
+- ``sweeps``: simulations kept in the session (sweeps, per-bin errors, previews); never charged
+- ``sidebar``, ``guard``: the shared sidebar and the top-level error guard
+- ``charts``, ``chart_export``: plotly figure builders, chart downloads
+- ``settings``: mechanism-settings widgets
+- ``config``: the session config into and out of the session state
+"""
+
+from ui.chart_export import figure_downloads
+from ui.charts import (
+    ENVELOPE,
+    MAX_BARS,
+    MAX_SIDE_2D,
+    PALETTE,
+    TRUE_COLOUR,
+    error_band_figure,
+    error_figure,
+    histogram_figure,
+    interval_figure,
+    line_figure,
+    mechanism_colour,
+    per_bin_figure,
+    runtime_figure,
+    workload_figure,
+)
+from ui.config import apply_config, session_config
+from ui.datasets import (
+    DPBENCH_DIR,
+    RESCALE_STREAM,
+    add_derived,
+    add_upload,
+    dataset_choices,
+    derive_dataset,
+    histogram,
+)
+from ui.guard import guard, is_script_control
+from ui.navigation import PAGES
+from ui.settings import mechanism_settings
+from ui.sidebar import sidebar
+from ui.state import (
+    DEFAULT_TOTAL_EPSILON,
+    SIMULATION_STREAM,
+    charge,
+    init_state,
+    ledger,
+    release_rng,
+    show_flash,
+    simulation_rng,
+)
+from ui.sweeps import cached_sweep, per_bin, preview_release, sweep
+from ui.workloads import default_workload_spec, set_workload, workload, workload_spec
+
+__all__ = [
+    "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_SIDE_2D", "PAGES", "PALETTE",
+    "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config",
+    "cached_sweep", "charge", "dataset_choices", "default_workload_spec", "derive_dataset", "error_band_figure",
+    "error_figure", "figure_downloads", "guard", "histogram", "histogram_figure", "init_state", "interval_figure",
+    "is_script_control", "ledger", "line_figure", "mechanism_colour", "mechanism_settings", "per_bin",
+    "per_bin_figure", "preview_release", "release_rng", "runtime_figure", "session_config", "set_workload",
+    "show_flash", "sidebar", "simulation_rng", "sweep", "workload", "workload_figure", "workload_spec",
+]

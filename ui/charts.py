@@ -1,0 +1,181 @@
+"""Chart builders (plotly figures, no Streamlit calls), one colour per mechanism across every chart."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from core.domain import Histogram
+from core.mechanisms import MECHANISMS
+from core.views import downsample
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+           "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
+           "#e6550d", "#31a354", "#756bb1", "#636363")
+TRUE_COLOUR = "#444444"
+MAX_BARS = 4096       # 1-D charts sum adjacent bins beyond this many bars (display only)
+MAX_SIDE_2D = 512     # 2-D heatmaps sum cells beyond this many per side (display only)
+ENVELOPE = "lower envelope"
+
+
+def mechanism_colour(name: str) -> str:
+    names = list(MECHANISMS)
+    index = names.index(name) if name in names else abs(hash(name))
+    return PALETTE[index % len(PALETTE)]
+
+
+def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label: str = "released",
+                     mechanism: str | None = None) -> go.Figure:
+    """Bars of the true counts (1-D) or a heatmap (2-D); a released estimate is overlaid as a line.
+
+    Large histograms are summed into at most MAX_BARS bars (MAX_CELLS_2D heatmap cells) for display;
+    the title says so.
+    """
+    if len(hist.domain.shape) == 2:
+        z = hist.counts if estimate is None else np.asarray(estimate).reshape(hist.domain.shape)
+        z, k_cols = downsample(z, MAX_SIDE_2D)
+        z, k_rows = downsample(z.T, MAX_SIDE_2D)
+        note = "" if k_rows == k_cols == 1 else f", cells summed {k_rows}×{k_cols} for display"
+        fig = go.Figure(go.Heatmap(z=z.T, x=np.arange(z.shape[0]) * k_cols, y=np.arange(z.shape[1]) * k_rows,
+                                   colorscale="Viridis", colorbar={"title": "count"}))
+        fig.update_layout(title=f"{hist.name} ({'true' if estimate is None else label}{note})",
+                          yaxis={"autorange": "reversed"})
+    else:
+        y, k = downsample(hist.vector, MAX_BARS)
+        x = np.arange(y.size) * k
+        fig = go.Figure(go.Bar(x=x, y=y, name="true counts", marker_color=TRUE_COLOUR, opacity=0.6))
+        if estimate is not None:
+            fig.add_trace(go.Scatter(x=x, y=downsample(np.asarray(estimate, dtype=float).ravel(), MAX_BARS)[0],
+                                     name=label, mode="lines", line={"width": 1, "color": mechanism_colour(
+                                         mechanism) if mechanism else None}))
+        title = hist.name if k == 1 else f"{hist.name} (bins summed in groups of {k:,} for display)"
+        fig.update_layout(title=title, xaxis_title="bin", yaxis_title="count", bargap=0)
+    fig.update_layout(height=340, margin={"l": 40, "r": 10, "t": 40, "b": 40})
+    return fig
+
+
+def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True,
+                 envelope: bool = False) -> go.Figure:
+    """Error vs epsilon per mechanism: mean line, 2.5–97.5 % band over trials, analytic curve dotted.
+
+    ``envelope`` adds the DPComp lower envelope: the best mean error at each epsilon (legend group
+    ``ENVELOPE``; its hover names the winning mechanism).
+    """
+    fig = go.Figure()
+    rows = summary[summary["metric"] == metric]
+    for name, part in rows.groupby("mechanism", sort=False):
+        part = part.sort_values("epsilon")
+        colour = mechanism_colour(name)
+        fig.add_trace(go.Scatter(x=np.r_[part.epsilon, part.epsilon[::-1]], y=np.r_[part.high, part.low[::-1]],
+                                 fill="toself", fillcolor=colour, opacity=0.15, line={"width": 0}, mode="lines",
+                                 hoverinfo="skip", showlegend=False, legendgroup=name))
+        fig.add_trace(go.Scatter(x=part.epsilon, y=part["mean"], name=name, mode="lines+markers",
+                                 line={"color": colour}, legendgroup=name,
+                                 customdata=np.c_[part.low, part.high],
+                                 hovertemplate=f"{name}<br>ε=%{{x:g}}<br>mean=%{{y:.4g}}"
+                                               "<br>95% band %{customdata[0]:.4g}–%{customdata[1]:.4g}"))
+        if part["expected"].notna().any():
+            fig.add_trace(go.Scatter(x=part.epsilon, y=part["expected"], name=f"{name} (analytic)",
+                                     mode="lines", line={"color": colour, "dash": "dot"}, legendgroup=name))
+    if envelope and not rows.empty:
+        best = rows.loc[rows.groupby("epsilon")["mean"].idxmin()].sort_values("epsilon")
+        fig.add_trace(go.Scatter(x=best.epsilon, y=best["mean"], name=ENVELOPE, mode="lines",
+                                 line={"color": "black", "width": 5}, opacity=0.35, legendgroup=ENVELOPE,
+                                 customdata=best.mechanism, hovertemplate="best at ε=%{x:g}: %{customdata}"
+                                                                          "<br>%{y:.4g}<extra></extra>"))
+    fig.update_layout(xaxis_title="epsilon", yaxis_title=metric, height=460,
+                      xaxis_type="log" if log_x else "linear", yaxis_type="log" if log_y else "linear",
+                      margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.2})
+    return fig
+
+
+def line_figure(x, series: dict, *, x_title: str, y_title: str, log_x: bool = False, log_y: bool = False,
+                shape: str = "linear", height: int = 360, levels: dict | None = None) -> go.Figure:
+    """One line per entry of ``series`` (name -> y values) over a shared x; ``shape="hv"`` for steps.
+
+    ``levels`` (name -> y) adds dotted horizontal reference lines as legend entries (works on log axes,
+    where hline annotations are misplaced).
+    """
+    fig = go.Figure()
+    for index, (name, y) in enumerate(series.items()):
+        fig.add_trace(go.Scatter(x=x, y=y, name=name, mode="lines+markers" if len(x) <= 40 else "lines",
+                                 line={"color": PALETTE[index % len(PALETTE)], "shape": shape}))
+    for index, (name, level) in enumerate((levels or {}).items()):
+        fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[level, level], name=name, mode="lines",
+                                 line={"color": TRUE_COLOUR, "dash": ("dot", "dash")[index % 2], "width": 1}))
+    fig.update_layout(xaxis_title=x_title, yaxis_title=y_title, height=height,
+                      xaxis_type="log" if log_x else "linear", yaxis_type="log" if log_y else "linear",
+                      margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def runtime_figure(summary) -> go.Figure:
+    """Mean seconds per run per mechanism (log scale), in the mechanism colours."""
+    per = summary.groupby("mechanism", sort=False)["seconds"].mean().sort_values()
+    fig = go.Figure(go.Bar(x=per.index, y=per.values, marker_color=[mechanism_colour(m) for m in per.index],
+                           hovertemplate="%{x}: %{y:.3g} s per run<extra></extra>"))
+    fig.update_layout(yaxis_type="log", yaxis_title="seconds per run", height=300,
+                      margin={"l": 50, "r": 10, "t": 30, "b": 40})
+    return fig
+
+
+def per_bin_figure(labels: list[str], errors: dict[str, np.ndarray], bins_per_bucket: np.ndarray) -> go.Figure:
+    """Grouped bars: mean |error| per bin for each true-count bucket (the small-bin view), per mechanism."""
+    names = [f"{label}<br>({count:,} bins)" for label, count in zip(labels, bins_per_bucket, strict=True)]
+    fig = go.Figure([go.Bar(x=names, y=values, name=name, marker_color=mechanism_colour(name))
+                     for name, values in errors.items()])
+    fig.update_layout(barmode="group", xaxis_title="true count of the bin", yaxis_title="mean |error| per bin",
+                      yaxis_type="log", height=360, margin={"l": 50, "r": 10, "t": 30, "b": 40},
+                      legend={"orientation": "h", "y": -0.3})
+    return fig
+
+
+def workload_figure(index: np.ndarray, rows: np.ndarray, column_group: int) -> go.Figure:
+    """Heatmap of sampled rows of W (columns averaged in groups of ``column_group`` for display)."""
+    fig = go.Figure(go.Heatmap(z=rows, x=np.arange(rows.shape[1]) * column_group, y=[str(i) for i in index],
+                               colorscale="Blues", colorbar={"title": "weight"},
+                               hovertemplate="query %{y}<br>cell %{x}<br>weight %{z:.3g}<extra></extra>"))
+    fig.update_layout(xaxis_title="cell", yaxis_title="query (row of W)", yaxis={"autorange": "reversed",
+                      "type": "category"}, height=360, margin={"l": 60, "r": 10, "t": 30, "b": 40})
+    return fig
+
+
+def interval_figure(x: np.ndarray, truth: np.ndarray, released: np.ndarray, low: np.ndarray | None,
+                    high: np.ndarray | None, *, mechanism: str, x_title: str, y_title: str,
+                    bars: bool = False) -> go.Figure:
+    """Truth (bars or markers) with released values and their 95 % interval (error bars or a band)."""
+    colour = mechanism_colour(mechanism)
+    fig = go.Figure()
+    if bars:
+        fig.add_trace(go.Bar(x=x, y=truth, name="true (curator only)", marker_color=TRUE_COLOUR, opacity=0.5))
+    else:
+        fig.add_trace(go.Scatter(x=x, y=truth, name="true (curator only)", mode="markers",
+                                 marker={"color": TRUE_COLOUR, "symbol": "x"}))
+    if low is not None and bars:
+        fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=np.r_[released + high, (released + low)[::-1]],
+                                 fill="toself", fillcolor=colour, opacity=0.2, line={"width": 0},
+                                 name="95 % interval", hoverinfo="skip"))
+    error_y = None if low is None or bars else {"type": "data", "symmetric": False, "array": high,
+                                                 "arrayminus": -low, "color": colour}
+    fig.add_trace(go.Scatter(x=x, y=released, name=f"released ({mechanism})", error_y=error_y,
+                             mode="lines" if bars else "markers", line={"color": colour, "width": 1}))
+    fig.update_layout(xaxis_title=x_title, yaxis_title=y_title, height=360, bargap=0,
+                      margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def error_band_figure(truth: np.ndarray, error: np.ndarray, low: np.ndarray | None, high: np.ndarray | None, *,
+                      mechanism: str) -> go.Figure:
+    """Per-bin error against the true count (the small-bin view), over the band of 95 % error ranges."""
+    order = np.argsort(truth, kind="stable")
+    colour = mechanism_colour(mechanism)
+    fig = go.Figure()
+    if low is not None:
+        fig.add_trace(go.Scatter(x=np.r_[truth[order], truth[order][::-1]], y=np.r_[high[order], low[order][::-1]],
+                                 fill="toself", fillcolor=colour, opacity=0.2, line={"width": 0},
+                                 name="95 % range of the error", hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=truth, y=error, mode="markers", name=f"released − true ({mechanism})",
+                             marker={"color": colour, "size": 4}))
+    fig.update_layout(xaxis_title="true count of the bin", yaxis_title="error", height=320,
+                      margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.3})
+    return fig

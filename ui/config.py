@@ -1,0 +1,66 @@
+"""The session config (core.config) from and into the session state."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from core.budget import Budget, Ledger
+from core.config import ReleaseSettings, SessionConfig
+from core.mechanisms import MECHANISMS
+from ui.datasets import dataset_choices
+from ui.state import ledger
+
+
+def session_config() -> SessionConfig:
+    """The session's settings as a config: dataset, workload, last comparison's grid, seed, budget, release."""
+    ss = st.session_state
+    mechanisms: tuple[str, ...] = tuple(m for m in ("identity", "hb", "privelet", "uniform") if m in MECHANISMS)
+    epsilons: tuple[float, ...] = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10, 10))
+    for key in reversed(list(ss.get("sweeps", {}))):  # the latest comparison: sweep() keys are
+        if key[0] != "per-bin":                        # (dataset, workload, mechanisms, epsilons, ...)
+            mechanisms, epsilons = key[2], key[3]
+            break
+    name = ss.get("release_mechanism", "identity")
+    settings = ss.get("release_settings", {}).get(name, {})
+    release = ReleaseSettings(name, tuple((k, str(v)) for k, v in settings.items()),
+                              float(ss.get("release_epsilon", 1.0)), ss.get("release_noise_path", "secure"))
+    return SessionConfig(ss.dataset_key, ss.workload_spec, tuple(mechanisms), tuple(epsilons), int(ss.seed),
+                         ledger().total.epsilon, release)
+
+
+def apply_config(config: SessionConfig) -> list[str]:
+    """Load a config into the session (call from a callback). Never resets or refunds the ledger.
+
+    Returns notes on what could not be applied (e.g. an upload that is not in this session).
+    """
+    ss, notes = st.session_state, []
+    if config.dataset in dataset_choices():
+        ss.dataset_key = config.dataset
+    else:
+        notes.append(f"dataset {config.dataset!r} is not available here (uploads live only in their "
+                     "session): upload it again, then reload the config")
+    ss.workload_spec = config.workload
+    ss.seed = config.seed
+    led = ledger()
+    if abs(led.total.epsilon - config.total_epsilon) <= 1e-12:
+        pass
+    elif led.spends:
+        notes.append(f"the total budget stays ε = {led.total.epsilon:g}: it is fixed after the first release")
+    elif not 0.01 <= config.total_epsilon <= 100:
+        notes.append(f"total budget ε = {config.total_epsilon:g} is outside [0.01, 100]; kept ε = {led.total.epsilon:g}")
+    else:
+        ss.ledger = Ledger(Budget(config.total_epsilon))
+        ss.sidebar_total_epsilon = config.total_epsilon
+    ss.compare_mechanisms = list(config.mechanisms)
+    lo, hi = config.epsilons[0], config.epsilons[-1]
+    if len(config.epsilons) >= 2 and {lo, hi} <= {0.001, 0.01, 0.1, 1.0, 10.0, 100.0} and lo < hi:
+        ss.compare_range, ss.compare_points = (lo, hi), len(config.epsilons)
+    ss.session_config = config  # the full grid, for pages that can use an arbitrary one
+    rel = config.release
+    ss.release_mechanism, ss.release_noise_path = rel.mechanism, rel.noise_path
+    ss.release_epsilon = min(max(rel.epsilon, 0.001), 100.0)  # the widget's range
+    for key, value in rel.params:
+        is_flag = isinstance(getattr(MECHANISMS[rel.mechanism], key, None), bool)
+        ss[f"release_{rel.mechanism}_{key}"] = value.lower() == "true" if is_flag else value
+    return notes

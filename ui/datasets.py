@@ -1,0 +1,87 @@
+"""The session's histogram: samples, DPBench files, uploads and derived (rescaled, coarsened) datasets."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from core.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
+from core.domain import Histogram
+from core.transform import coarsen, rescale
+from ui.state import init_state
+
+DPBENCH_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "dpbench-1d"
+RESCALE_STREAM = 31_337  # seeds rescaling: default_rng([seed, RESCALE_STREAM])
+
+
+def dataset_choices() -> dict[str, str]:
+    """dataset_key -> label: samples, DPBench files when ../shared/data is present, uploads."""
+    choices = {f"sample:{name}": f"{name} — {desc}" for name, (_, desc) in SAMPLE_DATASETS.items()}
+    if DPBENCH_DIR.is_dir():
+        for path in sorted(DPBENCH_DIR.glob("*.csv")):
+            choices[f"dpbench:{path.stem}"] = f"{path.stem} — DPBench, 4096 bins"
+    for key, hist in st.session_state.get("uploads", {}).items():
+        kind = "derived" if key.startswith("derived:") else "uploaded"
+        choices[key] = f"{hist.name} — {kind}, {hist.domain.size:,} cells"
+    return choices
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _load_reference(key: str) -> Histogram:
+    kind, _, name = key.partition(":")
+    if kind == "sample":
+        return load_histogram(name)
+    if kind == "dpbench":
+        return load_histogram(str(DPBENCH_DIR / f"{name}.csv"), name=name)
+    raise ValueError(f"unknown dataset {key!r}")
+
+
+def histogram() -> Histogram:
+    """The session's current histogram."""
+    init_state()
+    key = st.session_state.dataset_key
+    uploads = st.session_state.uploads
+    if key in uploads:
+        return uploads[key]
+    try:
+        return _load_reference(key)
+    except ValueError:
+        st.session_state.dataset_key = f"sample:{DEFAULT_DATASET}"
+        return _load_reference(st.session_state.dataset_key)
+
+
+def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: int | None = None,
+               edges=None) -> Histogram:
+    """Parse an upload (raw records when ``column`` is given), keep it in the session and select it."""
+    if column:
+        hist = histogram_from_records(data, column, bins=bins, edges=edges, name=Path(filename).stem)
+    else:
+        hist = load_histogram(data, filename=filename)
+    key = f"upload:{hashlib.sha1(data).hexdigest()[:12]}:{column or ''}:{bins or ''}:{edges or ''}"
+    st.session_state.uploads[key] = hist
+    st.session_state.dataset_key = key
+    return hist
+
+
+def add_derived(hist: Histogram) -> Histogram:
+    """Keep a derived histogram (rescaled, coarsened) as a session dataset and select it."""
+    digest = hashlib.sha1(np.ascontiguousarray(hist.counts).tobytes() + hist.name.encode()).hexdigest()[:12]
+    key = f"derived:{digest}"
+    st.session_state.uploads[key] = hist
+    st.session_state.dataset_key = key
+    return hist
+
+
+def derive_dataset(kind: str, value: int) -> None:
+    """Button callback: rescale (seeded multinomial) or coarsen the current histogram into a session dataset."""
+    try:
+        hist = histogram()
+        if kind == "rescale":
+            add_derived(rescale(hist, int(value), np.random.default_rng([int(st.session_state.seed), RESCALE_STREAM])))
+        else:
+            add_derived(coarsen(hist, int(value)))
+    except ValueError as err:
+        st.session_state.flash_error = str(err)

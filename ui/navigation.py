@@ -1,0 +1,12 @@
+"""The navigation: (section, page script, title, material icon). app.py and the tests read this list."""
+
+PAGES: list[tuple[str, str, str, str]] = [
+    ("Explore", "pages/data.py", "Data", ":material/bar_chart:"),
+    ("Explore", "pages/workloads.py", "Workloads", ":material/functions:"),
+    ("Explore", "pages/compare.py", "Compare", ":material/compare_arrows:"),
+    ("Decide", "pages/choose_epsilon.py", "Choose epsilon", ":material/tune:"),
+    ("Decide", "pages/gradual.py", "Gradual release", ":material/stairs:"),
+    ("Publish", "pages/release.py", "Release", ":material/publish:"),
+    ("Learn", "pages/learn.py", "Learn", ":material/school:"),
+    ("Learn", "pages/papers.py", "Papers", ":material/menu_book:"),
+]

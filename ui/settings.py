@@ -1,0 +1,35 @@
+"""Mechanism settings: one widget per dataclass field of a registered mechanism."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import streamlit as st
+
+from core.mechanisms import MECHANISMS
+
+
+def mechanism_settings(name: str, key: str, *, render: bool = True) -> dict[str, object]:
+    """A widget per dataclass field of the mechanism; returns the settings changed from the default.
+
+    Values are read back from the session, so a callback can call this with ``render=False`` and see
+    what the user set in the same click. ``core.mechanisms.configure`` parses the text values.
+    """
+    mechanism = MECHANISMS[name]
+    changed: dict[str, object] = {}
+    for field in dataclasses.fields(mechanism):
+        if field.name in ("name", "data_dependent"):
+            continue
+        default = getattr(mechanism, field.name)
+        shown = default if isinstance(default, bool) else "" if default is None else str(default)
+        widget_key = f"{key}_{name}_{field.name}"
+        if render:  # default via the session, not value=, so a loaded config can set it (apply_config)
+            st.session_state.setdefault(widget_key, shown)
+            widget = st.checkbox if isinstance(default, bool) else st.text_input
+            widget(field.name, key=widget_key,
+                   help=f"`{field.name}`: {field.type}; default {default!r}. See the mechanism's docstring.")
+        value = st.session_state.get(widget_key, shown)
+        value = value.strip() if isinstance(value, str) else value
+        if value != shown and value != "":
+            changed[field.name] = value
+    return changed

@@ -1,0 +1,46 @@
+"""The shared sidebar: dataset, seed, total budget (fixed after the first spend), remaining budget."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.budget import Budget, Ledger
+from core.mechanisms import NEIGHBOURING
+from ui.datasets import dataset_choices
+from ui.state import init_state, ledger
+from ui.workloads import workload_spec
+
+
+def _set_total_budget() -> None:
+    """Sidebar callback: the total is set once; after the first spend it never replaces the ledger
+    (an edit and a release can arrive in the same round trip)."""
+    if not ledger().spends:
+        st.session_state.ledger = Ledger(Budget(float(st.session_state.sidebar_total_epsilon)))
+
+
+def sidebar() -> None:
+    """Shared sidebar: dataset, seed, total budget (fixed after the first spend), remaining budget."""
+    init_state()
+    with st.sidebar:
+        choices = dataset_choices()
+        keys = list(choices)
+        current = st.session_state.dataset_key
+        if current in keys:  # keep the widget in step when a page (upload, config) changes the dataset
+            st.session_state.sidebar_dataset = current
+        st.selectbox("Dataset", keys,
+                     format_func=lambda k: choices[k], key="sidebar_dataset",
+                     on_change=lambda: st.session_state.update(dataset_key=st.session_state.sidebar_dataset),
+                     help="Built-in samples, DPBench histograms (when present) and your uploads.")
+        st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
+                        help="Seeds the exploration noise; change it to see different noise.")
+        led = ledger()
+        locked = bool(led.spends)
+        st.number_input("Total budget ε", min_value=0.01, max_value=100.0, value=float(led.total.epsilon),
+                        step=0.5, key="sidebar_total_epsilon", disabled=locked,
+                        on_change=_set_total_budget,
+                        help="Set once per session; fixed after the first release.")
+        remaining = led.remaining.epsilon
+        st.metric("Budget remaining", f"ε = {remaining:.4g}",
+                  help=f"Spent ε = {led.spent.epsilon:.4g} of {led.total.epsilon:.4g} in "
+                       f"{len(led.spends)} release(s).")
+        st.caption(f"Workload: `{workload_spec()}`  \nNeighbours: {NEIGHBOURING}")

@@ -1,0 +1,65 @@
+"""Session state: the keys every page relies on, the budget ledger and the seeded random streams."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from core.budget import Budget, BudgetExceededError, Ledger
+from core.datasets import DEFAULT_DATASET
+
+DEFAULT_TOTAL_EPSILON = 5.0
+SIMULATION_STREAM = 7_777
+
+
+def init_state() -> None:
+    """Declare every session key with its default (idempotent; every page calls it)."""
+    ss = st.session_state
+    ss.setdefault("dataset_key", f"sample:{DEFAULT_DATASET}")
+    ss.setdefault("uploads", {})                 # dataset_key -> Histogram (uploaded this session)
+    ss.setdefault("seed", 0)
+    ss.setdefault("ledger", Ledger(Budget(DEFAULT_TOTAL_EPSILON)))
+    ss.setdefault("releases", [])                # history: dicts with mechanism, epsilon, loss, ...
+    ss.setdefault("release_outputs", {})         # release number -> {"release", "settings", "seconds", "intervals"}
+    ss.setdefault("release_counter", 0)
+    ss.setdefault("workload_spec", None)         # None = default for the dataset's shape
+    ss.setdefault("sweeps", {})                  # inputs key -> DataFrame (results survive page switches)
+    ss.setdefault("flash_error", None)
+    ss.setdefault("custom_workloads", {})        # workload_spec "custom:…" -> Workload (stacks, uploads, drawn)
+    ss.setdefault("workload_parts", [])          # workloads page: the stack being composed
+    ss.setdefault("gradual_walk", None)          # gradual page: {"dataset_key", "epsilons", "values"}
+    ss.setdefault("gradual_search", None)        # gradual page: last accuracy-first + doubling result
+    ss.setdefault("epsilon_choices", {})         # choose-epsilon page: simulated choices by inputs
+
+
+def ledger() -> Ledger:
+    init_state()
+    return st.session_state.ledger
+
+
+def release_rng() -> np.random.Generator:
+    """An independent, reproducible stream per release: default_rng([seed, release_counter])."""
+    return np.random.default_rng([int(st.session_state.seed), int(st.session_state.release_counter)])
+
+
+def simulation_rng(*stream: int) -> np.random.Generator:
+    """Seeded stream for what-if simulations (never charged): default_rng([seed, SIMULATION_STREAM, ...])."""
+    return np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM, *stream])
+
+
+def charge(label: str, epsilon: float) -> bool:
+    """Spend ``epsilon`` on the ledger (call only from a button callback). False + flash error on overspend."""
+    try:
+        st.session_state.ledger = ledger().spend(label, Budget(float(epsilon)))
+    except BudgetExceededError as err:
+        st.session_state.flash_error = str(err)
+        return False
+    st.session_state.release_counter += 1
+    return True
+
+
+def show_flash() -> None:
+    err = st.session_state.get("flash_error")
+    if err:
+        st.error(err)
+        st.session_state.flash_error = None

@@ -1,0 +1,74 @@
+"""Simulations for the current dataset and workload (never charged): sweeps kept in the session, previews."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from core.experiment import per_bin_errors, run_sweep
+from core.mechanisms import MECHANISMS
+from ui.datasets import histogram
+from ui.guard import is_script_control
+from ui.state import SIMULATION_STREAM
+from ui.workloads import _workload, workload, workload_spec
+
+
+def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int, metrics: tuple[str, ...],
+          progress=None):
+    """Run (or fetch from the session) a sweep for the current dataset, workload and seed."""
+    key = (st.session_state.dataset_key, workload_spec(), mechanisms, epsilons, trials, metrics,
+           int(st.session_state.seed))
+    cache = st.session_state.sweeps
+    if key not in cache or cache[key].attrs.get("stopped"):
+        interrupted: list[BaseException] = []
+
+        def tick(done: int, total: int, name: str) -> None:
+            # A click (e.g. Stop) during the run surfaces as a rerun exception inside the next
+            # Streamlit call; hold it, let run_sweep return the partial results, then re-raise.
+            if progress is not None and not interrupted:
+                try:
+                    progress(done, total, name)
+                except BaseException as err:
+                    if not is_script_control(err):
+                        raise
+                    interrupted.append(err)
+
+        cache[key] = run_sweep(histogram(), workload(), list(mechanisms), list(epsilons), trials,
+                               seed=int(st.session_state.seed), metrics=list(metrics), progress=tick,
+                               should_stop=lambda: bool(interrupted))
+        while len(cache) > 8:
+            cache.pop(next(iter(cache)))
+        if interrupted:
+            raise interrupted[0]
+    return cache[key]
+
+
+def cached_sweep(mechanisms, epsilons, trials, metrics):
+    key = (st.session_state.dataset_key, workload_spec(), tuple(mechanisms), tuple(epsilons), trials,
+           tuple(metrics), int(st.session_state.seed))
+    return st.session_state.sweeps.get(key)
+
+
+def per_bin(mechanisms: tuple[str, ...], epsilon: float, trials: int, *,
+            compute: bool = True) -> dict[str, np.ndarray] | None:
+    """Mean |error| per bin for each mechanism (replaying the sweep's trials), kept in the session.
+
+    With ``compute=False`` only a stored result is returned (None when there is none).
+    """
+    key = ("per-bin", st.session_state.dataset_key, workload_spec(), mechanisms, epsilon, trials,
+           int(st.session_state.seed))
+    cache = st.session_state.sweeps
+    if key not in cache:
+        if not compute:
+            return None
+        hist, w, seed = histogram(), workload(), int(st.session_state.seed)
+        errors = {name: per_bin_errors(hist, w, name, epsilon, trials, seed=seed) for name in mechanisms}
+        cache[key] = {name: e for name, e in errors.items() if e is not None}
+    return cache[key]
+
+
+def preview_release(epsilon: float) -> np.ndarray:
+    """Identity release for display only (simulation stream; never charged, never exported)."""
+    rng = np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM])
+    hist = histogram()
+    return MECHANISMS["identity"].run(hist.counts, _workload("total", hist.domain.shape), epsilon, rng).estimate

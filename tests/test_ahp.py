@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from core.mechanisms import MECHANISMS
-from core.mechanisms.ahp import AHP, LOOKAHEAD, best_new_cluster_error, greedy_clusters
+from core.mechanisms.ahp import AHP, LOOKAHEAD, SCAN, best_new_cluster_error, greedy_clusters
 from core.workloads import Identity, Kron, Prefix, random_range
 
 
@@ -44,6 +44,31 @@ def test_greedy_clusters_split_at_jumps():
     values = np.array([0.0, 0, 0, 0, 50, 51, 50, 52, 400, 401])
     assert greedy_clusters(values, 2.0).tolist() == [0, 4, 8]
     assert greedy_clusters(np.zeros(5), 2.0).tolist() == [0]
+
+
+def _literal_clusters(values: np.ndarray, noise_variance: float) -> list[int]:
+    """The greedy pass one cell at a time with the error recomputed from scratch (test oracle)."""
+    best_new = best_new_cluster_error(values, noise_variance)
+
+    def error(i, j):  # squared deviation of cluster i … j plus the noise variance of its mean's sum
+        part = values[i: j + 1]
+        return float(((part - part.mean()) ** 2).sum()) + noise_variance / part.size
+
+    starts = [0]
+    for j in range(1, values.size):
+        if error(starts[-1], j) >= error(starts[-1], j - 1) + best_new[j] - 1e-9:
+            starts.append(j)
+    return starts
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_greedy_clusters_match_the_cell_by_cell_loop_on_long_clusters(seed):
+    # long plateaus send the search through its vectorised windows (clusters longer than SCAN cells)
+    rng = np.random.default_rng(seed)
+    values = np.sort(np.concatenate([level + rng.normal(0, 0.3, size) for level, size in
+                                     zip(rng.choice(400, 6), rng.integers(5, 300, 6), strict=True)]))
+    assert max(np.diff(greedy_clusters(values, 2.0)), default=0) > SCAN
+    assert greedy_clusters(values, 2.0).tolist() == _literal_clusters(values, 2.0)
 
 
 def test_clusters_follow_the_noisy_order_not_the_true_counts():

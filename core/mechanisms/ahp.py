@@ -34,6 +34,8 @@ def best_new_cluster_error(values: np.ndarray, noise_variance: float) -> np.ndar
 
     The scan over L stops at the first L where the squared-deviation term grows by at least what the
     noise term could still shrink (the paper's early termination), and after ``LOOKAHEAD`` cells.
+    One vectorised step per length over the cells still scanning (few stop early, so this beats
+    blocks of lengths that redo work).
 
     >>> best_new_cluster_error(np.array([1.0, 1.0, 1.0]), 2.0).tolist()
     [0.2222222222222222, 0.5, 2.0]
@@ -47,54 +49,94 @@ def best_new_cluster_error(values: np.ndarray, noise_variance: float) -> np.ndar
     long_run = run_left >= LOOKAHEAD
     result[long_run] = noise_variance / LOOKAHEAD**2
     rows = np.flatnonzero(~long_run)
-    span = 8
-    while rows.size:  # most scans stop within a few cells; only the unfinished ones look further
-        span = min(span, LOOKAHEAD, n)
-        start = rows[:, None]
-        length = np.arange(1, span + 1)[None, :]
-        valid = start + length <= n
-        mean = (prefix[np.minimum(start + length, n)] - prefix[start]) / length
-        deviation = (values[rows, None] - mean) ** 2
-        noise = noise_variance / length**2.0
-        floor = noise_variance / (n + 1 - start) ** 2.0  # the reference's bound: just past the longest cluster
-        grows = (deviation[:, 1:] - deviation[:, :-1]) >= (noise[:, :-1] - floor)
-        stopped = np.cumsum(grows, axis=1) > 0
-        total = np.where(valid, deviation + noise, np.inf)
-        total[:, 1:][stopped] = np.inf
-        result[rows] = total.min(axis=1)
-        done = stopped[:, -1] | ~valid[:, -1] if span > 1 else np.ones(rows.size, dtype=bool)
-        if span >= LOOKAHEAD or span >= n:
+    head, base = values[rows], prefix[rows]
+    floor = noise_variance / (n + 1 - rows) ** 2.0  # the reference's bound: just past the longest cluster
+    last_deviation = (head - (prefix[rows + 1] - base)) ** 2
+    last_noise = noise_variance
+    best = last_deviation + last_noise
+    for length in range(2, min(LOOKAHEAD, n) + 1):
+        if rows.size and rows[-1] + length > n:  # rows are sorted: the last ones ran out of cells
+            cut = np.searchsorted(rows, n - length, side="right")
+            result[rows[cut:]] = best[cut:]
+            rows, head, base, floor, best, last_deviation = (
+                a[:cut] for a in (rows, head, base, floor, best, last_deviation))
+        if rows.size == 0:
             break
-        rows = rows[~done]
-        span *= 4
+        deviation = prefix[length:].take(rows)
+        deviation -= base
+        deviation /= length
+        np.subtract(head, deviation, out=deviation)
+        deviation *= deviation
+        stop = (deviation - last_deviation) >= (last_noise - floor)
+        if stop.any():
+            result[rows[stop]] = best[stop]
+            keep = ~stop
+            rows, head, base, floor, best, deviation = (a[keep] for a in (rows, head, base, floor, best, deviation))
+        last_noise = noise_variance / length**2.0
+        np.minimum(best, deviation + last_noise, out=best)
+        last_deviation = deviation
+    result[rows] = best
     return result
+
+
+SCAN = 24  # cells a cluster is grown one by one before the rest of it is searched in vectorised windows
 
 
 def greedy_clusters(values: np.ndarray, noise_variance: float) -> np.ndarray:
     """Start index of every cluster of the sorted `values` (AHP's greedy pass; starts with 0).
 
+    Cell j starts a new cluster when error(i, j) ≥ error(i, j − 1) + err*(j) for the current cluster
+    start i. Short clusters are grown in a scalar loop; once a cluster is longer than ``SCAN`` cells the
+    first split after it is found with the same arithmetic on windows of cells (clusters are few and
+    long at small ε, where a cell-by-cell loop would dominate).
+
     >>> greedy_clusters(np.array([0.0, 0, 0, 100, 101, 100]), 2.0).tolist()
     [0, 3]
     """
     n = values.size
-    best_new = best_new_cluster_error(values, noise_variance).tolist()
-    prefix = np.concatenate(([0.0], np.cumsum(values))).tolist()
-    squares = np.concatenate(([0.0], np.cumsum(values**2))).tolist()
+    best_new_array = best_new_cluster_error(values, noise_variance)
+    prefix_array = np.concatenate(([0.0], np.cumsum(values)))
+    squares_array = np.concatenate(([0.0], np.cumsum(values**2)))
+    best_new, prefix, squares = best_new_array.tolist(), prefix_array.tolist(), squares_array.tolist()
+
+    def first_split(i: int, j: int, last: float) -> int:
+        """First j' ≥ j where cluster i … j' − 1 splits (or n), in growing windows."""
+        width = 64
+        while j < n:
+            stop = min(n, j + width)
+            size = np.arange(j - i + 1, stop - i + 1)
+            total = prefix_array[j + 1: stop + 1] - prefix[i]
+            now = squares_array[j + 1: stop + 1] - squares[i] - total * total / size + noise_variance / size
+            before = np.concatenate(([last], now[:-1]))
+            split = now >= before + best_new_array[j:stop]
+            if split.any():
+                return j + int(np.argmax(split))
+            last, j, width = float(now[-1]), stop, width * 4
+        return n
 
     # error(i, j) of cluster i … j inclusive = squared deviation + noise variance / size, inlined (hot loop)
     starts = [0]
     i, base, base_squares = 0, prefix[0], squares[0]
     last = squares[1] - squares[0] - (prefix[1] - prefix[0]) ** 2 + noise_variance
-    for j in range(1, n):
-        size = j - i + 1
-        total = prefix[j + 1] - base
-        now = squares[j + 1] - base_squares - total * total / size + noise_variance / size
-        if now >= last + best_new[j]:
+    j = 1
+    while j < n:
+        if j - i > SCAN:
+            j = first_split(i, j, last)
+            if j == n:
+                break
+            split = True
+        else:
+            size = j - i + 1
+            total = prefix[j + 1] - base
+            now = squares[j + 1] - base_squares - total * total / size + noise_variance / size
+            split = now >= last + best_new[j]
+        if split:
             starts.append(j)
             i, base, base_squares = j, prefix[j], squares[j]
             last = squares[j + 1] - squares[j] - (prefix[j + 1] - prefix[j]) ** 2 + noise_variance
         else:
             last = now
+        j += 1
     return np.array(starts)
 
 

@@ -187,11 +187,10 @@ class MWEM:
         scaled = [answer * half_inverse_total for answer in measured]
         values = mass.tolist()
         running = sum(values)
-        half = total * half_inverse_total  # = 1/2
         for _ in range(self.update_rounds):
             for atoms, target in zip(inside, scaled, strict=True):
                 share = sum(map(values.__getitem__, atoms))
-                error = target - half * share / running
+                error = target - 0.5 * share / running
                 if error > 30.0:  # clipped only to keep floats finite when noise dwarfs the total
                     error = 30.0
                 elif error < -30.0:
@@ -209,18 +208,22 @@ class MWEM:
                          half_inverse_total: float) -> np.ndarray:
         """The counting passes when every query covers a run of consecutive atoms: slices, not index lists."""
         scaled = [answer * half_inverse_total for answer in measured]
+        # the exponent lies in [target − 1/2, target] (share ≤ running): clipping can only bind when a
+        # noisy answer dwarfs the total, so the usual case runs the loop without the clip
+        if max(map(abs, scaled)) + 0.5 >= 30.0:
+            atoms = np.arange(mass.size)
+            queries = [((atoms >= a) & (atoms < b)).astype(float) for a, b in runs]
+            return self._counting_passes(mass, queries, measured, total, half_inverse_total)
+        steps = [(a, b, target) for (a, b), target in zip(runs, scaled, strict=True)]
+        exp = math.exp
         values = mass.tolist()
         running = sum(values)
         for _ in range(self.update_rounds):
-            for (a, b), target in zip(runs, scaled, strict=True):
-                share = sum(values[a:b])
-                error = target - 0.5 * share / running
-                if error > 30.0:  # clipped only to keep floats finite when noise dwarfs the total
-                    error = 30.0
-                elif error < -30.0:
-                    error = -30.0
-                factor = math.exp(error)
-                values[a:b] = [v * factor for v in values[a:b]]
+            for a, b, target in steps:
+                part = values[a:b]
+                share = sum(part)
+                factor = exp(target - 0.5 * share / running)
+                values[a:b] = [v * factor for v in part]
                 running += (factor - 1.0) * share
             rescale = total / sum(values)
             values = [v * rescale for v in values]

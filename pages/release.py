@@ -196,11 +196,15 @@ with ui.guard():
         st.subheader("History")
         st.dataframe(history, hide_index=True, key="release_history")
     with st.expander("Session config (save or reload)"):
-        config_json = config_to_json(ui.session_config())
+        config_notes: list[str] = []
+        config_json = config_to_json(ui.session_config(config_notes))
+        for note in config_notes:
+            st.warning(f"Note: {note}.")
         st.download_button("Session config (JSON)", config_json, "dplens-session.json",
                            "application/json", key="release_config_download", on_click="ignore",
-                           help="Dataset reference, workload, compared mechanisms and ε grid, seed, total budget, "
-                                "release settings. Never contains data or spends.")
+                           help="Dataset reference, workload (a custom one as its recipe: specs, range ends, "
+                                "matrix nonzeros), compared mechanisms and ε grid, seed, total budget, "
+                                "release settings. Never contains data, spends or releases.")
         st.code(config_json, language="json")
         st.file_uploader("Reload a session config", type=["json"], key="release_config_upload",
                          help="Restores the settings; the budget already spent stays spent.")

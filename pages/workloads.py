@@ -42,8 +42,12 @@ def _use_spec(spec: str) -> None:
     _flash(act)
 
 
-def _add_part(label: str, build) -> None:
-    _flash(lambda: st.session_state.workload_parts.append((label, build())))
+def _add_part(label: str, build, spec: str | None = None) -> None:
+    """Append (label, workload, config recipe) to the stack being composed."""
+    def act():
+        w = build()
+        st.session_state.workload_parts.append((label, w, ui.workload_recipe(w, spec=spec)))
+    _flash(act)
 
 
 def _use_stack() -> None:
@@ -51,7 +55,8 @@ def _use_stack() -> None:
     if not parts:
         st.session_state.flash_error = "the stack is empty: add workloads to it first"
         return
-    _flash(lambda: ui.set_workload(Stack(tuple(w for _, w in parts)), "stack of " + " + ".join(n for n, _ in parts)))
+    _flash(lambda: ui.set_workload(Stack(tuple(w for _, w, _ in parts)), "stack of " + " + ".join(n for n, _, _ in parts),
+                                   ui.stack_recipe([recipe for _, _, recipe in parts])))
 
 
 def _uploaded_matrix():
@@ -117,7 +122,7 @@ with ui.guard():
         left.button("Use this workload", type="primary", key="workloads_use", on_click=_use_spec, args=(spec,),
                     help=f"Select `{spec}` for every page.")
         right.button("Add to stack", key="workloads_add", on_click=_add_part,
-                     args=(spec, lambda: parse_workload(spec, shape)), help="Compose several workloads into one.")
+                     args=(spec, lambda: parse_workload(spec, shape), spec), help="Compose several workloads into one.")
     with upload:
         st.file_uploader("Query matrix (CSV: one row per query, one number per cell)", type=["csv", "txt"],
                          key="workloads_upload", help=f"Each row needs {n:,} numbers; an optional header row.")
@@ -148,8 +153,8 @@ with ui.guard():
     parts = st.session_state.workload_parts
     if parts:
         st.subheader("Stack being composed")
-        st.dataframe({"part": [label for label, _ in parts], "queries": [w.shape[0] for _, w in parts],
-                      "cells": [w.shape[1] for _, w in parts]}, hide_index=True, key="workloads_parts")
+        st.dataframe({"part": [label for label, _, _ in parts], "queries": [w.shape[0] for _, w, _ in parts],
+                      "cells": [w.shape[1] for _, w, _ in parts]}, hide_index=True, key="workloads_parts")
         left, right = st.columns(2)
         left.button("Use the stack", type="primary", key="workloads_use_stack", on_click=_use_stack,
                     help="Select the union of these workloads (rows stacked).")

@@ -144,3 +144,51 @@ def test_a_config_outside_the_widget_ranges_is_applied_safely():
     assert at.session_state.ledger.total.epsilon == 5.0
     assert at.session_state.release_epsilon == 100.0
     assert "outside [0.01, 100]" in at.success[0].value
+
+
+def _workload_metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric if m.label in ("Queries × cells", "L1 sensitivity", "‖W‖_F²")}
+
+
+def test_custom_workloads_survive_a_config_reload():
+    at = open_page("pages/workloads.py")
+    at.session_state["dataset_key"] = "sample:tips-bill"  # 51 bins, a reference dataset any session can load
+    at.run()
+    matrix = "\n".join(",".join(str(v) for v in row) for row in (
+        [1] * 10 + [0] * 41, [0] * 20 + [0.5] * 11 + [0] * 20))
+    at.file_uploader(key="workloads_upload").set_value(("queries.csv", matrix.encode(), "text/csv")).run()
+    at.button(key="workloads_add_upload").click().run()
+    at.selectbox(key="workloads_name").set_value("prefix").run()
+    at.button(key="workloads_add").click().run()
+    at.slider(key="workloads_range").set_value((5, 9)).run()
+    at.button(key="workloads_add_range").click().run()
+    at.button(key="workloads_use_stack").click().run()
+    assert not at.exception
+    built, answers = _workload_metrics(at), at.dataframe[-1].value
+    assert built["Queries × cells"] == "54 × 51"  # 2 uploaded rows + 51 prefixes + 1 drawn range
+    exported = at.switch_page(RELEASE).run().code[0].value
+    recipe = parse_config(exported).custom_workload
+    assert [next(iter(part)) for part in recipe["stack"]] == ["matrix", "spec", "ranges"]
+
+    fresh = open_page(RELEASE)
+    fresh.text_area(key="release_config_text").set_value(exported)
+    fresh.button(key="release_config_load").click().run()
+    assert not fresh.exception
+    assert fresh.success[0].value == "Config loaded."
+    fresh.switch_page("pages/workloads.py").run()
+    assert fresh.session_state.workload_spec == "custom:1:stack of uploaded matrix + prefix + drawn range"
+    assert _workload_metrics(fresh) == built
+    assert fresh.dataframe[-1].value.equals(answers)
+
+
+def test_a_custom_workload_too_large_for_the_config_is_named_and_left_out():
+    at = open_page("pages/workloads.py")
+    rows = "\n".join([",".join(["1"] * 4096)] * 3).encode()  # 12,288 nonzeros, 3 numbers each
+    at.file_uploader(key="workloads_upload").set_value(("big.csv", rows, "text/csv")).run()
+    at.button(key="workloads_use_upload").click().run()
+    assert _workload_metrics(at)["Queries × cells"] == "3 × 4,096"
+    at.switch_page(RELEASE).run()
+    assert not at.exception
+    assert "MAX_RECIPE_NUMBERS=30,000" in at.warning[0].value
+    config = parse_config(at.code[0].value)
+    assert config.workload is None and config.custom_workload is None

@@ -1,13 +1,26 @@
 """core.config: session config round trips and strict, specific validation."""
 
+import dataclasses
 import json
 
+import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.config import ReleaseSettings, SessionConfig, config_to_json, parse_config
+from core.config import (
+    MAX_RECIPE_NUMBERS,
+    ReleaseSettings,
+    SessionConfig,
+    build_recipe,
+    check_recipe,
+    config_to_json,
+    parse_config,
+    recipe_of,
+)
 from core.mechanisms import MECHANISMS
+from core.workloads import Explicit, Kron, Prefix, Ranges, Stack, dense, parse_workload
 
 BASE = SessionConfig(dataset="sample:smooth", workload="random-range:m=2000,seed=0",
                      mechanisms=("identity", "hb"), epsilons=(0.01, 0.1, 1.0), seed=7, total_epsilon=5.0,
@@ -78,3 +91,64 @@ def test_release_section_defaults_to_the_secure_path():
     del base["release"]
     assert parse_config(json.dumps(base)).release == ReleaseSettings()
     assert ReleaseSettings().noise_path == "secure"
+
+
+RECIPE_CASES = {
+    "drawn range": (Ranges(6, [1], [4], label="drawn range"), (6,)),
+    "uploaded matrix": (Explicit(np.array([[1.0, 0, 2.5, 0], [0, 0, 0, -1]]), label="file"), (4,)),
+    "sparse matrix": (Explicit(sp.csr_matrix(np.eye(5)[:3]), label="file"), (5,)),
+    "drawn rectangle": (Kron((Ranges(3, [0], [1]), Ranges(4, [2], [3]))), (3, 4)),
+    "stack": (Stack((Explicit(np.ones((1, 6))), Ranges(6, [0, 2], [5, 3]))), (6,)),
+}
+
+
+@pytest.mark.parametrize("case", RECIPE_CASES, ids=RECIPE_CASES)
+def test_custom_workload_recipes_rebuild_the_same_matrix_through_a_config(case):
+    workload, shape = RECIPE_CASES[case]
+    config = dataclasses.replace(BASE, workload=f"custom:1:{case}", custom_workload=recipe_of(workload))
+    reloaded = parse_config(config_to_json(config))
+    assert reloaded == config
+    np.testing.assert_array_equal(dense(build_recipe(reloaded.custom_workload, shape)), dense(workload))
+
+
+def test_a_stack_recipe_keeps_registry_specs_as_specs():
+    recipe = check_recipe({"stack": [{"spec": "prefix"}, recipe_of(Ranges(8, [3], [3]))]})
+    built = build_recipe(recipe, (8,))
+    np.testing.assert_array_equal(dense(built), np.vstack([dense(Prefix(8)), np.eye(8)[3]]))
+
+
+def test_the_recipe_size_bound_is_named():
+    within = Explicit(np.ones((1, MAX_RECIPE_NUMBERS // 3)))
+    assert check_recipe(recipe_of(within))
+    with pytest.raises(ValueError, match=f"needs {MAX_RECIPE_NUMBERS + 3:,} numbers.*MAX_RECIPE_NUMBERS="):
+        recipe_of(Explicit(np.ones((1, MAX_RECIPE_NUMBERS // 3 + 1))))
+    many_ranges = {"ranges": [[0, 0]] * (MAX_RECIPE_NUMBERS // 2 + 1), "n": 1}
+    with pytest.raises(ValueError, match="MAX_RECIPE_NUMBERS"):
+        parse_config(doc(workload="custom:1:x", custom_workload=many_ranges))
+
+
+@pytest.mark.parametrize(("recipe", "message"), [
+    ([1], "config 'custom_workload' must be an object with one of"),
+    ({"spec": "prefix", "ranges": [[0, 1]]}, "must be an object with one of"),
+    ({"spec": "prefix", "n": 3}, "must be an object with one of"),
+    ({"spec": "custom:1:x"}, "config 'custom_workload.spec' must be a registry workload spec"),
+    ({"stack": []}, "config 'custom_workload.stack' must be a list of one or more recipes"),
+    ({"kron": [{"spec": "total"}]}, "config 'custom_workload.kron' must be a list of two recipes"),
+    ({"stack": [{"spec": "total", "label": 3}]}, "config 'custom_workload.stack\\[0\\].label' must be text"),
+    ({"ranges": [[3, 1]], "n": 5}, "needs lo <= hi, got \\[3, 1\\]"),
+    ({"ranges": [[0, 5]], "n": 5}, "'custom_workload.ranges' must be an integer in \\[0, 4\\], got 5"),
+    ({"ranges": [[0, 1]]}, "'custom_workload.n' must be an integer"),
+    ({"matrix": {"shape": [2, 3], "entries": [[2, 0, 1.0]]}}, "entries row' must be an integer in \\[0, 1\\]"),
+    ({"matrix": {"shape": [2, 3], "entries": [[0, 0, "x"]]}}, "values must be finite numbers, got 'x'"),
+    ({"matrix": {"shape": [2], "entries": []}}, "must be {'shape': \\[m, n\\]"),
+])
+def test_invalid_recipes_raise_one_specific_value_error(recipe, message):
+    with pytest.raises(ValueError, match=message):
+        parse_config(doc(workload="custom:1:x", custom_workload=recipe))
+
+
+def test_a_recipe_for_another_domain_size_is_refused_when_built():
+    with pytest.raises(ValueError, match="made for 6 cells; this dataset has 4"):
+        build_recipe(recipe_of(Ranges(6, [0], [1])), (4,))
+    with pytest.raises(ValueError, match="a Prefix workload has no config recipe"):
+        recipe_of(parse_workload("prefix", (4,)))

@@ -55,7 +55,14 @@ from ui.state import (
     simulation_rng,
 )
 from ui.sweeps import cached_sweep, per_bin, preview_release, sweep
-from ui.workloads import default_workload_spec, set_workload, workload, workload_spec
+from ui.workloads import (
+    default_workload_spec,
+    set_workload,
+    stack_recipe,
+    workload,
+    workload_recipe,
+    workload_spec,
+)
 
 __all__ = [
     "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_SIDE_2D", "PAGES", "PALETTE",
@@ -64,5 +71,6 @@ __all__ = [
     "error_figure", "figure_downloads", "guard", "histogram", "histogram_figure", "init_state", "interval_figure",
     "is_script_control", "ledger", "line_figure", "mechanism_colour", "mechanism_settings", "per_bin",
     "per_bin_figure", "preview_release", "release_rng", "runtime_figure", "session_config", "set_workload",
-    "show_flash", "sidebar", "simulation_rng", "sweep", "workload", "workload_figure", "workload_spec",
+    "show_flash", "sidebar", "simulation_rng", "stack_recipe", "sweep", "workload", "workload_figure",
+    "workload_recipe", "workload_spec",
 ]

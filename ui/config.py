@@ -6,15 +6,28 @@ import numpy as np
 import streamlit as st
 
 from core.budget import Budget, Ledger
-from core.config import ReleaseSettings, SessionConfig
+from core.config import ReleaseSettings, SessionConfig, build_recipe
 from core.mechanisms import MECHANISMS
-from ui.datasets import dataset_choices
+from ui.datasets import dataset_choices, histogram
 from ui.state import ledger
+from ui.workloads import set_workload
 
 
-def session_config() -> SessionConfig:
-    """The session's settings as a config: dataset, workload, last comparison's grid, seed, budget, release."""
+def session_config(notes: list[str] | None = None) -> SessionConfig:
+    """The session's settings as a config: dataset, workload, last comparison's grid, seed, budget, release.
+
+    A custom workload travels as its recipe; when it has none (too large, unsupported), the config
+    carries the default workload instead and ``notes`` (if given) says why.
+    """
     ss = st.session_state
+    spec, recipe = ss.workload_spec, None
+    if spec is not None and spec.startswith("custom:"):
+        recipe = ss.get("custom_recipes", {}).get(spec)
+        if not isinstance(recipe, dict):
+            if notes is not None:
+                notes.append(f"the config cannot carry the custom workload `{spec}` "
+                             f"({recipe or 'no recipe'}); it reloads with the dataset's default workload")
+            spec, recipe = None, None
     mechanisms: tuple[str, ...] = tuple(m for m in ("identity", "hb", "privelet", "uniform") if m in MECHANISMS)
     epsilons: tuple[float, ...] = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10, 10))
     for key in reversed(list(ss.get("sweeps", {}))):  # the latest comparison: sweep() keys are
@@ -25,8 +38,30 @@ def session_config() -> SessionConfig:
     settings = ss.get("release_settings", {}).get(name, {})
     release = ReleaseSettings(name, tuple((k, str(v)) for k, v in settings.items()),
                               float(ss.get("release_epsilon", 1.0)), ss.get("release_noise_path", "secure"))
-    return SessionConfig(ss.dataset_key, ss.workload_spec, tuple(mechanisms), tuple(epsilons), int(ss.seed),
-                         ledger().total.epsilon, release)
+    return SessionConfig(ss.dataset_key, spec, tuple(mechanisms), tuple(epsilons), int(ss.seed),
+                         ledger().total.epsilon, release, recipe)
+
+
+def _apply_custom_workload(config: SessionConfig, notes: list[str]) -> None:
+    """Select the config's custom workload: the same recipe already here, else rebuilt from the recipe."""
+    ss, label = st.session_state, config.workload.split(":", 2)[-1]
+    if config.custom_workload is None:
+        if config.workload not in ss.custom_workloads:
+            notes.append(f"workload {config.workload!r} has no recipe in this config; the dataset's default "
+                         "workload is used")
+            ss.workload_spec = None
+        return
+    same = [key for key, recipe in ss.custom_recipes.items() if recipe == config.custom_workload]
+    if same:
+        ss.workload_spec = same[-1]
+        return
+    try:
+        w = build_recipe(config.custom_workload, histogram().domain.shape)
+    except ValueError as err:
+        notes.append(f"custom workload {label!r} was not rebuilt ({err}); the dataset's default workload is used")
+        ss.workload_spec = None
+        return
+    set_workload(w, label, config.custom_workload)
 
 
 def apply_config(config: SessionConfig) -> list[str]:
@@ -41,6 +76,8 @@ def apply_config(config: SessionConfig) -> list[str]:
         notes.append(f"dataset {config.dataset!r} is not available here (uploads live only in their "
                      "session): upload it again, then reload the config")
     ss.workload_spec = config.workload
+    if config.workload is not None and config.workload.startswith("custom:"):
+        _apply_custom_workload(config, notes)
     ss.seed = config.seed
     led = ledger()
     if abs(led.total.epsilon - config.total_epsilon) <= 1e-12:

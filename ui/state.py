@@ -26,6 +26,7 @@ def init_state() -> None:
     ss.setdefault("sweeps", {})                  # inputs key -> DataFrame (results survive page switches)
     ss.setdefault("flash_error", None)
     ss.setdefault("custom_workloads", {})        # workload_spec "custom:…" -> Workload (stacks, uploads, drawn)
+    ss.setdefault("custom_recipes", {})          # workload_spec "custom:…" -> recipe for the config, or why not
     ss.setdefault("workload_parts", [])          # workloads page: the stack being composed
     ss.setdefault("gradual_walk", None)          # gradual page: {"dataset_key", "epsilons", "values"}
     ss.setdefault("gradual_search", None)        # gradual page: last accuracy-first + doubling result

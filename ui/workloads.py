@@ -4,19 +4,43 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.config import check_recipe, recipe_of
 from core.domain import Histogram
 from core.workloads import parse_workload
 from ui.datasets import histogram
 from ui.state import init_state
 
 
-def set_workload(w, label: str) -> str:
-    """Select a workload object that no spec string describes (stack, uploaded matrix, drawn range)."""
+def set_workload(w, label: str, recipe: dict | str | None = None) -> str:
+    """Select a workload object that no spec string describes (stack, uploaded matrix, drawn range).
+
+    ``recipe`` is how the session config rebuilds it (default: ``workload_recipe(w)``), or why it cannot.
+    """
     init_state()
     key = f"custom:{len(st.session_state.custom_workloads) + 1}:{label}"
     st.session_state.custom_workloads[key] = w
+    st.session_state.custom_recipes[key] = workload_recipe(w) if recipe is None else recipe
     st.session_state.workload_spec = key
     return key
+
+
+def workload_recipe(w, *, spec: str | None = None) -> dict | str:
+    """The config recipe of ``w`` (its registry ``spec`` when given, else its structure), or why there is none."""
+    try:
+        return {"spec": spec} if spec else recipe_of(w)
+    except ValueError as err:
+        return str(err)
+
+
+def stack_recipe(recipes: list[dict | str]) -> dict | str:
+    """The recipe of a stack of parts with these recipes, or the first reason one of them has none."""
+    reasons = [r for r in recipes if isinstance(r, str)]
+    if reasons:
+        return reasons[0]
+    try:
+        return check_recipe({"stack": list(recipes)})
+    except ValueError as err:
+        return str(err)
 
 
 def default_workload_spec(hist: Histogram) -> str:

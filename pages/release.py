@@ -114,6 +114,7 @@ with ui.guard():
         cols[2].metric("Noise path", entry["noise_path"])
         values = release.answers if release.estimate is None else release.estimate
         cols[3].metric("Released values", f"{np.size(values):,}")
+        ui.release_structure(release.details, key=f"release_structure_{number}")
         same_inputs = entry["dataset"] == st.session_state.dataset_key and entry["workload"] == ui.workload_spec()
         figures = {}
         if not same_inputs:

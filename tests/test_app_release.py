@@ -3,13 +3,15 @@
 import csv
 import dataclasses
 import io
+import json
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.budget import Budget, Ledger
 from core.config import config_to_json, parse_config
-from core.export import history_to_csv
+from core.export import history_to_csv, release_to_csv, release_to_json
 from tests.test_app import APP, open_page
 
 RELEASE = "pages/release.py"
@@ -192,3 +194,30 @@ def test_a_custom_workload_too_large_for_the_config_is_named_and_left_out():
     assert "MAX_RECIPE_NUMBERS=30,000" in at.warning[0].value
     config = parse_config(at.code[0].value)
     assert config.workload is None and config.custom_workload is None
+
+
+@pytest.mark.parametrize(("mechanism", "entries"), [("wda", ["division"]), ("dawa", ["bounds", "hierarchy"]),
+                                                     ("sreb-gca", ["groups"]), ("ahp", ["cluster sizes"])])
+def test_a_releases_structure_is_shown_and_never_exported(release_page, mechanism, entries):
+    at = release_page
+    at.session_state["dataset_key"] = "sample:tips-bill"
+    at.session_state["workload_spec"] = "prefix"
+    at = spend(at, 1.0, mechanism)
+    assert not at.exception
+    expander = next(e for e in at.expander if e.label == "Structure of this release")
+    shown = [m.value.split("**")[1] for m in expander.markdown]
+    assert shown == entries
+    assert expander.dataframe  # the tables themselves
+    release = at.session_state.release_outputs[1]["release"]
+    assert release.details
+    doc = json.loads(release_to_json(release, workload="prefix", seed=0, noise_path="exploration"))
+    assert not set(release.details) & set(doc)
+    assert not [v for v in doc["params"].values() if isinstance(v, list | dict)]  # knobs and counts only
+    text = json.dumps(doc) + release_to_csv(release).decode() + history_to_csv(at.session_state.releases).decode()
+    structure_words = {"division", "leaf", "bounds", "bucket", "hierarchy", "cluster_sizes", "members"}
+    assert not structure_words & set(re.findall(r"[a-z_]+", text))
+
+
+def test_a_release_without_structure_has_no_structure_expander(release_page):
+    at = spend(release_page, 1.0, "identity")
+    assert "Structure of this release" not in [e.label for e in at.expander]

@@ -10,6 +10,7 @@ One concept per module; pages and app.py call ``ui.<name>`` through the re-expor
 - ``sidebar``, ``guard``: the shared sidebar and the top-level error guard
 - ``charts``, ``chart_export``: plotly figure builders, chart downloads
 - ``settings``: mechanism-settings widgets
+- ``structure``: a release's display-only structure (``Release.details``)
 - ``config``: the session config into and out of the session state
 """
 
@@ -54,6 +55,7 @@ from ui.state import (
     show_flash,
     simulation_rng,
 )
+from ui.structure import release_structure
 from ui.sweeps import cached_sweep, per_bin, preview_release, sweep
 from ui.workloads import (
     default_workload_spec,
@@ -67,10 +69,10 @@ from ui.workloads import (
 __all__ = [
     "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_SIDE_2D", "PAGES", "PALETTE",
     "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config",
-    "cached_sweep", "charge", "dataset_choices", "default_workload_spec", "derive_dataset", "error_band_figure",
-    "error_figure", "figure_downloads", "guard", "histogram", "histogram_figure", "init_state", "interval_figure",
-    "is_script_control", "ledger", "line_figure", "mechanism_colour", "mechanism_settings", "per_bin",
-    "per_bin_figure", "preview_release", "release_rng", "runtime_figure", "session_config", "set_workload",
-    "show_flash", "sidebar", "simulation_rng", "stack_recipe", "sweep", "workload", "workload_figure",
-    "workload_recipe", "workload_spec",
+    "cached_sweep", "charge", "dataset_choices", "default_workload_spec", "derive_dataset",
+    "error_band_figure", "error_figure", "figure_downloads", "guard", "histogram", "histogram_figure",
+    "init_state", "interval_figure", "is_script_control", "ledger", "line_figure", "mechanism_colour",
+    "mechanism_settings", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure",
+    "runtime_figure", "session_config", "set_workload", "show_flash", "sidebar", "simulation_rng",
+    "stack_recipe", "sweep", "workload", "workload_figure", "workload_recipe", "workload_spec",
 ]

@@ -1,13 +1,16 @@
 """Accuracy and speed of dawa, mwem and ahp (and identity for context) against the reference figures.
 
-Run: .venv/bin/python bench/peer_accuracy.py [--trials 10] [--datasets HEPTH,NETTRACE] [--no-sweep]
+Run: .venv/bin/python bench/peer_accuracy.py [--trials 30] [--datasets HEPTH,NETTRACE] [--no-sweep]
 
 1. DPBench 1-D histograms (../shared/data/dpbench-1d/*.csv, 4096 bins): for ε ∈ {0.1, 1}, each
    mechanism answers 2000 random ranges (ends uniform, sorted; a fresh workload per trial) through its
    estimate; the error is the mean absolute error per query, averaged over the trials. The reference
    figures (mean ± sd over 10 trials of dpcomp_core) and time per run come from
    ../shared/spec/peer-reference.md. Verdicts: accuracy "ok" when our mean ≤ 1.15 × the reference mean
-   (the stated tolerance); speed "ok" when the reference time / our median CPU time per run ≥ 3.
+   (the stated tolerance), "noise" when it is above that but within 2 combined standard errors of the
+   reference mean (z = (ours − ref) / √(se_ours² + se_ref²) ≤ 2, se_ref = sd/√10: the reference means
+   come from 10 trials only, as peer-reference.md warns), "WORSE" otherwise; speed "ok" when the
+   reference time / our median CPU time per run ≥ 3.
    Runs start cold (DAWA's data cache is cleared before every run). The speed verdict uses CPU time
    because the development machine is shared (wall clock there was 3-5× the CPU time of a run); the
    wall-clock median is printed next to it.
@@ -39,6 +42,8 @@ DATA = ROOT.parent / "shared" / "data" / "dpbench-1d"
 REFERENCE = ROOT.parent / "shared" / "spec" / "peer-reference.md"
 MECHANISM_COLUMNS = {"identity": "Identity", "dawa": "DAWA", "ahp": "AHP", "mwem": "MWEM"}
 ACCURACY_TOLERANCE = 1.15
+REFERENCE_TRIALS = 10  # the reference figures' mean ± sd are over 10 trials
+NOISE_Z = 2.0
 SPEED_TARGET = 3.0
 QUERIES = 2000
 
@@ -90,8 +95,8 @@ def peer_section(trials: int, datasets: list[str], mechanisms: list[str]) -> Non
     print(f"## DPBench 1-D, {QUERIES} random ranges, {trials} trials per cell "
           f"(accuracy ok: ≤ {ACCURACY_TOLERANCE:.2f} × reference; speed ok: ≥ {SPEED_TARGET:g}× faster)\n")
     print(f"{'dataset':<11} {'eps':>4} {'mechanism':<9} {'ours mean±se':>18} {'ref mean±sd':>20} {'ratio':>6} "
-          f"{'acc':>5} {'ms wall':>8} {'ms cpu':>7} {'ref ms':>7} {'ref/cpu':>8} {'speed':>5}")
-    summary = {"acc_ok": 0, "acc_all": 0, "speed_ok": 0, "speed_all": 0}
+          f"{'z':>5} {'acc':>5} {'ms wall':>8} {'ms cpu':>7} {'ref ms':>7} {'ref/cpu':>8} {'speed':>5}")
+    summary = {"acc_ok": 0, "acc_noise": 0, "acc_all": 0, "speed_ok": 0, "speed_all": 0}
     for dataset in datasets:
         x = np.loadtxt(DATA / f"{dataset}.csv", delimiter=",", skiprows=1, usecols=0, ndmin=1).astype(float)
         for epsilon in (0.1, 1.0):
@@ -101,20 +106,25 @@ def peer_section(trials: int, datasets: list[str], mechanisms: list[str]) -> Non
                 ref_mean, ref_sd = errors_ref[(dataset, epsilon, column)]
                 ref_ms = timings_ref[(dataset, epsilon, column)]
                 ratio = errs.mean() / ref_mean
+                se = errs.std(ddof=1) / np.sqrt(trials)
+                z = (errs.mean() - ref_mean) / np.hypot(se, ref_sd / np.sqrt(REFERENCE_TRIALS))
                 acc_ok = ratio <= ACCURACY_TOLERANCE
+                verdict = "ok" if acc_ok else "noise" if z <= NOISE_Z else "WORSE"
                 speedup = ref_ms / np.median(cpu)
                 speed_ok = speedup >= SPEED_TARGET
                 if name != "identity":
                     summary["acc_all"] += 1
                     summary["acc_ok"] += acc_ok
+                    summary["acc_noise"] += verdict == "noise"
                     summary["speed_all"] += 1
                     summary["speed_ok"] += speed_ok
                 print(f"{dataset:<11} {epsilon:>4g} {name:<9} "
-                      f"{errs.mean():>10.1f} ± {errs.std(ddof=1) / np.sqrt(trials):>5.1f} "
-                      f"{ref_mean:>11.1f} ± {ref_sd:>6.1f} {ratio:>6.2f} {'ok' if acc_ok else 'WORSE':>5} "
+                      f"{errs.mean():>10.1f} ± {se:>5.1f} "
+                      f"{ref_mean:>11.1f} ± {ref_sd:>6.1f} {ratio:>6.2f} {z:>5.1f} {verdict:>5} "
                       f"{np.median(wall):>8.1f} {np.median(cpu):>7.1f} {ref_ms:>7.1f} {speedup:>7.1f}× "
                       f"{'ok' if speed_ok else 'SLOW':>5}", flush=True)
-    print(f"\naccuracy within tolerance: {summary['acc_ok']}/{summary['acc_all']}; "
+    print(f"\naccuracy within tolerance: {summary['acc_ok']}/{summary['acc_all']} "
+          f"(+{summary['acc_noise']} within {NOISE_Z:g} standard errors of the 10-trial reference mean); "
           f"speed target met: {summary['speed_ok']}/{summary['speed_all']} (dawa, mwem, ahp cells)\n")
 
 
@@ -140,7 +150,7 @@ def sweep_section(mechanisms: list[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--trials", type=int, default=30)
     parser.add_argument("--datasets", default="", help="comma-separated subset, e.g. HEPTH,NETTRACE")
     parser.add_argument("--mechanisms", default="identity,dawa,mwem,ahp")
     parser.add_argument("--no-sweep", action="store_true")

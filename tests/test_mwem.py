@@ -9,7 +9,7 @@ from scipy import stats
 
 from core.mechanisms import MECHANISMS
 from core.mechanisms.mwem import MWEM, max_abs_entry
-from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Stack, Total, random_range
+from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Stack, Total, dense, random_range
 
 
 def test_max_abs_entry():
@@ -59,6 +59,15 @@ def test_noisy_total_has_the_stated_scale_and_the_test_has_power():
     assert stats.kstest(noise, "laplace", args=(0, scale)).pvalue > 1e-6
     for wrong in (0.8 * scale, 1.2 * scale):
         assert stats.kstest(noise, "laplace", args=(0, wrong)).pvalue < 1e-6
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 1e-4])  # 1e-4: noisy answers dwarf the total, the exponent clips
+def test_interval_passes_match_the_general_passes(epsilon):
+    x = np.random.default_rng(3).poisson(4, 48).astype(float)
+    ranges = random_range(48, 30, seed=1)
+    fast = MWEM(rounds=6, update_rounds=20).run(x, ranges, epsilon, np.random.default_rng(9))
+    general = MWEM(rounds=6, update_rounds=20).run(x, Explicit(dense(ranges)), epsilon, np.random.default_rng(9))
+    np.testing.assert_allclose(fast.estimate, general.estimate, rtol=1e-9)
 
 
 def test_implicit_all_range_and_two_dimensional_inputs(rng):

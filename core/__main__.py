@@ -13,7 +13,7 @@ from core.experiment import run_sweep, summarise
 from core.export import release_to_csv, release_to_json
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.metrics import METRICS
-from core.noise import NOISE_PATHS, noise_source
+from core.noise import NOISE_PATHS, noise_sampler, noise_source
 from core.reproduce import add_reproduce_command
 from core.workloads import WORKLOADS, parse_workload
 
@@ -53,13 +53,15 @@ def cmd_release(args: argparse.Namespace) -> int:
     mechanism = _mechanism(args.mechanism, _params(args.param))
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed))
     epsilon = _floats(args.epsilon, "--epsilon")[0]
-    rng = noise_source(args.noise, args.seed)  # secure (OpenDP) by default: the output leaves the building
+    # secure (OpenDP) by default: the output leaves the building; integer noise where that is sound
+    rng = noise_source(args.noise, args.seed, mechanism=mechanism, counts=histogram.counts)
     release = mechanism.run(histogram.counts, workload, epsilon, rng)
     output = Path(args.output)
     labels = histogram.bin_labels() if release.estimate is not None else None
     if output.suffix.lower() == ".json":
         output.write_text(release_to_json(release, workload=args.workload, seed=args.seed,
-                                          noise_path=args.noise, dataset=histogram.name, labels=labels))
+                                          noise_path=args.noise, dataset=histogram.name, labels=labels,
+                                          noise_sampler=noise_sampler(rng)))
     elif output.suffix.lower() == ".csv":
         output.write_bytes(release_to_csv(release, labels))
     else:

@@ -64,10 +64,11 @@ def release_to_csv(release: Release, labels: Sequence[str] | None = None) -> byt
 
 
 def release_metadata(release: Release, *, workload: str, seed: int | None, noise_path: str,
-                     dataset: str | None = None, stream: int | None = None) -> dict:
+                     dataset: str | None = None, stream: int | None = None, noise_sampler: str | None = None) -> dict:
     """The metadata every export carries (mechanism, params, ε, loss, neighbouring notion, ...).
 
     ``stream`` is the release counter: the app draws release k from ``default_rng([seed, k])``.
+    ``noise_sampler`` is ``core.noise.noise_sampler(source)``: which sampler the path actually used.
     """
     return {
         "mechanism": release.mechanism,
@@ -79,6 +80,7 @@ def release_metadata(release: Release, *, workload: str, seed: int | None, noise
         "seed": seed,
         "stream": stream,
         "noise_path": noise_path,
+        "noise_sampler": noise_sampler,
         "neighbouring": NEIGHBOURING,
         "dataset": neutralise(dataset) if dataset else None,
         "version": __version__,
@@ -100,10 +102,10 @@ def _jsonable(value: object) -> object:
 
 def release_to_json(release: Release, *, workload: str, seed: int | None, noise_path: str,
                     dataset: str | None = None, labels: Sequence[str] | None = None,
-                    stream: int | None = None) -> str:
+                    stream: int | None = None, noise_sampler: str | None = None) -> str:
     """JSON with the metadata and the released values (``counts`` or ``answers``)."""
     doc = release_metadata(release, workload=workload, seed=seed, noise_path=noise_path, dataset=dataset,
-                           stream=stream)
+                           stream=stream, noise_sampler=noise_sampler)
     if release.estimate is not None:
         doc["counts"] = [float(v) for v in release.estimate]
         if labels is not None:

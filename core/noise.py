@@ -11,7 +11,12 @@ the few methods in ``NoiseSource``. Two implementations satisfy it:
   discrete-Laplace sampler on a lattice of spacing 2^k (its float Laplace; ``k`` chosen so the lattice
   is 2^-24 of the scale, which keeps ``count + noise`` exactly representable for counts below about
   2^29·scale, so there are no low bits to attack), or on the integers (``integer=True``: the discrete
-  Laplace / geometric mechanism; use it when the noised values are integer counts). Selections use
+  Laplace / geometric mechanism). ``noise_source("secure", mechanism=..., counts=...)`` picks the
+  integers only when that is sound (``adds_noise_to_counts``): every draw of the mechanism is added
+  to an integer count of integer data with integer sensitivity, so x + Z and x' + Z live on the same
+  lattice and the loss per unit shift is exactly 1/scale (OpenDP's own privacy map says the same).
+  Added to anything else (a wavelet coefficient, a least-squares strategy answer), integer noise
+  would put neighbours on disjoint lattices: infinite loss. Selections use
   OpenDP's Gumbel noisy-max (exactly the exponential mechanism), uniform choices use the OS CSPRNG
   (``secrets``). Seeds are ignored. Remaining caveat: the mechanism's own post-processing and its
   addition of non-integer strategy coefficients still run in floating point.
@@ -33,6 +38,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+NOISE_SAMPLERS: dict[str, str] = {  # what produced the Laplace noise; exports state it (``noise_sampler``)
+    "numpy-float-laplace": "NumPy's floating-point Laplace from a seeded generator (exploration)",
+    "opendp-lattice-laplace": "OpenDP's discrete Laplace on a lattice of spacing 2^(floor(log2 scale)-24)",
+    "opendp-integer-laplace": "OpenDP's discrete Laplace on the integers, added to integer counts",
+}
 NOISE_PATHS: dict[str, str] = {
     "exploration": "seeded NumPy generator: fast and reproducible, floating-point Laplace (not exactly DP)",
     "secure": "OpenDP samplers (exact discrete Laplace on a lattice, CSPRNG); ignores the seed",
@@ -72,8 +82,8 @@ def _laplace_measurement(size: int, scale: float, integer: bool):
     import opendp.prelude as dp  # imported lazily: only the secure path needs the native library
 
     dp.enable_features("contrib")
-    if integer:
-        space = dp.vector_domain(dp.atom_domain(T=int), size=size), dp.l1_distance(T=int)
+    if integer:  # 64-bit: at scale 1e9 (epsilon 1e-9) the noise still fits
+        space = dp.vector_domain(dp.atom_domain(T="i64"), size=size), dp.l1_distance(T="i64")
         return dp.m.make_laplace(*space, scale=scale)
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size), dp.l1_distance(T=float)
     return dp.m.make_laplace(*space, scale=scale, k=math.floor(math.log2(scale)) - LATTICE_BITS)
@@ -104,6 +114,11 @@ class SecureNoise:
     """
 
     integer: bool = False
+
+    @property
+    def sampler(self) -> str:
+        """The ``NOISE_SAMPLERS`` key of this source's Laplace noise."""
+        return "opendp-integer-laplace" if self.integer else "opendp-lattice-laplace"
 
     def laplace(self, loc: float = 0.0, scale: float = 1.0, size=None):
         """Laplace(loc, scale) noise of the given size (scalar when size is None); scale may be an array."""
@@ -161,16 +176,57 @@ class SecureNoise:
         return int(_noisy_max_measurement(scale)(scores.tolist()))
 
 
-def noise_source(path: str, seed: int | None = None) -> np.random.Generator | SecureNoise:
+def adds_noise_to_counts(mechanism) -> bool:
+    """Whether every Laplace draw of ``mechanism`` is added to an integer-valued count with integer sensitivity.
+
+    True for the cell-noise baselines only: Identity (and dp-base), Xiao's cell release (sensitivity 1
+    or 2) and Uniform (the total). Exact types, not subclasses or names: a variant that noises anything
+    else must not inherit the integer sampler. ``tests/test_noise.py`` pins that each draw lands on a count.
+
+    >>> from core.mechanisms import MECHANISMS
+    >>> adds_noise_to_counts(MECHANISMS["dp-base"]), adds_noise_to_counts(MECHANISMS["privelet"])
+    (True, False)
+    """
+    from core.mechanisms.laplace import Identity, Uniform
+    from core.mechanisms.xiao import CellRelease
+
+    return type(mechanism) in (Identity, Uniform, CellRelease)
+
+
+def _integer_counts(counts) -> bool:
+    values = np.asarray(counts, dtype=float)
+    return bool(np.all(np.isfinite(values)) and np.all(values == np.round(values)) and np.all(np.abs(values) < 2**52))
+
+
+def noise_source(path: str, seed: int | None = None, *, mechanism=None,
+                 counts=None) -> np.random.Generator | SecureNoise:
     """The noise source for a path name: "exploration" (seeded NumPy) or "secure" (OpenDP, no seed).
+
+    On the secure path, passing the ``mechanism`` and the ``counts`` it will run on selects the
+    discrete Laplace on the integers when ``adds_noise_to_counts(mechanism)`` and the counts are
+    integers (the release is then integer-valued, and no float arithmetic touches the noise);
+    otherwise OpenDP's lattice Laplace. ``noise_sampler`` names the choice for exports.
 
     >>> noise_source("exploration", 7).laplace(scale=1.0) == noise_source("exploration", 7).laplace(scale=1.0)
     True
     >>> noise_source("secure", 7)
     SecureNoise(integer=False)
+    >>> from core.mechanisms import MECHANISMS
+    >>> noise_source("secure", mechanism=MECHANISMS["identity"], counts=np.array([3.0, 0, 5]))
+    SecureNoise(integer=True)
     """
     if path == "exploration":
         return np.random.default_rng(seed)
     if path == "secure":
-        return SecureNoise()
+        integer = mechanism is not None and counts is not None and adds_noise_to_counts(mechanism)
+        return SecureNoise(integer=integer and _integer_counts(counts))
     raise ValueError(f"noise path must be one of {sorted(NOISE_PATHS)}, got {path!r}")
+
+
+def noise_sampler(source) -> str:
+    """The ``NOISE_SAMPLERS`` key of a noise source (what an export should state).
+
+    >>> noise_sampler(noise_source("exploration", 1)), noise_sampler(SecureNoise(integer=True))
+    ('numpy-float-laplace', 'opendp-integer-laplace')
+    """
+    return source.sampler if isinstance(source, SecureNoise) else "numpy-float-laplace"

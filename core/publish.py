@@ -83,7 +83,7 @@ def simulated_intervals(mechanism: Mechanism, x: np.ndarray, workload: Workload,
 
 
 def history_entry(release: Release, *, number: int, dataset: str, workload: str, seed: int | None,
-                  stream: int | None, noise_path: str) -> dict[str, object]:
+                  stream: int | None, noise_path: str, noise_sampler: str | None = None) -> dict[str, object]:
     """One row of the release history: what was charged, how, and how to reproduce it.
 
     >>> r = Release("identity", 0.5, 0.5, np.zeros(1), np.zeros(1), {"noise_scale": 2.0})
@@ -102,6 +102,7 @@ def history_entry(release: Release, *, number: int, dataset: str, workload: str,
         "dataset": dataset,
         "workload": workload,
         "noise_path": noise_path,
+        "noise_sampler": noise_sampler,
         "seed": seed,
         "stream": stream,
     }

@@ -12,7 +12,18 @@ import pytest
 from scipy import stats
 
 from core.mechanisms import MECHANISMS, exponential_mechanism
-from core.noise import NOISE_PATHS, NoiseSource, SecureNoise, noise_source
+from core.mechanisms.laplace import Uniform
+from core.mechanisms.xiao import CellRelease
+from core.noise import (
+    NOISE_PATHS,
+    NOISE_SAMPLERS,
+    NoiseSource,
+    SecureNoise,
+    _laplace_measurement,
+    adds_noise_to_counts,
+    noise_sampler,
+    noise_source,
+)
 from core.workloads import Identity, Prefix
 
 N = 20_000
@@ -100,17 +111,18 @@ def test_secure_laplace_rejects_bad_scale():
     assert np.array_equal(SecureNoise().laplace(scale=0.0, size=2), np.zeros(2))
 
 
-@pytest.mark.parametrize("integer", [False, True], ids=["float", "integer"])
 @pytest.mark.parametrize("mechanism", MECHANISMS.values(), ids=MECHANISMS.keys())
-def test_every_mechanism_runs_with_secure_noise(mechanism, integer):
+def test_every_mechanism_runs_with_secure_noise(mechanism):
     x = np.array([0, 3, 1, 7, 0, 2, 9, 4, 0, 0, 5, 1, 2, 8, 3, 6], dtype=float)
     try:
         mechanism.run(x, Identity(16), 1.0, np.random.default_rng(0))
     except ValueError as err:  # a 2-D-only mechanism: give it the same counts as a 4 × 4 grid
         assert "2-D" in str(err)
         x = x.reshape(4, 4)
+    source = noise_source("secure", mechanism=mechanism, counts=x)  # integer noise only where sound
+    assert source.integer == (mechanism.name in INTEGER_NOISE)
     for workload in (Identity(16), Prefix(16)):
-        release = mechanism.run(x, workload, 1.0, SecureNoise(integer=integer))
+        release = mechanism.run(x, workload, 1.0, source)
         assert release.answers.shape == (16,)
         assert np.all(np.isfinite(release.answers))
         assert release.privacy_loss <= 1.0 + 1e-9
@@ -133,3 +145,87 @@ def test_cli_release_is_secure_by_default_and_says_so(tmp_path):
                      "--seed", "3", "--output", str(out)]) == 0
     docs = [json.loads(out.read_text()) for out in outs]
     assert docs[0]["noise_path"] == "secure" and docs[0]["counts"] != docs[1]["counts"]  # the seed is ignored
+
+
+# ----------------------------------------------------------------------------- integer noise on counts
+INTEGER_NOISE = {"identity", "dp-base", "cell-release", "uniform"}  # the registry's count-noising mechanisms
+
+
+class _Recording:
+    """A noise source returning fixed integer draws and remembering them (to see where they land)."""
+
+    def __init__(self) -> None:
+        self.draws: list[np.ndarray] = []
+
+    def laplace(self, loc=0.0, scale=1.0, size=None):
+        draw = np.arange(1, 1 + (1 if size is None else int(np.prod(size))), dtype=float) * 7.0
+        self.draws.append(draw)
+        return float(draw[0]) if size is None else draw.reshape(size)
+
+
+@pytest.mark.parametrize("mechanism", [MECHANISMS["identity"], MECHANISMS["dp-base"],
+                                       CellRelease(clip=False), CellRelease(clip=False, neighbouring="replace_one"),
+                                       Uniform()], ids=lambda m: f"{m.name}")
+def test_integer_noise_mechanisms_add_each_draw_to_a_count(mechanism):
+    """The premise of the integer sampler: each draw is added to a count (or the total), nothing else."""
+    x = np.array([4.0, 0, 2, 9])
+    source = _Recording()
+    release = mechanism.run(x, Identity(4), 1.0, source)
+    (draw,) = source.draws
+    expected = np.full(4, (x.sum() + draw[0]) / 4) if draw.size == 1 else x + draw
+    np.testing.assert_array_equal(release.estimate, expected)
+
+
+def test_integer_noise_is_selected_only_for_count_mechanisms_on_integer_counts():
+    counts = np.array([3.0, 0, 5, 1])
+    assert noise_source("secure", mechanism=MECHANISMS["identity"], counts=counts).integer
+    assert not noise_source("secure", mechanism=MECHANISMS["identity"], counts=counts + 0.5).integer
+    assert not noise_source("secure", mechanism=MECHANISMS["identity"], counts=counts * 2.0**60).integer
+    assert not noise_source("secure", mechanism=MECHANISMS["hb"], counts=counts).integer
+    assert not noise_source("secure").integer and not noise_source("secure", counts=counts).integer
+    assert {name for name, m in MECHANISMS.items() if adds_noise_to_counts(m)} == INTEGER_NOISE
+    assert noise_sampler(noise_source("exploration", 0)) in NOISE_SAMPLERS
+    assert {SecureNoise().sampler, SecureNoise(integer=True).sampler} <= set(NOISE_SAMPLERS)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_identity_on_the_integer_path_is_the_geometric_mechanism_with_the_claimed_loss(epsilon):
+    """Used: the release is integer counts; accounting: the noise is DLap(1/ε) (χ² with power), whose
+    exact loss for a unit shift is ε = privacy_loss, and OpenDP's own privacy map agrees."""
+    x = np.tile([0.0, 3, 17, 1], N // 4)
+    mechanism = MECHANISMS["identity"]
+    source = noise_source("secure", mechanism=mechanism, counts=x)
+    release = mechanism.run(x, Identity(N), epsilon, source)
+    noise = release.estimate - x
+    assert np.all(noise == np.round(noise)) and np.all(release.answers == np.round(release.answers))
+    scale = 1.0 / epsilon
+
+    def pmf(s: float):
+        return lambda k: stats.dlaplace.pmf(k, 1.0 / s)
+
+    assert _chi_square_pvalue(noise, pmf(scale), 6) > 1e-6
+    for wrong in (0.8 * scale, 1.2 * scale):
+        assert _chi_square_pvalue(noise, pmf(wrong), 6) < 1e-6
+    ks = np.arange(-50, 51)
+    exact_loss = np.max(np.abs(np.diff(stats.dlaplace.logpmf(ks, 1.0 / scale))))
+    assert exact_loss == pytest.approx(release.privacy_loss, rel=1e-12)
+    assert release.privacy_loss <= epsilon + 1e-9
+    assert _laplace_measurement(N, scale, True).map(1) == pytest.approx(release.privacy_loss, rel=1e-12)
+
+
+def test_cli_release_states_the_sampler_it_used(tmp_path):
+    import json
+
+    from core.__main__ import main
+
+    samplers = {}
+    for name in ("identity", "hb"):
+        out = tmp_path / f"{name}.json"
+        assert main(["release", "--input", "tips-bill", "--mechanism", name, "--epsilon", "1",
+                     "--output", str(out)]) == 0
+        doc = json.loads(out.read_text())
+        samplers[name] = doc["noise_sampler"]
+        if name == "identity":
+            assert all(v == round(v) for v in doc["counts"])
+    assert samplers == {"identity": "opendp-integer-laplace", "hb": "opendp-lattice-laplace"}

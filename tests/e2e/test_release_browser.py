@@ -110,4 +110,9 @@ def test_release_download_reseed_and_reload_config(page, browser, app_url, tmp_p
     screenshot(fresh, "learn")
     view_shot(fresh, "2. One count, released many times", "learn-neighbours")
     view_shot(fresh, "4. Why range queries favour hierarchical strategies", "learn-ranges")
+
+    open_page(fresh, "Papers")  # the last page without a browser journey: at least seen at 1280×800
+    fresh.get_by_role("heading", name="Papers").first.wait_for()
+    assert not fresh.get_by_text("Something went wrong").count()
+    screenshot(fresh, "papers")
     context.close()

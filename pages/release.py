@@ -10,7 +10,7 @@ from core.budget import Budget
 from core.config import config_to_json, parse_config
 from core.export import history_to_csv, release_to_csv, release_to_json
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
-from core.noise import NOISE_PATHS, noise_source
+from core.noise import NOISE_PATHS, noise_sampler, noise_source
 from core.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
 
 SHOWN_QUERIES = 40      # workload answers drawn with error bars
@@ -34,9 +34,11 @@ def spend_and_release() -> None:
         return
     stream = int(st.session_state.release_counter)
     try:
-        rng = ui.release_rng() if noise_path == "exploration" else noise_source("secure")
+        mechanism, counts = configure(MECHANISMS[name], settings), ui.histogram().counts
+        rng = ui.release_rng() if noise_path == "exploration" else noise_source("secure", mechanism=mechanism,
+                                                                                  counts=counts)
         started = time.perf_counter()
-        release = configure(MECHANISMS[name], settings).run(ui.histogram().counts, ui.workload(), epsilon, rng)
+        release = mechanism.run(counts, ui.workload(), epsilon, rng)
         seconds = time.perf_counter() - started
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
@@ -48,7 +50,7 @@ def spend_and_release() -> None:
     st.session_state.releases.append(history_entry(
         release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),
         seed=int(st.session_state.seed) if exploring else None, stream=stream if exploring else None,
-        noise_path=noise_path))
+        noise_path=noise_path, noise_sampler=noise_sampler(rng)))
     st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds}
     st.session_state.release_show = number
 
@@ -180,6 +182,7 @@ with ui.guard():
         st.subheader("Export")
         labels = hist.bin_labels() if same_inputs and release.estimate is not None else None
         meta = {"workload": entry["workload"], "seed": entry["seed"], "noise_path": entry["noise_path"],
+                "noise_sampler": entry.get("noise_sampler"),
                 "dataset": entry["dataset"], "stream": entry["stream"]}
         cols = st.columns(3)
         cols[0].download_button("Released histogram (CSV)", release_to_csv(release, labels),

@@ -229,3 +229,15 @@ def test_cli_release_states_the_sampler_it_used(tmp_path):
         if name == "identity":
             assert all(v == round(v) for v in doc["counts"])
     assert samplers == {"identity": "opendp-integer-laplace", "hb": "opendp-lattice-laplace"}
+
+
+def test_release_page_records_the_sampler_it_used():
+    from tests.test_app import open_page
+
+    at = open_page("pages/release.py")  # secure by default
+    for mechanism in ("identity", "hb"):
+        at.selectbox(key="release_mechanism").set_value(mechanism)
+        at = at.button(key="release_spend").click().run()
+        assert not at.exception
+    assert [e["noise_sampler"] for e in at.session_state.releases] == ["opendp-integer-laplace",
+                                                                      "opendp-lattice-laplace"]

@@ -171,6 +171,10 @@ def test_custom_workloads_survive_a_config_reload():
     exported = at.switch_page(RELEASE).run().code[0].value
     recipe = parse_config(exported).custom_workload
     assert [next(iter(part)) for part in recipe["stack"]] == ["matrix", "spec", "ranges"]
+    at.text_area(key="release_config_text").set_value(exported)
+    at.button(key="release_config_load").click().run()  # the same session: reuse, no duplicate
+    assert at.session_state.workload_spec == "custom:1:stack of uploaded matrix + prefix + drawn range"
+    assert len(at.session_state.custom_workloads) == 1
 
     fresh = open_page(RELEASE)
     fresh.text_area(key="release_config_text").set_value(exported)

@@ -51,7 +51,9 @@ def _apply_custom_workload(config: SessionConfig, notes: list[str]) -> None:
                          "workload is used")
             ss.workload_spec = None
         return
-    same = [key for key, recipe in ss.custom_recipes.items() if recipe == config.custom_workload]
+    cells = histogram().domain.size
+    same = [key for key, recipe in ss.custom_recipes.items()
+            if recipe == config.custom_workload and ss.custom_workloads[key].shape[1] == cells]
     if same:
         ss.workload_spec = same[-1]
         return

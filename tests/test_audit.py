@@ -85,7 +85,7 @@ SCENARIOS = (
     # No records, 256 bins: grouping mechanisms put the bins whose stage-1 noise is negative (about half)
     # into one large group G whose membership is random but whose size is stable (~128). Its released
     # values sit together, so their median locates G's mean: per-bin SReB_GCA noise (spec §4(d)2, loss
-    # |G|·ε2) shows as a shift of 1/|G| against noise of scale λ2/|G| per value, ~√|G|/(2λ2) medians' SDs.
+    # |G|·ε2) shows as a shift of 1/|G| against noise of scale λ2/|G| per value: ~√|G|/λ2 SDs of the median.
     Scenario("empty", IdentityWorkload(256), (0,) * 256, 1.0, (("zero+", 0, 1),)),
 )
 # The same situations on a 4 × 4 grid, for mechanisms that only take 2-D histograms (bins are row-major).

@@ -142,6 +142,14 @@ with ui.guard():
                 st.session_state.workloads_last_box = st.session_state.workloads_range = drawn
             _range_slider("Range of cells", "workloads_range", n, "Drag on the chart above, or set the range here.")
         else:
+            st.caption("Drag a rectangle on the heatmap (box select) to choose rows and columns, or use the sliders.")
+            event = st.plotly_chart(ui.histogram_figure(hist, selectable=True), key="workloads_draw_2d",
+                                    on_select="rerun", selection_mode="box")
+            boxes = (event or {}).get("selection", {}).get("box", [])
+            drawn = ui.heatmap_box_cells(boxes[0], shape) if boxes else None
+            if drawn and drawn != st.session_state.get("workloads_last_box"):
+                st.session_state.workloads_last_box = drawn
+                st.session_state.workloads_rows, st.session_state.workloads_cols = drawn
             _range_slider("Rows", "workloads_rows", shape[0], "First and last row of the rectangle.")
             _range_slider("Columns", "workloads_cols", shape[1], "First and last column of the rectangle.")
         left, right = st.columns(2)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import ui
 from core.domain import Histogram
 from core.workloads import explicit_from_csv
 from tests.test_app import APP, open_page
@@ -104,6 +105,30 @@ def test_2d_dataset_gets_2d_workloads_and_rectangle_sliders():
     at.button(key="workloads_use_range").click().run()
     assert metrics(at)["Queries × cells"] == "1 × 12"
     assert at.dataframe[-1].value["true answer"].tolist() == [4 + 5 + 8 + 9]
+
+
+@pytest.mark.parametrize(("box", "shape", "expected"), [
+    ({"x": [0.6, 2.2], "y": [1.5, 3.4]}, (4, 5), ((2, 3), (1, 2))),
+    ({"x": [2.2, 0.6], "y": [3.4, 1.5]}, (4, 5), ((2, 3), (1, 2))),  # reversed row axis: y0 below y1
+    ({"x": [-3, 99], "y": [-1, 0.4]}, (4, 5), ((0, 0), (0, 4))),     # clipped to the grid
+    ({"x": [1.2, 1.8], "y": [0, 3]}, (4, 5), None),                   # no cell centre inside
+    # 1000 × 1023 cells shown as 500 × 512 display cells (2 × 2 summed): centres at even indices
+    ({"x": [3, 7.9], "y": [997, 1e4]}, (1000, 1023), ((998, 999), (4, 7))),
+    ({"x": [1021, 1030], "y": [0, 1]}, (1000, 1023), ((0, 1), (1022, 1022))),  # the last group has 1 cell
+    ({"x": [1023, 1025], "y": [0, 0]}, (1000, 1023), None),           # past the last centre (1022)
+])
+def test_a_box_on_the_heatmap_is_the_rectangle_of_displayed_cells_inside_it(box, shape, expected):
+    assert ui.heatmap_box_cells(box, shape) == expected
+
+
+def test_a_selectable_heatmap_has_handles_on_the_displayed_cell_centres():
+    hist = Histogram.from_counts(np.ones((1000, 1023)), name="big")
+    heatmap, handles = ui.histogram_figure(hist, selectable=True).data
+    assert heatmap.x[:3].tolist() == [0, 2, 4] and heatmap.y[:3].tolist() == [0, 2, 4]
+    assert set(handles.x) <= set(heatmap.x) and set(handles.y) <= set(heatmap.y)
+    assert len(set(handles.x)) <= ui.MAX_HANDLES_SIDE and handles.marker.opacity == 0
+    assert ui.histogram_figure(hist, selectable=True).layout.dragmode == "select"
+    assert len(ui.histogram_figure(hist).data) == 1
 
 
 def test_rescale_and_coarsen_make_new_session_datasets():

@@ -18,11 +18,13 @@ from ui.chart_export import figure_downloads
 from ui.charts import (
     ENVELOPE,
     MAX_BARS,
+    MAX_HANDLES_SIDE,
     MAX_SIDE_2D,
     PALETTE,
     TRUE_COLOUR,
     error_band_figure,
     error_figure,
+    heatmap_box_cells,
     histogram_figure,
     interval_figure,
     line_figure,
@@ -67,10 +69,10 @@ from ui.workloads import (
 )
 
 __all__ = [
-    "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_SIDE_2D", "PAGES", "PALETTE",
+    "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
     "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config",
     "cached_sweep", "charge", "dataset_choices", "default_workload_spec", "derive_dataset",
-    "error_band_figure", "error_figure", "figure_downloads", "guard", "histogram", "histogram_figure",
+    "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
     "init_state", "interval_figure", "is_script_control", "ledger", "line_figure", "mechanism_colour",
     "mechanism_settings", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure",
     "runtime_figure", "session_config", "set_workload", "show_flash", "sidebar", "simulation_rng",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -15,6 +17,7 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
 TRUE_COLOUR = "#444444"
 MAX_BARS = 4096       # 1-D charts sum adjacent bins beyond this many bars (display only)
 MAX_SIDE_2D = 512     # 2-D heatmaps sum cells beyond this many per side (display only)
+MAX_HANDLES_SIDE = 100  # selectable heatmaps: at most this many invisible handle points per side
 ENVELOPE = "lower envelope"
 
 
@@ -24,12 +27,41 @@ def mechanism_colour(name: str) -> str:
     return PALETTE[index % len(PALETTE)]
 
 
+def _display_factor(size: int) -> int:
+    """Cells summed per displayed heatmap cell along an axis of ``size`` cells (as ``downsample`` does)."""
+    return max(1, -(-size // MAX_SIDE_2D))
+
+
+def heatmap_box_cells(box: dict, shape: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """A box selected on a 2-D ``histogram_figure`` → ((first row, last row), (first col, last col)).
+
+    The box is in axis units (plotly's ``{"x": [x0, x1], "y": [y0, y1]}``, either order: the row axis
+    is reversed). Displayed cell j stands for the cells j·k … j·k + k − 1 and is centred at j·k, so the
+    rectangle is every displayed cell whose centre lies in the box, clipped to the grid; None if none.
+
+    >>> heatmap_box_cells({"x": [0.6, 2.2], "y": [3.4, 1.5]}, (4, 5))
+    ((2, 3), (1, 2))
+    >>> heatmap_box_cells({"x": [-9, 1500], "y": [510, 900]}, (1000, 1000))  # 2 cells per display cell
+    ((510, 901), (0, 999))
+    """
+    spans = []
+    for (a, b), size in zip((box["y"][:2], box["x"][:2]), shape, strict=True):
+        k = _display_factor(size)
+        lo, hi = sorted((a, b))
+        first, last = max(0, math.ceil(lo / k)), min(-(-size // k) - 1, math.floor(hi / k))
+        if first > last:
+            return None
+        spans.append((first * k, min(size - 1, last * k + k - 1)))
+    return spans[0], spans[1]
+
+
 def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label: str = "released",
-                     mechanism: str | None = None) -> go.Figure:
+                     mechanism: str | None = None, *, selectable: bool = False) -> go.Figure:
     """Bars of the true counts (1-D) or a heatmap (2-D); a released estimate is overlaid as a line.
 
-    Large histograms are summed into at most MAX_BARS bars (MAX_CELLS_2D heatmap cells) for display;
-    the title says so.
+    Large histograms are summed into at most MAX_BARS bars (MAX_SIDE_2D heatmap cells per side) for
+    display; the title says so. ``selectable`` makes a box drag select (heatmaps emit no selection
+    events, so invisible handle points on a lattice of cell centres carry it; see heatmap_box_cells).
     """
     if len(hist.domain.shape) == 2:
         z = hist.counts if estimate is None else np.asarray(estimate).reshape(hist.domain.shape)
@@ -40,6 +72,16 @@ def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label:
                                    colorscale="Viridis", colorbar={"title": "count"}))
         fig.update_layout(title=f"{hist.name} ({'true' if estimate is None else label}{note})",
                           yaxis={"autorange": "reversed"})
+        if selectable:
+            xs, ys = (np.arange(side)[::-(-side // MAX_HANDLES_SIDE)] * k for side, k in
+                      ((z.shape[0], k_cols), (z.shape[1], k_rows)))
+            gx, gy = np.meshgrid(xs, ys)
+            invisible = {"marker": {"opacity": 0}}
+            fig.add_trace(go.Scatter(x=gx.ravel(), y=gy.ravel(), mode="markers", marker={"opacity": 0},
+                                     selected=invisible, unselected=invisible, hoverinfo="none",
+                                     showlegend=False, name="select"))
+    if selectable:
+        fig.update_layout(dragmode="select")
     else:
         y, k = downsample(hist.vector, MAX_BARS)
         x = np.arange(y.size) * k

@@ -60,8 +60,8 @@ def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label:
     """Bars of the true counts (1-D) or a heatmap (2-D); a released estimate is overlaid as a line.
 
     Large histograms are summed into at most MAX_BARS bars (MAX_SIDE_2D heatmap cells per side) for
-    display; the title says so. ``selectable`` makes a box drag select (heatmaps emit no selection
-    events, so invisible handle points on a lattice of cell centres carry it; see heatmap_box_cells).
+    display; the title says so. ``selectable`` (2-D) makes a drag select a box: heatmaps emit no selection
+    events, so invisible handle points on a lattice of cell centres carry it (see heatmap_box_cells).
     """
     if len(hist.domain.shape) == 2:
         z = hist.counts if estimate is None else np.asarray(estimate).reshape(hist.domain.shape)
@@ -80,8 +80,10 @@ def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label:
             fig.add_trace(go.Scatter(x=gx.ravel(), y=gy.ravel(), mode="markers", marker={"opacity": 0},
                                      selected=invisible, unselected=invisible, hoverinfo="none",
                                      showlegend=False, name="select"))
-    if selectable:
-        fig.update_layout(dragmode="select")
+            # pin the axes to the heatmap's extent (autorange pads around markers); a box visible on Viridis
+            fig.update_layout(xaxis_range=[-k_cols / 2, (z.shape[0] - 0.5) * k_cols],
+                              yaxis_range=[(z.shape[1] - 0.5) * k_rows, -k_rows / 2], yaxis_autorange=False,
+                              newselection_line={"color": "white", "width": 2}, dragmode="select")
     else:
         y, k = downsample(hist.vector, MAX_BARS)
         x = np.arange(y.size) * k

@@ -71,6 +71,41 @@ def test_coarsen_on_the_data_page_then_design_a_workload(page):
     screenshot(page, "workloads")
 
 
+def test_drag_a_rectangle_on_the_2d_heatmap(page):
+    page.get_by_test_id("stSidebar").get_by_role("combobox").first.click()
+    page.get_by_role("option", name=re.compile("^grid-2d — 2-D")).click()
+    wait_idle(page)
+    page.get_by_role("link", name="Workloads").click()
+    wait_idle(page)
+    page.get_by_role("tab", name="Draw a range").click()
+    panel = page.get_by_role("tabpanel").filter(has_text="Drag a rectangle on the heatmap")
+    drag_layer = panel.locator('[data-testid="stPlotlyChart"] .nsewdrag').first
+    drag_layer.wait_for()
+    drag_layer.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)  # let plotly finish laying out before dragging
+    area = drag_layer.bounding_box()
+    page.mouse.move(area["x"] + area["width"] * 0.25, area["y"] + area["height"] * 0.25)
+    page.mouse.down()
+    page.mouse.move(area["x"] + area["width"] * 0.4, area["y"] + area["height"] * 0.6, steps=8)
+    page.mouse.move(area["x"] + area["width"] * 0.5, area["y"] + area["height"] * 0.75, steps=8)
+    page.mouse.up()
+    wait_idle(page)
+    sliders = [page.locator('[data-testid="stSlider"]').filter(has_text=name) for name in ("Rows", "Columns")]
+    for _ in range(40):  # the selection reruns the script; wait until the sliders follow the drag
+        (r0, r1), (c0, c1) = ([int(v) for v in re.findall(r"\d+", s.inner_text())[:2]] for s in sliders)
+        if r0 > 0 and c0 > 0:
+            break
+        page.wait_for_timeout(250)
+    # 64 × 64 cells, rows downwards: a quarter to three quarters of the rows, a quarter to a half of the columns
+    assert abs(r0 - 16) <= 1 and abs(r1 - 47) <= 1 and abs(c0 - 16) <= 1 and abs(c1 - 31) <= 1, (r0, r1, c0, c1)
+    screenshot(page, "workloads-2d-draw")
+    page.get_by_role("button", name="Use this range").click()
+    wait_idle(page)
+    assert metric_value(page, "Queries × cells") == "1 × 4,096"
+    page.get_by_text(f"rows [{r0}, {r1}]").first.wait_for()
+    page.get_by_text(f"cols [{c0}, {c1}]").first.wait_for()
+
+
 def test_compare_then_click_a_point_on_the_frontier(page):
     page.get_by_role("link", name="Compare").click()
     wait_idle(page)

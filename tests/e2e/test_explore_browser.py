@@ -15,6 +15,26 @@ def metric_value(page, label: str) -> str:
     return box.locator('[data-testid="stMetricValue"]').inner_text()
 
 
+def drag_on_chart(page, panel_text: str, start: tuple[float, float], end: tuple[float, float]) -> None:
+    """Drag with the mouse across the plot area of the chart in the tab panel showing ``panel_text``.
+
+    ``start`` and ``end`` are fractions (x from the left, y from the top) of the plot area.
+    """
+    panel = page.get_by_role("tabpanel").filter(has_text=panel_text)
+    drag_layer = panel.locator('[data-testid="stPlotlyChart"] .nsewdrag').first
+    drag_layer.wait_for()
+    drag_layer.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)  # let plotly finish laying out before dragging
+    area = drag_layer.bounding_box()
+    at = [(area["x"] + area["width"] * fx, area["y"] + area["height"] * fy) for fx, fy in (start, end)]
+    page.mouse.move(*at[0])
+    page.mouse.down()
+    page.mouse.move((at[0][0] + at[1][0]) / 2, (at[0][1] + at[1][1]) / 2, steps=8)
+    page.mouse.move(*at[1], steps=8)
+    page.mouse.up()
+    wait_idle(page)
+
+
 def test_coarsen_on_the_data_page_then_design_a_workload(page):
     page.get_by_text("Derive a dataset").click()
     page.get_by_role("button", name="Coarsen").click()
@@ -33,19 +53,7 @@ def test_coarsen_on_the_data_page_then_design_a_workload(page):
     assert metric_value(page, "Queries × cells") == "2,000 × 4,096"
 
     page.get_by_role("tab", name="Draw a range").click()
-    panel = page.get_by_role("tabpanel").filter(has_text="Drag across the bars")
-    drag_layer = panel.locator('[data-testid="stPlotlyChart"] .nsewdrag').first
-    drag_layer.wait_for()
-    drag_layer.scroll_into_view_if_needed()
-    page.wait_for_timeout(500)  # let plotly finish laying out before dragging
-    area = drag_layer.bounding_box()
-    y = area["y"] + area["height"] / 2
-    page.mouse.move(area["x"] + area["width"] * 0.25, y)
-    page.mouse.down()
-    page.mouse.move(area["x"] + area["width"] * 0.4, y, steps=8)
-    page.mouse.move(area["x"] + area["width"] * 0.5, y, steps=8)
-    page.mouse.up()
-    wait_idle(page)
+    drag_on_chart(page, "Drag across the bars", (0.25, 0.5), (0.5, 0.5))
     slider = page.locator('[data-testid="stSlider"]').filter(has_text="Range of cells")
     for _ in range(40):  # the selection reruns the script; wait until the slider follows the drag
         low, high = (int(v.replace(",", "")) for v in re.findall(r"[\d,]+", slider.inner_text())[:2])
@@ -78,18 +86,7 @@ def test_drag_a_rectangle_on_the_2d_heatmap(page):
     page.get_by_role("link", name="Workloads").click()
     wait_idle(page)
     page.get_by_role("tab", name="Draw a range").click()
-    panel = page.get_by_role("tabpanel").filter(has_text="Drag a rectangle on the heatmap")
-    drag_layer = panel.locator('[data-testid="stPlotlyChart"] .nsewdrag').first
-    drag_layer.wait_for()
-    drag_layer.scroll_into_view_if_needed()
-    page.wait_for_timeout(500)  # let plotly finish laying out before dragging
-    area = drag_layer.bounding_box()
-    page.mouse.move(area["x"] + area["width"] * 0.25, area["y"] + area["height"] * 0.25)
-    page.mouse.down()
-    page.mouse.move(area["x"] + area["width"] * 0.4, area["y"] + area["height"] * 0.6, steps=8)
-    page.mouse.move(area["x"] + area["width"] * 0.5, area["y"] + area["height"] * 0.75, steps=8)
-    page.mouse.up()
-    wait_idle(page)
+    drag_on_chart(page, "Drag a rectangle on the heatmap", (0.25, 0.25), (0.5, 0.75))
     sliders = [page.locator('[data-testid="stSlider"]').filter(has_text=name) for name in ("Rows", "Columns")]
     for _ in range(40):  # the selection reruns the script; wait until the sliders follow the drag
         (r0, r1), (c0, c1) = ([int(v) for v in re.findall(r"\d+", s.inner_text())[:2]] for s in sliders)

@@ -24,7 +24,7 @@ def drag_on_chart(page, panel_text: str, start: tuple[float, float], end: tuple[
     drag_layer = panel.locator('[data-testid="stPlotlyChart"] .nsewdrag').first
     drag_layer.wait_for()
     drag_layer.scroll_into_view_if_needed()
-    page.wait_for_timeout(500)  # let plotly finish laying out before dragging
+    page.wait_for_timeout(1000)  # let plotly finish laying out before dragging (slower on a loaded machine)
     area = drag_layer.bounding_box()
     at = [(area["x"] + area["width"] * fx, area["y"] + area["height"] * fy) for fx, fy in (start, end)]
     page.mouse.move(*at[0])
@@ -55,7 +55,7 @@ def test_coarsen_on_the_data_page_then_design_a_workload(page):
     page.get_by_role("tab", name="Draw a range").click()
     drag_on_chart(page, "Drag across the bars", (0.25, 0.5), (0.5, 0.5))
     slider = page.locator('[data-testid="stSlider"]').filter(has_text="Range of cells")
-    for _ in range(40):  # the selection reruns the script; wait until the slider follows the drag
+    for _ in range(120):  # up to 30 s: the selection reruns the script; wait until the slider follows the drag
         low, high = (int(v.replace(",", "")) for v in re.findall(r"[\d,]+", slider.inner_text())[:2])
         if low > 0:
             break
@@ -88,7 +88,7 @@ def test_drag_a_rectangle_on_the_2d_heatmap(page):
     page.get_by_role("tab", name="Draw a range").click()
     drag_on_chart(page, "Drag a rectangle on the heatmap", (0.25, 0.25), (0.5, 0.75))
     sliders = [page.locator('[data-testid="stSlider"]').filter(has_text=name) for name in ("Rows", "Columns")]
-    for _ in range(40):  # the selection reruns the script; wait until the sliders follow the drag
+    for _ in range(120):  # up to 30 s: the selection reruns the script; wait until the sliders follow the drag
         (r0, r1), (c0, c1) = ([int(v) for v in re.findall(r"\d+", s.inner_text())[:2]] for s in sliders)
         if r0 > 0 and c0 > 0:
             break

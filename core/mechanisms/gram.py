@@ -108,15 +108,13 @@ def remember(cache: dict, key: object, compute: Callable[[], object], limit: int
     return cache[key]
 
 
-def _query_rows(workload: Workload, start: int, stop: int) -> np.ndarray | None:
-    """Rows start … stop − 1 of W as a dense (n × rows) block, for workloads with explicit rows, else None."""
+def _query_rows(workload: Ranges | Explicit, start: int, stop: int) -> np.ndarray:
+    """Rows start … stop − 1 of W as a dense (n × rows) block (workloads with explicit rows only)."""
     if isinstance(workload, Ranges):
         cells = np.arange(workload.n)[:, None]
         return ((cells >= workload.lo[start:stop]) & (cells <= workload.hi[start:stop])).astype(float)
-    if isinstance(workload, Explicit):
-        rows = workload.matrix[start:stop]
-        return np.asarray(rows.toarray() if scipy.sparse.issparse(rows) else rows, dtype=float).T
-    return None
+    rows = workload.matrix[start:stop]
+    return np.asarray(rows.toarray() if scipy.sparse.issparse(rows) else rows, dtype=float).T
 
 
 def noise_energy(workload: Workload, response: Callable[[np.ndarray], np.ndarray], coordinates: int,
@@ -132,7 +130,7 @@ def noise_energy(workload: Workload, response: Callable[[np.ndarray], np.ndarray
     ranges against 4096 Haar coefficients: about half).
     """
     m = workload.shape[0]
-    if covariance is not None and m < coordinates and _query_rows(workload, 0, 1) is not None:
+    if covariance is not None and m < coordinates and isinstance(workload, Ranges | Explicit):
         total = 0.0
         for start in range(0, m, ENERGY_BATCH):
             rows = _query_rows(workload, start, min(m, start + ENERGY_BATCH))

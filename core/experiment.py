@@ -14,9 +14,9 @@ noise comes from ``trial_rng(seed, mechanism, epsilon, trial)``, so results do n
 
 from __future__ import annotations
 
+import hashlib
 import math
 import struct
-import time
 import zlib
 from collections.abc import Callable, Sequence
 
@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 
 from core.domain import Histogram
+from core.execution import Cell, CellResult, Context, default_block, execute, parse_scheduler
 from core.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
 from core.mechanisms import MECHANISMS, Mechanism, check_epsilon
-from core.metrics import HISTOGRAM_METRICS, METRICS
+from core.metrics import METRICS
 from core.workloads import Workload
 
 
@@ -68,16 +69,73 @@ def _expected(mechanism: Mechanism, workload: Workload, epsilon: float, metric: 
     return float(value) if metric == "mse" else math.sqrt(value)
 
 
+def fingerprint(histogram: Histogram) -> str:
+    """A content hash of the counts and their shape: equal data gives equal keys, whatever its name.
+
+    >>> fingerprint(Histogram.from_counts([1.0, 2.0])) == fingerprint(Histogram.from_counts([1, 2], name="x"))
+    True
+    """
+    counts = np.ascontiguousarray(histogram.counts, dtype=float)
+    return hashlib.sha256(repr(counts.shape).encode() + counts.tobytes()).hexdigest()[:32]
+
+
+class SweepCache:
+    """Results per (dataset fingerprint, workload, mechanism and its settings, ε, trials, seed, metrics).
+
+    ``run_sweep(..., cache=c)`` runs only the (mechanism, ε) pairs not in ``c``: adding a mechanism or an
+    epsilon to a comparison runs only the new cells. Holds at most ``limit`` pairs (oldest dropped).
+
+    >>> from core.workloads import Prefix
+    >>> cache, h = SweepCache(), Histogram.from_counts([5.0, 0, 3, 8])
+    >>> _ = run_sweep(h, Prefix(4), ["identity"], [1.0], trials=2, cache=cache)
+    >>> df = run_sweep(h, Prefix(4), ["identity", "uniform"], [1.0], trials=2, cache=cache)
+    >>> df.attrs["computed"], len(cache)
+    (2, 2)
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._entries: dict[tuple, tuple[pd.DataFrame | None, str | None]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: tuple) -> tuple[pd.DataFrame | None, str | None] | None:
+        """(rows, None), (None, error message) or None when the pair was never completed."""
+        return self._entries.get(key)
+
+    def put(self, key: tuple, rows: pd.DataFrame | None, error: str | None = None) -> None:
+        """Remember one completed (mechanism, ε) pair: its rows, or the message it was skipped with."""
+        self._entries.pop(key, None)
+        while len(self._entries) >= self.limit:
+            self._entries.pop(next(iter(self._entries)))
+        self._entries[key] = (rows, error)
+
+
+def _pair_key(data: str, workload: Workload, mechanism: Mechanism, epsilon: float, trials: int, seed: int,
+              metrics: Sequence[str]) -> tuple:
+    from core.mechanisms.greedy_h import workload_key
+
+    return (data, workload_key(workload), repr(mechanism), float(epsilon), int(trials), int(seed), tuple(metrics))
+
+
+COLUMNS = ["mechanism", "epsilon", "trial", "metric", "value", "seconds", "expected"]
+
+
 def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str | Mechanism],
               epsilons: Sequence[float], trials: int, *, seed: int = 0,
               metrics: Sequence[str] = ("mae", "rmse"),
               progress: Callable[[int, int, str], None] | None = None,
-              should_stop: Callable[[], bool] | None = None) -> pd.DataFrame:
+              should_stop: Callable[[], bool] | None = None,
+              scheduler: str | None = "serial", cache: SweepCache | None = None) -> pd.DataFrame:
     """Run every mechanism at every epsilon ``trials`` times and measure the chosen metrics.
 
+    Cells run through ``core.execution`` on ``scheduler`` ("serial", "processes[:N]", "local:N",
+    "tcp://HOST:8786"); the numbers are identical whichever is used. With ``cache``, pairs already
+    computed are reused and only new ones run (``df.attrs["computed"]`` counts the runs made).
     Mechanisms that reject this input (e.g. a 2-D-only mechanism on 1-D data) are skipped; their
     messages are in ``df.attrs["errors"]``. ``df.attrs["stopped"]`` is True when ``should_stop``
-    ended the sweep early.
+    ended the sweep early (the runs finished so far are returned).
     """
     instances = resolve_mechanisms(mechanisms)
     epsilons = [check_epsilon(e) for e in epsilons]
@@ -95,45 +153,82 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     if workload.shape[1] != histogram.domain.size:
         raise ValueError(f"workload has {workload.shape[1]} columns but the histogram has "
                          f"{histogram.domain.size} cells")
+    metrics = tuple(metrics)
+    data = fingerprint(histogram) if cache is not None else ""
+    pairs = [(m, e) for m in instances for e in epsilons]
+    keys = {(m.name, e): _pair_key(data, workload, m, e, trials, seed, metrics) for m, e in pairs}
+    cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
+    todo = [p for p in pairs if cached.get(p) is None]
+    context = Context(histogram, workload, metrics, int(seed))
+    plan = parse_scheduler(scheduler)
+    block = default_block(len(todo), trials, plan.workers)
+    cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(0, trials, block)]
+    expected = {}
+    for m, e in todo:  # in this process: fills the strategy caches that are then shipped to workers
+        expected[m.name, e] = {metric: _expected(m, workload, e, metric) for metric in metrics}
 
-    counts, vector, total = histogram.counts, histogram.vector, histogram.total
-    true_answers = workload.matvec(vector)
-    rows: list[tuple] = []
+    results: dict[int, CellResult] = {}
     errors: dict[str, str] = {}
-    done, stopped = 0, False
-    for mechanism in instances:
-        for position, epsilon in enumerate(epsilons):
-            expected = {m: _expected(mechanism, workload, epsilon, m) for m in metrics}
-            for trial in range(trials):
-                if should_stop is not None and should_stop():
-                    stopped = True
-                    break
-                start = time.perf_counter()
-                try:
-                    release = mechanism.run(counts, workload, epsilon,
-                                            trial_rng(seed, mechanism.name, epsilon, trial))
-                except ValueError as err:
-                    errors[mechanism.name] = str(err)
-                    done += (len(epsilons) - position) * trials - trial  # every skipped run counts
-                    break
-                seconds = time.perf_counter() - start
-                for metric in metrics:
-                    if metric in HISTOGRAM_METRICS:
-                        value = (METRICS[metric](vector, release.estimate, total=total)
-                                 if release.estimate is not None else math.nan)
-                    else:
-                        value = METRICS[metric](true_answers, release.answers, total=total)
-                    rows.append((mechanism.name, epsilon, trial, metric, value, seconds, expected[metric]))
-                done += 1
-                if progress is not None:
-                    progress(done, total_runs, mechanism.name)
-            if stopped or mechanism.name in errors:
+    done, stopped = total_runs - len(todo) * trials, False
+    failed = set()
+    iterator = execute({0: context}, cells, scheduler=scheduler, should_stop=should_stop)
+    try:
+        for result in iterator:
+            name = result.cell.mechanism.name
+            if result.error is not None:
+                failed.add(name)
+                errors.setdefault(name, result.error)
+            results[result.index] = result
+            done += result.cell.runs
+            if progress is not None:
+                progress(done, total_runs, name)
+            if result.error is None and len(result.values) < result.cell.runs:  # a serial cell cut short by should_stop
+                stopped = True
                 break
-        if stopped:
-            break
-    df = pd.DataFrame(rows, columns=["mechanism", "epsilon", "trial", "metric", "value", "seconds", "expected"])
+            if should_stop is not None and should_stop():
+                stopped = done < total_runs
+                break
+    finally:
+        iterator.close()
+
+    frames: dict[tuple[str, float], list] = {}
+    for index in sorted(results):  # canonical order, whatever order cells finished in
+        result = results[index]
+        cell = result.cell
+        if cell.mechanism.name in failed:
+            continue
+        frames.setdefault((cell.mechanism.name, cell.epsilon), []).append(result)
+    rows: list[tuple] = []
+    for mechanism, epsilon in pairs:
+        entry = cached.get((mechanism, epsilon))
+        if entry is not None:
+            if entry[1] is not None:
+                errors.setdefault(mechanism.name, entry[1])
+            elif entry[0] is not None:
+                rows.extend(entry[0].itertuples(index=False, name=None))
+            continue
+        if mechanism.name in failed:
+            continue
+        pair_rows = []
+        for result in frames.get((mechanism.name, epsilon), []):
+            for t in range(len(result.values)):
+                for k, metric in enumerate(metrics):
+                    pair_rows.append((mechanism.name, epsilon, result.cell.first + t, metric,
+                                      float(result.values[t, k]), float(result.seconds[t]),
+                                      expected[mechanism.name, epsilon][metric]))
+        rows.extend(pair_rows)
+        complete = len(pair_rows) == trials * len(metrics)
+        if cache is not None and complete:
+            cache.put(keys[mechanism.name, epsilon], pd.DataFrame(pair_rows, columns=COLUMNS))
+    if cache is not None:
+        for name in failed:
+            for mechanism, epsilon in pairs:
+                if mechanism.name == name:
+                    cache.put(keys[name, epsilon], None, errors[name])
+    df = pd.DataFrame(rows, columns=COLUMNS)
     df.attrs["errors"] = errors
     df.attrs["stopped"] = stopped
+    df.attrs["computed"] = int(sum(len(r.values) for r in results.values()))
     return df
 
 

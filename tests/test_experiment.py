@@ -43,7 +43,7 @@ def test_tidy_columns_and_one_row_per_run_and_metric(tiny_1d):
     assert (identity[identity["metric"] == "rmse"]["expected"] == math.sqrt(expected)).all()
     assert identity[identity["metric"] == "mae"]["expected"].isna().all()
     assert df[df["mechanism"] == "uniform"]["expected"].isna().all()
-    assert df.attrs == {"errors": {}, "stopped": False}
+    assert df.attrs == {"errors": {}, "stopped": False, "computed": 18}
 
 
 def test_results_do_not_depend_on_order(tiny_1d):
@@ -69,9 +69,10 @@ def test_progress_callback_counts_every_run(tiny_1d):
     calls = []
     run_sweep(tiny_1d, Total(6), ["identity", "uniform"], [1.0, 2.0, 4.0], trials=2,
               progress=lambda done, total, label: calls.append((done, total, label)))
-    assert [c[0] for c in calls] == list(range(1, 13))
+    # one call per finished cell (a mechanism at one epsilon), counting its runs
+    assert [c[0] for c in calls] == [2, 4, 6, 8, 10, 12]
     assert {c[1] for c in calls} == {12}
-    assert [c[2] for c in calls] == ["identity"] * 6 + ["uniform"] * 6
+    assert [c[2] for c in calls] == ["identity"] * 3 + ["uniform"] * 3
 
 
 def test_should_stop_ends_the_sweep_early(tiny_1d):

@@ -381,6 +381,15 @@ def dask_client(address: str):
     return client
 
 
+def close_dask_clients() -> None:
+    """Close the clients ``dask_client`` opened (before their cluster goes away)."""
+    while _CLIENTS:
+        _CLIENTS.popitem()[1].close()
+
+
+atexit.register(close_dask_clients)
+
+
 def _dask(client, contexts, cells, snapshot) -> Iterator[CellResult]:
     from dask.distributed import as_completed
 

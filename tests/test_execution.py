@@ -1,0 +1,118 @@
+"""Execution layer: identical results on every backend, shipped strategy caches, stop, shared arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.domain import Histogram
+from core.execution import (
+    Context,
+    close_dask_clients,
+    install_snapshot,
+    parse_scheduler,
+    read_payload,
+    strategy_snapshot,
+    write_payload,
+)
+from core.experiment import SweepCache, run_sweep
+from core.mechanisms import MECHANISMS
+from core.workloads import Prefix, random_range
+
+MIXED = ["identity", "hb", "dawa", "mwem", "greedy-h", "mm-opt", "uniform"]  # data-(in)dependent, cached
+
+
+@pytest.fixture(scope="module")
+def small():
+    counts = np.random.default_rng(5).poisson(30.0, 64).astype(float)
+    return Histogram.from_counts(counts, name="small"), random_range(64, 40, seed=2)
+
+
+def _numbers(df: pd.DataFrame) -> pd.DataFrame:
+    return df.drop(columns="seconds").reset_index(drop=True)
+
+
+def test_backends_give_identical_results(small):
+    from dask.distributed import LocalCluster
+
+    histogram, workload = small
+    args = (histogram, workload, MIXED, [0.1, 1.0], 3)
+    serial = run_sweep(*args, seed=9, scheduler="serial")
+    processes = run_sweep(*args, seed=9, scheduler="processes:2")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        try:
+            on_dask = run_sweep(*args, seed=9, scheduler=cluster.scheduler_address)
+        finally:
+            close_dask_clients()
+    assert len(serial) == len(MIXED) * 2 * 3 * 2 and not serial.attrs["errors"]
+    pd.testing.assert_frame_equal(_numbers(serial), _numbers(processes))  # bit for bit, same order
+    pd.testing.assert_frame_equal(_numbers(serial), _numbers(on_dask))
+    one_worker = run_sweep(*args, seed=9, scheduler="processes:1")
+    pd.testing.assert_frame_equal(_numbers(serial), _numbers(one_worker))
+
+
+def test_strategy_caches_are_shipped_not_recomputed(small):
+    _, workload = small
+    MECHANISMS["mm-opt"].expected_mse(workload, 1.0)  # what run_sweep does in the calling process
+    MECHANISMS["greedy-h"].expected_mse(workload, 1.0)
+    snapshot = strategy_snapshot({0: Context(small[0], workload, ("mae",))})
+    assert len(snapshot[("core.mechanisms.matrix", "_STRATEGIES")]) == 1
+    assert len(snapshot[("core.mechanisms.greedy_h", "_STRATEGIES")]) == 1
+    other = strategy_snapshot({0: Context(Histogram.from_counts(np.ones(8)), Prefix(8), ("mae",))})
+    assert not other[("core.mechanisms.matrix", "_STRATEGIES")]  # only this workload's entries travel
+    import core.mechanisms.matrix as matrix
+
+    saved = dict(matrix._STRATEGIES)
+    matrix._STRATEGIES.clear()
+    try:  # a fresh worker: installing the snapshot means the optimiser never runs there
+        install_snapshot(snapshot)
+        assert MECHANISMS["mm-opt"].strategy(workload) is next(iter(snapshot[("core.mechanisms.matrix",
+                                                                             "_STRATEGIES")].values()))
+    finally:
+        matrix._STRATEGIES.clear()
+        matrix._STRATEGIES.update(saved)
+
+
+def test_stop_cancels_pending_cells(small):
+    histogram, workload = small
+    seen = []
+    df = run_sweep(histogram, workload, ["identity", "hb", "uniform"], [0.1, 0.5, 1.0, 2.0], 2,
+                   scheduler="processes:2", progress=lambda done, total, name: seen.append(done),
+                   should_stop=lambda: bool(seen))
+    assert df.attrs["stopped"] is True
+    assert df.attrs["computed"] < 3 * 4 * 2 and len(seen) < 12
+
+
+def test_large_arrays_are_memory_mapped_read_only(tmp_path):
+    big, small_array = np.arange(20_000, dtype=float), np.arange(10.0)
+    write_payload({"big": big, "small": small_array}, tmp_path)
+    assert len(list(tmp_path.glob("*.npy"))) == 1  # only the large one left the pickle
+    loaded = read_payload(tmp_path)
+    np.testing.assert_array_equal(loaded["big"], big)
+    assert not loaded["big"].flags.writeable and loaded["small"].flags.writeable
+
+
+def test_adding_a_mechanism_or_an_epsilon_runs_only_the_new_cells(small):
+    histogram, workload = small
+    cache = SweepCache()
+    first = run_sweep(histogram, workload, ["identity", "hb"], [0.5, 1.0], 4, seed=3, cache=cache)
+    assert first.attrs["computed"] == 2 * 2 * 4
+    more = run_sweep(histogram, workload, ["identity", "hb", "uniform"], [0.5, 1.0, 2.0], 4, seed=3, cache=cache)
+    assert more.attrs["computed"] == (3 * 3 - 2 * 2) * 4
+    fresh = run_sweep(histogram, workload, ["identity", "hb", "uniform"], [0.5, 1.0, 2.0], 4, seed=3)
+    pd.testing.assert_frame_equal(_numbers(more), _numbers(fresh))
+    again = run_sweep(histogram, workload, ["identity", "hb", "uniform"], [0.5, 1.0, 2.0], 4, seed=4, cache=cache)
+    assert again.attrs["computed"] == 3 * 3 * 4  # a new seed is a new key
+    other = Histogram.from_counts(histogram.counts + 1)
+    assert run_sweep(other, workload, ["identity"], [0.5], 4, seed=3, cache=cache).attrs["computed"] == 4
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("threads", "scheduler must be 'serial'"),
+    ("local:0", "worker count after 'local:' must be an integer >= 1"),
+    ("processes:x", "worker count after 'processes:'"),
+])
+def test_scheduler_specs_are_checked(spec, message):
+    with pytest.raises(ValueError, match=message):
+        parse_scheduler(spec)

@@ -1,21 +1,27 @@
-"""Command line: ``python -m core release|compare|reproduce ...`` (``--help`` on each). Bad input exits 2 with one line."""
+"""Command line: ``python -m core release|compare|grid|reproduce ...`` (``--help`` on each). Bad input exits 2 with one line."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
 from core.datasets import SAMPLE_DATASETS, load_histogram
+from core.execution import ProgressBar, parse_scheduler
 from core.experiment import run_sweep, summarise
 from core.export import release_to_csv, release_to_json
+from core.grid import GridSpec, run_grid
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.metrics import METRICS
 from core.noise import NOISE_PATHS, noise_sampler, noise_source
 from core.reproduce import add_reproduce_command
 from core.workloads import WORKLOADS, parse_workload
+
+SCHEDULER_HELP = ("where cells run: processes[:N] (local worker processes, default: every core), serial, "
+                  "local:N (a Dask LocalCluster of N workers) or tcp://HOST:8786 (an existing Dask cluster)")
 
 
 class CliError(Exception):
@@ -84,14 +90,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CliError(f"unknown metrics {unknown}; choose from {', '.join(METRICS)}")
     epsilons = _floats(args.epsilons, "--epsilons")
 
-    def progress(done: int, total: int, label: str) -> None:
-        if sys.stderr.isatty():
-            print(f"\r{done}/{total} {label:<24}", end="", file=sys.stderr)
-
     df = run_sweep(histogram, workload, mechanisms, epsilons, args.trials, seed=args.seed,
-                   metrics=metrics, progress=progress)
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
+                   metrics=metrics, progress=ProgressBar(), scheduler=args.scheduler)
     df.to_csv(args.output, index=False)
     table = summarise(df)
     with np.printoptions(precision=4):
@@ -99,6 +99,49 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for name, message in df.attrs["errors"].items():
         print(f"skipped {name}: {message}", file=sys.stderr)
     print(f"wrote {len(df)} rows to {args.output}")
+    return 0
+
+
+def _names(text: str, what: str) -> list[str]:
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    if not names:
+        raise CliError(f"{what} needs at least one value")
+    return names
+
+
+def _optional_ints(text: str, what: str) -> list[int | None]:
+    values: list[int | None] = []
+    for item in _names(text, what):
+        if item == "native":
+            values.append(None)
+        elif item.isdigit() and int(item) >= 1:
+            values.append(int(item))
+        else:
+            raise CliError(f"{what} must be comma-separated integers >= 1 or 'native', got {item!r}")
+    return values
+
+
+def cmd_grid(args: argparse.Namespace) -> int:
+    spec = GridSpec(datasets=tuple(_names(args.datasets, "--datasets")),
+                    mechanisms=tuple(_names(args.mechanisms, "--mechanisms")),
+                    epsilons=tuple(_floats(args.epsilons, "--epsilons")), trials=args.trials,
+                    sizes=tuple(_optional_ints(args.sizes, "--sizes")),
+                    scales=tuple(_optional_ints(args.scales, "--scales")),
+                    workload=args.workload, seed=args.seed, metrics=tuple(_names(args.metrics, "--metrics")))
+    if not str(args.output).endswith(".parquet"):
+        raise CliError(f"--output must end in .parquet, got {args.output!r}")
+    parse_scheduler(args.scheduler)
+    start = time.perf_counter()
+    try:
+        outcome = run_grid(spec, args.output, scheduler=args.scheduler, progress=ProgressBar())
+    except KeyboardInterrupt:
+        print(f"interrupted: finished cells are in {args.output}; run the same command to resume",
+              file=sys.stderr)
+        return 130
+    for name, message in outcome.errors.items():
+        print(f"skipped {name}: {message}", file=sys.stderr)
+    print(f"{outcome.computed:,} runs computed, {outcome.skipped:,} already in {args.output} "
+          f"({time.perf_counter() - start:.1f} s wall) -> {args.output}")
     return 0
 
 
@@ -131,7 +174,26 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--seed", type=int, default=0, help="base seed")
     cmp_.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRICS)}")
     cmp_.add_argument("--output", required=True, help="results CSV (mechanism,epsilon,trial,metric,value,...)")
+    cmp_.add_argument("--scheduler", default="processes", help=SCHEDULER_HELP)
     cmp_.set_defaults(func=cmd_compare)
+
+    grid = sub.add_parser("grid", help="DPBench-style grid: datasets × sizes × scales × mechanisms × epsilons",
+                          description="Writes a tidy Parquet file, one row per run and metric; cells already in "
+                                      "the file are skipped, so an interrupted grid resumes.")
+    grid.add_argument("--datasets", required=True, help=f"comma-separated files or sample names ({samples})")
+    grid.add_argument("--mechanisms", default="identity,hb,privelet,dawa,mwem,ahp,uniform",
+                      help="comma-separated registry names")
+    grid.add_argument("--epsilons", default="0.01,0.1,1,10", help="comma-separated epsilons")
+    grid.add_argument("--sizes", default="native", help="domain sizes by coarsening (divisors of n), or native")
+    grid.add_argument("--scales", default="native",
+                      help="records sampled from each histogram's shape, e.g. 1000,100000; or native")
+    grid.add_argument("--trials", type=int, default=10, help="trials per cell")
+    grid.add_argument("--workload", default="random-range:m=2000", help="workload spec for every size")
+    grid.add_argument("--seed", type=int, default=0, help="base seed (noise and scale samples)")
+    grid.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRICS)}")
+    grid.add_argument("--output", required=True, help="results.parquet (created, or completed if it exists)")
+    grid.add_argument("--scheduler", default="processes", help=SCHEDULER_HELP)
+    grid.set_defaults(func=cmd_grid)
     add_reproduce_command(sub)  # python -m core reproduce wda|om|sreb-gca|xiao (core/reproduce.py)
     return parser
 

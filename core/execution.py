@@ -448,3 +448,46 @@ def default_block(cells_without_blocks: int, trials: int, workers: int) -> int:
     if cells_without_blocks >= wanted:
         return trials
     return max(1, math.ceil(trials * cells_without_blocks / wanted))
+
+
+class ProgressBar:
+    """A progress callback drawing ``[####....] 45% 800/1,600 runs  ETA 0:12  label`` on a stream.
+
+    On a terminal the bar redraws in place; otherwise a line is written every 10 %. The ETA assumes
+    the remaining runs cost what the finished ones did (``start`` is the first ``done`` seen, so
+    runs resumed from a file do not count).
+
+    >>> import io
+    >>> stream = io.StringIO()
+    >>> bar = ProgressBar(stream, width=10)
+    >>> bar(5, 10, "hb"); bar(10, 10, "hb")
+    >>> stream.getvalue().splitlines()[-1].startswith("[##########] 100% 10/10 runs")
+    True
+    """
+
+    def __init__(self, stream=None, *, width: int = 30) -> None:
+        self.stream = sys.stderr if stream is None else stream
+        self.width = width
+        self.started = time.monotonic()
+        self.first: int | None = None
+        self.last_decile = -1
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        """Draw the bar for ``done`` of ``total`` runs."""
+        if self.first is None:
+            self.first, self.started = done, time.monotonic()
+        fraction = done / total if total else 1.0
+        elapsed = time.monotonic() - self.started
+        made = done - self.first
+        eta = elapsed / made * (total - done) if made > 0 else math.nan
+        eta_text = "--:--" if math.isnan(eta) else f"{int(eta) // 60}:{int(eta) % 60:02d}"
+        filled = int(round(fraction * self.width))
+        line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {fraction:4.0%} {done:,}/{total:,} runs  "
+                f"ETA {eta_text}  {label}")
+        decile = int(fraction * 10)
+        if self.tty:
+            print(f"\r{line:<100}", end="\n" if done >= total else "", file=self.stream, flush=True)
+        elif decile > self.last_decile or done >= total:
+            print(line, file=self.stream, flush=True)
+        self.last_decile = max(decile, self.last_decile)

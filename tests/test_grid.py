@@ -1,0 +1,117 @@
+"""Experiment grids: coarsening and sampling, the Parquet schema, resuming, CLI, DPComp-style views."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from core.__main__ import main
+from core.domain import Histogram
+from core.grid import (
+    GRID_COLUMNS,
+    GridSpec,
+    _schema,
+    build_contexts,
+    coarsen,
+    grid_ranking,
+    load_grid,
+    rank_table,
+    regret_table,
+    rescale,
+    run_grid,
+)
+
+SPEC = GridSpec(datasets=("dense", "tips-bill"), mechanisms=("identity", "hb", "uniform"), epsilons=(0.1, 1.0),
+                trials=3, sizes=(None,), scales=(None, 500), workload="prefix")
+
+
+def test_coarsen_sums_adjacent_bins_and_checks_the_size():
+    h = Histogram.from_counts(np.arange(8.0))
+    assert coarsen(h, 4).vector.tolist() == [1.0, 5.0, 9.0, 13.0]
+    with pytest.raises(ValueError, match="size must be an integer that divides the 8 bins"):
+        coarsen(h, 3)
+
+
+def test_rescale_samples_the_shape():
+    h = Histogram.from_counts([0.0, 10, 30, 60])
+    big = rescale(h, 100_000, np.random.default_rng(1))
+    assert big.total == 100_000 and big.vector[0] == 0
+    np.testing.assert_allclose(big.vector / 100_000, [0, 0.1, 0.3, 0.6], atol=0.01)
+    with pytest.raises(ValueError, match="scale must be an integer number of records >= 1"):
+        rescale(h, 0, np.random.default_rng(1))
+
+
+def test_contexts_cover_datasets_sizes_and_scales():
+    contexts = build_contexts(SPEC)
+    assert sorted((k[0], k[2] == 500) for k in contexts) == [("dense", False), ("dense", True),
+                                                             ("tips-bill", False), ("tips-bill", True)]
+    assert all(c.histogram.total == 500 for k, c in contexts.items() if k[2] == 500)
+
+
+def test_parquet_schema(tmp_path):
+    out = tmp_path / "grid.parquet"
+    outcome = run_grid(SPEC, out)
+    assert outcome.computed == SPEC.runs and outcome.skipped == 0 and not outcome.errors
+    table = pq.read_table(out)
+    assert table.schema.equals(_schema())
+    df = load_grid(out)
+    assert list(df.columns) == GRID_COLUMNS and len(df) == SPEC.runs * len(SPEC.metrics)
+    assert set(df["dataset"]) == {"dense", "tips-bill"} and set(df["domain_size"]) == {512, 51}
+    assert df.groupby(["dataset", "scale", "mechanism", "epsilon", "metric"]).size().eq(3).all()
+    with pytest.raises(ValueError, match="not a dplens grid file"):
+        pq.write_table(table.drop(["metric"]), tmp_path / "other.parquet")
+        load_grid(tmp_path / "other.parquet")
+
+
+def test_an_interrupted_grid_resumes_without_recomputing(tmp_path):
+    whole, part = tmp_path / "whole.parquet", tmp_path / "part.parquet"
+    run_grid(SPEC, whole)
+    seen: list[int] = []
+    first = run_grid(SPEC, part, progress=lambda done, total, label: seen.append(done),
+                     should_stop=lambda: bool(seen) and seen[-1] >= SPEC.runs // 2)
+    assert first.stopped and 0 < first.computed < SPEC.runs
+    assert len(load_grid(part)) == first.computed * len(SPEC.metrics)  # finished cells reached the file
+    second = run_grid(SPEC, part)
+    assert second.skipped == first.computed and second.computed == SPEC.runs - first.computed
+    key = ["dataset", "scale", "mechanism", "epsilon", "trial", "metric"]
+    a, b = (load_grid(p).drop(columns="seconds").sort_values(key).reset_index(drop=True) for p in (whole, part))
+    pd.testing.assert_frame_equal(a, b)
+    assert run_grid(SPEC, part).computed == 0
+
+
+def test_cli_grid_runs_and_resumes(tmp_path, capsys):
+    out = tmp_path / "g.parquet"
+    args = ["grid", "--datasets", "tips-bill", "--mechanisms", "identity,uniform", "--epsilons", "1",
+            "--trials", "2", "--sizes", "native", "--scales", "native,100", "--workload", "prefix",
+            "--scheduler", "serial", "--output", str(out)]
+    assert main(args) == 0
+    assert "8 runs computed, 0 already" in capsys.readouterr().out
+    assert main(args) == 0
+    assert "0 runs computed, 8 already" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("change, message", [
+    (["--sizes", "ten"], "--sizes must be comma-separated integers >= 1 or 'native'"),
+    (["--scheduler", "threads"], "scheduler must be 'serial'"),
+    (["--output", "x.csv"], "--output must end in .parquet"),
+    (["--mechanisms", "nope"], "unknown mechanism 'nope'"),
+    (["--sizes", "7"], "size must be an integer that divides the 51 bins"),
+])
+def test_cli_grid_rejects_bad_input_in_one_line(tmp_path, capsys, change, message):
+    args = ["grid", "--datasets", "tips-bill", "--trials", "1", "--output", str(tmp_path / "g.parquet")]
+    assert main(args + change) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_regret_and_rank_views():
+    df = pd.DataFrame({"dataset": ["a"] * 4 + ["b"] * 4, "domain_size": 8, "scale": 100, "epsilon": 1.0,
+                       "metric": "mae", "mechanism": ["x", "x", "y", "y"] * 2,
+                       "value": [1.0, 1.0, 2.0, 2.0, 6.0, 6.0, 3.0, 3.0]})
+    ranking = grid_ranking(df, "mae")
+    assert ranking.set_index(["dataset", "mechanism"])["regret"].to_dict() == {
+        ("a", "x"): 1.0, ("a", "y"): 2.0, ("b", "x"): 2.0, ("b", "y"): 1.0}
+    assert regret_table(df, "mae", "dataset").loc["x"].tolist() == [1.0, 2.0]
+    assert rank_table(df, "mae", "dataset").loc["y"].tolist() == [2.0, 1.0]

@@ -20,7 +20,8 @@ from core.noise import NOISE_PATHS, noise_sampler, noise_source
 from core.reproduce import add_reproduce_command
 from core.workloads import WORKLOADS, parse_workload
 
-SCHEDULER_HELP = ("where cells run: processes[:N] (local worker processes, default: every core), serial, "
+SCHEDULER_HELP = ("where cells run: auto (default: serial for small sweeps, else processes), processes[:N] "
+                  "(local worker processes; N defaults to every core), serial, "
                   "local:N (a Dask LocalCluster of N workers) or tcp://HOST:8786 (an existing Dask cluster)")
 
 
@@ -130,7 +131,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
                     workload=args.workload, seed=args.seed, metrics=tuple(_names(args.metrics, "--metrics")))
     if not str(args.output).endswith(".parquet"):
         raise CliError(f"--output must end in .parquet, got {args.output!r}")
-    parse_scheduler(args.scheduler)
+    if args.scheduler != "auto":
+        parse_scheduler(args.scheduler)
     start = time.perf_counter()
     try:
         outcome = run_grid(spec, args.output, scheduler=args.scheduler, progress=ProgressBar())
@@ -174,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--seed", type=int, default=0, help="base seed")
     cmp_.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRICS)}")
     cmp_.add_argument("--output", required=True, help="results CSV (mechanism,epsilon,trial,metric,value,...)")
-    cmp_.add_argument("--scheduler", default="processes", help=SCHEDULER_HELP)
+    cmp_.add_argument("--scheduler", default="auto", help=SCHEDULER_HELP)
     cmp_.set_defaults(func=cmd_compare)
 
     grid = sub.add_parser("grid", help="DPBench-style grid: datasets × sizes × scales × mechanisms × epsilons",
@@ -192,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--seed", type=int, default=0, help="base seed (noise and scale samples)")
     grid.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRICS)}")
     grid.add_argument("--output", required=True, help="results.parquet (created, or completed if it exists)")
-    grid.add_argument("--scheduler", default="processes", help=SCHEDULER_HELP)
+    grid.add_argument("--scheduler", default="auto", help=SCHEDULER_HELP)
     grid.set_defaults(func=cmd_grid)
     add_reproduce_command(sub)  # python -m core reproduce wda|om|sreb-gca|xiao (core/reproduce.py)
     return parser

@@ -7,7 +7,7 @@ numbers are identical bit for bit whatever the backend, the worker count or the 
 
 Backends (``scheduler`` argument, as in ``python -m core grid --scheduler ...``):
 
-- ``"serial"``: in this process (tests, tiny sweeps).
+- ``"serial"``: in this process (tests, tiny sweeps); ``"auto"`` picks it for small sweeps, else processes.
 - ``"processes"`` or ``"processes:N"``: a pool of N local worker processes (default: every core),
   started once and reused. Each sweep's contexts are written once to a temporary directory; arrays
   of 64 KiB or more are stored as ``.npy`` files that workers memory-map read-only instead of
@@ -123,7 +123,7 @@ def make_cells(contexts: Mapping[Hashable, Context], mechanisms: Sequence[Mechan
 
 def run_cell(context: Context, cell: Cell, index: int = 0,
              should_stop: Callable[[], bool] | None = None) -> CellResult:
-    """Run one cell here (one BLAS thread, as in every backend); ValueError becomes ``error``.
+    """Run one cell here; ValueError becomes ``error``. Backends call it with one BLAS thread.
 
     ``should_stop`` (serial only) is polled before each trial; a stopped cell returns the trials done.
     """
@@ -135,26 +135,25 @@ def run_cell(context: Context, cell: Cell, index: int = 0,
     seconds = np.zeros(cell.runs)
     true_answers = None
     done = cell.runs
-    with threadpool_limits(limits=1, user_api="blas"):
-        for row, trial in enumerate(range(cell.first, cell.stop)):
-            if should_stop is not None and should_stop():
-                done = row
-                break
-            start = time.perf_counter()
-            try:
-                release = cell.mechanism.run(counts, workload, cell.epsilon,
-                                             trial_rng(context.seed, cell.mechanism.name, cell.epsilon, trial))
-            except ValueError as err:
-                return CellResult(index, cell, values[:0], seconds[:0], str(err))
-            seconds[row] = time.perf_counter() - start
-            for k, metric in enumerate(metrics):
-                if metric in HISTOGRAM_METRICS:
-                    if release.estimate is not None:
-                        values[row, k] = METRICS[metric](vector, release.estimate, total=total)
-                else:
-                    if true_answers is None:
-                        true_answers = workload.matvec(vector)
-                    values[row, k] = METRICS[metric](true_answers, release.answers, total=total)
+    for row, trial in enumerate(range(cell.first, cell.stop)):
+        if should_stop is not None and should_stop():
+            done = row
+            break
+        start = time.perf_counter()
+        try:
+            release = cell.mechanism.run(counts, workload, cell.epsilon,
+                                         trial_rng(context.seed, cell.mechanism.name, cell.epsilon, trial))
+        except ValueError as err:
+            return CellResult(index, cell, values[:0], seconds[:0], str(err))
+        seconds[row] = time.perf_counter() - start
+        for k, metric in enumerate(metrics):
+            if metric in HISTOGRAM_METRICS:
+                if release.estimate is not None:
+                    values[row, k] = METRICS[metric](vector, release.estimate, total=total)
+            else:
+                if true_answers is None:
+                    true_answers = workload.matvec(vector)
+                values[row, k] = METRICS[metric](true_answers, release.answers, total=total)
     return CellResult(index, cell, values[:done], seconds[:done])
 
 
@@ -166,8 +165,22 @@ class Scheduler:
     """A parsed ``scheduler`` spec: kind is "serial", "processes", "local" (Dask LocalCluster) or "dask"."""
 
     kind: str
-    workers: int = 1
+    workers: int = 0  # 0: this process
     address: str = ""
+
+
+AUTO_PARALLEL_WORK = 2_000_000  # runs × cells below which "auto" stays in this process (pool start-up ~0.5 s)
+
+
+def resolve_auto(spec: str | None, runs: int, cells_per_run: int) -> str | None:
+    """``"auto"`` → "serial" for small work (runs × histogram cells), else "processes"; others unchanged.
+
+    >>> resolve_auto("auto", 100, 64), resolve_auto("auto", 1600, 4096), resolve_auto("serial", 10**9, 1)
+    ('serial', 'processes', 'serial')
+    """
+    if spec != "auto":
+        return spec
+    return "serial" if runs * cells_per_run < AUTO_PARALLEL_WORK or (os.cpu_count() or 1) < 2 else "processes"
 
 
 def parse_scheduler(spec: str | None) -> Scheduler:
@@ -180,7 +193,7 @@ def parse_scheduler(spec: str | None) -> Scheduler:
     spec = "processes" if spec is None else str(spec).strip()
     kind, _, count = spec.partition(":")
     if spec == "serial":
-        return Scheduler("serial")
+        return Scheduler("serial", 0)
     if "://" in spec:
         return Scheduler("dask", address=spec)
     if kind in ("processes", "local"):
@@ -189,7 +202,7 @@ def parse_scheduler(spec: str | None) -> Scheduler:
         if not count.isdigit() or int(count) < 1:
             raise ValueError(f"scheduler {spec!r}: the worker count after '{kind}:' must be an integer >= 1")
         return Scheduler(kind, int(count))
-    raise ValueError(f"scheduler must be 'serial', 'processes[:N]', 'local:N' or a Dask address such as "
+    raise ValueError(f"scheduler must be 'auto', 'serial', 'processes[:N]', 'local:N' or a Dask address such as "
                      f"tcp://HOST:8786, got {spec!r}")
 
 
@@ -297,12 +310,23 @@ def _payload_contexts(payload_id: str, load: Callable[[], dict]) -> dict:
         return _WORKER_PAYLOADS[payload_id]
 
 
+_ONE_BLAS_THREAD: list = []
+
+
+def _one_blas_thread_here() -> None:
+    """Limit BLAS to one thread for the rest of this worker process (once: the call costs ~1 ms)."""
+    if not _ONE_BLAS_THREAD:
+        _ONE_BLAS_THREAD.append(threadpool_limits(limits=1, user_api="blas"))
+
+
 def _process_task(folder: str, index: int, cell: Cell) -> CellResult:
+    _one_blas_thread_here()
     contexts = _payload_contexts(folder, lambda: read_payload(Path(folder)))
     return run_cell(contexts[cell.context], cell, index)
 
 
 def _dask_task(payload: dict, index: int, cell: Cell) -> CellResult:
+    _one_blas_thread_here()
     contexts = _payload_contexts(payload["id"], lambda: payload)
     return run_cell(contexts[cell.context], cell, index)
 
@@ -340,8 +364,10 @@ atexit.register(shutdown_pools)
 
 
 def _serial(contexts, cells, should_stop) -> Iterator[CellResult]:
-    for index, cell in enumerate(cells):
-        yield run_cell(contexts[cell.context], cell, index, should_stop)
+    # one BLAS thread as in the workers (threaded sums may round differently); restored at the end
+    with threadpool_limits(limits=1, user_api="blas"):
+        for index, cell in enumerate(cells):
+            yield run_cell(contexts[cell.context], cell, index, should_stop)
 
 
 def _processes(contexts, cells, workers, snapshot) -> Iterator[CellResult]:
@@ -439,11 +465,15 @@ def execute(contexts: Mapping[Hashable, Context], cells: Sequence[Cell], *, sche
 
 
 def default_block(cells_without_blocks: int, trials: int, workers: int) -> int:
-    """Trials per cell so that there are at least ~4 cells per worker (load balance), whole trials.
+    """Trials per cell: at least ~4 cells per worker (load balance); 1 when serial (``workers`` 0).
 
-    >>> default_block(80, 20, 2), default_block(1, 20, 2)
-    (20, 3)
+    Serial cells of one trial give a progress call per run at no cost; a worker task costs a round trip.
+
+    >>> default_block(80, 20, 2), default_block(1, 20, 2), default_block(80, 20, 0)
+    (20, 3, 1)
     """
+    if workers <= 0:
+        return 1
     wanted = 4 * max(1, workers)
     if cells_without_blocks >= wanted:
         return trials

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from core.domain import Histogram
-from core.execution import Cell, CellResult, Context, default_block, execute, parse_scheduler
+from core.execution import Cell, CellResult, Context, default_block, execute, parse_scheduler, resolve_auto
 from core.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
 from core.mechanisms import MECHANISMS, Mechanism, check_epsilon
 from core.metrics import METRICS
@@ -131,7 +131,7 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     """Run every mechanism at every epsilon ``trials`` times and measure the chosen metrics.
 
     Cells run through ``core.execution`` on ``scheduler`` ("serial", "processes[:N]", "local:N",
-    "tcp://HOST:8786"); the numbers are identical whichever is used. With ``cache``, pairs already
+    "tcp://HOST:8786", or "auto": serial for small sweeps, else processes); the numbers are identical whichever is used. With ``cache``, pairs already
     computed are reused and only new ones run (``df.attrs["computed"]`` counts the runs made).
     Mechanisms that reject this input (e.g. a 2-D-only mechanism on 1-D data) are skipped; their
     messages are in ``df.attrs["errors"]``. ``df.attrs["stopped"]`` is True when ``should_stop``
@@ -160,6 +160,7 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
     todo = [p for p in pairs if cached.get(p) is None]
     context = Context(histogram, workload, metrics, int(seed))
+    scheduler = resolve_auto(scheduler, len(todo) * trials, histogram.domain.size)
     plan = parse_scheduler(scheduler)
     block = default_block(len(todo), trials, plan.workers)
     cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(0, trials, block)]
@@ -169,7 +170,7 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
 
     results: dict[int, CellResult] = {}
     errors: dict[str, str] = {}
-    done, stopped = total_runs - len(todo) * trials, False
+    done = total_runs - len(todo) * trials
     failed = set()
     iterator = execute({0: context}, cells, scheduler=scheduler, should_stop=should_stop)
     try:
@@ -183,13 +184,11 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
             if progress is not None:
                 progress(done, total_runs, name)
             if result.error is None and len(result.values) < result.cell.runs:  # a serial cell cut short by should_stop
-                stopped = True
-                break
-            if should_stop is not None and should_stop():
-                stopped = done < total_runs
                 break
     finally:
         iterator.close()
+    stopped = len(results) < len(cells) or any(
+        r.error is None and len(r.values) < r.cell.runs for r in results.values())
 
     frames: dict[tuple[str, float], list] = {}
     for index in sorted(results):  # canonical order, whatever order cells finished in

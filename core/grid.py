@@ -27,7 +27,7 @@ import pandas as pd
 
 from core.datasets import load_histogram
 from core.domain import Histogram
-from core.execution import Cell, Context, default_block, execute, parse_scheduler
+from core.execution import Cell, Context, default_block, execute, parse_scheduler, resolve_auto
 from core.experiment import _expected, fingerprint, resolve_mechanisms
 from core.mechanisms import check_epsilon
 from core.metrics import METRICS
@@ -208,6 +208,8 @@ def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "ser
     pairs = [(key, m, float(e)) for key in contexts for m in mechanisms for e in spec.epsilons
              if (*key, m.name, float(e)) not in done]
     outcome = GridOutcome(skipped=spec.runs - len(pairs) * spec.trials)
+    scheduler = resolve_auto(scheduler, len(pairs) * spec.trials,
+                             max((c.histogram.domain.size for c in contexts.values()), default=1))
     block = default_block(len(pairs), spec.trials, parse_scheduler(scheduler).workers)
     cells = [Cell(key, m, e, t, min(t + block, spec.trials)) for key, m, e in pairs
              for t in range(0, spec.trials, block)]
@@ -251,12 +253,10 @@ def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "ser
                                       expected[pair], spec.metrics))
             if time.monotonic() - last_flush > FLUSH_SECONDS:
                 flush()
-            if should_stop is not None and should_stop():
-                outcome.stopped = finished < spec.runs
-                break
     finally:
         iterator.close()
         flush()  # also on KeyboardInterrupt: what finished is kept
+    outcome.stopped = outcome.stopped or finished < spec.runs
     return outcome
 
 

@@ -109,7 +109,7 @@ def test_adding_a_mechanism_or_an_epsilon_runs_only_the_new_cells(small):
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("threads", "scheduler must be 'serial'"),
+    ("threads", "scheduler must be 'auto', 'serial'"),
     ("local:0", "worker count after 'local:' must be an integer >= 1"),
     ("processes:x", "worker count after 'processes:'"),
 ])

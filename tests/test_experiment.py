@@ -69,10 +69,9 @@ def test_progress_callback_counts_every_run(tiny_1d):
     calls = []
     run_sweep(tiny_1d, Total(6), ["identity", "uniform"], [1.0, 2.0, 4.0], trials=2,
               progress=lambda done, total, label: calls.append((done, total, label)))
-    # one call per finished cell (a mechanism at one epsilon), counting its runs
-    assert [c[0] for c in calls] == [2, 4, 6, 8, 10, 12]
+    assert [c[0] for c in calls] == list(range(1, 13))
     assert {c[1] for c in calls} == {12}
-    assert [c[2] for c in calls] == ["identity"] * 3 + ["uniform"] * 3
+    assert [c[2] for c in calls] == ["identity"] * 6 + ["uniform"] * 6
 
 
 def test_should_stop_ends_the_sweep_early(tiny_1d):

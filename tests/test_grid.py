@@ -94,7 +94,7 @@ def test_cli_grid_runs_and_resumes(tmp_path, capsys):
 
 @pytest.mark.parametrize("change, message", [
     (["--sizes", "ten"], "--sizes must be comma-separated integers >= 1 or 'native'"),
-    (["--scheduler", "threads"], "scheduler must be 'serial'"),
+    (["--scheduler", "threads"], "scheduler must be 'auto', 'serial'"),
     (["--output", "x.csv"], "--output must end in .parquet"),
     (["--mechanisms", "nope"], "unknown mechanism 'nope'"),
     (["--sizes", "7"], "size must be an integer that divides the 51 bins"),

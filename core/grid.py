@@ -305,3 +305,15 @@ def rank_table(df: pd.DataFrame, metric: str, across: str) -> pd.DataFrame:
     """Mean rank of each mechanism (rows) for each value of ``across`` (columns)."""
     ranking = grid_ranking(df, metric)
     return ranking.pivot_table(index="mechanism", columns=across, values="rank", aggfunc="mean")
+
+
+def grid_setting(df: pd.DataFrame, dataset: str, domain_size: int, scale: int) -> pd.DataFrame:
+    """One (dataset, size, scale) of a grid in ``run_sweep``'s columns, for ``summarise`` and the frontier.
+
+    >>> df = pd.DataFrame({"dataset": "d", "domain_size": 4, "scale": 10, "mechanism": "a", "epsilon": 1.0,
+    ...                    "trial": [0, 1], "metric": "mae", "value": [1.0, 3.0], "seconds": 0.1, "expected": 2.0})
+    >>> list(grid_setting(df, "d", 4, 10).columns)
+    ['mechanism', 'epsilon', 'trial', 'metric', 'value', 'seconds', 'expected']
+    """
+    rows = df[(df["dataset"] == dataset) & (df["domain_size"] == domain_size) & (df["scale"] == scale)]
+    return rows[["mechanism", "epsilon", "trial", "metric", "value", "seconds", "expected"]].reset_index(drop=True)

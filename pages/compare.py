@@ -52,6 +52,10 @@ with ui.guard():
         points = right.slider("Epsilon points", 2, 20, 10, key="compare_points", help="Grid size.")
         trials = left.slider("Trials per point", 1, 50, 20, key="compare_trials",
                              help="Independent noise draws; the band shows 2.5–97.5 % of single trials.")
+        run_on = right.selectbox("Run on", ui.scheduler_choices(), key="compare_scheduler",
+                                 help="auto: this process for small sweeps, else one worker process per core. "
+                                      "A Dask cluster appears here when the server sets DPLENS_SCHEDULER. "
+                                      "Results are identical on every choice.")
         submitted = st.form_submit_button("Run comparison", type="primary")
     epsilons = tuple(float(f"{e:.4g}") for e in np.geomspace(lo, hi, points))
     names = list(names) + [m for m in REFERENCES if m not in names and m in MECHANISMS]
@@ -66,11 +70,16 @@ with ui.guard():
             if done % max(1, total // 100) == 0 or done == total:  # ~100 updates, not one per run
                 bar.progress(done / total, text=f"{name}: {done:,}/{total:,} runs")
 
-        results = ui.sweep(*args, progress=show_progress)
+        results = ui.sweep(*args, progress=show_progress, scheduler=run_on)
         bar.empty()
     if results is None:
         st.info("Choose mechanisms and press **Run comparison**. Identity and uniform are added as references.")
         st.stop()
+    if submitted and "computed" in results.attrs:
+        reused = len(results) // max(1, len(set(results["metric"]))) - results.attrs["computed"]
+        if reused > 0:
+            st.caption(f"Ran {results.attrs['computed']:,} new runs; reused {reused:,} from earlier comparisons "
+                       "(same data, workload, trials and seed).")
     if results.attrs.get("stopped"):
         st.warning("Stopped early: showing the runs finished so far. Press **Run comparison** to complete it.")
     for name, message in results.attrs.get("errors", {}).items():

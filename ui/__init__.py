@@ -58,7 +58,15 @@ from ui.state import (
     simulation_rng,
 )
 from ui.structure import release_structure
-from ui.sweeps import cached_sweep, per_bin, preview_release, sweep
+from ui.sweeps import (
+    SCHEDULER_ENV,
+    cached_sweep,
+    per_bin,
+    preview_release,
+    scheduler_choices,
+    sweep,
+    sweep_cache,
+)
 from ui.workloads import (
     default_workload_spec,
     set_workload,
@@ -70,11 +78,11 @@ from ui.workloads import (
 
 __all__ = [
     "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
-    "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config",
+    "RESCALE_STREAM", "SCHEDULER_ENV", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config",
     "cached_sweep", "charge", "dataset_choices", "default_workload_spec", "derive_dataset",
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
     "init_state", "interval_figure", "is_script_control", "ledger", "line_figure", "mechanism_colour",
     "mechanism_settings", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure",
-    "runtime_figure", "session_config", "set_workload", "show_flash", "sidebar", "simulation_rng",
-    "stack_recipe", "sweep", "workload", "workload_figure", "workload_recipe", "workload_spec",
+    "runtime_figure", "scheduler_choices", "session_config", "set_workload", "show_flash", "sidebar", "simulation_rng",
+    "stack_recipe", "sweep", "sweep_cache", "workload", "workload_figure", "workload_recipe", "workload_spec",
 ]

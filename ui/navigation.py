@@ -4,6 +4,7 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("Explore", "pages/data.py", "Data", ":material/bar_chart:"),
     ("Explore", "pages/workloads.py", "Workloads", ":material/functions:"),
     ("Explore", "pages/compare.py", "Compare", ":material/compare_arrows:"),
+    ("Explore", "pages/grid.py", "Grids", ":material/grid_view:"),
     ("Decide", "pages/choose_epsilon.py", "Choose epsilon", ":material/tune:"),
     ("Decide", "pages/gradual.py", "Gradual release", ":material/stairs:"),
     ("Publish", "pages/release.py", "Release", ":material/publish:"),

@@ -7,6 +7,7 @@ import streamlit as st
 
 from core.budget import Budget, BudgetExceededError, Ledger
 from core.datasets import DEFAULT_DATASET
+from core.experiment import SweepCache
 
 DEFAULT_TOTAL_EPSILON = 5.0
 SIMULATION_STREAM = 7_777
@@ -24,6 +25,7 @@ def init_state() -> None:
     ss.setdefault("release_counter", 0)
     ss.setdefault("workload_spec", None)         # None = default for the dataset's shape
     ss.setdefault("sweeps", {})                  # inputs key -> DataFrame (results survive page switches)
+    ss.setdefault("sweep_cache", SweepCache())   # (data, workload, mechanism, ε, ...) -> runs: incremental Compare
     ss.setdefault("flash_error", None)
     ss.setdefault("custom_workloads", {})        # workload_spec "custom:…" -> Workload (stacks, uploads, drawn)
     ss.setdefault("custom_recipes", {})          # workload_spec "custom:…" -> recipe for the config, or why not

@@ -2,20 +2,51 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import streamlit as st
 
-from core.experiment import per_bin_errors, run_sweep
+from core.execution import parse_scheduler
+from core.experiment import SweepCache, per_bin_errors, run_sweep
 from core.mechanisms import MECHANISMS
 from ui.datasets import histogram
 from ui.guard import is_script_control
 from ui.state import SIMULATION_STREAM
 from ui.workloads import _workload, workload, workload_spec
 
+SCHEDULER_ENV = "DPLENS_SCHEDULER"  # operator setting: e.g. tcp://HOST:8786 sends Compare sweeps to a Dask cluster
+
+
+def scheduler_choices() -> list[str]:
+    """Where Compare sweeps may run: auto, local processes, this process, and the operator's Dask cluster.
+
+    A Dask address comes only from the server's ``DPLENS_SCHEDULER`` environment variable: a visitor
+    cannot make the server connect elsewhere.
+    """
+    choices = ["auto", "processes", "serial"]
+    configured = os.environ.get(SCHEDULER_ENV, "").strip()
+    if configured and configured not in choices:
+        parse_scheduler(configured)  # a bad operator setting fails loudly, naming the rule
+        choices.insert(0, configured)
+    return choices
+
+
+def sweep_cache() -> SweepCache:
+    """The session's per-(data, workload, mechanism, ε, trials, seed) results: only new cells run."""
+    cache = st.session_state.get("sweep_cache")
+    if cache is None:
+        cache = st.session_state.sweep_cache = SweepCache()
+    return cache
+
 
 def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int, metrics: tuple[str, ...],
-          progress=None):
-    """Run (or fetch from the session) a sweep for the current dataset, workload and seed."""
+          progress=None, *, scheduler: str = "auto"):
+    """Run (or fetch from the session) a sweep for the current dataset, workload and seed.
+
+    Pairs (mechanism, ε) computed by an earlier sweep with the same data, workload, trials and seed
+    are reused from ``sweep_cache()``: adding a mechanism or an epsilon runs only the new cells.
+    """
     key = (st.session_state.dataset_key, workload_spec(), mechanisms, epsilons, trials, metrics,
            int(st.session_state.seed))
     cache = st.session_state.sweeps
@@ -35,7 +66,7 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
 
         cache[key] = run_sweep(histogram(), workload(), list(mechanisms), list(epsilons), trials,
                                seed=int(st.session_state.seed), metrics=list(metrics), progress=tick,
-                               should_stop=lambda: bool(interrupted))
+                               should_stop=lambda: bool(interrupted), scheduler=scheduler, cache=sweep_cache())
         while len(cache) > 8:
             cache.pop(next(iter(cache)))
         if interrupted:

@@ -34,6 +34,7 @@ from core.budget import Budget, BudgetExceededError, Ledger
 from core.store import connect, default_path, transaction
 
 DEFAULT_TOTAL_EPSILON = 5.0  # a dataset's total until the curator records one
+DEFAULT_TOTAL = Budget(DEFAULT_TOTAL_EPSILON)
 RESET_WARNING = ("Starting a fresh budget for the same data voids the differential-privacy guarantee: "
                  "every release already made still leaks, and the new budget adds to it.")
 HISTORY_COLUMNS = ("id", "time", "kind", "epoch", "label", "mechanism", "epsilon", "delta", "rho",
@@ -78,7 +79,7 @@ class LedgerStore:
                               "AND kind = 'spend' ORDER BY id", (fingerprint, row[2])).fetchall()
         return Ledger(Budget(row[0], row[1]), tuple((label, Budget(e, d)) for label, e, d in spends)), row[2]
 
-    def ledger(self, fingerprint: str, *, default_total: Budget = Budget(DEFAULT_TOTAL_EPSILON)) -> Ledger:
+    def ledger(self, fingerprint: str, *, default_total: Budget = DEFAULT_TOTAL) -> Ledger:
         """The dataset's ledger now (``default_total`` and no spends when nothing is recorded yet)."""
         with connect(self.path) as conn:
             return self._read(conn, _check_fingerprint(fingerprint), default_total)[0]
@@ -129,7 +130,7 @@ class LedgerStore:
 
     def spend(self, fingerprint: str, label: str, cost: Budget, *, mechanism: str, workload: str | None = None,
               export_id: str | None = None, rho: float | None = None, workspace: str | None = None,
-              name: str = "", default_total: Budget = Budget(DEFAULT_TOTAL_EPSILON)) -> Ledger:
+              name: str = "", default_total: Budget = DEFAULT_TOTAL) -> Ledger:
         """Charge ``cost`` atomically (check and insert in one ``BEGIN IMMEDIATE`` transaction).
 
         The first spend on an unrecorded dataset records ``default_total`` first. ``rho`` (zCDP) is
@@ -185,7 +186,7 @@ class LedgerStore:
             rows = conn.execute("SELECT fingerprint, name, epoch FROM budgets ORDER BY created").fetchall()
             out = []
             for fingerprint, name, epoch in rows:
-                ledger = self._read(conn, fingerprint, Budget(DEFAULT_TOTAL_EPSILON))[0]
+                ledger = self._read(conn, fingerprint, DEFAULT_TOTAL)[0]
                 out.append({"fingerprint": fingerprint, "name": name, "total": ledger.total.epsilon,
                             "spent": ledger.spent.epsilon, "remaining": ledger.remaining.epsilon,
                             "spends": len(ledger.spends), "epoch": epoch})

@@ -46,7 +46,7 @@ from ui.datasets import (
     ledger_key,
 )
 from ui.guard import guard, is_script_control
-from ui.ledger import charge, ledger, set_total
+from ui.ledger import charge, ledger, reset_budget, set_total
 from ui.navigation import PAGES
 from ui.settings import mechanism_settings
 from ui.sidebar import sidebar
@@ -75,7 +75,7 @@ __all__ = [
     "cached_sweep", "charge", "dataset_choices", "default_workload_spec", "derive_dataset",
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
     "init_state", "interval_figure", "is_script_control", "ledger", "ledger_key", "line_figure", "mechanism_colour",
-    "mechanism_settings", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure",
+    "mechanism_settings", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure", "reset_budget",
     "runtime_figure", "session_config", "set_total", "set_workload", "show_flash", "sidebar", "simulation_rng",
     "stack_recipe", "sweep", "workload", "workload_figure", "workload_recipe", "workload_spec",
 ]

@@ -60,3 +60,18 @@ def charge(label: str, epsilon: float, *, mechanism: str | None = None, workload
         return False
     st.session_state.release_counter += 1
     return True
+
+
+def reset_budget() -> None:
+    """Ledger page form callback: a recorded reset of the current dataset's budget, only when confirmed."""
+    ss = st.session_state
+    if not ss.get("ledger_reset_confirm"):
+        ss.flash_error = "Budget not reset: tick the box confirming that a reset voids the privacy guarantee."
+        return
+    try:
+        ss.ledger = LedgerStore().reset(ledger_key(), Budget(float(ss.ledger_reset_total)),
+                                        reason=ss.get("ledger_reset_reason", ""), workspace=ss.get("workspace_id"))
+    except ValueError as err:
+        ss.flash_error = f"Budget not reset: {err}"
+        return
+    ss.ledger_notice = f"Fresh budget ε = {ss.ledger.total.epsilon:g} recorded. The earlier releases still count."

@@ -56,6 +56,7 @@ def spend_and_release() -> None:
     st.session_state.releases.append({**entry, "export_id": export_id})
     st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds}
     st.session_state.release_show = number
+    ui.save_workspace()  # the history survives a reload even if this run is cut short
 
 
 def load_config() -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from core.budget import Budget, Ledger
+from core.domain import Histogram
 from core.ledger_store import LedgerStore
-from tests.test_app import open_page, record_ledger
+from tests.test_app import APP, open_page, record_ledger
 
 RELEASE, LEDGER = "pages/release.py", "pages/ledger.py"
 
@@ -69,3 +71,40 @@ def test_ledger_page_shows_history_and_a_reset_needs_confirmation():
     assert at.session_state.ledger.remaining.epsilon == 3.0
     assert "earlier releases still count" in at.success[0].value
     assert list(at.dataframe[-1].value["kind"]) == ["total", "spend", "reset"]
+
+
+def test_the_workspace_id_in_the_url_restores_the_working_set():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["uploads"] = {"upload:t": Histogram.from_counts([5.0, 1, 0, 7], name="tiny-upload")}
+    at.run()
+    workspace = at.session_state.workspace_id
+    assert at.query_params["ws"] == workspace
+    at = _release(at.switch_page(RELEASE).run(), 1.5)  # on the default dataset (smooth)
+    at.session_state["workload_spec"] = "prefix"
+    at.run()
+
+    reloaded = AppTest.from_file(APP, default_timeout=60)
+    reloaded.query_params["ws"] = workspace
+    reloaded.run()
+    assert not reloaded.exception
+    state = reloaded.session_state
+    assert state.workspace_id == workspace
+    assert state.uploads["upload:t"].vector.tolist() == [5.0, 1, 0, 7]
+    assert len(state.releases) == 1 and state.releases[0]["epsilon"] == 1.5
+    assert state.release_noise_path == "exploration"
+    reloaded = reloaded.switch_page(RELEASE).run()
+    assert not reloaded.exception
+    assert {m.label: m.value for m in reloaded.metric}["ε charged"] == "1.5"
+    assert reloaded.session_state.ledger.remaining.epsilon == pytest.approx(3.5)
+
+    fresh = AppTest.from_file(APP, default_timeout=60).run()  # a new tab: a new workspace, the same ledger
+    assert fresh.session_state.workspace_id != workspace and not fresh.session_state.releases
+    assert "upload:t" not in fresh.session_state.uploads
+    assert {m.label: m.value for m in fresh.metric}["Budget remaining"] == "ε = 3.5"
+
+
+def test_a_forged_workspace_id_starts_a_new_workspace():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["ws"] = "../../etc/passwd"
+    at.run()
+    assert not at.exception and at.session_state.workspace_id != "../../etc/passwd"

@@ -13,6 +13,7 @@ One concept per module; pages and app.py call ``ui.<name>`` through the re-expor
 - ``settings``: mechanism-settings widgets
 - ``structure``: a release's display-only structure (``Release.details``)
 - ``config``: the session config into and out of the session state
+- ``workspace``: the working set saved in the store under the URL's workspace id
 """
 
 from ui.chart_export import figure_downloads
@@ -68,6 +69,7 @@ from ui.workloads import (
     workload_recipe,
     workload_spec,
 )
+from ui.workspace import open_workspace, save_workspace
 
 __all__ = [
     "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
@@ -75,7 +77,7 @@ __all__ = [
     "cached_sweep", "charge", "dataset_choices", "default_workload_spec", "derive_dataset",
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
     "init_state", "interval_figure", "is_script_control", "ledger", "ledger_key", "line_figure", "mechanism_colour",
-    "mechanism_settings", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure", "reset_budget",
-    "runtime_figure", "session_config", "set_total", "set_workload", "show_flash", "sidebar", "simulation_rng",
+    "mechanism_settings", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure", "reset_budget",
+    "runtime_figure", "save_workspace", "session_config", "set_total", "set_workload", "show_flash", "sidebar", "simulation_rng",
     "stack_recipe", "sweep", "workload", "workload_figure", "workload_recipe", "workload_spec",
 ]

@@ -14,7 +14,6 @@ noise comes from ``trial_rng(seed, mechanism, epsilon, trial)``, so results do n
 
 from __future__ import annotations
 
-import hashlib
 import math
 import struct
 import zlib
@@ -25,6 +24,7 @@ import pandas as pd
 
 from core.domain import Histogram
 from core.execution import Cell, CellResult, Context, default_block, execute, parse_scheduler, resolve_auto
+from core.fingerprint import dataset_fingerprint
 from core.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
 from core.mechanisms import MECHANISMS, Mechanism, check_epsilon
 from core.metrics import METRICS
@@ -67,16 +67,6 @@ def _expected(mechanism: Mechanism, workload: Workload, epsilon: float, metric: 
     if value is None:
         return math.nan
     return float(value) if metric == "mse" else math.sqrt(value)
-
-
-def fingerprint(histogram: Histogram) -> str:
-    """A content hash of the counts and their shape: equal data gives equal keys, whatever its name.
-
-    >>> fingerprint(Histogram.from_counts([1.0, 2.0])) == fingerprint(Histogram.from_counts([1, 2], name="x"))
-    True
-    """
-    counts = np.ascontiguousarray(histogram.counts, dtype=float)
-    return hashlib.sha256(repr(counts.shape).encode() + counts.tobytes()).hexdigest()[:32]
 
 
 class SweepCache:
@@ -154,7 +144,7 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
         raise ValueError(f"workload has {workload.shape[1]} columns but the histogram has "
                          f"{histogram.domain.size} cells")
     metrics = tuple(metrics)
-    data = fingerprint(histogram) if cache is not None else ""
+    data = dataset_fingerprint(histogram) if cache is not None else ""
     pairs = [(m, e) for m in instances for e in epsilons]
     keys = {(m.name, e): _pair_key(data, workload, m, e, trials, seed, metrics) for m, e in pairs}
     cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}

@@ -28,7 +28,8 @@ import pandas as pd
 from core.datasets import load_histogram
 from core.domain import Histogram
 from core.execution import Cell, Context, default_block, execute, parse_scheduler, resolve_auto
-from core.experiment import _expected, fingerprint, resolve_mechanisms
+from core.experiment import _expected, resolve_mechanisms
+from core.fingerprint import dataset_fingerprint
 from core.mechanisms import check_epsilon
 from core.metrics import METRICS
 from core.workloads import parse_workload
@@ -262,7 +263,7 @@ def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "ser
 
 def _rows(context: Context, key: tuple, results: list, expected: list[float], metrics: Sequence[str]) -> list:
     dataset, size, scale, workload, seed = key
-    data = fingerprint(context.histogram)
+    data = dataset_fingerprint(context.histogram)
     rows = []
     for result in sorted(results, key=lambda r: r.cell.first):
         cell = result.cell

@@ -1,0 +1,170 @@
+"""Execution-layer benchmark (issue 15 items 1-3): wall AND CPU time, backends side by side in one run.
+
+Run: .venv/bin/python bench/bench_execution.py [sweep] [grid] [dask] [--quick]
+
+1. sweep: the Compare page's default sweep (8 mechanisms × 10 ε × 20 trials, the default sample,
+   2000 random ranges) serially, on 1 and on 2 local worker processes (pools started beforehand;
+   start-up reported apart). Targets: ≤ 2.5 s wall on 2 idle cores; 2 workers ≥ 1.7× faster than 1.
+2. grid: the DPBench-scale grid, 9 mechanisms × 7 ε × 7 DPBench datasets × 4 sizes × 10 trials
+   = 17,640 runs, on 2 local worker processes, to a fresh Parquet file. Target ≤ 5 min on 2 cores.
+3. dask: a slice of that grid on a Dask LocalCluster of 1 and of 2 workers. Target: 2 ≥ 1.7× faster.
+
+CPU is this process plus every child process (psutil), user + system: on a shared, loaded machine
+wall time mostly measures the other tenants, CPU time what the work costs. Results must be (and are
+checked to be) identical across backends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
+from core.execution import shutdown_pools  # noqa: E402
+from core.experiment import run_sweep  # noqa: E402
+from core.grid import GridSpec, load_grid, run_grid  # noqa: E402
+from core.workloads import random_range  # noqa: E402
+
+# Same tuple as pages/compare.py DEFAULT_MECHANISMS (importing a page would start Streamlit).
+DEFAULT_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
+EPSILONS = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10.0, 10))
+DPBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "dpbench-1d"
+GRID_MECHANISMS = ("identity", "uniform", "hb", "privelet", "greedy-h", "mm-opt", "dawa", "mwem", "ahp")
+GRID_EPSILONS = tuple(float(f"{e:.3g}") for e in np.geomspace(0.01, 10.0, 7))
+GRID_SIZES = (512, 1024, 2048, 4096)
+
+
+def cpu_by_process() -> dict[int, float]:
+    """User + system CPU seconds of this process and each live descendant, by pid."""
+    me = psutil.Process()
+    seconds = {me.pid: sum(me.cpu_times()[:2])}
+    for child in me.children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess):  # a child may exit while we look
+            seconds[child.pid] = sum(child.cpu_times()[:2])
+    return seconds
+
+
+def timed(label: str, function):
+    """Run ``function()``; print wall, total CPU and the busiest process's CPU; return (result, wall, cpu).
+
+    The busiest process's CPU is what the wall time would be on idle cores (one process per core):
+    unlike wall time, it does not grow with the other tenants' load.
+    """
+    wall, before = time.perf_counter(), cpu_by_process()
+    result = function()
+    wall, after = time.perf_counter() - wall, cpu_by_process()
+    used = {pid: after[pid] - before.get(pid, 0.0) for pid in after}
+    cpu, busiest = sum(used.values()), max(used.values())
+    print(f"  {label:44s} wall {wall:8.2f} s   CPU {cpu:8.2f} s   busiest process CPU {busiest:7.2f} s",
+          flush=True)
+    timed.busiest = busiest
+    return result, wall, cpu
+
+
+def _numbers(df: pd.DataFrame) -> pd.DataFrame:
+    return df.drop(columns="seconds").reset_index(drop=True)
+
+
+def bench_sweep() -> None:
+    histogram = load_histogram(DEFAULT_DATASET)
+    workload = random_range(histogram.domain.size, 2000, seed=0)
+    names = list(DEFAULT_MECHANISMS)
+    print(f"Default Compare sweep: {len(names)} mechanisms × {len(EPSILONS)} ε × 20 trials on {histogram.name!r} "
+          f"({histogram.domain.size} bins, 2000 random ranges)")
+
+    def sweep(scheduler: str) -> pd.DataFrame:
+        return run_sweep(histogram, workload, names, EPSILONS, 20, seed=0, scheduler=scheduler)
+
+    tiny = random_range(histogram.domain.size, 5, seed=0)
+    for workers in (1, 2):  # start the pools (and import everything in the workers) outside the timings
+        timed(f"start-up of processes:{workers} (one tiny sweep)",
+              lambda w=workers: run_sweep(histogram, tiny, ["identity"], [1.0], 4 * w, scheduler=f"processes:{w}"))
+    serial, s_wall, s_cpu = timed("serial", lambda: sweep("serial"))
+    one, w1, c1 = timed("processes:1", lambda: sweep("processes:1"))
+    b1 = timed.busiest
+    two, w2, c2 = timed("processes:2", lambda: sweep("processes:2"))
+    b2 = timed.busiest
+    for other in (one, two):
+        pd.testing.assert_frame_equal(_numbers(serial), _numbers(other))
+    print(f"  identical results on all three: yes.  2 workers vs 1: {w1 / w2:.2f}× wall, {b1 / b2:.2f}× by the "
+          f"busiest process's CPU (target ≥ 1.7×); 2 workers: {w2:.2f} s wall, busiest process {b2:.2f} s CPU "
+          "(target ≤ 2.5 s wall on 2 idle cores)")
+    shutdown_pools()
+
+
+def grid_spec(datasets: tuple[str, ...], sizes=GRID_SIZES, trials: int = 10) -> GridSpec:
+    return GridSpec(datasets=datasets, mechanisms=GRID_MECHANISMS, epsilons=GRID_EPSILONS, trials=trials,
+                    sizes=sizes, workload="random-range:m=2000")
+
+
+def bench_grid(quick: bool) -> None:
+    datasets = tuple(str(p) for p in sorted(DPBENCH.glob("*.csv")))
+    if not datasets:
+        print(f"grid: no DPBench CSVs in {DPBENCH}; skipped")
+        return
+    spec = grid_spec(datasets[:2] if quick else datasets, GRID_SIZES[:2] if quick else GRID_SIZES)
+    print(f"\nDPBench grid: {len(spec.mechanisms)} mechanisms × {len(spec.epsilons)} ε × {len(spec.datasets)} datasets "
+          f"× {len(spec.sizes)} sizes × {spec.trials} trials = {spec.runs:,} runs, processes:2")
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "grid.parquet"
+        outcome, wall, cpu = timed("run_grid (pool start-up included)",
+                                   lambda: run_grid(spec, out, scheduler="processes:2"))
+        rows = len(load_grid(out))
+    print(f"  {outcome.computed:,} runs, {rows:,} rows written; errors: {outcome.errors or 'none'}; "
+          f"target ≤ 300 s on 2 cores: {'OK' if wall <= 300 else 'OVER'} ({wall:.0f} s wall, {cpu:.0f} s CPU)")
+    shutdown_pools()
+
+
+def bench_dask(quick: bool) -> None:
+    from dask.distributed import LocalCluster
+
+    from core.execution import close_dask_clients
+
+    datasets = tuple(str(p) for p in sorted(DPBENCH.glob("*.csv")))[:2 if quick else 3]
+    spec = grid_spec(datasets, (1024,) if quick else (1024, 2048))
+    print(f"\nDask LocalCluster, grid slice of {spec.runs:,} runs ({len(datasets)} datasets, sizes {spec.sizes})")
+    frames = []
+    walls, busiest = {}, {}
+    for workers in (1, 2):
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, tempfile.TemporaryDirectory() as folder:
+            out = Path(folder) / "grid.parquet"
+            timed(f"warm-up local cluster of {workers} (tiny grid)", lambda c=cluster, o=out, w=workers: run_grid(
+                GridSpec(datasets=datasets[:1], mechanisms=("identity",), epsilons=(1.0,), trials=2 * w),
+                Path(str(o) + ".warm"), scheduler=c.scheduler_address))
+            _, walls[workers], _ = timed(f"{workers} Dask worker(s)",
+                                         lambda c=cluster, o=out: run_grid(spec, o, scheduler=c.scheduler_address))
+            busiest[workers] = timed.busiest
+            frames.append(load_grid(out).drop(columns="seconds").sort_values(
+                ["dataset", "domain_size", "mechanism", "epsilon", "trial", "metric"]).reset_index(drop=True))
+            close_dask_clients()
+    pd.testing.assert_frame_equal(frames[0], frames[1])
+    print(f"  identical results: yes.  2 workers vs 1: {walls[1] / walls[2]:.2f}× wall, "
+          f"{busiest[1] / busiest[2]:.2f}× by the busiest process's CPU (target ≥ 1.7×)")
+
+
+def main(argv: list[str]) -> None:
+    parts = [a for a in argv if not a.startswith("--")] or ["sweep", "grid", "dask"]
+    quick = "--quick" in argv
+    load = psutil.getloadavg()
+    print(f"{psutil.cpu_count()} cores; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+          "(a shared machine: wall times include other tenants' work; compare CPU)\n")
+    if "sweep" in parts:
+        bench_sweep()
+    if "grid" in parts:
+        bench_grid(quick)
+    if "dask" in parts:
+        bench_dask(quick)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -37,7 +37,9 @@ from core.workloads import random_range  # noqa: E402
 # Same tuple as pages/compare.py DEFAULT_MECHANISMS (importing a page would start Streamlit).
 DEFAULT_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
 EPSILONS = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10.0, 10))
-DPBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "dpbench-1d"
+# ../shared/data/dpbench-1d beside the checkout (one level further up from a git worktree under wt/)
+DPBENCH = next((p for p in (Path(__file__).resolve().parents[k] / "shared" / "data" / "dpbench-1d" for k in (2, 3))
+                if p.is_dir()), Path(__file__).resolve().parents[2] / "shared" / "data" / "dpbench-1d")
 GRID_MECHANISMS = ("identity", "uniform", "hb", "privelet", "greedy-h", "mm-opt", "dawa", "mwem", "ahp")
 GRID_EPSILONS = tuple(float(f"{e:.3g}") for e in np.geomspace(0.01, 10.0, 7))
 GRID_SIZES = (512, 1024, 2048, 4096)

@@ -39,3 +39,21 @@ def test_compare_adding_a_mechanism_runs_only_the_new_cells():
     latest = list(at.session_state.sweeps.values())[-1]
     assert latest.attrs["computed"] == 3 * 2  # hb only: identity and uniform came from the cache
     assert any("reused 12" in c.value for c in at.caption)
+
+
+def test_compare_on_worker_processes_gives_the_serial_numbers():
+    at = open_page("pages/compare.py")
+    at.multiselect(key="compare_mechanisms").set_value(["hb"])
+    at.slider(key="compare_trials").set_value(2)
+    at.slider(key="compare_points").set_value(2)
+    at.selectbox(key="compare_scheduler").set_value("processes")
+    at.button[0].click().run()
+    assert not at.exception
+    on_workers = list(at.session_state.sweeps.values())[-1]
+    at.session_state["sweep_cache"] = None  # forget the cells: the serial run recomputes them all
+    at.session_state["sweeps"] = {}
+    at.selectbox(key="compare_scheduler").set_value("serial")
+    at.button[0].click().run()
+    serial = list(at.session_state.sweeps.values())[-1]
+    assert serial.attrs["computed"] == on_workers.attrs["computed"] == 3 * 2 * 2
+    assert serial.drop(columns="seconds").equals(on_workers.drop(columns="seconds"))

@@ -420,7 +420,8 @@ def _dask(client, contexts, cells, snapshot) -> Iterator[CellResult]:
     from dask.distributed import as_completed
 
     payload = {"id": uuid.uuid4().hex, "contexts": dict(contexts), "strategies": snapshot}
-    shared = client.scatter(payload, broadcast=True, hash=False)  # once per worker, not per task
+    # once per worker, not per task; a list, because scatter would split a dict into futures named by its keys
+    (shared,) = client.scatter([payload], broadcast=True, hash=False)
     futures = [client.submit(_dask_task, shared, i, cell, pure=False) for i, cell in enumerate(cells)]
     try:
         for future in as_completed(futures):

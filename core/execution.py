@@ -55,6 +55,7 @@ from core.metrics import HISTOGRAM_METRICS, METRICS
 from core.workloads import Workload
 
 SHARED_ARRAY_BYTES = 64 * 1024  # arrays at least this large are memory-mapped, not pickled, for local workers
+SHIPPED_CACHE_LIMIT = 16  # entries kept per strategy cache in a worker (the mechanisms' own caches keep 8-16)
 _CACHE_MODULES = (  # module, dict: the data-independent strategy caches shipped to workers
     ("core.mechanisms.matrix", "_STRATEGIES"),
     ("core.mechanisms.greedy_h", "_STRATEGIES"),
@@ -251,6 +252,8 @@ def install_snapshot(snapshot: Mapping[tuple[str, str], dict]) -> None:
         cache = getattr(importlib.import_module(module), name)
         for key, value in entries.items():
             cache.setdefault(key, value)
+        while len(cache) > SHIPPED_CACHE_LIMIT:  # a long-lived worker sees many workloads: keep the newest
+            cache.pop(next(iter(cache)))
 
 
 # ---------------------------------------------------------------- shared payload (local processes)

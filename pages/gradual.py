@@ -77,6 +77,8 @@ def walk_tab() -> None:
     largest = [int(i) for i in np.argsort(hist.vector)[-3:]]
     bins = st.multiselect("Bins to follow", sorted(set(range(min(hist.domain.size, 5000))) | set(largest)),
                           default=largest, key="gradual_bins", help="Flat bin index (row-major for 2-D).")
+    st.caption("Each step is charged to the dataset's ledger; the walk uses seeded exploration noise, so its "
+               "values are a simulation, not a private release: for your eyes only, never exported.")
     values = np.array(walk["values"])
     series = {f"bin {b} (true {hist.vector[b]:g})": values[:, b] for b in bins}
     st.plotly_chart(ui.line_figure(released, series, x_title="epsilon", y_title="released value", shape="hv"),

@@ -29,24 +29,29 @@ _PLAIN_KEYS = ("dataset_key", "seed", "workload_spec", "release_counter", "relea
 
 
 def _state() -> dict:
+    """The working set, with the releases by number only (their records are added when saving)."""
     ss = st.session_state
     uploads = {}
     for key, hist in ss.uploads.items():
         if key not in ss.workspace_datasets:  # each upload's counts are stored once
             ss.workspace_datasets[key] = WorkspaceStore().put_dataset(hist)
         uploads[key] = ss.workspace_datasets[key]
-    outputs = ss.workspace_release_docs  # releases never change: serialise each once
-    for number, output in ss.release_outputs.items():
-        if number not in outputs:
-            outputs[number] = {"release": release_to_dict(output["release"]),
-                               "settings": {k: str(v) for k, v in output["settings"].items()},
-                               "seconds": float(output["seconds"])}
     spec = ss.workload_spec
     recipe = ss.custom_recipes.get(spec) if spec and spec.startswith("custom:") else None
-    return {"uploads": uploads, "releases": ss.releases,
-            "release_outputs": {str(n): outputs[n] for n in ss.release_outputs},
+    return {"uploads": uploads, "releases": ss.releases, "release_numbers": sorted(ss.release_outputs),
             "custom_recipe": recipe if isinstance(recipe, dict) else None,
             **{key: ss[key] for key in _PLAIN_KEYS if key in ss}}
+
+
+def _release_records() -> dict[str, dict]:
+    """Each release's stored record; releases never change, so each is serialised once per session."""
+    ss, records = st.session_state, st.session_state.workspace_release_docs
+    for number, output in ss.release_outputs.items():
+        if number not in records:
+            records[number] = {"release": release_to_dict(output["release"]),
+                               "settings": {k: str(v) for k, v in output["settings"].items()},
+                               "seconds": float(output["seconds"])}
+    return {str(n): records[n] for n in ss.release_outputs}
 
 
 def save_workspace() -> None:
@@ -55,10 +60,11 @@ def save_workspace() -> None:
     if "workspace_id" not in ss:
         return
     try:
-        text = json.dumps(_state(), sort_keys=True, allow_nan=False, default=str)
-        if text != ss.get("workspace_saved"):
-            WorkspaceStore().save(ss.workspace_id, json.loads(text))
-            ss.workspace_saved = text
+        state = _state()
+        signature = json.dumps(state, sort_keys=True, allow_nan=False, default=str)  # cheap: no released values
+        if signature != ss.get("workspace_saved"):
+            WorkspaceStore().save(ss.workspace_id, {**json.loads(signature), "release_outputs": _release_records()})
+            ss.workspace_saved = signature
     except (ValueError, TypeError) as err:  # a store problem must not break the page
         ss.flash_error = f"Workspace not saved: {str(err).splitlines()[0]}"
 

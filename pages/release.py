@@ -47,7 +47,8 @@ def spend_and_release() -> None:
         return
     exploring = noise_path == "exploration"
     export_id = None if exploring else new_export_id()  # a simulation is never exported
-    if not ui.charge(label, epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id):
+    if not ui.charge(label, epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
+                     note=f"noise path: {noise_path}" + (f" ({SIMULATION_LABEL})" if exploring else "")):
         return
     entry = history_entry(
         release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),

@@ -42,6 +42,7 @@ def test_exploration_results_are_simulations_without_any_download():
     assert _downloads(at) == ["Release history (CSV)", "Session config (JSON)"]
     spend = LedgerStore().history()[-1]
     assert spend["kind"] == "spend" and spend["export_id"] is None  # charged, never exported
+    assert spend["note"] == "noise path: exploration (simulation, not a private release)"
 
 
 def test_secure_releases_export_with_the_id_of_their_spend():

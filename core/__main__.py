@@ -52,7 +52,10 @@ def cmd_release(args: argparse.Namespace) -> int:
     histogram = load_histogram(args.input)
     mechanism = _mechanism(args.mechanism, _params(args.param))
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed))
-    epsilon = _floats(args.epsilon, "--epsilon")[0]
+    epsilons = _floats(args.epsilon, "--epsilon")
+    if len(epsilons) != 1:
+        raise CliError(f"--epsilon takes one number, got {args.epsilon!r} (compare --epsilons takes a list)")
+    epsilon = epsilons[0]
     # secure (OpenDP) by default: the output leaves the building; integer noise where that is sound
     rng = noise_source(args.noise, args.seed, mechanism=mechanism, counts=histogram.counts)
     release = mechanism.run(histogram.counts, workload, epsilon, rng)

@@ -25,7 +25,7 @@ import pandas as pd
 
 from core.domain import Histogram
 from core.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
-from core.mechanisms import MECHANISMS, Mechanism, check_epsilon
+from core.mechanisms import MECHANISMS, Mechanism, check_budget_epsilon, check_epsilon
 from core.metrics import HISTOGRAM_METRICS, METRICS
 from core.workloads import Workload
 
@@ -80,7 +80,7 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     ended the sweep early.
     """
     instances = resolve_mechanisms(mechanisms)
-    epsilons = [check_epsilon(e) for e in epsilons]
+    epsilons = [check_budget_epsilon(e) for e in epsilons]
     if not epsilons:
         raise ValueError("choose at least one epsilon")
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:

@@ -12,3 +12,4 @@ MAX_QUERIES = 2**24            # implicit workloads beyond this many rows (m) ar
 DENSE_LIMIT = 2**25            # entries; dense matrices (test oracle, small explicit workloads) beyond are refused
 MAX_SWEEP_RUNS = 20_000        # mechanisms × epsilons × trials of one comparison sweep
 MAX_EPSILON = 1000.0           # larger epsilons protect nothing and overflow some mechanisms' arithmetic
+MIN_EPSILON = 1e-6             # smaller ones give noise of scale > 1e6 per unit and underflow ε² in error formulas

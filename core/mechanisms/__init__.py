@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from core.limits import MAX_EPSILON
+from core.limits import MAX_EPSILON, MIN_EPSILON
 from core.workloads import Workload
 
 NEIGHBOURING = "add/remove one record (unbounded DP): x' = x ± e_j"
@@ -74,6 +74,25 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
     return float(epsilon)
 
 
+def check_budget_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """A privacy budget to spend: finite and in [MIN_EPSILON, MAX_EPSILON] (core.limits).
+
+    Larger values protect nothing and overflow some mechanisms' arithmetic (ε², e^ε); smaller ones
+    underflow ε² in the error formulas.
+
+    >>> check_budget_epsilon(0.5)
+    0.5
+    >>> check_budget_epsilon(1e-300)
+    Traceback (most recent call last):
+    ValueError: epsilon must be in [1e-06, 1000] (core.limits MIN_EPSILON, MAX_EPSILON), got 1e-300
+    """
+    epsilon = check_epsilon(epsilon, name)
+    if not MIN_EPSILON <= epsilon <= MAX_EPSILON:
+        raise ValueError(f"{name} must be in [{MIN_EPSILON:g}, {MAX_EPSILON:g}] (core.limits MIN_EPSILON, "
+                         f"MAX_EPSILON), got {epsilon!r}")
+    return epsilon
+
+
 def check_ratio(ratio: float, name: str = "ratio") -> float:
     """Validate a budget split ratio in the open interval (0, 1)."""
     if not (isinstance(ratio, int | float | np.floating) and 0 < ratio < 1):
@@ -87,9 +106,7 @@ def check_inputs(x: np.ndarray, workload: Workload, epsilon: float) -> tuple[np.
     ``x`` may be the 1-D data vector or a 2-D histogram (row-major, as ``Histogram.counts``); the
     flattened vector is returned. 2-D-aware mechanisms read ``grid_shape(x)`` before calling this.
     """
-    epsilon = check_epsilon(epsilon)
-    if epsilon > MAX_EPSILON:  # protects nothing, and overflows some mechanisms' arithmetic (ε², e^ε)
-        raise ValueError(f"epsilon must be <= {MAX_EPSILON:g} (core.limits.MAX_EPSILON), got {epsilon!r}")
+    epsilon = check_budget_epsilon(epsilon)
     x = np.asarray(x, dtype=float)
     n = workload.shape[1]
     if x.ndim not in (1, 2) or x.size != n:

@@ -1,0 +1,87 @@
+"""Issue 12 items 5–7: bounded inputs (the reported traceback cases, ragged CSVs), bounded runs, 2-D at scale."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+from core.__main__ import main as cli_main
+from core.datasets import DataError, bin_edges, histogram_from_records, load_histogram, scan_rows
+
+
+def _npz_bytes() -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, counts=np.ones(3))
+    return buffer.getvalue()
+
+
+# ----------------------------------------------------------------------------- item 5: the reported cases
+@pytest.mark.parametrize(("name", "data", "message"), [
+    ("huge.json", json.dumps({"counts": [int("9" * 400), 1]}).encode(), "integer of 400 digits"),
+    ("labels.json", b'{"counts": [1, 2], "labels": [["a", "b"], ["c"]]}', "labels are given for 2 axes"),
+    ("labels2.json", b'{"counts": [1, 2, 3], "labels": ["a", "b"]}', "axis 0 has 2 labels for 3 bins"),
+    ("renamed.npy", _npz_bytes(), r"\.npz archive"),
+    ("ragged.csv", b"label,count\na,1,5\nb,2,6", "row 2 has 3 values but earlier rows have 2"),
+    ("ragged2.csv", b"count\n1,9\n2,8", "row 2 has 2 values but earlier rows have 1"),
+])
+def test_reported_bad_files_give_one_line_and_exit_2(name, data, message, tmp_path, capsys):
+    with pytest.raises(DataError, match=message):
+        load_histogram(data, filename=name)
+    path = tmp_path / name
+    path.write_bytes(data)
+    code = cli_main(["release", "--input", str(path), "--mechanism", "identity", "--epsilon", "1",
+                     "--output", str(tmp_path / "out.csv")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("error: ") and "\n" not in err, err
+
+
+@pytest.mark.parametrize("args", [
+    ["release", "--input", "tips-bill", "--mechanism", "ahp", "--epsilon", "1e-300"],
+    ["compare", "--input", "tips-bill", "--epsilons", "1e-300"],
+    ["release", "--input", "tips-bill", "--mechanism", "wda", "--epsilon", "1", "--param", "division_seed=abc"],
+    ["release", "--input", "tips-bill", "--mechanism", "identity", "--epsilon", "1,2"],
+])
+def test_reported_bad_parameters_give_one_line_and_exit_2(args, tmp_path, capsys):
+    code = cli_main([*args, "--output", str(tmp_path / "out.csv")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("error: ") and "\n" not in err, err
+    assert "internal error" not in err
+
+
+def test_bin_edges_text_is_parsed_or_refused_with_one_line():
+    assert bin_edges("0, 18,30").tolist() == [0.0, 18.0, 30.0]
+    with pytest.raises(DataError, match="bin edge 2 is 'abc'"):
+        bin_edges("0,abc,5")
+    with pytest.raises(DataError, match="bin edge 2 is 'abc'"):
+        histogram_from_records(b"age\n3\n", "age", edges="0,abc,5")
+
+
+def test_the_row_scan_is_exact_with_quotes_blank_lines_and_crlf():
+    assert scan_rows(b'label,count\r\n"a,b",1\r\n\r\n"c""d",2\r\n', ",") == (3, 2)
+    with pytest.raises(DataError, match="row 4 has 1 value but"):
+        scan_rows(b"label,count\na,1\n\nb\n", ",")
+
+
+def test_a_one_row_wide_csv_parses_in_linear_time():
+    values = np.arange(200_000) % 97
+    histogram = load_histogram(",".join(map(str, values)).encode())
+    assert histogram.counts.shape == (1, values.size) and histogram.total == values.sum()
+
+
+def test_cell_limit_is_checked_before_parsing():
+    with pytest.raises(DataError, match=r"4,194,305 data rows × 1 columns; the limit is 4194304"):
+        load_histogram(b"count\n" + b"1\n" * (2**22 + 1))
+    with pytest.raises(DataError, match=r"the limit is 4194304"):
+        load_histogram(b"[" + b"1," * (2**23 + 1100) + b"1]")
+
+
+def test_records_read_one_column_and_name_the_bad_row():
+    data = b"age,city,score\n23,A,1.5\n35,B,2\n41,A,x\n"
+    assert histogram_from_records(data, "city").labels == (("A", "B"),)
+    with pytest.raises(DataError, match=r"row 4, column 'score': 'x' is not a number"):
+        histogram_from_records(data, "score", bins=2)
+    with pytest.raises(DataError, match="row 3 has 1 value but"):
+        histogram_from_records(b"age,city\n1,A\n2\n", "age", bins=2)

@@ -85,3 +85,40 @@ def test_records_read_one_column_and_name_the_bad_row():
         histogram_from_records(data, "score", bins=2)
     with pytest.raises(DataError, match="row 3 has 1 value but"):
         histogram_from_records(b"age,city\n1,A\n2\n", "age", bins=2)
+
+
+# ----------------------------------------------------------------------------- item 6: parameter ranges
+import dataclasses  # noqa: E402
+
+from core.mechanisms import MECHANISMS, check_parameters, configure, parameter_ranges  # noqa: E402
+
+SETTINGS = [(name, f.name) for name, m in MECHANISMS.items() for f in dataclasses.fields(m)
+            if f.name not in ("name", "data_dependent")]
+
+
+@pytest.mark.parametrize(("name", "field"), SETTINGS, ids=[f"{n}.{f}" for n, f in SETTINGS])
+def test_every_setting_has_a_documented_range_that_refuses_huge_and_junk_values(name, field):
+    mechanism = MECHANISMS[name]
+    assert field in parameter_ranges(mechanism), f"{name}.{field} needs a range in PARAMETER_RANGES"
+    assert check_parameters(mechanism) is mechanism  # the defaults are inside their ranges
+    described = str(parameter_ranges(mechanism)[field])
+    for value in ("100000000", "abc", "-1e300"):
+        try:
+            configured = configure(mechanism, {field: value})
+        except ValueError as err:
+            assert field in str(err) and "\n" not in str(err)
+            if "must be" in str(err) and name != "cell-release":
+                assert described in str(err) or field in str(err)
+            continue
+        assert check_parameters(configured) is configured  # accepted only when inside the range
+
+
+@pytest.mark.parametrize(("name", "field", "value", "message"), [
+    ("mwem", "rounds", "100000000", r"mwem: rounds must be an integer in \[1, 1000\], got 100000000"),
+    ("dawa", "granularity", "100000000", r"dawa: granularity must be an integer in \[2, 1000\]"),
+    ("mm-opt", "p", "100000", r"mm-opt: p must be 'auto' or an integer in \[1, 512\], got 100000"),
+    ("wda", "division_seed", "abc", r"wda: division_seed must be None or an integer in \[0, 4294967295\], got 'abc'"),
+])
+def test_reported_unbounded_parameters_are_refused_naming_the_range(name, field, value, message):
+    with pytest.raises(ValueError, match=message):
+        configure(MECHANISMS[name], {field: value})

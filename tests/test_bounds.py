@@ -122,3 +122,60 @@ def test_every_setting_has_a_documented_range_that_refuses_huge_and_junk_values(
 def test_reported_unbounded_parameters_are_refused_naming_the_range(name, field, value, message):
     with pytest.raises(ValueError, match=message):
         configure(MECHANISMS[name], {field: value})
+
+
+# ----------------------------------------------------------------------------- item 6: cost estimates, limits
+from core.cost import Cost, Deadline, RunLimits, RunTooLargeError, check_cost, estimate_cost  # noqa: E402
+from core.domain import Histogram  # noqa: E402
+from core.experiment import run_sweep  # noqa: E402
+from core.workloads import Prefix, random_range  # noqa: E402
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS.values(), ids=MECHANISMS.keys())
+def test_every_mechanism_states_a_finite_cost(mechanism):
+    cost = estimate_cost(mechanism, random_range(4096, 2000, seed=0))
+    assert 0 < cost.seconds < 60 and 0 < cost.bytes < 2**30 and cost.driver
+
+
+@pytest.mark.parametrize(("name", "params", "names"), [
+    ("mm-opt", {"p": "512"}, "p=512"),
+    ("mwem", {"rounds": "1000", "update_rounds": "1000"}, "rounds=1000"),
+])
+def test_big_settings_are_refused_or_announced_naming_the_setting(name, params, names):
+    workload = random_range(8192, 2000, seed=0)
+    cost = estimate_cost(configure(MECHANISMS[name], params), workload)
+    try:
+        warning = check_cost(cost)
+    except RunTooLargeError as err:
+        assert names in str(err) and "limit" in str(err)
+    else:
+        assert names in warning and "estimated" in warning
+
+
+def test_a_new_mechanism_states_its_cost_through_one_method():
+    @dataclasses.dataclass(frozen=True)
+    class Slow:
+        name: str = "slow"
+        data_dependent: bool = False
+
+        def cost(self, workload):
+            return Cost(1e4, 1.0, "its only knob")
+
+    assert estimate_cost(Slow(), Prefix(8)).seconds == 1e4
+    with pytest.raises(RunTooLargeError, match="limit 2 min per action\\): reduce its only knob"):
+        check_cost(estimate_cost(Slow(), Prefix(8)), RunLimits(max_seconds=120))
+
+
+def test_a_sweep_leaves_out_mechanisms_over_the_limit_and_stops_at_the_deadline():
+    histogram = Histogram.from_counts(np.arange(64.0))
+    df = run_sweep(histogram, Prefix(64), ["identity", "mm-opt"], [1.0], 2, limits=RunLimits(max_seconds=1e-9))
+    assert set(df.attrs["left_out"]) == {"identity", "mm-opt"} and df.empty
+    assert "left out: one run is estimated" in df.attrs["left_out"]["mm-opt"]
+    deadline = Deadline(60)
+    deadline.cancel()
+    df = run_sweep(histogram, Prefix(64), ["identity"], [1.0, 2.0], 3, deadline=deadline)
+    assert df.attrs["stopped"] and df.attrs["stop_reason"] == "cancelled" and df.empty
+    ticks = iter([0.0, 0.0, 0.0, 100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 100.0])
+    timed = Deadline(50, clock=lambda: next(ticks))
+    df = run_sweep(histogram, Prefix(64), ["identity"], [1.0, 2.0], 3, deadline=timed, metrics=["mae"])
+    assert df.attrs["stopped"] and "time limit of 50 s" in df.attrs["stop_reason"] and 0 < len(df) < 6

@@ -45,7 +45,7 @@ from ui.datasets import (
 )
 from ui.guard import guard, is_script_control
 from ui.navigation import PAGES
-from ui.settings import mechanism_settings
+from ui.settings import mechanism_settings, run_check
 from ui.sidebar import sidebar
 from ui.state import (
     DEFAULT_TOTAL_EPSILON,
@@ -75,6 +75,6 @@ __all__ = [
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
     "init_state", "interval_figure", "is_script_control", "ledger", "line_figure", "mechanism_colour",
     "mechanism_settings", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure",
-    "runtime_figure", "session_config", "set_workload", "show_flash", "sidebar", "simulation_rng",
+    "run_check", "runtime_figure", "session_config", "set_workload", "show_flash", "sidebar", "simulation_rng",
     "stack_recipe", "sweep", "workload", "workload_figure", "workload_recipe", "workload_spec",
 ]

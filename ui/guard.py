@@ -7,7 +7,7 @@ import logging
 
 import streamlit as st
 
-LOG = logging.getLogger("dplens")
+_LOG = logging.getLogger("dplens")
 
 
 def is_script_control(err: BaseException) -> bool:
@@ -31,5 +31,5 @@ def guard():
         if isinstance(err, ValueError):
             st.error(f"Something went wrong: {line}")
         else:
-            LOG.exception("unexpected error in a page")
+            _LOG.exception("unexpected error in a page")
             st.error(f"Something went wrong ({type(err).__name__}): {line}. The details are in the server log.")

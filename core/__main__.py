@@ -175,8 +175,15 @@ def _ledger_arguments(parser: argparse.ArgumentParser) -> None:
                              f"default {DEFAULT_TOTAL_EPSILON:g} when none is recorded")
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one line (``error: ...``, exit 2) like every other bad input."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message.splitlines()[0]} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m core", description="dplens: DP histogram releases")
+    parser = _OneLineParser(prog="python -m core", description="dplens: DP histogram releases")
     sub = parser.add_subparsers(dest="command", required=True)
     samples = ", ".join(SAMPLE_DATASETS)
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from core.datasets import load_histogram
+from core.literal import wda_synthetic_workload
 from core.mechanisms import MECHANISMS
 from core.mechanisms.om import OM, factorise
 from core.mechanisms.sreb_gca import expected_bin_error, ggs, groups_from_cuts
@@ -333,10 +334,6 @@ def example_workloads() -> dict[str, Explicit]:
     fig1 = np.zeros((8, 6))
     for row, cols in enumerate([[0, 1], [0, 1, 2], [1, 2], [2], [2], [3], [0, 1], [5]]):
         fig1[row, cols] = 1
-    synthetic = np.zeros((12, 13))
-    for i in range(6):
-        synthetic[i, [0, 7 + i]] = 1
-        synthetic[6 + i, 1 + i] = 1
     census = np.zeros((6, 8))  # cells Sex × Race{W,B} × Salary{H,L}; q5 = q1+q3, q6 = q2+q4
     for q in range(4):
         census[q, [q, 4 + q]] = 1
@@ -344,7 +341,7 @@ def example_workloads() -> dict[str, Explicit]:
     example1 = np.array([[.3657, 0, .9812, 0], [0, .0645, 0, 0], [0, .5879, .7602, 0], [0, 0, 0, .7310],
                          [0, .7313, 0, 0], [0, 0, .7122, .9053]])
     return {"WDA Fig. 1": Explicit(fig1, label="WDA Fig. 1"),
-            "WDA 12×13 synthetic": Explicit(synthetic, label="WDA 12×13 synthetic (spec §2e)"),
+            "WDA 12×13 synthetic": wda_synthetic_workload(),
             "OM Example 1": Explicit(example1, label="OM Example 1"),
             "OM census": Explicit(census, label="OM census (intro)"),
             "OM Algorithm 3 counterexample": Explicit(np.array([[1.0, 1], [1, -1], [2, 0]]),

@@ -997,6 +997,18 @@ def _accuracy_first(x: np.ndarray, targets, trials: int, seed: int) -> pd.DataFr
     return pd.DataFrame(rows).assign(metric="ex-post privacy loss")
 
 
+def _zhao_readings() -> tuple[Reading, ...]:
+    """Zhao's (and Lee & Clifton's) claims as printed, read literally, and corrected (spec §6(d), §7, §8.4)."""
+    return (Reading("median example ε (ρ = 1/3)", "4 ln 2 ≈ 2.776", "4 ln 2", f"{4 * math.log(2):.7f}"),
+            Reading("Eq. 7 (ε_upper)", "\"the greater n and ρ, the greater the minimum ε needed\"",
+                    "a minimum ε", "a MAXIMUM ε that still meets the risk target (it is smaller than ε_tight)"),
+            Reading("Lee & Clifton p. 333 density", "0.3602", "0.3602", "0.3062"),
+            Reading("releasing a schedule ε_1 < … < ε_T", "gradual release", "independent releases cost Σ ε_t",
+                    "a noise-reduction walk costs max ε_t = ε_T"),
+            Reading("accuracy-first's cost", "ε_{t*}", "report ε_{t*} alone",
+                    "ex-post ε_A + ε_{t*}, ex-ante cap ε_A + ε_T (spec §8.4)"))
+
+
 def reproduce_zhao(*, data: str | Path | None = None, data_dir: Path | None = None,
                    epsilons=(5.0, 2.0, 1.0, 0.5, 0.1, 0.01), trials: int = 10, targets=(1.0, 2.0, 4.0),
                    coordinates: int = 20_000, seed: int = 0) -> Reproduction:
@@ -1061,14 +1073,7 @@ def reproduce_zhao(*, data: str | Path | None = None, data_dir: Path | None = No
         Verdict("Twitter regression: Noise Reduction ≈ 5 vs ≈ 20 ex-post loss at α ≈ 0.05", "≈ 5 vs ≈ 20",
                 "needs the Twitter records and a private regression, which dplens does not have", NOT_REPRODUCIBLE),
     )
-    readings = (Reading("median example ε (ρ = 1/3)", "4 ln 2 ≈ 2.776", "4 ln 2", f"{4 * math.log(2):.7f}"),
-                Reading("Eq. 7 (ε_upper)", "\"the greater n and ρ, the greater the minimum ε needed\"",
-                        "a minimum ε", "a MAXIMUM ε that still meets the risk target (it is smaller than ε_tight)"),
-                Reading("Lee & Clifton p. 333 density", "0.3602", "0.3602", "0.3062"),
-                Reading("releasing a schedule ε_1 < … < ε_T", "gradual release", "independent releases cost Σ ε_t",
-                        "a noise-reduction walk costs max ε_t = ε_T"),
-                Reading("accuracy-first's cost", "ε_{t*}", "report ε_{t*} alone",
-                        "ex-post ε_A + ε_{t*}, ex-ante cap ε_A + ε_T (spec §8.4)"))
+    readings = _zhao_readings()
     return Reproduction(
         "zhao", "Zhao — choosing ε: Lee & Clifton, Koufogiannis, Ligett et al.",
         claim="Lee & Clifton's posteriors (Table 3) and ε bounds for a risk target ρ (Eqs. 5, 7; the median at "
@@ -1125,6 +1130,29 @@ def ggs_example_table(values: np.ndarray, scale: float, delta: float = 1.0) -> p
                          "group": np.concatenate([np.full(g.size, i) for i, g in enumerate(groups)]),
                          "expected relative error": expected_bin_error(values, groups, scale) / floor,
                          "DP_BASE": scale / floor})
+
+
+def paper_readings(name: str) -> tuple[Reading, ...]:
+    """Claim / literal / corrected for one paper without running its experiment (Xiao's at a small size)."""
+    static = {"wda": _wda_readings, "om": _om_readings, "sreb-gca": _sreb_readings, "zhao": _zhao_readings}
+    if name in static:
+        return static[name]()
+    if name == "xiao":
+        return reproduce_xiao(trials=10, queries=200, max_draws=1, queries_2d=100, versions_2d=1,
+                              parity_repetitions=11).readings
+    raise ValueError(f"paper must be one of {', '.join([*static, 'xiao'])}, got {name!r}")
+
+
+def lee_clifton_tables(epsilons=tuple(TABLE3)) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 3 (posterior at γ = 2, next to the printed values) and ε_upper / ε_tight at ρ = 1/3 (spec §6(e))."""
+    return _lee_clifton(_check_epsilons(epsilons))
+
+
+def data_choices(data_dir: Path | None = None) -> list[str]:
+    """Names ``--data`` accepts without a path: the bundled 1-D samples and the DPBench files found."""
+    directory = Path(data_dir or dpbench_dir())
+    dpbench = sorted(p.stem for p in directory.glob("*.csv")) if directory.is_dir() else []
+    return [*dpbench, *(k for k in SAMPLE_DATASETS if k != "grid-2d")]
 
 
 REPRODUCTIONS: dict[str, Callable[..., Reproduction]] = {

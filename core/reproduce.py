@@ -651,17 +651,14 @@ def _xiao_cells(data_dir: Path | None, cells: int, records: int, data=None) -> t
     return scaled, f"{label}, summed into {cells} cells and scaled to {records:,} records"
 
 
-ADULT_CSV = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "adult" / "adult.csv"
-
-
 def _xiao_grid(records: float) -> tuple[np.ndarray, str]:
     """Xiao §5.3's 2-D cells: Age (80) × an income-like attribute (100), scaled up to ``records``.
 
     IPUMS is not available; UCI Adult's age (codes 0–79) × capital-gain (100 codes) stands in when
-    ``../shared/data/adult/adult.csv`` exists, else the bundled ``grid-2d`` sample. Cells are multiplied by
-    a constant, as the paper multiplied its cells by 200.
+    ``adult/adult.csv`` exists next to the DPBench folder (``../shared/data/``), else the bundled ``grid-2d``
+    sample. Cells are multiplied by a constant, as the paper multiplied its cells by 200.
     """
-    path = Path(os.environ.get("DPLENS_ADULT_CSV") or ADULT_CSV)
+    path = dpbench_dir().parent / "adult" / "adult.csv"
     if path.is_file():
         frame = pd.read_csv(path, usecols=["age", "capital-gain"])
         frame = frame[frame.age < 80]
@@ -842,7 +839,7 @@ def _xiao_max_table(max_draws: int, seed: int) -> pd.DataFrame:
     """P(output in [max−4, max]) of the EM max query and the literal (NOT DP) one, σ = 20 and √20."""
     rows = []
     values = np.arange(1, 101)
-    literal_label = labelled(f"literal — {NOT_DP_LABEL}")
+    literal_label = labelled("literal (the paper's probability perturbation; reproduction only)")
     for sigma_label, sigma in (("20", 20.0), ("√20", math.sqrt(20))):
         for n in (1000, 10_000):
             hits = {"exponential mechanism (α-DP)": [], literal_label: []}
@@ -879,7 +876,7 @@ def _xiao_verdicts(interval: pd.DataFrame, grid_2d: pd.DataFrame, parity: dict, 
     settings = [("unclipped", False), ("clipped", True)]
     held = [name for name, clipped in settings if 0.5 < two_d[clipped] / 7e-6 < 2]
     detail = ", ".join(f"{name} {two_d[clipped] * 1e6:.2f} ×10⁻⁶ ({two_d[clipped] / 7e-6:.2f}×)"
-                       for name, clipped in settings) + " (UCI Adult stands in for IPUMS)"
+                       for name, clipped in settings) + f" (data: {grid_2d.data.iloc[0].split(',')[0]}, not IPUMS)"
     verdicts.append(Verdict("2-D interval average error (β = 8000, n = 2×10⁸, α = 0.05)", "7.0 ×10⁻⁶", detail,
                             HOLDS if len(held) == 2 else HOLDS_ONLY if held else FAILS,
                             f"{held[0]} (within 2×)" if len(held) == 1 else ""))

@@ -269,12 +269,17 @@ def reproduce_wda(*, data: str | Path | None = None, data_dir: Path | None = Non
     at_epsilon = 1.0 if 1.0 in epsilons else epsilons[0]
     findings = []
     for p in (probabilities[0], probabilities[-1]):
-        mean = table[(table.p == p) & (table.epsilon == at_epsilon)].groupby("mechanism").value.mean()
+        at = table[(table.p == p) & (table.epsilon == at_epsilon)]
+        mean = at[at.dataset == first[1]].groupby("mechanism").value.mean()
         findings.append(f"p = {p:g}, ε = {at_epsilon:g}: WDA (optimal) {mean['wda (optimal)']:.1f}, WDA (equal) "
                         f"{mean['wda (equal, paper)']:.1f}, LM_W {mean['LM_W (laplace-on-answers)']:.1f}, "
                         f"cell Identity {mean['identity (cell noise)']:.2f}"
                         + "".join(f", {name.upper()} {mean[name]:.2f}" for name in dependent if name in mean)
-                        + f" (WDA vs LM_W: {100 * (mean['wda (optimal)'] / mean['LM_W (laplace-on-answers)'] - 1):+.0f} %)")
+                        + f" (WDA vs LM_W: {100 * (mean['wda (optimal)'] / mean['LM_W (laplace-on-answers)'] - 1):+.0f} %; "
+                        f"{first[1].split(' (')[0]})")
+        findings += [f"p = {p:g}, ε = {at_epsilon:g} on {d}: " + ", ".join(f"{k.upper()} {v:.2f}" for k, v in
+                                                                         part.groupby("mechanism").value.mean().items())
+                     for d, part in at[at.dataset != first[1]].groupby("dataset", sort=False)]
     return Reproduction(
         "wda", "WDA — workload division (Li et al.)",
         claim="WDA \"reduces nearly 40 % L1 error vs MWEM, DAWA, Identity\", and more than 40 % vs Identity at "
@@ -1199,6 +1204,7 @@ def figures(reproduction: Reproduction) -> list[dict]:
     t = reproduction.tables
     if reproduction.name == "wda":
         errors = t["errors"]
+        errors = errors[errors.dataset == errors.dataset.iloc[0]]  # the first dataset; the others are in the CSV
         middle = 1.0 if 1.0 in set(errors.epsilon) else errors.epsilon.iloc[0]
         low_p = errors.p.min()
         return [_figure(_traces(errors[errors.epsilon == middle], "p"),

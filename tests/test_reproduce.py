@@ -194,3 +194,15 @@ DATA_RUNS = {
 def test_reproduce_runs_on_given_data(name):
     reproduction = REPRODUCTIONS[name](data="tips-bill", epsilons=(1.0,), **DATA_RUNS[name])
     assert "tips-bill" in reproduction.data and reproduction.verdicts
+
+
+def test_wda_adds_patent_and_income_when_present_and_skips_them_cleanly(tmp_path):
+    counts = np.zeros(64)
+    counts[[3, 10, 40]] = [50, 5, 9]
+    pd.DataFrame({"count": counts}).to_csv(tmp_path / "ADULTFRANK.csv", index=False)
+    pd.DataFrame({"count": counts[::-1]}).to_csv(tmp_path / "PATENT.csv", index=False)
+    reproduction = reproduce_wda(data_dir=tmp_path, m=30, probabilities=(0.2,), epsilons=(1.0,), trials=1,
+                                 comparators=("identity",), comparator_trials=1)
+    assert "DPBench PATENT" in reproduction.data and "DPBench INCOME skipped" in reproduction.data
+    assert set(reproduction.tables["errors"].dataset) == {"DPBench ADULTFRANK", "DPBench PATENT"}
+    assert any("DPBench PATENT" in v.claim for v in reproduction.verdicts)

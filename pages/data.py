@@ -28,7 +28,7 @@ with ui.guard():
                 bins = int(st.number_input("Bins", 1, 2**22, 20, key="data_bins"))
             elif mode == "bin edges":
                 text = st.text_input("Edges (comma-separated, increasing)", "0,18,30,45,65,120", key="data_edges")
-                edges = tuple(float(v) for v in text.split(",") if v.strip())
+                edges = text  # parsed (and refused with one line) by core.datasets.bin_edges
         if upload is not None and st.button("Use this file", type="primary", key="data_use"):
             try:
                 hist = ui.add_upload(upload.getvalue(), upload.name, column=column or None, bins=bins, edges=edges)

@@ -109,3 +109,22 @@ def test_a_forged_workspace_id_starts_a_new_workspace():
     at.query_params["ws"] = "../../etc/passwd"
     at.run()
     assert not at.exception and at.session_state.workspace_id != "../../etc/passwd"
+
+
+def test_every_binning_of_one_records_file_charges_one_ledger():
+    records = b"age\n" + b"\n".join(str(20 + i % 50).encode() for i in range(200)) + b"\n"
+    at = open_page("pages/data.py")
+    remaining = []
+    for bins in (5, 7):  # widget state does not survive leaving the page: set it each time
+        at.file_uploader(key="data_upload").set_value(("people.csv", records, "text/csv")).run()
+        at.checkbox(key="data_as_records").check().run()
+        at.text_input(key="data_column").set_value("age")
+        at.radio(key="data_binning").set_value("number of bins").run()
+        at.number_input(key="data_bins").set_value(bins)
+        at.button(key="data_use").click().run()
+        assert not at.exception and at.session_state.ledger_parents[at.session_state.dataset_key]
+        at = _release(at.switch_page(RELEASE).run(), 2.0)
+        remaining.append(at.session_state.ledger.remaining.epsilon)
+        at = at.switch_page("pages/data.py").run()
+    assert len(at.session_state.uploads) == 2  # two histograms (5 and 7 bins) ...
+    assert remaining == pytest.approx([3.0, 1.0])  # ... one ledger: the people are the same

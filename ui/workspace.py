@@ -13,6 +13,7 @@ import json
 import streamlit as st
 
 from core.config import build_recipe
+from core.mechanisms import MECHANISMS
 from core.workspace_store import (
     WorkspaceStore,
     is_workspace_id,
@@ -79,6 +80,11 @@ def _restore(state: dict) -> None:
     for key in _PLAIN_KEYS:
         if key in state:
             ss[key] = state[key]
+    # Widget values must be among today's options (a mechanism may have been renamed since).
+    if "compare_mechanisms" in state:
+        ss.compare_mechanisms = [m for m in state["compare_mechanisms"] if m in MECHANISMS]
+    if "release_mechanism" in state and state["release_mechanism"] not in MECHANISMS:
+        ss.pop("release_mechanism", None)
     ss.releases = list(state.get("releases", []))
     for number, output in state.get("release_outputs", {}).items():
         ss.release_outputs[int(number)] = {**output, "release": release_from_dict(output["release"])}

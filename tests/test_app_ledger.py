@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -128,3 +130,18 @@ def test_every_binning_of_one_records_file_charges_one_ledger():
         at = at.switch_page("pages/data.py").run()
     assert len(at.session_state.uploads) == 2  # two histograms (5 and 7 bins) ...
     assert remaining == pytest.approx([3.0, 1.0])  # ... one ledger: the people are the same
+
+
+def test_a_pasted_config_naming_a_server_file_is_refused_in_one_line(tmp_path):
+    secret = tmp_path / "passwd"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    at = open_page(RELEASE)
+    config = json.loads(at.code[0].value)
+    config["workload"] = f"file:{secret}"
+    at.text_area(key="release_config_text").set_value(json.dumps(config))
+    at.button(key="release_config_load").click().run()
+    assert not at.exception and not at.success
+    message = at.error[0].value
+    assert message.startswith("Config not loaded: config 'workload' names a server file")
+    assert "\n" not in message and "root:x" not in message
+    assert at.session_state.workload_spec is None  # nothing applied

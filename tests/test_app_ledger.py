@@ -82,9 +82,10 @@ def test_the_workspace_id_in_the_url_restores_the_working_set():
     at.run()
     workspace = at.session_state.workspace_id
     assert at.query_params["ws"] == workspace
-    at = _release(at.switch_page(RELEASE).run(), 1.5)  # on the default dataset (smooth)
+    at = at.switch_page(RELEASE)
     at.session_state["workload_spec"] = "prefix"
-    at.run()
+    at.session_state["compare_mechanisms"] = ["identity", "hb"]
+    at = _release(at.run(), 1.5)  # on the default dataset (smooth); the click saves the workspace
 
     reloaded = AppTest.from_file(APP, default_timeout=60)
     reloaded.query_params["ws"] = workspace
@@ -95,6 +96,7 @@ def test_the_workspace_id_in_the_url_restores_the_working_set():
     assert state.uploads["upload:t"].vector.tolist() == [5.0, 1, 0, 7]
     assert len(state.releases) == 1 and state.releases[0]["epsilon"] == 1.5
     assert state.release_noise_path == "exploration"
+    assert (state.workload_spec, state.compare_mechanisms) == ("prefix", ["identity", "hb"])
     reloaded = reloaded.switch_page(RELEASE).run()
     assert not reloaded.exception
     assert {m.label: m.value for m in reloaded.metric}["ε charged"] == "1.5"

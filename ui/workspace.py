@@ -12,7 +12,7 @@ import json
 
 import streamlit as st
 
-from core.config import build_recipe
+from core.config import build_recipe, check_recipe
 from core.mechanisms import MECHANISMS
 from core.workspace_store import (
     WorkspaceStore,
@@ -92,7 +92,7 @@ def _restore(state: dict) -> None:
     spec, recipe = ss.workload_spec, state.get("custom_recipe")
     if spec and spec.startswith("custom:"):
         try:
-            ss.custom_workloads[spec] = build_recipe(recipe, histogram().domain.shape)
+            ss.custom_workloads[spec] = build_recipe(check_recipe(recipe), histogram().domain.shape)
             ss.custom_recipes[spec] = recipe
         except (TypeError, ValueError, KeyError, StopIteration, AttributeError):
             ss.workload_spec = None  # the dataset's default workload

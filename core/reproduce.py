@@ -25,7 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from core.datasets import SAMPLE_DATASETS, load_histogram
-from core.gradual import accuracy_first, doubling_search, next_release, noise_reduction
+from core.gradual import accuracy_first, doubling_search, next_release, noise_reduction, theory_epsilon
 from core.literal import labelled, wda_synthetic_workload
 from core.mechanisms import MECHANISMS
 from core.mechanisms.om import OM, factorise, literal_algorithm3_mixing
@@ -982,7 +982,7 @@ def _accuracy_first(x: np.ndarray, targets, trials: int, seed: int) -> pd.DataFr
     workload = IdentityWorkload(x.size)
     rows = []
     for ai, alpha in enumerate(targets):
-        theory = math.sqrt(2) / alpha
+        theory = theory_epsilon(workload, alpha)  # √2/α on the identity workload
         for t in range(trials):
             rng = _trial_rng(seed, 8, ai, t)
             # AT's 'opt' threshold s is ≈ α/4, so the grid must reach well past the theory ε to stop at all

@@ -16,7 +16,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -154,9 +154,10 @@ def verdict_table(reproduction: Reproduction) -> pd.DataFrame:
                          for v in reproduction.verdicts], columns=["claim", "paper", "dplens", "verdict"])
 
 
-def reading_table(reproduction: Reproduction) -> pd.DataFrame:
-    """Claim / literal reading / corrected, side by side."""
-    return pd.DataFrame([r.row() for r in reproduction.readings],
+def reading_table(source: Reproduction | Sequence[Reading]) -> pd.DataFrame:
+    """Claim / literal reading / corrected, side by side (of a reproduction, or of readings)."""
+    readings = source.readings if isinstance(source, Reproduction) else source
+    return pd.DataFrame([r.row() for r in readings],
                         columns=["quantity", "paper claims", "literal reading", "corrected (dplens)"])
 
 

@@ -12,7 +12,6 @@ from core.mechanisms.om import om_decompose, structure_table
 from core.mechanisms.wda import WDA, division_table, expected_error
 from core.mechanisms.xiao import NOT_DP_LABEL, literal_max_distribution_not_dp, max_query_distribution
 from core.reproduce import (
-    Reproduction,
     data_choices,
     example_workloads,
     figures,
@@ -39,7 +38,7 @@ def reproduction(name: str, seed: int, data: str | None, epsilons: str, trials: 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def readings(name: str):
-    return reading_table(Reproduction(name, "", "", "", "", readings=paper_readings(name)))
+    return reading_table(paper_readings(name))
 
 
 @st.cache_data(max_entries=16, show_spinner="Auditing both variants on the neighbouring pair…")

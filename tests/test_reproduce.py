@@ -209,3 +209,13 @@ def test_wda_adds_patent_and_income_when_present_and_skips_them_cleanly(tmp_path
     assert "DPBench PATENT" in reproduction.data and "DPBench INCOME skipped" in reproduction.data
     assert set(reproduction.tables["errors"].dataset) == {"DPBench ADULTFRANK", "DPBench PATENT"}
     assert any("DPBench PATENT" in v.claim for v in reproduction.verdicts)
+
+
+def test_cli_reproduce_zhao_on_given_data_for_real(tmp_path, capsys):
+    assert main(["reproduce", "zhao", "--output", str(tmp_path), "--data", "tips-bill", "--epsilons", "2,1",
+                 "--trials", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "data: sample 'tips-bill'" in out and "[HOLDS] Lee & Clifton Table 3" in out
+    assert "[NOT REPRODUCIBLE] Twitter regression" in out
+    table3 = pd.read_csv(tmp_path / "zhao-table3.csv")
+    assert sorted(set(table3.epsilon)) == [1.0, 2.0]

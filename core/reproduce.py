@@ -1245,6 +1245,13 @@ def figures(reproduction: Reproduction) -> list[dict]:
                 part = errors[(errors.dataset == data) & (errors.metric == metric)]
                 out.append(_figure(_traces(part, "x", dash_by="epsilon"), f"{metric} — {data.split(' (')[0]}",
                                    x_title, metric))
+        classes = errors[errors.metric == "MRE by count class"]
+        for data in classes.dataset.unique():  # small → large bins: "no detriment to large bins" is the last group
+            part = classes[classes.dataset == data].assign(label=lambda d: d.bins + ", ε = " + d.epsilon.map("{:g}".format))
+            means = part.groupby(["mechanism", "label"], sort=False).value.mean().reset_index()
+            out.append(_figure([{"type": "bar", "name": m, "x": g.label.tolist(), "y": g.value.tolist()}
+                                for m, g in means.groupby("mechanism", sort=False)],
+                               f"MRE by bin count class — {data.split(' (')[0]}", "true count class, ε", "MRE", bar=True))
         kld = errors[errors.metric.str.startswith("KLD")].assign(
             label=lambda d: d.dataset.str.split(" (", regex=False).str[0] + ", ε = " + d.epsilon.map("{:g}".format))
         means = kld.groupby(["mechanism", "label"], sort=False).value.mean().reset_index()

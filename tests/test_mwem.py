@@ -104,3 +104,68 @@ def test_same_seed_same_release():
 def test_bad_knobs_raise(knobs, message):
     with pytest.raises(ValueError, match=message):
         MWEM(**knobs)
+
+
+# ----------------------------------------------------------------------------- compiled passes against the
+# plain-Python loops they replaced (the oracles): same operations in the same order, so identical floats
+def _python_counting_passes(self, mass, queries, measured, total, half_inverse_total):
+    import math
+
+    inside = [np.flatnonzero(q).tolist() for q in queries]
+    scaled = [answer * half_inverse_total for answer in measured]
+    values = mass.tolist()
+    running = sum(values)
+    for _ in range(self.update_rounds):
+        for atoms, target in zip(inside, scaled, strict=True):
+            share = sum(map(values.__getitem__, atoms))
+            error = min(30.0, max(-30.0, target - 0.5 * share / running))
+            factor = math.exp(error)
+            for atom in atoms:
+                values[atom] *= factor
+            running += (factor - 1.0) * share
+        rescale = total / sum(values)
+        values = [v * rescale for v in values]
+        running = total
+    return np.array(values)
+
+
+def _python_interval_passes(self, mass, runs, measured, total, half_inverse_total):
+    import math
+
+    atoms = np.arange(mass.size)
+    if max(abs(a * half_inverse_total) for a in measured) + 0.5 >= 30.0:
+        queries = [((atoms >= a) & (atoms < b)).astype(float) for a, b in runs]
+        return _python_counting_passes(self, mass, queries, measured, total, half_inverse_total)
+    values = mass.tolist()
+    running = sum(values)
+    for _ in range(self.update_rounds):
+        for (a, b), answer in zip(runs, measured, strict=True):
+            part = values[a:b]
+            share = sum(part)
+            factor = math.exp(answer * half_inverse_total - 0.5 * share / running)
+            values[a:b] = [v * factor for v in part]
+            running += (factor - 1.0) * share
+        rescale = total / sum(values)
+        values = [v * rescale for v in values]
+        running = total
+    return np.array(values)
+
+
+@pytest.mark.parametrize("case", ["ranges", "prefix", "scaled", "clipped", "explicit-01"])
+def test_compiled_passes_give_the_python_loops_releases(case, monkeypatch):
+    gen = np.random.default_rng(7)
+    x = np.floor(gen.exponential(30.0, 256))
+    workload = {"ranges": random_range(256, 300, seed=1), "prefix": Prefix(256), "scaled": random_range(256, 300, seed=2),
+                "clipped": random_range(256, 300, seed=3),
+                "explicit-01": Explicit((gen.random((60, 256)) < 0.2).astype(float))}[case]
+    if case == "scaled":
+        x = np.round(x * 4e6 / x.sum())  # high scale: ~4 M records
+    epsilon = 1e-4 if case == "clipped" else 0.5  # a tiny total budget: noise dwarfs the total, clip binds
+    mechanism = MWEM(rounds=6, update_rounds=20)
+    compiled = [mechanism.run(x, workload, epsilon, np.random.default_rng(s)) for s in range(3)]
+    monkeypatch.setattr(MWEM, "_counting_passes", _python_counting_passes)
+    monkeypatch.setattr(MWEM, "_interval_passes", _python_interval_passes)
+    for seed, fast in enumerate(compiled):
+        slow = mechanism.run(x, workload, epsilon, np.random.default_rng(seed))
+        np.testing.assert_array_equal(fast.estimate, slow.estimate)
+        np.testing.assert_array_equal(fast.answers, slow.answers)

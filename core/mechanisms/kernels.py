@@ -83,3 +83,65 @@ def mw_counting_passes(values: np.ndarray, indptr: np.ndarray, indices: np.ndarr
             values[i] *= rescale
         running = total
     return values
+
+
+@_jit
+def dawa_cheapest_partition(scores: np.ndarray, offsets: np.ndarray, useful: np.ndarray, lengths: np.ndarray,
+                            singleton: float, n: int) -> np.ndarray:
+    """DAWA's partition DP over the useful buckets (``dawa.cheapest_partition``'s loop, compiled).
+
+    Bucket [s, s + lengths[k]) costs scores[offsets[k] + s] and is a candidate where ``useful`` is set;
+    at every end t the singleton extension comes first, then candidates by increasing length, and a
+    candidate replaces the best when it is ≤ it (ties go to the longer bucket). Returns the bounds.
+    """
+    cost = np.empty(n + 1)
+    back = np.full(n + 1, -1, dtype=np.int64)
+    cost[0] = 0.0
+    for t in range(1, n + 1):
+        best = cost[t - 1] + singleton
+        arg = -1
+        for k in range(lengths.size):
+            start = t - lengths[k]
+            if start < 0:
+                break
+            if useful[offsets[k] + start]:
+                candidate = cost[start] + scores[offsets[k] + start]
+                if candidate <= best:
+                    best = candidate
+                    arg = start
+        cost[t] = best
+        back[t] = arg
+    count = 0
+    t = n
+    while t > 0:
+        t = back[t] if back[t] >= 0 else t - 1
+        count += 1
+    bounds = np.empty(count + 1, dtype=np.int64)
+    t = n
+    bounds[count] = n
+    for i in range(count - 1, -1, -1):
+        t = back[t] if back[t] >= 0 else t - 1
+        bounds[i] = t
+    return bounds
+
+
+@_jit
+def dawa_below(zeros: np.ndarray, zero_sums: np.ndarray, zero_total: np.ndarray, bits: int, lo: np.ndarray,
+               hi: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Count and sum of x[i], lo ≤ i < hi, with rank below ``threshold``: the wavelet-matrix walk of
+    ``dawa._Deviations.below`` per query (levels as rows of ``zeros``/``zero_sums``)."""
+    count = np.zeros(lo.size)
+    total = np.zeros(lo.size)
+    for q in range(lo.size):
+        a, b, c, s = lo[q], hi[q], 0, 0.0
+        for level in range(bits):
+            a0, b0 = zeros[level, a], zeros[level, b]
+            if (threshold[q] >> (bits - 1 - level)) & 1:
+                c += b0 - a0
+                s += zero_sums[level, b] - zero_sums[level, a]
+                a, b = zero_total[level] + a - a0, zero_total[level] + b - b0
+            else:
+                a, b = a0, b0
+        count[q] = c
+        total[q] = s
+    return count, total

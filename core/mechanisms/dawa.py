@@ -80,9 +80,10 @@ class _Deviations:
         """
         short = [length for length in lengths if length <= DIRECT_WINDOW]
         out = {}
+        if short:
+            from core.mechanisms.kernels import dawa_short_deviations  # numpy's summation order, compiled
         for length in short:
-            window = np.lib.stride_tricks.sliding_window_view(self.x, int(length))
-            out[length] = np.abs(window - window.mean(axis=1, keepdims=True)).sum(axis=1)
+            out[length] = dawa_short_deviations(self.x, int(length))
         prefix = np.concatenate(([0.0], np.cumsum(self.x)))
         for length in (length for length in lengths if length > DIRECT_WINDOW):  # one length at a time: memory
             lo = np.arange(self.n - length + 1)

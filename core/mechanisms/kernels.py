@@ -145,3 +145,39 @@ def dawa_below(zeros: np.ndarray, zero_sums: np.ndarray, zero_total: np.ndarray,
         count[q] = c
         total[q] = s
     return count, total
+
+
+@_jit
+def _numpy_block_sum(values: np.ndarray, start: int, length: int, shift: float) -> float:
+    """Σ|values[start + i] − shift| (or Σ values[start + i] when shift is NaN) in NumPy's own order for a
+    contiguous block of ≤ 128 elements: sequential below 8, else eight running sums combined pairwise
+    and the remainder added in turn (numpy's pairwise_sum), so results match ``ndarray.sum`` bit for bit."""
+    plain = shift != shift
+    if length < 8:
+        result = 0.0
+        for i in range(length):
+            result += values[start + i] if plain else abs(values[start + i] - shift)
+        return result
+    r = np.empty(8)
+    for j in range(8):
+        r[j] = values[start + j] if plain else abs(values[start + j] - shift)
+    i = 8
+    while i < length - (length % 8):
+        for j in range(8):
+            r[j] += values[start + i + j] if plain else abs(values[start + i + j] - shift)
+        i += 8
+    result = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    while i < length:
+        result += values[start + i] if plain else abs(values[start + i] - shift)
+        i += 1
+    return result
+
+
+@_jit
+def dawa_short_deviations(x: np.ndarray, length: int) -> np.ndarray:
+    """Σ|x_i − mean| of every window of ``length`` ≤ 128 cells, as NumPy computes it on a sliding view."""
+    out = np.empty(x.size - length + 1)
+    for s in range(out.size):
+        mean = _numpy_block_sum(x, s, length, np.nan) / length
+        out[s] = _numpy_block_sum(x, s, length, mean)
+    return out

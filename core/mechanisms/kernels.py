@@ -18,7 +18,7 @@ import math
 import numba
 import numpy as np
 
-_jit = numba.njit(cache=True, nogil=True)
+_jit = numba.njit(cache=True, nogil=True)  # no fastmath: the float operations stay in the order written
 
 
 @_jit
@@ -148,27 +148,39 @@ def dawa_below(zeros: np.ndarray, zero_sums: np.ndarray, zero_total: np.ndarray,
 
 
 @_jit
-def _numpy_block_sum(values: np.ndarray, start: int, length: int, shift: float) -> float:
-    """Σ|values[start + i] − shift| (or Σ values[start + i] when shift is NaN) in NumPy's own order for a
-    contiguous block of ≤ 128 elements: sequential below 8, else eight running sums combined pairwise
-    and the remainder added in turn (numpy's pairwise_sum), so results match ``ndarray.sum`` bit for bit."""
-    plain = shift != shift
+def _term(values: np.ndarray, index: int, shift: float, plain: bool) -> float:
+    return values[index] if plain else abs(values[index] - shift)
+
+
+@_jit
+def _numpy_block_sum(values: np.ndarray, start: int, length: int, shift: float, plain: bool) -> float:
+    """Σ values[start + i] (``plain``) or Σ|values[start + i] − shift| in NumPy's own order for a contiguous
+    block of ≤ 128 elements: sequential below 8, else eight running sums combined pairwise and the
+    remainder added in turn (numpy's pairwise_sum), so results match ``ndarray.sum`` bit for bit."""
     if length < 8:
         result = 0.0
         for i in range(length):
-            result += values[start + i] if plain else abs(values[start + i] - shift)
+            result += _term(values, start + i, shift, plain)
         return result
-    r = np.empty(8)
-    for j in range(8):
-        r[j] = values[start + j] if plain else abs(values[start + j] - shift)
+    r0, r1, r2, r3 = (_term(values, start, shift, plain), _term(values, start + 1, shift, plain),
+                      _term(values, start + 2, shift, plain), _term(values, start + 3, shift, plain))
+    r4, r5, r6, r7 = (_term(values, start + 4, shift, plain), _term(values, start + 5, shift, plain),
+                      _term(values, start + 6, shift, plain), _term(values, start + 7, shift, plain))
     i = 8
     while i < length - (length % 8):
-        for j in range(8):
-            r[j] += values[start + i + j] if plain else abs(values[start + i + j] - shift)
+        k = start + i
+        r0 += _term(values, k, shift, plain)
+        r1 += _term(values, k + 1, shift, plain)
+        r2 += _term(values, k + 2, shift, plain)
+        r3 += _term(values, k + 3, shift, plain)
+        r4 += _term(values, k + 4, shift, plain)
+        r5 += _term(values, k + 5, shift, plain)
+        r6 += _term(values, k + 6, shift, plain)
+        r7 += _term(values, k + 7, shift, plain)
         i += 8
-    result = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    result = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     while i < length:
-        result += values[start + i] if plain else abs(values[start + i] - shift)
+        result += _term(values, start + i, shift, plain)
         i += 1
     return result
 
@@ -178,6 +190,6 @@ def dawa_short_deviations(x: np.ndarray, length: int) -> np.ndarray:
     """Σ|x_i − mean| of every window of ``length`` ≤ 128 cells, as NumPy computes it on a sliding view."""
     out = np.empty(x.size - length + 1)
     for s in range(out.size):
-        mean = _numpy_block_sum(x, s, length, np.nan) / length
-        out[s] = _numpy_block_sum(x, s, length, mean)
+        mean = _numpy_block_sum(x, s, length, 0.0, True) / length
+        out[s] = _numpy_block_sum(x, s, length, mean, False)
     return out

@@ -53,18 +53,9 @@ class _Deviations:
         rank = np.empty(n, dtype=np.int64)
         rank[order] = np.arange(n)
         self.bits = max(1, int(n).bit_length())
-        self.zeros, self.zero_sums, self.zero_total = [], [], []
-        values = x.copy()
-        for level in range(self.bits):
-            bit = (rank >> (self.bits - 1 - level)) & 1
-            zero = bit == 0
-            self.zeros.append(np.concatenate(([0], np.cumsum(zero))))
-            self.zero_sums.append(np.concatenate(([0.0], np.cumsum(np.where(zero, values, 0.0)))))
-            self.zero_total.append(int(zero.sum()))
-            rank = np.concatenate((rank[zero], rank[~zero]))
-            values = np.concatenate((values[zero], values[~zero]))
-        self.zeros, self.zero_sums = np.array(self.zeros, dtype=np.int64), np.array(self.zero_sums)
-        self.zero_total = np.array(self.zero_total, dtype=np.int64)
+        from core.mechanisms.kernels import dawa_wavelet_levels
+
+        self.zeros, self.zero_sums, self.zero_total = dawa_wavelet_levels(x, rank, self.bits)
 
     def below(self, lo: np.ndarray, hi: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Count and sum of x[i], lo ≤ i < hi, whose rank is below `threshold` (one compiled walk per query)."""

@@ -193,3 +193,39 @@ def dawa_short_deviations(x: np.ndarray, length: int) -> np.ndarray:
         mean = _numpy_block_sum(x, s, length, 0.0, True) / length
         out[s] = _numpy_block_sum(x, s, length, mean, False)
     return out
+
+
+@_jit
+def dawa_wavelet_levels(x: np.ndarray, rank: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The levels of a wavelet matrix over ``rank`` (a permutation of 0 … n − 1) carrying x's values:
+    per level, the running count and sum of the entries whose bit is 0, and how many there are; then a
+    stable partition (zeros first) for the next level."""
+    n = x.size
+    zeros = np.zeros((bits, n + 1), dtype=np.int64)
+    zero_sums = np.zeros((bits, n + 1))
+    zero_total = np.zeros(bits, dtype=np.int64)
+    rank, values = rank.copy(), x.copy()
+    next_rank, next_values = np.empty_like(rank), np.empty_like(values)
+    for level in range(bits):
+        shift = bits - 1 - level
+        count, total = 0, 0.0
+        for i in range(n):
+            if (rank[i] >> shift) & 1 == 0:
+                count += 1
+                total += values[i]
+            else:
+                total += 0.0  # as np.cumsum over np.where(zero, values, 0.0)
+            zeros[level, i + 1] = count
+            zero_sums[level, i + 1] = total
+        zero_total[level] = count
+        low, high = 0, count
+        for i in range(n):
+            if (rank[i] >> shift) & 1 == 0:
+                next_rank[low], next_values[low] = rank[i], values[i]
+                low += 1
+            else:
+                next_rank[high], next_values[high] = rank[i], values[i]
+                high += 1
+        rank, next_rank = next_rank, rank
+        values, next_values = next_values, values
+    return zeros, zero_sums, zero_total

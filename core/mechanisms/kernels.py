@@ -6,8 +6,10 @@ loop it replaces (sequential sums, no fastmath), so a release is bit-for-bit the
 noise; tests keep the Python loops as oracles. The module is imported lazily by the mechanisms (numba
 takes about half a second to import) and compiled functions are cached on disk.
 
+A query on atom 0 whose target (answer / 2N̂ = 0.25) it already meets leaves the estimate alone:
+
 >>> import numpy as np
->>> mw_interval_passes(np.array([1.0, 1.0]), np.array([0]), np.array([1]), np.array([0.5]), 2.0, 1).tolist()
+>>> mw_interval_passes(np.array([1.0, 1.0]), np.array([0]), np.array([1]), np.array([0.25]), 2.0, 1).tolist()
 [1.0, 1.0]
 """
 

@@ -131,22 +131,23 @@ def dawa_cheapest_partition(scores: np.ndarray, offsets: np.ndarray, useful: np.
 def dawa_below(zeros: np.ndarray, zero_sums: np.ndarray, zero_total: np.ndarray, bits: int, lo: np.ndarray,
                hi: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Count and sum of x[i], lo ≤ i < hi, with rank below ``threshold``: the wavelet-matrix walk of
-    ``dawa._Deviations.below`` per query (levels as rows of ``zeros``/``zero_sums``)."""
-    count = np.zeros(lo.size)
+    ``dawa._Deviations.below``, one level at a time over all queries (neighbouring windows walk nearby
+    positions, so each level's rows stay in cache)."""
+    a, b = lo.copy(), hi.copy()
+    count = np.zeros(lo.size, dtype=np.int64)
     total = np.zeros(lo.size)
-    for q in range(lo.size):
-        a, b, c, s = lo[q], hi[q], 0, 0.0
-        for level in range(bits):
-            a0, b0 = zeros[level, a], zeros[level, b]
-            if (threshold[q] >> (bits - 1 - level)) & 1:
-                c += b0 - a0
-                s += zero_sums[level, b] - zero_sums[level, a]
-                a, b = zero_total[level] + a - a0, zero_total[level] + b - b0
+    for level in range(bits):
+        shift = bits - 1 - level
+        row, sums, offset = zeros[level], zero_sums[level], zero_total[level]
+        for q in range(lo.size):
+            a0, b0 = row[a[q]], row[b[q]]
+            if (threshold[q] >> shift) & 1:
+                count[q] += b0 - a0
+                total[q] += sums[b[q]] - sums[a[q]]
+                a[q], b[q] = offset + a[q] - a0, offset + b[q] - b0
             else:
-                a, b = a0, b0
-        count[q] = c
-        total[q] = s
-    return count, total
+                a[q], b[q] = a0, b0
+    return count.astype(np.float64), total
 
 
 @_jit

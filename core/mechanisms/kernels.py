@@ -232,3 +232,70 @@ def dawa_wavelet_levels(x: np.ndarray, rank: np.ndarray, bits: int) -> tuple[np.
         rank, next_rank = next_rank, rank
         values, next_values = next_values, values
     return zeros, zero_sums, zero_total
+
+
+@_jit
+def ahp_best_new_cluster_error(values: np.ndarray, noise_variance: float, lookahead: int) -> np.ndarray:
+    """err*(j) of ``ahp.best_new_cluster_error``, one cell at a time: the same scan over lengths with the
+    same early stop, the same operations per step."""
+    n = values.size
+    prefix = np.zeros(n + 1)
+    for i in range(n):
+        prefix[i + 1] = prefix[i] + values[i]
+    result = np.empty(n)
+    run_end = n  # values are sorted: the first index after the run of values equal to values[row]
+    for row in range(n - 1, -1, -1):
+        if row < n - 1 and values[row] != values[row + 1]:
+            run_end = row + 1
+        if run_end - row >= lookahead:  # inside a long run of equal values the scan never stops early
+            result[row] = noise_variance / (float(lookahead) * float(lookahead))
+            continue
+        head, base = values[row], prefix[row]
+        span = float(n + 1 - row)
+        floor = noise_variance / (span * span)
+        last_deviation = head - (prefix[row + 1] - base)
+        last_deviation = last_deviation * last_deviation
+        last_noise = noise_variance
+        best = last_deviation + last_noise
+        for length in range(2, min(lookahead, n) + 1):
+            if row + length > n:
+                break
+            deviation = head - (prefix[row + length] - base) / length
+            deviation = deviation * deviation
+            if (deviation - last_deviation) >= (last_noise - floor):
+                break
+            last_noise = noise_variance / (float(length) * float(length))
+            best = min(best, deviation + last_noise)
+            last_deviation = deviation
+        result[row] = best
+    return result
+
+
+@_jit
+def ahp_greedy_clusters(values: np.ndarray, best_new: np.ndarray, noise_variance: float, two: float) -> np.ndarray:
+    """Cluster starts of ``ahp.greedy_clusters``: cell j opens a cluster when error(i, j) ≥ error(i, j − 1)
+    + err*(j). ``two`` is 2.0 passed at run time so that the squares written with ``**`` in the Python
+    loop go through libm's pow here too (CPython's float ** 2 is pow, not x·x)."""
+    n = values.size
+    prefix = np.zeros(n + 1)
+    squares = np.zeros(n + 1)
+    for i in range(n):
+        prefix[i + 1] = prefix[i] + values[i]
+        squares[i + 1] = squares[i] + values[i] ** 2
+    starts = np.empty(n, dtype=np.int64)
+    starts[0] = 0
+    count = 1
+    i, base, base_squares = 0, prefix[0], squares[0]
+    last = squares[1] - squares[0] - math.pow(prefix[1] - prefix[0], two) + noise_variance
+    for j in range(1, n):
+        size = j - i + 1
+        total = prefix[j + 1] - base
+        now = squares[j + 1] - base_squares - total * total / size + noise_variance / size
+        if now >= last + best_new[j]:
+            starts[count] = j
+            count += 1
+            i, base, base_squares = j, prefix[j], squares[j]
+            last = squares[j + 1] - squares[j] - math.pow(prefix[j + 1] - prefix[j], two) + noise_variance
+        else:
+            last = now
+    return starts[:count].copy()

@@ -1,8 +1,10 @@
 """The compiled kernels (core/mechanisms/kernels.py) against the NumPy/Python code they replaced, kept
 here as oracles: the same seeded inputs must give bit-for-bit the same results (issue 15 §5).
-MWEM's oracles live in test_mwem.py; DAWA's partition DP oracle in test_dawa.py."""
+SReB_GCA's GGS loop is here too (compiled for 2^20 bins). MWEM's oracles live in test_mwem.py; DAWA's partition DP oracle in test_dawa.py."""
 
 from __future__ import annotations
+
+import bisect
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from core.mechanisms import ahp as ahp_module
 from core.mechanisms.ahp import AHP, LOOKAHEAD, best_new_cluster_error, greedy_clusters
 from core.mechanisms.dawa import DAWA, DIRECT_WINDOW, _cached_deviations, _Deviations
+from core.mechanisms.sreb_gca import _check_floor, ggs
 from core.workloads import random_range
 
 # ----------------------------------------------------------------------------- AHP: the vectorised version
@@ -227,3 +230,58 @@ def test_ahp_releases_equal_the_vectorised_version(epsilon, monkeypatch):
     monkeypatch.setattr(ahp_module, "greedy_clusters", _old_greedy_clusters)
     slow = AHP().run(x, workload, epsilon, np.random.default_rng(2))
     np.testing.assert_array_equal(fast.estimate, slow.estimate)
+
+
+# ----------------------------------------------------------------------------- SReB_GCA: the Python GGS loop
+def _old_ggs(sorted_noisy: np.ndarray, scale: float, delta: float = 1.0) -> list[int]:
+    """Greedy group search (Definition 5 / Algorithm 2, corrected per errata §4(d)3–5).
+
+    Args:
+        sorted_noisy: noisy bin values, sorted ascending and clamped at 0 (post-processing only).
+        scale: λ2 = 1/ε2, the Laplace scale of the stage-2 group sums.
+        delta: relative-error floor δ.
+
+    Returns:
+        The (0-based, inclusive) end positions of every group but the last.
+    """
+    values = np.asarray(sorted_noisy, dtype=float)
+    delta = _check_floor(delta)
+    if np.any(np.diff(values) < 0):
+        raise ValueError("ggs needs values sorted ascending")
+    n = values.size
+    # Prefix sums make MRE of a contiguous sorted segment O(log n): Σ|h − μ|/max(h, δ) splits at μ.
+    # Python lists and bisect: this loop is sequential, and list indexing beats NumPy scalar access
+    weight = 1.0 / np.maximum(values, delta)
+    cum_v = np.concatenate(([0.0], np.cumsum(values))).tolist()
+    cum_w = np.concatenate(([0.0], np.cumsum(weight))).tolist()
+    cum_vw = np.concatenate(([0.0], np.cumsum(values * weight))).tolist()
+    sorted_values = values.tolist()
+    floored = np.maximum(values, delta).tolist()
+
+    def mre(start: int, stop: int) -> float:  # group_mre(values[start:stop]) without the loop
+        k = stop - start
+        mean = (cum_v[stop] - cum_v[start]) / k
+        t = bisect.bisect_right(sorted_values, mean, start, stop)
+        spread = (mean * (cum_w[t] - cum_w[start]) - (cum_vw[t] - cum_vw[start])
+                  + (cum_vw[stop] - cum_vw[t]) - mean * (cum_w[stop] - cum_w[t]))
+        return (spread + scale / k * (cum_w[stop] - cum_w[start])) / k
+
+    cuts: list[int] = []
+    start = 0
+    for r in range(1, n):
+        size = r - start
+        bound = (mre(start, r) * size + scale / ((n - r) * floored[r])) / (size + 1)
+        if mre(start, r + 1) >= bound:
+            cuts.append(r - 1)  # close the group at r − 1 (erratum §4(d)4)
+            start = r
+    return cuts
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_ggs_kernel_equals_the_python_loop(seed):
+    gen = np.random.default_rng(seed)
+    for _ in range(40):
+        values = np.sort(np.maximum(gen.exponential(gen.uniform(0.5, 100), gen.integers(1, 400))
+                                    + gen.normal(0, 5), 0.0))
+        scale, delta = float(gen.uniform(0.1, 50)), float(gen.choice([0.5, 1.0, 3.0]))
+        assert ggs(values, scale, delta) == _old_ggs(values, scale, delta)

@@ -299,3 +299,45 @@ def ahp_greedy_clusters(values: np.ndarray, best_new: np.ndarray, noise_variance
         else:
             last = now
     return starts[:count].copy()
+
+
+@_jit
+def _bisect_right(values: np.ndarray, target: float, lo: int, hi: int) -> int:
+    """Python's bisect.bisect_right on values[lo:hi]."""
+    while lo < hi:
+        middle = (lo + hi) // 2
+        if target < values[middle]:
+            hi = middle
+        else:
+            lo = middle + 1
+    return lo
+
+
+@_jit
+def _segment_mre(start: int, stop: int, values: np.ndarray, cum_v: np.ndarray, cum_w: np.ndarray,
+                 cum_vw: np.ndarray, scale: float) -> float:
+    k = stop - start
+    mean = (cum_v[stop] - cum_v[start]) / k
+    t = _bisect_right(values, mean, start, stop)
+    spread = (mean * (cum_w[t] - cum_w[start]) - (cum_vw[t] - cum_vw[start])
+              + (cum_vw[stop] - cum_vw[t]) - mean * (cum_w[stop] - cum_w[t]))
+    return (spread + scale / k * (cum_w[stop] - cum_w[start])) / k
+
+
+@_jit
+def sreb_ggs(values: np.ndarray, floored: np.ndarray, cum_v: np.ndarray, cum_w: np.ndarray, cum_vw: np.ndarray,
+             scale: float) -> np.ndarray:
+    """The cut positions of ``sreb_gca.ggs`` (its sequential loop, the same arithmetic in the same order)."""
+    n = values.size
+    cuts = np.empty(max(n - 1, 0), dtype=np.int64)
+    count = 0
+    start = 0
+    for r in range(1, n):
+        size = r - start
+        bound = (_segment_mre(start, r, values, cum_v, cum_w, cum_vw, scale) * size
+                 + scale / ((n - r) * floored[r])) / (size + 1)
+        if _segment_mre(start, r + 1, values, cum_v, cum_w, cum_vw, scale) >= bound:
+            cuts[count] = r - 1
+            count += 1
+            start = r
+    return cuts[:count].copy()

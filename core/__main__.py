@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from core.budget import Budget
+from core.cost import Deadline, RunLimits, check_cost, estimate_cost
 from core.datasets import SAMPLE_DATASETS, load_histogram
 from core.execution import ProgressBar, parse_scheduler
 from core.experiment import run_sweep, summarise
@@ -87,7 +88,13 @@ def cmd_release(args: argparse.Namespace) -> int:
     mechanism = _mechanism(args.mechanism, _params(args.param))
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
                               allow_files=True)
-    epsilon = _floats(args.epsilon, "--epsilon")[0]
+    epsilons = _floats(args.epsilon, "--epsilon")
+    if len(epsilons) != 1:
+        raise CliError(f"--epsilon takes one number, got {args.epsilon!r} (compare --epsilons takes a list)")
+    epsilon = epsilons[0]
+    warning = check_cost(estimate_cost(mechanism, workload), what=f"{mechanism.name} on this input")
+    if warning:  # over the memory or time limit it raised above (exit 2, naming what to change)
+        print(f"note: {warning}", file=sys.stderr)
     store, fingerprint = _store(args), dataset_fingerprint(histogram)
     _record_budget(store, fingerprint, args.budget, histogram.name)
     # Refuse an over-budget release before any work (BudgetExceededError: exit 2); store.spend re-checks atomically.
@@ -96,7 +103,8 @@ def cmd_release(args: argparse.Namespace) -> int:
     release = mechanism.run(histogram.counts, workload, epsilon, rng)
     export_id = new_export_id()
     ledger = store.spend(fingerprint, f"release: {release.mechanism}", Budget(epsilon), mechanism=release.mechanism,
-                         workload=args.workload, export_id=export_id, name=histogram.name)
+                         workload=args.workload, export_id=export_id, name=histogram.name,
+                         note=f"noise path: secure ({noise_sampler(rng)}); command line")
     labels = histogram.bin_labels() if release.estimate is not None else None
     if output.suffix.lower() == ".json":
         output.write_text(release_to_json(release, workload=args.workload, noise_path="secure",
@@ -146,13 +154,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     epsilons = _floats(args.epsilons, "--epsilons")
 
     df = run_sweep(histogram, workload, mechanisms, epsilons, args.trials, seed=args.seed,
-                   metrics=metrics, progress=ProgressBar(), scheduler=args.scheduler)
+                   metrics=metrics, progress=ProgressBar(), scheduler=args.scheduler, limits=RunLimits(),
+                   deadline=Deadline())
     df.to_csv(args.output, index=False)
     table = summarise(df)
     with np.printoptions(precision=4):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    for name, message in df.attrs["errors"].items():
+    for name, message in {**df.attrs["left_out"], **df.attrs["errors"]}.items():
         print(f"skipped {name}: {message}", file=sys.stderr)
+    if df.attrs["stopped"]:
+        print(f"stopped early ({df.attrs['stop_reason']}): the table holds the runs finished so far",
+              file=sys.stderr)
     print(f"wrote {len(df)} rows to {args.output}")
     return 0
 
@@ -210,8 +222,15 @@ def _ledger_arguments(parser: argparse.ArgumentParser) -> None:
                              f"default {DEFAULT_TOTAL_EPSILON:g} when none is recorded")
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one line (``error: ...``, exit 2) like every other bad input."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message.splitlines()[0]} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m core", description="dplens: DP histogram releases")
+    parser = _OneLineParser(prog="python -m core", description="dplens: DP histogram releases")
     sub = parser.add_subparsers(dest="command", required=True)
     samples = ", ".join(SAMPLE_DATASETS)
 
@@ -280,9 +299,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CliError, ValueError, OSError) as err:  # BudgetExceededError is a ValueError: exit 2
+    except (CliError, ValueError, OSError, MemoryError) as err:  # BudgetExceededError is a ValueError: exit 2
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
         print(f"error: {message}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - a bug: still one line (the fuzz test keeps this path unused)
+        message = str(err).splitlines()[0][:200] if str(err) else ""
+        print(f"error: internal error ({type(err).__name__}) {message}; please report it", file=sys.stderr)
         return 2
 
 

@@ -55,6 +55,7 @@ from core.metrics import HISTOGRAM_METRICS, METRICS
 from core.workloads import Workload
 
 SHARED_ARRAY_BYTES = 64 * 1024  # arrays at least this large are memory-mapped, not pickled, for local workers
+POLL_SECONDS = 0.1  # how often a parallel backend checks should_stop while no cell finishes
 SHIPPED_CACHE_LIMIT = 16  # entries kept per strategy cache in a worker (the mechanisms' own caches keep 8-16)
 _CACHE_MODULES = (  # module, dict: the data-independent strategy caches shipped to workers
     ("core.mechanisms.matrix", "_STRATEGIES"),
@@ -373,15 +374,21 @@ def _serial(contexts, cells, should_stop) -> Iterator[CellResult]:
             yield run_cell(contexts[cell.context], cell, index, should_stop)
 
 
-def _processes(contexts, cells, workers, snapshot) -> Iterator[CellResult]:
+def _processes(contexts, cells, workers, snapshot, should_stop) -> Iterator[CellResult]:
     folder = Path(tempfile.mkdtemp(prefix="dplens-sweep-"))
     pool = _pool(workers)
     futures: list[concurrent.futures.Future] = []
     try:
         write_payload({"contexts": dict(contexts), "strategies": snapshot}, folder)
         futures = [pool.submit(_process_task, str(folder), i, cell) for i, cell in enumerate(cells)]
-        for future in concurrent.futures.as_completed(futures):
-            yield future.result()
+        pending = set(futures)
+        while pending:
+            finished, pending = concurrent.futures.wait(pending, timeout=POLL_SECONDS,
+                                                        return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in finished:
+                yield future.result()
+            if should_stop is not None and should_stop():
+                return
     except concurrent.futures.process.BrokenProcessPool:
         with _POOL_LOCK:
             _POOLS.pop(workers, None)
@@ -419,7 +426,7 @@ def close_dask_clients() -> None:
 atexit.register(close_dask_clients)
 
 
-def _dask(client, contexts, cells, snapshot) -> Iterator[CellResult]:
+def _dask(client, contexts, cells, snapshot, should_stop) -> Iterator[CellResult]:
     from dask.distributed import as_completed
 
     payload = {"id": uuid.uuid4().hex, "contexts": dict(contexts), "strategies": snapshot}
@@ -427,19 +434,26 @@ def _dask(client, contexts, cells, snapshot) -> Iterator[CellResult]:
     (shared,) = client.scatter([payload], broadcast=True, hash=False)
     futures = [client.submit(_dask_task, shared, i, cell, pure=False) for i, cell in enumerate(cells)]
     try:
-        for future in as_completed(futures):
-            yield future.result()
+        finishing = as_completed(futures)
+        while not finishing.is_empty():
+            batch = finishing.next_batch(block=False)
+            for future in batch:
+                yield future.result()
+            if should_stop is not None and should_stop():
+                return
+            if not batch:
+                time.sleep(POLL_SECONDS / 10)
     finally:
         client.cancel(futures)
         client.cancel([shared])
 
 
-def _local_cluster(workers: int, contexts, cells, snapshot) -> Iterator[CellResult]:
+def _local_cluster(workers: int, contexts, cells, snapshot, should_stop) -> Iterator[CellResult]:
     from dask.distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
-        yield from _dask(client, contexts, cells, snapshot)
+        yield from _dask(client, contexts, cells, snapshot, should_stop)
 
 
 def execute(contexts: Mapping[Hashable, Context], cells: Sequence[Cell], *, scheduler: str | None = "serial",
@@ -454,11 +468,11 @@ def execute(contexts: Mapping[Hashable, Context], cells: Sequence[Cell], *, sche
     else:
         snapshot = strategy_snapshot(contexts)
         if plan.kind == "processes":
-            iterator = _processes(contexts, cells, plan.workers, snapshot)
+            iterator = _processes(contexts, cells, plan.workers, snapshot, should_stop)
         elif plan.kind == "local":
-            iterator = _local_cluster(plan.workers, contexts, cells, snapshot)
+            iterator = _local_cluster(plan.workers, contexts, cells, snapshot, should_stop)
         else:
-            iterator = _dask(dask_client(plan.address), contexts, cells, snapshot)
+            iterator = _dask(dask_client(plan.address), contexts, cells, snapshot, should_stop)
     try:
         for result in iterator:
             yield result

@@ -22,11 +22,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from core.cost import Deadline, RunLimits, RunTooLargeError, check_cost, estimate_cost
 from core.domain import Histogram
 from core.execution import Cell, CellResult, Context, default_block, execute, parse_scheduler, resolve_auto
 from core.fingerprint import dataset_fingerprint
 from core.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
-from core.mechanisms import MECHANISMS, Mechanism, check_epsilon
+from core.mechanisms import MECHANISMS, Mechanism, check_budget_epsilon, check_epsilon
 from core.metrics import METRICS
 from core.workloads import Workload
 
@@ -117,18 +118,23 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
               metrics: Sequence[str] = ("mae", "rmse"),
               progress: Callable[[int, int, str], None] | None = None,
               should_stop: Callable[[], bool] | None = None,
+              deadline: Deadline | None = None, limits: RunLimits | None = None,
               scheduler: str | None = "serial", cache: SweepCache | None = None) -> pd.DataFrame:
     """Run every mechanism at every epsilon ``trials`` times and measure the chosen metrics.
 
     Cells run through ``core.execution`` on ``scheduler`` ("serial", "processes[:N]", "local:N",
-    "tcp://HOST:8786", or "auto": serial for small sweeps, else processes); the numbers are identical whichever is used. With ``cache``, pairs already
-    computed are reused and only new ones run (``df.attrs["computed"]`` counts the runs made).
-    Mechanisms that reject this input (e.g. a 2-D-only mechanism on 1-D data) are skipped; their
-    messages are in ``df.attrs["errors"]``. ``df.attrs["stopped"]`` is True when ``should_stop``
-    ended the sweep early (the runs finished so far are returned).
+    "tcp://HOST:8786", or "auto": serial for small sweeps, else processes); the numbers are identical
+    whichever is used. With ``cache``, pairs already computed are reused and only new ones run
+    (``df.attrs["computed"]`` counts the runs made). Mechanisms that reject this input (e.g. a
+    2-D-only mechanism on 1-D data) are skipped; their messages are in ``df.attrs["errors"]``. With
+    ``limits``, mechanisms whose estimated run (``core.cost``) is over the memory or time limit are
+    left out before anything runs; the reasons are in ``df.attrs["left_out"]``.
+    ``df.attrs["stopped"]`` is True when ``should_stop`` or the ``deadline`` ended the sweep early
+    (checked between trials when serial; on workers, pending cells are cancelled within 0.1 s and
+    running ones finish unseen); ``df.attrs["stop_reason"]`` says why.
     """
     instances = resolve_mechanisms(mechanisms)
-    epsilons = [check_epsilon(e) for e in epsilons]
+    epsilons = [check_budget_epsilon(e) for e in epsilons]
     if not epsilons:
         raise ValueError("choose at least one epsilon")
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
@@ -136,6 +142,8 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     unknown = [m for m in metrics if m not in METRICS]
     if unknown or not metrics:
         raise ValueError(f"unknown metrics {unknown}; choose from {', '.join(METRICS)}")
+    left_out = _over_limits(instances, workload, limits) if limits is not None else {}
+    instances = [m for m in instances if m.name not in left_out]
     total_runs = len(instances) * len(epsilons) * trials
     if total_runs > MAX_SWEEP_RUNS:
         raise ValueError(f"sweep has {total_runs} runs (mechanisms × epsilons × trials); "
@@ -162,7 +170,10 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     errors: dict[str, str] = {}
     done = total_runs - len(todo) * trials
     failed = set()
-    iterator = execute({0: context}, cells, scheduler=scheduler, should_stop=should_stop)
+    def stop() -> bool:  # Stop button or the action's deadline (core.cost), polled between trials and cells
+        return bool((should_stop is not None and should_stop()) or (deadline is not None and deadline.expired))
+
+    iterator = execute({0: context}, cells, scheduler=scheduler, should_stop=stop)
     try:
         for result in iterator:
             name = result.cell.mechanism.name
@@ -216,9 +227,23 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
                     cache.put(keys[name, epsilon], None, errors[name])
     df = pd.DataFrame(rows, columns=COLUMNS)
     df.attrs["errors"] = errors
+    df.attrs["left_out"] = left_out
     df.attrs["stopped"] = stopped
     df.attrs["computed"] = int(sum(len(r.values) for r in results.values()))
+    df.attrs["stop_reason"] = (deadline.reason if deadline is not None and deadline.expired else
+                               "stopped" if stopped else "")
     return df
+
+
+def _over_limits(instances: Sequence[Mechanism], workload: Workload, limits: RunLimits) -> dict[str, str]:
+    """name -> why it is left out: one run's estimate is over the memory or time limit for this input."""
+    reasons = {}
+    for mechanism in instances:
+        try:
+            check_cost(estimate_cost(mechanism, workload), limits, what="one run")
+        except RunTooLargeError as err:
+            reasons[mechanism.name] = f"left out: {err}"
+    return reasons
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:

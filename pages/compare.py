@@ -81,7 +81,11 @@ with ui.guard():
             st.caption(f"Ran {results.attrs['computed']:,} new runs; reused {reused:,} from earlier comparisons "
                        "(same data, workload, trials and seed).")
     if results.attrs.get("stopped"):
-        st.warning("Stopped early: showing the runs finished so far. Press **Run comparison** to complete it.")
+        reason = results.attrs.get("stop_reason") or "stopped"
+        st.warning(f"Stopped early ({reason}): showing the runs finished so far. Press **Run comparison** to "
+                   "complete it.")
+    for name, message in results.attrs.get("left_out", {}).items():
+        st.warning(f"{name} {message}")
     for name, message in results.attrs.get("errors", {}).items():
         st.warning(f"{name} skipped: {message}")
     if results.empty:

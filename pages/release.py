@@ -33,6 +33,10 @@ def spend_and_release() -> None:
     if not ui.ledger().fits(Budget(epsilon)):
         ui.charge(label, epsilon)  # refused: flashes the message naming the remaining budget
         return
+    _, refusal = ui.run_check(name, settings, ui.workload())
+    if refusal:  # over the memory or time limit (core.cost): nothing run, nothing charged
+        st.session_state.flash_error = f"{name} not run: {refusal}"
+        return
     stream = int(st.session_state.release_counter)
     try:
         mechanism, counts = configure(MECHANISMS[name], settings), ui.histogram().counts
@@ -47,7 +51,8 @@ def spend_and_release() -> None:
         return
     exploring = noise_path == "exploration"
     export_id = None if exploring else new_export_id()  # a simulation is never exported
-    if not ui.charge(label, epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id):
+    if not ui.charge(label, epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
+                     note=f"noise path: {noise_path}" + (f" ({SIMULATION_LABEL})" if exploring else "")):
         return
     entry = history_entry(
         release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),
@@ -98,9 +103,14 @@ with ui.guard():
                             help="Any registered mechanism; its settings appear below.")
         settings = ui.mechanism_settings(name, key="release")
         st.session_state.release_settings = {name: settings}  # for the session config
+        cost_warning, cost_refusal = ui.run_check(name, settings, workload)
+        if cost_refusal:
+            st.error(f"{name} cannot run here: {cost_refusal}")
+        elif cost_warning:
+            st.warning(f"Slow: {cost_warning}. The page waits for it.")
     with right:
         st.number_input("Epsilon for this release", min_value=0.001, max_value=100.0, step=0.1,
-                        key="release_epsilon", help="Charged to the session budget on click.")
+                        key="release_epsilon", help="Charged to this dataset's ledger on click.")
         st.radio("Noise", list(NOISE_PATHS), key="release_noise_path", horizontal=True,
                  help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_PATHS.items())
                       + f". Exploration results are a {SIMULATION_LABEL}: shown here, never exported.")

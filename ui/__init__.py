@@ -49,7 +49,7 @@ from ui.datasets import (
 from ui.guard import guard, is_script_control
 from ui.ledger import charge, ledger, reset_budget, set_total
 from ui.navigation import PAGES
-from ui.settings import mechanism_settings
+from ui.settings import mechanism_settings, run_check
 from ui.sidebar import sidebar
 from ui.state import (
     DEFAULT_TOTAL_EPSILON,
@@ -86,6 +86,7 @@ __all__ = [
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
     "init_state", "interval_figure", "is_script_control", "ledger", "ledger_key", "line_figure", "mechanism_colour",
     "mechanism_settings", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure", "reset_budget",
-    "runtime_figure", "save_workspace", "scheduler_choices", "session_config", "set_total", "set_workload", "show_flash", "sidebar", "simulation_rng",
+    "run_check", "runtime_figure", "save_workspace", "scheduler_choices", "session_config", "set_total", "set_workload", "show_flash", "sidebar",
+    "simulation_rng",
     "stack_recipe", "sweep", "sweep_cache", "workload", "workload_figure", "workload_recipe", "workload_spec",
 ]

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import streamlit as st
 
+from core.cost import Deadline, RunLimits
 from core.execution import parse_scheduler
 from core.experiment import SweepCache, per_bin_errors, run_sweep
 from core.mechanisms import MECHANISMS
@@ -66,7 +67,9 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
 
         cache[key] = run_sweep(histogram(), workload(), list(mechanisms), list(epsilons), trials,
                                seed=int(st.session_state.seed), metrics=list(metrics), progress=tick,
-                               should_stop=lambda: bool(interrupted), scheduler=scheduler, cache=sweep_cache())
+                               should_stop=lambda: bool(interrupted), limits=RunLimits(),
+                               deadline=Deadline(),  # one click never holds the server past the action limit
+                               scheduler=scheduler, cache=sweep_cache())
         while len(cache) > 8:
             cache.pop(next(iter(cache)))
         if interrupted:

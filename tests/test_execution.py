@@ -116,3 +116,15 @@ def test_adding_a_mechanism_or_an_epsilon_runs_only_the_new_cells(small):
 def test_scheduler_specs_are_checked(spec, message):
     with pytest.raises(ValueError, match=message):
         parse_scheduler(spec)
+
+
+def test_the_deadline_stops_worker_processes_too(small):
+    from core.cost import Deadline
+
+    histogram, workload = small
+    deadline = Deadline(60)
+    deadline.cancel()  # as a Stop click or a closed session does
+    df = run_sweep(histogram, workload, ["identity", "hb"], [0.1, 1.0], 2, scheduler="processes:2",
+                   deadline=deadline)
+    assert df.attrs["stopped"] is True and df.attrs["stop_reason"] == "cancelled"
+    assert df.attrs["computed"] < 2 * 2 * 2

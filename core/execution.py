@@ -55,6 +55,7 @@ from core.metrics import HISTOGRAM_METRICS, METRICS
 from core.workloads import Workload
 
 SHARED_ARRAY_BYTES = 64 * 1024  # arrays at least this large are memory-mapped, not pickled, for local workers
+DASK_NOMINAL_WORKERS = 8  # cells are sized for this many workers on a Dask cluster given by address
 POLL_SECONDS = 0.1  # how often a parallel backend checks should_stop while no cell finishes
 SHIPPED_CACHE_LIMIT = 16  # entries kept per strategy cache in a worker (the mechanisms' own caches keep 8-16)
 _CACHE_MODULES = (  # module, dict: the data-independent strategy caches shipped to workers
@@ -190,14 +191,16 @@ def parse_scheduler(spec: str | None) -> Scheduler:
 
     >>> parse_scheduler("local:2"), parse_scheduler("tcp://10.0.0.5:8786").kind
     (Scheduler(kind='local', workers=2, address=''), 'dask')
+    >>> parse_scheduler("serial").workers  # 0: this process (one-trial cells, progress per run)
+    0
     """
     cores = os.cpu_count() or 1
     spec = "processes" if spec is None else str(spec).strip()
     kind, _, count = spec.partition(":")
     if spec == "serial":
         return Scheduler("serial", 0)
-    if "://" in spec:
-        return Scheduler("dask", address=spec)
+    if "://" in spec:  # the cluster's size is unknown until connected: size cells for a nominal one
+        return Scheduler("dask", DASK_NOMINAL_WORKERS, address=spec)
     if kind in ("processes", "local"):
         if not count and kind == "processes":
             return Scheduler(kind, cores)
@@ -441,8 +444,13 @@ def _dask(client, contexts, cells, snapshot, should_stop) -> Iterator[CellResult
                 yield future.result()
             if should_stop is not None and should_stop():
                 return
-            if not batch:
-                time.sleep(POLL_SECONDS / 10)
+            if not batch:  # sleep until a cell finishes (as_completed notifies) or POLL_SECONDS pass
+                condition = getattr(finishing, "thread_condition", None)
+                if condition is None:
+                    time.sleep(POLL_SECONDS)
+                else:
+                    with condition:
+                        condition.wait(timeout=POLL_SECONDS)
     finally:
         client.cancel(futures)
         client.cancel([shared])

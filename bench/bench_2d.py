@@ -3,7 +3,8 @@
 Run: .venv/bin/python bench/bench_2d.py [--side 256] [--trials 20] [--skip-pages]
 The dataset is two Gaussian blobs on a side × side grid (like data/grid_2d.csv, 1e6 records); the
 workload is the 2-D default (row and column sums plus 256 random rectangles). The sweep is the
-Compare page's default (its mechanisms, 10 ε from 0.01 to 10, 20 trials) run through
+Compare page's default (its mechanisms, 10 ε from 0.01 to 10, its default trials: as many as keep
+the estimated sweep within 30 s, 20 on a 4096-bin histogram) run through
 core.experiment.run_sweep with the run limits and the action deadline, serially, one mechanism at a
 time so that each one's wall and CPU seconds show; its analytic errors (hb, privelet) are timed on
 their own first. Targets: sweep <= 30 s, Release and page switches <= 3 s (ratio <= 1 meets them).
@@ -22,7 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.cost import Deadline, RunLimits, estimate_cost  # noqa: E402
+from core.cost import Deadline, RunLimits, affordable_trials, estimate_cost  # noqa: E402
 from core.domain import Histogram  # noqa: E402
 from core.experiment import run_sweep  # noqa: E402
 from core.mechanisms import MECHANISMS  # noqa: E402
@@ -98,13 +99,15 @@ def pages(hist: Histogram) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--side", type=int, default=256)
-    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--trials", type=int, help="default: the Compare page's (core.cost.affordable_trials)")
     parser.add_argument("--skip-pages", action="store_true")
     parser.add_argument("--skip-sweep", action="store_true")
     args = parser.parse_args()
     hist = blobs(args.side)
     if not args.skip_sweep:
-        sweep(hist, args.trials)
+        workload = parse_workload(SPEC, hist.domain.shape)
+        trials = args.trials or affordable_trials([MECHANISMS[m] for m in DEFAULT], workload, epsilons=len(EPSILONS))
+        sweep(hist, trials)
     if not args.skip_pages:
         pages(hist)
 

@@ -172,7 +172,8 @@ def _om(mechanism, workload: Workload) -> Cost:
 def _sorting(mechanism, workload: Workload) -> Cost:
     n = workload.shape[1]
     base = default_cost(workload)
-    return dataclasses.replace(base, seconds=base.seconds + SECONDS_PER_ELEMENT * 60 * n * math.log2(max(n, 2)))
+    factor = 60 if type(mechanism).__name__ == "SrebGca" else 10  # SReB_GCA's grouping pass is slower than AHP's
+    return dataclasses.replace(base, seconds=base.seconds + SECONDS_PER_ELEMENT * factor * n * math.log2(max(n, 2)))
 
 
 # Estimates for the registered mechanisms, by class; a mechanism's own ``cost`` method takes precedence.
@@ -194,6 +195,27 @@ def estimate_cost(mechanism: Mechanism, workload: Workload) -> Cost:
         return own(workload)
     model = COST_MODELS.get(type(mechanism).__name__)
     return model(mechanism, workload) if model is not None else default_cost(workload)
+
+
+def sweep_seconds(mechanisms, workload: Workload, epsilons: int, trials: int) -> float:
+    """Estimated serial seconds of a sweep: each mechanism's run estimate × epsilons × trials.
+
+    >>> from core.mechanisms import MECHANISMS
+    >>> from core.workloads import Prefix
+    >>> sweep_seconds([MECHANISMS["identity"]], Prefix(64), epsilons=10, trials=20) < 1
+    True
+    """
+    return sum(estimate_cost(m, workload).seconds for m in mechanisms) * epsilons * trials
+
+
+def affordable_trials(mechanisms, workload: Workload, epsilons: int, *, seconds: float = 30.0,
+                      most: int = 20, least: int = 2) -> int:
+    """The most trials (between ``least`` and ``most``) whose estimated sweep fits in ``seconds``.
+
+    A default for the Compare page: 20 trials on a 4096-bin histogram, fewer on a 256 × 256 grid.
+    """
+    per_trial = sweep_seconds(mechanisms, workload, epsilons, 1)
+    return int(min(most, max(least, seconds // per_trial if per_trial > 0 else most)))
 
 
 @dataclass(frozen=True)

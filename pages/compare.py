@@ -44,8 +44,8 @@ with ui.guard():
                                  default=[m for m in DEFAULT_MECHANISMS if m in MECHANISMS], key="compare_mechanisms",
                                  help="Every mechanism in the registry; identity and uniform are always added "
                                       "as references. mm-opt optimises a strategy once per workload (seconds; "
-                                      f"at most {MM_OPT_MAX_CELLS:,} cells), and so does lrm (cubic in n; at most "
-                                      f"{LRM_MAX_CELLS:,} cells); ugrid and agrid need 2-D data.")
+                                      f"at most {MM_OPT_MAX_CELLS:,} cells), and so does lrm (cubic in n; "
+                                      f"at most {LRM_MAX_CELLS:,} cells and about a minute of work); ugrid and agrid need 2-D data.")
         metrics = right.multiselect("Metrics", list(METRIC_LABELS), default=["mae", "rmse"],
                                     format_func=METRIC_LABELS.get, key="compare_metrics",
                                     help="Per-query errors on the workload answers; KLD compares histograms.")

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from core.mechanisms import MECHANISMS, configure
-from core.mechanisms.lrm import LRM, MAX_CELLS, optimisation_flops, project_columns_l1, row_space
+from core.mechanisms.lrm import LRM, MAX_CELLS, _project_numpy, optimisation_flops, project_columns_l1, row_space
 from core.workloads import AllRange, Explicit, Identity, Prefix, dense, random_linear, random_range
 from tests.conftest import fig1_workload
 
@@ -57,6 +57,7 @@ def test_row_space_reproduces_the_gram_matrix_by_svd_and_by_eigendecomposition()
 def test_projection_onto_l1_ball_matches_sorting_rule(rng):
     v = rng.normal(size=(30, 50)) * rng.random(50) * 3
     out = project_columns_l1(v)
+    np.testing.assert_allclose(_project_numpy(v, 1.0), out, atol=1e-13)  # compiled kernel vs vectorised oracle
     for j in range(v.shape[1]):
         u = np.sort(np.abs(v[:, j]))[::-1]
         if u.sum() <= 1:
@@ -163,6 +164,8 @@ def test_rank_below_rank_of_w_and_too_many_cells_are_refused():
         LRM(rank=3).factorisation(Prefix(8))
     with pytest.raises(ValueError, match=f"at most {MAX_CELLS} cells"):
         LRM().factorisation(Prefix(MAX_CELLS + 1))
+    with pytest.raises(ValueError, match="floating-point operations"):
+        LRM().factorisation(Prefix(2048))
 
 
 def test_configure_from_strings_and_cost_is_cubic_in_n():

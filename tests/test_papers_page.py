@@ -35,6 +35,8 @@ def test_structures_follow_the_widgets():
     at.selectbox(key="papers_om_example").set_value("OM Algorithm 3 counterexample").run()
     assert not at.exception
     assert any("S̃ = 1" in m.value for m in at.markdown)
+    lrm = next(m.value for m in at.markdown if "tr(BᵀB)" in m.value)  # the LRM comparator on the same W
+    assert "rank(W) = 2" in lrm and "(OM 32)" in lrm
 
 
 def test_running_a_reproduction_shows_claim_and_findings():

@@ -170,5 +170,5 @@ def test_rank_below_rank_of_w_and_too_many_cells_are_refused():
 
 def test_configure_from_strings_and_cost_is_cubic_in_n():
     assert configure(MECHANISMS["lrm"], {"rank_ratio": "1.5", "gamma": "0"}) == LRM(rank_ratio=1.5)
-    assert LRM().cost(Prefix(512)) / LRM().cost(Prefix(256)) > 6
-    assert optimisation_flops(random_linear(1000, 200, 0.2)) < LRM().cost(Prefix(1000))
+    assert LRM().estimated_flops(Prefix(512)) / LRM().estimated_flops(Prefix(256)) > 6
+    assert optimisation_flops(random_linear(1000, 200, 0.2)) < LRM().estimated_flops(Prefix(1000))

@@ -107,6 +107,7 @@ with ui.guard():
                      f"total squared error at ε = 1: {factorisation.expected_total_mse(1.0):.5g}")
             show_lrm(workload, factorisation.expected_total_mse(1.0))
         show_reproduction("om")
+        show_reproduction("om-times")
 
     with sreb_tab:
         st.markdown("**SReB_GCA** sorts the bins by their *noisy* values, groups them greedily (GGS) so small "

@@ -9,7 +9,14 @@ import pytest
 from scipy import stats
 
 from core.mechanisms import MECHANISMS, configure
-from core.mechanisms.lrm import LRM, MAX_CELLS, _project_numpy, optimisation_flops, project_columns_l1, row_space
+from core.mechanisms.lrm import (
+    LRM,
+    MAX_CELLS,
+    _project_numpy,
+    optimisation_flops,
+    project_columns_l1,
+    row_space,
+)
 from core.workloads import AllRange, Explicit, Identity, Prefix, dense, random_linear, random_range
 from tests.conftest import fig1_workload
 

@@ -5,6 +5,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 import ui
+from core.reproduce import REPRODUCTIONS, reproduce_om
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/papers.py"
@@ -39,7 +40,10 @@ def test_structures_follow_the_widgets():
     assert "rank(W) = 2" in lrm and "(OM 32)" in lrm
 
 
-def test_running_a_reproduction_shows_claim_and_findings():
+def test_running_a_reproduction_shows_claim_and_findings(monkeypatch):
+    # the full OM reproduction is ~30 s of CPU (LRM and mm-opt at n = 1000): the page's wiring, at a small size
+    monkeypatch.setitem(REPRODUCTIONS, "om", lambda seed: reproduce_om(m=20, n=60, taus=(0.2,), epsilons=(0.5, 1.0),
+                                                                       trials=2, sweep_m=(10,), sweep_n=(40,)))
     at = open_page()
     at.button(key="papers_run_om").click().run()
     assert not at.exception

@@ -13,6 +13,7 @@ from core.mechanisms.lrm import (
     LRM,
     MAX_CELLS,
     _project_numpy,
+    _svd_factorisation,
     optimisation_flops,
     project_columns_l1,
     row_space,
@@ -140,6 +141,13 @@ def test_unconverged_optimiser_says_so_and_stays_exact():
     assert f.exact
     release = LRM(iterations=2).run(np.ones(64), workload, 1.0, np.random.default_rng(0))
     assert "not converged" in release.params["note"]
+
+
+def test_svd_last_resort_is_exact():
+    reduced, _ = row_space(random_range(40, 12, seed=2))
+    mixing, strategy = _svd_factorisation(reduced, 15)
+    np.testing.assert_allclose(mixing @ strategy, reduced, atol=1e-10)
+    assert np.abs(strategy).sum(axis=0).max() == pytest.approx(1.0)
 
 
 def test_zero_workload_measures_nothing():

@@ -238,6 +238,18 @@ def _exact(reduced: np.ndarray, mixing: np.ndarray, strategy: np.ndarray) -> tup
     return mixing * scale, strategy / scale
 
 
+def _svd_factorisation(reduced: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
+    """The exact factorisation W̄ = S·Vᵀ (L = Vᵀ padded with zero rows, scaled to Δ₁ = 1): the last resort."""
+    k, n = reduced.shape
+    norms = np.linalg.norm(reduced, axis=1)
+    strategy = np.zeros((r, n))
+    strategy[:k] = reduced / norms[:, None]
+    mixing = np.zeros((k, r))
+    mixing[np.arange(k), np.arange(k)] = norms
+    scale = float(column_l1(strategy).max())
+    return mixing * scale, strategy / scale
+
+
 def _error_trace(reduced: np.ndarray, mixing: np.ndarray, strategy: np.ndarray) -> tuple[float, float]:
     """(tr(CᵀC)·Δ₁(L)², ‖W̄ − CL‖_max): the total error at ε = 1 over 2, and the exactness gap."""
     trace = float(np.sum(mixing * mixing)) * float(column_l1(strategy).max()) ** 2
@@ -321,6 +333,8 @@ def _optimise(workload: Workload, rank: int | None, rank_ratio: float, gamma: fl
     norm = float(np.linalg.norm(reduced))
     start = _start(r, n, seed)
     fallback_c, fallback_l = _exact(reduced, reduced @ np.linalg.pinv(start), start)
+    if _error_trace(reduced, fallback_c, fallback_l)[1] > EXACTNESS * max(1.0, float(np.abs(reduced).max())):
+        fallback_c, fallback_l = _svd_factorisation(reduced, r)  # a degenerate start: W̄ = S·Vᵀ is exact
     strategy, used = start, 0
     if r >= n:
         mixing = reduced @ np.linalg.pinv(strategy)

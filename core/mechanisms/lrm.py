@@ -36,12 +36,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
-from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
+from core.mechanisms import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import gram_apply, remember
 from core.mechanisms.greedy_h import workload_key
 from core.workloads import Workload, dense
@@ -55,6 +56,7 @@ ALM_ROUNDS = 8            # outer ALM rounds (multiplier updates) when r < n
 FIRST_PENALTY = 0.1       # 1/β of the first round; L has column L1 ≤ 1, so this scale is workload-free …
 PENALTY_SHRINK = 0.2      # … and 1/β shrinks by this factor each round (the paper grows β by 5)
 EXACT_PENALTY = 1e-10     # the ridge kept when r ≥ n (the objective is then the exact one)
+FLOPS_PER_SECOND = 2e10   # single-threaded rate of the optimiser (1.3e11 estimated flops: 6 s CPU at (200, 1000))
 
 
 def project_columns_l1(v: np.ndarray, radius: float = 1.0) -> np.ndarray:
@@ -412,6 +414,11 @@ class LRM:
     2.0
     """
 
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "rank": Range(1, 10 * MAX_CELLS, integer=True, choices=(None,)), "rank_ratio": Range(1, 10),
+        "gamma": Range(0, 1e12), "iterations": Range(1, 100_000, integer=True),
+        "seed": Range(0, 2**32 - 1, integer=True)}
+
     rank: int | None = None
     rank_ratio: float = 1.2
     gamma: float = 0.0
@@ -440,11 +447,28 @@ class LRM:
             seed=self.seed))
 
     def estimated_flops(self, workload: Workload) -> float:
-        """Estimated floating-point work of the factorisation (``optimisation_flops``); cubic in n.
-
-        (Named apart from ``cost``, the per-mechanism ``Cost`` interface core/cost.py is adding.)
-        """
+        """Estimated floating-point work of the factorisation (``optimisation_flops``); cubic in n."""
         return optimisation_flops(workload, rank_ratio=self.rank_ratio, iterations=self.iterations)
+
+    def cost(self, workload: Workload):
+        """The first run's seconds and peak bytes (``core.cost.Cost``): the optimisation dominates; a workload
+        over MAX_CELLS or MAX_FLOPS is refused at once by ``run``, so its run costs nothing.
+
+        >>> from core.workloads import Prefix
+        >>> LRM().cost(Prefix(256)).seconds > LRM().cost(Prefix(64)).seconds
+        True
+        """
+        from core.cost import OVERHEAD_SECONDS, Cost  # core.cost imports core.mechanisms
+
+        m, n = workload.shape
+        flops = self.estimated_flops(workload)
+        if n > MAX_CELLS or flops > MAX_FLOPS:
+            return Cost(OVERHEAD_SECONDS, 8.0 * n, f"nothing: lrm refuses {m:,} × {n:,} at once (~{flops:.0e} flops)")
+        k = min(m, n)
+        r = self.rank if self.rank is not None else math.ceil(self.rank_ratio * k)
+        space = m * n if m * n <= DENSE_SVD_ENTRIES else 3 * n * n
+        return Cost(OVERHEAD_SECONDS + flops / FLOPS_PER_SECOND, 8.0 * (2 * space + 8 * r * n + 3 * k * n),
+                    f"rank(W) ≈ {k:,} and n = {n:,} cells (lrm's optimisation is cubic in n when rank(W) ≈ n)")
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)

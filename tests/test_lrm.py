@@ -150,6 +150,14 @@ def test_svd_last_resort_is_exact():
     assert np.abs(strategy).sum(axis=0).max() == pytest.approx(1.0)
 
 
+def test_a_collapsed_rank_is_retried_with_a_stronger_first_penalty_not_left_at_the_start():
+    # this start lost L's rank at 1/β = 0.1 (its projection missed W by 0.15): it is retried at 0.03
+    workload = random_range(256, 64, seed=0)
+    f = LRM(seed=1).factorisation(workload)
+    assert "retried with 1/β from 0.03" in f.note and f.exact and not f.converged
+    assert LRM(seed=1).expected_mse(workload, 1.0) < MECHANISMS["identity"].expected_mse(workload, 1.0)
+
+
 def test_zero_workload_measures_nothing():
     workload = Explicit(np.zeros((3, 5)))
     release = LRM().run(np.ones(5), workload, 1.0, np.random.default_rng(0))

@@ -53,7 +53,8 @@ DENSE_SVD_ENTRIES = 2**22  # up to this many entries of W the row space comes fr
 EXACTNESS = 1e-9          # ‖W̄ − CL‖_max ≤ EXACTNESS·max(1, ‖W̄‖_max) after the projection (γ = 0)
 CONVERGED = 1e-5          # relative residual ‖W̄ − CL‖_F/‖W̄‖_F at which the ALM counts as converged
 ALM_ROUNDS = 8            # outer ALM rounds (multiplier updates) when r < n
-FIRST_PENALTY = 0.1       # 1/β of the first round; L has column L1 ≤ 1, so this scale is workload-free …
+FIRST_PENALTIES = (0.1, 0.03, 0.01)  # 1/β of the first round, retried smaller when L's rank collapsed (the
+#                           result then cannot be made exact); L has column L1 ≤ 1, so the scale is workload-free …
 PENALTY_SHRINK = 0.2      # … and 1/β shrinks by this factor each round (the paper grows β by 5)
 EXACT_PENALTY = 1e-10     # the ridge kept when r ≥ n (the objective is then the exact one)
 FLOPS_PER_SECOND = 2e10   # single-threaded rate of the optimiser (1.3e11 estimated flops: 6 s CPU at (200, 1000))
@@ -337,46 +338,62 @@ def _optimise(workload: Workload, rank: int | None, rank_ratio: float, gamma: fl
     fallback_c, fallback_l = _exact(reduced, reduced @ np.linalg.pinv(start), start)
     if _error_trace(reduced, fallback_c, fallback_l)[1] > EXACTNESS * max(1.0, float(np.abs(reduced).max())):
         fallback_c, fallback_l = _svd_factorisation(reduced, r)  # a degenerate start: W̄ = S·Vᵀ is exact
-    strategy, used = start, 0
-    if r >= n:
-        mixing = reduced @ np.linalg.pinv(strategy)
-        strategy, mixing, used = _spectral_projected_gradient(_Objective(reduced, EXACT_PENALTY), strategy,
-                                                              iterations)
-    else:
-        multiplier, penalty = np.zeros_like(reduced), FIRST_PENALTY
-        per_round = max(1, iterations // ALM_ROUNDS)
-        for _ in range(ALM_ROUNDS):
-            strategy, mixing, steps = _spectral_projected_gradient(
-                _Objective(reduced + penalty * multiplier, penalty), strategy, per_round)
-            used += steps
-            gap = reduced - mixing @ strategy
-            if np.linalg.norm(gap) <= max(gamma, CONVERGED * norm):
-                break
-            multiplier += gap / penalty          # Π += β(W̄ − CL)
-            penalty *= PENALTY_SHRINK            # β grows
-    relative = float(np.linalg.norm(reduced - mixing @ strategy)) / max(norm, 1e-300)
-    converged = relative <= max(CONVERGED, gamma / max(norm, 1e-300))
-    notes = [] if converged else [f"the optimiser stopped at relative residual {relative:.2g} after {used} "
-                                  "iterations (not converged)"]
-    if gamma == 0.0:
+    tolerance = EXACTNESS * max(1.0, float(np.abs(reduced).max()))
+    start_trace = _error_trace(reduced, fallback_c, fallback_l)[0]
+    notes: list[str] = []
+    used = 0
+    for attempt, first_penalty in enumerate(FIRST_PENALTIES if r < n else (EXACT_PENALTY,)):  # noqa: B007
+        if r >= n:
+            strategy, mixing, steps = _spectral_projected_gradient(_Objective(reduced, EXACT_PENALTY), start,
+                                                                   iterations)
+        else:
+            strategy, mixing, steps = _augmented_lagrangian(reduced, start, first_penalty, iterations, gamma)
+        used += steps
+        relative = float(np.linalg.norm(reduced - mixing @ strategy)) / max(norm, 1e-300)
+        converged = relative <= max(CONVERGED, gamma / max(norm, 1e-300))
+        if not converged:
+            notes.append(f"the optimiser stopped at relative residual {relative:.2g} after {steps} iterations "
+                         f"(1/β from {first_penalty:g}; not converged)")
+        if gamma > 0.0:
+            scale = float(column_l1(strategy).max())
+            mixing, strategy = mixing * scale, strategy / scale
+            break
         mixing, strategy = _exact(reduced, mixing, strategy)
         trace, gap = _error_trace(reduced, mixing, strategy)
-        start_trace, _ = _error_trace(reduced, fallback_c, fallback_l)
-        if not gap <= EXACTNESS * max(1.0, float(np.abs(reduced).max())) or not trace <= start_trace:
-            why = (f"its exact projection missed W by {gap:.2g}" if gap > EXACTNESS * max(1.0, np.abs(reduced).max())
-                   else f"it ended {trace / start_trace - 1:+.0%} worse than its start")
-            notes.append(f"fell back to the start factorisation: {why}")
-            mixing, strategy = fallback_c, fallback_l
-        elif not converged:
-            notes.append("made exact by projection (W = BL holds; the error formula is exact)")
+        if gap <= tolerance and trace <= start_trace:
+            if not converged:
+                notes.append("made exact by projection (W = BL holds; the error formula is exact)")
+            break
+        notes.append(f"its exact projection missed W by {gap:.2g}" if gap > tolerance
+                     else f"it ended {trace / start_trace - 1:+.0%} worse than its start")
     else:
-        scale = float(column_l1(strategy).max())
-        mixing, strategy = mixing * scale, strategy / scale
+        notes.append("fell back to the start factorisation")
+        mixing, strategy = fallback_c, fallback_l
+    if attempt and "fell back" not in notes[-1]:
+        notes.append(f"retried with 1/β from {first_penalty:g}")
     residual = float(np.linalg.norm(reduced - mixing @ strategy))
     for array in (strategy, mixing):
         array.setflags(write=False)
     return LowRankFactorisation(strategy, mixing, basis, reduced, k, float(column_l1(strategy).max()), residual,
-                                used, converged, "; ".join(notes) or "converged")
+                                used, converged and not attempt, "; ".join(notes) or "converged")
+
+
+def _augmented_lagrangian(reduced: np.ndarray, start: np.ndarray, first_penalty: float, iterations: int,
+                          gamma: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """The paper's ALM rounds (r < n): minimise the Lagrangian over (C, L), then Π += β(W̄ − CL), β ×= 5."""
+    multiplier, penalty, used = np.zeros_like(reduced), first_penalty, 0
+    strategy, norm = start, float(np.linalg.norm(reduced))
+    per_round = max(1, iterations // ALM_ROUNDS)
+    for _ in range(ALM_ROUNDS):
+        strategy, mixing, steps = _spectral_projected_gradient(
+            _Objective(reduced + penalty * multiplier, penalty), strategy, per_round)
+        used += steps
+        gap = reduced - mixing @ strategy
+        if np.linalg.norm(gap) <= max(gamma, CONVERGED * norm):
+            break
+        multiplier += gap / penalty          # Π += β(W̄ − CL)
+        penalty *= PENALTY_SHRINK            # β grows
+    return strategy, mixing, used
 
 
 def optimisation_flops(workload: Workload, *, rank_ratio: float = 1.2, iterations: int = 320) -> float:

@@ -16,7 +16,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from core.datasets import SAMPLE_DATASETS, load_histogram
-from core.gradual import accuracy_first, doubling_search, next_release, noise_reduction
+from core.gradual import accuracy_first, doubling_search, next_release, noise_reduction, theory_epsilon
 from core.literal import labelled, wda_synthetic_workload
 from core.mechanisms import MECHANISMS
 from core.mechanisms.om import OM, factorise, literal_algorithm3_mixing
@@ -154,9 +154,10 @@ def verdict_table(reproduction: Reproduction) -> pd.DataFrame:
                          for v in reproduction.verdicts], columns=["claim", "paper", "dplens", "verdict"])
 
 
-def reading_table(reproduction: Reproduction) -> pd.DataFrame:
-    """Claim / literal reading / corrected, side by side."""
-    return pd.DataFrame([r.row() for r in reproduction.readings],
+def reading_table(source: Reproduction | Sequence[Reading]) -> pd.DataFrame:
+    """Claim / literal reading / corrected, side by side (of a reproduction, or of readings)."""
+    readings = source.readings if isinstance(source, Reproduction) else source
+    return pd.DataFrame([r.row() for r in readings],
                         columns=["quantity", "paper claims", "literal reading", "corrected (dplens)"])
 
 
@@ -914,7 +915,8 @@ def reproduce_xiao(*, data: str | Path | None = None, data_dir: Path | None = No
                 f"clip=False (unclipped): {at['public n, unclipped'] * 1e6:.1f} (public n; analytic ≈ 6.07·b = "
                 f"{6.07e6 / (at_alpha * records):.0f}); {zero_cells} of {cells.size} cells are zero, and clipping "
                 f"raises every zero cell's error from b to b/2 but adds a positive bias that sums over wide "
-                f"intervals; the paper prints {printed.get(at_alpha, (math.nan,))[0]:g}",
+                f"intervals; " + (f"the paper prints {printed[at_alpha][0]:g}" if at_alpha in printed
+                                  else "Table 2 has no value at this α"),
                 *(f"2-D intervals, α = 0.05 ({'clipped' if r.clipped else 'unclipped'}): average "
                   f"{r.value * 1e6:.2f} ×10⁻⁶ (paper 7.0)" for r in grid_2d[grid_2d.statistic == "average"].itertuples()),
                 f"parity: η2 = {parity['eta2']:.4f} (128·b/2 = {parity['expected_eta2']:.4f}; paper 0.0655); learned v = "
@@ -1097,7 +1099,7 @@ def _accuracy_first(x: np.ndarray, targets, trials: int, seed: int) -> pd.DataFr
     workload = IdentityWorkload(x.size)
     rows = []
     for ai, alpha in enumerate(targets):
-        theory = math.sqrt(2) / alpha
+        theory = theory_epsilon(workload, alpha)  # √2/α on the identity workload
         for t in range(trials):
             rng = _trial_rng(seed, 8, ai, t)
             # AT's 'opt' threshold s is ≈ α/4, so the grid must reach well past the theory ε to stop at all
@@ -1166,7 +1168,8 @@ def reproduce_zhao(*, data: str | Path | None = None, data_dir: Path | None = No
     verdicts = (
         Verdict("Lee & Clifton Table 3: posterior β(ω) for ε ∈ {5, 2, 1, 0.5, 0.1, 0.01}", "4-decimal table",
                 f"γ = 2 reproduces every printed value (max gap {table3_gap:.1e})" if len(known)
-                else "no printed ε requested", HOLDS if table3_gap <= 5e-5 else FAILS),
+                else "none of the ε values asked for is printed in Table 3",
+                NOT_REPRODUCIBLE if not len(known) else HOLDS if table3_gap <= 5e-5 else FAILS),
         judge("the upper bound (Eq. 5/7) gives a LARGER ε than needed (\"much larger leakage\")",
               "ε_upper > ε_tight",
               [(label_, float(r.epsilon_tight), float(r.epsilon_upper)) for label_, r in by.iterrows()
@@ -1251,7 +1254,11 @@ def ggs_example_table(values: np.ndarray, scale: float, delta: float = 1.0) -> p
 
 
 def paper_readings(name: str) -> tuple[Reading, ...]:
-    """Claim / literal / corrected for one paper without running its experiment (Xiao's at a small size)."""
+    """Claim / literal / corrected for one paper without running its experiment (Xiao's at a small size).
+
+    >>> paper_readings("wda")[0].corrected
+    '4.9158 (Δ(W2) = 2; > 4: it hurts)'
+    """
     static = {"wda": _wda_readings, "om": _om_readings, "om-times": _om_times_readings, "sreb-gca": _sreb_readings,
               "zhao": _zhao_readings}
     if name in static:
@@ -1263,7 +1270,12 @@ def paper_readings(name: str) -> tuple[Reading, ...]:
 
 
 def lee_clifton_tables(epsilons=tuple(TABLE3)) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Table 3 (posterior at γ = 2, next to the printed values) and ε_upper / ε_tight at ρ = 1/3 (spec §6(e))."""
+    """Table 3 (posterior at γ = 2, next to the printed values) and ε_upper / ε_tight at ρ = 1/3 (spec §6(e)).
+
+    >>> posterior, bounds = lee_clifton_tables((2.0,))
+    >>> posterior.value.round(4).tolist(), round(float(bounds.value.iloc[1]), 7)
+    ([0.6825, 0.1315, 0.1039, 0.0821], 0.4317201)
+    """
     return _lee_clifton(_check_epsilons(epsilons))
 
 
@@ -1357,6 +1369,13 @@ def figures(reproduction: Reproduction) -> list[dict]:
                 part = errors[(errors.dataset == data) & (errors.metric == metric)]
                 out.append(_figure(_traces(part, "x", dash_by="epsilon"), f"{metric} — {data.split(' (')[0]}",
                                    x_title, metric))
+        classes = errors[errors.metric == "MRE by count class"]
+        for data in classes.dataset.unique():  # small → large bins: "no detriment to large bins" is the last group
+            part = classes[classes.dataset == data].assign(label=lambda d: d.bins + ", ε = " + d.epsilon.map("{:g}".format))
+            means = part.groupby(["mechanism", "label"], sort=False).value.mean().reset_index()
+            out.append(_figure([{"type": "bar", "name": m, "x": g.label.tolist(), "y": g.value.tolist()}
+                                for m, g in means.groupby("mechanism", sort=False)],
+                               f"MRE by bin count class — {data.split(' (')[0]}", "true count class, ε", "MRE", bar=True))
         kld = errors[errors.metric.str.startswith("KLD")].assign(
             label=lambda d: d.dataset.str.split(" (", regex=False).str[0] + ", ε = " + d.epsilon.map("{:g}".format))
         means = kld.groupby(["mechanism", "label"], sort=False).value.mean().reset_index()

@@ -13,7 +13,6 @@ from core.mechanisms.om import om_decompose, structure_table
 from core.mechanisms.wda import WDA, division_table, expected_error
 from core.mechanisms.xiao import NOT_DP_LABEL, literal_max_distribution_not_dp, max_query_distribution
 from core.reproduce import (
-    Reproduction,
     data_choices,
     example_workloads,
     figures,
@@ -40,7 +39,7 @@ def reproduction(name: str, seed: int, data: str | None, epsilons: str, trials: 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def readings(name: str):
-    return reading_table(Reproduction(name, "", "", "", "", readings=paper_readings(name)))
+    return reading_table(paper_readings(name))
 
 
 @st.cache_data(max_entries=16, show_spinner="Auditing both variants on the neighbouring pair…")
@@ -52,7 +51,7 @@ def show_readings(name: str) -> None:
     st.markdown("**Claim, literal reading, corrected** — each quantity as the paper prints it, as its text reads "
                 f"literally, and as dplens computes it after the spec's errata (literal readings marked {NOT_DP} "
                 "break differential privacy).")
-    st.dataframe(readings(name), hide_index=True)
+    st.table(readings(name).set_index("quantity"))  # a static table: long cells wrap
 
 
 def show_literal_variants(name: str) -> None:
@@ -71,7 +70,7 @@ def show_literal_variants(name: str) -> None:
             st.session_state[f"papers_audited_{key}"] = True
         if st.session_state.get(f"papers_audited_{key}"):
             table = audit_demo(key, AUDIT_RUNS, int(st.session_state.seed))
-            st.dataframe(table, hide_index=True)
+            st.table(table.set_index("variant"))
             literal, corrected = (table[(table.kind == kind) & (table.how == "audit")].iloc[0]
                                   for kind in ("literal", "corrected"))
             st.error(f"{NOT_DP}: the audit measured a privacy loss ≥ {literal['measured loss ≥']:g} against the "
@@ -99,7 +98,7 @@ def show_reproduction(name: str) -> None:
     st.markdown(f"**The paper claims:** {result.claim}\n\n**We measure:** {result.measure}\n\n**Data:** {result.data}")
     st.markdown("**Verdicts** — one per claim, with the paper's number and ours:")
     verdicts = verdict_table(result)
-    st.dataframe(verdicts, hide_index=True)
+    st.table(verdicts.set_index("claim"))
     if result.not_reproduced:
         st.info(f"Not reproduced: {result.not_reproduced}")
     st.markdown("\n".join(f"- {finding}" for finding in result.findings))

@@ -12,10 +12,10 @@ import pytest
 from core.__main__ import main
 from core.literal import NOT_DP
 from core.reproduce import (
-    DPBENCH_DIR,
     REPRODUCTIONS,
     VERDICTS,
     Verdict,
+    dpbench_dir,
     reading_table,
     reproduce_om,
     reproduce_om_times,
@@ -172,7 +172,7 @@ def test_sreb_labels_small_bins_when_only_zero_bins_exist():
     assert any("count > 20" in v.claim for v in reproduction.verdicts)
 
 
-@pytest.mark.skipif(not (DPBENCH_DIR / "SEARCHLOGS.csv").is_file(), reason="../shared/data/dpbench-1d absent")
+@pytest.mark.skipif(not (dpbench_dir() / "SEARCHLOGS.csv").is_file(), reason="../shared/data/dpbench-1d absent")
 def test_sreb_gca_uses_dpbench_when_present():
     assert "DPBench SEARCHLOGS" in reproduce_sreb_gca(epsilons=(1.0,), trials=1, widths=(1,)).data
 
@@ -197,7 +197,10 @@ def test_cli_passes_data_epsilons_and_trials(name, tmp_path, capsys, monkeypatch
     assert main(["reproduce", name, "--output", str(tmp_path), "--data", "tips-bill", "--epsilons", "1,0.5",
                  "--trials", "2"]) == 0
     assert seen == {"seed": 0, "data": "tips-bill", "epsilons": (1.0, 0.5), "trials": 2}
-    assert "[" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    for verdict in small(name).verdicts:  # the CLI prints a verdict per claim
+        assert verdict.line() in out
+    assert (tmp_path / f"{name}-verdicts.csv").is_file() and (tmp_path / f"{name}-readings.csv").is_file()
 
 
 def test_cli_bad_epsilons_and_data_exit_2(tmp_path, capsys):
@@ -232,3 +235,13 @@ def test_wda_adds_patent_and_income_when_present_and_skips_them_cleanly(tmp_path
     assert "DPBench PATENT" in reproduction.data and "DPBench INCOME skipped" in reproduction.data
     assert set(reproduction.tables["errors"].dataset) == {"DPBench ADULTFRANK", "DPBench PATENT"}
     assert any("DPBench PATENT" in v.claim for v in reproduction.verdicts)
+
+
+def test_cli_reproduce_zhao_on_given_data_for_real(tmp_path, capsys):
+    assert main(["reproduce", "zhao", "--output", str(tmp_path), "--data", "tips-bill", "--epsilons", "2,1",
+                 "--trials", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "data: sample 'tips-bill'" in out and "[HOLDS] Lee & Clifton Table 3" in out
+    assert "[NOT REPRODUCIBLE] Twitter regression" in out
+    table3 = pd.read_csv(tmp_path / "zhao-table3.csv")
+    assert sorted(set(table3.epsilon)) == [1.0, 2.0]

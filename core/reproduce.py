@@ -25,6 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from core.datasets import SAMPLE_DATASETS, load_histogram
+from core.domain import Histogram
 from core.gradual import accuracy_first, doubling_search, next_release, noise_reduction, theory_epsilon
 from core.literal import labelled, wda_synthetic_workload
 from core.mechanisms import MECHANISMS
@@ -162,13 +163,19 @@ def reading_table(source: Reproduction | Sequence[Reading]) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- data
-def load_data(data: str | Path, data_dir: Path | None = None, *, dimensions: int = 1) -> tuple[np.ndarray, str]:
-    """Counts and a description from a DPBench name (e.g. ``PATENT``), a file path or a bundled sample name.
+def load_data(data, data_dir: Path | None = None, *, dimensions: int = 1) -> tuple[np.ndarray, str]:
+    """Counts and a description from a DPBench name (e.g. ``PATENT``), a file path, a bundled sample name or
+    a ``Histogram`` (e.g. the app session's dataset).
 
     >>> counts, label = load_data("tips-bill")
     >>> counts.size, label
     (51, "sample 'tips-bill'")
     """
+    if isinstance(data, Histogram):
+        if data.counts.ndim != dimensions:
+            raise ValueError(f"dataset {data.name!r} is {data.counts.ndim}-D; this experiment needs a "
+                             f"{dimensions}-D histogram")
+        return np.asarray(data.counts, dtype=float), f"dataset '{data.name}'"
     text = str(data)
     dpbench = Path(data_dir or dpbench_dir()) / f"{Path(text).stem.upper()}.csv"
     if text in SAMPLE_DATASETS:
@@ -1352,7 +1359,7 @@ def parse_epsilons(text: str) -> tuple[float, ...]:
     return _check_epsilons(values, "--epsilons")
 
 
-def run_reproduction(name: str, *, data: str | None = None, epsilons: str | tuple | None = None,
+def run_reproduction(name: str, *, data: str | Histogram | None = None, epsilons: str | tuple | None = None,
                      trials: int | None = None, seed: int = 0) -> Reproduction:
     """Run one reproduction with the options the CLI and the page share (only those given are passed)."""
     if name not in REPRODUCTIONS:

@@ -1,12 +1,16 @@
-"""Reproductions of the papers' headline experiments (spec §2f, §3f, §4f, §5.3) as tidy DataFrames.
+"""Reproductions of the papers' headline experiments (spec §2f, §3f, §4f, §5.3, §6–§8) as tidy DataFrames.
 
 Each ``reproduce_*`` function is pure (seeded, no files written) and returns a ``Reproduction``: the
-paper's claim, what we measure, findings computed from the numbers, and tidy tables. ``figures``
-gives plotly figure specs as plain dicts (core never imports plotly), and ``write`` saves CSV + one
-self-contained HTML page. ``python -m core reproduce wda|om|sreb-gca|xiao --output DIR`` runs them.
+paper's claim, what we measure, a ``Verdict`` per claim (holds / holds only … / fails / not
+reproducible, with the paper's number and ours; ``judge`` builds one from cases), the claim / literal
+reading / corrected value side by side (``Reading``), findings computed from the numbers, and tidy
+tables. ``figures`` gives plotly figure specs as plain dicts (core never imports plotly), and ``write``
+saves CSV (tables, verdicts, readings) + one self-contained HTML page.
+``python -m core reproduce wda|om|sreb-gca|xiao|zhao --output DIR [--data D] [--epsilons E] [--trials T]``
+runs them.
 
-DPBench histograms are read from ``../shared/data/dpbench-1d`` when present; otherwise a bundled
-sample stands in, and the reproduction says which data it used.
+DPBench histograms are read from ``../shared/data/dpbench-1d`` (or ``$DPLENS_DPBENCH_DIR``) when
+present; otherwise a bundled sample stands in, and the reproduction says which data it used.
 """
 
 from __future__ import annotations

@@ -96,7 +96,8 @@ def cmd_release(args: argparse.Namespace) -> int:
     release = mechanism.run(histogram.counts, workload, epsilon, rng)
     export_id = new_export_id()
     ledger = store.spend(fingerprint, f"release: {release.mechanism}", Budget(epsilon), mechanism=release.mechanism,
-                         workload=args.workload, export_id=export_id, name=histogram.name)
+                         workload=args.workload, export_id=export_id, name=histogram.name,
+                         note=f"noise path: secure ({noise_sampler(rng)}); command line")
     labels = histogram.bin_labels() if release.estimate is not None else None
     if output.suffix.lower() == ".json":
         output.write_text(release_to_json(release, workload=args.workload, noise_path="secure",

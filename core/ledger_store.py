@@ -130,7 +130,7 @@ class LedgerStore:
 
     def spend(self, fingerprint: str, label: str, cost: Budget, *, mechanism: str, workload: str | None = None,
               export_id: str | None = None, rho: float | None = None, workspace: str | None = None,
-              name: str = "", default_total: Budget = DEFAULT_TOTAL) -> Ledger:
+              name: str = "", note: str | None = None, default_total: Budget = DEFAULT_TOTAL) -> Ledger:
         """Charge ``cost`` atomically (check and insert in one ``BEGIN IMMEDIATE`` transaction).
 
         The first spend on an unrecorded dataset records ``default_total`` first. ``rho`` (zCDP) is
@@ -149,9 +149,10 @@ class LedgerStore:
                 epoch = self._record_total(conn, fingerprint, ledger.total, None, kind="total", name=name,
                                            workspace=workspace, note="default total, recorded at the first spend")
             conn.execute("INSERT INTO events (fingerprint, epoch, kind, label, mechanism, epsilon, delta, rho, "
-                         "workload, export_id, workspace, time) VALUES (?, ?, 'spend', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         "workload, export_id, workspace, note, time) "
+                         "VALUES (?, ?, 'spend', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (fingerprint, epoch, label, mechanism, cost.epsilon, cost.delta, rho, workload, export_id,
-                          workspace, _now()))
+                          workspace, note, _now()))
         return after
 
     def reset(self, fingerprint: str, total: Budget, *, reason: str, workspace: str | None = None) -> Ledger:

@@ -8,7 +8,8 @@ ui.init_state()
 st.title("Data")
 ui.show_flash()
 with ui.guard():
-    st.caption("Choose a dataset in the sidebar, or upload your own below. Everything stays in this session.")
+    st.caption("Choose a dataset in the sidebar, or upload your own below. Uploads stay on this server, in "
+               "this workspace (the `?ws=` id in the URL brings them back after a reload; README: the ledger).")
     with st.expander("Upload a histogram", expanded=False):
         st.markdown(
             "- **CSV** with a `count` column (optional label column), or `row,col,count` for 2-D, "

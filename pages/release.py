@@ -51,7 +51,8 @@ def spend_and_release() -> None:
         return
     exploring = noise_path == "exploration"
     export_id = None if exploring else new_export_id()  # a simulation is never exported
-    if not ui.charge(label, epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id):
+    if not ui.charge(label, epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
+                     note=f"noise path: {noise_path}" + (f" ({SIMULATION_LABEL})" if exploring else "")):
         return
     entry = history_entry(
         release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),
@@ -109,7 +110,7 @@ with ui.guard():
             st.warning(f"Slow: {cost_warning}. The page waits for it.")
     with right:
         st.number_input("Epsilon for this release", min_value=0.001, max_value=100.0, step=0.1,
-                        key="release_epsilon", help="Charged to the session budget on click.")
+                        key="release_epsilon", help="Charged to this dataset's ledger on click.")
         st.radio("Noise", list(NOISE_PATHS), key="release_noise_path", horizontal=True,
                  help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_PATHS.items())
                       + f". Exploration results are a {SIMULATION_LABEL}: shown here, never exported.")

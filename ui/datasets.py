@@ -10,7 +10,7 @@ import streamlit as st
 
 from core.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
 from core.domain import Histogram
-from core.fingerprint import dataset_fingerprint
+from core.fingerprint import dataset_fingerprint, records_fingerprint
 from core.transform import coarsen, rescale
 from ui.state import init_state
 
@@ -68,12 +68,18 @@ def ledger_key() -> str:
 
 def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: int | None = None,
                edges=None) -> Histogram:
-    """Parse an upload (raw records when ``column`` is given), keep it in the session and select it."""
+    """Parse an upload (raw records when ``column`` is given), keep it in the session and select it.
+
+    Every histogram binned from one records file charges that file's ledger (``records_fingerprint``),
+    so rebinning the same people never opens a fresh budget.
+    """
     if column:
         hist = histogram_from_records(data, column, bins=bins, edges=edges, name=Path(filename).stem)
     else:
         hist = load_histogram(data, filename=filename)
     key = f"upload:{hashlib.sha1(data).hexdigest()[:12]}:{column or ''}:{bins or ''}:{edges or ''}"
+    if column:
+        st.session_state.ledger_parents[key] = records_fingerprint(data)
     st.session_state.uploads[key] = hist
     st.session_state.dataset_key = key
     return hist

@@ -42,7 +42,7 @@ def set_total(epsilon: float) -> bool:
 
 
 def charge(label: str, epsilon: float, *, mechanism: str | None = None, workload: str | None = None,
-           export_id: str | None = None) -> bool:
+           export_id: str | None = None, note: str | None = None) -> bool:
     """Spend ``epsilon`` on the dataset's ledger (only from a button callback). False + flash error when refused.
 
     One ``BEGIN IMMEDIATE`` transaction checks and records the spend, so two tabs (or the CLI)
@@ -53,7 +53,7 @@ def charge(label: str, epsilon: float, *, mechanism: str | None = None, workload
         st.session_state.ledger = LedgerStore().spend(
             ledger_key(), label, Budget(float(epsilon)), mechanism=mechanism or label.rpartition(": ")[2],
             workload=workload, export_id=export_id, workspace=st.session_state.get("workspace_id"),
-            name=histogram().name)
+            name=histogram().name, note=note)
     except (BudgetExceededError, ValueError) as err:
         ledger()
         st.session_state.flash_error = str(err)

@@ -12,7 +12,8 @@ import json
 
 import streamlit as st
 
-from core.config import build_recipe
+from core.config import build_recipe, check_recipe
+from core.mechanisms import MECHANISMS
 from core.workspace_store import (
     WorkspaceStore,
     is_workspace_id,
@@ -29,24 +30,29 @@ _PLAIN_KEYS = ("dataset_key", "seed", "workload_spec", "release_counter", "relea
 
 
 def _state() -> dict:
+    """The working set, with the releases by number only (their records are added when saving)."""
     ss = st.session_state
     uploads = {}
     for key, hist in ss.uploads.items():
         if key not in ss.workspace_datasets:  # each upload's counts are stored once
             ss.workspace_datasets[key] = WorkspaceStore().put_dataset(hist)
         uploads[key] = ss.workspace_datasets[key]
-    outputs = ss.workspace_release_docs  # releases never change: serialise each once
-    for number, output in ss.release_outputs.items():
-        if number not in outputs:
-            outputs[number] = {"release": release_to_dict(output["release"]),
-                               "settings": {k: str(v) for k, v in output["settings"].items()},
-                               "seconds": float(output["seconds"])}
     spec = ss.workload_spec
     recipe = ss.custom_recipes.get(spec) if spec and spec.startswith("custom:") else None
-    return {"uploads": uploads, "releases": ss.releases,
-            "release_outputs": {str(n): outputs[n] for n in ss.release_outputs},
+    return {"uploads": uploads, "releases": ss.releases, "release_numbers": sorted(ss.release_outputs),
             "custom_recipe": recipe if isinstance(recipe, dict) else None,
             **{key: ss[key] for key in _PLAIN_KEYS if key in ss}}
+
+
+def _release_records() -> dict[str, dict]:
+    """Each release's stored record; releases never change, so each is serialised once per session."""
+    ss, records = st.session_state, st.session_state.workspace_release_docs
+    for number, output in ss.release_outputs.items():
+        if number not in records:
+            records[number] = {"release": release_to_dict(output["release"]),
+                               "settings": {k: str(v) for k, v in output["settings"].items()},
+                               "seconds": float(output["seconds"])}
+    return {str(n): records[n] for n in ss.release_outputs}
 
 
 def save_workspace() -> None:
@@ -55,10 +61,11 @@ def save_workspace() -> None:
     if "workspace_id" not in ss:
         return
     try:
-        text = json.dumps(_state(), sort_keys=True, allow_nan=False, default=str)
-        if text != ss.get("workspace_saved"):
-            WorkspaceStore().save(ss.workspace_id, json.loads(text))
-            ss.workspace_saved = text
+        state = _state()
+        signature = json.dumps(state, sort_keys=True, allow_nan=False, default=str)  # cheap: no released values
+        if signature != ss.get("workspace_saved"):
+            WorkspaceStore().save(ss.workspace_id, {**json.loads(signature), "release_outputs": _release_records()})
+            ss.workspace_saved = signature
     except (ValueError, TypeError) as err:  # a store problem must not break the page
         ss.flash_error = f"Workspace not saved: {str(err).splitlines()[0]}"
 
@@ -73,6 +80,11 @@ def _restore(state: dict) -> None:
     for key in _PLAIN_KEYS:
         if key in state:
             ss[key] = state[key]
+    # Widget values must be among today's options (a mechanism may have been renamed since).
+    if "compare_mechanisms" in state:
+        ss.compare_mechanisms = [m for m in state["compare_mechanisms"] if m in MECHANISMS]
+    if "release_mechanism" in state and state["release_mechanism"] not in MECHANISMS:
+        ss.pop("release_mechanism", None)
     ss.releases = list(state.get("releases", []))
     for number, output in state.get("release_outputs", {}).items():
         ss.release_outputs[int(number)] = {**output, "release": release_from_dict(output["release"])}
@@ -80,7 +92,7 @@ def _restore(state: dict) -> None:
     spec, recipe = ss.workload_spec, state.get("custom_recipe")
     if spec and spec.startswith("custom:"):
         try:
-            ss.custom_workloads[spec] = build_recipe(recipe, histogram().domain.shape)
+            ss.custom_workloads[spec] = build_recipe(check_recipe(recipe), histogram().domain.shape)
             ss.custom_recipes[spec] = recipe
         except (TypeError, ValueError, KeyError, StopIteration, AttributeError):
             ss.workload_spec = None  # the dataset's default workload

@@ -134,7 +134,7 @@ def _mwem(mechanism, workload: Workload) -> Cost:
     rounds, updates = int(mechanism.rounds), int(mechanism.update_rounds)
     per_round = 3 * matvec_elements(workload) + 4 * m + 6 * n
     atoms = min(n, 2 * rounds + 1) if isinstance(workload, Ranges | Prefix | AllRange | Identity | Total) else n
-    seconds = SECONDS_PER_ELEMENT * (rounds * per_round + 2 * rounds * updates * atoms)
+    seconds = SECONDS_PER_ELEMENT * (rounds * per_round + 0.2 * rounds * updates * atoms)  # compiled updates
     return Cost(OVERHEAD_SECONDS * rounds + seconds, 8.0 * (8 * n + 4 * m + rounds * n),
                 f"rounds={rounds} × update_rounds={updates} over {n:,} cells and {m:,} queries")
 
@@ -143,7 +143,8 @@ def _greedy(mechanism, workload: Workload) -> Cost:
     m, n = workload.shape
     granularity, branching = int(mechanism.granularity), int(mechanism.branching)
     units = min(n, 4096)
-    tree = SECONDS_PER_ELEMENT * 20 * units * granularity + SECONDS_PER_ELEMENT * 30 * (n + matvec_elements(workload))
+    tree = SECONDS_PER_ELEMENT * (20 * units * granularity + 30 * (n + matvec_elements(workload))
+                                  + 40 * n * math.log2(max(n, 2)))  # DAWA's partition and the tree's layout
     memory = 8.0 * (4 * units * granularity / branching + 64 * n + 3 * m)
     if type(mechanism).__name__ == "GreedyH":
         memory += 8.0 * units * units  # the unit × unit Gram (dense, MAX_UNITS = 4096)
@@ -225,9 +226,11 @@ def sweep_seconds(mechanisms, workload: Workload, epsilons: int, trials: int) ->
     return sum(estimate_cost(m, workload).seconds for m in mechanisms) * epsilons * trials
 
 
-def affordable_trials(mechanisms, workload: Workload, epsilons: int, *, seconds: float = 30.0,
+def affordable_trials(mechanisms, workload: Workload, epsilons: int, *, seconds: float = 20.0,
                       most: int = 20, least: int = 2) -> int:
-    """The most trials (between ``least`` and ``most``) whose estimated sweep fits in ``seconds``.
+    """The most trials (between ``least`` and ``most``) whose estimated runs fit in ``seconds``.
+
+    20 s of runs leaves room, within a 30 s sweep, for the analytic errors computed once per workload.
 
     A default for the Compare page: 20 trials on a 4096-bin histogram, fewer on a 256 × 256 grid.
     """

@@ -40,7 +40,7 @@ with ui.guard():
     hist, workload = ui.histogram(), ui.workload()
     st.caption(f"Dataset **{hist.name}** ({hist.domain.size:,} cells, {hist.total:,.0f} records) · workload "
                f"`{ui.workload_spec()}` ({workload.shape[0]:,} queries). Exploration only: nothing here spends budget.")
-    # default trials: as many (≤ 20) as keep the default sweep's estimate (core.cost) within 30 s on this input
+    # default trials: as many (≤ 20) as keep the default sweep's estimated runs (core.cost) within 20 s here
     st.session_state.setdefault("compare_trials", affordable_trials(
         [MECHANISMS[m] for m in DEFAULT_MECHANISMS if m in MECHANISMS], workload, epsilons=10))
     with st.form("compare_form"):

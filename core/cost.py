@@ -184,7 +184,7 @@ def _om(mechanism, workload: Workload) -> Cost:
         return Cost(OVERHEAD_SECONDS + SECONDS_PER_ELEMENT * (20 * (n + matvec_elements(workload)) + 10 * mixing),
                     8.0 * (8 * n + 4 * mixing), f"the workload's {m:,} interval queries over {n:,} cells")
     return Cost(OVERHEAD_SECONDS + 2e-10 * m * n * min(m, n), 8.0 * 3 * m * n,
-                f"a dense factorisation of {m:,} queries × {n:,} cells")
+                f"the workload ({m:,} queries × {n:,} cells, which OM factorises densely)")
 
 
 def _sorting(mechanism, workload: Workload) -> Cost:

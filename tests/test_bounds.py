@@ -243,3 +243,34 @@ def _response(tree, noise):
     bounds = np.cumsum([0, *sizes])
     blocks = [noise[a:b] if m else None for a, b, m in zip(bounds[:-1], bounds[1:], tree.measured, strict=True)]
     return tree.least_squares(blocks, tree.shape[0] * tree.shape[1])
+
+
+# ----------------------------------------------------------------------------- item 6 in the app
+def test_compare_page_notes_mechanisms_left_out_over_the_limit(monkeypatch):
+    import ui.sweeps
+    from core.cost import RunLimits
+    from tests.test_app import open_page
+
+    monkeypatch.setattr(ui.sweeps, "RunLimits", lambda: RunLimits(max_seconds=1.0))  # mm-opt: ~6 s estimated
+    at = open_page("pages/compare.py")
+    at.multiselect(key="compare_mechanisms").set_value(["identity", "mm-opt"])
+    at.slider(key="compare_trials").set_value(2)
+    at.slider(key="compare_points").set_value(2)
+    at.button[0].click().run()
+    assert not at.exception
+    notes = [w.value for w in at.warning]
+    assert any(n.startswith("mm-opt left out: one run is estimated at") and "reduce p=" in n for n in notes), notes
+    assert set(at.dataframe[-1].value["mechanism"]) == {"identity", "uniform"}
+
+
+def test_release_page_refuses_a_run_over_the_limit_naming_the_setting():
+    from tests.test_app import open_page
+
+    at = open_page("pages/release.py")
+    at.selectbox(key="release_mechanism").set_value("mm-opt").run()
+    at.text_input(key="release_mm-opt_p").set_value("512").run()
+    assert any("reduce p=512" in e.value for e in at.error), [e.value for e in at.error]
+    spent = at.session_state.ledger.spent.epsilon
+    at.button(key="release_spend").click().run()
+    assert at.session_state.ledger.spent.epsilon == spent  # nothing run, nothing charged
+    assert any("mm-opt not run" in e.value and "reduce p=512" in e.value for e in at.error)

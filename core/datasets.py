@@ -326,7 +326,7 @@ def _header(text: str, delimiter: str) -> list[str]:
 
 def _fast_numbers(text: str, delimiter: str, cells: int) -> np.ndarray | None:
     """Every cell of a header-less table of plain numbers as floats (one C-speed pass), else None."""
-    if '"' in text:
+    if '"' in text or "_" in text or not text.isascii():  # Python's float() takes 1_000 and ١٢; pandas does not
         return None
     try:
         values = np.array(text.replace("\r", "\n").replace("\n", delimiter).split(delimiter), dtype=object)

@@ -191,6 +191,17 @@ def test_rank_below_rank_of_w_and_too_many_cells_are_refused():
         LRM().factorisation(Prefix(2048))
 
 
+def test_cost_estimate_is_the_optimisation_and_a_refused_workload_costs_nothing():
+    from core.cost import estimate_cost
+
+    small, large = estimate_cost(LRM(), Prefix(256)), estimate_cost(LRM(), Prefix(1024))
+    assert 0 < small.seconds < large.seconds < 600 and "cubic in n" in large.driver
+    refused = estimate_cost(LRM(), Prefix(2048))
+    assert refused.seconds < 0.01 and "refuses" in refused.driver
+    with pytest.raises(ValueError, match="floating-point operations"):
+        LRM().run(np.ones(2048), Prefix(2048), 1.0, np.random.default_rng(0))
+
+
 def test_configure_from_strings_and_cost_is_cubic_in_n():
     assert configure(MECHANISMS["lrm"], {"rank_ratio": "1.5", "gamma": "0"}) == LRM(rank_ratio=1.5)
     assert LRM().estimated_flops(Prefix(512)) / LRM().estimated_flops(Prefix(256)) > 6

@@ -194,7 +194,7 @@ def test_rank_below_rank_of_w_and_too_many_cells_are_refused():
 def test_cost_estimate_is_the_optimisation_and_a_refused_workload_costs_nothing():
     from core.cost import estimate_cost
 
-    small, large = estimate_cost(LRM(), Prefix(256)), estimate_cost(LRM(), Prefix(1024))
+    small, large = estimate_cost(LRM(), Prefix(256)), estimate_cost(LRM(), Prefix(512))
     assert 0 < small.seconds < large.seconds < 600 and "cubic in n" in large.driver
     refused = estimate_cost(LRM(), Prefix(2048))
     assert refused.seconds < 0.01 and "refuses" in refused.driver

@@ -134,6 +134,22 @@ def test_relaxed_gamma_keeps_the_residual_within_gamma_and_states_no_analytic_er
     assert release.privacy_loss <= 1.0 + 1e-12 and release.params["gamma"] == 0.5
 
 
+@pytest.mark.statistical
+def test_relaxed_error_is_variance_plus_bias_with_power(rng):
+    workload, epsilon = random_range(64, 20, seed=5), 2.0
+    relaxed = LRM(gamma=0.5)
+    x = np.arange(64.0) * 3
+    truth = workload.matvec(x)
+    mses = np.array([np.mean((relaxed.run(x, workload, epsilon, rng).answers - truth) ** 2) for _ in range(3000)])
+    expected = relaxed.expected_mse_on(x, workload, epsilon)
+    f = relaxed.factorisation(workload)
+    assert f.bias_squared(x) > 0.2 * f.expected_total_mse(epsilon)  # the bias matters at this size
+    standard_error = mses.std(ddof=1) / math.sqrt(mses.size)
+    assert abs(mses.mean() - expected) < 4 * standard_error
+    variance_only = f.expected_total_mse(epsilon) / workload.shape[0]
+    assert abs(mses.mean() - variance_only) > 4 * standard_error  # leaving out the bias would be caught
+
+
 def test_unconverged_optimiser_says_so_and_stays_exact():
     workload = random_range(64, 20, seed=6)
     f = LRM(iterations=2).factorisation(workload)

@@ -503,6 +503,15 @@ class LRM:
         return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate if full_rank else None, params,
                        {"factorisation": f.note})
 
+    def expected_mse_on(self, x: np.ndarray, workload: Workload, epsilon: float) -> float:
+        """Per-query MSE on data x, for any γ: (2·tr(BᵀB)·Δ₁(L)²/ε² + ‖(W − BL)x‖²)/m (variance plus bias).
+
+        Reads the data, so it is for evaluation (tests, reproductions), never for a release.
+        """
+        x, epsilon = check_inputs(x, workload, epsilon)
+        f = self.factorisation(workload)
+        return (f.expected_total_mse(epsilon) + f.bias_squared(x)) / workload.shape[0]
+
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         """Per-query 2·tr(BᵀB)·Δ₁(L)²/(m ε²); None when γ > 0 left W ≠ BL (the bias depends on the data)."""
         epsilon = check_epsilon(epsilon)

@@ -500,8 +500,10 @@ class LRM:
                   "trace_btb": f.trace, "residual": f.residual, "gamma": self.gamma, "iterations": f.iterations,
                   "converged": f.converged, "note": f.note}
         full_rank = f.rank == workload.shape[1]  # x̂ estimates x only when W has full column rank
+        summary = [{"rank(W)": f.rank, "rows of L (r)": f.strategy.shape[0], "Δ₁(L)": f.sensitivity,
+                    "tr(BᵀB)": f.trace, "‖W − BL‖_F": f.residual, "optimiser": f.note}]
         return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate if full_rank else None, params,
-                       {"factorisation": f.note})
+                       {"factorisation": summary, "strategy_L": f.strategy})
 
     def expected_mse_on(self, x: np.ndarray, workload: Workload, epsilon: float) -> float:
         """Per-query MSE on data x, for any γ: (2·tr(BᵀB)·Δ₁(L)²/ε² + ‖(W − BL)x‖²)/m (variance plus bias).

@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
+from core.domain import Histogram
 from core.literal import DEMOS, NOT_DP, labelled, run_demo
 from core.mechanisms.lrm import LRM
 from core.mechanisms.om import om_decompose, structure_table
@@ -29,11 +30,13 @@ GGS_EXAMPLE = np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000])  # spec §4(e)
 CURRENT = "current workload (Workloads page)"
 SHOW_MATRICES = 400  # entries of W up to which W, W̃ and B are shown in full
 PAPER_DATA = "the paper's data (default)"
+SESSION_DATA = "the current dataset (Data page)"
 AUDIT_RUNS = 2000  # per side: enough for every literal variant to exceed ε (tests/test_literal.py), ~1–5 s
 
 
-@st.cache_data(max_entries=8, show_spinner="Running the reproduction (a few seconds to a minute)…")
-def reproduction(name: str, seed: int, data: str | None, epsilons: str, trials: int | None):
+@st.cache_data(max_entries=8, show_spinner="Running the reproduction (a few seconds to a minute)…",
+               hash_funcs={Histogram: lambda h: (h.name, h.counts.tobytes(), h.counts.shape)})
+def reproduction(name: str, seed: int, data, epsilons: str, trials: int | None):
     return run_reproduction(name, data=data, epsilons=epsilons or None, trials=trials, seed=seed)
 
 
@@ -82,8 +85,9 @@ def show_literal_variants(name: str) -> None:
 def show_reproduction(name: str) -> None:
     st.subheader("Reproduction")
     left, middle, right = st.columns(3)
-    choice = left.selectbox("Data", [PAPER_DATA, *data_choices()], key=f"papers_data_{name}",
-                            help="A bundled sample or a DPBench histogram (python -m core reproduce --data).")
+    choice = left.selectbox("Data", [PAPER_DATA, SESSION_DATA, *data_choices()], key=f"papers_data_{name}",
+                            help="The dataset chosen or uploaded on the Data page, a bundled sample or a DPBench "
+                                 "histogram (python -m core reproduce --data FILE|NAME).")
     epsilons = middle.text_input("ε values (comma-separated; empty = the paper's)", "", key=f"papers_eps_{name}",
                                  help="α for Xiao et al.; Table 3's ε for Zhao.")
     trials = right.number_input("Trials (0 = the default)", 0, 200, 0, key=f"papers_trials_{name}")
@@ -93,8 +97,8 @@ def show_reproduction(name: str) -> None:
         st.caption(f"Same as `python -m core reproduce {name} --output DIR [--data D] [--epsilons E] [--trials T]` "
                    "(CSV + HTML).")
         return
-    result = reproduction(name, int(st.session_state.seed), None if choice == PAPER_DATA else choice,
-                          epsilons.strip(), int(trials) or None)
+    data = None if choice == PAPER_DATA else ui.histogram() if choice == SESSION_DATA else choice
+    result = reproduction(name, int(st.session_state.seed), data, epsilons.strip(), int(trials) or None)
     st.markdown(f"**The paper claims:** {result.claim}\n\n**We measure:** {result.measure}\n\n**Data:** {result.data}")
     st.markdown("**Verdicts** — one per claim, with the paper's number and ours:")
     verdicts = verdict_table(result)

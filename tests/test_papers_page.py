@@ -96,6 +96,18 @@ def test_structure_of_the_sessions_workload():
     assert any(m.label == "Average L1 error per query × ε" for m in at.metric)
 
 
+def test_a_reproduction_runs_on_the_sessions_dataset():
+    at = open_page()
+    at.selectbox(key="papers_data_sreb-gca").set_value("the current dataset (Data page)")
+    at.text_input(key="papers_eps_sreb-gca").set_value("1")
+    at.number_input(key="papers_trials_sreb-gca").set_value(1)
+    at.button(key="papers_run_sreb-gca").click().run()
+    assert not at.exception
+    assert any("Data:** dataset 'smooth'" in m.value for m in at.markdown)
+    verdicts = next(t.value for t in at.table if list(t.value.columns) == ["paper", "dplens", "verdict"])
+    assert len(verdicts) >= 3
+
+
 def test_om_times_reproduction_runs_on_the_om_tab(monkeypatch):
     # the full timing sweep is ~2 min of CPU: the page's wiring, at a small size
     monkeypatch.setitem(REPRODUCTIONS, "om-times", lambda **options: reproduce_om_times(

@@ -1,7 +1,7 @@
 """mm-opt (HDMM's OPT0 p-Identity strategy) against HDMM's own figures, and beyond 8192 cells.
 
 Run: .venv/bin/python bench/bench_mmopt.py [--sizes 256,512,1024,2048,8192,16384] [--p auto|n/16|64,...]
-     [--workloads all-range,prefix] [--restarts 2]
+     [--workloads all-range,prefix] [--restarts R] [--iterations I]
 
 Per-query RMSE at ε = √2 (pure DP, Laplace; = √(tr(WᵀW (AᵀA)⁻¹)/m) with Δ_A = 1) from the exact
 expected error, and the optimisation's wall and CPU seconds (one cold optimisation per row, single BLAS
@@ -37,15 +37,20 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--sizes", default="256,512,1024,2048,8192,16384")
     parser.add_argument("--p", default="auto")
     parser.add_argument("--workloads", default="all-range,prefix")
-    parser.add_argument("--restarts", type=int, default=2)
+    parser.add_argument("--restarts", type=int, default=None, help="default: the mechanism's own")
+    parser.add_argument("--iterations", type=int, default=None, help="L-BFGS-B iterations per start "
+                        "(default: matrix.MAX_ITERATIONS)")
     args = parser.parse_args(argv)
+    if args.iterations:
+        matrix.MAX_ITERATIONS = args.iterations
     print(f"{'workload':10s} {'n':>6s} {'p':>5s} {'RMSE':>8s} {'HDMM':>7s} {'ratio':>7s} {'wall s':>8s} {'CPU s':>8s}"
           f" {'HDMM s':>7s}")
     for name in args.workloads.split(","):
         for n in (int(s) for s in args.sizes.split(",")):
             for p_text in args.p.split(","):
                 p = "auto" if p_text == "auto" else max(1, n // 16) if p_text == "n/16" else int(p_text)
-                mechanism = MatrixMechanism(p=p, restarts=args.restarts)
+                mechanism = MatrixMechanism(p=p) if args.restarts is None else MatrixMechanism(
+                    p=p, restarts=args.restarts)
                 workload = BUILD[name](n)
                 matrix._STRATEGIES.clear()
                 wall, cpu = time.perf_counter(), time.process_time()

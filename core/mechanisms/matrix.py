@@ -29,7 +29,7 @@ from core.mechanisms.gram import gram_apply, remember
 from core.mechanisms.greedy_h import workload_key
 from core.workloads import Workload
 
-MAX_CELLS = 8192  # largest domain mm-opt optimises for (seconds at this size; see bench/bench_standard.py)
+MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(p²n) per iteration; bench_mmopt.py)
 MAX_ITERATIONS = 200  # L-BFGS-B iterations per start: the objective flattens well before (bench/)
 MAX_P = 64        # rows of Θ for p="auto": n/16 as in HDMM, at most 64 …
 LARGE_CELLS = 2048  # … and 32 above this many cells, to keep an iteration O(32²·n) (bench/bench_standard.py)

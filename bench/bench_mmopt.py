@@ -39,10 +39,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--workloads", default="all-range,prefix")
     parser.add_argument("--restarts", type=int, default=None, help="default: the mechanism's own")
     parser.add_argument("--iterations", type=int, default=None, help="L-BFGS-B iterations per start "
-                        "(default: matrix.MAX_ITERATIONS)")
+                        "(default: matrix.MAX_ITERATIONS up to 2048 cells, LARGE_ITERATIONS above)")
     args = parser.parse_args(argv)
     if args.iterations:
-        matrix.MAX_ITERATIONS = args.iterations
+        matrix.MAX_ITERATIONS = matrix.LARGE_ITERATIONS = args.iterations
     print(f"{'workload':10s} {'n':>6s} {'p':>5s} {'RMSE':>8s} {'HDMM':>7s} {'ratio':>7s} {'wall s':>8s} {'CPU s':>8s}"
           f" {'HDMM s':>7s}")
     for name in args.workloads.split(","):

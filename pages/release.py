@@ -110,7 +110,7 @@ with ui.guard():
             st.warning(f"Slow: {cost_warning}. The page waits for it.")
     with right:
         st.number_input("Epsilon for this release", min_value=0.001, max_value=100.0, step=0.1,
-                        key="release_epsilon", help="Charged to the session budget on click.")
+                        key="release_epsilon", help="Charged to this dataset's ledger on click.")
         st.radio("Noise", list(NOISE_PATHS), key="release_noise_path", horizontal=True,
                  help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_PATHS.items())
                       + f". Exploration results are a {SIMULATION_LABEL}: shown here, never exported.")

@@ -154,11 +154,15 @@ def _greedy(mechanism, workload: Workload) -> Cost:
 
 
 def _matrix(mechanism, workload: Workload) -> Cost:
+    from core.mechanisms.matrix import LARGE_CELLS, LARGE_ITERATIONS, LARGE_P, MAX_ITERATIONS, MAX_P
+
     n = workload.shape[1]
-    p = min(64 if n <= 2048 else 32, max(1, n // 16)) if mechanism.p == "auto" else int(mechanism.p)
+    cap = MAX_P if n <= LARGE_CELLS else LARGE_P
+    p = min(cap, max(1, n // 16)) if mechanism.p == "auto" else int(mechanism.p)
     restarts = int(mechanism.restarts)
-    # L-BFGS-B over p·n variables, up to 200 iterations of O(p²·n): 6.5 s for n = 4096, p = 32, 2 starts
-    seconds = 6.5 * (restarts / 2) * (p * n / 131_072) * (p / 32)
+    iterations = MAX_ITERATIONS if n <= LARGE_CELLS else LARGE_ITERATIONS
+    # L-BFGS-B over p·n variables, iterations of O(p²·n): 6.5 s for n = 4096, p = 32, 2 starts, 200 iterations
+    seconds = 6.5 * (restarts / 2) * (p * n / 131_072) * (p / 32) * (iterations / 200)
     return Cost(OVERHEAD_SECONDS + seconds, 8.0 * p * n * 40 + 8.0 * 4 * n,
                 f"p={p} × restarts={restarts} over {n:,} cells (mm-opt optimises a p × n strategy)")
 

@@ -69,7 +69,84 @@ def _record_budget(store: LedgerStore, fingerprint: str, budget: float | None, n
     store.set_total(fingerprint, Budget(budget), name=name)
 
 
+TABLE_MECHANISMS = ("mst", "residual-planner", "identity")
+TABLE_TOTAL_DELTA = 1e-5  # total delta recorded with --budget for a table: ten releases at the default delta 1e-6
+
+
+def cmd_release_table(args: argparse.Namespace) -> int:
+    """``release --domain``/``--rho``: a table of records; MST writes synthetic records, the others marginals."""
+    import json
+    import math
+
+    from core.residual_planner import measure, plan_residuals
+    from core.tables import (MST, identity_marginals, load_table, marginals_to_csv, parse_marginal_workload,
+                             records_to_csv, zcdp_to_approx)
+
+    if args.rho is None:
+        raise CliError("a table release (--domain) takes --rho (zCDP budget), not --epsilon")
+    rho = _floats(args.rho, "--rho")
+    if len(rho) != 1 or not 0 < rho[0] <= 1000:
+        raise CliError(f"--rho takes one number in (0, 1000], got {args.rho!r}")
+    rho = rho[0]
+    if args.mechanism not in TABLE_MECHANISMS:
+        raise CliError(f"--mechanism {args.mechanism!r} is not a table mechanism; one of: {', '.join(TABLE_MECHANISMS)}")
+    output = Path(args.output)
+    if output.suffix.lower() != ".csv":
+        raise CliError(f"--output must end in .csv for a table release, got {args.output!r}")
+    table = load_table(args.input, args.domain)
+    for note in table.notes:
+        print(f"note: {note}", file=sys.stderr)
+    workload = parse_marginal_workload(args.workload, table.domain) if args.mechanism != "mst" else None
+    params = _params(args.param)
+    mst = MST(**{k: (float(v) if k == "measure_split" else int(v)) for k, v in params.items()}) \
+        if args.mechanism == "mst" else None
+    cost = Budget(zcdp_to_approx(rho, args.delta), args.delta)
+    store, fingerprint = _store(args), table.fingerprint
+    if args.budget is not None and not (store.recorded(fingerprint) and store.ledger(fingerprint).total
+                                        == Budget(args.budget, TABLE_TOTAL_DELTA)):
+        store.set_total(fingerprint, Budget(args.budget, TABLE_TOTAL_DELTA), name=Path(args.input).name)
+    if store.ledger(fingerprint).total.delta < cost.delta:
+        raise CliError(f"a rho-zCDP table release is charged as (epsilon, delta={args.delta:g}) but this dataset's "
+                       f"ledger allows delta={store.ledger(fingerprint).total.delta:g}; record a total with --budget "
+                       f"EPSILON (it allows delta={TABLE_TOTAL_DELTA:g})")
+    store.ledger(fingerprint).spend(f"release: {args.mechanism}", cost)  # refuse over budget before any work
+    metadata = {"rho": rho, "delta_for_ledger": args.delta, "epsilon_charged": cost.epsilon,
+                "domain": json.loads(table.domain.to_json())}
+    if mst is not None:
+        release = mst.run(table.domain, table.records, rho)
+        metadata |= release.metadata
+        text = records_to_csv(table.domain, release.records, table.levels)
+        what = f"{len(release.records)} synthetic records"
+    else:
+        rng = np.random.default_rng()  # OS entropy, never seeded
+        if args.mechanism == "identity":
+            estimates, sigma = identity_marginals(workload, table.records, rho, rng)
+            stds = [sigma] * len(estimates)
+        else:
+            plan = plan_residuals(workload, rho)
+            estimates = measure(plan, table.records, rng)
+            stds = [math.sqrt(plan.cell_variance(m)) for m in workload.marginals]
+        metadata |= {"mechanism": args.mechanism, "privacy": "rho-zCDP (Gaussian), add/remove one record",
+                     "workload": workload.describe()}
+        text = marginals_to_csv(workload, estimates, stds, table.levels)
+        what = f"{workload.describe()}"
+    export_id = new_export_id()
+    ledger = store.spend(fingerprint, f"release: {args.mechanism}", cost, mechanism=args.mechanism, rho=rho,
+                         workload=args.workload, export_id=export_id, name=Path(args.input).name,
+                         note=f"rho={rho:g} charged as (epsilon={cost.epsilon:.6g}, delta={args.delta:g}); command line")
+    output.write_text(text)
+    output.with_suffix(".meta.json").write_text(json.dumps(metadata | {"export_id": export_id}, indent=2))
+    print(f"released {what} with {args.mechanism} at rho={rho:g} (charged epsilon={cost.epsilon:.4g}, "
+          f"delta={args.delta:g}) -> {output} (+ {output.with_suffix('.meta.json').name}); ledger {fingerprint[:12]}: "
+          f"remaining epsilon={ledger.remaining.epsilon:g} of {ledger.total.epsilon:g} (export id {export_id})")
+    return 0
+
+
 def cmd_release(args: argparse.Namespace) -> int:
+    if args.domain is not None or args.rho is not None:
+        return cmd_release_table(args)
+    if args.epsilon is None:
+        raise CliError("release needs --epsilon (histograms) or --domain and --rho (tables of records)")
     if args.noise != "secure":
         raise CliError(f"--noise {args.noise} gives a {SIMULATION_LABEL}: its seeded noise can be regenerated and "
                        "subtracted, so it is never written as a release; use --noise secure (or `compare` to "
@@ -192,7 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Writes only released values, never the true counts.")
     rel.add_argument("--input", required=True, help=f"histogram file (CSV/JSON/NPY) or sample name ({samples})")
     rel.add_argument("--mechanism", required=True, help=f"one of: {', '.join(MECHANISMS)}")
-    rel.add_argument("--epsilon", required=True, help="privacy budget epsilon > 0")
+    rel.add_argument("--epsilon", help="privacy budget epsilon > 0 (histograms)")
+    rel.add_argument("--domain", metavar="JSON", help='a table of records: its domain file {"age": 85, ...} '
+                     "(with --rho; mechanisms mst, residual-planner, identity; workload marginals:k=2)")
+    rel.add_argument("--rho", help="zCDP budget rho > 0 of a table release")
+    rel.add_argument("--delta", type=float, default=1e-6,
+                     help="delta at which a table release's rho is charged to the epsilon ledger (default 1e-6)")
     rel.add_argument("--workload", default="identity", help=f"workload spec ({', '.join(WORKLOADS)}); "
                      "e.g. random-range:m=2000")
     rel.add_argument("--seed", type=int, default=0, help="seeds a random workload's queries (never the noise)")

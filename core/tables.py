@@ -308,13 +308,16 @@ class MST:
                 table = query.release()
             except Exception as error:  # OpenDP raises OpenDPException/ValueError; one line for the user
                 raise ValueError(f"OpenDP refused MST at rho={rho:g} (handed {handed!r}): "
-                                 f"{str(error).splitlines()[0][:160]}") from None
+                                 f"{' '.join(str(error).split())[:160]}") from None
             synth = table.synthesize(rows)
-        coded = np.column_stack([synth[n].to_numpy().astype(np.int64) for n in domain.names])
+        # OpenDP adds a null key to every attribute (for values outside the keys); its true count is 0 here, so
+        # synthetic rows that land on it are dropped (post-processing) and counted in the metadata.
+        complete = synth.drop_nulls(subset=list(domain.names))
+        coded = np.column_stack([complete[n].to_numpy().astype(np.int64) for n in domain.names])
         metadata = {"mechanism": "mst (opendp.extras.mbi.MST, OpenDP " + _opendp_version() + ")",
                     "privacy": "rho-zCDP, add/remove one record", "rho": float(rho), "rho_handed": handed,
                     "oneway_split": 0.5, "measure_split": float(self.measure_split), "iters": iters,
-                    "rows": len(coded)}
+                    "rows": len(coded), "null_rows_dropped": synth.height - complete.height}
         return SynthRelease(coded, domain, "mst", float(rho), handed, metadata)
 
 
@@ -322,3 +325,76 @@ def _opendp_version() -> str:
     from importlib.metadata import version
 
     return version("opendp")
+
+
+# ---------------------------------------------------------------------------------------------- marginal releases
+
+def parse_marginal_workload(spec: str, domain: TableDomain):
+    """``marginals:k=2`` (all k-way) or ``marginals:age+sex,race`` (a list; ``+`` joins attributes).
+
+    >>> parse_marginal_workload("marginals:a+b,c", TableDomain(("a", "b", "c"), (2, 2, 2))).marginals
+    (('a', 'b'), ('c',))
+    """
+    from core.marginals import MarginalWorkload
+
+    kind, _, rest = spec.partition(":")
+    if kind != "marginals" or not rest:
+        raise ValueError(f"--workload {spec!r}: a table takes marginals:k=K or marginals:A+B,C")
+    if rest.startswith("k="):
+        try:
+            k = int(rest[2:])
+        except ValueError:
+            raise ValueError(f"--workload {spec!r}: k must be an integer") from None
+        return MarginalWorkload.all_kway(domain, k)
+    return MarginalWorkload(domain, tuple(tuple(part.split("+")) for part in rest.split(",")))
+
+
+def identity_marginals(workload, records: np.ndarray, rho: float, rng: np.random.Generator):
+    """Each workload marginal plus i.i.d. Gaussian noise, σ² = Σ w² / (2ρ) per cell (ρ-zCDP, spec tables.md).
+
+    Returns the noisy marginals and the per-cell standard deviation (the same for every cell).
+
+    >>> from core.marginals import MarginalWorkload
+    >>> w = MarginalWorkload.all_kway(TableDomain(("a", "b"), (2, 2)), 1)
+    >>> round(identity_marginals(w, np.array([[0, 1]]), 1.0, np.random.default_rng(0))[1], 4)
+    1.0
+    """
+    sigma = workload.l2_sensitivity / math.sqrt(2 * rho)
+    return [m + rng.normal(0.0, sigma, size=m.shape) for m in workload.answer(records)], sigma
+
+
+def marginals_to_csv(workload, estimates: list[np.ndarray], stds: list[float], levels: dict[str, list[str]]) -> str:
+    """Long CSV ``marginal,cell,count,std``: one row per cell; ``marginal`` and ``cell`` join names/levels by ``|``.
+
+    >>> from core.marginals import MarginalWorkload
+    >>> w = MarginalWorkload(TableDomain(("a",), (2,)), (("a",),))
+    >>> print(marginals_to_csv(w, [np.array([1.0, 2.0])], [0.5], {"a": ["x", "y"]}), end="")
+    marginal,cell,count,std
+    a,x,1,0.5
+    a,y,2,0.5
+    """
+    lines = ["marginal,cell,count,std"]
+    for marginal, estimate, std in zip(workload.marginals, estimates, stds, strict=True):
+        for cell in itertools.product(*(range(n) for n in estimate.shape)):
+            label = "|".join(levels.get(a, [])[c] if levels.get(a) else str(c)
+                             for a, c in zip(marginal, cell, strict=True))
+            lines.append(f"{'|'.join(marginal)},{label},{estimate[cell]:.6g},{std:.6g}")
+    return "\n".join(lines) + "\n"
+
+
+def records_to_csv(domain: TableDomain, records: np.ndarray, levels: dict[str, list[str]]) -> str:
+    """Synthetic records with the input's header, codes turned back into the input's levels."""
+    frame = pd.DataFrame({n: np.asarray(levels[n], dtype=object)[records[:, i]] if n in levels else records[:, i]
+                          for i, n in enumerate(domain.names)})
+    return frame.to_csv(index=False)
+
+
+def zcdp_to_approx(rho: float, delta: float) -> float:
+    """ε of ρ-zCDP at δ (Bun & Steinke 2016, Prop. 1.3): ε = ρ + 2√(ρ ln(1/δ)); what the ε-ledger charges.
+
+    >>> round(zcdp_to_approx(0.5, 1e-6), 4)
+    5.7565
+    """
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    return rho + 2 * math.sqrt(rho * math.log(1 / delta))

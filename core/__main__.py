@@ -79,8 +79,15 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     import math
 
     from core.residual_planner import measure, plan_residuals
-    from core.tables import (MST, identity_marginals, load_table, marginals_to_csv, parse_marginal_workload,
-                             records_to_csv, zcdp_to_approx)
+    from core.tables import (
+        MST,
+        identity_marginals,
+        load_table,
+        marginals_to_csv,
+        parse_marginal_workload,
+        records_to_csv,
+        zcdp_to_approx,
+    )
 
     if args.rho is None:
         raise CliError("a table release (--domain) takes --rho (zCDP budget), not --epsilon")

@@ -39,11 +39,14 @@ from ui.config import apply_config, session_config
 from ui.datasets import (
     DPBENCH_DIR,
     RESCALE_STREAM,
+    RESCALED_PREFIX,
+    RESCALED_REFUSAL,
     add_derived,
     add_upload,
     dataset_choices,
     derive_dataset,
     histogram,
+    is_rescaled,
     ledger_key,
 )
 from ui.guard import guard, is_script_control
@@ -73,10 +76,10 @@ from ui.workspace import open_workspace, save_workspace
 
 __all__ = [
     "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
-    "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config",
+    "RESCALE_STREAM", "RESCALED_PREFIX", "RESCALED_REFUSAL", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config",
     "cached_sweep", "charge", "dataset_choices", "default_workload_spec", "derive_dataset",
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
-    "init_state", "interval_figure", "is_script_control", "ledger", "ledger_key", "line_figure", "mechanism_colour",
+    "init_state", "interval_figure", "is_rescaled", "is_script_control", "ledger", "ledger_key", "line_figure", "mechanism_colour",
     "mechanism_settings", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure", "reset_budget",
     "run_check", "runtime_figure", "save_workspace", "session_config", "set_total", "set_workload", "show_flash", "sidebar",
     "simulation_rng",

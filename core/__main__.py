@@ -105,6 +105,9 @@ def cmd_release_table(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     workload = parse_marginal_workload(args.workload, table.domain) if args.mechanism != "mst" else None
     params = _params(args.param)
+    unknown = sorted(set(params) - ({"measure_split", "iters"} if args.mechanism == "mst" else set()))
+    if unknown:
+        raise CliError(f"--param {unknown[0]} is not a setting of {args.mechanism} (mst takes measure_split, iters)")
     mst = MST(**{k: (float(v) if k == "measure_split" else int(v)) for k, v in params.items()}) \
         if args.mechanism == "mst" else None
     cost = Budget(zcdp_to_approx(rho, args.delta), args.delta)

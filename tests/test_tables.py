@@ -154,6 +154,8 @@ def test_cli_marginals_round_trip(tmp_path, capsys, mechanism):
     (["--mechanism", "hb", "--rho", "1"], "not a table mechanism"),
     (["--mechanism", "identity", "--rho", "1", "--workload", "marginals:sex+zz"], "not attributes"),
     (["--mechanism", "identity"], "takes --rho"),
+    (["--mechanism", "mst", "--rho", "1", "--param", "rounds=3"], "not a setting of mst"),
+    (["--mechanism", "identity", "--rho", "1", "--param", "iters=3"], "not a setting of identity"),
 ])
 def test_cli_bad_input_exits_2(tmp_path, capsys, extra, words):
     data, domain = _write(tmp_path, "sex,age\nF,1\n", {"sex": ["F", "M"], "age": 3})

@@ -82,6 +82,7 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     from core.tables import (
         MST,
         identity_marginals,
+        identity_privacy_loss,
         load_table,
         marginals_to_csv,
         parse_marginal_workload,
@@ -132,11 +133,16 @@ def cmd_release_table(args: argparse.Namespace) -> int:
         if args.mechanism == "identity":
             estimates, sigma = identity_marginals(workload, table.records, rho, rng)
             stds = [sigma] * len(estimates)
+            loss = identity_privacy_loss(workload, sigma)
         else:
             plan = plan_residuals(workload, rho)
             estimates = measure(plan, table.records, rng)
             stds = [math.sqrt(plan.cell_variance(m)) for m in workload.marginals]
+            loss = plan.privacy_loss
+        if loss > rho * (1 + 1e-9):  # the noise actually drawn must fit the budget (float slack only)
+            raise CliError(f"internal check: {args.mechanism} privacy loss rho={loss!r} exceeds --rho {rho!r}")
         metadata |= {"mechanism": args.mechanism, "privacy": "rho-zCDP (Gaussian), add/remove one record",
+                     "privacy_loss_rho": loss,
                      "workload": workload.describe()}
         text = marginals_to_csv(workload, estimates, stds, table.levels)
         what = f"{workload.describe()}"

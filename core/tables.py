@@ -349,6 +349,11 @@ def parse_marginal_workload(spec: str, domain: TableDomain):
     return MarginalWorkload(domain, tuple(tuple(part.split("+")) for part in rest.split(",")))
 
 
+def identity_privacy_loss(workload, sigma: float) -> float:
+    """ρ-zCDP loss of i.i.d. Gaussian noise σ on every marginal cell: Δ₂² / (2σ²) (add/remove one record)."""
+    return workload.l2_sensitivity ** 2 / (2 * sigma * sigma)
+
+
 def identity_marginals(workload, records: np.ndarray, rho: float, rng: np.random.Generator):
     """Each workload marginal plus i.i.d. Gaussian noise, σ² = Σ w² / (2ρ) per cell (ρ-zCDP, spec tables.md).
 
@@ -359,7 +364,7 @@ def identity_marginals(workload, records: np.ndarray, rho: float, rng: np.random
     >>> round(identity_marginals(w, np.array([[0, 1]]), 1.0, np.random.default_rng(0))[1], 4)
     1.0
     """
-    sigma = workload.l2_sensitivity / math.sqrt(2 * rho)
+    sigma = workload.l2_sensitivity / math.sqrt(2 * rho)  # privacy loss Δ₂²/(2σ²) = ρ exactly
     return [m + rng.normal(0.0, sigma, size=m.shape) for m in workload.answer(records)], sigma
 
 

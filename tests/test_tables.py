@@ -10,6 +10,7 @@ from core.__main__ import main
 from core.marginals import MAX_LEVELS, MarginalWorkload, TableDomain
 from core.tables import (
     identity_marginals,
+    identity_privacy_loss,
     independence_tvd,
     load_table,
     marginal_tvd,
@@ -118,14 +119,26 @@ def test_handed_rho_over_a_grid():
                 assert mst_budget_accepted(handed, split, attributes)
 
 
-def test_identity_marginals_noise_scale():
-    domain = TableDomain(("a", "b", "c"), (3, 3, 3))
-    workload = MarginalWorkload.all_kway(domain, 2)
-    records = np.random.default_rng(0).integers(0, 3, size=(50, 3))
-    estimates, sigma = identity_marginals(workload, records, 0.5, np.random.default_rng(1))
+def test_identity_marginals_loss_within_budget():
+    workload = MarginalWorkload.all_kway(TableDomain(("a", "b", "c"), (3, 3, 3)), 2)
+    _, sigma = identity_marginals(workload, np.zeros((5, 3), dtype=int), 0.5, np.random.default_rng(1))
     assert sigma == pytest.approx(np.sqrt(3 / (2 * 0.5)))
-    errors = np.concatenate([(e - t).ravel() for e, t in zip(estimates, workload.answer(records), strict=True)])
-    assert errors.size == 27
+    assert identity_privacy_loss(workload, sigma) <= 0.5 * (1 + 1e-12)
+
+
+@pytest.mark.statistical
+def test_identity_marginals_error_formula_with_power():
+    """Per-cell variance k/(2ρ) against 400 seeded draws (27 cells each); a 10 % wrong σ is rejected."""
+    workload = MarginalWorkload.all_kway(TableDomain(("a", "b", "c"), (3, 3, 3)), 2)
+    records = np.random.default_rng(0).integers(0, 3, size=(50, 3))
+    truth = workload.answer(records)
+    rng = np.random.default_rng(7)
+    errors = np.concatenate([np.concatenate([(e - t).ravel() for e, t in zip(
+        identity_marginals(workload, records, 0.5, rng)[0], truth, strict=True)]) for _ in range(400)])
+    variance, n = errors.var(), errors.size  # sd of a sample variance ≈ σ²√(2/n)
+    formula = 3 / (2 * 0.5)
+    assert abs(variance - formula) < 3 * formula * np.sqrt(2 / n)
+    assert abs(variance - formula * 1.21) > 3 * formula * np.sqrt(2 / n)  # power: σ × 1.1 would fail
 
 
 def _write(tmp_path, csv: str, domain: dict):
@@ -145,6 +158,7 @@ def test_cli_marginals_round_trip(tmp_path, capsys, mechanism):
     assert lines[0] == "marginal,cell,count,std" and len(lines) == 1 + 2 + 3
     assert lines[1].startswith("sex,F,") and lines[3].startswith("age,0,")
     meta = json.loads((tmp_path / "m.meta.json").read_text())
+    assert meta["privacy_loss_rho"] <= 1.0 * (1 + 1e-9)
     assert meta["rho"] == 1.0 and meta["epsilon_charged"] > 1.0
     assert "remaining epsilon=" in capsys.readouterr().out
 

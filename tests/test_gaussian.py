@@ -12,7 +12,7 @@ from core.mechanisms import MECHANISMS, configure
 from core.mechanisms.gaussian import GaussianNoise, unit_sigma
 from core.noise import NOISE_SAMPLERS, SecureNoise, noise_kind, noise_sampler, noise_source
 from core.privacy import analytic_gaussian_sigma, gaussian_epsilon, zcdp_epsilon, zcdp_rho
-from core.workloads import AllRange, Identity, Kron, Prefix, random_range
+from core.workloads import AllRange, Identity, Kron, Prefix, dense, random_range
 from tests.conftest import assert_expected_mse_with_power
 
 GAUSSIAN = {name: m for name, m in MECHANISMS.items() if noise_kind(m) == "gaussian"}
@@ -87,13 +87,16 @@ def test_expected_mse_matches_simulation_with_power(name, workload, runs, rng):
 
 
 @ALL
-def test_expected_mse_is_the_parents_rescaled_to_gaussian_variance(mechanism):
+def test_expected_mse_is_sigma_squared_times_the_dense_reconstruction_energy(mechanism):
+    """σ²‖W A⁺‖_F²/m with A built densely from the mechanism's structure (σ² per answer for answers)."""
+    from tests.test_audit_gaussian import _dense_strategy
+
     workload = AllRange(16)
-    parent = MECHANISMS[LAPLACE_PARENT[mechanism.name]]
-    l1, l2 = mechanism.strategy_norms(workload)
-    sigma = l2.max() * analytic_gaussian_sigma(1.0, 1e-6)
-    ratio = mechanism.expected_mse(workload, 1.0) / parent.expected_mse(workload, 1.0)
-    assert ratio == pytest.approx(sigma**2 / (2 * l1.max() ** 2), rel=1e-9)
+    strategy = _dense_strategy(mechanism, workload)
+    sigma = np.linalg.norm(strategy, axis=0).max() * analytic_gaussian_sigma(1.0, 1e-6)
+    m = workload.shape[0]
+    energy = m if mechanism.name == "gaussian-answers" else np.sum((dense(workload) @ np.linalg.pinv(strategy)) ** 2)
+    assert mechanism.expected_mse(workload, 1.0) == pytest.approx(sigma**2 * energy / m, rel=1e-6)
 
 
 def test_gaussian_beats_laplace_on_prefix_answers_at_matched_epsilon_and_loses_on_identity():
@@ -115,9 +118,11 @@ def test_knobs_are_validated_and_configurable():
 
 def test_gaussian_noise_adapter_records_and_forwards():
     source = GaussianNoise(np.random.default_rng(0), 3.0)
-    draws = source.laplace(scale=np.array([1.0, 1.0, 2.0]))
-    assert draws.shape == (3,) and sorted(source.stds) == [3.0, 6.0]
+    draws = source.laplace(scale=np.array([1.0, 0.0, 1.0]))
+    assert draws.shape == (3,) and draws[1] == 0.0 and source.stds == [3.0]
     assert 0 <= source.random() < 1
+    with pytest.raises(ValueError, match="uniform Laplace scales"):
+        source.laplace(scale=2.0, size=2)
 
 
 # ----------------------------------------------------------------------------- the secure path

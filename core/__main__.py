@@ -12,8 +12,10 @@ from core.datasets import SAMPLE_DATASETS, load_histogram
 from core.experiment import run_sweep, summarise
 from core.export import release_to_csv, release_to_json
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
+from core.mechanisms.gaussian import Matched, for_privacy
 from core.metrics import METRICS
 from core.noise import NOISE_PATHS, noise_sampler, noise_source
+from core.privacy import DEFINITIONS, ZCDP, target
 from core.reproduce import add_reproduce_command
 from core.workloads import WORKLOADS, parse_workload
 
@@ -48,28 +50,47 @@ def _mechanism(name: str, params: dict[str, str]):
     return configure(MECHANISMS[name], params)
 
 
+def _privacy(args: argparse.Namespace):
+    """The privacy target of --definition with --epsilon (ε at --delta) or --rho (zCDP only)."""
+    if args.rho is not None:
+        if args.definition != "zcdp":
+            raise CliError(f"--rho needs --definition zcdp, got --definition {args.definition}")
+        if args.epsilon is not None:
+            raise CliError("give --epsilon or --rho, not both")
+        return ZCDP(_floats(args.rho, "--rho")[0])
+    if args.epsilon is None:
+        raise CliError("--epsilon is required (or --rho with --definition zcdp)")
+    epsilon = _floats(args.epsilon, "--epsilon")[0]
+    return target(args.definition, epsilon, args.delta)
+
+
 def cmd_release(args: argparse.Namespace) -> int:
     histogram = load_histogram(args.input)
-    mechanism = _mechanism(args.mechanism, _params(args.param))
+    privacy = _privacy(args)
+    base = _mechanism(args.mechanism, _params(args.param))
+    if args.definition == "pure":
+        runner, epsilon = for_privacy(base, privacy)  # refuses Gaussian mechanisms
+    else:  # ε at δ: Laplace at √(2ρ) or ε, Gaussian calibrated; the release states definition, δ and ρ
+        runner, epsilon = Matched(base, args.definition, args.delta), privacy.to_approx(args.delta).epsilon
+    mechanism = runner.resolve(epsilon)[0] if isinstance(runner, Matched) else runner
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed))
-    epsilon = _floats(args.epsilon, "--epsilon")[0]
     # secure (OpenDP) by default: the output leaves the building; integer noise where that is sound
     rng = noise_source(args.noise, args.seed, mechanism=mechanism, counts=histogram.counts)
-    release = mechanism.run(histogram.counts, workload, epsilon, rng)
+    release = runner.run(histogram.counts, workload, epsilon, rng)
     output = Path(args.output)
     labels = histogram.bin_labels() if release.estimate is not None else None
     if output.suffix.lower() == ".json":
         output.write_text(release_to_json(release, workload=args.workload, seed=args.seed,
                                           noise_path=args.noise, dataset=histogram.name, labels=labels,
-                                          noise_sampler=noise_sampler(rng)))
+                                          noise_sampler=noise_sampler(rng, mechanism)))
     elif output.suffix.lower() == ".csv":
         output.write_bytes(release_to_csv(release, labels))
     else:
         raise CliError(f"--output must end in .csv or .json, got {args.output!r}")
     kind = "bins" if release.estimate is not None else "query answers"
     print(f"released {len(release.estimate if release.estimate is not None else release.answers)} {kind} "
-          f"with {release.mechanism} at epsilon={release.epsilon:g} (privacy loss {release.privacy_loss:g}; "
-          f"neighbouring: {NEIGHBOURING}) -> {output}")
+          f"with {release.mechanism} under {privacy} (epsilon={release.epsilon:g}, privacy loss "
+          f"{release.privacy_loss:g}; neighbouring: {NEIGHBOURING}) -> {output}")
     return 0
 
 
@@ -77,7 +98,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     histogram = load_histogram(args.input)
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed))
     names = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
+    # every mechanism at matched privacy: the epsilons are "ε at --delta" under --definition
     mechanisms = [_mechanism(name, {}) for name in names]
+    if args.definition != "pure":
+        mechanisms = [Matched(m, args.definition, args.delta) for m in mechanisms]
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
@@ -102,6 +126,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _delta(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"delta must be a number in (0, 1), got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"delta must be in (0, 1) (exclusive), got {text!r}")
+    return value
+
+
+def _definition_arguments(parser: argparse.ArgumentParser, *, rho: bool) -> None:
+    parser.add_argument("--definition", choices=list(DEFINITIONS), default="pure",
+                        help="pure: epsilon-DP (Laplace only); approx: (epsilon, delta)-DP; zcdp: rho-zCDP "
+                             "(Gaussian mechanisms need approx or zcdp)")
+    parser.add_argument("--delta", type=_delta, default=1e-6,
+                        help="delta of (epsilon, delta), and where zCDP is reported as epsilon (default 1e-6)")
+    if rho:
+        parser.add_argument("--rho", help="zCDP budget rho > 0 instead of --epsilon (with --definition zcdp)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m core", description="dplens: DP histogram releases")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -111,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Writes only released values, never the true counts.")
     rel.add_argument("--input", required=True, help=f"histogram file (CSV/JSON/NPY) or sample name ({samples})")
     rel.add_argument("--mechanism", required=True, help=f"one of: {', '.join(MECHANISMS)}")
-    rel.add_argument("--epsilon", required=True, help="privacy budget epsilon > 0")
+    rel.add_argument("--epsilon", help="privacy budget epsilon > 0 (with --definition approx/zcdp: epsilon at --delta)")
+    _definition_arguments(rel, rho=True)
     rel.add_argument("--workload", default="identity", help=f"workload spec ({', '.join(WORKLOADS)}); "
                      "e.g. random-range:m=2000")
     rel.add_argument("--seed", type=int, default=0, help="seed of the exploration noise")
@@ -126,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--workload", default="identity", help="workload spec, e.g. random-range:m=2000")
     cmp_.add_argument("--mechanisms", default="identity,laplace-on-answers,uniform",
                       help="comma-separated registry names")
-    cmp_.add_argument("--epsilons", default="0.1,1", help="comma-separated epsilons")
+    cmp_.add_argument("--epsilons", default="0.1,1", help="comma-separated epsilons (epsilon at --delta)")
+    _definition_arguments(cmp_, rho=False)
     cmp_.add_argument("--trials", type=int, default=10, help="trials per (mechanism, epsilon)")
     cmp_.add_argument("--seed", type=int, default=0, help="base seed")
     cmp_.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRICS)}")

@@ -1,0 +1,81 @@
+"""The command line's privacy definitions: --definition, --delta, --rho; exports state them and round-trip."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.__main__ import main
+from core.export import privacy_from_metadata
+from core.privacy import ZCDP, ApproxDP, PureDP, zcdp_rho
+
+
+def _release(tmp_path, *args: str) -> dict:
+    out = tmp_path / "out.json"
+    code = main(["release", "--input", "tips-bill", "--noise", "exploration", "--output", str(out), *args])
+    assert code == 0
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize(("args", "definition", "expected"), [
+    (("--mechanism", "gaussian-hb", "--definition", "zcdp", "--rho", "0.1"), "zcdp", ZCDP(0.1)),
+    (("--mechanism", "gaussian-identity", "--definition", "approx", "--epsilon", "1", "--delta", "1e-9"),
+     "approx", ApproxDP(1.0, 1e-9)),
+    (("--mechanism", "hb", "--definition", "zcdp", "--epsilon", "1"), "zcdp", ZCDP(zcdp_rho(1.0, 1e-6))),
+    (("--mechanism", "identity", "--epsilon", "0.5"), "pure", PureDP(0.5)),
+])
+def test_release_metadata_states_the_definition_and_round_trips(tmp_path, args, definition, expected):
+    doc = _release(tmp_path, *args)
+    assert doc["definition"] == definition
+    stated = privacy_from_metadata(doc)
+    assert type(stated) is type(expected)
+    for field in ("epsilon", "delta", "rho"):
+        if hasattr(expected, field):
+            assert getattr(stated, field) == pytest.approx(getattr(expected, field), rel=1e-9)
+    assert doc["privacy_loss"] <= doc["epsilon"] + 1e-9
+    if doc["noise"] == "gaussian":
+        assert doc["sigma"] > 0 and doc["noise_scale"] is None and doc["noise_sampler"] == "numpy-float-gaussian"
+    else:
+        assert doc["noise_scale"] > 0 and doc["sigma"] is None
+
+
+def test_secure_gaussian_release_says_opendp_gaussian(tmp_path):
+    out = tmp_path / "out.json"
+    assert main(["release", "--input", "tips-bill", "--mechanism", "gaussian-identity", "--definition", "zcdp",
+                 "--rho", "0.5", "--output", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["noise_sampler"] in ("opendp-integer-gaussian", "opendp-lattice-gaussian")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--mechanism", "gaussian-hb", "--epsilon", "1"), "never pure epsilon-DP"),
+    (("--mechanism", "hb", "--rho", "0.1"), "--rho needs --definition zcdp"),
+    (("--mechanism", "hb", "--definition", "zcdp", "--rho", "0.1", "--epsilon", "1"), "not both"),
+    (("--mechanism", "hb"), "--epsilon is required"),
+    (("--mechanism", "hb", "--definition", "zcdp", "--rho", "-1"), "rho must be"),
+])
+def test_bad_privacy_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
+    code = main(["release", "--input", "tips-bill", "--output", str(tmp_path / "o.json"), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_delta_is_refused_by_the_parser(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["release", "--input", "tips-bill", "--mechanism", "hb", "--epsilon", "1", "--delta", "2",
+              "--output", "x.json"])
+    assert exit_info.value.code == 2 and "delta must be in (0, 1)" in capsys.readouterr().err
+
+
+def test_compare_at_matched_privacy_puts_both_noise_kinds_on_one_axis(tmp_path):
+    out = tmp_path / "sweep.csv"
+    assert main(["compare", "--input", "tips-bill", "--workload", "prefix", "--mechanisms",
+                 "laplace-on-answers,gaussian-answers", "--epsilons", "0.5,2", "--trials", "2",
+                 "--definition", "zcdp", "--delta", "1e-6", "--output", str(out)]) == 0
+    import pandas as pd
+
+    df = pd.read_csv(out)
+    assert set(df["mechanism"]) == {"laplace-on-answers", "gaussian-answers"}
+    rmse = df[df["metric"] == "rmse"].groupby("mechanism")["expected"].mean()
+    assert rmse["gaussian-answers"] < rmse["laplace-on-answers"]  # Δ₂(prefix) = √n ≪ Δ₁ = n

@@ -8,7 +8,8 @@ ui.init_state()
 st.title("Data")
 ui.show_flash()
 with ui.guard():
-    st.caption("Choose a dataset in the sidebar, or upload your own below. Everything stays in this session.")
+    st.caption("Choose a dataset in the sidebar, or upload your own below. Uploads stay on this server, in "
+               "this workspace (the `?ws=` id in the URL brings them back after a reload; README: the ledger).")
     with st.expander("Upload a histogram", expanded=False):
         st.markdown(
             "- **CSV** with a `count` column (optional label column), or `row,col,count` for 2-D, "
@@ -27,7 +28,7 @@ with ui.guard():
                 bins = int(st.number_input("Bins", 1, 2**22, 20, key="data_bins"))
             elif mode == "bin edges":
                 text = st.text_input("Edges (comma-separated, increasing)", "0,18,30,45,65,120", key="data_edges")
-                edges = tuple(float(v) for v in text.split(",") if v.strip())
+                edges = text  # parsed (and refused with one line) by core.datasets.bin_edges
         if upload is not None and st.button("Use this file", type="primary", key="data_use"):
             try:
                 hist = ui.add_upload(upload.getvalue(), upload.name, column=column or None, bins=bins, edges=edges)

@@ -4,7 +4,7 @@
    dense strategy matrix built independently of the mechanism's own norm code, and the exact curve of
    N(0, σ²) at Δ₂ (Balle & Wang 2018, Thm. 8) must give δ(ε) ≤ δ at the claimed ε (and ρ ≥ Δ₂²/2σ²).
    A σ 10 % smaller must break the claim (power).
-2. *Empirical*: the auditor's threshold events "z ≥ t" (as in ``tests/test_audit.py``), selected on one
+2. *Empirical*: the auditor's threshold events "z ≥ t" (as in ``core/audit.py``), selected on one
    half and evaluated on the other with one-sided Clopper–Pearson bounds, must satisfy
    P[M(x) ∈ E] − e^ε′ P[M(x′) ∈ E] ≤ δ_claimed(ε′) on a grid of ε′, where δ_claimed is the exact
    curve of the σ and Δ₂ the release states. (ε, δ) itself cannot be refuted at δ = 1e-6 with
@@ -21,6 +21,7 @@ import math
 import numpy as np
 import pytest
 
+from core.audit import cp_bounds as _cp_bounds
 from core.mechanisms import MECHANISMS
 from core.mechanisms.greedy_h import _cell_strategy
 from core.mechanisms.hierarchical import build_tree, workload_grid
@@ -29,7 +30,6 @@ from core.noise import noise_kind
 from core.privacy import gaussian_delta
 from core.workloads import AllRange, dense
 from core.workloads import Identity as IdentityWorkload
-from tests.test_audit import _cp_bounds
 
 pytestmark = pytest.mark.audit
 

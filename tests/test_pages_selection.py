@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 from core.budget import Budget, Ledger
 from core.domain import Histogram
 from core.workloads import l1_sensitivity, parse_workload
+from tests.test_app import record_ledger
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -94,7 +95,8 @@ def test_five_gradual_steps_charge_exactly_the_last_epsilon():
 
 
 def test_gradual_overspend_is_refused_with_the_remaining_budget():
-    at = open_page("pages/gradual.py", ledger=Ledger(Budget(0.12)))
+    record_ledger(Ledger(Budget(0.12)))
+    at = open_page("pages/gradual.py")
     for _ in range(3):
         at.button(key="gradual_release").click().run()
     assert at.session_state.ledger.spent.epsilon == pytest.approx(0.1)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from core.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
 from core.domain import Histogram
+from core.fingerprint import dataset_fingerprint
 from core.transform import coarsen, rescale
 from ui.state import init_state
 
@@ -53,6 +54,18 @@ def histogram() -> Histogram:
         return _load_reference(st.session_state.dataset_key)
 
 
+def ledger_key() -> str:
+    """The fingerprint whose ledger the current dataset charges (a derived dataset: its source's)."""
+    hist = histogram()  # may fall back to the default dataset: read the key after it
+    ss = st.session_state
+    key = ss.dataset_key
+    if key in ss.ledger_parents:
+        return ss.ledger_parents[key]
+    if key not in ss.fingerprints:
+        ss.fingerprints[key] = dataset_fingerprint(hist)
+    return ss.fingerprints[key]
+
+
 def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: int | None = None,
                edges=None) -> Histogram:
     """Parse an upload (raw records when ``column`` is given), keep it in the session and select it."""
@@ -67,9 +80,14 @@ def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: i
 
 
 def add_derived(hist: Histogram) -> Histogram:
-    """Keep a derived histogram (rescaled, coarsened) as a session dataset and select it."""
+    """Keep a derived histogram (rescaled, coarsened) as a session dataset and select it.
+
+    Its releases are charged to the ledger of the dataset it was derived from (the same people).
+    """
+    parent = ledger_key()
     digest = hashlib.sha1(np.ascontiguousarray(hist.counts).tobytes() + hist.name.encode()).hexdigest()[:12]
     key = f"derived:{digest}"
+    st.session_state.ledger_parents[key] = parent
     st.session_state.uploads[key] = hist
     st.session_state.dataset_key = key
     return hist

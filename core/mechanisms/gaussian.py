@@ -35,7 +35,13 @@ from typing import ClassVar
 import numpy as np
 import scipy.linalg
 
-from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
+from core.mechanisms import (
+    PARAMETER_RANGES,
+    Range,
+    Release,
+    check_epsilon,
+    check_inputs,
+)
 from core.mechanisms.gram import gram_apply, remember
 from core.mechanisms.greedy_h import GreedyH, _along_paths, _cell_strategy, workload_key
 from core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
@@ -113,12 +119,29 @@ def unit_sigma(epsilon: float, delta: float, calibration: str) -> float:
     raise ValueError(f"calibration must be one of {list(CALIBRATIONS)}, got {calibration!r}")
 
 
+_KNOBS = {"delta": Range(0, 1, open=True), "calibration": Range(choices=CALIBRATIONS)}
+
+
+def _ranges(parent: str) -> dict[str, Range]:
+    """The parent's documented parameter ranges plus the Gaussian knobs (core.mechanisms.check_parameters)."""
+    return {**PARAMETER_RANGES.get(parent, {}), **_KNOBS}
+
+
 class GaussianMixin:
     """Gaussian noise for a Laplace parent that exposes its strategy's column norms (``strategy_norms``)."""
 
     noise: ClassVar[str] = "gaussian"
     delta: float
     calibration: str
+
+    def cost(self, workload: Workload):
+        """The parent's cost model (core.cost): the Gaussian draws cost what the Laplace ones did."""
+        from core.cost import COST_MODELS, default_cost
+
+        for klass in type(self).__mro__[1:]:
+            if klass.__name__ in COST_MODELS:
+                return COST_MODELS[klass.__name__](self, workload)
+        return default_cost(workload)
 
     def _check_knobs(self) -> None:
         check_delta(self.delta)
@@ -148,15 +171,18 @@ class GaussianMixin:
         source = GaussianNoise(rng, self.sigma(workload, epsilon))
         # the parent at ε = 1 asks for Lap(b) on every coordinate: each becomes N(0, σ²)
         release = super().run(x, workload, 1.0, source)
-        smallest = min(source.stds)
-        rho = gaussian_rho(smallest, l2_max)  # ρ = Δ₂²/(2σ²) of the noise actually added
+        return self._gaussian_release(epsilon, min(source.stds), l2_max, release)
+
+    def _gaussian_release(self, epsilon: float, sigma: float, l2_max: float, release: Release) -> Release:
+        """The release relabelled with the loss of N(0, σ²) noise at Δ₂ = ``l2_max`` (the σ actually drawn)."""
+        rho = gaussian_rho(sigma, l2_max)  # ρ = Δ₂²/(2σ²) of the noise actually added
         if self.calibration == "analytic":
-            loss = gaussian_epsilon(smallest, self.delta, l2_max)
+            loss = gaussian_epsilon(sigma, self.delta, l2_max)
         else:
             loss = zcdp_epsilon(rho, self.delta)
         params = {k: v for k, v in release.params.items() if k != "noise_scale"}
         params.update({"noise": "gaussian", "definition": "approx" if self.calibration == "analytic" else "zcdp",
-                       "delta": float(self.delta), "rho": rho, "sigma": smallest, "l2_sensitivity": l2_max})
+                       "delta": float(self.delta), "rho": rho, "sigma": sigma, "l2_sensitivity": l2_max})
         return Release(self.name, epsilon, loss, release.answers, release.estimate, params, release.details)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
@@ -182,6 +208,7 @@ class GaussianIdentity(GaussianMixin, Identity):
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-identity"
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("Identity")
 
     def __post_init__(self) -> None:
         self._check_knobs()
@@ -199,6 +226,7 @@ class GaussianAnswers(GaussianMixin, LaplaceOnAnswers):
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-answers"
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("LaplaceOnAnswers")
 
     def __post_init__(self) -> None:
         self._check_knobs()
@@ -215,6 +243,7 @@ class GaussianHierarchical(GaussianMixin, Hierarchical):
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-hb"
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("Hierarchical")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -233,6 +262,7 @@ class GaussianPrivelet(GaussianMixin, Privelet):
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-privelet"
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("Privelet")
 
     def __post_init__(self) -> None:
         self._check_knobs()
@@ -251,6 +281,7 @@ class GaussianGreedyH(GaussianMixin, GreedyH):
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-greedy-h"
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("GreedyH")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -270,12 +301,30 @@ class EigenStrategy:
     AᵀA = S G^{1/2} S is the closed-form solution of the Gaussian matrix mechanism's convex program
     min tr(G X⁻¹) s.t. diag(X) ≤ 1 (Yuan et al. 2016; HDMM approx=True) when the diagonal of G^{1/2}
     is flat, and close to it otherwise: its KKT condition is X Λ X = G, and Λ ∝ I gives X ∝ G^{1/2},
-    the eigen-design of Li & Miklau (PVLDB 2012) under a trace constraint. One eigendecomposition.
+    the eigen-design of Li & Miklau (PVLDB 2012) under a trace constraint. Kept as G's eigenvectors V,
+    ridged eigenvalues λ and S: one eigendecomposition, then O(n²) per product (A is never formed).
     """
 
-    matrix: np.ndarray    # A, n × n
-    inverse: np.ndarray   # A⁻¹
-    trace: float          # tr(G (AᵀA)⁻¹)
+    vectors: np.ndarray  # V
+    values: np.ndarray   # λ (ridged)
+    scale: np.ndarray    # diagonal of S
+    trace: float         # tr(G (AᵀA)⁻¹) with the true G
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """A x = V Λ^{1/4} Vᵀ (S x)."""
+        return self.vectors @ (self.values**0.25 * (self.vectors.T @ (self.scale * x)))
+
+    def solve(self, y: np.ndarray) -> np.ndarray:
+        """A⁻¹ y = S⁻¹ V Λ^{-1/4} Vᵀ y."""
+        return self.vectors @ (self.values**-0.25 * (self.vectors.T @ y)) / self.scale
+
+    def column_l2(self) -> np.ndarray:
+        """‖A e_j‖₂ = s_j √(G^{1/2})_jj (1 up to round-off)."""
+        return self.scale * np.sqrt((self.vectors**2) @ np.sqrt(self.values))
+
+    def column_l1(self) -> np.ndarray:
+        """‖A e_j‖₁ (forms A: one n³ product; the Gaussian mechanism does not need it)."""
+        return np.abs((self.vectors * self.values**0.25) @ self.vectors.T).sum(axis=0) * self.scale
 
 
 _EIGEN: dict[object, EigenStrategy] = {}
@@ -293,50 +342,21 @@ def eigen_strategy(workload: Workload) -> EigenStrategy:
 def _eigen(workload: Workload) -> EigenStrategy:
     n = workload.shape[1]
     gram = gram_apply(workload, np.eye(n))
-    gram = (gram + gram.T) / 2.0
-    values, vectors = scipy.linalg.eigh(gram)
+    values, vectors = scipy.linalg.eigh((gram + gram.T) / 2.0, overwrite_a=True)
     # a tiny ridge keeps A invertible when W leaves directions (or cells) unqueried; the error below is
-    # computed for the ridged A actually used, so it stays exact
+    # computed for the ridged A actually used, with the true G, so it stays exact
     values = np.maximum(values, 0.0) + RIDGE * max(float(values.max()), 1.0)
-    diag_root = (vectors**2) @ np.sqrt(values)                    # diag(G^{1/2})
-    scale = 1.0 / np.sqrt(diag_root)
-    matrix = (vectors * values**0.25) @ vectors.T * scale[None, :]  # G^{1/4} S
-    inverse = ((vectors * values**-0.25) @ vectors.T) / scale[:, None]  # S⁻¹ G^{-1/4}
-    # tr(G (AᵀA)⁻¹) = ‖W A⁻¹‖_F² = Σ_j (A⁻¹e_j)ᵀ G (A⁻¹e_j): WᵀW applied in closed form, no third n³ product
-    trace = float(np.sum(inverse * gram_apply(workload, inverse)))
-    return EigenStrategy(matrix, inverse, trace)
+    scale = 1.0 / np.sqrt((vectors**2) @ np.sqrt(values))  # 1/√diag(G^{1/2})
+    # tr(G (AᵀA)⁻¹) = Σ_k λ_k^{-1/2} u_kᵀ G u_k with u_k = S⁻¹ v_k: WᵀW applied in closed form, O(n²)
+    scaled = vectors / scale[:, None]
+    trace = float(np.sum(values**-0.5 * np.sum(scaled * gram_apply(workload, scaled), axis=0)))
+    return EigenStrategy(vectors, values, scale, trace)
 
 
 @dataclass(frozen=True)
-class EigenDesign:
-    """Laplace noise on the eigen strategy (the parent of gaussian-mm-opt; not registered: under L1 it
-    is not optimised, mm-opt is). y = A x + Lap(Δ₁(A)/ε)ⁿ, x̂ = A⁻¹ y."""
-
-    name: str = "eigen-design"
-    data_dependent: bool = False
-
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
-        strategy = eigen_strategy(workload)
-        column_l1 = np.abs(strategy.matrix).sum(axis=0)
-        scale = float(column_l1.max()) / epsilon
-        noisy = strategy.matrix @ x + rng.laplace(scale=scale, size=x.size)
-        estimate = strategy.inverse @ noisy
-        loss = laplace_privacy_loss([(column_l1, scale)])
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
-                       {"strategy": "eigen (G^1/4 S)", "noise_scale": scale})
-
-    def expected_mse(self, workload: Workload, epsilon: float) -> float:
-        """2 (Δ₁(A)/ε)² tr(G (AᵀA)⁻¹) / m."""
-        strategy = eigen_strategy(workload)
-        scale = float(np.abs(strategy.matrix).sum(axis=0).max()) / check_epsilon(epsilon)
-        return 2.0 * scale**2 * strategy.trace / workload.shape[0]
-
-
-@dataclass(frozen=True)
-class GaussianMatrix(GaussianMixin, EigenDesign):
+class GaussianMatrix(GaussianMixin):
     """The Gaussian matrix mechanism: the eigen strategy with L2 columns 1 (HDMM approx=True's targets),
-    Gaussian noise, exact inverse. Per-query RMSE at unit noise within 1.02x HDMM's YuanConvex
+    y = A x + N(0, σ²)ⁿ, x̂ = A⁻¹ y. Per-query RMSE at unit noise within 1.02x HDMM's YuanConvex
     (bench/bench_gaussian.py).
 
     >>> from core.workloads import AllRange
@@ -347,14 +367,44 @@ class GaussianMatrix(GaussianMixin, EigenDesign):
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-mm-opt"
+    data_dependent: bool = False
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("")
 
     def __post_init__(self) -> None:
         self._check_knobs()
 
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        strategy = eigen_strategy(workload)
+        l2_max = float(strategy.column_l2().max())
+        sigma = l2_max * unit_sigma(epsilon, float(self.delta), self.calibration)
+        # NumPy's normal on the exploration path, OpenDP's (lattice) Gaussian on the secure one
+        noisy = strategy.apply(x) + rng.normal(scale=sigma, size=x.size)
+        estimate = strategy.solve(noisy)
+        release = Release(self.name, epsilon, 0.0, workload.matvec(estimate), estimate,
+                          {"strategy": "eigen (G^1/4 S)"})
+        return self._gaussian_release(epsilon, sigma, l2_max, release)
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+        """σ² tr(G (AᵀA)⁻¹) / m."""
+        return self.sigma(workload, epsilon) ** 2 * eigen_strategy(workload).trace / workload.shape[0]
+
+    def cost(self, workload: Workload):
+        """One dense n × n eigendecomposition (single-threaded ~19 s at n = 4096), a few n × n matrices."""
+        from core.cost import OVERHEAD_SECONDS, Cost
+
+        n = workload.shape[1]
+        return Cost(OVERHEAD_SECONDS + 3e-10 * n**3, 8.0 * 5 * n * n, f"a dense {n:,} x {n:,} strategy")
+
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
-        """Column L1 and L2 norms of the dense strategy."""
-        matrix = eigen_strategy(workload).matrix
-        return np.abs(matrix).sum(axis=0), np.linalg.norm(matrix, axis=0)
+        """Column L1 (forms A once) and L2 norms of the strategy."""
+        strategy = eigen_strategy(workload)
+        return strategy.column_l1(), strategy.column_l2()
+
+    def sigma(self, workload: Workload, epsilon: float) -> float:
+        """Δ₂(A) × the unit σ (Δ₂ from the eigen form, without forming A)."""
+        l2 = float(eigen_strategy(workload).column_l2().max())
+        return l2 * unit_sigma(check_epsilon(epsilon), float(self.delta), self.calibration)
 
 
 # ----------------------------------------------------------------------------- privacy targets → mechanisms

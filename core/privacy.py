@@ -337,3 +337,37 @@ def target(definition: str, epsilon: float, delta: float) -> Privacy:
     if definition == "zcdp":
         return ZCDP(zcdp_rho(epsilon, delta))
     raise ValueError(f"definition must be one of {sorted(DEFINITIONS)}, got {definition!r}")
+
+
+def native_spend(costs: list[tuple[float, float, float | None]], definition: str, delta: float,
+                 total_epsilon: float) -> dict[str, float | str | None]:
+    """Spent and remaining in a definition's own unit, from ledger rows (ε charged, δ charged, ρ or None).
+
+    The ledger enforces basic composition of (ε, δ), which is always valid; this is the native view:
+    pure: Σε; approx: (Σε, Σδ); zcdp: Σρ (pure rows count ε²/2) and its CKS ε at ``delta``, with the
+    total read as ρ_total = ``zcdp_rho(total_epsilon, delta)``. A zCDP view needs ρ on every row.
+
+    >>> view = native_spend([(1.0, 0.0, 0.5), (0.5, 0.0, 0.125)], "zcdp", 1e-6, 5.0)
+    >>> view["spent"], round(view["epsilon_at_delta"], 4), view["basic_epsilon"]
+    (0.625, 5.9268, 1.5)
+    """
+    basic_epsilon = math.fsum(c[0] for c in costs)
+    basic_delta = math.fsum(c[1] for c in costs)
+    view: dict[str, float | str | None] = {"definition": definition, "basic_epsilon": basic_epsilon,
+                                           "basic_delta": basic_delta}
+    if definition == "zcdp":
+        if any(c[2] is None for c in costs):
+            view.update(unit="rho", spent=None, remaining=None, epsilon_at_delta=None,
+                        note="an (epsilon, delta) release has no rho: composed by basic composition only")
+            return view
+        rho = math.fsum(c[2] for c in costs)
+        total_rho = zcdp_rho(total_epsilon, delta) if total_epsilon > 0 else 0.0
+        view.update(unit="rho", spent=rho, remaining=max(total_rho - rho, 0.0), total=total_rho,
+                    epsilon_at_delta=zcdp_epsilon(rho, delta) if rho > 0 else 0.0)
+        return view
+    if definition == "approx":
+        view.update(unit="(epsilon, delta)", spent=basic_epsilon, spent_delta=basic_delta,
+                    remaining=max(total_epsilon - basic_epsilon, 0.0))
+        return view
+    view.update(unit="epsilon", spent=basic_epsilon, remaining=max(total_epsilon - basic_epsilon, 0.0))
+    return view

@@ -49,6 +49,7 @@ from ui.datasets import (
 from ui.guard import guard, is_script_control
 from ui.ledger import charge, ledger, reset_budget, set_total
 from ui.navigation import PAGES
+from ui.privacy import DEFINITION_LABELS, available, definition, delta, matched
 from ui.settings import mechanism_settings, run_check
 from ui.sidebar import sidebar
 from ui.state import (
@@ -72,11 +73,11 @@ from ui.workloads import (
 from ui.workspace import open_workspace, save_workspace
 
 __all__ = [
-    "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
+    "DEFAULT_TOTAL_EPSILON", "DEFINITION_LABELS", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
     "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config",
-    "cached_sweep", "charge", "dataset_choices", "default_workload_spec", "derive_dataset",
+    "available", "cached_sweep", "charge", "definition", "delta", "dataset_choices", "default_workload_spec", "derive_dataset",
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
-    "init_state", "interval_figure", "is_script_control", "ledger", "ledger_key", "line_figure", "mechanism_colour",
+    "init_state", "interval_figure", "is_script_control", "ledger", "ledger_key", "line_figure", "matched", "mechanism_colour",
     "mechanism_settings", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure", "reset_budget",
     "run_check", "runtime_figure", "save_workspace", "session_config", "set_total", "set_workload", "show_flash", "sidebar",
     "simulation_rng",

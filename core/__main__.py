@@ -23,7 +23,7 @@ from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.mechanisms.gaussian import Matched, for_privacy
 from core.metrics import METRICS
 from core.noise import NOISE_PATHS, noise_sampler, noise_source
-from core.privacy import DEFINITIONS, ZCDP, ApproxDP, PureDP, target
+from core.privacy import DEFINITIONS, ZCDP, ledger_charge, target
 from core.reproduce import add_reproduce_command
 from core.workloads import WORKLOADS, parse_workload
 
@@ -74,20 +74,6 @@ def _privacy(args: argparse.Namespace):
     return target(args.definition, epsilons[0], args.delta)
 
 
-def ledger_charge(privacy, delta: float) -> tuple[Budget, float | None]:
-    """What the ledger records for a privacy target: (ε, δ) charged by basic composition, and ρ when defined.
-
-    >>> ledger_charge(PureDP(1.0), 1e-6)
-    (Budget(epsilon=1.0, delta=0.0), 0.5)
-    """
-    if isinstance(privacy, PureDP):
-        return Budget(privacy.epsilon), privacy.to_zcdp().rho
-    if isinstance(privacy, ApproxDP):
-        return Budget(privacy.epsilon, privacy.delta), None
-    approx = privacy.to_approx(delta)
-    return Budget(approx.epsilon, approx.delta), privacy.rho
-
-
 def _store(args: argparse.Namespace) -> LedgerStore:
     return LedgerStore(args.ledger) if args.ledger else LedgerStore()
 
@@ -122,7 +108,8 @@ def cmd_release(args: argparse.Namespace) -> int:
     else:  # ε at δ: Laplace at √(2ρ) or ε, Gaussian calibrated; the release states definition, δ and ρ
         runner, epsilon = Matched(base, args.definition, args.delta), privacy.to_approx(args.delta).epsilon
     mechanism = runner.resolve(epsilon)[0] if isinstance(runner, Matched) else runner
-    charge, rho = ledger_charge(privacy, args.delta)
+    charge_epsilon, charge_delta, rho = ledger_charge(privacy, args.delta)
+    charge = Budget(charge_epsilon, charge_delta)
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
                               allow_files=True)
     warning = check_cost(estimate_cost(mechanism, workload), what=f"{mechanism.name} on this input")

@@ -371,3 +371,21 @@ def native_spend(costs: list[tuple[float, float, float | None]], definition: str
         return view
     view.update(unit="epsilon", spent=basic_epsilon, remaining=max(total_epsilon - basic_epsilon, 0.0))
     return view
+
+
+def ledger_charge(privacy: Privacy, delta: float) -> tuple[float, float, float | None]:
+    """What a ledger records for a release at ``privacy``: (ε, δ) for basic composition, and ρ when defined.
+
+    zCDP is charged as its CKS ε at ``delta`` plus that δ; (ε, δ) has no ρ.
+
+    >>> ledger_charge(PureDP(1.0), 1e-6)
+    (1.0, 0.0, 0.5)
+    >>> ledger_charge(ApproxDP(1.0, 1e-6), 1e-6)
+    (1.0, 1e-06, None)
+    """
+    if isinstance(privacy, PureDP):
+        return privacy.epsilon, 0.0, privacy.to_zcdp().rho
+    if isinstance(privacy, ApproxDP):
+        return privacy.epsilon, privacy.delta, None
+    approx = privacy.to_approx(delta)
+    return approx.epsilon, approx.delta, privacy.rho

@@ -72,7 +72,8 @@ def spend_and_release() -> None:
     export_id = None if exploring else new_export_id()  # a simulation is never exported
     if not ui.charge(label, charge_epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
                      delta=charge_delta, rho=rho,
-                     note=f"noise path: {noise_path}; {privacy}" + (f" ({SIMULATION_LABEL})" if exploring else "")):
+                     note=f"noise path: {noise_path}" + ("" if definition == "pure" else f"; {privacy}")
+                     + (f" ({SIMULATION_LABEL})" if exploring else "")):
         return
     entry = history_entry(
         release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),

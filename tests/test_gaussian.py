@@ -165,3 +165,11 @@ def test_privacy_loss_uses_the_exact_curve():
     zcdp = dataclasses.replace(GAUSSIAN["gaussian-identity"], calibration="zcdp")
     release = zcdp.run(np.ones(4), Identity(4), 1.0, np.random.default_rng(0))
     assert release.privacy_loss == pytest.approx(zcdp_epsilon(release.params["rho"], 1e-6), abs=1e-12)
+
+
+def test_gaussian_subclasses_are_not_taken_for_plain_laplace():
+    from core.selection import laplace_answer_scale
+
+    assert laplace_answer_scale(GAUSSIAN["gaussian-answers"], Prefix(4), 1.0) is None
+    assert laplace_answer_scale(GAUSSIAN["gaussian-identity"], Prefix(4), 1.0) is None
+    assert laplace_answer_scale(MECHANISMS["laplace-on-answers"], Prefix(4), 1.0) is not None

@@ -84,3 +84,11 @@ def test_gaussian_release_without_a_delta_total_says_what_to_do():
     at.button(key="release_spend").click().run()
     assert not at.exception
     assert "Total budget δ" in at.error[0].value and not at.session_state.releases
+
+
+def test_delta_above_one_over_n_is_warned():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["privacy_definition"] = "approx"
+    at.session_state["privacy_delta"] = 1e-4  # the smooth sample has 100,000 records
+    at.run()
+    assert any("above 1/n" in w.value for w in at.sidebar.warning)

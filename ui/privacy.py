@@ -7,7 +7,7 @@ import streamlit as st
 from core.mechanisms import MECHANISMS
 from core.mechanisms.gaussian import Matched
 from core.noise import noise_kind
-from core.privacy import DEFINITIONS
+from core.privacy import DEFINITIONS, delta_warning
 
 DEFINITION_LABELS = {"pure": "pure ε-DP", "approx": "(ε, δ)-DP", "zcdp": "ρ-zCDP"}
 
@@ -47,3 +47,8 @@ def privacy_controls() -> None:
         st.select_slider("δ", [1e-12, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4], value=delta(),
                          format_func="{:g}".format, key="privacy_delta",
                          help="Keep δ well below 1/n (n = records): δ ≥ 1/n would allow publishing a record.")
+        from ui.datasets import histogram
+
+        warning = delta_warning(delta(), int(round(histogram().total)))
+        if warning:
+            st.warning(warning)

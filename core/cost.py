@@ -36,7 +36,18 @@ from dataclasses import dataclass
 
 from core.limits import MAX_ACTION_SECONDS, MAX_RUN_BYTES, WARN_SECONDS
 from core.mechanisms import Mechanism, check_parameters
-from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Ranges, Stack, Total, Workload
+from core.workloads import (
+    AllRange,
+    Explicit,
+    Identity,
+    Kron,
+    Prefix,
+    Ranges,
+    Stack,
+    Total,
+    Workload,
+    as_intervals,
+)
 
 # Per-element costs of vectorised NumPy on this class of machine (bench/bench_bounds.py).
 SECONDS_PER_ELEMENT = 5e-9
@@ -153,9 +164,13 @@ def _matrix(mechanism, workload: Workload) -> Cost:
 
 def _wda(mechanism, workload: Workload) -> Cost:
     m, n = workload.shape
+    if as_intervals(workload) is not None:  # divided on the interval ends: O(m log m) per split, no matrix
+        seconds = SECONDS_PER_ELEMENT * (40 * m * max(1.0, math.log2(max(m, 2))) + 4 * (n + matvec_elements(workload)))
+        return Cost(OVERHEAD_SECONDS + seconds, 8.0 * (4 * n + 12 * m),
+                    f"the workload's {m:,} interval queries over {n:,} cells")
     entries = _dense_rows(workload)
     seconds = 1e-8 * entries * max(1.0, math.log2(max(m, 2))) + SECONDS_PER_ELEMENT * 8 * m * 64
-    if not isinstance(workload, Explicit | Ranges):  # sparse_matrix builds W column by column via dense()
+    if not isinstance(workload, Explicit):  # sparse_matrix builds W column by column via dense()
         seconds += n * (5e-5 + SECONDS_PER_ELEMENT * matvec_elements(workload))
     return Cost(OVERHEAD_SECONDS + seconds, 8.0 * (3 * entries + 4 * n + 4 * m),
                 f"the workload's {entries:,.0f} matrix entries ({m:,} queries × {n:,} cells)")
@@ -163,8 +178,10 @@ def _wda(mechanism, workload: Workload) -> Cost:
 
 def _om(mechanism, workload: Workload) -> Cost:
     m, n = workload.shape
-    if isinstance(workload, Ranges):
-        return default_cost(workload, passes=20)
+    if as_intervals(workload) is not None:  # elementary segments: B holds ≤ one entry per (query, segment)
+        mixing = float(m) * min(2 * m + 1, n) / 2
+        return Cost(OVERHEAD_SECONDS + SECONDS_PER_ELEMENT * (20 * (n + matvec_elements(workload)) + 10 * mixing),
+                    8.0 * (8 * n + 4 * mixing), f"the workload's {m:,} interval queries over {n:,} cells")
     return Cost(OVERHEAD_SECONDS + 2e-10 * m * n * min(m, n), 8.0 * 3 * m * n,
                 f"a dense factorisation of {m:,} queries × {n:,} cells")
 

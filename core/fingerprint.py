@@ -23,6 +23,7 @@ import hashlib
 import numpy as np
 
 FINGERPRINT_TAG = b"dplens-fingerprint-v1"
+RECORDS_TAG = b"dplens-records-v1"
 
 
 def dataset_fingerprint(counts) -> str:
@@ -32,3 +33,13 @@ def dataset_fingerprint(counts) -> str:
     digest.update(np.array([array.ndim, *array.shape], dtype="<i8").tobytes())
     digest.update(np.ascontiguousarray(array + 0.0).tobytes())  # + 0.0 turns -0.0 into 0.0
     return digest.hexdigest()
+
+
+def records_fingerprint(data: bytes) -> str:
+    """Hex SHA-256 of a raw-records file (tag ``dplens-records-v1`` + its bytes): the ledger key of every
+    histogram binned from it, whatever the column or the bins (the same people, however they are counted).
+
+    >>> records_fingerprint(b"age\\n31\\n") == records_fingerprint(b"age\\n31\\n") != dataset_fingerprint([1.0])
+    True
+    """
+    return hashlib.sha256(RECORDS_TAG + bytes(data)).hexdigest()

@@ -285,6 +285,30 @@ class Ranges:
         return f"{self.label}: {self.shape[0]} range queries over {self.n} cells"
 
 
+def as_intervals(w: Workload) -> Ranges | None:
+    """The workload as 0/1 interval rows when it is one (Ranges, Identity, Total, Prefix, AllRange), else None.
+
+    Row-level algorithms (WDA's division, OM's factorisation) use it to work on interval ends instead
+    of an m × n matrix.
+
+    >>> as_intervals(Prefix(3)).hi.tolist(), as_intervals(Explicit(np.eye(2))) is None
+    ([0, 1, 2], True)
+    """
+    if isinstance(w, Ranges):
+        return w
+    if isinstance(w, Identity | Prefix):
+        ends = np.arange(w.n)
+        return Ranges(w.n, ends if isinstance(w, Identity) else np.zeros_like(ends), ends)
+    if isinstance(w, Total):
+        return Ranges(w.n, np.array([0]), np.array([w.n - 1]))
+    if isinstance(w, AllRange):  # rows by start, then end
+        lo = np.repeat(np.arange(w.n), np.arange(w.n, 0, -1))
+        hi = np.arange(lo.size) - np.repeat(np.cumsum(np.arange(w.n, 0, -1)) - np.arange(w.n, 0, -1), np.arange(
+            w.n, 0, -1)) + lo
+        return Ranges(w.n, lo, hi)
+    return None
+
+
 def random_range(n: int, m: int, seed: int = 0) -> Ranges:
     """m ranges with both ends uniform on {0..n-1} (sorted), as DPBench draws them; seeded.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -80,9 +82,10 @@ def test_the_workspace_id_in_the_url_restores_the_working_set():
     at.run()
     workspace = at.session_state.workspace_id
     assert at.query_params["ws"] == workspace
-    at = _release(at.switch_page(RELEASE).run(), 1.5)  # on the default dataset (smooth)
+    at = at.switch_page(RELEASE)
     at.session_state["workload_spec"] = "prefix"
-    at.run()
+    at.session_state["compare_mechanisms"] = ["identity", "hb"]
+    at = _release(at.run(), 1.5)  # on the default dataset (smooth); the click saves the workspace
 
     reloaded = AppTest.from_file(APP, default_timeout=60)
     reloaded.query_params["ws"] = workspace
@@ -93,6 +96,7 @@ def test_the_workspace_id_in_the_url_restores_the_working_set():
     assert state.uploads["upload:t"].vector.tolist() == [5.0, 1, 0, 7]
     assert len(state.releases) == 1 and state.releases[0]["epsilon"] == 1.5
     assert state.release_noise_path == "exploration"
+    assert (state.workload_spec, state.compare_mechanisms) == ("prefix", ["identity", "hb"])
     reloaded = reloaded.switch_page(RELEASE).run()
     assert not reloaded.exception
     assert {m.label: m.value for m in reloaded.metric}["ε charged"] == "1.5"
@@ -109,3 +113,37 @@ def test_a_forged_workspace_id_starts_a_new_workspace():
     at.query_params["ws"] = "../../etc/passwd"
     at.run()
     assert not at.exception and at.session_state.workspace_id != "../../etc/passwd"
+
+
+def test_every_binning_of_one_records_file_charges_one_ledger():
+    records = b"age\n" + b"\n".join(str(20 + i % 50).encode() for i in range(200)) + b"\n"
+    at = open_page("pages/data.py")
+    remaining = []
+    for bins in (5, 7):  # widget state does not survive leaving the page: set it each time
+        at.file_uploader(key="data_upload").set_value(("people.csv", records, "text/csv")).run()
+        at.checkbox(key="data_as_records").check().run()
+        at.text_input(key="data_column").set_value("age")
+        at.radio(key="data_binning").set_value("number of bins").run()
+        at.number_input(key="data_bins").set_value(bins)
+        at.button(key="data_use").click().run()
+        assert not at.exception and at.session_state.ledger_parents[at.session_state.dataset_key]
+        at = _release(at.switch_page(RELEASE).run(), 2.0)
+        remaining.append(at.session_state.ledger.remaining.epsilon)
+        at = at.switch_page("pages/data.py").run()
+    assert len(at.session_state.uploads) == 2  # two histograms (5 and 7 bins) ...
+    assert remaining == pytest.approx([3.0, 1.0])  # ... one ledger: the people are the same
+
+
+def test_a_pasted_config_naming_a_server_file_is_refused_in_one_line(tmp_path):
+    secret = tmp_path / "passwd"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    at = open_page(RELEASE)
+    config = json.loads(at.code[0].value)
+    config["workload"] = f"file:{secret}"
+    at.text_area(key="release_config_text").set_value(json.dumps(config))
+    at.button(key="release_config_load").click().run()
+    assert not at.exception and not at.success
+    message = at.error[0].value
+    assert message.startswith("Config not loaded: config 'workload' names a server file")
+    assert "\n" not in message and "root:x" not in message
+    assert at.session_state.workload_spec is None  # nothing applied

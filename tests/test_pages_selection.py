@@ -115,6 +115,9 @@ def test_accuracy_first_search_reports_its_losses():
     assert shown["Ex-post loss ε_A + ε_t*"] == f"{result.epsilon_above_threshold + result.epsilons[result.stopped_at]:.4g}"
     assert shown["Doubling baseline loss"] == f"{doubling.privacy_loss:.4g}"
     assert at.session_state.ledger.spent.epsilon == 0  # a what-if: nothing is charged
+    table = at.dataframe[-1].value  # the theory line Ligett et al. compare against: √(2‖W‖²_F/m)/α
+    theory = table[table.method.str.startswith("theory")]
+    assert len(theory) == 1 and theory.total.iloc[0] > 0
 
 
 @pytest.mark.parametrize("path", ["pages/choose_epsilon.py", "pages/gradual.py"])

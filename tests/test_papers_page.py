@@ -27,7 +27,7 @@ def test_papers_page_is_in_the_navigation_and_renders():
 
 def test_every_tab_shows_claim_literal_and_corrected_side_by_side():
     at = open_page()
-    readings = [df.value for df in at.dataframe if "literal reading" in df.value.columns]
+    readings = [t.value.reset_index() for t in at.table if "literal reading" in t.value.columns]
     assert len(readings) == 5
     fig2 = readings[0].set_index("quantity").loc["Fig. 2 division, average L1 error at ε = 1"]
     assert "3.4275" in fig2["paper claims"] and "4.9158" in fig2["corrected (dplens)"]
@@ -49,7 +49,7 @@ def test_literal_variant_audit_shows_the_loss_above_epsilon():
     at = open_page()
     at.button(key="papers_audit_xiao-max").click().run()
     assert not at.exception
-    table = next(df.value for df in at.dataframe if "measured loss ≥" in df.value.columns)
+    table = next(t.value for t in at.table if "measured loss ≥" in t.value.columns)
     literal = table[table.kind == "literal"]
     assert (literal["measured loss ≥"] > literal["claimed ε"]).all()
     assert any("NOT DIFFERENTIALLY PRIVATE" in e.value for e in at.error)
@@ -66,6 +66,8 @@ def test_structures_follow_the_widgets():
     at.selectbox(key="papers_om_example").set_value("OM Algorithm 3 counterexample").run()
     assert not at.exception
     assert any("S̃ = 1" in m.value for m in at.markdown)
+    lrm = next(m.value for m in at.markdown if "tr(BᵀB)" in m.value)  # the LRM comparator on the same W
+    assert "rank(W) = 2" in lrm and "(OM 32)" in lrm
 
 
 def test_running_a_reproduction_shows_claim_verdicts_and_findings():
@@ -77,7 +79,7 @@ def test_running_a_reproduction_shows_claim_verdicts_and_findings():
     assert not at.exception
     text = " ".join(m.value for m in at.markdown)
     assert "The paper claims" in text and "keep probability" in text
-    verdicts = next(df.value for df in at.dataframe if list(df.value.columns) == ["claim", "paper", "dplens", "verdict"])
+    verdicts = next(t.value for t in at.table if list(t.value.columns) == ["paper", "dplens", "verdict"])
     assert {"holds", "fails", "not reproducible"} <= set(verdicts.verdict)
     assert "tips-bill" in text
     assert len(at.get("plotly_chart")) >= 3
@@ -91,3 +93,15 @@ def test_structure_of_the_sessions_workload():
     at.selectbox(key="papers_wda_workload").set_value("current workload (Workloads page)").run()
     assert not at.exception
     assert any(m.label == "Average L1 error per query × ε" for m in at.metric)
+
+
+def test_a_reproduction_runs_on_the_sessions_dataset():
+    at = open_page()
+    at.selectbox(key="papers_data_sreb-gca").set_value("the current dataset (Data page)")
+    at.text_input(key="papers_eps_sreb-gca").set_value("1")
+    at.number_input(key="papers_trials_sreb-gca").set_value(1)
+    at.button(key="papers_run_sreb-gca").click().run()
+    assert not at.exception
+    assert any("Data:** dataset 'smooth'" in m.value for m in at.markdown)
+    verdicts = next(t.value for t in at.table if list(t.value.columns) == ["paper", "dplens", "verdict"])
+    assert len(verdicts) >= 3

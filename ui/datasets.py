@@ -10,7 +10,7 @@ import streamlit as st
 
 from core.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
 from core.domain import Histogram
-from core.fingerprint import dataset_fingerprint
+from core.fingerprint import dataset_fingerprint, records_fingerprint
 from core.transform import coarsen, rescale
 from ui.state import init_state
 
@@ -25,7 +25,8 @@ def dataset_choices() -> dict[str, str]:
         for path in sorted(DPBENCH_DIR.glob("*.csv")):
             choices[f"dpbench:{path.stem}"] = f"{path.stem} — DPBench, 4096 bins"
     for key, hist in st.session_state.get("uploads", {}).items():
-        kind = "derived" if key.startswith("derived:") else "uploaded"
+        kind = ("rescaled: experiments only" if is_rescaled(key) else
+                "derived" if key.startswith("derived:") else "uploaded")
         choices[key] = f"{hist.name} — {kind}, {hist.domain.size:,} cells"
     return choices
 
@@ -68,25 +69,45 @@ def ledger_key() -> str:
 
 def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: int | None = None,
                edges=None) -> Histogram:
-    """Parse an upload (raw records when ``column`` is given), keep it in the session and select it."""
+    """Parse an upload (raw records when ``column`` is given), keep it in the session and select it.
+
+    Every histogram binned from one records file charges that file's ledger (``records_fingerprint``),
+    so rebinning the same people never opens a fresh budget.
+    """
     if column:
         hist = histogram_from_records(data, column, bins=bins, edges=edges, name=Path(filename).stem)
     else:
         hist = load_histogram(data, filename=filename)
     key = f"upload:{hashlib.sha1(data).hexdigest()[:12]}:{column or ''}:{bins or ''}:{edges or ''}"
+    if column:
+        st.session_state.ledger_parents[key] = records_fingerprint(data)
     st.session_state.uploads[key] = hist
     st.session_state.dataset_key = key
     return hist
 
 
-def add_derived(hist: Histogram) -> Histogram:
+RESCALED_PREFIX = "scaled:"  # dataset keys of rescaled data and of anything derived from it
+RESCALED_REFUSAL = ("This dataset was rescaled by sampling new records from the original's shape, so one person "
+                    "can move it by many records and ε spent on it is not ε spent on the original. It is for "
+                    "experiments (Compare, Choose epsilon): release from the original or a coarsened copy of it.")
+
+
+def is_rescaled(key: str | None = None) -> bool:
+    """Whether a dataset (default: the current one) is rescaled data, on which no budget may be spent."""
+    key = st.session_state.dataset_key if key is None else key
+    return key.startswith(RESCALED_PREFIX)
+
+
+def add_derived(hist: Histogram, *, rescaled: bool = False) -> Histogram:
     """Keep a derived histogram (rescaled, coarsened) as a session dataset and select it.
 
-    Its releases are charged to the ledger of the dataset it was derived from (the same people).
+    A coarsened dataset's releases are charged to the ledger of the dataset it was derived from (one
+    person still moves one count by 1). Rescaled data, and anything derived from it, gets a ``scaled:``
+    key: upscaling multiplies one person's influence, so ``ui.charge`` refuses every spend on it.
     """
     parent = ledger_key()
     digest = hashlib.sha1(np.ascontiguousarray(hist.counts).tobytes() + hist.name.encode()).hexdigest()[:12]
-    key = f"derived:{digest}"
+    key = f"{RESCALED_PREFIX if rescaled or is_rescaled() else 'derived:'}{digest}"
     st.session_state.ledger_parents[key] = parent
     st.session_state.uploads[key] = hist
     st.session_state.dataset_key = key
@@ -98,7 +119,8 @@ def derive_dataset(kind: str, value: int) -> None:
     try:
         hist = histogram()
         if kind == "rescale":
-            add_derived(rescale(hist, int(value), np.random.default_rng([int(st.session_state.seed), RESCALE_STREAM])))
+            add_derived(rescale(hist, int(value), np.random.default_rng([int(st.session_state.seed), RESCALE_STREAM])),
+                        rescaled=True)
         else:
             add_derived(coarsen(hist, int(value)))
     except ValueError as err:

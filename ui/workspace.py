@@ -12,7 +12,8 @@ import json
 
 import streamlit as st
 
-from core.config import build_recipe
+from core.config import build_recipe, check_recipe
+from core.mechanisms import MECHANISMS
 from core.workspace_store import (
     WorkspaceStore,
     is_workspace_id,
@@ -79,6 +80,11 @@ def _restore(state: dict) -> None:
     for key in _PLAIN_KEYS:
         if key in state:
             ss[key] = state[key]
+    # Widget values must be among today's options (a mechanism may have been renamed since).
+    if "compare_mechanisms" in state:
+        ss.compare_mechanisms = [m for m in state["compare_mechanisms"] if m in MECHANISMS]
+    if "release_mechanism" in state and state["release_mechanism"] not in MECHANISMS:
+        ss.pop("release_mechanism", None)
     ss.releases = list(state.get("releases", []))
     for number, output in state.get("release_outputs", {}).items():
         ss.release_outputs[int(number)] = {**output, "release": release_from_dict(output["release"])}
@@ -86,7 +92,7 @@ def _restore(state: dict) -> None:
     spec, recipe = ss.workload_spec, state.get("custom_recipe")
     if spec and spec.startswith("custom:"):
         try:
-            ss.custom_workloads[spec] = build_recipe(recipe, histogram().domain.shape)
+            ss.custom_workloads[spec] = build_recipe(check_recipe(recipe), histogram().domain.shape)
             ss.custom_recipes[spec] = recipe
         except (TypeError, ValueError, KeyError, StopIteration, AttributeError):
             ss.workload_spec = None  # the dataset's default workload

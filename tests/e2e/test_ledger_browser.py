@@ -1,5 +1,5 @@
-"""The budget belongs to the data: spend, reload, open a second tab, restart the server — the remaining
-budget is the same everywhere, and a release that would overspend is refused in each.
+"""The budget belongs to the data: spend, reload (and Back), open a second tab, restart the server — the
+remaining budget is the same everywhere, and a release that would overspend is refused in each.
 """
 
 from __future__ import annotations
@@ -77,6 +77,12 @@ def test_the_budget_survives_reload_second_tab_and_server_restart(browser, home)
         assert _metric(page, "ε charged") == "2"
         _refused_everywhere(page, "after reload")
         screenshot(page, "ledger-after-reload")
+        page.goto("about:blank")  # leave the app, then Back: a new session on the same URL
+        page.go_back()
+        page.get_by_text("Released histogram over the true one").wait_for(timeout=60_000)
+        wait_idle(page, timeout=60_000)
+        assert f"ws={workspace}" in page.url and _metric(page, "ε charged") == "2"
+        assert _metric(page, "Budget remaining") == "ε = 3"
 
         second = _open(browser.new_context(viewport={"width": 1280, "height": 800}), url)  # no id: new workspace
         assert f"ws={workspace}" not in second.url

@@ -92,3 +92,15 @@ def test_delta_above_one_over_n_is_warned():
     at.session_state["privacy_delta"] = 1e-4  # the smooth sample has 100,000 records
     at.run()
     assert any("above 1/n" in w.value for w in at.sidebar.warning)
+
+
+def test_choose_epsilon_from_an_accuracy_target_for_a_gaussian_mechanism():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state["privacy_definition"] = "zcdp"
+    at.run()
+    at.switch_page("pages/choose_epsilon.py").run()
+    at.selectbox(key="choose_mechanism").set_value("gaussian-hb").run()
+    assert not at.exception, at.exception
+    value = {m.label: m.value for m in at.metric}["Smallest epsilon meeting the target"]
+    assert value.endswith("at δ = 1e-06")
+    assert any("That is ρ =" in c.value for c in at.caption)

@@ -23,7 +23,7 @@ from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.mechanisms.gaussian import Matched, for_privacy
 from core.metrics import METRICS
 from core.noise import NOISE_PATHS, noise_sampler, noise_source
-from core.privacy import DEFINITIONS, ZCDP, ledger_charge, target
+from core.privacy import DEFINITIONS, ZCDP, delta_warning, ledger_charge, target
 from core.reproduce import add_reproduce_command
 from core.workloads import WORKLOADS, parse_workload
 
@@ -115,6 +115,8 @@ def cmd_release(args: argparse.Namespace) -> int:
     warning = check_cost(estimate_cost(mechanism, workload), what=f"{mechanism.name} on this input")
     if warning:  # over the memory or time limit it raised above (exit 2, naming what to change)
         print(f"note: {warning}", file=sys.stderr)
+    if args.definition != "pure" and (warning := delta_warning(args.delta, int(round(histogram.total)))):
+        print(f"warning: {warning}", file=sys.stderr)
     store, fingerprint = _store(args), dataset_fingerprint(histogram)
     _record_budget(store, fingerprint, args.budget, histogram.name, args.budget_delta)
     # Refuse an over-budget release before any work (BudgetExceededError: exit 2); store.spend re-checks atomically.

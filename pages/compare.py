@@ -106,7 +106,9 @@ with ui.guard():
         log_y = middle.toggle("Log error axis", True, key="compare_logy", help="Log scale for the error.")
         envelope = right.toggle("Lower envelope", True, key="compare_envelope",
                                 help="The best mean error at each epsilon over the mechanisms shown (DPComp).")
-        event = st.plotly_chart(ui.error_figure(summary, metric, log_y=log_y, envelope=envelope), key="compare_chart",
+        x_title = "epsilon" if ui.definition() == "pure" else f"epsilon at delta = {ui.delta():g} ({ui.definition()})"
+        event = st.plotly_chart(ui.error_figure(summary, metric, log_y=log_y, envelope=envelope, x_title=x_title),
+                                key="compare_chart",
                                 on_select="rerun", selection_mode="points")
         st.caption("Lines: mean over trials; bands: 2.5–97.5 % of single trials; dotted: analytic expectation "
                    "(data-independent mechanisms, MSE/RMSE). Click a point to inspect that release below.")

@@ -99,3 +99,11 @@ def test_the_ledger_records_delta_and_rho_of_each_release(tmp_path):
     assert spends[0]["rho"] == pytest.approx(0.1) and spends[0]["delta"] == 1e-6
     assert spends[0]["epsilon"] == pytest.approx(2.141939, abs=1e-6)  # ε at δ by CKS, charged by basic composition
     assert spends[1]["rho"] == pytest.approx(0.125) and spends[1]["delta"] == 0.0
+
+
+def test_delta_above_one_over_n_is_warned_on_stderr(tmp_path, capsys):
+    out = tmp_path / "o.json"
+    assert main(["release", "--input", "tips-bill", "--mechanism", "gaussian-identity", "--definition", "approx",
+                 "--epsilon", "1", "--delta", "0.01", "--ledger", str(tmp_path / "l.sqlite3"), "--budget", "5",
+                 "--budget-delta", "0.5", "--output", str(out)]) == 0
+    assert "above 1/n" in capsys.readouterr().err

@@ -347,7 +347,7 @@ def native_spend(costs: list[tuple[float, float, float | None]], definition: str
     pure: Σε; approx: (Σε, Σδ); zcdp: Σρ (pure rows count ε²/2) and its CKS ε at ``delta``, with the
     total read as ρ_total = ``zcdp_rho(total_epsilon, delta)``. A zCDP view needs ρ on every row.
 
-    >>> view = native_spend([(1.0, 0.0, 0.5), (0.5, 0.0, 0.125)], "zcdp", 1e-6, 5.0)
+    >>> view = native_spend([(1.0, 0.0, 0.5), (0.5, 0.0, None)], "zcdp", 1e-6, 5.0)
     >>> view["spent"], round(view["epsilon_at_delta"], 4), view["basic_epsilon"]
     (0.625, 5.9268, 1.5)
     """
@@ -356,6 +356,8 @@ def native_spend(costs: list[tuple[float, float, float | None]], definition: str
     view: dict[str, float | str | None] = {"definition": definition, "basic_epsilon": basic_epsilon,
                                            "basic_delta": basic_delta}
     if definition == "zcdp":
+        # a row without ρ but with δ = 0 was a pure ε-DP spend: ε²/2-zCDP (older ledgers record no ρ)
+        costs = [(e, d, r if r is not None else (e * e / 2.0 if d == 0 else None)) for e, d, r in costs]
         if any(c[2] is None for c in costs):
             view.update(unit="rho", spent=None, remaining=None, epsilon_at_delta=None,
                         note="an (epsilon, delta) release has no rho: composed by basic composition only")

@@ -104,3 +104,14 @@ def test_choose_epsilon_from_an_accuracy_target_for_a_gaussian_mechanism():
     value = {m.label: m.value for m in at.metric}["Smallest epsilon meeting the target"]
     assert value.endswith("at δ = 1e-06")
     assert any("That is ρ =" in c.value for c in at.caption)
+
+
+def test_ledger_page_shows_the_spend_in_rho_under_zcdp():
+    record_ledger(Ledger(Budget(5.0, 1e-5), (("release #1: identity", Budget(1.0)),)))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["privacy_definition"] = "zcdp"
+    at.run()
+    at.switch_page("pages/ledger.py").run()
+    assert not at.exception
+    (info,) = [i.value for i in at.info if "ρ spent" in i.value]
+    assert "ρ spent = 0.5 of ρ = 0.4631" in info and "equivalent ε = 5.222" in info

@@ -143,3 +143,14 @@ def test_values_are_immutable_and_targets_match():
     assert target("pure", 1.0, 1e-6) == PureDP(1.0)
     assert target("approx", 1.0, 1e-6) == ApproxDP(1.0, 1e-6)
     assert target("zcdp", 1.0, 1e-6).to_approx(1e-6).epsilon <= 1.0
+
+
+def test_native_spend_in_each_unit():
+    from core.privacy import native_spend
+
+    rows = [(1.0, 0.0, None), (2.141939, 1e-6, 0.1)]
+    zcdp = native_spend(rows, "zcdp", 1e-6, 10.0)
+    assert zcdp["spent"] == pytest.approx(0.6) and zcdp["epsilon_at_delta"] == pytest.approx(zcdp_epsilon(0.6, 1e-6))
+    approx = native_spend(rows, "approx", 1e-6, 10.0)
+    assert approx["spent"] == pytest.approx(3.141939) and approx["spent_delta"] == 1e-6
+    assert native_spend([(1.0, 1e-6, None)], "zcdp", 1e-6, 10.0)["spent"] is None  # (ε, δ) has no ρ

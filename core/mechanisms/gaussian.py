@@ -509,3 +509,9 @@ class Matched:
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         mechanism, argument = self.resolve(epsilon)
         return mechanism.expected_mse(workload, argument)
+
+    def cost(self, workload: Workload):
+        """The inner mechanism's cost estimate (core.cost): calibration does not change the work."""
+        from core.cost import estimate_cost
+
+        return estimate_cost(self.inner, workload)

@@ -393,13 +393,3 @@ def records_to_csv(domain: TableDomain, records: np.ndarray, levels: dict[str, l
                           for i, n in enumerate(domain.names)})
     return frame.to_csv(index=False)
 
-
-def zcdp_to_approx(rho: float, delta: float) -> float:
-    """ε of ρ-zCDP at δ (Bun & Steinke 2016, Prop. 1.3): ε = ρ + 2√(ρ ln(1/δ)); what the ε-ledger charges.
-
-    >>> round(zcdp_to_approx(0.5, 1e-6), 4)
-    5.7565
-    """
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    return rho + 2 * math.sqrt(rho * math.log(1 / delta))

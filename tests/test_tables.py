@@ -152,7 +152,8 @@ def test_cli_marginals_round_trip(tmp_path, capsys, mechanism):
     data, domain = _write(tmp_path, "sex,age\nF,1\nM,2\nM,0\n", {"sex": ["F", "M"], "age": 3})
     out = tmp_path / "m.csv"
     code = main(["release", "--input", data, "--domain", domain, "--workload", "marginals:k=1", "--mechanism",
-                 mechanism, "--rho", "1", "--output", str(out), "--ledger", str(tmp_path / "l.db"), "--budget", "50"])
+                 mechanism, "--rho", "1", "--output", str(out), "--ledger", str(tmp_path / "l.db"), "--budget", "50",
+                 "--budget-delta", "1e-5"])
     assert code == 0, capsys.readouterr().err
     lines = out.read_text().splitlines()
     assert lines[0] == "marginal,cell,count,std" and len(lines) == 1 + 2 + 3
@@ -174,7 +175,8 @@ def test_cli_marginals_round_trip(tmp_path, capsys, mechanism):
 def test_cli_bad_input_exits_2(tmp_path, capsys, extra, words):
     data, domain = _write(tmp_path, "sex,age\nF,1\n", {"sex": ["F", "M"], "age": 3})
     args = ["release", "--input", data, "--domain", domain, "--output", str(tmp_path / "o.csv"),
-            "--ledger", str(tmp_path / "l.db"), "--budget", "50", "--workload", "marginals:k=1"]
+            "--ledger", str(tmp_path / "l.db"), "--budget", "50", "--budget-delta", "1e-5",
+            "--workload", "marginals:k=1"]
     assert main(args + extra) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1
@@ -198,7 +200,8 @@ def test_cli_mst_where_opendp_default_split_trips(tmp_path, capsys):
     data, domain = _write(tmp_path, csv, dict.fromkeys("abcdef", 2))
     out = tmp_path / "synth.csv"
     code = main(["release", "--input", data, "--domain", domain, "--mechanism", "mst", "--rho", "0.3",
-                 "--param", "iters=20", "--output", str(out), "--ledger", str(tmp_path / "l.db"), "--budget", "50"])
+                 "--param", "iters=20", "--output", str(out), "--ledger", str(tmp_path / "l.db"), "--budget", "50",
+                 "--budget-delta", "1e-5"])
     assert code == 0, capsys.readouterr().err
     synth = load_table(out, domain)
     assert synth.domain == TableDomain(tuple("abcdef"), (2,) * 6) and 150 <= len(synth.records) <= 250

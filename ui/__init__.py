@@ -50,8 +50,9 @@ from ui.datasets import (
     ledger_key,
 )
 from ui.guard import guard, is_script_control
-from ui.ledger import charge, ledger, reset_budget, set_total
+from ui.ledger import charge, ledger, native_caption, reset_budget, set_total
 from ui.navigation import PAGES
+from ui.privacy import DEFINITION_LABELS, available, definition, delta, matched, privacy_controls
 from ui.settings import mechanism_settings, run_check
 from ui.sidebar import sidebar
 from ui.state import (
@@ -75,12 +76,12 @@ from ui.workloads import (
 from ui.workspace import open_workspace, save_workspace
 
 __all__ = [
-    "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
+    "DEFAULT_TOTAL_EPSILON", "DEFINITION_LABELS", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
     "RESCALE_STREAM", "RESCALED_PREFIX", "RESCALED_REFUSAL", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config",
-    "cached_sweep", "charge", "dataset_choices", "default_workload_spec", "derive_dataset",
+    "available", "cached_sweep", "charge", "definition", "delta", "dataset_choices", "default_workload_spec", "derive_dataset",
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
-    "init_state", "interval_figure", "is_rescaled", "is_script_control", "ledger", "ledger_key", "line_figure", "mechanism_colour",
-    "mechanism_settings", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure", "reset_budget",
+    "init_state", "interval_figure", "is_rescaled", "is_script_control", "ledger", "ledger_key", "line_figure", "matched", "mechanism_colour", "native_caption",
+    "mechanism_settings", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "privacy_controls", "release_rng", "release_structure", "reset_budget",
     "run_check", "runtime_figure", "save_workspace", "session_config", "set_total", "set_workload", "show_flash", "sidebar",
     "simulation_rng",
     "stack_recipe", "sweep", "workload", "workload_figure", "workload_recipe", "workload_spec",

@@ -8,12 +8,13 @@ One concept per module; pages and app.py call ``ui.<name>`` through the re-expor
 - ``workloads``: the session's workload (registry spec or custom object)
 - ``sweeps``: simulations kept in the session (sweeps, per-bin errors, previews); never charged
 - ``sidebar``, ``guard``: the shared sidebar and the top-level error guard
-- ``charts``, ``chart_export``: plotly figure builders, chart downloads
+- ``charts``, ``chart_export``, ``chart_controls``: plotly figure builders, chart downloads, view toggles
 - ``settings``: mechanism-settings widgets
 - ``structure``: a release's display-only structure (``Release.details``)
 - ``config``: the session config into and out of the session state
 """
 
+from ui.chart_controls import histogram_view_controls
 from ui.chart_export import figure_downloads
 from ui.charts import (
     ENVELOPE,
@@ -73,7 +74,7 @@ __all__ = [
     "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config",
     "cached_sweep", "charge", "dataset_choices", "default_workload_spec", "derive_dataset",
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
-    "init_state", "interval_figure", "is_script_control", "ledger", "line_figure", "mechanism_colour",
+    "histogram_view_controls", "init_state", "interval_figure", "is_script_control", "ledger", "line_figure", "mechanism_colour",
     "mechanism_settings", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure",
     "runtime_figure", "session_config", "set_workload", "show_flash", "sidebar", "simulation_rng",
     "stack_recipe", "sweep", "workload", "workload_figure", "workload_recipe", "workload_spec",

@@ -54,13 +54,18 @@ def histogram() -> Histogram:
 
 
 def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: int | None = None,
-               edges=None) -> Histogram:
-    """Parse an upload (raw records when ``column`` is given), keep it in the session and select it."""
+               edges=None, grid_shape: tuple[int, int] | None = None, notes: list[str] | None = None) -> Histogram:
+    """Parse an upload (raw records when ``column`` is given), keep it in the session and select it.
+
+    ``grid_shape`` declares the size of a long-form ``row,col,count`` grid; ``notes`` collects what
+    was inferred (core.datasets.load_histogram).
+    """
     if column:
         hist = histogram_from_records(data, column, bins=bins, edges=edges, name=Path(filename).stem)
     else:
-        hist = load_histogram(data, filename=filename)
-    key = f"upload:{hashlib.sha1(data).hexdigest()[:12]}:{column or ''}:{bins or ''}:{edges or ''}"
+        hist = load_histogram(data, filename=filename, grid_shape=grid_shape, notes=notes)
+    shape = "x".join(map(str, grid_shape)) if grid_shape else ""
+    key = f"upload:{hashlib.sha1(data).hexdigest()[:12]}:{column or ''}:{bins or ''}:{edges or ''}:{shape}"
     st.session_state.uploads[key] = hist
     st.session_state.dataset_key = key
     return hist

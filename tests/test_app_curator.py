@@ -1,0 +1,53 @@
+"""AppTest for the curator-flow controls of issue #17 (one test per new control)."""
+
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from core.domain import Histogram
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+def open_page(path: str) -> AppTest:
+    """Run app.py (shell + state), then switch to the page; both .run() calls are required."""
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    return at.switch_page(path).run()
+
+
+def _figure(at: AppTest, index: int = 0) -> str:
+    return at.get("plotly_chart")[index].proto.spec.replace(" ", "")
+
+
+def test_data_first_screen_has_start_line_and_one_chart_with_the_release():
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert any(m.value.startswith("**Start here:**") for m in at.markdown)
+    spec = _figure(at)
+    assert '"type":"bar"' in spec and "noisyrelease(identity" in spec
+
+
+def test_data_log_axis_and_zoom_toggles():
+    at = AppTest.from_file(APP, default_timeout=60)
+    counts = np.zeros(400)
+    counts[10:40] = 5
+    at.session_state["uploads"] = {"upload:z": Histogram.from_counts(counts, name="sparse")}
+    at.session_state["dataset_key"] = "upload:z"
+    at.run()
+    at.toggle(key="data_view_log_y").set_value(True)
+    at.toggle(key="data_view_zoom").set_value(True).run()
+    assert not at.exception
+    spec = _figure(at)
+    assert '"type":"log"' in spec
+    assert "zoomedtobins" in spec
+
+
+def test_data_log_colour_toggle_on_a_2d_heatmap():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["uploads"] = {"upload:t": Histogram.from_counts([[1, 2], [3, 28_336]], name="tiny2d")}
+    at.session_state["dataset_key"] = "upload:t"
+    at.run()
+    at.toggle(key="data_view_log_colour").set_value(True).run()
+    assert not at.exception
+    assert "count(log)" in _figure(at)

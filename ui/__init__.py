@@ -18,11 +18,14 @@ from ui.chart_controls import histogram_view_controls
 from ui.chart_export import figure_downloads
 from ui.charts import (
     ENVELOPE,
+    EPSILON_TITLE,
     MAX_BARS,
     MAX_HANDLES_SIDE,
     MAX_SIDE_2D,
+    METRIC_AXIS_TITLES,
     PALETTE,
     TRUE_COLOUR,
+    data_extent,
     error_band_figure,
     error_figure,
     heatmap_box_cells,
@@ -70,9 +73,9 @@ from ui.workloads import (
 )
 
 __all__ = [
-    "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
+    "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "EPSILON_TITLE", "METRIC_AXIS_TITLES", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
     "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config",
-    "cached_sweep", "charge", "dataset_choices", "default_workload_spec", "derive_dataset",
+    "cached_sweep", "charge", "data_extent", "dataset_choices", "default_workload_spec", "derive_dataset",
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
     "histogram_view_controls", "init_state", "interval_figure", "is_script_control", "ledger", "line_figure", "mechanism_colour",
     "mechanism_settings", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure",

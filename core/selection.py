@@ -325,6 +325,17 @@ def _check_confidence(confidence: float) -> None:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
 
 
+class NeedsDataError(ValueError):
+    """No formula gives this mechanism's error: epsilon can only be estimated by simulating on the data.
+
+    ``reason`` says why in words for people ("is data-dependent: its error depends on the data").
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 @dataclass(frozen=True, eq=False)
 class EpsilonChoice:
     """Result of ``epsilon_for_accuracy``: the epsilon and the curve it was read from."""
@@ -408,7 +419,8 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
       once, union bound) is within ±target with probability ≥ 1−β. For Laplace answers this is the
       closed form ε = Δ·ln(k/β)/target (k = 1 per answer, m simultaneous).
     * Otherwise a bisection over seeded simulations on ``data`` (needs ``data`` and ``rng``); a
-      data-dependent mechanism's error depends on the data, so there is no answer without it.
+      data-dependent mechanism's error depends on the data, so there is no answer without it
+      (``NeedsDataError``, a ValueError).
 
     >>> from core.workloads import Total
     >>> choice = epsilon_for_accuracy(LaplaceOnAnswers(), Total(10), 10.0, "max_abs", confidence=0.95)
@@ -432,8 +444,8 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
         reason = ("is data-dependent: its error depends on the data" if mechanism.data_dependent
                   else "has no closed-form error for this metric")
         if data is None or rng is None:
-            raise ValueError(f"mechanism {mechanism.name!r} {reason}; pass data= and rng= to estimate "
-                             "epsilon by seeded simulation")
+            raise NeedsDataError(f"mechanism {mechanism.name!r} {reason}; pass data= and rng= to estimate "
+                                 "epsilon by seeded simulation", reason)
         if not (isinstance(trials, int) and trials >= 1):
             raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
         x, _ = check_inputs(data, workload, 1.0)

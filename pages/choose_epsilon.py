@@ -38,14 +38,12 @@ def from_accuracy() -> None:
                 choice = selection.epsilon_for_accuracy(mechanism, workload, target, metric, confidence,
                                                         simultaneous=simultaneous)
             st.session_state.epsilon_choices[key] = choice
-    except ValueError as err:
-        if "pass data=" not in str(err):
-            st.error(str(err))
-            return
+    except selection.NeedsDataError as err:
         choice = st.session_state.epsilon_choices.get(key)
         if choice is None:
-            st.info(f"{err}. Simulation runs the mechanism (trials × about 20 epsilons) on the current data; "
-                    "slow mechanisms take minutes.")
+            st.info(f"{name} {err.reason}, so no formula gives ε for this target. Estimate it by simulating "
+                    "the mechanism on the current data (trials × about 20 epsilons; nothing is charged, slow "
+                    "mechanisms take minutes). The result holds for this data only.")
             trials = st.slider("Trials per epsilon", 2, 30, 5, key="choose_trials")
             if not st.button("Estimate by simulation", key="choose_simulate"):
                 return
@@ -58,6 +56,9 @@ def from_accuracy() -> None:
                     st.error(str(sim_err))
                     return
             st.session_state.epsilon_choices[key] = choice
+    except ValueError as err:
+        st.error(str(err))
+        return
     st.metric("Smallest epsilon meeting the target", f"ε = {choice.epsilon:.4g}",
               help=f"Method: {choice.method}. {choice.note}")
     if choice.note:
@@ -115,7 +116,7 @@ def from_risk() -> None:
             "individual is missing after one answer (the prior is 1/n). **What it does not mean:** it is not a "
             "differential-privacy guarantee; it holds only for this universe, query and adversary, and "
             "further answers compose as usual. The bound (Eq. 7) is a *maximum* ε and is smaller than the "
-            "tight one: it costs accuracy, never privacy (spec §6(d)).")
+            "tight one: using it costs accuracy, never privacy.")
     epsilons = np.linspace(0, 5, 101)
     curves = {"β tight (Eq. 3)": selection.lee_clifton_risk_tight(epsilons, worlds.world_values, worlds.sensitivity)}
     if worlds.value_spread > 0:
@@ -172,9 +173,9 @@ def usefulness() -> None:
             cols = st.columns(2)
             cols[0].metric("Minimum n (Theorem 4.4)", f"{n_min:,.2f}")
             cols[1].metric("Lemma 4.2: n, δ_u", f"{n_lemma:,.2f}, {delta_lemma:.4f}",
-                           help="δ_u = e^α/(e^α+1) > 1/2: nearly vacuous (spec §5.2(c)).")
+                           help="δ_u = e^α/(e^α+1) > 1/2: the guarantee fails about half the time, so it says almost nothing.")
             st.caption("These bounds are stated for the paper's literal max-query mechanism, which is not DP "
-                       "(spec §5.2(d)); use them as the paper's numbers, not as guarantees.")
+                       "(it answers with the exact maximum); use them as the paper's numbers, not as guarantees.")
             deltas = np.geomspace(1e-4, 0.999 / (math.exp(alpha) + 1), 50)
             fig = ui.line_figure(deltas, {"minimum n": [selection.max_query_min_records(cells, alpha, eps_u, d)
                                                         for d in deltas]},

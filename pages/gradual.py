@@ -89,7 +89,7 @@ def walk_tab() -> None:
                                               "one-shot expected √2/ε": np.sqrt(2) / released},
                                    x_title="epsilon", y_title="RMSE per bin", log_x=True, log_y=True),
                     key="gradual_error_chart")
-    st.caption("Each step is exactly as accurate as a one-shot release at its epsilon (spec §7(c)).")
+    st.caption("Each step is exactly as accurate as a one-shot release at its epsilon (Koufogiannis et al.).")
 
 
 def search_tab() -> None:

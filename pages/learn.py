@@ -113,8 +113,8 @@ with ui.guard():
     fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="range length (bins)",
                       yaxis_title="expected RMSE per range", **LAYOUT)
     right.plotly_chart(fig, key="learn_ranges")
-    left.caption("Exact expected errors from each mechanism's `expected_mse` on evenly spread ranges of each "
-                 "length. Missing lines: mechanism not registered in this build.")
+    left.caption("Exact expected errors from each mechanism's error formula on evenly spread ranges of each "
+                 "length (no simulation).")
 
     st.header("5. The papers")
     paper_pages = [(path, title) for _, path, title, _ in ui.PAGES if path == "pages/papers.py"]

@@ -97,7 +97,7 @@ with ui.guard():
         st.markdown("**SReB_GCA** sorts the bins by their *noisy* values, groups them greedily (GGS) so small "
                     "bins share noise, and adds one Laplace draw per group sum.")
         scale = st.select_slider("λ2 = 1/ε2", [0.5, 2.0, 10.0, 50.0, 200.0], 10.0, key="papers_sreb_scale")
-        st.caption("GGS on the spec's example values (§4(e)), grouped as if stage 1 added no noise:")
+        st.caption("GGS on a worked example of ten values, grouped as if stage 1 added no noise:")
         st.dataframe(ggs_example_table(GGS_EXAMPLE, scale), hide_index=True)
         show_reproduction("sreb-gca")
 

@@ -64,7 +64,7 @@ def test_accuracy_tab_simulates_when_no_formula_exists():
     at = open_page("pages/choose_epsilon.py")
     at.selectbox(key="choose_mechanism").set_value("uniform")
     at.number_input(key="choose_target").set_value(20000.0).run()  # uniform is biased: ~1.2e4
-    assert any("pass data=" in i.value for i in at.info)
+    assert any("Estimate it by simulating" in i.value for i in at.info)
     at.slider(key="choose_trials").set_value(2)
     at.button(key="choose_simulate").click().run()
     assert not at.exception and not at.error
@@ -72,7 +72,7 @@ def test_accuracy_tab_simulates_when_no_formula_exists():
     assert [c.method for c in at.session_state.epsilon_choices.values()].count("simulation") == 1
     at.run()  # a rerun reuses the stored simulation instead of asking again
     assert "Smallest epsilon meeting the target" in metrics(at)
-    assert not any("pass data=" in i.value for i in at.info)
+    assert not any("Estimate it by simulating" in i.value for i in at.info)
 
 
 def test_five_gradual_steps_charge_exactly_the_last_epsilon():

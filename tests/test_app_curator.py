@@ -51,3 +51,16 @@ def test_data_log_colour_toggle_on_a_2d_heatmap():
     at.toggle(key="data_view_log_colour").set_value(True).run()
     assert not at.exception
     assert "count(log)" in _figure(at)
+
+
+def test_learn_ratio_sits_within_its_sampling_band_with_readable_ticks():
+    at = open_page("pages/learn.py")
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert float(metrics["Largest observed ratio"]) <= float(metrics["e^ε (the bound)"]) * 1.1
+    caption = next(c.value for c in at.caption if c.value.startswith("The observed ratio is"))
+    assert "beyond its sampling band" not in caption
+    spec = next(s for s in (f.proto.spec for f in at.get("plotly_chart")) if "ratio of output" in s)
+    assert "e^\\u03b5 = 1.65" in spec and '"error_y"' in spec
+    at.select_slider(key="learn_releases").set_value(10_000).run()
+    assert not at.exception

@@ -64,6 +64,8 @@ def from_accuracy() -> None:
     if choice.note:
         st.caption(choice.note)
     label = kind if confidence is None else f"a at 1−β = {confidence:g}"
+    ui.use_button(choice.epsilon, mechanism=name, target=f"{label} ≤ {target:g}", workload=ui.workload_spec(),
+                  key="choose_use")
     fig = ui.line_figure(choice.epsilons, {f"{name}: {label}": choice.errors}, x_title="epsilon",
                          y_title="error (counts)", log_x=True, log_y=True, levels={"target": target})
     fig.add_scatter(x=[choice.epsilon], y=[target], mode="markers", marker={"size": 12, "symbol": "star"},
@@ -112,6 +114,10 @@ def from_risk() -> None:
     cols[1].metric("Δv (spread of world answers)", f"{worlds.value_spread:.6g}")
     cols[2].metric("Largest ε, bound (Eq. 7)", "any" if math.isinf(upper) else f"{upper:.7f}")
     cols[3].metric("Largest ε, tight (Eq. 3)", "any" if math.isinf(tight) else f"{tight:.7f}")
+    chosen = tight if math.isfinite(tight) else upper
+    if math.isfinite(chosen):
+        ui.use_button(chosen, mechanism=None, target=f"re-identification risk ≤ {rho:.3g} ({query})",
+                      workload=ui.workload_spec(), key="lc_use")
     st.info("**What it means:** at or below this ε, this adversary cannot become more than ρ sure which "
             "individual is missing after one answer (the prior is 1/n). **What it does not mean:** it is not a "
             "differential-privacy guarantee; it holds only for this universe, query and adversary, and "

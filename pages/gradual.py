@@ -46,8 +46,9 @@ def release_next() -> None:
 
 def walk_tab() -> None:
     hist = ui.histogram()
-    st.text_input("Epsilon schedule (strictly increasing, most private first)", DEFAULT_SCHEDULE,
-                  key="gradual_schedule")
+    ui.show_handoff(ui.apply_handoff("gradual"))
+    st.session_state.setdefault("gradual_schedule", DEFAULT_SCHEDULE)  # via the session: a hand-off can set it
+    st.text_input("Epsilon schedule (strictly increasing, most private first)", key="gradual_schedule")
     try:
         planned = schedule()
     except ValueError as err:

@@ -86,6 +86,7 @@ with ui.guard():
     st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_spec()}` ({workload.shape[0]:,} queries) · "
                f"neighbours: {NEIGHBOURING}. Each click spends budget; "
                f"remaining ε = {led.remaining.epsilon:.4g}.")
+    ui.show_handoff(ui.apply_handoff("release"))
     for key, default in (("release_epsilon", 1.0), ("release_noise_path", "secure")):
         st.session_state.setdefault(key, default)  # defaults via the session so a loaded config can set them
     left, right = st.columns(2)

@@ -64,3 +64,28 @@ def test_learn_ratio_sits_within_its_sampling_band_with_readable_ticks():
     assert "e^\\u03b5 = 1.65" in spec and '"error_y"' in spec
     at.select_slider(key="learn_releases").set_value(10_000).run()
     assert not at.exception
+
+
+def test_use_this_epsilon_carries_value_and_mechanism_to_release_and_gradual():
+    at = open_page("pages/choose_epsilon.py")
+    at.selectbox(key="choose_mechanism").set_value("hb").run()
+    epsilon = float(at.metric[0].value.split("=")[1]) if at.metric[0].label.startswith("Smallest") else None
+    choice = list(at.session_state.epsilon_choices.values())[-1]
+    at.button(key="choose_use").click().run()
+    assert not at.exception
+    assert at.session_state.epsilon_handoff["epsilon"] == choice.epsilon
+    at.switch_page("pages/release.py").run()
+    assert not at.exception
+    assert at.number_input(key="release_epsilon").value == choice.epsilon
+    assert at.selectbox(key="release_mechanism").value == "hb"
+    assert any("From Choose epsilon" in c.value for c in at.caption)
+    at.switch_page("pages/gradual.py").run()
+    assert not at.exception
+    assert at.text_input(key="gradual_schedule").value.endswith(f"{choice.epsilon:.4g}")
+    assert epsilon is None or abs(epsilon - choice.epsilon) < 1e-3 * choice.epsilon
+
+
+def test_choose_epsilon_warns_when_the_target_needs_more_than_the_remaining_budget():
+    at = open_page("pages/choose_epsilon.py")  # the default target needs ε ≈ 5.3 > the budget of 5
+    assert not at.exception
+    assert any("more than the remaining budget" in w.value for w in at.warning)

@@ -7,6 +7,7 @@ One concept per module; pages and app.py call ``ui.<name>`` through the re-expor
 - ``datasets``: the session's histogram (samples, DPBench, uploads, derived datasets)
 - ``workloads``: the session's workload (registry spec or custom object)
 - ``sweeps``: simulations kept in the session (sweeps, per-bin errors, previews); never charged
+- ``handoff``: the chosen ε carried from Choose epsilon to Release and Gradual release
 - ``sidebar``, ``guard``: the shared sidebar and the top-level error guard
 - ``charts``, ``chart_export``, ``chart_controls``: plotly figure builders, chart downloads, view toggles
 - ``settings``: mechanism-settings widgets
@@ -48,6 +49,7 @@ from ui.datasets import (
     histogram,
 )
 from ui.guard import guard, is_script_control
+from ui.handoff import apply_handoff, budget_warning, show_handoff, use_button, use_epsilon
 from ui.navigation import PAGES
 from ui.settings import mechanism_settings
 from ui.sidebar import sidebar
@@ -74,11 +76,11 @@ from ui.workloads import (
 
 __all__ = [
     "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "EPSILON_TITLE", "METRIC_AXIS_TITLES", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
-    "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config",
+    "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config", "apply_handoff", "budget_warning",
     "cached_sweep", "charge", "data_extent", "dataset_choices", "default_workload_spec", "derive_dataset",
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
     "histogram_view_controls", "init_state", "interval_figure", "is_script_control", "ledger", "line_figure", "mechanism_colour",
     "mechanism_settings", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure",
-    "runtime_figure", "session_config", "set_workload", "show_flash", "sidebar", "simulation_rng",
-    "stack_recipe", "sweep", "workload", "workload_figure", "workload_recipe", "workload_spec",
+    "runtime_figure", "session_config", "set_workload", "show_flash", "show_handoff", "sidebar", "simulation_rng",
+    "stack_recipe", "sweep", "use_button", "use_epsilon", "workload", "workload_figure", "workload_recipe", "workload_spec",
 ]

@@ -89,3 +89,19 @@ def test_choose_epsilon_warns_when_the_target_needs_more_than_the_remaining_budg
     at = open_page("pages/choose_epsilon.py")  # the default target needs ε ≈ 5.3 > the budget of 5
     assert not at.exception
     assert any("more than the remaining budget" in w.value for w in at.warning)
+
+
+def test_several_targets_give_least_epsilon_per_mechanism_and_the_best_split():
+    at = open_page("pages/choose_epsilon.py")
+    at.multiselect(key="targets_mechanisms").set_value(["identity", "laplace-on-answers"])
+    at.button(key="targets_run").click().run()
+    assert not at.exception
+    plans = next(d.value for d in at.dataframe if "least total ε" in d.value.columns)
+    assert list(plans["mechanism"]) == ["identity", "laplace-on-answers"]
+    metrics = {m.label: m.value for m in at.metric}
+    best = float(metrics["Least total ε, best split"].split("=")[1])
+    split = next(d.value for d in at.dataframe if "ε share" in d.value.columns)
+    assert list(split["mechanism"]) == ["laplace-on-answers", "identity"]  # total ± 50; prefix RMSE 20
+    assert abs(best - split["ε share"].sum()) < 1e-3
+    at.button(key="targets_use").click().run()
+    assert not at.exception and at.session_state.epsilon_handoff["target"] == "2 targets, best split"

@@ -31,3 +31,35 @@ def test_full_long_form_grid_needs_no_note():
     notes: list[str] = []
     load_histogram(b"row,col,count\n0,0,1\n0,1,1\n1,0,1\n1,1,0\n", notes=notes)
     assert notes == []
+
+
+def test_several_targets_least_epsilon_meets_each_target_and_best_split_is_no_worse():
+    import math
+
+    from core.mechanisms import MECHANISMS
+    from core.selection import AccuracyTarget, epsilon_for_accuracy, epsilon_for_targets
+    from core.workloads import Identity, Prefix, Total
+
+    targets = [AccuracyTarget("total", Total(32), 30.0, "max_abs", 0.95, False),
+               AccuracyTarget("bins", Identity(32), 5.0, "max_abs", 0.9, True),
+               AccuracyTarget("prefixes", Prefix(32), 10.0, "rmse", None)]
+    names = ["identity", "laplace-on-answers", "hb", "dawa"]
+    plans, best = epsilon_for_targets([MECHANISMS[n] for n in names], targets)
+    by_name = {p.mechanism: p for p in plans}
+    for plan in plans:
+        for target, epsilon in zip(targets, plan.epsilons, strict=True):
+            if epsilon is not None:  # the least ε: the single-target search agrees
+                single = epsilon_for_accuracy(MECHANISMS[plan.mechanism], target.workload, target.target,
+                                              target.metric, target.confidence, simultaneous=target.simultaneous)
+                assert math.isclose(epsilon, single.epsilon)
+    assert by_name["dawa"].total is None and "data-dependent" in by_name["dawa"].reason
+    assert best.total <= min(p.total for p in plans if p.total is not None) + 1e-12
+    assert best.epsilons[0] == min(p.epsilons[0] for p in plans if p.epsilons[0] is not None)
+
+
+def test_several_targets_need_at_least_one():
+    from core.mechanisms import MECHANISMS
+    from core.selection import epsilon_for_targets
+
+    with pytest.raises(ValueError, match="at least one accuracy target"):
+        epsilon_for_targets([MECHANISMS["identity"]], [])

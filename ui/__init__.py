@@ -65,6 +65,7 @@ from ui.state import (
 )
 from ui.structure import release_structure
 from ui.sweeps import cached_sweep, per_bin, preview_release, sweep
+from ui.targets import target_plans
 from ui.workloads import (
     default_workload_spec,
     set_workload,
@@ -82,5 +83,5 @@ __all__ = [
     "histogram_view_controls", "init_state", "interval_figure", "is_script_control", "ledger", "line_figure", "mechanism_colour",
     "mechanism_settings", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure",
     "runtime_figure", "session_config", "set_workload", "show_flash", "show_handoff", "sidebar", "simulation_rng",
-    "stack_recipe", "sweep", "use_button", "use_epsilon", "workload", "workload_figure", "workload_recipe", "workload_spec",
+    "stack_recipe", "sweep", "target_plans", "use_button", "use_epsilon", "workload", "workload_figure", "workload_recipe", "workload_spec",
 ]

@@ -11,5 +11,9 @@ for section, path, title, icon in ui.PAGES:
     sections.setdefault(section, []).append(st.Page(path, title=title, icon=icon, default=path == ui.PAGES[0][1]))
 page = st.navigation(sections)
 with ui.guard():
+    ui.open_workspace()  # ?ws=<id>: reload and Back restore the working set
     ui.sidebar()
-page.run()
+try:
+    page.run()
+finally:
+    ui.save_workspace()

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DPLENS_HOME", tempfile.mkdtemp(prefix="dplens-bench-home-"))  # never the real ledger
 
 from core.datasets import load_histogram  # noqa: E402
 from core.experiment import run_sweep  # noqa: E402

@@ -1,4 +1,8 @@
-"""Command line: ``python -m core release|compare|reproduce ...`` (``--help`` on each). Bad input exits 2 with one line."""
+"""Command line: ``python -m core release|compare|ledger|reproduce ...`` (``--help`` on each). Bad input exits 2 with one line.
+
+``release`` charges the dataset's persistent ledger (``core.ledger_store``; ``--ledger PATH``, default
+``$DPLENS_HOME/dplens.sqlite3``) before it writes anything, and refuses an over-budget release.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
+from core.budget import Budget
+from core.cost import Deadline, RunLimits, check_cost, estimate_cost
 from core.datasets import SAMPLE_DATASETS, load_histogram
 from core.experiment import run_sweep, summarise
-from core.export import release_to_csv, release_to_json
+from core.export import SIMULATION_LABEL, history_to_csv, release_to_csv, release_to_json
+from core.fingerprint import dataset_fingerprint
+from core.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore, new_export_id
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.metrics import METRICS
 from core.noise import NOISE_PATHS, noise_sampler, noise_source
@@ -48,34 +56,88 @@ def _mechanism(name: str, params: dict[str, str]):
     return configure(MECHANISMS[name], params)
 
 
+def _store(args: argparse.Namespace) -> LedgerStore:
+    return LedgerStore(args.ledger) if args.ledger else LedgerStore()
+
+
+def _record_budget(store: LedgerStore, fingerprint: str, budget: float | None, name: str) -> None:
+    """``--budget``: record the dataset's total (a no-op when it is already that; refused after a spend)."""
+    if budget is None:
+        return
+    if store.recorded(fingerprint) and store.ledger(fingerprint).total.epsilon == budget:
+        return
+    store.set_total(fingerprint, Budget(budget), name=name)
+
+
 def cmd_release(args: argparse.Namespace) -> int:
+    if args.noise != "secure":
+        raise CliError(f"--noise {args.noise} gives a {SIMULATION_LABEL}: its seeded noise can be regenerated and "
+                       "subtracted, so it is never written as a release; use --noise secure (or `compare` to "
+                       "simulate)")
+    output = Path(args.output)
+    if output.suffix.lower() not in (".csv", ".json"):
+        raise CliError(f"--output must end in .csv or .json, got {args.output!r}")
     histogram = load_histogram(args.input)
     mechanism = _mechanism(args.mechanism, _params(args.param))
-    workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed))
-    epsilon = _floats(args.epsilon, "--epsilon")[0]
-    # secure (OpenDP) by default: the output leaves the building; integer noise where that is sound
-    rng = noise_source(args.noise, args.seed, mechanism=mechanism, counts=histogram.counts)
+    workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
+                              allow_files=True)
+    epsilons = _floats(args.epsilon, "--epsilon")
+    if len(epsilons) != 1:
+        raise CliError(f"--epsilon takes one number, got {args.epsilon!r} (compare --epsilons takes a list)")
+    epsilon = epsilons[0]
+    warning = check_cost(estimate_cost(mechanism, workload), what=f"{mechanism.name} on this input")
+    if warning:  # over the memory or time limit it raised above (exit 2, naming what to change)
+        print(f"note: {warning}", file=sys.stderr)
+    store, fingerprint = _store(args), dataset_fingerprint(histogram)
+    _record_budget(store, fingerprint, args.budget, histogram.name)
+    # Refuse an over-budget release before any work (BudgetExceededError: exit 2); store.spend re-checks atomically.
+    store.ledger(fingerprint).spend(f"release: {args.mechanism}", Budget(epsilon))
+    rng = noise_source("secure", mechanism=mechanism, counts=histogram.counts)  # OpenDP; integer noise when sound
     release = mechanism.run(histogram.counts, workload, epsilon, rng)
-    output = Path(args.output)
+    export_id = new_export_id()
+    ledger = store.spend(fingerprint, f"release: {release.mechanism}", Budget(epsilon), mechanism=release.mechanism,
+                         workload=args.workload, export_id=export_id, name=histogram.name,
+                         note=f"noise path: secure ({noise_sampler(rng)}); command line")
     labels = histogram.bin_labels() if release.estimate is not None else None
     if output.suffix.lower() == ".json":
-        output.write_text(release_to_json(release, workload=args.workload, seed=args.seed,
-                                          noise_path=args.noise, dataset=histogram.name, labels=labels,
-                                          noise_sampler=noise_sampler(rng)))
-    elif output.suffix.lower() == ".csv":
-        output.write_bytes(release_to_csv(release, labels))
+        output.write_text(release_to_json(release, workload=args.workload, noise_path="secure",
+                                          dataset=histogram.name, labels=labels, noise_sampler=noise_sampler(rng),
+                                          export_id=export_id))
     else:
-        raise CliError(f"--output must end in .csv or .json, got {args.output!r}")
+        output.write_bytes(release_to_csv(release, labels))
     kind = "bins" if release.estimate is not None else "query answers"
     print(f"released {len(release.estimate if release.estimate is not None else release.answers)} {kind} "
           f"with {release.mechanism} at epsilon={release.epsilon:g} (privacy loss {release.privacy_loss:g}; "
-          f"neighbouring: {NEIGHBOURING}) -> {output}")
+          f"neighbouring: {NEIGHBOURING}) -> {output}; ledger {fingerprint[:12]}: remaining "
+          f"epsilon={ledger.remaining.epsilon:g} of {ledger.total.epsilon:g} (export id {export_id})")
+    return 0
+
+
+def cmd_ledger(args: argparse.Namespace) -> int:
+    histogram = load_histogram(args.input)
+    store, fingerprint = _store(args), dataset_fingerprint(histogram)
+    if args.reset:
+        if args.budget is None:
+            raise CliError("--reset needs --budget (the fresh total)")
+        store.reset(fingerprint, Budget(args.budget), reason=args.reason or "")
+        print(f"warning: {RESET_WARNING}", file=sys.stderr)
+    else:
+        _record_budget(store, fingerprint, args.budget, histogram.name)
+    ledger = store.ledger(fingerprint)
+    history = store.history(fingerprint)
+    if args.output:
+        Path(args.output).write_bytes(history_to_csv(history))
+    print(f"dataset {histogram.name}: fingerprint {fingerprint}")
+    print(f"total epsilon={ledger.total.epsilon:g}, spent {ledger.spent.epsilon:g} in {len(ledger.spends)} "
+          f"release(s), remaining {ledger.remaining.epsilon:g} ({len(history)} recorded action(s)"
+          f"{'; history -> ' + args.output if args.output else ''})")
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     histogram = load_histogram(args.input)
-    workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed))
+    workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
+                              allow_files=True)
     names = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
     mechanisms = [_mechanism(name, {}) for name in names]
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
@@ -89,21 +151,40 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"\r{done}/{total} {label:<24}", end="", file=sys.stderr)
 
     df = run_sweep(histogram, workload, mechanisms, epsilons, args.trials, seed=args.seed,
-                   metrics=metrics, progress=progress)
+                   metrics=metrics, progress=progress, limits=RunLimits(), deadline=Deadline())
     if sys.stderr.isatty():
         print(file=sys.stderr)
     df.to_csv(args.output, index=False)
     table = summarise(df)
     with np.printoptions(precision=4):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    for name, message in df.attrs["errors"].items():
+    for name, message in {**df.attrs["left_out"], **df.attrs["errors"]}.items():
         print(f"skipped {name}: {message}", file=sys.stderr)
+    if df.attrs["stopped"]:
+        print(f"stopped early ({df.attrs['stop_reason']}): the table holds the runs finished so far",
+              file=sys.stderr)
     print(f"wrote {len(df)} rows to {args.output}")
     return 0
 
 
+def _ledger_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ledger", metavar="PATH",
+                        help="the SQLite ledger file (default: $DPLENS_HOME/dplens.sqlite3, "
+                             "DPLENS_HOME defaulting to ~/.local/share/dplens)")
+    parser.add_argument("--budget", type=float, metavar="EPSILON",
+                        help=f"the dataset's total epsilon, recorded once (fixed after its first release); "
+                             f"default {DEFAULT_TOTAL_EPSILON:g} when none is recorded")
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one line (``error: ...``, exit 2) like every other bad input."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message.splitlines()[0]} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m core", description="dplens: DP histogram releases")
+    parser = _OneLineParser(prog="python -m core", description="dplens: DP histogram releases")
     sub = parser.add_subparsers(dest="command", required=True)
     samples = ", ".join(SAMPLE_DATASETS)
 
@@ -114,11 +195,13 @@ def build_parser() -> argparse.ArgumentParser:
     rel.add_argument("--epsilon", required=True, help="privacy budget epsilon > 0")
     rel.add_argument("--workload", default="identity", help=f"workload spec ({', '.join(WORKLOADS)}); "
                      "e.g. random-range:m=2000")
-    rel.add_argument("--seed", type=int, default=0, help="seed of the exploration noise")
+    rel.add_argument("--seed", type=int, default=0, help="seeds a random workload's queries (never the noise)")
     rel.add_argument("--noise", choices=list(NOISE_PATHS), default="secure",
-                     help="secure: OpenDP samplers, ignores --seed (default); exploration: seeded NumPy, reproducible")
+                     help="secure: OpenDP samplers (the only path written as a release); exploration is "
+                          "refused here (a simulation: use `compare`)")
     rel.add_argument("--param", action="append", metavar="KEY=VALUE", help="mechanism setting (repeatable)")
     rel.add_argument("--output", required=True, help="OUT.csv (bin,count) or OUT.json (values + metadata)")
+    _ledger_arguments(rel)
     rel.set_defaults(func=cmd_release)
 
     cmp_ = sub.add_parser("compare", help="sweep mechanisms × epsilons × trials and write a tidy table")
@@ -132,6 +215,16 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRICS)}")
     cmp_.add_argument("--output", required=True, help="results CSV (mechanism,epsilon,trial,metric,value,...)")
     cmp_.set_defaults(func=cmd_compare)
+    led = sub.add_parser("ledger", help="show a dataset's privacy ledger, export its history, or reset it",
+                         description="The ledger is keyed by the dataset's fingerprint (SHA-256 of counts and "
+                                     "domain sizes); the app and `release` charge the same one.")
+    led.add_argument("--input", required=True, help=f"histogram file or sample name ({samples})")
+    led.add_argument("--output", help="write the full history (every total, spend and reset) to this CSV")
+    led.add_argument("--reset", action="store_true",
+                     help="start a fresh budget (needs --budget and --reason): VOIDS the privacy guarantee")
+    led.add_argument("--reason", help="why the budget is reset (recorded)")
+    _ledger_arguments(led)
+    led.set_defaults(func=cmd_ledger)
     add_reproduce_command(sub)  # python -m core reproduce wda|om|sreb-gca|xiao (core/reproduce.py)
     return parser
 
@@ -141,9 +234,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CliError, ValueError, OSError) as err:
+    except (CliError, ValueError, OSError, MemoryError) as err:  # BudgetExceededError is a ValueError: exit 2
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
         print(f"error: {message}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - a bug: still one line (the fuzz test keeps this path unused)
+        message = str(err).splitlines()[0][:200] if str(err) else ""
+        print(f"error: internal error ({type(err).__name__}) {message}; please report it", file=sys.stderr)
         return 2
 
 

@@ -69,5 +69,6 @@ class Ledger:
         if not self.fits(cost):
             raise BudgetExceededError(
                 f"{label!r} needs epsilon={cost.epsilon:g}; remaining is epsilon={self.remaining.epsilon:g} "
-                f"of {self.total.epsilon:g}. Lower epsilon or start a new session budget.")
+                f"of {self.total.epsilon:g}. Lower epsilon (a fresh budget for the same data is a recorded "
+                "reset that voids the guarantee).")
         return Ledger(self.total, self.spends + ((label, cost),))

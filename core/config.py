@@ -114,6 +114,7 @@ def _numbers_in(node: object, where: str) -> int:
     if kind == "spec":
         if not (isinstance(value, str) and value.strip()) or value.startswith("custom:"):
             raise ValueError(f"config {at!r} must be a registry workload spec, got {value!r}")
+        _refuse_file(at, value)
         return 0
     if kind in ("stack", "kron"):
         if not isinstance(value, list) or not value or (kind == "kron" and len(value) != 2):
@@ -141,6 +142,13 @@ def _numbers_in(node: object, where: str) -> int:
         if isinstance(entry[2], bool) or not isinstance(entry[2], int | float) or not math.isfinite(entry[2]):
             raise ValueError(f"config '{at}.entries' values must be finite numbers, got {entry[2]!r}")
     return 3 * len(value["entries"])
+
+
+def _refuse_file(where: str, spec: str) -> None:
+    """A config is user text: it never names a server file (query files come only from uploads)."""
+    if spec.strip().partition(":")[0].strip().lower() == "file":
+        raise ValueError(f"config {where!r} names a server file ({spec[:80]!r}); refused: query files come "
+                         "only from uploads (Workloads page)")
 
 
 def check_recipe(recipe: object, where: str = "custom_workload") -> dict:
@@ -231,11 +239,15 @@ def parse_config(text: str | bytes) -> SessionConfig:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise ValueError(f"not a dplens session config: 'format' must be {FORMAT!r}, got {got!r}")
     dataset = _require(doc, "dataset", str, "a dataset reference such as 'sample:smooth'")
-    if dataset.partition(":")[0] not in DATASET_KINDS or not dataset.partition(":")[2]:
-        raise ValueError(f"config 'dataset' must look like kind:name with kind in {DATASET_KINDS}, got {dataset!r}")
+    name = dataset.partition(":")[2]
+    if dataset.partition(":")[0] not in DATASET_KINDS or not name or any(c in name for c in "/\\") or ".." in name:
+        raise ValueError(f"config 'dataset' must look like kind:name with kind in {DATASET_KINDS} and no path "
+                         f"in the name, got {dataset[:120]!r}")
     workload = doc.get("workload")
     if workload is not None and not (isinstance(workload, str) and workload.strip()):
         raise ValueError(f"config 'workload' must be a workload spec or null, got {workload!r}")
+    if workload is not None:
+        _refuse_file("workload", workload)
     mechanisms = tuple(_mechanism("mechanisms", m) for m in _require(doc, "mechanisms", list, "a list of names"))
     epsilons = tuple(_positive("epsilons", e) for e in _require(doc, "epsilons", list, "a list of numbers"))
     seed = _require(doc, "seed", int, f"an integer in [0, {MAX_SEED}]")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from pathlib import Path
 
@@ -101,7 +102,7 @@ def load_histogram(source: str | Path | bytes, *, filename: str | None = None,
         if suffix == ".json" or stripped.startswith(("{", "[")):
             counts, labels, name = _parse_json(stripped, name)
         else:
-            counts, labels = _parse_csv(text, grid_shape, notes if notes is not None else [])
+            counts, labels = _parse_csv(text, data, grid_shape, notes if notes is not None else [])
     return _build(counts, labels, name)
 
 
@@ -141,21 +142,45 @@ def _cell(array: np.ndarray, flat_index: int) -> str:
 
 
 def _parse_npy(data: bytes) -> np.ndarray:
+    if data.startswith(b"PK\x03\x04"):
+        raise _fail("file is a .npz archive (zip), not a .npy array; save one array with numpy.save")
+    buffer = io.BytesIO(data)
+    try:  # the header states the shape: refuse an oversized array before reading its data
+        version = np.lib.format.read_magic(buffer)
+        shape, _, _ = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                       else np.lib.format.read_array_header_2_0)(buffer)
+        cells = math.prod(shape)
+    except Exception as err:  # noqa: BLE001 - numpy raises many types for corrupt headers
+        raise _fail(f"not a readable .npy array: {str(err).splitlines()[0][:120] if str(err) else type(err).__name__}") from None
+    if cells > MAX_CELLS:
+        raise _fail(f"histogram has {cells} cells; the limit is {MAX_CELLS} (2^22)")
     try:
         array = np.load(io.BytesIO(data), allow_pickle=False)
     except Exception as err:  # noqa: BLE001 - numpy raises many types for corrupt files
-        raise _fail(f"not a readable .npy array: {str(err).splitlines()[0][:120]}") from None
+        raise _fail(f"not a readable .npy array: {str(err).splitlines()[0][:120] if str(err) else type(err).__name__}") from None
+    if not isinstance(array, np.ndarray):
+        raise _fail(f"not a single .npy array (got {type(array).__name__}); save one array with numpy.save")
     if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
         raise _fail(f".npy array must be real numbers, got dtype {array.dtype}")
     return array
 
 
+def _fits_float(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
 def _parse_json(text: str, name: str):
+    if text.count(",") > 2 * MAX_CELLS + 1024:  # counts and labels: refused before json.loads builds the lists
+        raise _fail(f"JSON has more than {2 * MAX_CELLS} values; the limit is {MAX_CELLS} cells (2^22)")
     try:
         doc = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as err:
-        raise _fail(f"invalid JSON: {getattr(err, 'msg', 'too deeply nested')} "
-                    f"(line {getattr(err, 'lineno', '?')})") from None
+    except (ValueError, RecursionError) as err:  # JSONDecodeError, or an integer over Python's digit limit
+        what = getattr(err, "msg", None) or (str(err).splitlines()[0][:100] if str(err) else "too deeply nested")
+        raise _fail(f"invalid JSON: {what} (line {getattr(err, 'lineno', '?')})") from None
     if isinstance(doc, list):
         doc = {"counts": doc}
     if not isinstance(doc, dict) or "counts" not in doc:
@@ -173,6 +198,8 @@ def _parse_json(text: str, name: str):
     for i, v in enumerate(cells):
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise _fail(f'"counts" entry {i} is {str(v)[:40]!r}; every entry must be a number')
+        if isinstance(v, int) and not _fits_float(v):
+            raise _fail(f'"counts" entry {i} is an integer of {len(str(abs(v)))} digits; counts must be finite numbers')
     labels = doc.get("labels") or ()
     if not isinstance(labels, list):  # e.g. "labels": 0 — ignore rather than crash (fuzz-found)
         labels = ()
@@ -182,6 +209,9 @@ def _parse_json(text: str, name: str):
 
 
 _LINE = re.compile(r"[^\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]*")  # up to str.splitlines' first break
+_QUOTED = re.compile(rb'"[^"]*"')  # a quoted field ("" escapes make two adjacent ones); may span lines
+_SCAN_CHUNK = 1 << 23  # bytes per numpy pass of the row scan: bounds its memory on a 50 MB upload
+WIDE = 256  # header-less tables wider than this are split directly (pandas is slow on very wide frames)
 
 
 def _first_line(text: str) -> str:
@@ -199,17 +229,48 @@ def _delimiter(text: str) -> str:
     return best if counts[best] else ","
 
 
-def _read_table(text: str, header) -> pd.DataFrame:
-    try:
-        return pd.read_csv(io.StringIO(text), sep=_delimiter(text), header=header, dtype=str,
-                           skipinitialspace=True, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error, ValueError) as err:
-        ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(err))
-        if ragged:  # pandas' tokenizer message, reworded to name the rule
-            expected, line, saw = ragged.groups()
-            raise _fail(f"row {line} has {saw} values but earlier rows have {expected}; "
-                        "every row needs the same number of columns (ragged rows)") from None
-        raise _fail(f"cannot parse CSV: {str(err).splitlines()[0][:160]}") from None
+def scan_rows(data: bytes, delimiter: str) -> tuple[int, int]:
+    """(non-blank rows, fields per row) of CSV bytes, refusing ragged rows; linear time, bounded memory.
+
+    Counts delimiters per line with NumPy in chunks, after blanking out quoted fields, so it runs
+    before any parsing and costs well under a second on a 50 MB upload.
+
+    >>> scan_rows(b"label,count\\na,1\\n\\nb,2\\n", ",")
+    (3, 2)
+    >>> scan_rows(b"label,count\\na,1,5\\nb,2,6\\n", ",")
+    Traceback (most recent call last):
+    core.datasets.DataError: row 2 has 3 values but earlier rows have 2; every row needs the same number of columns (ragged rows)
+    """
+    if b'"' in data:
+        data = _QUOTED.sub(b"q", data)
+    newline = b"\n" if b"\n" in data else b"\r"
+    delim, nl, cr = ord(delimiter), newline[0], ord("\r")
+    rows, width, line_offset, start = 0, None, 0, 0
+    while start < len(data):
+        stop = data.find(newline, min(start + _SCAN_CHUNK, len(data)))
+        stop = len(data) if stop < 0 else stop + 1
+        chunk = np.frombuffer(data, dtype=np.uint8, count=stop - start, offset=start)
+        ends = np.flatnonzero(chunk == nl)
+        if ends.size == 0 or ends[-1] != chunk.size - 1:
+            ends = np.append(ends, chunk.size)  # the last line has no newline
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        fields = np.bincount(np.searchsorted(ends, np.flatnonzero(chunk == delim)), minlength=ends.size) + 1
+        lengths = ends - starts
+        last = np.minimum(np.maximum(ends - 1, 0), chunk.size - 1)
+        blank = (lengths == 0) | ((lengths == 1) & (chunk[last] == cr))
+        fields, lines = fields[~blank], np.flatnonzero(~blank)
+        if fields.size:
+            width = int(fields[0]) if width is None else width
+            bad = np.flatnonzero(fields != width)
+            if bad.size:
+                row = line_offset + int(lines[bad[0]]) + 1
+                count = int(fields[bad[0]])
+                raise _fail(f"row {row} has {count} value{'s' * (count != 1)} but earlier rows have {width}; "
+                            "every row needs the same number of columns (ragged rows)")
+        rows += fields.size
+        line_offset += ends.size
+        start = stop
+    return rows, width or 0
 
 
 def _is_number(cell: str) -> bool:
@@ -220,8 +281,12 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _numeric(column: pd.Series, what: str, first_row: int = 2) -> np.ndarray:
-    """Column → floats; ``first_row`` is the file row of the first value (2 after a header)."""
+def _numeric(column: pd.Series, what: str, first_row: int = 2, width: int = 1) -> np.ndarray:
+    """Column → floats; ``first_row`` is the file row of the first value (2 after a header).
+
+    A header-less matrix comes as one row-major column of ``width`` values per row (one conversion
+    for the whole table, linear even for a single row of 10^6 numbers); errors then name its column.
+    """
     values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)  # tolerates spaces around numbers
     bad = ~np.isfinite(values)
     if bad.any():  # retry only the failures on stripped text (other whitespace, e.g. non-breaking spaces)
@@ -229,37 +294,78 @@ def _numeric(column: pd.Series, what: str, first_row: int = 2) -> np.ndarray:
         bad = ~np.isfinite(values)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        where = f"row {row + first_row}, {what if what.startswith('column') else f'column {what!r}'}"
+        where = (f"row {row // width + first_row}, column {row % width + 1}" if width > 1 else
+                 f"row {row + first_row}, {what if what.startswith('column') else f'column {what!r}'}")
         if not column.iloc[row].strip():
             raise _fail(f"{where}: the value is missing; every row needs a value in every column (no ragged rows)")
         raise _fail(f"{where}: {column.iloc[row][:40]!r} is not a finite number")
     return values
 
 
-def _parse_csv(text: str, grid_shape: tuple[int, int] | None = None, notes: list[str] | None = None):
+def _read_columns(text: str, delimiter: str, columns: list[int], *, header: bool,
+                  dtype: str = "str") -> pd.DataFrame:
+    """Only ``columns`` (by position) of a table already checked rectangular, with pandas' C engine."""
+    try:
+        return pd.read_csv(io.StringIO(text), sep=delimiter, header=0 if header else None, usecols=columns,
+                           dtype=dtype, skipinitialspace=True, keep_default_na=False, index_col=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error, ValueError, OverflowError) as err:
+        raise _fail(f"cannot parse CSV: {str(err).splitlines()[0][:160]}") from None
+
+
+def _header(text: str, delimiter: str) -> list[str]:
+    try:
+        return next(csv.reader([_first_line(text)], delimiter=delimiter, skipinitialspace=True))
+    except (csv.Error, StopIteration) as err:
+        raise _fail(f"cannot parse the CSV header: {err}") from None
+
+
+def _wide_cells(text: str, delimiter: str, rows: int, width: int) -> np.ndarray:
+    """Every cell of a wide header-less table as strings, in one linear pass (csv module, C)."""
+    try:
+        cells = [cell for row in csv.reader(io.StringIO(text), delimiter=delimiter) if row for cell in row]
+    except csv.Error as err:
+        raise _fail(f"cannot parse CSV: {err}") from None
+    if len(cells) != rows * width:  # e.g. a quoted newline the row scan could not see
+        raise _fail(f"CSV has {len(cells)} values, not {rows} rows × {width} columns; "
+                    "every row needs the same number of columns (ragged rows)")
+    return np.array(cells, dtype=object).reshape(rows, width)  # strings only: never a numeric parse here
+
+
+def _parse_csv(text: str, data: bytes, grid_shape: tuple[int, int] | None = None,
+               notes: list[str] | None = None):
     if not text.strip():
         raise _fail("file is empty")
-    cells = next(csv.reader([_first_line(text)], delimiter=_delimiter(text)))
+    delimiter = _delimiter(text)
+    rows, width = scan_rows(data, delimiter)
+    cells = _header(text, delimiter)
     has_letters = not all(_is_number(c) for c in cells if c.strip())
-    table = _read_table(text, header=0 if has_letters else None)
-    if table.empty:
+    data_rows = rows - has_letters
+    if data_rows * (1 if has_letters else width) > MAX_CELLS:  # refused before any parsing
+        raise _fail(f"CSV has {data_rows:,} data rows × {width:,} columns; the limit is {MAX_CELLS} cells (2^22)")
+    if data_rows == 0:
         raise _fail("CSV has a header but no data rows")
-    if has_letters:
-        columns = {str(c).strip().lower(): c for c in table.columns}
-        if {"row", "col", "count"} <= set(columns):
-            rows = _numeric(table[columns["row"]], "row")
-            cols = _numeric(table[columns["col"]], "col")
-            counts = _numeric(table[columns["count"]], "count")
-            return _grid(rows, cols, counts, grid_shape, notes if notes is not None else []), ()
-        if "count" not in columns:
-            raise _fail(f"CSV needs a 'count' column (or row,col,count for 2-D); found {list(table.columns)[:6]}")
-        counts = _numeric(table[columns["count"]], "count")
-        others = [c for key, c in columns.items() if key != "count"]
-        labels = (tuple(table[others[0]].astype(str)),) if others else ()
-        return counts, labels
-    matrix = np.column_stack([_numeric(table[c], f"column {i + 1}", first_row=1)
-                              for i, c in enumerate(table.columns)])
-    return (matrix[:, 0], ()) if matrix.shape[1] == 1 else (matrix, ())
+    if not has_letters:
+        if width > WIDE:
+            cells = _wide_cells(text, delimiter, rows, width)
+        else:
+            cells = _read_columns(text, delimiter, list(range(width)), header=False).to_numpy(dtype=object)
+        matrix = _numeric(pd.Series(cells.ravel()), "column 1", first_row=1, width=width).reshape(-1, width)
+        return (matrix[:, 0], ()) if width == 1 else (matrix, ())
+    names = [c.strip().lower() for c in cells]
+    position = {name: names.index(name) for name in ("row", "col", "count") if name in names}
+    if {"row", "col", "count"} <= set(position):
+        used = sorted(position[k] for k in ("row", "col", "count"))
+        table = _read_columns(text, delimiter, used, header=True)
+        rows_, cols, counts = (_numeric(table.iloc[:, used.index(position[k])], k) for k in ("row", "col", "count"))
+        return _grid(rows_, cols, counts, grid_shape, notes if notes is not None else []), ()
+    if "count" not in position:
+        raise _fail(f"CSV needs a 'count' column (or row,col,count for 2-D); found {cells[:6]}")
+    label = next((i for i, name in enumerate(names) if name != "count"), None)
+    used = sorted({position["count"]} | ({label} if label is not None else set()))
+    table = _read_columns(text, delimiter, used, header=True)
+    counts = _numeric(table.iloc[:, used.index(position["count"])], "count")
+    labels = (tuple(table.iloc[:, used.index(label)].astype(str)),) if label is not None else ()
+    return counts, labels
 
 
 def _grid(rows: np.ndarray, cols: np.ndarray, counts: np.ndarray, declared: tuple[int, int] | None,
@@ -312,33 +418,71 @@ def histogram_from_records(source: str | Path | bytes, column: str, *, bins: int
         raise _fail(f"no records file {str(source)!r}")
     data = Path(source).read_bytes() if isinstance(source, str | Path) else bytes(source)
     _check_size(len(data))
-    table = _read_table(_decode(data), header=0)
-    if table.empty:
+    text = _decode(data)
+    if not text.strip():
+        raise _fail("records file is empty")
+    delimiter = _delimiter(text)
+    rows, _ = scan_rows(data, delimiter)
+    header = _header(text, delimiter)
+    if rows < 2:
         raise _fail("records file has a header but no data rows")
-    if column not in table.columns:
-        raise _fail(f"no column {column!r} in the records; columns are {list(table.columns)[:10]}")
-    values = table[column].str.strip()
-    numeric = pd.to_numeric(values, errors="coerce")
+    if column not in header:
+        raise _fail(f"no column {column!r} in the records; columns are {header[:10]}")
+    # one column as a categorical: the C parser stores each distinct value once (linear, compact)
+    table = _read_columns(text, delimiter, [header.index(column)], header=True, dtype="category")
+    codes = table.iloc[:, 0].cat.codes.to_numpy()
+    categories = table.iloc[:, 0].cat.categories.astype(str)
     name = name or f"records:{column}"
     if edges is not None or bins is not None:
-        if numeric.isna().any():
-            row = int(np.flatnonzero(numeric.isna().to_numpy())[0])
-            raise _fail(f"row {row + 2}, column {column!r}: {values.iloc[row][:40]!r} is not a number")
-        x = numeric.to_numpy(dtype=float)
-        if not np.all(np.isfinite(x)):
-            raise _fail(f"column {column!r} contains NaN or inf")
-        if edges is not None:
-            edges = np.asarray(edges, dtype=float)
-            if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
-                raise _fail("bin edges must be at least two strictly increasing numbers")
-        else:
-            if not (isinstance(bins, int) and 1 <= bins <= MAX_CELLS):
+        numeric = pd.to_numeric(pd.Series(categories).str.strip(), errors="coerce").to_numpy(dtype=float)
+        x = numeric[codes]
+        bad = np.flatnonzero(~np.isfinite(x))
+        if bad.size:
+            row, value = int(bad[0]), categories[codes[bad[0]]] if codes[bad[0]] >= 0 else ""
+            raise _fail(f"row {row + 2}, column {column!r}: {value[:40]!r} is not a number")
+        edges = bin_edges(edges) if edges is not None else None
+        if edges is None:
+            if isinstance(bins, bool) or not (isinstance(bins, int | np.integer) and 1 <= bins <= MAX_CELLS):
                 raise _fail(f"bins must be an integer in [1, {MAX_CELLS}], got {bins!r}")
             edges = np.linspace(x.min(), x.max() if x.max() > x.min() else x.min() + 1, bins + 1)
         counts, edges = np.histogram(x, bins=edges)
         labels = (tuple(f"[{a:g}, {b:g})" for a, b in zip(edges[:-1], edges[1:], strict=True)),)
         return Histogram.from_counts(counts, labels=labels, name=name)
-    categories, counts = np.unique(values.to_numpy(dtype=str), return_counts=True)
+    counts = np.bincount(codes[codes >= 0], minlength=len(categories))
+    if (codes < 0).any():  # missing values (pandas' NaN code) are their own category, the empty label
+        categories, counts = ["", *categories], np.concatenate(([int((codes < 0).sum())], counts))
+    keep = counts > 0
+    categories, counts = np.asarray(categories, dtype=object)[keep], counts[keep]
+    order = np.argsort(np.asarray(categories, dtype=str), kind="stable")
+    categories, counts = categories[order], counts[order]
     if categories.size > MAX_CELLS:
         raise _fail(f"column {column!r} has {categories.size} categories; the limit is {MAX_CELLS}")
-    return Histogram.from_counts(counts, labels=(tuple(categories),), name=name)
+    return Histogram.from_counts(counts, labels=(tuple(str(c) for c in categories),), name=name)
+
+
+def bin_edges(edges) -> np.ndarray:
+    """Bin edges from numbers or text like ``"0, 18, 30"``: at least two, strictly increasing, finite.
+
+    >>> bin_edges("0, 18,30").tolist()
+    [0.0, 18.0, 30.0]
+    >>> bin_edges("0,abc,5")
+    Traceback (most recent call last):
+    core.datasets.DataError: bin edge 2 is 'abc'; edges must be comma-separated numbers, e.g. 0,18,30,45
+    """
+    if isinstance(edges, str):
+        items = [v.strip() for v in edges.split(",") if v.strip()]
+    else:
+        items = list(np.ravel(np.asarray(edges, dtype=object))) if edges is not None else []
+    if len(items) > MAX_CELLS + 1:
+        raise _fail(f"{len(items)} bin edges; the limit is {MAX_CELLS + 1} (2^22 bins)")
+    values = []
+    for i, item in enumerate(items):
+        try:
+            values.append(float(item))
+        except (TypeError, ValueError, OverflowError):
+            raise _fail(f"bin edge {i + 1} is {str(item)[:20]!r}; edges must be comma-separated numbers, "
+                        "e.g. 0,18,30,45") from None
+    array = np.array(values, dtype=float)
+    if array.size < 2 or not np.all(np.isfinite(array)) or np.any(np.diff(array) <= 0):
+        raise _fail("bin edges must be at least two strictly increasing numbers")
+    return array

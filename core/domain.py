@@ -64,6 +64,9 @@ class Histogram:
         if np.any(counts < 0):
             first = int(np.flatnonzero(counts.ravel() < 0)[0])
             raise ValueError(f"counts must be non-negative; cell {first} is {counts.ravel()[first]:g}")
+        if len(self.labels) > len(self.domain.sizes):
+            raise ValueError(f"labels are given for {len(self.labels)} axes but the histogram has "
+                             f"{len(self.domain.sizes)}; give one list of labels per axis")
         for axis, axis_labels in enumerate(self.labels):
             if len(axis_labels) != self.domain.sizes[axis]:
                 raise ValueError(

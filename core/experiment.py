@@ -23,9 +23,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from core.cost import Deadline, RunLimits, RunTooLargeError, check_cost, estimate_cost
 from core.domain import Histogram
 from core.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
-from core.mechanisms import MECHANISMS, Mechanism, check_epsilon
+from core.mechanisms import MECHANISMS, Mechanism, check_budget_epsilon, check_epsilon
 from core.metrics import HISTOGRAM_METRICS, METRICS
 from core.workloads import Workload
 
@@ -72,15 +73,18 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
               epsilons: Sequence[float], trials: int, *, seed: int = 0,
               metrics: Sequence[str] = ("mae", "rmse"),
               progress: Callable[[int, int, str], None] | None = None,
-              should_stop: Callable[[], bool] | None = None) -> pd.DataFrame:
+              should_stop: Callable[[], bool] | None = None,
+              deadline: Deadline | None = None, limits: RunLimits | None = None) -> pd.DataFrame:
     """Run every mechanism at every epsilon ``trials`` times and measure the chosen metrics.
 
     Mechanisms that reject this input (e.g. a 2-D-only mechanism on 1-D data) are skipped; their
-    messages are in ``df.attrs["errors"]``. ``df.attrs["stopped"]`` is True when ``should_stop``
-    ended the sweep early.
+    messages are in ``df.attrs["errors"]``. With ``limits``, mechanisms whose estimated run
+    (``core.cost``) is over the memory or time limit are left out before anything runs; the reasons
+    are in ``df.attrs["left_out"]``. ``df.attrs["stopped"]`` is True when ``should_stop`` or the
+    ``deadline`` (checked between trials) ended the sweep early; ``df.attrs["stop_reason"]`` says why.
     """
     instances = resolve_mechanisms(mechanisms)
-    epsilons = [check_epsilon(e) for e in epsilons]
+    epsilons = [check_budget_epsilon(e) for e in epsilons]
     if not epsilons:
         raise ValueError("choose at least one epsilon")
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
@@ -88,6 +92,8 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     unknown = [m for m in metrics if m not in METRICS]
     if unknown or not metrics:
         raise ValueError(f"unknown metrics {unknown}; choose from {', '.join(METRICS)}")
+    left_out = _over_limits(instances, workload, limits) if limits is not None else {}
+    instances = [m for m in instances if m.name not in left_out]
     total_runs = len(instances) * len(epsilons) * trials
     if total_runs > MAX_SWEEP_RUNS:
         raise ValueError(f"sweep has {total_runs} runs (mechanisms × epsilons × trials); "
@@ -105,7 +111,7 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
         for position, epsilon in enumerate(epsilons):
             expected = {m: _expected(mechanism, workload, epsilon, m) for m in metrics}
             for trial in range(trials):
-                if should_stop is not None and should_stop():
+                if (should_stop is not None and should_stop()) or (deadline is not None and deadline.expired):
                     stopped = True
                     break
                 start = time.perf_counter()
@@ -133,8 +139,22 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
             break
     df = pd.DataFrame(rows, columns=["mechanism", "epsilon", "trial", "metric", "value", "seconds", "expected"])
     df.attrs["errors"] = errors
+    df.attrs["left_out"] = left_out
     df.attrs["stopped"] = stopped
+    df.attrs["stop_reason"] = (deadline.reason if deadline is not None and deadline.expired else
+                               "stopped" if stopped else "")
     return df
+
+
+def _over_limits(instances: Sequence[Mechanism], workload: Workload, limits: RunLimits) -> dict[str, str]:
+    """name -> why it is left out: one run's estimate is over the memory or time limit for this input."""
+    reasons = {}
+    for mechanism in instances:
+        try:
+            check_cost(estimate_cost(mechanism, workload), limits, what="one run")
+        except RunTooLargeError as err:
+            reasons[mechanism.name] = f"left out: {err}"
+    return reasons
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,5 +1,9 @@
 """Serialise releases to CSV / JSON bytes with full metadata. Only released values leave; never true counts.
 
+Only secure releases leave: ``release_metadata``/``release_to_json`` refuse the exploration path
+(seeded noise that anyone with the seed can subtract), and no export records a seed or a noise
+stream (``NEVER_EXPORTED``). The export id ties a file to its spend in the ledger.
+
 >>> import numpy as np
 >>> from core.mechanisms import Release
 >>> r = Release("identity", 1.0, 1.0, np.array([1.5, 2.0]), np.array([1.5, 2.0]))
@@ -21,6 +25,22 @@ from core import __version__
 from core.mechanisms import NEIGHBOURING, Release
 
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+EXPORTABLE_NOISE_PATHS = ("secure",)
+NEVER_EXPORTED = ("seed", "stream")  # history keys that would let anyone regenerate exploration noise
+SIMULATION_LABEL = "simulation, not a private release"
+
+
+def check_exportable(noise_path: str) -> None:
+    """Raise unless releases made on ``noise_path`` may leave the app.
+
+    >>> check_exportable("exploration")
+    Traceback (most recent call last):
+    ...
+    ValueError: noise path 'exploration' is a simulation, not a private release: its seeded noise can be regenerated and subtracted, so it is never exported; release with the secure noise path
+    """
+    if noise_path not in EXPORTABLE_NOISE_PATHS:
+        raise ValueError(f"noise path {noise_path!r} is a {SIMULATION_LABEL}: its seeded noise can be regenerated "
+                         "and subtracted, so it is never exported; release with the secure noise path")
 
 
 def neutralise(cell: object) -> str:
@@ -63,13 +83,17 @@ def release_to_csv(release: Release, labels: Sequence[str] | None = None) -> byt
     return buffer.getvalue().encode()
 
 
-def release_metadata(release: Release, *, workload: str, seed: int | None, noise_path: str,
-                     dataset: str | None = None, stream: int | None = None, noise_sampler: str | None = None) -> dict:
-    """The metadata every export carries (mechanism, params, ε, loss, neighbouring notion, ...).
+def release_metadata(release: Release, *, workload: str, noise_path: str, dataset: str | None = None,
+                     noise_sampler: str | None = None, export_id: str | None = None) -> dict:
+    """The metadata every export carries (mechanism, params, ε, loss, neighbouring notion, export id, ...).
 
-    ``stream`` is the release counter: the app draws release k from ``default_rng([seed, k])``.
     ``noise_sampler`` is ``core.noise.noise_sampler(source)``: which sampler the path actually used.
+    ``export_id`` is the id of the ledger spend that paid for it. Never a seed.
+
+    Raises:
+        ValueError: for a release on a path that may not leave (``check_exportable``).
     """
+    check_exportable(noise_path)
     return {
         "mechanism": release.mechanism,
         "epsilon": release.epsilon,
@@ -77,12 +101,11 @@ def release_metadata(release: Release, *, workload: str, seed: int | None, noise
         "privacy_loss": release.privacy_loss,
         "params": {k: _jsonable(v) for k, v in release.params.items()},
         "workload": workload,
-        "seed": seed,
-        "stream": stream,
         "noise_path": noise_path,
         "noise_sampler": noise_sampler,
         "neighbouring": NEIGHBOURING,
         "dataset": neutralise(dataset) if dataset else None,
+        "export_id": export_id,
         "version": __version__,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
@@ -100,12 +123,12 @@ def _jsonable(value: object) -> object:
     return value if isinstance(value, int | float | str | bool | type(None)) else str(value)
 
 
-def release_to_json(release: Release, *, workload: str, seed: int | None, noise_path: str,
-                    dataset: str | None = None, labels: Sequence[str] | None = None,
-                    stream: int | None = None, noise_sampler: str | None = None) -> str:
-    """JSON with the metadata and the released values (``counts`` or ``answers``)."""
-    doc = release_metadata(release, workload=workload, seed=seed, noise_path=noise_path, dataset=dataset,
-                           stream=stream, noise_sampler=noise_sampler)
+def release_to_json(release: Release, *, workload: str, noise_path: str, dataset: str | None = None,
+                    labels: Sequence[str] | None = None, noise_sampler: str | None = None,
+                    export_id: str | None = None) -> str:
+    """JSON with the metadata and the released values (``counts`` or ``answers``); secure releases only."""
+    doc = release_metadata(release, workload=workload, noise_path=noise_path, dataset=dataset,
+                           noise_sampler=noise_sampler, export_id=export_id)
     if release.estimate is not None:
         doc["counts"] = [float(v) for v in release.estimate]
         if labels is not None:
@@ -116,8 +139,13 @@ def release_to_json(release: Release, *, workload: str, seed: int | None, noise_
 
 
 def history_to_csv(entries: Sequence[Mapping[str, object]]) -> bytes:
-    """Release history (one row per charge) as CSV; label-like fields are neutralised."""
+    """Release history (one row per charge) as CSV; label-like fields are neutralised, seeds left out.
+
+    >>> history_to_csv([{"epsilon": 0.5, "seed": 7, "stream": 0}]).decode().split()
+    ['epsilon', '0.5']
+    """
     buffer = io.StringIO()
+    entries = [{k: v for k, v in e.items() if k not in NEVER_EXPORTED} for e in entries]
     columns = sorted({k for e in entries for k in e}) or ["label", "epsilon"]
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()

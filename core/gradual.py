@@ -23,7 +23,7 @@ import numpy as np
 from core.budget import Budget, Ledger
 from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.metrics import mae, max_abs, rmse
-from core.workloads import Workload
+from core.workloads import Workload, squared_frobenius
 
 THRESHOLD_RULES = ("opt", "fixed")
 
@@ -310,6 +310,23 @@ def histogram_error(x, workload: Workload, metric: str = "rmse") -> tuple[Callab
     if not sensitivity > 0:
         raise ValueError("the workload does not read the data (all columns are zero)")
     return (lambda theta: function(truth, workload.matvec(theta))), sensitivity
+
+
+def theory_epsilon(workload: Workload, target: float, metric: str = "rmse") -> float | None:
+    """The ε that meets an RMSE target by inverting the Laplace histogram's error formula, no search (spec §8.3(d)).
+
+    A release x + Lap(1/ε) answers W with per-query MSE 2‖W‖²_F/(m ε²), so RMSE α needs
+    ε = √(2‖W‖²_F/m)/α: √2/α for the identity workload. None for MAE and max error (no closed form).
+
+    >>> from core.workloads import Identity
+    >>> round(theory_epsilon(Identity(4096), 2.0), 6)
+    0.707107
+    """
+    if not (math.isfinite(target) and target > 0):
+        raise ValueError(f"target (α) must be finite and > 0, got {target!r}")
+    if metric != "rmse":
+        return None
+    return math.sqrt(2 * squared_frobenius(workload) / workload.shape[0]) / target
 
 
 @dataclass(frozen=True, eq=False)

@@ -285,6 +285,30 @@ class Ranges:
         return f"{self.label}: {self.shape[0]} range queries over {self.n} cells"
 
 
+def as_intervals(w: Workload) -> Ranges | None:
+    """The workload as 0/1 interval rows when it is one (Ranges, Identity, Total, Prefix, AllRange), else None.
+
+    Row-level algorithms (WDA's division, OM's factorisation) use it to work on interval ends instead
+    of an m × n matrix.
+
+    >>> as_intervals(Prefix(3)).hi.tolist(), as_intervals(Explicit(np.eye(2))) is None
+    ([0, 1, 2], True)
+    """
+    if isinstance(w, Ranges):
+        return w
+    if isinstance(w, Identity | Prefix):
+        ends = np.arange(w.n)
+        return Ranges(w.n, ends if isinstance(w, Identity) else np.zeros_like(ends), ends)
+    if isinstance(w, Total):
+        return Ranges(w.n, np.array([0]), np.array([w.n - 1]))
+    if isinstance(w, AllRange):  # rows by start, then end
+        lo = np.repeat(np.arange(w.n), np.arange(w.n, 0, -1))
+        hi = np.arange(lo.size) - np.repeat(np.cumsum(np.arange(w.n, 0, -1)) - np.arange(w.n, 0, -1), np.arange(
+            w.n, 0, -1)) + lo
+        return Ranges(w.n, lo, hi)
+    return None
+
+
 def random_range(n: int, m: int, seed: int = 0) -> Ranges:
     """m ranges with both ends uniform on {0..n-1} (sorted), as DPBench draws them; seeded.
 
@@ -495,6 +519,14 @@ class Stack:
 
 
 # ----------------------------------------------------------------------------- parsing and registry
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def explicit_from_csv(source: str | Path | bytes, n: int | None = None) -> Explicit:
     """Read query rows (one row per query, n numbers per row) from a CSV path or bytes."""
     try:
@@ -514,8 +546,10 @@ def explicit_from_csv(source: str | Path | bytes, n: int | None = None) -> Expli
         rows = rows[1:]  # a header row
     try:
         matrix = np.array([[float(c) for c in r] for r in rows])
-    except ValueError as err:
-        raise ValueError(f"query-matrix CSV must hold only numbers: {err}") from None
+    except ValueError:  # name where, never quote the content (it may be any file's)
+        where = next((i, j) for i, r in enumerate(rows) for j, c in enumerate(r) if not _is_number(c))
+        raise ValueError(f"query-matrix CSV must hold only numbers: data row {where[0] + 1}, "
+                         f"column {where[1] + 1} is not a number") from None
     if matrix.ndim != 2 or matrix.size == 0:
         raise ValueError("query-matrix CSV needs at least one row of numbers (one row per query)")
     if n is not None and matrix.shape[1] != n:
@@ -571,13 +605,20 @@ WORKLOADS: dict[str, tuple[str, object]] = {
 }
 
 
-def parse_workload(spec: str, shape, rng: np.random.Generator | None = None) -> Workload:
+def parse_workload(spec: str, shape, rng: np.random.Generator | None = None, *,
+                   allow_files: bool = False) -> Workload:
     """Build a workload from a spec such as ``random-range:m=2000,seed=3`` for a histogram shape.
 
-    ``file:PATH`` reads a CSV of query rows. Unknown names or keys raise ValueError naming them.
+    ``file:PATH`` reads a CSV of query rows, only with ``allow_files=True`` (the command line, whose
+    user owns the files); text from the app (a pasted config, a spec) never names a server file.
+    Unknown names or keys raise ValueError naming them.
 
     >>> parse_workload("random-range:m=10,seed=1", (64,)).shape
     (10, 64)
+    >>> parse_workload("file:/etc/passwd", (4,))
+    Traceback (most recent call last):
+    ...
+    ValueError: workload 'file:' specs are refused here: query files come only from uploads
     """
     if isinstance(shape, int | np.integer):
         shape = (int(shape),)
@@ -586,6 +627,8 @@ def parse_workload(spec: str, shape, rng: np.random.Generator | None = None) -> 
     name, _, rest = spec.partition(":")
     name = name.strip().lower()
     if name == "file":
+        if not allow_files:
+            raise ValueError("workload 'file:' specs are refused here: query files come only from uploads")
         if not rest:
             raise ValueError("workload 'file' needs a path: file:PATH")
         return explicit_from_csv(rest, n=int(np.prod(shape)))

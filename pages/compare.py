@@ -72,7 +72,11 @@ with ui.guard():
         st.info("Choose mechanisms and press **Run comparison**. Identity and uniform are added as references.")
         st.stop()
     if results.attrs.get("stopped"):
-        st.warning("Stopped early: showing the runs finished so far. Press **Run comparison** to complete it.")
+        reason = results.attrs.get("stop_reason") or "stopped"
+        st.warning(f"Stopped early ({reason}): showing the runs finished so far. Press **Run comparison** to "
+                   "complete it.")
+    for name, message in results.attrs.get("left_out", {}).items():
+        st.warning(f"{name} {message}")
     for name, message in results.attrs.get("errors", {}).items():
         st.warning(f"{name} skipped: {message}")
     if results.empty:

@@ -17,8 +17,7 @@ def use_upload() -> None:
     grid = (int(ss.get("data_grid_rows", 0)), int(ss.get("data_grid_cols", 0)))
     notes: list[str] = []
     try:
-        edges = (tuple(float(v) for v in ss.get("data_edges", "").split(",") if v.strip())
-                 if as_records and mode == "bin edges" else None)
+        edges = ss.get("data_edges") if as_records and mode == "bin edges" else None  # parsed in core (bin_edges)
         hist = ui.add_upload(upload.getvalue(), upload.name, column=column or None, bins=bins, edges=edges,
                              grid_shape=grid if not as_records and min(grid) > 0 else None, notes=notes)
     except ValueError as err:
@@ -62,7 +61,8 @@ with ui.guard():
     if hist.domain.size > ui.MAX_BARS and len(hist.domain.shape) == 1:
         st.caption(f"{hist.domain.size:,} bins are summed into at most {ui.MAX_BARS:,} bars for display only; "
                    "every computation uses all bins.")
-    st.caption("Choose a dataset in the sidebar, or upload your own below. Everything stays in this session.")
+    st.caption("Choose a dataset in the sidebar, or upload your own below. Uploads stay on this server, in "
+               "this workspace (the workspace id in the URL brings them back after a reload; README: the ledger).")
     with st.expander("Upload a histogram", expanded=False):
         st.markdown(
             "- **CSV** with a `count` column (optional label column), or `row,col,count` for 2-D, "

@@ -8,7 +8,8 @@ import streamlit as st
 import ui
 from core.budget import Budget
 from core.config import config_to_json, parse_config
-from core.export import history_to_csv, release_to_csv, release_to_json
+from core.export import SIMULATION_LABEL, history_to_csv, release_to_csv, release_to_json
+from core.ledger_store import new_export_id
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.noise import NOISE_PATHS, noise_sampler, noise_source
 from core.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
@@ -32,6 +33,10 @@ def spend_and_release() -> None:
     if not ui.ledger().fits(Budget(epsilon)):
         ui.charge(label, epsilon)  # refused: flashes the message naming the remaining budget
         return
+    _, refusal = ui.run_check(name, settings, ui.workload())
+    if refusal:  # over the memory or time limit (core.cost): nothing run, nothing charged
+        st.session_state.flash_error = f"{name} not run: {refusal}"
+        return
     stream = int(st.session_state.release_counter)
     try:
         mechanism, counts = configure(MECHANISMS[name], settings), ui.histogram().counts
@@ -44,15 +49,19 @@ def spend_and_release() -> None:
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
         st.session_state.flash_error = f"{name} cannot release this input: {message}"
         return
-    if not ui.charge(label, epsilon):
-        return
     exploring = noise_path == "exploration"
-    st.session_state.releases.append(history_entry(
+    export_id = None if exploring else new_export_id()  # a simulation is never exported
+    if not ui.charge(label, epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
+                     note=f"noise path: {noise_path}" + (f" ({SIMULATION_LABEL})" if exploring else "")):
+        return
+    entry = history_entry(
         release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),
         seed=int(st.session_state.seed) if exploring else None, stream=stream if exploring else None,
-        noise_path=noise_path, noise_sampler=noise_sampler(rng)))
+        noise_path=noise_path, noise_sampler=noise_sampler(rng))
+    st.session_state.releases.append({**entry, "export_id": export_id})
     st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds}
     st.session_state.release_show = number
+    ui.save_workspace()  # the history survives a reload even if this run is cut short
 
 
 def load_config() -> None:
@@ -95,11 +104,17 @@ with ui.guard():
                             help="Any registered mechanism; its settings appear below.")
         settings = ui.mechanism_settings(name, key="release")
         st.session_state.release_settings = {name: settings}  # for the session config
+        cost_warning, cost_refusal = ui.run_check(name, settings, workload)
+        if cost_refusal:
+            st.error(f"{name} cannot run here: {cost_refusal}")
+        elif cost_warning:
+            st.warning(f"Slow: {cost_warning}. The page waits for it.")
     with right:
         st.number_input("Epsilon for this release", min_value=0.001, max_value=100.0, step=0.1,
-                        key="release_epsilon", help="Charged to the session budget on click.")
+                        key="release_epsilon", help="Charged to this dataset's ledger on click.")
         st.radio("Noise", list(NOISE_PATHS), key="release_noise_path", horizontal=True,
-                 help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_PATHS.items()))
+                 help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_PATHS.items())
+                      + f". Exploration results are a {SIMULATION_LABEL}: shown here, never exported.")
         st.button("Spend and release", type="primary", key="release_spend", on_click=spend_and_release,
                   help="Runs the mechanism once and charges ε to the ledger. Reruns never charge.")
     history = st.session_state.releases
@@ -117,6 +132,12 @@ with ui.guard():
         cols[2].metric("Noise path", entry["noise_path"])
         values = release.answers if release.estimate is None else release.estimate
         cols[3].metric("Released values", f"{np.size(values):,}")
+        simulation = entry["noise_path"] != "secure"
+        if simulation:
+            st.warning(f"**{SIMULATION_LABEL.capitalize()}.** Release #{number} used seeded exploration noise, "
+                       "computed on the true data: it is for your eyes only (the seed regenerates the noise, "
+                       "so the values give the true counts back). It cannot be downloaded; release with the "
+                       "**secure** noise path to publish.")
         ui.release_structure(release.details, key=f"release_structure_{number}")
         same_inputs = entry["dataset"] == st.session_state.dataset_key and entry["workload"] == ui.workload_spec()
         figures = {}
@@ -182,22 +203,28 @@ with ui.guard():
             st.plotly_chart(figures["answers"], key="release_answers_chart")
         st.subheader("Export")
         labels = hist.bin_labels() if same_inputs and release.estimate is not None else None
-        meta = {"workload": entry["workload"], "seed": entry["seed"], "noise_path": entry["noise_path"],
-                "noise_sampler": entry.get("noise_sampler"),
-                "dataset": entry["dataset"], "stream": entry["stream"]}
         cols = st.columns(3)
-        cols[0].download_button("Released histogram (CSV)", release_to_csv(release, labels),
-                                f"dplens-release-{number}.csv", "text/csv", key="release_csv", on_click="ignore",
-                                help="Only the released values: bin,count (or query,answer).")
-        cols[1].download_button("Release with metadata (JSON)", release_to_json(release, labels=labels, **meta),
-                                f"dplens-release-{number}.json", "application/json", key="release_json", on_click="ignore",
-                                help="Mechanism, params, ε, privacy loss, neighbours, workload, seed, noise "
-                                     "path, app version, timestamp.")
+        if simulation:
+            cols[0].info(f"Release #{number} is a {SIMULATION_LABEL}: nothing to download.")
+        else:
+            meta = {"workload": entry["workload"], "noise_path": entry["noise_path"],
+                    "noise_sampler": entry.get("noise_sampler"), "dataset": entry["dataset"],
+                    "export_id": entry.get("export_id")}
+            cols[0].download_button("Released histogram (CSV)", release_to_csv(release, labels),
+                                    f"dplens-release-{number}.csv", "text/csv", key="release_csv", on_click="ignore",
+                                    help="Only the released values: bin,count (or query,answer).")
+            cols[1].download_button("Release with metadata (JSON)", release_to_json(release, labels=labels, **meta),
+                                    f"dplens-release-{number}.json", "application/json", key="release_json",
+                                    on_click="ignore",
+                                    help="Mechanism, params, ε, privacy loss, neighbours, workload, noise path "
+                                         "and sampler, export id (its ledger spend), app version, timestamp.")
         cols[2].download_button("Release history (CSV)", history_to_csv(history), "dplens-history.csv",
-                                "text/csv", key="release_history_csv", on_click="ignore", help="One row per charge.")
-        for fig_name, fig in figures.items():
-            st.caption(f"Chart: {fig_name}")
-            ui.figure_downloads(fig, f"dplens-{fig_name}-{number}", key=f"release_fig_{fig_name}")
+                                "text/csv", key="release_history_csv", on_click="ignore",
+                                help="One row per charge (never a seed).")
+        if not simulation:
+            for fig_name, fig in figures.items():
+                st.caption(f"Chart: {fig_name} (shows the true data too: for the curator's own use)")
+                ui.figure_downloads(fig, f"dplens-{fig_name}-{number}", key=f"release_fig_{fig_name}")
         st.subheader("History")
         st.dataframe(history, hide_index=True, key="release_history")
     with st.expander("Session config (save or reload)"):

@@ -23,6 +23,14 @@ def fig1_workload() -> Explicit:
     return Explicit(FIG1_MATRIX, label="wda-fig1")
 
 
+@pytest.fixture(autouse=True)
+def dplens_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own DPLENS_HOME: no test writes to the real home, none shares a budget."""
+    home = tmp_path_factory.mktemp("dplens-home")
+    monkeypatch.setenv("DPLENS_HOME", str(home))
+    return home
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     """The one seeded noise source of a test (style.md §1.5)."""

@@ -6,7 +6,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
+from core.budget import Ledger
+from core.datasets import load_histogram
 from core.domain import Histogram
+from core.fingerprint import dataset_fingerprint
+from core.ledger_store import LedgerStore
 
 PAGE_PATHS = [path for _, path, _, _ in ui.PAGES]
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -16,6 +20,16 @@ def open_page(path: str) -> AppTest:
     """Run app.py (shell + state), then switch to the page; both .run() calls are required."""
     at = AppTest.from_file(APP, default_timeout=60).run()
     return at.switch_page(path).run()
+
+
+def record_ledger(ledger: Ledger, dataset: str = "sample:smooth") -> str:
+    """Precondition: write ``ledger`` (total, spends) to this test's store for a sample dataset; its fingerprint."""
+    fingerprint = dataset_fingerprint(load_histogram(dataset.partition(":")[2]))
+    store = LedgerStore()
+    store.set_total(fingerprint, ledger.total)
+    for label, cost in ledger.spends:
+        store.spend(fingerprint, label, cost, mechanism=label.rpartition(": ")[2])
+    return fingerprint
 
 
 @pytest.mark.parametrize("path", PAGE_PATHS, ids=PAGE_PATHS)

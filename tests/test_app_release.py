@@ -11,8 +11,11 @@ from streamlit.testing.v1 import AppTest
 
 from core.budget import Budget, Ledger
 from core.config import config_to_json, parse_config
+from core.datasets import load_histogram
 from core.export import history_to_csv, release_to_csv, release_to_json
-from tests.test_app import APP, open_page
+from core.fingerprint import dataset_fingerprint
+from core.ledger_store import LedgerStore
+from tests.test_app import APP, open_page, record_ledger
 
 RELEASE = "pages/release.py"
 
@@ -67,7 +70,8 @@ def test_history_lists_every_charge(release_page):
     assert [(r["mechanism"], float(r["epsilon"])) for r in rows] == [("identity", 0.5), ("uniform", 0.25),
                                                                       ("hb", 1.0)]
     assert [float(r["epsilon"]) for r in rows] == [b.epsilon for _, b in at.session_state.ledger.spends]
-    assert [int(r["stream"]) for r in rows] == [0, 1, 2]  # each release had its own noise stream
+    assert [e["stream"] for e in at.session_state.releases] == [0, 1, 2]  # each release had its own noise stream
+    assert not {"seed", "stream"} & set(rows[0])  # and the export never says which
 
 
 def test_session_config_reloads_to_the_same_state(release_page):
@@ -91,11 +95,14 @@ def test_session_config_reloads_to_the_same_state(release_page):
     assert not fresh.exception
     state = fresh.session_state
     assert (state.dataset_key, state.workload_spec, state.seed) == ("sample:tips-bill", "prefix", 42)
-    assert (state.release_mechanism, state.release_epsilon, state.release_noise_path) == ("hb", 0.25,
-                                                                                          "exploration")
+    assert (state.release_mechanism, state.release_epsilon) == ("hb", 0.25)
+    assert state.release_noise_path == "secure"  # a config never switches to seeded noise by itself
+    assert "asks for the 'exploration' noise path; it stays 'secure'" in fresh.success[0].value
     assert fresh.text_input(key="release_hb_branching").value == "4"
-    assert state.ledger.spent.epsilon == pytest.approx(1.0)  # never reset or refunded
-    assert parse_config(fresh.code[0].value) == config
+    smooth = LedgerStore().ledger(dataset_fingerprint(load_histogram("smooth")))
+    assert smooth.spent.epsilon == pytest.approx(1.0)  # never reset or refunded (the ledger is smooth's)
+    assert parse_config(fresh.code[0].value) == dataclasses.replace(
+        config, release=dataclasses.replace(config.release, noise_path="secure"))
     assert fresh.success[0].value.startswith("Config loaded.")
 
 
@@ -117,23 +124,28 @@ def test_learn_page_shows_every_teaching_view():
 
 def test_total_budget_is_set_once_and_never_replaces_a_ledger_with_spends():
     # AppTest runs app.py (and so the sidebar) only on the first run; later runs execute the page alone.
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.session_state["ledger"] = Ledger(Budget(2.0)).spend("release #1: identity", Budget(0.5))
-    at.run()
+    record_ledger(Ledger(Budget(2.0)).spend("release #1: identity", Budget(0.5)))
+    at = AppTest.from_file(APP, default_timeout=60).run()
     assert at.number_input(key="sidebar_total_epsilon").disabled
     assert {m.label: m.value for m in at.metric}["Budget remaining"] == "ε = 1.5"
 
+
+def test_a_total_edit_racing_a_release_from_another_tab_is_refused():
     racing = AppTest.from_file(APP, default_timeout=60).run()  # no spend yet: the total is editable
-    racing.session_state["ledger"] = Ledger(Budget(5.0)).spend("release #1: identity", Budget(0.5))
-    racing.number_input(key="sidebar_total_epsilon").set_value(50.0).run()  # an edit racing a release
+    assert not racing.number_input(key="sidebar_total_epsilon").disabled
+    fingerprint = record_ledger(Ledger(Budget(5.0)).spend("release #1: identity", Budget(0.5)))  # another tab
+    racing.number_input(key="sidebar_total_epsilon").set_value(50.0).run()  # an edit racing that release
     assert racing.session_state.ledger.total.epsilon == 5.0
     assert racing.session_state.ledger.spent.epsilon == pytest.approx(0.5)
+    assert "fixed at epsilon=5 after the first release" in racing.error[0].value
+    assert LedgerStore().ledger(fingerprint).total.epsilon == 5.0
 
 
 def test_total_budget_can_be_set_before_the_first_release():
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.number_input(key="sidebar_total_epsilon").set_value(2.0).run()
     assert at.session_state.ledger.total.epsilon == 2.0
+    assert [e["kind"] for e in LedgerStore().history()] == ["total"]  # recorded
 
 
 def test_a_config_outside_the_widget_ranges_is_applied_safely():
@@ -214,7 +226,7 @@ def test_a_releases_structure_is_shown_and_never_exported(release_page, mechanis
     assert expander.dataframe  # the tables themselves
     release = at.session_state.release_outputs[1]["release"]
     assert release.details
-    doc = json.loads(release_to_json(release, workload="prefix", seed=0, noise_path="exploration"))
+    doc = json.loads(release_to_json(release, workload="prefix", noise_path="secure"))
     assert not set(release.details) & set(doc)
     assert not [v for v in doc["params"].values() if isinstance(v, list | dict)]  # knobs and counts only
     text = json.dumps(doc) + release_to_csv(release).decode() + history_to_csv(at.session_state.releases).decode()

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from core.budget import TOLERANCE, Budget, BudgetExceededError, Ledger
 from core.gradual import charge_step, check_schedule, increments
-from tests.test_app import PAGE_PATHS, open_page
+from tests.test_app import PAGE_PATHS, open_page, record_ledger
 
 RELEASE, GRADUAL = "pages/release.py", "pages/gradual.py"
 
@@ -94,8 +94,8 @@ def test_ledger_never_overspends_and_every_charge_is_recorded(total, costs):
 
 # ----------------------------------------------------------------------------- AppTest sequences
 def _release_page(total: float):
+    record_ledger(Ledger(Budget(total)))
     at = open_page(RELEASE)
-    at.session_state["ledger"] = Ledger(Budget(total))
     at.radio(key="release_noise_path").set_value("exploration").run()
     return at
 
@@ -131,8 +131,8 @@ def test_reruns_and_page_switches_never_charge():
 
 
 def test_gradual_steps_charge_increments_and_share_the_ledger_with_releases():
+    record_ledger(Ledger(Budget(1.0)))
     at = open_page(GRADUAL)
-    at.session_state["ledger"] = Ledger(Budget(1.0))
     at.text_input(key="gradual_schedule").set_value("0.25, 0.5, 1.0").run()
     for _ in range(4):  # the fourth click finds the schedule exhausted (button disabled or refused)
         button = at.button(key="gradual_release")

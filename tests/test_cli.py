@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 
 from core.__main__ import main
-from core.datasets import SAMPLE_DATASETS
+from core.datasets import SAMPLE_DATASETS, load_histogram
+from core.fingerprint import dataset_fingerprint
+from core.ledger_store import LedgerStore
 
 ROOT = Path(__file__).resolve().parent.parent
 HEPTH = ROOT.parent / "shared" / "data" / "dpbench-1d" / "HEPTH.csv"
@@ -52,16 +54,60 @@ def test_compare_of_hepth_writes_the_tidy_table(tmp_path):
     assert "identity" in result.stdout and f"wrote {len(df)} rows" in result.stdout
 
 
-def test_release_is_reproducible_and_json_has_metadata(tmp_path, capsys):
-    a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
-    for out, seed in ((a, "3"), (b, "3"), (c, "4")):
-        assert main(["release", "--input", "tips-bill", "--mechanism", "identity", "--epsilon", "0.5",
-                     "--seed", seed, "--workload", "prefix", "--noise", "exploration", "--output", str(out)]) == 0
-    docs = [json.loads(p.read_text()) for p in (a, b, c)]
-    assert docs[0]["counts"] == docs[1]["counts"] != docs[2]["counts"]
-    assert {"mechanism", "epsilon", "privacy_loss", "workload", "seed", "params", "neighbouring", "version",
-            "created"} <= set(docs[0])
-    assert docs[0]["workload"] == "prefix" and docs[0]["seed"] == 3 and docs[0]["privacy_loss"] <= 0.5
+def test_release_json_has_metadata_and_an_export_id_but_no_seed(tmp_path):
+    out = tmp_path / "a.json"
+    assert main(["release", "--input", "tips-bill", "--mechanism", "identity", "--epsilon", "0.5",
+                 "--seed", "3", "--workload", "prefix", "--output", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert {"mechanism", "epsilon", "privacy_loss", "workload", "params", "neighbouring", "version",
+            "created", "export_id", "noise_path"} <= set(doc)
+    assert doc["workload"] == "prefix" and doc["privacy_loss"] <= 0.5 and doc["noise_path"] == "secure"
+    assert not {"seed", "stream"} & set(doc)
+    spends = [e for e in LedgerStore().history() if e["kind"] == "spend"]
+    assert [(e["export_id"], e["epsilon"], e["mechanism"]) for e in spends] == [(doc["export_id"], 0.5, "identity")]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json"])
+def test_exploration_noise_is_never_written_as_a_release(tmp_path, capsys, suffix):
+    out = tmp_path / f"r{suffix}"
+    assert main(["release", "--input", "tips-bill", "--mechanism", "identity", "--epsilon", "0.5",
+                 "--seed", "7", "--noise", "exploration", "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "simulation, not a private release" in err and "--noise secure" in err
+    assert not out.exists() and LedgerStore().history() == []  # nothing written, nothing charged
+
+
+def test_release_charges_the_ledger_and_refuses_an_overspend(tmp_path, capsys):
+    ledger = tmp_path / "my-ledger.sqlite3"
+    base = ["release", "--input", "tips-bill", "--mechanism", "identity", "--ledger", str(ledger)]
+    assert main([*base, "--epsilon", "0.75", "--budget", "1", "--output", str(tmp_path / "a.csv")]) == 0
+    assert main([*base, "--epsilon", "0.5", "--output", str(tmp_path / "b.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "remaining is epsilon=0.25 of 1" in err
+    assert not (tmp_path / "b.csv").exists()
+    assert main([*base, "--epsilon", "0.25", "--budget", "3", "--output", str(tmp_path / "c.csv")]) == 2
+    assert "fixed at epsilon=1 after the first release" in capsys.readouterr().err  # the total is set once
+    assert main([*base, "--epsilon", "0.25", "--output", str(tmp_path / "c.csv")]) == 0
+    store = LedgerStore(ledger)
+    fingerprint = dataset_fingerprint(load_histogram("tips-bill"))
+    assert store.ledger(fingerprint).spent.epsilon == pytest.approx(1.0)
+    assert not LedgerStore().history()  # --ledger, not DPLENS_HOME
+
+
+def test_ledger_command_shows_exports_and_resets(tmp_path, capsys):
+    release = ["release", "--input", "tips-bill", "--mechanism", "identity", "--epsilon", "2",
+               "--output", str(tmp_path / "a.csv")]
+    assert main(release) == 0
+    history = tmp_path / "history.csv"
+    assert main(["ledger", "--input", "tips-bill", "--output", str(history)]) == 0
+    out = capsys.readouterr().out
+    assert dataset_fingerprint(load_histogram("tips-bill")) in out and "remaining 3" in out
+    rows = list(csv.DictReader(history.read_text().splitlines()))
+    assert [r["kind"] for r in rows] == ["total", "spend"] and rows[1]["epsilon"] == "2.0"
+    assert main(["ledger", "--input", "tips-bill", "--reset", "--budget", "1"]) == 2  # no reason
+    assert main(["ledger", "--input", "tips-bill", "--reset", "--budget", "1", "--reason", "new study"]) == 0
+    captured = capsys.readouterr()
+    assert "voids the differential-privacy guarantee" in captured.err and "remaining 1" in captured.out
 
 
 def test_release_without_estimate_writes_query_answers(tmp_path):

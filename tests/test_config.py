@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
+import core.workloads
 from core.config import (
     MAX_RECIPE_NUMBERS,
     ReleaseSettings,
@@ -152,3 +154,28 @@ def test_a_recipe_for_another_domain_size_is_refused_when_built():
         build_recipe(recipe_of(Ranges(6, [0], [1])), (4,))
     with pytest.raises(ValueError, match="a Prefix workload has no config recipe"):
         recipe_of(parse_workload("prefix", (4,)))
+
+
+@pytest.mark.parametrize("field", ["workload", "custom_workload"])
+@pytest.mark.parametrize("spec", ["file:{path}", " FILE : {path}"])
+def test_a_file_spec_is_refused_without_reading_the_file(tmp_path, monkeypatch, field, spec):
+    secret = tmp_path / "secret.csv"
+    secret.write_text("1,1,1\nTOP-SECRET\n")
+    def never(*args, **kwargs):
+        raise AssertionError("a config must never make the server read a file")
+
+    monkeypatch.setattr(core.workloads, "explicit_from_csv", never)
+    monkeypatch.setattr(Path, "read_text", never)
+    monkeypatch.setattr(Path, "read_bytes", never)
+    spec = spec.format(path=secret)
+    text = doc(**({"workload": spec} if field == "workload" else
+                  {"workload": "custom:1:x", "custom_workload": {"stack": [{"spec": "prefix"}, {"spec": spec}]}}))
+    with pytest.raises(ValueError, match="names a server file .* refused: query files come only from uploads") as err:
+        parse_config(text)
+    assert "TOP-SECRET" not in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("dataset", ["dpbench:../../etc/passwd", "sample:a/b", "upload:..\\x"])
+def test_a_dataset_reference_never_names_a_path(dataset):
+    with pytest.raises(ValueError, match="no path in the name"):
+        parse_config(doc(dataset=dataset))

@@ -43,7 +43,7 @@ def test_tidy_columns_and_one_row_per_run_and_metric(tiny_1d):
     assert (identity[identity["metric"] == "rmse"]["expected"] == math.sqrt(expected)).all()
     assert identity[identity["metric"] == "mae"]["expected"].isna().all()
     assert df[df["mechanism"] == "uniform"]["expected"].isna().all()
-    assert df.attrs == {"errors": {}, "stopped": False}
+    assert df.attrs == {"errors": {}, "left_out": {}, "stopped": False, "stop_reason": ""}
 
 
 def test_results_do_not_depend_on_order(tiny_1d):

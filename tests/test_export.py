@@ -46,23 +46,23 @@ def test_csv_without_estimate_writes_query_answers():
 
 
 @settings(max_examples=30, deadline=None)
-@given(values=st.lists(st.floats(-1e12, 1e12), min_size=1, max_size=20), seed=st.none() | st.integers(0, 2**31))
-def test_json_round_trip_with_metadata(values, seed):
+@given(values=st.lists(st.floats(-1e12, 1e12), min_size=1, max_size=20))
+def test_json_round_trip_with_metadata(values):
     release = Release("identity", 0.5, 0.5, np.array(values), np.array(values), params={"noise_scale": np.float64(2)})
-    doc = json.loads(release_to_json(release, workload="prefix", seed=seed, noise_path="exploration",
+    doc = json.loads(release_to_json(release, workload="prefix", noise_path="secure", export_id="e1",
                                      dataset="mine", labels=[f"b{i}" for i in range(len(values))]))
     assert doc["counts"] == [float(v) for v in values]
     assert doc["labels"] == [f"b{i}" for i in range(len(values))]
-    assert doc["seed"] == seed and doc["params"] == {"noise_scale": 2.0}
-    assert {"mechanism", "epsilon", "privacy_loss", "workload", "seed", "params", "neighbouring", "version",
-            "created"} <= set(doc)
+    assert doc["export_id"] == "e1" and doc["params"] == {"noise_scale": 2.0}
+    assert {"mechanism", "epsilon", "privacy_loss", "workload", "params", "neighbouring", "version",
+            "created", "export_id"} <= set(doc)
     assert doc["neighbouring"] == NEIGHBOURING and doc["version"] == __version__
     assert doc["epsilon"] == 0.5 and doc["privacy_loss"] == 0.5 and doc["delta"] == 0.0
 
 
 def test_json_of_answers_only():
     release = Release("laplace-on-answers", 1.0, 1.0, np.array([2.5]), None)
-    doc = json.loads(release_to_json(release, workload="total", seed=1, noise_path="secure"))
+    doc = json.loads(release_to_json(release, workload="total", noise_path="secure"))
     assert doc["answers"] == [2.5] and "counts" not in doc and doc["noise_path"] == "secure"
 
 
@@ -72,7 +72,7 @@ def test_exports_hold_only_released_values_never_true_counts_or_details():
     release = Release(release.mechanism, release.epsilon, release.privacy_loss, release.answers,
                       release.estimate, release.params, details={"tree": "SECRET-DETAIL"})
     as_csv = release_to_csv(release, ["a", "b", "c"]).decode()
-    as_json = release_to_json(release, workload="prefix", seed=0, noise_path="exploration", labels=["a", "b", "c"])
+    as_json = release_to_json(release, workload="prefix", noise_path="secure", labels=["a", "b", "c"])
     released = [float(r[1]) for r in _rows(as_csv.encode())[1:]]
     np.testing.assert_allclose(released, release.estimate, rtol=1e-9)
     doc = json.loads(as_json)
@@ -80,7 +80,7 @@ def test_exports_hold_only_released_values_never_true_counts_or_details():
     assert numbers.isdisjoint(x) and numbers.isdisjoint(np.cumsum(x))
     for text in (as_csv, as_json):
         assert "SECRET-DETAIL" not in text
-    assert "tree" not in json.dumps(release_metadata(release, workload="prefix", seed=0, noise_path="exploration"))
+    assert "tree" not in json.dumps(release_metadata(release, workload="prefix", noise_path="secure"))
 
 
 @pytest.mark.parametrize("cell, safe", [
@@ -94,9 +94,25 @@ def test_formula_neutralisation(cell, safe):
 def test_labels_dataset_names_and_history_are_neutralised():
     release = Release("identity", 1.0, 1.0, np.ones(2), np.ones(2))
     assert _rows(release_to_csv(release, ["=HYPERLINK(x)", "ok"]))[1][0] == "'=HYPERLINK(x)"
-    doc = json.loads(release_to_json(release, workload="identity", seed=None, noise_path="exploration",
+    doc = json.loads(release_to_json(release, workload="identity", noise_path="secure",
                                      dataset="=cmd|' /C calc'!A0", labels=["@a", "b"]))
     assert doc["dataset"].startswith("'=") and doc["labels"] == ["'@a", "b"]
     rows = _rows(history_to_csv([{"label": "=evil()", "epsilon": 0.5}, {"label": "a\rb", "epsilon": 0.25}]))
     assert rows == [["epsilon", "label"], ["0.5", "'=evil()"], ["0.25", "a\nb"]]
     assert _rows(history_to_csv([])) == [["label", "epsilon"]]
+
+
+def test_the_exploration_path_cannot_be_exported():
+    release = Release("identity", 1.0, 1.0, np.ones(2), np.ones(2))
+    for export in (release_to_json, release_metadata):
+        with pytest.raises(ValueError, match="simulation, not a private release"):
+            export(release, workload="identity", noise_path="exploration")
+
+
+def test_no_export_contains_a_noise_seed():
+    release = Release("identity", 1.0, 1.0, np.ones(2), np.ones(2))
+    doc = json.loads(release_to_json(release, workload="identity", noise_path="secure"))
+    assert not {"seed", "stream"} & set(doc)
+    history = [{"number": 1, "epsilon": 1.0, "noise_path": "exploration", "seed": 12345, "stream": 0}]
+    rows = _rows(history_to_csv(history))
+    assert rows[0] == ["epsilon", "noise_path", "number"] and "12345" not in rows[1]

@@ -317,3 +317,76 @@ def test_csv_exports_neutralise_formula_injection_in_labels():
         assert label.lstrip("'").replace("\n", "\r") in (original, original.replace("\r\n", "\n"))
     history = history_to_csv([{"label": "=cmd|' /C calc'!A0", "epsilon": 0.5}])
     assert "'=cmd" in history.decode() and ",=cmd" not in history.decode()
+
+
+# ----------------------------------------------------------------------------- the command line, end to end
+import dataclasses  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from core.workloads import WORKLOADS  # noqa: E402
+
+CLI_FUZZ = settings(max_examples=700, deadline=None, derandomize=True,  # capsys is drained per example
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.function_scoped_fixture])
+HANG_SECONDS = 5.0
+TEXT = st.one_of(NUMBERISH, st.text(max_size=8), st.sampled_from(["1,2", "1e-300", "1e300", "0.5", "2", "auto",
+                                                                    "-0", "1" + "0" * 30, "true", "abc", "1;2"]))
+FIELDS = sorted({f.name for m in MECHANISMS.values() for f in dataclasses.fields(m)} | {"nope", ""})
+SPECS = st.one_of(st.sampled_from(sorted(WORKLOADS)), st.builds(
+    lambda name, key, value: f"{name}:{key}={value}", st.sampled_from(sorted(WORKLOADS)),
+    st.sampled_from(["m", "seed", "p", "tau", "x"]), TEXT), st.text(max_size=12))
+NAMES = st.one_of(st.sampled_from(sorted(MECHANISMS)), st.text(max_size=6))
+INPUTS = st.one_of(st.sampled_from(["tips-bill", "tips-bill", "grid-2d", "nope"]), st.tuples(
+    st.one_of(near_valid_csv(), near_valid_json(), near_valid_npy(), st.binary(max_size=256)),
+    st.sampled_from(["in.csv", "in.json", "in.npy", "in.txt"])))
+
+
+@st.composite
+def cli_arguments(draw) -> tuple[list[str], object]:
+    """A release or compare command line: names, numbers and files both valid and hostile."""
+    common = ["--input", None]
+    if draw(st.booleans()):
+        args = ["release", *common, "--mechanism", draw(NAMES), "--epsilon", draw(TEXT)]
+        for _ in range(draw(st.integers(0, 2))):
+            args += ["--param", f"{draw(st.sampled_from(FIELDS))}={draw(TEXT)}"]
+        if draw(st.booleans()):
+            args += ["--budget", draw(TEXT)]
+    else:
+        mechanisms = ",".join(draw(st.lists(NAMES, min_size=0, max_size=3)))
+        args = ["compare", *common, "--mechanisms", mechanisms, "--epsilons",
+                ",".join(draw(st.lists(TEXT, max_size=3))), "--trials", draw(st.sampled_from(["1", "2", "0", "x"]))]
+        if draw(st.booleans()):
+            args += ["--metrics", draw(st.sampled_from(["mae", "rmse,kld", "nope", ""]))]
+    if draw(st.booleans()):
+        args += ["--workload", draw(SPECS)]
+    if draw(st.booleans()):
+        args += ["--seed", draw(st.sampled_from(["0", "7", "-1", "x", str(2**70)]))]
+    return args, draw(INPUTS)
+
+
+@CLI_FUZZ
+@given(arguments=cli_arguments(), output=st.sampled_from(["out.csv", "out.json", "out.txt"]))
+def test_cli_never_tracebacks_or_hangs(arguments, output, capsys):
+    args, source = arguments
+    with tempfile.TemporaryDirectory() as folder:
+        if isinstance(source, tuple):
+            data, name = source
+            (Path(folder) / name).write_bytes(data)
+            source = str(Path(folder) / name)
+        args = [a if a is not None else source for a in args]
+        args += ["--output", str(Path(folder) / output), "--ledger", str(Path(folder) / "ledger.sqlite")]
+        capsys.readouterr()
+        started = time.perf_counter()
+        try:
+            code = cli_main(args)
+        except SystemExit as exit_:  # argparse: a malformed command line
+            code = exit_.code
+        seconds = time.perf_counter() - started
+    out, err = capsys.readouterr()
+    assert seconds < HANG_SECONDS, f"{args} took {seconds:.1f} s"
+    assert code in (0, 2), (args, err)
+    if code == 2:
+        assert err.startswith("error: ") and err.count("\n") == 1, (args, err)
+        assert "internal error" not in err and "Traceback" not in err, (args, err)

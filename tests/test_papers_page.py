@@ -21,7 +21,38 @@ def test_papers_page_is_in_the_navigation_and_renders():
     at = open_page()
     assert not at.exception
     assert at.title[0].value == "Papers"
-    assert len(at.tabs) == 4
+    assert [tab.label for tab in at.tabs] == ["WDA", "OM", "SReB_GCA", "Xiao et al.",
+                                              "Zhao (Lee & Clifton, Koufogiannis, Ligett)"]
+
+
+def test_every_tab_shows_claim_literal_and_corrected_side_by_side():
+    at = open_page()
+    readings = [t.value.reset_index() for t in at.table if "literal reading" in t.value.columns]
+    assert len(readings) == 5
+    fig2 = readings[0].set_index("quantity").loc["Fig. 2 division, average L1 error at ε = 1"]
+    assert "3.4275" in fig2["paper claims"] and "4.9158" in fig2["corrected (dplens)"]
+    om = readings[1].iloc[0]
+    assert "75" in om["paper claims"] and "72.24" in om["corrected (dplens)"] and "8.84" in om["corrected (dplens)"]
+    assert any("NOT DIFFERENTIALLY PRIVATE" in text for df in readings for text in df["literal reading"])
+
+
+def test_zhao_tab_shows_table3_the_bounds_and_what_is_not_reproducible():
+    at = open_page()
+    assert any("Twitter" in info.value for info in at.info)
+    table3 = next(df.value for df in at.dataframe if "world" in df.value.index.names)
+    assert table3.loc["ω1", 2.0] == 0.6825
+    bounds = next(df.value for df in at.dataframe if "example" in df.value.index.names)
+    assert round(bounds.loc["absence days {1,2,3,10}, median", "epsilon_tight"], 4) == 2.7726
+
+
+def test_literal_variant_audit_shows_the_loss_above_epsilon():
+    at = open_page()
+    at.button(key="papers_audit_xiao-max").click().run()
+    assert not at.exception
+    table = next(t.value for t in at.table if "measured loss ≥" in t.value.columns)
+    literal = table[table.kind == "literal"]
+    assert (literal["measured loss ≥"] > literal["claimed ε"]).all()
+    assert any("NOT DIFFERENTIALLY PRIVATE" in e.value for e in at.error)
 
 
 def test_structures_follow_the_widgets():
@@ -37,13 +68,19 @@ def test_structures_follow_the_widgets():
     assert any("S̃ = 1" in m.value for m in at.markdown)
 
 
-def test_running_a_reproduction_shows_claim_and_findings():
+def test_running_a_reproduction_shows_claim_verdicts_and_findings():
     at = open_page()
-    at.button(key="papers_run_om").click().run()
+    at.selectbox(key="papers_data_zhao").set_value("tips-bill")
+    at.text_input(key="papers_eps_zhao").set_value("2, 1")
+    at.number_input(key="papers_trials_zhao").set_value(1)
+    at.button(key="papers_run_zhao").click().run()
     assert not at.exception
     text = " ".join(m.value for m in at.markdown)
-    assert "The paper claims" in text and "decomposition" in text
-    assert len(at.get("plotly_chart")) >= 2
+    assert "The paper claims" in text and "keep probability" in text
+    verdicts = next(t.value for t in at.table if list(t.value.columns) == ["paper", "dplens", "verdict"])
+    assert {"holds", "fails", "not reproducible"} <= set(verdicts.verdict)
+    assert "tips-bill" in text
+    assert len(at.get("plotly_chart")) >= 3
 
 
 def test_structure_of_the_sessions_workload():

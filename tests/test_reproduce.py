@@ -10,13 +10,19 @@ import pandas as pd
 import pytest
 
 from core.__main__ import main
+from core.literal import NOT_DP
 from core.reproduce import (
-    DPBENCH_DIR,
     REPRODUCTIONS,
+    VERDICTS,
+    Verdict,
+    dpbench_dir,
+    reading_table,
     reproduce_om,
     reproduce_sreb_gca,
     reproduce_wda,
     reproduce_xiao,
+    reproduce_zhao,
+    verdict_table,
     write,
 )
 
@@ -27,7 +33,9 @@ SMALL = {
     "om": lambda d: reproduce_om(data_dir=d, m=20, n=60, taus=(0.2,), epsilons=(0.5, 1.0), trials=2,
                                  sweep_m=(10, 30), sweep_n=(40,)),
     "sreb-gca": lambda d: reproduce_sreb_gca(data_dir=d, epsilons=(1.0,), trials=1, widths=(1, 50)),
-    "xiao": lambda d: reproduce_xiao(data_dir=d, versions=3, queries=50, max_draws=1),
+    "xiao": lambda d: reproduce_xiao(data_dir=d, versions=3, queries=50, max_draws=1, queries_2d=200,
+                                     versions_2d=2, parity_repetitions=101),
+    "zhao": lambda d: reproduce_zhao(data_dir=d, trials=2, targets=(2.0,), coordinates=4000),
 }
 
 
@@ -49,6 +57,52 @@ def test_small_reproduction_is_tidy_and_writes_csv_and_html(name, tmp_path):
     assert {p.suffix for p in paths} == {".csv", ".html"}
     page = (tmp_path / "out" / f"{name}.html").read_text(encoding="utf-8")
     assert "The paper claims" in page and "plotly" in page.lower()
+    assert "Verdicts" in page and "literal reading" in page
+    verdicts = pd.read_csv(tmp_path / "out" / f"{name}-verdicts.csv")
+    assert len(verdicts) == len(reproduction.verdicts) and verdicts.paper.notna().all()
+
+
+@pytest.mark.parametrize("name", list(SMALL))
+def test_every_reproduction_gives_a_verdict_per_claim_with_both_numbers(name):
+    reproduction = small(name)
+    assert len(reproduction.verdicts) >= 2 and len(reproduction.readings) >= 1
+    for verdict in reproduction.verdicts:
+        assert verdict.verdict in VERDICTS and verdict.paper and verdict.dplens
+    table = verdict_table(reproduction)
+    assert list(table.columns) == ["claim", "paper", "dplens", "verdict"]
+    readings = reading_table(reproduction)
+    assert list(readings.columns) == ["quantity", "paper claims", "literal reading", "corrected (dplens)"]
+    for reading in reproduction.readings:  # a literal reading that breaks DP always carries the label
+        assert (NOT_DP in reading.row()["literal reading"]) == (not reading.literal_is_dp)
+
+
+def test_known_verdicts():
+    wda = {v.claim.split(" (")[0]: v for v in small("wda").verdicts}
+    assert wda["> 40 % less L1 error than \"Identity\" at p = 0.2"].label.startswith("holds only against LM_W")
+    assert wda["Fig. 2: dividing W into rows 1–3 / 4–8"].verdict == "fails"
+    assert "4.9158" in wda["Fig. 2: dividing W into rows 1–3 / 4–8"].dplens
+    om = small("om").verdicts
+    assert om[0].verdict in ("holds", "holds only") and "72.24" in om[2].dplens
+    zhao = {v.claim.split(":")[0]: v for v in small("zhao").verdicts}
+    assert zhao["Lee & Clifton Table 3"].verdict == "holds"
+    assert zhao["median example"].verdict == "fails" and "2.7726" in zhao["median example"].dplens
+    assert any(v.verdict == "not reproducible" and "Twitter" in v.claim for v in small("zhao").verdicts)
+    xiao = small("xiao")
+    assert any(NOT_DP in v.dplens for v in xiao.verdicts if "max query" in v.claim)
+
+
+def test_verdict_rejects_an_unknown_kind_and_a_bare_holds_only():
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        Verdict("c", "p", "d", "maybe")
+    with pytest.raises(ValueError, match="qualifier"):
+        Verdict("c", "p", "d", "holds only")
+
+
+def test_om_at_tau_08_loses_to_mm_opt():
+    reproduction = reproduce_om(data_dir=ABSENT, m=50, n=500, taus=(0.8,), epsilons=(1.0,), trials=1,
+                                sweep_m=(), sweep_n=())
+    assert reproduction.verdicts[0].label == "holds only against LM_W"
+    assert "mm-opt" in reproduction.verdicts[0].dplens
 
 
 def test_om_reproduction_shows_the_tie_with_identity():
@@ -65,11 +119,34 @@ def test_wda_reproduction_beats_lm_w_at_low_p():
 
 
 def test_xiao_literal_max_is_labelled_not_dp():
-    table = small("xiao").tables["max_query"]
-    assert any("not differentially private" in label for label in table.mechanism)
+    reproduction = small("xiao")
+    assert any(NOT_DP in label for label in reproduction.tables["max_query"].mechanism)
+    literal_lines = [f for f in reproduction.findings if "literal" in f]
+    assert literal_lines and all(NOT_DP in f for f in literal_lines)
 
 
-@pytest.mark.skipif(not (DPBENCH_DIR / "SEARCHLOGS.csv").is_file(), reason="../shared/data/dpbench-1d absent")
+def test_xiao_reports_clipped_and_unclipped_and_the_2d_and_parity_experiments():
+    reproduction = small("xiao")
+    assert set(reproduction.tables["interval"].clipped) == {True, False}
+    assert "clip=True" in reproduction.findings[0] and "clip=False" in reproduction.findings[0]
+    assert set(reproduction.tables["interval_2d"].clipped) == {True, False}
+    assert reproduction.tables["parity"].learned.iloc[0] == "0000011"
+
+
+def test_sreb_labels_small_bins_when_only_zero_bins_exist():
+    x = np.zeros(300)
+    x[::3] = 40.0  # bins of 0 and 40 records only: no bins with 1–5
+    path = Path(__file__).parent / "_tmp_sreb.csv"
+    try:
+        pd.DataFrame({"count": x}).to_csv(path, index=False)
+        reproduction = reproduce_sreb_gca(data=str(path), epsilons=(1.0,), trials=1, widths=(1,))
+    finally:
+        path.unlink(missing_ok=True)
+    assert "no bins with 1–5 records" in reproduction.findings[0]
+    assert any("count > 20" in v.claim for v in reproduction.verdicts)
+
+
+@pytest.mark.skipif(not (dpbench_dir() / "SEARCHLOGS.csv").is_file(), reason="../shared/data/dpbench-1d absent")
 def test_sreb_gca_uses_dpbench_when_present():
     assert "DPBench SEARCHLOGS" in reproduce_sreb_gca(epsilons=(1.0,), trials=1, widths=(1,)).data
 
@@ -78,4 +155,67 @@ def test_cli_reproduce_om(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(REPRODUCTIONS, "om", lambda seed: small("om"))  # the wiring, at a small size
     assert main(["reproduce", "om", "--output", str(tmp_path), "--seed", "3"]) == 0
     assert (tmp_path / "om-errors.csv").is_file() and (tmp_path / "om.html").is_file()
-    assert "decomposition" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "decomposition" in out and "verdicts:" in out and "[HOLDS" in out
+
+
+@pytest.mark.parametrize("name", list(SMALL))
+def test_cli_passes_data_epsilons_and_trials(name, tmp_path, capsys, monkeypatch):
+    seen = {}
+
+    def fake(**options):
+        seen.update(options)
+        return small(name)
+
+    monkeypatch.setitem(REPRODUCTIONS, name, fake)
+    assert main(["reproduce", name, "--output", str(tmp_path), "--data", "tips-bill", "--epsilons", "1,0.5",
+                 "--trials", "2"]) == 0
+    assert seen == {"seed": 0, "data": "tips-bill", "epsilons": (1.0, 0.5), "trials": 2}
+    out = capsys.readouterr().out
+    for verdict in small(name).verdicts:  # the CLI prints a verdict per claim
+        assert verdict.line() in out
+    assert (tmp_path / f"{name}-verdicts.csv").is_file() and (tmp_path / f"{name}-readings.csv").is_file()
+
+
+def test_cli_bad_epsilons_and_data_exit_2(tmp_path, capsys):
+    assert main(["reproduce", "zhao", "--output", str(tmp_path), "--epsilons", "1,-2"]) == 2
+    assert main(["reproduce", "om", "--output", str(tmp_path), "--data", "no-such-thing"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 2 and "Traceback" not in err
+
+
+DATA_RUNS = {
+    "wda": dict(m=100, probabilities=(0.2,), trials=1, comparators=(), comparator_trials=1),
+    "om": dict(m=10, n=40, taus=(0.2,), trials=1, sweep_m=(), sweep_n=()),
+    "sreb-gca": dict(trials=1, widths=(1, 5)),
+    "xiao": dict(trials=2, queries=20, max_draws=1, queries_2d=50, versions_2d=1, parity_repetitions=11),
+    "zhao": dict(trials=1, targets=(4.0,), coordinates=500),
+}
+
+
+@pytest.mark.parametrize("name", list(DATA_RUNS))
+def test_reproduce_runs_on_given_data(name):
+    reproduction = REPRODUCTIONS[name](data="tips-bill", epsilons=(1.0,), **DATA_RUNS[name])
+    assert "tips-bill" in reproduction.data and reproduction.verdicts
+
+
+def test_wda_adds_patent_and_income_when_present_and_skips_them_cleanly(tmp_path):
+    counts = np.zeros(64)
+    counts[[3, 10, 40]] = [50, 5, 9]
+    pd.DataFrame({"count": counts}).to_csv(tmp_path / "ADULTFRANK.csv", index=False)
+    pd.DataFrame({"count": counts[::-1]}).to_csv(tmp_path / "PATENT.csv", index=False)
+    reproduction = reproduce_wda(data_dir=tmp_path, m=30, probabilities=(0.2,), epsilons=(1.0,), trials=1,
+                                 comparators=("identity",), comparator_trials=1)
+    assert "DPBench PATENT" in reproduction.data and "DPBench INCOME skipped" in reproduction.data
+    assert set(reproduction.tables["errors"].dataset) == {"DPBench ADULTFRANK", "DPBench PATENT"}
+    assert any("DPBench PATENT" in v.claim for v in reproduction.verdicts)
+
+
+def test_cli_reproduce_zhao_on_given_data_for_real(tmp_path, capsys):
+    assert main(["reproduce", "zhao", "--output", str(tmp_path), "--data", "tips-bill", "--epsilons", "2,1",
+                 "--trials", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "data: sample 'tips-bill'" in out and "[HOLDS] Lee & Clifton Table 3" in out
+    assert "[NOT REPRODUCIBLE] Twitter regression" in out
+    table3 = pd.read_csv(tmp_path / "zhao-table3.csv")
+    assert sorted(set(table3.epsilon)) == [1.0, 2.0]

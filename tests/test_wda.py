@@ -156,3 +156,17 @@ def test_hot_spot_generator_is_seeded_and_says_it_is_our_reconstruction():
     assert 5 < np.median(widths) < 25  # ranges of half-width |N(0, 10)|: median width ≈ 2·6.7 + 1
     with pytest.raises(ValueError, match=r"p must be a probability in \[0, 1\]"):
         hot_spot(64, m=10, p=1.5)
+
+
+@pytest.mark.parametrize("budget", ["optimal", "equal"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_interval_division_equals_the_sparse_one(budget, seed):
+    from core.workloads import Prefix, dense, random_range
+
+    for workload in (random_range(50, 80, seed=seed), Prefix(20)):
+        for division_seed in (None, seed):
+            fast = wda_division(workload, budget=budget, division_seed=division_seed)
+            slow = wda_division(Explicit(dense(workload)), budget=budget, division_seed=division_seed)
+            assert fast == slow
+        release = WDA(budget=budget).run(np.ones(workload.shape[1]), workload, 0.5, np.random.default_rng(seed))
+        assert release.privacy_loss == pytest.approx(0.5)

@@ -177,7 +177,7 @@ def test_random_range_is_seeded():
     ("marginals", (16,), r"workload 'marginals' needs a 2-D histogram, got shape \(16,\)"),
     ("range-2d", (16,), r"workload 'range-2d' needs a 2-D histogram"),
     ("prefix-2d", (16,), r"workload 'prefix-2d' needs a 2-D histogram"),
-    ("file", (4,), r"workload 'file' needs a path: file:PATH"),
+    ("file", (4,), r"workload 'file:' specs are refused here: query files come only from uploads"),
 ])
 def test_parse_workload_errors_name_the_problem(spec, shape, message):
     with pytest.raises(ValueError, match=message):
@@ -187,12 +187,12 @@ def test_parse_workload_errors_name_the_problem(spec, shape, message):
 def test_file_workload_reads_query_rows(tmp_path):
     path = tmp_path / "queries.csv"
     path.write_text("a,b,c\n1,1,0\n0,1,1\n1,1,1\n")  # header row is skipped
-    w = parse_workload(f"file:{path}", (3,))
+    w = parse_workload(f"file:{path}", (3,), allow_files=True)
     np.testing.assert_array_equal(dense(w), [[1, 1, 0], [0, 1, 1], [1, 1, 1]])
     assert l1_sensitivity(w) == 3.0
     headerless = tmp_path / "plain.csv"
     headerless.write_text("0.5,0,0\n")
-    assert parse_workload(f"file:{headerless}", 3).matvec(np.array([2.0, 1, 1])).tolist() == [1.0]
+    assert parse_workload(f"file:{headerless}", 3, allow_files=True).matvec(np.array([2.0, 1, 1])).tolist() == [1.0]
 
 
 @pytest.mark.parametrize("text, message", [
@@ -204,12 +204,20 @@ def test_file_workload_errors(tmp_path, text, message):
     path = tmp_path / "q.csv"
     path.write_text(text)
     with pytest.raises(ValueError, match=message):
-        parse_workload(f"file:{path}", (3,))
+        parse_workload(f"file:{path}", (3,), allow_files=True)
+
+
+def test_file_workload_errors_never_quote_the_content(tmp_path):
+    path = tmp_path / "secret.csv"
+    path.write_text("a,b,c\nroot:x:0:0,root,/bin/bash\n")
+    with pytest.raises(ValueError, match="data row 1, column 1 is not a number") as err:
+        parse_workload(f"file:{path}", (3,), allow_files=True)
+    assert "root" not in str(err.value)
 
 
 def test_file_workload_missing_file_is_a_value_error(tmp_path):
     with pytest.raises(ValueError, match="cannot read query-matrix file .*missing.csv"):
-        parse_workload(f"file:{tmp_path / 'missing.csv'}", (3,))
+        parse_workload(f"file:{tmp_path / 'missing.csv'}", (3,), allow_files=True)
 
 
 # ----------------------------------------------------------------------------- scale

@@ -3,7 +3,8 @@
 One concept per module; pages and app.py call ``ui.<name>`` through the re-exports below.
 
 - ``navigation``: PAGES, the sidebar sections and page scripts
-- ``state``: session keys (``init_state``), ledger, charges, flash messages, seeded streams
+- ``state``: session keys (``init_state``), flash messages, seeded streams
+- ``ledger``: the current dataset's persistent ledger (core.ledger_store), totals and charges
 - ``datasets``: the session's histogram (samples, DPBench, uploads, derived datasets)
 - ``workloads``: the session's workload (registry spec or custom object)
 - ``sweeps``: simulations kept in the session (sweeps, per-bin errors, previews); never charged
@@ -13,6 +14,7 @@ One concept per module; pages and app.py call ``ui.<name>`` through the re-expor
 - ``settings``: mechanism-settings widgets
 - ``structure``: a release's display-only structure (``Release.details``)
 - ``config``: the session config into and out of the session state
+- ``workspace``: the working set saved in the store under the URL's workspace id
 """
 
 from ui.chart_controls import histogram_view_controls
@@ -47,18 +49,18 @@ from ui.datasets import (
     dataset_choices,
     derive_dataset,
     histogram,
+    ledger_key,
 )
 from ui.guard import guard, is_script_control
 from ui.handoff import apply_handoff, budget_warning, show_handoff, use_button, use_epsilon
+from ui.ledger import charge, ledger, reset_budget, set_total
 from ui.navigation import PAGES
-from ui.settings import mechanism_settings
+from ui.settings import mechanism_settings, run_check
 from ui.sidebar import sidebar
 from ui.state import (
     DEFAULT_TOTAL_EPSILON,
     SIMULATION_STREAM,
-    charge,
     init_state,
-    ledger,
     release_rng,
     show_flash,
     simulation_rng,
@@ -74,14 +76,17 @@ from ui.workloads import (
     workload_recipe,
     workload_spec,
 )
+from ui.workspace import open_workspace, save_workspace
 
 __all__ = [
     "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "EPSILON_TITLE", "METRIC_AXIS_TITLES", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
     "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config", "apply_handoff", "budget_warning",
     "cached_sweep", "charge", "data_extent", "dataset_choices", "default_workload_spec", "derive_dataset",
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
-    "histogram_view_controls", "init_state", "interval_figure", "is_script_control", "ledger", "line_figure", "mechanism_colour",
-    "mechanism_settings", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure",
-    "runtime_figure", "session_config", "set_workload", "show_flash", "show_handoff", "sidebar", "simulation_rng",
-    "stack_recipe", "sweep", "target_plans", "use_button", "use_epsilon", "workload", "workload_figure", "workload_recipe", "workload_spec",
+    "histogram_view_controls", "init_state", "interval_figure", "is_script_control", "ledger", "ledger_key",
+    "line_figure", "mechanism_colour", "mechanism_settings", "open_workspace", "per_bin", "per_bin_figure",
+    "preview_release", "release_rng", "release_structure", "reset_budget", "run_check", "runtime_figure",
+    "save_workspace", "session_config", "set_total", "set_workload", "show_flash", "show_handoff", "sidebar",
+    "simulation_rng", "stack_recipe", "sweep", "target_plans", "use_button", "use_epsilon", "workload",
+    "workload_figure", "workload_recipe", "workload_spec",
 ]

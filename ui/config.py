@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from core.budget import Budget, Ledger
 from core.config import ReleaseSettings, SessionConfig, build_recipe
 from core.mechanisms import MECHANISMS
 from ui.datasets import dataset_choices, histogram
-from ui.state import ledger
+from ui.ledger import ledger, set_total
 from ui.workloads import set_workload
 
 
@@ -89,15 +88,21 @@ def apply_config(config: SessionConfig) -> list[str]:
     elif not 0.01 <= config.total_epsilon <= 100:
         notes.append(f"total budget ε = {config.total_epsilon:g} is outside [0.01, 100]; kept ε = {led.total.epsilon:g}")
     else:
-        ss.ledger = Ledger(Budget(config.total_epsilon))
-        ss.sidebar_total_epsilon = config.total_epsilon
+        set_total(config.total_epsilon)
     ss.compare_mechanisms = list(config.mechanisms)
     lo, hi = config.epsilons[0], config.epsilons[-1]
     if len(config.epsilons) >= 2 and {lo, hi} <= {0.001, 0.01, 0.1, 1.0, 10.0, 100.0} and lo < hi:
         ss.compare_range, ss.compare_points = (lo, hi), len(config.epsilons)
     ss.session_config = config  # the full grid, for pages that can use an arbitrary one
     rel = config.release
-    ss.release_mechanism, ss.release_noise_path = rel.mechanism, rel.noise_path
+    ss.release_mechanism = rel.mechanism
+    current = ss.get("release_noise_path", "secure")
+    if rel.noise_path != current and rel.noise_path == "secure":
+        ss.release_noise_path = "secure"
+        notes.append("the noise path is now 'secure', as the config asks")
+    elif rel.noise_path != current:  # never switch to seeded noise behind the curator's back
+        notes.append(f"the config asks for the {rel.noise_path!r} noise path; it stays {current!r} "
+                     "(choose it yourself on the Release page)")
     ss.release_epsilon = min(max(rel.epsilon, 0.001), 100.0)  # the widget's range
     for key, value in rel.params:
         is_flag = isinstance(getattr(MECHANISMS[rel.mechanism], key, None), bool)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from core.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
 from core.domain import Histogram
+from core.fingerprint import dataset_fingerprint, records_fingerprint
 from core.transform import coarsen, rescale
 from ui.state import init_state
 
@@ -53,12 +54,25 @@ def histogram() -> Histogram:
         return _load_reference(st.session_state.dataset_key)
 
 
+def ledger_key() -> str:
+    """The fingerprint whose ledger the current dataset charges (a derived dataset: its source's)."""
+    hist = histogram()  # may fall back to the default dataset: read the key after it
+    ss = st.session_state
+    key = ss.dataset_key
+    if key in ss.ledger_parents:
+        return ss.ledger_parents[key]
+    if key not in ss.fingerprints:
+        ss.fingerprints[key] = dataset_fingerprint(hist)
+    return ss.fingerprints[key]
+
+
 def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: int | None = None,
                edges=None, grid_shape: tuple[int, int] | None = None, notes: list[str] | None = None) -> Histogram:
     """Parse an upload (raw records when ``column`` is given), keep it in the session and select it.
 
     ``grid_shape`` declares the size of a long-form ``row,col,count`` grid; ``notes`` collects what
-    was inferred (core.datasets.load_histogram).
+    was inferred (core.datasets.load_histogram). Every histogram binned from one records file charges
+    that file's ledger (``records_fingerprint``), so rebinning the same people never opens a fresh budget.
     """
     if column:
         hist = histogram_from_records(data, column, bins=bins, edges=edges, name=Path(filename).stem)
@@ -66,15 +80,22 @@ def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: i
         hist = load_histogram(data, filename=filename, grid_shape=grid_shape, notes=notes)
     shape = "x".join(map(str, grid_shape)) if grid_shape else ""
     key = f"upload:{hashlib.sha1(data).hexdigest()[:12]}:{column or ''}:{bins or ''}:{edges or ''}:{shape}"
+    if column:
+        st.session_state.ledger_parents[key] = records_fingerprint(data)
     st.session_state.uploads[key] = hist
     st.session_state.dataset_key = key
     return hist
 
 
 def add_derived(hist: Histogram) -> Histogram:
-    """Keep a derived histogram (rescaled, coarsened) as a session dataset and select it."""
+    """Keep a derived histogram (rescaled, coarsened) as a session dataset and select it.
+
+    Its releases are charged to the ledger of the dataset it was derived from (the same people).
+    """
+    parent = ledger_key()
     digest = hashlib.sha1(np.ascontiguousarray(hist.counts).tobytes() + hist.name.encode()).hexdigest()[:12]
     key = f"derived:{digest}"
+    st.session_state.ledger_parents[key] = parent
     st.session_state.uploads[key] = hist
     st.session_state.dataset_key = key
     return hist

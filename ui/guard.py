@@ -1,11 +1,13 @@
-"""The top-level guard: no raw traceback ever reaches the user."""
+"""The top-level guard: no raw traceback ever reaches the user (it goes to the server log instead)."""
 
 from __future__ import annotations
 
 import contextlib
-import traceback
+import logging
 
 import streamlit as st
+
+_LOG = logging.getLogger("dplens")
 
 
 def is_script_control(err: BaseException) -> bool:
@@ -15,12 +17,19 @@ def is_script_control(err: BaseException) -> bool:
 
 @contextlib.contextmanager
 def guard():
-    """Top-level guard: any exception becomes a friendly message with a details expander."""
+    """Top-level guard: any exception becomes one line; the traceback (server paths) is only logged.
+
+    A ValueError is a refused input (its message names the parameter, value and rule); anything else
+    is a bug, shown with its type and logged with the traceback so that it can be reported.
+    """
     try:
         yield
     except Exception as err:  # noqa: BLE001 - the user must never see a raw traceback
         if is_script_control(err):
             raise
-        st.error(f"Something went wrong: {str(err).splitlines()[0] if str(err) else type(err).__name__}")
-        with st.expander("Details"):
-            st.code("".join(traceback.format_exception(err)), language="text")
+        line = str(err).splitlines()[0][:300] if str(err) else type(err).__name__
+        if isinstance(err, ValueError):
+            st.error(f"Something went wrong: {line}")
+        else:
+            _LOG.exception("unexpected error in a page")
+            st.error(f"Something went wrong ({type(err).__name__}): {line}. The details are in the server log.")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.state import init_state, ledger
+from ui.ledger import ledger
+from ui.state import init_state
 
 _TARGET_PAGES = ("release", "gradual")
 

@@ -7,6 +7,7 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("Decide", "pages/choose_epsilon.py", "Choose epsilon", ":material/tune:"),
     ("Decide", "pages/gradual.py", "Gradual release", ":material/stairs:"),
     ("Publish", "pages/release.py", "Release", ":material/publish:"),
+    ("Publish", "pages/ledger.py", "Ledger", ":material/receipt_long:"),
     ("Learn", "pages/learn.py", "Learn", ":material/school:"),
     ("Learn", "pages/papers.py", "Papers", ":material/menu_book:"),
 ]

@@ -6,7 +6,8 @@ import dataclasses
 
 import streamlit as st
 
-from core.mechanisms import MECHANISMS
+from core.cost import check_cost, estimate_cost
+from core.mechanisms import MECHANISMS, configure
 
 
 def mechanism_settings(name: str, key: str, *, render: bool = True) -> dict[str, object]:
@@ -34,3 +35,16 @@ def mechanism_settings(name: str, key: str, *, render: bool = True) -> dict[str,
         if value != shown and value != "":
             changed[field.name] = value
     return changed
+
+
+def run_check(name: str, settings: dict[str, object], workload) -> tuple[str, str]:
+    """(warning, refusal) for one run of mechanism ``name`` with ``settings`` on ``workload`` (core.cost).
+
+    The warning announces a run estimated over 10 s; the refusal (a bad setting, or a run over the
+    memory or time limit) names what to change. Both are '' when the run is fine.
+    """
+    try:
+        return check_cost(estimate_cost(configure(MECHANISMS[name], settings), workload),
+                          what=f"{name} on this input"), ""
+    except ValueError as err:
+        return "", str(err)

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.budget import Budget, Ledger
 from core.mechanisms import NEIGHBOURING
 from ui.datasets import dataset_choices
-from ui.state import init_state, ledger
+from ui.ledger import ledger, ledger_key, set_total
+from ui.state import init_state
 from ui.workloads import workload_spec
 
 
 def _set_total_budget() -> None:
-    """Sidebar callback: the total is set once; after the first spend it never replaces the ledger
-    (an edit and a release can arrive in the same round trip)."""
-    if not ledger().spends:
-        st.session_state.ledger = Ledger(Budget(float(st.session_state.sidebar_total_epsilon)))
+    """Sidebar callback: record the dataset's total; the store refuses it after the first spend
+    (an edit and a release can arrive in the same round trip, or from another tab)."""
+    set_total(float(st.session_state.sidebar_total_epsilon))
 
 
 def sidebar() -> None:
@@ -35,10 +34,15 @@ def sidebar() -> None:
                         help="Seeds the exploration noise; change it to see different noise.")
         led = ledger()
         locked = bool(led.spends)
-        st.number_input("Total budget ε", min_value=0.01, max_value=100.0, value=float(led.total.epsilon),
+        shown = (ledger_key(), led.total.epsilon)
+        if locked or st.session_state.get("sidebar_total_shown") != shown:  # another dataset, tab or reset changed it
+            st.session_state.sidebar_total_epsilon = min(max(float(led.total.epsilon), 0.01), 100.0)
+            st.session_state.sidebar_total_shown = shown
+        st.number_input("Total budget ε", min_value=0.01, max_value=100.0,
                         step=0.5, key="sidebar_total_epsilon", disabled=locked,
                         on_change=_set_total_budget,
-                        help="Set once per session; fixed after the first release.")
+                        help="This dataset's total, kept in the ledger across tabs, sessions and restarts; "
+                             "fixed after its first release (the Ledger page records any reset).")
         remaining = led.remaining.epsilon
         st.metric("Budget remaining", f"ε = {remaining:.4g}",
                   help=f"Spent ε = {led.spent.epsilon:.4g} of {led.total.epsilon:.4g} in "

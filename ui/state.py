@@ -1,14 +1,14 @@
-"""Session state: the keys every page relies on, the budget ledger and the seeded random streams."""
+"""Session state: the keys every page relies on and the seeded random streams (the ledger: ui.ledger)."""
 
 from __future__ import annotations
 
 import numpy as np
 import streamlit as st
 
-from core.budget import Budget, BudgetExceededError, Ledger
+from core.budget import Budget, Ledger
 from core.datasets import DEFAULT_DATASET
+from core.ledger_store import DEFAULT_TOTAL_EPSILON
 
-DEFAULT_TOTAL_EPSILON = 5.0
 SIMULATION_STREAM = 7_777
 
 
@@ -18,7 +18,9 @@ def init_state() -> None:
     ss.setdefault("dataset_key", f"sample:{DEFAULT_DATASET}")
     ss.setdefault("uploads", {})                 # dataset_key -> Histogram (uploaded this session)
     ss.setdefault("seed", 0)
-    ss.setdefault("ledger", Ledger(Budget(DEFAULT_TOTAL_EPSILON)))
+    ss.setdefault("ledger", Ledger(Budget(DEFAULT_TOTAL_EPSILON)))  # last value read from the store (ui.ledger)
+    ss.setdefault("fingerprints", {})            # dataset_key -> fingerprint (the ledger's key)
+    ss.setdefault("ledger_parents", {})          # derived dataset_key -> the source's fingerprint
     ss.setdefault("releases", [])                # history: dicts with mechanism, epsilon, loss, ...
     ss.setdefault("release_outputs", {})         # release number -> {"release", "settings", "seconds", "intervals"}
     ss.setdefault("release_counter", 0)
@@ -33,11 +35,6 @@ def init_state() -> None:
     ss.setdefault("epsilon_choices", {})         # choose-epsilon page: simulated choices by inputs
 
 
-def ledger() -> Ledger:
-    init_state()
-    return st.session_state.ledger
-
-
 def release_rng() -> np.random.Generator:
     """An independent, reproducible stream per release: default_rng([seed, release_counter])."""
     return np.random.default_rng([int(st.session_state.seed), int(st.session_state.release_counter)])
@@ -46,17 +43,6 @@ def release_rng() -> np.random.Generator:
 def simulation_rng(*stream: int) -> np.random.Generator:
     """Seeded stream for what-if simulations (never charged): default_rng([seed, SIMULATION_STREAM, ...])."""
     return np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM, *stream])
-
-
-def charge(label: str, epsilon: float) -> bool:
-    """Spend ``epsilon`` on the ledger (call only from a button callback). False + flash error on overspend."""
-    try:
-        st.session_state.ledger = ledger().spend(label, Budget(float(epsilon)))
-    except BudgetExceededError as err:
-        st.session_state.flash_error = str(err)
-        return False
-    st.session_state.release_counter += 1
-    return True
 
 
 def show_flash() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from core.cost import Deadline, RunLimits
 from core.experiment import per_bin_errors, run_sweep
 from core.mechanisms import MECHANISMS
 from ui.datasets import histogram
@@ -35,7 +36,8 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
 
         cache[key] = run_sweep(histogram(), workload(), list(mechanisms), list(epsilons), trials,
                                seed=int(st.session_state.seed), metrics=list(metrics), progress=tick,
-                               should_stop=lambda: bool(interrupted))
+                               should_stop=lambda: bool(interrupted), limits=RunLimits(),
+                               deadline=Deadline())  # one click never holds the server past the action limit
         while len(cache) > 8:
             cache.pop(next(iter(cache)))
         if interrupted:

@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from core.limits import MAX_EPSILON
+from core.limits import MAX_EPSILON, MIN_EPSILON
 from core.workloads import Workload
 
 NEIGHBOURING = "add/remove one record (unbounded DP): x' = x ± e_j"
@@ -74,6 +74,25 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
     return float(epsilon)
 
 
+def check_budget_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """A privacy budget to spend: finite and in [MIN_EPSILON, MAX_EPSILON] (core.limits).
+
+    Larger values protect nothing and overflow some mechanisms' arithmetic (ε², e^ε); smaller ones
+    underflow ε² in the error formulas.
+
+    >>> check_budget_epsilon(0.5)
+    0.5
+    >>> check_budget_epsilon(1e-300)
+    Traceback (most recent call last):
+    ValueError: epsilon must be in [1e-06, 1000] (core.limits MIN_EPSILON, MAX_EPSILON), got 1e-300
+    """
+    epsilon = check_epsilon(epsilon, name)
+    if not MIN_EPSILON <= epsilon <= MAX_EPSILON:
+        raise ValueError(f"{name} must be in [{MIN_EPSILON:g}, {MAX_EPSILON:g}] (core.limits MIN_EPSILON, "
+                         f"MAX_EPSILON), got {epsilon!r}")
+    return epsilon
+
+
 def check_ratio(ratio: float, name: str = "ratio") -> float:
     """Validate a budget split ratio in the open interval (0, 1)."""
     if not (isinstance(ratio, int | float | np.floating) and 0 < ratio < 1):
@@ -87,9 +106,7 @@ def check_inputs(x: np.ndarray, workload: Workload, epsilon: float) -> tuple[np.
     ``x`` may be the 1-D data vector or a 2-D histogram (row-major, as ``Histogram.counts``); the
     flattened vector is returned. 2-D-aware mechanisms read ``grid_shape(x)`` before calling this.
     """
-    epsilon = check_epsilon(epsilon)
-    if epsilon > MAX_EPSILON:  # protects nothing, and overflows some mechanisms' arithmetic (ε², e^ε)
-        raise ValueError(f"epsilon must be <= {MAX_EPSILON:g} (core.limits.MAX_EPSILON), got {epsilon!r}")
+    epsilon = check_budget_epsilon(epsilon)
     x = np.asarray(x, dtype=float)
     n = workload.shape[1]
     if x.ndim not in (1, 2) or x.size != n:
@@ -152,6 +169,108 @@ def exponential_mechanism(scores: np.ndarray, epsilon: float, sensitivity: float
     return int(np.argmax(logits + rng.gumbel(size=scores.size)))
 
 
+@dataclass(frozen=True)
+class Range:
+    """The documented valid values of one mechanism parameter: a number interval and/or named choices.
+
+    >>> str(Range(1, 1000, integer=True)), str(Range(0, 1, open=True)), str(Range(choices=("auto",), low=2, high=8,
+    ...     integer=True))
+    ('an integer in [1, 1000]', 'a number in (0, 1)', "'auto' or an integer in [2, 8]")
+    >>> Range(1, 1000, integer=True).check("rounds", 10**8)
+    Traceback (most recent call last):
+    ValueError: rounds must be an integer in [1, 1000], got 100000000
+    """
+
+    low: float | None = None
+    high: float | None = None
+    integer: bool = False
+    open: bool = False                 # the open interval (low, high), e.g. a budget share
+    choices: tuple = ()                # other allowed values: 'auto', None, True/False, rule names
+
+    def __str__(self) -> str:
+        parts = [repr(c) for c in self.choices]
+        if self.low is not None:
+            kind = "an integer" if self.integer else "a number"
+            left, right = ("(", ")") if self.open else ("[", "]")
+            low, high = (f"{int(v)}" if self.integer else f"{v:g}" for v in (self.low, self.high))
+            parts.append(f"{kind} in {left}{low}, {high}{right}")
+        return " or ".join(parts)
+
+    def check(self, name: str, value: object) -> object:
+        """``value`` (an integral float becomes an int for integer ranges), or ValueError naming the range."""
+        if any(value is c or (type(value) is type(c) and value == c) for c in self.choices):
+            return value
+        if self.low is not None and not isinstance(value, bool) and isinstance(value, int | float | np.number):
+            number = float(value)
+            if self.integer and isinstance(value, float | np.floating) and number.is_integer():
+                value = int(number)
+            inside = self.low < number < self.high if self.open else self.low <= number <= self.high
+            if inside and (not self.integer or isinstance(value, int | np.integer)):
+                return value
+        raise ValueError(f"{name} must be {self}, got {value!r}")
+
+
+_RATIO, _SEED = Range(0, 1, open=True), Range(0, 2**32 - 1, integer=True, choices=(None,))
+_BRANCHING, _BOOL = Range(2, 1024, integer=True), Range(choices=(True, False))
+# Valid values of every registered mechanism's parameters, by class (README: "Mechanism parameters").
+# The bounds keep one run within seconds and a few hundred MB (core.cost estimates the rest). A new
+# mechanism may instead declare a class attribute ``PARAMETER_RANGES`` of the same shape.
+PARAMETER_RANGES: dict[str, dict[str, Range]] = {
+    "Identity": {}, "LaplaceOnAnswers": {}, "Uniform": {}, "Privelet": {},
+    "WDA": {"budget": Range(choices=("optimal", "equal", "optimal_global")), "g": Range(-1e6, 1e6),
+            "division_seed": _SEED},
+    "OM": {"tol": Range(0, 1e6, open=True, choices=(None,)), "row_seed": _SEED},
+    "SrebGca": {"ratio": _RATIO, "delta": Range(1e-9, 1e9)},
+    "CellRelease": {"neighbouring": Range(choices=("add_remove", "replace_one")), "clip": _BOOL,
+                    "n_public": Range(1, 1e15, choices=(None,))},
+    "Hierarchical": {"branching": Range(2, 1024, integer=True, choices=("auto",)),
+                     "include_root": Range(choices=("auto", True, False))},
+    "MatrixMechanism": {"p": Range(1, 512, integer=True, choices=("auto",)), "restarts": Range(1, 20, integer=True),
+                        "seed": Range(0, 2**32 - 1, integer=True)},
+    "UniformGrid": {"c": Range(1e-3, 1e6), "total_ratio": _RATIO},
+    "AdaptiveGrid": {"alpha": _RATIO, "c": Range(1e-3, 1e6), "total_ratio": _RATIO},
+    "GreedyH": {"branching": _BRANCHING, "granularity": Range(2, 1000, integer=True)},
+    "DAWA": {"ratio": _RATIO, "branching": _BRANCHING, "granularity": Range(2, 1000, integer=True)},
+    "MWEM": {"rounds": Range(1, 1000, integer=True), "total_ratio": _RATIO,
+             "update_rounds": Range(1, 1000, integer=True), "average": _BOOL},
+    "AHP": {"ratio": _RATIO, "eta": Range(0, 100)},
+}
+
+
+def parameter_ranges(mechanism: Mechanism) -> dict[str, Range]:
+    """The documented ranges of ``mechanism``'s settings (its ``PARAMETER_RANGES``, else the table above).
+
+    >>> str(parameter_ranges(MECHANISMS["mwem"])["rounds"])
+    'an integer in [1, 1000]'
+    """
+    own = getattr(type(mechanism), "PARAMETER_RANGES", None)
+    return dict(own) if own is not None else PARAMETER_RANGES.get(type(mechanism).__name__, {})
+
+
+def check_parameters(mechanism: Mechanism) -> Mechanism:
+    """``mechanism`` with every setting inside its documented range, or ValueError naming parameter, value and range.
+
+    >>> check_parameters(MECHANISMS["mwem"]).rounds
+    10
+    >>> check_parameters(dataclasses.replace(MECHANISMS["dawa"], granularity=10**8))
+    Traceback (most recent call last):
+    ValueError: dawa: granularity must be an integer in [2, 1000], got 100000000
+    """
+    ranges = parameter_ranges(mechanism)
+    changes = {}
+    for f in dataclasses.fields(mechanism):
+        if f.name in ("name", "data_dependent") or f.name not in ranges:
+            continue
+        value = getattr(mechanism, f.name)
+        try:
+            checked = ranges[f.name].check(f.name, value)
+        except ValueError as err:
+            raise ValueError(f"{mechanism.name}: {err}") from None
+        if checked is not value:
+            changes[f.name] = checked
+    return dataclasses.replace(mechanism, **changes) if changes else mechanism
+
+
 def configure(mechanism: Mechanism, params: Mapping[str, object]) -> Mechanism:
     """A copy of ``mechanism`` with settings replaced; strings are coerced to the field's type.
 
@@ -169,9 +288,10 @@ def configure(mechanism: Mechanism, params: Mapping[str, object]) -> Mechanism:
             value = _coerce(key, value, current)
         changes[key] = value
     try:
-        return dataclasses.replace(mechanism, **changes)
+        configured = dataclasses.replace(mechanism, **changes)
     except TypeError as err:
         raise ValueError(f"bad parameters for {mechanism.name!r}: {err}") from None
+    return check_parameters(configured)
 
 
 def _coerce(key: str, text: str, current: object) -> object:

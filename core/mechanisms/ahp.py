@@ -34,110 +34,28 @@ def best_new_cluster_error(values: np.ndarray, noise_variance: float) -> np.ndar
 
     The scan over L stops at the first L where the squared-deviation term grows by at least what the
     noise term could still shrink (the paper's early termination), and after ``LOOKAHEAD`` cells.
-    One vectorised step per length over the cells still scanning (few stop early, so this beats
-    blocks of lengths that redo work).
 
     >>> best_new_cluster_error(np.array([1.0, 1.0, 1.0]), 2.0).tolist()
     [0.2222222222222222, 0.5, 2.0]
     """
-    n = values.size
-    prefix = np.concatenate(([0.0], np.cumsum(values)))
-    result = np.full(n, np.inf)
-    # inside a run of ≥ LOOKAHEAD equal values the deviation term stays 0 and the scan never stops early:
-    # the truncated minimum is the noise term at LOOKAHEAD
-    run_left = np.searchsorted(values, values, side="right") - np.arange(n)
-    long_run = run_left >= LOOKAHEAD
-    result[long_run] = noise_variance / LOOKAHEAD**2
-    rows = np.flatnonzero(~long_run)
-    head, base = values[rows], prefix[rows]
-    floor = noise_variance / (n + 1 - rows) ** 2.0  # the reference's bound: just past the longest cluster
-    last_deviation = (head - (prefix[rows + 1] - base)) ** 2
-    last_noise = noise_variance
-    best = last_deviation + last_noise
-    for length in range(2, min(LOOKAHEAD, n) + 1):
-        if rows.size and rows[-1] + length > n:  # rows are sorted: the last ones ran out of cells
-            cut = np.searchsorted(rows, n - length, side="right")
-            result[rows[cut:]] = best[cut:]
-            rows, head, base, floor, best, last_deviation = (
-                a[:cut] for a in (rows, head, base, floor, best, last_deviation))
-        if rows.size == 0:
-            break
-        deviation = prefix[length:].take(rows)
-        deviation -= base
-        deviation /= length
-        np.subtract(head, deviation, out=deviation)
-        deviation *= deviation
-        stop = (deviation - last_deviation) >= (last_noise - floor)
-        if stop.any():
-            result[rows[stop]] = best[stop]
-            keep = ~stop
-            rows, head, base, floor, best, deviation = (a[keep] for a in (rows, head, base, floor, best, deviation))
-        last_noise = noise_variance / length**2.0
-        np.minimum(best, deviation + last_noise, out=best)
-        last_deviation = deviation
-    result[rows] = best
-    return result
+    from core.mechanisms.kernels import ahp_best_new_cluster_error  # compiled; same steps, same floats
 
-
-SCAN = 24  # cells a cluster is grown one by one before the rest of it is searched in vectorised windows
+    return ahp_best_new_cluster_error(np.asarray(values, dtype=float), float(noise_variance), LOOKAHEAD)
 
 
 def greedy_clusters(values: np.ndarray, noise_variance: float) -> np.ndarray:
     """Start index of every cluster of the sorted `values` (AHP's greedy pass; starts with 0).
 
     Cell j starts a new cluster when error(i, j) ≥ error(i, j − 1) + err*(j) for the current cluster
-    start i. Short clusters are grown in a scalar loop; once a cluster is longer than ``SCAN`` cells the
-    first split after it is found with the same arithmetic on windows of cells (clusters are few and
-    long at small ε, where a cell-by-cell loop would dominate).
+    start i (a compiled scalar loop).
 
     >>> greedy_clusters(np.array([0.0, 0, 0, 100, 101, 100]), 2.0).tolist()
     [0, 3]
     """
-    n = values.size
-    best_new_array = best_new_cluster_error(values, noise_variance)
-    prefix_array = np.concatenate(([0.0], np.cumsum(values)))
-    squares_array = np.concatenate(([0.0], np.cumsum(values**2)))
-    best_new, prefix, squares = best_new_array.tolist(), prefix_array.tolist(), squares_array.tolist()
+    from core.mechanisms.kernels import ahp_greedy_clusters  # compiled; same steps, same floats
 
-    def first_split(i: int, j: int, last: float) -> int:
-        """First j' ≥ j where cluster i … j' − 1 splits (or n), in growing windows."""
-        width = 64
-        while j < n:
-            stop = min(n, j + width)
-            size = np.arange(j - i + 1, stop - i + 1)
-            total = prefix_array[j + 1: stop + 1] - prefix[i]
-            now = squares_array[j + 1: stop + 1] - squares[i] - total * total / size + noise_variance / size
-            before = np.concatenate(([last], now[:-1]))
-            split = now >= before + best_new_array[j:stop]
-            if split.any():
-                return j + int(np.argmax(split))
-            last, j, width = float(now[-1]), stop, width * 4
-        return n
-
-    # error(i, j) of cluster i … j inclusive = squared deviation + noise variance / size, inlined (hot loop)
-    starts = [0]
-    i, base, base_squares = 0, prefix[0], squares[0]
-    last = squares[1] - squares[0] - (prefix[1] - prefix[0]) ** 2 + noise_variance
-    j = 1
-    while j < n:
-        if j - i > SCAN:
-            j = first_split(i, j, last)
-            if j == n:
-                break
-            split = True
-        else:
-            size = j - i + 1
-            total = prefix[j + 1] - base
-            now = squares[j + 1] - base_squares - total * total / size + noise_variance / size
-            split = now >= last + best_new[j]
-        if split:
-            starts.append(j)
-            i, base, base_squares = j, prefix[j], squares[j]
-            last = squares[j + 1] - squares[j] - (prefix[j + 1] - prefix[j]) ** 2 + noise_variance
-        else:
-            last = now
-        j += 1
-    return np.array(starts)
+    values = np.asarray(values, dtype=float)
+    return ahp_greedy_clusters(values, best_new_cluster_error(values, noise_variance), float(noise_variance), 2.0)
 
 
 @dataclass(frozen=True)

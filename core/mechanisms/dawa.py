@@ -20,7 +20,6 @@ O(n log² n) numpy work plus an O(n log n) scalar loop for the dynamic programme
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -54,31 +53,16 @@ class _Deviations:
         rank = np.empty(n, dtype=np.int64)
         rank[order] = np.arange(n)
         self.bits = max(1, int(n).bit_length())
-        self.zeros, self.zero_sums, self.zero_total = [], [], []
-        values = x.copy()
-        for level in range(self.bits):
-            bit = (rank >> (self.bits - 1 - level)) & 1
-            zero = bit == 0
-            self.zeros.append(np.concatenate(([0], np.cumsum(zero))))
-            self.zero_sums.append(np.concatenate(([0.0], np.cumsum(np.where(zero, values, 0.0)))))
-            self.zero_total.append(int(zero.sum()))
-            rank = np.concatenate((rank[zero], rank[~zero]))
-            values = np.concatenate((values[zero], values[~zero]))
+        from core.mechanisms.kernels import dawa_wavelet_levels
+
+        self.zeros, self.zero_sums, self.zero_total = dawa_wavelet_levels(x, rank, self.bits)
 
     def below(self, lo: np.ndarray, hi: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Count and sum of x[i], lo ≤ i < hi, whose rank is below `threshold` (vectorised over queries)."""
-        count = np.zeros(lo.size, dtype=np.int64)
-        total = np.zeros(lo.size)
-        for level in range(self.bits):
-            ones = (threshold >> (self.bits - 1 - level)) & 1
-            zeros, sums = self.zeros[level], self.zero_sums[level]
-            lo0, hi0 = zeros[lo], zeros[hi]
-            count += ones * (hi0 - lo0)             # bit 0 here while the threshold has 1: all below
-            total += ones * (sums[hi] - sums[lo])
-            up = ones.astype(bool)                  # follow the threshold: among the ones, or the zeros
-            lo = np.where(up, self.zero_total[level] + lo - lo0, lo0)
-            hi = np.where(up, self.zero_total[level] + hi - hi0, hi0)
-        return count.astype(float), total
+        """Count and sum of x[i], lo ≤ i < hi, whose rank is below `threshold` (one compiled walk per query)."""
+        from core.mechanisms.kernels import dawa_below
+
+        return dawa_below(self.zeros, self.zero_sums, self.zero_total, self.bits, np.asarray(lo, dtype=np.int64),
+                          np.asarray(hi, dtype=np.int64), np.asarray(threshold, dtype=np.int64))
 
     def windows(self, lengths: np.ndarray) -> list[np.ndarray]:
         """Deviation of every window of each length: 2 Σ_{x_i < mean} (mean − x_i) (Σ(x_i − mean) = 0).
@@ -87,9 +71,10 @@ class _Deviations:
         """
         short = [length for length in lengths if length <= DIRECT_WINDOW]
         out = {}
+        if short:
+            from core.mechanisms.kernels import dawa_short_deviations  # numpy's summation order, compiled
         for length in short:
-            window = np.lib.stride_tricks.sliding_window_view(self.x, int(length))
-            out[length] = np.abs(window - window.mean(axis=1, keepdims=True)).sum(axis=1)
+            out[length] = dawa_short_deviations(self.x, int(length))
         prefix = np.concatenate(([0.0], np.cumsum(self.x)))
         for length in (length for length in lengths if length > DIRECT_WINDOW):  # one length at a time: memory
             lo = np.arange(self.n - length + 1)
@@ -135,7 +120,7 @@ def cheapest_partition(scores: list[np.ndarray], lengths: np.ndarray, singleton:
     """Bounds of the minimum-cost partition of n cells into singletons (cost ``singleton`` each) and
     buckets [s, s + lengths[k]) costing scores[k][s]; ties go to the longer bucket (as the reference).
 
-    cost[t] = min(cost[t − 1] + singleton, min_k cost[t − L_k] + scores[k][t − L_k]). A bucket costing
+    cost[t] = min(cost[t − 1] + singleton, min_k cost[t − L_k] + scores[k][t − L_k]) (compiled). A bucket costing
     at least the cheapest cover of its two halves (by dyadic sub-buckets or singletons) never beats that
     cover, so only the cheaper ones are visited: the scalar loop costs O(n + #useful buckets) instead
     of O(n log n).
@@ -143,46 +128,18 @@ def cheapest_partition(scores: list[np.ndarray], lengths: np.ndarray, singleton:
     >>> cheapest_partition([np.array([0.5, 9, 9])], np.array([2]), 1.0, 4).tolist()
     [0, 2, 3, 4]
     """
-    starts, ends, costs = [], [], []
+    from core.mechanisms.kernels import dawa_cheapest_partition
+
+    useful = []
     cover = np.full(n, singleton)  # cheapest cover of [s, s + L/2) by dyadic sub-buckets of that window
     for length, score in zip(lengths, scores, strict=True):
         half = length // 2
         split = cover[: n - length + 1] + cover[half: half + n - length + 1]
-        useful = np.flatnonzero(score < split)  # else two halves are at least as cheap (and ≤ L singletons)
+        useful.append(score < split)  # else two halves are at least as cheap (and ≤ L singletons)
         cover = np.minimum(score, split)
-        starts.append(useful)
-        ends.append(useful + length)
-        costs.append(score[useful])
-    starts, ends, costs = (np.concatenate(a) for a in (starts, ends, costs))
-    order = np.lexsort((ends - starts, ends))  # by end, shorter first so ties go to the longer bucket
-    cost, back = [0.0] * (n + 1), {}
-    current, best, arg = 0, 0.0, -1
-    for start, end, score in zip(starts[order].tolist(), ends[order].tolist(), costs[order].tolist(), strict=True):
-        if end != current:  # close the previous end, then singletons up to this one
-            cost[current] = best
-            if arg >= 0:
-                back[current] = arg
-            for t in range(current + 1, end):
-                cost[t] = cost[t - 1] + singleton
-            current, best, arg = end, cost[end - 1] + singleton, -1
-        candidate = cost[start] + score
-        if candidate <= best:
-            best, arg = candidate, start
-    cost[current] = best
-    if arg >= 0:
-        back[current] = arg
-    bounds, t = [n], n
-    ends = sorted(back)
-    while t > 0:
-        if t in back:
-            t = back[t]
-            bounds.append(t)
-            continue
-        j = bisect_right(ends, t) - 1   # singletons down to the previous bucket end (or to 0)
-        stop = ends[j] if j >= 0 else 0
-        bounds.extend(range(t - 1, stop - 1, -1))
-        t = stop
-    return np.array(bounds[::-1], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum([score.size for score in scores])[:-1])).astype(np.int64)
+    return dawa_cheapest_partition(np.concatenate(scores).astype(float), offsets, np.concatenate(useful),
+                                   np.asarray(lengths, dtype=np.int64), float(singleton), int(n))
 
 
 @dataclass(frozen=True)

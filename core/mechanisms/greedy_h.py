@@ -26,7 +26,19 @@ import numpy as np
 
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import gram_apply
-from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Ranges, Stack, Total, Workload, dense
+from core.workloads import (
+    AllRange,
+    Explicit,
+    Identity,
+    Kron,
+    Prefix,
+    Ranges,
+    Stack,
+    Total,
+    Workload,
+    as_intervals,
+    dense,
+)
 
 MAX_UNITS = 4096  # Greedy-H holds dense unit × unit matrices; beyond this it refuses (memory)
 
@@ -192,8 +204,48 @@ def gram_sketch(workload: Workload, bounds: np.ndarray, rows: int) -> np.ndarray
     ``gram_apply`` on the cells.
     """
     buckets = bounds.size - 1
+    ends = _interval_ends(workload)
+    if ends is not None and buckets == workload.shape[1] and np.array_equal(bounds, np.arange(buckets + 1)):
+        return _cell_ranges_sketch(*ends, buckets, rows)
     capacity = 1 << max(0, buckets - 1).bit_length()  # the first rows of a larger draw are the same draw
     return _sketch_of(workload, bounds, _gaussian(capacity, rows)[:buckets])
+
+
+SKETCH_CHUNK = 2**16  # cells of the Gaussian sketch drawn at once on the cell path (bounds its memory)
+
+
+def _cell_ranges_sketch(lo: np.ndarray, hi: np.ndarray, n: int, rows: int) -> np.ndarray:
+    """WᵀW Sᵀ on the cells for 0/1 ranges, with S's rows drawn chunk by chunk (the same numbers as
+    ``_gaussian``'s single draw) and never held whole: memory is the n × rows result plus a chunk.
+
+    W Sᵀ needs S's prefix sums only at the 2m query ends; Wᵀ of it is a difference array.
+    """
+    position = np.concatenate((lo, hi + 1))
+    order = np.argsort(position, kind="stable")
+    sorted_position = position[order]
+    at_ends = np.empty((position.size, rows))
+    generator, running = np.random.default_rng(0), np.zeros(rows)
+    for start in range(0, n, SKETCH_CHUNK):
+        block = generator.standard_normal((min(SKETCH_CHUNK, n - start), rows)) / np.sqrt(rows)
+        cumulative = np.vstack([running[None, :], running + np.cumsum(block, axis=0)])  # Σ_{i < t}, t = start…
+        a, b = np.searchsorted(sorted_position, [start, start + block.shape[0]], side="left")
+        at_ends[order[a:b]] = cumulative[sorted_position[a:b] - start]
+        running = cumulative[-1]
+    at_ends[order[np.searchsorted(sorted_position, n):]] = running
+    answers = at_ends[lo.size:] - at_ends[: lo.size]                     # W Sᵀ, m × rows
+    out = np.zeros((n + 1, rows))
+    np.add.at(out, lo, answers)
+    np.add.at(out, hi + 1, -answers)
+    np.cumsum(out, axis=0, out=out)
+    return out[:n]
+
+
+def _interval_ends(workload: Workload) -> tuple[np.ndarray, np.ndarray] | None:
+    """(lo, hi) of a 0/1 range workload given by its ends (not all-range: its m is quadratic)."""
+    if isinstance(workload, AllRange):
+        return None
+    intervals = as_intervals(workload)
+    return None if intervals is None else (intervals.lo, intervals.hi)
 
 
 @lru_cache(maxsize=4)
@@ -391,11 +443,18 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
             maybe = np.logical_and.reduceat(same, first)
             if maybe.any():
                 check = np.repeat(maybe, count)
-                same[check] &= np.all(np.abs(rows[c_start[check]] - rows[p_start[check]]) <= tolerance, axis=1)
+                same[check] &= _rows_equal(rows, c_start[check], p_start[check], tolerance)
             uniform[parents] = np.logical_and.reduceat(same, first)
             inner[parents] = ~uniform[parents]
-        v = np.empty((nodes, rows.shape[1]))
-        v[~inner] = rows[s[~inner]]  # (WᵀW) is symmetric: row j is column j
+        # V = (WᵀW) u per node: the rows themselves where every cell is a leaf, else filled below (no
+        # copies of n × r arrays where avoidable: they bound Greedy-H's memory at 2^20 cells)
+        if inner.all():
+            v = None
+        elif not inner.any() and nodes == units:
+            v = rows
+        else:
+            v = np.empty((nodes, rows.shape[1]))
+            v[~inner] = rows[s[~inner]]  # (WᵀW) is symmetric: row j is column j
         if inner.any():
             sel = inner[parents]
             idx = parents[sel]
@@ -432,7 +491,10 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
             trace[idx] = (sum_trace - cc * quad) / pp**2
             k[idx] = kk * scale
             v_sum *= scale[:, None]
-            v[idx] = v_sum
+            if v is None:
+                v = v_sum
+            else:
+                v[idx] = v_sum
             energy[idx] = m_all * scale**2
             p[idx], shrink[idx] = pp, cc
         if d < depth - 1:
@@ -489,7 +551,9 @@ _STRATEGIES: dict[object, tuple[Hierarchy, bool]] = {}
 _TRACES: dict[object, float] = {}
 STRATEGY_CACHE = 8  # workloads whose Greedy-H strategy is kept (it depends on the workload only)
 EXACT_CELLS = 2048  # up to this many cells the greedy rule reads the exact Gram, beyond it a sketch …
-CELL_SKETCH_ROWS = 64  # … with this many rows (it reproduced the exact strategies at n = 2048)
+CELL_SKETCH_ROWS = 64  # … with this many rows (it reproduced the exact strategies at n = 2048) …
+LARGE_CELLS, LARGE_SKETCH_ROWS = 2**16, 32  # … and beyond 65,536 cells with 32 (memory: n × rows floats;
+# 32 rows matched the exact Gram's strategy error to 1e-4 at n = 2048 and 4096 on ranges and prefix)
 
 
 def _remember(cache: dict, key: object, value: object) -> None:
@@ -507,9 +571,9 @@ def _cell_strategy(workload: Workload, branching: int, granularity: int) -> tupl
             gram, exact = bucket_gram(workload, np.arange(n + 1))
             value = (greedy_hierarchy(gram, branching, granularity), "exact" if exact else "all-range proxy")
         else:  # O(n · rows) per level instead of O(n²); the exact error is computed on demand
-            sketch = gram_sketch(workload, np.arange(n + 1), CELL_SKETCH_ROWS)
-            value = (greedy_hierarchy(None, branching, granularity, sketch=sketch),
-                     f"sketch ({CELL_SKETCH_ROWS} rows)")
+            rows = CELL_SKETCH_ROWS if n <= LARGE_CELLS else LARGE_SKETCH_ROWS
+            sketch = gram_sketch(workload, np.arange(n + 1), rows)
+            value = (greedy_hierarchy(None, branching, granularity, sketch=sketch), f"sketch ({rows} rows)")
         _remember(_STRATEGIES, key, value)
     return _STRATEGIES[key]
 
@@ -538,6 +602,15 @@ def hierarchy_trace(tree: Hierarchy, gram: np.ndarray) -> float:
             trace[inner] = (summed[inner] - tree.shrink[d] * quad) / tree.p[d] ** 2
         below = (starts, trace)
     return float(below[1][0])
+
+
+def _rows_equal(rows: np.ndarray, a: np.ndarray, b: np.ndarray, tolerance: float, chunk: int = 2**14) -> np.ndarray:
+    """rows[a[i]] == rows[b[i]] within ``tolerance``, in chunks (the gathered rows would be n × r)."""
+    out = np.empty(a.size, dtype=bool)
+    for start in range(0, a.size, chunk):
+        part = slice(start, start + chunk)
+        out[part] = np.all(np.abs(rows[a[part]] - rows[b[part]]) <= tolerance, axis=1)
+    return out
 
 
 def _check_knobs(branching: int, granularity: int) -> None:

@@ -24,7 +24,6 @@ updates run on at most 2T + 1 atoms for range workloads instead of n cells.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -181,32 +180,23 @@ class MWEM:
 
     def _counting_passes(self, mass: np.ndarray, queries: list[np.ndarray], measured: list[float], total: float,
                          half_inverse_total: float) -> np.ndarray:
-        """The same passes for 0/1 queries on plain floats: only the atoms inside a query change, and the
-        normalisation is carried as the running sum S (A = total · mass / S), renormalised once per pass."""
-        inside = [np.flatnonzero(q).tolist() for q in queries]
-        scaled = [answer * half_inverse_total for answer in measured]
-        values = mass.tolist()
-        running = sum(values)
-        for _ in range(self.update_rounds):
-            for atoms, target in zip(inside, scaled, strict=True):
-                share = sum(map(values.__getitem__, atoms))
-                error = target - 0.5 * share / running
-                if error > 30.0:  # clipped only to keep floats finite when noise dwarfs the total
-                    error = 30.0
-                elif error < -30.0:
-                    error = -30.0
-                factor = math.exp(error)
-                for atom in atoms:
-                    values[atom] *= factor
-                running += (factor - 1.0) * share
-            rescale = total / sum(values)
-            values = [v * rescale for v in values]
-            running = total
-        return np.array(values)
+        """The same passes for 0/1 queries: only the atoms inside a query change, and the normalisation is
+        carried as the running sum S (A = total · mass / S), renormalised once per pass (compiled loop;
+        the exponent is clipped to ±30 only to keep floats finite when noise dwarfs the total)."""
+        from core.mechanisms.kernels import mw_counting_passes
+
+        inside = [np.flatnonzero(q) for q in queries]
+        indptr = np.concatenate(([0], np.cumsum([a.size for a in inside]))).astype(np.int64)
+        indices = np.concatenate(inside).astype(np.int64) if inside else np.zeros(0, dtype=np.int64)
+        targets = np.array([answer * half_inverse_total for answer in measured])
+        return mw_counting_passes(np.asarray(mass, dtype=float), indptr, indices, targets, float(total),
+                                  self.update_rounds, 30.0)
 
     def _interval_passes(self, mass: np.ndarray, runs: list[tuple[int, int]], measured: list[float], total: float,
                          half_inverse_total: float) -> np.ndarray:
-        """The counting passes when every query covers a run of consecutive atoms: slices, not index lists."""
+        """The counting passes when every query covers a run of consecutive atoms (compiled loop)."""
+        from core.mechanisms.kernels import mw_interval_passes
+
         scaled = [answer * half_inverse_total for answer in measured]
         # the exponent lies in [target − 1/2, target] (share ≤ running): clipping can only bind when a
         # noisy answer dwarfs the total, so the usual case runs the loop without the clip
@@ -214,21 +204,10 @@ class MWEM:
             atoms = np.arange(mass.size)
             queries = [((atoms >= a) & (atoms < b)).astype(float) for a, b in runs]
             return self._counting_passes(mass, queries, measured, total, half_inverse_total)
-        steps = [(a, b, target) for (a, b), target in zip(runs, scaled, strict=True)]
-        exp = math.exp
-        values = mass.tolist()
-        running = sum(values)
-        for _ in range(self.update_rounds):
-            for a, b, target in steps:
-                part = values[a:b]
-                share = sum(part)
-                factor = exp(target - 0.5 * share / running)
-                values[a:b] = [v * factor for v in part]
-                running += (factor - 1.0) * share
-            rescale = total / sum(values)
-            values = [v * rescale for v in values]
-            running = total
-        return np.array(values)
+        starts = np.array([a for a, _ in runs], dtype=np.int64)
+        stops = np.array([b for _, b in runs], dtype=np.int64)
+        return mw_interval_passes(np.asarray(mass, dtype=float), starts, stops, np.array(scaled), float(total),
+                                  self.update_rounds)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

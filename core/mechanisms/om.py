@@ -22,9 +22,8 @@ import scipy.sparse as sp
 
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import remember
-from core.mechanisms.greedy_h import workload_key
-from core.workloads import DENSE_LIMIT, Prefix, Ranges, Total, Workload, sparse_matrix
-from core.workloads import Identity as IdentityWorkload
+from core.mechanisms.greedy_h import _cells, workload_key
+from core.workloads import DENSE_LIMIT, Ranges, Workload, as_intervals, sparse_matrix
 
 EXACTNESS = 1e-9  # ‖W − BW̃‖_max ≤ EXACTNESS·max(1, ‖W‖_max) (spec §3(a))
 FLOP_LIMIT = 5e9  # m·n·min(m, n) above which the dense factorisation is refused (≈ (1000, 4096) fits)
@@ -93,18 +92,6 @@ def _signature_labels(support: np.ndarray) -> np.ndarray:
     return labels.ravel()
 
 
-def as_intervals(workload: Workload) -> Ranges | None:
-    """The workload as 0/1 interval rows when it is one (Ranges, Identity, Total, Prefix), else None."""
-    if isinstance(workload, Ranges):
-        return workload
-    if isinstance(workload, IdentityWorkload | Prefix):
-        ends = np.arange(workload.n)
-        return Ranges(workload.n, ends if isinstance(workload, IdentityWorkload) else np.zeros_like(ends), ends)
-    if isinstance(workload, Total):
-        return Ranges(workload.n, np.array([0]), np.array([workload.n - 1]))
-    return None
-
-
 def _first_found_intervals(lo: np.ndarray, hi: np.ndarray, order: np.ndarray) -> np.ndarray:
     """First-found independent interval rows, exactly: 1[lo..hi] = P_hi − P_{lo−1} in the basis of prefix
     indicators (P_{−1} = 0), so a set of intervals is independent iff its edges {lo−1, hi} form a forest
@@ -126,44 +113,59 @@ def _first_found_intervals(lo: np.ndarray, hi: np.ndarray, order: np.ndarray) ->
     return np.sort(np.array(kept, dtype=int))
 
 
-def _interval_decompose(ranges: Ranges, row_seed: int | None) -> OmFactorisation:
-    """OM_DECOMPOSE for 0/1 interval workloads in O(nnz): exact rank, atoms by hashed signatures.
+MIXING_ENTRIES = 2**25  # non-zeros of B an interval factorisation may hold (about 0.8 GB while it is built)
 
-    Every atom's restricted rows are all ones, so each group is one row of W̃ (the atom's indicator,
-    column L1 = 1 after normalisation) and B[i, a] = |row_i ∩ A_a| / |A_a| (block least squares).
+
+def _interval_decompose(ranges: Ranges, row_seed: int | None) -> OmFactorisation:
+    """OM_DECOMPOSE for 0/1 interval workloads on elementary segments, never the m × n matrix.
+
+    Every row of W is constant between consecutive query ends, so the cells are cut into segments at
+    those ends and everything is computed per segment: signatures over the selected rows (hashed),
+    atoms, and B[i, a] = |row_i ∩ A_a| / |A_a| (block least squares: every atom's restricted rows are
+    all ones, so each group is one row of W̃, the atom's indicator, column L1 = 1). Memory is
+    O(n + m + nnz(B)); B has at most one entry per (query, segment) pair.
     """
     m, n = ranges.shape
     order = np.arange(m) if row_seed is None else np.random.default_rng(row_seed).permutation(m)
     selected = _first_found_intervals(ranges.lo, ranges.hi, order)
-    lo, hi = ranges.lo[selected], ranges.hi[selected]
-    # signature of column j = the selected intervals covering it, hashed as a sum of random 64-bit
-    # weights (difference array; uint64 arithmetic wraps) plus the coverage count
+    bounds = np.unique(np.concatenate(([0, n], ranges.lo, ranges.hi + 1)))
+    length = np.diff(bounds)
+    first_segment = np.searchsorted(bounds, ranges.lo)
+    stop_segment = np.searchsorted(bounds, ranges.hi + 1)
+    # signature of a segment = the selected intervals covering it, hashed as a sum of random 64-bit
+    # weights (difference array over segments; uint64 arithmetic wraps) plus the coverage count
     weights = np.random.default_rng(20240501).integers(0, 2**63, size=selected.size, dtype=np.uint64) * 2 + 1
-    diff = np.zeros(n + 1, dtype=np.uint64)
-    np.add.at(diff, lo, weights)
-    np.add.at(diff, hi + 1, ~weights + np.uint64(1))  # −w modulo 2^64
-    signature = np.cumsum(diff[:n], dtype=np.uint64)
-    coverage = np.cumsum(np.bincount(lo, minlength=n + 1) - np.bincount(hi + 1, minlength=n + 1))[:n]
-    columns = np.flatnonzero(coverage > 0)
-    _, first, labels = np.unique(signature[columns], return_index=True, return_inverse=True)
-    rank = np.empty(first.size, dtype=int)
+    diff = np.zeros(bounds.size, dtype=np.uint64)
+    np.add.at(diff, first_segment[selected], weights)
+    np.add.at(diff, stop_segment[selected], ~weights + np.uint64(1))  # −w modulo 2^64
+    signature = np.cumsum(diff[:-1], dtype=np.uint64)
+    coverage = np.cumsum(np.bincount(first_segment[selected], minlength=bounds.size)
+                         - np.bincount(stop_segment[selected], minlength=bounds.size))[:-1]
+    queried = np.flatnonzero(coverage > 0)
+    _, first, labels = np.unique(signature[queried], return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first)] = np.arange(first.size)  # groups ordered by their first column
-    atom = rank[labels.ravel()]
-    sizes = np.bincount(atom)
+    atom_of_segment = np.full(length.size, -1, dtype=np.int64)
+    atom_of_segment[queried] = rank[labels.ravel()]
+    sizes = np.bincount(atom_of_segment[queried], weights=length[queried], minlength=first.size)
+    columns = _cells(bounds[queried], length[queried])
+    atom = np.repeat(atom_of_segment[queried], length[queried])
     reduced = sp.csr_matrix((np.ones(columns.size), (atom, columns)), shape=(sizes.size, n))
-    averaging = sp.csr_matrix((1.0 / sizes[atom], (columns, atom)), shape=(n, sizes.size))
-    matrix = sparse_matrix(ranges)
-    mixing = (matrix @ averaging).tocsr()
-    # exactness (Theorem 4): every row of W is constant on each atom and zero on unqueried columns
-    by_atom = np.lexsort((columns, atom))
-    left, right = columns[by_atom][:-1], columns[by_atom][1:]
-    same = atom[by_atom][:-1] == atom[by_atom][1:]
-    csc = matrix.tocsc()
-    unqueried = np.flatnonzero(coverage == 0)
-    if (csc[:, left[same]] - csc[:, right[same]]).count_nonzero() or csc[:, unqueried].count_nonzero():
+    # B: one entry per (query, segment it covers), summed per atom
+    runs = stop_segment - first_segment
+    if int(runs.sum()) > MIXING_ENTRIES:
+        raise ValueError(f"OM on this interval workload needs {int(runs.sum()):,} entries of B (queries × "
+                         f"segments); the limit is {MIXING_ENTRIES:,}: use fewer or shorter ranges")
+    segment = _cells(first_segment, runs)
+    counts = sp.csr_matrix((length[segment].astype(float), (np.repeat(np.arange(m), runs),
+                                                             atom_of_segment[segment])), shape=(m, sizes.size))
+    # exactness (Theorem 4): every row covers whole atoms only, and no unqueried cell
+    if np.any(atom_of_segment[segment] < 0) or np.any(counts.data != sizes[counts.indices]):
         raise ValueError("OM factorisation of the interval workload is not exact (signature hash collision)")
-    groups = tuple(tuple(int(j) for j in part) for part in np.split(columns[by_atom], np.cumsum(sizes)[:-1]))
-    return OmFactorisation(reduced, mixing, groups, (1,) * sizes.size, tuple(int(i) for i in selected),
+    counts.data /= sizes[counts.indices]
+    by_atom = np.lexsort((columns, atom))
+    groups = tuple(tuple(part.tolist()) for part in np.split(columns[by_atom], np.cumsum(sizes.astype(np.int64))[:-1]))
+    return OmFactorisation(reduced, counts, groups, (1,) * sizes.size, tuple(int(i) for i in selected),
                            1.0 if sizes.size else 0.0)
 
 

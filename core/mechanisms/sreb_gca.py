@@ -11,7 +11,6 @@ segments of the noisy permutation, never of the true order (erratum §4(d)1).
 
 from __future__ import annotations
 
-import bisect
 import math
 from dataclasses import dataclass
 
@@ -19,6 +18,8 @@ import numpy as np
 
 from core.mechanisms import Release, check_epsilon, check_inputs, check_ratio, laplace_privacy_loss
 from core.workloads import Workload
+
+SHOWN_GROUPS = 1000  # groups listed in a release's display-only details (params["groups"] counts them all)
 
 
 def _check_floor(delta: float) -> float:
@@ -52,33 +53,16 @@ def ggs(sorted_noisy: np.ndarray, scale: float, delta: float = 1.0) -> list[int]
     delta = _check_floor(delta)
     if np.any(np.diff(values) < 0):
         raise ValueError("ggs needs values sorted ascending")
-    n = values.size
-    # Prefix sums make MRE of a contiguous sorted segment O(log n): Σ|h − μ|/max(h, δ) splits at μ.
-    # Python lists and bisect: this loop is sequential, and list indexing beats NumPy scalar access
+    # Prefix sums make MRE of a contiguous sorted segment O(log n): Σ|h − μ|/max(h, δ) splits at μ. The
+    # loop is sequential: compiled (core.mechanisms.kernels.sreb_ggs), the same arithmetic as written out
+    # in Python before, so the cuts are identical
+    from core.mechanisms.kernels import sreb_ggs
+
     weight = 1.0 / np.maximum(values, delta)
-    cum_v = np.concatenate(([0.0], np.cumsum(values))).tolist()
-    cum_w = np.concatenate(([0.0], np.cumsum(weight))).tolist()
-    cum_vw = np.concatenate(([0.0], np.cumsum(values * weight))).tolist()
-    sorted_values = values.tolist()
-    floored = np.maximum(values, delta).tolist()
-
-    def mre(start: int, stop: int) -> float:  # group_mre(values[start:stop]) without the loop
-        k = stop - start
-        mean = (cum_v[stop] - cum_v[start]) / k
-        t = bisect.bisect_right(sorted_values, mean, start, stop)
-        spread = (mean * (cum_w[t] - cum_w[start]) - (cum_vw[t] - cum_vw[start])
-                  + (cum_vw[stop] - cum_vw[t]) - mean * (cum_w[stop] - cum_w[t]))
-        return (spread + scale / k * (cum_w[stop] - cum_w[start])) / k
-
-    cuts: list[int] = []
-    start = 0
-    for r in range(1, n):
-        size = r - start
-        bound = (mre(start, r) * size + scale / ((n - r) * floored[r])) / (size + 1)
-        if mre(start, r + 1) >= bound:
-            cuts.append(r - 1)  # close the group at r − 1 (erratum §4(d)4)
-            start = r
-    return cuts
+    cum_v = np.concatenate(([0.0], np.cumsum(values)))
+    cum_w = np.concatenate(([0.0], np.cumsum(weight)))
+    cum_vw = np.concatenate(([0.0], np.cumsum(values * weight)))
+    return sreb_ggs(values, np.maximum(values, delta), cum_v, cum_w, cum_vw, float(scale)).tolist()
 
 
 def groups_from_cuts(order: np.ndarray, cuts: list[int]) -> list[np.ndarray]:
@@ -139,17 +123,19 @@ class SrebGca:
         noisy = x + rng.laplace(scale=scale1, size=x.size)                  # stage 1, ε1-DP
         order = np.argsort(noisy, kind="stable")                            # by NOISY values
         cuts = ggs(np.maximum(noisy[order], 0.0), scale2, self.delta)       # post-processing
-        groups = groups_from_cuts(order, cuts)
-        sums = np.array([x[g].sum() for g in groups])
-        noisy_sums = sums + rng.laplace(scale=scale2, size=len(groups))     # stage 2, one draw per group
+        starts = np.concatenate(([0], np.asarray(cuts, dtype=np.int64) + 1))
+        sizes = np.diff(np.append(starts, x.size))
+        sums = np.add.reduceat(x[order], starts)
+        noisy_sums = sums + rng.laplace(scale=scale2, size=starts.size)     # stage 2, one draw per group
         estimate = np.empty(x.size)
-        for group, total in zip(groups, noisy_sums, strict=True):
-            estimate[group] = total / group.size
-        loss = laplace_privacy_loss([(np.ones(x.size), scale1), (group_membership_l1(groups, x.size), scale2)])
+        estimate[order] = np.repeat(noisy_sums / sizes, sizes)
+        # every bin is in exactly one group: each enters one released group sum
+        loss = laplace_privacy_loss([(np.ones(x.size), scale1), (np.ones(x.size), scale2)])
         params = {"ratio": self.ratio, "delta": self.delta, "epsilon1": epsilon1, "epsilon2": epsilon2,
-                  "groups": len(groups)}
+                  "groups": int(starts.size)}
+        shown = groups_from_cuts(order, cuts[:SHOWN_GROUPS])[:SHOWN_GROUPS]  # the first groups only: display
         details = {"groups": [{"group": i, "bins": len(g), "members": ", ".join(map(str, g[:20]))
-                               + (" …" if len(g) > 20 else "")} for i, g in enumerate(groups)]}
+                               + (" …" if len(g) > 20 else "")} for i, g in enumerate(shown)]}
         return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate, params, details)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import remember
 from core.mechanisms.greedy_h import workload_key
-from core.workloads import Workload, sparse_matrix
+from core.workloads import Ranges, Workload, as_intervals, sparse_matrix
 
 BUDGET_RULES = ("optimal", "equal", "optimal_global")
 
@@ -50,14 +50,60 @@ def _check_knobs(budget: str, g: float) -> None:
         raise ValueError(f"g must be a finite number, got {g!r}")
 
 
-def _abs_rows(matrix, rows: np.ndarray):
-    return abs(matrix[rows])
+class _SparseRows:
+    """Row blocks of a general W, read from its sparse matrix."""
+
+    def __init__(self, workload: Workload) -> None:
+        self.matrix = sparse_matrix(workload).tocsr()
+
+    def column_l1(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(abs(self.matrix[rows]).sum(axis=0)).ravel()
+
+    def peak(self, rows: np.ndarray) -> tuple[float, int]:
+        """(Δ of the block, its hot column: the first column with that L1 norm)."""
+        column_l1 = self.column_l1(rows)
+        return float(column_l1.max()), int(np.argmax(column_l1))
+
+    def maxcol(self, rows: np.ndarray) -> float:
+        return self.peak(rows)[0] if rows.size else 0.0
+
+    def hot_rows(self, rows: np.ndarray, column: int) -> np.ndarray:
+        return rows[np.asarray(self.matrix[rows][:, [column]].todense()).ravel() != 0]
+
+    def loss_weights(self, inverse_scale: np.ndarray) -> np.ndarray:
+        return abs(self.matrix).T @ inverse_scale
 
 
-def _maxcol(matrix, rows: np.ndarray) -> float:
-    if rows.size == 0:
-        return 0.0
-    return float(np.asarray(_abs_rows(matrix, rows).sum(axis=0)).max())
+class _IntervalRows:
+    """Row blocks of a 0/1 interval workload, read from the interval ends: O(|rows| log |rows|) per block,
+    never an m × n matrix (the column L1 norms of a block are its coverage counts)."""
+
+    def __init__(self, ranges: Ranges) -> None:
+        self.ranges = ranges
+
+    def peak(self, rows: np.ndarray) -> tuple[float, int]:
+        """(largest coverage, first column reaching it): sweep the ends, at one position −1s before +1s,
+        so the running count peaks exactly at the coverage of the first column where it is largest."""
+        position = np.concatenate((self.ranges.lo[rows], self.ranges.hi[rows] + 1))
+        delta = np.concatenate((np.ones(rows.size, dtype=np.int64), np.full(rows.size, -1, dtype=np.int64)))
+        order = np.lexsort((delta, position))
+        running = np.cumsum(delta[order])
+        top = int(np.argmax(running))
+        return float(running[top]), int(position[order][top])
+
+    def maxcol(self, rows: np.ndarray) -> float:
+        return self.peak(rows)[0] if rows.size else 0.0
+
+    def hot_rows(self, rows: np.ndarray, column: int) -> np.ndarray:
+        return rows[(self.ranges.lo[rows] <= column) & (self.ranges.hi[rows] >= column)]
+
+    def loss_weights(self, inverse_scale: np.ndarray) -> np.ndarray:
+        return self.ranges.rmatvec(inverse_scale)
+
+
+def _rows_of(workload: Workload) -> _SparseRows | _IntervalRows:
+    intervals = as_intervals(workload)
+    return _SparseRows(workload) if intervals is None else _IntervalRows(intervals)
 
 
 _DIVISIONS: dict[object, tuple[WdaLeaf, ...]] = {}
@@ -87,26 +133,23 @@ def divide(workload: Workload, *, budget: str = "optimal", g: float = 0.0,
         The leaves; their shares of ε add up to 1.
     """
     _check_knobs(budget, g)
-    matrix = sparse_matrix(workload).tocsr()
+    blocks = _rows_of(workload)
     chooser = None if division_seed is None else np.random.default_rng(division_seed)
     leaves: list[WdaLeaf] = []
-    stack: list[tuple[np.ndarray, float]] = [(np.arange(matrix.shape[0]), 1.0)]
+    stack: list[tuple[np.ndarray, float]] = [(np.arange(workload.shape[0]), 1.0)]
     while stack:  # an explicit stack instead of recursion: divisions can be thousands deep
         rows, share = stack.pop()
-        block = _abs_rows(matrix, rows)
-        column_l1 = np.asarray(block.sum(axis=0)).ravel()
-        sensitivity = float(column_l1.max())
+        sensitivity, hot_column = blocks.peak(rows)  # ties → smallest column index
         if rows.size <= 1 or sensitivity == 0:
             leaves.append(WdaLeaf(tuple(int(r) for r in rows), share, sensitivity))
             continue
-        hot_column = int(np.argmax(column_l1))  # ties → smallest index
-        hot = rows[np.asarray(block[:, [hot_column]].todense()).ravel() != 0]
+        hot = blocks.hot_rows(rows, hot_column)
         k = math.floor((rows.size + sensitivity + g) / 4 + 0.5)
         k = min(max(k, 1), hot.size, rows.size - 1)
         picked = hot[:k] if chooser is None else np.sort(chooser.permutation(hot)[:k])
         rest = np.setdiff1d(rows, picked, assume_unique=True)
         a = rows.size * sensitivity
-        a1, a2 = picked.size * _maxcol(matrix, picked), rest.size * _maxcol(matrix, rest)
+        a1, a2 = picked.size * blocks.maxcol(picked), rest.size * blocks.maxcol(rest)
         if budget == "equal":  # cost in units of 1/ε_node: (a1 + a2)/(1/2) versus a
             split, share1 = 2 * (a1 + a2) < a, share / 2
         else:  # (√a1 + √a2)² versus a, ε_i ∝ √a_i (erratum §2(d)5)
@@ -140,8 +183,8 @@ def leaves_for(workload: Workload, row_blocks, shares) -> tuple[WdaLeaf, ...]:
     >>> leaves_for(Identity(3), [[0], [1, 2]], [0.5, 0.5])[1].sensitivity
     1.0
     """
-    matrix = sparse_matrix(workload).tocsr()
-    return tuple(WdaLeaf(tuple(int(r) for r in rows), float(s), _maxcol(matrix, np.asarray(rows, dtype=int)))
+    blocks = _rows_of(workload)
+    return tuple(WdaLeaf(tuple(int(r) for r in rows), float(s), blocks.maxcol(np.asarray(rows, dtype=int)))
                  for rows, s in zip(row_blocks, shares, strict=True))
 
 
@@ -195,9 +238,8 @@ class WDA:
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
         leaves = self.division(workload)
-        matrix = sparse_matrix(workload)
-        answers = np.asarray(matrix @ x).ravel()
-        inverse_scale = np.zeros(matrix.shape[0])  # ε_ℓ/Δ_ℓ on the rows of leaf ℓ; 0 where no data is read
+        answers = workload.matvec(x)
+        inverse_scale = np.zeros(workload.shape[0])  # ε_ℓ/Δ_ℓ on the rows of leaf ℓ; 0 where no data is read
         for leaf in leaves:
             if leaf.sensitivity:  # one scalar-scale draw per leaf (secure samplers take a scalar scale)
                 rows = list(leaf.rows)
@@ -205,7 +247,7 @@ class WDA:
                 answers[rows] += rng.laplace(scale=scale, size=len(rows))
                 inverse_scale[rows] = 1.0 / scale
         # Σ_ℓ ‖W_ℓ e_j‖₁/b_ℓ as one row-weighted block: the same sum as one block per leaf (spec §2(b))
-        loss = laplace_privacy_loss([(abs(matrix).T @ inverse_scale, 1.0)])
+        loss = laplace_privacy_loss([(_rows_of(workload).loss_weights(inverse_scale), 1.0)])
         params = {"budget": self.budget, "g": self.g, "division_seed": self.division_seed, "leaves": len(leaves)}
         return Release(self.name, epsilon, loss, answers, None, params,
                        {"division": division_table(leaves, epsilon)})

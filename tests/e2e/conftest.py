@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -26,10 +27,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int | None = None):
-    """Start `streamlit run app.py` on 127.0.0.1; returns (process, base_url) once /healthz answers."""
+def start_server(port: int | None = None, home: Path | None = None):
+    """Start `streamlit run app.py` on 127.0.0.1; returns (process, base_url) once /healthz answers.
+
+    ``home`` is the server's DPLENS_HOME (ledger and workspaces); default a fresh temporary directory,
+    so no browser test writes to the real home or shares a budget with another server.
+    """
     port = port or _free_port()
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    home = home or Path(tempfile.mkdtemp(prefix="dplens-e2e-home-"))
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "DPLENS_HOME": str(home)}
     ARTIFACTS.mkdir(exist_ok=True)
     log_path = ARTIFACTS / f"streamlit-{port}.log"
     with open(log_path, "wb") as log:  # a file, not a pipe: a full pipe would block the server

@@ -1,0 +1,175 @@
+"""The persistent per-dataset ledger (core.ledger_store): totals, spends, resets, history, concurrency.
+
+20 threads and 4 processes spend against one SQLite file at once: the total spent never exceeds the
+budget, every accepted spend is recorded, and every refused one left no row.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import threading
+
+import numpy as np
+import pytest
+
+from core.budget import TOLERANCE, Budget, BudgetExceededError
+from core.fingerprint import dataset_fingerprint
+from core.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore
+from core.store import default_path
+
+FP = dataset_fingerprint(np.arange(6.0))
+
+
+@pytest.fixture
+def store(tmp_path) -> LedgerStore:
+    return LedgerStore(tmp_path / "ledger.sqlite3")
+
+
+def test_store_lives_under_dplens_home(dplens_home):
+    assert default_path() == dplens_home / "dplens.sqlite3"
+    LedgerStore().ledger(FP)
+    assert (dplens_home / "dplens.sqlite3").exists()
+    assert oct((dplens_home / "dplens.sqlite3").stat().st_mode & 0o777) == "0o600"
+
+
+def test_fingerprint_is_the_content_not_the_name_or_labels():
+    from core.domain import Histogram
+
+    a = Histogram.from_counts([1, 2, 3], labels=(("a", "b", "c"),), name="one")
+    b = Histogram.from_counts([1.0, 2.0, 3.0], name="two")
+    assert dataset_fingerprint(a) == dataset_fingerprint(b)
+    assert dataset_fingerprint(a) != dataset_fingerprint([1, 2, 4])
+    assert dataset_fingerprint([[1, 2], [3, 4]]) != dataset_fingerprint([1, 2, 3, 4])  # the domain counts too
+
+
+def test_unrecorded_dataset_shows_the_default_total(store):
+    ledger = store.ledger(FP)
+    assert ledger.total == Budget(DEFAULT_TOTAL_EPSILON) and not ledger.spends
+    assert not store.recorded(FP) and store.history(FP) == []
+
+
+def test_total_is_recorded_and_fixed_after_the_first_spend(store):
+    store.set_total(FP, Budget(2.0))
+    store.set_total(FP, Budget(3.0))  # still no spend: allowed, and recorded
+    store.spend(FP, "release #1: identity", Budget(1.0), mechanism="identity", workload="prefix", export_id="x1")
+    with pytest.raises(ValueError, match="fixed at epsilon=3 after the first release"):
+        store.set_total(FP, Budget(50.0))
+    assert store.ledger(FP).total.epsilon == 3.0
+    rows = store.history(FP)
+    assert [r["kind"] for r in rows] == ["total", "total", "spend"]
+    spend = rows[-1]
+    assert (spend["mechanism"], spend["epsilon"], spend["delta"], spend["rho"], spend["workload"],
+            spend["export_id"]) == ("identity", 1.0, 0.0, None, "prefix", "x1")
+    assert spend["time"].endswith("+00:00")
+
+
+def test_first_spend_records_the_default_total(store):
+    store.spend(FP, "release #1", Budget(0.5), mechanism="identity")
+    assert store.recorded(FP)
+    assert [r["kind"] for r in store.history(FP)] == ["total", "spend"]
+
+
+def test_overspend_is_refused_naming_what_remains_and_records_nothing(store):
+    store.set_total(FP, Budget(1.0))
+    store.spend(FP, "a", Budget(0.75), mechanism="identity")
+    with pytest.raises(BudgetExceededError, match="remaining is epsilon=0.25"):
+        store.spend(FP, "b", Budget(0.5), mechanism="identity")
+    assert len(store.history(FP)) == 2
+
+
+def test_ledgers_are_per_dataset(store):
+    other = dataset_fingerprint([1.0])
+    store.spend(FP, "a", Budget(4.0), mechanism="identity")
+    assert store.ledger(other).spent.epsilon == 0
+    assert {d["fingerprint"]: d["spent"] for d in store.datasets()} == {FP: 4.0}
+
+
+def test_rho_and_delta_are_stored_for_other_accountings(store):
+    store.set_total(FP, Budget(1.0, 1e-6))
+    store.spend(FP, "gauss", Budget(0.5, 1e-7), mechanism="gaussian", rho=0.125)
+    row = store.history(FP)[-1]
+    assert (row["epsilon"], row["delta"], row["rho"]) == (0.5, 1e-7, 0.125)
+
+
+def test_reset_is_explicit_recorded_and_keeps_the_old_history(store):
+    store.set_total(FP, Budget(1.0))
+    store.spend(FP, "a", Budget(1.0), mechanism="identity")
+    with pytest.raises(ValueError, match="needs a reason"):
+        store.reset(FP, Budget(2.0), reason=" ")
+    ledger = store.reset(FP, Budget(2.0), reason="new quarter's data release plan")
+    assert ledger.remaining.epsilon == 2.0 and store.ledger(FP).remaining.epsilon == 2.0
+    rows = store.history(FP)
+    assert [(r["kind"], r["epoch"]) for r in rows] == [("total", 0), ("spend", 0), ("reset", 1)]
+    assert RESET_WARNING in rows[-1]["note"] and "new quarter" in rows[-1]["note"]
+
+
+def test_a_file_that_is_not_a_store_is_named_without_its_content(tmp_path):
+    path = tmp_path / "secret.txt"
+    path.write_text("TOP-SECRET-CONTENT " * 100)
+    with pytest.raises(ValueError, match="is not a dplens store") as err:
+        LedgerStore(path).ledger(FP)
+    assert "TOP-SECRET" not in str(err.value)
+
+
+def test_a_bad_fingerprint_is_refused(store):
+    with pytest.raises(ValueError, match="64 lowercase hex"):
+        store.ledger("../../etc/passwd")
+
+
+# ----------------------------------------------------------------------------- concurrency
+SPENDERS, ATTEMPTS, COST, TOTAL = 20, 8, 0.1, 7.05  # 160 attempts of 0.1 against 7.05: 70 fit
+
+
+def _spend_many(path: str, who: str, attempts: int, barrier=None) -> list[str]:
+    store, accepted = LedgerStore(path), []
+    if barrier is not None:
+        barrier.wait()
+    for i in range(attempts):
+        label = f"{who}-{i}"
+        try:
+            store.spend(FP, label, Budget(COST), mechanism="identity", export_id=label)
+        except BudgetExceededError:
+            continue
+        accepted.append(label)
+    return accepted
+
+
+def _check_no_overspend_no_lost_record(store: LedgerStore, accepted: list[str]) -> None:
+    ledger = store.ledger(FP)
+    assert ledger.spent.epsilon <= TOTAL + TOLERANCE
+    assert len(accepted) == 70  # the budget is used up exactly: no spend refused while it would have fitted
+    spends = [r for r in store.history(FP) if r["kind"] == "spend"]
+    assert sorted(r["label"] for r in spends) == sorted(accepted)  # no lost and no phantom record
+    assert len({r["id"] for r in spends}) == len(spends)
+    with sqlite3.connect(store.path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_twenty_threads_never_overspend(store):
+    store.set_total(FP, Budget(TOTAL))
+    barrier, results = threading.Barrier(SPENDERS), []
+    lock = threading.Lock()
+
+    def worker(k: int) -> None:
+        got = _spend_many(str(store.path), f"thread{k}", ATTEMPTS, barrier)
+        with lock:
+            results.extend(got)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(SPENDERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    _check_no_overspend_no_lost_record(store, results)
+
+
+def test_four_processes_never_overspend(store):
+    store.set_total(FP, Budget(TOTAL))
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter each: truly separate processes
+    with context.Manager() as manager, context.Pool(4) as pool:
+        barrier = manager.Barrier(4)  # all four start spending together
+        parts = pool.starmap(_spend_many, [(str(store.path), f"proc{k}", SPENDERS * ATTEMPTS // 4, barrier)
+                                           for k in range(4)])
+    _check_no_overspend_no_lost_record(store, [label for part in parts for label in part])

@@ -1,0 +1,77 @@
+"""The session's view of the persistent ledger (core.ledger_store): the current dataset's budget, and charges.
+
+The ledger is keyed by the dataset's fingerprint (core.fingerprint), so every tab, session and
+server restart sees the same spent budget for the same counts. A derived dataset (rescaled,
+coarsened) is charged to the ledger of the dataset it came from. ``st.session_state.ledger`` keeps
+the last value read, for display and tests; the store is the truth.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.budget import Budget, BudgetExceededError, Ledger
+from core.ledger_store import LedgerStore
+from ui.datasets import histogram, ledger_key
+from ui.state import init_state
+
+
+def ledger() -> Ledger:
+    """The current dataset's ledger, read from the store (also kept in ``st.session_state.ledger``)."""
+    init_state()
+    try:
+        led = LedgerStore().ledger(ledger_key())
+    except ValueError as err:  # the store cannot be opened: show it, refuse every spend
+        st.session_state.flash_error = str(err)
+        led = Ledger(Budget(0.0))
+    st.session_state.ledger = led
+    return led
+
+
+def set_total(epsilon: float) -> bool:
+    """Record the current dataset's total (refused after its first spend); False + flash error when refused."""
+    try:
+        st.session_state.ledger = LedgerStore().set_total(ledger_key(), Budget(float(epsilon)),
+                                                          name=histogram().name,
+                                                          workspace=st.session_state.get("workspace_id"))
+    except ValueError as err:
+        ledger()  # show what the store holds (another tab may have spent)
+        st.session_state.flash_error = f"Total budget not changed: {err}"
+        return False
+    return True
+
+
+def charge(label: str, epsilon: float, *, mechanism: str | None = None, workload: str | None = None,
+           export_id: str | None = None, note: str | None = None) -> bool:
+    """Spend ``epsilon`` on the dataset's ledger (only from a button callback). False + flash error when refused.
+
+    One ``BEGIN IMMEDIATE`` transaction checks and records the spend, so two tabs (or the CLI)
+    charging the same data at once never overspend.
+    """
+    init_state()
+    try:
+        st.session_state.ledger = LedgerStore().spend(
+            ledger_key(), label, Budget(float(epsilon)), mechanism=mechanism or label.rpartition(": ")[2],
+            workload=workload, export_id=export_id, workspace=st.session_state.get("workspace_id"),
+            name=histogram().name, note=note)
+    except (BudgetExceededError, ValueError) as err:
+        ledger()
+        st.session_state.flash_error = str(err)
+        return False
+    st.session_state.release_counter += 1
+    return True
+
+
+def reset_budget() -> None:
+    """Ledger page form callback: a recorded reset of the current dataset's budget, only when confirmed."""
+    ss = st.session_state
+    if not ss.get("ledger_reset_confirm"):
+        ss.flash_error = "Budget not reset: tick the box confirming that a reset voids the privacy guarantee."
+        return
+    try:
+        ss.ledger = LedgerStore().reset(ledger_key(), Budget(float(ss.ledger_reset_total)),
+                                        reason=ss.get("ledger_reset_reason", ""), workspace=ss.get("workspace_id"))
+    except ValueError as err:
+        ss.flash_error = f"Budget not reset: {err}"
+        return
+    ss.ledger_notice = f"Fresh budget ε = {ss.ledger.total.epsilon:g} recorded. The earlier releases still count."

@@ -23,6 +23,7 @@ import numpy as np
 
 from core import __version__
 from core.mechanisms import NEIGHBOURING, Release
+from core.noise import NOISE_PATHS, NOISE_SAMPLERS
 
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 EXPORTABLE_NOISE_PATHS = ("secure",)
@@ -103,12 +104,24 @@ def release_metadata(release: Release, *, workload: str, noise_path: str, datase
         "workload": workload,
         "noise_path": noise_path,
         "noise_sampler": noise_sampler,
+        "noise": noise_policy(noise_path, noise_sampler),
         "neighbouring": NEIGHBOURING,
         "dataset": neutralise(dataset) if dataset else None,
         "export_id": export_id,
         "version": __version__,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
+
+
+def noise_policy(noise_path: str, noise_sampler: str | None) -> str:
+    """The noise policy in words (what produced the noise, and that no seed can regenerate it).
+
+    >>> noise_policy("secure", "opendp-integer-laplace")[:60]
+    'secure path: OpenDP samplers (exact discrete Laplace on a la'
+    """
+    sampler = f"; sampler: {NOISE_SAMPLERS[noise_sampler]}" if noise_sampler in NOISE_SAMPLERS else ""
+    return (f"{noise_path} path: {NOISE_PATHS.get(noise_path, 'unknown')}{sampler}. No seed is kept: the noise "
+            "cannot be regenerated or subtracted.")
 
 
 def _jsonable(value: object) -> object:

@@ -3,6 +3,7 @@
 import streamlit as st
 
 import ui
+from core.released import POST_PROCESSING, is_release_export
 
 
 def use_upload() -> None:
@@ -16,9 +17,18 @@ def use_upload() -> None:
     bins = int(ss.get("data_bins", 20)) if as_records and mode == "number of bins" else None
     grid = (int(ss.get("data_grid_rows", 0)), int(ss.get("data_grid_cols", 0)))
     notes: list[str] = []
+    data = upload.getvalue()
+    if not as_records and is_release_export(data):
+        try:
+            released = ui.add_released(data, upload.name)
+        except ValueError as err:
+            ss.flash_error = f"Could not read {upload.name}: {err}"
+            return
+        ss.data_notices = [f"Loaded {upload.name} as a released dataset ({released.values.size:,} {released.kind})."]
+        return
     try:
         edges = ss.get("data_edges") if as_records and mode == "bin edges" else None  # parsed in core (bin_edges)
-        hist = ui.add_upload(upload.getvalue(), upload.name, column=column or None, bins=bins, edges=edges,
+        hist = ui.add_upload(data, upload.name, column=column or None, bins=bins, edges=edges,
                              grid_shape=grid if not as_records and min(grid) > 0 else None, notes=notes)
     except ValueError as err:
         ss.flash_error = f"Could not read {upload.name}: {err}"
@@ -37,6 +47,12 @@ with ui.guard():
     st.markdown(f"**Start here:** grey bars are the true counts of **{hist.name}**; the coloured line is what a "
                 "differentially private release at the chosen ε would publish. Pick another dataset in the sidebar "
                 "or upload yours below, then go on to Workloads → Compare → Choose epsilon → Release.")
+    released = ui.released_data()
+    if released is not None:
+        st.info(POST_PROCESSING + " Negative values are shown clipped at 0 in the charts (also post-processing).")
+        with st.expander("Metadata of this release", expanded=True):
+            st.dataframe([{"field": k, "value": str(v)} for k, v in released.metadata.items()], hide_index=True,
+                         key="data_released_metadata")
     summary = hist.summary()
     cols = st.columns(5)
     cols[0].metric("Bins", f"{summary['bins']:,}")

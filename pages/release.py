@@ -30,7 +30,7 @@ def spend_and_release() -> None:
     settings = ui.mechanism_settings(name, key="release", render=False)
     number = len(st.session_state.releases) + 1
     label = f"release #{number}: {name}"
-    if not ui.ledger().fits(Budget(epsilon)):
+    if ui.released_data() is None and not ui.ledger().fits(Budget(epsilon)):
         ui.charge(label, epsilon)  # refused: flashes the message naming the remaining budget
         return
     _, refusal = ui.run_check(name, settings, ui.workload())
@@ -96,6 +96,9 @@ with ui.guard():
                f"neighbours: {NEIGHBOURING}. Each click spends budget; "
                f"remaining ε = {led.remaining.epsilon:.4g}.")
     ui.show_handoff(ui.apply_handoff("release"))
+    if ui.released_data() is not None:
+        st.info("This dataset is an earlier release (already private): releasing from it again is "
+                "post-processing, so it spends no budget.")
     for key, default in (("release_epsilon", 1.0), ("release_noise_path", "secure")):
         st.session_state.setdefault(key, default)  # defaults via the session so a loaded config can set them
     left, right = st.columns(2)
@@ -208,7 +211,7 @@ with ui.guard():
             cols[0].info(f"Release #{number} is a {SIMULATION_LABEL}: nothing to download.")
         else:
             meta = {"workload": entry["workload"], "noise_path": entry["noise_path"],
-                    "noise_sampler": entry.get("noise_sampler"), "dataset": entry["dataset"],
+                    "noise_sampler": entry.get("noise_sampler"), "dataset": ui.dataset_file(entry["dataset"]),
                     "export_id": entry.get("export_id")}
             cols[0].download_button("Released histogram (CSV)", release_to_csv(release, labels),
                                     f"dplens-release-{number}.csv", "text/csv", key="release_csv", on_click="ignore",

@@ -105,3 +105,24 @@ def test_several_targets_give_least_epsilon_per_mechanism_and_the_best_split():
     assert abs(best - split["ε share"].sum()) < 1e-3
     at.button(key="targets_use").click().run()
     assert not at.exception and at.session_state.epsilon_handoff["target"] == "2 targets, best split"
+
+
+def test_a_loaded_export_is_marked_already_private_and_releasing_from_it_spends_nothing():
+    from core.released import ReleasedData
+
+    released = ReleasedData(np.array([-1.5, 4.2, 0.3]), "counts", (), {"mechanism": "identity", "epsilon": 1.0},
+                            "dplens-release-1.json")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["released"] = {"released:r1": released}
+    at.session_state["uploads"] = {"released:r1": released.as_histogram()}
+    at.session_state["dataset_key"] = "released:r1"
+    at.run()
+    assert not at.exception
+    assert any("post-processing" in i.value for i in at.info)
+    assert any("identity" in str(d.value.to_dict()) for d in at.dataframe)
+    at.switch_page("pages/release.py").run()
+    before = at.session_state.ledger.remaining.epsilon
+    at.selectbox(key="release_mechanism").set_value("identity").run()
+    at.button(key="release_spend").click().run()
+    assert not at.exception and at.session_state.releases
+    assert at.session_state.ledger.remaining.epsilon == before

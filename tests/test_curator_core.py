@@ -63,3 +63,37 @@ def test_several_targets_need_at_least_one():
 
     with pytest.raises(ValueError, match="at least one accuracy target"):
         epsilon_for_targets([MECHANISMS["identity"]], [])
+
+
+def test_export_round_trip_gives_identical_values_and_metadata():
+    import numpy as np
+
+    from core.export import release_to_csv, release_to_json
+    from core.mechanisms import MECHANISMS
+    from core.noise import noise_sampler, noise_source
+    from core.released import load_release
+    from core.workloads import Prefix
+
+    counts = np.array([5.0, 0, 3, 9])
+    rng = noise_source("secure")
+    release = MECHANISMS["hb"].run(counts, Prefix(4), 0.7, rng)
+    text = release_to_json(release, workload="prefix", noise_path="secure", dataset="ages.csv",
+                           labels=["a", "b", "c", "d"], noise_sampler=noise_sampler(rng), export_id="x1")
+    back = load_release(text.encode(), "dplens-release-1.json")
+    np.testing.assert_array_equal(back.values, release.estimate)
+    assert back.labels == ("a", "b", "c", "d")
+    original = __import__("json").loads(text)
+    assert back.metadata == {k: v for k, v in original.items() if k not in ("counts", "labels")}
+    assert back.metadata["dataset"] == "ages.csv" and "No seed is kept" in back.metadata["noise"]
+    assert "seed" not in back.metadata
+    csv_back = load_release(release_to_csv(release, ["a", "b", "c", "d"]), "r.csv")
+    np.testing.assert_allclose(csv_back.values, release.estimate, rtol=1e-9)
+    assert (csv_back.as_histogram().vector >= 0).all()
+
+
+def test_a_plain_histogram_is_not_taken_for_a_release():
+    from core.released import is_release_export, load_release
+
+    assert not is_release_export(b"bin,count\n0,3\n1,0\n")
+    with pytest.raises(ValueError, match="not a dplens export"):
+        load_release(b"label,count\na,3\n")

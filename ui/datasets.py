@@ -11,6 +11,7 @@ import streamlit as st
 from core.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
 from core.domain import Histogram
 from core.fingerprint import dataset_fingerprint, records_fingerprint
+from core.released import ReleasedData, load_release
 from core.transform import coarsen, rescale
 from ui.state import init_state
 
@@ -25,7 +26,8 @@ def dataset_choices() -> dict[str, str]:
         for path in sorted(DPBENCH_DIR.glob("*.csv")):
             choices[f"dpbench:{path.stem}"] = f"{path.stem} — DPBench, 4096 bins"
     for key, hist in st.session_state.get("uploads", {}).items():
-        kind = "derived" if key.startswith("derived:") else "uploaded"
+        kind = ("derived" if key.startswith("derived:") else "released, already private"
+                if key.startswith("released:") else "uploaded")
         choices[key] = f"{hist.name} — {kind}, {hist.domain.size:,} cells"
     return choices
 
@@ -83,8 +85,32 @@ def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: i
     if column:
         st.session_state.ledger_parents[key] = records_fingerprint(data)
     st.session_state.uploads[key] = hist
+    st.session_state.setdefault("upload_files", {})[key] = Path(filename).name  # exports name the file
     st.session_state.dataset_key = key
     return hist
+
+
+def add_released(data: bytes, filename: str) -> ReleasedData:
+    """Keep a dplens export as an already-private dataset (``released:…``); select it when it is a histogram."""
+    released = load_release(data, filename)
+    key = f"released:{hashlib.sha1(data).hexdigest()[:12]}"
+    st.session_state.setdefault("released", {})[key] = released
+    st.session_state.setdefault("upload_files", {})[key] = Path(filename).name
+    if released.kind == "counts":
+        st.session_state.uploads[key] = released.as_histogram()
+        st.session_state.dataset_key = key
+    return released
+
+
+def released_data() -> ReleasedData | None:
+    """The current dataset's released values and metadata when it is a loaded export, else None."""
+    init_state()
+    return st.session_state.get("released", {}).get(st.session_state.dataset_key)
+
+
+def dataset_file(key: str) -> str:
+    """The file name behind a dataset key (uploads), or the sample's name: what exports call the dataset."""
+    return st.session_state.get("upload_files", {}).get(key) or key.partition(":")[2] or key
 
 
 def add_derived(hist: Histogram) -> Histogram:

@@ -49,6 +49,9 @@ def charge(label: str, epsilon: float, *, mechanism: str | None = None, workload
     charging the same data at once never overspend.
     """
     init_state()
+    if str(st.session_state.get("dataset_key", "")).startswith("released:"):  # post-processing: free
+        st.session_state.release_counter += 1
+        return True
     try:
         st.session_state.ledger = LedgerStore().spend(
             ledger_key(), label, Budget(float(epsilon)), mechanism=mechanism or label.rpartition(": ")[2],

@@ -13,6 +13,7 @@ from core.ledger_store import new_export_id
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.noise import NOISE_PATHS, noise_sampler, noise_source
 from core.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
+from core.recipe import recipe_notebook, recipe_script
 
 SHOWN_QUERIES = 40      # workload answers drawn with error bars
 SIMULATION_TRIALS = 20  # re-runs behind the simulated intervals (simulation stream, never charged)
@@ -224,6 +225,19 @@ with ui.guard():
         cols[2].download_button("Release history (CSV)", history_to_csv(history), "dplens-history.csv",
                                 "text/csv", key="release_history_csv", on_click="ignore",
                                 help="One row per charge (never a seed).")
+        recipe = {"mechanism": entry["mechanism"], "settings": output["settings"], "workload": entry["workload"],
+                  "epsilon": float(entry["epsilon"])}
+        try:
+            cols = st.columns(3)
+            cols[0].download_button("Recipe (Python script)", recipe_script(**recipe), "dplens_recipe.py",
+                                    "text/x-python", key="release_recipe_py", on_click="ignore",
+                                    help="Re-runs this configuration through dplens on a file you name; the data "
+                                         "is not in it. Secure noise: new values, same metadata.")
+            cols[1].download_button("Recipe (Jupyter notebook)", recipe_notebook(**recipe), "dplens_recipe.ipynb",
+                                    "application/x-ipynb+json", key="release_recipe_ipynb", on_click="ignore",
+                                    help="The same recipe as a notebook.")
+        except ValueError as err:
+            st.caption(f"No recipe for this release: {err}.")
         if not simulation:
             for fig_name, fig in figures.items():
                 st.caption(f"Chart: {fig_name} (shows the true data too: for the curator's own use)")

@@ -126,3 +126,12 @@ def test_a_loaded_export_is_marked_already_private_and_releasing_from_it_spends_
     at.button(key="release_spend").click().run()
     assert not at.exception and at.session_state.releases
     assert at.session_state.ledger.remaining.epsilon == before
+
+
+def test_release_offers_the_recipe_script_and_notebook():
+    at = open_page("pages/release.py")
+    at.selectbox(key="release_mechanism").set_value("identity").run()
+    at.button(key="release_spend").click().run()
+    assert not at.exception
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Recipe (Python script)" in labels and "Recipe (Jupyter notebook)" in labels

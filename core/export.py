@@ -67,8 +67,11 @@ def _number(value: float) -> str:
     return f"{float(value):.10g}"
 
 
-def release_to_csv(release: Release, labels: Sequence[str] | None = None) -> bytes:
-    """CSV ``bin,count`` of the released histogram, or ``query,answer`` when there is no estimate."""
+def release_to_csv(release: Release, labels: Sequence[str] | None = None, intervals=None) -> bytes:
+    """CSV ``bin,count`` of the released histogram, or ``query,answer`` when there is no estimate.
+
+    ``intervals`` (``core.intervals.Intervals``) adds the columns ``lower,upper,level``.
+    """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     if release.estimate is not None:
@@ -78,9 +81,11 @@ def release_to_csv(release: Release, labels: Sequence[str] | None = None) -> byt
         labels = None
     if labels is not None and len(labels) != len(values):
         raise ValueError(f"{len(labels)} labels for {len(values)} released values")
-    writer.writerow(header)
+    writer.writerow(header + (("lower", "upper", "level") if intervals is not None else ()))
     for i, value in enumerate(values):
-        writer.writerow((_csv_text(labels[i]) if labels is not None else i, _number(value)))
+        extra = () if intervals is None else (_number(intervals.lower[i]), _number(intervals.upper[i]),
+                                              _number(intervals.level))
+        writer.writerow((_csv_text(labels[i]) if labels is not None else i, _number(value), *extra))
     return buffer.getvalue().encode()
 
 
@@ -138,7 +143,7 @@ def _jsonable(value: object) -> object:
 
 def release_to_json(release: Release, *, workload: str, noise_path: str, dataset: str | None = None,
                     labels: Sequence[str] | None = None, noise_sampler: str | None = None,
-                    export_id: str | None = None) -> str:
+                    export_id: str | None = None, intervals=None) -> str:
     """JSON with the metadata and the released values (``counts`` or ``answers``); secure releases only."""
     doc = release_metadata(release, workload=workload, noise_path=noise_path, dataset=dataset,
                            noise_sampler=noise_sampler, export_id=export_id)
@@ -148,6 +153,9 @@ def release_to_json(release: Release, *, workload: str, noise_path: str, dataset
             doc["labels"] = [neutralise(v) for v in labels]
     else:
         doc["answers"] = [float(v) for v in release.answers]
+    if intervals is not None:  # core.intervals.Intervals, from the released output only
+        doc.update(lower=[float(v) for v in intervals.lower], upper=[float(v) for v in intervals.upper],
+                   level=intervals.level, simultaneous=intervals.simultaneous, interval_method=intervals.method)
     return json.dumps(doc, indent=1, allow_nan=False)
 
 

@@ -82,7 +82,7 @@ def _json_export(data: bytes) -> dict | None:
 def _csv_export(data: bytes) -> tuple[str, list[str], np.ndarray] | None:
     text = data.decode("utf-8-sig", errors="replace")
     rows = list(csv.reader(io.StringIO(text)))
-    if not rows or [c.strip().lower() for c in rows[0]] not in (["bin", "count"], ["query", "answer"]):
+    if not rows or [c.strip().lower() for c in rows[0][:2]] not in (["bin", "count"], ["query", "answer"]):
         return None
     try:
         values = np.array([float(r[1]) for r in rows[1:] if r], dtype=float)
@@ -112,7 +112,7 @@ def load_release(data: bytes, filename: str | None = None) -> ReleasedData:
         labels = tuple(str(v) for v in doc.get("labels") or ())
         if labels and len(labels) != values.size:
             raise ValueError(f"the export has {len(labels)} labels for {values.size} values")
-        metadata = {k: v for k, v in doc.items() if k not in ("counts", "answers", "labels")}
+        metadata = {k: v for k, v in doc.items() if k not in ("counts", "answers", "labels", "lower", "upper")}
         return ReleasedData(values, kind, labels, metadata, name)
     found = _csv_export(data)
     if found is None:

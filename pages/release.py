@@ -9,6 +9,7 @@ import ui
 from core.budget import Budget
 from core.config import config_to_json, parse_config
 from core.export import SIMULATION_LABEL, history_to_csv, release_to_csv, release_to_json
+from core.intervals import release_intervals
 from core.ledger_store import new_export_id
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.noise import NOISE_PATHS, noise_sampler, noise_source
@@ -17,6 +18,7 @@ from core.recipe import recipe_notebook, recipe_script
 
 SHOWN_QUERIES = 40      # workload answers drawn with error bars
 SIMULATION_TRIALS = 20  # re-runs behind the simulated intervals (simulation stream, never charged)
+EXPORT_INTERVAL_TRIALS = 100  # re-runs on the released output behind the exported intervals
 AUTO_SIMULATION_SECONDS = 3.0  # simulate automatically when the re-runs should take at most this long
 
 
@@ -63,6 +65,36 @@ def spend_and_release() -> None:
     st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds}
     st.session_state.release_show = number
     ui.save_workspace()  # the history survives a reload even if this run is cut short
+
+
+def export_intervals(number: int, simultaneous: bool) -> None:
+    """Intervals for release ``number`` from its released values only (never the true data); kept for export."""
+    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
+    rng = np.random.default_rng([int(st.session_state.seed), ui.SIMULATION_STREAM, 8, number])
+    mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
+    try:
+        intervals = release_intervals(mechanism, output["release"], ui.workload(), simultaneous=simultaneous,
+                                      trials=EXPORT_INTERVAL_TRIALS, rng=rng)
+    except Exception as err:  # noqa: BLE001 - the export goes without intervals; never a raw traceback
+        st.session_state.flash_error = f"No intervals for release #{number}: {str(err).splitlines()[0]}"
+        return
+    output.setdefault("export_intervals", {})[simultaneous] = intervals
+
+
+def rerun_seconds(number: int) -> float:
+    """Seconds for one re-run of release ``number`` on its own released output (sizes the interval work)."""
+    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
+    release = output["release"]
+    stand_in = np.clip(release.estimate, 0, None) if release.estimate is not None else None
+    if stand_in is None:
+        return output["seconds"]
+    started = time.perf_counter()
+    try:
+        configure(MECHANISMS[entry["mechanism"]], output["settings"]).run(
+            stand_in, ui.workload(), entry["epsilon"], np.random.default_rng([int(st.session_state.seed), 9]))
+    except Exception:  # noqa: BLE001 - only a timing probe; the interval step reports real errors
+        return output["seconds"]
+    return time.perf_counter() - started
 
 
 def load_config() -> None:
@@ -207,6 +239,26 @@ with ui.guard():
             st.plotly_chart(figures["answers"], key="release_answers_chart")
         st.subheader("Export")
         labels = hist.bin_labels() if same_inputs and release.estimate is not None else None
+        intervals = None
+        if not simulation:
+            left, right = st.columns(2)
+            together = left.toggle("Simultaneous intervals (all values at once)", key="release_simultaneous",
+                                   help="Off: each value's interval holds with 95 % probability. On: all of them "
+                                        "hold together with 95 % probability (wider).")
+            cache = output.setdefault("export_intervals", {})
+            if "rerun_seconds" not in output:  # one re-run on the simulation path (the secure run's time
+                output["rerun_seconds"] = rerun_seconds(number)  # includes loading OpenDP once)
+            if together not in cache and output["rerun_seconds"] * EXPORT_INTERVAL_TRIALS <= AUTO_SIMULATION_SECONDS:
+                with st.spinner("Computing intervals from the released values…"):
+                    export_intervals(number, together)
+            elif together not in cache:
+                right.button(f"Compute intervals for the export (about "
+                             f"{output['rerun_seconds'] * EXPORT_INTERVAL_TRIALS:.0f} s)", key="release_intervals",
+                             on_click=export_intervals, args=(number, together))
+            intervals = cache.get(together)
+            if intervals is not None:
+                st.caption(f"Exports carry `lower`, `upper` and `level` = {intervals.level:g} for every value. "
+                           f"Method: {intervals.method}.")
         cols = st.columns(3)
         if simulation:
             cols[0].info(f"Release #{number} is a {SIMULATION_LABEL}: nothing to download.")
@@ -214,10 +266,10 @@ with ui.guard():
             meta = {"workload": entry["workload"], "noise_path": entry["noise_path"],
                     "noise_sampler": entry.get("noise_sampler"), "dataset": ui.dataset_file(entry["dataset"]),
                     "export_id": entry.get("export_id")}
-            cols[0].download_button("Released histogram (CSV)", release_to_csv(release, labels),
+            cols[0].download_button("Released histogram (CSV)", release_to_csv(release, labels, intervals),
                                     f"dplens-release-{number}.csv", "text/csv", key="release_csv", on_click="ignore",
                                     help="Only the released values: bin,count (or query,answer).")
-            cols[1].download_button("Release with metadata (JSON)", release_to_json(release, labels=labels, **meta),
+            cols[1].download_button("Release with metadata (JSON)", release_to_json(release, labels=labels, intervals=intervals, **meta),
                                     f"dplens-release-{number}.json", "application/json", key="release_json",
                                     on_click="ignore",
                                     help="Mechanism, params, ε, privacy loss, neighbours, workload, noise path "

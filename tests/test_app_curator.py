@@ -135,3 +135,22 @@ def test_release_offers_the_recipe_script_and_notebook():
     assert not at.exception
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Recipe (Python script)" in labels and "Recipe (Jupyter notebook)" in labels
+
+
+def test_release_exports_intervals_with_their_method():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["dataset_key"] = "sample:tips-bill"  # 51 bins and prefixes: 100 secure re-runs are quick
+    at.session_state["workload_spec"] = "prefix"
+    at.run()
+    at.switch_page("pages/release.py").run()
+    at.selectbox(key="release_mechanism").set_value("hb").run()
+    at.button(key="release_spend").click().run()
+    assert not at.exception
+    if any(b.key == "release_intervals" for b in at.button):  # slower than the automatic limit
+        at.button(key="release_intervals").click().run()
+    assert any("Method: simulation from the released output only" in c.value for c in at.caption)
+    at.toggle(key="release_simultaneous").set_value(True).run()
+    if any(b.key == "release_intervals" for b in at.button):
+        at.button(key="release_intervals").click().run()
+    assert not at.exception
+    assert any("max of the noise" in c.value for c in at.caption)

@@ -97,3 +97,47 @@ def test_a_plain_histogram_is_not_taken_for_a_release():
     assert not is_release_export(b"bin,count\n0,3\n1,0\n")
     with pytest.raises(ValueError, match="not a dplens export"):
         load_release(b"label,count\na,3\n")
+
+
+@pytest.mark.statistical
+def test_intervals_from_the_released_output_cover_the_truth():
+    import numpy as np
+
+    from core.intervals import release_intervals
+    from core.mechanisms import MECHANISMS
+    from core.workloads import Prefix
+
+    rng = np.random.default_rng(17)
+    truth = rng.integers(0, 50, size=256).astype(float)
+    release = MECHANISMS["hb"].run(truth, Prefix(256), 1.0, rng)
+    each = release_intervals(MECHANISMS["hb"], release, Prefix(256), trials=100, rng=rng)
+    covered = np.mean((each.lower <= truth) & (truth <= each.upper))
+    assert 0.88 <= covered <= 0.99 and "data-independent" in each.method
+    joint = release_intervals(MECHANISMS["hb"], release, Prefix(256), simultaneous=True, trials=100, rng=rng)
+    assert np.mean(joint.upper - joint.lower) > np.mean(each.upper - each.lower)
+    all_covered = []
+    for _ in range(10):  # all bins at once hold with probability 0.95: at least 8 of 10 releases
+        again = MECHANISMS["hb"].run(truth, Prefix(256), 1.0, rng)
+        joint = release_intervals(MECHANISMS["hb"], again, Prefix(256), simultaneous=True, trials=100, rng=rng)
+        all_covered.append(bool(np.all((joint.lower <= truth) & (truth <= joint.upper))))
+    assert sum(all_covered) >= 8
+    lap = release_intervals(MECHANISMS["laplace-on-answers"], MECHANISMS["laplace-on-answers"].run(
+        truth, Prefix(256), 1.0, rng), Prefix(256), simultaneous=True)
+    assert lap.method == "exact Laplace quantiles (Bonferroni over all values)"
+
+
+def test_exports_carry_lower_upper_level():
+    import json
+
+    import numpy as np
+
+    from core.export import release_to_csv, release_to_json
+    from core.intervals import release_intervals
+    from core.mechanisms import MECHANISMS
+    from core.workloads import Identity
+
+    release = MECHANISMS["identity"].run(np.array([3.0, 1.0]), Identity(2), 1.0, np.random.default_rng(0))
+    iv = release_intervals(MECHANISMS["identity"], release, Identity(2))
+    assert release_to_csv(release, None, iv).decode().splitlines()[0] == "bin,count,lower,upper,level"
+    doc = json.loads(release_to_json(release, workload="identity", noise_path="secure", intervals=iv))
+    assert len(doc["lower"]) == len(doc["upper"]) == 2 and doc["level"] == 0.95

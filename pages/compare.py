@@ -38,12 +38,12 @@ with ui.guard():
     st.caption(f"Dataset **{hist.name}** ({hist.domain.size:,} cells, {hist.total:,.0f} records) · workload "
                f"`{ui.workload_spec()}` ({workload.shape[0]:,} queries). Exploration only: nothing here spends budget.")
     with st.form("compare_form"):
-        left, right = st.columns(2)
-        names = left.multiselect("Mechanisms", list(MECHANISMS),
+        names = st.multiselect("Mechanisms", list(MECHANISMS),
                                  default=[m for m in DEFAULT_MECHANISMS if m in MECHANISMS], key="compare_mechanisms",
                                  help="Every mechanism in the registry; identity and uniform are always added "
                                       "as references. mm-opt optimises a strategy once per workload (seconds; "
                                       f"at most {MM_OPT_MAX_CELLS:,} cells); ugrid and agrid need 2-D data.")
+        left, right = st.columns(2)  # the mechanisms get the full width, so no chip is hidden
         metrics = right.multiselect("Metrics", list(METRIC_LABELS), default=["mae", "rmse"],
                                     format_func=METRIC_LABELS.get, key="compare_metrics",
                                     help="Per-query errors on the workload answers; KLD compares histograms.")
@@ -59,7 +59,8 @@ with ui.guard():
     results = ui.cached_sweep(*args)
     if submitted and (results is None or results.attrs.get("stopped")):
         stop_column, bar_column = st.columns([1, 6])
-        stop_column.button("Stop", key="compare_stop", help="Stop the sweep; the runs finished so far are kept.")
+        stop_slot = stop_column.empty()  # emptied when the sweep ends: no Stop button for a finished run
+        stop_slot.button("Stop", key="compare_stop", help="Stop the sweep; the runs finished so far are kept.")
         bar = bar_column.progress(0.0, text="running…")
 
         def show_progress(done: int, total: int, name: str) -> None:
@@ -68,8 +69,14 @@ with ui.guard():
 
         results = ui.sweep(*args, progress=show_progress)
         bar.empty()
+        stop_slot.empty()
     if results is None:
-        st.info("Choose mechanisms and press **Run comparison**. Identity and uniform are added as references.")
+        st.info("Choose mechanisms and press **Run comparison**. Identity and uniform are added as references. "
+                "Meanwhile, the analytic expectation of the data-independent ones (no noise drawn):")
+        with st.spinner("computing the analytic error curves…"):
+            preview = ui.analytic_figure(names, epsilons, hist.domain.shape)
+        if preview is not None:
+            st.plotly_chart(preview, key="compare_analytic")
         st.stop()
     if results.attrs.get("stopped"):
         reason = results.attrs.get("stop_reason") or "stopped"

@@ -154,3 +154,11 @@ def test_release_exports_intervals_with_their_method():
         at.button(key="release_intervals").click().run()
     assert not at.exception
     assert any("max of the noise" in c.value for c in at.caption)
+
+
+def test_compare_first_screen_shows_analytic_curves_before_run():
+    at = open_page("pages/compare.py")
+    assert not at.exception
+    spec = _figure(at)
+    assert "identity(analytic)" in spec and "hb(analytic)" in spec and "dawa" not in spec
+    assert "rootmeansquarederrorperquery(records)" in spec

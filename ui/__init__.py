@@ -17,6 +17,7 @@ One concept per module; pages and app.py call ``ui.<name>`` through the re-expor
 - ``workspace``: the working set saved in the store under the URL's workspace id
 """
 
+from ui.analytic import analytic_figure
 from ui.chart_controls import histogram_view_controls
 from ui.chart_export import figure_downloads
 from ui.charts import (
@@ -83,7 +84,7 @@ from ui.workspace import open_workspace, save_workspace
 
 __all__ = [
     "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "EPSILON_TITLE", "METRIC_AXIS_TITLES", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
-    "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_released", "add_upload", "apply_config", "apply_handoff", "budget_warning",
+    "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "analytic_figure", "add_released", "add_upload", "apply_config", "apply_handoff", "budget_warning",
     "cached_sweep", "charge", "data_extent", "dataset_choices", "dataset_file", "default_workload_spec", "derive_dataset",
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
     "histogram_view_controls", "init_state", "interval_figure", "is_script_control", "ledger", "ledger_key",

@@ -66,11 +66,14 @@ with ui.guard():
                                  "bin. A preview only: nothing is charged or exported.")
     with right:
         view = ui.histogram_view_controls(hist, key="data_view")
+    if released is not None:
+        view["truth_label"] = "released values (negatives shown as 0)"
     preview = ui.preview_release(epsilon)
     label = f"noisy release (identity, ε={epsilon:g})"
     if len(hist.domain.shape) == 2:
         left, right = st.columns(2)
-        left.plotly_chart(ui.histogram_figure(hist, **view), key="data_chart")
+        left.plotly_chart(ui.histogram_figure(hist, **{k: v for k, v in view.items() if k != "truth_label"}),
+                          key="data_chart")
         right.plotly_chart(ui.histogram_figure(hist, preview, label, "identity", **view), key="data_preview")
     else:
         st.plotly_chart(ui.histogram_figure(hist, preview, label, "identity", **view), key="data_chart")

@@ -100,7 +100,7 @@ def _log_colour(z: np.ndarray) -> tuple[np.ndarray, dict]:
 
 def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label: str = "released",
                      mechanism: str | None = None, *, selectable: bool = False, log_y: bool = False,
-                     zoom: bool = False, log_colour: bool = False) -> go.Figure:
+                     zoom: bool = False, log_colour: bool = False, truth_label: str = "true counts") -> go.Figure:
     """Bars of the true counts (1-D) or a heatmap (2-D); a released estimate is overlaid as a line.
 
     Large histograms are summed into at most MAX_BARS bars (MAX_SIDE_2D heatmap cells per side) for
@@ -136,7 +136,7 @@ def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label:
     else:
         y, k = downsample(hist.vector, MAX_BARS)
         x = np.arange(y.size) * k
-        fig = go.Figure(go.Bar(x=x, y=y, name="true counts", marker_color=TRUE_COLOUR, opacity=0.6))
+        fig = go.Figure(go.Bar(x=x, y=y, name=truth_label, marker_color=TRUE_COLOUR, opacity=0.6))
         if estimate is not None:
             fig.add_trace(go.Scatter(x=x, y=downsample(np.asarray(estimate, dtype=float).ravel(), MAX_BARS)[0],
                                      name=label, mode="lines", line={"width": 1, "color": mechanism_colour(

@@ -6,6 +6,7 @@ import streamlit as st
 import ui
 from core.experiment import regret, replay, summarise
 from core.mechanisms import MECHANISMS
+from core.mechanisms.lrm import MAX_CELLS as LRM_MAX_CELLS
 from core.mechanisms.matrix import MAX_CELLS as MM_OPT_MAX_CELLS
 from core.metrics import HISTOGRAM_METRICS, METRIC_LABELS, METRICS
 from core.views import count_buckets
@@ -42,7 +43,8 @@ with ui.guard():
                                  default=[m for m in DEFAULT_MECHANISMS if m in MECHANISMS], key="compare_mechanisms",
                                  help="Every mechanism in the registry; identity and uniform are always added "
                                       "as references. mm-opt optimises a strategy once per workload (seconds; "
-                                      f"at most {MM_OPT_MAX_CELLS:,} cells); ugrid and agrid need 2-D data.")
+                                      f"at most {MM_OPT_MAX_CELLS:,} cells), and so does lrm (cubic in n; "
+                                      f"at most {LRM_MAX_CELLS:,} cells and about a minute of work); ugrid and agrid need 2-D data.")
         left, right = st.columns(2)  # the mechanisms get the full width, so no chip is hidden
         metrics = right.multiselect("Metrics", list(METRIC_LABELS), default=["mae", "rmse"],
                                     format_func=METRIC_LABELS.get, key="compare_metrics",

@@ -7,7 +7,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
+from core.domain import Histogram
 from core.literal import DEMOS, NOT_DP, labelled, run_demo
+from core.mechanisms.lrm import LRM
 from core.mechanisms.om import om_decompose, structure_table
 from core.mechanisms.wda import WDA, division_table, expected_error
 from core.mechanisms.xiao import NOT_DP_LABEL, literal_max_distribution_not_dp, max_query_distribution
@@ -28,11 +30,13 @@ GGS_EXAMPLE = np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000])  # spec §4(e)
 CURRENT = "current workload (Workloads page)"
 SHOW_MATRICES = 400  # entries of W up to which W, W̃ and B are shown in full
 PAPER_DATA = "the paper's data (default)"
+SESSION_DATA = "the current dataset (Data page)"
 AUDIT_RUNS = 2000  # per side: enough for every literal variant to exceed ε (tests/test_literal.py), ~1–5 s
 
 
-@st.cache_data(max_entries=8, show_spinner="Running the reproduction (a few seconds to a minute)…")
-def reproduction(name: str, seed: int, data: str | None, epsilons: str, trials: int | None):
+@st.cache_data(max_entries=8, show_spinner="Running the reproduction (a few seconds to a minute)…",
+               hash_funcs={Histogram: lambda h: (h.name, h.counts.tobytes(), h.counts.shape)})
+def reproduction(name: str, seed: int, data, epsilons: str, trials: int | None):
     return run_reproduction(name, data=data, epsilons=epsilons or None, trials=trials, seed=seed)
 
 
@@ -81,8 +85,9 @@ def show_literal_variants(name: str) -> None:
 def show_reproduction(name: str) -> None:
     st.subheader("Reproduction")
     left, middle, right = st.columns(3)
-    choice = left.selectbox("Data", [PAPER_DATA, *data_choices()], key=f"papers_data_{name}",
-                            help="A bundled sample or a DPBench histogram (python -m core reproduce --data).")
+    choice = left.selectbox("Data", [PAPER_DATA, SESSION_DATA, *data_choices()], key=f"papers_data_{name}",
+                            help="The dataset chosen or uploaded on the Data page, a bundled sample or a DPBench "
+                                 "histogram (python -m core reproduce --data FILE|NAME).")
     epsilons = middle.text_input("ε values (comma-separated; empty = the paper's)", "", key=f"papers_eps_{name}",
                                  help="α for Xiao et al.; Table 3's ε for Zhao.")
     trials = right.number_input("Trials (0 = the default)", 0, 200, 0, key=f"papers_trials_{name}")
@@ -92,8 +97,8 @@ def show_reproduction(name: str) -> None:
         st.caption(f"Same as `python -m core reproduce {name} --output DIR [--data D] [--epsilons E] [--trials T]` "
                    "(CSV + HTML).")
         return
-    result = reproduction(name, int(st.session_state.seed), None if choice == PAPER_DATA else choice,
-                          epsilons.strip(), int(trials) or None)
+    data = None if choice == PAPER_DATA else ui.histogram() if choice == SESSION_DATA else choice
+    result = reproduction(name, int(st.session_state.seed), data, epsilons.strip(), int(trials) or None)
     st.markdown(f"**The paper claims:** {result.claim}\n\n**We measure:** {result.measure}\n\n**Data:** {result.data}")
     st.markdown("**Verdicts** — one per claim, with the paper's number and ours:")
     verdicts = verdict_table(result)
@@ -106,6 +111,19 @@ def show_reproduction(name: str) -> None:
     for key, table in (result.tables | {"verdicts": verdicts, "readings": reading_table(result)}).items():
         st.download_button(f"Download {key} (CSV)", table.to_csv(index=False).encode(), f"{name}-{key}.csv",
                            "text/csv", key=f"papers_csv_{name}_{key}")
+
+
+def show_lrm(workload, om_total: float) -> None:
+    """The OM paper's main comparator on the same workload: LRM's factorisation W = BL and its exact error."""
+    with st.expander("LRM on this workload (Yuan et al. 2012, the paper's main comparator)"):
+        try:
+            f = LRM().factorisation(workload)
+        except ValueError as err:
+            st.info(f"LRM cannot factorise this workload: {err}")
+            return
+        st.write(f"rank(W) = {f.rank} · L has r = {f.strategy.shape[0]} rows · Δ₁(L) = {f.sensitivity:.4g} · "
+                 f"tr(BᵀB) = {f.trace:.5g} · total squared error at ε = 1: {f.expected_total_mse(1.0):.5g} "
+                 f"(OM {om_total:.5g}) · optimiser: {f.note}")
 
 
 ui.init_state()
@@ -163,9 +181,11 @@ with ui.guard():
             st.write(f"{len(factorisation.groups)} groups (atoms of columns): {atoms}"
                      f"{' …' if len(factorisation.groups) > 30 else ''} · S̃ = {factorisation.sensitivity:g} · "
                      f"total squared error at ε = 1: {factorisation.expected_total_mse(1.0):.5g}")
+            show_lrm(workload, factorisation.expected_total_mse(1.0))
         show_readings("om")
         show_literal_variants("om")
         show_reproduction("om")
+        show_reproduction("om-times")
 
     with sreb_tab:
         st.markdown("**SReB_GCA** sorts the bins by their *noisy* values, groups them greedily (GGS) so small "

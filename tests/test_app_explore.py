@@ -137,15 +137,37 @@ def test_rescale_and_coarsen_make_new_session_datasets():
     at.number_input(key="data_scale_total").set_value(1000)
     at.button(key="data_rescale").click().run()
     assert not at.exception
-    assert at.session_state.dataset_key.startswith("derived:")
+    assert at.session_state.dataset_key.startswith("scaled:")
     assert metrics(at)["Total"] == "1,000"
     assert metrics(at)["Bins"] == "4,096"
     at.number_input(key="data_coarsen_factor").set_value(4)
     at.button(key="data_coarsen").click().run()
     assert metrics(at)["Bins"] == "1,024"
     assert metrics(at)["Total"] == "1,000"
+    assert at.session_state.dataset_key.startswith("scaled:")  # coarsened from rescaled data: still rescaled
     derived = at.session_state.uploads[at.session_state.dataset_key]
     assert derived.name.endswith("(scaled to 1,000) (coarsened 4)")
+
+
+def test_no_budget_is_spent_on_rescaled_data_but_coarsened_data_charges_its_source():
+    """Upscaling multiplies one person's influence, so ε on rescaled data is not ε on the original."""
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.button(key="data_coarsen").click().run()  # coarsened: one person still moves one count by 1
+    at.switch_page("pages/release.py").run()
+    at.radio(key="release_noise_path").set_value("exploration").run()
+    at.number_input(key="release_epsilon").set_value(1.0)
+    at.button(key="release_spend").click().run()
+    assert at.session_state.ledger.spent.epsilon == pytest.approx(1.0)
+    at.switch_page("pages/data.py").run()
+    at.number_input(key="data_scale_total").set_value(100_000)
+    at.button(key="data_rescale").click().run()
+    at.switch_page("pages/release.py").run()
+    at.number_input(key="release_epsilon").set_value(1.0)
+    at.button(key="release_spend").click().run()
+    assert not at.exception
+    assert "rescaled" in at.error[0].value and "no budget spent" in at.error[0].value
+    assert at.session_state.ledger.spent.epsilon == pytest.approx(1.0)
+    assert len(at.session_state.releases) == 1
 
 
 def _run_small_sweep(at, mechanisms):

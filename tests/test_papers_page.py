@@ -66,6 +66,8 @@ def test_structures_follow_the_widgets():
     at.selectbox(key="papers_om_example").set_value("OM Algorithm 3 counterexample").run()
     assert not at.exception
     assert any("S̃ = 1" in m.value for m in at.markdown)
+    lrm = next(m.value for m in at.markdown if "tr(BᵀB)" in m.value)  # the LRM comparator on the same W
+    assert "rank(W) = 2" in lrm and "(OM 32)" in lrm
 
 
 def test_running_a_reproduction_shows_claim_verdicts_and_findings():
@@ -91,3 +93,15 @@ def test_structure_of_the_sessions_workload():
     at.selectbox(key="papers_wda_workload").set_value("current workload (Workloads page)").run()
     assert not at.exception
     assert any(m.label == "Average L1 error per query × ε" for m in at.metric)
+
+
+def test_a_reproduction_runs_on_the_sessions_dataset():
+    at = open_page()
+    at.selectbox(key="papers_data_sreb-gca").set_value("the current dataset (Data page)")
+    at.text_input(key="papers_eps_sreb-gca").set_value("1")
+    at.number_input(key="papers_trials_sreb-gca").set_value(1)
+    at.button(key="papers_run_sreb-gca").click().run()
+    assert not at.exception
+    assert any("Data:** dataset 'smooth'" in m.value for m in at.markdown)
+    verdicts = next(t.value for t in at.table if list(t.value.columns) == ["paper", "dplens", "verdict"])
+    assert len(verdicts) >= 3

@@ -18,6 +18,7 @@ from core.reproduce import (
     dpbench_dir,
     reading_table,
     reproduce_om,
+    reproduce_om_times,
     reproduce_sreb_gca,
     reproduce_wda,
     reproduce_xiao,
@@ -32,6 +33,7 @@ SMALL = {
                                    comparators=("mwem",), comparator_trials=1),
     "om": lambda d: reproduce_om(data_dir=d, m=20, n=60, taus=(0.2,), epsilons=(0.5, 1.0), trials=2,
                                  sweep_m=(10, 30), sweep_n=(40,)),
+    "om-times": lambda d: reproduce_om_times(m=20, n=60, sweep_m=(10, 20), sweep_n=(40, 60)),
     "sreb-gca": lambda d: reproduce_sreb_gca(data_dir=d, epsilons=(1.0,), trials=1, widths=(1, 50)),
     "xiao": lambda d: reproduce_xiao(data_dir=d, versions=3, queries=50, max_draws=1, queries_2d=200,
                                      versions_2d=2, parity_repetitions=101),
@@ -49,7 +51,7 @@ def test_small_reproduction_is_tidy_and_writes_csv_and_html(name, tmp_path):
     reproduction = small(name)
     assert set(REPRODUCTIONS) == set(SMALL)
     assert reproduction.claim and reproduction.measure and reproduction.findings
-    assert "sample" in reproduction.data
+    assert "sample" in reproduction.data or name == "om-times"  # timing the optimisations reads no data
     for table in reproduction.tables.values():
         assert isinstance(table, pd.DataFrame) and len(table) and "value" in table
         assert np.all(np.isfinite(table["value"]))
@@ -101,7 +103,7 @@ def test_verdict_rejects_an_unknown_kind_and_a_bare_holds_only():
 def test_om_at_tau_08_loses_to_mm_opt():
     reproduction = reproduce_om(data_dir=ABSENT, m=50, n=500, taus=(0.8,), epsilons=(1.0,), trials=1,
                                 sweep_m=(), sweep_n=())
-    assert reproduction.verdicts[0].label == "holds only against LM_W"
+    assert reproduction.verdicts[0].label == "holds only against LM_W, lrm"  # lrm (r < n) is also beaten
     assert "mm-opt" in reproduction.verdicts[0].dplens
 
 
@@ -110,6 +112,30 @@ def test_om_reproduction_shows_the_tie_with_identity():
     expected = table.groupby("mechanism").expected.first()
     assert expected["om"] == pytest.approx(expected["identity (cell noise)"])
     assert expected["LM_W (laplace-on-answers)"] > 3 * expected["om"]
+
+
+def test_om_reproduction_runs_lrm_and_judges_the_comparison():
+    reproduction = small("om")
+    expected = reproduction.tables["errors"].groupby("mechanism").expected.first()
+    assert expected["lrm"] > expected["om"]  # r = 1.2·rank(W) < n: LRM cannot reach cell Identity here
+    claims = {v.claim: v for v in reproduction.verdicts}
+    lowest = next(v for c, v in claims.items() if c.startswith("OM has the lowest error"))
+    assert "lrm" in lowest.dplens
+    assert "MM has the highest error of LM, MM, LRM and OM" in claims
+    assert "LRM not run" not in " ".join(v.dplens for v in reproduction.verdicts)
+
+
+def test_om_times_reproduction_times_every_mechanism_at_every_size():
+    reproduction = small("om-times")
+    times = reproduction.tables["times"]
+    assert set(times.mechanism) == {"om", "lrm", "mm-opt"}
+    assert len(times) == 3 * 4 and np.all(times.value >= 0)  # (20, 60) is in both sweeps, timed once
+    claims = {v.claim: v for v in reproduction.verdicts}
+    assert claims["the absolute times at n = 60"].verdict == "not reproducible"
+    assert "OM's decomposition is faster than LRM's optimisation (n = 60)" in claims
+    assert sum(c.startswith("time grows with") for c in claims) == 2
+    with_options = reproduce_om_times(data="tips-bill", trials=2, m=5, n=8, sweep_m=(5,), sweep_n=(), timed=("om",))
+    assert "do not apply" in with_options.data and len(with_options.tables["times"]) == 1
 
 
 def test_wda_reproduction_beats_lm_w_at_low_p():

@@ -45,6 +45,8 @@ from ui.config import apply_config, session_config
 from ui.datasets import (
     DPBENCH_DIR,
     RESCALE_STREAM,
+    RESCALED_PREFIX,
+    RESCALED_REFUSAL,
     add_derived,
     add_released,
     add_upload,
@@ -52,6 +54,7 @@ from ui.datasets import (
     dataset_file,
     derive_dataset,
     histogram,
+    is_rescaled,
     ledger_key,
     released_data,
 )
@@ -84,10 +87,10 @@ from ui.workspace import open_workspace, save_workspace
 
 __all__ = [
     "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "EPSILON_TITLE", "METRIC_AXIS_TITLES", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
-    "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "analytic_figure", "add_released", "add_upload", "apply_config", "apply_handoff", "budget_warning",
+    "RESCALE_STREAM", "RESCALED_PREFIX", "RESCALED_REFUSAL", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "analytic_figure", "add_released", "add_upload", "apply_config", "apply_handoff", "budget_warning",
     "cached_sweep", "charge", "data_extent", "dataset_choices", "dataset_file", "default_workload_spec", "derive_dataset",
     "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
-    "histogram_view_controls", "init_state", "interval_figure", "is_script_control", "ledger", "ledger_key",
+    "histogram_view_controls", "init_state", "interval_figure", "is_rescaled", "is_script_control", "ledger", "ledger_key",
     "line_figure", "mechanism_colour", "mechanism_settings", "open_workspace", "per_bin", "per_bin_figure",
     "preview_release", "release_rng", "release_structure", "released_data", "reset_budget", "run_check", "runtime_figure",
     "save_workspace", "session_config", "set_total", "set_workload", "show_flash", "show_handoff", "sidebar",

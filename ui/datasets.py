@@ -26,7 +26,8 @@ def dataset_choices() -> dict[str, str]:
         for path in sorted(DPBENCH_DIR.glob("*.csv")):
             choices[f"dpbench:{path.stem}"] = f"{path.stem} — DPBench, 4096 bins"
     for key, hist in st.session_state.get("uploads", {}).items():
-        kind = ("derived" if key.startswith("derived:") else "released, already private"
+        kind = ("rescaled: experiments only" if is_rescaled(key) else
+                "derived" if key.startswith("derived:") else "released, already private"
                 if key.startswith("released:") else "uploaded")
         choices[key] = f"{hist.name} — {kind}, {hist.domain.size:,} cells"
     return choices
@@ -113,14 +114,28 @@ def dataset_file(key: str) -> str:
     return st.session_state.get("upload_files", {}).get(key) or key.partition(":")[2] or key
 
 
-def add_derived(hist: Histogram) -> Histogram:
+RESCALED_PREFIX = "scaled:"  # dataset keys of rescaled data and of anything derived from it
+RESCALED_REFUSAL = ("This dataset was rescaled by sampling new records from the original's shape, so one person "
+                    "can move it by many records and ε spent on it is not ε spent on the original. It is for "
+                    "experiments (Compare, Choose epsilon): release from the original or a coarsened copy of it.")
+
+
+def is_rescaled(key: str | None = None) -> bool:
+    """Whether a dataset (default: the current one) is rescaled data, on which no budget may be spent."""
+    key = st.session_state.dataset_key if key is None else key
+    return key.startswith(RESCALED_PREFIX)
+
+
+def add_derived(hist: Histogram, *, rescaled: bool = False) -> Histogram:
     """Keep a derived histogram (rescaled, coarsened) as a session dataset and select it.
 
-    Its releases are charged to the ledger of the dataset it was derived from (the same people).
+    A coarsened dataset's releases are charged to the ledger of the dataset it was derived from (one
+    person still moves one count by 1). Rescaled data, and anything derived from it, gets a ``scaled:``
+    key: upscaling multiplies one person's influence, so ``ui.charge`` refuses every spend on it.
     """
     parent = ledger_key()
     digest = hashlib.sha1(np.ascontiguousarray(hist.counts).tobytes() + hist.name.encode()).hexdigest()[:12]
-    key = f"derived:{digest}"
+    key = f"{RESCALED_PREFIX if rescaled or is_rescaled() else 'derived:'}{digest}"
     st.session_state.ledger_parents[key] = parent
     st.session_state.uploads[key] = hist
     st.session_state.dataset_key = key
@@ -132,7 +147,8 @@ def derive_dataset(kind: str, value: int) -> None:
     try:
         hist = histogram()
         if kind == "rescale":
-            add_derived(rescale(hist, int(value), np.random.default_rng([int(st.session_state.seed), RESCALE_STREAM])))
+            add_derived(rescale(hist, int(value), np.random.default_rng([int(st.session_state.seed), RESCALE_STREAM])),
+                        rescaled=True)
         else:
             add_derived(coarsen(hist, int(value)))
     except ValueError as err:

@@ -12,7 +12,7 @@ import streamlit as st
 
 from core.budget import Budget, BudgetExceededError, Ledger
 from core.ledger_store import LedgerStore
-from ui.datasets import histogram, ledger_key
+from ui.datasets import RESCALED_REFUSAL, histogram, is_rescaled, ledger_key
 from ui.state import init_state
 
 
@@ -52,6 +52,9 @@ def charge(label: str, epsilon: float, *, mechanism: str | None = None, workload
     if str(st.session_state.get("dataset_key", "")).startswith("released:"):  # post-processing: free
         st.session_state.release_counter += 1
         return True
+    if is_rescaled():
+        st.session_state.flash_error = f"Nothing released, no budget spent. {RESCALED_REFUSAL}"
+        return False
     try:
         st.session_state.ledger = LedgerStore().spend(
             ledger_key(), label, Budget(float(epsilon)), mechanism=mechanism or label.rpartition(": ")[2],

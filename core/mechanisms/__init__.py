@@ -321,6 +321,7 @@ from core.mechanisms.greedy_h import GreedyH  # noqa: E402
 from core.mechanisms.grids import AdaptiveGrid, UniformGrid  # noqa: E402
 from core.mechanisms.hierarchical import Hierarchical  # noqa: E402
 from core.mechanisms.laplace import Identity, LaplaceOnAnswers, Uniform  # noqa: E402
+from core.mechanisms.lrm import LRM  # noqa: E402
 from core.mechanisms.matrix import MatrixMechanism  # noqa: E402
 from core.mechanisms.mwem import MWEM  # noqa: E402
 from core.mechanisms.om import OM  # noqa: E402
@@ -343,6 +344,7 @@ MECHANISMS: dict[str, Mechanism] = {
         Hierarchical(),
         Privelet(),
         MatrixMechanism(),
+        LRM(),
         UniformGrid(),
         AdaptiveGrid(),
         GreedyH(),

@@ -1,0 +1,171 @@
+"""Tables of records and their marginals (spec tables.md "Model"): the full domain stays virtual.
+
+A table has attributes with finite domains (integer codes 0..size-1). The marginal on a set of
+attributes counts records per combination of their levels. Adult's full domain has ~6·10^17 cells, so
+nothing here builds the full data vector: marginals are computed from the records directly.
+
+>>> domain = TableDomain(("sex", "income"), (2, 2))
+>>> records = np.array([[0, 1], [1, 1], [1, 0]])
+>>> MarginalWorkload(domain, (("sex",), ("sex", "income"))).answer(records)[1].tolist()
+[[0.0, 1.0], [1.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+MAX_LEVELS = 2**16  # largest domain of one attribute (issue #14, bad input)
+MAX_MARGINAL_CELLS = 2**24  # largest single marginal that is materialised (same bound as MAX_QUERIES)
+
+
+@dataclass(frozen=True)
+class TableDomain:
+    """Names and sizes of a table's attributes, in column order (private-pgm's domain form).
+
+    >>> d = TableDomain.from_json('{"age": 85, "sex": 2}')
+    >>> d.size, d.sizes_of(("sex",)), d.to_json()
+    (170, (2,), '{"age": 85, "sex": 2}')
+    """
+
+    names: tuple[str, ...]
+    sizes: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.names) != len(self.sizes):
+            raise ValueError(f"a table domain needs one size per attribute, got {len(self.names)} names "
+                             f"and {len(self.sizes)} sizes")
+        if not self.names:
+            raise ValueError("a table domain needs at least one attribute")
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"attribute names must be unique, got {list(self.names)}")
+        for name, size in zip(self.names, self.sizes, strict=True):
+            if isinstance(size, bool) or not isinstance(size, int | np.integer) or not 1 <= size <= MAX_LEVELS:
+                raise ValueError(f"attribute {name!r} has {size!r} levels; the rule is an integer "
+                                 f"from 1 to {MAX_LEVELS}")
+        object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
+
+    @classmethod
+    def from_json(cls, text: str) -> TableDomain:
+        """Read ``{"attr": size, ...}`` (the form private-pgm and OpenDP's mbi use)."""
+        try:
+            mapping = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"the domain file is not JSON ({error.msg} at line {error.lineno})") from None
+        if not isinstance(mapping, dict):
+            raise ValueError('the domain file must be a JSON object like {"age": 85, "sex": 2}')
+        return cls(tuple(str(k) for k in mapping), tuple(mapping.values()))
+
+    def to_json(self) -> str:
+        return json.dumps(dict(zip(self.names, self.sizes, strict=True)))
+
+    @property
+    def size(self) -> int:
+        """Number of cells of the full (virtual) domain, as an exact Python int."""
+        return math.prod(self.sizes)
+
+    def index(self, attributes: tuple[str, ...]) -> tuple[int, ...]:
+        """Column positions of named attributes, in the domain's order; unknown names are refused."""
+        unknown = [a for a in attributes if a not in self.names]
+        if unknown:
+            raise ValueError(f"marginal {tuple(attributes)} names {unknown}, not attributes of this table "
+                             f"({', '.join(self.names)})")
+        if len(set(attributes)) != len(attributes):
+            raise ValueError(f"marginal {tuple(attributes)} repeats an attribute")
+        return tuple(sorted(self.names.index(a) for a in attributes))
+
+    def sizes_of(self, attributes: tuple[str, ...]) -> tuple[int, ...]:
+        return tuple(self.sizes[i] for i in self.index(attributes))
+
+
+@dataclass(frozen=True)
+class MarginalWorkload:
+    """Weighted marginals of a table: the queries are every cell of every listed marginal.
+
+    Attribute tuples are normalised to the domain's column order. One record changes one cell of each
+    marginal by 1 (add/remove neighbours), so Δ₁ = Σ w and Δ₂ = √Σ w² in closed form.
+
+    >>> d = TableDomain(("a", "b", "c"), (2, 3, 4))
+    >>> w = MarginalWorkload.all_kway(d, 2)
+    >>> w.marginals, w.cells, w.l1_sensitivity, round(w.l2_sensitivity, 4)
+    ((('a', 'b'), ('a', 'c'), ('b', 'c')), 26, 3.0, 1.7321)
+    """
+
+    domain: TableDomain
+    marginals: tuple[tuple[str, ...], ...]
+    weights: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.marginals:
+            raise ValueError("a marginal workload needs at least one marginal")
+        ordered = tuple(tuple(self.domain.names[i] for i in self.domain.index(tuple(m))) for m in self.marginals)
+        weights = tuple(float(w) for w in self.weights) or (1.0,) * len(ordered)
+        if len(weights) != len(ordered):
+            raise ValueError(f"weights has {len(weights)} entries for {len(ordered)} marginals; give one each")
+        if not all(math.isfinite(w) and w > 0 for w in weights):
+            raise ValueError(f"weights must be finite and > 0, got {list(weights)}")
+        for marginal in ordered:
+            cells = math.prod(self.domain.sizes_of(marginal))
+            if cells > MAX_MARGINAL_CELLS:
+                raise ValueError(f"marginal {marginal} has {cells:,} cells; the limit is {MAX_MARGINAL_CELLS:,}"
+                                 f" (choose fewer or coarser attributes)")
+        object.__setattr__(self, "marginals", ordered)
+        object.__setattr__(self, "weights", weights)
+
+    @classmethod
+    def all_kway(cls, domain: TableDomain, k: int) -> MarginalWorkload:
+        """All k-way marginals (k = 0 gives the total)."""
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= len(domain.names):
+            raise ValueError(f"k must be an integer from 0 to {len(domain.names)} (the number of attributes), "
+                             f"got {k!r}")
+        return cls(domain, tuple(itertools.combinations(domain.names, k)))
+
+    @property
+    def cells(self) -> int:
+        """Number of queries: the cells of all marginals."""
+        return sum(math.prod(self.domain.sizes_of(m)) for m in self.marginals)
+
+    @property
+    def l1_sensitivity(self) -> float:
+        return float(sum(self.weights))
+
+    @property
+    def l2_sensitivity(self) -> float:
+        return math.sqrt(sum(w * w for w in self.weights))
+
+    def answer(self, records: np.ndarray) -> list[np.ndarray]:
+        """True (unweighted) marginals of integer-coded records, each shaped by its attributes' sizes."""
+        records = check_records(self.domain, records)
+        return [marginal_counts(self.domain, records, m) for m in self.marginals]
+
+    def describe(self) -> str:
+        return f"{len(self.marginals)} marginals, {self.cells:,} cells"
+
+
+def check_records(domain: TableDomain, records: np.ndarray) -> np.ndarray:
+    """Records as an (N, d) integer array with every code inside its attribute's domain."""
+    records = np.asarray(records)
+    if records.ndim != 2 or records.shape[1] != len(domain.names):
+        raise ValueError(f"records must be an (N, {len(domain.names)}) array, got shape {records.shape}")
+    if records.size and not np.issubdtype(records.dtype, np.integer):
+        raise ValueError("records must hold integer codes")
+    for column, (name, size) in enumerate(zip(domain.names, domain.sizes, strict=True)):
+        values = records[:, column]
+        if values.size and (values.min() < 0 or values.max() >= size):
+            bad = int(values[(values < 0) | (values >= size)][0])
+            raise ValueError(f"column {name!r} holds code {bad}, outside its declared domain 0..{size - 1}")
+    return records
+
+
+def marginal_counts(domain: TableDomain, records: np.ndarray, attributes: tuple[str, ...]) -> np.ndarray:
+    """Counts of records per cell of one marginal (the empty marginal is the total, shape ())."""
+    columns = domain.index(attributes)
+    shape = tuple(domain.sizes[i] for i in columns)
+    if not columns:
+        return np.array(float(len(records)))
+    flat = np.ravel_multi_index(tuple(records[:, i] for i in columns), shape)
+    return np.bincount(flat, minlength=math.prod(shape)).astype(float).reshape(shape)

@@ -47,7 +47,7 @@ def _strings(value) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for k, v in value.items() if k not in ("id", "formId", "type", "spec", "data") for s in _strings(v)]
+        return [s for k, v in value.items() if k not in ("id", "formId", "type", "spec", "data", "url") for s in _strings(v)]
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
     return []

@@ -75,8 +75,9 @@ def from_accuracy() -> None:
     label = kind if confidence is None else f"a at 1−β = {confidence:g}"
     ui.use_button(choice.epsilon, mechanism=name, target=f"{label} ≤ {target:g}", workload=ui.workload_spec(),
                   key="choose_use")
-    fig = ui.line_figure(choice.epsilons, {f"{name}: {label}": choice.errors}, x_title="epsilon",
-                         y_title="error (counts)", log_x=True, log_y=True, levels={"target": target})
+    fig = ui.line_figure(choice.epsilons, {f"{name}: {label}": choice.errors}, x_title=ui.EPSILON_TITLE,
+                         y_title="error per query (records)", log_x=True, log_y=True, levels={"target": target},
+                         colours={f"{name}: {label}": ui.mechanism_colour(name)})
     fig.add_scatter(x=[choice.epsilon], y=[target], mode="markers", marker={"size": 12, "symbol": "star"},
                     name=f"chosen ε = {choice.epsilon:.4g}")
     st.plotly_chart(fig, key="choose_curve")

@@ -148,7 +148,8 @@ with ui.guard():
                                    key="compare_per_bin_epsilon", help="Per-bin errors at this epsilon.")
         clicked = st.button("Compute per-bin error", key="compare_per_bin", help=f"Replays {PER_BIN_TRIALS} "
                             "trials per mechanism and averages |estimate − true| per bin.")
-        errors = ui.per_bin(tuple(ran), per_epsilon, min(PER_BIN_TRIALS, int(trials)), compute=clicked)
+        with st.spinner(f"Replaying {PER_BIN_TRIALS} trials per mechanism for the per-bin error…"):
+            errors = ui.per_bin(tuple(ran), per_epsilon, min(PER_BIN_TRIALS, int(trials)), compute=clicked)
         if errors is not None:
             bucket, labels = count_buckets(hist.vector)
             sizes = np.bincount(bucket, minlength=len(labels))

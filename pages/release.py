@@ -46,7 +46,8 @@ def spend_and_release() -> None:
         rng = ui.release_rng() if noise_path == "exploration" else noise_source("secure", mechanism=mechanism,
                                                                                   counts=counts)
         started = time.perf_counter()
-        release = mechanism.run(counts, ui.workload(), epsilon, rng)
+        with st.spinner(f"Releasing with {name} at ε = {epsilon:g}…"):  # seconds for large inputs
+            release = mechanism.run(counts, ui.workload(), epsilon, rng)
         seconds = time.perf_counter() - started
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         message = str(err).splitlines()[0] if str(err) else type(err).__name__

@@ -189,16 +189,19 @@ def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True
 
 
 def line_figure(x, series: dict, *, x_title: str, y_title: str, log_x: bool = False, log_y: bool = False,
-                shape: str = "linear", height: int = 360, levels: dict | None = None) -> go.Figure:
+                shape: str = "linear", height: int = 360, levels: dict | None = None,
+                colours: dict | None = None) -> go.Figure:
     """One line per entry of ``series`` (name -> y values) over a shared x; ``shape="hv"`` for steps.
 
     ``levels`` (name -> y) adds dotted horizontal reference lines as legend entries (works on log axes,
-    where hline annotations are misplaced).
+    where hline annotations are misplaced). ``colours`` (name -> colour) pins a series to a colour,
+    e.g. ``mechanism_colour`` so a mechanism looks the same on every page.
     """
     fig = go.Figure()
     for index, (name, y) in enumerate(series.items()):
         fig.add_trace(go.Scatter(x=x, y=y, name=name, mode="lines+markers" if len(x) <= 40 else "lines",
-                                 line={"color": PALETTE[index % len(PALETTE)], "shape": shape}))
+                                 line={"color": (colours or {}).get(name, PALETTE[index % len(PALETTE)]),
+                                       "shape": shape}))
     for index, (name, level) in enumerate((levels or {}).items()):
         fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[level, level], name=name, mode="lines",
                                  line={"color": TRUE_COLOUR, "dash": ("dot", "dash")[index % 2], "width": 1}))

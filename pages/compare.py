@@ -9,6 +9,7 @@ from core.mechanisms import MECHANISMS
 from core.mechanisms.lrm import MAX_CELLS as LRM_MAX_CELLS
 from core.mechanisms.matrix import MAX_CELLS as MM_OPT_MAX_CELLS
 from core.metrics import HISTOGRAM_METRICS, METRIC_LABELS, METRICS
+from core.recipe import recipe_script
 from core.views import count_buckets
 
 DEFAULT_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
@@ -127,15 +128,23 @@ with ui.guard():
             value = METRICS[metric](workload.matvec(hist.vector), release.answers, total=hist.total)
         st.caption(f"{pick} at ε = {pick_epsilon:g}, trial {trial}: {METRIC_LABELS[metric]} = {value:,.4g} "
                    f"(reproduced exactly from the sweep's noise stream; privacy loss {release.privacy_loss:.4g}).")
+        try:
+            st.download_button("Recipe for this point (Python script)", recipe_script(
+                mechanism=pick, settings={}, workload=ui.workload_spec(), epsilon=float(pick_epsilon)),
+                "dplens_recipe.py", "text/x-python", key="compare_recipe", on_click="ignore",
+                help="Releases this mechanism at this ε on a file you name (secure noise; the data is not in it).")
+        except ValueError as err:
+            st.caption(f"No recipe for this point: {err}.")
+        view = ui.histogram_view_controls(hist, key="compare_view") if release.estimate is not None else {}
         if release.estimate is None:
             st.info(f"{pick} releases workload answers only, not a histogram.")
         elif len(hist.domain.shape) == 2:
             left, right = st.columns(2)
-            left.plotly_chart(ui.histogram_figure(hist), key="compare_true_heatmap")
-            right.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}"),
+            left.plotly_chart(ui.histogram_figure(hist, **view), key="compare_true_heatmap")
+            right.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", **view),
                                key="compare_noisy_heatmap")
         else:
-            st.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", pick),
+            st.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", pick, **view),
                             key="compare_noisy")
     with regret_tab:
         table = regret(results, metric)

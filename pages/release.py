@@ -208,8 +208,8 @@ with ui.guard():
                 label = f"released ({entry['mechanism']})"
                 if len(hist.domain.shape) == 1 and hist.domain.size <= ui.MAX_BARS:
                     figures["histogram"] = ui.interval_figure(np.arange(estimate.size), truth, estimate, low, high,
-                                                              mechanism=entry["mechanism"], x_title="bin",
-                                                              y_title="count", bars=True)
+                                                              mechanism=entry["mechanism"], x_title="bin (index)",
+                                                              y_title="count (records)", bars=True)
                 else:
                     figures["histogram"] = ui.histogram_figure(hist, estimate, label, mechanism=entry["mechanism"])
                 st.plotly_chart(figures["histogram"], key="release_chart")
@@ -235,8 +235,8 @@ with ui.guard():
             figures["answers"] = ui.interval_figure(np.arange(shown.stop), workload.matvec(hist.vector)[shown],
                                                     release.answers[shown], None if a_low is None else a_low[shown],
                                                     None if a_high is None else a_high[shown],
-                                                    mechanism=entry["mechanism"], x_title="query",
-                                                    y_title="answer")
+                                                    mechanism=entry["mechanism"], x_title="query (index)",
+                                                    y_title="answer (records)")
             st.plotly_chart(figures["answers"], key="release_answers_chart")
         st.subheader("Export")
         labels = hist.bin_labels() if same_inputs and release.estimate is not None else None

@@ -162,3 +162,15 @@ def test_compare_first_screen_shows_analytic_curves_before_run():
     spec = _figure(at)
     assert "identity(analytic)" in spec and "hb(analytic)" in spec and "dawa" not in spec
     assert "rootmeansquarederrorperquery(records)" in spec
+
+
+def test_compare_inspector_has_view_toggles_and_a_recipe():
+    at = open_page("pages/compare.py")
+    at.multiselect(key="compare_mechanisms").set_value(["identity"])
+    at.slider(key="compare_trials").set_value(2)
+    at.slider(key="compare_points").set_value(2)
+    at.button[0].click().run()
+    at.toggle(key="compare_view_log_y").set_value(True).run()
+    assert not at.exception
+    assert "Recipe for this point (Python script)" in [b.proto.label for b in at.get("download_button")]
+    assert not any(b.key == "compare_stop" for b in at.button)

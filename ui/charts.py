@@ -226,7 +226,8 @@ def per_bin_figure(labels: list[str], errors: dict[str, np.ndarray], bins_per_bu
     names = [f"{label}<br>({count:,} bins)" for label, count in zip(labels, bins_per_bucket, strict=True)]
     fig = go.Figure([go.Bar(x=names, y=values, name=name, marker_color=mechanism_colour(name))
                      for name, values in errors.items()])
-    fig.update_layout(barmode="group", xaxis_title="true count of the bin", yaxis_title="mean |error| per bin",
+    fig.update_layout(barmode="group", xaxis_title="true count of the bin (records)",
+                      yaxis_title="mean absolute error per bin (records)",
                       yaxis_type="log", height=360, margin={"l": 50, "r": 10, "t": 30, "b": 40},
                       legend={"orientation": "h", "y": -0.3})
     return fig
@@ -278,6 +279,7 @@ def error_band_figure(truth: np.ndarray, error: np.ndarray, low: np.ndarray | No
                                  name="95 % range of the error", hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=truth, y=error, mode="markers", name=f"released − true ({mechanism})",
                              marker={"color": colour, "size": 4}))
-    fig.update_layout(xaxis_title="true count of the bin", yaxis_title="error", height=320,
+    fig.update_layout(xaxis_title="true count of the bin (records)", yaxis_title="released − true (records)",
+                      height=320,
                       margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.3})
     return fig

@@ -2,7 +2,7 @@
 mechanism on one run at a large domain, each in a fresh interpreter so the figures do not mix.
 
 Run: .venv/bin/python bench/bench_scale.py [--n 1048576] [--queries 2000] [--mechanisms dawa,om]
-     [--limit-seconds 120] [--limit-gb 4]
+     [--limit-seconds 120] [--limit-gb 4] [--workload identity|prefix|...]
 
 The histogram is HEPTH's shape (../shared/data/dpbench-1d, or an exponential stand-in when absent)
 stretched to n bins; the workload is ``queries`` random ranges (seed 0); ε = 1. Peak memory is reported
@@ -44,13 +44,13 @@ def stretched_histogram(n: int, dataset: str = "HEPTH") -> np.ndarray:
     return np.floor(shape)
 
 
-def run_one(name: str, n: int, queries: int) -> dict:
+def run_one(name: str, n: int, queries: int, workload_spec: str = "") -> dict:
     """One cold run of ``name`` in this process: wall, CPU, tracemalloc peak and max RSS."""
     from core.mechanisms import MECHANISMS
-    from core.workloads import random_range
+    from core.workloads import parse_workload, random_range
 
     x = stretched_histogram(n)
-    workload = random_range(n, queries, seed=0)
+    workload = parse_workload(workload_spec, (n,)) if workload_spec else random_range(n, queries, seed=0)
     mechanism = MECHANISMS[name]
     tracemalloc.start()
     wall, cpu = time.perf_counter(), time.process_time()
@@ -62,14 +62,14 @@ def run_one(name: str, n: int, queries: int) -> dict:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    error = float(np.mean(np.abs(release.answers - workload.matvec(x))))
+    error = float(np.mean(np.abs(release.answers - workload.matvec(x))))  # MAE per query
     return {"name": name, "wall": wall, "cpu": cpu, "traced_mb": peak / 2**20,
             "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "mae": error}
 
 
-def child(name: str, n: int, queries: int, limit_seconds: float, limit_gb: float) -> dict:
+def child(name: str, n: int, queries: int, limit_seconds: float, limit_gb: float, workload: str) -> dict:
     command = [sys.executable, __file__, "--child", name, "--n", str(n), "--queries", str(queries),
-               "--limit-gb", str(limit_gb)]
+               "--limit-gb", str(limit_gb), "--workload", workload]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=limit_seconds, cwd=ROOT)
     except subprocess.TimeoutExpired:
@@ -88,21 +88,24 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--mechanisms", default="")
     parser.add_argument("--limit-seconds", type=float, default=120.0)
     parser.add_argument("--limit-gb", type=float, default=4.0)
+    parser.add_argument("--workload", default="", help="a workload spec (e.g. identity, prefix) instead of "
+                        "the random ranges")
     parser.add_argument("--child", default=None)
     args = parser.parse_args(argv)
     if args.child:
         limit = int(args.limit_gb * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))  # fail fast instead of swapping a shared machine
-        print(json.dumps(run_one(args.child, args.n, args.queries)))
+        print(json.dumps(run_one(args.child, args.n, args.queries, args.workload)))
         return
     from core.mechanisms import MECHANISMS
 
     names = [s for s in args.mechanisms.split(",") if s] or list(MECHANISMS)
-    print(f"n = {args.n:,} bins, {args.queries} random ranges (seed 0), epsilon = 1, one cold run each "
+    what = f"workload {args.workload}" if args.workload else f"{args.queries} random ranges (seed 0)"
+    print(f"n = {args.n:,} bins, {what}, epsilon = 1, one cold run each "
           f"in a fresh interpreter (address space capped at {args.limit_gb:g} GB, {args.limit_seconds:g} s)")
     print(f"{'mechanism':20s} {'wall s':>8s} {'CPU s':>8s} {'traced MB':>10s} {'max RSS MB':>11s} {'MAE':>12s}")
     for name in names:
-        result = child(name, args.n, args.queries, args.limit_seconds, args.limit_gb)
+        result = child(name, args.n, args.queries, args.limit_seconds, args.limit_gb, args.workload)
         if "error" in result:
             print(f"{name:20s} {result['error']}")
             continue

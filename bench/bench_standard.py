@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.mechanisms import MECHANISMS  # noqa: E402
-from core.mechanisms.matrix import MAX_ITERATIONS  # noqa: E402
+from core.mechanisms.matrix import LARGE_ITERATIONS, MAX_ITERATIONS  # noqa: E402
 from core.workloads import AllRange, Kron, Prefix, Total, random_range  # noqa: E402
 
 HB, H2 = MECHANISMS["hb"], dataclasses.replace(MECHANISMS["hb"], branching=2)
@@ -87,7 +87,7 @@ def speed(quick: bool) -> None:
             target = "  (target <= 1000 ms)" if n == 2**20 and name in ("hb", "hb(2)", "privelet") else ""
             print(f"n={n:8d} {name:13} first {first:9.1f} ms (cpu {first_cpu:9.1f})   "
                   f"median {median:8.1f} ms (cpu {cpu:8.1f}){target}")
-    print(f"\nmm-opt optimisation (p = 'auto', restarts = {MM.restarts}, <= {MAX_ITERATIONS} "
+    print(f"\nmm-opt optimisation (p = 'auto', restarts = {MM.restarts}, <= {MAX_ITERATIONS} (<= 2048 cells) or {LARGE_ITERATIONS} "
           "L-BFGS-B iterations each); wall time, and CPU time of this process (the machine is shared)")
     sizes = [(1024, AllRange(1024)), (4096, AllRange(4096))] + ([] if quick else [(8192, Prefix(8192))])
     for n, workload in sizes:

@@ -134,7 +134,7 @@ def _mwem(mechanism, workload: Workload) -> Cost:
     rounds, updates = int(mechanism.rounds), int(mechanism.update_rounds)
     per_round = 3 * matvec_elements(workload) + 4 * m + 6 * n
     atoms = min(n, 2 * rounds + 1) if isinstance(workload, Ranges | Prefix | AllRange | Identity | Total) else n
-    seconds = SECONDS_PER_ELEMENT * (rounds * per_round + 2 * rounds * updates * atoms)
+    seconds = SECONDS_PER_ELEMENT * (rounds * per_round + 0.2 * rounds * updates * atoms)  # compiled updates
     return Cost(OVERHEAD_SECONDS * rounds + seconds, 8.0 * (8 * n + 4 * m + rounds * n),
                 f"rounds={rounds} × update_rounds={updates} over {n:,} cells and {m:,} queries")
 
@@ -143,7 +143,8 @@ def _greedy(mechanism, workload: Workload) -> Cost:
     m, n = workload.shape
     granularity, branching = int(mechanism.granularity), int(mechanism.branching)
     units = min(n, 4096)
-    tree = SECONDS_PER_ELEMENT * 20 * units * granularity + SECONDS_PER_ELEMENT * 30 * (n + matvec_elements(workload))
+    tree = SECONDS_PER_ELEMENT * (20 * units * granularity + 30 * (n + matvec_elements(workload))
+                                  + 40 * n * math.log2(max(n, 2)))  # DAWA's partition and the tree's layout
     memory = 8.0 * (4 * units * granularity / branching + 64 * n + 3 * m)
     if type(mechanism).__name__ == "GreedyH":
         memory += 8.0 * units * units  # the unit × unit Gram (dense, MAX_UNITS = 4096)
@@ -153,11 +154,15 @@ def _greedy(mechanism, workload: Workload) -> Cost:
 
 
 def _matrix(mechanism, workload: Workload) -> Cost:
+    from core.mechanisms.matrix import LARGE_CELLS, LARGE_ITERATIONS, LARGE_P, MAX_ITERATIONS, MAX_P
+
     n = workload.shape[1]
-    p = min(64 if n <= 2048 else 32, max(1, n // 16)) if mechanism.p == "auto" else int(mechanism.p)
+    cap = MAX_P if n <= LARGE_CELLS else LARGE_P
+    p = min(cap, max(1, n // 16)) if mechanism.p == "auto" else int(mechanism.p)
     restarts = int(mechanism.restarts)
-    # L-BFGS-B over p·n variables, up to 200 iterations of O(p²·n): 6.5 s for n = 4096, p = 32, 2 starts
-    seconds = 6.5 * (restarts / 2) * (p * n / 131_072) * (p / 32)
+    iterations = MAX_ITERATIONS if n <= LARGE_CELLS else LARGE_ITERATIONS
+    # L-BFGS-B over p·n variables, iterations of O(p²·n): 6.5 s for n = 4096, p = 32, 2 starts, 200 iterations
+    seconds = 6.5 * (restarts / 2) * (p * n / 131_072) * (p / 32) * (iterations / 200)
     return Cost(OVERHEAD_SECONDS + seconds, 8.0 * p * n * 40 + 8.0 * 4 * n,
                 f"p={p} × restarts={restarts} over {n:,} cells (mm-opt optimises a p × n strategy)")
 
@@ -183,13 +188,14 @@ def _om(mechanism, workload: Workload) -> Cost:
         return Cost(OVERHEAD_SECONDS + SECONDS_PER_ELEMENT * (20 * (n + matvec_elements(workload)) + 10 * mixing),
                     8.0 * (8 * n + 4 * mixing), f"the workload's {m:,} interval queries over {n:,} cells")
     return Cost(OVERHEAD_SECONDS + 2e-10 * m * n * min(m, n), 8.0 * 3 * m * n,
-                f"a dense factorisation of {m:,} queries × {n:,} cells")
+                f"the workload ({m:,} queries × {n:,} cells, which OM factorises densely)")
 
 
 def _sorting(mechanism, workload: Workload) -> Cost:
     n = workload.shape[1]
     base = default_cost(workload)
-    return dataclasses.replace(base, seconds=base.seconds + SECONDS_PER_ELEMENT * 60 * n * math.log2(max(n, 2)))
+    factor = 60 if type(mechanism).__name__ == "SrebGca" else 10  # SReB_GCA's grouping pass is slower than AHP's
+    return dataclasses.replace(base, seconds=base.seconds + SECONDS_PER_ELEMENT * factor * n * math.log2(max(n, 2)))
 
 
 # Estimates for the registered mechanisms, by class; a mechanism's own ``cost`` method takes precedence.
@@ -211,6 +217,29 @@ def estimate_cost(mechanism: Mechanism, workload: Workload) -> Cost:
         return own(workload)
     model = COST_MODELS.get(type(mechanism).__name__)
     return model(mechanism, workload) if model is not None else default_cost(workload)
+
+
+def sweep_seconds(mechanisms, workload: Workload, epsilons: int, trials: int) -> float:
+    """Estimated serial seconds of a sweep: each mechanism's run estimate × epsilons × trials.
+
+    >>> from core.mechanisms import MECHANISMS
+    >>> from core.workloads import Prefix
+    >>> sweep_seconds([MECHANISMS["identity"]], Prefix(64), epsilons=10, trials=20) < 1
+    True
+    """
+    return sum(estimate_cost(m, workload).seconds for m in mechanisms) * epsilons * trials
+
+
+def affordable_trials(mechanisms, workload: Workload, epsilons: int, *, seconds: float = 20.0,
+                      most: int = 20, least: int = 2) -> int:
+    """The most trials (between ``least`` and ``most``) whose estimated runs fit in ``seconds``.
+
+    20 s of runs leaves room, within a 30 s sweep, for the analytic errors computed once per workload.
+
+    A default for the Compare page: 20 trials on a 4096-bin histogram, fewer on a 256 × 256 grid.
+    """
+    per_trial = sweep_seconds(mechanisms, workload, epsilons, 1)
+    return int(min(most, max(least, seconds // per_trial if per_trial > 0 else most)))
 
 
 @dataclass(frozen=True)

@@ -302,14 +302,32 @@ def _numeric(column: pd.Series, what: str, first_row: int = 2, width: int = 1) -
     return values
 
 
-def _read_columns(text: str, delimiter: str, columns: list[int], *, header: bool,
-                  dtype: str = "str") -> pd.DataFrame:
-    """Only ``columns`` (by position) of a table already checked rectangular, with pandas' C engine."""
+def _read_columns(text: str, delimiter: str, columns: list[int], *, header: bool, width: int = 0,
+                  dtype="str") -> pd.DataFrame:
+    """Only ``columns`` of a table already checked rectangular, with pandas' C engine, keyed by position.
+
+    ``dtype`` is one type, or a dict position -> type (e.g. float64 for a count column: parsed in C).
+    With a header of ``width`` columns, the columns are named 0 … width − 1 (duplicate names are harmless).
+    """
     try:
         return pd.read_csv(io.StringIO(text), sep=delimiter, header=0 if header else None, usecols=columns,
-                           dtype=dtype, skipinitialspace=True, keep_default_na=False, index_col=False)
+                           names=list(range(width)) if header else None, dtype=dtype, skipinitialspace=True,
+                           keep_default_na=False, index_col=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error, ValueError, OverflowError) as err:
         raise _fail(f"cannot parse CSV: {str(err).splitlines()[0][:160]}") from None
+
+
+def _number_columns(text: str, delimiter: str, width: int, columns: list[int], names: list[str]) -> list[np.ndarray]:
+    """Numeric columns of a headed table: parsed as floats in C, or (on any non-number) as text to name the row."""
+    try:
+        table = _read_columns(text, delimiter, columns, header=True, width=width, dtype="float64")
+        values = [table[c].to_numpy(dtype=float) for c in columns]
+        if all(np.all(np.isfinite(v)) for v in values):
+            return values
+    except DataError:
+        pass
+    table = _read_columns(text, delimiter, columns, header=True, width=width)
+    return [_numeric(table[c], name) for c, name in zip(columns, names, strict=True)]
 
 
 def _header(text: str, delimiter: str) -> list[str]:
@@ -317,6 +335,19 @@ def _header(text: str, delimiter: str) -> list[str]:
         return next(csv.reader([_first_line(text)], delimiter=delimiter, skipinitialspace=True))
     except (csv.Error, StopIteration) as err:
         raise _fail(f"cannot parse the CSV header: {err}") from None
+
+
+def _fast_numbers(text: str, delimiter: str, cells: int) -> np.ndarray | None:
+    """Every cell of a header-less table of plain numbers as floats (one C-speed pass), else None."""
+    if '"' in text or "_" in text or not text.isascii():  # Python's float() takes 1_000 and ١٢; pandas does not
+        return None
+    try:
+        values = np.array(text.replace("\r", "\n").replace("\n", delimiter).split(delimiter), dtype=object)
+        values = values[[bool(v.strip()) for v in values]] if values.size != cells else values
+        numbers = values.astype(float)
+    except (ValueError, TypeError, OverflowError):
+        return None
+    return numbers if numbers.size == cells and np.all(np.isfinite(numbers)) else None
 
 
 def _wide_cells(text: str, delimiter: str, rows: int, width: int) -> np.ndarray:
@@ -336,6 +367,9 @@ def _parse_csv(text: str, data: bytes, grid_shape: tuple[int, int] | None = None
     if not text.strip():
         raise _fail("file is empty")
     delimiter = _delimiter(text)
+    lines = data.count(b"\n") or data.count(b"\r")
+    if lines > 2 * MAX_CELLS:  # refused before scanning: even one cell per line is over the limit
+        raise _fail(f"CSV has {lines:,} lines; the limit is {MAX_CELLS} cells (2^22)")
     rows, width = scan_rows(data, delimiter)
     cells = _header(text, delimiter)
     has_letters = not all(_is_number(c) for c in cells if c.strip())
@@ -345,27 +379,29 @@ def _parse_csv(text: str, data: bytes, grid_shape: tuple[int, int] | None = None
     if data_rows == 0:
         raise _fail("CSV has a header but no data rows")
     if not has_letters:
-        if width > WIDE:
-            cells = _wide_cells(text, delimiter, rows, width)
-        else:
-            cells = _read_columns(text, delimiter, list(range(width)), header=False).to_numpy(dtype=object)
-        matrix = _numeric(pd.Series(cells.ravel()), "column 1", first_row=1, width=width).reshape(-1, width)
+        matrix = _fast_numbers(text, delimiter, rows * width)
+        if matrix is None:  # something is not a plain number: the slower path names the cell
+            if width > WIDE:
+                cells = _wide_cells(text, delimiter, rows, width)
+            else:
+                cells = _read_columns(text, delimiter, list(range(width)), header=False).to_numpy(dtype=object)
+            matrix = _numeric(pd.Series(cells.ravel()), "column 1", first_row=1, width=width)
+        matrix = matrix.reshape(-1, width)
         return (matrix[:, 0], ()) if width == 1 else (matrix, ())
     names = [c.strip().lower() for c in cells]
     position = {name: names.index(name) for name in ("row", "col", "count") if name in names}
     if {"row", "col", "count"} <= set(position):
-        used = sorted(position[k] for k in ("row", "col", "count"))
-        table = _read_columns(text, delimiter, used, header=True)
-        rows_, cols, counts = (_numeric(table.iloc[:, used.index(position[k])], k) for k in ("row", "col", "count"))
+        rows_, cols, counts = _number_columns(text, delimiter, width, [position[k] for k in ("row", "col", "count")],
+                                              ["row", "col", "count"])
         return _grid(rows_, cols, counts, grid_shape, notes if notes is not None else []), ()
     if "count" not in position:
         raise _fail(f"CSV needs a 'count' column (or row,col,count for 2-D); found {cells[:6]}")
     label = next((i for i, name in enumerate(names) if name != "count"), None)
-    used = sorted({position["count"]} | ({label} if label is not None else set()))
-    table = _read_columns(text, delimiter, used, header=True)
-    counts = _numeric(table.iloc[:, used.index(position["count"])], "count")
-    labels = (tuple(table.iloc[:, used.index(label)].astype(str)),) if label is not None else ()
-    return counts, labels
+    (counts,) = _number_columns(text, delimiter, width, [position["count"]], ["count"])
+    if label is None:
+        return counts, ()
+    labels = _read_columns(text, delimiter, [label], header=True, width=width)[label]
+    return counts, (tuple(labels),)
 
 
 def _grid(rows: np.ndarray, cols: np.ndarray, counts: np.ndarray, declared: tuple[int, int] | None,
@@ -388,7 +424,8 @@ def _grid(rows: np.ndarray, cols: np.ndarray, counts: np.ndarray, declared: tupl
         shape = largest
     if shape[0] * shape[1] > MAX_CELLS:
         raise _fail(f"grid {shape[0]} × {shape[1]} has more than {MAX_CELLS} cells (2^22)")
-    listed = len(set(zip(rows.astype(int).tolist(), cols.astype(int).tolist(), strict=True)))
+    flat = rows.astype(np.int64) * shape[1] + cols.astype(np.int64)  # bincount: linear, unlike np.add.at
+    listed = int(np.unique(flat).size)
     if declared is not None:
         notes.append(f"long-form CSV: {listed:,} cells listed, grid {shape[0]} × {shape[1]} as declared; "
                      "unlisted cells are 0")
@@ -396,9 +433,7 @@ def _grid(rows: np.ndarray, cols: np.ndarray, counts: np.ndarray, declared: tupl
         notes.append(f"long-form CSV: {listed:,} cells listed, grid {shape[0]} × {shape[1]} inferred from the "
                      "largest row and col index; unlisted cells are 0. If the true grid is larger (empty last "
                      "rows or columns), declare its size")
-    grid = np.zeros(shape)
-    np.add.at(grid, (rows.astype(int), cols.astype(int)), counts)
-    return grid
+    return np.bincount(flat, weights=counts, minlength=shape[0] * shape[1]).reshape(shape)
 
 
 def histogram_from_records(source: str | Path | bytes, column: str, *, bins: int | None = None,
@@ -429,7 +464,7 @@ def histogram_from_records(source: str | Path | bytes, column: str, *, bins: int
     if column not in header:
         raise _fail(f"no column {column!r} in the records; columns are {header[:10]}")
     # one column as a categorical: the C parser stores each distinct value once (linear, compact)
-    table = _read_columns(text, delimiter, [header.index(column)], header=True, dtype="category")
+    table = _read_columns(text, delimiter, [header.index(column)], header=True, width=len(header), dtype="category")
     codes = table.iloc[:, 0].cat.codes.to_numpy()
     categories = table.iloc[:, 0].cat.categories.astype(str)
     name = name or f"records:{column}"

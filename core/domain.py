@@ -84,7 +84,7 @@ class Histogram:
         if array.size == 0:
             raise ValueError("counts must not be empty")
         names = tuple(axis_names) if axis_names else (("bin",) if array.ndim == 1 else ("row", "col"))
-        labels = tuple(tuple(str(v) for v in axis) for axis in labels)
+        labels = tuple(tuple(map(str, axis)) for axis in labels)
         return cls(Domain(names, array.shape), array, labels, name)
 
     @property

@@ -537,7 +537,7 @@ def _om_timers(m: int, n: int, seed: int) -> dict[str, Callable[[], object]]:
             "mm-opt": lambda: _single_threaded(mm_optimise, workload, p, 2, 0)}
 
 
-def reproduce_om_times(*, data: str | Path | None = None, epsilons=None, trials: int = 1, m: int = 200,
+def reproduce_om_times(*, data: str | Path | Histogram | None = None, epsilons=None, trials: int = 1, m: int = 200,
                        n: int = 1000, sweep_m=(50, 100, 150, 200, 250, 300), sweep_n=(500, 1000, 1500, 2000, 2500),
                        timed=("om", "lrm", "mm-opt"), seed: int = 0) -> Reproduction:
     """OM paper Figs. 4–5: CPU seconds of each mechanism's data-independent optimisation by m and by n (τ = 0.2).
@@ -577,8 +577,9 @@ def reproduce_om_times(*, data: str | Path | None = None, epsilons=None, trials:
         measure="CPU seconds (and wall) of OM's exact decomposition, LRM's optimisation (`lrm`, r = 1.2·rank(W), "
                 "exact) and mm-opt's strategy search (standing in for MM), each uncached with single-threaded BLAS, "
                 "on OM's random workload (τ = 0.2). CPU time is reported because the machine is shared.",
-        data="none: the optimisations are data-independent" + (f" (--data {data} and --epsilons do not apply)"
-                                                               if data or epsilons else ""), tables={"times": times},
+        data="none: the optimisations are data-independent" + (" (the chosen data and ε values do not apply)"
+                                                               if data is not None or epsilons else ""),
+        tables={"times": times},
         findings=(f"{len(times)} timings ({times.value.sum():.1f} CPU s in all)",),
         verdicts=tuple(_om_time_verdicts(times, m, n)), readings=_om_times_readings(),
         not_reproduced="The paper's hardware and its implementations of MM and LRM (Yuan et al.'s MATLAB); "

@@ -324,6 +324,99 @@ def random_range(n: int, m: int, seed: int = 0) -> Ranges:
 
 
 @dataclass(frozen=True, eq=False)
+class Ranges2D:
+    """Arbitrary 2-D rectangles [r0, r1] × [c0, c1] (inclusive) on a rows × cols grid, via summed-area tables.
+
+    ``matvec`` and ``rmatvec`` are O(n + m): a 256 × 256 grid with thousands of rectangles never builds
+    a 65,536-column matrix.
+
+    >>> w = Ranges2D((2, 3), [0, 1], [1, 1], [0, 2], [2, 2])
+    >>> w.matvec(np.arange(6.0)).tolist(), w.column_norms(1).tolist()
+    ([15.0, 5.0], [1.0, 1.0, 1.0, 1.0, 1.0, 2.0])
+    """
+
+    grid: tuple[int, int]
+    r0: np.ndarray
+    r1: np.ndarray
+    c0: np.ndarray
+    c1: np.ndarray
+    label: str = "rectangles"
+
+    def __post_init__(self) -> None:
+        rows, cols = (int(v) for v in self.grid)
+        _check_positive_int("rows", rows)
+        _check_positive_int("cols", cols)
+        ends = [np.asarray(v, dtype=np.int64) for v in (self.r0, self.r1, self.c0, self.c1)]
+        if any(e.ndim != 1 or e.shape != ends[0].shape for e in ends) or ends[0].size == 0:
+            raise ValueError("rectangles need equal-length, non-empty r0, r1, c0, c1 arrays")
+        r0, r1, c0, c1 = ends
+        if r0.min() < 0 or c0.min() < 0 or r1.max() >= rows or c1.max() >= cols or np.any(r0 > r1) or np.any(c0 > c1):
+            raise ValueError(f"every rectangle must satisfy 0 <= r0 <= r1 < {rows} and 0 <= c0 <= c1 < {cols}")
+        if r0.size > MAX_QUERIES:
+            raise ValueError(f"{r0.size} rectangles exceed the limit of {MAX_QUERIES} queries")
+        object.__setattr__(self, "grid", (rows, cols))
+        for name, value in zip(("r0", "r1", "c0", "c1"), ends, strict=True):
+            object.__setattr__(self, name, value)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.r0.size), self.grid[0] * self.grid[1])
+
+    def matvec(self, x):
+        rows, cols = self.grid
+        table = np.zeros((rows + 1, cols + 1))
+        table[1:, 1:] = _check_length("x", x, rows * cols).reshape(rows, cols).cumsum(0).cumsum(1)
+        return (table[self.r1 + 1, self.c1 + 1] - table[self.r0, self.c1 + 1]
+                - table[self.r1 + 1, self.c0] + table[self.r0, self.c0])
+
+    def rmatvec(self, y):
+        rows, cols = self.grid
+        y = _check_length("y", y, self.shape[0])
+        corners = np.concatenate([self.r0 * (cols + 1) + self.c0, self.r0 * (cols + 1) + self.c1 + 1,
+                                  (self.r1 + 1) * (cols + 1) + self.c0, (self.r1 + 1) * (cols + 1) + self.c1 + 1])
+        signs = np.concatenate([y, -y, -y, y])
+        diff = np.bincount(corners, weights=signs, minlength=(rows + 1) * (cols + 1)).reshape(rows + 1, cols + 1)
+        return diff.cumsum(0).cumsum(1)[:rows, :cols].ravel()
+
+    def rows_block(self, start: int, stop: int) -> np.ndarray:
+        """Rows start … stop − 1 as a dense (n × rows) block of 0/1 indicators."""
+        rows, cols = self.grid
+        r, c = np.arange(rows)[:, None], np.arange(cols)[:, None]
+        in_rows = (r >= self.r0[start:stop]) & (r <= self.r1[start:stop])
+        in_cols = (c >= self.c0[start:stop]) & (c <= self.c1[start:stop])
+        return (in_rows[:, None, :] & in_cols[None, :, :]).reshape(rows * cols, -1).astype(float)
+
+    @cached_property
+    def _coverage(self) -> np.ndarray:
+        return self.rmatvec(np.ones(self.shape[0]))
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        return self._coverage.copy() if ord == 1 else np.sqrt(self._coverage)
+
+    def describe(self) -> str:
+        return f"{self.label}: {self.shape[0]} rectangles on a {self.grid[0]} × {self.grid[1]} grid"
+
+
+def random_range_2d(grid: tuple[int, int], m: int, seed: int = 0) -> Ranges2D:
+    """m rectangles whose row ends and column ends are each uniform on the grid (sorted); seeded.
+
+    The 2-D analogue of ``random_range`` (DPBench draws 2-D ranges the same way).
+
+    >>> random_range_2d((256, 256), 5, seed=1).shape
+    (5, 65536)
+    """
+    rows, cols = grid
+    _check_positive_int("m", m)
+    if m > MAX_QUERIES:
+        raise ValueError(f"random-range-2d m={m} exceeds the limit of {MAX_QUERIES} queries")
+    gen = np.random.default_rng(seed)
+    r = np.sort(gen.integers(0, rows, size=(m, 2)), axis=1)
+    c = np.sort(gen.integers(0, cols, size=(m, 2)), axis=1)
+    return Ranges2D((rows, cols), r[:, 0], r[:, 1], c[:, 0], c[:, 1], label=f"random-range-2d (m={m}, seed={seed})")
+
+
+@dataclass(frozen=True, eq=False)
 class Explicit:
     """A given m × n query matrix (dense array, or a scipy.sparse matrix for large sparse workloads)."""
 
@@ -428,6 +521,13 @@ def _apply_along(w: Workload, matrix: np.ndarray, transpose: bool) -> np.ndarray
     """Apply W (or Wᵀ) to every column of `matrix`."""
     op = w.rmatvec if transpose else w.matvec
     m, n = w.shape
+    # closed forms on whole blocks: a 256 × 256 marginal is a reshape and a sum, not a 256³ dense product
+    if isinstance(w, Identity):
+        return matrix.copy()
+    if isinstance(w, Total):
+        return np.broadcast_to(matrix, (n, matrix.shape[1])).copy() if transpose else matrix.sum(axis=0, keepdims=True)
+    if isinstance(w, Prefix):
+        return np.cumsum(matrix[::-1], axis=0)[::-1] if transpose else np.cumsum(matrix, axis=0)
     if isinstance(w, Explicit):
         mat = w.matrix.T if transpose else w.matrix
         return np.asarray(mat @ matrix)
@@ -562,6 +662,28 @@ def _marginals(shape):
     return Stack((Kron((Identity(r), Total(c))), Kron((Total(r), Identity(c)))))
 
 
+def _range_2d(shape):
+    rows, cols = _need_2d("range-2d", shape)
+    queries = rows * (rows + 1) // 2 * (cols * (cols + 1) // 2)
+    if queries > MAX_QUERIES:
+        side = int(np.sqrt(2.0) * MAX_QUERIES ** 0.25)  # n(n+1)/2 squared stays under the limit
+        raise ValueError(f"range-2d on a {rows} × {cols} grid has {queries:,} queries; the limit is {MAX_QUERIES:,} "
+                         f"(core.limits.MAX_QUERIES): choose the workload random-range-2d:m=1000 or "
+                         f"marginals-ranges-2d (Workloads page), or coarsen the grid to at most {side} × {side} "
+                         "(Data page)")
+    return Kron((AllRange(rows), AllRange(cols)))
+
+
+def _marginals_ranges(shape, params, rng):
+    grid = _need_2d("marginals-ranges-2d", shape)
+    rectangles = random_range_2d(grid, _int_param(params, "m", 256), _int_seed(params, rng))
+    return Stack((*_marginals(grid).parts, rectangles))
+
+
+def _int_seed(params: dict[str, str], rng: np.random.Generator) -> int:
+    return _int_param(params, "seed", None) if "seed" in params else int(rng.integers(2**31))
+
+
 def _int_param(params: dict[str, str], key: str, default: int | None) -> int:
     """A workload parameter given as text, e.g. ``m=2000``; non-integers name the key and value."""
     text = params.get(key)
@@ -598,8 +720,12 @@ WORKLOADS: dict[str, tuple[str, object]] = {
                                                           float(p.get("tau", 0.2)), _seed(p, rng))),
     "file": ("query rows from a CSV file: file:PATH", None),
     "marginals": ("row and column sums (2-D)", lambda shape, p, rng: _marginals(_need_2d("marginals", shape))),
-    "range-2d": ("all axis-aligned rectangles (2-D)",
-                 lambda shape, p, rng: Kron(tuple(AllRange(s) for s in _need_2d("range-2d", shape)))),
+    "range-2d": ("all axis-aligned rectangles (2-D; up to about 90 × 90 cells)", lambda shape, p, rng: _range_2d(shape)),
+    "random-range-2d": ("m random rectangles, ends uniform per axis (2-D); m=1000, seed",
+                        lambda shape, p, rng: random_range_2d(_need_2d("random-range-2d", shape),
+                                                              _int_param(p, "m", 1000), _int_seed(p, rng))),
+    "marginals-ranges-2d": ("row and column sums plus m random rectangles (2-D default); m=256, seed",
+                            _marginals_ranges),
     "prefix-2d": ("2-D prefix (CDF) rectangles anchored at the origin (2-D)",
                   lambda shape, p, rng: Kron(tuple(Prefix(s) for s in _need_2d("prefix-2d", shape)))),
 }
@@ -651,4 +777,5 @@ def parse_workload(spec: str, shape, rng: np.random.Generator | None = None, *,
 
 
 WORKLOAD_PARAMETERS: dict[str, set[str]] = {"random-range": {"m", "seed"}, "hot-spot": {"m", "p", "seed"},
-                                              "random-linear": {"m", "tau", "seed"}}
+                                              "random-linear": {"m", "tau", "seed"},
+                                              "random-range-2d": {"m", "seed"}, "marginals-ranges-2d": {"m", "seed"}}

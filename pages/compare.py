@@ -4,7 +4,9 @@ import numpy as np
 import streamlit as st
 
 import ui
+from core.cost import affordable_trials, sweep_seconds
 from core.experiment import regret, replay, summarise
+from core.limits import MAX_ACTION_SECONDS, WARN_SECONDS
 from core.mechanisms import MECHANISMS
 from core.mechanisms.lrm import MAX_CELLS as LRM_MAX_CELLS
 from core.mechanisms.matrix import MAX_CELLS as MM_OPT_MAX_CELLS
@@ -39,6 +41,9 @@ with ui.guard():
     hist, workload = ui.histogram(), ui.workload()
     st.caption(f"Dataset **{hist.name}** ({hist.domain.size:,} cells, {hist.total:,.0f} records) · workload "
                f"`{ui.workload_spec()}` ({workload.shape[0]:,} queries). Exploration only: nothing here spends budget.")
+    # default trials: as many (≤ 20) as keep the default sweep's estimated runs (core.cost) within 20 s here
+    st.session_state.setdefault("compare_trials", affordable_trials(
+        [MECHANISMS[m] for m in DEFAULT_MECHANISMS if m in MECHANISMS], workload, epsilons=10))
     with st.form("compare_form"):
         names = st.multiselect("Mechanisms", list(MECHANISMS),
                                  default=[m for m in DEFAULT_MECHANISMS if m in MECHANISMS], key="compare_mechanisms",
@@ -53,13 +58,18 @@ with ui.guard():
         lo, hi = left.select_slider("Epsilon range", [0.001, 0.01, 0.1, 1.0, 10.0, 100.0], value=(0.01, 10.0),
                                     key="compare_range", help="Log-spaced grid between these values.")
         points = right.slider("Epsilon points", 2, 20, 10, key="compare_points", help="Grid size.")
-        trials = left.slider("Trials per point", 1, 50, 20, key="compare_trials",
-                             help="Independent noise draws; the band shows 2.5–97.5 % of single trials.")
+        trials = left.slider("Trials per point", 1, 50, key="compare_trials",
+                             help="Independent noise draws; the band shows 2.5–97.5 % of single trials. The "
+                                  "default keeps the default sweep near 30 s on this dataset.")
         submitted = st.form_submit_button("Run comparison", type="primary")
     epsilons = tuple(float(f"{e:.4g}") for e in np.geomspace(lo, hi, points))
     names = list(names) + [m for m in REFERENCES if m not in names and m in MECHANISMS]
     args = (tuple(names), epsilons, int(trials), tuple(metrics) or ("mae",))
     results = ui.cached_sweep(*args)
+    estimate = sweep_seconds([MECHANISMS[m] for m in names], workload, len(epsilons), int(trials))
+    if results is None and estimate > WARN_SECONDS:
+        st.warning(f"This sweep is estimated at about {estimate:.0f} s. It stops at {MAX_ACTION_SECONDS:.0f} s and "
+                   "keeps the runs finished by then; fewer trials, epsilon points or mechanisms make it shorter.")
     if submitted and (results is None or results.attrs.get("stopped")):
         stop_column, bar_column = st.columns([1, 6])
         stop_slot = stop_column.empty()  # emptied when the sweep ends: no Stop button for a finished run

@@ -99,7 +99,7 @@ def test_2d_dataset_gets_2d_workloads_and_rectangle_sliders():
     hist = Histogram.from_counts(np.arange(12.0).reshape(3, 4), name="grid")
     at = page_with("pages/workloads.py", hist)
     assert not at.exception
-    assert metrics(at)["Queries × cells"] == "7 × 12"  # marginals: 3 row sums + 4 column sums
+    assert metrics(at)["Queries × cells"] == "263 × 12"  # 3 row sums + 4 column sums + 256 rectangles
     at.slider(key="workloads_rows").set_value((1, 2))
     at.slider(key="workloads_cols").set_value((0, 1)).run()
     at.button(key="workloads_use_range").click().run()

@@ -213,7 +213,8 @@ def test_a_custom_workload_too_large_for_the_config_is_named_and_left_out():
 
 
 @pytest.mark.parametrize(("mechanism", "entries"), [("wda", ["division"]), ("dawa", ["bounds", "hierarchy"]),
-                                                     ("sreb-gca", ["groups"]), ("ahp", ["cluster sizes"])])
+                                                     ("sreb-gca", ["groups"]), ("ahp", ["cluster sizes"]),
+                                                     ("lrm", ["factorisation", "strategy L"])])
 def test_a_releases_structure_is_shown_and_never_exported(release_page, mechanism, entries):
     at = release_page
     at.session_state["dataset_key"] = "sample:tips-bill"

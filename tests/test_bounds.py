@@ -142,8 +142,9 @@ def test_every_mechanism_states_a_finite_cost(mechanism):
     ("mwem", {"rounds": "1000", "update_rounds": "1000"}, "rounds=1000"),
 ])
 def test_big_settings_are_refused_or_announced_naming_the_setting(name, params, names):
-    workload = random_range(8192, 2000, seed=0)
+    workload = random_range(2**20, 2000, seed=0)
     cost = estimate_cost(configure(MECHANISMS[name], params), workload)
+    assert cost.seconds > 10
     try:
         warning = check_cost(cost)
     except RunTooLargeError as err:
@@ -179,3 +180,97 @@ def test_a_sweep_leaves_out_mechanisms_over_the_limit_and_stops_at_the_deadline(
     timed = Deadline(50, clock=lambda: next(ticks))
     df = run_sweep(histogram, Prefix(64), ["identity"], [1.0, 2.0], 3, deadline=timed, metrics=["mae"])
     assert df.attrs["stopped"] and "time limit of 50 s" in df.attrs["stop_reason"] and 0 < len(df) < 6
+
+
+# ----------------------------------------------------------------------------- item 7: 2-D at 256 × 256
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from core.mechanisms.gram import _query_rows  # noqa: E402
+from core.workloads import Ranges2D, dense, parse_workload, random_range_2d  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(rows=st.integers(1, 6), cols=st.integers(1, 6), m=st.integers(1, 8), seed=st.integers(0, 99))
+def test_rectangles_match_their_dense_matrix(rows, cols, m, seed):
+    w = random_range_2d((rows, cols), m, seed=seed)
+    matrix = dense(w)
+    x, y = np.random.default_rng(seed).random((2, max(rows * cols, m)))
+    np.testing.assert_allclose(w.matvec(x[: rows * cols]), matrix @ x[: rows * cols], atol=1e-12)
+    np.testing.assert_allclose(w.rmatvec(y[:m]), matrix.T @ y[:m], atol=1e-12)
+    np.testing.assert_allclose(w.column_norms(1), np.abs(matrix).sum(axis=0))
+    np.testing.assert_allclose(w.column_norms(2), np.sqrt((matrix**2).sum(axis=0)))
+    np.testing.assert_allclose(w.rows_block(0, m), matrix.T)
+
+
+@pytest.mark.parametrize("spec", ["marginals", "marginals-ranges-2d:m=5,seed=1", "prefix-2d"])
+def test_query_rows_of_kron_and_stack_workloads_come_from_their_factors(spec):
+    w = parse_workload(spec, (4, 3))
+    np.testing.assert_allclose(_query_rows(w, 0, w.shape[0]), dense(w).T)
+    np.testing.assert_allclose(_query_rows(w, 2, 5), dense(w).T[:, 2:5])
+
+
+def test_rectangles_refuse_bad_corners():
+    with pytest.raises(ValueError, match="0 <= r0 <= r1 < 2"):
+        Ranges2D((2, 2), [0], [2], [0], [0])
+
+
+def test_range_2d_size_error_names_the_setting_to_change():
+    with pytest.raises(ValueError, match=r"1,082,146,816 queries.*random-range-2d:m=1000 or marginals-ranges-2d.*"
+                                         r"coarsen the grid to at most \d+ × \d+"):
+        parse_workload("range-2d", (256, 256))
+    side = int(str(pytest.raises(ValueError, parse_workload, "range-2d", (256, 256)).value).split("at most ")[1]
+               .split(" ×")[0])
+    assert parse_workload("range-2d", (side, side)).shape[0] <= 2**24
+
+
+def test_the_default_2d_workload_fits_a_256_grid_and_hb_error_uses_the_query_rows():
+    from core.mechanisms import MECHANISMS
+    from core.mechanisms.hierarchical import Hierarchical
+    assert parse_workload("marginals-ranges-2d", (256, 256)).shape == (512 + 256, 65536)
+    w = parse_workload("marginals-ranges-2d:m=20,seed=0", (32, 32))  # 84 rows against 1,365 tree nodes
+    expected = MECHANISMS["hb"].expected_mse(w, 1.0)
+    tree = Hierarchical()._tree_args((32, 32))
+    from core.mechanisms.gram import noise_energy
+    from core.mechanisms.hierarchical import _energy, build_tree
+    direct = noise_energy(w, lambda v: _response(build_tree(*tree), v), build_tree(*tree).coordinates)
+    assert expected == pytest.approx(2.0 * build_tree(*tree).height ** 2 * direct / w.shape[0], rel=1e-9)
+    assert _energy(build_tree(*tree), w) == pytest.approx(direct, rel=1e-9)
+
+
+def _response(tree, noise):
+    sizes = [lv.r0.size if m else 0 for lv, m in zip(tree.levels, tree.measured, strict=True)]
+    bounds = np.cumsum([0, *sizes])
+    blocks = [noise[a:b] if m else None for a, b, m in zip(bounds[:-1], bounds[1:], tree.measured, strict=True)]
+    return tree.least_squares(blocks, tree.shape[0] * tree.shape[1])
+
+
+# ----------------------------------------------------------------------------- item 6 in the app
+def test_compare_page_notes_mechanisms_left_out_over_the_limit(monkeypatch):
+    import ui.sweeps
+    from core.cost import RunLimits
+    from tests.test_app import open_page
+
+    monkeypatch.setattr(ui.sweeps, "RunLimits", lambda: RunLimits(max_seconds=1.0))  # mm-opt: ~6 s estimated
+    at = open_page("pages/compare.py")
+    at.multiselect(key="compare_mechanisms").set_value(["identity", "mm-opt"])
+    at.slider(key="compare_trials").set_value(2)
+    at.slider(key="compare_points").set_value(2)
+    at.button[0].click().run()
+    assert not at.exception
+    notes = [w.value for w in at.warning]
+    assert any(n.startswith("mm-opt left out: one run is estimated at") and "reduce p=" in n for n in notes), notes
+    assert set(at.dataframe[-1].value["mechanism"]) == {"identity", "uniform"}
+
+
+def test_release_page_refuses_a_run_over_the_limit_naming_the_setting():
+    from tests.test_app import open_page
+
+    at = open_page("pages/release.py")
+    at.selectbox(key="release_mechanism").set_value("mm-opt").run()
+    at.text_input(key="release_mm-opt_p").set_value("512").run()
+    assert any("reduce p=512" in e.value for e in at.error), [e.value for e in at.error]
+    spent = at.session_state.ledger.spent.epsilon
+    at.button(key="release_spend").click().run()
+    assert at.session_state.ledger.spent.epsilon == spent  # nothing run, nothing charged
+    assert any("mm-opt not run" in e.value and "reduce p=512" in e.value for e in at.error)

@@ -390,3 +390,25 @@ def test_cli_never_tracebacks_or_hangs(arguments, output, capsys):
     if code == 2:
         assert err.startswith("error: ") and err.count("\n") == 1, (args, err)
         assert "internal error" not in err and "Traceback" not in err, (args, err)
+
+
+# ----------------------------------------------------------------------------- the app's text inputs
+from core.cost import estimate_cost  # noqa: E402
+from core.datasets import bin_edges  # noqa: E402
+
+APP_FUZZ = settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+
+
+@APP_FUZZ
+@given(name=st.sampled_from(sorted(MECHANISMS)), settings_=st.dictionaries(st.sampled_from(FIELDS), TEXT, max_size=3),
+       spec=SPECS, shape=st.sampled_from([(51,), (4096,), (64, 64), (256, 256)]), edges=TEXT)
+def test_app_settings_specs_and_edges_refuse_with_one_line_quickly(name, settings_, spec, shape, edges):
+    """What the Release/Workloads/Data pages pass on from text boxes: settings, workload specs, bin edges."""
+    started = time.perf_counter()
+    for step in (lambda: estimate_cost(configure(MECHANISMS[name], settings_), parse_workload(spec, shape)),
+                 lambda: bin_edges(edges)):
+        try:
+            step()
+        except ValueError as err:
+            assert str(err) and "\n" not in str(err), err
+    assert time.perf_counter() - started < HANG_SECONDS

@@ -134,6 +134,22 @@ def test_relaxed_gamma_keeps_the_residual_within_gamma_and_states_no_analytic_er
     assert release.privacy_loss <= 1.0 + 1e-12 and release.params["gamma"] == 0.5
 
 
+@pytest.mark.statistical
+def test_relaxed_error_is_variance_plus_bias_with_power(rng):
+    workload, epsilon = random_range(64, 20, seed=5), 2.0
+    relaxed = LRM(gamma=0.5)
+    x = np.arange(64.0) * 3
+    truth = workload.matvec(x)
+    mses = np.array([np.mean((relaxed.run(x, workload, epsilon, rng).answers - truth) ** 2) for _ in range(3000)])
+    expected = relaxed.expected_mse_on(x, workload, epsilon)
+    f = relaxed.factorisation(workload)
+    assert f.bias_squared(x) > 0.2 * f.expected_total_mse(epsilon)  # the bias matters at this size
+    standard_error = mses.std(ddof=1) / math.sqrt(mses.size)
+    assert abs(mses.mean() - expected) < 4 * standard_error
+    variance_only = f.expected_total_mse(epsilon) / workload.shape[0]
+    assert abs(mses.mean() - variance_only) > 4 * standard_error  # leaving out the bias would be caught
+
+
 def test_unconverged_optimiser_says_so_and_stays_exact():
     workload = random_range(64, 20, seed=6)
     f = LRM(iterations=2).factorisation(workload)
@@ -189,6 +205,17 @@ def test_rank_below_rank_of_w_and_too_many_cells_are_refused():
         LRM().factorisation(Prefix(MAX_CELLS + 1))
     with pytest.raises(ValueError, match="floating-point operations"):
         LRM().factorisation(Prefix(2048))
+
+
+def test_cost_estimate_is_the_optimisation_and_a_refused_workload_costs_nothing():
+    from core.cost import estimate_cost
+
+    small, large = estimate_cost(LRM(), Prefix(256)), estimate_cost(LRM(), Prefix(512))
+    assert 0 < small.seconds < large.seconds < 600 and "cubic in n" in large.driver
+    refused = estimate_cost(LRM(), Prefix(2048))
+    assert refused.seconds < 0.01 and "refuses" in refused.driver
+    with pytest.raises(ValueError, match="floating-point operations"):
+        LRM().run(np.ones(2048), Prefix(2048), 1.0, np.random.default_rng(0))
 
 
 def test_configure_from_strings_and_cost_is_cubic_in_n():

@@ -5,6 +5,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 import ui
+from core.reproduce import REPRODUCTIONS, reproduce_om_times
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/papers.py"
@@ -105,3 +106,15 @@ def test_a_reproduction_runs_on_the_sessions_dataset():
     assert any("Data:** dataset 'smooth'" in m.value for m in at.markdown)
     verdicts = next(t.value for t in at.table if list(t.value.columns) == ["paper", "dplens", "verdict"])
     assert len(verdicts) >= 3
+
+
+def test_om_times_reproduction_runs_on_the_om_tab(monkeypatch):
+    # the full timing sweep is ~2 min of CPU: the page's wiring, at a small size
+    monkeypatch.setitem(REPRODUCTIONS, "om-times", lambda **options: reproduce_om_times(
+        m=20, n=60, sweep_m=(10, 20), sweep_n=(40, 60), seed=options.get("seed", 0)))
+    at = open_page()
+    at.button(key="papers_run_om-times").click().run()
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert "OM's decomposition takes ~300 s at n = 1000 where LRM needs ~2000 s" in text and "CPU seconds" in text
+    assert any("implementations of MM and LRM" in i.value for i in at.info)  # its "not reproduced" note

@@ -44,7 +44,7 @@ def stack_recipe(recipes: list[dict | str]) -> dict | str:
 
 
 def default_workload_spec(hist: Histogram) -> str:
-    return "random-range:m=2000,seed=0" if len(hist.domain.shape) == 1 else "marginals"
+    return "random-range:m=2000,seed=0" if len(hist.domain.shape) == 1 else "marginals-ranges-2d:m=256,seed=0"
 
 
 def workload_spec() -> str:

@@ -19,9 +19,21 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse
 
-from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Ranges, Stack, Total, Workload
+from core.workloads import (
+    AllRange,
+    Explicit,
+    Identity,
+    Kron,
+    Prefix,
+    Ranges,
+    Ranges2D,
+    Stack,
+    Total,
+    Workload,
+)
 
 ENERGY_BATCH = 512  # noise coordinates pushed through the estimator at once (bounds memory at n·512)
+ROW_BLOCK_ENTRIES = 2**22  # query rows materialised at once for the covariance path (32 MB of floats)
 
 
 def _along_first(v: np.ndarray, apply: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
@@ -108,8 +120,33 @@ def remember(cache: dict, key: object, compute: Callable[[], object], limit: int
     return cache[key]
 
 
-def _query_rows(workload: Ranges | Explicit, start: int, stop: int) -> np.ndarray:
-    """Rows start … stop − 1 of W as a dense (n × rows) block (workloads with explicit rows only)."""
+def _query_rows(workload: Workload, start: int, stop: int) -> np.ndarray:
+    """Rows start … stop − 1 of W as a dense (n × rows) block: from the rows' structure, else Wᵀ e_q."""
+    if isinstance(workload, Ranges2D):
+        return workload.rows_block(start, stop)
+    if isinstance(workload, Stack):
+        blocks, offset = [], 0
+        for part in workload.parts:
+            lo, hi = max(start - offset, 0), min(stop - offset, part.shape[0])
+            if lo < hi:
+                blocks.append(_query_rows(part, lo, hi))
+            offset += part.shape[0]
+        return np.hstack(blocks)
+    if isinstance(workload, Kron):  # row (i, j) of A ⊗ B is kron(row i of A, row j of B): from the factors
+        a, b = workload.factors
+        q = np.arange(start, stop)
+        i, j = np.divmod(q, b.shape[0])
+        left = _query_rows(a, int(i.min()), int(i.max()) + 1)[:, i - i.min()]
+        right = _query_rows(b, int(j.min()), int(j.max()) + 1)[:, j - j.min()]
+        return (left[:, None, :] * right[None, :, :]).reshape(a.shape[1] * b.shape[1], -1)
+    if not isinstance(workload, Ranges | Explicit):
+        unit = np.zeros(workload.shape[0])
+        columns = []
+        for q in range(start, stop):
+            unit[q] = 1.0
+            columns.append(workload.rmatvec(unit))
+            unit[q] = 0.0
+        return np.stack(columns, axis=1)
     if isinstance(workload, Ranges):
         cells = np.arange(workload.n)[:, None]
         return ((cells >= workload.lo[start:stop]) & (cells <= workload.hi[start:stop])).astype(float)
@@ -125,15 +162,17 @@ def noise_energy(workload: Workload, response: Callable[[np.ndarray], np.ndarray
     it must be linear. Noise is pushed through in batches of ENERGY_BATCH unit vectors.
 
     The same sum is tr(W Σ Wᵀ) with Σ = L Lᵀ. When ``covariance`` (v ↦ Σ v on n × batch blocks) is given
-    and W has explicit rows (Ranges, Explicit) numbering fewer than ``coordinates``, the m queries are
-    pushed through Σ instead: Σ_q w_qᵀ Σ w_q, the same number at m/coordinates of the cost (2000 random
-    ranges against 4096 Haar coefficients: about half).
+    and W has fewer rows than ``coordinates``, the m queries are pushed through Σ instead:
+    Σ_q w_qᵀ Σ w_q, the same number at m/coordinates of the cost (2000 random ranges against 4096 Haar
+    coefficients: about half; the 512 marginals of a 256 × 256 grid against its 87,381 quadtree nodes:
+    1/170). Rows come from the workload's structure (Kron rows from its factors), a few at a time.
     """
-    m = workload.shape[0]
-    if covariance is not None and m < coordinates and isinstance(workload, Ranges | Explicit):
+    m, n = workload.shape
+    if covariance is not None and m < coordinates:
         total = 0.0
-        for start in range(0, m, ENERGY_BATCH):
-            rows = _query_rows(workload, start, min(m, start + ENERGY_BATCH))
+        batch = max(1, min(ENERGY_BATCH, ROW_BLOCK_ENTRIES // n))  # rows of a 65,536-cell grid: 64 at a time
+        for start in range(0, m, batch):
+            rows = _query_rows(workload, start, min(m, start + batch))
             total += float(np.einsum("ij,ij->", rows, covariance(rows)))
         return total
     total = 0.0

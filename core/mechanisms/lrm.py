@@ -500,8 +500,19 @@ class LRM:
                   "trace_btb": f.trace, "residual": f.residual, "gamma": self.gamma, "iterations": f.iterations,
                   "converged": f.converged, "note": f.note}
         full_rank = f.rank == workload.shape[1]  # x̂ estimates x only when W has full column rank
+        summary = [{"rank(W)": f.rank, "rows of L (r)": f.strategy.shape[0], "Δ₁(L)": f.sensitivity,
+                    "tr(BᵀB)": f.trace, "‖W − BL‖_F": f.residual, "optimiser": f.note}]
         return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate if full_rank else None, params,
-                       {"factorisation": f.note})
+                       {"factorisation": summary, "strategy_L": f.strategy})
+
+    def expected_mse_on(self, x: np.ndarray, workload: Workload, epsilon: float) -> float:
+        """Per-query MSE on data x, for any γ: (2·tr(BᵀB)·Δ₁(L)²/ε² + ‖(W − BL)x‖²)/m (variance plus bias).
+
+        Reads the data, so it is for evaluation (tests, reproductions), never for a release.
+        """
+        x, epsilon = check_inputs(x, workload, epsilon)
+        f = self.factorisation(workload)
+        return (f.expected_total_mse(epsilon) + f.bias_squared(x)) / workload.shape[0]
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         """Per-query 2·tr(BᵀB)·Δ₁(L)²/(m ε²); None when γ > 0 left W ≠ BL (the bias depends on the data)."""

@@ -29,10 +29,12 @@ from core.mechanisms.gram import gram_apply, remember
 from core.mechanisms.greedy_h import workload_key
 from core.workloads import Workload
 
-MAX_CELLS = 8192  # largest domain mm-opt optimises for (seconds at this size; see bench/bench_standard.py)
-MAX_ITERATIONS = 200  # L-BFGS-B iterations per start: the objective flattens well before (bench/)
-MAX_P = 64        # rows of Θ for p="auto": n/16 as in HDMM, at most 64 …
-LARGE_CELLS = 2048  # … and 32 above this many cells, to keep an iteration O(32²·n) (bench/bench_standard.py)
+MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(p²n) per iteration; bench_mmopt.py)
+MAX_ITERATIONS = 1000  # L-BFGS-B iterations per start up to LARGE_CELLS: 200 stopped 1-2.4 % above HDMM …
+LARGE_ITERATIONS = 200  # … and above it, where an iteration costs O(p²n) and time is the target (bench_mmopt.py)
+MAX_P = 128       # rows of Θ for p="auto": n/16 as in HDMM (the cap of 64 cost 1 % at n = 2048) …
+LARGE_CELLS = 2048  # … and 32 above this many cells, to keep an iteration O(32²·n) (bench/bench_mmopt.py)
+LARGE_P = 32
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,9 +121,10 @@ def _optimise(workload: Workload, p: int, restarts: int, seed: int) -> PIdentity
     best: PIdentity | None = None
     for attempt in range(restarts):
         start = _block_start(p, n) if attempt == 0 else generator.random(p * n)
+        iterations = MAX_ITERATIONS if n <= LARGE_CELLS else LARGE_ITERATIONS
         result = scipy.optimize.minimize(_objective, start, args=(p, workload, gram_diag), jac=True,
                                          method="L-BFGS-B", bounds=[(0.0, None)] * (p * n),
-                                         options={"maxiter": MAX_ITERATIONS})
+                                         options={"maxiter": iterations})
         candidate = PIdentity(result.x.reshape(p, n), float(result.fun))
         if best is None or candidate.trace < best.trace:
             best = candidate
@@ -133,7 +136,7 @@ class MatrixMechanism:
     """Matrix mechanism with an HDMM OPT0 p-Identity strategy, least squares, exact ``expected_mse``.
 
     Args:
-        p: rows of Θ; "auto" = n // 16 as in HDMM for 1-D workloads, at most 64 (32 above 2048 cells).
+        p: rows of Θ; "auto" = n // 16 as in HDMM for 1-D workloads (at most 128), 32 above 2048 cells.
         restarts: starts of the optimiser, the best is kept: the block hierarchy first, then uniform
             random starts (HDMM's). At n = 2048 the random start won on all-range (9.09 vs 9.89).
         seed: seeds the starts (the strategy is data-independent and costs no budget).
@@ -156,7 +159,7 @@ class MatrixMechanism:
     def strategy(self, workload: Workload) -> PIdentity:
         """The optimised strategy for this workload (cached per workload and settings)."""
         n = workload.shape[1]
-        cap = MAX_P if n <= LARGE_CELLS else MAX_P // 2
+        cap = MAX_P if n <= LARGE_CELLS else LARGE_P
         p = min(cap, max(1, n // 16)) if self.p == "auto" else int(self.p)
         return optimise_strategy(workload, p, int(self.restarts), int(self.seed))
 

@@ -36,6 +36,7 @@ from core.workloads import (
     Kron,
     Prefix,
     Ranges,
+    Ranges2D,
     Stack,
     Total,
     Workload,
@@ -52,7 +53,7 @@ def max_abs_entry(workload: Workload) -> float:
     >>> max_abs_entry(Prefix(5)), max_abs_entry(Explicit(np.array([[1.0, -3.0]])))
     (1.0, 3.0)
     """
-    if isinstance(workload, Identity | Total | Prefix | AllRange | Ranges):
+    if isinstance(workload, Identity | Total | Prefix | AllRange | Ranges | Ranges2D):
         return 1.0
     if isinstance(workload, Explicit):
         return float(abs(workload.matrix).max())

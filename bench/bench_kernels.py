@@ -1,0 +1,126 @@
+"""Compiled kernels side by side (issue 15 §5): DAWA, MWEM, AHP and SReB_GCA per run, this tree against a
+baseline tree (e.g. the main checkout before the kernels), interleaved in one run, with dpcomp_core's
+times from ../shared/spec/peer-reference.md.
+
+Run: .venv/bin/python bench/bench_kernels.py --baseline /work/main [--trials 10] [--datasets NETTRACE,HEPTH]
+
+Every cell (dataset, ε, mechanism) is timed in fresh interpreters, alternating baseline and this tree
+twice, cold (DAWA's data cache cleared before each run), 2000 random ranges from default_rng(12345) on
+the 4096-bin DPBench histograms. Printed: median CPU ms per run (the better of the two passes: the
+machine is shared), the speed-up, dpcomp_core's ms and our speed-up over it, and whether seed 0 gives
+bit-for-bit the same estimate in both trees ("same"). Targets: DAWA ≥ 10x faster than dpcomp_core on
+every cell, MWEM ≥ 3x faster than before, outputs unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA_CANDIDATES = (ROOT.parent / "shared", Path("/work/shared"))
+MECHANISMS = ("dawa", "mwem", "ahp", "sreb-gca")
+REFERENCE_COLUMNS = {"dawa": "DAWA", "mwem": "MWEM", "ahp": "AHP"}
+
+
+def shared() -> Path | None:
+    return next((p for p in DATA_CANDIDATES if (p / "data" / "dpbench-1d").is_dir()), None)
+
+
+def measure(tree: str, datasets: list[str], epsilons: list[float], trials: int) -> dict:
+    """In a fresh interpreter rooted at ``tree``: {cell: [median CPU seconds, estimate digest]}."""
+    sys.path.insert(0, tree)
+    from core.mechanisms import MECHANISMS as REGISTRY
+    from core.workloads import Ranges
+
+    try:
+        from core.mechanisms.dawa import _cached_deviations
+    except ImportError:  # pragma: no cover - a tree without the cache
+        _cached_deviations = None
+    ends = np.sort(np.random.default_rng(12345).integers(0, 4096, size=(2000, 2)), axis=1)
+    workload = Ranges(4096, ends[:, 0], ends[:, 1])
+    out = {}
+    for dataset in datasets:
+        x = np.loadtxt(shared() / "data" / "dpbench-1d" / f"{dataset}.csv", skiprows=1)
+        for name in MECHANISMS:
+            mechanism = REGISTRY[name]
+            mechanism.run(x, workload, 1.0, np.random.default_rng(99))  # compile / import once, untimed
+            for epsilon in epsilons:
+                times = []
+                for seed in range(trials):
+                    if _cached_deviations is not None:
+                        _cached_deviations.cache_clear()
+                    start = time.process_time()
+                    release = mechanism.run(x, workload, epsilon, np.random.default_rng(seed))
+                    times.append(time.process_time() - start)
+                    if seed == 0:
+                        digest = hashlib.sha256(np.ascontiguousarray(release.estimate).tobytes()).hexdigest()[:12]
+                out[f"{dataset}|{epsilon:g}|{name}"] = [float(np.median(times)), digest]
+    return out
+
+
+def reference_ms() -> dict:
+    """dpcomp_core's time per run (ms) by (dataset, ε, column) from peer-reference.md."""
+    text = (shared() / "spec" / "peer-reference.md").read_text()
+    section, header, out = False, [], {}
+    for line in text.splitlines():
+        if line.startswith("## "):
+            section = "Time per run" in line
+            continue
+        if not section or not line.startswith("|") or "---" in line:
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] == "dataset":
+            header = cells
+            continue
+        for column, value in zip(header[2:], cells[2:], strict=True):
+            out[(cells[0], float(cells[1]), column)] = float(value)
+    return out
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", required=True, help="root of the tree to compare against")
+    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--datasets", default="ADULTFRANK,HEPTH,INCOME,MEDCOST,NETTRACE,PATENT,SEARCHLOGS")
+    parser.add_argument("--epsilons", default="0.1,1")
+    parser.add_argument("--child", default=None)
+    args = parser.parse_args(argv)
+    datasets, epsilons = args.datasets.split(","), [float(e) for e in args.epsilons.split(",")]
+    if args.child:
+        print(json.dumps(measure(args.child, datasets, epsilons, args.trials)))
+        return
+    if shared() is None:
+        print("skipped: ../shared/data/dpbench-1d is absent")
+        return
+    runs: dict[str, list[dict]] = {"baseline": [], "this tree": []}
+    for _ in range(2):  # alternate, so both trees see the same load
+        for label, tree in (("baseline", args.baseline), ("this tree", str(ROOT))):
+            command = [sys.executable, __file__, "--baseline", args.baseline, "--child", tree, "--trials",
+                       str(args.trials), "--datasets", args.datasets, "--epsilons", args.epsilons]
+            done = subprocess.run(command, capture_output=True, text=True, cwd=tree, check=True)
+            runs[label].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    reference = reference_ms()
+    print(f"CPU ms per run (median of {args.trials}, better of 2 interleaved passes); baseline {args.baseline}")
+    print(f"{'dataset':11s} {'eps':>4s} {'mechanism':9s} {'before':>8s} {'now':>8s} {'speed-up':>9s} "
+          f"{'dpcomp':>8s} {'vs dpcomp':>10s} {'output':>7s}")
+    for key in runs["this tree"][0]:
+        dataset, epsilon, name = key.split("|")
+        before = min(r[key][0] for r in runs["baseline"]) * 1000
+        now = min(r[key][0] for r in runs["this tree"]) * 1000
+        same = "same" if runs["baseline"][0][key][1] == runs["this tree"][0][key][1] else "DIFF"
+        ref = reference.get((dataset, float(epsilon), REFERENCE_COLUMNS.get(name, "")))
+        versus = f"{ref / now:9.1f}x" if ref else f"{'':10s}"
+        print(f"{dataset:11s} {epsilon:>4s} {name:9s} {before:8.2f} {now:8.2f} {before / now:8.1f}x "
+              f"{ref if ref else '':>8} {versus} {same:>7s}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -102,14 +102,13 @@ def release_metadata(release: Release, *, workload: str, noise_path: str, datase
     check_exportable(noise_path)
     return {
         "mechanism": release.mechanism,
-        "epsilon": release.epsilon,
-        "delta": 0.0,
+        **privacy_metadata(release),
         "privacy_loss": release.privacy_loss,
         "params": {k: _jsonable(v) for k, v in release.params.items()},
         "workload": workload,
         "noise_path": noise_path,
         "noise_sampler": noise_sampler,
-        "noise": noise_policy(noise_path, noise_sampler),
+        "noise_policy": noise_policy(noise_path, noise_sampler),
         "neighbouring": NEIGHBOURING,
         "dataset": neutralise(dataset) if dataset else None,
         "export_id": export_id,
@@ -127,6 +126,54 @@ def noise_policy(noise_path: str, noise_sampler: str | None) -> str:
     sampler = f"; sampler: {NOISE_SAMPLERS[noise_sampler]}" if noise_sampler in NOISE_SAMPLERS else ""
     return (f"{noise_path} path: {NOISE_PATHS.get(noise_path, 'unknown')}{sampler}. No seed is kept: the noise "
             "cannot be regenerated or subtracted.")
+
+
+def privacy_metadata(release: Release) -> dict:
+    """The privacy definition and parameters of a release: definition, ε, δ, ρ and σ (Gaussian) or scale.
+
+    ``rho`` is the zCDP cost (ε²/2 for pure ε-DP; None for (ε, δ), which implies no ρ);
+    ``charged`` is the cost in the definition's own unit (what a ledger subtracts).
+
+    >>> from core.mechanisms import MECHANISMS
+    >>> from core.workloads import Identity
+    >>> release = MECHANISMS["identity"].run(np.ones(2), Identity(2), 1.0, np.random.default_rng(0))
+    >>> privacy_metadata(release)["rho"], privacy_metadata(release)["noise_scale"]
+    (0.5, 1.0)
+    """
+    from core.mechanisms.gaussian import release_cost
+    from core.privacy import ZCDP, PureDP
+
+    cost = release_cost(release)
+    definition = release.params.get("definition", "pure")
+    rho = cost.to_zcdp().rho if isinstance(cost, PureDP | ZCDP) else None
+    gaussian = release.params.get("noise") == "gaussian"
+    return {
+        "definition": definition,
+        "epsilon": release.epsilon,
+        "delta": float(release.params.get("delta", 0.0)),
+        "rho": rho,
+        "noise": "gaussian" if gaussian else "laplace",
+        "sigma": release.params.get("sigma") if gaussian else None,
+        "noise_scale": None if gaussian else release.params.get("noise_scale"),
+        "charged": {"epsilon": cost.epsilon} if isinstance(cost, PureDP) else (
+            {"rho": cost.rho} if isinstance(cost, ZCDP) else {"epsilon": cost.epsilon, "delta": cost.delta}),
+    }
+
+
+def privacy_from_metadata(doc: Mapping[str, object]):
+    """The privacy value an exported release's metadata states (round-trip of ``privacy_metadata``).
+
+    >>> privacy_from_metadata({"definition": "zcdp", "charged": {"rho": 0.1}})
+    ZCDP(rho=0.1)
+    """
+    from core.privacy import ZCDP, ApproxDP, PureDP
+
+    charged = doc["charged"]
+    if doc["definition"] == "zcdp":
+        return ZCDP(charged["rho"])
+    if doc["definition"] == "approx":
+        return ApproxDP(charged["epsilon"], charged["delta"])
+    return PureDP(charged["epsilon"])
 
 
 def _jsonable(value: object) -> object:

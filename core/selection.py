@@ -283,6 +283,8 @@ def laplace_answer_scale(mechanism: Mechanism, workload: Workload, epsilon: floa
     (2.0, 'answer')
     """
     epsilon = check_epsilon(epsilon)
+    if getattr(mechanism, "noise", "laplace") != "laplace":  # the Gaussian variants subclass these two
+        return None
     if isinstance(mechanism, LaplaceOnAnswers):
         return l1_sensitivity(workload) / epsilon, "answer"
     if isinstance(mechanism, LaplaceHistogram):

@@ -8,6 +8,7 @@ import streamlit as st
 import ui
 from core import selection
 from core.mechanisms import MECHANISMS
+from core.privacy import zcdp_rho
 
 TARGETS = {"RMSE per query": "rmse", "MAE per query": "mae", "±a with probability 1−β": "max_abs"}
 LC_EXAMPLES = {"Absence days {1, 2, 3, 10} (paper)": "1, 2, 3, 10", "School year {1, 2, 3, 4} (paper)": "1, 2, 3, 4",
@@ -29,7 +30,12 @@ def from_accuracy() -> None:
     st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_spec()}` ({workload.shape[0]:,} queries). "
                "Nothing on this page spends budget.")
     left, middle, right = st.columns(3)
-    name = left.selectbox("Mechanism", list(MECHANISMS), key="choose_mechanism")
+    choices = ui.available()
+    if st.session_state.get("choose_mechanism") not in choices:  # a Gaussian one under pure ε-DP
+        st.session_state.choose_mechanism = choices[0]
+    name = left.selectbox("Mechanism", choices, key="choose_mechanism",
+                          help="Under (ε, δ) or zCDP (sidebar) Gaussian mechanisms are offered too; ε is then "
+                               "ε at the sidebar's δ, and Laplace ones run at matched privacy.")
     kind = middle.radio("Target", list(TARGETS), key="choose_kind")
     target = right.number_input("Target error a (counts)", min_value=1e-6, value=10.0, key="choose_target")
     confidence, simultaneous = None, True
@@ -37,9 +43,9 @@ def from_accuracy() -> None:
         confidence = 1 - middle.number_input("β (failure probability)", 0.0001, 0.5, 0.05, format="%.4f",
                                              key="choose_beta")
         simultaneous = right.checkbox("All queries at once (union bound)", True, key="choose_simultaneous")
-    mechanism, metric = MECHANISMS[name], TARGETS[kind]
+    mechanism, metric = ui.matched(MECHANISMS[name]), TARGETS[kind]
     key = (st.session_state.dataset_key, ui.workload_spec(), name, target, metric, confidence, simultaneous,
-           int(st.session_state.seed))
+           int(st.session_state.seed), ui.definition(), ui.delta())
     try:
         choice = st.session_state.epsilon_choices.get(key)
         if choice is None:
@@ -68,8 +74,11 @@ def from_accuracy() -> None:
     except ValueError as err:
         st.error(str(err))
         return
-    st.metric("Smallest epsilon meeting the target", f"ε = {choice.epsilon:.4g}",
+    at_delta = "" if ui.definition() == "pure" else f" at δ = {ui.delta():g}"
+    st.metric("Smallest epsilon meeting the target", f"ε = {choice.epsilon:.4g}{at_delta}",
               help=f"Method: {choice.method}. {choice.note}")
+    if ui.definition() == "zcdp":
+        st.caption(f"That is ρ = {zcdp_rho(choice.epsilon, ui.delta()):.4g} (zCDP; CKS conversion at δ).")
     if choice.note:
         st.caption(choice.note)
     label = kind if confidence is None else f"a at 1−β = {confidence:g}"

@@ -41,12 +41,23 @@ with ui.guard():
     hist, workload = ui.histogram(), ui.workload()
     st.caption(f"Dataset **{hist.name}** ({hist.domain.size:,} cells, {hist.total:,.0f} records) · workload "
                f"`{ui.workload_spec()}` ({workload.shape[0]:,} queries). Exploration only: nothing here spends budget.")
+    if ui.definition() != "pure":
+        st.info(f"**{ui.DEFINITION_LABELS[ui.definition()]}** at δ = {ui.delta():g}: every mechanism runs at matched "
+                "privacy, and the x-axis is ε at that δ. Laplace mechanisms (pure ε-DP) run at "
+                + ("ε (pure ε-DP implies (ε, δ))" if ui.definition() == "approx" else
+                   "ε_L = √(2ρ), ρ = the zCDP whose CKS conversion is (ε, δ)")
+                + "; Gaussian ones are calibrated to the same target.")
     # default trials: as many (≤ 20) as keep the default sweep's estimated runs (core.cost) within 20 s here
     st.session_state.setdefault("compare_trials", affordable_trials(
         [MECHANISMS[m] for m in DEFAULT_MECHANISMS if m in MECHANISMS], workload, epsilons=10))
     with st.form("compare_form"):
-        names = st.multiselect("Mechanisms", list(MECHANISMS),
-                                 default=[m for m in DEFAULT_MECHANISMS if m in MECHANISMS], key="compare_mechanisms",
+        choices = ui.available()
+        if st.session_state.get("compare_mechanisms") is not None:  # a definition switch may drop Gaussian ones
+            st.session_state.compare_mechanisms = [m for m in st.session_state.compare_mechanisms if m in choices]
+        default = [m for m in DEFAULT_MECHANISMS if m in choices]
+        if ui.definition() != "pure":
+            default += ["gaussian-hb", "gaussian-answers"]
+        names = st.multiselect("Mechanisms", choices, default=default, key="compare_mechanisms",
                                  help="Every mechanism in the registry; identity and uniform are always added "
                                       "as references. mm-opt optimises a strategy once per workload (seconds; "
                                       f"at most {MM_OPT_MAX_CELLS:,} cells), and so does lrm (cubic in n; "
@@ -113,7 +124,9 @@ with ui.guard():
         log_y = middle.toggle("Log error axis", True, key="compare_logy", help="Log scale for the error.")
         envelope = right.toggle("Lower envelope", True, key="compare_envelope",
                                 help="The best mean error at each epsilon over the mechanisms shown (DPComp).")
-        event = st.plotly_chart(ui.error_figure(summary, metric, log_y=log_y, envelope=envelope), key="compare_chart",
+        x_title = "epsilon" if ui.definition() == "pure" else f"epsilon at delta = {ui.delta():g} ({ui.definition()})"
+        event = st.plotly_chart(ui.error_figure(summary, metric, log_y=log_y, envelope=envelope, x_title=x_title),
+                                key="compare_chart",
                                 on_select="rerun", selection_mode="points")
         st.caption("Lines: mean over trials; bands: 2.5–97.5 % of single trials; dotted: analytic expectation "
                    "(data-independent mechanisms, MSE/RMSE). Click a point to inspect that release below.")
@@ -130,7 +143,7 @@ with ui.guard():
                                         help="Or click a point above.")
         trial = int(right.number_input("Trial", 0, int(trials) - 1, 0, key="compare_pick_trial",
                                        help="Which of the sweep's trials to reproduce (same noise stream)."))
-        release = replay(hist, workload, pick, pick_epsilon, trial, seed=int(st.session_state.seed))
+        release = replay(hist, workload, ui.matched(pick), pick_epsilon, trial, seed=int(st.session_state.seed))
         if metric in HISTOGRAM_METRICS:
             value = np.nan if release.estimate is None else METRICS[metric](hist.vector, release.estimate,
                                                                               total=hist.total)

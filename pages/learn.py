@@ -7,13 +7,17 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
+from core.mechanisms import MECHANISMS
 from core.teaching import (
     composition,
+    composition_by_definition,
+    gaussian_crossover,
     laplace_density,
     laplace_halfwidth,
     laplace_scale,
     neighbouring_outputs,
     output_ratio,
+    privacy_loss_distributions,
     range_error_by_length,
     range_lengths,
     ratio_band,
@@ -148,7 +152,69 @@ with ui.guard():
     left.caption("Exact expected errors from each mechanism's error formula on evenly spread ranges of each "
                  "length (no simulation).")
 
-    st.header("5. The papers")
+    st.header("5. Laplace or Gaussian: pure ε-DP, (ε, δ) and zCDP")
+    st.markdown("Laplace noise gives **pure ε-DP**: the privacy loss never exceeds ε. Gaussian noise gives "
+                "**(ε, δ)-DP** (the loss may exceed ε with probability about δ, and (ε, δ) as a definition even "
+                "permits a rare catastrophic failure) or **ρ-zCDP**, whose loss is concentrated and composes "
+                "tightly: k releases cost kρ. Gaussian noise is calibrated to the L2 sensitivity Δ₂, Laplace to Δ₁, "
+                "so workloads with Δ₂ ≪ Δ₁ (prefix sums, wavelets) favour it.")
+    left, right = st.columns([1, 2])
+    epsilon5 = left.select_slider("ε per release", [0.1, 0.25, 0.5, 1.0, 2.0], 1.0, key="learn_gauss_epsilon")
+    delta5 = left.select_slider("δ", [1e-9, 1e-7, 1e-6, 1e-5], 1e-6, format_func="{:g}".format, key="learn_gauss_delta")
+    grid = np.linspace(-3 * epsilon5, 3 * epsilon5, 601)
+    pld = privacy_loss_distributions(epsilon5, delta5, grid)
+    fig = go.Figure([go.Scatter(x=grid, y=pld["gaussian_density"], name=f"Gaussian (σ = {pld['sigma']:.3g})",
+                                line={"color": ui.PALETTE[1]}),
+                     go.Scatter(x=grid, y=pld["laplace_density"], name="Laplace (continuous part)",
+                                line={"color": ui.PALETTE[2]}),
+                     go.Bar(x=list(pld["laplace_atoms"]), y=list(pld["laplace_atoms"].values()), width=0.03 * epsilon5,
+                            name="Laplace atoms at ±ε", marker_color=ui.PALETTE[2])])
+    fig.add_vline(x=epsilon5, line_dash="dot")
+    fig.update_layout(xaxis_title="privacy loss L = ln p(y)/p'(y)", yaxis_title="density", **LAYOUT)
+    right.plotly_chart(fig, key="learn_pld")
+    left.caption(f"Privacy-loss distributions of one count (Δ = 1). Laplace's loss stops at ε; the Gaussian's "
+                 f"exceeds ε with probability {pld['gaussian_tail']:.2g} (paid for by δ = {delta5:g}).")
+    ks = np.unique(np.geomspace(1, 1000, 60).astype(int))
+    comp5 = composition_by_definition(epsilon5, delta5, ks)
+    fig = go.Figure([go.Scatter(x=ks, y=comp5["pure"], name="pure ε-DP (Laplace): kε", line={"color": ui.PALETTE[2]}),
+                     go.Scatter(x=ks, y=comp5["approx"], name="(ε, δ) basic: kε at kδ", line={"dash": "dot"}),
+                     go.Scatter(x=ks, y=comp5["zcdp"], name="zCDP (Gaussian): kρ → ε at δ",
+                                line={"color": ui.PALETTE[1]}),
+                     go.Scatter(x=ks, y=comp5["pure_via_zcdp"], name="Laplace accounted in zCDP",
+                                line={"dash": "dash", "color": ui.PALETTE[2]})])
+    fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="releases k",
+                      yaxis_title=f"total ε at δ = {delta5:g}", **LAYOUT)
+    st.plotly_chart(fig, key="learn_composition_definitions")
+    st.caption("Composition of k = 1…1000 releases, each at the ε above (at δ). zCDP composes exactly in ρ and "
+               "converts once (Canonne, Kamath & Steinke 2020); (ε, δ) by basic composition also adds up δ.")
+    hist5, workload5 = ui.histogram(), ui.workload()
+    pairs = {"privelet": "gaussian-privelet", "hb": "gaussian-hb", "laplace-on-answers": "gaussian-answers",
+             "identity": "gaussian-identity"}
+    pick = st.selectbox("Laplace mechanism (vs its Gaussian variant) on your workload", list(pairs),
+                        key="learn_gauss_pair")
+    try:
+        cross = gaussian_crossover(MECHANISMS[pick], MECHANISMS[pairs[pick]], workload5, delta5,
+                                   np.geomspace(0.01, 100, 40))
+    except ValueError as err:
+        st.info(f"No analytic error for this workload: {err}")
+    else:
+        fig = go.Figure([go.Scatter(x=cross["epsilons"], y=cross["laplace"], name=pick, line={"color": ui.PALETTE[2]}),
+                         go.Scatter(x=cross["epsilons"], y=cross["gaussian"], name=pairs[pick],
+                                    line={"color": ui.PALETTE[1]})])
+        if cross["crossover"]:
+            fig.add_vline(x=cross["crossover"], line_dash="dot")
+        fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title=f"ε (at δ = {delta5:g})",
+                          yaxis_title="expected RMSE per query", **LAYOUT)
+        st.plotly_chart(fig, key="learn_crossover")
+        if cross["crossover"] is None:
+            winner = pairs[pick] if cross["gaussian"][0] < cross["laplace"][0] else pick
+            st.caption(f"On `{ui.workload_spec()}` ({hist5.domain.size:,} cells) {winner} wins over the whole range.")
+        else:
+            side = "above" if cross["gaussian_wins_above"] else "below"
+            st.caption(f"Crossover at ε ≈ {cross['crossover']:.3g}: the Gaussian variant wins {side} it on "
+                       f"`{ui.workload_spec()}`.")
+
+    st.header("6. The papers")
     paper_pages = [(path, title) for _, path, title, _ in ui.PAGES if path == "pages/papers.py"]
     for path, title in paper_pages:
         st.page_link(path, label=f"{title}: reproductions of the papers' worked examples and figures",

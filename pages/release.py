@@ -8,11 +8,13 @@ import streamlit as st
 import ui
 from core.budget import Budget
 from core.config import config_to_json, parse_config
-from core.export import SIMULATION_LABEL, history_to_csv, release_to_csv, release_to_json
+from core.export import SIMULATION_LABEL, history_to_csv, privacy_metadata, release_to_csv, release_to_json
 from core.intervals import release_intervals
 from core.ledger_store import new_export_id
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
+from core.mechanisms.gaussian import Matched, for_privacy
 from core.noise import NOISE_PATHS, noise_sampler, noise_source
+from core.privacy import ledger_charge, target
 from core.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
 from core.recipe import recipe_notebook, recipe_script
 
@@ -33,8 +35,25 @@ def spend_and_release() -> None:
     settings = ui.mechanism_settings(name, key="release", render=False)
     number = len(st.session_state.releases) + 1
     label = f"release #{number}: {name}"
-    if ui.released_data() is None and not ui.ledger().fits(Budget(epsilon)):
-        ui.charge(label, epsilon)  # refused: flashes the message naming the remaining budget
+    definition, delta = ui.definition(), ui.delta()
+    try:
+        privacy = target(definition, epsilon, delta)
+        charge_epsilon, charge_delta, rho = ledger_charge(privacy, delta)
+        base = configure(MECHANISMS[name], settings)
+        runner = base if definition == "pure" else Matched(base, definition, delta)
+        mechanism = runner.resolve(epsilon)[0] if isinstance(runner, Matched) else for_privacy(base, privacy)[0]
+    except ValueError as err:
+        st.session_state.flash_error = f"{name} not released: {err}"
+        return
+    led = ui.ledger()
+    if charge_delta > led.remaining.delta + 1e-15:
+        st.session_state.flash_error = (
+            f"This {ui.DEFINITION_LABELS[definition]} release needs δ = {charge_delta:g}, but the dataset's "
+            f"remaining δ is {led.remaining.delta:g}: set **Total budget δ** in the sidebar before the first "
+            "release, or choose pure ε-DP.")
+        return
+    if ui.released_data() is None and not led.fits(Budget(charge_epsilon, charge_delta)):
+        ui.charge(label, charge_epsilon, delta=charge_delta)  # refused: flashes the message naming the remaining budget
         return
     _, refusal = ui.run_check(name, settings, ui.workload())
     if refusal:  # over the memory or time limit (core.cost): nothing run, nothing charged
@@ -42,12 +61,12 @@ def spend_and_release() -> None:
         return
     stream = int(st.session_state.release_counter)
     try:
-        mechanism, counts = configure(MECHANISMS[name], settings), ui.histogram().counts
+        counts = ui.histogram().counts
         rng = ui.release_rng() if noise_path == "exploration" else noise_source("secure", mechanism=mechanism,
                                                                                   counts=counts)
         started = time.perf_counter()
         with st.spinner(f"Releasing with {name} at ε = {epsilon:g}…"):  # seconds for large inputs
-            release = mechanism.run(counts, ui.workload(), epsilon, rng)
+            release = runner.run(counts, ui.workload(), epsilon, rng)
         seconds = time.perf_counter() - started
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
@@ -55,13 +74,17 @@ def spend_and_release() -> None:
         return
     exploring = noise_path == "exploration"
     export_id = None if exploring else new_export_id()  # a simulation is never exported
-    if not ui.charge(label, epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
-                     note=f"noise path: {noise_path}" + (f" ({SIMULATION_LABEL})" if exploring else "")):
+    if not ui.charge(label, charge_epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
+                     delta=charge_delta, rho=rho,
+                     note=f"noise path: {noise_path}" + ("" if definition == "pure" else f"; {privacy}")
+                     + (f" ({SIMULATION_LABEL})" if exploring else "")):
         return
     entry = history_entry(
         release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),
         seed=int(st.session_state.seed) if exploring else None, stream=stream if exploring else None,
-        noise_path=noise_path, noise_sampler=noise_sampler(rng))
+        noise_path=noise_path, noise_sampler=noise_sampler(rng, mechanism))
+    meta = privacy_metadata(release)
+    entry.update(definition=definition, delta=meta["delta"], rho=meta["rho"], sigma=meta["sigma"])
     st.session_state.releases.append({**entry, "export_id": export_id})
     st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds}
     st.session_state.release_show = number
@@ -115,6 +138,8 @@ def simulate(number: int) -> None:
     entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
     rng = np.random.default_rng([int(st.session_state.seed), ui.SIMULATION_STREAM, 6, number])
     mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
+    if entry.get("definition", "pure") != "pure":
+        mechanism = Matched(mechanism, entry["definition"], entry["delta"])
     output["intervals"] = simulated_intervals(mechanism, ui.histogram().counts, ui.workload(), entry["epsilon"],
                                               SIMULATION_TRIALS, rng)
 
@@ -137,8 +162,12 @@ with ui.guard():
         st.session_state.setdefault(key, default)  # defaults via the session so a loaded config can set them
     left, right = st.columns(2)
     with left:
-        name = st.selectbox("Mechanism", list(MECHANISMS), key="release_mechanism",
-                            help="Any registered mechanism; its settings appear below.")
+        choices = ui.available()
+        if st.session_state.get("release_mechanism") not in choices:  # a Gaussian one under pure ε-DP
+            st.session_state.release_mechanism = choices[0]
+        name = st.selectbox("Mechanism", choices, key="release_mechanism",
+                            help="Any registered mechanism usable under the privacy definition (sidebar); "
+                                 "Gaussian mechanisms need (ε, δ) or zCDP. Its settings appear below.")
         settings = ui.mechanism_settings(name, key="release")
         st.session_state.release_settings = {name: settings}  # for the session config
         cost_warning, cost_refusal = ui.run_check(name, settings, workload)
@@ -147,8 +176,17 @@ with ui.guard():
         elif cost_warning:
             st.warning(f"Slow: {cost_warning}. The page waits for it.")
     with right:
-        st.number_input("Epsilon for this release", min_value=0.001, max_value=100.0, step=0.1,
-                        key="release_epsilon", help="Charged to this dataset's ledger on click.")
+        pure = ui.definition() == "pure"
+        st.number_input("Epsilon for this release" if pure else f"Epsilon (at δ = {ui.delta():g}) for this release",
+                        min_value=0.001, max_value=100.0, step=0.1, key="release_epsilon",
+                        help="Charged to the dataset's ledger on click. Under (ε, δ) the ledger charges (ε, δ); "
+                             "under zCDP it records ρ and charges its ε at δ (basic composition).")
+        if not pure:
+            privacy = target(ui.definition(), float(st.session_state.release_epsilon), ui.delta())
+            st.caption(f"Target: {privacy}" + (f" = (ε = {privacy.to_approx(ui.delta()).epsilon:.4g}, "
+                                               f"δ = {ui.delta():g})" if ui.definition() == "zcdp" else "")
+                       + (". Warning: (ε, δ)-DP permits a rare catastrophic failure (probability δ)."
+                          if ui.definition() == "approx" else "."))
         st.radio("Noise", list(NOISE_PATHS), key="release_noise_path", horizontal=True,
                  help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_PATHS.items())
                       + f". Exploration results are a {SIMULATION_LABEL}: shown here, never exported.")
@@ -164,7 +202,9 @@ with ui.guard():
         entry, output = history[number - 1], st.session_state.release_outputs[number]
         release = output["release"]
         cols = st.columns(4)
-        cols[0].metric("ε charged", f"{entry['epsilon']:.4g}")
+        cols[0].metric("ε charged", f"{entry['epsilon']:.4g}",
+                       help=f"{ui.DEFINITION_LABELS.get(entry.get('definition', 'pure'))}; δ = "
+                            f"{entry.get('delta', 0.0):g}; ρ = {entry.get('rho')}; σ = {entry.get('sigma')}")
         cols[1].metric("Privacy loss", f"{entry['privacy_loss']:.4g}", help="Computed from the noise added.")
         cols[2].metric("Noise path", entry["noise_path"])
         values = release.answers if release.estimate is None else release.estimate

@@ -84,7 +84,7 @@ def test_export_round_trip_gives_identical_values_and_metadata():
     assert back.labels == ("a", "b", "c", "d")
     original = __import__("json").loads(text)
     assert back.metadata == {k: v for k, v in original.items() if k not in ("counts", "labels")}
-    assert back.metadata["dataset"] == "ages.csv" and "No seed is kept" in back.metadata["noise"]
+    assert back.metadata["dataset"] == "ages.csv" and "No seed is kept" in back.metadata["noise_policy"]
     assert "seed" not in back.metadata
     csv_back = load_release(release_to_csv(release, ["a", "b", "c", "d"]), "r.csv")
     np.testing.assert_allclose(csv_back.values, release.estimate, rtol=1e-9)

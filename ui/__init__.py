@@ -60,8 +60,9 @@ from ui.datasets import (
 )
 from ui.guard import guard, is_script_control
 from ui.handoff import apply_handoff, budget_warning, show_handoff, use_button, use_epsilon
-from ui.ledger import charge, ledger, reset_budget, set_total
+from ui.ledger import charge, ledger, native_caption, reset_budget, set_total
 from ui.navigation import PAGES
+from ui.privacy import DEFINITION_LABELS, available, definition, delta, matched, privacy_controls
 from ui.settings import mechanism_settings, run_check
 from ui.sidebar import sidebar
 from ui.state import (
@@ -86,13 +87,16 @@ from ui.workloads import (
 from ui.workspace import open_workspace, save_workspace
 
 __all__ = [
-    "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "EPSILON_TITLE", "METRIC_AXIS_TITLES", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
-    "RESCALE_STREAM", "RESCALED_PREFIX", "RESCALED_REFUSAL", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "analytic_figure", "add_released", "add_upload", "apply_config", "apply_handoff", "budget_warning",
-    "cached_sweep", "charge", "data_extent", "dataset_choices", "dataset_file", "default_workload_spec", "derive_dataset",
-    "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
-    "histogram_view_controls", "init_state", "interval_figure", "is_rescaled", "is_script_control", "ledger", "ledger_key",
-    "line_figure", "mechanism_colour", "mechanism_settings", "open_workspace", "per_bin", "per_bin_figure",
-    "preview_release", "release_rng", "release_structure", "released_data", "reset_budget", "run_check", "runtime_figure",
+    "DEFAULT_TOTAL_EPSILON", "DEFINITION_LABELS", "DPBENCH_DIR", "ENVELOPE", "EPSILON_TITLE", "MAX_BARS",
+    "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "METRIC_AXIS_TITLES", "PAGES", "PALETTE", "RESCALED_PREFIX",
+    "RESCALED_REFUSAL", "RESCALE_STREAM", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_released",
+    "add_upload", "analytic_figure", "apply_config", "apply_handoff", "available", "budget_warning", "cached_sweep",
+    "charge", "data_extent", "dataset_choices", "dataset_file", "default_workload_spec", "definition", "delta",
+    "derive_dataset", "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells",
+    "histogram", "histogram_figure", "histogram_view_controls", "init_state", "interval_figure", "is_rescaled",
+    "is_script_control", "ledger", "ledger_key", "line_figure", "matched", "mechanism_colour", "mechanism_settings",
+    "native_caption", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "privacy_controls",
+    "release_rng", "release_structure", "released_data", "reset_budget", "run_check", "runtime_figure",
     "save_workspace", "session_config", "set_total", "set_workload", "show_flash", "show_handoff", "sidebar",
     "simulation_rng", "stack_recipe", "sweep", "target_plans", "use_button", "use_epsilon", "workload",
     "workload_figure", "workload_recipe", "workload_spec",

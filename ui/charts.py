@@ -154,7 +154,7 @@ def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label:
 
 
 def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True,
-                 envelope: bool = False) -> go.Figure:
+                 envelope: bool = False, x_title: str = "epsilon") -> go.Figure:
     """Error vs epsilon per mechanism: mean line, 2.5–97.5 % band over trials, analytic curve dotted.
 
     ``envelope`` adds the DPComp lower envelope: the best mean error at each epsilon (legend group
@@ -182,7 +182,8 @@ def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True
                                  line={"color": "black", "width": 5}, opacity=0.35, legendgroup=ENVELOPE,
                                  customdata=best.mechanism, hovertemplate="best at ε=%{x:g}: %{customdata}"
                                                                           "<br>%{y:.4g}<extra></extra>"))
-    fig.update_layout(xaxis_title=EPSILON_TITLE, yaxis_title=METRIC_AXIS_TITLES.get(metric, metric), height=460,
+    fig.update_layout(xaxis_title=EPSILON_TITLE if x_title == "epsilon" else x_title,
+                      yaxis_title=METRIC_AXIS_TITLES.get(metric, metric), height=460,
                       xaxis_type="log" if log_x else "linear", yaxis_type="log" if log_y else "linear",
                       margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.2})
     return fig

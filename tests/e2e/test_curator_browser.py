@@ -94,7 +94,7 @@ def test_curator_flow_at_1366x768(browser, app_url, tmp_path):
     shot(page, "release", "Exports carry")
     exported = download(page, "Release with metadata (JSON)")
     doc = json.loads(exported)
-    assert doc["dataset"] == "bills.csv" and "No seed is kept" in doc["noise"]
+    assert doc["dataset"] == "bills.csv" and "No seed is kept" in doc["noise_policy"]
     assert len(doc["lower"]) == len(doc["upper"]) == len(doc["counts"]) and doc["level"] == 0.95
     script = download(page, "Recipe (Python script)").decode()
     assert f"MECHANISM = {doc['mechanism']!r}" in script and "EPSILON = " in script

@@ -204,7 +204,9 @@ with ui.guard():
         cols = st.columns(4)
         cols[0].metric("ε charged", f"{entry['epsilon']:.4g}",
                        help=f"{ui.DEFINITION_LABELS.get(entry.get('definition', 'pure'))}; δ = "
-                            f"{entry.get('delta', 0.0):g}; ρ = {entry.get('rho')}; σ = {entry.get('sigma')}")
+                            f"{entry.get('delta', 0.0):g}"
+                            + "".join(f"; {symbol} = {entry[key]:.4g}" for key, symbol in (("rho", "ρ"), ("sigma", "σ"))
+                                      if entry.get(key) is not None))  # no "None" for people to read
         cols[1].metric("Privacy loss", f"{entry['privacy_loss']:.4g}", help="Computed from the noise added.")
         cols[2].metric("Noise path", entry["noise_path"])
         values = release.answers if release.estimate is None else release.estimate

@@ -11,6 +11,7 @@ from core.mechanisms import MECHANISMS
 from core.mechanisms.lrm import MAX_CELLS as LRM_MAX_CELLS
 from core.mechanisms.matrix import MAX_CELLS as MM_OPT_MAX_CELLS
 from core.metrics import HISTOGRAM_METRICS, METRIC_LABELS, METRICS
+from core.recipe import recipe_script
 from core.views import count_buckets
 
 DEFAULT_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
@@ -50,18 +51,18 @@ with ui.guard():
     st.session_state.setdefault("compare_trials", affordable_trials(
         [MECHANISMS[m] for m in DEFAULT_MECHANISMS if m in MECHANISMS], workload, epsilons=10))
     with st.form("compare_form"):
-        left, right = st.columns(2)
         choices = ui.available()
         if st.session_state.get("compare_mechanisms") is not None:  # a definition switch may drop Gaussian ones
             st.session_state.compare_mechanisms = [m for m in st.session_state.compare_mechanisms if m in choices]
         default = [m for m in DEFAULT_MECHANISMS if m in choices]
         if ui.definition() != "pure":
             default += ["gaussian-hb", "gaussian-answers"]
-        names = left.multiselect("Mechanisms", choices, default=default, key="compare_mechanisms",
+        names = st.multiselect("Mechanisms", choices, default=default, key="compare_mechanisms",
                                  help="Every mechanism in the registry; identity and uniform are always added "
                                       "as references. mm-opt optimises a strategy once per workload (seconds; "
                                       f"at most {MM_OPT_MAX_CELLS:,} cells), and so does lrm (cubic in n; "
                                       f"at most {LRM_MAX_CELLS:,} cells and about a minute of work); ugrid and agrid need 2-D data.")
+        left, right = st.columns(2)  # the mechanisms get the full width, so no chip is hidden
         metrics = right.multiselect("Metrics", list(METRIC_LABELS), default=["mae", "rmse"],
                                     format_func=METRIC_LABELS.get, key="compare_metrics",
                                     help="Per-query errors on the workload answers; KLD compares histograms.")
@@ -82,7 +83,8 @@ with ui.guard():
                    "keeps the runs finished by then; fewer trials, epsilon points or mechanisms make it shorter.")
     if submitted and (results is None or results.attrs.get("stopped")):
         stop_column, bar_column = st.columns([1, 6])
-        stop_column.button("Stop", key="compare_stop", help="Stop the sweep; the runs finished so far are kept.")
+        stop_slot = stop_column.empty()  # emptied when the sweep ends: no Stop button for a finished run
+        stop_slot.button("Stop", key="compare_stop", help="Stop the sweep; the runs finished so far are kept.")
         bar = bar_column.progress(0.0, text="running…")
 
         def show_progress(done: int, total: int, name: str) -> None:
@@ -91,8 +93,14 @@ with ui.guard():
 
         results = ui.sweep(*args, progress=show_progress)
         bar.empty()
+        stop_slot.empty()
     if results is None:
-        st.info("Choose mechanisms and press **Run comparison**. Identity and uniform are added as references.")
+        st.info("Choose mechanisms and press **Run comparison**. Identity and uniform are added as references. "
+                "Meanwhile, the analytic expectation of the data-independent ones (no noise drawn):")
+        with st.spinner("computing the analytic error curves…"):
+            preview = ui.analytic_figure(names, epsilons, hist.domain.shape)
+        if preview is not None:
+            st.plotly_chart(preview, key="compare_analytic")
         st.stop()
     if results.attrs.get("stopped"):
         reason = results.attrs.get("stop_reason") or "stopped"
@@ -143,15 +151,23 @@ with ui.guard():
             value = METRICS[metric](workload.matvec(hist.vector), release.answers, total=hist.total)
         st.caption(f"{pick} at ε = {pick_epsilon:g}, trial {trial}: {METRIC_LABELS[metric]} = {value:,.4g} "
                    f"(reproduced exactly from the sweep's noise stream; privacy loss {release.privacy_loss:.4g}).")
+        try:
+            st.download_button("Recipe for this point (Python script)", recipe_script(
+                mechanism=pick, settings={}, workload=ui.workload_spec(), epsilon=float(pick_epsilon)),
+                "dplens_recipe.py", "text/x-python", key="compare_recipe", on_click="ignore",
+                help="Releases this mechanism at this ε on a file you name (secure noise; the data is not in it).")
+        except ValueError as err:
+            st.caption(f"No recipe for this point: {err}.")
+        view = ui.histogram_view_controls(hist, key="compare_view") if release.estimate is not None else {}
         if release.estimate is None:
             st.info(f"{pick} releases workload answers only, not a histogram.")
         elif len(hist.domain.shape) == 2:
             left, right = st.columns(2)
-            left.plotly_chart(ui.histogram_figure(hist), key="compare_true_heatmap")
-            right.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}"),
+            left.plotly_chart(ui.histogram_figure(hist, **view), key="compare_true_heatmap")
+            right.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", **view),
                                key="compare_noisy_heatmap")
         else:
-            st.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", pick),
+            st.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", pick, **view),
                             key="compare_noisy")
     with regret_tab:
         table = regret(results, metric)
@@ -164,7 +180,8 @@ with ui.guard():
                                    key="compare_per_bin_epsilon", help="Per-bin errors at this epsilon.")
         clicked = st.button("Compute per-bin error", key="compare_per_bin", help=f"Replays {PER_BIN_TRIALS} "
                             "trials per mechanism and averages |estimate − true| per bin.")
-        errors = ui.per_bin(tuple(ran), per_epsilon, min(PER_BIN_TRIALS, int(trials)), compute=clicked)
+        with st.spinner(f"Replaying {PER_BIN_TRIALS} trials per mechanism for the per-bin error…"):
+            errors = ui.per_bin(tuple(ran), per_epsilon, min(PER_BIN_TRIALS, int(trials)), compute=clicked)
         if errors is not None:
             bucket, labels = count_buckets(hist.vector)
             sizes = np.bincount(bucket, minlength=len(labels))

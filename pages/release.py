@@ -9,15 +9,18 @@ import ui
 from core.budget import Budget
 from core.config import config_to_json, parse_config
 from core.export import SIMULATION_LABEL, history_to_csv, privacy_metadata, release_to_csv, release_to_json
+from core.intervals import release_intervals
 from core.ledger_store import new_export_id
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.mechanisms.gaussian import Matched, for_privacy
 from core.noise import NOISE_PATHS, noise_sampler, noise_source
 from core.privacy import ledger_charge, target
 from core.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
+from core.recipe import recipe_notebook, recipe_script
 
 SHOWN_QUERIES = 40      # workload answers drawn with error bars
 SIMULATION_TRIALS = 20  # re-runs behind the simulated intervals (simulation stream, never charged)
+EXPORT_INTERVAL_TRIALS = 100  # re-runs on the released output behind the exported intervals
 AUTO_SIMULATION_SECONDS = 3.0  # simulate automatically when the re-runs should take at most this long
 
 
@@ -49,7 +52,7 @@ def spend_and_release() -> None:
             f"remaining δ is {led.remaining.delta:g}: set **Total budget δ** in the sidebar before the first "
             "release, or choose pure ε-DP.")
         return
-    if not led.fits(Budget(charge_epsilon, charge_delta)):
+    if ui.released_data() is None and not led.fits(Budget(charge_epsilon, charge_delta)):
         ui.charge(label, charge_epsilon, delta=charge_delta)  # refused: flashes the message naming the remaining budget
         return
     _, refusal = ui.run_check(name, settings, ui.workload())
@@ -62,7 +65,8 @@ def spend_and_release() -> None:
         rng = ui.release_rng() if noise_path == "exploration" else noise_source("secure", mechanism=mechanism,
                                                                                   counts=counts)
         started = time.perf_counter()
-        release = runner.run(counts, ui.workload(), epsilon, rng)
+        with st.spinner(f"Releasing with {name} at ε = {epsilon:g}…"):  # seconds for large inputs
+            release = runner.run(counts, ui.workload(), epsilon, rng)
         seconds = time.perf_counter() - started
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
@@ -85,6 +89,36 @@ def spend_and_release() -> None:
     st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds}
     st.session_state.release_show = number
     ui.save_workspace()  # the history survives a reload even if this run is cut short
+
+
+def export_intervals(number: int, simultaneous: bool) -> None:
+    """Intervals for release ``number`` from its released values only (never the true data); kept for export."""
+    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
+    rng = np.random.default_rng([int(st.session_state.seed), ui.SIMULATION_STREAM, 8, number])
+    mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
+    try:
+        intervals = release_intervals(mechanism, output["release"], ui.workload(), simultaneous=simultaneous,
+                                      trials=EXPORT_INTERVAL_TRIALS, rng=rng)
+    except Exception as err:  # noqa: BLE001 - the export goes without intervals; never a raw traceback
+        st.session_state.flash_error = f"No intervals for release #{number}: {str(err).splitlines()[0]}"
+        return
+    output.setdefault("export_intervals", {})[simultaneous] = intervals
+
+
+def rerun_seconds(number: int) -> float:
+    """Seconds for one re-run of release ``number`` on its own released output (sizes the interval work)."""
+    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
+    release = output["release"]
+    stand_in = np.clip(release.estimate, 0, None) if release.estimate is not None else None
+    if stand_in is None:
+        return output["seconds"]
+    started = time.perf_counter()
+    try:
+        configure(MECHANISMS[entry["mechanism"]], output["settings"]).run(
+            stand_in, ui.workload(), entry["epsilon"], np.random.default_rng([int(st.session_state.seed), 9]))
+    except Exception:  # noqa: BLE001 - only a timing probe; the interval step reports real errors
+        return output["seconds"]
+    return time.perf_counter() - started
 
 
 def load_config() -> None:
@@ -120,6 +154,10 @@ with ui.guard():
     st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_spec()}` ({workload.shape[0]:,} queries) · "
                f"neighbours: {NEIGHBOURING}. Each click spends budget; "
                f"remaining ε = {led.remaining.epsilon:.4g}.")
+    ui.show_handoff(ui.apply_handoff("release"))
+    if ui.released_data() is not None:
+        st.info("This dataset is an earlier release (already private): releasing from it again is "
+                "post-processing, so it spends no budget.")
     for key, default in (("release_epsilon", 1.0), ("release_noise_path", "secure")):
         st.session_state.setdefault(key, default)  # defaults via the session so a loaded config can set them
     left, right = st.columns(2)
@@ -166,7 +204,9 @@ with ui.guard():
         cols = st.columns(4)
         cols[0].metric("ε charged", f"{entry['epsilon']:.4g}",
                        help=f"{ui.DEFINITION_LABELS.get(entry.get('definition', 'pure'))}; δ = "
-                            f"{entry.get('delta', 0.0):g}; ρ = {entry.get('rho')}; σ = {entry.get('sigma')}")
+                            f"{entry.get('delta', 0.0):g}"
+                            + "".join(f"; {symbol} = {entry[key]:.4g}" for key, symbol in (("rho", "ρ"), ("sigma", "σ"))
+                                      if entry.get(key) is not None))  # no "None" for people to read
         cols[1].metric("Privacy loss", f"{entry['privacy_loss']:.4g}", help="Computed from the noise added.")
         cols[2].metric("Noise path", entry["noise_path"])
         values = release.answers if release.estimate is None else release.estimate
@@ -210,8 +250,8 @@ with ui.guard():
                 label = f"released ({entry['mechanism']})"
                 if len(hist.domain.shape) == 1 and hist.domain.size <= ui.MAX_BARS:
                     figures["histogram"] = ui.interval_figure(np.arange(estimate.size), truth, estimate, low, high,
-                                                              mechanism=entry["mechanism"], x_title="bin",
-                                                              y_title="count", bars=True)
+                                                              mechanism=entry["mechanism"], x_title="bin (index)",
+                                                              y_title="count (records)", bars=True)
                 else:
                     figures["histogram"] = ui.histogram_figure(hist, estimate, label, mechanism=entry["mechanism"])
                 st.plotly_chart(figures["histogram"], key="release_chart")
@@ -237,22 +277,42 @@ with ui.guard():
             figures["answers"] = ui.interval_figure(np.arange(shown.stop), workload.matvec(hist.vector)[shown],
                                                     release.answers[shown], None if a_low is None else a_low[shown],
                                                     None if a_high is None else a_high[shown],
-                                                    mechanism=entry["mechanism"], x_title="query",
-                                                    y_title="answer")
+                                                    mechanism=entry["mechanism"], x_title="query (index)",
+                                                    y_title="answer (records)")
             st.plotly_chart(figures["answers"], key="release_answers_chart")
         st.subheader("Export")
         labels = hist.bin_labels() if same_inputs and release.estimate is not None else None
+        intervals = None
+        if not simulation:
+            left, right = st.columns(2)
+            together = left.toggle("Simultaneous intervals (all values at once)", key="release_simultaneous",
+                                   help="Off: each value's interval holds with 95 % probability. On: all of them "
+                                        "hold together with 95 % probability (wider).")
+            cache = output.setdefault("export_intervals", {})
+            if "rerun_seconds" not in output:  # one re-run on the simulation path (the secure run's time
+                output["rerun_seconds"] = rerun_seconds(number)  # includes loading OpenDP once)
+            if together not in cache and output["rerun_seconds"] * EXPORT_INTERVAL_TRIALS <= AUTO_SIMULATION_SECONDS:
+                with st.spinner("Computing intervals from the released values…"):
+                    export_intervals(number, together)
+            elif together not in cache:
+                right.button(f"Compute intervals for the export (about "
+                             f"{output['rerun_seconds'] * EXPORT_INTERVAL_TRIALS:.0f} s)", key="release_intervals",
+                             on_click=export_intervals, args=(number, together))
+            intervals = cache.get(together)
+            if intervals is not None:
+                st.caption(f"Exports carry `lower`, `upper` and `level` = {intervals.level:g} for every value. "
+                           f"Method: {intervals.method}.")
         cols = st.columns(3)
         if simulation:
             cols[0].info(f"Release #{number} is a {SIMULATION_LABEL}: nothing to download.")
         else:
             meta = {"workload": entry["workload"], "noise_path": entry["noise_path"],
-                    "noise_sampler": entry.get("noise_sampler"), "dataset": entry["dataset"],
+                    "noise_sampler": entry.get("noise_sampler"), "dataset": ui.dataset_file(entry["dataset"]),
                     "export_id": entry.get("export_id")}
-            cols[0].download_button("Released histogram (CSV)", release_to_csv(release, labels),
+            cols[0].download_button("Released histogram (CSV)", release_to_csv(release, labels, intervals),
                                     f"dplens-release-{number}.csv", "text/csv", key="release_csv", on_click="ignore",
                                     help="Only the released values: bin,count (or query,answer).")
-            cols[1].download_button("Release with metadata (JSON)", release_to_json(release, labels=labels, **meta),
+            cols[1].download_button("Release with metadata (JSON)", release_to_json(release, labels=labels, intervals=intervals, **meta),
                                     f"dplens-release-{number}.json", "application/json", key="release_json",
                                     on_click="ignore",
                                     help="Mechanism, params, ε, privacy loss, neighbours, workload, noise path "
@@ -260,6 +320,19 @@ with ui.guard():
         cols[2].download_button("Release history (CSV)", history_to_csv(history), "dplens-history.csv",
                                 "text/csv", key="release_history_csv", on_click="ignore",
                                 help="One row per charge (never a seed).")
+        recipe = {"mechanism": entry["mechanism"], "settings": output["settings"], "workload": entry["workload"],
+                  "epsilon": float(entry["epsilon"])}
+        try:
+            cols = st.columns(3)
+            cols[0].download_button("Recipe (Python script)", recipe_script(**recipe), "dplens_recipe.py",
+                                    "text/x-python", key="release_recipe_py", on_click="ignore",
+                                    help="Re-runs this configuration through dplens on a file you name; the data "
+                                         "is not in it. Secure noise: new values, same metadata.")
+            cols[1].download_button("Recipe (Jupyter notebook)", recipe_notebook(**recipe), "dplens_recipe.ipynb",
+                                    "application/x-ipynb+json", key="release_recipe_ipynb", on_click="ignore",
+                                    help="The same recipe as a notebook.")
+        except ValueError as err:
+            st.caption(f"No recipe for this release: {err}.")
         if not simulation:
             for fig_name, fig in figures.items():
                 st.caption(f"Chart: {fig_name} (shows the true data too: for the curator's own use)")

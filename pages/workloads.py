@@ -110,7 +110,7 @@ with ui.guard():
         names = [k for k, (_, builder) in WORKLOADS.items() if builder is not None]
         current = ui.workload_spec().partition(":")[0]
         name = st.selectbox("Workload", names, index=names.index(current) if current in names else 0, format_func=lambda k: f"{k} — {WORKLOADS[k][0]}", key="workloads_name",
-                            help="Every workload generator in the registry (core.workloads.WORKLOADS).")
+                            help="Every workload dplens can generate for data of this shape.")
         params = {}
         keys = sorted(WORKLOAD_PARAMETERS.get(name, ()))
         for column, key in zip(st.columns(max(1, len(keys))), keys, strict=False):

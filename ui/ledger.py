@@ -50,6 +50,9 @@ def charge(label: str, epsilon: float, *, mechanism: str | None = None, workload
     charging the same data at once never overspend.
     """
     init_state()
+    if str(st.session_state.get("dataset_key", "")).startswith("released:"):  # post-processing: free
+        st.session_state.release_counter += 1
+        return True
     if is_rescaled():
         st.session_state.flash_error = f"Nothing released, no budget spent. {RESCALED_REFUSAL}"
         return False

@@ -1,10 +1,12 @@
-# dplens: `make run` starts the app, `make test` runs every test. Both create/refresh .venv as needed.
+# dplens: `make run` starts the app (`make run PORT=8600 HOST=0.0.0.0` to change where), `make test` runs every test. Both create/refresh .venv as needed.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 PYTEST_ARGS ?=
+HOST ?= 127.0.0.1
+PORT ?= 8501
 
 .PHONY: run test bench lint clean
 
@@ -21,7 +23,7 @@ $(TEST_STAMP): pyproject.toml requirements.lock | $(BIN)/python
 	touch $@ $(RUN_STAMP)
 
 run: $(RUN_STAMP)
-	$(BIN)/streamlit run app.py --server.address 127.0.0.1 --server.port 8501
+	$(BIN)/streamlit run app.py --server.address $(HOST) --server.port $(PORT)
 
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -23,8 +23,10 @@ from core.fingerprint import dataset_fingerprint
 from core.grid import GridSpec, run_grid
 from core.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore, new_export_id
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
+from core.mechanisms.gaussian import Matched, for_privacy
 from core.metrics import METRICS
 from core.noise import NOISE_PATHS, noise_sampler, noise_source
+from core.privacy import DEFINITIONS, ZCDP, delta_warning, ledger_charge, target
 from core.reproduce import add_reproduce_command
 from core.workloads import WORKLOADS, parse_workload
 
@@ -63,20 +65,131 @@ def _mechanism(name: str, params: dict[str, str]):
     return configure(MECHANISMS[name], params)
 
 
+def _privacy(args: argparse.Namespace):
+    """The privacy target of --definition with --epsilon (ε at --delta) or --rho (zCDP only)."""
+    if args.rho is not None:
+        if args.definition != "zcdp":
+            raise CliError(f"--rho needs --definition zcdp, got --definition {args.definition}")
+        if args.epsilon is not None:
+            raise CliError("give --epsilon or --rho, not both")
+        return ZCDP(_floats(args.rho, "--rho")[0])
+    if args.epsilon is None:
+        raise CliError("--epsilon is required (or --rho with --definition zcdp)")
+    epsilons = _floats(args.epsilon, "--epsilon")
+    if len(epsilons) != 1:
+        raise CliError(f"--epsilon takes one number, got {args.epsilon!r} (compare --epsilons takes a list)")
+    return target(args.definition, epsilons[0], args.delta)
+
+
 def _store(args: argparse.Namespace) -> LedgerStore:
     return LedgerStore(args.ledger) if args.ledger else LedgerStore()
 
 
-def _record_budget(store: LedgerStore, fingerprint: str, budget: float | None, name: str) -> None:
-    """``--budget``: record the dataset's total (a no-op when it is already that; refused after a spend)."""
+def _record_budget(store: LedgerStore, fingerprint: str, budget: float | None, name: str,
+                   delta: float | None = None) -> None:
+    """``--budget`` (and ``--budget-delta``): record the dataset's total (a no-op when it is already that;
+    refused after a spend)."""
     if budget is None:
+        if delta is not None:
+            raise CliError("--budget-delta needs --budget (the total epsilon)")
         return
-    if store.recorded(fingerprint) and store.ledger(fingerprint).total.epsilon == budget:
+    total = Budget(budget, delta or 0.0)
+    if store.recorded(fingerprint) and store.ledger(fingerprint).total == total:
         return
-    store.set_total(fingerprint, Budget(budget), name=name)
+    store.set_total(fingerprint, total, name=name)
+
+
+TABLE_MECHANISMS = ("mst", "residual-planner", "identity")
+
+
+def cmd_release_table(args: argparse.Namespace) -> int:
+    """``release --domain``/``--rho``: a table of records; MST writes synthetic records, the others marginals."""
+    import json
+    import math
+
+    from core.residual_planner import measure, plan_residuals
+    from core.tables import (
+        MST,
+        identity_marginals,
+        identity_privacy_loss,
+        load_table,
+        marginals_to_csv,
+        parse_marginal_workload,
+        records_to_csv,
+    )
+
+    if args.rho is None:
+        raise CliError("a table release (--domain) takes --rho (zCDP budget), not --epsilon")
+    if args.definition not in ("pure", "zcdp"):  # "pure" is only the flag's default: tables are always zCDP
+        raise CliError(f"a table release is rho-zCDP; --definition {args.definition} does not apply")
+    rho = _floats(args.rho, "--rho")
+    if len(rho) != 1 or not 0 < rho[0] <= 1000:
+        raise CliError(f"--rho takes one number in (0, 1000], got {args.rho!r}")
+    rho = rho[0]
+    if args.mechanism not in TABLE_MECHANISMS:
+        raise CliError(f"--mechanism {args.mechanism!r} is not a table mechanism; one of: {', '.join(TABLE_MECHANISMS)}")
+    output = Path(args.output)
+    if output.suffix.lower() != ".csv":
+        raise CliError(f"--output must end in .csv for a table release, got {args.output!r}")
+    table = load_table(args.input, args.domain)
+    for note in table.notes:
+        print(f"note: {note}", file=sys.stderr)
+    workload = parse_marginal_workload(args.workload, table.domain) if args.mechanism != "mst" else None
+    params = _params(args.param)
+    unknown = sorted(set(params) - ({"measure_split", "iters"} if args.mechanism == "mst" else set()))
+    if unknown:
+        raise CliError(f"--param {unknown[0]} is not a setting of {args.mechanism} (mst takes measure_split, iters)")
+    mst = MST(**{k: (float(v) if k == "measure_split" else int(v)) for k, v in params.items()}) \
+        if args.mechanism == "mst" else None
+    charge_epsilon, charge_delta, _ = ledger_charge(ZCDP(rho), args.delta)  # CKS ε at --delta, plus δ
+    cost = Budget(charge_epsilon, charge_delta)
+    store, fingerprint = _store(args), table.fingerprint
+    _record_budget(store, fingerprint, args.budget, Path(args.input).name, args.budget_delta)
+    if store.ledger(fingerprint).total.delta < cost.delta:
+        raise CliError(f"a rho-zCDP table release is charged as (epsilon, delta={args.delta:g}) but this dataset's "
+                       f"ledger allows delta={store.ledger(fingerprint).total.delta:g}; record a total with --budget "
+                       f"EPSILON --budget-delta DELTA")
+    store.ledger(fingerprint).spend(f"release: {args.mechanism}", cost)  # refuse over budget before any work
+    metadata = {"rho": rho, "delta_for_ledger": args.delta, "epsilon_charged": cost.epsilon,
+                "domain": json.loads(table.domain.to_json())}
+    if mst is not None:
+        release = mst.run(table.domain, table.records, rho)
+        metadata |= release.metadata
+        text = records_to_csv(table.domain, release.records, table.levels)
+        what = f"{len(release.records)} synthetic records"
+    else:
+        rng = np.random.default_rng()  # OS entropy, never seeded
+        if args.mechanism == "identity":
+            estimates, sigma = identity_marginals(workload, table.records, rho, rng)
+            stds = [sigma] * len(estimates)
+            loss = identity_privacy_loss(workload, sigma)
+        else:
+            plan = plan_residuals(workload, rho)
+            estimates = measure(plan, table.records, rng)
+            stds = [math.sqrt(plan.cell_variance(m)) for m in workload.marginals]
+            loss = plan.privacy_loss
+        if loss > rho * (1 + 1e-9):  # the noise actually drawn must fit the budget (float slack only)
+            raise CliError(f"internal check: {args.mechanism} privacy loss rho={loss!r} exceeds --rho {rho!r}")
+        metadata |= {"mechanism": args.mechanism, "privacy": "rho-zCDP (Gaussian), add/remove one record",
+                     "privacy_loss_rho": loss,
+                     "workload": workload.describe()}
+        text = marginals_to_csv(workload, estimates, stds, table.levels)
+        what = f"{workload.describe()}"
+    export_id = new_export_id()
+    ledger = store.spend(fingerprint, f"release: {args.mechanism}", cost, mechanism=args.mechanism, rho=rho,
+                         workload=args.workload, export_id=export_id, name=Path(args.input).name,
+                         note=f"rho={rho:g} charged as (epsilon={cost.epsilon:.6g}, delta={args.delta:g}); command line")
+    output.write_text(text)
+    output.with_suffix(".meta.json").write_text(json.dumps(metadata | {"export_id": export_id}, indent=2))
+    print(f"released {what} with {args.mechanism} at rho={rho:g} (charged epsilon={cost.epsilon:.4g}, "
+          f"delta={args.delta:g}) -> {output} (+ {output.with_suffix('.meta.json').name}); ledger {fingerprint[:12]}: "
+          f"remaining epsilon={ledger.remaining.epsilon:g} of {ledger.total.epsilon:g} (export id {export_id})")
+    return 0
 
 
 def cmd_release(args: argparse.Namespace) -> int:
+    if args.domain is not None:
+        return cmd_release_table(args)
     if args.noise != "secure":
         raise CliError(f"--noise {args.noise} gives a {SIMULATION_LABEL}: its seeded noise can be regenerated and "
                        "subtracted, so it is never written as a release; use --noise secure (or `compare` to "
@@ -85,36 +198,48 @@ def cmd_release(args: argparse.Namespace) -> int:
     if output.suffix.lower() not in (".csv", ".json"):
         raise CliError(f"--output must end in .csv or .json, got {args.output!r}")
     histogram = load_histogram(args.input)
-    mechanism = _mechanism(args.mechanism, _params(args.param))
+    privacy = _privacy(args)
+    base = _mechanism(args.mechanism, _params(args.param))
+    if args.definition == "pure":
+        runner, epsilon = for_privacy(base, privacy)  # refuses Gaussian mechanisms
+    else:  # ε at δ: Laplace at √(2ρ) or ε, Gaussian calibrated; the release states definition, δ and ρ
+        runner, epsilon = Matched(base, args.definition, args.delta), privacy.to_approx(args.delta).epsilon
+    mechanism = runner.resolve(epsilon)[0] if isinstance(runner, Matched) else runner
+    charge_epsilon, charge_delta, rho = ledger_charge(privacy, args.delta)
+    charge = Budget(charge_epsilon, charge_delta)
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
                               allow_files=True)
-    epsilons = _floats(args.epsilon, "--epsilon")
-    if len(epsilons) != 1:
-        raise CliError(f"--epsilon takes one number, got {args.epsilon!r} (compare --epsilons takes a list)")
-    epsilon = epsilons[0]
     warning = check_cost(estimate_cost(mechanism, workload), what=f"{mechanism.name} on this input")
     if warning:  # over the memory or time limit it raised above (exit 2, naming what to change)
         print(f"note: {warning}", file=sys.stderr)
+    if args.definition != "pure" and (warning := delta_warning(args.delta, int(round(histogram.total)))):
+        print(f"warning: {warning}", file=sys.stderr)
     store, fingerprint = _store(args), dataset_fingerprint(histogram)
-    _record_budget(store, fingerprint, args.budget, histogram.name)
+    _record_budget(store, fingerprint, args.budget, histogram.name, args.budget_delta)
     # Refuse an over-budget release before any work (BudgetExceededError: exit 2); store.spend re-checks atomically.
-    store.ledger(fingerprint).spend(f"release: {args.mechanism}", Budget(epsilon))
+    if charge.delta > store.ledger(fingerprint).total.delta:  # say what to do: the total has no (or too little) δ
+        raise CliError(f"this {args.definition} release needs delta={charge.delta:g} but the dataset's total delta is "
+                       f"{store.ledger(fingerprint).total.delta:g}; record a total with --budget EPSILON "
+                       "--budget-delta DELTA before the first release, or use --definition pure")
+    store.ledger(fingerprint).spend(f"release: {args.mechanism}", charge)
     rng = noise_source("secure", mechanism=mechanism, counts=histogram.counts)  # OpenDP; integer noise when sound
-    release = mechanism.run(histogram.counts, workload, epsilon, rng)
+    release = runner.run(histogram.counts, workload, epsilon, rng)
     export_id = new_export_id()
-    ledger = store.spend(fingerprint, f"release: {release.mechanism}", Budget(epsilon), mechanism=release.mechanism,
-                         workload=args.workload, export_id=export_id, name=histogram.name,
-                         note=f"noise path: secure ({noise_sampler(rng)}); command line")
+    sampler = noise_sampler(rng, mechanism)
+    ledger = store.spend(fingerprint, f"release: {release.mechanism}", charge, mechanism=release.mechanism,
+                         workload=args.workload, export_id=export_id, name=histogram.name, rho=rho,
+                         note=f"noise path: secure ({sampler}); {privacy}; command line")
     labels = histogram.bin_labels() if release.estimate is not None else None
     if output.suffix.lower() == ".json":
         output.write_text(release_to_json(release, workload=args.workload, noise_path="secure",
-                                          dataset=histogram.name, labels=labels, noise_sampler=noise_sampler(rng),
+                                          dataset=histogram.name, labels=labels, noise_sampler=sampler,
                                           export_id=export_id))
     else:
         output.write_bytes(release_to_csv(release, labels))
     kind = "bins" if release.estimate is not None else "query answers"
     print(f"released {len(release.estimate if release.estimate is not None else release.answers)} {kind} "
-          f"with {release.mechanism} at epsilon={release.epsilon:g} (privacy loss {release.privacy_loss:g}; "
+          f"with {release.mechanism} under {privacy} (epsilon={release.epsilon:g} at delta="
+          f"{release.params.get('delta', 0.0):g}, privacy loss {release.privacy_loss:g}; "
           f"neighbouring: {NEIGHBOURING}) -> {output}; ledger {fingerprint[:12]}: remaining "
           f"epsilon={ledger.remaining.epsilon:g} of {ledger.total.epsilon:g} (export id {export_id})")
     return 0
@@ -129,7 +254,7 @@ def cmd_ledger(args: argparse.Namespace) -> int:
         store.reset(fingerprint, Budget(args.budget), reason=args.reason or "")
         print(f"warning: {RESET_WARNING}", file=sys.stderr)
     else:
-        _record_budget(store, fingerprint, args.budget, histogram.name)
+        _record_budget(store, fingerprint, args.budget, histogram.name, args.budget_delta)
     ledger = store.ledger(fingerprint)
     history = store.history(fingerprint)
     if args.output:
@@ -146,7 +271,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
                               allow_files=True)
     names = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
+    # every mechanism at matched privacy: the epsilons are "ε at --delta" under --definition
     mechanisms = [_mechanism(name, {}) for name in names]
+    if args.definition != "pure":
+        mechanisms = [Matched(m, args.definition, args.delta) for m in mechanisms]
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
@@ -213,7 +341,30 @@ def cmd_grid(args: argparse.Namespace) -> int:
     return 0
 
 
+def _delta(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"delta must be a number in (0, 1), got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"delta must be in (0, 1) (exclusive), got {text!r}")
+    return value
+
+
+def _definition_arguments(parser: argparse.ArgumentParser, *, rho: bool) -> None:
+    parser.add_argument("--definition", choices=list(DEFINITIONS), default="pure",
+                        help="pure: epsilon-DP (Laplace only); approx: (epsilon, delta)-DP; zcdp: rho-zCDP "
+                             "(Gaussian mechanisms need approx or zcdp)")
+    parser.add_argument("--delta", type=_delta, default=1e-6,
+                        help="delta of (epsilon, delta), and where zCDP is reported as epsilon (default 1e-6)")
+    if rho:
+        parser.add_argument("--rho", help="zCDP budget rho > 0 instead of --epsilon (with --definition zcdp)")
+
+
 def _ledger_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--budget-delta", type=_delta, metavar="DELTA",
+                        help="the total's delta, with --budget (needed by (epsilon, delta) and zCDP releases, "
+                             "which the ledger charges as epsilon at --delta plus delta)")
     parser.add_argument("--ledger", metavar="PATH",
                         help="the SQLite ledger file (default: $DPLENS_HOME/dplens.sqlite3, "
                              "DPLENS_HOME defaulting to ~/.local/share/dplens)")
@@ -238,7 +389,10 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Writes only released values, never the true counts.")
     rel.add_argument("--input", required=True, help=f"histogram file (CSV/JSON/NPY) or sample name ({samples})")
     rel.add_argument("--mechanism", required=True, help=f"one of: {', '.join(MECHANISMS)}")
-    rel.add_argument("--epsilon", required=True, help="privacy budget epsilon > 0")
+    rel.add_argument("--epsilon", help="privacy budget epsilon > 0 (with --definition approx/zcdp: epsilon at --delta)")
+    _definition_arguments(rel, rho=True)
+    rel.add_argument("--domain", metavar="JSON", help='a table of records: its domain file {"age": 85, ...} '
+                     "(with --rho; mechanisms mst, residual-planner, identity; workload marginals:k=2)")
     rel.add_argument("--workload", default="identity", help=f"workload spec ({', '.join(WORKLOADS)}); "
                      "e.g. random-range:m=2000")
     rel.add_argument("--seed", type=int, default=0, help="seeds a random workload's queries (never the noise)")
@@ -255,7 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--workload", default="identity", help="workload spec, e.g. random-range:m=2000")
     cmp_.add_argument("--mechanisms", default="identity,laplace-on-answers,uniform",
                       help="comma-separated registry names")
-    cmp_.add_argument("--epsilons", default="0.1,1", help="comma-separated epsilons")
+    cmp_.add_argument("--epsilons", default="0.1,1", help="comma-separated epsilons (epsilon at --delta)")
+    _definition_arguments(cmp_, rho=False)
     cmp_.add_argument("--trials", type=int, default=10, help="trials per (mechanism, epsilon)")
     cmp_.add_argument("--seed", type=int, default=0, help="base seed")
     cmp_.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRICS)}")

@@ -146,7 +146,7 @@ def _greedy(mechanism, workload: Workload) -> Cost:
     tree = SECONDS_PER_ELEMENT * (20 * units * granularity + 30 * (n + matvec_elements(workload))
                                   + 40 * n * math.log2(max(n, 2)))  # DAWA's partition and the tree's layout
     memory = 8.0 * (4 * units * granularity / branching + 64 * n + 3 * m)
-    if type(mechanism).__name__ == "GreedyH":
+    if type(mechanism).__name__ in ("GreedyH", "GaussianGreedyH"):
         memory += 8.0 * units * units  # the unit × unit Gram (dense, MAX_UNITS = 4096)
         tree += SECONDS_PER_ELEMENT * 10 * units * units
     return Cost(OVERHEAD_SECONDS + tree, memory,

@@ -59,8 +59,20 @@ def _check_size(nbytes: int) -> None:
 
 
 def load_histogram(source: str | Path | bytes, *, filename: str | None = None,
-                   name: str | None = None) -> Histogram:
+                   name: str | None = None, grid_shape: tuple[int, int] | None = None,
+                   notes: list[str] | None = None) -> Histogram:
     """Load a histogram from a sample name, a path, or uploaded bytes (format sniffed or by ``filename``).
+
+    Args:
+        grid_shape: the declared (rows, cols) of a long-form ``row,col,count`` CSV, which lists only
+            some cells; without it the grid is inferred from the largest row and col index.
+        notes: when given, a sentence for each thing that was inferred rather than read is appended.
+
+    >>> notes = []
+    >>> load_histogram(b"row,col,count\\n0,1,5\\n2,0,1\\n", notes=notes).domain.shape
+    (3, 2)
+    >>> notes[0][:55]
+    'long-form CSV: 2 cells listed, grid 3 × 2 inferred from'
 
     Raises:
         DataError: with a one-line message naming the row/column and the rule that failed.
@@ -74,7 +86,8 @@ def load_histogram(source: str | Path | bytes, *, filename: str | None = None,
             samples = ", ".join(SAMPLE_DATASETS)
             raise _fail(f"no file {str(path)!r} and no sample dataset of that name (samples: {samples})")
         _check_size(path.stat().st_size)
-        return load_histogram(path.read_bytes(), filename=path.name, name=name or path.stem)
+        return load_histogram(path.read_bytes(), filename=path.name, name=name or path.stem,
+                              grid_shape=grid_shape, notes=notes)
     if not isinstance(source, bytes | bytearray):
         raise _fail(f"cannot read a histogram from {type(source).__name__}")
     data = bytes(source)
@@ -89,7 +102,7 @@ def load_histogram(source: str | Path | bytes, *, filename: str | None = None,
         if suffix == ".json" or stripped.startswith(("{", "[")):
             counts, labels, name = _parse_json(stripped, name)
         else:
-            counts, labels = _parse_csv(text, data)
+            counts, labels = _parse_csv(text, data, grid_shape, notes if notes is not None else [])
     return _build(counts, labels, name)
 
 
@@ -349,7 +362,8 @@ def _wide_cells(text: str, delimiter: str, rows: int, width: int) -> np.ndarray:
     return np.array(cells, dtype=object).reshape(rows, width)  # strings only: never a numeric parse here
 
 
-def _parse_csv(text: str, data: bytes):
+def _parse_csv(text: str, data: bytes, grid_shape: tuple[int, int] | None = None,
+               notes: list[str] | None = None):
     if not text.strip():
         raise _fail("file is empty")
     delimiter = _delimiter(text)
@@ -379,7 +393,7 @@ def _parse_csv(text: str, data: bytes):
     if {"row", "col", "count"} <= set(position):
         rows_, cols, counts = _number_columns(text, delimiter, width, [position[k] for k in ("row", "col", "count")],
                                               ["row", "col", "count"])
-        return _grid(rows_, cols, counts), ()
+        return _grid(rows_, cols, counts, grid_shape, notes if notes is not None else []), ()
     if "count" not in position:
         raise _fail(f"CSV needs a 'count' column (or row,col,count for 2-D); found {cells[:6]}")
     label = next((i for i, name in enumerate(names) if name != "count"), None)
@@ -390,14 +404,35 @@ def _parse_csv(text: str, data: bytes):
     return counts, (tuple(labels),)
 
 
-def _grid(rows: np.ndarray, cols: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def _grid(rows: np.ndarray, cols: np.ndarray, counts: np.ndarray, declared: tuple[int, int] | None,
+          notes: list[str]) -> np.ndarray:
+    """Long form → grid. Only non-zero cells need listing, so the shape comes from ``declared`` sizes or,
+    failing that, the largest index (trailing empty rows/columns are then lost, which the note says)."""
     for what, idx in (("row", rows), ("col", cols)):
         if np.any(idx != np.round(idx)) or np.any(idx < 0):
             raise _fail(f"column {what!r} must hold non-negative integer indices")
-    shape = (int(rows.max()) + 1, int(cols.max()) + 1)
+    largest = (int(rows.max()) + 1, int(cols.max()) + 1)
+    if declared is not None:
+        shape = tuple(int(s) for s in declared)
+        if len(shape) != 2 or min(shape) < 1:
+            raise _fail(f"grid size must be two positive integers (rows, cols), got {declared!r}")
+        for what, size, need in zip(("rows", "cols"), shape, largest, strict=True):
+            if need > size:
+                raise _fail(f"the file has {what[:-1]} index {need - 1} but the declared grid has {size} {what}; "
+                            f"declare at least {need} {what}")
+    else:
+        shape = largest
     if shape[0] * shape[1] > MAX_CELLS:
         raise _fail(f"grid {shape[0]} × {shape[1]} has more than {MAX_CELLS} cells (2^22)")
     flat = rows.astype(np.int64) * shape[1] + cols.astype(np.int64)  # bincount: linear, unlike np.add.at
+    listed = int(np.unique(flat).size)
+    if declared is not None:
+        notes.append(f"long-form CSV: {listed:,} cells listed, grid {shape[0]} × {shape[1]} as declared; "
+                     "unlisted cells are 0")
+    elif listed < shape[0] * shape[1]:
+        notes.append(f"long-form CSV: {listed:,} cells listed, grid {shape[0]} × {shape[1]} inferred from the "
+                     "largest row and col index; unlisted cells are 0. If the true grid is larger (empty last "
+                     "rows or columns), declare its size")
     return np.bincount(flat, weights=counts, minlength=shape[0] * shape[1]).reshape(shape)
 
 

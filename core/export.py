@@ -23,6 +23,7 @@ import numpy as np
 
 from core import __version__
 from core.mechanisms import NEIGHBOURING, Release
+from core.noise import NOISE_PATHS, NOISE_SAMPLERS
 
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 EXPORTABLE_NOISE_PATHS = ("secure",)
@@ -66,8 +67,11 @@ def _number(value: float) -> str:
     return f"{float(value):.10g}"
 
 
-def release_to_csv(release: Release, labels: Sequence[str] | None = None) -> bytes:
-    """CSV ``bin,count`` of the released histogram, or ``query,answer`` when there is no estimate."""
+def release_to_csv(release: Release, labels: Sequence[str] | None = None, intervals=None) -> bytes:
+    """CSV ``bin,count`` of the released histogram, or ``query,answer`` when there is no estimate.
+
+    ``intervals`` (``core.intervals.Intervals``) adds the columns ``lower,upper,level``.
+    """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     if release.estimate is not None:
@@ -77,9 +81,11 @@ def release_to_csv(release: Release, labels: Sequence[str] | None = None) -> byt
         labels = None
     if labels is not None and len(labels) != len(values):
         raise ValueError(f"{len(labels)} labels for {len(values)} released values")
-    writer.writerow(header)
+    writer.writerow(header + (("lower", "upper", "level") if intervals is not None else ()))
     for i, value in enumerate(values):
-        writer.writerow((_csv_text(labels[i]) if labels is not None else i, _number(value)))
+        extra = () if intervals is None else (_number(intervals.lower[i]), _number(intervals.upper[i]),
+                                              _number(intervals.level))
+        writer.writerow((_csv_text(labels[i]) if labels is not None else i, _number(value), *extra))
     return buffer.getvalue().encode()
 
 
@@ -96,19 +102,78 @@ def release_metadata(release: Release, *, workload: str, noise_path: str, datase
     check_exportable(noise_path)
     return {
         "mechanism": release.mechanism,
-        "epsilon": release.epsilon,
-        "delta": 0.0,
+        **privacy_metadata(release),
         "privacy_loss": release.privacy_loss,
         "params": {k: _jsonable(v) for k, v in release.params.items()},
         "workload": workload,
         "noise_path": noise_path,
         "noise_sampler": noise_sampler,
+        "noise_policy": noise_policy(noise_path, noise_sampler),
         "neighbouring": NEIGHBOURING,
         "dataset": neutralise(dataset) if dataset else None,
         "export_id": export_id,
         "version": __version__,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
+
+
+def noise_policy(noise_path: str, noise_sampler: str | None) -> str:
+    """The noise policy in words (what produced the noise, and that no seed can regenerate it).
+
+    >>> noise_policy("secure", "opendp-integer-laplace")[:60]
+    'secure path: OpenDP samplers (exact discrete Laplace on a la'
+    """
+    sampler = f"; sampler: {NOISE_SAMPLERS[noise_sampler]}" if noise_sampler in NOISE_SAMPLERS else ""
+    return (f"{noise_path} path: {NOISE_PATHS.get(noise_path, 'unknown')}{sampler}. No seed is kept: the noise "
+            "cannot be regenerated or subtracted.")
+
+
+def privacy_metadata(release: Release) -> dict:
+    """The privacy definition and parameters of a release: definition, ε, δ, ρ and σ (Gaussian) or scale.
+
+    ``rho`` is the zCDP cost (ε²/2 for pure ε-DP; None for (ε, δ), which implies no ρ);
+    ``charged`` is the cost in the definition's own unit (what a ledger subtracts).
+
+    >>> from core.mechanisms import MECHANISMS
+    >>> from core.workloads import Identity
+    >>> release = MECHANISMS["identity"].run(np.ones(2), Identity(2), 1.0, np.random.default_rng(0))
+    >>> privacy_metadata(release)["rho"], privacy_metadata(release)["noise_scale"]
+    (0.5, 1.0)
+    """
+    from core.mechanisms.gaussian import release_cost
+    from core.privacy import ZCDP, PureDP
+
+    cost = release_cost(release)
+    definition = release.params.get("definition", "pure")
+    rho = cost.to_zcdp().rho if isinstance(cost, PureDP | ZCDP) else None
+    gaussian = release.params.get("noise") == "gaussian"
+    return {
+        "definition": definition,
+        "epsilon": release.epsilon,
+        "delta": float(release.params.get("delta", 0.0)),
+        "rho": rho,
+        "noise": "gaussian" if gaussian else "laplace",
+        "sigma": release.params.get("sigma") if gaussian else None,
+        "noise_scale": None if gaussian else release.params.get("noise_scale"),
+        "charged": {"epsilon": cost.epsilon} if isinstance(cost, PureDP) else (
+            {"rho": cost.rho} if isinstance(cost, ZCDP) else {"epsilon": cost.epsilon, "delta": cost.delta}),
+    }
+
+
+def privacy_from_metadata(doc: Mapping[str, object]):
+    """The privacy value an exported release's metadata states (round-trip of ``privacy_metadata``).
+
+    >>> privacy_from_metadata({"definition": "zcdp", "charged": {"rho": 0.1}})
+    ZCDP(rho=0.1)
+    """
+    from core.privacy import ZCDP, ApproxDP, PureDP
+
+    charged = doc["charged"]
+    if doc["definition"] == "zcdp":
+        return ZCDP(charged["rho"])
+    if doc["definition"] == "approx":
+        return ApproxDP(charged["epsilon"], charged["delta"])
+    return PureDP(charged["epsilon"])
 
 
 def _jsonable(value: object) -> object:
@@ -125,7 +190,7 @@ def _jsonable(value: object) -> object:
 
 def release_to_json(release: Release, *, workload: str, noise_path: str, dataset: str | None = None,
                     labels: Sequence[str] | None = None, noise_sampler: str | None = None,
-                    export_id: str | None = None) -> str:
+                    export_id: str | None = None, intervals=None) -> str:
     """JSON with the metadata and the released values (``counts`` or ``answers``); secure releases only."""
     doc = release_metadata(release, workload=workload, noise_path=noise_path, dataset=dataset,
                            noise_sampler=noise_sampler, export_id=export_id)
@@ -135,6 +200,9 @@ def release_to_json(release: Release, *, workload: str, noise_path: str, dataset
             doc["labels"] = [neutralise(v) for v in labels]
     else:
         doc["answers"] = [float(v) for v in release.answers]
+    if intervals is not None:  # core.intervals.Intervals, from the released output only
+        doc.update(lower=[float(v) for v in intervals.lower], upper=[float(v) for v in intervals.upper],
+                   level=intervals.level, simultaneous=intervals.simultaneous, interval_method=intervals.method)
     return json.dumps(doc, indent=1, allow_nan=False)
 
 

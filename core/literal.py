@@ -189,7 +189,7 @@ def wda_synthetic_workload() -> Explicit:
     for i in range(6):
         matrix[i, 0] = matrix[i, 7 + i] = 1
         matrix[6 + i, 1 + i] = 1
-    return Explicit(matrix, label="WDA 12×13 synthetic (spec §2(e))")
+    return Explicit(matrix, label="WDA 12×13 synthetic (the paper's example shape)")
 
 
 @dataclass(frozen=True)

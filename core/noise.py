@@ -42,6 +42,9 @@ NOISE_SAMPLERS: dict[str, str] = {  # what produced the Laplace noise; exports s
     "numpy-float-laplace": "NumPy's floating-point Laplace from a seeded generator (exploration)",
     "opendp-lattice-laplace": "OpenDP's discrete Laplace on a lattice of spacing 2^(floor(log2 scale)-24)",
     "opendp-integer-laplace": "OpenDP's discrete Laplace on the integers, added to integer counts",
+    "numpy-float-gaussian": "NumPy's floating-point Gaussian from a seeded generator (exploration)",
+    "opendp-lattice-gaussian": "OpenDP's discrete Gaussian on a lattice of spacing 2^(floor(log2 sigma)-24)",
+    "opendp-integer-gaussian": "OpenDP's discrete Gaussian on the integers (Canonne et al. 2020), added to integer counts",
 }
 NOISE_PATHS: dict[str, str] = {
     "exploration": "seeded NumPy generator: fast and reproducible, floating-point Laplace (not exactly DP)",
@@ -90,6 +93,20 @@ def _laplace_measurement(size: int, scale: float, integer: bool):
 
 
 @functools.lru_cache(maxsize=64)
+def _gaussian_measurement(size: int, scale: float, integer: bool):
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    # OpenDP's Gaussian is the discrete Gaussian of Canonne, Kamath & Steinke (2020), exact, on the
+    # integers or on a lattice 2^k (as the Laplace above); its privacy map is in zCDP
+    if integer:
+        space = dp.vector_domain(dp.atom_domain(T="i64"), size=size), dp.l2_distance(T="i64")
+        return dp.m.make_gaussian(*space, scale=scale)
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size), dp.l2_distance(T=float)
+    return dp.m.make_gaussian(*space, scale=scale, k=math.floor(math.log2(scale)) - LATTICE_BITS)
+
+
+@functools.lru_cache(maxsize=64)
 def _noisy_max_measurement(scale: float):
     import opendp.prelude as dp
 
@@ -122,19 +139,26 @@ class SecureNoise:
 
     def laplace(self, loc: float = 0.0, scale: float = 1.0, size=None):
         """Laplace(loc, scale) noise of the given size (scalar when size is None); scale may be an array."""
+        return self._draw(_laplace_measurement, loc, scale, size, "Laplace")
+
+    def _draw(self, measurement_for, loc, scale, size, kind: str):
         scales = np.asarray(scale, dtype=float)
         if not np.all(np.isfinite(scales) & (scales >= 0)):
-            raise ValueError(f"Laplace scale must be finite and >= 0, got {scale!r}")
+            raise ValueError(f"{kind} scale must be finite and >= 0, got {scale!r}")
         shape = _shape(size) if size is not None else np.broadcast_shapes(scales.shape, np.shape(loc))
         scales = np.broadcast_to(scales, shape)
         out = np.zeros(shape)
         for value in np.unique(scales[scales > 0]):  # one OpenDP measurement per distinct scale
             where = scales == value
             count = int(where.sum())
-            measurement = _laplace_measurement(count, float(value), self.integer)
+            measurement = measurement_for(count, float(value), self.integer)
             out[where] = measurement([0] * count if self.integer else [0.0] * count)
         out = out + loc
         return float(out) if out.ndim == 0 else out
+
+    def normal(self, loc: float = 0.0, scale: float = 1.0, size=None):
+        """Gaussian N(loc, scale²) noise sampled inside OpenDP (discrete Gaussian on the integers or a lattice)."""
+        return self._draw(_gaussian_measurement, loc, scale, size, "Gaussian")
 
     def random(self, size=None):
         """Uniform floats in [0, 1) (53 random bits each)."""
@@ -187,10 +211,11 @@ def adds_noise_to_counts(mechanism) -> bool:
     >>> adds_noise_to_counts(MECHANISMS["dp-base"]), adds_noise_to_counts(MECHANISMS["privelet"])
     (True, False)
     """
+    from core.mechanisms.gaussian import GaussianIdentity
     from core.mechanisms.laplace import Identity, Uniform
     from core.mechanisms.xiao import CellRelease
 
-    return type(mechanism) in (Identity, Uniform, CellRelease)
+    return type(mechanism) in (Identity, Uniform, CellRelease, GaussianIdentity)
 
 
 def _integer_counts(counts) -> bool:
@@ -223,10 +248,24 @@ def noise_source(path: str, seed: int | None = None, *, mechanism=None,
     raise ValueError(f"noise path must be one of {sorted(NOISE_PATHS)}, got {path!r}")
 
 
-def noise_sampler(source) -> str:
-    """The ``NOISE_SAMPLERS`` key of a noise source (what an export should state).
+def noise_sampler(source, mechanism=None) -> str:
+    """The ``NOISE_SAMPLERS`` key of a noise source (what an export should state) for ``mechanism``'s noise.
 
     >>> noise_sampler(noise_source("exploration", 1)), noise_sampler(SecureNoise(integer=True))
     ('numpy-float-laplace', 'opendp-integer-laplace')
+    >>> from core.mechanisms import MECHANISMS
+    >>> noise_sampler(SecureNoise(integer=True), MECHANISMS["gaussian-identity"])
+    'opendp-integer-gaussian'
     """
-    return source.sampler if isinstance(source, SecureNoise) else "numpy-float-laplace"
+    key = source.sampler if isinstance(source, SecureNoise) else "numpy-float-laplace"
+    return key.replace("laplace", noise_kind(mechanism)) if mechanism is not None else key
+
+
+def noise_kind(mechanism) -> str:
+    """"gaussian" for the Gaussian variants (``core.mechanisms.gaussian``), else "laplace".
+
+    >>> from core.mechanisms import MECHANISMS
+    >>> noise_kind(MECHANISMS["hb"]), noise_kind(MECHANISMS["gaussian-hb"])
+    ('laplace', 'gaussian')
+    """
+    return getattr(mechanism, "noise", "laplace")

@@ -283,6 +283,8 @@ def laplace_answer_scale(mechanism: Mechanism, workload: Workload, epsilon: floa
     (2.0, 'answer')
     """
     epsilon = check_epsilon(epsilon)
+    if getattr(mechanism, "noise", "laplace") != "laplace":  # the Gaussian variants subclass these two
+        return None
     if isinstance(mechanism, LaplaceOnAnswers):
         return l1_sensitivity(workload) / epsilon, "answer"
     if isinstance(mechanism, LaplaceHistogram):
@@ -323,6 +325,17 @@ def laplace_confidence_intervals(noisy: np.ndarray, scale: float, confidence: fl
 def _check_confidence(confidence: float) -> None:
     if not (isinstance(confidence, int | float | np.floating) and 0 < confidence < 1):
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+
+
+class NeedsDataError(ValueError):
+    """No formula gives this mechanism's error: epsilon can only be estimated by simulating on the data.
+
+    ``reason`` says why in words for people ("is data-dependent: its error depends on the data").
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(frozen=True, eq=False)
@@ -408,7 +421,8 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
       once, union bound) is within ±target with probability ≥ 1−β. For Laplace answers this is the
       closed form ε = Δ·ln(k/β)/target (k = 1 per answer, m simultaneous).
     * Otherwise a bisection over seeded simulations on ``data`` (needs ``data`` and ``rng``); a
-      data-dependent mechanism's error depends on the data, so there is no answer without it.
+      data-dependent mechanism's error depends on the data, so there is no answer without it
+      (``NeedsDataError``, a ValueError).
 
     >>> from core.workloads import Total
     >>> choice = epsilon_for_accuracy(LaplaceOnAnswers(), Total(10), 10.0, "max_abs", confidence=0.95)
@@ -432,8 +446,8 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
         reason = ("is data-dependent: its error depends on the data" if mechanism.data_dependent
                   else "has no closed-form error for this metric")
         if data is None or rng is None:
-            raise ValueError(f"mechanism {mechanism.name!r} {reason}; pass data= and rng= to estimate "
-                             "epsilon by seeded simulation")
+            raise NeedsDataError(f"mechanism {mechanism.name!r} {reason}; pass data= and rng= to estimate "
+                                 "epsilon by seeded simulation", reason)
         if not (isinstance(trials, int) and trials >= 1):
             raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
         x, _ = check_inputs(data, workload, 1.0)
@@ -501,3 +515,88 @@ def accuracy_for_epsilon(mechanism: Mechanism, workload: Workload, epsilon: floa
         joint = laplace_error_bound(scale, confidence, count)
     return Accuracy(epsilon, None if mse is None else math.sqrt(mse), values["mae"], values["max_abs"],
                     confidence, scale, unit, half, joint)
+
+
+# ----------------------------------------------------------------------------- several targets at once
+@dataclass(frozen=True, eq=False)
+class AccuracyTarget:
+    """One accuracy target on one group of queries, e.g. "every prefix ± 200 at 95 %, all at once".
+
+    ``metric``/``confidence``/``simultaneous`` mean what they mean in ``epsilon_for_accuracy``.
+    """
+
+    label: str
+    workload: Workload
+    target: float
+    metric: str = "max_abs"
+    confidence: float | None = 0.95
+    simultaneous: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class TargetsPlan:
+    """The least ε for one mechanism to meet every target, each group released on its own budget.
+
+    ``epsilons[g]`` is the least ε that meets target g (None when no formula gives it: ``reason``);
+    sequential composition makes the total their sum, which is the least total for separate releases
+    because each group's error depends only on its own ε.
+    """
+
+    mechanism: str
+    epsilons: tuple[float | None, ...]
+    reason: str = ""
+
+    @property
+    def total(self) -> float | None:
+        """Σ_g ε_g, or None when some target has no formula for this mechanism."""
+        return None if any(e is None for e in self.epsilons) else float(sum(self.epsilons))
+
+
+def epsilon_for_targets(mechanisms: Sequence[Mechanism], targets: Sequence[AccuracyTarget], *,
+                        high: float = 100.0) -> tuple[list[TargetsPlan], TargetsPlan | None]:
+    """Least ε meeting every target, per mechanism, and the best split: each group its cheapest mechanism.
+
+    Each group of queries is released separately with its own ε_g, so the total is Σ ε_g (sequential
+    composition; style.md's ledger). For one mechanism the least total sets every ε_g to the smallest
+    value meeting target g (errors fall as ε grows). Letting every group pick its own mechanism can only
+    lower the total: that plan is returned second (mechanism ``"best per group"``, names in ``reason``).
+    Mechanisms without a formula for a target (data-dependent ones) get None there and say why.
+
+    >>> from core.workloads import Prefix, Total
+    >>> targets = [AccuracyTarget("total ± 50", Total(64), 50.0),
+    ...            AccuracyTarget("prefixes, RMSE 20", Prefix(64), 20.0, "rmse", confidence=None)]
+    >>> plans, best = epsilon_for_targets([LaplaceOnAnswers(), LaplaceHistogram()], targets)
+    >>> [round(e, 4) for e in plans[0].epsilons]   # ln(20)/50 and √2·64/20
+    [0.0599, 4.5255]
+    >>> plans[1].epsilons[0] is None, round(plans[1].epsilons[1], 4)   # a sum of Laplace bins: no bound
+    (True, 0.4031)
+    >>> round(best.total, 4), best.reason
+    (0.463, 'laplace-on-answers, identity')
+    """
+    if not targets:
+        raise ValueError("targets must list at least one accuracy target")
+    plans = []
+    for mechanism in mechanisms:
+        epsilons: list[float | None] = []
+        reasons: list[str] = []
+        for target in targets:
+            try:
+                choice = epsilon_for_accuracy(mechanism, target.workload, target.target, target.metric,
+                                              target.confidence, simultaneous=target.simultaneous, high=high)
+                epsilons.append(choice.epsilon)
+            except NeedsDataError as err:
+                epsilons.append(None)
+                reasons.append(f"{target.label}: {err.reason}")
+            except ValueError as err:  # e.g. not reachable below `high`
+                epsilons.append(None)
+                reasons.append(f"{target.label}: {str(err).split(';')[0]}")
+        plans.append(TargetsPlan(mechanism.name, tuple(epsilons), "; ".join(reasons)))
+    best_epsilons, best_names = [], []
+    for g in range(len(targets)):
+        options = [(p.epsilons[g], p.mechanism) for p in plans if p.epsilons[g] is not None]
+        if not options:
+            return plans, None
+        epsilon, name = min(options)
+        best_epsilons.append(epsilon)
+        best_names.append(name)
+    return plans, TargetsPlan("best per group", tuple(best_epsilons), ", ".join(best_names))

@@ -11,6 +11,7 @@ from core.mechanisms import MECHANISMS
 from core.mechanisms.lrm import MAX_CELLS as LRM_MAX_CELLS
 from core.mechanisms.matrix import MAX_CELLS as MM_OPT_MAX_CELLS
 from core.metrics import HISTOGRAM_METRICS, METRIC_LABELS, METRICS
+from core.recipe import recipe_script
 from core.views import count_buckets
 
 DEFAULT_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
@@ -40,17 +41,28 @@ with ui.guard():
     hist, workload = ui.histogram(), ui.workload()
     st.caption(f"Dataset **{hist.name}** ({hist.domain.size:,} cells, {hist.total:,.0f} records) · workload "
                f"`{ui.workload_spec()}` ({workload.shape[0]:,} queries). Exploration only: nothing here spends budget.")
+    if ui.definition() != "pure":
+        st.info(f"**{ui.DEFINITION_LABELS[ui.definition()]}** at δ = {ui.delta():g}: every mechanism runs at matched "
+                "privacy, and the x-axis is ε at that δ. Laplace mechanisms (pure ε-DP) run at "
+                + ("ε (pure ε-DP implies (ε, δ))" if ui.definition() == "approx" else
+                   "ε_L = √(2ρ), ρ = the zCDP whose CKS conversion is (ε, δ)")
+                + "; Gaussian ones are calibrated to the same target.")
     # default trials: as many (≤ 20) as keep the default sweep's estimated runs (core.cost) within 20 s here
     st.session_state.setdefault("compare_trials", affordable_trials(
         [MECHANISMS[m] for m in DEFAULT_MECHANISMS if m in MECHANISMS], workload, epsilons=10))
     with st.form("compare_form"):
-        left, right = st.columns(2)
-        names = left.multiselect("Mechanisms", list(MECHANISMS),
-                                 default=[m for m in DEFAULT_MECHANISMS if m in MECHANISMS], key="compare_mechanisms",
+        choices = ui.available()
+        if st.session_state.get("compare_mechanisms") is not None:  # a definition switch may drop Gaussian ones
+            st.session_state.compare_mechanisms = [m for m in st.session_state.compare_mechanisms if m in choices]
+        default = [m for m in DEFAULT_MECHANISMS if m in choices]
+        if ui.definition() != "pure":
+            default += ["gaussian-hb", "gaussian-answers"]
+        names = st.multiselect("Mechanisms", choices, default=default, key="compare_mechanisms",
                                  help="Every mechanism in the registry; identity and uniform are always added "
                                       "as references. mm-opt optimises a strategy once per workload (seconds; "
                                       f"at most {MM_OPT_MAX_CELLS:,} cells), and so does lrm (cubic in n; "
                                       f"at most {LRM_MAX_CELLS:,} cells and about a minute of work); ugrid and agrid need 2-D data.")
+        left, right = st.columns(2)  # the mechanisms get the full width, so no chip is hidden
         metrics = right.multiselect("Metrics", list(METRIC_LABELS), default=["mae", "rmse"],
                                     format_func=METRIC_LABELS.get, key="compare_metrics",
                                     help="Per-query errors on the workload answers; KLD compares histograms.")
@@ -75,7 +87,8 @@ with ui.guard():
                    "keeps the runs finished by then; fewer trials, epsilon points or mechanisms make it shorter.")
     if submitted and (results is None or results.attrs.get("stopped")):
         stop_column, bar_column = st.columns([1, 6])
-        stop_column.button("Stop", key="compare_stop", help="Stop the sweep; the runs finished so far are kept.")
+        stop_slot = stop_column.empty()  # emptied when the sweep ends: no Stop button for a finished run
+        stop_slot.button("Stop", key="compare_stop", help="Stop the sweep; the runs finished so far are kept.")
         bar = bar_column.progress(0.0, text="running…")
 
         def show_progress(done: int, total: int, name: str) -> None:
@@ -84,8 +97,14 @@ with ui.guard():
 
         results = ui.sweep(*args, progress=show_progress, scheduler=run_on)
         bar.empty()
+        stop_slot.empty()
     if results is None:
-        st.info("Choose mechanisms and press **Run comparison**. Identity and uniform are added as references.")
+        st.info("Choose mechanisms and press **Run comparison**. Identity and uniform are added as references. "
+                "Meanwhile, the analytic expectation of the data-independent ones (no noise drawn):")
+        with st.spinner("computing the analytic error curves…"):
+            preview = ui.analytic_figure(names, epsilons, hist.domain.shape)
+        if preview is not None:
+            st.plotly_chart(preview, key="compare_analytic")
         st.stop()
     if submitted and "computed" in results.attrs:
         reused = len(results) // max(1, len(set(results["metric"]))) - results.attrs["computed"]
@@ -114,7 +133,9 @@ with ui.guard():
         log_y = middle.toggle("Log error axis", True, key="compare_logy", help="Log scale for the error.")
         envelope = right.toggle("Lower envelope", True, key="compare_envelope",
                                 help="The best mean error at each epsilon over the mechanisms shown (DPComp).")
-        event = st.plotly_chart(ui.error_figure(summary, metric, log_y=log_y, envelope=envelope), key="compare_chart",
+        x_title = "epsilon" if ui.definition() == "pure" else f"epsilon at delta = {ui.delta():g} ({ui.definition()})"
+        event = st.plotly_chart(ui.error_figure(summary, metric, log_y=log_y, envelope=envelope, x_title=x_title),
+                                key="compare_chart",
                                 on_select="rerun", selection_mode="points")
         st.caption("Lines: mean over trials; bands: 2.5–97.5 % of single trials; dotted: analytic expectation "
                    "(data-independent mechanisms, MSE/RMSE). Click a point to inspect that release below.")
@@ -131,7 +152,7 @@ with ui.guard():
                                         help="Or click a point above.")
         trial = int(right.number_input("Trial", 0, int(trials) - 1, 0, key="compare_pick_trial",
                                        help="Which of the sweep's trials to reproduce (same noise stream)."))
-        release = replay(hist, workload, pick, pick_epsilon, trial, seed=int(st.session_state.seed))
+        release = replay(hist, workload, ui.matched(pick), pick_epsilon, trial, seed=int(st.session_state.seed))
         if metric in HISTOGRAM_METRICS:
             value = np.nan if release.estimate is None else METRICS[metric](hist.vector, release.estimate,
                                                                               total=hist.total)
@@ -139,15 +160,23 @@ with ui.guard():
             value = METRICS[metric](workload.matvec(hist.vector), release.answers, total=hist.total)
         st.caption(f"{pick} at ε = {pick_epsilon:g}, trial {trial}: {METRIC_LABELS[metric]} = {value:,.4g} "
                    f"(reproduced exactly from the sweep's noise stream; privacy loss {release.privacy_loss:.4g}).")
+        try:
+            st.download_button("Recipe for this point (Python script)", recipe_script(
+                mechanism=pick, settings={}, workload=ui.workload_spec(), epsilon=float(pick_epsilon)),
+                "dplens_recipe.py", "text/x-python", key="compare_recipe", on_click="ignore",
+                help="Releases this mechanism at this ε on a file you name (secure noise; the data is not in it).")
+        except ValueError as err:
+            st.caption(f"No recipe for this point: {err}.")
+        view = ui.histogram_view_controls(hist, key="compare_view") if release.estimate is not None else {}
         if release.estimate is None:
             st.info(f"{pick} releases workload answers only, not a histogram.")
         elif len(hist.domain.shape) == 2:
             left, right = st.columns(2)
-            left.plotly_chart(ui.histogram_figure(hist), key="compare_true_heatmap")
-            right.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}"),
+            left.plotly_chart(ui.histogram_figure(hist, **view), key="compare_true_heatmap")
+            right.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", **view),
                                key="compare_noisy_heatmap")
         else:
-            st.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", pick),
+            st.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", pick, **view),
                             key="compare_noisy")
     with regret_tab:
         table = regret(results, metric)
@@ -160,7 +189,8 @@ with ui.guard():
                                    key="compare_per_bin_epsilon", help="Per-bin errors at this epsilon.")
         clicked = st.button("Compute per-bin error", key="compare_per_bin", help=f"Replays {PER_BIN_TRIALS} "
                             "trials per mechanism and averages |estimate − true| per bin.")
-        errors = ui.per_bin(tuple(ran), per_epsilon, min(PER_BIN_TRIALS, int(trials)), compute=clicked)
+        with st.spinner(f"Replaying {PER_BIN_TRIALS} trials per mechanism for the per-bin error…"):
+            errors = ui.per_bin(tuple(ran), per_epsilon, min(PER_BIN_TRIALS, int(trials)), compute=clicked)
         if errors is not None:
             bucket, labels = count_buckets(hist.vector)
             sizes = np.bincount(bucket, minlength=len(labels))

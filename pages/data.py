@@ -3,13 +3,85 @@
 import streamlit as st
 
 import ui
+from core.released import POST_PROCESSING, is_release_export
+
+
+def use_upload() -> None:
+    """Button callback: parse the upload before the page renders, so the first screen shows it at once."""
+    ss = st.session_state
+    upload = ss.get("data_upload")
+    if upload is None:
+        return
+    as_records, mode = ss.get("data_as_records", False), ss.get("data_binning", "categorical")
+    column = ss.get("data_column") if as_records else None
+    bins = int(ss.get("data_bins", 20)) if as_records and mode == "number of bins" else None
+    grid = (int(ss.get("data_grid_rows", 0)), int(ss.get("data_grid_cols", 0)))
+    notes: list[str] = []
+    data = upload.getvalue()
+    if not as_records and is_release_export(data):
+        try:
+            released = ui.add_released(data, upload.name)
+        except ValueError as err:
+            ss.flash_error = f"Could not read {upload.name}: {err}"
+            return
+        ss.data_notices = [f"Loaded {upload.name} as a released dataset ({released.values.size:,} {released.kind})."]
+        return
+    try:
+        edges = ss.get("data_edges") if as_records and mode == "bin edges" else None  # parsed in core (bin_edges)
+        hist = ui.add_upload(data, upload.name, column=column or None, bins=bins, edges=edges,
+                             grid_shape=grid if not as_records and min(grid) > 0 else None, notes=notes)
+    except ValueError as err:
+        ss.flash_error = f"Could not read {upload.name}: {err}"
+        return
+    ss.data_notices = [f"Loaded {hist.name}: {hist.domain.size:,} cells, total {hist.total:,.0f}."] + [
+        note[0].upper() + note[1:] + "." for note in notes]
+
 
 ui.init_state()
 st.title("Data")
 ui.show_flash()
+for notice in st.session_state.pop("data_notices", []):
+    st.info(notice)
 with ui.guard():
+    hist = ui.histogram()
+    st.markdown(f"**Start here:** grey bars are the true counts of **{hist.name}**; the coloured line is what a "
+                "differentially private release at the chosen ε would publish. Pick another dataset in the sidebar "
+                "or upload yours below, then go on to Workloads → Compare → Choose epsilon → Release.")
+    released = ui.released_data()
+    if released is not None:
+        st.info(POST_PROCESSING + " Negative values are shown clipped at 0 in the charts (also post-processing).")
+        with st.expander("Metadata of this release", expanded=True):
+            st.dataframe([{"field": k, "value": str(v)} for k, v in released.metadata.items()], hide_index=True,
+                         key="data_released_metadata")
+    summary = hist.summary()
+    cols = st.columns(5)
+    cols[0].metric("Bins", f"{summary['bins']:,}")
+    cols[1].metric("Total", f"{summary['total']:,.0f}")
+    cols[2].metric("Zero bins", f"{summary['zero_share']:.1%}")
+    cols[3].metric("Max", f"{summary['max']:,.0f}")
+    cols[4].metric("Small bins (1–9)", f"{summary['small_bins']:,}")
+    left, right = st.columns([2, 3])
+    epsilon = left.select_slider("Epsilon of the noisy preview", [0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0],
+                                 value=1.0, key="data_epsilon", help="Identity mechanism: Laplace(1/ε) noise on every "
+                                 "bin. A preview only: nothing is charged or exported.")
+    with right:
+        view = ui.histogram_view_controls(hist, key="data_view")
+    if released is not None:
+        view["truth_label"] = "released values (negatives shown as 0)"
+    preview = ui.preview_release(epsilon)
+    label = f"noisy release (identity, ε={epsilon:g})"
+    if len(hist.domain.shape) == 2:
+        left, right = st.columns(2)
+        left.plotly_chart(ui.histogram_figure(hist, **{k: v for k, v in view.items() if k != "truth_label"}),
+                          key="data_chart")
+        right.plotly_chart(ui.histogram_figure(hist, preview, label, "identity", **view), key="data_preview")
+    else:
+        st.plotly_chart(ui.histogram_figure(hist, preview, label, "identity", **view), key="data_chart")
+    if hist.domain.size > ui.MAX_BARS and len(hist.domain.shape) == 1:
+        st.caption(f"{hist.domain.size:,} bins are summed into at most {ui.MAX_BARS:,} bars for display only; "
+                   "every computation uses all bins.")
     st.caption("Choose a dataset in the sidebar, or upload your own below. Uploads stay on this server, in "
-               "this workspace (the `?ws=` id in the URL brings them back after a reload; README: the ledger).")
+               "this workspace (the workspace id in the URL brings them back after a reload; README: the ledger).")
     with st.expander("Upload a histogram", expanded=False):
         st.markdown(
             "- **CSV** with a `count` column (optional label column), or `row,col,count` for 2-D, "
@@ -19,35 +91,22 @@ with ui.guard():
                                   help="Up to 50 MB and 2^22 cells.")
         as_records = st.checkbox("The file holds raw records (one row per person)", key="data_as_records",
                                  help="Bin one column into a histogram.")
-        column = bins = edges = None
         if as_records:
-            column = st.text_input("Column to bin", key="data_column", help="Column name in the CSV header.")
+            st.text_input("Column to bin", key="data_column", help="Column name in the CSV header.")
             mode = st.radio("Binning", ["categorical", "number of bins", "bin edges"], horizontal=True,
                             key="data_binning", help="Numeric columns: choose equal-width bins or your own edges.")
             if mode == "number of bins":
-                bins = int(st.number_input("Bins", 1, 2**22, 20, key="data_bins"))
+                st.number_input("Bins", 1, 2**22, 20, key="data_bins")
             elif mode == "bin edges":
-                text = st.text_input("Edges (comma-separated, increasing)", "0,18,30,45,65,120", key="data_edges")
-                edges = text  # parsed (and refused with one line) by core.datasets.bin_edges
-        if upload is not None and st.button("Use this file", type="primary", key="data_use"):
-            try:
-                hist = ui.add_upload(upload.getvalue(), upload.name, column=column or None, bins=bins, edges=edges)
-                st.success(f"Loaded {hist.name}: {hist.domain.size} cells, total {hist.total:,.0f}.")
-            except ValueError as err:
-                st.error(f"Could not read {upload.name}: {err}")
-
-    hist = ui.histogram()
-    summary = hist.summary()
-    cols = st.columns(5)
-    cols[0].metric("Bins", f"{summary['bins']:,}")
-    cols[1].metric("Total", f"{summary['total']:,.0f}")
-    cols[2].metric("Zero bins", f"{summary['zero_share']:.1%}")
-    cols[3].metric("Max", f"{summary['max']:,.0f}")
-    cols[4].metric("Small bins (1–9)", f"{summary['small_bins']:,}")
-    st.plotly_chart(ui.histogram_figure(hist), key="data_chart")
-    if hist.domain.size > ui.MAX_BARS and len(hist.domain.shape) == 1:
-        st.caption(f"{hist.domain.size:,} bins are summed into at most {ui.MAX_BARS:,} bars for display only; "
-                   "every computation uses all bins.")
+                st.text_input("Edges (comma-separated, increasing)", "0,18,30,45,65,120", key="data_edges")
+        else:
+            st.caption("Long-form 2-D files (`row,col,count`) may list only the non-zero cells: give the grid "
+                       "size if its last rows or columns can be empty (0 = infer from the largest index).")
+            grid_cols = st.columns(2)
+            grid_cols[0].number_input("Grid rows", 0, 2**22, 0, key="data_grid_rows")
+            grid_cols[1].number_input("Grid columns", 0, 2**22, 0, key="data_grid_cols")
+        if upload is not None:
+            st.button("Use this file", type="primary", key="data_use", on_click=use_upload)
 
     with st.expander("Derive a dataset: change the scale or the domain size"):
         st.caption("Scale (number of records) and domain size decide which mechanism wins (DPBench). The result is "
@@ -63,10 +122,3 @@ with ui.guard():
                            help="Sum runs of this many adjacent bins (per axis for 2-D); totals are kept.")
         right.button("Coarsen", key="data_coarsen", on_click=lambda: ui.derive_dataset(
             "coarsen", st.session_state.data_coarsen_factor), help="Fewer, wider bins.")
-
-    st.subheader("A noisy release at a glance")
-    epsilon = st.select_slider("Epsilon", [0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0], value=1.0,
-                               key="data_epsilon", help="Identity mechanism: Laplace(1/ε) noise on every bin. "
-                               "A preview only: nothing is charged or exported.")
-    preview = ui.preview_release(epsilon)
-    st.plotly_chart(ui.histogram_figure(hist, preview, f"identity, ε={epsilon:g}"), key="data_preview")

@@ -47,8 +47,9 @@ def release_next() -> None:
 
 def walk_tab() -> None:
     hist = ui.histogram()
-    st.text_input("Epsilon schedule (strictly increasing, most private first)", DEFAULT_SCHEDULE,
-                  key="gradual_schedule")
+    ui.show_handoff(ui.apply_handoff("gradual"))
+    st.session_state.setdefault("gradual_schedule", DEFAULT_SCHEDULE)  # via the session: a hand-off can set it
+    st.text_input("Epsilon schedule (strictly increasing, most private first)", key="gradual_schedule")
     try:
         planned = schedule()
     except ValueError as err:
@@ -92,7 +93,7 @@ def walk_tab() -> None:
                                               "one-shot expected √2/ε": np.sqrt(2) / released},
                                    x_title="epsilon", y_title="RMSE per bin", log_x=True, log_y=True),
                     key="gradual_error_chart")
-    st.caption("Each step is exactly as accurate as a one-shot release at its epsilon (spec §7(c)).")
+    st.caption("Each step is exactly as accurate as a one-shot release at its epsilon (Koufogiannis et al.).")
 
 
 def search_tab() -> None:

@@ -23,7 +23,10 @@ with ui.guard():
     cols[0].metric("This dataset", ui.histogram().name, help=f"Fingerprint {current}")
     cols[1].metric("Total ε", f"{led.total.epsilon:.4g}")
     cols[2].metric("Spent ε", f"{led.spent.epsilon:.4g}", help=f"{len(led.spends)} release(s) since the last reset")
-    cols[3].metric("Remaining ε", f"{led.remaining.epsilon:.4g}")
+    cols[3].metric("Remaining ε", f"{led.remaining.epsilon:.4g}",
+                   help=f"Total δ = {led.total.delta:g}, spent δ = {led.spent.delta:g} (basic composition).")
+    if native := ui.native_caption():  # under (ε, δ) or zCDP (sidebar): the spend in that definition's unit
+        st.info(native)
     datasets = store.datasets()
     if datasets:
         st.subheader("All datasets")

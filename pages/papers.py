@@ -66,7 +66,7 @@ def show_literal_variants(name: str) -> None:
                "The audit runs each variant many times on two neighbouring histograms and bounds the privacy loss "
                "from below (99.9 % confidence); a bound above the claimed ε means the variant is not ε-DP.")
     for key, demo in demos.items():
-        st.markdown(f"**{labelled(demo.literal.name.split(' — ')[0])}** — erratum {demo.erratum}. "
+        st.markdown(f"**{labelled(demo.literal.name.split(' — ')[0])}** — {demo.erratum.split(': ', 1)[-1]} "
                     f"Neighbouring pair: {demo.pair}; workload {demo.workload.describe()}; corrected twin: "
                     f"{demo.corrected.name}.")
         if st.button("Audit the literal and the corrected variant", key=f"papers_audit_{key}"):
@@ -191,7 +191,7 @@ with ui.guard():
         st.markdown("**SReB_GCA** sorts the bins by their *noisy* values, groups them greedily (GGS) so small "
                     "bins share noise, and adds one Laplace draw per group sum.")
         scale = st.select_slider("λ2 = 1/ε2", [0.5, 2.0, 10.0, 50.0, 200.0], 10.0, key="papers_sreb_scale")
-        st.caption("GGS on the spec's example values (§4(e)), grouped as if stage 1 added no noise:")
+        st.caption("GGS on a worked example of ten values, grouped as if stage 1 added no noise:")
         st.dataframe(ggs_example_table(GGS_EXAMPLE, scale), hide_index=True)
         show_readings("sreb-gca")
         show_literal_variants("sreb-gca")
@@ -208,12 +208,12 @@ with ui.guard():
                                 name="literal (NOT differentially private)")])
         fig.update_layout(title=f"Output distribution for data {data}", xaxis_title="output", height=320)
         st.plotly_chart(fig, key="papers_xiao_fig")
-        st.markdown("**Clipping.** dplens's cell release clips released counts at 0 by default (`clip=True`; the "
+        st.markdown("**Clipping.** dplens's cell release clips released counts at 0 by default (the *clip* setting; the "
                     "paper: \"if c > 0 output c, else 0\"). It is post-processing, so it costs no privacy, and it "
                     "halves an empty cell's expected error (b/2 instead of b). But every clipped value is ≥ 0, so "
                     "on an interval that covers many empty cells the errors no longer cancel: they add up. On "
                     "INCOME's 100 cells (34 of them empty) the average interval error at α = 0.05 is about 220 × "
-                    "10⁻⁶ clipped against 121 × 10⁻⁶ unclipped (`clip=False`, the analytic 6.07·b). The "
+                    "10⁻⁶ clipped against 121 × 10⁻⁶ unclipped (clipping off, the analytic 6.07·b). The "
                     "reproduction reports both, and the unclipped one for the verdicts.")
         show_readings("xiao")
         show_literal_variants("xiao")

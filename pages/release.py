@@ -8,14 +8,19 @@ import streamlit as st
 import ui
 from core.budget import Budget
 from core.config import config_to_json, parse_config
-from core.export import SIMULATION_LABEL, history_to_csv, release_to_csv, release_to_json
+from core.export import SIMULATION_LABEL, history_to_csv, privacy_metadata, release_to_csv, release_to_json
+from core.intervals import release_intervals
 from core.ledger_store import new_export_id
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
+from core.mechanisms.gaussian import Matched, for_privacy
 from core.noise import NOISE_PATHS, noise_sampler, noise_source
+from core.privacy import ledger_charge, target
 from core.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
+from core.recipe import recipe_notebook, recipe_script
 
 SHOWN_QUERIES = 40      # workload answers drawn with error bars
 SIMULATION_TRIALS = 20  # re-runs behind the simulated intervals (simulation stream, never charged)
+EXPORT_INTERVAL_TRIALS = 100  # re-runs on the released output behind the exported intervals
 AUTO_SIMULATION_SECONDS = 3.0  # simulate automatically when the re-runs should take at most this long
 
 
@@ -30,8 +35,25 @@ def spend_and_release() -> None:
     settings = ui.mechanism_settings(name, key="release", render=False)
     number = len(st.session_state.releases) + 1
     label = f"release #{number}: {name}"
-    if not ui.ledger().fits(Budget(epsilon)):
-        ui.charge(label, epsilon)  # refused: flashes the message naming the remaining budget
+    definition, delta = ui.definition(), ui.delta()
+    try:
+        privacy = target(definition, epsilon, delta)
+        charge_epsilon, charge_delta, rho = ledger_charge(privacy, delta)
+        base = configure(MECHANISMS[name], settings)
+        runner = base if definition == "pure" else Matched(base, definition, delta)
+        mechanism = runner.resolve(epsilon)[0] if isinstance(runner, Matched) else for_privacy(base, privacy)[0]
+    except ValueError as err:
+        st.session_state.flash_error = f"{name} not released: {err}"
+        return
+    led = ui.ledger()
+    if charge_delta > led.remaining.delta + 1e-15:
+        st.session_state.flash_error = (
+            f"This {ui.DEFINITION_LABELS[definition]} release needs δ = {charge_delta:g}, but the dataset's "
+            f"remaining δ is {led.remaining.delta:g}: set **Total budget δ** in the sidebar before the first "
+            "release, or choose pure ε-DP.")
+        return
+    if ui.released_data() is None and not led.fits(Budget(charge_epsilon, charge_delta)):
+        ui.charge(label, charge_epsilon, delta=charge_delta)  # refused: flashes the message naming the remaining budget
         return
     _, refusal = ui.run_check(name, settings, ui.workload())
     if refusal:  # over the memory or time limit (core.cost): nothing run, nothing charged
@@ -39,11 +61,12 @@ def spend_and_release() -> None:
         return
     stream = int(st.session_state.release_counter)
     try:
-        mechanism, counts = configure(MECHANISMS[name], settings), ui.histogram().counts
+        counts = ui.histogram().counts
         rng = ui.release_rng() if noise_path == "exploration" else noise_source("secure", mechanism=mechanism,
                                                                                   counts=counts)
         started = time.perf_counter()
-        release = mechanism.run(counts, ui.workload(), epsilon, rng)
+        with st.spinner(f"Releasing with {name} at ε = {epsilon:g}…"):  # seconds for large inputs
+            release = runner.run(counts, ui.workload(), epsilon, rng)
         seconds = time.perf_counter() - started
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
@@ -51,17 +74,51 @@ def spend_and_release() -> None:
         return
     exploring = noise_path == "exploration"
     export_id = None if exploring else new_export_id()  # a simulation is never exported
-    if not ui.charge(label, epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
-                     note=f"noise path: {noise_path}" + (f" ({SIMULATION_LABEL})" if exploring else "")):
+    if not ui.charge(label, charge_epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
+                     delta=charge_delta, rho=rho,
+                     note=f"noise path: {noise_path}" + ("" if definition == "pure" else f"; {privacy}")
+                     + (f" ({SIMULATION_LABEL})" if exploring else "")):
         return
     entry = history_entry(
         release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),
         seed=int(st.session_state.seed) if exploring else None, stream=stream if exploring else None,
-        noise_path=noise_path, noise_sampler=noise_sampler(rng))
+        noise_path=noise_path, noise_sampler=noise_sampler(rng, mechanism))
+    meta = privacy_metadata(release)
+    entry.update(definition=definition, delta=meta["delta"], rho=meta["rho"], sigma=meta["sigma"])
     st.session_state.releases.append({**entry, "export_id": export_id})
     st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds}
     st.session_state.release_show = number
     ui.save_workspace()  # the history survives a reload even if this run is cut short
+
+
+def export_intervals(number: int, simultaneous: bool) -> None:
+    """Intervals for release ``number`` from its released values only (never the true data); kept for export."""
+    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
+    rng = np.random.default_rng([int(st.session_state.seed), ui.SIMULATION_STREAM, 8, number])
+    mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
+    try:
+        intervals = release_intervals(mechanism, output["release"], ui.workload(), simultaneous=simultaneous,
+                                      trials=EXPORT_INTERVAL_TRIALS, rng=rng)
+    except Exception as err:  # noqa: BLE001 - the export goes without intervals; never a raw traceback
+        st.session_state.flash_error = f"No intervals for release #{number}: {str(err).splitlines()[0]}"
+        return
+    output.setdefault("export_intervals", {})[simultaneous] = intervals
+
+
+def rerun_seconds(number: int) -> float:
+    """Seconds for one re-run of release ``number`` on its own released output (sizes the interval work)."""
+    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
+    release = output["release"]
+    stand_in = np.clip(release.estimate, 0, None) if release.estimate is not None else None
+    if stand_in is None:
+        return output["seconds"]
+    started = time.perf_counter()
+    try:
+        configure(MECHANISMS[entry["mechanism"]], output["settings"]).run(
+            stand_in, ui.workload(), entry["epsilon"], np.random.default_rng([int(st.session_state.seed), 9]))
+    except Exception:  # noqa: BLE001 - only a timing probe; the interval step reports real errors
+        return output["seconds"]
+    return time.perf_counter() - started
 
 
 def load_config() -> None:
@@ -81,6 +138,8 @@ def simulate(number: int) -> None:
     entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
     rng = np.random.default_rng([int(st.session_state.seed), ui.SIMULATION_STREAM, 6, number])
     mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
+    if entry.get("definition", "pure") != "pure":
+        mechanism = Matched(mechanism, entry["definition"], entry["delta"])
     output["intervals"] = simulated_intervals(mechanism, ui.histogram().counts, ui.workload(), entry["epsilon"],
                                               SIMULATION_TRIALS, rng)
 
@@ -95,12 +154,20 @@ with ui.guard():
     st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_spec()}` ({workload.shape[0]:,} queries) · "
                f"neighbours: {NEIGHBOURING}. Each click spends budget; "
                f"remaining ε = {led.remaining.epsilon:.4g}.")
+    ui.show_handoff(ui.apply_handoff("release"))
+    if ui.released_data() is not None:
+        st.info("This dataset is an earlier release (already private): releasing from it again is "
+                "post-processing, so it spends no budget.")
     for key, default in (("release_epsilon", 1.0), ("release_noise_path", "secure")):
         st.session_state.setdefault(key, default)  # defaults via the session so a loaded config can set them
     left, right = st.columns(2)
     with left:
-        name = st.selectbox("Mechanism", list(MECHANISMS), key="release_mechanism",
-                            help="Any registered mechanism; its settings appear below.")
+        choices = ui.available()
+        if st.session_state.get("release_mechanism") not in choices:  # a Gaussian one under pure ε-DP
+            st.session_state.release_mechanism = choices[0]
+        name = st.selectbox("Mechanism", choices, key="release_mechanism",
+                            help="Any registered mechanism usable under the privacy definition (sidebar); "
+                                 "Gaussian mechanisms need (ε, δ) or zCDP. Its settings appear below.")
         settings = ui.mechanism_settings(name, key="release")
         st.session_state.release_settings = {name: settings}  # for the session config
         cost_warning, cost_refusal = ui.run_check(name, settings, workload)
@@ -109,8 +176,17 @@ with ui.guard():
         elif cost_warning:
             st.warning(f"Slow: {cost_warning}. The page waits for it.")
     with right:
-        st.number_input("Epsilon for this release", min_value=0.001, max_value=100.0, step=0.1,
-                        key="release_epsilon", help="Charged to this dataset's ledger on click.")
+        pure = ui.definition() == "pure"
+        st.number_input("Epsilon for this release" if pure else f"Epsilon (at δ = {ui.delta():g}) for this release",
+                        min_value=0.001, max_value=100.0, step=0.1, key="release_epsilon",
+                        help="Charged to the dataset's ledger on click. Under (ε, δ) the ledger charges (ε, δ); "
+                             "under zCDP it records ρ and charges its ε at δ (basic composition).")
+        if not pure:
+            privacy = target(ui.definition(), float(st.session_state.release_epsilon), ui.delta())
+            st.caption(f"Target: {privacy}" + (f" = (ε = {privacy.to_approx(ui.delta()).epsilon:.4g}, "
+                                               f"δ = {ui.delta():g})" if ui.definition() == "zcdp" else "")
+                       + (". Warning: (ε, δ)-DP permits a rare catastrophic failure (probability δ)."
+                          if ui.definition() == "approx" else "."))
         st.radio("Noise", list(NOISE_PATHS), key="release_noise_path", horizontal=True,
                  help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_PATHS.items())
                       + f". Exploration results are a {SIMULATION_LABEL}: shown here, never exported.")
@@ -126,7 +202,11 @@ with ui.guard():
         entry, output = history[number - 1], st.session_state.release_outputs[number]
         release = output["release"]
         cols = st.columns(4)
-        cols[0].metric("ε charged", f"{entry['epsilon']:.4g}")
+        cols[0].metric("ε charged", f"{entry['epsilon']:.4g}",
+                       help=f"{ui.DEFINITION_LABELS.get(entry.get('definition', 'pure'))}; δ = "
+                            f"{entry.get('delta', 0.0):g}"
+                            + "".join(f"; {symbol} = {entry[key]:.4g}" for key, symbol in (("rho", "ρ"), ("sigma", "σ"))
+                                      if entry.get(key) is not None))  # no "None" for people to read
         cols[1].metric("Privacy loss", f"{entry['privacy_loss']:.4g}", help="Computed from the noise added.")
         cols[2].metric("Noise path", entry["noise_path"])
         values = release.answers if release.estimate is None else release.estimate
@@ -170,8 +250,8 @@ with ui.guard():
                 label = f"released ({entry['mechanism']})"
                 if len(hist.domain.shape) == 1 and hist.domain.size <= ui.MAX_BARS:
                     figures["histogram"] = ui.interval_figure(np.arange(estimate.size), truth, estimate, low, high,
-                                                              mechanism=entry["mechanism"], x_title="bin",
-                                                              y_title="count", bars=True)
+                                                              mechanism=entry["mechanism"], x_title="bin (index)",
+                                                              y_title="count (records)", bars=True)
                 else:
                     figures["histogram"] = ui.histogram_figure(hist, estimate, label, mechanism=entry["mechanism"])
                 st.plotly_chart(figures["histogram"], key="release_chart")
@@ -197,22 +277,42 @@ with ui.guard():
             figures["answers"] = ui.interval_figure(np.arange(shown.stop), workload.matvec(hist.vector)[shown],
                                                     release.answers[shown], None if a_low is None else a_low[shown],
                                                     None if a_high is None else a_high[shown],
-                                                    mechanism=entry["mechanism"], x_title="query",
-                                                    y_title="answer")
+                                                    mechanism=entry["mechanism"], x_title="query (index)",
+                                                    y_title="answer (records)")
             st.plotly_chart(figures["answers"], key="release_answers_chart")
         st.subheader("Export")
         labels = hist.bin_labels() if same_inputs and release.estimate is not None else None
+        intervals = None
+        if not simulation:
+            left, right = st.columns(2)
+            together = left.toggle("Simultaneous intervals (all values at once)", key="release_simultaneous",
+                                   help="Off: each value's interval holds with 95 % probability. On: all of them "
+                                        "hold together with 95 % probability (wider).")
+            cache = output.setdefault("export_intervals", {})
+            if "rerun_seconds" not in output:  # one re-run on the simulation path (the secure run's time
+                output["rerun_seconds"] = rerun_seconds(number)  # includes loading OpenDP once)
+            if together not in cache and output["rerun_seconds"] * EXPORT_INTERVAL_TRIALS <= AUTO_SIMULATION_SECONDS:
+                with st.spinner("Computing intervals from the released values…"):
+                    export_intervals(number, together)
+            elif together not in cache:
+                right.button(f"Compute intervals for the export (about "
+                             f"{output['rerun_seconds'] * EXPORT_INTERVAL_TRIALS:.0f} s)", key="release_intervals",
+                             on_click=export_intervals, args=(number, together))
+            intervals = cache.get(together)
+            if intervals is not None:
+                st.caption(f"Exports carry `lower`, `upper` and `level` = {intervals.level:g} for every value. "
+                           f"Method: {intervals.method}.")
         cols = st.columns(3)
         if simulation:
             cols[0].info(f"Release #{number} is a {SIMULATION_LABEL}: nothing to download.")
         else:
             meta = {"workload": entry["workload"], "noise_path": entry["noise_path"],
-                    "noise_sampler": entry.get("noise_sampler"), "dataset": entry["dataset"],
+                    "noise_sampler": entry.get("noise_sampler"), "dataset": ui.dataset_file(entry["dataset"]),
                     "export_id": entry.get("export_id")}
-            cols[0].download_button("Released histogram (CSV)", release_to_csv(release, labels),
+            cols[0].download_button("Released histogram (CSV)", release_to_csv(release, labels, intervals),
                                     f"dplens-release-{number}.csv", "text/csv", key="release_csv", on_click="ignore",
                                     help="Only the released values: bin,count (or query,answer).")
-            cols[1].download_button("Release with metadata (JSON)", release_to_json(release, labels=labels, **meta),
+            cols[1].download_button("Release with metadata (JSON)", release_to_json(release, labels=labels, intervals=intervals, **meta),
                                     f"dplens-release-{number}.json", "application/json", key="release_json",
                                     on_click="ignore",
                                     help="Mechanism, params, ε, privacy loss, neighbours, workload, noise path "
@@ -220,6 +320,19 @@ with ui.guard():
         cols[2].download_button("Release history (CSV)", history_to_csv(history), "dplens-history.csv",
                                 "text/csv", key="release_history_csv", on_click="ignore",
                                 help="One row per charge (never a seed).")
+        recipe = {"mechanism": entry["mechanism"], "settings": output["settings"], "workload": entry["workload"],
+                  "epsilon": float(entry["epsilon"])}
+        try:
+            cols = st.columns(3)
+            cols[0].download_button("Recipe (Python script)", recipe_script(**recipe), "dplens_recipe.py",
+                                    "text/x-python", key="release_recipe_py", on_click="ignore",
+                                    help="Re-runs this configuration through dplens on a file you name; the data "
+                                         "is not in it. Secure noise: new values, same metadata.")
+            cols[1].download_button("Recipe (Jupyter notebook)", recipe_notebook(**recipe), "dplens_recipe.ipynb",
+                                    "application/x-ipynb+json", key="release_recipe_ipynb", on_click="ignore",
+                                    help="The same recipe as a notebook.")
+        except ValueError as err:
+            st.caption(f"No recipe for this release: {err}.")
         if not simulation:
             for fig_name, fig in figures.items():
                 st.caption(f"Chart: {fig_name} (shows the true data too: for the curator's own use)")

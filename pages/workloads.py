@@ -14,6 +14,7 @@ from core.workloads import (
     Stack,
     explicit_from_csv,
     l1_sensitivity,
+    l2_sensitivity,
     parse_workload,
     squared_frobenius,
 )
@@ -109,7 +110,7 @@ with ui.guard():
         names = [k for k, (_, builder) in WORKLOADS.items() if builder is not None]
         current = ui.workload_spec().partition(":")[0]
         name = st.selectbox("Workload", names, index=names.index(current) if current in names else 0, format_func=lambda k: f"{k} — {WORKLOADS[k][0]}", key="workloads_name",
-                            help="Every workload generator in the registry (core.workloads.WORKLOADS).")
+                            help="Every workload dplens can generate for data of this shape.")
         params = {}
         keys = sorted(WORKLOAD_PARAMETERS.get(name, ()))
         for column, key in zip(st.columns(max(1, len(keys))), keys, strict=False):
@@ -176,6 +177,9 @@ with ui.guard():
     cols[0].metric("Queries × cells", f"{m:,} × {w.shape[1]:,}", help="m rows of W by n cells.")
     cols[1].metric("L1 sensitivity", _number(l1_sensitivity(w)),
                    help="Δ₁ = largest column L1 norm: how much one record can move all answers together.")
+    cols[1].metric("L2 sensitivity", _number(l2_sensitivity(w)),
+                   help="Δ₂ = largest column L2 norm: what Gaussian noise on the answers is calibrated to "
+                        "(Δ₂ ≤ Δ₁; Gaussian noise wins when Δ₂ ≪ Δ₁).")
     cols[2].metric("‖W‖_F²", _number(squared_frobenius(w)),
                    help="Squared Frobenius norm; identity-strategy MSE per query is 2‖W‖_F²/(m ε²).")
     cols[3].button("Reset to the default", key="workloads_reset", help="Back to the dataset's default workload.",

@@ -117,7 +117,7 @@ def test_a_broken_config_is_refused_with_a_message():
 def test_learn_page_shows_every_teaching_view():
     at = open_page("pages/learn.py")
     assert not at.exception
-    assert len(at.get("plotly_chart")) == 5
+    assert len(at.get("plotly_chart")) == 8  # 5 Laplace views + PLD, composition by definition, crossover
     at.slider(key="learn_epsilon").set_value(0.5).run()
     assert {m.label: m.value for m in at.metric}["Scale b = Δ/ε"] == "2"
 

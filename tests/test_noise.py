@@ -157,7 +157,7 @@ def test_cli_release_is_secure_by_default_and_says_so(tmp_path):
 
 
 # ----------------------------------------------------------------------------- integer noise on counts
-INTEGER_NOISE = {"identity", "dp-base", "cell-release", "uniform"}  # the registry's count-noising mechanisms
+INTEGER_NOISE = {"identity", "dp-base", "cell-release", "uniform", "gaussian-identity"}  # the registry's count-noising mechanisms
 
 
 class _Recording:

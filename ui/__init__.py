@@ -8,22 +8,28 @@ One concept per module; pages and app.py call ``ui.<name>`` through the re-expor
 - ``datasets``: the session's histogram (samples, DPBench, uploads, derived datasets)
 - ``workloads``: the session's workload (registry spec or custom object)
 - ``sweeps``: simulations kept in the session (sweeps, per-bin errors, previews); never charged
+- ``handoff``: the chosen ε carried from Choose epsilon to Release and Gradual release
 - ``sidebar``, ``guard``: the shared sidebar and the top-level error guard
-- ``charts``, ``chart_export``: plotly figure builders, chart downloads
+- ``charts``, ``chart_export``, ``chart_controls``: plotly figure builders, chart downloads, view toggles
 - ``settings``: mechanism-settings widgets
 - ``structure``: a release's display-only structure (``Release.details``)
 - ``config``: the session config into and out of the session state
 - ``workspace``: the working set saved in the store under the URL's workspace id
 """
 
+from ui.analytic import analytic_figure
+from ui.chart_controls import histogram_view_controls
 from ui.chart_export import figure_downloads
 from ui.charts import (
     ENVELOPE,
+    EPSILON_TITLE,
     MAX_BARS,
     MAX_HANDLES_SIDE,
     MAX_SIDE_2D,
+    METRIC_AXIS_TITLES,
     PALETTE,
     TRUE_COLOUR,
+    data_extent,
     error_band_figure,
     error_figure,
     heatmap_box_cells,
@@ -42,16 +48,21 @@ from ui.datasets import (
     RESCALED_PREFIX,
     RESCALED_REFUSAL,
     add_derived,
+    add_released,
     add_upload,
     dataset_choices,
+    dataset_file,
     derive_dataset,
     histogram,
     is_rescaled,
     ledger_key,
+    released_data,
 )
 from ui.guard import guard, is_script_control
-from ui.ledger import charge, ledger, reset_budget, set_total
+from ui.handoff import apply_handoff, budget_warning, show_handoff, use_button, use_epsilon
+from ui.ledger import charge, ledger, native_caption, reset_budget, set_total
 from ui.navigation import PAGES
+from ui.privacy import DEFINITION_LABELS, available, definition, delta, matched, privacy_controls
 from ui.settings import mechanism_settings, run_check
 from ui.sidebar import sidebar
 from ui.state import (
@@ -72,6 +83,7 @@ from ui.sweeps import (
     sweep,
     sweep_cache,
 )
+from ui.targets import target_plans
 from ui.workloads import (
     default_workload_spec,
     set_workload,
@@ -83,13 +95,17 @@ from ui.workloads import (
 from ui.workspace import open_workspace, save_workspace
 
 __all__ = [
-    "DEFAULT_TOTAL_EPSILON", "DPBENCH_DIR", "ENVELOPE", "MAX_BARS", "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "PAGES", "PALETTE",
-    "RESCALE_STREAM", "RESCALED_PREFIX", "RESCALED_REFUSAL", "SCHEDULER_ENV", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_upload", "apply_config",
-    "cached_sweep", "charge", "dataset_choices", "default_workload_spec", "derive_dataset",
-    "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells", "histogram", "histogram_figure",
-    "init_state", "interval_figure", "is_rescaled", "is_script_control", "ledger", "ledger_key", "line_figure", "mechanism_colour",
-    "mechanism_settings", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "release_rng", "release_structure", "reset_budget",
-    "run_check", "runtime_figure", "save_workspace", "scheduler_choices", "session_config", "set_total", "set_workload", "show_flash", "sidebar",
-    "simulation_rng",
-    "stack_recipe", "sweep", "sweep_cache", "workload", "workload_figure", "workload_recipe", "workload_spec",
+    "DEFAULT_TOTAL_EPSILON", "DEFINITION_LABELS", "DPBENCH_DIR", "ENVELOPE", "EPSILON_TITLE", "MAX_BARS",
+    "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "METRIC_AXIS_TITLES", "PAGES", "PALETTE", "RESCALED_PREFIX",
+    "RESCALED_REFUSAL", "RESCALE_STREAM", "SCHEDULER_ENV", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_released",
+    "add_upload", "analytic_figure", "apply_config", "apply_handoff", "available", "budget_warning", "cached_sweep",
+    "charge", "data_extent", "dataset_choices", "dataset_file", "default_workload_spec", "definition", "delta",
+    "derive_dataset", "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells",
+    "histogram", "histogram_figure", "histogram_view_controls", "init_state", "interval_figure", "is_rescaled",
+    "is_script_control", "ledger", "ledger_key", "line_figure", "matched", "mechanism_colour", "mechanism_settings",
+    "native_caption", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "privacy_controls",
+    "release_rng", "release_structure", "released_data", "reset_budget", "run_check", "runtime_figure",
+    "save_workspace", "scheduler_choices", "session_config", "set_total", "set_workload", "show_flash", "show_handoff", "sidebar",
+    "simulation_rng", "stack_recipe", "sweep", "sweep_cache", "target_plans", "use_button", "use_epsilon", "workload",
+    "workload_figure", "workload_recipe", "workload_spec",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -11,9 +12,23 @@ from core.domain import Histogram
 from core.mechanisms import MECHANISMS
 from core.views import downsample
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
-           "#e6550d", "#31a354", "#756bb1", "#636363")
+# Qualitative palette of 25 colours chosen greedily for the largest smallest CIELAB distance (ΔE76 ≥ 32)
+# at lightness 30–72 (readable on white): up to 25 mechanisms stay distinct. Registry order assigns them,
+# so a mechanism has the same colour on every page (tests/test_curator_ui.py checks the distances).
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#0000ff", "#ff00ee", "#bbaa88", "#bbaa00",
+           "#ff4499", "#005544", "#773333", "#0055ee", "#555500", "#00bb99", "#ff8888", "#8800aa", "#bb7733",
+           "#ff77ee", "#66bbcc", "#cc99bb", "#881166", "#0088ff", "#99bb66", "#554466")
+# Axis titles with units for the error metrics (core.metrics.METRICS keys); errors are in records.
+METRIC_AXIS_TITLES = {
+    "mae": "mean absolute error per query (records)",
+    "mse": "mean squared error per query (records²)",
+    "rmse": "root mean squared error per query (records)",
+    "scaled": "mean absolute error ÷ total records",
+    "max": "largest absolute error over the queries (records)",
+    "mre": "mean relative error per query (fraction)",
+    "kld": "KL divergence of the histogram (nats)",
+}
+EPSILON_TITLE = "privacy budget ε"
 TRUE_COLOUR = "#444444"
 MAX_BARS = 4096       # 1-D charts sum adjacent bins beyond this many bars (display only)
 MAX_SIDE_2D = 512     # 2-D heatmaps sum cells beyond this many per side (display only)
@@ -22,8 +37,13 @@ ENVELOPE = "lower envelope"
 
 
 def mechanism_colour(name: str) -> str:
+    """The mechanism's colour on every page: its registry position in PALETTE (a stable digest otherwise).
+
+    >>> mechanism_colour("identity")
+    '#1f77b4'
+    """
     names = list(MECHANISMS)
-    index = names.index(name) if name in names else abs(hash(name))
+    index = names.index(name) if name in names else int(hashlib.sha1(name.encode()).hexdigest(), 16)
     return PALETTE[index % len(PALETTE)]
 
 
@@ -55,22 +75,51 @@ def heatmap_box_cells(box: dict, shape: tuple[int, int]) -> tuple[tuple[int, int
     return spans[0], spans[1]
 
 
+def data_extent(vector: np.ndarray, margin: float = 0.05) -> tuple[float, float] | None:
+    """The x-range (bin index) holding every non-zero bin, padded by ``margin`` of its width; None if all zero.
+
+    >>> data_extent(np.r_[np.zeros(10), [1, 2], np.zeros(88)])
+    (9.5, 12.5)
+    """
+    nonzero = np.flatnonzero(np.asarray(vector) != 0)
+    if nonzero.size == 0:
+        return None
+    first, last = int(nonzero[0]), int(nonzero[-1])
+    pad = max(1.0, margin * (last - first + 1))
+    return first - pad + 0.5, last + pad + 0.5
+
+
+def _log_colour(z: np.ndarray) -> tuple[np.ndarray, dict]:
+    """log10(1 + count) for the colours (negatives of a noisy release shown as 0) and count-valued ticks."""
+    shown = np.log10(1 + np.clip(z, 0, None))
+    top = int(np.ceil(max(float(shown.max()), 1.0)))
+    ticks = [0, *range(1, top + 1)]
+    return shown, {"title": "count (log)", "tickvals": [np.log10(1 + (0 if t == 0 else 10**t)) for t in ticks],
+                   "ticktext": ["0"] + [f"{10**t:,}" for t in ticks[1:]]}
+
+
 def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label: str = "released",
-                     mechanism: str | None = None, *, selectable: bool = False) -> go.Figure:
+                     mechanism: str | None = None, *, selectable: bool = False, log_y: bool = False,
+                     zoom: bool = False, log_colour: bool = False, truth_label: str = "true counts") -> go.Figure:
     """Bars of the true counts (1-D) or a heatmap (2-D); a released estimate is overlaid as a line.
 
     Large histograms are summed into at most MAX_BARS bars (MAX_SIDE_2D heatmap cells per side) for
     display; the title says so. ``selectable`` (2-D) makes a drag select a box: heatmaps emit no selection
     events, so invisible handle points on a lattice of cell centres carry it (see heatmap_box_cells).
+    ``log_y`` (1-D) puts the counts on a log axis, ``zoom`` (1-D) shows only the span holding non-zero
+    bins, and ``log_colour`` (2-D) colours by log10(1 + count) so one huge cell does not flatten the map.
     """
     if len(hist.domain.shape) == 2:
         z = hist.counts if estimate is None else np.asarray(estimate).reshape(hist.domain.shape)
         z, k_cols = downsample(z, MAX_SIDE_2D)
         z, k_rows = downsample(z.T, MAX_SIDE_2D)
         note = "" if k_rows == k_cols == 1 else f", cells summed {k_rows}×{k_cols} for display"
-        fig = go.Figure(go.Heatmap(z=z.T, x=np.arange(z.shape[0]) * k_cols, y=np.arange(z.shape[1]) * k_rows,
-                                   colorscale="Viridis", colorbar={"title": "count"}))
+        colour, colourbar = (z.T, {"title": "count (records)"}) if not log_colour else _log_colour(z.T)
+        fig = go.Figure(go.Heatmap(z=colour, x=np.arange(z.shape[0]) * k_cols, y=np.arange(z.shape[1]) * k_rows,
+                                   customdata=z.T, colorscale="Viridis", colorbar=colourbar,
+                                   hovertemplate="row %{y}, col %{x}<br>count %{customdata:,.4g}<extra></extra>"))
         fig.update_layout(title=f"{hist.name} ({'true' if estimate is None else label}{note})",
+                          xaxis_title="column (cell index)", yaxis_title="row (cell index)",
                           yaxis={"autorange": "reversed"})
         if selectable:
             xs, ys = (np.arange(side)[::-(-side // MAX_HANDLES_SIDE)] * k for side, k in
@@ -87,19 +136,25 @@ def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label:
     else:
         y, k = downsample(hist.vector, MAX_BARS)
         x = np.arange(y.size) * k
-        fig = go.Figure(go.Bar(x=x, y=y, name="true counts", marker_color=TRUE_COLOUR, opacity=0.6))
+        fig = go.Figure(go.Bar(x=x, y=y, name=truth_label, marker_color=TRUE_COLOUR, opacity=0.6))
         if estimate is not None:
             fig.add_trace(go.Scatter(x=x, y=downsample(np.asarray(estimate, dtype=float).ravel(), MAX_BARS)[0],
                                      name=label, mode="lines", line={"width": 1, "color": mechanism_colour(
                                          mechanism) if mechanism else None}))
         title = hist.name if k == 1 else f"{hist.name} (bins summed in groups of {k:,} for display)"
-        fig.update_layout(title=title, xaxis_title="bin", yaxis_title="count", bargap=0)
+        extent = data_extent(hist.vector) if zoom else None
+        if extent is not None and (extent[1] - extent[0]) < hist.domain.size:
+            title += f", zoomed to bins {max(0, int(extent[0] + 0.5)):,}–{int(extent[1] - 0.5):,}"
+            fig.update_layout(xaxis_range=list(extent))
+        fig.update_layout(title=title, xaxis_title="bin (index)", yaxis_title="count (records)", bargap=0,
+                          yaxis_type="log" if log_y else "linear",
+                          legend={"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"})
     fig.update_layout(height=340, margin={"l": 40, "r": 10, "t": 40, "b": 40})
     return fig
 
 
 def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True,
-                 envelope: bool = False) -> go.Figure:
+                 envelope: bool = False, x_title: str = "epsilon") -> go.Figure:
     """Error vs epsilon per mechanism: mean line, 2.5–97.5 % band over trials, analytic curve dotted.
 
     ``envelope`` adds the DPComp lower envelope: the best mean error at each epsilon (legend group
@@ -127,23 +182,27 @@ def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True
                                  line={"color": "black", "width": 5}, opacity=0.35, legendgroup=ENVELOPE,
                                  customdata=best.mechanism, hovertemplate="best at ε=%{x:g}: %{customdata}"
                                                                           "<br>%{y:.4g}<extra></extra>"))
-    fig.update_layout(xaxis_title="epsilon", yaxis_title=metric, height=460,
+    fig.update_layout(xaxis_title=EPSILON_TITLE if x_title == "epsilon" else x_title,
+                      yaxis_title=METRIC_AXIS_TITLES.get(metric, metric), height=460,
                       xaxis_type="log" if log_x else "linear", yaxis_type="log" if log_y else "linear",
                       margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.2})
     return fig
 
 
 def line_figure(x, series: dict, *, x_title: str, y_title: str, log_x: bool = False, log_y: bool = False,
-                shape: str = "linear", height: int = 360, levels: dict | None = None) -> go.Figure:
+                shape: str = "linear", height: int = 360, levels: dict | None = None,
+                colours: dict | None = None) -> go.Figure:
     """One line per entry of ``series`` (name -> y values) over a shared x; ``shape="hv"`` for steps.
 
     ``levels`` (name -> y) adds dotted horizontal reference lines as legend entries (works on log axes,
-    where hline annotations are misplaced).
+    where hline annotations are misplaced). ``colours`` (name -> colour) pins a series to a colour,
+    e.g. ``mechanism_colour`` so a mechanism looks the same on every page.
     """
     fig = go.Figure()
     for index, (name, y) in enumerate(series.items()):
         fig.add_trace(go.Scatter(x=x, y=y, name=name, mode="lines+markers" if len(x) <= 40 else "lines",
-                                 line={"color": PALETTE[index % len(PALETTE)], "shape": shape}))
+                                 line={"color": (colours or {}).get(name, PALETTE[index % len(PALETTE)]),
+                                       "shape": shape}))
     for index, (name, level) in enumerate((levels or {}).items()):
         fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[level, level], name=name, mode="lines",
                                  line={"color": TRUE_COLOUR, "dash": ("dot", "dash")[index % 2], "width": 1}))
@@ -168,7 +227,8 @@ def per_bin_figure(labels: list[str], errors: dict[str, np.ndarray], bins_per_bu
     names = [f"{label}<br>({count:,} bins)" for label, count in zip(labels, bins_per_bucket, strict=True)]
     fig = go.Figure([go.Bar(x=names, y=values, name=name, marker_color=mechanism_colour(name))
                      for name, values in errors.items()])
-    fig.update_layout(barmode="group", xaxis_title="true count of the bin", yaxis_title="mean |error| per bin",
+    fig.update_layout(barmode="group", xaxis_title="true count of the bin (records)",
+                      yaxis_title="mean absolute error per bin (records)",
                       yaxis_type="log", height=360, margin={"l": 50, "r": 10, "t": 30, "b": 40},
                       legend={"orientation": "h", "y": -0.3})
     return fig
@@ -220,6 +280,7 @@ def error_band_figure(truth: np.ndarray, error: np.ndarray, low: np.ndarray | No
                                  name="95 % range of the error", hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=truth, y=error, mode="markers", name=f"released − true ({mechanism})",
                              marker={"color": colour, "size": 4}))
-    fig.update_layout(xaxis_title="true count of the bin", yaxis_title="error", height=320,
+    fig.update_layout(xaxis_title="true count of the bin (records)", yaxis_title="released − true (records)",
+                      height=320,
                       margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.3})
     return fig

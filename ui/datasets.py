@@ -11,6 +11,7 @@ import streamlit as st
 from core.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
 from core.domain import Histogram
 from core.fingerprint import dataset_fingerprint, records_fingerprint
+from core.released import ReleasedData, load_release
 from core.transform import coarsen, rescale
 from ui.state import init_state
 
@@ -26,7 +27,8 @@ def dataset_choices() -> dict[str, str]:
             choices[f"dpbench:{path.stem}"] = f"{path.stem} — DPBench, 4096 bins"
     for key, hist in st.session_state.get("uploads", {}).items():
         kind = ("rescaled: experiments only" if is_rescaled(key) else
-                "derived" if key.startswith("derived:") else "uploaded")
+                "derived" if key.startswith("derived:") else "released, already private"
+                if key.startswith("released:") else "uploaded")
         choices[key] = f"{hist.name} — {kind}, {hist.domain.size:,} cells"
     return choices
 
@@ -68,22 +70,48 @@ def ledger_key() -> str:
 
 
 def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: int | None = None,
-               edges=None) -> Histogram:
+               edges=None, grid_shape: tuple[int, int] | None = None, notes: list[str] | None = None) -> Histogram:
     """Parse an upload (raw records when ``column`` is given), keep it in the session and select it.
 
-    Every histogram binned from one records file charges that file's ledger (``records_fingerprint``),
-    so rebinning the same people never opens a fresh budget.
+    ``grid_shape`` declares the size of a long-form ``row,col,count`` grid; ``notes`` collects what
+    was inferred (core.datasets.load_histogram). Every histogram binned from one records file charges
+    that file's ledger (``records_fingerprint``), so rebinning the same people never opens a fresh budget.
     """
     if column:
         hist = histogram_from_records(data, column, bins=bins, edges=edges, name=Path(filename).stem)
     else:
-        hist = load_histogram(data, filename=filename)
-    key = f"upload:{hashlib.sha1(data).hexdigest()[:12]}:{column or ''}:{bins or ''}:{edges or ''}"
+        hist = load_histogram(data, filename=filename, grid_shape=grid_shape, notes=notes)
+    shape = "x".join(map(str, grid_shape)) if grid_shape else ""
+    key = f"upload:{hashlib.sha1(data).hexdigest()[:12]}:{column or ''}:{bins or ''}:{edges or ''}:{shape}"
     if column:
         st.session_state.ledger_parents[key] = records_fingerprint(data)
     st.session_state.uploads[key] = hist
+    st.session_state.setdefault("upload_files", {})[key] = Path(filename).name  # exports name the file
     st.session_state.dataset_key = key
     return hist
+
+
+def add_released(data: bytes, filename: str) -> ReleasedData:
+    """Keep a dplens export as an already-private dataset (``released:…``); select it when it is a histogram."""
+    released = load_release(data, filename)
+    key = f"released:{hashlib.sha1(data).hexdigest()[:12]}"
+    st.session_state.setdefault("released", {})[key] = released
+    st.session_state.setdefault("upload_files", {})[key] = Path(filename).name
+    if released.kind == "counts":
+        st.session_state.uploads[key] = released.as_histogram()
+        st.session_state.dataset_key = key
+    return released
+
+
+def released_data() -> ReleasedData | None:
+    """The current dataset's released values and metadata when it is a loaded export, else None."""
+    init_state()
+    return st.session_state.get("released", {}).get(st.session_state.dataset_key)
+
+
+def dataset_file(key: str) -> str:
+    """The file name behind a dataset key (uploads), or the sample's name: what exports call the dataset."""
+    return st.session_state.get("upload_files", {}).get(key) or key.partition(":")[2] or key
 
 
 RESCALED_PREFIX = "scaled:"  # dataset keys of rescaled data and of anything derived from it

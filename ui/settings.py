@@ -27,8 +27,9 @@ def mechanism_settings(name: str, key: str, *, render: bool = True) -> dict[str,
         if render:  # default via the session, not value=, so a loaded config can set it (apply_config)
             st.session_state.setdefault(widget_key, shown)
             widget = st.checkbox if isinstance(default, bool) else st.text_input
-            widget(field.name, key=widget_key,
-                   help=f"`{field.name}`: {field.type}; default {default!r}. See the mechanism's docstring.")
+            widget(field.name.replace("_", " "), key=widget_key,
+                   help=f"A setting of {name}; leave it at {'empty' if default is None else default} for the "
+                        "default. The Learn and Papers pages explain what it does.")
         value = st.session_state.get(widget_key, shown)
         value = value.strip() if isinstance(value, str) else value
         if value != shown and value != "":

@@ -6,7 +6,8 @@ import streamlit as st
 
 from core.mechanisms import NEIGHBOURING
 from ui.datasets import dataset_choices
-from ui.ledger import ledger, ledger_key, set_total
+from ui.ledger import ledger, ledger_key, native_caption, set_total
+from ui.privacy import definition, privacy_controls
 from ui.state import init_state
 from ui.workloads import workload_spec
 
@@ -14,7 +15,7 @@ from ui.workloads import workload_spec
 def _set_total_budget() -> None:
     """Sidebar callback: record the dataset's total; the store refuses it after the first spend
     (an edit and a release can arrive in the same round trip, or from another tab)."""
-    set_total(float(st.session_state.sidebar_total_epsilon))
+    set_total(float(st.session_state.sidebar_total_epsilon), float(st.session_state.get("sidebar_total_delta", 0.0)))
 
 
 def sidebar() -> None:
@@ -32,6 +33,7 @@ def sidebar() -> None:
                      help="Built-in samples, DPBench histograms (when present) and your uploads.")
         st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
                         help="Seeds the exploration noise; change it to see different noise.")
+        privacy_controls()
         led = ledger()
         locked = bool(led.spends)
         shown = (ledger_key(), led.total.epsilon)
@@ -43,8 +45,18 @@ def sidebar() -> None:
                         on_change=_set_total_budget,
                         help="This dataset's total, kept in the ledger across tabs, sessions and restarts; "
                              "fixed after its first release (the Ledger page records any reset).")
+        if definition() != "pure" or led.total.delta > 0:  # Gaussian releases charge δ: the total needs one
+            if locked or st.session_state.get("sidebar_total_delta_shown") != shown:
+                st.session_state.sidebar_total_delta = float(led.total.delta)
+                st.session_state.sidebar_total_delta_shown = shown
+            st.select_slider("Total budget δ", [0.0, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4], key="sidebar_total_delta",
+                             format_func="{:g}".format, disabled=locked, on_change=_set_total_budget,
+                             help="The δ the ledger may spend in total ((ε, δ) and zCDP releases charge δ each). "
+                                  "Fixed after the first release.")
         remaining = led.remaining.epsilon
         st.metric("Budget remaining", f"ε = {remaining:.4g}",
                   help=f"Spent ε = {led.spent.epsilon:.4g} of {led.total.epsilon:.4g} in "
                        f"{len(led.spends)} release(s).")
+        if (native := native_caption()):
+            st.caption(native)
         st.caption(f"Workload: `{workload_spec()}`  \nNeighbours: {NEIGHBOURING}")

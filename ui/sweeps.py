@@ -13,6 +13,7 @@ from core.experiment import SweepCache, per_bin_errors, run_sweep
 from core.mechanisms import MECHANISMS
 from ui.datasets import histogram
 from ui.guard import is_script_control
+from ui.privacy import definition, delta, matched
 from ui.state import SIMULATION_STREAM
 from ui.workloads import _workload, workload, workload_spec
 
@@ -49,7 +50,7 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
     are reused from ``sweep_cache()``: adding a mechanism or an epsilon runs only the new cells.
     """
     key = (st.session_state.dataset_key, workload_spec(), mechanisms, epsilons, trials, metrics,
-           int(st.session_state.seed))
+           int(st.session_state.seed), definition(), delta())
     cache = st.session_state.sweeps
     if key not in cache or cache[key].attrs.get("stopped"):
         interrupted: list[BaseException] = []
@@ -65,7 +66,8 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
                         raise
                     interrupted.append(err)
 
-        cache[key] = run_sweep(histogram(), workload(), list(mechanisms), list(epsilons), trials,
+        # every mechanism at matched privacy: ε means "ε at δ" under the session's definition
+        cache[key] = run_sweep(histogram(), workload(), [matched(m) for m in mechanisms], list(epsilons), trials,
                                seed=int(st.session_state.seed), metrics=list(metrics), progress=tick,
                                should_stop=lambda: bool(interrupted), limits=RunLimits(),
                                deadline=Deadline(),  # one click never holds the server past the action limit
@@ -79,7 +81,7 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
 
 def cached_sweep(mechanisms, epsilons, trials, metrics):
     key = (st.session_state.dataset_key, workload_spec(), tuple(mechanisms), tuple(epsilons), trials,
-           tuple(metrics), int(st.session_state.seed))
+           tuple(metrics), int(st.session_state.seed), definition(), delta())
     return st.session_state.sweeps.get(key)
 
 
@@ -90,13 +92,13 @@ def per_bin(mechanisms: tuple[str, ...], epsilon: float, trials: int, *,
     With ``compute=False`` only a stored result is returned (None when there is none).
     """
     key = ("per-bin", st.session_state.dataset_key, workload_spec(), mechanisms, epsilon, trials,
-           int(st.session_state.seed))
+           int(st.session_state.seed), definition(), delta())
     cache = st.session_state.sweeps
     if key not in cache:
         if not compute:
             return None
         hist, w, seed = histogram(), workload(), int(st.session_state.seed)
-        errors = {name: per_bin_errors(hist, w, name, epsilon, trials, seed=seed) for name in mechanisms}
+        errors = {name: per_bin_errors(hist, w, matched(name), epsilon, trials, seed=seed) for name in mechanisms}
         cache[key] = {name: e for name, e in errors.items() if e is not None}
     return cache[key]
 

@@ -317,6 +317,14 @@ def answers_from_estimate(workload: Workload, estimate: np.ndarray) -> np.ndarra
 
 from core.mechanisms.ahp import AHP  # noqa: E402
 from core.mechanisms.dawa import DAWA  # noqa: E402
+from core.mechanisms.gaussian import (  # noqa: E402
+    GaussianAnswers,
+    GaussianGreedyH,
+    GaussianHierarchical,
+    GaussianIdentity,
+    GaussianMatrix,
+    GaussianPrivelet,
+)
 from core.mechanisms.greedy_h import GreedyH  # noqa: E402
 from core.mechanisms.grids import AdaptiveGrid, UniformGrid  # noqa: E402
 from core.mechanisms.hierarchical import Hierarchical  # noqa: E402
@@ -351,6 +359,13 @@ MECHANISMS: dict[str, Mechanism] = {
         DAWA(),
         MWEM(),
         AHP(),
+        # Gaussian noise, (ε, δ) at the knob delta (analytic Gaussian) or zCDP (calibration="zcdp")
+        GaussianIdentity(),
+        GaussianAnswers(),
+        GaussianHierarchical(),
+        GaussianPrivelet(),
+        GaussianGreedyH(),
+        GaussianMatrix(),
     )
 }
 

@@ -23,7 +23,7 @@ def download(page, button: str, timeout: float = 30_000):
 
 def released_counts(data: bytes) -> np.ndarray:
     rows = list(csv.DictReader(data.decode().splitlines()))
-    assert list(rows[0]) == ["bin", "count"]
+    assert list(rows[0]) == ["bin", "count", "lower", "upper", "level"]  # intervals ride along (issue #17)
     return np.array([float(r["count"]) for r in rows])
 
 
@@ -107,7 +107,9 @@ def test_release_download_reseed_and_reload_config(page, browser, app_url, tmp_p
 
     open_page(fresh, "Learn")
     fresh.get_by_text("Why range queries favour hierarchical strategies").wait_for()
-    assert fresh.locator('[data-testid="stPlotlyChart"]').count() == 5
+    fresh.get_by_text("6. The papers").wait_for()  # the last section: every chart above it is drawn
+    # §1–§4 draw five charts, §5 three (privacy-loss distributions, composition, Laplace/Gaussian crossover)
+    assert fresh.locator('[data-testid="stPlotlyChart"]').count() == 8
     screenshot(fresh, "learn")
     view_shot(fresh, "2. One count, released many times", "learn-neighbours")
     view_shot(fresh, "4. Why range queries favour hierarchical strategies", "learn-ranges")

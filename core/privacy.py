@@ -1,0 +1,393 @@
+"""Privacy definitions as values: pure ε-DP, (ε, δ)-DP and ρ-zCDP, their composition and conversions.
+
+Neighbours are add/remove one record throughout. Composition is exact within each definition
+(ε adds; ρ adds, Bun & Steinke 2016 Lemma 2.3; (ε, δ) adds componentwise, basic composition).
+Conversions: ε-DP ⇒ (ε²/2)-zCDP (Bun & Steinke 2016 Prop. 1.4); ρ-zCDP ⇒ (ε, δ)-DP by the tight
+bound of Canonne, Kamath & Steinke (2020, "The discrete Gaussian for differential privacy",
+Prop. 12 / Cor. 13), computed as in Steinke's reference ``cdp2adp.py``, never the loose
+ρ + 2√(ρ ln 1/δ). The Gaussian mechanism's exact privacy curve is Balle & Wang (ICML 2018, Thm. 8).
+
+>>> total = ZCDP(0.25) + PureDP(1.0).to_zcdp()
+>>> total
+ZCDP(rho=0.75)
+>>> round(ZCDP(0.5).to_approx(1e-6).epsilon, 6)
+5.221534
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy import optimize, special
+
+DEFINITIONS: dict[str, str] = {
+    "pure": "pure ε-DP (Laplace noise): no failure probability",
+    "approx": "(ε, δ)-DP (Gaussian noise, analytic calibration): may fail outright with probability δ",
+    "zcdp": "ρ-zCDP (Gaussian noise): tight composition, reported as ε at a chosen δ",
+}
+_BISECTION_STEPS = 200
+
+
+def _positive(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def check_delta(delta: object, name: str = "delta") -> float:
+    """Validate δ: a number in the open interval (0, 1).
+
+    >>> check_delta(1e-6)
+    1e-06
+    """
+    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
+        raise ValueError(f"{name} must be in (0, 1) (exclusive), got {delta!r}")
+    return float(delta)
+
+
+def delta_warning(delta: float, records: int) -> str | None:
+    """A warning when δ ≥ 1/n: such a δ allows publishing one whole record outright.
+
+    >>> delta_warning(1e-6, 1000) is None
+    True
+    >>> delta_warning(0.01, 1000)
+    'delta=0.01 is above 1/n = 0.001 for n=1000 records: a mechanism may then publish a whole record; use delta well below 1/n'
+    """
+    if records > 0 and delta >= 1.0 / records:
+        return (f"delta={delta:g} is above 1/n = {1.0 / records:g} for n={records} records: a mechanism may "
+                "then publish a whole record; use delta well below 1/n")
+    return None
+
+
+@dataclass(frozen=True)
+class PureDP:
+    """Pure ε-DP. Composition adds ε.
+
+    >>> (PureDP(0.5) + PureDP(0.25)).epsilon
+    0.75
+    """
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _positive("epsilon", self.epsilon))
+
+    def __add__(self, other: PureDP) -> PureDP:
+        if not isinstance(other, PureDP):
+            return NotImplemented
+        return PureDP(self.epsilon + other.epsilon)
+
+    def to_zcdp(self) -> ZCDP:
+        """ε-DP ⇒ (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
+        return ZCDP(self.epsilon**2 / 2.0)
+
+    def to_approx(self, delta: float) -> ApproxDP:
+        """The smaller ε at δ of the two valid routes: ε itself, or via ε²/2-zCDP (wins for many small ε)."""
+        return ApproxDP(min(self.epsilon, zcdp_epsilon(self.epsilon**2 / 2.0, delta)), delta)
+
+
+@dataclass(frozen=True)
+class ApproxDP:
+    """(ε, δ)-DP. Composition is basic: ε and δ add (prefer composing in zCDP and converting once).
+
+    >>> ApproxDP(1.0, 1e-6) + ApproxDP(0.5, 1e-6)
+    ApproxDP(epsilon=1.5, delta=2e-06)
+    """
+
+    epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _positive("epsilon", self.epsilon))
+        object.__setattr__(self, "delta", check_delta(self.delta))
+
+    def __add__(self, other: ApproxDP) -> ApproxDP:
+        if not isinstance(other, ApproxDP):
+            return NotImplemented
+        return ApproxDP(self.epsilon + other.epsilon, self.delta + other.delta)
+
+    def to_approx(self, delta: float) -> ApproxDP:
+        """Itself, when ``delta`` is at least its δ (a larger δ is a weaker claim)."""
+        if check_delta(delta) < self.delta:
+            raise ValueError(f"(epsilon={self.epsilon:g}, delta={self.delta:g})-DP says nothing at the smaller "
+                             f"delta={delta:g}; ask at delta >= {self.delta:g}")
+        return self
+
+    def to_zcdp(self) -> ZCDP:
+        """Not possible: (ε, δ)-DP allows a total failure with probability δ, which no ρ bounds."""
+        raise ValueError(f"(epsilon={self.epsilon:g}, delta={self.delta:g})-DP does not imply any rho-zCDP "
+                         "(with probability delta it may publish the data); account the mechanism in zCDP instead")
+
+
+@dataclass(frozen=True)
+class ZCDP:
+    """ρ-zero-concentrated DP (Bun & Steinke 2016). Composition adds ρ.
+
+    >>> ZCDP(0.1) + ZCDP(0.2)
+    ZCDP(rho=0.30000000000000004)
+    """
+
+    rho: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", _positive("rho", self.rho))
+
+    def __add__(self, other: ZCDP | PureDP) -> ZCDP:
+        if isinstance(other, PureDP):
+            other = other.to_zcdp()
+        if not isinstance(other, ZCDP):
+            return NotImplemented
+        return ZCDP(self.rho + other.rho)
+
+    __radd__ = __add__
+
+    def to_zcdp(self) -> ZCDP:
+        """Itself."""
+        return self
+
+    def to_approx(self, delta: float) -> ApproxDP:
+        """ρ-zCDP ⇒ (ε, δ)-DP with the tight CKS 2020 conversion."""
+        return ApproxDP(zcdp_epsilon(self.rho, delta), delta)
+
+
+Privacy = PureDP | ApproxDP | ZCDP
+
+
+def compose(costs: list[Privacy] | tuple[Privacy, ...]) -> Privacy:
+    """Sequential composition: exact within a definition; pure and zCDP mix in zCDP; (ε, δ) only with (ε, δ).
+
+    >>> compose([PureDP(1.0)] * 1000)
+    PureDP(epsilon=1000.0)
+    >>> compose([PureDP(0.1), ZCDP(0.01)])
+    ZCDP(rho=0.015000000000000001)
+    """
+    if not costs:
+        raise ValueError("compose needs at least one privacy cost, got none")
+    kinds = {type(c) for c in costs}
+    if kinds == {PureDP} or kinds == {ApproxDP}:
+        total = costs[0]
+        for cost in costs[1:]:
+            total = total + cost
+        return total
+    if ApproxDP in kinds:
+        raise ValueError("cannot compose (epsilon, delta)-DP with zCDP exactly; convert the zCDP costs with "
+                         ".to_approx(delta) first (basic composition)")
+    return ZCDP(math.fsum(c.to_zcdp().rho for c in costs))
+
+
+# ----------------------------------------------------------------------------- zCDP ⇒ (ε, δ)
+def _cks_bound(rho: float, delta: float, alpha: float) -> float:
+    # CKS 2020 Prop. 12: ε = ρα + (ln(1/δ) + (α−1) ln(1−1/α) − ln α) / (α−1), valid for every α > 1
+    return rho * alpha + (math.log(1.0 / delta) + (alpha - 1.0) * math.log1p(-1.0 / alpha)
+                          - math.log(alpha)) / (alpha - 1.0)
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """ε such that ρ-zCDP implies (ε, δ)-DP: the CKS 2020 bound minimised over the Rényi order α.
+
+    The bound is valid at every α, so any α gives a sound ε; the minimiser only tightens it.
+
+    >>> round(zcdp_epsilon(0.5, 1e-6), 6), round(zcdp_epsilon(0.005, 1e-5), 6)
+    (5.221534, 0.375261)
+    """
+    rho, delta = _positive("rho", rho), check_delta(delta)
+    if rho == 0:
+        return 0.0
+
+    def bound(t: float) -> float:  # α = 1 + e^t keeps α > 1 and spans orders 1 + 1e-9 … 1 + e^40
+        return _cks_bound(rho, delta, 1.0 + math.exp(t))
+
+    # the optimum is near α − 1 ≈ √(ln(1/δ)/ρ); search a wide bracket in log(α − 1) around it
+    centre = 0.5 * math.log(math.log(1.0 / delta) / rho)
+    result = optimize.minimize_scalar(bound, bounds=(centre - 20.0, centre + 20.0), method="bounded",
+                                      options={"xatol": 1e-12})
+    return max(0.0, float(min(result.fun, bound(centre))))
+
+
+def zcdp_rho(epsilon: float, delta: float) -> float:
+    """The largest ρ whose ρ-zCDP implies (ε, δ)-DP (bisection on ``zcdp_epsilon``, rounded down).
+
+    >>> round(zcdp_rho(1.0, 1e-6), 6)
+    0.024356
+    """
+    epsilon, delta = _positive("epsilon", epsilon), check_delta(delta)
+    if epsilon == 0:
+        return 0.0
+    low, high = 0.0, max(1.0, epsilon)
+    while zcdp_epsilon(high, delta) <= epsilon:
+        high *= 2.0
+    for _ in range(_BISECTION_STEPS):
+        mid = 0.5 * (low + high)
+        if zcdp_epsilon(mid, delta) <= epsilon:
+            low = mid
+        else:
+            high = mid
+        if high - low <= 1e-15 * high:
+            break
+    return low
+
+
+# ----------------------------------------------------------------------------- the Gaussian mechanism
+def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> float:
+    """The exact privacy curve δ(ε) of N(0, σ²) noise on a query of L2 sensitivity Δ₂ (Balle & Wang 2018, Thm. 8).
+
+    δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ), the least δ for which the mechanism is (ε, δ)-DP.
+
+    >>> round(gaussian_delta(1.0, 3.730632), 10)
+    1e-05
+    """
+    if not sigma > 0:
+        raise ValueError(f"sigma must be > 0, got {sigma!r}")
+    if sensitivity == 0:
+        return 0.0
+    a, b = sensitivity / (2.0 * sigma), epsilon * sigma / sensitivity
+    # log-space for e^ε Φ(·): the product under/overflows at large ε while the difference stays tiny
+    value = special.ndtr(a - b) - math.exp(epsilon + special.log_ndtr(-a - b))
+    return max(0.0, float(value))
+
+
+def _bisect(predicate, low: float, high: float) -> float:
+    """The boundary of a monotone predicate, True at ``high``; returns the True side (the safe one)."""
+    while not predicate(high):
+        low, high = high, high * 2.0
+    for _ in range(_BISECTION_STEPS):
+        mid = 0.5 * (low + high)
+        if predicate(mid):
+            high = mid
+        else:
+            low = mid
+        if high - low <= 1e-13 * high:
+            break
+    return high
+
+
+def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
+    """The least σ for which N(0, σ²) noise is (ε, δ)-DP: Balle & Wang's analytic Gaussian, by bisection.
+
+    Rounded up, so the returned σ is always sufficient.
+
+    >>> round(analytic_gaussian_sigma(1.0, 1e-5), 6)
+    3.730632
+    """
+    epsilon, delta = _positive("epsilon", epsilon), check_delta(delta)
+    if epsilon == 0:
+        raise ValueError("epsilon must be > 0 for the Gaussian mechanism, got 0")
+    return sensitivity * _bisect(lambda s: gaussian_delta(epsilon, s) <= delta, 1e-12, 1.0)
+
+
+def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
+    """Dwork & Roth's σ = Δ₂√(2 ln(1.25/δ))/ε (Thm. A.1; valid for ε < 1 only), shown for comparison.
+
+    >>> round(classical_gaussian_sigma(1.0, 1e-5), 6)
+    4.844805
+    """
+    return sensitivity * math.sqrt(2.0 * math.log(1.25 / check_delta(delta))) / _positive("epsilon", epsilon)
+
+
+def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> float:
+    """The least ε at which N(0, σ²) noise with L2 sensitivity Δ₂ is (ε, δ)-DP (inverts the exact curve).
+
+    Rounded up. ``privacy_loss`` of an analytic-Gaussian release.
+
+    >>> round(gaussian_epsilon(3.730632, 1e-5), 5)
+    1.0
+    """
+    delta = check_delta(delta)
+    if sensitivity == 0:
+        return 0.0
+    if gaussian_delta(0.0, sigma, sensitivity) <= delta:
+        return 0.0
+    return _bisect(lambda e: gaussian_delta(e, sigma, sensitivity) <= delta, 0.0, 1.0)
+
+
+def zcdp_sigma(rho: float, sensitivity: float = 1.0) -> float:
+    """σ = Δ₂/√(2ρ): N(0, σ²) noise is then ρ-zCDP (Bun & Steinke 2016, Prop. 1.6).
+
+    >>> zcdp_sigma(0.5)
+    1.0
+    """
+    rho = _positive("rho", rho)
+    if rho == 0:
+        raise ValueError("rho must be > 0 for the Gaussian mechanism, got 0")
+    return sensitivity / math.sqrt(2.0 * rho)
+
+
+def gaussian_rho(sigma: float, sensitivity: float = 1.0) -> float:
+    """ρ = Δ₂²/(2σ²) of N(0, σ²) noise on a query of L2 sensitivity Δ₂.
+
+    >>> gaussian_rho(1.0)
+    0.5
+    """
+    if not sigma > 0:
+        raise ValueError(f"sigma must be > 0, got {sigma!r}")
+    return sensitivity**2 / (2.0 * sigma**2)
+
+
+def target(definition: str, epsilon: float, delta: float) -> Privacy:
+    """The privacy value of a definition at "ε at δ" (the app's common x-axis).
+
+    >>> target("zcdp", 1.0, 1e-6)
+    ZCDP(rho=0.02435...)
+    """
+    if definition == "pure":
+        return PureDP(epsilon)
+    if definition == "approx":
+        return ApproxDP(epsilon, delta)
+    if definition == "zcdp":
+        return ZCDP(zcdp_rho(epsilon, delta))
+    raise ValueError(f"definition must be one of {sorted(DEFINITIONS)}, got {definition!r}")
+
+
+def native_spend(costs: list[tuple[float, float, float | None]], definition: str, delta: float,
+                 total_epsilon: float) -> dict[str, float | str | None]:
+    """Spent and remaining in a definition's own unit, from ledger rows (ε charged, δ charged, ρ or None).
+
+    The ledger enforces basic composition of (ε, δ), which is always valid; this is the native view:
+    pure: Σε; approx: (Σε, Σδ); zcdp: Σρ (pure rows count ε²/2) and its CKS ε at ``delta``, with the
+    total read as ρ_total = ``zcdp_rho(total_epsilon, delta)``. A zCDP view needs ρ on every row.
+
+    >>> view = native_spend([(1.0, 0.0, 0.5), (0.5, 0.0, None)], "zcdp", 1e-6, 5.0)
+    >>> view["spent"], round(view["epsilon_at_delta"], 4), view["basic_epsilon"]
+    (0.625, 5.9268, 1.5)
+    """
+    basic_epsilon = math.fsum(c[0] for c in costs)
+    basic_delta = math.fsum(c[1] for c in costs)
+    view: dict[str, float | str | None] = {"definition": definition, "basic_epsilon": basic_epsilon,
+                                           "basic_delta": basic_delta}
+    if definition == "zcdp":
+        # a row without ρ but with δ = 0 was a pure ε-DP spend: ε²/2-zCDP (older ledgers record no ρ)
+        costs = [(e, d, r if r is not None else (e * e / 2.0 if d == 0 else None)) for e, d, r in costs]
+        if any(c[2] is None for c in costs):
+            view.update(unit="rho", spent=None, remaining=None, epsilon_at_delta=None,
+                        note="an (epsilon, delta) release has no rho: composed by basic composition only")
+            return view
+        rho = math.fsum(c[2] for c in costs)
+        total_rho = zcdp_rho(total_epsilon, delta) if total_epsilon > 0 else 0.0
+        view.update(unit="rho", spent=rho, remaining=max(total_rho - rho, 0.0), total=total_rho,
+                    epsilon_at_delta=zcdp_epsilon(rho, delta) if rho > 0 else 0.0)
+        return view
+    if definition == "approx":
+        view.update(unit="(epsilon, delta)", spent=basic_epsilon, spent_delta=basic_delta,
+                    remaining=max(total_epsilon - basic_epsilon, 0.0))
+        return view
+    view.update(unit="epsilon", spent=basic_epsilon, remaining=max(total_epsilon - basic_epsilon, 0.0))
+    return view
+
+
+def ledger_charge(privacy: Privacy, delta: float) -> tuple[float, float, float | None]:
+    """What a ledger records for a release at ``privacy``: (ε, δ) for basic composition, and ρ when defined.
+
+    zCDP is charged as its CKS ε at ``delta`` plus that δ; (ε, δ) has no ρ.
+
+    >>> ledger_charge(PureDP(1.0), 1e-6)
+    (1.0, 0.0, 0.5)
+    >>> ledger_charge(ApproxDP(1.0, 1e-6), 1e-6)
+    (1.0, 1e-06, None)
+    """
+    if isinstance(privacy, PureDP):
+        return privacy.epsilon, 0.0, privacy.to_zcdp().rho
+    if isinstance(privacy, ApproxDP):
+        return privacy.epsilon, privacy.delta, None
+    approx = privacy.to_approx(delta)
+    return approx.epsilon, approx.delta, privacy.rho

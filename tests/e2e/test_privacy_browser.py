@@ -1,0 +1,60 @@
+"""A curator switches to zCDP, compares Laplace and Gaussian mechanisms at matched privacy, releases with a
+Gaussian mechanism, and downloads the export, whose metadata states the definition, ε, δ, ρ and σ."""
+
+import json
+
+import pytest
+
+from core.export import privacy_from_metadata
+from core.privacy import ZCDP, zcdp_rho
+from tests.e2e.conftest import screenshot, wait_idle
+from tests.e2e.test_release_browser import download, open_page
+
+pytestmark = pytest.mark.e2e
+
+
+def _slider_to(page, label: str, steps: int) -> None:
+    slider = page.locator('[data-testid="stSlider"]').filter(has_text=label).get_by_role("slider").first
+    slider.focus()
+    slider.press("Home")
+    for _ in range(steps):
+        slider.press("ArrowRight")
+    wait_idle(page)
+
+
+def test_switch_to_zcdp_compare_release_export(page):
+    page.get_by_text("ρ-zCDP").first.click()  # the sidebar's privacy definition
+    wait_idle(page)
+    _slider_to(page, "Total budget δ", 5)  # 0, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5 → δ total 1e-5
+    page.get_by_text("ρ spent = 0").first.wait_for()
+
+    page.get_by_role("link", name="Compare").click()
+    wait_idle(page)
+    page.get_by_text("ε at that δ").first.wait_for()
+    for slow in ("dawa", "mwem", "ahp", "laplace-on-answers", "privelet"):  # keep the journey quick
+        remove = page.get_by_role("button", name=f"Remove {slow}")
+        if remove.count():
+            remove.click()
+    _slider_to(page, "Trials per point", 1)
+    page.get_by_role("button", name="Run comparison").click()
+    wait_idle(page, timeout=180_000)
+    page.get_by_text("reproduced exactly").wait_for(timeout=60_000)
+    legend = page.locator('[data-testid="stPlotlyChart"]').first.inner_text()
+    assert "gaussian-hb" in legend and "hb" in legend  # both noise kinds on one chart
+    screenshot(page, "compare-zcdp")
+
+    open_page(page, "Release")
+    mechanism = page.locator('[data-testid="stSelectbox"]').filter(has_text="Mechanism").first
+    mechanism.click()
+    page.get_by_role("option", name="gaussian-hb", exact=True).click()
+    wait_idle(page)
+    page.get_by_role("button", name="Spend and release").click()
+    wait_idle(page, timeout=60_000)
+    page.get_by_text("Released histogram over the true one").wait_for()
+    meta = json.loads(download(page, "Release with metadata (JSON)"))
+    assert meta["definition"] == "zcdp" and meta["noise"] == "gaussian" and meta["delta"] == 1e-6
+    assert meta["sigma"] > 0 and meta["noise_sampler"] == "opendp-lattice-gaussian"
+    stated = privacy_from_metadata(meta)
+    assert isinstance(stated, ZCDP) and stated.rho == pytest.approx(zcdp_rho(1.0, 1e-6))
+    page.get_by_text("ρ spent = 0.02436").first.wait_for()  # the sidebar's native unit after the spend
+    screenshot(page, "release-zcdp")

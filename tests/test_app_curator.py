@@ -1,0 +1,176 @@
+"""AppTest for the curator-flow controls of issue #17 (one test per new control)."""
+
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from core.domain import Histogram
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+def open_page(path: str) -> AppTest:
+    """Run app.py (shell + state), then switch to the page; both .run() calls are required."""
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    return at.switch_page(path).run()
+
+
+def _figure(at: AppTest, index: int = 0) -> str:
+    return at.get("plotly_chart")[index].proto.spec.replace(" ", "")
+
+
+def test_data_first_screen_has_start_line_and_one_chart_with_the_release():
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert any(m.value.startswith("**Start here:**") for m in at.markdown)
+    spec = _figure(at)
+    assert '"type":"bar"' in spec and "noisyrelease(identity" in spec
+
+
+def test_data_log_axis_and_zoom_toggles():
+    at = AppTest.from_file(APP, default_timeout=60)
+    counts = np.zeros(400)
+    counts[10:40] = 5
+    at.session_state["uploads"] = {"upload:z": Histogram.from_counts(counts, name="sparse")}
+    at.session_state["dataset_key"] = "upload:z"
+    at.run()
+    at.toggle(key="data_view_log_y").set_value(True)
+    at.toggle(key="data_view_zoom").set_value(True).run()
+    assert not at.exception
+    spec = _figure(at)
+    assert '"type":"log"' in spec
+    assert "zoomedtobins" in spec
+
+
+def test_data_log_colour_toggle_on_a_2d_heatmap():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["uploads"] = {"upload:t": Histogram.from_counts([[1, 2], [3, 28_336]], name="tiny2d")}
+    at.session_state["dataset_key"] = "upload:t"
+    at.run()
+    at.toggle(key="data_view_log_colour").set_value(True).run()
+    assert not at.exception
+    assert "count(log)" in _figure(at)
+
+
+def test_learn_ratio_sits_within_its_sampling_band_with_readable_ticks():
+    at = open_page("pages/learn.py")
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert float(metrics["Largest observed ratio"]) <= float(metrics["e^ε (the bound)"]) * 1.1
+    caption = next(c.value for c in at.caption if c.value.startswith("The observed ratio is"))
+    assert "beyond its sampling band" not in caption
+    spec = next(s for s in (f.proto.spec for f in at.get("plotly_chart")) if "ratio of output" in s)
+    assert "e^\\u03b5 = 1.65" in spec and '"error_y"' in spec
+    at.select_slider(key="learn_releases").set_value(10_000).run()
+    assert not at.exception
+
+
+def test_use_this_epsilon_carries_value_and_mechanism_to_release_and_gradual():
+    at = open_page("pages/choose_epsilon.py")
+    at.selectbox(key="choose_mechanism").set_value("hb").run()
+    epsilon = float(at.metric[0].value.split("=")[1]) if at.metric[0].label.startswith("Smallest") else None
+    choice = list(at.session_state.epsilon_choices.values())[-1]
+    at.button(key="choose_use").click().run()
+    assert not at.exception
+    assert at.session_state.epsilon_handoff["epsilon"] == choice.epsilon
+    at.switch_page("pages/release.py").run()
+    assert not at.exception
+    assert at.number_input(key="release_epsilon").value == choice.epsilon
+    assert at.selectbox(key="release_mechanism").value == "hb"
+    assert any("From Choose epsilon" in c.value for c in at.caption)
+    at.switch_page("pages/gradual.py").run()
+    assert not at.exception
+    assert at.text_input(key="gradual_schedule").value.endswith(f"{choice.epsilon:.4g}")
+    assert epsilon is None or abs(epsilon - choice.epsilon) < 1e-3 * choice.epsilon
+
+
+def test_choose_epsilon_warns_when_the_target_needs_more_than_the_remaining_budget():
+    at = open_page("pages/choose_epsilon.py")  # the default target needs ε ≈ 5.3 > the budget of 5
+    assert not at.exception
+    assert any("more than the remaining budget" in w.value for w in at.warning)
+
+
+def test_several_targets_give_least_epsilon_per_mechanism_and_the_best_split():
+    at = open_page("pages/choose_epsilon.py")
+    at.multiselect(key="targets_mechanisms").set_value(["identity", "laplace-on-answers"])
+    at.button(key="targets_run").click().run()
+    assert not at.exception
+    plans = next(d.value for d in at.dataframe if "least total ε" in d.value.columns)
+    assert list(plans["mechanism"]) == ["identity", "laplace-on-answers"]
+    metrics = {m.label: m.value for m in at.metric}
+    best = float(metrics["Least total ε, best split"].split("=")[1])
+    split = next(d.value for d in at.dataframe if "ε share" in d.value.columns)
+    assert list(split["mechanism"]) == ["laplace-on-answers", "identity"]  # total ± 50; prefix RMSE 20
+    assert abs(best - split["ε share"].sum()) < 1e-3
+    at.button(key="targets_use").click().run()
+    assert not at.exception and at.session_state.epsilon_handoff["target"] == "2 targets, best split"
+
+
+def test_a_loaded_export_is_marked_already_private_and_releasing_from_it_spends_nothing():
+    from core.released import ReleasedData
+
+    released = ReleasedData(np.array([-1.5, 4.2, 0.3]), "counts", (), {"mechanism": "identity", "epsilon": 1.0},
+                            "dplens-release-1.json")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["released"] = {"released:r1": released}
+    at.session_state["uploads"] = {"released:r1": released.as_histogram()}
+    at.session_state["dataset_key"] = "released:r1"
+    at.run()
+    assert not at.exception
+    assert any("post-processing" in i.value for i in at.info)
+    assert any("identity" in str(d.value.to_dict()) for d in at.dataframe)
+    at.switch_page("pages/release.py").run()
+    before = at.session_state.ledger.remaining.epsilon
+    at.selectbox(key="release_mechanism").set_value("identity").run()
+    at.button(key="release_spend").click().run()
+    assert not at.exception and at.session_state.releases
+    assert at.session_state.ledger.remaining.epsilon == before
+
+
+def test_release_offers_the_recipe_script_and_notebook():
+    at = open_page("pages/release.py")
+    at.selectbox(key="release_mechanism").set_value("identity").run()
+    at.button(key="release_spend").click().run()
+    assert not at.exception
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Recipe (Python script)" in labels and "Recipe (Jupyter notebook)" in labels
+
+
+def test_release_exports_intervals_with_their_method():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["dataset_key"] = "sample:tips-bill"  # 51 bins and prefixes: 100 secure re-runs are quick
+    at.session_state["workload_spec"] = "prefix"
+    at.run()
+    at.switch_page("pages/release.py").run()
+    at.selectbox(key="release_mechanism").set_value("hb").run()
+    at.button(key="release_spend").click().run()
+    assert not at.exception
+    if any(b.key == "release_intervals" for b in at.button):  # slower than the automatic limit
+        at.button(key="release_intervals").click().run()
+    assert any("Method: simulation from the released output only" in c.value for c in at.caption)
+    at.toggle(key="release_simultaneous").set_value(True).run()
+    if any(b.key == "release_intervals" for b in at.button):
+        at.button(key="release_intervals").click().run()
+    assert not at.exception
+    assert any("max of the noise" in c.value for c in at.caption)
+
+
+def test_compare_first_screen_shows_analytic_curves_before_run():
+    at = open_page("pages/compare.py")
+    assert not at.exception
+    spec = _figure(at)
+    assert "identity(analytic)" in spec and "hb(analytic)" in spec and "dawa" not in spec
+    assert "rootmeansquarederrorperquery(records)" in spec
+
+
+def test_compare_inspector_has_view_toggles_and_a_recipe():
+    at = open_page("pages/compare.py")
+    at.multiselect(key="compare_mechanisms").set_value(["identity"])
+    at.slider(key="compare_trials").set_value(2)
+    at.slider(key="compare_points").set_value(2)
+    at.button[0].click().run()
+    at.toggle(key="compare_view_log_y").set_value(True).run()
+    assert not at.exception
+    assert "Recipe for this point (Python script)" in [b.proto.label for b in at.get("download_button")]
+    assert not any(b.key == "compare_stop" for b in at.button)

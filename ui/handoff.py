@@ -1,0 +1,83 @@
+"""The chosen ε handed from Choose epsilon to Release and Gradual release (no retyping).
+
+The choice lives in a plain session key (``epsilon_handoff``), not in the target pages' widget keys:
+widget state is dropped while its page is not shown. Each target page applies a new hand-off once,
+before its widgets render, and shows where the value came from.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui.ledger import ledger
+from ui.state import init_state
+
+_TARGET_PAGES = ("release", "gradual")
+
+
+def use_epsilon(epsilon: float, *, mechanism: str | None, target: str, workload: str) -> None:
+    """Button callback on Choose epsilon: remember the choice for Release and Gradual release."""
+    init_state()
+    st.session_state.epsilon_handoff = {"epsilon": float(epsilon), "mechanism": mechanism, "target": target,
+                                        "workload": workload, "pending": set(_TARGET_PAGES)}
+
+
+def _schedule_ending_at(epsilon: float, steps: int = 5) -> str:
+    """A noise-reduction schedule ending at ``epsilon``: halving steps back from it (most private first).
+
+    >>> _schedule_ending_at(1.0)
+    '0.0625, 0.125, 0.25, 0.5, 1'
+    """
+    return ", ".join(f"{epsilon / 2 ** (steps - 1 - k):.4g}" for k in range(steps))
+
+
+def apply_handoff(page: str) -> dict | None:
+    """On ``page`` ("release" or "gradual"): set its widgets from a new hand-off once; return the hand-off.
+
+    Call before the page's widgets render. Returns the latest hand-off (to show its origin), or None.
+    """
+    init_state()
+    handoff = st.session_state.get("epsilon_handoff")
+    if not handoff:
+        return None
+    if page in handoff["pending"]:
+        handoff["pending"].discard(page)
+        if page == "release":
+            st.session_state.release_epsilon = handoff["epsilon"]
+            if handoff["mechanism"]:
+                st.session_state.release_mechanism = handoff["mechanism"]
+        else:
+            st.session_state.gradual_schedule = _schedule_ending_at(handoff["epsilon"])
+    return handoff
+
+
+def show_handoff(handoff: dict | None) -> None:
+    """A caption naming the chosen ε and its target, and a warning when it exceeds the remaining budget."""
+    if not handoff:
+        return
+    mechanism = f" for **{handoff['mechanism']}**" if handoff["mechanism"] else ""
+    st.caption(f"From Choose epsilon: ε = {handoff['epsilon']:.4g}{mechanism} on workload "
+               f"`{handoff['workload']}` ({handoff['target']}).")
+    budget_warning(handoff["epsilon"])
+
+
+def budget_warning(epsilon: float) -> None:
+    """Warn (never block) when ``epsilon`` is more than the session has left to spend."""
+    remaining = ledger().remaining.epsilon
+    if epsilon > remaining + 1e-12:
+        st.warning(f"ε = {epsilon:.4g} is more than the remaining budget (ε = {remaining:.4g}): a release at "
+                   "this ε would be refused. Relax the target, or spend less elsewhere.")
+
+
+def use_button(epsilon: float, *, mechanism: str | None, target: str, workload: str, key: str) -> None:
+    """The "Use this ε" action: a button that hands the value on, then links to the two pages using it."""
+    budget_warning(epsilon)
+    left, middle, right = st.columns([2, 1, 1])
+    left.button(f"Use this ε ({epsilon:.4g})", key=key, type="primary", on_click=use_epsilon, args=(epsilon,),
+                kwargs={"mechanism": mechanism, "target": target, "workload": workload},
+                help="Sets the Release page's ε" + (" and mechanism" if mechanism else "") + " and a Gradual "
+                     "release schedule ending at this ε. Nothing is spent until you release.")
+    handoff = st.session_state.get("epsilon_handoff")
+    if handoff and abs(handoff["epsilon"] - epsilon) < 1e-12 and handoff["target"] == target:
+        middle.page_link("pages/release.py", label="Go to Release", icon=":material/publish:")
+        right.page_link("pages/gradual.py", label="Go to Gradual release", icon=":material/stairs:")

@@ -1,0 +1,21 @@
+"""Several accuracy targets at once (Choose epsilon): the cached plan per mechanism and the best split."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core import selection
+from core.mechanisms import MECHANISMS
+from core.workloads import parse_workload
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def target_plans(mechanisms: tuple[str, ...], targets: tuple[tuple[str, str, float, str, float | None, bool], ...],
+                 shape: tuple[int, ...]):
+    """``selection.epsilon_for_targets`` for (label, workload spec, ±, metric, confidence, all at once) rows.
+
+    Cached: some error formulas (hb, privelet on 4096-bin prefixes) take seconds, and they never change.
+    """
+    built = [selection.AccuracyTarget(label, parse_workload(spec, shape), size, metric, confidence, together)
+             for label, spec, size, metric, confidence, together in targets]
+    return selection.epsilon_for_targets([MECHANISMS[n] for n in mechanisms], built)

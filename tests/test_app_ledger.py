@@ -41,7 +41,12 @@ def test_exploration_results_are_simulations_without_any_download():
     at = _release(open_page(RELEASE), 1.0, "exploration")
     assert not at.exception
     assert any("Simulation, not a private release" in w.value for w in at.warning)
-    assert _downloads(at) == ["Release history (CSV)", "Session config (JSON)"]
+    # No release, JSON or chart download; the recipe re-runs the configuration on the secure path
+    # (no seed, no data, no released values), so it may be offered here too.
+    assert _downloads(at) == ["Release history (CSV)", "Recipe (Python script)", "Recipe (Jupyter notebook)",
+                              "Session config (JSON)"]
+    recipes = [str(b.proto) for b in at.get("download_button") if b.proto.label.startswith("Recipe")]
+    assert recipes and all("exploration" not in text and "default_rng" not in text for text in recipes)
     spend = LedgerStore().history()[-1]
     assert spend["kind"] == "spend" and spend["export_id"] is None  # charged, never exported
     assert spend["note"] == "noise path: exploration (simulation, not a private release)"

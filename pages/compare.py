@@ -14,6 +14,7 @@ from core.metrics import HISTOGRAM_METRICS, METRIC_LABELS, METRICS
 from core.recipe import recipe_script
 from core.views import count_buckets
 
+ANALYTIC_PREVIEW_CELLS = 16_384  # above this, the pre-run analytic curves are drawn on request
 DEFAULT_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
 REFERENCES = ("identity", "uniform")  # always in the sweep: DPBench's baselines for regret
 PER_BIN_TRIALS = 5
@@ -101,10 +102,13 @@ with ui.guard():
     if results is None:
         st.info("Choose mechanisms and press **Run comparison**. Identity and uniform are added as references. "
                 "Meanwhile, the analytic expectation of the data-independent ones (no noise drawn):")
-        with st.spinner("computing the analytic error curves…"):
-            preview = ui.analytic_figure(names, epsilons, hist.domain.shape)
-        if preview is not None:
-            st.plotly_chart(preview, key="compare_analytic")
+        # Large domains: the analytic errors take seconds, so they wait for a click (page opens stay fast).
+        if hist.domain.size <= ANALYTIC_PREVIEW_CELLS or st.button("Draw the analytic curves", key="compare_analytic_draw",
+                                                                   help="A few seconds on this many cells."):
+            with st.spinner("computing the analytic error curves…"):
+                preview = ui.analytic_figure(names, epsilons, hist.domain.shape)
+            if preview is not None:
+                st.plotly_chart(preview, key="compare_analytic")
         st.stop()
     if submitted and "computed" in results.attrs:
         reused = len(results) // max(1, len(set(results["metric"]))) - results.attrs["computed"]

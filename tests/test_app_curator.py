@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.domain import Histogram
@@ -174,3 +175,34 @@ def test_compare_inspector_has_view_toggles_and_a_recipe():
     assert not at.exception
     assert "Recipe for this point (Python script)" in [b.proto.label for b in at.get("download_button")]
     assert not any(b.key == "compare_stop" for b in at.button)
+
+
+def test_analytic_preview_of_a_gaussian_mechanism_follows_its_calibration_at_every_epsilon():
+    """At a fixed δ the analytic Gaussian σ(ε) is not ∝ 1/ε: the preview must not rescale the ε = 1 value."""
+    import json
+
+    from core.mechanisms import MECHANISMS
+    from core.mechanisms.gaussian import Matched
+
+    at = open_page("pages/compare.py")
+    at.session_state["privacy_definition"] = "approx"
+    at.session_state["compare_mechanisms"] = ["gaussian-identity"]  # the chips sit in a form: preset them
+    at.run()
+    assert not at.exception
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    trace = next(t for t in figure["data"] if t["name"] == "gaussian-identity (analytic)")
+    workload = ui_workload(at)
+    mechanism = Matched(MECHANISMS["gaussian-identity"], "approx", 1e-6)  # the default δ
+    expected = [mechanism.expected_mse(workload, e) ** 0.5 for e in trace["x"]]
+    assert trace["y"] == pytest.approx(expected, rel=1e-9)
+    scaled = [expected[0] * trace["x"][0] / e for e in trace["x"]]
+    assert trace["y"] != pytest.approx(scaled, rel=1e-3)  # the 1/ε rescaling would be wrong here
+
+
+def ui_workload(at):
+    from core.datasets import DEFAULT_DATASET, load_histogram
+    from core.workloads import parse_workload
+
+    assert at.session_state.dataset_key == f"sample:{DEFAULT_DATASET}"
+    shape = load_histogram(DEFAULT_DATASET).domain.shape
+    return parse_workload(at.session_state.workload_spec or "random-range:m=2000,seed=0", shape)

@@ -41,7 +41,7 @@ class ResidualPlan:
 
     def residual_cost(self, subset: tuple[int, ...]) -> float:
         """p_S = ∏_{i∈S} (n_i−1)/n_i: the squared L2 sensitivity of the projected residual."""
-        return math.prod((self.workload.domain.sizes[i] - 1) / self.workload.domain.sizes[i] for i in subset)
+        return _residual_cost(self.workload.domain.sizes, subset)
 
     @property
     def privacy_loss(self) -> float:
@@ -77,6 +77,10 @@ class ResidualPlan:
         return math.sqrt(self.expected_mse)
 
 
+def _residual_cost(sizes: tuple[int, ...], subset: tuple[int, ...]) -> float:
+    return math.prod((sizes[i] - 1) / sizes[i] for i in subset)
+
+
 def _subsets(columns: tuple[int, ...]):
     return (s for k in range(len(columns) + 1) for s in itertools.combinations(columns, k))
 
@@ -97,7 +101,7 @@ def plan_residuals(workload: MarginalWorkload, rho: float) -> ResidualPlan:
         for subset in _subsets(columns):
             grow = math.prod(sizes[i] for i in subset) / math.prod(sizes[i] for i in columns if i not in subset)
             weight[subset] = weight.get(subset, 0.0) + w * grow
-    cost = {s: math.prod((sizes[i] - 1) / sizes[i] for i in s) for s in weight}
+    cost = {s: _residual_cost(sizes, s) for s in weight}
     # A residual of a one-level attribute is identically zero (p_S = 0): it needs no measurement.
     # weight[S] is v_S / p_S, so √(v_S p_S) = p_S √weight[S] and √(v_S / p_S) = √weight[S].
     norm = sum(cost[s] * math.sqrt(weight[s]) for s in weight)  # Σ_T √(v_T p_T)

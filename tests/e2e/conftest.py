@@ -106,6 +106,18 @@ def wait_idle(page, timeout: float = 30_000) -> None:
     page.wait_for_timeout(300)
 
 
+def wait_text(page, text: str, timeout: float = 120_000) -> None:
+    """Wait for ``text``; on timeout fail with what the page shows instead (its alerts and a screenshot),
+    so a red CI run says why, not only that a locator timed out."""
+    try:
+        page.get_by_text(text).first.wait_for(timeout=timeout)
+    except Exception as error:  # playwright's TimeoutError
+        alerts = page.locator('[data-testid="stAlert"], [data-testid="stException"]').all_inner_texts()
+        shot = screenshot(page, f"failed-wait-{abs(hash(text)) % 10**6}")
+        raise AssertionError(f"{text!r} did not appear within {timeout / 1000:.0f} s; alerts on the page: "
+                             f"{alerts}; screenshot {shot}") from error
+
+
 def screenshot(page, name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"

@@ -8,7 +8,7 @@ import pytest
 from core.export import privacy_from_metadata
 from core.privacy import ZCDP, zcdp_rho
 from tests.e2e.conftest import screenshot, wait_idle
-from tests.e2e.test_release_browser import download, open_page
+from tests.e2e.test_release_browser import download, open_page, release_once
 
 pytestmark = pytest.mark.e2e
 
@@ -48,9 +48,7 @@ def test_switch_to_zcdp_compare_release_export(page):
     mechanism.click()
     page.get_by_role("option", name="gaussian-hb", exact=True).click()
     wait_idle(page)
-    page.get_by_role("button", name="Spend and release").click()
-    wait_idle(page, timeout=60_000)
-    page.get_by_text("Released histogram over the true one").wait_for()
+    release_once(page)
     meta = json.loads(download(page, "Release with metadata (JSON)"))
     assert meta["definition"] == "zcdp" and meta["noise"] == "gaussian" and meta["delta"] == 1e-6
     assert meta["sigma"] > 0 and meta["noise_sampler"] == "opendp-lattice-gaussian"

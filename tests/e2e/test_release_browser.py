@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from core.datasets import load_histogram
-from tests.e2e.conftest import ARTIFACTS, screenshot, wait_idle
+from tests.e2e.conftest import ARTIFACTS, screenshot, wait_idle, wait_text
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,7 @@ def view_shot(page, text: str, name: str) -> None:
 def release_once(page) -> None:
     page.get_by_role("button", name="Spend and release").click()
     wait_idle(page, timeout=60_000)
-    page.get_by_text("Released histogram over the true one").wait_for()
+    wait_text(page, "Released histogram over the true one")
 
 
 def test_release_download_reseed_and_reload_config(page, browser, app_url, tmp_path):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.budget import Budget, BudgetExceededError, Ledger
@@ -54,6 +54,17 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
+def total_label(total: Budget) -> str:
+    """A total in its native unit: ``ε=1`` or ``ρ=0.5 (ε=5.22 at δ=1e-06)``.
+
+    >>> total_label(Budget(1.0, 1e-6)), total_label(Budget.zcdp(0.5, 1e-6))
+    ('ε=1', 'ρ=0.5 (ε=5.222 at δ=1e-06)')
+    """
+    if total.rho is not None:
+        return f"ρ={total.rho:g} (ε={total.epsilon:.4g} at δ={total.delta:g})"
+    return f"ε={total.epsilon:g}"
+
+
 def _check_fingerprint(fingerprint: str) -> str:
     if not (isinstance(fingerprint, str) and len(fingerprint) == 64
             and all(c in "0123456789abcdef" for c in fingerprint)):
@@ -71,13 +82,14 @@ class LedgerStore:
         object.__setattr__(self, "path", Path(self.path).expanduser())
 
     def _read(self, conn, fingerprint: str, default_total: Budget) -> tuple[Ledger, int | None]:
-        row = conn.execute("SELECT epsilon, delta, epoch FROM budgets WHERE fingerprint = ?",
+        row = conn.execute("SELECT epsilon, delta, rho, epoch FROM budgets WHERE fingerprint = ?",
                            (fingerprint,)).fetchone()
         if row is None:
             return Ledger(default_total), None
-        spends = conn.execute("SELECT label, epsilon, delta FROM events WHERE fingerprint = ? AND epoch = ? "
-                              "AND kind = 'spend' ORDER BY id", (fingerprint, row[2])).fetchall()
-        return Ledger(Budget(row[0], row[1]), tuple((label, Budget(e, d)) for label, e, d in spends)), row[2]
+        spends = conn.execute("SELECT label, epsilon, delta, rho FROM events WHERE fingerprint = ? AND epoch = ? "
+                              "AND kind = 'spend' ORDER BY id", (fingerprint, row[3])).fetchall()
+        return (Ledger(Budget(row[0], row[1], row[2]), tuple((label, Budget(e, d, r)) for label, e, d, r in spends)),
+                row[3])
 
     def ledger(self, fingerprint: str, *, default_total: Budget = DEFAULT_TOTAL) -> Ledger:
         """The dataset's ledger now (``default_total`` and no spends when nothing is recorded yet)."""
@@ -94,17 +106,18 @@ class LedgerStore:
                       name: str, workspace: str | None, note: str | None) -> int:
         if epoch is None:
             epoch = 0
-            conn.execute("INSERT INTO budgets (fingerprint, name, epsilon, delta, epoch, created) "
-                         "VALUES (?, ?, ?, ?, 0, ?)", (fingerprint, name, total.epsilon, total.delta, _now()))
+            conn.execute("INSERT INTO budgets (fingerprint, name, epsilon, delta, rho, epoch, created) "
+                         "VALUES (?, ?, ?, ?, ?, 0, ?)",
+                         (fingerprint, name, total.epsilon, total.delta, total.rho, _now()))
         else:
             epoch += kind == "reset"
-            conn.execute("UPDATE budgets SET epsilon = ?, delta = ?, epoch = ?, name = CASE WHEN ? = '' "
+            conn.execute("UPDATE budgets SET epsilon = ?, delta = ?, rho = ?, epoch = ?, name = CASE WHEN ? = '' "
                          "THEN name ELSE ? END WHERE fingerprint = ?",
-                         (total.epsilon, total.delta, epoch, name, name, fingerprint))
-        conn.execute("INSERT INTO events (fingerprint, epoch, kind, label, epsilon, delta, workspace, note, time) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     (fingerprint, epoch, kind, f"{kind} ε={total.epsilon:g}", total.epsilon, total.delta,
-                      workspace, note, _now()))
+                         (total.epsilon, total.delta, total.rho, epoch, name, name, fingerprint))
+        conn.execute("INSERT INTO events (fingerprint, epoch, kind, label, epsilon, delta, rho, workspace, note, time) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (fingerprint, epoch, kind, f"{kind} {total_label(total)}", total.epsilon, total.delta,
+                      total.rho, workspace, note, _now()))
         return epoch
 
     def set_total(self, fingerprint: str, total: Budget, *, name: str = "", workspace: str | None = None) -> Ledger:
@@ -119,7 +132,9 @@ class LedgerStore:
         with connect(self.path) as conn, transaction(conn):
             ledger, epoch = self._read(conn, fingerprint, total)
             if ledger.spends:
-                raise ValueError(f"the total budget is fixed at epsilon={ledger.total.epsilon:g} after the first "
+                fixed = (f"epsilon={ledger.total.epsilon:g}" if ledger.total.rho is None
+                         else f"rho={ledger.total.rho:g}")
+                raise ValueError(f"the total budget is fixed at {fixed} after the first "
                                  f"release ({len(ledger.spends)} spend(s)); starting a fresh budget is a reset, "
                                  "which voids the guarantee")
             if epoch is not None and ledger.total == total:
@@ -133,8 +148,9 @@ class LedgerStore:
               name: str = "", note: str | None = None, default_total: Budget = DEFAULT_TOTAL) -> Ledger:
         """Charge ``cost`` atomically (check and insert in one ``BEGIN IMMEDIATE`` transaction).
 
-        The first spend on an unrecorded dataset records ``default_total`` first. ``rho`` (zCDP) is
-        stored for the accounting to come; today's check composes ε and δ (``Ledger.spend``).
+        The first spend on an unrecorded dataset records ``default_total`` first. ``rho`` (zCDP; or
+        ``cost.rho``) is stored with the spend. The check is ``Ledger.spend``: basic composition of
+        (ε, δ) under an (ε, δ) total, Σρ under a ρ total (where a δ > 0 spend without ρ is refused).
 
         Raises:
             BudgetExceededError: naming the remaining budget; nothing is recorded.
@@ -142,6 +158,8 @@ class LedgerStore:
         _check_fingerprint(fingerprint)
         if rho is not None and not rho >= 0:
             raise ValueError(f"rho must be >= 0 or None, got {rho!r}")
+        if rho is not None and cost.rho is None:
+            cost = replace(cost, rho=float(rho))
         with connect(self.path) as conn, transaction(conn):
             ledger, epoch = self._read(conn, fingerprint, default_total)
             after = ledger.spend(label, cost)  # raises BudgetExceededError: the transaction rolls back
@@ -151,7 +169,7 @@ class LedgerStore:
             conn.execute("INSERT INTO events (fingerprint, epoch, kind, label, mechanism, epsilon, delta, rho, "
                          "workload, export_id, workspace, note, time) "
                          "VALUES (?, ?, 'spend', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (fingerprint, epoch, label, mechanism, cost.epsilon, cost.delta, rho, workload, export_id,
+                         (fingerprint, epoch, label, mechanism, cost.epsilon, cost.delta, cost.rho, workload, export_id,
                           workspace, note, _now()))
         return after
 
@@ -188,10 +206,14 @@ class LedgerStore:
             out = []
             for fingerprint, name, epoch in rows:
                 ledger = self._read(conn, fingerprint, DEFAULT_TOTAL)[0]
-                out.append({"fingerprint": fingerprint, "name": name, "total": ledger.total.epsilon,
-                            "spent": ledger.spent.epsilon, "remaining": ledger.remaining.epsilon,
+                out.append({"fingerprint": fingerprint, "name": name, "unit": ledger.unit,
+                            "total": ledger.total.epsilon, "spent": ledger.spent.epsilon,
+                            "remaining": ledger.remaining.epsilon, "total_rho": ledger.total.rho,
+                            "spent_rho": ledger.spent.rho if ledger.unit == "rho" else None,
+                            "remaining_rho": ledger.remaining.rho, "delta": ledger.total.delta,
                             "spends": len(ledger.spends), "epoch": epoch})
             return out
 
 
-__all__ = ["DEFAULT_TOTAL_EPSILON", "RESET_WARNING", "BudgetExceededError", "LedgerStore", "new_export_id"]
+__all__ = ["DEFAULT_TOTAL_EPSILON", "RESET_WARNING", "BudgetExceededError", "LedgerStore", "new_export_id",
+           "total_label"]

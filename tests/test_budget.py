@@ -75,3 +75,26 @@ def test_spent_never_exceeds_total(total, costs):
             assert ledger is before and not ledger.fits(Budget(cost))
         assert ledger.spent.epsilon <= total + 1e-9
         assert 0 <= ledger.remaining.epsilon <= total
+
+
+def test_rho_total_composes_rho_and_converts_pure_epsilon():
+    ledger = Ledger(Budget.zcdp(1.0, 1e-9))
+    assert ledger.unit == "rho" and ledger.total.epsilon == pytest.approx(9.521464, abs=1e-6)
+    for _ in range(8):  # eight pure ε = 0.5 spends: ρ = 8 × 0.125 = 1, where basic ε would be 4
+        ledger = ledger.spend("pure", Budget(0.5))
+    assert ledger.spent.rho == pytest.approx(1.0) and ledger.remaining.rho == 0.0
+    assert ledger.remaining.epsilon == 0.0 and ledger.spent.epsilon == pytest.approx(4.0)
+    with pytest.raises(BudgetExceededError, match="needs rho=0.005; remaining is rho=0 of 1"):
+        ledger.spend("one more", Budget(0.1))
+
+
+def test_rho_total_refuses_approx_dp_spends_saying_why():
+    with pytest.raises(BudgetExceededError, match=r"\(epsilon=0.1, delta=1e-07\) release.*implies no rho"):
+        Ledger(Budget.zcdp(1.0, 1e-6)).spend("approx", Budget(0.1, 1e-7))
+    assert Ledger(Budget.zcdp(1.0, 1e-6)).fits(Budget(50.0, 1e-3, 0.5))  # a zCDP spend: only its ρ counts
+
+
+@pytest.mark.parametrize(("rho", "delta"), [(0.0, 1e-6), (-1.0, 1e-6), (float("nan"), 1e-6), (1.0, 0.0)])
+def test_bad_rho_totals_are_refused(rho, delta):
+    with pytest.raises(ValueError, match="rho must be finite and > 0|delta must be in"):
+        Budget.zcdp(rho, delta)

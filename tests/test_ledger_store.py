@@ -16,7 +16,8 @@ import pytest
 from core.budget import TOLERANCE, Budget, BudgetExceededError
 from core.fingerprint import dataset_fingerprint
 from core.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore
-from core.store import default_path
+from core.privacy import zcdp_epsilon
+from core.store import connect, default_path
 
 FP = dataset_fingerprint(np.arange(6.0))
 
@@ -92,6 +93,58 @@ def test_rho_and_delta_are_stored_for_other_accountings(store):
     assert (row["epsilon"], row["delta"], row["rho"]) == (0.5, 1e-7, 0.125)
 
 
+def test_a_rho_total_composes_by_sum_of_rho(store):
+    total = store.set_total(FP, Budget.zcdp(0.5, 1e-6)).total
+    assert (total.rho, total.delta) == (0.5, 1e-6) and total.epsilon == pytest.approx(5.221534, abs=1e-6)
+    store.spend(FP, "pure", Budget(0.5), mechanism="identity")  # ε-DP ⇒ ε²/2 = 0.125
+    ledger = store.spend(FP, "gauss", Budget(2.9, 1e-6), mechanism="gaussian", rho=0.25)
+    assert ledger.spent.rho == pytest.approx(0.375) and ledger.remaining.rho == pytest.approx(0.125)
+    assert store.ledger(FP).remaining == ledger.remaining  # read back from the store: the same
+    assert ledger.remaining.epsilon == pytest.approx(zcdp_epsilon(0.125, 1e-6))
+    with pytest.raises(BudgetExceededError, match=r"'big' needs rho=0.2; remaining is rho=0.125 of 0.5"):
+        store.spend(FP, "big", Budget(1.0, 1e-6), mechanism="gaussian", rho=0.2)
+    with pytest.raises(BudgetExceededError, match="implies no rho"):  # (ε, δ) with δ > 0: no ρ, refused
+        store.spend(FP, "approx", Budget(0.01, 1e-9), mechanism="gaussian")
+    assert [r["label"] for r in store.history(FP) if r["kind"] == "spend"] == ["pure", "gauss"]
+    assert store.history(FP)[0]["rho"] == 0.5 and "ρ=0.5" in store.history(FP)[0]["label"]
+    summary = store.datasets()[0]
+    assert summary["unit"] == "rho" and summary["spent_rho"] == pytest.approx(0.375)
+    with pytest.raises(ValueError, match="fixed at rho=0.5"):
+        store.set_total(FP, Budget.zcdp(1.0, 1e-6))
+
+
+def test_an_epsilon_total_still_composes_epsilon_and_delta(store):
+    store.set_total(FP, Budget(1.0, 1e-6))
+    ledger = store.spend(FP, "gauss", Budget(0.75, 5e-7), mechanism="gaussian", rho=0.01)
+    assert ledger.unit == "epsilon" and ledger.remaining == Budget(0.25, 5e-7)
+    with pytest.raises(BudgetExceededError, match="remaining is epsilon=0.25"):
+        store.spend(FP, "more", Budget(0.5), mechanism="identity")
+
+
+def test_a_reset_may_switch_unit_and_the_old_epoch_stays(store):
+    store.set_total(FP, Budget(1.0))
+    store.spend(FP, "a", Budget(1.0), mechanism="identity")
+    ledger = store.reset(FP, Budget.zcdp(0.1, 1e-6), reason="switch to zCDP")
+    assert ledger.unit == "rho" and store.ledger(FP).remaining.rho == 0.1
+
+
+def test_an_old_store_opens_and_keeps_its_history(tmp_path):
+    """A store written before ρ totals (rho NULL everywhere, as the old INSERTs left it) reads unchanged."""
+    path = tmp_path / "old.sqlite3"
+    with connect(path) as conn:  # the schema (version 1) is unchanged: old files need no migration
+        conn.execute("INSERT INTO budgets (fingerprint, name, epsilon, delta, epoch, created) "
+                     "VALUES (?, 'old', 2.0, 1e-6, 0, 't0')", (FP,))
+        conn.execute("INSERT INTO events (fingerprint, epoch, kind, label, epsilon, delta, time) "
+                     "VALUES (?, 0, 'total', 'total ε=2', 2.0, 1e-6, 't0')", (FP,))
+        conn.execute("INSERT INTO events (fingerprint, epoch, kind, label, mechanism, epsilon, delta, time) "
+                     "VALUES (?, 0, 'spend', 'release #1', 'identity', 0.5, 0, 't1')", (FP,))
+    store = LedgerStore(path)
+    ledger = store.ledger(FP)
+    assert ledger.unit == "epsilon" and ledger.total == Budget(2.0, 1e-6) and ledger.remaining.epsilon == 1.5
+    assert [r["label"] for r in store.history(FP)] == ["total ε=2", "release #1"]
+    assert store.spend(FP, "release #2", Budget(1.5), mechanism="identity").remaining.epsilon == 0.0
+
+
 def test_reset_is_explicit_recorded_and_keeps_the_old_history(store):
     store.set_total(FP, Budget(1.0))
     store.spend(FP, "a", Budget(1.0), mechanism="identity")
@@ -121,14 +174,18 @@ def test_a_bad_fingerprint_is_refused(store):
 SPENDERS, ATTEMPTS, COST, TOTAL = 20, 8, 0.1, 7.05  # 160 attempts of 0.1 against 7.05: 70 fit
 
 
-def _spend_many(path: str, who: str, attempts: int, barrier=None) -> list[str]:
+ZCDP_TOTAL, ZCDP_COST = Budget.zcdp(TOTAL, 1e-6), Budget(1.5, 1e-6, COST)  # the same race in rho
+UNITS = {"epsilon": (Budget(TOTAL), Budget(COST)), "rho": (ZCDP_TOTAL, ZCDP_COST)}
+
+
+def _spend_many(path: str, who: str, attempts: int, barrier, cost: Budget) -> list[str]:
     store, accepted = LedgerStore(path), []
     if barrier is not None:
         barrier.wait()
     for i in range(attempts):
         label = f"{who}-{i}"
         try:
-            store.spend(FP, label, Budget(COST), mechanism="identity", export_id=label)
+            store.spend(FP, label, cost, mechanism="identity", export_id=label)
         except BudgetExceededError:
             continue
         accepted.append(label)
@@ -137,7 +194,7 @@ def _spend_many(path: str, who: str, attempts: int, barrier=None) -> list[str]:
 
 def _check_no_overspend_no_lost_record(store: LedgerStore, accepted: list[str]) -> None:
     ledger = store.ledger(FP)
-    assert ledger.spent.epsilon <= TOTAL + TOLERANCE
+    assert (ledger.spent.epsilon if ledger.unit == "epsilon" else ledger.spent.rho) <= TOTAL + TOLERANCE
     assert len(accepted) == 70  # the budget is used up exactly: no spend refused while it would have fitted
     spends = [r for r in store.history(FP) if r["kind"] == "spend"]
     assert sorted(r["label"] for r in spends) == sorted(accepted)  # no lost and no phantom record
@@ -146,13 +203,15 @@ def _check_no_overspend_no_lost_record(store: LedgerStore, accepted: list[str]) 
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def test_twenty_threads_never_overspend(store):
-    store.set_total(FP, Budget(TOTAL))
+@pytest.mark.parametrize("unit", UNITS)
+def test_twenty_threads_never_overspend(store, unit):
+    total, cost = UNITS[unit]
+    store.set_total(FP, total)
     barrier, results = threading.Barrier(SPENDERS), []
     lock = threading.Lock()
 
     def worker(k: int) -> None:
-        got = _spend_many(str(store.path), f"thread{k}", ATTEMPTS, barrier)
+        got = _spend_many(str(store.path), f"thread{k}", ATTEMPTS, barrier, cost)
         with lock:
             results.extend(got)
 
@@ -165,11 +224,13 @@ def test_twenty_threads_never_overspend(store):
     _check_no_overspend_no_lost_record(store, results)
 
 
-def test_four_processes_never_overspend(store):
-    store.set_total(FP, Budget(TOTAL))
+@pytest.mark.parametrize("unit", UNITS)
+def test_four_processes_never_overspend(store, unit):
+    total, cost = UNITS[unit]
+    store.set_total(FP, total)
     context = multiprocessing.get_context("spawn")  # a fresh interpreter each: truly separate processes
     with context.Manager() as manager, context.Pool(4) as pool:
         barrier = manager.Barrier(4)  # all four start spending together
-        parts = pool.starmap(_spend_many, [(str(store.path), f"proc{k}", SPENDERS * ATTEMPTS // 4, barrier)
+        parts = pool.starmap(_spend_many, [(str(store.path), f"proc{k}", SPENDERS * ATTEMPTS // 4, barrier, cost)
                                            for k in range(4)])
     _check_no_overspend_no_lost_record(store, [label for part in parts for label in part])

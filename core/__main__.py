@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -85,15 +86,37 @@ def _store(args: argparse.Namespace) -> LedgerStore:
     return LedgerStore(args.ledger) if args.ledger else LedgerStore()
 
 
-def _record_budget(store: LedgerStore, fingerprint: str, budget: float | None, name: str,
-                   delta: float | None = None) -> None:
-    """``--budget`` (and ``--budget-delta``): record the dataset's total (a no-op when it is already that;
-    refused after a spend)."""
+def _total(args: argparse.Namespace) -> Budget | None:
+    """The total from ``--budget`` (+ ``--budget-delta``) or ``--budget-rho`` (shown as ε at ``--budget-delta``,
+    else ``--delta``, else 1e-6); None when neither is given."""
+    budget, rho, delta = args.budget, getattr(args, "budget_rho", None), args.budget_delta
+    if budget is not None and rho is not None:
+        raise CliError("give the total as --budget EPSILON or as --budget-rho RHO, not both")
+    if rho is not None:
+        if not (math.isfinite(rho) and rho > 0):
+            raise CliError(f"--budget-rho must be finite and > 0, got {rho!r}")
+        return Budget.zcdp(rho, delta or getattr(args, "delta", None) or 1e-6)
     if budget is None:
         if delta is not None:
-            raise CliError("--budget-delta needs --budget (the total epsilon)")
+            raise CliError("--budget-delta needs --budget (the total epsilon) or --budget-rho")
+        return None
+    return Budget(budget, delta or 0.0)
+
+
+def _left(ledger) -> str:
+    """What remains, in the ledger's unit (ρ with its CKS ε at the total's δ, or ε)."""
+    if ledger.unit == "rho":
+        return (f"rho={ledger.remaining.rho:g} of {ledger.total.rho:g} (epsilon={ledger.remaining.epsilon:.4g} at "
+                f"delta={ledger.total.delta:g})")
+    return f"epsilon={ledger.remaining.epsilon:g} of {ledger.total.epsilon:g}"
+
+
+def _record_budget(store: LedgerStore, fingerprint: str, args: argparse.Namespace, name: str) -> None:
+    """``--budget`` (and ``--budget-delta``) or ``--budget-rho``: record the dataset's total (a no-op when it is
+    already that; refused after a spend)."""
+    total = _total(args)
+    if total is None:
         return
-    total = Budget(budget, delta or 0.0)
     if store.recorded(fingerprint) and store.ledger(fingerprint).total == total:
         return
     store.set_total(fingerprint, total, name=name)
@@ -142,10 +165,10 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     mst = MST(**{k: (float(v) if k == "measure_split" else int(v)) for k, v in params.items()}) \
         if args.mechanism == "mst" else None
     charge_epsilon, charge_delta, _ = ledger_charge(ZCDP(rho), args.delta)  # CKS ε at --delta, plus δ
-    cost = Budget(charge_epsilon, charge_delta)
+    cost = Budget(charge_epsilon, charge_delta, rho)
     store, fingerprint = _store(args), table.fingerprint
-    _record_budget(store, fingerprint, args.budget, Path(args.input).name, args.budget_delta)
-    if store.ledger(fingerprint).total.delta < cost.delta:
+    _record_budget(store, fingerprint, args, Path(args.input).name)
+    if store.ledger(fingerprint).unit == "epsilon" and store.ledger(fingerprint).total.delta < cost.delta:
         raise CliError(f"a rho-zCDP table release is charged as (epsilon, delta={args.delta:g}) but this dataset's "
                        f"ledger allows delta={store.ledger(fingerprint).total.delta:g}; record a total with --budget "
                        f"EPSILON --budget-delta DELTA")
@@ -183,7 +206,7 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     output.with_suffix(".meta.json").write_text(json.dumps(metadata | {"export_id": export_id}, indent=2))
     print(f"released {what} with {args.mechanism} at rho={rho:g} (charged epsilon={cost.epsilon:.4g}, "
           f"delta={args.delta:g}) -> {output} (+ {output.with_suffix('.meta.json').name}); ledger {fingerprint[:12]}: "
-          f"remaining epsilon={ledger.remaining.epsilon:g} of {ledger.total.epsilon:g} (export id {export_id})")
+          f"remaining {_left(ledger)} (export id {export_id})")
     return 0
 
 
@@ -206,7 +229,7 @@ def cmd_release(args: argparse.Namespace) -> int:
         runner, epsilon = Matched(base, args.definition, args.delta), privacy.to_approx(args.delta).epsilon
     mechanism = runner.resolve(epsilon)[0] if isinstance(runner, Matched) else runner
     charge_epsilon, charge_delta, rho = ledger_charge(privacy, args.delta)
-    charge = Budget(charge_epsilon, charge_delta)
+    charge = Budget(charge_epsilon, charge_delta, rho)
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
                               allow_files=True)
     warning = check_cost(estimate_cost(mechanism, workload), what=f"{mechanism.name} on this input")
@@ -215,9 +238,9 @@ def cmd_release(args: argparse.Namespace) -> int:
     if args.definition != "pure" and (warning := delta_warning(args.delta, int(round(histogram.total)))):
         print(f"warning: {warning}", file=sys.stderr)
     store, fingerprint = _store(args), dataset_fingerprint(histogram)
-    _record_budget(store, fingerprint, args.budget, histogram.name, args.budget_delta)
+    _record_budget(store, fingerprint, args, histogram.name)
     # Refuse an over-budget release before any work (BudgetExceededError: exit 2); store.spend re-checks atomically.
-    if charge.delta > store.ledger(fingerprint).total.delta:  # say what to do: the total has no (or too little) δ
+    if store.ledger(fingerprint).unit == "epsilon" and charge.delta > store.ledger(fingerprint).total.delta:  # the total lacks δ
         raise CliError(f"this {args.definition} release needs delta={charge.delta:g} but the dataset's total delta is "
                        f"{store.ledger(fingerprint).total.delta:g}; record a total with --budget EPSILON "
                        "--budget-delta DELTA before the first release, or use --definition pure")
@@ -241,7 +264,7 @@ def cmd_release(args: argparse.Namespace) -> int:
           f"with {release.mechanism} under {privacy} (epsilon={release.epsilon:g} at delta="
           f"{release.params.get('delta', 0.0):g}, privacy loss {release.privacy_loss:g}; "
           f"neighbouring: {NEIGHBOURING}) -> {output}; ledger {fingerprint[:12]}: remaining "
-          f"epsilon={ledger.remaining.epsilon:g} of {ledger.total.epsilon:g} (export id {export_id})")
+          f"{_left(ledger)} (export id {export_id})")
     return 0
 
 
@@ -249,19 +272,26 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     histogram = load_histogram(args.input)
     store, fingerprint = _store(args), dataset_fingerprint(histogram)
     if args.reset:
-        if args.budget is None:
-            raise CliError("--reset needs --budget (the fresh total)")
-        store.reset(fingerprint, Budget(args.budget), reason=args.reason or "")
+        total = _total(args)
+        if total is None:
+            raise CliError("--reset needs --budget or --budget-rho (the fresh total)")
+        store.reset(fingerprint, total, reason=args.reason or "")
         print(f"warning: {RESET_WARNING}", file=sys.stderr)
     else:
-        _record_budget(store, fingerprint, args.budget, histogram.name, args.budget_delta)
+        _record_budget(store, fingerprint, args, histogram.name)
     ledger = store.ledger(fingerprint)
     history = store.history(fingerprint)
     if args.output:
         Path(args.output).write_bytes(history_to_csv(history))
     print(f"dataset {histogram.name}: fingerprint {fingerprint}")
-    print(f"total epsilon={ledger.total.epsilon:g}, spent {ledger.spent.epsilon:g} in {len(ledger.spends)} "
-          f"release(s), remaining {ledger.remaining.epsilon:g} ({len(history)} recorded action(s)"
+    if ledger.unit == "rho":  # composed in zCDP: Σρ, shown with its CKS ε at the total's δ
+        total = (f"total rho={ledger.total.rho:g} (epsilon={ledger.total.epsilon:.4g} at delta={ledger.total.delta:g}), "
+                 f"spent rho={ledger.spent.rho:g} (sum of rho)")
+        left = f"rho={ledger.remaining.rho:g} (epsilon={ledger.remaining.epsilon:.4g})"
+    else:
+        total = f"total epsilon={ledger.total.epsilon:g}, spent {ledger.spent.epsilon:g}"
+        left = f"{ledger.remaining.epsilon:g}"
+    print(f"{total} in {len(ledger.spends)} release(s), remaining {left} ({len(history)} recorded action(s)"
           f"{'; history -> ' + args.output if args.output else ''})")
     return 0
 
@@ -368,6 +398,10 @@ def _ledger_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ledger", metavar="PATH",
                         help="the SQLite ledger file (default: $DPLENS_HOME/dplens.sqlite3, "
                              "DPLENS_HOME defaulting to ~/.local/share/dplens)")
+    parser.add_argument("--budget-rho", type=float, metavar="RHO",
+                        help="the dataset's total as a rho-zCDP budget instead of --budget: spends compose by sum of "
+                             "rho (pure epsilon counts epsilon^2/2; (epsilon, delta) releases are refused); shown as "
+                             "epsilon at --budget-delta (else --delta)")
     parser.add_argument("--budget", type=float, metavar="EPSILON",
                         help=f"the dataset's total epsilon, recorded once (fixed after its first release); "
                              f"default {DEFAULT_TOTAL_EPSILON:g} when none is recorded")

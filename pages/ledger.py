@@ -19,12 +19,19 @@ with ui.guard():
     st.caption(f"Budgets belong to the data: each dataset's ledger is keyed by its fingerprint (SHA-256 of the "
                f"counts and domain sizes) and kept in `{default_path()}` (set `DPLENS_HOME` to move it). Every "
                "tab, session, server restart and the command line charge the same ledger.")
-    cols = st.columns(4)
+    cols, unit = st.columns(4), "ρ" if led.unit == "rho" else "ε"
     cols[0].metric("This dataset", ui.histogram().name, help=f"Fingerprint {current}")
-    cols[1].metric("Total ε", f"{led.total.epsilon:.4g}")
-    cols[2].metric("Spent ε", f"{led.spent.epsilon:.4g}", help=f"{len(led.spends)} release(s) since the last reset")
-    cols[3].metric("Remaining ε", f"{led.remaining.epsilon:.4g}",
-                   help=f"Total δ = {led.total.delta:g}, spent δ = {led.spent.delta:g} (basic composition).")
+    if led.unit == "rho":  # a zCDP total: Σρ is the check; ε is its CKS conversion at the recorded δ
+        at = f" at δ = {led.total.delta:g} (CKS 2020)"
+        cols[1].metric("Total ρ", f"{led.total.rho:.4g}", help=f"ε = {led.total.epsilon:.4g}{at}")
+        cols[2].metric("Spent ρ", f"{led.spent.rho:.4g}", help=f"{len(led.spends)} release(s) since the last reset; "
+                       "Σρ, a pure ε spend counts ε²/2")
+        cols[3].metric("Remaining ρ", f"{led.remaining.rho:.4g}", help=f"ε = {led.remaining.epsilon:.4g}{at}")
+    else:
+        cols[1].metric("Total ε", f"{led.total.epsilon:.4g}")
+        cols[2].metric("Spent ε", f"{led.spent.epsilon:.4g}", help=f"{len(led.spends)} release(s) since the last reset")
+        cols[3].metric("Remaining ε", f"{led.remaining.epsilon:.4g}",
+                       help=f"Total δ = {led.total.delta:g}, spent δ = {led.spent.delta:g} (basic composition).")
     if native := ui.native_caption():  # under (ε, δ) or zCDP (sidebar): the spend in that definition's unit
         st.info(native)
     datasets = store.datasets()
@@ -43,8 +50,11 @@ with ui.guard():
     with st.expander("Start a fresh budget for this dataset (voids the guarantee)"):
         st.warning(RESET_WARNING + " The reset is recorded with your reason; the old spends stay in the history.")
         with st.form("ledger_reset_form"):
-            st.number_input("New total ε", min_value=0.01, max_value=100.0, value=float(led.total.epsilon),
-                            step=0.5, key="ledger_reset_total")
+            st.radio("Unit", ["ε", "ρ"], index=["ε", "ρ"].index(unit), horizontal=True, key="ledger_reset_unit",
+                     help=f"ρ: a zCDP total, shown as ε at the sidebar's δ = {ui.delta():g}.")
+            st.number_input("New total (ε or ρ)", min_value=1e-4, max_value=100.0, step=0.5, format="%.4g",
+                            value=float(led.total.rho if led.unit == "rho" else led.total.epsilon),
+                            key="ledger_reset_total")
             st.text_input("Reason (recorded)", key="ledger_reset_reason")
             st.checkbox("I understand this voids the privacy guarantee for this data", key="ledger_reset_confirm")
             st.form_submit_button("Reset the budget", on_click=ui.reset_budget)

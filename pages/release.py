@@ -6,7 +6,6 @@ import numpy as np
 import streamlit as st
 
 import ui
-from core.budget import Budget
 from core.config import config_to_json, parse_config
 from core.export import SIMULATION_LABEL, history_to_csv, privacy_metadata, release_to_csv, release_to_json
 from core.intervals import release_intervals
@@ -45,16 +44,9 @@ def spend_and_release() -> None:
     except ValueError as err:
         st.session_state.flash_error = f"{name} not released: {err}"
         return
-    led = ui.ledger()
-    if charge_delta > led.remaining.delta + 1e-15:
-        st.session_state.flash_error = (
-            f"This {ui.DEFINITION_LABELS[definition]} release needs δ = {charge_delta:g}, but the dataset's "
-            f"remaining δ is {led.remaining.delta:g}: set **Total budget δ** in the sidebar before the first "
-            "release, or choose pure ε-DP.")
-        return
-    if ui.released_data() is None and not led.fits(Budget(charge_epsilon, charge_delta)):
-        ui.charge(label, charge_epsilon, delta=charge_delta)  # refused: flashes the message naming the remaining budget
-        return
+    if ui.released_data() is None and not ui.fits_or_flash(label, charge_epsilon, delta=charge_delta, rho=rho,
+                                                           what=ui.DEFINITION_LABELS[definition]):
+        return  # refused before any work: the flash names the remaining budget in the ledger's unit
     _, refusal = ui.run_check(name, settings, ui.workload())
     if refusal:  # over the memory or time limit (core.cost): nothing run, nothing charged
         st.session_state.flash_error = f"{name} not run: {refusal}"
@@ -153,7 +145,7 @@ with ui.guard():
     hist, workload, led = ui.histogram(), ui.workload(), ui.ledger()
     st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_spec()}` ({workload.shape[0]:,} queries) · "
                f"neighbours: {NEIGHBOURING}. Each click spends budget; "
-               f"remaining ε = {led.remaining.epsilon:.4g}.")
+               f"remaining {ui.remaining_text(led)}.")
     ui.show_handoff(ui.apply_handoff("release"))
     if ui.released_data() is not None:
         st.info("This dataset is an earlier release (already private): releasing from it again is "

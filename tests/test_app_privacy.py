@@ -115,3 +115,39 @@ def test_ledger_page_shows_the_spend_in_rho_under_zcdp():
     assert not at.exception
     (info,) = [i.value for i in at.info if "ρ spent" in i.value]
     assert "ρ spent = 0.5 of ρ = 0.4631" in info and "equivalent ε = 5.222" in info
+
+
+def test_a_rho_total_is_set_in_the_sidebar_and_zcdp_releases_spend_it_until_refused():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state["privacy_definition"] = "zcdp"
+    at.session_state["sidebar_total_rho"] = 0.05  # (a second run of app.py in AppTest drops the sidebar)
+    at.run()
+    assert at.radio(key="sidebar_total_unit").options == ["ε", "ρ"]
+    at.radio(key="sidebar_total_unit").set_value("ρ")
+    at.switch_page("pages/release.py").run()  # the radio's callback records the ρ total
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    led = at.session_state.ledger
+    assert led.unit == "rho" and led.total.rho == 0.05 and led.total.delta == 1e-6
+    assert "remaining ρ = 0.05 (ε = " in at.caption[0].value
+    at.selectbox(key="release_mechanism").set_value("gaussian-identity")
+    at.number_input(key="release_epsilon").set_value(1.0)  # ε = 1 at δ = 1e-6: ρ = 0.024356 per release
+    for _ in range(2):
+        at.button(key="release_spend").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state.ledger.spent.rho == pytest.approx(2 * zcdp_rho(1.0, 1e-6))
+    at.button(key="release_spend").click().run()
+    assert "needs rho=0.024356; remaining is rho=0.00128806 of 0.05" in at.error[0].value
+    assert len(at.session_state.releases) == 2
+    at.session_state["privacy_definition"] = "approx"  # an (ε, δ) release cannot be charged to a ρ total
+    at.number_input(key="release_epsilon").set_value(0.01)
+    at.button(key="release_spend").click().run()
+    assert "implies no rho" in at.error[0].value and len(at.session_state.releases) == 2
+
+
+def test_the_ledger_page_shows_a_rho_total_in_rho():
+    record_ledger(Ledger(Budget.zcdp(0.5, 1e-6), (("release #1: hb", Budget(0.5)),)))
+    at = open_page("pages/ledger.py")
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert (metrics["Total ρ"], metrics["Spent ρ"], metrics["Remaining ρ"]) == ("0.5", "0.125", "0.375")
+    assert at.session_state.ledger.remaining.rho == 0.375

@@ -107,3 +107,27 @@ def test_delta_above_one_over_n_is_warned_on_stderr(tmp_path, capsys):
                  "--epsilon", "1", "--delta", "0.01", "--ledger", str(tmp_path / "l.sqlite3"), "--budget", "5",
                  "--budget-delta", "0.5", "--output", str(out)]) == 0
     assert "above 1/n" in capsys.readouterr().err
+
+
+def test_a_rho_budget_composes_rho_and_refuses_approx_releases(tmp_path, capsys):
+    ledger, out = str(tmp_path / "ledger.sqlite3"), str(tmp_path / "o.json")
+    common = ["--input", "tips-bill", "--ledger", ledger, "--output", out]
+    assert main(["release", *common, "--budget-rho", "0.25", "--mechanism", "gaussian-hb", "--definition", "zcdp",
+                 "--rho", "0.1"]) == 0
+    assert "remaining rho=0.15 of 0.25 (epsilon=" in capsys.readouterr().out
+    assert main(["release", *common, "--mechanism", "identity", "--epsilon", "0.5"]) == 0  # pure: ε²/2 = 0.125
+    assert "remaining rho=0.025 of 0.25" in capsys.readouterr().out
+    assert main(["release", *common, "--mechanism", "gaussian-identity", "--definition", "approx",
+                 "--epsilon", "0.01", "--delta", "1e-9"]) == 2
+    assert "implies no rho" in capsys.readouterr().err
+    assert main(["release", *common, "--mechanism", "hb", "--definition", "zcdp", "--rho", "0.03"]) == 2
+    assert "needs rho=0.03; remaining is rho=0.025 of 0.25" in capsys.readouterr().err
+    assert main(["ledger", "--input", "tips-bill", "--ledger", ledger]) == 0
+    shown = capsys.readouterr().out
+    assert "total rho=0.25 (epsilon=" in shown and "spent rho=0.225 (sum of rho) in 2 release(s)" in shown
+
+
+def test_budget_and_budget_rho_are_exclusive(tmp_path, capsys):
+    assert main(["ledger", "--input", "tips-bill", "--ledger", str(tmp_path / "l.sqlite3"), "--budget", "1",
+                 "--budget-rho", "0.1"]) == 2
+    assert "not both" in capsys.readouterr().err

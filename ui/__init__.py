@@ -60,7 +60,7 @@ from ui.datasets import (
 )
 from ui.guard import guard, is_script_control
 from ui.handoff import apply_handoff, budget_warning, show_handoff, use_button, use_epsilon
-from ui.ledger import charge, ledger, native_caption, reset_budget, set_total
+from ui.ledger import charge, fits_or_flash, ledger, native_caption, remaining_text, reset_budget, set_total
 from ui.navigation import PAGES
 from ui.privacy import DEFINITION_LABELS, available, definition, delta, matched, privacy_controls
 from ui.settings import mechanism_settings, run_check
@@ -99,12 +99,12 @@ __all__ = [
     "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "METRIC_AXIS_TITLES", "PAGES", "PALETTE", "RESCALED_PREFIX",
     "RESCALED_REFUSAL", "RESCALE_STREAM", "SCHEDULER_ENV", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_released",
     "add_upload", "analytic_figure", "apply_config", "apply_handoff", "available", "budget_warning", "cached_sweep",
-    "charge", "data_extent", "dataset_choices", "dataset_file", "default_workload_spec", "definition", "delta",
+    "charge", "data_extent", "fits_or_flash", "dataset_choices", "dataset_file", "default_workload_spec", "definition", "delta",
     "derive_dataset", "error_band_figure", "error_figure", "figure_downloads", "guard", "heatmap_box_cells",
     "histogram", "histogram_figure", "histogram_view_controls", "init_state", "interval_figure", "is_rescaled",
     "is_script_control", "ledger", "ledger_key", "line_figure", "matched", "mechanism_colour", "mechanism_settings",
     "native_caption", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "privacy_controls",
-    "release_rng", "release_structure", "released_data", "reset_budget", "run_check", "runtime_figure",
+    "release_rng", "release_structure", "released_data", "remaining_text", "reset_budget", "run_check", "runtime_figure",
     "save_workspace", "scheduler_choices", "session_config", "set_total", "set_workload", "show_flash", "show_handoff", "sidebar",
     "simulation_rng", "stack_recipe", "sweep", "sweep_cache", "target_plans", "use_button", "use_epsilon", "workload",
     "workload_figure", "workload_recipe", "workload_spec",

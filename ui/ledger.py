@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.budget import Budget, BudgetExceededError, Ledger
-from core.ledger_store import LedgerStore
+from core.ledger_store import LedgerStore, total_label
 from ui.datasets import RESCALED_REFUSAL, histogram, is_rescaled, ledger_key
 from ui.state import init_state
 
@@ -28,11 +28,15 @@ def ledger() -> Ledger:
     return led
 
 
-def set_total(epsilon: float, delta: float = 0.0) -> bool:
-    """Record the current dataset's total (refused after its first spend); False + flash error when refused."""
+def set_total(epsilon: float, delta: float = 0.0, *, rho: float | None = None) -> bool:
+    """Record the current dataset's total (refused after its first spend); False + flash error when refused.
+
+    With ``rho`` the total is a ρ-zCDP budget (``Budget.zcdp(rho, delta)``: shown as ε at ``delta``) and
+    ``epsilon`` is ignored.
+    """
     try:
-        st.session_state.ledger = LedgerStore().set_total(ledger_key(), Budget(float(epsilon), float(delta)),
-                                                          name=histogram().name,
+        total = Budget.zcdp(float(rho), float(delta)) if rho is not None else Budget(float(epsilon), float(delta))
+        st.session_state.ledger = LedgerStore().set_total(ledger_key(), total, name=histogram().name,
                                                           workspace=st.session_state.get("workspace_id"))
     except ValueError as err:
         ledger()  # show what the store holds (another tab may have spent)
@@ -69,6 +73,38 @@ def charge(label: str, epsilon: float, *, mechanism: str | None = None, workload
     return True
 
 
+def remaining_text(led: Ledger) -> str:
+    """What remains in the ledger's native unit: ``ε = 0.5`` or ``ρ = 0.1 (ε = 2.142 at δ = 1e-06)``."""
+    left = led.remaining
+    if led.unit == "rho":
+        return f"ρ = {left.rho:.4g} (ε = {left.epsilon:.4g} at δ = {led.total.delta:g})"
+    return f"ε = {left.epsilon:.4g}"
+
+
+def fits_or_flash(label: str, epsilon: float, *, delta: float = 0.0, rho: float | None = None,
+                  what: str = "") -> bool:
+    """Before any work: whether a charge of (ε, δ, ρ) fits the dataset's ledger; False + flash error when not.
+
+    An (ε, δ) total needs δ to spare; a ρ total charges ρ (pure ε as ε²/2) and refuses δ > 0 without ρ.
+    The charge itself (``charge``) re-checks atomically.
+    """
+    led = ledger()
+    if led.unit == "epsilon" and delta > led.remaining.delta + 1e-15:
+        st.session_state.flash_error = (
+            f"This {what or '(ε, δ)'} release needs δ = {delta:g}, but the dataset's remaining δ is "
+            f"{led.remaining.delta:g}: set **Total budget δ** (or a ρ total) in the sidebar before the first "
+            "release, or choose pure ε-DP.")
+        return False
+    cost = Budget(float(epsilon), float(delta), None if rho is None else float(rho))
+    if not led.fits(cost):
+        try:
+            led.spend(label, cost)
+        except BudgetExceededError as err:
+            st.session_state.flash_error = str(err)
+        return False
+    return True
+
+
 def reset_budget() -> None:
     """Ledger page form callback: a recorded reset of the current dataset's budget, only when confirmed."""
     ss = st.session_state
@@ -76,29 +112,38 @@ def reset_budget() -> None:
         ss.flash_error = "Budget not reset: tick the box confirming that a reset voids the privacy guarantee."
         return
     try:
-        ss.ledger = LedgerStore().reset(ledger_key(), Budget(float(ss.ledger_reset_total)),
-                                        reason=ss.get("ledger_reset_reason", ""), workspace=ss.get("workspace_id"))
+        from ui.privacy import delta
+
+        total = (Budget.zcdp(float(ss.ledger_reset_total), delta()) if ss.get("ledger_reset_unit") == "ρ"
+                 else Budget(float(ss.ledger_reset_total)))
+        ss.ledger = LedgerStore().reset(ledger_key(), total, reason=ss.get("ledger_reset_reason", ""),
+                                        workspace=ss.get("workspace_id"))
     except ValueError as err:
         ss.flash_error = f"Budget not reset: {err}"
         return
-    ss.ledger_notice = f"Fresh budget ε = {ss.ledger.total.epsilon:g} recorded. The earlier releases still count."
+    ss.ledger_notice = (f"Fresh budget {total_label(ss.ledger.total)} recorded. The earlier releases still count.")
 
 
 def native_caption() -> str:
     """Spend in the session definition's own unit (ρ for zCDP, with its CKS ε at δ), next to what the ledger charges.
 
-    The ledger enforces basic composition of (ε, δ) (always valid); under zCDP the tighter Σρ view is shown too.
+    A ρ total is composed in ρ by the ledger itself. An (ε, δ) total enforces basic composition of (ε, δ)
+    (always valid); under zCDP the tighter Σρ view is shown too.
     """
     from core.privacy import native_spend
     from ui.privacy import definition, delta
 
+    led = st.session_state.ledger
+    if led.unit == "rho":  # a ρ total: the ledger itself composes Σρ (exact); ε is its CKS conversion
+        return (f"ρ-zCDP budget: spent ρ = {led.spent.rho:.4g} of ρ = {led.total.rho:.4g} (Σρ; a pure ε spend counts "
+                f"ε²/2); remaining ρ = {led.remaining.rho:.4g}, i.e. ε = {led.remaining.epsilon:.4g} at δ = "
+                f"{led.total.delta:g} (CKS 2020). (ε, δ) releases with δ > 0 are refused: they imply no ρ.")
     if definition() == "pure":
         return ""
     try:
         history = LedgerStore().history(ledger_key())
     except ValueError:
         return ""
-    led = st.session_state.ledger
     epoch = max((e["epoch"] for e in history), default=0)
     rows = [(float(e["epsilon"]), float(e["delta"] or 0.0), None if e["rho"] is None else float(e["rho"]))
             for e in history if e["kind"] == "spend" and e["epoch"] == epoch]

@@ -6,8 +6,8 @@ import streamlit as st
 
 from core.mechanisms import NEIGHBOURING
 from ui.datasets import dataset_choices
-from ui.ledger import ledger, ledger_key, native_caption, set_total
-from ui.privacy import definition, privacy_controls
+from ui.ledger import ledger, ledger_key, native_caption, remaining_text, set_total
+from ui.privacy import definition, delta, privacy_controls
 from ui.state import init_state
 from ui.workloads import workload_spec
 
@@ -15,7 +15,35 @@ from ui.workloads import workload_spec
 def _set_total_budget() -> None:
     """Sidebar callback: record the dataset's total; the store refuses it after the first spend
     (an edit and a release can arrive in the same round trip, or from another tab)."""
-    set_total(float(st.session_state.sidebar_total_epsilon), float(st.session_state.get("sidebar_total_delta", 0.0)))
+    ss = st.session_state
+    if ss.get("sidebar_total_unit") == "ρ":  # a ρ-zCDP total, shown as ε at the session's δ
+        set_total(0.0, delta(), rho=float(ss.get("sidebar_total_rho", 0.5)))
+    else:
+        set_total(float(ss.sidebar_total_epsilon), float(ss.get("sidebar_total_delta", 0.0)))
+
+
+def _rho_total_controls(led, shown, locked: bool) -> bool:
+    """The total's unit (ε or ρ, offered under zCDP or for a ρ ledger) and the ρ input; True for a ρ total."""
+    if definition() != "zcdp" and led.unit != "rho":
+        return False
+    ss = st.session_state
+    if locked or ss.get("sidebar_total_unit_shown") != shown:
+        ss.sidebar_total_unit = "ρ" if led.unit == "rho" else "ε"
+        if led.unit == "rho":
+            ss.sidebar_total_rho = min(max(float(led.total.rho), 1e-4), 100.0)
+        ss.sidebar_total_unit_shown = shown
+    st.radio("Total budget unit", ["ε", "ρ"], horizontal=True, key="sidebar_total_unit", disabled=locked,
+             on_change=_set_total_budget,
+             help="ρ: the ledger composes zCDP exactly (Σρ; pure ε spends count ε²/2) and refuses (ε, δ) releases "
+                  "with δ > 0. ε: basic composition of (ε, δ). Fixed after the first release.")
+    if ss.sidebar_total_unit != "ρ":
+        return False
+    ss.setdefault("sidebar_total_rho", 0.5)
+    st.number_input("Total budget ρ", min_value=1e-4, max_value=100.0, step=0.05, format="%.4g",
+                    key="sidebar_total_rho", disabled=locked, on_change=_set_total_budget,
+                    help=f"This dataset's total in zCDP, shown as its CKS ε at δ = {delta():g} (the δ above, "
+                         "recorded with the total).")
+    return True
 
 
 def sidebar() -> None:
@@ -40,12 +68,14 @@ def sidebar() -> None:
         if locked or st.session_state.get("sidebar_total_shown") != shown:  # another dataset, tab or reset changed it
             st.session_state.sidebar_total_epsilon = min(max(float(led.total.epsilon), 0.01), 100.0)
             st.session_state.sidebar_total_shown = shown
+        rho_total = _rho_total_controls(led, shown, locked)
         st.number_input("Total budget ε", min_value=0.01, max_value=100.0,
-                        step=0.5, key="sidebar_total_epsilon", disabled=locked,
+                        step=0.5, key="sidebar_total_epsilon", disabled=locked or rho_total,
                         on_change=_set_total_budget,
                         help="This dataset's total, kept in the ledger across tabs, sessions and restarts; "
-                             "fixed after its first release (the Ledger page records any reset).")
-        if definition() != "pure" or led.total.delta > 0:  # Gaussian releases charge δ: the total needs one
+                             "fixed after its first release (the Ledger page records any reset). For a ρ total: "
+                             "its ε at δ.")
+        if not rho_total and (definition() != "pure" or led.total.delta > 0):  # Gaussian releases charge δ
             if locked or st.session_state.get("sidebar_total_delta_shown") != shown:
                 st.session_state.sidebar_total_delta = float(led.total.delta)
                 st.session_state.sidebar_total_delta_shown = shown
@@ -53,10 +83,9 @@ def sidebar() -> None:
                              format_func="{:g}".format, disabled=locked, on_change=_set_total_budget,
                              help="The δ the ledger may spend in total ((ε, δ) and zCDP releases charge δ each). "
                                   "Fixed after the first release.")
-        remaining = led.remaining.epsilon
-        st.metric("Budget remaining", f"ε = {remaining:.4g}",
-                  help=f"Spent ε = {led.spent.epsilon:.4g} of {led.total.epsilon:.4g} in "
-                       f"{len(led.spends)} release(s).")
+        spent = (f"ρ = {led.spent.rho:.4g} of {led.total.rho:.4g}" if led.unit == "rho"
+                 else f"ε = {led.spent.epsilon:.4g} of {led.total.epsilon:.4g}")
+        st.metric("Budget remaining", remaining_text(led), help=f"Spent {spent} in {len(led.spends)} release(s).")
         if (native := native_caption()):
             st.caption(native)
         st.caption(f"Workload: `{workload_spec()}`  \nNeighbours: {NEIGHBOURING}")

@@ -7,8 +7,8 @@ the uploaded datasets (true counts) as well as the ledger.
 Tables (schema version 1, ``PRAGMA user_version``):
 
 * ``budgets``: one row per dataset ledger, keyed by the dataset fingerprint (``core.fingerprint``):
-  the current total (ε, δ, and ρ for zCDP, NULL until that accounting exists) and the epoch (a reset
-  starts a new epoch; only the current epoch's spends count).
+  the current total (ε, δ, and ρ: NULL for an (ε, δ) total; set for a ρ-zCDP total, whose ε is then its
+  CKS ε at δ) and the epoch (a reset starts a new epoch; only the current epoch's spends count).
 * ``events``: append-only history of every ledger action: ``total`` (the total recorded), ``spend``
   (mechanism, ε, δ, ρ, workload, export id, workspace, time) and ``reset`` (with the reason).
 * ``workspaces``: a session's working set as JSON, keyed by the workspace id in the URL.

@@ -61,7 +61,7 @@ def _dense_strategy(mechanism, workload) -> np.ndarray:
     if mechanism.name == "gaussian-privelet":
         return haar_forward(np.eye(_padded(n))[:, :n])
     if mechanism.name == "gaussian-greedy-h":
-        tree, _ = _cell_strategy(workload, mechanism.branching, mechanism.granularity)
+        tree, _ = _cell_strategy(workload, mechanism.branching, mechanism.granularity, mechanism.weights_norm)
         matrix = np.zeros((tree.query_weight.size, n))
         for i, (s, z, w) in enumerate(zip(tree.query_start, tree.query_size, tree.query_weight, strict=True)):
             matrix[i, s:s + z] = w

@@ -294,12 +294,17 @@ class GaussianPrivelet(GaussianMixin, Privelet):
 
 @dataclass(frozen=True)
 class GaussianGreedyH(GaussianMixin, GreedyH):
-    """Greedy-H's weighted tree (weights chosen for L1, Li et al. 2014) with Gaussian noise."""
+    """Greedy-H's weighted tree with Gaussian noise, its weights chosen for L2 (``greedy_hierarchy(norm=2)``).
+
+    Greedy-H's rule (Li et al. 2014) minimises the Laplace error under path sums of weights = 1; under
+    Gaussian noise the error is Δ₂² tr(WᵀW (AᵀA)⁻¹), so the path sums of *squared* weights are 1.
+    """
 
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-greedy-h"
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("GreedyH")
+    weights_norm: ClassVar[int] = 2
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -307,7 +312,7 @@ class GaussianGreedyH(GaussianMixin, GreedyH):
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """Σ of the query weights (L1) and √Σ of their squares (L2) along each cell's root path."""
-        tree, _ = _cell_strategy(workload, self.branching, self.granularity)
+        tree, _ = _cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
         l2 = np.sqrt(_along_paths(tree.units, tree.query_start, tree.query_size, tree.query_weight**2))
         return tree.cell_l1, l2
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 import numpy as np
 
@@ -393,17 +394,24 @@ def _layout(units: int, branching: int) -> tuple[tuple, tuple, tuple]:
 
 
 def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: int = 100, *,
-                     sketch: np.ndarray | None = None) -> Hierarchy:
+                     sketch: np.ndarray | None = None, norm: int = 1) -> Hierarchy:
     """Greedy-H's weighted hierarchy for a workload with Gram matrix ``gram`` over its units.
 
     The greedy rule only reads ‖(WᵀW) u‖² for node vectors u. With ``sketch`` (units × r, row j =
     S (WᵀW) e_j for an r × units Gaussian S/√r) it reads ‖S (WᵀW) u‖² instead, in O(units · r) per
     level; ``gram`` is then optional and only needed for the exact ``trace`` (NaN without it).
 
+    ``norm`` is the sensitivity the weights are normalised for: 1 (Laplace, Li et al.: the weights on
+    every root path sum to 1) or 2 (Gaussian: their squares do, so Δ₂ = 1 and the greedy rule minimises
+    Δ₂² tr(WᵀW (AᵀA)⁻¹)). The local rule only sees the variances p² (subtree) and w² (own query), so
+    the L2 version grids over w² = t, p² = 1 − t instead of w = 1 − p.
+
     >>> h = greedy_hierarchy(np.ones((4, 4)))  # a total query only: one query over everything
     >>> h.query_size.tolist(), h.query_weight.tolist()
     ([4], [1.0])
     """
+    if norm not in (1, 2):
+        raise ValueError(f"norm must be 1 (Laplace) or 2 (Gaussian), got {norm!r}")
     rows = np.asarray(sketch if sketch is not None else gram, dtype=float)
     gram = None if gram is None else np.asarray(gram, dtype=float)
     units = rows.shape[0]
@@ -477,13 +485,16 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
                 quad = np.full(idx.size, np.nan)
             # the reference's local rule: grid over p, cross terms damped by 1/b^(depth/2)
             decay = branching ** (-d / 2.0)
-            e1 = (granularity - grid) ** 2
-            e2 = grid**2 * decay
+            # e1 ∝ p² (the subtree's variance weight), e2 ∝ w² (the node's own query); L1: w = 1 − p,
+            # L2: w² = 1 − p²
+            e1 = (granularity - grid) ** 2 if norm == 1 else (granularity - grid) * granularity
+            e2 = (grid**2 if norm == 1 else grid * granularity) * decay
             mixed = (m_all - m_blocks) * decay + m_blocks
             total = (sum_err[:, None] - mixed[:, None] * e2 / (e1 + e2 * kk[:, None])) / e1
             best = np.argmin(total, axis=1)
-            pp = 1.0 - best / granularity
-            cc = (1 - pp) ** 2 / (pp**2 + kk * (1 - pp) ** 2)
+            pp = 1.0 - best / granularity if norm == 1 else np.sqrt(1.0 - best / granularity)
+            own2 = _own_weight(pp, norm) ** 2
+            cc = own2 / (pp**2 + kk * own2)
             scale = (1 - cc * kk) / pp**2
             u_before[d] = u_cell[cells].copy()
             u_cell[cells] *= np.repeat(scale, z[idx])
@@ -512,7 +523,7 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
         s, z = starts[d], sizes[d]
         p = np.ones(s.size)
         p[~terminal[d]] = p_all[d]
-        own = np.where(terminal[d], reach, reach * (1 - p))
+        own = np.where(terminal[d], reach, reach * _own_weight(p, norm))
         q_start.append(s)
         q_size.append(z)
         q_weight.append(own)
@@ -524,6 +535,11 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
     asked = q_weight > 0
     return Hierarchy(units, tuple(starts), tuple(sizes), tuple(terminal), tuple(p_all), tuple(shrink_all),
                      tuple(u_before), q_start[asked], q_size[asked], q_weight[asked], float(below[1][0]))
+
+
+def _own_weight(p: np.ndarray, norm: int) -> np.ndarray:
+    """A node's own query weight when its subtree keeps ``p``: 1 − p (L1) or √(1 − p²) (L2)."""
+    return 1.0 - p if norm == 1 else np.sqrt(np.maximum(1.0 - p**2, 0.0))
 
 
 def workload_key(workload: Workload) -> object:
@@ -562,18 +578,34 @@ def _remember(cache: dict, key: object, value: object) -> None:
     cache[key] = value
 
 
-def _cell_strategy(workload: Workload, branching: int, granularity: int) -> tuple[Hierarchy, str]:
-    """The strategy on the cells and how its greedy rule saw the workload ("exact", "sketch", "proxy")."""
-    key = (workload_key(workload), branching, granularity)
+def l2_objective(tree: Hierarchy) -> float:
+    """Δ₂(A)² tr(WᵀW (AᵀA)⁻¹): the Gaussian error of a hierarchy, up to σ²/m per unit Δ₂ (NaN when sketched)."""
+    squares = _along_paths(tree.units, tree.query_start, tree.query_size, tree.query_weight**2)
+    return float(squares.max()) * tree.trace
+
+
+def _cell_strategy(workload: Workload, branching: int, granularity: int, norm: int = 1) -> tuple[Hierarchy, str]:
+    """The strategy on the cells and how its greedy rule saw the workload ("exact", "sketch", "proxy").
+
+    ``norm=2`` (Gaussian noise): the L2-normalised greedy tree, or the L1 one when its exact
+    Δ₂² tr(WᵀW (AᵀA)⁻¹) is smaller (the greedy rule is a heuristic; this keeps L2 never worse).
+    """
+    key = (workload_key(workload), branching, granularity, norm)
     if key not in _STRATEGIES:
         n = workload.shape[1]
         if n <= EXACT_CELLS:
             gram, exact = bucket_gram(workload, np.arange(n + 1))
-            value = (greedy_hierarchy(gram, branching, granularity), "exact" if exact else "all-range proxy")
+            tree = greedy_hierarchy(gram, branching, granularity, norm=norm)
+            if norm == 2:
+                l1_tree = _cell_strategy(workload, branching, granularity)[0]
+                if l2_objective(l1_tree) < l2_objective(tree):
+                    tree = l1_tree
+            value = (tree, "exact" if exact else "all-range proxy")
         else:  # O(n · rows) per level instead of O(n²); the exact error is computed on demand
             rows = CELL_SKETCH_ROWS if n <= LARGE_CELLS else LARGE_SKETCH_ROWS
             sketch = gram_sketch(workload, np.arange(n + 1), rows)
-            value = (greedy_hierarchy(None, branching, granularity, sketch=sketch), f"sketch ({rows} rows)")
+            value = (greedy_hierarchy(None, branching, granularity, sketch=sketch, norm=norm),
+                     f"sketch ({rows} rows)")
         _remember(_STRATEGIES, key, value)
     return _STRATEGIES[key]
 
@@ -637,13 +669,14 @@ class GreedyH:
     granularity: int = 100
     name: str = "greedy-h"
     data_dependent: bool = False
+    weights_norm: ClassVar[int] = 1  # the sensitivity the tree's weights are chosen for (2: gaussian-greedy-h)
 
     def __post_init__(self) -> None:
         _check_knobs(self.branching, self.granularity)
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
-        tree, metric = _cell_strategy(workload, self.branching, self.granularity)
+        tree, metric = _cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
         column_l1 = tree.cell_l1
         scale = float(column_l1.max()) / epsilon
         noisy = tree.measure(x) + rng.laplace(scale=scale, size=tree.query_weight.size)
@@ -656,13 +689,13 @@ class GreedyH:
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2 (Δ₁/ε)² tr(WᵀW (AᵀA)⁻¹) / m of the least-squares estimate."""
-        tree, _ = _cell_strategy(workload, self.branching, self.granularity)
+        tree, _ = _cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
         trace = tree.trace
         if not np.isfinite(trace):  # a sketched strategy: its exact error needs the Gram, once per workload
             if workload.shape[1] > MAX_UNITS:
                 raise ValueError(f"greedy-h's exact expected_mse needs the dense {workload.shape[1]}-cell Gram; "
                                  f"it is computed up to {MAX_UNITS} cells (runs work at any size)")
-            key = (workload_key(workload), self.branching, self.granularity)
+            key = (workload_key(workload), self.branching, self.granularity, self.weights_norm)
             if key not in _TRACES:
                 _remember(_TRACES, key, hierarchy_trace(tree, _cell_gram(workload)[0]))
             trace = _TRACES[key]

@@ -172,10 +172,15 @@ def charge_step(ledger: Ledger, label: str, epsilon_previous: float, epsilon_nex
     >>> from core.budget import Budget, Ledger
     >>> charge_step(Ledger(Budget(1.0)), "step 2", 0.25, 0.5).spent.epsilon
     0.25
+    >>> charge_step(charge_step(Ledger(Budget.zcdp(1.0, 1e-6)), "1", 0, 0.5), "2", 0.5, 1.0).spent.rho
+    0.5
     """
     if epsilon_previous == 0:
-        return ledger.spend(label, Budget(check_epsilon(epsilon_next)))
-    return ledger.spend(label, Budget(increments([epsilon_previous, epsilon_next])[1]))
+        epsilon = check_epsilon(epsilon_next)
+        return ledger.spend(label, Budget(epsilon, rho=epsilon**2 / 2))
+    # the walk up to ε_next is ε_next-DP, hence (ε_next²/2)-zCDP: a ρ total is charged the ρ increment
+    return ledger.spend(label, Budget(increments([epsilon_previous, epsilon_next])[1],
+                                      rho=(epsilon_next**2 - epsilon_previous**2) / 2))
 
 
 def cumulative_loss(epsilons: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:

@@ -36,8 +36,8 @@ def release_next() -> None:
         st.session_state.flash_error = (f"The next epsilon ({epsilon:g}) must exceed the last released one "
                                         f"({previous:g}); edit the schedule.")
         return
-    if not ui.charge(f"gradual step {step + 1}: ε {previous:g} → {epsilon:g}", epsilon - previous,
-                     mechanism="gradual", workload="identity", note="noise path: exploration (simulation)"):
+    if not ui.charge(f"gradual step {step + 1}: ε {previous:g} → {epsilon:g}", epsilon - previous, mechanism="gradual",
+                     workload="identity", note="noise path: exploration (simulation)", rho=(epsilon**2 - previous**2) / 2):
         return
     values = gradual.walk_step(ui.histogram().vector, 1.0, walk["values"][-1] if step else None,
                                previous or None, epsilon, ui.release_rng())

@@ -151,3 +151,9 @@ def test_the_ledger_page_shows_a_rho_total_in_rho():
     metrics = {m.label: m.value for m in at.metric}
     assert (metrics["Total ρ"], metrics["Spent ρ"], metrics["Remaining ρ"]) == ("0.5", "0.125", "0.375")
     assert at.session_state.ledger.remaining.rho == 0.375
+    from core.export import history_to_csv
+    from core.ledger_store import LedgerStore
+
+    history = LedgerStore().history(at.session_state.ledger_dataset)
+    csv = history_to_csv(history).decode()
+    assert "total ρ=0.5 (ε=5.222 at δ=1e-06)" in csv and ",0.5," in csv  # the CSV carries the unit and ρ

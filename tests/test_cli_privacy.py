@@ -131,3 +131,11 @@ def test_budget_and_budget_rho_are_exclusive(tmp_path, capsys):
     assert main(["ledger", "--input", "tips-bill", "--ledger", str(tmp_path / "l.sqlite3"), "--budget", "1",
                  "--budget-rho", "0.1"]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_a_reset_may_record_a_rho_total(tmp_path, capsys):
+    ledger = str(tmp_path / "l.sqlite3")
+    assert main(["ledger", "--input", "tips-bill", "--ledger", ledger, "--budget", "1"]) == 0
+    assert main(["ledger", "--input", "tips-bill", "--ledger", ledger, "--reset", "--budget-rho", "0.5",
+                 "--budget-delta", "1e-6", "--reason", "switch to zCDP"]) == 0
+    assert "total rho=0.5 (epsilon=5.222 at delta=1e-06)" in capsys.readouterr().out

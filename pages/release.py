@@ -171,8 +171,8 @@ with ui.guard():
         pure = ui.definition() == "pure"
         st.number_input("Epsilon for this release" if pure else f"Epsilon (at δ = {ui.delta():g}) for this release",
                         min_value=0.001, max_value=100.0, step=0.1, key="release_epsilon",
-                        help="Charged to the dataset's ledger on click. Under (ε, δ) the ledger charges (ε, δ); "
-                             "under zCDP it records ρ and charges its ε at δ (basic composition).")
+                        help="Charged to the dataset's ledger on click. A ρ total is charged ρ (pure ε: ε²/2; (ε, δ) "
+                             "refused); an ε total (ε, δ), a zCDP release as its ε at δ (basic composition).")
         if not pure:
             privacy = target(ui.definition(), float(st.session_state.release_epsilon), ui.delta())
             st.caption(f"Target: {privacy}" + (f" = (ε = {privacy.to_approx(ui.delta()).epsilon:.4g}, "

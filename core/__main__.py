@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core.bounded import RunTimeLimitError, run_bounded
 from core.budget import Budget
 from core.cost import Deadline, RunLimits, check_cost, estimate_cost
 from core.datasets import SAMPLE_DATASETS, load_histogram
@@ -23,6 +24,7 @@ from core.export import SIMULATION_LABEL, history_to_csv, release_to_csv, releas
 from core.fingerprint import dataset_fingerprint
 from core.grid import GridSpec, run_grid
 from core.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore, new_export_id
+from core.limits import MAX_ACTION_SECONDS
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.mechanisms.gaussian import Matched, for_privacy
 from core.metrics import METRICS
@@ -246,7 +248,9 @@ def cmd_release(args: argparse.Namespace) -> int:
                        "--budget-delta DELTA before the first release, or use --definition pure")
     store.ledger(fingerprint).spend(f"release: {args.mechanism}", charge)
     rng = noise_source("secure", mechanism=mechanism, counts=histogram.counts)  # OpenDP; integer noise when sound
-    release = runner.run(histogram.counts, workload, epsilon, rng)
+    # In a worker stopped at --time-limit (core.bounded): a stopped run writes nothing and charges nothing.
+    release = run_bounded(runner.run, histogram.counts, workload, epsilon, rng, seconds=args.time_limit,
+                          estimated_seconds=estimate_cost(mechanism, workload).seconds)
     export_id = new_export_id()
     sampler = noise_sampler(rng, mechanism)
     ledger = store.spend(fingerprint, f"release: {release.mechanism}", charge, mechanism=release.mechanism,
@@ -435,6 +439,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "refused here (a simulation: use `compare`)")
     rel.add_argument("--param", action="append", metavar="KEY=VALUE", help="mechanism setting (repeatable)")
     rel.add_argument("--output", required=True, help="OUT.csv (bin,count) or OUT.json (values + metadata)")
+    rel.add_argument("--time-limit", type=_time_limit, default=MAX_ACTION_SECONDS, metavar="SECONDS",
+                     help=f"stop the run after this many seconds, releasing and charging nothing (default "
+                          f"{MAX_ACTION_SECONDS:g}, from DPLENS_MAX_ACTION_SECONDS)")
     _ledger_arguments(rel)
     rel.set_defaults(func=cmd_release)
 
@@ -483,12 +490,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _time_limit(text: str) -> float:
+    """argparse type of --time-limit: seconds in (0, 86400]."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not 0 < seconds <= 86400:
+        raise argparse.ArgumentTypeError(f"must be in (0, 86400] seconds, got {text!r}")
+    return seconds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CliError, ValueError, OSError, MemoryError) as err:  # BudgetExceededError is a ValueError: exit 2
+    except (CliError, ValueError, OSError, MemoryError, RunTimeLimitError) as err:  # BudgetExceededError is a ValueError: exit 2
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
         print(f"error: {message}", file=sys.stderr)
         return 2

@@ -57,9 +57,10 @@ def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) 
     edge = math.ceil(sensitivity / 2 - epsilon * sigma**2 / sensitivity)
     y = np.arange(min(edge, 0) - int(_TAIL_SIGMAS * sigma + 40), edge + 1, dtype=float)
     log_z = _log_normaliser(sigma)
-    terms = np.exp(-(y**2) / (2 * sigma**2) - log_z) - np.exp(epsilon - (y - sensitivity) ** 2 / (2 * sigma**2)
-                                                                - log_z)
-    return float(math.fsum(terms[terms > 0]))
+    log_p = -(y**2) / (2 * sigma**2) - log_z
+    log_ratio = epsilon - ((y - sensitivity) ** 2 - y**2) / (2 * sigma**2)  # log of e^ε p(y − Δ) / p(y)
+    keep = log_ratio < 0  # p(y) − e^ε p(y − Δ) = p(y)(1 − e^ratio) > 0; never forms e^ε (overflow at large ε)
+    return float(math.fsum(np.exp(log_p[keep]) * -np.expm1(log_ratio[keep])))
 
 
 @functools.lru_cache(maxsize=4096)

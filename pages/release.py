@@ -6,10 +6,13 @@ import numpy as np
 import streamlit as st
 
 import ui
+from core.bounded import run_bounded
 from core.config import config_to_json, parse_config
+from core.cost import estimate_cost
 from core.export import SIMULATION_LABEL, history_to_csv, privacy_metadata, release_to_csv, release_to_json
 from core.intervals import release_intervals
 from core.ledger_store import new_export_id
+from core.limits import MAX_ACTION_SECONDS
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.mechanisms.gaussian import Matched, for_privacy
 from core.noise import NOISE_PATHS, noise_sampler, noise_source
@@ -57,8 +60,9 @@ def spend_and_release() -> None:
         rng = ui.release_rng() if noise_path == "exploration" else noise_source("secure", mechanism=mechanism,
                                                                                   counts=counts)
         started = time.perf_counter()
-        with st.spinner(f"Releasing with {name} at ε = {epsilon:g}…"):  # seconds for large inputs
-            release = runner.run(counts, ui.workload(), epsilon, rng)
+        with st.spinner(f"Releasing with {name} at ε = {epsilon:g} (stopped after {MAX_ACTION_SECONDS:g} s)…"):
+            release = run_bounded(runner.run, counts, ui.workload(), epsilon, rng, seconds=MAX_ACTION_SECONDS,
+                                  estimated_seconds=estimate_cost(mechanism, ui.workload()).seconds)
         seconds = time.perf_counter() - started
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         message = str(err).splitlines()[0] if str(err) else type(err).__name__

@@ -1,0 +1,66 @@
+"""Bounded single runs (core.bounded, issue #12 item 6): a worker process stopped at the action time limit."""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.bounded import RunTimeLimitError, run_bounded
+from core.ledger_store import LedgerStore
+from core.mechanisms import MECHANISMS
+from core.workloads import Prefix
+from tests.test_app_release import spend
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_worker_returns_what_the_same_seeded_run_returns_in_process():
+    counts, workload = np.arange(512.0), Prefix(512)
+    here = MECHANISMS["dawa"].run(counts, workload, 1.0, np.random.default_rng(3))
+    there = run_bounded(MECHANISMS["dawa"].run, counts, workload, 1.0, np.random.default_rng(3), seconds=60)
+    assert np.array_equal(here.estimate, there.estimate) and here.privacy_loss == there.privacy_loss
+
+
+def test_a_run_past_the_limit_is_killed_and_returns_nothing():
+    started = time.monotonic()
+    with pytest.raises(RunTimeLimitError, match="time limit of 1 s"):
+        run_bounded(time.sleep, 60, seconds=1)
+    assert time.monotonic() - started < 15  # killed, not waited for (process start-up included)
+
+
+def test_errors_in_the_worker_keep_their_type_and_message():
+    with pytest.raises(ValueError, match="invalid literal"):
+        run_bounded(int, "abc", seconds=30)
+    with pytest.raises(ValueError, match="time limit seconds must be > 0"):
+        run_bounded(int, "1", seconds=0)
+
+
+def test_a_tiny_estimate_runs_in_this_process():
+    assert run_bounded(sum, [1, 2], seconds=30, estimated_seconds=1e-6) == 3
+
+
+def test_cli_release_stops_at_its_time_limit_writing_and_charging_nothing(tmp_path):
+    data = tmp_path / "h.csv"
+    data.write_text("count\n" + "\n".join(str(i % 7) for i in range(1024)) + "\n")
+    ledger, output = tmp_path / "ledger.sqlite3", tmp_path / "out.csv"
+    out = subprocess.run([sys.executable, "-m", "core", "release", "--input", str(data), "--mechanism", "mm-opt",
+                          "--workload", "all-range", "--epsilon", "1", "--output", str(output), "--ledger",
+                          str(ledger), "--time-limit", "0.3"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("error: stopped at the time limit of 0.3 s")
+    assert not output.exists()
+    assert all(e["kind"] != "spend" for e in LedgerStore(ledger).history())
+
+
+def test_the_release_page_stops_at_the_action_limit_and_charges_nothing(monkeypatch):
+    from tests.test_app import open_page
+
+    monkeypatch.setattr("core.limits.MAX_ACTION_SECONDS", 0.001)  # even the worker's start-up is too long
+    at = open_page("pages/release.py")
+    at = spend(at, 1.0)
+    assert not at.exception and not at.session_state.releases
+    assert at.session_state.ledger.spent.epsilon == 0
+    assert any("time limit" in e.value and "nothing was released or charged" in e.value for e in at.error)

@@ -1,7 +1,8 @@
 """Intervals for every released value, computed from the *released* output only (never the true data).
 
-* Plain Laplace noise (the Laplace histogram on bins, Laplace on the answers): exact quantiles,
-  ±b·ln(1/β) per value, or the Bonferroni width b·ln(k/β) for all k values at once.
+* Plain Laplace or Gaussian noise on each value (the Laplace/Gaussian histogram on bins, Laplace/Gaussian
+  on the answers): exact quantiles, ±b·ln(1/β) or ±σ·Φ⁻¹(1 − β/2) per value, or the Bonferroni widths
+  b·ln(k/β) and σ·Φ⁻¹(1 − β/(2k)) for all k values at once.
 * Any other mechanism: re-run it on a stand-in for the data, the released estimate clipped at 0
   (post-processing of the release), and read the spread of output − stand-in. For a data-independent
   mechanism the noise does not depend on the data, so this is its exact noise distribution up to
@@ -19,13 +20,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from core.mechanisms import Mechanism, Release
-from core.publish import LAPLACE_ANSWERS, LAPLACE_HISTOGRAMS
+from core.publish import exact_halfwidth, exact_noise
 from core.workloads import Workload
 
 
@@ -49,15 +49,12 @@ def release_intervals(mechanism: Mechanism, release: Release, workload: Workload
     values = release.estimate if release.estimate is not None else release.answers
     values = np.asarray(values, dtype=float).ravel()
     beta = 1 - level
-    scale = release.params.get("noise_scale")
-    laplace = scale is not None and (
-        (release.estimate is not None and release.mechanism in LAPLACE_HISTOGRAMS)
-        or (release.estimate is None and release.mechanism in LAPLACE_ANSWERS))
-    if laplace:
-        count = values.size if simultaneous else 1
-        half = float(scale) * math.log(count / beta)  # P(|Lap(b)| > t) = e^{-t/b}; Bonferroni over count
+    noise = exact_noise(release, "bins" if release.estimate is not None else "answers")
+    if noise is not None:  # P(|Lap(b)| > t) = e^{-t/b}, P(|N(0, σ²)| > t) = 2Φ(−t/σ); Bonferroni over all
+        half = exact_halfwidth(noise, level, values.size if simultaneous else 1)
         how = "Bonferroni over all values" if simultaneous else "per value"
-        return Intervals(values - half, values + half, level, simultaneous, f"exact Laplace quantiles ({how})")
+        return Intervals(values - half, values + half, level, simultaneous,
+                         f"exact {noise[0].capitalize()} quantiles ({how})")
     if rng is None:
         raise ValueError("rng is needed for the simulation-based intervals of this mechanism")
     if not (isinstance(trials, int) and trials >= 10):

@@ -234,7 +234,8 @@ with ui.guard():
             simulated = output.get("intervals")
             st.subheader("Released histogram over the true one")
             st.caption("The curator sees both; exports contain only the release. Band/bars: 95 % intervals — "
-                       "exact ±b·ln(1/0.05) for Laplace noise, else the 2.5–97.5 % range of "
+                       "exact for plain Laplace or Gaussian noise on each value (discrete on integer releases), "
+                       "else the 2.5–97.5 % range of "
                        f"{SIMULATION_TRIALS} simulated re-runs (never charged).")
             if release.estimate is not None:
                 estimate, truth = np.ravel(release.estimate), hist.vector

@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python bench/bench_app.py [--sweep-trials 20] [--skip-sweep]
 The default sweep is timed twice: first the Compare page's own run (its default mechanisms, 20 trials,
-10 ε) from the click to the rendered page, with cold caches; then core.experiment.run_sweep per
+10 ε) from the click to the rendered page, with cold caches; then core.analysis.experiment.run_sweep per
 mechanism for the breakdown.
 Prints seconds and the ratio to each target (ratio <= 1 meets it).
 """
@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DPLENS_HOME", tempfile.mkdtemp(prefix="dplens-bench-home-"))  # never the real ledger
 
-from core.datasets import load_histogram  # noqa: E402
-from core.experiment import run_sweep  # noqa: E402
+from core.analysis.experiment import run_sweep  # noqa: E402
+from core.data.datasets import load_histogram  # noqa: E402
 from core.mechanisms import MECHANISMS  # noqa: E402
-from core.workloads import random_range  # noqa: E402
+from core.queries.workloads import random_range  # noqa: E402
 
 DEFAULT = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
 EPSILONS = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10, 10))

@@ -32,15 +32,15 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
-from core.execution import shutdown_pools  # noqa: E402
-from core.experiment import (  # noqa: E402
+from core.analysis.execution import shutdown_pools  # noqa: E402
+from core.analysis.experiment import (  # noqa: E402
     _expected,
     resolve_mechanisms,
     run_sweep,  # noqa: E402
 )
-from core.grid import GridSpec, build_contexts, load_grid, run_grid  # noqa: E402
-from core.workloads import random_range  # noqa: E402
+from core.analysis.grid import GridSpec, build_contexts, load_grid, run_grid  # noqa: E402
+from core.data.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
+from core.queries.workloads import random_range  # noqa: E402
 
 # Same tuple as pages/compare.py DEFAULT_MECHANISMS (importing a page would start Streamlit).
 DEFAULT_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
@@ -149,7 +149,7 @@ def bench_grid(quick: bool) -> None:
 def bench_dask(quick: bool) -> None:
     from dask.distributed import LocalCluster
 
-    from core.execution import close_dask_clients
+    from core.analysis.execution import close_dask_clients
 
     datasets = tuple(str(p) for p in sorted(DPBENCH.glob("*.csv")))[:2 if quick else None]
     spec = grid_spec(datasets, (1024,) if quick else GRID_SIZES)

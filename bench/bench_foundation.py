@@ -22,10 +22,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
-from core.experiment import run_sweep  # noqa: E402
+from core.analysis.experiment import run_sweep  # noqa: E402
+from core.data.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
 from core.mechanisms import MECHANISMS  # noqa: E402
-from core.workloads import random_range  # noqa: E402
+from core.queries.workloads import random_range  # noqa: E402
 
 # Same tuple as pages/compare.py DEFAULT_MECHANISMS (importing a page would start Streamlit).
 DEFAULT_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")

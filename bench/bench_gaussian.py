@@ -24,7 +24,7 @@ import dataclasses  # noqa: E402
 
 from core.mechanisms import MECHANISMS  # noqa: E402
 from core.mechanisms.gaussian import unit_sigma  # noqa: E402
-from core.workloads import AllRange, Identity, Prefix, random_range  # noqa: E402
+from core.queries.workloads import AllRange, Identity, Prefix, random_range  # noqa: E402
 
 ONED = {  # n, workload: Identity, H2, Wavelet, HDMM (YuanConvex), SVD bound
     (256, "all-range"): (9.2736, 3.8354, 3.5050, 2.9022, 2.8764),

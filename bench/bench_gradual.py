@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.gradual import next_release, noise_reduction  # noqa: E402
+from core.release.gradual import next_release, noise_reduction  # noqa: E402
 
 BINS, STEPS, TARGET_SECONDS = 4096, 1000, 1.0
 

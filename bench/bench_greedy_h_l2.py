@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 
 from core.mechanisms.greedy_h import bucket_gram, greedy_hierarchy, l2_objective  # noqa: E402
-from core.workloads import parse_workload  # noqa: E402
+from core.queries.workloads import parse_workload  # noqa: E402
 
 
 def main() -> None:

@@ -38,7 +38,7 @@ def measure(tree: str, datasets: list[str], epsilons: list[float], trials: int) 
     """In a fresh interpreter rooted at ``tree``: {cell: [median CPU seconds, estimate digest]}."""
     sys.path.insert(0, tree)
     from core.mechanisms import MECHANISMS as REGISTRY
-    from core.workloads import Ranges
+    from core.queries.workloads import Ranges
 
     try:
         from core.mechanisms.dawa import _cached_deviations

@@ -25,10 +25,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.datasets import load_histogram  # noqa: E402
+from core.data.datasets import load_histogram  # noqa: E402
 from core.mechanisms import MECHANISMS  # noqa: E402
 from core.mechanisms.lrm import optimise  # noqa: E402
-from core.workloads import AllRange, random_linear, random_range  # noqa: E402
+from core.queries.workloads import AllRange, random_linear, random_range  # noqa: E402
 
 HEPTH = next((p / "shared" / "data" / "dpbench-1d" / "HEPTH.csv" for p in Path(__file__).resolve().parents
               if (p / "shared" / "data" / "dpbench-1d" / "HEPTH.csv").is_file()), Path("HEPTH.csv"))

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.mechanisms import matrix  # noqa: E402
 from core.mechanisms.matrix import MatrixMechanism  # noqa: E402
-from core.workloads import AllRange, Prefix  # noqa: E402
+from core.queries.workloads import AllRange, Prefix  # noqa: E402
 
 HDMM = {"all-range": {256: 5.717, 512: 6.819, 1024: 7.896, 2048: 8.979},
         "prefix": {256: 5.199, 512: 6.014, 1024: 6.806, 2048: 7.693}}

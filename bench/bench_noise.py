@@ -15,8 +15,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.mechanisms import MECHANISMS, exponential_mechanism  # noqa: E402
-from core.noise import SecureNoise  # noqa: E402
-from core.workloads import Identity  # noqa: E402
+from core.privacy.noise import SecureNoise  # noqa: E402
+from core.queries.workloads import Identity  # noqa: E402
 
 BINS = 4096
 

@@ -47,7 +47,7 @@ def stretched_histogram(n: int, dataset: str = "HEPTH") -> np.ndarray:
 def run_one(name: str, n: int, queries: int, workload_spec: str = "") -> dict:
     """One cold run of ``name`` in this process: wall, CPU, tracemalloc peak and max RSS."""
     from core.mechanisms import MECHANISMS
-    from core.workloads import parse_workload, random_range
+    from core.queries.workloads import parse_workload, random_range
 
     x = stretched_histogram(n)
     workload = parse_workload(workload_spec, (n,)) if workload_spec else random_range(n, queries, seed=0)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from core.marginals import MarginalWorkload
-from core.residual_planner import measure, plan_residuals
-from core.tables import MST, identity_marginals, independence_tvd, load_table, marginal_tvd
+from core.queries.marginals import MarginalWorkload
+from core.tables.records import MST, identity_marginals, independence_tvd, load_table, marginal_tvd
+from core.tables.residual_planner import measure, plan_residuals
 
 ADULT = Path(__file__).resolve().parents[1].parent.parent / "shared" / "data" / "adult"
 ADULT = ADULT if ADULT.is_dir() else Path("/work/shared/data/adult")

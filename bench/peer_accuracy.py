@@ -33,10 +33,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
+from core.data.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
 from core.mechanisms import MECHANISMS  # noqa: E402
 from core.mechanisms.dawa import _cached_deviations  # noqa: E402
-from core.workloads import random_range  # noqa: E402
+from core.queries.workloads import random_range  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "dpbench-1d"
 REFERENCE = ROOT.parent / "shared" / "spec" / "peer-reference.md"

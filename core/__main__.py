@@ -1,6 +1,6 @@
 """Command line: ``python -m core release|compare|grid|ledger|reproduce ...`` (``--help`` on each). Bad input exits 2 with one line.
 
-``release`` charges the dataset's persistent ledger (``core.ledger_store``; ``--ledger PATH``, default
+``release`` charges the dataset's persistent ledger (``core.privacy.ledger_store``; ``--ledger PATH``, default
 ``$DPLENS_HOME/dplens.sqlite3``) before it writes anything, and refuses an over-budget release.
 """
 
@@ -14,24 +14,24 @@ from pathlib import Path
 
 import numpy as np
 
-from core.bounded import RunTimeLimitError, run_bounded
-from core.budget import Budget
-from core.cost import Deadline, RunLimits, check_cost, estimate_cost
-from core.datasets import SAMPLE_DATASETS, load_histogram
-from core.execution import ProgressBar, parse_scheduler
-from core.experiment import run_sweep, summarise
-from core.export import SIMULATION_LABEL, history_to_csv, release_to_csv, release_to_json
-from core.fingerprint import dataset_fingerprint
-from core.grid import GridSpec, run_grid
-from core.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore, new_export_id
-from core.limits import MAX_ACTION_SECONDS
+from core.analysis.bounded import RunTimeLimitError, run_bounded
+from core.analysis.cost import Deadline, RunLimits, check_cost, estimate_cost
+from core.analysis.execution import ProgressBar, parse_scheduler
+from core.analysis.experiment import run_sweep, summarise
+from core.analysis.grid import GridSpec, run_grid
+from core.analysis.metrics import METRICS
+from core.data.datasets import SAMPLE_DATASETS, load_histogram
+from core.data.fingerprint import dataset_fingerprint
+from core.data.limits import MAX_ACTION_SECONDS
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.mechanisms.gaussian import Matched, for_privacy
-from core.metrics import METRICS
-from core.noise import NOISE_PATHS, noise_sampler, noise_source
-from core.privacy import DEFINITIONS, ZCDP, delta_warning, ledger_charge, target
-from core.reproduce import add_reproduce_command
-from core.workloads import WORKLOADS, parse_workload
+from core.papers.reproduce import add_reproduce_command
+from core.privacy.budget import Budget
+from core.privacy.definitions import DEFINITIONS, ZCDP, delta_warning, ledger_charge, target
+from core.privacy.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore, new_export_id
+from core.privacy.noise import NOISE_PATHS, noise_sampler, noise_source
+from core.queries.workloads import WORKLOADS, parse_workload
+from core.release.export import SIMULATION_LABEL, history_to_csv, release_to_csv, release_to_json
 
 SCHEDULER_HELP = ("where cells run: auto (default: serial for small sweeps, else processes), processes[:N] "
                   "(local worker processes; N defaults to every core), serial, "
@@ -132,8 +132,7 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     import json
     import math
 
-    from core.residual_planner import measure, plan_residuals
-    from core.tables import (
+    from core.tables.records import (
         MST,
         identity_marginals,
         identity_privacy_loss,
@@ -142,6 +141,7 @@ def cmd_release_table(args: argparse.Namespace) -> int:
         parse_marginal_workload,
         records_to_csv,
     )
+    from core.tables.residual_planner import measure, plan_residuals
 
     if args.rho is None:
         raise CliError("a table release (--domain) takes --rho (zCDP budget), not --epsilon")
@@ -248,7 +248,7 @@ def cmd_release(args: argparse.Namespace) -> int:
                        "--budget-delta DELTA before the first release, or use --definition pure")
     store.ledger(fingerprint).spend(f"release: {args.mechanism}", charge)
     rng = noise_source("secure", mechanism=mechanism, counts=histogram.counts)  # OpenDP; integer noise when sound
-    # In a worker stopped at --time-limit (core.bounded): a stopped run writes nothing and charges nothing.
+    # In a worker stopped at --time-limit (core.analysis.bounded): a stopped run writes nothing and charges nothing.
     release = run_bounded(runner.run, histogram.counts, workload, epsilon, rng, seconds=args.time_limit,
                           estimated_seconds=estimate_cost(mechanism, workload).seconds)
     export_id = new_export_id()
@@ -486,7 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
     led.add_argument("--reason", help="why the budget is reset (recorded)")
     _ledger_arguments(led)
     led.set_defaults(func=cmd_ledger)
-    add_reproduce_command(sub)  # python -m core reproduce wda|om|sreb-gca|xiao (core/reproduce.py)
+    add_reproduce_command(sub)  # python -m core reproduce wda|om|sreb-gca|xiao (core/papers/reproduce.py)
     return parser
 
 

@@ -6,9 +6,9 @@ import numpy as np
 import streamlit as st
 
 import ui
-from core import selection
+from core.analysis import selection
 from core.mechanisms import MECHANISMS
-from core.privacy import zcdp_rho
+from core.privacy.definitions import zcdp_rho
 
 TARGETS = {"RMSE per query": "rmse", "MAE per query": "mae", "±a with probability 1−β": "max_abs"}
 LC_EXAMPLES = {"Absence days {1, 2, 3, 10} (paper)": "1, 2, 3, 10", "School year {1, 2, 3, 4} (paper)": "1, 2, 3, 4",

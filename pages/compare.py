@@ -4,15 +4,15 @@ import numpy as np
 import streamlit as st
 
 import ui
-from core.cost import affordable_trials, sweep_seconds
-from core.experiment import regret, replay, summarise
-from core.limits import MAX_ACTION_SECONDS, WARN_SECONDS
+from core.analysis.cost import affordable_trials, sweep_seconds
+from core.analysis.experiment import regret, replay, summarise
+from core.analysis.metrics import HISTOGRAM_METRICS, METRIC_LABELS, METRICS
+from core.analysis.views import count_buckets
+from core.data.limits import MAX_ACTION_SECONDS, WARN_SECONDS
 from core.mechanisms import MECHANISMS
 from core.mechanisms.lrm import MAX_CELLS as LRM_MAX_CELLS
 from core.mechanisms.matrix import MAX_CELLS as MM_OPT_MAX_CELLS
-from core.metrics import HISTOGRAM_METRICS, METRIC_LABELS, METRICS
-from core.recipe import recipe_script
-from core.views import count_buckets
+from core.release.recipe import recipe_script
 
 ANALYTIC_PREVIEW_CELLS = 16_384  # above this, the pre-run analytic curves are drawn on request
 DEFAULT_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
@@ -48,7 +48,7 @@ with ui.guard():
                 + ("ε (pure ε-DP implies (ε, δ))" if ui.definition() == "approx" else
                    "ε_L = √(2ρ), ρ = the zCDP whose CKS conversion is (ε, δ)")
                 + "; Gaussian ones are calibrated to the same target.")
-    # default trials: as many (≤ 20) as keep the default sweep's estimated runs (core.cost) within 20 s here
+    # default trials: as many (≤ 20) as keep the default sweep's estimated runs (core.analysis.cost) within 20 s here
     st.session_state.setdefault("compare_trials", affordable_trials(
         [MECHANISMS[m] for m in DEFAULT_MECHANISMS if m in MECHANISMS], workload, epsilons=10))
     with st.form("compare_form"):

@@ -3,7 +3,7 @@
 import streamlit as st
 
 import ui
-from core.released import POST_PROCESSING, is_release_export
+from core.data.released import POST_PROCESSING, is_release_export
 
 
 def use_upload() -> None:

@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from core import gradual
+from core.release import gradual
 
 DEFAULT_SCHEDULE = "0.05, 0.1, 0.2, 0.5, 1"
 

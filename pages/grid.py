@@ -5,9 +5,9 @@ import io
 import streamlit as st
 
 import ui
-from core.experiment import summarise
-from core.grid import grid_setting, load_grid, rank_table, regret_table
-from core.metrics import METRIC_LABELS
+from core.analysis.experiment import summarise
+from core.analysis.grid import grid_setting, load_grid, rank_table, regret_table
+from core.analysis.metrics import METRIC_LABELS
 
 ACROSS = {"dataset": "dataset", "scale": "data scale (records)", "epsilon": "epsilon", "domain_size": "domain size"}
 

@@ -8,7 +8,7 @@ import streamlit as st
 
 import ui
 from core.mechanisms import MECHANISMS
-from core.teaching import (
+from core.papers.teaching import (
     composition,
     composition_by_definition,
     gaussian_crossover,

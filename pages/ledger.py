@@ -4,9 +4,9 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from core.export import history_to_csv
-from core.ledger_store import RESET_WARNING, LedgerStore
-from core.store import default_path
+from core.privacy.ledger_store import RESET_WARNING, LedgerStore
+from core.privacy.store import default_path
+from core.release.export import history_to_csv
 
 ui.init_state()
 st.title("Ledger")

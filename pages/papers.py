@@ -7,13 +7,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from core.domain import Histogram
-from core.literal import DEMOS, NOT_DP, labelled, run_demo
+from core.data.domain import Histogram
 from core.mechanisms.lrm import LRM
 from core.mechanisms.om import om_decompose, structure_table
 from core.mechanisms.wda import WDA, division_table, expected_error
 from core.mechanisms.xiao import NOT_DP_LABEL, literal_max_distribution_not_dp, max_query_distribution
-from core.reproduce import (
+from core.papers.literal import DEMOS, NOT_DP, labelled, run_demo
+from core.papers.reproduce import (
     data_choices,
     example_workloads,
     figures,
@@ -24,7 +24,7 @@ from core.reproduce import (
     run_reproduction,
     verdict_table,
 )
-from core.workloads import dense, hot_spot
+from core.queries.workloads import dense, hot_spot
 
 GGS_EXAMPLE = np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000])  # spec §4(e)
 CURRENT = "current workload (Workloads page)"

@@ -6,19 +6,25 @@ import numpy as np
 import streamlit as st
 
 import ui
-from core.bounded import run_bounded
-from core.config import config_to_json, parse_config
-from core.cost import estimate_cost
-from core.export import SIMULATION_LABEL, history_to_csv, privacy_metadata, release_to_csv, release_to_json
-from core.intervals import release_intervals
-from core.ledger_store import new_export_id
-from core.limits import MAX_ACTION_SECONDS
+from core.analysis.bounded import run_bounded
+from core.analysis.cost import estimate_cost
+from core.analysis.intervals import release_intervals
+from core.data.limits import MAX_ACTION_SECONDS
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
 from core.mechanisms.gaussian import Matched, for_privacy
-from core.noise import NOISE_PATHS, noise_sampler, noise_source
-from core.privacy import ledger_charge, target
-from core.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
-from core.recipe import recipe_notebook, recipe_script
+from core.privacy.definitions import ledger_charge, target
+from core.privacy.ledger_store import new_export_id
+from core.privacy.noise import NOISE_PATHS, noise_sampler, noise_source
+from core.release.config import config_to_json, parse_config
+from core.release.export import (
+    SIMULATION_LABEL,
+    history_to_csv,
+    privacy_metadata,
+    release_to_csv,
+    release_to_json,
+)
+from core.release.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
+from core.release.recipe import recipe_notebook, recipe_script
 
 SHOWN_QUERIES = 40      # workload answers drawn with error bars
 SIMULATION_TRIALS = 20  # re-runs behind the simulated intervals (simulation stream, never charged)
@@ -51,7 +57,7 @@ def spend_and_release() -> None:
                                                            what=ui.DEFINITION_LABELS[definition]):
         return  # refused before any work: the flash names the remaining budget in the ledger's unit
     _, refusal = ui.run_check(name, settings, ui.workload())
-    if refusal:  # over the memory or time limit (core.cost): nothing run, nothing charged
+    if refusal:  # over the memory or time limit (core.analysis.cost): nothing run, nothing charged
         st.session_state.flash_error = f"{name} not run: {refusal}"
         return
     stream = int(st.session_state.release_counter)

@@ -5,8 +5,8 @@ import math
 import streamlit as st
 
 import ui
-from core.views import row_overview
-from core.workloads import (
+from core.analysis.views import row_overview
+from core.queries.workloads import (
     WORKLOAD_PARAMETERS,
     WORKLOADS,
     Kron,

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from core.domain import Histogram
-from core.workloads import Explicit
+from core.data.domain import Histogram
+from core.queries.workloads import Explicit
 
 # WDA paper Fig. 1 (spec §1(e)): W is 8 × 6, x = [2,3,4,1,0,9]; the paper's printed Wx is wrong.
 FIG1_MATRIX = np.array([

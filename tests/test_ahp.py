@@ -9,7 +9,7 @@ from scipy import stats
 
 from core.mechanisms import MECHANISMS
 from core.mechanisms.ahp import AHP, LOOKAHEAD, best_new_cluster_error, greedy_clusters
-from core.workloads import Identity, Kron, Prefix, random_range
+from core.queries.workloads import Identity, Kron, Prefix, random_range
 
 
 def _literal_best_new(values: np.ndarray, noise_variance: float) -> np.ndarray:

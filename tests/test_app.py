@@ -6,11 +6,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
-from core.budget import Ledger
-from core.datasets import load_histogram
-from core.domain import Histogram
-from core.fingerprint import dataset_fingerprint
-from core.ledger_store import LedgerStore
+from core.data.datasets import load_histogram
+from core.data.domain import Histogram
+from core.data.fingerprint import dataset_fingerprint
+from core.privacy.budget import Ledger
+from core.privacy.ledger_store import LedgerStore
 
 PAGE_PATHS = [path for _, path, _, _ in ui.PAGES]
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

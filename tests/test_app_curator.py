@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.domain import Histogram
+from core.data.domain import Histogram
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -109,7 +109,7 @@ def test_several_targets_give_least_epsilon_per_mechanism_and_the_best_split():
 
 
 def test_a_loaded_export_is_marked_already_private_and_releasing_from_it_spends_nothing():
-    from core.released import ReleasedData
+    from core.data.released import ReleasedData
 
     released = ReleasedData(np.array([-1.5, 4.2, 0.3]), "counts", (), {"mechanism": "identity", "epsilon": 1.0},
                             "dplens-release-1.json")
@@ -200,8 +200,8 @@ def test_analytic_preview_of_a_gaussian_mechanism_follows_its_calibration_at_eve
 
 
 def ui_workload(at):
-    from core.datasets import DEFAULT_DATASET, load_histogram
-    from core.workloads import parse_workload
+    from core.data.datasets import DEFAULT_DATASET, load_histogram
+    from core.queries.workloads import parse_workload
 
     assert at.session_state.dataset_key == f"sample:{DEFAULT_DATASET}"
     shape = load_histogram(DEFAULT_DATASET).domain.shape

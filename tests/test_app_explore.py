@@ -8,8 +8,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
-from core.domain import Histogram
-from core.workloads import explicit_from_csv
+from core.data.domain import Histogram
+from core.queries.workloads import explicit_from_csv
 from tests.test_app import APP, open_page
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from core.grid import GridSpec, load_grid, run_grid
+from core.analysis.grid import GridSpec, load_grid, run_grid
 from tests.test_app import open_page
 
 

@@ -5,9 +5,9 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.budget import Budget, Ledger
-from core.export import privacy_from_metadata, release_to_json
-from core.privacy import ZCDP, zcdp_rho
+from core.privacy.budget import Budget, Ledger
+from core.privacy.definitions import ZCDP, zcdp_rho
+from core.release.export import privacy_from_metadata, release_to_json
 from tests.test_app import APP, open_page, record_ledger
 
 
@@ -61,7 +61,7 @@ def test_zcdp_release_charges_rho_and_its_export_round_trips(mechanism):
     assert entry["definition"] == "zcdp" and entry["delta"] == 1e-6
     assert entry["rho"] == pytest.approx(zcdp_rho(1.0, 1e-6))
     assert at.session_state.ledger.spent.delta == pytest.approx(1e-6)
-    from core.ledger_store import LedgerStore
+    from core.privacy.ledger_store import LedgerStore
 
     spends = [e for e in LedgerStore().history(fingerprint) if e["kind"] == "spend"]
     assert spends[-1]["rho"] == pytest.approx(zcdp_rho(1.0, 1e-6))
@@ -151,8 +151,8 @@ def test_the_ledger_page_shows_a_rho_total_in_rho():
     metrics = {m.label: m.value for m in at.metric}
     assert (metrics["Total ρ"], metrics["Spent ρ"], metrics["Remaining ρ"]) == ("0.5", "0.125", "0.375")
     assert at.session_state.ledger.remaining.rho == 0.375
-    from core.export import history_to_csv
-    from core.ledger_store import LedgerStore
+    from core.privacy.ledger_store import LedgerStore
+    from core.release.export import history_to_csv
 
     history = LedgerStore().history(at.session_state.ledger_dataset)
     csv = history_to_csv(history).decode()

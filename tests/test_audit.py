@@ -1,6 +1,6 @@
 """Empirical DP audit of every registered mechanism, with a power check on deliberately broken variants.
 
-The machinery is ``core.audit``; the papers' literal (broken) variants are ``core.literal``.
+The machinery is ``core.papers.audit``; the papers' literal (broken) variants are ``core.papers.literal``.
 
 For each mechanism and each neighbouring pair (x, x') (add/remove one record in a small bin, a large
 bin, a zero bin and the workload's hot item) we run the mechanism ``RUNS`` times on each side with
@@ -34,15 +34,21 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from core.audit import QUANTILES, audit_pair  # noqa: F401  (re-exported: other audit tests import them)
-from core.audit import cp_bounds as _cp_bounds  # noqa: F401
-from core.audit import features as _features  # noqa: F401
-from core.audit import loss_bound as _loss_bound  # noqa: F401
-from core.audit import outputs as _outputs
-from core.literal import FractionNoise, LiteralSrebGca, LiteralXiaoMax, WdaSplitOnData, wda_synthetic_workload
 from core.mechanisms import MECHANISMS, Release, check_inputs
-from core.workloads import Identity as IdentityWorkload
-from core.workloads import Prefix, Workload
+from core.papers.audit import QUANTILES, audit_pair  # noqa: F401  (re-exported: other audit tests import them)
+from core.papers.audit import cp_bounds as _cp_bounds  # noqa: F401
+from core.papers.audit import features as _features  # noqa: F401
+from core.papers.audit import loss_bound as _loss_bound  # noqa: F401
+from core.papers.audit import outputs as _outputs
+from core.papers.literal import (
+    FractionNoise,
+    LiteralSrebGca,
+    LiteralXiaoMax,
+    WdaSplitOnData,
+    wda_synthetic_workload,
+)
+from core.queries.workloads import Identity as IdentityWorkload
+from core.queries.workloads import Prefix, Workload
 
 pytestmark = pytest.mark.audit
 
@@ -101,7 +107,7 @@ def scenarios_for(mechanism) -> tuple[Scenario, ...]:
     return SCENARIOS
 
 
-# ----------------------------------------------------------------------------- the audit (core.audit)
+# ----------------------------------------------------------------------------- the audit (core.papers.audit)
 def audit(mechanism, runs: int = RUNS) -> list[tuple[float, str, float]]:
     """(lower bound on ln(P/P′), where, ε) for every scenario and neighbouring pair."""
     scenarios = scenarios_for(mechanism)

@@ -1,4 +1,4 @@
-"""Bounded single runs (core.bounded, issue #12 item 6): a worker process stopped at the action time limit."""
+"""Bounded single runs (core.analysis.bounded, issue #12 item 6): a worker process stopped at the action time limit."""
 
 import subprocess
 import sys
@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.bounded import RunTimeLimitError, run_bounded
-from core.ledger_store import LedgerStore
+from core.analysis.bounded import RunTimeLimitError, run_bounded
 from core.mechanisms import MECHANISMS
-from core.workloads import Prefix
+from core.privacy.ledger_store import LedgerStore
+from core.queries.workloads import Prefix
 from tests.test_app_release import spend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +58,7 @@ def test_cli_release_stops_at_its_time_limit_writing_and_charging_nothing(tmp_pa
 def test_the_release_page_stops_at_the_action_limit_and_charges_nothing(monkeypatch):
     from tests.test_app import open_page
 
-    monkeypatch.setattr("core.limits.MAX_ACTION_SECONDS", 0.001)  # even the worker's start-up is too long
+    monkeypatch.setattr("core.data.limits.MAX_ACTION_SECONDS", 0.001)  # even the worker's start-up is too long
     at = open_page("pages/release.py")
     at = spend(at, 1.0)
     assert not at.exception and not at.session_state.releases

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from core.__main__ import main as cli_main
-from core.datasets import DataError, bin_edges, histogram_from_records, load_histogram, scan_rows
+from core.data.datasets import DataError, bin_edges, histogram_from_records, load_histogram, scan_rows
 
 
 def _npz_bytes() -> bytes:
@@ -125,10 +125,10 @@ def test_reported_unbounded_parameters_are_refused_naming_the_range(name, field,
 
 
 # ----------------------------------------------------------------------------- item 6: cost estimates, limits
-from core.cost import Cost, Deadline, RunLimits, RunTooLargeError, check_cost, estimate_cost  # noqa: E402
-from core.domain import Histogram  # noqa: E402
-from core.experiment import run_sweep  # noqa: E402
-from core.workloads import Prefix, random_range  # noqa: E402
+from core.analysis.cost import Cost, Deadline, RunLimits, RunTooLargeError, check_cost, estimate_cost  # noqa: E402
+from core.analysis.experiment import run_sweep  # noqa: E402
+from core.data.domain import Histogram  # noqa: E402
+from core.queries.workloads import Prefix, random_range  # noqa: E402
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS.values(), ids=MECHANISMS.keys())
@@ -187,7 +187,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from core.mechanisms.gram import _query_rows  # noqa: E402
-from core.workloads import Ranges2D, dense, parse_workload, random_range_2d  # noqa: E402
+from core.queries.workloads import Ranges2D, dense, parse_workload, random_range_2d  # noqa: E402
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
@@ -248,7 +248,7 @@ def _response(tree, noise):
 # ----------------------------------------------------------------------------- item 6 in the app
 def test_compare_page_notes_mechanisms_left_out_over_the_limit(monkeypatch):
     import ui.sweeps
-    from core.cost import RunLimits
+    from core.analysis.cost import RunLimits
     from tests.test_app import open_page
 
     monkeypatch.setattr(ui.sweeps, "RunLimits", lambda: RunLimits(max_seconds=1.0))  # mm-opt: ~6 s estimated

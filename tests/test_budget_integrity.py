@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.budget import TOLERANCE, Budget, BudgetExceededError, Ledger
-from core.gradual import charge_step, check_schedule, increments
+from core.privacy.budget import TOLERANCE, Budget, BudgetExceededError, Ledger
+from core.release.gradual import charge_step, check_schedule, increments
 from tests.test_app import PAGE_PATHS, open_page, record_ledger
 
 RELEASE, GRADUAL = "pages/release.py", "pages/gradual.py"

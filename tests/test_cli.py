@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from core.__main__ import main
-from core.datasets import SAMPLE_DATASETS, load_histogram
-from core.fingerprint import dataset_fingerprint
-from core.ledger_store import LedgerStore
+from core.data.datasets import SAMPLE_DATASETS, load_histogram
+from core.data.fingerprint import dataset_fingerprint
+from core.privacy.ledger_store import LedgerStore
 
 ROOT = Path(__file__).resolve().parent.parent
 HEPTH = ROOT.parent / "shared" / "data" / "dpbench-1d" / "HEPTH.csv"

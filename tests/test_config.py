@@ -1,4 +1,4 @@
-"""core.config: session config round trips and strict, specific validation."""
+"""core.release.config: session config round trips and strict, specific validation."""
 
 import dataclasses
 import json
@@ -10,8 +10,10 @@ import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-import core.workloads
-from core.config import (
+import core.queries.workloads
+from core.mechanisms import MECHANISMS
+from core.queries.workloads import Explicit, Kron, Prefix, Ranges, Stack, dense, parse_workload
+from core.release.config import (
     MAX_RECIPE_NUMBERS,
     ReleaseSettings,
     SessionConfig,
@@ -21,8 +23,6 @@ from core.config import (
     parse_config,
     recipe_of,
 )
-from core.mechanisms import MECHANISMS
-from core.workloads import Explicit, Kron, Prefix, Ranges, Stack, dense, parse_workload
 
 BASE = SessionConfig(dataset="sample:smooth", workload="random-range:m=2000,seed=0",
                      mechanisms=("identity", "hb"), epsilons=(0.01, 0.1, 1.0), seed=7, total_epsilon=5.0,
@@ -164,7 +164,7 @@ def test_a_file_spec_is_refused_without_reading_the_file(tmp_path, monkeypatch, 
     def never(*args, **kwargs):
         raise AssertionError("a config must never make the server read a file")
 
-    monkeypatch.setattr(core.workloads, "explicit_from_csv", never)
+    monkeypatch.setattr(core.queries.workloads, "explicit_from_csv", never)
     monkeypatch.setattr(Path, "read_text", never)
     monkeypatch.setattr(Path, "read_bytes", never)
     spec = spec.format(path=secret)

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from core.datasets import (
+from core.data.datasets import (
     DEFAULT_DATASET,
     MAX_UPLOAD_BYTES,
     SAMPLE_DATASETS,
@@ -16,7 +16,7 @@ from core.datasets import (
     histogram_from_records,
     load_histogram,
 )
-from core.domain import MAX_CELLS, Histogram
+from core.data.domain import MAX_CELLS, Histogram
 
 
 def _npy(array: np.ndarray) -> bytes:

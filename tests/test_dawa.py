@@ -11,7 +11,7 @@ import pytest
 from core.mechanisms import MECHANISMS
 from core.mechanisms.dawa import DAWA, _Deviations, cheapest_partition, l1_partition, window_deviations
 from core.mechanisms.greedy_h import bucket_gram, gram_sketch
-from core.workloads import AllRange, Identity, Kron, Prefix, Stack, Total, random_range
+from core.queries.workloads import AllRange, Identity, Kron, Prefix, Stack, Total, random_range
 
 
 @pytest.mark.parametrize("n", [2, 5, 16, 37, 64])

@@ -1,13 +1,13 @@
-"""Exact intervals for plain Laplace and Gaussian noise, continuous and on the integer lattice (core.publish)."""
+"""Exact intervals for plain Laplace and Gaussian noise, continuous and on the integer lattice (core.release.publish)."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from core.intervals import release_intervals
+from core.analysis.intervals import release_intervals
 from core.mechanisms import MECHANISMS
-from core.publish import answer_halfwidths, bin_halfwidths, exact_halfwidth
-from core.workloads import Identity, Prefix
+from core.queries.workloads import Identity, Prefix
+from core.release.publish import answer_halfwidths, bin_halfwidths, exact_halfwidth
 
 pytestmark = pytest.mark.statistical
 DRAWS = 20_000

@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.domain import Histogram
-from core.execution import (
+from core.analysis.execution import (
     Context,
     close_dask_clients,
     install_snapshot,
@@ -16,9 +15,10 @@ from core.execution import (
     strategy_snapshot,
     write_payload,
 )
-from core.experiment import SweepCache, run_sweep
+from core.analysis.experiment import SweepCache, run_sweep
+from core.data.domain import Histogram
 from core.mechanisms import MECHANISMS
-from core.workloads import Prefix, random_range
+from core.queries.workloads import Prefix, random_range
 
 MIXED = ["identity", "hb", "dawa", "mwem", "greedy-h", "mm-opt", "uniform"]  # data-(in)dependent, cached
 
@@ -119,7 +119,7 @@ def test_scheduler_specs_are_checked(spec, message):
 
 
 def test_the_deadline_stops_worker_processes_too(small):
-    from core.cost import Deadline
+    from core.analysis.cost import Deadline
 
     histogram, workload = small
     deadline = Deadline(60)

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.experiment import MAX_SWEEP_RUNS, regret, run_sweep, summarise, trial_rng
+from core.analysis.experiment import MAX_SWEEP_RUNS, regret, run_sweep, summarise, trial_rng
 from core.mechanisms import MECHANISMS
-from core.workloads import Kron, Prefix, Total, random_range
+from core.queries.workloads import Kron, Prefix, Total, random_range
 
 COLUMNS = ["mechanism", "epsilon", "trial", "metric", "value", "seconds", "expected"]
 BASELINES = ["identity", "laplace-on-answers", "uniform"]

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import __version__
-from core.export import history_to_csv, neutralise, release_metadata, release_to_csv, release_to_json
 from core.mechanisms import MECHANISMS, NEIGHBOURING, Release
-from core.workloads import Prefix
+from core.queries.workloads import Prefix
+from core.release.export import history_to_csv, neutralise, release_metadata, release_to_csv, release_to_json
 
 labels_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.sampled_from("\t\r\n,\""),
                       max_size=12)

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
 from core.mechanisms import MECHANISMS, configure
 from core.mechanisms.gaussian import GaussianNoise, unit_sigma
-from core.noise import NOISE_SAMPLERS, SecureNoise, noise_kind, noise_sampler, noise_source
-from core.privacy import analytic_gaussian_sigma, gaussian_epsilon, zcdp_epsilon, zcdp_rho
-from core.workloads import AllRange, Identity, Kron, Prefix, dense, random_range
+from core.privacy.definitions import analytic_gaussian_sigma, gaussian_epsilon, zcdp_epsilon, zcdp_rho
+from core.privacy.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
+from core.privacy.noise import NOISE_SAMPLERS, SecureNoise, noise_kind, noise_sampler, noise_source
+from core.queries.workloads import AllRange, Identity, Kron, Prefix, dense, random_range
 from tests.conftest import assert_expected_mse_with_power
 
 GAUSSIAN = {name: m for name, m in MECHANISMS.items() if noise_kind(m) == "gaussian"}
@@ -98,7 +98,7 @@ def test_expected_mse_is_sigma_squared_times_the_dense_reconstruction_energy(mec
     workload = AllRange(16)
     strategy = _dense_strategy(mechanism, workload)
     sigma = np.linalg.norm(strategy, axis=0).max() * analytic_gaussian_sigma(1.0, 1e-6)
-    if mechanism.name == "gaussian-identity":  # σ valid for the discrete Gaussian too (core.discrete_gaussian)
+    if mechanism.name == "gaussian-identity":  # σ valid for the discrete Gaussian too (core.privacy.discrete_gaussian)
         sigma = discrete_gaussian_sigma(1.0, 1e-6)
     m = workload.shape[0]
     energy = m if mechanism.name == "gaussian-answers" else np.sum((dense(workload) @ np.linalg.pinv(strategy)) ** 2)
@@ -177,7 +177,7 @@ def test_privacy_loss_uses_the_exact_curve():
 
 
 def test_gaussian_subclasses_are_not_taken_for_plain_laplace():
-    from core.selection import laplace_answer_scale
+    from core.analysis.selection import laplace_answer_scale
 
     assert laplace_answer_scale(GAUSSIAN["gaussian-answers"], Prefix(4), 1.0) is None
     assert laplace_answer_scale(GAUSSIAN["gaussian-identity"], Prefix(4), 1.0) is None

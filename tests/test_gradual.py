@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy.stats import kstest
 
-from core.budget import Budget, Ledger
-from core.gradual import (
+from core.privacy.budget import Budget, Ledger
+from core.queries.workloads import Identity, Prefix, random_range
+from core.release.gradual import (
     above_threshold,
     above_threshold_params,
     accuracy_first,
@@ -22,7 +23,6 @@ from core.gradual import (
     next_release,
     noise_reduction,
 )
-from core.workloads import Identity, Prefix, random_range
 
 SCHEDULE = [0.1, 0.3, 1.0, 2.0]
 

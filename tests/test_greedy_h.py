@@ -17,7 +17,17 @@ from core.mechanisms.greedy_h import (
     greedy_hierarchy,
     hierarchy_trace,
 )
-from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Stack, Total, dense, random_range
+from core.queries.workloads import (
+    AllRange,
+    Explicit,
+    Identity,
+    Kron,
+    Prefix,
+    Stack,
+    Total,
+    dense,
+    random_range,
+)
 
 
 def _expansion(bounds: np.ndarray, n: int) -> np.ndarray:
@@ -204,7 +214,7 @@ def test_l2_weights_normalise_squares_and_are_never_worse_for_gaussian_noise(spe
     """gaussian-greedy-h's tree: squared weights sum to 1 on every root path (Δ₂ = 1), and its
     Δ₂² tr(WᵀW (AᵀA)⁻¹) is at most the L1 tree's (about 18 % lower RMSE at n = 64, 26 % at n = 256 on ranges)."""
     from core.mechanisms.greedy_h import _along_paths, _cell_strategy, l2_objective
-    from core.workloads import parse_workload
+    from core.queries.workloads import parse_workload
 
     workload = parse_workload(spec, (n,), np.random.default_rng(0))
     l1_tree, l2_tree = _cell_strategy(workload, 2, 100, 1)[0], _cell_strategy(workload, 2, 100, 2)[0]

@@ -8,8 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from core.__main__ import main
-from core.domain import Histogram
-from core.grid import (
+from core.analysis.grid import (
     GRID_COLUMNS,
     GridSpec,
     _schema,
@@ -22,6 +21,7 @@ from core.grid import (
     rescale,
     run_grid,
 )
+from core.data.domain import Histogram
 
 SPEC = GridSpec(datasets=("dense", "tips-bill"), mechanisms=("identity", "hb", "uniform"), epsilons=(0.1, 1.0),
                 trials=3, sizes=(None,), scales=(None, 500), workload="prefix")

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from core.mechanisms import MECHANISMS
-from core.workloads import AllRange, Identity, Kron, Prefix, Total
+from core.queries.workloads import AllRange, Identity, Kron, Prefix, Total
 from tests.conftest import assert_expected_mse_with_power
 
 UG, AG = MECHANISMS["ugrid"], MECHANISMS["agrid"]

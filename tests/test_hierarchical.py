@@ -10,7 +10,17 @@ import pytest
 
 from core.mechanisms import MECHANISMS, configure
 from core.mechanisms.hierarchical import Hierarchical, build_tree, qardaji_branching
-from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Stack, Total, dense, random_range
+from core.queries.workloads import (
+    AllRange,
+    Explicit,
+    Identity,
+    Kron,
+    Prefix,
+    Stack,
+    Total,
+    dense,
+    random_range,
+)
 from tests.conftest import assert_expected_mse_with_power
 
 HB = MECHANISMS["hb"]

@@ -13,7 +13,7 @@ from core.mechanisms import ahp as ahp_module
 from core.mechanisms.ahp import AHP, LOOKAHEAD, best_new_cluster_error, greedy_clusters
 from core.mechanisms.dawa import DAWA, DIRECT_WINDOW, _cached_deviations, _Deviations
 from core.mechanisms.sreb_gca import _check_floor, ggs
-from core.workloads import random_range
+from core.queries.workloads import random_range
 
 # ----------------------------------------------------------------------------- AHP: the vectorised version
 SCAN = 24

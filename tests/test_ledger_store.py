@@ -1,4 +1,4 @@
-"""The persistent per-dataset ledger (core.ledger_store): totals, spends, resets, history, concurrency.
+"""The persistent per-dataset ledger (core.privacy.ledger_store): totals, spends, resets, history, concurrency.
 
 20 threads and 4 processes spend against one SQLite file at once: the total spent never exceeds the
 budget, every accepted spend is recorded, and every refused one left no row.
@@ -13,11 +13,11 @@ import threading
 import numpy as np
 import pytest
 
-from core.budget import TOLERANCE, Budget, BudgetExceededError
-from core.fingerprint import dataset_fingerprint
-from core.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore
-from core.privacy import zcdp_epsilon
-from core.store import connect, default_path
+from core.data.fingerprint import dataset_fingerprint
+from core.privacy.budget import TOLERANCE, Budget, BudgetExceededError
+from core.privacy.definitions import zcdp_epsilon
+from core.privacy.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore
+from core.privacy.store import connect, default_path
 
 FP = dataset_fingerprint(np.arange(6.0))
 
@@ -35,7 +35,7 @@ def test_store_lives_under_dplens_home(dplens_home):
 
 
 def test_fingerprint_is_the_content_not_the_name_or_labels():
-    from core.domain import Histogram
+    from core.data.domain import Histogram
 
     a = Histogram.from_counts([1, 2, 3], labels=(("a", "b", "c"),), name="one")
     b = Histogram.from_counts([1.0, 2.0, 3.0], name="two")

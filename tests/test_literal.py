@@ -1,14 +1,14 @@
 """The papers' literal (NOT DP) variants: never registered, always labelled, and caught by the audit.
 
-Each demo of ``core.literal.DEMOS`` audits the literal variant and its corrected twin on one small
+Each demo of ``core.papers.literal.DEMOS`` audits the literal variant and its corrected twin on one small
 neighbouring pair (seeded, 2000 runs a side: over five seeds the literal bounds were 1.17–2.73 against
 ε = 1 and the corrected ones at most 0.78; with 1000 runs WDA's and the max query's were not reliable).
 """
 
 import pytest
 
-from core.literal import DEMOS, NOT_DP, labelled, run_demo
 from core.mechanisms import MECHANISMS
+from core.papers.literal import DEMOS, NOT_DP, labelled, run_demo
 
 RUNS = 2000
 

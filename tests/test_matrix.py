@@ -10,7 +10,7 @@ from scipy.optimize import approx_fprime
 
 from core.mechanisms import MECHANISMS
 from core.mechanisms.matrix import MAX_CELLS, PIdentity, _objective
-from core.workloads import AllRange, Explicit, Kron, Prefix, dense, random_range
+from core.queries.workloads import AllRange, Explicit, Kron, Prefix, dense, random_range
 from tests.conftest import assert_expected_mse_with_power
 
 MM = MECHANISMS["mm-opt"]

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from core.mechanisms import MECHANISMS, Release, configure, laplace_privacy_loss
-from core.workloads import Identity, Kron, Prefix, Stack, Total, random_range
+from core.queries.workloads import Identity, Kron, Prefix, Stack, Total, random_range
 
 ALL = pytest.mark.parametrize("mechanism", MECHANISMS.values(), ids=MECHANISMS.keys())
 

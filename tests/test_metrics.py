@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.metrics import (
+from core.analysis.metrics import (
     METRIC_LABELS,
     METRICS,
     kl_divergence,

@@ -9,7 +9,17 @@ from scipy import stats
 
 from core.mechanisms import MECHANISMS
 from core.mechanisms.mwem import MWEM, max_abs_entry
-from core.workloads import AllRange, Explicit, Identity, Kron, Prefix, Stack, Total, dense, random_range
+from core.queries.workloads import (
+    AllRange,
+    Explicit,
+    Identity,
+    Kron,
+    Prefix,
+    Stack,
+    Total,
+    dense,
+    random_range,
+)
 
 
 def test_max_abs_entry():

@@ -14,7 +14,7 @@ from scipy import stats
 from core.mechanisms import MECHANISMS, exponential_mechanism
 from core.mechanisms.laplace import Uniform
 from core.mechanisms.xiao import CellRelease
-from core.noise import (
+from core.privacy.noise import (
     NOISE_PATHS,
     NOISE_SAMPLERS,
     NoiseSource,
@@ -24,7 +24,7 @@ from core.noise import (
     noise_sampler,
     noise_source,
 )
-from core.workloads import Identity, Prefix
+from core.queries.workloads import Identity, Prefix
 
 N = 20_000
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.budget import Budget, Ledger
-from core.domain import Histogram
-from core.workloads import l1_sensitivity, parse_workload
+from core.data.domain import Histogram
+from core.privacy.budget import Budget, Ledger
+from core.queries.workloads import l1_sensitivity, parse_workload
 from tests.test_app import record_ledger
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

@@ -5,7 +5,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 import ui
-from core.reproduce import REPRODUCTIONS, reproduce_om_times
+from core.papers.reproduce import REPRODUCTIONS, reproduce_om_times
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/papers.py"

@@ -8,8 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from core.datasets import DATA_DIR
-from core.recipe import recipe_notebook, recipe_script
+from core.data.datasets import DATA_DIR
+from core.release.recipe import recipe_notebook, recipe_script
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = {"mechanism": "hb", "settings": {"branching": "4"}, "workload": "prefix", "epsilon": 0.5}

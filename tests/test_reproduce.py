@@ -1,4 +1,4 @@
-"""Reproductions (core/reproduce.py): tidy tables, computed findings, files, the CLI subcommand."""
+"""Reproductions (core/papers/reproduce.py): tidy tables, computed findings, files, the CLI subcommand."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from core.__main__ import main
-from core.literal import NOT_DP
-from core.reproduce import (
+from core.papers.literal import NOT_DP
+from core.papers.reproduce import (
     REPRODUCTIONS,
     VERDICTS,
     Verdict,

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.marginals import MarginalWorkload, TableDomain, marginal_counts
-from core.residual_planner import measure, plan_residuals
+from core.queries.marginals import MarginalWorkload, TableDomain, marginal_counts
+from core.tables.residual_planner import measure, plan_residuals
 
 ADULT_DOMAIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult-domain.json"
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from core.mechanisms import MECHANISMS, greedy_h, om, wda
-from core.workloads import random_range
+from core.queries.workloads import random_range
 
 BINS, QUERIES, BOUND_MB = 65_536, 2000, 500
 

@@ -6,11 +6,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS
-from core.mechanisms.laplace import Identity as LaplaceHistogram
-from core.mechanisms.laplace import LaplaceOnAnswers, Uniform
-from core.metrics import mae
-from core.selection import (
+from core.analysis.metrics import mae
+from core.analysis.selection import (
     accuracy_for_epsilon,
     epsilon_for_accuracy,
     laplace_confidence_intervals,
@@ -22,7 +19,10 @@ from core.selection import (
     possible_worlds,
     smallest_epsilon,
 )
-from core.workloads import Identity, Prefix
+from core.mechanisms import MECHANISMS
+from core.mechanisms.laplace import Identity as LaplaceHistogram
+from core.mechanisms.laplace import LaplaceOnAnswers, Uniform
+from core.queries.workloads import Identity, Prefix
 
 ABSENCE = possible_worlds([1, 2, 3, 10], "mean")
 SCHOOL = possible_worlds([1, 2, 3, 4], "mean")

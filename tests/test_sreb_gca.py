@@ -17,7 +17,7 @@ from core.mechanisms.sreb_gca import (
     group_mre,
     groups_from_cuts,
 )
-from core.workloads import Identity as IdentityWorkload
+from core.queries.workloads import Identity as IdentityWorkload
 
 SORTED = np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000])
 

@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-import core.datasets
+import core.data.datasets
 from core.__main__ import main
-from core.marginals import MAX_LEVELS, MarginalWorkload, TableDomain
-from core.tables import (
+from core.queries.marginals import MAX_LEVELS, MarginalWorkload, TableDomain
+from core.tables.records import (
     identity_marginals,
     identity_privacy_loss,
     independence_tvd,
@@ -65,7 +65,7 @@ def test_too_many_levels():
 
 
 def test_upload_limit_is_checked_before_parsing(monkeypatch, tmp_path):
-    monkeypatch.setattr(core.datasets, "MAX_UPLOAD_BYTES", 10)
+    monkeypatch.setattr(core.data.datasets, "MAX_UPLOAD_BYTES", 10)
     path = tmp_path / "big.csv"
     path.write_text("a\n" + "1\n" * 20)
     with pytest.raises(ValueError, match="the limit is"):

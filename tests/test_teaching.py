@@ -1,4 +1,4 @@
-"""core.teaching and core.publish: the Learn page's computations and the Release page's intervals."""
+"""core.papers.teaching and core.release.publish: the Learn page's computations and the Release page's intervals."""
 
 import json
 import math
@@ -8,8 +8,7 @@ import pytest
 from scipy.stats import kstest
 
 from core.mechanisms import MECHANISMS, Release
-from core.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
-from core.teaching import (
+from core.papers.teaching import (
     composition,
     laplace_density,
     laplace_halfwidth,
@@ -20,7 +19,8 @@ from core.teaching import (
     range_lengths,
     ranges_of_length,
 )
-from core.workloads import Identity, Prefix
+from core.queries.workloads import Identity, Prefix
+from core.release.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
 
 
 def test_laplace_scale_and_density():

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from core.views import count_buckets, downsample, row_overview, sample_rows, workload_row
-from core.workloads import (
+from core.analysis.views import count_buckets, downsample, row_overview, sample_rows, workload_row
+from core.queries.workloads import (
     AllRange,
     Identity,
     Kron,

@@ -8,6 +8,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from core.analysis.usefulness import (
+    interval_failure_probability,
+    interval_min_records,
+    interval_sensitivity_bound,
+    max_query_lemma42,
+    max_query_min_records,
+)
 from core.mechanisms import MECHANISMS
 from core.mechanisms.xiao import (
     NOT_DP_LABEL,
@@ -18,14 +25,7 @@ from core.mechanisms.xiao import (
     max_query_em,
     max_query_scores,
 )
-from core.usefulness import (
-    interval_failure_probability,
-    interval_min_records,
-    interval_sensitivity_bound,
-    max_query_lemma42,
-    max_query_min_records,
-)
-from core.workloads import Identity, Prefix
+from core.queries.workloads import Identity, Prefix
 
 
 # ----------------------------------------------------------------------------- usefulness (§5.1(e), §5.2(e))

@@ -4,7 +4,7 @@ One concept per module; pages and app.py call ``ui.<name>`` through the re-expor
 
 - ``navigation``: PAGES, the sidebar sections and page scripts
 - ``state``: session keys (``init_state``), flash messages, seeded streams
-- ``ledger``: the current dataset's persistent ledger (core.ledger_store), totals and charges
+- ``ledger``: the current dataset's persistent ledger (core.privacy.ledger_store), totals and charges
 - ``datasets``: the session's histogram (samples, DPBench, uploads, derived datasets)
 - ``workloads``: the session's workload (registry spec or custom object)
 - ``sweeps``: simulations kept in the session (sweeps, per-bin errors, previews); never charged

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.domain import Histogram
+from core.data.domain import Histogram
 
 
 def histogram_view_controls(hist: Histogram, key: str) -> dict[str, bool]:

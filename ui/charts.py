@@ -8,9 +8,9 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from core.domain import Histogram
+from core.analysis.views import downsample
+from core.data.domain import Histogram
 from core.mechanisms import MECHANISMS
-from core.views import downsample
 
 # Qualitative palette of 25 colours chosen greedily for the largest smallest CIELAB distance (ΔE76 ≥ 32)
 # at lightness 30–72 (readable on white): up to 25 mechanisms stay distinct. Registry order assigns them,
@@ -18,7 +18,7 @@ from core.views import downsample
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#0000ff", "#ff00ee", "#bbaa88", "#bbaa00",
            "#ff4499", "#005544", "#773333", "#0055ee", "#555500", "#00bb99", "#ff8888", "#8800aa", "#bb7733",
            "#ff77ee", "#66bbcc", "#cc99bb", "#881166", "#0088ff", "#99bb66", "#554466")
-# Axis titles with units for the error metrics (core.metrics.METRICS keys); errors are in records.
+# Axis titles with units for the error metrics (core.analysis.metrics.METRICS keys); errors are in records.
 METRIC_AXIS_TITLES = {
     "mae": "mean absolute error per query (records)",
     "mse": "mean squared error per query (records²)",

@@ -1,12 +1,12 @@
-"""The session config (core.config) from and into the session state."""
+"""The session config (core.release.config) from and into the session state."""
 
 from __future__ import annotations
 
 import numpy as np
 import streamlit as st
 
-from core.config import ReleaseSettings, SessionConfig, build_recipe
 from core.mechanisms import MECHANISMS
+from core.release.config import ReleaseSettings, SessionConfig, build_recipe
 from ui.datasets import dataset_choices, histogram
 from ui.ledger import ledger, set_total
 from ui.workloads import set_workload

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from core.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
-from core.domain import Histogram
-from core.fingerprint import dataset_fingerprint, records_fingerprint
-from core.released import ReleasedData, load_release
-from core.transform import coarsen, rescale
+from core.data.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
+from core.data.domain import Histogram
+from core.data.fingerprint import dataset_fingerprint, records_fingerprint
+from core.data.released import ReleasedData, load_release
+from core.data.transform import coarsen, rescale
 from ui.state import init_state
 
 DPBENCH_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "dpbench-1d"
@@ -74,7 +74,7 @@ def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: i
     """Parse an upload (raw records when ``column`` is given), keep it in the session and select it.
 
     ``grid_shape`` declares the size of a long-form ``row,col,count`` grid; ``notes`` collects what
-    was inferred (core.datasets.load_histogram). Every histogram binned from one records file charges
+    was inferred (core.data.datasets.load_histogram). Every histogram binned from one records file charges
     that file's ledger (``records_fingerprint``), so rebinning the same people never opens a fresh budget.
     """
     if column:

@@ -1,6 +1,6 @@
-"""The session's view of the persistent ledger (core.ledger_store): the current dataset's budget, and charges.
+"""The session's view of the persistent ledger (core.privacy.ledger_store): the current dataset's budget, and charges.
 
-The ledger is keyed by the dataset's fingerprint (core.fingerprint), so every tab, session and
+The ledger is keyed by the dataset's fingerprint (core.data.fingerprint), so every tab, session and
 server restart sees the same spent budget for the same counts. A derived dataset (rescaled,
 coarsened) is charged to the ledger of the dataset it came from. ``st.session_state.ledger`` keeps
 the last value read, for display and tests; the store is the truth.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.budget import Budget, BudgetExceededError, Ledger
-from core.ledger_store import LedgerStore, total_label
+from core.privacy.budget import Budget, BudgetExceededError, Ledger
+from core.privacy.ledger_store import LedgerStore, total_label
 from ui.datasets import RESCALED_REFUSAL, histogram, is_rescaled, ledger_key
 from ui.state import init_state
 
@@ -130,7 +130,7 @@ def native_caption() -> str:
     A ρ total is composed in ρ by the ledger itself. An (ε, δ) total enforces basic composition of (ε, δ)
     (always valid); under zCDP the tighter Σρ view is shown too.
     """
-    from core.privacy import native_spend
+    from core.privacy.definitions import native_spend
     from ui.privacy import definition, delta
 
     led = st.session_state.ledger

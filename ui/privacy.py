@@ -6,8 +6,8 @@ import streamlit as st
 
 from core.mechanisms import MECHANISMS
 from core.mechanisms.gaussian import Matched
-from core.noise import noise_kind
-from core.privacy import DEFINITIONS, delta_warning
+from core.privacy.definitions import DEFINITIONS, delta_warning
+from core.privacy.noise import noise_kind
 
 DEFINITION_LABELS = {"pure": "pure ε-DP", "approx": "(ε, δ)-DP", "zcdp": "ρ-zCDP"}
 

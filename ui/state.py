@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from core.budget import Budget, Ledger
-from core.datasets import DEFAULT_DATASET
-from core.experiment import SweepCache
-from core.ledger_store import DEFAULT_TOTAL_EPSILON
+from core.analysis.experiment import SweepCache
+from core.data.datasets import DEFAULT_DATASET
+from core.privacy.budget import Budget, Ledger
+from core.privacy.ledger_store import DEFAULT_TOTAL_EPSILON
 
 SIMULATION_STREAM = 7_777
 

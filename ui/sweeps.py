@@ -7,9 +7,9 @@ import os
 import numpy as np
 import streamlit as st
 
-from core.cost import Deadline, RunLimits
-from core.execution import parse_scheduler
-from core.experiment import SweepCache, per_bin_errors, run_sweep
+from core.analysis.cost import Deadline, RunLimits
+from core.analysis.execution import parse_scheduler
+from core.analysis.experiment import SweepCache, per_bin_errors, run_sweep
 from core.mechanisms import MECHANISMS
 from ui.datasets import histogram
 from ui.guard import is_script_control

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import selection
+from core.analysis import selection
 from core.mechanisms import MECHANISMS
-from core.workloads import parse_workload
+from core.queries.workloads import parse_workload
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

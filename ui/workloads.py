@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.config import check_recipe, recipe_of
-from core.domain import Histogram
-from core.workloads import parse_workload
+from core.data.domain import Histogram
+from core.queries.workloads import parse_workload
+from core.release.config import check_recipe, recipe_of
 from ui.datasets import histogram
 from ui.state import init_state
 

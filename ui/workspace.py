@@ -12,15 +12,15 @@ import json
 
 import streamlit as st
 
-from core.config import build_recipe, check_recipe
 from core.mechanisms import MECHANISMS
-from core.workspace_store import (
+from core.privacy.workspace_store import (
     WorkspaceStore,
     is_workspace_id,
     new_workspace_id,
     release_from_dict,
     release_to_dict,
 )
+from core.release.config import build_recipe, check_recipe
 from ui.datasets import histogram
 from ui.state import init_state
 

@@ -4,7 +4,7 @@ A mechanism is a frozen dataclass that holds only its own settings. Data, worklo
 noise source are arguments to ``run``:
 
 >>> import numpy as np
->>> from core.workloads import Prefix
+>>> from core.queries.workloads import Prefix
 >>> release = MECHANISMS["identity"].run(np.array([3.0, 1, 4]), Prefix(3), 1.0, np.random.default_rng(0))
 >>> release.answers.shape, release.privacy_loss <= release.epsilon
 ((3,), True)
@@ -25,8 +25,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from core.limits import MAX_EPSILON, MIN_EPSILON
-from core.workloads import Workload
+from core.data.limits import MAX_EPSILON, MIN_EPSILON
+from core.queries.workloads import Workload
 
 NEIGHBOURING = "add/remove one record (unbounded DP): x' = x ± e_j"
 
@@ -75,7 +75,7 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
 
 
 def check_budget_epsilon(epsilon: float, name: str = "epsilon") -> float:
-    """A privacy budget to spend: finite and in [MIN_EPSILON, MAX_EPSILON] (core.limits).
+    """A privacy budget to spend: finite and in [MIN_EPSILON, MAX_EPSILON] (core.data.limits).
 
     Larger values protect nothing and overflow some mechanisms' arithmetic (ε², e^ε); smaller ones
     underflow ε² in the error formulas.
@@ -84,11 +84,11 @@ def check_budget_epsilon(epsilon: float, name: str = "epsilon") -> float:
     0.5
     >>> check_budget_epsilon(1e-300)
     Traceback (most recent call last):
-    ValueError: epsilon must be in [1e-06, 1000] (core.limits MIN_EPSILON, MAX_EPSILON), got 1e-300
+    ValueError: epsilon must be in [1e-06, 1000] (core.data.limits MIN_EPSILON, MAX_EPSILON), got 1e-300
     """
     epsilon = check_epsilon(epsilon, name)
     if not MIN_EPSILON <= epsilon <= MAX_EPSILON:
-        raise ValueError(f"{name} must be in [{MIN_EPSILON:g}, {MAX_EPSILON:g}] (core.limits MIN_EPSILON, "
+        raise ValueError(f"{name} must be in [{MIN_EPSILON:g}, {MAX_EPSILON:g}] (core.data.limits MIN_EPSILON, "
                          f"MAX_EPSILON), got {epsilon!r}")
     return epsilon
 
@@ -162,7 +162,7 @@ def exponential_mechanism(scores: np.ndarray, epsilon: float, sensitivity: float
     if scores.ndim != 1 or scores.size == 0 or not np.all(np.isfinite(scores)):
         raise ValueError("scores must be a non-empty 1-D array of finite numbers")
     check_epsilon(epsilon)
-    secure_select = getattr(rng, "exponential_mechanism", None)  # core.noise.SecureNoise samples in OpenDP
+    secure_select = getattr(rng, "exponential_mechanism", None)  # core.privacy.noise.SecureNoise samples in OpenDP
     if secure_select is not None:
         return secure_select(scores, epsilon, sensitivity)
     logits = epsilon * scores / (2.0 * sensitivity)
@@ -213,7 +213,7 @@ class Range:
 _RATIO, _SEED = Range(0, 1, open=True), Range(0, 2**32 - 1, integer=True, choices=(None,))
 _BRANCHING, _BOOL = Range(2, 1024, integer=True), Range(choices=(True, False))
 # Valid values of every registered mechanism's parameters, by class (README: "Mechanism parameters").
-# The bounds keep one run within seconds and a few hundred MB (core.cost estimates the rest). A new
+# The bounds keep one run within seconds and a few hundred MB (core.analysis.cost estimates the rest). A new
 # mechanism may instead declare a class attribute ``PARAMETER_RANGES`` of the same shape.
 PARAMETER_RANGES: dict[str, dict[str, Range]] = {
     "Identity": {}, "LaplaceOnAnswers": {}, "Uniform": {}, "Privelet": {},

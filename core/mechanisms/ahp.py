@@ -11,7 +11,7 @@
 Every cell is in one cluster, so both Laplace blocks have sensitivity 1: the loss is ε₁ + ε₂.
 
 >>> import numpy as np
->>> from core.workloads import Identity
+>>> from core.queries.workloads import Identity
 >>> release = AHP().run(np.array([0.0, 0, 50, 52, 0, 51]), Identity(6), 1.0, np.random.default_rng(0))
 >>> release.privacy_loss <= 1.0, release.estimate.shape
 (True, (6,))
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, check_ratio, laplace_privacy_loss
-from core.workloads import Workload
+from core.queries.workloads import Workload
 
 LOOKAHEAD = 64  # cells err*(j) may look ahead (128 gave identical DPBench errors at twice the cost)
 

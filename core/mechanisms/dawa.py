@@ -12,7 +12,7 @@ The deviations of all O(n log n) candidate buckets come from one wavelet matrix 
 O(n log² n) numpy work plus an O(n log n) scalar loop for the dynamic programme.
 
 >>> import numpy as np
->>> from core.workloads import Prefix
+>>> from core.queries.workloads import Prefix
 >>> release = DAWA().run(np.array([5.0, 5, 5, 5, 0, 0, 9, 9]), Prefix(8), 1.0, np.random.default_rng(0))
 >>> release.privacy_loss <= 1.0, release.estimate.shape
 (True, (8,))
@@ -27,7 +27,7 @@ import numpy as np
 
 from core.mechanisms import Release, check_inputs, check_ratio, laplace_privacy_loss
 from core.mechanisms.greedy_h import _check_knobs, bucket_gram, gram_sketch, greedy_hierarchy
-from core.workloads import Workload
+from core.queries.workloads import Workload
 
 EXACT_BUCKETS = 256   # up to this many buckets Greedy-H reads the exact reduced Gram, beyond it a sketch
 BUCKET_SKETCH_ROWS = 16  # rows of that sketch: 16 left DPBench errors unchanged against the exact Gram

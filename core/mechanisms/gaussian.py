@@ -17,7 +17,7 @@ is the parent's at ε = 1 times σ²/(2b²) (exact: total squared error σ²‖W
 mm-opt's Gaussian variant uses its own strategy with L2-normalised columns (``EigenStrategy``, HDMM approx=True).
 
 >>> import numpy as np
->>> from core.workloads import Prefix
+>>> from core.queries.workloads import Prefix
 >>> mech = GaussianHierarchical(delta=1e-6)
 >>> release = mech.run(np.arange(8.0), Prefix(8), 1.0, np.random.default_rng(0))
 >>> release.privacy_loss <= 1.0, release.params["definition"]
@@ -35,7 +35,6 @@ from typing import ClassVar
 import numpy as np
 import scipy.linalg
 
-from core.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
 from core.mechanisms import (
     PARAMETER_RANGES,
     Range,
@@ -49,8 +48,7 @@ from core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
 from core.mechanisms.laplace import Identity, LaplaceOnAnswers
 from core.mechanisms.matrix import _single_threaded
 from core.mechanisms.privelet import Privelet, _sensitivity
-from core.noise import noise_kind
-from core.privacy import (
+from core.privacy.definitions import (
     DEFINITIONS,
     ZCDP,
     ApproxDP,
@@ -65,7 +63,9 @@ from core.privacy import (
     zcdp_rho,
     zcdp_sigma,
 )
-from core.workloads import Workload
+from core.privacy.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
+from core.privacy.noise import noise_kind
+from core.queries.workloads import Workload
 
 CALIBRATIONS = ("analytic", "zcdp")
 L2_MAX_CELLS = 4096  # gaussian-mm-opt's dense n × n strategy: 128 MB per matrix at this size
@@ -76,7 +76,7 @@ class GaussianNoise:
     """A noise source that answers every ``laplace(scale=b)`` request (one b > 0) with N(0, σ²).
 
     Gaussian draws come from the wrapped source's ``normal``: NumPy's on the exploration path,
-    OpenDP's discrete Gaussian on the secure path (``core.noise.SecureNoise.normal``). Other draws
+    OpenDP's discrete Gaussian on the secure path (``core.privacy.noise.SecureNoise.normal``). Other draws
     (uniforms, permutations) pass through. ``stds`` records the standard deviations drawn.
 
     >>> source = GaussianNoise(np.random.default_rng(0), 2.0)
@@ -136,8 +136,8 @@ class GaussianMixin:
     calibration: str
 
     def cost(self, workload: Workload):
-        """The parent's cost model (core.cost): the Gaussian draws cost what the Laplace ones did."""
-        from core.cost import COST_MODELS, default_cost
+        """The parent's cost model (core.analysis.cost): the Gaussian draws cost what the Laplace ones did."""
+        from core.analysis.cost import COST_MODELS, default_cost
 
         for klass in type(self).__mro__[1:]:
             if klass.__name__ in COST_MODELS:
@@ -201,7 +201,7 @@ class GaussianMixin:
 class GaussianIdentity(GaussianMixin, Identity):
     """Identity with Gaussian noise on the cells (Δ₂ = 1).
 
-    >>> from core.workloads import Identity as I
+    >>> from core.queries.workloads import Identity as I
     >>> round(GaussianIdentity(delta=1e-5).expected_mse(I(4), 1.0), 4)  # σ = 3.7407 (discrete curve), not 3.7306
     13.993
     """
@@ -219,10 +219,10 @@ class GaussianIdentity(GaussianMixin, Identity):
         ones = np.ones(workload.shape[1])
         return ones, ones
 
-    # On integer counts the secure path draws OpenDP's *discrete* Gaussian (core.noise), whose exact
+    # On integer counts the secure path draws OpenDP's *discrete* Gaussian (core.privacy.noise), whose exact
     # (ε, δ) curve (CKS 2020 Thm. 7) lies above the continuous one at the same σ. Under (ε, δ) this
     # mechanism therefore calibrates σ on both curves and reports the larger ε, valid whichever
-    # sampler runs (core.discrete_gaussian). zCDP needs no change: N_Z(0, σ²) is 1/(2σ²)-zCDP too.
+    # sampler runs (core.privacy.discrete_gaussian). zCDP needs no change: N_Z(0, σ²) is 1/(2σ²)-zCDP too.
     def sigma(self, workload: Workload, epsilon: float) -> float:
         """σ at "ε at δ" (Δ₂ = 1); under (ε, δ) the least σ valid for the continuous and the discrete Gaussian."""
         if self.calibration != "analytic":
@@ -382,7 +382,7 @@ class GaussianMatrix(GaussianMixin):
     y = A x + N(0, σ²)ⁿ, x̂ = A⁻¹ y. Per-query RMSE at unit noise within 1.02x HDMM's YuanConvex
     (bench/bench_gaussian.py).
 
-    >>> from core.workloads import AllRange
+    >>> from core.queries.workloads import AllRange
     >>> round(float(GaussianMatrix().strategy_norms(AllRange(8))[1].max()), 12)
     1.0
     """
@@ -414,7 +414,7 @@ class GaussianMatrix(GaussianMixin):
 
     def cost(self, workload: Workload):
         """One dense n × n eigendecomposition (single-threaded ~19 s at n = 4096), a few n × n matrices."""
-        from core.cost import OVERHEAD_SECONDS, Cost
+        from core.analysis.cost import OVERHEAD_SECONDS, Cost
 
         n = workload.shape[1]
         return Cost(OVERHEAD_SECONDS + 3e-10 * n**3, 8.0 * 5 * n * n, f"a dense {n:,} x {n:,} strategy")
@@ -469,7 +469,7 @@ def release_cost(release: Release) -> Privacy:
 
     >>> import numpy as np
     >>> from core.mechanisms import MECHANISMS
-    >>> from core.workloads import Identity as I
+    >>> from core.queries.workloads import Identity as I
     >>> release_cost(MECHANISMS["identity"].run(np.ones(2), I(2), 0.5, np.random.default_rng(0)))
     PureDP(epsilon=0.5)
     """
@@ -490,7 +490,7 @@ class Matched:
     of the noise added in that unit (ε at δ).
 
     >>> from core.mechanisms import MECHANISMS
-    >>> from core.workloads import Prefix
+    >>> from core.queries.workloads import Prefix
     >>> lap = Matched(MECHANISMS["hb"], "zcdp", 1e-6)
     >>> lap.expected_mse(Prefix(8), 1.0) > MECHANISMS["hb"].expected_mse(Prefix(8), 1.0)
     True
@@ -534,7 +534,7 @@ class Matched:
         return mechanism.expected_mse(workload, argument)
 
     def cost(self, workload: Workload):
-        """The inner mechanism's cost estimate (core.cost): calibration does not change the work."""
-        from core.cost import estimate_cost
+        """The inner mechanism's cost estimate (core.analysis.cost): calibration does not change the work."""
+        from core.analysis.cost import estimate_cost
 
         return estimate_cost(self.inner, workload)

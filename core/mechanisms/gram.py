@@ -6,7 +6,7 @@ independent Laplace(b) noise, so the expected total squared error on a workload 
 ``gram_apply`` applies WᵀW in O(n) per vector for the range workloads (closed forms below), so this sum
 costs O(n · #noise coordinates) instead of a dense O(n³) trace.
 
->>> from core.workloads import AllRange, dense
+>>> from core.queries.workloads import AllRange, dense
 >>> v = np.arange(5.0)
 >>> np.allclose(gram_apply(AllRange(5), v[:, None])[:, 0], dense(AllRange(5)).T @ dense(AllRange(5)) @ v)
 True
@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse
 
-from core.workloads import (
+from core.queries.workloads import (
     AllRange,
     Explicit,
     Identity,

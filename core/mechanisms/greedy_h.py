@@ -11,7 +11,7 @@ recursive Sherman–Morrison form, so least squares costs O(n log n) and the exa
 tr(WᵀW (AᵀA)⁻¹) falls out of the same recursion.
 
 >>> import numpy as np
->>> from core.workloads import Prefix
+>>> from core.queries.workloads import Prefix
 >>> release = GreedyH().run(np.arange(8.0), Prefix(8), 1.0, np.random.default_rng(0))
 >>> release.privacy_loss <= 1.0, release.estimate.shape
 (True, (8,))
@@ -27,7 +27,7 @@ import numpy as np
 
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import gram_apply
-from core.workloads import (
+from core.queries.workloads import (
     AllRange,
     Explicit,
     Identity,
@@ -660,7 +660,7 @@ class GreedyH:
     Gram that are too large to densify use the all-range Gram as a proxy for choosing the weights (the
     error formula then uses that proxy too, and ``params['gram']`` says so).
 
-    >>> from core.workloads import AllRange
+    >>> from core.queries.workloads import AllRange
     >>> round(GreedyH().expected_mse(AllRange(8), 2 ** 0.5), 4) > 0
     True
     """

@@ -12,7 +12,7 @@ The paper treats N (the number of records) as known. Here N is a noisy total bou
 Grids are laid over the histogram's cells: each axis is cut into min(m, length) near-equal parts.
 
 >>> import numpy as np
->>> from core.workloads import Identity
+>>> from core.queries.workloads import Identity
 >>> release = UniformGrid().run(np.ones((8, 8)), Identity(64), 1.0, np.random.default_rng(0))
 >>> release.estimate.shape, release.privacy_loss <= 1.0
 ((64,), True)
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, check_ratio, grid_shape, laplace_privacy_loss
-from core.workloads import Workload
+from core.queries.workloads import Workload
 
 
 def _cuts(length: int, parts: int) -> np.ndarray:

@@ -12,7 +12,7 @@ workload (``workload_grid``: a Kron, or a Stack of them, is 2-D), so that ``run`
 use the same tree; a flat workload on 2-D counts uses a 1-D tree over the row-major cells.
 
 >>> import numpy as np
->>> from core.workloads import Prefix
+>>> from core.queries.workloads import Prefix
 >>> mech = Hierarchical(branching=2)
 >>> release = mech.run(np.arange(8.0), Prefix(8), 1.0, np.random.default_rng(0))
 >>> release.params["levels"], release.privacy_loss <= 1.0
@@ -29,7 +29,7 @@ import numpy as np
 from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import noise_energy, remember
 from core.mechanisms.greedy_h import workload_key
-from core.workloads import Workload
+from core.queries.workloads import Workload
 
 
 def qardaji_branching(n: int) -> int:

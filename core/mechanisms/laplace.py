@@ -7,14 +7,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
-from core.workloads import Workload, l1_sensitivity, squared_frobenius
+from core.queries.workloads import Workload, l1_sensitivity, squared_frobenius
 
 
 @dataclass(frozen=True)
 class Identity:
     """DPBench's Identity: x̂ = x + Lap(1/ε)^n, answers W x̂ by post-processing (spec §1).
 
-    >>> from core.workloads import Identity as I
+    >>> from core.queries.workloads import Identity as I
     >>> Identity().expected_mse(I(4), 1.0)
     2.0
     """
@@ -39,7 +39,7 @@ class Identity:
 class LaplaceOnAnswers:
     """LM_W: Laplace noise on the workload answers at their L1 sensitivity Δ₁(W) (spec §1).
 
-    >>> from core.workloads import Prefix
+    >>> from core.queries.workloads import Prefix
     >>> LaplaceOnAnswers().expected_mse(Prefix(4), 1.0)
     32.0
     """

@@ -26,7 +26,7 @@ How it is solved (the paper's augmented Lagrangian, made fast and exact):
   (the original reports "LowRankDP Fail!" on some workloads, e.g. all ranges at n = 256).
 
 >>> import numpy as np
->>> from core.workloads import Prefix
+>>> from core.queries.workloads import Prefix
 >>> f = LRM().factorisation(Prefix(8))
 >>> f.residual < 1e-9, f.sensitivity <= 1 + 1e-12, f.rank
 (True, True, 8)
@@ -45,7 +45,7 @@ from threadpoolctl import threadpool_limits
 from core.mechanisms import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import gram_apply, remember
 from core.mechanisms.greedy_h import workload_key
-from core.workloads import Workload, dense
+from core.queries.workloads import Workload, dense
 
 MAX_CELLS = 4096          # largest domain LRM factorises (an n × n eigendecomposition) …
 MAX_FLOPS = 1e12          # … and the most work it starts (``optimisation_flops``; ~1e11 took 6 s CPU at (200, 1000))
@@ -400,7 +400,7 @@ def optimisation_flops(workload: Workload, *, rank_ratio: float = 1.2, iteration
     """Rough floating-point work of ``optimise``: the row space (O(m·n·min(m, n)) or O(n³)) plus
     ~2.5 evaluations per iteration of O(r·n·(r + 2k)) each with k = min(m, n) (cubic in n when k ≈ n).
 
-    >>> from core.workloads import Prefix
+    >>> from core.queries.workloads import Prefix
     >>> optimisation_flops(Prefix(100)) > optimisation_flops(Prefix(50)) * 7
     True
     """
@@ -426,7 +426,7 @@ class LRM:
         iterations: projected-gradient iterations (split over ALM_ROUNDS rounds when r < n).
         seed: seeds the start (data-independent; costs no budget).
 
-    >>> from core.workloads import Identity
+    >>> from core.queries.workloads import Identity
     >>> round(LRM().expected_mse(Identity(4), 1.0), 6)
     2.0
     """
@@ -468,14 +468,14 @@ class LRM:
         return optimisation_flops(workload, rank_ratio=self.rank_ratio, iterations=self.iterations)
 
     def cost(self, workload: Workload):
-        """The first run's seconds and peak bytes (``core.cost.Cost``): the optimisation dominates; a workload
+        """The first run's seconds and peak bytes (``core.analysis.cost.Cost``): the optimisation dominates; a workload
         over MAX_CELLS or MAX_FLOPS is refused at once by ``run``, so its run costs nothing.
 
-        >>> from core.workloads import Prefix
+        >>> from core.queries.workloads import Prefix
         >>> LRM().cost(Prefix(256)).seconds > LRM().cost(Prefix(64)).seconds
         True
         """
-        from core.cost import OVERHEAD_SECONDS, Cost  # core.cost imports core.mechanisms
+        from core.analysis.cost import OVERHEAD_SECONDS, Cost  # core.analysis.cost imports core.mechanisms
 
         m, n = workload.shape
         flops = self.estimated_flops(workload)

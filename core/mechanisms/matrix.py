@@ -9,7 +9,7 @@ and (AᵀA)⁻¹ = D (I + ΘᵀΘ)⁻¹ D with (I + ΘᵀΘ)⁻¹ = I − Θᵀ(
 its gradient costs O(p²n) instead of HDMM's dense O(n³) or O(pn²).
 
 >>> import numpy as np
->>> from core.workloads import Prefix
+>>> from core.queries.workloads import Prefix
 >>> mech = MatrixMechanism()
 >>> round(mech.expected_mse(Prefix(16), 1.0) / mech.expected_mse(Prefix(16), 2.0), 6)
 4.0
@@ -27,7 +27,7 @@ from threadpoolctl import threadpool_limits
 from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import gram_apply, remember
 from core.mechanisms.greedy_h import workload_key
-from core.workloads import Workload
+from core.queries.workloads import Workload
 
 MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(p²n) per iteration; bench_mmopt.py)
 MAX_ITERATIONS = 1000  # L-BFGS-B iterations per start up to LARGE_CELLS: 200 stopped 1-2.4 % above HDMM …

@@ -16,7 +16,7 @@ The estimate stays constant on the "atoms" (cells that every measured query trea
 updates run on at most 2T + 1 atoms for range workloads instead of n cells.
 
 >>> import numpy as np
->>> from core.workloads import Prefix
+>>> from core.queries.workloads import Prefix
 >>> release = MWEM().run(np.arange(8.0), Prefix(8), 1.0, np.random.default_rng(0))
 >>> release.privacy_loss <= 1.0, round(float(release.estimate.sum()), 6) > 0
 (True, True)
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, check_ratio, exponential_mechanism, laplace_privacy_loss
-from core.workloads import (
+from core.queries.workloads import (
     AllRange,
     Explicit,
     Identity,

@@ -7,7 +7,7 @@ B(W̃x + Lap(S̃/ε)^s) with S̃ the column-L1 maximum of the final W̃ (erratum
 are dropped (erratum §3(d)3).
 
 >>> import numpy as np
->>> from core.workloads import Explicit
+>>> from core.queries.workloads import Explicit
 >>> f = om_decompose(Explicit(np.array([[1.0, 1], [1, -1], [2, 0]])))
 >>> f.mixing.round(6).tolist(), f.sensitivity
 ([[2.0, 0.0], [0.0, 2.0], [2.0, 2.0]], 1.0)
@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import remember
 from core.mechanisms.greedy_h import _cells, workload_key
-from core.workloads import DENSE_LIMIT, Ranges, Workload, as_intervals, sparse_matrix
+from core.queries.workloads import DENSE_LIMIT, Ranges, Workload, as_intervals, sparse_matrix
 
 EXACTNESS = 1e-9  # ‖W − BW̃‖_max ≤ EXACTNESS·max(1, ‖W‖_max) (spec §3(a))
 FLOP_LIMIT = 5e9  # m·n·min(m, n) above which the dense factorisation is refused (≈ (1000, 4096) fits)
@@ -282,7 +282,7 @@ def structure_table(factorisation: OmFactorisation) -> list[dict[str, object]]:
 class OM:
     """Orthogonal mechanism (Huang et al.; spec §3 corrected): B(W̃x + Lap(S̃/ε)).
 
-    >>> from core.workloads import Identity
+    >>> from core.queries.workloads import Identity
     >>> OM().expected_mse(Identity(4), 1.0)
     2.0
     """

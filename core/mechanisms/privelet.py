@@ -9,7 +9,7 @@ noise Lap(ρ/ε), where ρ is every column's L1 norm, and inverting H exactly. T
 not a power of two are padded with empty cells, which are dropped after reconstruction.
 
 >>> import numpy as np
->>> from core.workloads import Identity
+>>> from core.queries.workloads import Identity
 >>> Privelet().run(np.ones(4), Identity(4), 1.0, np.random.default_rng(0)).params["noise_scale"]
 3.0
 """
@@ -24,7 +24,7 @@ from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privac
 from core.mechanisms.gram import noise_energy, remember
 from core.mechanisms.greedy_h import workload_key
 from core.mechanisms.hierarchical import workload_grid
-from core.workloads import Workload
+from core.queries.workloads import Workload
 
 
 def _padded(length: int) -> int:

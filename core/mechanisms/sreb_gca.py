@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.mechanisms import Release, check_epsilon, check_inputs, check_ratio, laplace_privacy_loss
-from core.workloads import Workload
+from core.queries.workloads import Workload
 
 SHOWN_GROUPS = 1000  # groups listed in a release's display-only details (params["groups"] counts them all)
 
@@ -100,7 +100,7 @@ class SrebGca:
 
     The grouping is random through stage 1, so ``expected_mse`` is None.
 
-    >>> from core.workloads import Identity
+    >>> from core.queries.workloads import Identity
     >>> r = SrebGca().run(np.array([0.0, 0, 50, 60]), Identity(4), 1.0, np.random.default_rng(0))
     >>> r.privacy_loss <= 1.0
     True

@@ -9,7 +9,7 @@ The division depends only on W, ``g``, ``budget`` and ``division_seed``; it is t
 (both sides of the split test scale with 1/ε), so it is computed once per workload and cached.
 
 >>> import numpy as np
->>> from core.workloads import Explicit
+>>> from core.queries.workloads import Explicit
 >>> w = Explicit(np.array([[1.0, 1, 0], [1, 0, 0], [0, 0, 1]]))
 >>> [leaf.rows for leaf in wda_division(w)]
 [(0,), (1, 2)]
@@ -25,7 +25,7 @@ import numpy as np
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import remember
 from core.mechanisms.greedy_h import workload_key
-from core.workloads import Ranges, Workload, as_intervals, sparse_matrix
+from core.queries.workloads import Ranges, Workload, as_intervals, sparse_matrix
 
 BUDGET_RULES = ("optimal", "equal", "optimal_global")
 
@@ -179,7 +179,7 @@ def optimal_budgets(leaves: tuple[WdaLeaf, ...]) -> tuple[WdaLeaf, ...]:
 def leaves_for(workload: Workload, row_blocks, shares) -> tuple[WdaLeaf, ...]:
     """Leaves for a hand-made partition (e.g. the paper's Fig. 2 example), with block sensitivities.
 
-    >>> from core.workloads import Identity
+    >>> from core.queries.workloads import Identity
     >>> leaves_for(Identity(3), [[0], [1, 2]], [0.5, 0.5])[1].sensitivity
     1.0
     """
@@ -217,7 +217,7 @@ def division_table(leaves: tuple[WdaLeaf, ...], epsilon: float) -> list[dict[str
 class WDA:
     """Workload division (Li et al.; spec §2 corrected): Laplace noise per leaf block of W's rows.
 
-    >>> from core.workloads import Identity
+    >>> from core.queries.workloads import Identity
     >>> WDA().expected_mse(Identity(4), 1.0)
     2.0
     """

@@ -5,7 +5,7 @@ In this report α is the DP parameter; here it is the ``epsilon`` of ``run`` (sp
 * ``CellRelease`` (§5.1, corrected): counts + Lap(Δ/α) with Δ = 1 (add/remove) or 2 (replace-one),
   optionally clipped at 0; fractions only by a *public* n (erratum §5.1(d)1: the paper's noise on
   fractions c_i/|D| with Lap(1/(α|D|)) costs up to 2α and leaks |D|). Usefulness bounds live in
-  ``core.usefulness``.
+  ``core.analysis.usefulness``.
 * Max query (§5.2): ``max_query_distribution`` / ``max_query_em`` is the α-DP exponential mechanism on
   a top-order-statistic score (the default). ``literal_max_distribution_not_dp`` is the paper's
   "probability perturbation" — NOT DIFFERENTIALLY PRIVATE, kept only to reproduce the paper.
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.analysis.usefulness import cell_sensitivity
 from core.mechanisms import Release, check_epsilon, check_inputs, exponential_mechanism, laplace_privacy_loss
-from core.usefulness import cell_sensitivity
-from core.workloads import Workload, squared_frobenius
+from core.queries.workloads import Workload, squared_frobenius
 
 NOT_DP_LABEL = "not differentially private (the paper's literal mechanism; reproduction only)"
 
@@ -47,7 +47,7 @@ class CellRelease:
 
     With ``n_public`` the released fractions c̃/n are shown in ``details``; n must be public (bounded DP).
 
-    >>> from core.workloads import Identity
+    >>> from core.queries.workloads import Identity
     >>> CellRelease(clip=False, neighbouring="replace_one").expected_mse(Identity(3), 1.0)
     8.0
     """

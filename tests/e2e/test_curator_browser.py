@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from core.datasets import DATA_DIR
+from core.data.datasets import DATA_DIR
 from tests.e2e.conftest import ARTIFACTS, wait_idle
 
 pytestmark = pytest.mark.e2e

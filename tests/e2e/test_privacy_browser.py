@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from core.export import privacy_from_metadata
-from core.privacy import ZCDP, zcdp_rho
+from core.privacy.definitions import ZCDP, zcdp_rho
+from core.release.export import privacy_from_metadata
 from tests.e2e.conftest import screenshot, wait_idle
 from tests.e2e.test_release_browser import download, open_page, release_once
 

@@ -1,0 +1,309 @@
+"""Sweep runner: mechanisms × epsilons × trials on a histogram and workload → tidy DataFrame.
+
+Columns: ``mechanism, epsilon, trial, metric, value, seconds, expected``. ``expected`` is the analytic
+value of the metric (MSE, RMSE) where the mechanism states ``expected_mse``, else NaN. Each trial's
+noise comes from ``trial_rng(seed, mechanism, epsilon, trial)``, so results do not depend on order.
+
+>>> from core.data.domain import Histogram
+>>> from core.queries.workloads import Prefix
+>>> h = Histogram.from_counts([5.0, 0, 3, 8])
+>>> df = run_sweep(h, Prefix(4), ["identity"], [1.0], trials=2, metrics=["rmse"])
+>>> sorted(df.columns), len(df)
+(['epsilon', 'expected', 'mechanism', 'metric', 'seconds', 'trial', 'value'], 2)
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from core.analysis.cost import Deadline, RunLimits, RunTooLargeError, check_cost, estimate_cost
+from core.analysis.execution import (
+    Cell,
+    CellResult,
+    Context,
+    default_block,
+    execute,
+    parse_scheduler,
+    resolve_auto,
+)
+from core.analysis.metrics import METRICS
+from core.data.domain import Histogram
+from core.data.fingerprint import dataset_fingerprint
+from core.data.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
+from core.mechanisms import MECHANISMS, Mechanism, check_budget_epsilon, check_epsilon
+from core.queries.workloads import Workload
+
+
+def trial_rng(seed: int, mechanism: str, epsilon: float, trial: int) -> np.random.Generator:
+    """An independent stream per (seed, mechanism, epsilon, trial), independent of run order.
+
+    >>> a = trial_rng(1, "identity", 0.5, 3).random()
+    >>> b = trial_rng(1, "identity", 0.5, 3).random()
+    >>> a == b, a == trial_rng(1, "identity", 0.5, 4).random()
+    (True, False)
+    """
+    high, low = struct.unpack("<II", struct.pack("<d", float(epsilon)))
+    return np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(mechanism.encode()), high, low, int(trial)])
+
+
+def resolve_mechanisms(mechanisms: Sequence[str | Mechanism]) -> list[Mechanism]:
+    """Names (registry keys) or instances → instances; unknown names raise ValueError listing the choices."""
+    resolved = []
+    for m in mechanisms:
+        if isinstance(m, str):
+            if m not in MECHANISMS:
+                raise ValueError(f"unknown mechanism {m!r}; choose from {', '.join(MECHANISMS)}")
+            m = MECHANISMS[m]
+        resolved.append(m)
+    if not resolved:
+        raise ValueError("choose at least one mechanism")
+    return resolved
+
+
+def _expected(mechanism: Mechanism, workload: Workload, epsilon: float, metric: str) -> float:
+    if metric not in ("mse", "rmse"):
+        return math.nan
+    try:
+        value = mechanism.expected_mse(workload, epsilon)
+    except ValueError:
+        return math.nan
+    if value is None:
+        return math.nan
+    return float(value) if metric == "mse" else math.sqrt(value)
+
+
+class SweepCache:
+    """Results per (dataset fingerprint, workload, mechanism and its settings, ε, trials, seed, metrics).
+
+    ``run_sweep(..., cache=c)`` runs only the (mechanism, ε) pairs not in ``c``: adding a mechanism or an
+    epsilon to a comparison runs only the new cells. Holds at most ``limit`` pairs (oldest dropped).
+
+    >>> from core.queries.workloads import Prefix
+    >>> cache, h = SweepCache(), Histogram.from_counts([5.0, 0, 3, 8])
+    >>> _ = run_sweep(h, Prefix(4), ["identity"], [1.0], trials=2, cache=cache)
+    >>> df = run_sweep(h, Prefix(4), ["identity", "uniform"], [1.0], trials=2, cache=cache)
+    >>> df.attrs["computed"], len(cache)
+    (2, 2)
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._entries: dict[tuple, tuple[pd.DataFrame | None, str | None]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: tuple) -> tuple[pd.DataFrame | None, str | None] | None:
+        """(rows, None), (None, error message) or None when the pair was never completed."""
+        return self._entries.get(key)
+
+    def put(self, key: tuple, rows: pd.DataFrame | None, error: str | None = None) -> None:
+        """Remember one completed (mechanism, ε) pair: its rows, or the message it was skipped with."""
+        self._entries.pop(key, None)
+        while len(self._entries) >= self.limit:
+            self._entries.pop(next(iter(self._entries)))
+        self._entries[key] = (rows, error)
+
+
+def _pair_key(data: str, workload: Workload, mechanism: Mechanism, epsilon: float, trials: int, seed: int,
+              metrics: Sequence[str]) -> tuple:
+    from core.mechanisms.greedy_h import workload_key
+
+    return (data, workload_key(workload), repr(mechanism), float(epsilon), int(trials), int(seed), tuple(metrics))
+
+
+COLUMNS = ["mechanism", "epsilon", "trial", "metric", "value", "seconds", "expected"]
+
+
+def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str | Mechanism],
+              epsilons: Sequence[float], trials: int, *, seed: int = 0,
+              metrics: Sequence[str] = ("mae", "rmse"),
+              progress: Callable[[int, int, str], None] | None = None,
+              should_stop: Callable[[], bool] | None = None,
+              deadline: Deadline | None = None, limits: RunLimits | None = None,
+              scheduler: str | None = "serial", cache: SweepCache | None = None) -> pd.DataFrame:
+    """Run every mechanism at every epsilon ``trials`` times and measure the chosen metrics.
+
+    Cells run through ``core.analysis.execution`` on ``scheduler`` ("serial", "processes[:N]", "local:N",
+    "tcp://HOST:8786", or "auto": serial for small sweeps, else processes); the numbers are identical
+    whichever is used. With ``cache``, pairs already computed are reused and only new ones run
+    (``df.attrs["computed"]`` counts the runs made). Mechanisms that reject this input (e.g. a
+    2-D-only mechanism on 1-D data) are skipped; their messages are in ``df.attrs["errors"]``. With
+    ``limits``, mechanisms whose estimated run (``core.analysis.cost``) is over the memory or time limit are
+    left out before anything runs; the reasons are in ``df.attrs["left_out"]``.
+    ``df.attrs["stopped"]`` is True when ``should_stop`` or the ``deadline`` ended the sweep early
+    (checked between trials when serial; on workers, pending cells are cancelled within 0.1 s and
+    running ones finish unseen); ``df.attrs["stop_reason"]`` says why.
+    """
+    instances = resolve_mechanisms(mechanisms)
+    epsilons = [check_budget_epsilon(e) for e in epsilons]
+    if not epsilons:
+        raise ValueError("choose at least one epsilon")
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown or not metrics:
+        raise ValueError(f"unknown metrics {unknown}; choose from {', '.join(METRICS)}")
+    left_out = _over_limits(instances, workload, limits) if limits is not None else {}
+    instances = [m for m in instances if m.name not in left_out]
+    total_runs = len(instances) * len(epsilons) * trials
+    if total_runs > MAX_SWEEP_RUNS:
+        raise ValueError(f"sweep has {total_runs} runs (mechanisms × epsilons × trials); "
+                         f"the limit is {MAX_SWEEP_RUNS}")
+    if workload.shape[1] != histogram.domain.size:
+        raise ValueError(f"workload has {workload.shape[1]} columns but the histogram has "
+                         f"{histogram.domain.size} cells")
+    metrics = tuple(metrics)
+    data = dataset_fingerprint(histogram) if cache is not None else ""
+    pairs = [(m, e) for m in instances for e in epsilons]
+    keys = {(m.name, e): _pair_key(data, workload, m, e, trials, seed, metrics) for m, e in pairs}
+    cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
+    todo = [p for p in pairs if cached.get(p) is None]
+    context = Context(histogram, workload, metrics, int(seed))
+    scheduler = resolve_auto(scheduler, len(todo) * trials, histogram.domain.size)
+    plan = parse_scheduler(scheduler)
+    block = default_block(len(todo), trials, plan.workers)
+    cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(0, trials, block)]
+    expected = {}
+    for m, e in todo:  # in this process: fills the strategy caches that are then shipped to workers
+        expected[m.name, e] = {metric: _expected(m, workload, e, metric) for metric in metrics}
+
+    results: dict[int, CellResult] = {}
+    errors: dict[str, str] = {}
+    done = total_runs - len(todo) * trials
+    failed = set()
+    def stop() -> bool:  # Stop button or the action's deadline (core.analysis.cost), polled between trials and cells
+        return bool((should_stop is not None and should_stop()) or (deadline is not None and deadline.expired))
+
+    iterator = execute({0: context}, cells, scheduler=scheduler, should_stop=stop)
+    try:
+        for result in iterator:
+            name = result.cell.mechanism.name
+            if result.error is not None:
+                failed.add(name)
+                errors.setdefault(name, result.error)
+            results[result.index] = result
+            done += result.cell.runs
+            if progress is not None:
+                progress(done, total_runs, name)
+            if result.error is None and len(result.values) < result.cell.runs:  # a serial cell cut short by should_stop
+                break
+    finally:
+        iterator.close()
+    stopped = len(results) < len(cells) or any(
+        r.error is None and len(r.values) < r.cell.runs for r in results.values())
+
+    frames: dict[tuple[str, float], list] = {}
+    for index in sorted(results):  # canonical order, whatever order cells finished in
+        result = results[index]
+        cell = result.cell
+        if cell.mechanism.name in failed:
+            continue
+        frames.setdefault((cell.mechanism.name, cell.epsilon), []).append(result)
+    rows: list[tuple] = []
+    for mechanism, epsilon in pairs:
+        entry = cached.get((mechanism, epsilon))
+        if entry is not None:
+            if entry[1] is not None:
+                errors.setdefault(mechanism.name, entry[1])
+            elif entry[0] is not None:
+                rows.extend(entry[0].itertuples(index=False, name=None))
+            continue
+        if mechanism.name in failed:
+            continue
+        pair_rows = []
+        for result in frames.get((mechanism.name, epsilon), []):
+            for t in range(len(result.values)):
+                for k, metric in enumerate(metrics):
+                    pair_rows.append((mechanism.name, epsilon, result.cell.first + t, metric,
+                                      float(result.values[t, k]), float(result.seconds[t]),
+                                      expected[mechanism.name, epsilon][metric]))
+        rows.extend(pair_rows)
+        complete = len(pair_rows) == trials * len(metrics)
+        if cache is not None and complete:
+            cache.put(keys[mechanism.name, epsilon], pd.DataFrame(pair_rows, columns=COLUMNS))
+    if cache is not None:
+        for name in failed:
+            for mechanism, epsilon in pairs:
+                if mechanism.name == name:
+                    cache.put(keys[name, epsilon], None, errors[name])
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df.attrs["errors"] = errors
+    df.attrs["left_out"] = left_out
+    df.attrs["stopped"] = stopped
+    df.attrs["computed"] = int(sum(len(r.values) for r in results.values()))
+    df.attrs["stop_reason"] = (deadline.reason if deadline is not None and deadline.expired else
+                               "stopped" if stopped else "")
+    return df
+
+
+def _over_limits(instances: Sequence[Mechanism], workload: Workload, limits: RunLimits) -> dict[str, str]:
+    """name -> why it is left out: one run's estimate is over the memory or time limit for this input."""
+    reasons = {}
+    for mechanism in instances:
+        try:
+            check_cost(estimate_cost(mechanism, workload), limits, what="one run")
+        except RunTooLargeError as err:
+            reasons[mechanism.name] = f"left out: {err}"
+    return reasons
+
+
+def summarise(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean, 2.5/97.5 % band over trials, analytic value and mean seconds per (mechanism, epsilon, metric).
+
+    The band is the empirical 2.5–97.5 % range of single-trial errors: what one release may give.
+    """
+    if df.empty:
+        return pd.DataFrame(columns=["mechanism", "epsilon", "metric", "mean", "low", "high", "expected",
+                                     "seconds", "trials"])
+    grouped = df.groupby(["mechanism", "epsilon", "metric"], sort=False)
+    out = grouped["value"].agg(mean="mean", low=lambda v: np.quantile(v, 0.025),
+                               high=lambda v: np.quantile(v, 0.975), trials="size")
+    out["expected"] = grouped["expected"].first()
+    out["seconds"] = grouped["seconds"].mean()
+    return out.reset_index()
+
+
+def regret(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """DPBench regret: each mechanism's mean error ÷ the best mean error at that epsilon, averaged over ε."""
+    means = df[df["metric"] == metric].groupby(["epsilon", "mechanism"])["value"].mean().unstack()
+    best = means.min(axis=1)
+    ratio = means.div(best.where(best > 0), axis=0)
+    return ratio.mean(axis=0).sort_values().rename("regret").reset_index()
+
+
+def replay(histogram: Histogram, workload: Workload, mechanism: str | Mechanism, epsilon: float, trial: int,
+           *, seed: int = 0):
+    """Re-run one (mechanism, epsilon, trial) of a sweep with the same ``trial_rng``: the identical release.
+
+    >>> from core.queries.workloads import Prefix
+    >>> h = Histogram.from_counts([5.0, 0, 3, 8])
+    >>> df = run_sweep(h, Prefix(4), ["identity"], [1.0], trials=2, metrics=["mae"], seed=4)
+    >>> r = replay(h, Prefix(4), "identity", 1.0, 1, seed=4)
+    >>> bool(np.isclose(np.abs(r.answers - Prefix(4).matvec(h.vector)).mean(), df.value.iloc[1]))
+    True
+    """
+    (instance,) = resolve_mechanisms([mechanism])
+    return instance.run(histogram.counts, workload, check_epsilon(epsilon),
+                        trial_rng(seed, instance.name, epsilon, trial))
+
+
+def per_bin_errors(histogram: Histogram, workload: Workload, mechanism: str | Mechanism, epsilon: float,
+                   trials: int, *, seed: int = 0) -> np.ndarray | None:
+    """Mean |estimate − x| per bin over the sweep's first ``trials`` trials (None: no histogram estimate).
+
+    The per-bin view (error against the true bin count) that SReB_GCA's small-bin argument is about.
+    """
+    total = np.zeros(histogram.domain.size)
+    for trial in range(trials):
+        release = replay(histogram, workload, mechanism, epsilon, trial, seed=seed)
+        if release.estimate is None:
+            return None
+        total += np.abs(np.asarray(release.estimate, dtype=float).ravel() - histogram.vector)
+    return total / trials

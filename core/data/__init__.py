@@ -1,0 +1,1 @@
+"""Loading, checking and transforming histograms: datasets, domains, fingerprints, limits."""

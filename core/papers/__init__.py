@@ -1,0 +1,1 @@
+"""The source papers: reproductions with verdicts, literal (non-private) readings, audits, teaching."""

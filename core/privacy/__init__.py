@@ -1,0 +1,1 @@
+"""Privacy definitions, budgets and their persistent ledger, and the noise samplers."""

@@ -1,0 +1,1 @@
+"""Workloads of linear queries as implicit operators, and marginal workloads on tables."""

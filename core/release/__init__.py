@@ -1,0 +1,1 @@
+"""Releasing: exports and their metadata, gradual release, recipes and session configs."""

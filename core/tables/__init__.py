@@ -1,0 +1,1 @@
+"""Tables of records: loading, marginal mechanisms (ResidualPlanner, MST, AIM, ...), comparisons."""

@@ -251,12 +251,14 @@ with ui.guard():
                 elif simulated is not None:  # error = output − truth, so truth ∈ [output − high, output − low]
                     low, high = -simulated["bins_high"], -simulated["bins_low"]
                 label = f"released ({entry['mechanism']})"
+                view = ui.histogram_view_controls(hist, key="release_view")
                 if len(hist.domain.shape) == 1 and hist.domain.size <= ui.MAX_BARS:
                     figures["histogram"] = ui.interval_figure(np.arange(estimate.size), truth, estimate, low, high,
                                                               mechanism=entry["mechanism"], x_title="bin (index)",
-                                                              y_title="count (records)", bars=True)
+                                                              y_title="count (records)", bars=True, **view)
                 else:
-                    figures["histogram"] = ui.histogram_figure(hist, estimate, label, mechanism=entry["mechanism"])
+                    figures["histogram"] = ui.histogram_figure(hist, estimate, label, mechanism=entry["mechanism"],
+                                                               **view)
                 st.plotly_chart(figures["histogram"], key="release_chart")
                 error = estimate - truth
                 cols = st.columns(3)

@@ -206,3 +206,20 @@ def ui_workload(at):
     assert at.session_state.dataset_key == f"sample:{DEFAULT_DATASET}"
     shape = load_histogram(DEFAULT_DATASET).domain.shape
     return parse_workload(at.session_state.workload_spec or "random-range:m=2000,seed=0", shape)
+
+
+def test_release_chart_has_log_axis_and_zoom_toggles():
+    at = open_page("pages/release.py")
+    counts = np.zeros(400)
+    counts[10:40] = 5
+    at.session_state["uploads"] = {"upload:z": Histogram.from_counts(counts, name="sparse")}
+    at.session_state["dataset_key"] = "upload:z"
+    at.run()
+    at.radio(key="release_noise_path").set_value("exploration")
+    at.button(key="release_spend").click().run()
+    at.toggle(key="release_view_log_y").set_value(True)
+    at.toggle(key="release_view_zoom").set_value(True).run()
+    assert not at.exception
+    chart = next(c for c in at.get("plotly_chart") if "95 % interval" in c.proto.spec)
+    spec = chart.proto.spec.replace(" ", "")
+    assert '"type":"log"' in spec and "Zoomedtobins9" in spec

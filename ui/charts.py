@@ -89,6 +89,16 @@ def data_extent(vector: np.ndarray, margin: float = 0.05) -> tuple[float, float]
     return first - pad + 0.5, last + pad + 0.5
 
 
+def _apply_view(fig: go.Figure, truth: np.ndarray, *, log_y: bool, zoom: bool) -> str:
+    """Set a 1-D chart's log count axis and zoom onto the bins holding data; the title suffix naming the zoom."""
+    fig.update_layout(yaxis_type="log" if log_y else "linear")
+    extent = data_extent(truth) if zoom else None
+    if extent is None or (extent[1] - extent[0]) >= np.size(truth):
+        return ""
+    fig.update_layout(xaxis_range=list(extent))
+    return f", zoomed to bins {max(0, int(extent[0] + 0.5)):,}–{int(extent[1] - 0.5):,}"
+
+
 def _log_colour(z: np.ndarray) -> tuple[np.ndarray, dict]:
     """log10(1 + count) for the colours (negatives of a noisy release shown as 0) and count-valued ticks."""
     shown = np.log10(1 + np.clip(z, 0, None))
@@ -142,12 +152,8 @@ def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label:
                                      name=label, mode="lines", line={"width": 1, "color": mechanism_colour(
                                          mechanism) if mechanism else None}))
         title = hist.name if k == 1 else f"{hist.name} (bins summed in groups of {k:,} for display)"
-        extent = data_extent(hist.vector) if zoom else None
-        if extent is not None and (extent[1] - extent[0]) < hist.domain.size:
-            title += f", zoomed to bins {max(0, int(extent[0] + 0.5)):,}–{int(extent[1] - 0.5):,}"
-            fig.update_layout(xaxis_range=list(extent))
-        fig.update_layout(title=title, xaxis_title="bin (index)", yaxis_title="count (records)", bargap=0,
-                          yaxis_type="log" if log_y else "linear",
+        fig.update_layout(title=title + _apply_view(fig, hist.vector, log_y=log_y, zoom=zoom),
+                          xaxis_title="bin (index)", yaxis_title="count (records)", bargap=0,
                           legend={"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"})
     fig.update_layout(height=340, margin={"l": 40, "r": 10, "t": 40, "b": 40})
     return fig
@@ -246,8 +252,11 @@ def workload_figure(index: np.ndarray, rows: np.ndarray, column_group: int) -> g
 
 def interval_figure(x: np.ndarray, truth: np.ndarray, released: np.ndarray, low: np.ndarray | None,
                     high: np.ndarray | None, *, mechanism: str, x_title: str, y_title: str,
-                    bars: bool = False) -> go.Figure:
-    """Truth (bars or markers) with released values and their 95 % interval (error bars or a band)."""
+                    bars: bool = False, log_y: bool = False, zoom: bool = False) -> go.Figure:
+    """Truth (bars or markers) with released values and their 95 % interval (error bars or a band).
+
+    ``log_y`` and ``zoom`` (bars) as in ``histogram_figure``: a log count axis, the span of non-zero bins.
+    """
     colour = mechanism_colour(mechanism)
     fig = go.Figure()
     if bars:
@@ -265,6 +274,9 @@ def interval_figure(x: np.ndarray, truth: np.ndarray, released: np.ndarray, low:
                              mode="lines" if bars else "markers", line={"color": colour, "width": 1}))
     fig.update_layout(xaxis_title=x_title, yaxis_title=y_title, height=360, bargap=0,
                       margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.25})
+    zoomed = _apply_view(fig, truth, log_y=log_y, zoom=zoom and bars)
+    if zoomed:
+        fig.update_layout(title=zoomed.lstrip(", ").capitalize(), margin={"t": 40})
     return fig
 
 

@@ -120,8 +120,9 @@ def target_label(row: dict) -> str:
 def several_targets() -> None:
     hist = ui.histogram()
     two_d = len(hist.domain.shape) == 2
-    st.caption("List an accuracy target for each group of queries. Each group is released on its own share of "
-               "the budget, so the total is the sum of the shares (sequential composition). Nothing is spent here.")
+    st.caption("List an accuracy target for each group of queries. Groups released separately add their ε "
+               "(sequential composition); groups answered by one release of a histogram mechanism that ignores "
+               "the groups (identity, hb, privelet) cost only the largest of their ε. Nothing is spent here.")
     groups = GROUPS_2D if two_d else GROUPS_1D
     default = [{"queries": "total", "kind": "±, each query", "± (records)": 50.0, "confidence": 0.95},
                {"queries": groups[2], "kind": "RMSE per query", "± (records)": 20.0, "confidence": 0.95}]
@@ -162,14 +163,15 @@ def several_targets() -> None:
         st.info("No listed mechanism has a formula for every target: add laplace-on-answers or identity, or "
                 "relax a target.")
         return
+    chosen = best.reason.split(", ")
+    releases = ui.plan_releases(best, labels)
     cols = st.columns(2)
     cols[0].metric("Least total ε, best split", f"ε = {best.total:.4g}",
-                   help="Each group released by its cheapest mechanism at the least ε meeting its target.")
-    cols[1].metric("Split", " · ".join(f"{e / best.total:.0%}" for e in best.epsilons))
-    chosen = best.reason.split(", ")
-    st.dataframe([{"group": label, "mechanism": m, "ε share": e, "share": f"{e / best.total:.1%}"}
-                  for label, m, e in zip(labels, chosen, best.epsilons, strict=True)],
-                 hide_index=True, key="targets_split")
+                   help="Each group by its cheapest own release, or several groups on one shared release of a "
+                        "histogram mechanism (the cheapest mix is chosen).")
+    cols[1].metric("Split", " · ".join(f"{r['ε']:.4g} ({r['ε'] / best.total:.0%})" for r in releases))
+    st.dataframe([{"release": r["release"], "mechanism": r["mechanism"], "groups": r["groups"], "ε": r["ε"],
+                   "share": f"{r['ε'] / best.total:.1%}"} for r in releases], hide_index=True, key="targets_split")
     ui.use_button(best.total, mechanism=chosen[0] if len(set(chosen)) == 1 else None,
                   target=f"{len(labels)} targets, best split", workload=ui.workload_spec(), key="targets_use")
     st.caption("“Use this ε” hands the total on (and the mechanism when one serves every group). Release "

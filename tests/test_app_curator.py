@@ -101,9 +101,10 @@ def test_several_targets_give_least_epsilon_per_mechanism_and_the_best_split():
     assert list(plans["mechanism"]) == ["identity", "laplace-on-answers"]
     metrics = {m.label: m.value for m in at.metric}
     best = float(metrics["Least total ε, best split"].split("=")[1])
-    split = next(d.value for d in at.dataframe if "ε share" in d.value.columns)
+    split = next(d.value for d in at.dataframe if "release" in d.value.columns)
     assert list(split["mechanism"]) == ["laplace-on-answers", "identity"]  # total ± 50; prefix RMSE 20
-    assert abs(best - split["ε share"].sum()) < 1e-3
+    assert list(split["release"]) == ["own release #1", "own release #2"]
+    assert abs(best - split["ε"].sum()) < 1e-3
     at.button(key="targets_use").click().run()
     assert not at.exception and at.session_state.epsilon_handoff["target"] == "2 targets, best split"
 

@@ -266,3 +266,39 @@ def test_per_bin_and_simultaneous_intervals_cover():
         lo, hi = laplace_confidence_intervals(noisy, 2.0, 0.9, simultaneous=True)
         hits.append(np.all((lo <= small) & (small <= hi)))
     assert np.mean(hits) >= 0.9 - 4 * math.sqrt(0.09 / 400)
+
+
+@pytest.mark.statistical
+def test_a_shared_hb_release_meets_every_group_target_and_costs_the_largest_share():
+    from core.analysis.selection import AccuracyTarget, epsilon_for_targets
+    from core.mechanisms import MECHANISMS
+    from core.queries.workloads import Identity, Prefix, Total
+
+    n = 1024
+    targets = [AccuracyTarget("total ± 50", Total(n), 50.0),
+               AccuracyTarget("prefixes, RMSE 20", Prefix(n), 20.0, "rmse", confidence=None),
+               AccuracyTarget("bins, RMSE 5", Identity(n), 5.0, "rmse", confidence=None)]
+    plans, best = epsilon_for_targets([MECHANISMS[m] for m in ("hb", "laplace-on-answers")], targets)
+    hb = plans[0]
+    assert best.shared == (1, 2) and best.reason == "laplace-on-answers, hb, hb"
+    assert best.total == pytest.approx(best.epsilons[0] + max(best.epsilons[1:]))
+    separate = sum(min(p.epsilons[g] for p in plans if p.epsilons[g] is not None) for g in range(3))
+    assert best.total < separate  # sharing one release beats a release per group
+
+    rng = np.random.default_rng(42)
+    x = rng.poisson(30, n).astype(float)
+
+    def simulated_rmse(epsilon: float) -> tuple[float, float]:
+        prefix, bins = [], []
+        for _ in range(200):
+            estimate = MECHANISMS["hb"].run(x, Identity(n), epsilon, rng).estimate
+            prefix.append(np.mean((Prefix(n).matvec(estimate) - Prefix(n).matvec(x)) ** 2))
+            bins.append(np.mean((estimate - x) ** 2))
+        return float(np.sqrt(np.mean(prefix))), float(np.sqrt(np.mean(bins)))
+
+    shared = max(hb.epsilons[1], hb.epsilons[2])
+    prefix_rmse, bins_rmse = simulated_rmse(shared)
+    assert prefix_rmse <= 20.0 * 1.03 and bins_rmse <= 5.0 * 1.03  # both met by the one release
+    assert max(prefix_rmse / 20.0, bins_rmse / 5.0) > 0.97  # the binding target is met tightly, not loosely
+    prefix_rmse, bins_rmse = simulated_rmse(0.8 * shared)
+    assert max(prefix_rmse / 20.0, bins_rmse / 5.0) > 1.1  # power: 20 % less ε misses a target

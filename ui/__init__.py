@@ -83,7 +83,7 @@ from ui.sweeps import (
     sweep,
     sweep_cache,
 )
-from ui.targets import target_plans
+from ui.targets import plan_releases, target_plans
 from ui.workloads import (
     default_workload_spec,
     set_workload,
@@ -106,6 +106,6 @@ __all__ = [
     "native_caption", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "privacy_controls",
     "release_rng", "release_structure", "released_data", "remaining_text", "reset_budget", "run_check", "runtime_figure",
     "save_workspace", "scheduler_choices", "session_config", "set_total", "set_workload", "show_flash", "show_handoff", "sidebar",
-    "simulation_rng", "stack_recipe", "sweep", "sweep_cache", "target_plans", "use_button", "use_epsilon", "workload",
+    "simulation_rng", "stack_recipe", "sweep", "sweep_cache", "plan_releases", "target_plans", "use_button", "use_epsilon", "workload",
     "workload_figure", "workload_recipe", "workload_spec",
 ]

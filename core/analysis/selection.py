@@ -19,6 +19,7 @@ Three tools, all pure functions:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -535,31 +536,56 @@ class AccuracyTarget:
 
 @dataclass(frozen=True, eq=False)
 class TargetsPlan:
-    """The least ε for one mechanism to meet every target, each group released on its own budget.
+    """The least ε for one mechanism (or a mix) to meet every target.
 
-    ``epsilons[g]`` is the least ε that meets target g (None when no formula gives it: ``reason``);
-    sequential composition makes the total their sum, which is the least total for separate releases
-    because each group's error depends only on its own ε.
+    ``epsilons[g]`` is the least ε that meets target g (None when no formula gives it: ``reason``).
+    Groups in ``shared`` are answered together by one release (at the largest of their ε, by
+    post-processing one histogram); every other group by its own release, and sequential
+    composition adds the releases' ε. Each group's error depends only on the ε of its release, so
+    this is the least total for that plan shape.
     """
 
     mechanism: str
     epsilons: tuple[float | None, ...]
     reason: str = ""
+    shared: tuple[int, ...] = ()
 
     @property
     def total(self) -> float | None:
-        """Σ_g ε_g, or None when some target has no formula for this mechanism."""
-        return None if any(e is None for e in self.epsilons) else float(sum(self.epsilons))
+        """Σ over separate releases of their ε plus the shared release's ε; None without a formula."""
+        if any(e is None for e in self.epsilons):
+            return None
+        together = [self.epsilons[g] for g in self.shared]
+        alone = [e for g, e in enumerate(self.epsilons) if g not in self.shared]
+        return float(sum(alone) + (max(together) if together else 0.0))
+
+
+# Histogram mechanisms whose strategy ignores the workload except for its grid (1-D tree or quadtree)
+GROUP_FREE = frozenset({"identity", "dp-base", "hb", "privelet", "gaussian-identity", "gaussian-hb",
+                        "gaussian-privelet"})
+
+
+def _shared(mechanism: Mechanism, targets: Sequence[AccuracyTarget]) -> tuple[int, ...]:
+    """All groups when one release of ``mechanism`` is the release each target's ε was computed for, else ()."""
+    from core.mechanisms.hierarchical import workload_grid
+
+    grids = {workload_grid(t.workload) for t in targets}
+    one = getattr(mechanism, "name", "") in GROUP_FREE and len(grids) == 1 and len(targets) > 1
+    return tuple(range(len(targets))) if one else ()
 
 
 def epsilon_for_targets(mechanisms: Sequence[Mechanism], targets: Sequence[AccuracyTarget], *,
                         high: float = 100.0) -> tuple[list[TargetsPlan], TargetsPlan | None]:
-    """Least ε meeting every target, per mechanism, and the best split: each group its cheapest mechanism.
+    """Least ε meeting every target, per mechanism, and the best plan over mechanisms.
 
-    Each group of queries is released separately with its own ε_g, so the total is Σ ε_g (sequential
-    composition; style.md's ledger). For one mechanism the least total sets every ε_g to the smallest
-    value meeting target g (errors fall as ε grows). Letting every group pick its own mechanism can only
-    lower the total: that plan is returned second (mechanism ``"best per group"``, names in ``reason``).
+    A group released on its own needs ε_g, the least value meeting target g (errors fall as ε
+    grows), and separate releases add up (sequential composition). A histogram mechanism whose
+    strategy ignores the groups (``GROUP_FREE``: identity, hb, privelet; on one grid) answers every
+    group from one release, so its plan costs max_g ε_g, not the sum. The best plan lets each group
+    take its cheapest own release, or puts any subset of groups on one shared release of such a
+    mechanism (all subsets are tried; there are a handful of groups): it is returned second
+    (``"best per group"`` or ``"best plan"``; the mechanism per group in ``reason``, ``shared`` the
+    groups on the shared release).
     Mechanisms without a formula for a target (data-dependent ones) get None there and say why.
 
     >>> from core.queries.workloads import Prefix, Total
@@ -572,6 +598,10 @@ def epsilon_for_targets(mechanisms: Sequence[Mechanism], targets: Sequence[Accur
     (True, 0.4031)
     >>> round(best.total, 4), best.reason
     (0.463, 'laplace-on-answers, identity')
+    >>> from core.mechanisms import MECHANISMS
+    >>> hb = epsilon_for_targets([MECHANISMS["hb"]], targets[1:] * 2)[0][0]   # one hb release answers both
+    >>> hb.shared, round(hb.total, 4) == round(hb.epsilons[0], 4)
+    ((0, 1), True)
     """
     if not targets:
         raise ValueError("targets must list at least one accuracy target")
@@ -590,13 +620,25 @@ def epsilon_for_targets(mechanisms: Sequence[Mechanism], targets: Sequence[Accur
             except ValueError as err:  # e.g. not reachable below `high`
                 epsilons.append(None)
                 reasons.append(f"{target.label}: {str(err).split(';')[0]}")
-        plans.append(TargetsPlan(mechanism.name, tuple(epsilons), "; ".join(reasons)))
-    best_epsilons, best_names = [], []
+        plans.append(TargetsPlan(mechanism.name, tuple(epsilons), "; ".join(reasons), _shared(mechanism, targets)))
+    cheapest = []  # per group: (ε, mechanism) of its cheapest own release
     for g in range(len(targets)):
         options = [(p.epsilons[g], p.mechanism) for p in plans if p.epsilons[g] is not None]
         if not options:
             return plans, None
-        epsilon, name = min(options)
-        best_epsilons.append(epsilon)
-        best_names.append(name)
-    return plans, TargetsPlan("best per group", tuple(best_epsilons), ", ".join(best_names))
+        cheapest.append(min(options))
+    best = TargetsPlan("best per group", tuple(e for e, _ in cheapest), ", ".join(m for _, m in cheapest))
+    for plan in plans:  # a shared release of a group-free mechanism for some groups, own releases for the rest
+        if not plan.shared:
+            continue
+        for size in range(2, len(targets) + 1):
+            for together in itertools.combinations(range(len(targets)), size):
+                if any(plan.epsilons[g] is None for g in together):
+                    continue
+                mix = TargetsPlan("best plan", tuple(plan.epsilons[g] if g in together else cheapest[g][0]
+                                                     for g in range(len(targets))),
+                                  ", ".join(plan.mechanism if g in together else cheapest[g][1]
+                                            for g in range(len(targets))), together)
+                if mix.total < best.total - 1e-12:
+                    best = mix
+    return plans, best

@@ -7,124 +7,15 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from core.data.domain import Histogram
-from core.mechanisms.lrm import LRM
 from core.mechanisms.om import om_decompose, structure_table
 from core.mechanisms.wda import WDA, division_table, expected_error
 from core.mechanisms.xiao import NOT_DP_LABEL, literal_max_distribution_not_dp, max_query_distribution
-from core.papers.literal import DEMOS, NOT_DP, labelled, run_demo
 from core.papers.reproduce import (
-    data_choices,
     example_workloads,
-    figures,
     ggs_example_table,
     lee_clifton_tables,
-    paper_readings,
-    reading_table,
-    run_reproduction,
-    verdict_table,
 )
 from core.queries.workloads import dense, hot_spot
-
-GGS_EXAMPLE = np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000])  # spec §4(e)
-CURRENT = "current workload (Workloads page)"
-SHOW_MATRICES = 400  # entries of W up to which W, W̃ and B are shown in full
-PAPER_DATA = "the paper's data (default)"
-SESSION_DATA = "the current dataset (Data page)"
-AUDIT_RUNS = 2000  # per side: enough for every literal variant to exceed ε (tests/test_literal.py), ~1–5 s
-
-
-@st.cache_data(max_entries=8, show_spinner="Running the reproduction (a few seconds to a minute)…",
-               hash_funcs={Histogram: lambda h: (h.name, h.counts.tobytes(), h.counts.shape)})
-def reproduction(name: str, seed: int, data, epsilons: str, trials: int | None):
-    return run_reproduction(name, data=data, epsilons=epsilons or None, trials=trials, seed=seed)
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def readings(name: str):
-    return reading_table(paper_readings(name))
-
-
-@st.cache_data(max_entries=16, show_spinner="Auditing both variants on the neighbouring pair…")
-def audit_demo(key: str, runs: int, seed: int):
-    return pd.DataFrame(run_demo(key, runs=runs, seed=seed))
-
-
-def show_readings(name: str) -> None:
-    st.markdown("**Claim, literal reading, corrected** — each quantity as the paper prints it, as its text reads "
-                f"literally, and as dplens computes it after the spec's errata (literal readings marked {NOT_DP} "
-                "break differential privacy).")
-    st.table(readings(name).set_index("quantity"))  # a static table: long cells wrap
-
-
-def show_literal_variants(name: str) -> None:
-    demos = {key: demo for key, demo in DEMOS.items() if demo.paper == name}
-    if not demos:
-        return
-    st.subheader(f"Literal variants — {NOT_DP}")
-    st.caption("Shown here only: never registered as mechanisms, never offered for release, never exportable. "
-               "The audit runs each variant many times on two neighbouring histograms and bounds the privacy loss "
-               "from below (99.9 % confidence); a bound above the claimed ε means the variant is not ε-DP.")
-    for key, demo in demos.items():
-        st.markdown(f"**{labelled(demo.literal.name.split(' — ')[0])}** — {demo.erratum.split(': ', 1)[-1]} "
-                    f"Neighbouring pair: {demo.pair}; workload {demo.workload.describe()}; corrected twin: "
-                    f"{demo.corrected.name}.")
-        if st.button("Audit the literal and the corrected variant", key=f"papers_audit_{key}"):
-            st.session_state[f"papers_audited_{key}"] = True
-        if st.session_state.get(f"papers_audited_{key}"):
-            table = audit_demo(key, AUDIT_RUNS, int(st.session_state.seed))
-            st.table(table.set_index("variant"))
-            literal, corrected = (table[(table.kind == kind) & (table.how == "audit")].iloc[0]
-                                  for kind in ("literal", "corrected"))
-            st.error(f"{NOT_DP}: the audit measured a privacy loss ≥ {literal['measured loss ≥']:g} against the "
-                     f"claimed ε = {literal['claimed ε']:g}; the corrected variant: ≥ "
-                     f"{corrected['measured loss ≥']:g}, "
-                     + ("within ε." if corrected["measured loss ≥"] <= corrected["claimed ε"] else "ABOVE ε too."))
-
-
-def show_reproduction(name: str) -> None:
-    st.subheader("Reproduction")
-    left, middle, right = st.columns(3)
-    choice = left.selectbox("Data", [PAPER_DATA, SESSION_DATA, *data_choices()], key=f"papers_data_{name}",
-                            help="The dataset chosen or uploaded on the Data page, a bundled sample or a DPBench "
-                                 "histogram (python -m core reproduce --data FILE|NAME).")
-    epsilons = middle.text_input("ε values (comma-separated; empty = the paper's)", "", key=f"papers_eps_{name}",
-                                 help="α for Xiao et al.; Table 3's ε for Zhao.")
-    trials = right.number_input("Trials (0 = the default)", 0, 200, 0, key=f"papers_trials_{name}")
-    if st.button("Run the paper's experiment", key=f"papers_run_{name}"):
-        st.session_state[f"papers_ran_{name}"] = True
-    if not st.session_state.get(f"papers_ran_{name}"):
-        st.caption(f"Same as `python -m core reproduce {name} --output DIR [--data D] [--epsilons E] [--trials T]` "
-                   "(CSV + HTML).")
-        return
-    data = None if choice == PAPER_DATA else ui.histogram() if choice == SESSION_DATA else choice
-    result = reproduction(name, int(st.session_state.seed), data, epsilons.strip(), int(trials) or None)
-    st.markdown(f"**The paper claims:** {result.claim}\n\n**We measure:** {result.measure}\n\n**Data:** {result.data}")
-    st.markdown("**Verdicts** — one per claim, with the paper's number and ours:")
-    verdicts = verdict_table(result)
-    st.table(verdicts.set_index("claim"))
-    if result.not_reproduced:
-        st.info(f"Not reproduced: {result.not_reproduced}")
-    st.markdown("\n".join(f"- {finding}" for finding in result.findings))
-    for i, fig in enumerate(figures(result)):
-        st.plotly_chart(go.Figure(fig), key=f"papers_fig_{name}_{i}")
-    for key, table in (result.tables | {"verdicts": verdicts, "readings": reading_table(result)}).items():
-        st.download_button(f"Download {key} (CSV)", table.to_csv(index=False).encode(), f"{name}-{key}.csv",
-                           "text/csv", key=f"papers_csv_{name}_{key}")
-
-
-def show_lrm(workload, om_total: float) -> None:
-    """The OM paper's main comparator on the same workload: LRM's factorisation W = BL and its exact error."""
-    with st.expander("LRM on this workload (Yuan et al. 2012, the paper's main comparator)"):
-        try:
-            f = LRM().factorisation(workload)
-        except ValueError as err:
-            st.info(f"LRM cannot factorise this workload: {err}")
-            return
-        st.write(f"rank(W) = {f.rank} · L has r = {f.strategy.shape[0]} rows · Δ₁(L) = {f.sensitivity:.4g} · "
-                 f"tr(BᵀB) = {f.trace:.5g} · total squared error at ε = 1: {f.expected_total_mse(1.0):.5g} "
-                 f"(OM {om_total:.5g}) · optimiser: {f.note}")
-
 
 ui.init_state()
 st.title("Papers")
@@ -140,12 +31,12 @@ with ui.guard():
         st.markdown("**WDA** splits the workload's rows around the hot *column of W* (never the data) and "
                     "answers each leaf with Laplace noise at its own sensitivity; leaf budgets add up to ε.")
         left, right = st.columns(2)
-        source = left.selectbox("Workload", ["hot-spot (our reconstruction)", CURRENT,
+        source = left.selectbox("Workload", ["hot-spot (our reconstruction)", ui.CURRENT,
                                              *[k for k in examples if "WDA" in k]], key="papers_wda_workload")
         budget = right.selectbox("Budget rule", ["optimal", "equal", "optimal_global"], key="papers_wda_budget")
         p = left.slider("p (hot-spot only)", 0.1, 0.9, 0.2, 0.1, key="papers_wda_p")
         workload = (hot_spot(4096, 2000, p, seed=0) if source.startswith("hot") else ui.workload()
-                    if source == CURRENT else examples[source])
+                    if source == ui.CURRENT else examples[source])
         st.caption(workload.describe())
         try:
             leaves = WDA(budget=budget).division(workload)
@@ -154,22 +45,22 @@ with ui.guard():
         else:
             st.dataframe(pd.DataFrame(division_table(leaves, 1.0)), hide_index=True)
             st.metric("Average L1 error per query × ε", f"{expected_error(leaves, 1.0, squared=False):.4g}")
-        show_readings("wda")
-        show_literal_variants("wda")
-        show_reproduction("wda")
+        ui.show_readings("wda")
+        ui.show_literal_variants("wda")
+        ui.show_reproduction("wda")
 
     with om_tab:
         st.markdown("**OM** factors W = B·W̃ with W̃ in orthogonal groups (one per atom of columns), adds "
                     "Lap(S̃/ε) to W̃x and releases B(W̃x + noise); S̃ is computed from the final W̃.")
-        source = st.selectbox("Workload", [*[k for k in examples if k.startswith("OM")], CURRENT],
+        source = st.selectbox("Workload", [*[k for k in examples if k.startswith("OM")], ui.CURRENT],
                               key="papers_om_example")
-        workload = ui.workload() if source == CURRENT else examples[source]
+        workload = ui.workload() if source == ui.CURRENT else examples[source]
         try:
             factorisation = om_decompose(workload)
         except ValueError as err:
             st.info(f"OM cannot factorise this workload: {err}")
         else:
-            if workload.shape[0] * workload.shape[1] <= SHOW_MATRICES:
+            if workload.shape[0] * workload.shape[1] <= ui.SHOW_MATRICES:
                 cols = st.columns(3)
                 for column, title, matrix in zip(cols, ("W", "W̃ (groups: orthogonal rows)", "B"), (
                         dense(workload), factorisation.reduced.toarray(), factorisation.mixing), strict=True):
@@ -181,21 +72,21 @@ with ui.guard():
             st.write(f"{len(factorisation.groups)} groups (atoms of columns): {atoms}"
                      f"{' …' if len(factorisation.groups) > 30 else ''} · S̃ = {factorisation.sensitivity:g} · "
                      f"total squared error at ε = 1: {factorisation.expected_total_mse(1.0):.5g}")
-            show_lrm(workload, factorisation.expected_total_mse(1.0))
-        show_readings("om")
-        show_literal_variants("om")
-        show_reproduction("om")
-        show_reproduction("om-times")
+            ui.show_lrm(workload, factorisation.expected_total_mse(1.0))
+        ui.show_readings("om")
+        ui.show_literal_variants("om")
+        ui.show_reproduction("om")
+        ui.show_reproduction("om-times")
 
     with sreb_tab:
         st.markdown("**SReB_GCA** sorts the bins by their *noisy* values, groups them greedily (GGS) so small "
                     "bins share noise, and adds one Laplace draw per group sum.")
         scale = st.select_slider("λ2 = 1/ε2", [0.5, 2.0, 10.0, 50.0, 200.0], 10.0, key="papers_sreb_scale")
         st.caption("GGS on a worked example of ten values, grouped as if stage 1 added no noise:")
-        st.dataframe(ggs_example_table(GGS_EXAMPLE, scale), hide_index=True)
-        show_readings("sreb-gca")
-        show_literal_variants("sreb-gca")
-        show_reproduction("sreb-gca")
+        st.dataframe(ggs_example_table(ui.GGS_EXAMPLE, scale), hide_index=True)
+        ui.show_readings("sreb-gca")
+        ui.show_literal_variants("sreb-gca")
+        ui.show_reproduction("sreb-gca")
 
     with xiao_tab:
         st.markdown("**Cell release** adds Lap(Δ/α) to counts (Δ = 1 add/remove, 2 replace-one). The **max "
@@ -215,9 +106,9 @@ with ui.guard():
                     "INCOME's 100 cells (34 of them empty) the average interval error at α = 0.05 is about 220 × "
                     "10⁻⁶ clipped against 121 × 10⁻⁶ unclipped (clipping off, the analytic 6.07·b). The "
                     "reproduction reports both, and the unclipped one for the verdicts.")
-        show_readings("xiao")
-        show_literal_variants("xiao")
-        show_reproduction("xiao")
+        ui.show_readings("xiao")
+        ui.show_literal_variants("xiao")
+        ui.show_reproduction("xiao")
 
     with zhao_tab:
         st.markdown("Zhao's survey restates three ways to choose or spend ε. **Lee & Clifton**: the largest ε at "
@@ -238,5 +129,5 @@ with ui.guard():
                 "loss at α ≈ 0.05) needs the Twitter records and a private regression, which dplens does not "
                 "have — dplens releases histograms and linear queries. The reproduction runs the same search on "
                 "a histogram instead, next to the exact theory ε = √2/α.")
-        show_readings("zhao")
-        show_reproduction("zhao")
+        ui.show_readings("zhao")
+        ui.show_reproduction("zhao")

@@ -62,6 +62,21 @@ from ui.guard import guard, is_script_control
 from ui.handoff import apply_handoff, budget_warning, show_handoff, use_button, use_epsilon
 from ui.ledger import charge, fits_or_flash, ledger, native_caption, remaining_text, reset_budget, set_total
 from ui.navigation import PAGES
+from ui.papers_view import (  # noqa: E402
+    AUDIT_RUNS,
+    CURRENT,
+    GGS_EXAMPLE,
+    PAPER_DATA,
+    SESSION_DATA,
+    SHOW_MATRICES,
+    audit_demo,
+    readings,
+    reproduction,
+    show_literal_variants,
+    show_lrm,
+    show_readings,
+    show_reproduction,
+)
 from ui.privacy import DEFINITION_LABELS, available, definition, delta, matched, privacy_controls
 from ui.settings import mechanism_settings, run_check
 from ui.sidebar import sidebar
@@ -94,7 +109,7 @@ from ui.workloads import (
 )
 from ui.workspace import open_workspace, save_workspace
 
-__all__ = [
+__all__ = ['AUDIT_RUNS', 'CURRENT', 'GGS_EXAMPLE', 'PAPER_DATA', 'SESSION_DATA', 'SHOW_MATRICES', 'audit_demo', 'readings', 'reproduction', 'show_literal_variants', 'show_lrm', 'show_readings', 'show_reproduction', 
     "DEFAULT_TOTAL_EPSILON", "DEFINITION_LABELS", "DPBENCH_DIR", "ENVELOPE", "EPSILON_TITLE", "MAX_BARS",
     "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "METRIC_AXIS_TITLES", "PAGES", "PALETTE", "RESCALED_PREFIX",
     "RESCALED_REFUSAL", "RESCALE_STREAM", "SCHEDULER_ENV", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_released",

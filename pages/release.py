@@ -1,150 +1,22 @@
 """Release page: one mechanism, one ε, one click; truth vs release with 95 % intervals; history; exports."""
 
-import time
 
 import numpy as np
 import streamlit as st
 
 import ui
-from core.analysis.bounded import run_bounded
-from core.analysis.cost import estimate_cost
-from core.analysis.intervals import release_intervals
-from core.data.limits import MAX_ACTION_SECONDS
-from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
-from core.mechanisms.gaussian import Matched, for_privacy
-from core.privacy.definitions import ledger_charge, target
-from core.privacy.ledger_store import new_export_id
-from core.privacy.noise import NOISE_PATHS, noise_sampler, noise_source
-from core.release.config import config_to_json, parse_config
+from core.mechanisms import NEIGHBOURING
+from core.privacy.definitions import target
+from core.privacy.noise import NOISE_PATHS
+from core.release.config import config_to_json
 from core.release.export import (
     SIMULATION_LABEL,
     history_to_csv,
-    privacy_metadata,
     release_to_csv,
     release_to_json,
 )
-from core.release.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
+from core.release.publish import answer_halfwidths, bin_halfwidths
 from core.release.recipe import recipe_notebook, recipe_script
-
-SHOWN_QUERIES = 40      # workload answers drawn with error bars
-SIMULATION_TRIALS = 20  # re-runs behind the simulated intervals (simulation stream, never charged)
-EXPORT_INTERVAL_TRIALS = 100  # re-runs on the released output behind the exported intervals
-AUTO_SIMULATION_SECONDS = 3.0  # simulate automatically when the re-runs should take at most this long
-
-
-def spend_and_release() -> None:
-    """Button callback: run, then charge, then log (a rerun never reaches this; style rule 7).
-
-    Reads the widgets at click time (not render-time args), so an edit and a click in the same
-    round trip charge what the user sees.
-    """
-    ss = st.session_state
-    name, epsilon, noise_path = ss.release_mechanism, float(ss.release_epsilon), ss.release_noise_path
-    settings = ui.mechanism_settings(name, key="release", render=False)
-    number = len(st.session_state.releases) + 1
-    label = f"release #{number}: {name}"
-    definition, delta = ui.definition(), ui.delta()
-    try:
-        privacy = target(definition, epsilon, delta)
-        charge_epsilon, charge_delta, rho = ledger_charge(privacy, delta)
-        base = configure(MECHANISMS[name], settings)
-        runner = base if definition == "pure" else Matched(base, definition, delta)
-        mechanism = runner.resolve(epsilon)[0] if isinstance(runner, Matched) else for_privacy(base, privacy)[0]
-    except ValueError as err:
-        st.session_state.flash_error = f"{name} not released: {err}"
-        return
-    if ui.released_data() is None and not ui.fits_or_flash(label, charge_epsilon, delta=charge_delta, rho=rho,
-                                                           what=ui.DEFINITION_LABELS[definition]):
-        return  # refused before any work: the flash names the remaining budget in the ledger's unit
-    _, refusal = ui.run_check(name, settings, ui.workload())
-    if refusal:  # over the memory or time limit (core.analysis.cost): nothing run, nothing charged
-        st.session_state.flash_error = f"{name} not run: {refusal}"
-        return
-    stream = int(st.session_state.release_counter)
-    try:
-        counts = ui.histogram().counts
-        rng = ui.release_rng() if noise_path == "exploration" else noise_source("secure", mechanism=mechanism,
-                                                                                  counts=counts)
-        started = time.perf_counter()
-        with st.spinner(f"Releasing with {name} at ε = {epsilon:g} (stopped after {MAX_ACTION_SECONDS:g} s)…"):
-            release = run_bounded(runner.run, counts, ui.workload(), epsilon, rng, seconds=MAX_ACTION_SECONDS,
-                                  estimated_seconds=estimate_cost(mechanism, ui.workload()).seconds)
-        seconds = time.perf_counter() - started
-    except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
-        message = str(err).splitlines()[0] if str(err) else type(err).__name__
-        st.session_state.flash_error = f"{name} cannot release this input: {message}"
-        return
-    exploring = noise_path == "exploration"
-    export_id = None if exploring else new_export_id()  # a simulation is never exported
-    if not ui.charge(label, charge_epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
-                     delta=charge_delta, rho=rho,
-                     note=f"noise path: {noise_path}" + ("" if definition == "pure" else f"; {privacy}")
-                     + (f" ({SIMULATION_LABEL})" if exploring else "")):
-        return
-    entry = history_entry(
-        release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),
-        seed=int(st.session_state.seed) if exploring else None, stream=stream if exploring else None,
-        noise_path=noise_path, noise_sampler=noise_sampler(rng, mechanism))
-    meta = privacy_metadata(release)
-    entry.update(definition=definition, delta=meta["delta"], rho=meta["rho"], sigma=meta["sigma"])
-    st.session_state.releases.append({**entry, "export_id": export_id})
-    st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds}
-    st.session_state.release_show = number
-    ui.save_workspace()  # the history survives a reload even if this run is cut short
-
-
-def export_intervals(number: int, simultaneous: bool) -> None:
-    """Intervals for release ``number`` from its released values only (never the true data); kept for export."""
-    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
-    rng = np.random.default_rng([int(st.session_state.seed), ui.SIMULATION_STREAM, 8, number])
-    mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
-    try:
-        intervals = release_intervals(mechanism, output["release"], ui.workload(), simultaneous=simultaneous,
-                                      trials=EXPORT_INTERVAL_TRIALS, rng=rng)
-    except Exception as err:  # noqa: BLE001 - the export goes without intervals; never a raw traceback
-        st.session_state.flash_error = f"No intervals for release #{number}: {str(err).splitlines()[0]}"
-        return
-    output.setdefault("export_intervals", {})[simultaneous] = intervals
-
-
-def rerun_seconds(number: int) -> float:
-    """Seconds for one re-run of release ``number`` on its own released output (sizes the interval work)."""
-    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
-    release = output["release"]
-    stand_in = np.clip(release.estimate, 0, None) if release.estimate is not None else None
-    if stand_in is None:
-        return output["seconds"]
-    started = time.perf_counter()
-    try:
-        configure(MECHANISMS[entry["mechanism"]], output["settings"]).run(
-            stand_in, ui.workload(), entry["epsilon"], np.random.default_rng([int(st.session_state.seed), 9]))
-    except Exception:  # noqa: BLE001 - only a timing probe; the interval step reports real errors
-        return output["seconds"]
-    return time.perf_counter() - started
-
-
-def load_config() -> None:
-    """Button callback: parse the uploaded or pasted config and apply it (the ledger is never refunded)."""
-    upload = st.session_state.get("release_config_upload")
-    text = upload.getvalue() if upload is not None else st.session_state.get("release_config_text", "")
-    try:
-        notes = ui.apply_config(parse_config(text))
-    except ValueError as err:
-        st.session_state.flash_error = f"Config not loaded: {err}"
-        return
-    st.session_state.release_notice = "Config loaded." + "".join(f" Note: {n}." for n in notes)
-
-
-def simulate(number: int) -> None:
-    """Intervals for release ``number`` from re-runs on a simulation stream (curator only; never charged)."""
-    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
-    rng = np.random.default_rng([int(st.session_state.seed), ui.SIMULATION_STREAM, 6, number])
-    mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
-    if entry.get("definition", "pure") != "pure":
-        mechanism = Matched(mechanism, entry["definition"], entry["delta"])
-    output["intervals"] = simulated_intervals(mechanism, ui.histogram().counts, ui.workload(), entry["epsilon"],
-                                              SIMULATION_TRIALS, rng)
-
 
 ui.init_state()
 st.title("Release")
@@ -192,7 +64,7 @@ with ui.guard():
         st.radio("Noise", list(NOISE_PATHS), key="release_noise_path", horizontal=True,
                  help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_PATHS.items())
                       + f". Exploration results are a {SIMULATION_LABEL}: shown here, never exported.")
-        st.button("Spend and release", type="primary", key="release_spend", on_click=spend_and_release,
+        st.button("Spend and release", type="primary", key="release_spend", on_click=ui.spend_and_release,
                   help="Runs the mechanism once and charges ε to the ledger. Reruns never charge.")
     history = st.session_state.releases
     if not history:
@@ -229,20 +101,20 @@ with ui.guard():
             exact_bins, exact_answers = bin_halfwidths(release), answer_halfwidths(release)
             needs_simulation = exact_answers is None or (release.estimate is not None and exact_bins is None)
             if needs_simulation and "intervals" not in output:
-                estimate_seconds = output["seconds"] * SIMULATION_TRIALS
-                if estimate_seconds <= AUTO_SIMULATION_SECONDS:
+                estimate_seconds = output["seconds"] * ui.SIMULATION_TRIALS
+                if estimate_seconds <= ui.AUTO_SIMULATION_SECONDS:
                     with st.spinner("Simulating re-runs for the intervals…"):
-                        simulate(number)
+                        ui.simulate(number)
                 else:
-                    st.button(f"Simulate 95 % intervals ({SIMULATION_TRIALS} re-runs, about "
-                              f"{estimate_seconds:.0f} s)", key="release_simulate", on_click=simulate,
+                    st.button(f"Simulate 95 % intervals ({ui.SIMULATION_TRIALS} re-runs, about "
+                              f"{estimate_seconds:.0f} s)", key="release_simulate", on_click=ui.simulate,
                               args=(number,), help="Re-runs the mechanism on a simulation stream; never charged.")
             simulated = output.get("intervals")
             st.subheader("Released histogram over the true one")
             st.caption("The curator sees both; exports contain only the release. Band/bars: 95 % intervals — "
                        "exact for plain Laplace or Gaussian noise on each value (discrete on integer releases), "
                        "else the 2.5–97.5 % range of "
-                       f"{SIMULATION_TRIALS} simulated re-runs (never charged).")
+                       f"{ui.SIMULATION_TRIALS} simulated re-runs (never charged).")
             if release.estimate is not None:
                 estimate, truth = np.ravel(release.estimate), hist.vector
                 low = high = None
@@ -277,7 +149,7 @@ with ui.guard():
                 a_low, a_high = -exact_answers, exact_answers
             elif simulated is not None:
                 a_low, a_high = -simulated["answers_high"], -simulated["answers_low"]
-            shown = slice(0, min(SHOWN_QUERIES, release.answers.size))
+            shown = slice(0, min(ui.SHOWN_QUERIES, release.answers.size))
             st.subheader(f"Workload answers (first {shown.stop} of {release.answers.size:,} queries)")
             figures["answers"] = ui.interval_figure(np.arange(shown.stop), workload.matvec(hist.vector)[shown],
                                                     release.answers[shown], None if a_low is None else a_low[shown],
@@ -295,14 +167,14 @@ with ui.guard():
                                         "hold together with 95 % probability (wider).")
             cache = output.setdefault("export_intervals", {})
             if "rerun_seconds" not in output:  # one re-run on the simulation path (the secure run's time
-                output["rerun_seconds"] = rerun_seconds(number)  # includes loading OpenDP once)
-            if together not in cache and output["rerun_seconds"] * EXPORT_INTERVAL_TRIALS <= AUTO_SIMULATION_SECONDS:
+                output["rerun_seconds"] = ui.rerun_seconds(number)  # includes loading OpenDP once)
+            if together not in cache and output["rerun_seconds"] * ui.EXPORT_INTERVAL_TRIALS <= ui.AUTO_SIMULATION_SECONDS:
                 with st.spinner("Computing intervals from the released values…"):
-                    export_intervals(number, together)
+                    ui.export_intervals(number, together)
             elif together not in cache:
                 right.button(f"Compute intervals for the export (about "
-                             f"{output['rerun_seconds'] * EXPORT_INTERVAL_TRIALS:.0f} s)", key="release_intervals",
-                             on_click=export_intervals, args=(number, together))
+                             f"{output['rerun_seconds'] * ui.EXPORT_INTERVAL_TRIALS:.0f} s)", key="release_intervals",
+                             on_click=ui.export_intervals, args=(number, together))
             intervals = cache.get(together)
             if intervals is not None:
                 st.caption(f"Exports carry `lower`, `upper` and `level` = {intervals.level:g} for every value. "
@@ -358,4 +230,4 @@ with ui.guard():
         st.file_uploader("Reload a session config", type=["json"], key="release_config_upload",
                          help="Restores the settings; the budget already spent stays spent.")
         st.text_area("…or paste it here", key="release_config_text", height=100)
-        st.button("Load config", key="release_config_load", on_click=load_config)
+        st.button("Load config", key="release_config_load", on_click=ui.load_config)

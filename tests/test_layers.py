@@ -93,3 +93,10 @@ def test_ui_package_re_exports_every_public_name():
                 t.id for t in getattr(node, "targets", [getattr(node, "target", None)]) if isinstance(t, ast.Name)]
             public.update(n for n in names if not n.startswith("_"))
     assert public <= set(exported), f"not re-exported by ui/__init__.py: {sorted(public - set(exported))}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "pages").glob("*.py")), ids=lambda p: p.name)
+def test_pages_are_thin(path):
+    """style.md §1.2: a page is a thin script (≈40–150 lines); its callbacks and sections live in ui/<page>_view.py."""
+    lines = len(path.read_text().splitlines())
+    assert lines <= 150, f"{path.name} has {lines} lines; move its logic into ui/{path.stem}_view.py"

@@ -40,6 +40,7 @@ from core.queries.workloads import (
     Stack,
     Total,
     Workload,
+    as_intervals,
     l1_sensitivity,
 )
 
@@ -72,7 +73,11 @@ def _interval(row: np.ndarray) -> tuple[int, int] | None:
     return None
 
 
-def _query_row(workload: Workload, index: int) -> np.ndarray:
+def _query_row(workload: Workload, index: int, spans: Ranges | None = None) -> np.ndarray:
+    if spans is not None:  # an interval row (as_intervals): set its indicator, skip the O(n + m) rmatvec
+        row = np.zeros(workload.shape[1])
+        row[spans.lo[index]:spans.hi[index] + 1] = 1.0
+        return row
     unit = np.zeros(workload.shape[0])
     unit[index] = 1.0
     return workload.rmatvec(unit)
@@ -109,6 +114,7 @@ class MWEM:
         total = max(float(x.sum()) + float(rng.laplace(scale=total_scale)), 1.0)
         sensitivity = max_abs_entry(workload)
         true_answers = workload.matvec(x)
+        spans = as_intervals(workload)  # interval rows are set directly, their spans known (no scans)
         estimate = np.full(n, total / n)
         average = np.zeros(n)
         rows, measured, blocks = [], [], [(np.ones(n), total_scale)]
@@ -124,7 +130,7 @@ class MWEM:
             chosen = int(remaining[exponential_mechanism(scores[remaining], epsilon_select, sensitivity, rng)])
             candidates[chosen] = False  # a measured query is no longer a candidate (DPBench's variant)
             selection_loss += epsilon_select
-            row = _query_row(workload, chosen)
+            row = _query_row(workload, chosen, spans)
             scale = float(np.abs(row).max()) / epsilon_measure
             rows.append(row)
             if scale > 0:
@@ -133,13 +139,13 @@ class MWEM:
             else:  # an all-zero query reads nothing: its answer is 0 without noise
                 measured.append(0.0)
             # atoms: cells that every measured query treats alike (the new row refines the old atoms)
-            span = _interval(row)
+            span = (int(spans.lo[chosen]), int(spans.hi[chosen]) + 1) if spans is not None else _interval(row)
             if intervals is not None and span is not None:
                 intervals.append(span)
                 ends.update(span)
                 bounds = np.array(sorted(ends))
                 first, atom_of = bounds[:-1], np.repeat(np.arange(bounds.size - 1), np.diff(bounds))
-                runs = [(int(np.searchsorted(bounds, a)), int(np.searchsorted(bounds, b))) for a, b in intervals]
+                runs = np.searchsorted(bounds, np.array(intervals)).tolist()  # (first atom, stop atom) per query
             else:
                 intervals = runs = None
                 _, value = np.unique(row, return_inverse=True)

@@ -124,24 +124,12 @@ def _record_budget(store: LedgerStore, fingerprint: str, args: argparse.Namespac
     store.set_total(fingerprint, total, name=name)
 
 
-TABLE_MECHANISMS = ("mst", "residual-planner", "identity")
-
-
 def cmd_release_table(args: argparse.Namespace) -> int:
-    """``release --domain``/``--rho``: a table of records; MST writes synthetic records, the others marginals."""
+    """``release --domain``/``--rho``: a table of records; synthesisers write records, the others marginals."""
     import json
-    import math
 
-    from core.tables.records import (
-        MST,
-        identity_marginals,
-        identity_privacy_loss,
-        load_table,
-        marginals_to_csv,
-        parse_marginal_workload,
-        records_to_csv,
-    )
-    from core.tables.residual_planner import measure, plan_residuals
+    from core.tables.mechanisms import table_mechanism
+    from core.tables.records import load_table, marginals_to_csv, parse_marginal_workload, records_to_csv
 
     if args.rho is None:
         raise CliError("a table release (--domain) takes --rho (zCDP budget), not --epsilon")
@@ -151,21 +139,16 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     if len(rho) != 1 or not 0 < rho[0] <= 1000:
         raise CliError(f"--rho takes one number in (0, 1000], got {args.rho!r}")
     rho = rho[0]
-    if args.mechanism not in TABLE_MECHANISMS:
-        raise CliError(f"--mechanism {args.mechanism!r} is not a table mechanism; one of: {', '.join(TABLE_MECHANISMS)}")
+    mechanism = table_mechanism(args.mechanism, **_params(args.param))
     output = Path(args.output)
     if output.suffix.lower() != ".csv":
         raise CliError(f"--output must end in .csv for a table release, got {args.output!r}")
     table = load_table(args.input, args.domain)
     for note in table.notes:
         print(f"note: {note}", file=sys.stderr)
-    workload = parse_marginal_workload(args.workload, table.domain) if args.mechanism != "mst" else None
-    params = _params(args.param)
-    unknown = sorted(set(params) - ({"measure_split", "iters"} if args.mechanism == "mst" else set()))
-    if unknown:
-        raise CliError(f"--param {unknown[0]} is not a setting of {args.mechanism} (mst takes measure_split, iters)")
-    mst = MST(**{k: (float(v) if k == "measure_split" else int(v)) for k, v in params.items()}) \
-        if args.mechanism == "mst" else None
+    # A synthesiser measures what it chooses; its workload (default all 2-way) only says what the metadata reports.
+    spec = "marginals:k=2" if mechanism.synthesizes and args.workload == "identity" else args.workload
+    workload = parse_marginal_workload(spec, table.domain)
     charge_epsilon, charge_delta, _ = ledger_charge(ZCDP(rho), args.delta)  # CKS ε at --delta, plus δ
     cost = Budget(charge_epsilon, charge_delta, rho)
     store, fingerprint = _store(args), table.fingerprint
@@ -175,31 +158,18 @@ def cmd_release_table(args: argparse.Namespace) -> int:
                        f"ledger allows delta={store.ledger(fingerprint).total.delta:g}; record a total with --budget "
                        f"EPSILON --budget-delta DELTA")
     store.ledger(fingerprint).spend(f"release: {args.mechanism}", cost)  # refuse over budget before any work
-    metadata = {"rho": rho, "delta_for_ledger": args.delta, "epsilon_charged": cost.epsilon,
-                "domain": json.loads(table.domain.to_json())}
-    if mst is not None:
-        release = mst.run(table.domain, table.records, rho)
-        metadata |= release.metadata
+    release = mechanism.run(workload, table.records, rho, np.random.default_rng())  # OS entropy, never seeded
+    if release.privacy_loss > rho * (1 + 1e-9):  # the noise actually drawn must fit the budget (float slack only)
+        raise CliError(f"internal check: {args.mechanism} privacy loss rho={release.privacy_loss!r} exceeds --rho {rho!r}")
+    metadata = {"mechanism": args.mechanism, "rho": rho, "privacy_loss_rho": release.privacy_loss,
+                "delta_for_ledger": args.delta, "epsilon_charged": cost.epsilon,
+                "domain": json.loads(table.domain.to_json()), "workload": workload.describe()} | release.metadata
+    if release.records is not None:
         text = records_to_csv(table.domain, release.records, table.levels)
         what = f"{len(release.records)} synthetic records"
     else:
-        rng = np.random.default_rng()  # OS entropy, never seeded
-        if args.mechanism == "identity":
-            estimates, sigma = identity_marginals(workload, table.records, rho, rng)
-            stds = [sigma] * len(estimates)
-            loss = identity_privacy_loss(workload, sigma)
-        else:
-            plan = plan_residuals(workload, rho)
-            estimates = measure(plan, table.records, rng)
-            stds = [math.sqrt(plan.cell_variance(m)) for m in workload.marginals]
-            loss = plan.privacy_loss
-        if loss > rho * (1 + 1e-9):  # the noise actually drawn must fit the budget (float slack only)
-            raise CliError(f"internal check: {args.mechanism} privacy loss rho={loss!r} exceeds --rho {rho!r}")
-        metadata |= {"mechanism": args.mechanism, "privacy": "rho-zCDP (Gaussian), add/remove one record",
-                     "privacy_loss_rho": loss,
-                     "workload": workload.describe()}
-        text = marginals_to_csv(workload, estimates, stds, table.levels)
-        what = f"{workload.describe()}"
+        text = marginals_to_csv(workload, release.estimates, release.stds, table.levels)
+        what = workload.describe()
     export_id = new_export_id()
     ledger = store.spend(fingerprint, f"release: {args.mechanism}", cost, mechanism=args.mechanism, rho=rho,
                          workload=args.workload, export_id=export_id, name=Path(args.input).name,

@@ -8,16 +8,9 @@ import pytest
 import core.data.datasets
 from core.__main__ import main
 from core.queries.marginals import MAX_LEVELS, MarginalWorkload, TableDomain
-from core.tables.records import (
-    identity_marginals,
-    identity_privacy_loss,
-    independence_tvd,
-    load_table,
-    marginal_tvd,
-    mst_budget_accepted,
-    mst_handed_rho,
-    parse_marginal_workload,
-)
+from core.tables.mechanisms import identity_marginals, identity_privacy_loss
+from core.tables.records import independence_tvd, load_table, marginal_tvd, parse_marginal_workload
+from core.tables.synthesis import mst_budget_accepted, mst_handed_rho
 
 
 def test_codes_and_declared_levels():

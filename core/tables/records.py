@@ -1,4 +1,4 @@
-"""Tables of records: bounded CSV loading, MST synthetic data through OpenDP, and honest measures of it.
+"""Tables of records: bounded CSV loading, honest measures of synthetic data, and marginal CSV exports.
 
 A table is an (N, d) array of integer codes with a :class:`~core.queries.marginals.TableDomain`. Input is a CSV
 of records (integer codes, or categorical values mapped to codes by declared or observed levels) and
@@ -6,7 +6,8 @@ optionally a domain JSON in private-pgm's form (``{"age": 85, ...}``; a list of 
 declares categorical levels in code order). **Missing values are refused** (one line naming the column):
 recode them as an explicit level before upload; dplens neither drops rows nor invents a level silently.
 
-MST (McKenna, Sheldon, Miklau 2021) runs through ``opendp.extras.mbi`` (not reimplemented here).
+MST and AIM (synthetic records) live in :mod:`core.tables.synthesis`; the mechanisms' common contract in
+:mod:`core.tables.mechanisms`.
 
 >>> table = load_table(b"sex,income\\nF,0\\nM,1\\nM,0\\n", b'{"sex": ["F", "M"], "income": 2}')
 >>> table.domain.to_json(), table.records.tolist()
@@ -18,8 +19,6 @@ from __future__ import annotations
 import io
 import itertools
 import json
-import math
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -195,138 +194,6 @@ def independence_tvd(domain: TableDomain, records: np.ndarray) -> float:
     return float(np.mean(distances))
 
 
-# ---------------------------------------------------------------------------------------------- MST via OpenDP
-
-MAX_RHO_STEPS = 4096  # float steps below ρ tried for a budget split OpenDP's rounding accepts
-
-
-def _prior(x: float) -> float:
-    return float(np.nextafter(x, -np.inf))
-
-
-def _opendp():
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    return dp
-
-
-def mst_budget_accepted(rho: float, measure_split: float, attributes: int) -> bool:
-    """Whether OpenDP 0.16's MST accepts its own budget split at ``rho`` (data-independent).
-
-    Replays ``make_contingency_table``'s split (one-way half, then ``prior(prior(·))``) and MST's
-    (``measure_split``, then ``attributes − 1`` equal selection rounds) and asks OpenDP's own adaptive
-    composition for the selection total, the sum that overshoots by an ulp in the known trap.
-
-    >>> mst_budget_accepted(1.0, 0.9, 14), mst_budget_accepted(0.5, 0.5, 14)
-    (False, True)
-    """
-    dp = _opendp()
-    d_multiway = _prior(_prior(rho - rho * 0.5))
-    d_measure = d_multiway * measure_split
-    d_select = _prior(_prior(d_multiway - d_measure))
-    rounds = max(attributes - 1, 1)
-    each = _prior(d_select / rounds)
-    composed = dp.c.make_adaptive_composition(
-        dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance(),
-        dp.zero_concentrated_divergence(), d_in=1, d_mids=[each] * rounds).map(1)
-    return composed <= d_select and d_select + d_measure <= d_multiway
-
-
-def mst_handed_rho(rho: float, measure_split: float, attributes: int) -> float:
-    """The largest float ρ' ≤ ρ (at most MAX_RHO_STEPS steps down) whose split OpenDP accepts; ρ is charged.
-
-    >>> r = mst_handed_rho(1.0, 0.9, 14)
-    >>> r < 1.0 and 1.0 - r < 1e-12
-    True
-    """
-    handed = float(rho)
-    for _ in range(MAX_RHO_STEPS):
-        if mst_budget_accepted(handed, measure_split, attributes):
-            return handed
-        handed = _prior(handed)
-    raise ValueError(f"OpenDP's MST refuses its own budget split at rho={rho:g}, measure_split={measure_split:g} "
-                     f"for {attributes} attributes (float rounding); try another measure_split")
-
-
-@dataclass(frozen=True)
-class SynthRelease:
-    """Synthetic records from a private model, with the privacy metadata of their release."""
-
-    records: np.ndarray
-    domain: TableDomain
-    mechanism: str
-    rho: float            # charged
-    rho_handed: float     # given to OpenDP (≤ rho; see mst_handed_rho)
-    metadata: dict
-
-
-@dataclass(frozen=True)
-class MST:
-    """MST synthetic data (McKenna, Sheldon, Miklau 2021) through ``opendp.extras.mbi.MST``, ρ-zCDP.
-
-    ``measure_split``: share of the multi-way budget spent measuring the selected 2-way marginals (OpenDP's
-    default 0.9); ``iters``: mirror-descent iterations of private-pgm's estimator (1000 is OpenDP's default).
-    Every attribute's keys are the declared codes 0..size−1, so no budget goes to discovering keys.
-    """
-
-    measure_split: float = 0.9
-    iters: int = 1000
-    name = "mst"
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.measure_split, float | int) and 0 < self.measure_split < 1):
-            raise ValueError(f"measure_split must be in (0, 1), got {self.measure_split!r}")
-        if isinstance(self.iters, bool) or not isinstance(self.iters, int) or not 1 <= self.iters <= 100_000:
-            raise ValueError(f"iters must be an integer from 1 to 100000, got {self.iters!r}")
-
-    def run(self, domain: TableDomain, records: np.ndarray, rho: float, *, rows: int | None = None) -> SynthRelease:
-        if not (isinstance(rho, float | int) and math.isfinite(rho) and 0 < rho <= 1000):
-            raise ValueError(f"rho must be in (0, 1000], got {rho!r}")
-        if len(domain.names) < 2:
-            raise ValueError(f"MST needs at least 2 attributes, got {len(domain.names)}")
-        import polars as pl
-
-        dp = _opendp()
-        from mbi.estimation import mirror_descent
-
-        iters = self.iters
-
-        def estimator(mbi_domain, loss_fn, *, potentials=None):
-            return mirror_descent(mbi_domain, loss_fn, potentials=potentials, iters=iters)
-
-        handed = mst_handed_rho(float(rho), self.measure_split, len(domain.names))
-        frame = pl.DataFrame({n: records[:, i].astype(np.int64) for i, n in enumerate(domain.names)})
-        context = dp.Context.compositor(data=frame.lazy(), privacy_unit=dp.unit_of(contributions=1),
-                                        privacy_loss=dp.loss_of(rho=handed), split_evenly_over=1)
-        algorithm = dp.mbi.MST(measure_split=float(self.measure_split), estimator=estimator)
-        query = context.query().contingency_table(
-            keys={n: list(range(s)) for n, s in zip(domain.names, domain.sizes, strict=True)}, algorithm=algorithm)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # OpenDP's "rho is typically <= 0.25" advice is not an error
-            try:
-                table = query.release()
-            except Exception as error:  # OpenDP raises OpenDPException/ValueError; one line for the user
-                raise ValueError(f"OpenDP refused MST at rho={rho:g} (handed {handed!r}): "
-                                 f"{' '.join(str(error).split())[:160]}") from None
-            synth = table.synthesize(rows)
-        # OpenDP adds a null key to every attribute (for values outside the keys); its true count is 0 here, so
-        # synthetic rows that land on it are dropped (post-processing) and counted in the metadata.
-        complete = synth.drop_nulls(subset=list(domain.names))
-        coded = np.column_stack([complete[n].to_numpy().astype(np.int64) for n in domain.names])
-        metadata = {"mechanism": "mst (opendp.extras.mbi.MST, OpenDP " + _opendp_version() + ")",
-                    "privacy": "rho-zCDP, add/remove one record", "rho": float(rho), "rho_handed": handed,
-                    "oneway_split": 0.5, "measure_split": float(self.measure_split), "iters": iters,
-                    "rows": len(coded), "null_rows_dropped": synth.height - complete.height}
-        return SynthRelease(coded, domain, "mst", float(rho), handed, metadata)
-
-
-def _opendp_version() -> str:
-    from importlib.metadata import version
-
-    return version("opendp")
-
-
 # ---------------------------------------------------------------------------------------------- marginal releases
 
 def parse_marginal_workload(spec: str, domain: TableDomain):
@@ -347,25 +214,6 @@ def parse_marginal_workload(spec: str, domain: TableDomain):
             raise ValueError(f"--workload {spec!r}: k must be an integer") from None
         return MarginalWorkload.all_kway(domain, k)
     return MarginalWorkload(domain, tuple(tuple(part.split("+")) for part in rest.split(",")))
-
-
-def identity_privacy_loss(workload, sigma: float) -> float:
-    """ρ-zCDP loss of i.i.d. Gaussian noise σ on every marginal cell: Δ₂² / (2σ²) (add/remove one record)."""
-    return workload.l2_sensitivity ** 2 / (2 * sigma * sigma)
-
-
-def identity_marginals(workload, records: np.ndarray, rho: float, rng: np.random.Generator):
-    """Each workload marginal plus i.i.d. Gaussian noise, σ² = Σ w² / (2ρ) per cell (ρ-zCDP, spec tables.md).
-
-    Returns the noisy marginals and the per-cell standard deviation (the same for every cell).
-
-    >>> from core.queries.marginals import MarginalWorkload
-    >>> w = MarginalWorkload.all_kway(TableDomain(("a", "b"), (2, 2)), 1)
-    >>> round(identity_marginals(w, np.array([[0, 1]]), 1.0, np.random.default_rng(0))[1], 4)
-    1.0
-    """
-    sigma = workload.l2_sensitivity / math.sqrt(2 * rho)  # privacy loss Δ₂²/(2σ²) = ρ exactly
-    return [m + rng.normal(0.0, sigma, size=m.shape) for m in workload.answer(records)], sigma
 
 
 def marginals_to_csv(workload, estimates: list[np.ndarray], stds: list[float], levels: dict[str, list[str]]) -> str:

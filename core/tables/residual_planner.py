@@ -22,13 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.queries.marginals import MarginalWorkload, check_records, marginal_counts
-
-
-def _check_rho(rho: float) -> float:
-    if isinstance(rho, bool) or not isinstance(rho, int | float | np.floating) or not (
-            math.isfinite(rho) and rho > 0):
-        raise ValueError(f"rho must be a finite number > 0 (zCDP budget), got {rho!r}")
-    return float(rho)
+from core.tables.contract import check_rho
 
 
 @dataclass(frozen=True)
@@ -92,7 +86,7 @@ def plan_residuals(workload: MarginalWorkload, rho: float) -> ResidualPlan:
     privacy cost; minimising Σ v_S σ_S² subject to Σ p_S/σ_S² = 2ρ gives
     1/σ_S² = 2ρ √(v_S/p_S) / Σ_T √(v_T p_T).
     """
-    rho = _check_rho(rho)
+    rho = check_rho(rho)
     domain = workload.domain
     sizes = domain.sizes
     weight: dict[tuple[int, ...], float] = {}

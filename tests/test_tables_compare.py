@@ -1,0 +1,71 @@
+"""Comparing table mechanisms across rho: seeded, cached, stoppable, scored against the independence baseline."""
+
+import numpy as np
+import pytest
+
+from core.analysis.experiment import SweepCache
+from core.queries.marginals import MarginalWorkload, TableDomain
+from core.tables.compare import baseline_scores, compare_tables, summarise_tables
+
+DOMAIN = TableDomain(("a", "b", "c"), (6, 5, 4))
+
+
+def _records(n=2000, seed=0, correlated=True):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 6, n)
+    b = np.minimum(a, 4) if correlated else rng.integers(0, 5, n)
+    c = rng.integers(0, 4, n)
+    return np.column_stack([a, b, c])
+
+
+def test_measured_rmse_matches_closed_form_with_power():
+    workload = MarginalWorkload.all_kway(DOMAIN, 2)  # 74 cells per run
+    df = compare_tables(_records(), workload, ["identity", "residual-planner"], [0.2], trials=40, seed=3)
+    for name, rows in df.groupby("mechanism"):
+        expected = rows.expected_rmse.iloc[0]
+        mse = np.mean(rows.rmse ** 2)  # mean of per-run MSE: an average of 40 × 74 squared Gaussian errors
+        assert abs(mse / expected**2 - 1) < 0.07, name  # 3σ band of a χ² mean with ~2960 terms: ±0.078
+        assert abs(mse / (1.1 * expected) ** 2 - 1) > 0.07, name  # a 10 % wrong σ is rejected
+
+
+def test_cache_runs_only_new_pairs_and_is_seeded():
+    workload, records, cache = MarginalWorkload.all_kway(DOMAIN, 1), _records(), SweepCache()
+    first = compare_tables(records, workload, ["identity"], [0.5, 1.0], trials=2, cache=cache, data_key="x")
+    calls = []
+    both = compare_tables(records, workload, ["identity", "residual-planner"], [0.5, 1.0], trials=2, cache=cache,
+                          data_key="x", progress=lambda f, text: calls.append(text))
+    assert len(cache) == 4 and sum("residual-planner" in c for c in calls) == 4
+    assert not any("identity" in c for c in calls)
+    np.testing.assert_array_equal(both[both.mechanism == "identity"].rmse.to_numpy(), first.rmse.to_numpy())
+    again = compare_tables(records, workload, ["identity"], [0.5, 1.0], trials=2)
+    np.testing.assert_array_equal(again.rmse.to_numpy(), first.rmse.to_numpy())
+
+
+def test_stop_returns_finished_rows():
+    workload = MarginalWorkload.all_kway(DOMAIN, 1)
+    polls = iter([False, False, True])
+    df = compare_tables(_records(), workload, ["identity"], [1.0, 2.0], trials=2, should_stop=lambda: next(polls))
+    assert df.attrs["stopped"] and len(df) == 2
+
+
+def test_evaluation_outside_the_workload_and_baseline():
+    workload = MarginalWorkload.all_kway(DOMAIN, 1)
+    evaluation = MarginalWorkload(DOMAIN, (("a", "b"),))
+    df = compare_tables(_records(), workload, ["identity"], [1.0], trials=1, evaluation=evaluation)
+    assert np.isnan(df.tvd[0])  # a 1-way release says nothing about the a×b marginal: not scored, not invented
+    correlated = baseline_scores(workload, evaluation, _records())
+    independent = baseline_scores(workload, evaluation, _records(correlated=False))
+    assert correlated["rmse"] == pytest.approx(0) and independent["rmse"] == pytest.approx(0)
+    assert correlated["tvd"] > 0.3 > 0.05 > independent["tvd"]
+
+
+def test_summary_and_bad_arguments():
+    workload = MarginalWorkload.all_kway(DOMAIN, 1)
+    summary = summarise_tables(compare_tables(_records(), workload, ["identity"], [1.0], trials=3))
+    assert summary.trials.tolist() == [3]
+    with pytest.raises(ValueError, match="trials"):
+        compare_tables(_records(), workload, ["identity"], [1.0], trials=0)
+    with pytest.raises(ValueError, match="rho"):
+        compare_tables(_records(), workload, ["identity"], [-1.0])
+    with pytest.raises(ValueError, match="not a table mechanism"):
+        compare_tables(_records(), workload, ["hb"], [1.0])

@@ -5,6 +5,7 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("Explore", "pages/workloads.py", "Workloads", ":material/functions:"),
     ("Explore", "pages/compare.py", "Compare", ":material/compare_arrows:"),
     ("Explore", "pages/grid.py", "Grids", ":material/grid_view:"),
+    ("Explore", "pages/tables.py", "Tables", ":material/table_chart:"),
     ("Decide", "pages/choose_epsilon.py", "Choose epsilon", ":material/tune:"),
     ("Decide", "pages/gradual.py", "Gradual release", ":material/stairs:"),
     ("Publish", "pages/release.py", "Release", ":material/publish:"),

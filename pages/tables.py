@@ -1,0 +1,99 @@
+"""Tables page: records with several attributes → marginals → compare methods across ρ → release marginals or
+synthetic records (logic in ui/tables_view.py)."""
+
+import streamlit as st
+
+import ui
+
+ui.init_state()
+st.title("Tables of records")
+st.caption("Release cross-tabulations (marginals) of a table with several attributes, or synthetic records that "
+           "preserve them. The full domain stays virtual: everything works on marginals. Budgets are ρ-zCDP.")
+ui.show_flash()
+with ui.guard():
+    left, right = st.columns(2)
+    left.file_uploader("Records (CSV, one row per person)", type=["csv"], key="tables_upload", on_change=ui.load_table_upload,
+                       help="A header row; integer codes 0..size−1 or category labels. Missing values are refused.")
+    right.file_uploader("Domain (JSON, optional)", type=["json"], key="tables_domain_upload", on_change=ui.load_table_upload,
+                        help='private-pgm\'s form: {"age": 85, "sex": ["F", "M"]}. Declare it for a release: '
+                             "sizes inferred from the data depend on the private records.")
+    table = ui.current_table()
+    if table is None:
+        st.info("Upload a table of records (for example the Adult data with its domain file) to start.")
+        st.stop()
+    for note in table.notes:
+        st.caption(f"Note: {note}")
+    st.multiselect("Attributes", list(table.domain.names), key="tables_attributes",
+                   help="Release marginals over these attributes only. The budget is the whole table's.")
+    chosen = ui.project_table(table, list(st.session_state.tables_attributes))
+    st.markdown(f"**{st.session_state.get('table_name', 'table')}**: {len(table.records):,} records; "
+                f"{len(chosen.domain.names)} attributes chosen; full domain "
+                f"{ui.table_domain_size(chosen.domain)} cells (never built).")
+    with st.expander("Domain of the chosen attributes"):
+        st.dataframe(ui.table_domain_frame(chosen), hide_index=True, key="tables_domain_frame")
+        st.download_button("Domain (JSON)", chosen.domain.to_json(), "domain.json", "application/json",
+                           key="tables_domain_download")
+    a, b, c = st.columns([2, 1, 3])
+    a.radio("Workload", ["all k-way", "chosen marginals"], key="tables_workload_kind", horizontal=True)
+    b.selectbox("k", [1, 2, 3], index=1, key="tables_k", help="All marginals on k attributes.")
+    c.text_input("Marginals", key="tables_custom", placeholder="age+sex, race*2",
+                 help="+ joins the attributes of one marginal; a comma separates marginals; *w weights one.")
+    work = ui.table_workload(chosen)
+    st.caption(f"Workload: {work.describe()}; L2 sensitivity {work.l2_sensitivity:.4g} (one record changes one "
+               "cell of each marginal).")
+    st.caption(ui.table_budget_caption(table))
+    compare_tab, release_tab = st.tabs(["Compare methods", "Release"])
+    with compare_tab:
+        with st.form("tables_compare_form"):
+            names = st.multiselect("Methods", list(ui.TABLE_MECHANISM_HELP), default=["identity", "residual-planner"],
+                                   key="tables_mechanisms", help="; ".join(f"{k}: {v}" for k, v in ui.TABLE_MECHANISM_HELP.items()))
+            x, y, z = st.columns(3)
+            rhos = x.multiselect("ρ values", list(ui.TABLE_RHO_CHOICES), default=[0.01, 0.1, 1.0], key="tables_rhos")
+            trials = y.slider("Trials per point", 1, 20, 3, key="tables_trials",
+                              help="Independent noise draws. Synthesisers take seconds to minutes per run.")
+            z.selectbox("Score synthetic data on all k-way marginals, k =", [1, 2, 3], index=1, key="tables_eval_k",
+                        help="Mean total-variation distance on these marginals, which may lie outside the workload.")
+            submitted = st.form_submit_button("Run comparison", type="primary")
+        if submitted:
+            stop_slot, bar = st.empty(), st.progress(0.0, text="running…")
+            stop_slot.button("Stop", key="tables_stop", help="Stop; the (mechanism, ρ) pairs finished so far are kept.")
+            ui.run_table_compare(chosen, work, list(names), sorted(rhos), int(trials),
+                           progress=lambda f, text: bar.progress(min(f, 1.0), text=text))
+            bar.empty()
+            stop_slot.empty()
+        results = st.session_state.get("tables_results")
+        if results is None:
+            st.info("Choose methods and ρ values, then **Run comparison** (nothing is charged: comparisons are "
+                    "simulations on your data, for your eyes only).")
+        else:
+            st.caption(f"Workload {results['workload']}; synthetic data scored on {results['evaluation']}.")
+            for metric, fig in ui.table_compare_figures(results).items():
+                st.plotly_chart(fig, key=f"tables_figure_{metric}")
+            st.dataframe(ui.table_summary(results["df"]), hide_index=True, key="tables_summary")
+            st.caption("The dashed line is the non-private independence baseline (the product of the exact 1-way "
+                       "marginals): a method above it has learnt no correlation that the 1-way marginals did not give.")
+    with release_tab:
+        led = ui.table_ledger(table)
+        if not led.spends:
+            st.number_input("Total budget ρ for this table", min_value=0.001, max_value=100.0, value=ui.TABLE_DEFAULT_RHO,
+                            step=0.1, format="%g", key="tables_total_rho", on_change=ui.set_table_total,
+                            help="Recorded with the first release; fixed after it.")
+        p, q = st.columns(2)
+        p.selectbox("Method", list(ui.TABLE_MECHANISM_HELP), key="tables_release_mechanism",
+                    format_func=lambda n: f"{n} ({ui.TABLE_MECHANISM_HELP[n].split(':')[0]})")
+        q.number_input("ρ to spend", min_value=0.0001, max_value=100.0, value=0.1, step=0.05, format="%g",
+                       key="tables_release_rho")
+        st.button("Spend ρ and release", type="primary", key="tables_release_button", on_click=ui.release_table)
+        output = st.session_state.get("tables_release")
+        if output is not None:
+            release, released_table = output["release"], output["table"]
+            st.success(f"Released {release.workload.describe()} with {release.mechanism} at ρ = {release.rho:g}"
+                       + (f" and {len(release.records):,} synthetic records." if release.records is not None else "."))
+            shown = st.selectbox("Marginal", release.workload.marginals, format_func=" × ".join, key="tables_shown")
+            st.plotly_chart(ui.table_marginal_figure(release, released_table, tuple(shown)), key="tables_marginal_figure")
+            if release.records is not None:
+                st.dataframe(ui.synthetic_check(output), hide_index=True, key="tables_synthetic_check")
+                st.caption("Computed from the true data, for you only (not exported): synthetic data promises only "
+                           "what its measured marginals support.")
+            for file_name, (label, text, mime) in ui.table_downloads(output).items():
+                st.download_button(label, text, file_name, mime, key=f"tables_download_{file_name}")

@@ -1,0 +1,69 @@
+"""AppTest: the Tables page — load a table, choose attributes and marginals, compare methods, release and charge."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from core.privacy.ledger_store import LedgerStore
+from core.tables.records import load_table
+from tests.test_app import open_page
+
+
+def _table(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    age = rng.integers(0, 5, n)
+    rows = "\n".join(f"{a},{'FM'[int(a > 2)]},{int(rng.integers(0, 3))}" for a in age)
+    return load_table(f"age,sex,region\n{rows}\n".encode(), b'{"age": 5, "sex": ["F", "M"], "region": 3}')
+
+
+def _open(table=None):
+    at = open_page("pages/tables.py")
+    table = table or _table()
+    at.session_state["table"], at.session_state["table_name"] = table, "survey.csv"
+    at.session_state["tables_attributes"] = list(table.domain.names)
+    return at.run(), table
+
+
+def test_empty_page_says_what_to_upload():
+    at = open_page("pages/tables.py")
+    assert not at.exception and "Upload a table" in at.info[0].value
+
+
+def test_compare_shows_both_figures_and_closed_form():
+    at, _ = _open()
+    assert not at.exception
+    at.multiselect(key="tables_rhos").set_value([0.1, 1.0])
+    at.slider(key="tables_trials").set_value(2)
+    at.button[0].click().run()  # the form's submit button
+    assert not at.exception, at.exception
+    summary = at.dataframe[-1].value
+    assert set(summary["mechanism"]) == {"identity", "residual-planner"} and len(summary) == 4
+    figures = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    names = {t.get("name") for f in figures for t in f["data"]}
+    assert {"identity", "residual-planner (analytic)"} <= names
+
+
+def test_workload_choice_and_bad_marginal_is_one_line():
+    at, _ = _open()
+    at.radio(key="tables_workload_kind").set_value("chosen marginals").run()
+    at.text_input(key="tables_custom").set_value("age+sex, region").run()
+    assert not at.exception and any("2 marginals, 13 cells" in c.value for c in at.caption)
+    at.text_input(key="tables_custom").set_value("age+height").run()
+    assert any("height" in e.value for e in at.error)
+
+
+def test_release_charges_the_tables_ledger_and_offers_downloads():
+    at, table = _open()
+    at.number_input(key="tables_release_rho").set_value(0.25).run()
+    at.button(key="tables_release_button").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    ledger = LedgerStore().ledger(table.fingerprint)
+    assert ledger.unit == "rho" and ledger.spent.rho == 0.25 and len(ledger.spends) == 1
+    labels = {b.label for b in at.get("download_button")}
+    assert {"Released marginals (CSV)", "Privacy metadata (JSON)"} <= labels
+    at.number_input(key="tables_release_rho").set_value(0.9).run()
+    at.button(key="tables_release_button").click().run()
+    assert at.error and "0.75" in at.error[0].value  # over the remaining ρ: refused, nothing charged
+    assert len(LedgerStore().ledger(table.fingerprint).spends) == 1

@@ -1,0 +1,304 @@
+"""The Tables page's logic: load a table of records, choose attributes and marginals, compare, release.
+
+A table's budget is ρ-zCDP in its own ledger, keyed by the records' fingerprint (the same store as the
+histograms'; the Ledger page lists it). Its total is recorded at the first release, and can be changed
+until then. Releases run, then charge (a refused or failed run charges nothing), then offer downloads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from scipy import special
+
+from core.analysis.bounded import run_bounded
+from core.analysis.experiment import SweepCache
+from core.data import limits
+from core.privacy.budget import Budget, BudgetExceededError
+from core.privacy.definitions import ZCDP, ledger_charge
+from core.privacy.ledger_store import LedgerStore, new_export_id
+from core.queries.marginals import MarginalWorkload, TableDomain
+from core.tables.compare import BASELINE, baseline_scores, compare_tables, summarise_tables
+from core.tables.mechanisms import TABLE_MECHANISMS, table_mechanism
+from core.tables.records import Table, load_table, marginals_to_csv, parse_marginal_workload, records_to_csv
+
+TABLE_DEFAULT_RHO = 1.0   # a table's total until the curator records one
+TABLE_DISPLAY_DELTA = 1e-6      # ρ is also shown as ε at this δ (Canonne–Kamath–Steinke conversion)
+TABLE_RHO_CHOICES = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
+_LEVEL = 0.95
+_SLOW_SECONDS = 20.0       # synthesisers are estimated at this per run (OpenDP's MST on a few attributes)
+
+
+def _levels_of(table: Table, name: str) -> list[str]:
+    size = table.domain.sizes[table.domain.names.index(name)]
+    return table.levels.get(name) or [str(c) for c in range(size)]
+
+
+def load_table_upload() -> None:
+    """File-uploader callback: read the records (and the domain file, if given) into the session."""
+    ss = st.session_state
+    records, domain = ss.get("tables_upload"), ss.get("tables_domain_upload")
+    if records is None:
+        return
+    try:
+        table = load_table(records.getvalue(), domain.getvalue() if domain is not None else None)
+    except ValueError as err:
+        ss.flash_error = f"{records.name}: {str(err).splitlines()[0]}"
+        return
+    ss.table, ss.table_name = table, records.name
+    ss.tables_attributes = list(table.domain.names)
+    ss.pop("tables_results", None)
+    ss.pop("tables_release", None)
+
+
+def current_table() -> Table | None:
+    return st.session_state.get("table")
+
+
+def project_table(table: Table, attributes: list[str]) -> Table:
+    """The table on the chosen attributes (same records and fingerprint: the ledger is the whole table's)."""
+    if not attributes:
+        raise ValueError("choose at least one attribute")
+    index = [table.domain.names.index(a) for a in attributes]
+    domain = TableDomain(tuple(attributes), tuple(table.domain.sizes[i] for i in index))
+    return Table(domain, table.records[:, index], {a: table.levels[a] for a in attributes if a in table.levels},
+                 table.notes, table.fingerprint)
+
+
+def table_domain_frame(table: Table) -> pd.DataFrame:
+    return pd.DataFrame({"attribute": list(table.domain.names), "levels": list(table.domain.sizes),
+                         "first levels": [", ".join(_levels_of(table, n)[:6]) + (" …" if s > 6 else "")
+                                          for n, s in zip(table.domain.names, table.domain.sizes, strict=True)]})
+
+
+def table_domain_size(domain: TableDomain) -> str:
+    size = domain.size
+    return f"{size:,}" if size < 10**9 else f"about 10^{math.log10(size):.1f}"
+
+
+def table_workload(table: Table) -> MarginalWorkload:
+    """The workload chosen on the page: all k-way marginals, or a typed list (``age+sex*2, race``)."""
+    ss = st.session_state
+    if ss.get("tables_workload_kind", "all k-way") == "all k-way":
+        return MarginalWorkload.all_kway(table.domain, int(ss.get("tables_k", 2)))
+    spec = "".join(str(ss.get("tables_custom", "")).split())
+    if not spec:
+        raise ValueError("list the marginals, e.g. age+sex, race (+ joins attributes, a comma separates marginals)")
+    return parse_marginal_workload(f"marginals:{spec}", table.domain)
+
+
+def table_evaluation(table: Table) -> MarginalWorkload:
+    """The marginals synthetic data is scored on: all k-way for the chosen k (may lie outside the workload)."""
+    k = min(int(st.session_state.get("tables_eval_k", 2)), len(table.domain.names))
+    return MarginalWorkload.all_kway(table.domain, k)
+
+
+# ------------------------------------------------------------------------------------------------ the ledger
+
+def _default_total() -> Budget:
+    return Budget.zcdp(TABLE_DEFAULT_RHO, TABLE_DISPLAY_DELTA)
+
+
+def table_ledger(table: Table):
+    return LedgerStore().ledger(table.fingerprint, default_total=_default_total())
+
+
+def set_table_total() -> None:
+    """Number-input callback: record the table's total ρ (refused once it has a spend)."""
+    ss, table = st.session_state, current_table()
+    try:
+        LedgerStore().set_total(table.fingerprint, Budget.zcdp(float(ss.tables_total_rho), TABLE_DISPLAY_DELTA),
+                                name=ss.get("table_name", "table"), workspace=ss.get("workspace_id"))
+    except ValueError as err:
+        ss.flash_error = f"Total budget not changed: {err}"
+
+
+def table_budget_caption(table: Table) -> str:
+    led = table_ledger(table)
+    if led.unit != "rho":
+        return (f"This table's ledger holds an (ε, δ) total of ε = {led.total.epsilon:g}, δ = {led.total.delta:g}; "
+                f"remaining ε = {led.remaining.epsilon:.4g}.")
+    return (f"Budget of this table: ρ = {led.total.rho:g} in total, **ρ = {led.remaining.rho:.4g} remaining** "
+            f"(ε = {led.remaining.epsilon:.3g} at δ = {led.total.delta:g}); {len(led.spends)} release(s).")
+
+
+# ------------------------------------------------------------------------------------------------ compare
+
+def run_table_compare(table: Table, work: MarginalWorkload, names: list[str], rhos: list[float], trials: int,
+                progress) -> pd.DataFrame:
+    ss = st.session_state
+    cache = ss.setdefault("tables_cache", SweepCache(limit=512))
+    df = compare_tables(table.records, work, names, rhos, trials=trials, seed=int(ss.get("seed", 0)),
+                        evaluation=table_evaluation(table), cache=cache, data_key=table.fingerprint,
+                        progress=progress)  # Stop reruns the page; finished pairs stay in the cache
+    ss.tables_results = {"df": df, "baseline": baseline_scores(work, table_evaluation(table), table.records),
+                         "workload": work.describe(), "evaluation": table_evaluation(table).describe()}
+    return df
+
+
+def _summary_for_chart(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The Compare page's figure wants (mechanism, epsilon, metric, mean, low, high, expected): ρ on the x axis."""
+    rows = []
+    for (name, rho), part in df.groupby(["mechanism", "rho"], sort=False):
+        values = part[metric].dropna()
+        if values.empty:
+            continue
+        low, high = np.quantile(values, [0.025, 0.975])
+        expected = part["expected_rmse"].iloc[0] if metric == "rmse" else math.nan
+        rows.append({"mechanism": name, "epsilon": rho, "metric": metric, "mean": values.mean(), "low": low,
+                     "high": high, "expected": expected})
+    return pd.DataFrame(rows, columns=["mechanism", "epsilon", "metric", "mean", "low", "high", "expected"])
+
+
+def table_compare_figures(results: dict):
+    """RMSE on the workload and TVD on the evaluation marginals against ρ, with the independence baseline."""
+    from ui.charts import error_figure
+
+    df, baseline = results["df"], results["baseline"]
+    figures = {}
+    for metric, title in (("rmse", "RMSE per marginal cell (records)"),
+                          ("tvd", "mean total-variation distance (0–1)")):
+        summary = _summary_for_chart(df, metric)
+        if summary.empty:
+            continue
+        fig = error_figure(summary, metric, log_y=metric == "rmse", x_title="ρ (zCDP)")
+        fig.add_hline(y=baseline[metric], line_dash="dash", line_color="grey",
+                      annotation_text=f"{BASELINE}: {baseline[metric]:.3g}", annotation_position="top left")
+        fig.update_layout(yaxis_title=title)
+        figures[metric] = fig
+    return figures
+
+
+def table_summary(df: pd.DataFrame) -> pd.DataFrame:
+    return summarise_tables(df).rename(columns={"rho": "ρ", "rmse": "RMSE", "rmse_std": "RMSE sd",
+                                                "tvd": "TVD", "tvd_std": "TVD sd", "expected_rmse": "RMSE (closed form)",
+                                                "seconds": "seconds per run"})
+
+
+# ------------------------------------------------------------------------------------------------ release
+
+def table_release_cost(rho: float) -> Budget:
+    epsilon, delta, _ = ledger_charge(ZCDP(rho), TABLE_DISPLAY_DELTA)
+    return Budget(epsilon, delta, rho)
+
+
+def release_table() -> None:
+    """Button callback: check the budget, run (bounded), then charge; a refused or failed run charges nothing."""
+    ss, table = st.session_state, current_table()
+    name, rho = ss.tables_release_mechanism, float(ss.tables_release_rho)
+    try:
+        chosen = project_table(table, list(ss.tables_attributes))
+        work = table_workload(chosen)
+        mechanism = table_mechanism(name)
+        cost = table_release_cost(rho)
+    except ValueError as err:
+        ss.flash_error = f"{name} not released: {err}"
+        return
+    store, led = LedgerStore(), table_ledger(table)
+    if led.unit == "epsilon" and led.remaining.delta < cost.delta:
+        ss.flash_error = (f"This table's ledger has an (ε, δ) total without δ to spare; a ρ-zCDP release needs "
+                          f"δ = {cost.delta:g}. Record a ρ total before the first release.")
+        return
+    if not led.fits(cost):
+        try:
+            led.spend(f"release: {name}", cost)
+        except BudgetExceededError as err:
+            ss.flash_error = f"{name} not released: {err}"
+        return
+    try:
+        release = run_bounded(mechanism.run, work, chosen.records, rho, np.random.default_rng(),
+                              seconds=limits.MAX_ACTION_SECONDS,
+                              estimated_seconds=_SLOW_SECONDS if mechanism.data_dependent else 0.01)
+    except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
+        ss.flash_error = f"{name} not released: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+        return
+    if release.privacy_loss > rho * (1 + 1e-9):  # the noise drawn must fit what is charged
+        ss.flash_error = f"{name} not released: its privacy loss ρ = {release.privacy_loss:.6g} exceeds ρ = {rho:g}"
+        return
+    export_id = new_export_id()
+    try:
+        store.spend(table.fingerprint, f"release: {name}", cost, mechanism=name, rho=rho,
+                    workload=work.describe(), export_id=export_id, name=ss.get("table_name", "table"),
+                    workspace=ss.get("workspace_id"), default_total=_default_total(),
+                    note=f"table release; rho={rho:g} charged as (epsilon={cost.epsilon:.6g}, delta={cost.delta:g})")
+    except (BudgetExceededError, ValueError) as err:
+        ss.flash_error = f"{name} not released: {err}"
+        return
+    metadata = {"dataset": ss.get("table_name", "table"), "mechanism": name, "rho": rho,
+                "privacy_loss_rho": release.privacy_loss, "epsilon_charged": cost.epsilon,
+                "delta_for_ledger": cost.delta, "privacy": "rho-zCDP, add/remove one record",
+                "workload": work.describe(), "domain": json.loads(chosen.domain.to_json()),
+                "noise": "OS entropy (never seeded)", "export_id": export_id} | release.metadata
+    ss.tables_release = {"release": release, "table": chosen, "metadata": metadata}
+
+
+def table_marginals_frame(release, table: Table, level: float = _LEVEL) -> pd.DataFrame:
+    """The released marginals as a long table with per-cell Gaussian intervals when the noise is analytic."""
+    text = marginals_to_csv(release.workload, release.estimates, release.stds or [math.nan] * len(release.estimates),
+                            table.levels)
+    frame = pd.read_csv(pd.io.common.StringIO(text), keep_default_na=False)
+    z = float(special.ndtri(0.5 + level / 2))
+    if release.stds is not None:
+        frame["lower"], frame["upper"] = frame["count"] - z * frame["std"], frame["count"] + z * frame["std"]
+        frame["level"] = level
+    return frame
+
+
+def table_marginal_figure(release, table: Table, marginal: tuple[str, ...], level: float = _LEVEL):
+    """A released 1-D marginal as bars with intervals, a 2-D one as a heatmap."""
+    import plotly.graph_objects as go
+
+    index = release.workload.marginals.index(marginal)
+    estimate = release.estimates[index]
+    labels = [_levels_of(table, a) for a in marginal]
+    if estimate.ndim == 1:
+        error = None
+        if release.stds is not None:
+            error = {"type": "data", "array": np.full(estimate.size, float(special.ndtri(0.5 + level / 2))
+                                                      * release.stds[index])}
+        fig = go.Figure(go.Bar(x=labels[0], y=estimate, error_y=error, name="released"))
+        fig.update_layout(xaxis_title=marginal[0], yaxis_title="released count (records)")
+    else:
+        flat = estimate.reshape(estimate.shape[0], -1)
+        columns = [" | ".join(c) for c in itertools.product(*labels[1:])]
+        fig = go.Figure(go.Heatmap(z=flat, x=columns, y=labels[0], colorbar={"title": "count"}))
+        fig.update_layout(xaxis_title=" × ".join(marginal[1:]), yaxis_title=marginal[0])
+    fig.update_layout(height=420, margin={"t": 30})
+    return fig
+
+
+def table_downloads(output: dict) -> dict[str, tuple[str, str, str]]:
+    """File name → (label, text, mime) for the release's downloads."""
+    release, table, metadata = output["release"], output["table"], output["metadata"]
+    stem = f"{metadata['mechanism']}-rho{metadata['rho']:g}"
+    files = {f"{stem}.meta.json": ("Privacy metadata (JSON)", json.dumps(metadata, indent=2, default=str),
+                                   "application/json")}
+    if release.records is not None:
+        files[f"{stem}-synthetic.csv"] = ("Synthetic records (CSV)", records_to_csv(
+            table.domain, release.records, table.levels), "text/csv")
+    files[f"{stem}-marginals.csv"] = ("Released marginals (CSV)",
+                                      table_marginals_frame(release, table).to_csv(index=False), "text/csv")
+    return files
+
+
+def synthetic_check(output: dict) -> pd.DataFrame:
+    """For the curator only (uses the true data): TVD of the synthetic records on the evaluation marginals,
+    next to the non-private independence baseline."""
+    release, table = output["release"], output["table"]
+    evaluation_work = table_evaluation(table)
+    truth = evaluation_work.answer(table.records)
+    from core.tables.compare import evaluation_tvd
+
+    score = evaluation_tvd(release, evaluation_work, truth)
+    base = baseline_scores(evaluation_work, evaluation_work, table.records)["tvd"]
+    return pd.DataFrame({"": [f"{release.mechanism} (released)", BASELINE], "mean TVD": [score, base]})
+
+
+TABLE_MECHANISM_HELP = {name: ("data-dependent: synthetic records; slow (OpenDP)" if m.data_dependent
+                         else "data-independent: error known in closed form")
+                  for name, m in TABLE_MECHANISMS.items()}

@@ -128,6 +128,7 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     """``release --domain``/``--rho``: a table of records; synthesisers write records, the others marginals."""
     import json
 
+    from core.tables.contract import SECURE_NOISE
     from core.tables.mechanisms import table_mechanism
     from core.tables.records import load_table, marginals_to_csv, parse_marginal_workload, records_to_csv
 
@@ -158,12 +159,13 @@ def cmd_release_table(args: argparse.Namespace) -> int:
                        f"ledger allows delta={store.ledger(fingerprint).total.delta:g}; record a total with --budget "
                        f"EPSILON --budget-delta DELTA")
     store.ledger(fingerprint).spend(f"release: {args.mechanism}", cost)  # refuse over budget before any work
-    release = mechanism.run(workload, table.records, rho, np.random.default_rng())  # OS entropy, never seeded
+    release = mechanism.run(workload, table.records, rho, noise_source("secure"))  # OpenDP's samplers, never seeded
     if release.privacy_loss > rho * (1 + 1e-9):  # the noise actually drawn must fit the budget (float slack only)
         raise CliError(f"internal check: {args.mechanism} privacy loss rho={release.privacy_loss!r} exceeds --rho {rho!r}")
     metadata = {"mechanism": args.mechanism, "rho": rho, "privacy_loss_rho": release.privacy_loss,
                 "delta_for_ledger": args.delta, "epsilon_charged": cost.epsilon,
-                "domain": json.loads(table.domain.to_json()), "workload": workload.describe()} | release.metadata
+                "domain": json.loads(table.domain.to_json()), "workload": workload.describe(),
+                "noise": SECURE_NOISE} | release.metadata
     if release.records is not None:
         text = records_to_csv(table.domain, release.records, table.levels)
         what = f"{len(release.records)} synthetic records"

@@ -83,6 +83,9 @@ with ui.guard():
                     format_func=lambda n: f"{n} ({ui.TABLE_MECHANISM_HELP[n].split(':')[0]})")
         q.number_input("ρ to spend", min_value=0.0001, max_value=100.0, value=0.1, step=0.05, format="%g",
                        key="tables_release_rho")
+        if ui.table_settings(st.session_state.tables_release_mechanism):
+            with st.expander("Settings of this method"):
+                ui.table_settings(st.session_state.tables_release_mechanism, render=True)
         st.button("Spend ρ and release", type="primary", key="tables_release_button", on_click=ui.release_table)
         output = st.session_state.get("tables_release")
         if output is not None:

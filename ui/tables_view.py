@@ -7,6 +7,7 @@ until then. Releases run, then charge (a refused or failed run charges nothing),
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -22,9 +23,11 @@ from core.data import limits
 from core.privacy.budget import Budget, BudgetExceededError
 from core.privacy.definitions import ZCDP, ledger_charge
 from core.privacy.ledger_store import LedgerStore, new_export_id
+from core.privacy.noise import noise_source
 from core.queries.marginals import MarginalWorkload, TableDomain
-from core.tables.compare import BASELINE, baseline_scores, compare_tables, summarise_tables
-from core.tables.mechanisms import TABLE_MECHANISMS, table_mechanism
+from core.tables.compare import BASELINE, baseline_scores, compare_tables, evaluation_tvd, summarise_tables
+from core.tables.contract import SECURE_NOISE
+from core.tables.mechanisms import TABLE_MECHANISMS, TABLE_SETTINGS, table_mechanism
 from core.tables.records import Table, load_table, marginals_to_csv, parse_marginal_workload, records_to_csv
 
 TABLE_DEFAULT_RHO = 1.0   # a table's total until the curator records one
@@ -157,6 +160,8 @@ def _summary_for_chart(df: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def table_compare_figures(results: dict):
     """RMSE on the workload and TVD on the evaluation marginals against ρ, with the independence baseline."""
+    import plotly.graph_objects as go
+
     from ui.charts import error_figure
 
     df, baseline = results["df"], results["baseline"]
@@ -167,8 +172,10 @@ def table_compare_figures(results: dict):
         if summary.empty:
             continue
         fig = error_figure(summary, metric, log_y=metric == "rmse", x_title="ρ (zCDP)")
-        fig.add_hline(y=baseline[metric], line_dash="dash", line_color="grey",
-                      annotation_text=f"{BASELINE}: {baseline[metric]:.3g}", annotation_position="top left")
+        rhos = sorted(df["rho"].unique())  # a trace, not add_hline: shapes take log10 units on a log axis
+        fig.add_trace(go.Scatter(x=[rhos[0], rhos[-1]], y=[baseline[metric]] * 2, mode="lines",
+                                 name=f"{BASELINE}: {baseline[metric]:.3g}",
+                                 line={"color": "grey", "dash": "dash"}))
         fig.update_layout(yaxis_title=title)
         figures[metric] = fig
     return figures
@@ -182,6 +189,19 @@ def table_summary(df: pd.DataFrame) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------------------------ release
 
+def table_settings(name: str, *, render: bool = False) -> dict[str, str]:
+    """The mechanism's settings (TABLE_SETTINGS) as typed on the page; widgets drawn when ``render``."""
+    defaults = {f.name: f.default for f in dataclasses.fields(TABLE_MECHANISMS[name])}
+    values = {}
+    for key in TABLE_SETTINGS.get(name, {}):
+        widget_key = f"tables_setting_{name}_{key}"
+        if render:
+            st.text_input(f"{name}: {key}", value=str(defaults[key]), key=widget_key,
+                          help="See the README, Tables of records, for what this setting does.")
+        values[key] = st.session_state.get(widget_key, str(defaults[key]))
+    return values
+
+
 def table_release_cost(rho: float) -> Budget:
     epsilon, delta, _ = ledger_charge(ZCDP(rho), TABLE_DISPLAY_DELTA)
     return Budget(epsilon, delta, rho)
@@ -194,7 +214,7 @@ def release_table() -> None:
     try:
         chosen = project_table(table, list(ss.tables_attributes))
         work = table_workload(chosen)
-        mechanism = table_mechanism(name)
+        mechanism = table_mechanism(name, **table_settings(name))
         cost = table_release_cost(rho)
     except ValueError as err:
         ss.flash_error = f"{name} not released: {err}"
@@ -211,7 +231,7 @@ def release_table() -> None:
             ss.flash_error = f"{name} not released: {err}"
         return
     try:
-        release = run_bounded(mechanism.run, work, chosen.records, rho, np.random.default_rng(),
+        release = run_bounded(mechanism.run, work, chosen.records, rho, noise_source("secure"),
                               seconds=limits.MAX_ACTION_SECONDS,
                               estimated_seconds=_SLOW_SECONDS if mechanism.data_dependent else 0.01)
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
@@ -233,7 +253,7 @@ def release_table() -> None:
                 "privacy_loss_rho": release.privacy_loss, "epsilon_charged": cost.epsilon,
                 "delta_for_ledger": cost.delta, "privacy": "rho-zCDP, add/remove one record",
                 "workload": work.describe(), "domain": json.loads(chosen.domain.to_json()),
-                "noise": "OS entropy (never seeded)", "export_id": export_id} | release.metadata
+                "noise": SECURE_NOISE, "export_id": export_id} | release.metadata
     ss.tables_release = {"release": release, "table": chosen, "metadata": metadata}
 
 
@@ -292,8 +312,6 @@ def synthetic_check(output: dict) -> pd.DataFrame:
     release, table = output["release"], output["table"]
     evaluation_work = table_evaluation(table)
     truth = evaluation_work.answer(table.records)
-    from core.tables.compare import evaluation_tvd
-
     score = evaluation_tvd(release, evaluation_work, truth)
     base = baseline_scores(evaluation_work, evaluation_work, table.records)["tvd"]
     return pd.DataFrame({"": [f"{release.mechanism} (released)", BASELINE], "mean TVD": [score, base]})

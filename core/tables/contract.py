@@ -19,6 +19,9 @@ import numpy as np
 
 from core.queries.marginals import MarginalWorkload
 
+SECURE_NOISE = ("OpenDP's samplers (CSPRNG, never seeded): the discrete Gaussian or Laplace on a lattice of "
+                "spacing 2^(floor(log2 scale) - 24); synthesisers draw inside OpenDP")
+
 
 def check_rho(rho: float) -> float:
     """ρ as a finite float > 0, else one line naming it and the rule (callers bound it further for releases)."""

@@ -69,3 +69,27 @@ def test_summary_and_bad_arguments():
         compare_tables(_records(), workload, ["identity"], [-1.0])
     with pytest.raises(ValueError, match="not a table mechanism"):
         compare_tables(_records(), workload, ["hb"], [1.0])
+
+
+def test_cli_compare_on_a_table(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from core.__main__ import main
+
+    records = _records(500)
+    (tmp_path / "t.csv").write_text("a,b,c\n" + "\n".join(",".join(map(str, r)) for r in records) + "\n")
+    (tmp_path / "d.json").write_text(json.dumps({"a": 6, "b": 5, "c": 4}))
+    args = ["compare", "--input", str(tmp_path / "t.csv"), "--domain", str(tmp_path / "d.json"),
+            "--workload", "marginals:k=2", "--mechanisms", "identity,residual-planner", "--rhos", "0.1,1",
+            "--trials", "2", "--output", str(tmp_path / "out.csv")]
+    assert main(args) == 0
+    out = capsys.readouterr()
+    assert "independence baseline" in out.out and "8/8 runs" in out.err
+    df = pd.read_csv(tmp_path / "out.csv")
+    assert len(df) == 8 and set(df.columns) >= {"mechanism", "rho", "trial", "rmse", "tvd", "expected_rmse"}
+    assert main(args[:-4] + ["--rhos", "0.1", "--mechanisms", "hb", "--output", str(tmp_path / "x.csv")]) == 2
+    assert "not a table mechanism" in capsys.readouterr().err
+    assert main(args[:7] + ["--mechanisms", "identity", "--epsilons", "1", "--output", str(tmp_path / "x.csv")]) == 2
+    assert "--rhos" in capsys.readouterr().err

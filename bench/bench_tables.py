@@ -1,7 +1,7 @@
 """Tables of records on Adult (../shared/data/adult; skipped when absent): MST through OpenDP vs the
 independence baseline, and ResidualPlanner vs Identity on all 2-way marginals. Prints wall and CPU time.
 
-    python bench/bench_tables.py [--rho 0.5] [--skip-mst]
+    python bench/bench_tables.py [--rho 0.5] [--skip-mst] [--direct --runs 4]
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rho", type=float, default=0.5)
     parser.add_argument("--skip-mst", action="store_true")
+    parser.add_argument("--runs", type=int, default=4, help="MST runs per side with --direct")
+    parser.add_argument("--draws", type=int, default=20, help="ResidualPlanner draws behind the simulated RMSE")
     parser.add_argument("--direct", action="store_true",
                         help="also run OpenDP's MST directly (Context API, split 0.5, where it accepts its split) "
                              "next to the wrapper at the same split: the wrapper must lose nothing")
@@ -43,35 +45,54 @@ def main() -> None:
     table = load_table(ADULT / "adult.csv", ADULT / "adult-domain.json")
     print(f"Adult: {len(table.records):,} records, {len(table.domain.names)} attributes")
     workload = MarginalWorkload.all_kway(table.domain, 2)
+    truth = workload.answer(table.records)
     for rho in (0.1, 1.0):
         plan, wall, cpu = _timed(lambda rho=rho: plan_residuals(workload, rho))
         rng = np.random.default_rng(1)
-        truth = workload.answer(table.records)
-        rp = np.sqrt(np.mean(np.concatenate([(e - t).ravel() ** 2 for e, t in
-                                            zip(measure(plan, table.records, rng), truth, strict=True)])))
+        draws = [_mse(measure(plan, table.records, rng), truth) for _ in range(args.draws)]
+        mse, se = float(np.mean(draws)), float(np.std(draws, ddof=1) / math.sqrt(len(draws)))
         ident, sigma = identity_marginals(workload, table.records, rho, rng)
-        idr = np.sqrt(np.mean(np.concatenate([(e - t).ravel() ** 2 for e, t in zip(ident, truth, strict=True)])))
+        verdict = "within" if abs(mse - plan.expected_mse) <= 3 * se else "OUTSIDE"
         print(f"all 2-way ({len(workload.marginals)} marginals, {workload.cells:,} cells) rho={rho:g}: "
-              f"ResidualPlanner RMSE closed form {plan.expected_rmse:.4f}, one draw {rp:.4f} "
-              f"(plan {wall:.3f}s wall / {cpu:.3f}s CPU); Identity closed form {sigma:.4f}, one draw {idr:.4f}")
+              f"ResidualPlanner RMSE closed form {plan.expected_rmse:.4f}, simulated {math.sqrt(mse):.4f} over "
+              f"{args.draws} draws (MSE {mse:.3f} ± {se:.3f}: closed form {verdict} 3 sigma; plan {wall:.3f}s wall / "
+              f"{cpu:.3f}s CPU); Identity closed form {sigma:.4f}, one draw {math.sqrt(_mse(ident, truth)):.4f}")
+    for k, anchor in ((1, 3.0468), (2, 6.3587), (3, 10.5153)):
+        rmse = plan_residuals(MarginalWorkload.all_kway(table.domain, k), 0.5).expected_rmse
+        print(f"anchor (dkifer/ResidualPlanner, rho=0.5, all {k}-way): {rmse:.4f} vs {anchor} "
+              f"({100 * (rmse / anchor - 1):+.2f} %)")
     base = independence_tvd(table.domain, table.records)
     print(f"independence baseline (non-private, product of exact 1-way marginals): mean 2-way TVD {base:.4f}")
     if args.skip_mst:
         return
-    two_way = MarginalWorkload.all_kway(table.domain, 2)
-    release, wall, cpu = _timed(lambda: MST(measure_split=0.9).run(two_way, table.records, args.rho))
-    tvd = marginal_tvd(table.domain, table.records, release.records)
+    release, wall, cpu = _timed(lambda: MST(measure_split=0.9).run(workload, table.records, args.rho))
     print(f"MST rho={args.rho:g} (split 0.9, handed rho {release.metadata['rho_handed']!r}, "
-          f"{release.metadata['null_rows_dropped']} null rows dropped): mean 2-way TVD {tvd:.4f} "
-          f"vs baseline {base:.4f}; {wall:.1f}s wall / {cpu:.1f}s CPU (machine shared: timings noisy)")
-    assert math.isfinite(tvd)
-    if args.direct:
-        direct, wall, cpu = _timed(lambda: _direct_mst(table, args.rho, 0.5))
-        print(f"OpenDP MST called directly, rho={args.rho:g}, split 0.5: mean 2-way TVD "
-              f"{marginal_tvd(table.domain, table.records, direct):.4f}; {wall:.1f}s wall / {cpu:.1f}s CPU")
-        release, wall, cpu = _timed(lambda: MST(measure_split=0.5).run(two_way, table.records, args.rho))
-        print(f"wrapper, rho={args.rho:g}, split 0.5 (handed {release.metadata['rho_handed']!r}): mean 2-way TVD "
-              f"{marginal_tvd(table.domain, table.records, release.records):.4f}; {wall:.1f}s wall / {cpu:.1f}s CPU")
+          f"{release.metadata['null_rows_dropped']} null rows dropped): mean 2-way TVD "
+          f"{marginal_tvd(table.domain, table.records, release.records):.4f} vs baseline {base:.4f}; "
+          f"{wall:.1f}s wall / {cpu:.1f}s CPU (the first run in this process includes JAX's compilation)")
+    if not args.direct:
+        return
+    scores: dict[str, list[tuple[float, float, float]]] = {"direct": [], "wrapper": []}
+    for run in range(args.runs):  # interleaved, side by side, so the machine's load hits both alike
+        for kind in ("direct", "wrapper"):
+            if kind == "direct":
+                records, wall, cpu = _timed(lambda: _direct_mst(table, args.rho, 0.5))
+            else:
+                out, wall, cpu = _timed(lambda: MST(measure_split=0.5).run(workload, table.records, args.rho))
+                records = out.records
+            scores[kind].append((marginal_tvd(table.domain, table.records, records), wall, cpu))
+            print(f"  run {run + 1} {kind}: TVD {scores[kind][-1][0]:.4f}, {wall:.1f}s wall / {cpu:.1f}s CPU")
+    for kind, rows in scores.items():
+        tvd, wall, cpu = (np.array(c) for c in zip(*rows, strict=True))
+        print(f"MST split 0.5, rho={args.rho:g}, {kind} ({'OpenDP call as documented' if kind == 'direct' else 'dplens'}):"
+              f" mean 2-way TVD {tvd.mean():.4f} ± {tvd.std(ddof=1) if len(tvd) > 1 else 0:.4f} over {len(tvd)} runs; "
+              f"{wall.mean():.1f}s wall / {cpu.mean():.1f}s CPU per run")
+    ratio = np.mean([r[0] for r in scores["wrapper"]]) / np.mean([r[0] for r in scores["direct"]])
+    print(f"wrapper / direct mean TVD: {ratio:.3f} (target within 10 %: {'met' if abs(ratio - 1) <= 0.1 else 'NOT met'})")
+
+
+def _mse(estimates, truth) -> float:
+    return float(np.mean(np.concatenate([(e - t).ravel() ** 2 for e, t in zip(estimates, truth, strict=True)])))
 
 
 def _direct_mst(table, rho: float, split: float) -> np.ndarray:

@@ -31,6 +31,8 @@ with ui.guard():
                 f"{ui.table_domain_size(chosen.domain)} cells (never built).")
     with st.expander("Domain of the chosen attributes"):
         st.dataframe(ui.table_domain_frame(chosen), hide_index=True, key="tables_domain_frame")
+        st.dataframe(ui.table_feasibility(chosen.domain), hide_index=True, key="tables_feasibility")
+        st.caption("Marginals are built one at a time from the records; the full domain never is.")
         st.download_button("Domain (JSON)", chosen.domain.to_json(), "domain.json", "application/json",
                            key="tables_domain_download")
     a, b, c = st.columns([2, 1, 3])

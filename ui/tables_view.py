@@ -24,7 +24,7 @@ from core.privacy.budget import Budget, BudgetExceededError
 from core.privacy.definitions import ZCDP, ledger_charge
 from core.privacy.ledger_store import LedgerStore, new_export_id
 from core.privacy.noise import noise_source
-from core.queries.marginals import MarginalWorkload, TableDomain
+from core.queries.marginals import MAX_MARGINAL_CELLS, MarginalWorkload, TableDomain
 from core.tables.compare import BASELINE, baseline_scores, compare_tables, evaluation_tvd, summarise_tables
 from core.tables.contract import SECURE_NOISE
 from core.tables.mechanisms import TABLE_MECHANISMS, TABLE_SETTINGS, table_mechanism
@@ -77,6 +77,17 @@ def table_domain_frame(table: Table) -> pd.DataFrame:
     return pd.DataFrame({"attribute": list(table.domain.names), "levels": list(table.domain.sizes),
                          "first levels": [", ".join(_levels_of(table, n)[:6]) + (" …" if s > 6 else "")
                                           for n, s in zip(table.domain.names, table.domain.sizes, strict=True)]})
+
+
+def table_feasibility(domain: TableDomain) -> pd.DataFrame:
+    """Per k = 1, 2, 3: how many k-way marginals, their cells in all, the largest, and whether they can be built."""
+    rows = []
+    for k in range(1, min(3, len(domain.names)) + 1):
+        sizes = [math.prod(domain.sizes_of(m)) for m in itertools.combinations(domain.names, k)]
+        feasible = max(sizes) <= MAX_MARGINAL_CELLS
+        rows.append({"k": k, "marginals": len(sizes), "cells in all": sum(sizes), "largest marginal": max(sizes),
+                     "feasible": "yes" if feasible else f"no: a marginal over {MAX_MARGINAL_CELLS:,} cells"})
+    return pd.DataFrame(rows)
 
 
 def table_domain_size(domain: TableDomain) -> str:

@@ -32,6 +32,7 @@ from core.privacy.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, Ledg
 from core.privacy.noise import NOISE_PATHS, noise_sampler, noise_source
 from core.queries.workloads import WORKLOADS, parse_workload
 from core.release.export import SIMULATION_LABEL, history_to_csv, release_to_csv, release_to_json
+from core.tables.records import MISSING_CHOICES
 
 SCHEDULER_HELP = ("where cells run: auto (default: serial for small sweeps, else processes), processes[:N] "
                   "(local worker processes; N defaults to every core), serial, "
@@ -144,7 +145,7 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     output = Path(args.output)
     if output.suffix.lower() != ".csv":
         raise CliError(f"--output must end in .csv for a table release, got {args.output!r}")
-    table = load_table(args.input, args.domain)
+    table = load_table(args.input, args.domain, missing=args.missing)
     for note in table.notes:
         print(f"note: {note}", file=sys.stderr)
     # A synthesiser measures what it chooses; its workload (default all 2-way) only says what the metadata reports.
@@ -280,7 +281,7 @@ def cmd_compare_table(args: argparse.Namespace) -> int:
 
     if args.rhos is None:
         raise CliError("a table comparison (--domain) takes --rhos (zCDP budgets), not --epsilons")
-    table = load_table(args.input, args.domain)
+    table = load_table(args.input, args.domain, missing=args.missing)
     for note in table.notes:
         print(f"note: {note}", file=sys.stderr)
     workload = parse_marginal_workload(args.workload, table.domain)
@@ -440,6 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
     rel.add_argument("--noise", choices=list(NOISE_PATHS), default="secure",
                      help="secure: OpenDP samplers (the only path written as a release); exploration is "
                           "refused here (a simulation: use `compare`)")
+    rel.add_argument("--missing", choices=MISSING_CHOICES, default="refuse",
+                     help="a table's missing values: refuse (default), drop their rows, or make them a level")
     rel.add_argument("--param", action="append", metavar="KEY=VALUE", help="mechanism setting (repeatable)")
     rel.add_argument("--output", required=True, help="OUT.csv (bin,count) or OUT.json (values + metadata)")
     rel.add_argument("--time-limit", type=_time_limit, default=MAX_ACTION_SECONDS, metavar="SECONDS",
@@ -463,6 +466,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--domain", metavar="JSON", help="a table of records: its domain file; compares table "
                       "mechanisms (identity, residual-planner, mst, ...) on --workload marginals:k=K across --rhos")
     cmp_.add_argument("--rhos", help="comma-separated zCDP budgets for a table comparison")
+    cmp_.add_argument("--missing", choices=MISSING_CHOICES, default="refuse",
+                      help="a table's missing values: refuse (default), drop their rows, or make them a level")
     cmp_.add_argument("--evaluate", type=int, default=2, metavar="K",
                       help="a table comparison scores synthetic data on all K-way marginals (default 2)")
     cmp_.set_defaults(func=cmd_compare)

@@ -3,8 +3,9 @@
 A table is an (N, d) array of integer codes with a :class:`~core.queries.marginals.TableDomain`. Input is a CSV
 of records (integer codes, or categorical values mapped to codes by declared or observed levels) and
 optionally a domain JSON in private-pgm's form (``{"age": 85, ...}``; a list of levels instead of a size
-declares categorical levels in code order). **Missing values are refused** (one line naming the column):
-recode them as an explicit level before upload; dplens neither drops rows nor invents a level silently.
+declares categorical levels in code order; ``{"low": L, "high": H, "width": W}`` or ``{"edges": [...]}`` bins a
+numeric column). Missing values are refused unless the curator chooses to drop their rows or to make them a
+level (``load_table(..., missing=...)``); dplens never does either silently.
 
 MST and AIM (synthetic records) live in :mod:`core.tables.synthesis`; the mechanisms' common contract in
 :mod:`core.tables.mechanisms`.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,24 +64,114 @@ def _declared(domain_bytes: bytes | None) -> dict[str, int | list[str]]:
     if not isinstance(mapping, dict) or not mapping:
         raise DataError('the domain file must be a JSON object like {"age": 85, "sex": ["F", "M"]}')
     for name, value in mapping.items():
+        if isinstance(value, dict):
+            mapping[name] = bin_edges(name, value)
+            continue
         ok = (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_LEVELS) or (
             isinstance(value, list) and 1 <= len(value) <= MAX_LEVELS and len(set(map(str, value))) == len(value))
         if not ok:
             raise DataError(f"domain of column {name!r} is {str(value)[:40]}; the rule is a size from 1 to "
-                            f"{MAX_LEVELS} or a list of distinct levels")
+                            f"{MAX_LEVELS}, a list of distinct levels, or bins ({BIN_FORMS})")
     return mapping
 
 
-def _column_codes(name: str, cells: pd.Series, declared) -> tuple[np.ndarray, int, list[str], str | None]:
+BIN_FORMS = '{"low": L, "high": H, "width": W} or {"low": L, "high": H, "bins": K} or {"edges": [...]} or ' \
+            '{"quantiles": K, "public_sample": [...]}'
+
+
+def bin_edges(name: str, spec: dict) -> np.ndarray:
+    """Bin edges for a numeric column, chosen **without looking at the private data** (issue #14).
+
+    Equal width over a declared [low, high], explicit edges, or quantiles of a *public* sample the curator
+    supplies. Quantiles of the private column itself would make the bins (and so the release) depend on the
+    data outside the privacy budget, so they are not offered.
+
+    >>> bin_edges("age", {"low": 0, "high": 30, "width": 10}).tolist()
+    [0.0, 10.0, 20.0, 30.0]
+    >>> bin_edges("x", {"quantiles": 2, "public_sample": [1, 2, 3, 4, 5]}).tolist()
+    [1.0, 3.0, 5.0]
+    """
+    def numbers(value, what: str) -> np.ndarray:
+        try:
+            out = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise DataError(f"bins of column {name!r}: {what} must be numbers, got {str(value)[:40]}") from None
+        if not np.all(np.isfinite(out)):
+            raise DataError(f"bins of column {name!r}: {what} must be finite, got {str(value)[:40]}")
+        return out
+
+    keys = set(spec)
+    if keys == {"edges"}:
+        edges = numbers(spec["edges"], "edges")
+    elif keys in ({"low", "high", "width"}, {"low", "high", "bins"}):
+        low, high = float(numbers(spec["low"], "low")), float(numbers(spec["high"], "high"))
+        if not high > low:
+            raise DataError(f"bins of column {name!r}: high {high:g} must exceed low {low:g}")
+        if "width" in spec:
+            width = float(numbers(spec["width"], "width"))
+            if not width > 0:
+                raise DataError(f"bins of column {name!r}: width must be > 0, got {width:g}")
+            count = math.ceil((high - low) / width - 1e-9)
+            edges = np.minimum(low + width * np.arange(count + 1), high)
+        else:
+            count = spec["bins"]
+            if isinstance(count, bool) or not isinstance(count, int) or count < 2:
+                raise DataError(f"bins of column {name!r}: bins must be an integer >= 2, got {count!r}")
+            edges = np.linspace(low, high, count + 1)
+    elif keys == {"quantiles", "public_sample"}:
+        sample, count = numbers(spec["public_sample"], "public_sample"), spec["quantiles"]
+        if isinstance(count, bool) or not isinstance(count, int) or count < 2 or sample.size < count:
+            raise DataError(f"bins of column {name!r}: quantiles must be an integer from 2 to the public sample's "
+                            f"size ({sample.size}), got {count!r}")
+        edges = np.unique(np.quantile(sample, np.linspace(0, 1, count + 1)))
+    else:
+        raise DataError(f"bins of column {name!r} are {str(spec)[:60]}; the rule is one of {BIN_FORMS}")
+    if edges.size < 3 or np.any(np.diff(edges) <= 0) or edges.size - 1 > MAX_LEVELS:
+        raise DataError(f"bins of column {name!r}: edges must increase strictly and make 2 to {MAX_LEVELS} bins, "
+                        f"got {edges.size - 1} from {str(spec)[:60]}")
+    return edges
+
+
+def _bin_labels(edges: np.ndarray) -> list[str]:
+    last = len(edges) - 2
+    return [f"[{a:g}, {b:g}{']' if i == last else ')'}" for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))]
+
+
+MISSING_CHOICES = ("refuse", "drop", "level")
+MISSING_LEVEL = "missing"
+
+
+def missing_mask(cells: pd.Series) -> np.ndarray:
+    """Empty cells and NA/NaN/null/None (any case) are missing values."""
+    text = cells.str.strip()
+    return (text.eq("") | text.str.lower().isin(["na", "nan", "null", "none"])).to_numpy()
+
+
+def _column_codes(name: str, cells: pd.Series, declared, missing: str = "refuse"
+                  ) -> tuple[np.ndarray, int, list[str], str | None]:
     """Codes, domain size, levels and an optional note for one column (rules in the module docstring)."""
     text = cells.str.strip()
-    missing = text.eq("") | text.str.lower().isin(["na", "nan", "null", "none"])
-    if missing.any():
-        numeric_nan = text[missing].str.lower().eq("nan").all()
+    absent = missing_mask(cells)
+    if absent.any() and missing == "level":  # code the present values, then one more level for the missing
+        codes, size, levels, note = _column_codes(name, text[~absent].reset_index(drop=True), declared)
+        out = np.full(len(text), size, dtype=np.int64)
+        out[~absent] = codes
+        note = "; ".join(filter(None, [note, f"{name}: missing values are the level {MISSING_LEVEL!r}"]))
+        return out, size + 1, [*levels, MISSING_LEVEL], note
+    if absent.any():
+        numeric_nan = text[absent].str.lower().eq("nan").all()
         rule = "numeric columns must hold finite integer codes" if numeric_nan else (
-            "missing values are refused: recode them as an explicit level first")
-        raise DataError(f"column {name!r} has a missing value in row {int(np.argmax(missing.to_numpy())) + 2}; "
-                        f"{rule}")
+            "missing values are refused: choose to drop those rows or to make missing a level")
+        raise DataError(f"column {name!r} has a missing value in row {int(np.argmax(absent)) + 2}; {rule}")
+    if isinstance(declared, np.ndarray):  # numeric bins (bin_edges)
+        values = pd.to_numeric(text, errors="coerce").to_numpy(float)
+        if not np.isfinite(values).all():
+            bad = text[~np.isfinite(values)].iloc[0]
+            raise DataError(f"column {name!r} holds {bad[:40]!r}; a binned column must hold finite numbers")
+        codes = np.clip(np.searchsorted(declared, values, side="right") - 1, 0, declared.size - 2)
+        return (codes.astype(np.int64), declared.size - 1, _bin_labels(declared),
+                f"{name}: {declared.size - 1} declared bins; values outside [{declared[0]:g}, {declared[-1]:g}] "
+                "are counted in the end bins")
     if isinstance(declared, list):
         levels = [str(v) for v in declared]
         index = {level: code for code, level in enumerate(levels)}
@@ -118,16 +210,30 @@ def _column_codes(name: str, cells: pd.Series, declared) -> tuple[np.ndarray, in
     return codes, len(levels), levels, f"{name}: {len(levels)} levels read from the data (sorted)"
 
 
-def load_table(source: str | Path | bytes, domain: str | Path | bytes | None = None) -> Table:
+MAX_TABLE_RECORDS = 10_000_000  # records after expanding a pre-aggregated table (memory: records × columns × 8 B)
+COUNT_COLUMN = "count"
+
+
+def load_table(source: str | Path | bytes, domain: str | Path | bytes | None = None, *,
+               missing: str = "refuse") -> Table:
     """Read a CSV of records (header row, one record per row) and an optional domain JSON into a :class:`Table`.
 
-    Without a domain file the sizes come from the data, which itself discloses them (a note says so):
-    declare the domain for a release whose domain must not depend on the data.
+    A final column named ``count`` makes the file a pre-aggregated long table (``attr1,...,attrk,count``):
+    each row stands for ``count`` identical records. ``missing`` chooses what missing values do:
+    ``"refuse"`` (one line naming the column), ``"drop"`` (rows with one are dropped, and a note says how
+    many: shown to the curator only, it is computed from the private data), or ``"level"`` (a ``"missing"``
+    level added to that column). Without a domain file the sizes come from the data, which itself discloses
+    them (a note says so): declare the domain for a release whose domain must not depend on the data.
 
-    >>> load_table(b"a\\n1\\n", b'{"a": 1}')
-    Traceback (most recent call last):
-    core.data.datasets.DataError: column 'a' holds code 1, outside its declared domain 0..0
+    >>> load_table(b"a\\n1\\n", b'{"a": 2}').records.tolist()
+    [[1]]
+    >>> load_table(b"sex,count\\nF,2\\nM,1\\n", b'{"sex": ["F", "M"]}').records.tolist()
+    [[0], [0], [1]]
+    >>> load_table(b"a,b\\n1,x\\n,y\\n", missing="level").levels["a"]
+    ['0', '1', 'missing']
     """
+    if missing not in MISSING_CHOICES:
+        raise ValueError(f"missing must be one of {', '.join(MISSING_CHOICES)}, got {missing!r}")
     data = _read_bytes(source)
     declared = _declared(_read_bytes(domain) if isinstance(domain, str | Path) else domain)
     try:
@@ -135,17 +241,34 @@ def load_table(source: str | Path | bytes, domain: str | Path | bytes | None = N
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
         raise DataError(f"the records file is not a CSV with a header row ({str(error).splitlines()[0][:80]})"
                         ) from None
-    names = [str(c).strip() for c in frame.columns]
+    frame.columns = [str(c).strip() for c in frame.columns]
+    names = list(frame.columns)
     if not names or len(set(names)) != len(names):
         raise DataError(f"the records file needs a header of distinct column names, got {names[:10]}")
+    counts = None
+    if names[-1].lower() == COUNT_COLUMN and names[-1] not in declared and len(names) > 1:
+        counts, names = _counts(frame[names[-1]]), names[:-1]
     unknown = [n for n in declared if n not in names]
     if unknown:
         raise DataError(f"the domain file names {unknown[:5]}, not columns of the records file ({', '.join(names)})")
     if declared:  # the declared domain chooses (and orders) the attributes
         names = [n for n in names if n in declared]
-    columns, sizes, levels, notes = [], [], {}, []
+    notes = []
+    if missing == "drop":
+        absent = np.zeros(len(frame), dtype=bool)
+        for name in names:
+            absent |= missing_mask(frame[name].astype(str))
+        if absent.any():
+            frame = frame.loc[~absent].reset_index(drop=True)
+            counts = None if counts is None else counts[~absent]
+            notes.append(f"{int(absent.sum()):,} row(s) with a missing value dropped (a count from the private "
+                         "data: for your eyes, not for publication)")
+    columns, sizes, levels = [], [], {}
     for name in names:
-        codes, size, column_levels, note = _column_codes(name, frame[name].astype(str), declared.get(name))
+        codes, size, column_levels, note = _column_codes(name, frame[name].astype(str), declared.get(name), missing)
+        if size < 2:
+            raise DataError(f"column {name!r} has one level; it carries no information: drop it from the file "
+                            "or from the domain (the rule is at least 2 levels)")
         columns.append(codes)
         sizes.append(size)
         levels[name] = column_levels
@@ -155,7 +278,23 @@ def load_table(source: str | Path | bytes, domain: str | Path | bytes | None = N
         notes.insert(0, "domain inferred from the data (its sizes depend on the private records; declare a domain"
                         " file for a release)")
     records = np.column_stack(columns) if columns and len(frame) else np.zeros((0, len(names)), np.int64)
+    if counts is not None:
+        records = np.repeat(records, counts, axis=0)
+        notes.append(f"pre-aggregated table: the {COUNT_COLUMN!r} column gives each row's number of records")
     return Table(TableDomain(tuple(names), tuple(sizes)), records, levels, tuple(notes), records_fingerprint(data))
+
+
+def _counts(cells: pd.Series) -> np.ndarray:
+    values = pd.to_numeric(cells.str.strip(), errors="coerce").to_numpy(float)
+    bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise DataError(f"column {cells.name!r} holds {cells.iloc[row][:40]!r} in row {row + 2}; counts of a "
+                        "pre-aggregated table must be integers >= 0")
+    if values.sum() > MAX_TABLE_RECORDS:
+        raise DataError(f"column {cells.name!r} sums to {values.sum():,.0f} records; the limit is "
+                        f"{MAX_TABLE_RECORDS:,}")
+    return values.astype(np.int64)
 
 
 # ---------------------------------------------------------------------------------------------- measures
@@ -197,10 +336,11 @@ def independence_tvd(domain: TableDomain, records: np.ndarray) -> float:
 # ---------------------------------------------------------------------------------------------- marginal releases
 
 def parse_marginal_workload(spec: str, domain: TableDomain):
-    """``marginals:k=2`` (all k-way) or ``marginals:age+sex,race`` (a list; ``+`` joins attributes).
+    """``marginals:k=2`` (all k-way) or ``marginals:age+sex*2,race`` (a list; ``+`` joins attributes, ``*w`` weights).
 
-    >>> parse_marginal_workload("marginals:a+b,c", TableDomain(("a", "b", "c"), (2, 2, 2))).marginals
-    (('a', 'b'), ('c',))
+    >>> w = parse_marginal_workload("marginals:a+b*2,c", TableDomain(("a", "b", "c"), (2, 2, 2)))
+    >>> w.marginals, w.weights
+    ((('a', 'b'), ('c',)), (2.0, 1.0))
     """
     from core.queries.marginals import MarginalWorkload
 
@@ -213,7 +353,15 @@ def parse_marginal_workload(spec: str, domain: TableDomain):
         except ValueError:
             raise ValueError(f"--workload {spec!r}: k must be an integer") from None
         return MarginalWorkload.all_kway(domain, k)
-    return MarginalWorkload(domain, tuple(tuple(part.split("+")) for part in rest.split(",")))
+    marginals, weights = [], []
+    for part in rest.split(","):
+        names, star, weight = part.partition("*")
+        try:
+            weights.append(float(weight) if star else 1.0)
+        except ValueError:
+            raise ValueError(f"marginal {part!r}: the weight after * must be a number, got {weight!r}") from None
+        marginals.append(tuple(n.strip() for n in names.split("+")))
+    return MarginalWorkload(domain, tuple(marginals), tuple(weights))
 
 
 def marginals_to_csv(workload, estimates: list[np.ndarray], stds: list[float], levels: dict[str, list[str]]) -> str:

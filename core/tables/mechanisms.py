@@ -19,8 +19,9 @@ import numpy as np
 
 from core.queries.marginals import MarginalWorkload
 from core.tables.contract import TableRelease, check_rho
+from core.tables.opt_marginals import measure_marginals, plan_opt_marginals
 from core.tables.residual_planner import measure, plan_residuals
-from core.tables.synthesis import MST
+from core.tables.synthesis import AIM, MST, IdentityPGM
 
 
 def identity_sigma(workload: MarginalWorkload, rho: float) -> float:
@@ -86,9 +87,38 @@ class ResidualPlannerMechanism:
         return TableRelease(self.name, float(rho), plan.privacy_loss, workload, estimates, stds, None, metadata)
 
 
-TABLE_MECHANISMS = {m.name: m for m in (IdentityMarginals(), ResidualPlannerMechanism(), MST())}
+@dataclass(frozen=True)
+class HDMMMarginals:
+    """HDMM's marginals strategy OPT_M (McKenna et al., VLDB 2018) with Laplace noise at ε = √(2ρ), least squares."""
+
+    name = "hdmm-marginals"
+    data_dependent = False
+    synthesizes = False
+
+    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float:
+        return plan_opt_marginals(workload, rho).expected_rmse
+
+    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float,
+            rng: np.random.Generator) -> TableRelease:
+        plan = plan_opt_marginals(workload, rho)
+        estimates = measure_marginals(plan, records, rng)
+        stds = [math.sqrt(plan.marginal_variance(m)) for m in workload.marginals]
+        measured = plan.measured()
+        metadata = {"privacy": f"pure epsilon-DP (Laplace), epsilon = sqrt(2 rho) = {plan.epsilon:.6g}, "
+                               "add/remove one record", "epsilon": plan.epsilon, "l1_sensitivity": plan.l1_sensitivity,
+                    "measured": [{"marginal": "|".join(workload.domain.names[i] for i in columns), "weight": theta}
+                                 for columns, theta in measured]}
+        return TableRelease(self.name, float(rho), plan.privacy_loss, workload, estimates, stds, None, metadata)
+
+
+TABLE_MECHANISMS = {m.name: m for m in (IdentityMarginals(), ResidualPlannerMechanism(), HDMMMarginals(), IdentityPGM(),
+                                              MST(), AIM())}
 # Settings a user may pass per mechanism (name -> type); anything else is refused by table_mechanism().
-TABLE_SETTINGS: dict[str, dict[str, type]] = {"mst": {"measure_split": float, "iters": int}}
+TABLE_SETTINGS: dict[str, dict[str, type]] = {
+    "mst": {"measure_split": float, "iters": int},
+    "aim": {"rounds": int, "max_size": float, "measure_split": float, "round_iters": int, "iters": int},
+    "identity-pgm": {"iters": int},
+}
 
 
 def table_mechanism(name: str, **settings: object):

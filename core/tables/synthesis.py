@@ -1,4 +1,5 @@
-"""Synthetic records through OpenDP's ``opendp.extras.mbi`` (private-pgm): MST, not reimplemented here.
+"""Synthetic records through OpenDP's ``opendp.extras.mbi`` (private-pgm): MST, AIM and PGM-estimated identity,
+not reimplemented here.
 
 OpenDP 0.16 splits a zCDP budget in floats; on 14 attributes its MST can overshoot its own share by an ulp
 ("insufficient budget for query: 0.0499… > 0.0499…", spec tables.md). dplens replays that split and hands
@@ -11,6 +12,7 @@ True
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,8 +72,97 @@ def mst_handed_rho(rho: float, measure_split: float, attributes: int) -> float:
                      f"for {attributes} attributes (float rounding); try another measure_split")
 
 
+ESTIMATOR_ITERS = 1000  # private-pgm's mirror-descent iterations (OpenDP's default) for MST and identity-pgm
+AIM_ROUND_ITERS = 100   # per AIM round, warm-started from the previous model (the AIM paper's setting)
+AIM_MAX_SIZE = 20.0     # MB of the largest model AIM may select (OpenDP: 80); bounds its run time on Adult
+AIM_ROUNDS = 50         # AIM's initial step is ρ/rounds (OpenDP: 16 × attributes); fewer rounds, fewer fits
+
+
+def _check_split(name: str, value: float) -> None:
+    if isinstance(value, bool) or not (isinstance(value, float | int) and 0 < value < 1):
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+
+
+def _check_int(name: str, value: int, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer from {low} to {high}, got {value!r}")
+
+
 @dataclass(frozen=True)
-class MST:
+class _OpenDPTable:
+    """One path for every private-pgm algorithm run by ``opendp.extras.mbi`` (subclasses say which)."""
+
+    data_dependent = True
+    synthesizes = True
+
+    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> None:
+        """Data-dependent (the PGM fit): no closed form; measure it (core.tables.compare)."""
+        return None
+
+    def handed_rho(self, rho: float, attributes: int) -> float:
+        return rho
+
+    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float, rng: np.random.Generator | None = None,
+            *, rows: int | None = None, progress: Callable[[float], None] | None = None) -> TableRelease:
+        """Fit the model at ``rho`` and draw ``rows`` synthetic records (default: as many as OpenDP's estimate).
+
+        OpenDP draws its own noise from a CSPRNG; ``rng`` is accepted for the common contract and unused.
+        ``progress(fraction)`` is called after every model fit. The workload's marginals are answered from the
+        synthetic records (post-processing).
+        """
+        rho = check_rho(rho)
+        domain = workload.domain
+        if len(domain.names) < 2:
+            raise ValueError(f"{self.name} needs at least 2 attributes, got {len(domain.names)}")
+        import polars as pl
+
+        dp = _opendp()
+        from mbi.estimation import mirror_descent
+
+        fits = [0]
+        handed = self.handed_rho(rho, len(domain.names))
+        first_fit = []
+
+        def estimator(mbi_domain, loss_fn, *, potentials=None):
+            model = mirror_descent(mbi_domain, loss_fn, potentials=potentials, iters=self.fit_iters(potentials))
+            fits[0] += 1
+            if progress is not None:
+                # ρ measured so far: Σ 1/(2σ²) over the measurements fitted (sensitivity 1 each); after the first
+                # fit, each round's measurement is ``measure_split`` of what the round spent (the rest selected).
+                measured = sum(0.5 / m.stddev ** 2 for m in loss_fn if getattr(m, "stddev", 0) > 0)
+                if not first_fit:
+                    first_fit.append(measured)
+                spent = first_fit[0] + (measured - first_fit[0]) / getattr(self, "measure_split", 1.0)
+                progress(min(spent / handed, 0.99))
+            return model
+
+        frame = pl.DataFrame({n: records[:, i].astype(np.int64) for i, n in enumerate(domain.names)})
+        context = dp.Context.compositor(data=frame.lazy(), privacy_unit=dp.unit_of(contributions=1),
+                                        privacy_loss=dp.loss_of(rho=handed), split_evenly_over=1)
+        query = context.query().contingency_table(
+            keys={n: list(range(s)) for n, s in zip(domain.names, domain.sizes, strict=True)},
+            algorithm=self.algorithm(dp, workload, estimator))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # OpenDP's "rho is typically <= 0.25" advice is not an error
+            try:
+                table = query.release()
+            except Exception as error:  # OpenDP raises OpenDPException/ValueError; one line for the user
+                raise ValueError(f"OpenDP refused {self.name} at rho={rho:g} (handed {handed!r}): "
+                                 f"{' '.join(str(error).split())[:160]}") from None
+            synth = table.synthesize(rows)
+        # OpenDP adds a null key to every attribute (for values outside the keys); its true count is 0 here, so
+        # synthetic rows that land on it are dropped (post-processing) and counted in the metadata.
+        complete = synth.drop_nulls(subset=list(domain.names))
+        coded = np.column_stack([complete[n].to_numpy().astype(np.int64) for n in domain.names])
+        metadata = {"mechanism": f"{self.name} (opendp.extras.mbi.{self.opendp_name}, OpenDP {_opendp_version()})",
+                    "privacy": "rho-zCDP, add/remove one record", "rho": float(rho), "rho_handed": handed,
+                    **self.settings(), "model_fits": fits[0], "rows": len(coded),
+                    "null_rows_dropped": synth.height - complete.height}
+        return TableRelease(self.name, rho, rho, workload, workload.answer(coded), None, coded, metadata)
+
+
+@dataclass(frozen=True)
+class MST(_OpenDPTable):
     """MST synthetic data (McKenna, Sheldon, Miklau 2021) through ``opendp.extras.mbi.MST``, ρ-zCDP.
 
     ``measure_split``: share of the multi-way budget spent measuring the selected 2-way marginals (OpenDP's
@@ -80,66 +171,97 @@ class MST:
     """
 
     measure_split: float = 0.9
-    iters: int = 1000
+    iters: int = ESTIMATOR_ITERS
     name = "mst"
-    data_dependent = True
-    synthesizes = True
+    opendp_name = "MST"
 
     def __post_init__(self) -> None:
-        if isinstance(self.measure_split, bool) or not (isinstance(self.measure_split, float | int) and 0 < self.measure_split < 1):
-            raise ValueError(f"measure_split must be in (0, 1), got {self.measure_split!r}")
-        if isinstance(self.iters, bool) or not isinstance(self.iters, int) or not 1 <= self.iters <= 100_000:
-            raise ValueError(f"iters must be an integer from 1 to 100000, got {self.iters!r}")
+        _check_split("measure_split", self.measure_split)
+        _check_int("iters", self.iters, 1, 100_000)
 
-    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> None:
-        """Data-dependent: no closed form; measure it (core.tables.compare)."""
-        return None
+    def handed_rho(self, rho: float, attributes: int) -> float:
+        return mst_handed_rho(rho, self.measure_split, attributes)
 
-    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float, rng: np.random.Generator | None = None,
-            *, rows: int | None = None) -> TableRelease:
-        """Fit MST at ``rho`` and draw ``rows`` synthetic records (default: as many as OpenDP's estimate).
 
-        OpenDP draws its own noise from a CSPRNG; ``rng`` is accepted for the common contract and unused.
-        The workload's marginals are answered from the synthetic records (post-processing).
-        """
-        rho = check_rho(rho)
-        domain = workload.domain
-        if len(domain.names) < 2:
-            raise ValueError(f"MST needs at least 2 attributes, got {len(domain.names)}")
-        import polars as pl
+    def fit_iters(self, potentials) -> int:
+        return self.iters
 
-        dp = _opendp()
-        from mbi.estimation import mirror_descent
+    def settings(self) -> dict:
+        return {"oneway_split": 0.5, "measure_split": float(self.measure_split), "iters": self.iters}
 
-        iters = self.iters
+    def algorithm(self, dp, workload: MarginalWorkload, estimator):
+        return dp.mbi.MST(measure_split=float(self.measure_split), estimator=estimator)
 
-        def estimator(mbi_domain, loss_fn, *, potentials=None):
-            return mirror_descent(mbi_domain, loss_fn, potentials=potentials, iters=iters)
 
-        handed = mst_handed_rho(float(rho), self.measure_split, len(domain.names))
-        frame = pl.DataFrame({n: records[:, i].astype(np.int64) for i, n in enumerate(domain.names)})
-        context = dp.Context.compositor(data=frame.lazy(), privacy_unit=dp.unit_of(contributions=1),
-                                        privacy_loss=dp.loss_of(rho=handed), split_evenly_over=1)
-        algorithm = dp.mbi.MST(measure_split=float(self.measure_split), estimator=estimator)
-        query = context.query().contingency_table(
-            keys={n: list(range(s)) for n, s in zip(domain.names, domain.sizes, strict=True)}, algorithm=algorithm)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # OpenDP's "rho is typically <= 0.25" advice is not an error
-            try:
-                table = query.release()
-            except Exception as error:  # OpenDP raises OpenDPException/ValueError; one line for the user
-                raise ValueError(f"OpenDP refused MST at rho={rho:g} (handed {handed!r}): "
-                                 f"{' '.join(str(error).split())[:160]}") from None
-            synth = table.synthesize(rows)
-        # OpenDP adds a null key to every attribute (for values outside the keys); its true count is 0 here, so
-        # synthetic rows that land on it are dropped (post-processing) and counted in the metadata.
-        complete = synth.drop_nulls(subset=list(domain.names))
-        coded = np.column_stack([complete[n].to_numpy().astype(np.int64) for n in domain.names])
-        metadata = {"mechanism": "mst (opendp.extras.mbi.MST, OpenDP " + _opendp_version() + ")",
-                    "privacy": "rho-zCDP, add/remove one record", "rho": float(rho), "rho_handed": handed,
-                    "oneway_split": 0.5, "measure_split": float(self.measure_split), "iters": iters,
-                    "rows": len(coded), "null_rows_dropped": synth.height - complete.height}
-        return TableRelease("mst", rho, rho, workload, workload.answer(coded), None, coded, metadata)
+@dataclass(frozen=True)
+class AIM(_OpenDPTable):
+    """AIM (McKenna, Mullins, Sheldon, Miklau, VLDB 2022) through ``opendp.extras.mbi.AIM``, ρ-zCDP.
+
+    Half of ρ measures every 1-way marginal (OpenDP's split when all keys are declared); the rest runs AIM's
+    rounds on the workload's marginals (their weights count): each round selects the worst-fitted marginal
+    (exponential mechanism, 1 − ``measure_split`` of the round), measures it with Gaussian noise and refits.
+    A round that does not move the model quadruples the next round's budget, so the rounds end when ρ is spent.
+    Bounds (dplens's defaults, chosen to finish on Adult in minutes): ``rounds`` sets the first round's
+    budget to ρ/rounds (OpenDP: 16 × attributes); ``max_size`` caps the model's size in MB (OpenDP: 80);
+    ``round_iters`` mirror-descent steps per refit, warm-started, and ``iters`` for the final fit.
+    """
+
+    rounds: int = AIM_ROUNDS
+    max_size: float = AIM_MAX_SIZE
+    measure_split: float = 0.9
+    round_iters: int = AIM_ROUND_ITERS
+    iters: int = ESTIMATOR_ITERS
+    name = "aim"
+    opendp_name = "AIM"
+
+    def __post_init__(self) -> None:
+        _check_int("rounds", self.rounds, 1, 10_000)
+        _check_split("measure_split", self.measure_split)
+        _check_int("round_iters", self.round_iters, 1, 100_000)
+        _check_int("iters", self.iters, 1, 100_000)
+        if isinstance(self.max_size, bool) or not (isinstance(self.max_size, float | int) and 0 < self.max_size <= 4096):
+            raise ValueError(f"max_size must be a number of MB in (0, 4096], got {self.max_size!r}")
+
+
+    def fit_iters(self, potentials) -> int:
+        # The first fit (one-way marginals only) and the refits start warm; OpenDP fits once more at the end.
+        return self.round_iters if potentials is not None else self.iters
+
+    def settings(self) -> dict:
+        return {"oneway_split": 0.5, "measure_split": float(self.measure_split), "rounds": self.rounds,
+                "max_size_mb": float(self.max_size), "round_iters": self.round_iters, "iters": self.iters}
+
+    def algorithm(self, dp, workload: MarginalWorkload, estimator):
+        queries = [dp.mbi.Count(tuple(m), float(w)) for m, w in zip(workload.marginals, workload.weights, strict=True)]
+        return dp.mbi.AIM(queries=queries, measure_split=float(self.measure_split), max_size=float(self.max_size),
+                          rounds=self.rounds, estimator=estimator)
+
+
+@dataclass(frozen=True)
+class IdentityPGM(_OpenDPTable):
+    """Gaussian noise on every workload marginal (weighted), estimated by private-pgm: ``opendp.extras.mbi.Fixed``.
+
+    The same measurements as ``identity`` (OpenDP finds σ for the whole ρ by its own search), but the estimate is
+    the graphical model that best fits all of them: consistent marginals, non-negative, and synthetic records.
+    """
+
+    iters: int = ESTIMATOR_ITERS
+    name = "identity-pgm"
+    opendp_name = "Fixed"
+
+    def __post_init__(self) -> None:
+        _check_int("iters", self.iters, 1, 100_000)
+
+
+    def fit_iters(self, potentials) -> int:
+        return self.iters
+
+    def settings(self) -> dict:
+        return {"oneway_split": 0.0, "iters": self.iters}
+
+    def algorithm(self, dp, workload: MarginalWorkload, estimator):
+        queries = [dp.mbi.Count(tuple(m), float(w)) for m, w in zip(workload.marginals, workload.weights, strict=True)]
+        return dp.mbi.Fixed(queries=queries, estimator=estimator)
 
 
 def _opendp_version() -> str:

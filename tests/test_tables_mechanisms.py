@@ -1,0 +1,150 @@
+"""Table mechanisms beyond identity and ResidualPlanner: HDMM's OPT_M (dense oracle, simulation with power),
+histogram mechanisms on marginals, and the OpenDP-run AIM and PGM-estimated identity (issue #14)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from core.queries.marginals import MarginalWorkload, TableDomain
+from core.tables.mechanisms import TABLE_MECHANISMS, table_mechanism
+from core.tables.opt_marginals import laplace_identity_rmse, measure_marginals, plan_opt_marginals
+
+DOMAIN = TableDomain(("a", "b", "c"), (2, 3, 4))
+
+
+def _records(domain: TableDomain, count: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, domain.sizes, size=(count, len(domain.sizes)))
+
+
+def _marginal_matrix(domain: TableDomain, columns: tuple[int, ...]) -> np.ndarray:
+    """Dense M_a over the full domain (row-major cells of a; columns: full-domain cells, row-major)."""
+    cells = list(itertools.product(*(range(s) for s in domain.sizes)))
+    shape = tuple(domain.sizes[i] for i in columns)
+    matrix = np.zeros((math.prod(shape), len(cells)))
+    for j, cell in enumerate(cells):
+        matrix[np.ravel_multi_index(tuple(cell[i] for i in columns), shape), j] = 1.0
+    return matrix
+
+
+class _Recording:
+    """A noise source that records its Laplace draws (to replay them through the dense oracle)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng, self.draws = np.random.default_rng(seed), []
+
+    def laplace(self, loc=0.0, scale=1.0, size=None):
+        draw = self.rng.laplace(loc, scale, size)
+        self.draws.append(np.asarray(draw).ravel())
+        return draw
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_opt_marginals_error_and_least_squares_match_dense_oracle(k):
+    workload = MarginalWorkload.all_kway(DOMAIN, k)
+    plan = plan_opt_marginals(workload, rho=0.5)
+    strategy = np.vstack([theta * _marginal_matrix(DOMAIN, columns) for columns, theta in plan.measured()])
+    pinv = np.linalg.pinv(strategy)
+    noise_variance = 2 * plan.noise_scale ** 2
+    expected = 0.0
+    for marginal in workload.marginals:
+        m = _marginal_matrix(DOMAIN, DOMAIN.index(marginal))
+        expected += noise_variance * np.sum((m @ pinv) ** 2)
+    assert plan.expected_mse == pytest.approx(expected / workload.cells, rel=1e-9)
+    records = _records(DOMAIN, 300)
+    recording = _Recording(1)
+    estimates = measure_marginals(plan, records, recording)
+    x = np.bincount(np.ravel_multi_index(records.T, DOMAIN.sizes), minlength=DOMAIN.size).astype(float)
+    z = strategy @ x + np.concatenate(recording.draws)
+    solution = pinv @ z
+    for marginal, estimate in zip(workload.marginals, estimates, strict=True):
+        np.testing.assert_allclose(estimate.ravel(), _marginal_matrix(DOMAIN, DOMAIN.index(marginal)) @ solution,
+                                   atol=1e-8)
+
+
+def test_opt_marginals_closed_form_by_simulation_with_power():
+    workload = MarginalWorkload.all_kway(DOMAIN, 2)
+    plan = plan_opt_marginals(workload, rho=0.5)
+    records = _records(DOMAIN, 400)
+    truth = workload.answer(records)
+    rng = np.random.default_rng(7)
+    mse = np.array([sum(float(np.sum((e - t) ** 2)) for e, t in zip(measure_marginals(plan, records, rng), truth,
+                                                                       strict=True)) / workload.cells
+                    for _ in range(400)])
+    standard_error = mse.std(ddof=1) / math.sqrt(len(mse))
+    assert abs(mse.mean() - plan.expected_mse) < 3 * standard_error
+    assert abs(mse.mean() - 1.2 * plan.expected_mse) > 3 * standard_error  # a 20 % wrong variance is rejected
+
+
+def test_opt_marginals_never_worse_than_laplace_identity_and_spends_rho():
+    for k in (1, 2, 3):
+        workload = MarginalWorkload.all_kway(DOMAIN, k)
+        for rho in (0.1, 1.0):
+            plan = plan_opt_marginals(workload, rho)
+            assert plan.expected_rmse <= laplace_identity_rmse(workload, rho) * (1 + 1e-12)
+            assert plan.privacy_loss == pytest.approx(rho)
+    release = TABLE_MECHANISMS["hdmm-marginals"].run(MarginalWorkload.all_kway(DOMAIN, 2), _records(DOMAIN, 50),
+                                                     0.5, np.random.default_rng(0))
+    assert release.privacy_loss <= 0.5 * (1 + 1e-12) and release.metadata["measured"]
+
+
+def test_opt_marginals_refuses_too_many_attributes():
+    wide = TableDomain(tuple(f"x{i}" for i in range(21)), (2,) * 21)
+    with pytest.raises(ValueError, match="k ≤ 20, got k = 21"):
+        plan_opt_marginals(MarginalWorkload.all_kway(wide, 1), 1.0)
+
+
+def test_histograms_on_marginals_budget_error_and_refusal():
+    domain = TableDomain(("age", "sex", "r"), (16, 2, 3))
+    workload = MarginalWorkload.all_kway(domain, 2)
+    records = _records(domain, 500)
+    truth = workload.answer(records)
+    identity = table_mechanism("histograms", method="identity")
+    # Laplace on every cell at ε_i = √(2ρ/K): variance 2/ε_i² = K/ρ per cell.
+    assert identity.expected_rmse(workload, 0.5) == pytest.approx(math.sqrt(3 / 0.5))
+    rng = np.random.default_rng(3)
+    mse = []
+    for _ in range(200):
+        release = identity.run(workload, records, 0.5, rng)
+        assert release.privacy_loss <= 0.5 * (1 + 1e-12)
+        mse.append(sum(float(np.sum((e - t) ** 2)) for e, t in zip(release.estimates, truth, strict=True))
+                   / workload.cells)
+    mse = np.array(mse)
+    standard_error = mse.std(ddof=1) / math.sqrt(len(mse))
+    assert abs(mse.mean() - 6.0) < 3 * standard_error and abs(mse.mean() - 7.0) > 3 * standard_error
+    hb = table_mechanism("histograms")
+    assert hb.method == "hb" and hb.run(workload, records, 0.5, rng).privacy_loss <= 0.5 * (1 + 1e-12)
+    with pytest.raises(ValueError, match="1- or 2-way marginals; age\\+r\\+sex is 3-way|1- or 2-way"):
+        hb.run(MarginalWorkload.all_kway(domain, 3), records, 0.5, rng)
+    with pytest.raises(ValueError, match="not a histogram mechanism"):
+        table_mechanism("histograms", method="nope")
+
+
+@pytest.mark.parametrize("name, settings", [("identity-pgm", {"iters": 30}),
+                                            ("aim", {"rounds": 4, "round_iters": 10, "iters": 30, "max_size": 1.0})])
+def test_opendp_synthesisers_on_a_small_table(name, settings):
+    """OpenDP draws the noise (not seeded): check the contract, metadata, progress and the synthetic records."""
+    pytest.importorskip("mbi")
+    domain = TableDomain(tuple("abcd"), (2, 3, 2, 2))
+    records = _records(domain, 300)
+    records[:, 2] = records[:, 0]  # one strong correlation
+    workload = MarginalWorkload.all_kway(domain, 2)
+    seen = []
+    release = table_mechanism(name, **settings).run(workload, records, 2.0, None, progress=seen.append)
+    assert release.mechanism == name and release.privacy_loss == 2.0
+    assert release.metadata["rho_handed"] <= 2.0 and release.metadata["model_fits"] >= 1
+    assert seen and all(0 <= f < 1 for f in seen)
+    assert release.records.shape[1] == 4 and 200 <= len(release.records) <= 400
+    assert ((release.records >= 0) & (release.records < np.array(domain.sizes))).all()
+    assert [e.shape for e in release.estimates] == [t.shape for t in workload.answer(records)]
+    assert all((e >= 0).all() for e in release.estimates)  # answered from records: consistent, non-negative
+
+
+def test_aim_settings_are_checked():
+    with pytest.raises(ValueError, match="rounds must be an integer from 1 to 10000, got 0"):
+        table_mechanism("aim", rounds="0")
+    with pytest.raises(ValueError, match="max_size must be a number of MB"):
+        table_mechanism("aim", max_size="-1")

@@ -5,6 +5,7 @@ Shapes mimic the DPBench benchmarks: smooth (INCOME), sparse/spiky (NETTRACE), h
 (SEARCHLOGS), dense (PATENT), and a 2-D grid.
 """
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,38 @@ def main() -> None:
     counts, edges = np.histogram(bills, bins=np.arange(0, 52))
     lines = ["label,count"] + [f"${a}-{b},{c}" for a, b, c in zip(edges[:-1], edges[1:], counts, strict=True)]
     (HERE / "tips_bill.csv").write_text("\n".join(lines) + "\n")
+    write_survey(np.random.default_rng(20261125))
+
+
+SURVEY_LEVELS = {
+    "age": ["17-24", "25-34", "35-44", "45-54", "55-64", "65+"],
+    "sex": ["F", "M"],
+    "education": ["primary", "secondary", "vocational", "bachelor", "master+"],
+    "hours": ["<20", "20-34", "35-44", "45-59", "60+"],
+    "region": ["north", "south", "east", "west"],
+    "income": ["<=50K", ">50K"],
+}
+
+
+def write_survey(rng: np.random.Generator, count: int = 6000) -> None:
+    """survey.csv + survey-domain.json: a synthetic table of records with Adult-like correlations.
+
+    Education and age drive income; age and sex drive hours; region is nearly independent. The sample gives the
+    Tables page a default whose 2-way marginals differ from the product of its 1-way marginals.
+    """
+    age = rng.choice(6, size=count, p=[0.14, 0.22, 0.22, 0.19, 0.14, 0.09])
+    sex = rng.choice(2, size=count, p=[0.48, 0.52])
+    education = np.clip(rng.binomial(4, 0.35 + 0.04 * np.minimum(age, 3)), 0, 4)
+    hours_mean = 2.0 + 0.5 * sex - 0.7 * (age == 0) - 1.2 * (age == 5)
+    hours = np.clip(np.rint(rng.normal(hours_mean, 0.8)), 0, 4).astype(int)
+    region = rng.choice(4, size=count, p=[0.3, 0.25, 0.25, 0.2])
+    logit = -3.2 + 0.65 * education + 0.35 * np.minimum(age, 3) + 0.4 * sex + 0.3 * (hours >= 3)
+    income = (rng.random(count) < 1 / (1 + np.exp(-logit))).astype(int)
+    codes = np.column_stack([age, sex, education, hours, region, income])
+    names = list(SURVEY_LEVELS)
+    lines = [",".join(names)] + [",".join(SURVEY_LEVELS[n][c] for n, c in zip(names, row, strict=True)) for row in codes]
+    (HERE / "survey.csv").write_text("\n".join(lines) + "\n")
+    (HERE / "survey-domain.json").write_text(json.dumps(SURVEY_LEVELS, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -17,10 +17,13 @@ with ui.guard():
     right.file_uploader("Domain (JSON, optional)", type=["json"], key="tables_domain_upload", on_change=ui.load_table_upload,
                         help='private-pgm\'s form: {"age": 85, "sex": ["F", "M"]}. Declare it for a release: '
                              "sizes inferred from the data depend on the private records.")
+    st.radio("Missing values (empty, NA, null)", list(ui.MISSING_CHOICES), key="tables_missing", horizontal=True,
+             on_change=ui.load_table_upload, help="Refused by default: dplens neither drops rows nor invents a "
+             "level unless you say so. Dropping changes the records you protect; a level keeps every row.")
     table = ui.current_table()
-    if table is None:
-        st.info("Upload a table of records (for example the Adult data with its domain file) to start.")
-        st.stop()
+    if st.session_state.get("table_name") == ui.SAMPLE_TABLE_NAME:
+        st.info("Start here: this is a built-in sample (6,000 synthetic survey records). Upload your own table "
+                "above; the Adult data with its domain file is the field's standard.")
     for note in table.notes:
         st.caption(f"Note: {note}")
     st.multiselect("Attributes", list(table.domain.names), key="tables_attributes",

@@ -26,9 +26,33 @@ def _open(table=None):
     return at.run(), table
 
 
-def test_empty_page_says_what_to_upload():
+def test_page_opens_on_the_built_in_sample():
     at = open_page("pages/tables.py")
-    assert not at.exception and "Upload a table" in at.info[0].value
+    assert not at.exception and "built-in sample" in at.info[0].value
+    assert any("6,000 records" in m.value for m in at.markdown)
+    assert at.session_state["tables_attributes"] == ["age", "sex", "education", "hours", "region", "income"]
+
+
+def test_missing_values_choice_reloads_the_upload():
+    at = open_page("pages/tables.py").run()
+    at.session_state["tables_upload_data"] = ("gaps.csv", b"a,b\n0,1\n,1\n1,0\n1,NA\n", None)  # as uploaded
+    at.radio(key="tables_missing").set_value("drop those rows").run()
+    assert not at.exception and at.session_state["table_name"] == "gaps.csv"
+    assert len(at.session_state["table"].records) == 2
+    at.radio(key="tables_missing").set_value("make them a level").run()
+    assert len(at.session_state["table"].records) == 4
+    at.radio(key="tables_missing").set_value("refuse the file").run()
+    assert any("missing" in e.value for e in at.error)
+
+
+def test_compare_hdmm_marginals_and_histograms():
+    at, _ = _open()
+    at.multiselect(key="tables_mechanisms").set_value(["hdmm-marginals", "histograms"])
+    at.multiselect(key="tables_rhos").set_value([1.0])
+    at.slider(key="tables_trials").set_value(1)
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    assert set(at.dataframe[-1].value["mechanism"]) == {"hdmm-marginals", "histograms"}
 
 
 def test_compare_shows_both_figures_and_closed_form():

@@ -136,6 +136,8 @@ from ui.sweeps import (
     sweep_cache,
 )
 from ui.tables_view import (  # noqa: E402
+    MISSING_CHOICES,
+    SAMPLE_TABLE_NAME,
     TABLE_DEFAULT_RHO,
     TABLE_DISPLAY_DELTA,
     TABLE_MECHANISM_HELP,

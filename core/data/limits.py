@@ -20,5 +20,7 @@ MIN_EPSILON = 1e-6             # smaller ones give noise of scale > 1e6 per unit
 # MAX_ACTION_SECONDS (the operator sets DPLENS_MAX_ACTION_SECONDS); runs estimated over WARN_SECONDS are
 # announced first, and runs estimated over MAX_RUN_BYTES of memory are refused.
 MAX_ACTION_SECONDS = float(os.environ.get("DPLENS_MAX_ACTION_SECONDS", "120"))
+# Synthesisers (MST, AIM, identity-pgm through OpenDP) fit graphical models: AIM takes minutes on Adult.
+MAX_SYNTHESIS_SECONDS = float(os.environ.get("DPLENS_MAX_SYNTHESIS_SECONDS", "900"))
 WARN_SECONDS = 10.0
 MAX_RUN_BYTES = 2**30

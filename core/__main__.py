@@ -131,7 +131,8 @@ def cmd_release_table(args: argparse.Namespace) -> int:
 
     from core.tables.contract import SECURE_NOISE
     from core.tables.mechanisms import table_mechanism
-    from core.tables.records import load_table, marginals_to_csv, parse_marginal_workload, records_to_csv
+    from core.tables.records import (load_table, marginals_to_csv, parse_marginal_workload, ranges_to_csv,
+                                     records_to_csv)
 
     if args.rho is None:
         raise CliError("a table release (--domain) takes --rho (zCDP budget), not --epsilon")
@@ -178,6 +179,9 @@ def cmd_release_table(args: argparse.Namespace) -> int:
                          workload=args.workload, export_id=export_id, name=Path(args.input).name,
                          note=f"rho={rho:g} charged as (epsilon={cost.epsilon:.6g}, delta={args.delta:g}); command line")
     output.write_text(text)
+    ranges = ranges_to_csv(workload, release.estimates, table.levels)
+    if ranges is not None:  # range queries inside marginals, answered from the released cells
+        output.with_suffix(".ranges.csv").write_text(ranges)
     output.with_suffix(".meta.json").write_text(json.dumps(metadata | {"export_id": export_id}, indent=2))
     print(f"released {what} with {args.mechanism} at rho={rho:g} (charged epsilon={cost.epsilon:.4g}, "
           f"delta={args.delta:g}) -> {output} (+ {output.with_suffix('.meta.json').name}); ledger {fingerprint[:12]}: "

@@ -41,8 +41,9 @@ with ui.guard():
     a, b, c = st.columns([2, 1, 3])
     a.radio("Workload", ["all k-way", "chosen marginals"], key="tables_workload_kind", horizontal=True)
     b.selectbox("k", [1, 2, 3], index=1, key="tables_k", help="All marginals on k attributes.")
-    c.text_input("Marginals", key="tables_custom", placeholder="age+sex, race*2",
-                 help="+ joins the attributes of one marginal; a comma separates marginals; *w weights one.")
+    c.text_input("Marginals", key="tables_custom", placeholder="age+sex, race*2, ranges:age|sex",
+                 help="+ joins the attributes of one marginal; a comma separates marginals; *w weights one; "
+                      "ranges:age|sex asks every range of the ordinal attribute age within each sex.")
     work = ui.table_workload(chosen)
     st.caption(f"Workload: {work.describe()}; L2 sensitivity {work.l2_sensitivity:.4g} (one record changes one "
                "cell of each marginal).")

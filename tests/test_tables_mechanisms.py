@@ -148,3 +148,133 @@ def test_aim_settings_are_checked():
         table_mechanism("aim", rounds="0")
     with pytest.raises(ValueError, match="max_size must be a number of MB"):
         table_mechanism("aim", max_size="-1")
+
+
+# ------------------------------------------------------------------------------- range queries inside marginals
+RANGES_DOMAIN = TableDomain(("sex", "age", "r"), (2, 5, 3))
+RANGES = "marginals:ranges:age|sex,age+r,ranges:age|r*2,ranges:age"
+
+
+def _ranges_workload():
+    from core.tables.records import parse_marginal_workload
+
+    return parse_marginal_workload(RANGES, RANGES_DOMAIN)
+
+
+def _query_matrix(workload, index):
+    """Dense Q over the marginal's cells in their natural (domain-order, row-major) layout."""
+    shape = RANGES_DOMAIN.sizes_of(workload.marginals[index])
+    columns = []
+    for j in range(math.prod(shape)):
+        unit = np.zeros(math.prod(shape))
+        unit[j] = 1.0
+        columns.append(workload.answer_queries(index, unit.reshape(shape)))
+    return np.array(columns).T
+
+
+def test_range_marginals_operator_against_dense():
+    from core.queries.workloads import dense
+
+    workload = _ranges_workload()
+    assert workload.ranges == ("age", None, "age", "age") and workload.weights == (1.0, 1.0, 2.0, 1.0)
+    for index in range(len(workload.marginals)):
+        q = _query_matrix(workload, index)
+        op = workload.queries_on(index)
+        np.testing.assert_allclose(dense(op), q[:, _natural_positions(workload, index)], atol=0)
+        gram_traces = [(c, t, s) for c, t, s in workload.axis_stats(index)]
+        assert math.prod(t for _, t, _ in gram_traces) == pytest.approx(np.trace(q.T @ q))
+        assert math.prod(s for _, _, s in gram_traces) == pytest.approx((q.T @ q).sum())
+        # sensitivities in closed form: one record changes one cell by 1
+        assert op.column_norms(1).max() == np.abs(q).sum(axis=0).max()
+        assert np.sqrt((op.column_norms(2) ** 2).max()) == pytest.approx(np.sqrt((q ** 2).sum(axis=0).max()))
+    assert workload.queries == sum(_query_matrix(workload, i).shape[0] for i in range(4))
+    with pytest.raises(ValueError, match="ranges over 'r' must be inside their marginal sex\\+age"):
+        type(workload)(RANGES_DOMAIN, (("sex", "age"),), ranges=("r",))
+
+
+def _natural_positions(workload, index):
+    """For each query-order position, the natural (row-major) cell index it holds."""
+    shape = RANGES_DOMAIN.sizes_of(workload.marginals[index])
+    return workload.query_order(index, np.arange(math.prod(shape), dtype=float).reshape(shape)).astype(int)
+
+
+class _Unit:
+    """A noise source returning a chosen unit vector for one draw and zeros for the others."""
+
+    def __init__(self, target: int, position: int) -> None:
+        self.calls, self.target, self.position = 0, target, position
+
+    def normal(self, loc=0.0, scale=1.0, size=None):
+        out = np.zeros(size)
+        if self.calls == self.target:
+            out.flat[self.position] = 1.0
+        self.calls += 1
+        return out
+
+
+def test_residual_planner_range_variance_against_dense_covariance():
+    from core.tables.residual_planner import measure, plan_residuals
+
+    workload = _ranges_workload()
+    plan = plan_residuals(workload, 0.5)
+    empty = np.zeros((0, 3), dtype=int)
+    subsets = [s for s, v in plan.sigma2.items() if math.isfinite(v)]  # measure() draws in this order
+    maps = [[] for _ in workload.marginals]
+    for target, subset in enumerate(subsets):
+        for position in range(math.prod(RANGES_DOMAIN.sizes[i] for i in subset)):
+            estimates = measure(plan, empty, _Unit(target, position))
+            for index, estimate in enumerate(estimates):
+                maps[index].append(math.sqrt(plan.sigma2[subset]) * workload.answer_queries(index, estimate))
+    for index in range(len(workload.marginals)):
+        noise_map = np.array(maps[index]).T  # queries × all unit noises (scaled by σ_S)
+        assert plan.query_variance(index) == pytest.approx(np.sum(noise_map ** 2), rel=1e-9)
+    # the plan is optimal for the range objective: Identity's weighting is worse
+    assert plan.expected_rmse < TABLE_MECHANISMS["identity"].expected_rmse(workload, 0.5)
+
+
+def test_opt_marginals_range_variance_against_dense_oracle():
+    workload = _ranges_workload()
+    plan = plan_opt_marginals(workload, 0.5)
+    strategy = np.vstack([theta * _marginal_matrix(RANGES_DOMAIN, c) for c, theta in plan.measured()])
+    pinv = np.linalg.pinv(strategy)
+    for index, marginal in enumerate(workload.marginals):
+        m = _query_matrix(workload, index) @ _marginal_matrix(RANGES_DOMAIN, RANGES_DOMAIN.index(marginal))
+        assert plan.query_variance(index) == pytest.approx(2 * plan.noise_scale ** 2 * np.sum((m @ pinv) ** 2))
+
+
+def test_range_marginals_identity_by_simulation_and_histograms():
+    from core.tables.contract import workload_rmse
+
+    workload = _ranges_workload()
+    records = _records(RANGES_DOMAIN, 300)
+    truth = workload.answer(records)
+    rng = np.random.default_rng(11)
+    identity = TABLE_MECHANISMS["identity"]
+    mse = np.array([workload_rmse(workload, truth, identity.run(workload, records, 0.5, rng).estimates) ** 2
+                    for _ in range(300)])
+    expected = identity.expected_rmse(workload, 0.5) ** 2
+    standard_error = mse.std(ddof=1) / math.sqrt(len(mse))
+    assert abs(mse.mean() - expected) < 3 * standard_error and abs(mse.mean() - 1.2 * expected) > 3 * standard_error
+    hb = table_mechanism("histograms", method="hb")
+    release = hb.run(workload, records, 0.5, rng)
+    assert [e.shape for e in release.estimates] == [t.shape for t in truth] and release.privacy_loss <= 0.5 + 1e-12
+    with pytest.raises(ValueError, match="answers ranges without estimating the cells"):
+        table_mechanism("histograms", method="laplace-on-answers").run(workload, records, 0.5, rng)
+
+
+def test_cli_release_writes_range_answers(tmp_path, capsys):
+    from core.__main__ import main
+
+    rows = _records(RANGES_DOMAIN, 200)
+    data = tmp_path / "t.csv"
+    data.write_text("sex,age,r\n" + "\n".join(f"{'FM'[r[0]]},{r[1]},{r[2]}" for r in rows) + "\n")
+    domain = tmp_path / "d.json"
+    domain.write_text('{"sex": ["F", "M"], "age": 5, "r": 3}')
+    out = tmp_path / "m.csv"
+    code = main(["release", "--input", str(data), "--domain", str(domain), "--mechanism", "residual-planner",
+                 "--workload", "ranges:age|sex", "--rho", "1", "--output", str(out), "--ledger",
+                 str(tmp_path / "l.db"), "--budget", "10", "--budget-delta", "1e-5"])
+    assert code == 0, capsys.readouterr().err
+    lines = (tmp_path / "m.ranges.csv").read_text().splitlines()
+    assert lines[0] == "marginal,low,high,cell,answer" and len(lines) == 1 + 15 * 2
+    assert lines[1].startswith("ranges:age|sex,0,0,F,")

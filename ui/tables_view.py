@@ -29,7 +29,8 @@ from core.queries.marginals import MAX_MARGINAL_CELLS, MarginalWorkload, TableDo
 from core.tables.compare import BASELINE, baseline_scores, compare_tables, evaluation_tvd, summarise_tables
 from core.tables.contract import SECURE_NOISE
 from core.tables.mechanisms import TABLE_MECHANISMS, TABLE_SETTINGS, table_mechanism
-from core.tables.records import Table, load_table, marginals_to_csv, parse_marginal_workload, records_to_csv
+from core.tables.records import (Table, load_table, marginals_to_csv, parse_marginal_workload, ranges_to_csv,
+                                 records_to_csv)
 
 TABLE_DEFAULT_RHO = 1.0   # a table's total until the curator records one
 TABLE_DISPLAY_DELTA = 1e-6      # ρ is also shown as ε at this δ (Canonne–Kamath–Steinke conversion)
@@ -336,6 +337,9 @@ def table_downloads(output: dict) -> dict[str, tuple[str, str, str]]:
             table.domain, release.records, table.levels), "text/csv")
     files[f"{stem}-marginals.csv"] = ("Released marginals (CSV)",
                                       table_marginals_frame(release, table).to_csv(index=False), "text/csv")
+    ranges = ranges_to_csv(release.workload, release.estimates, table.levels)
+    if ranges is not None:
+        files[f"{stem}-ranges.csv"] = ("Range answers (CSV)", ranges, "text/csv")
     return files
 
 

@@ -98,6 +98,7 @@ class MarginalWorkload:
     domain: TableDomain
     marginals: tuple[tuple[str, ...], ...]
     weights: tuple[float, ...] = ()
+    ranges: tuple[str | None, ...] = ()  # per marginal: the ordinal attribute whose ranges are asked, or None
 
     def __post_init__(self) -> None:
         if not self.marginals:
@@ -108,13 +109,21 @@ class MarginalWorkload:
             raise ValueError(f"weights has {len(weights)} entries for {len(ordered)} marginals; give one each")
         if not all(math.isfinite(w) and w > 0 for w in weights):
             raise ValueError(f"weights must be finite and > 0, got {list(weights)}")
-        for marginal in ordered:
+        ranges = tuple(self.ranges) or (None,) * len(ordered)
+        if len(ranges) != len(ordered):
+            raise ValueError(f"ranges has {len(ranges)} entries for {len(ordered)} marginals; give one each")
+        for marginal, ordinal in zip(ordered, ranges, strict=True):
             cells = math.prod(self.domain.sizes_of(marginal))
             if cells > MAX_MARGINAL_CELLS:
                 raise ValueError(f"marginal {marginal} has {cells:,} cells; the limit is {MAX_MARGINAL_CELLS:,}"
                                  f" (choose fewer or coarser attributes)")
+            if ordinal is not None and ordinal not in marginal:
+                raise ValueError(f"ranges over {ordinal!r} must be inside their marginal {'+'.join(marginal)}")
         object.__setattr__(self, "marginals", ordered)
         object.__setattr__(self, "weights", weights)
+        object.__setattr__(self, "ranges", ranges)
+        for index in range(len(ordered)):
+            self.queries_on(index)  # refuses range sets over the query limit now, not at release time
 
     @classmethod
     def all_kway(cls, domain: TableDomain, k: int) -> MarginalWorkload:
@@ -137,13 +146,83 @@ class MarginalWorkload:
     def l2_sensitivity(self) -> float:
         return math.sqrt(sum(w * w for w in self.weights))
 
+    @property
+    def queries(self) -> int:
+        """Number of queries: the cells of plain marginals plus the ranges of range marginals."""
+        return sum(self.queries_on(i).shape[0] for i in range(len(self.marginals)))
+
+    def queries_on(self, index: int):
+        """The queries on marginal ``index`` as an implicit operator over its cells (row-major, domain order).
+
+        Plain marginals: every cell (Identity). Ranges over ordinal attribute o: every range [lo, hi] of o within
+        every cell of the other attributes, AllRange(n_o) ⊗ I over the cells with o's axis moved first, so its
+        column norms (Δ₁ = max (k+1)(n_o−k), Δ₂ = √Δ₁, 0/1 entries) come in closed form from the factors.
+
+        >>> w = MarginalWorkload(TableDomain(("sex", "age"), (2, 3)), (("sex", "age"),), ranges=("age",))
+        >>> op = w.queries_on(0)
+        >>> op.shape, float(op.column_norms(1).max()), w.answer_queries(0, np.array([[1., 2, 3], [4, 5, 6]]))[:6].tolist()
+        ((12, 6), 4.0, [1.0, 4.0, 3.0, 9.0, 6.0, 15.0])
+        """
+        from core.queries.workloads import AllRange, Identity, Kron
+
+        marginal, ordinal = self.marginals[index], self.ranges[index]
+        sizes = self.domain.sizes_of(marginal)
+        if ordinal is None:
+            return Identity(math.prod(sizes))
+        axis = marginal.index(ordinal)
+        rest = math.prod(s for k, s in enumerate(sizes) if k != axis)
+        return Kron((AllRange(sizes[axis]), Identity(rest)))
+
+    def query_order(self, index: int, marginal: np.ndarray) -> np.ndarray:
+        """Marginal ``index``'s cells as the vector ``queries_on(index)`` acts on (the ranges axis first)."""
+        marginal = np.asarray(marginal, dtype=float)
+        ordinal = self.ranges[index]
+        if ordinal is not None:
+            marginal = np.moveaxis(marginal, self.marginals[index].index(ordinal), 0)
+        return marginal.ravel()
+
+    def from_query_order(self, index: int, vector: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`query_order`: the marginal's cells shaped by its attributes."""
+        marginal, ordinal = self.marginals[index], self.ranges[index]
+        sizes = self.domain.sizes_of(marginal)
+        if ordinal is None:
+            return np.asarray(vector, dtype=float).reshape(sizes)
+        axis = marginal.index(ordinal)
+        moved = (sizes[axis],) + tuple(s for k, s in enumerate(sizes) if k != axis)
+        return np.moveaxis(np.asarray(vector, dtype=float).reshape(moved), 0, axis)
+
+    def answer_queries(self, index: int, marginal: np.ndarray) -> np.ndarray:
+        """The queries on marginal ``index`` answered from its (true or estimated) cells."""
+        return self.queries_on(index).matvec(self.query_order(index, marginal))
+
+    def axis_stats(self, index: int) -> tuple[tuple[int, float, float], ...]:
+        """Per attribute of marginal ``index``: (domain column, tr G, 1ᵀG1) of its queries' Gram factor G.
+
+        The queries' Gram is a Kronecker product over the marginal's axes (I for a plain axis; AllRangeᵀAllRange
+        for the ranges axis: tr = n(n+1)(n+2)/6, 1ᵀG1 = Σ_L (n−L+1) L² = n(n+1)²(n+2)/12), which is all the
+        closed-form errors of the table mechanisms need.
+        """
+        marginal, ordinal = self.marginals[index], self.ranges[index]
+        stats = []
+        for column, name in zip(self.domain.index(marginal), marginal, strict=True):
+            n = float(self.domain.sizes[column])
+            if name == ordinal:
+                stats.append((column, n * (n + 1) * (n + 2) / 6, n * (n + 1) ** 2 * (n + 2) / 12))
+            else:
+                stats.append((column, n, n))
+        return tuple(stats)
+
     def answer(self, records: np.ndarray) -> list[np.ndarray]:
         """True (unweighted) marginals of integer-coded records, each shaped by its attributes' sizes."""
         records = check_records(self.domain, records)
         return [marginal_counts(self.domain, records, m) for m in self.marginals]
 
     def describe(self) -> str:
-        return f"{len(self.marginals)} marginals, {self.cells:,} cells"
+        ranged = sum(o is not None for o in self.ranges)
+        if not ranged:
+            return f"{len(self.marginals)} marginals, {self.cells:,} cells"
+        return (f"{len(self.marginals)} marginals ({ranged} asked as ranges), {self.cells:,} cells, "
+                f"{self.queries:,} queries")
 
 
 def check_records(domain: TableDomain, records: np.ndarray) -> np.ndarray:

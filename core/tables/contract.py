@@ -49,6 +49,10 @@ class TableRelease:
 
 
 def workload_rmse(workload: MarginalWorkload, truth: list[np.ndarray], estimates: list[np.ndarray]) -> float:
-    """Root mean squared error per marginal cell over the whole workload (unweighted; the RMSE of the papers)."""
-    squared = sum(float(np.sum((np.asarray(e, dtype=float) - t) ** 2)) for t, e in zip(truth, estimates, strict=True))
-    return math.sqrt(squared / workload.cells)
+    """Root mean squared error per query over the whole workload (unweighted; the RMSE of the papers).
+
+    A query is a marginal cell, or a range of a range marginal (answered from the estimated cells).
+    """
+    squared = sum(float(np.sum((workload.answer_queries(i, e) - workload.answer_queries(i, t)) ** 2))
+                  for i, (t, e) in enumerate(zip(truth, estimates, strict=True)))
+    return math.sqrt(squared / workload.queries)

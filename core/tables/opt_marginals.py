@@ -69,36 +69,53 @@ class MarginalsPlan:
         return [(tuple(self.attributes[i] for i, bit in enumerate(index) if bit), float(self.theta[index]))
                 for index in zip(*np.nonzero(self.theta), strict=True)]
 
+    def _total(self, stats) -> float:
+        """2b² Σ_{b⊆M} c_M · factor(M, b) / λ_b for a marginal M with per-axis Gram statistics ``stats``."""
+        sizes = self.workload.domain.sizes
+        lam = _superset_sum(self.theta ** 2 * _cost(_sizes(self)))
+        c_m = math.prod(sizes[i] for i in self.attributes if i not in {c for c, _, _ in stats})
+        total = 0.0
+        for subset, factor in _factors(sizes, stats):
+            total += c_m * factor / lam[tuple(int(i in subset) for i in self.attributes)]
+        return 2 * self.noise_scale ** 2 * total
+
     def marginal_variance(self, marginal: tuple[str, ...]) -> float:
-        """Variance of every cell of one workload marginal's estimate (the same for all its cells)."""
-        sizes, lam = _sizes(self), _superset_sum(self.theta ** 2 * _cost(_sizes(self)))
-        member = _membership(self, marginal)
-        dims = _dims(sizes)
-        below = _subsets_of(member)
-        c_m = _cost(sizes)[member]
-        cells = math.prod(int(s) for s, bit in zip(sizes, member, strict=True) if bit)
-        total = float(np.sum(dims[below] * c_m / lam[below]))
-        return 2 * self.noise_scale ** 2 * total / cells
+        """Variance of every cell of one marginal's estimate (the same for all its cells)."""
+        columns = self.workload.domain.index(marginal)
+        sizes = self.workload.domain.sizes
+        return self._total(tuple((c, float(sizes[c]), float(sizes[c])) for c in columns)) / math.prod(
+            sizes[c] for c in columns)
+
+    def query_variance(self, index: int) -> float:
+        """Σ over the queries of workload marginal ``index`` (cells, or ranges) of their variances."""
+        return self._total(self.workload.axis_stats(index))
 
     @property
     def expected_mse(self) -> float:
-        """Unweighted mean squared error per workload cell."""
-        domain = self.workload.domain
-        return sum(math.prod(domain.sizes_of(m)) * self.marginal_variance(m)
-                   for m in self.workload.marginals) / self.workload.cells
+        """Unweighted mean squared error per query."""
+        return sum(self.query_variance(i) for i in range(len(self.workload.marginals))) / self.workload.queries
 
     @property
     def expected_rmse(self) -> float:
         return math.sqrt(self.expected_mse)
 
 
+def _factors(sizes: tuple[int, ...], stats):
+    """(b, ∏_{i∈b}(tr G_i − 1ᵀG_i1/n_i) ∏_{i∈M∖b} 1ᵀG_i1/n_i) for every b ⊆ M: tr(Q M P_b Mᵀ Qᵀ) / c_M.
+
+    For plain cells (G_i = I) this is d_b = ∏_{i∈b}(n_i − 1).
+    """
+    columns = tuple(c for c, _, _ in stats)
+    for subset in _index_subsets(columns):
+        factor = 1.0
+        for column, trace, total in stats:
+            n = sizes[column]
+            factor *= (trace - total / n) if column in subset else total / n
+        yield subset, factor
+
+
 def _sizes(plan: MarginalsPlan) -> np.ndarray:
     return np.array([plan.workload.domain.sizes[i] for i in plan.attributes], dtype=float)
-
-
-def _membership(plan: MarginalsPlan, marginal: tuple[str, ...]) -> tuple[int, ...]:
-    columns = set(plan.workload.domain.index(marginal))
-    return tuple(int(i in columns) for i in plan.attributes)
 
 
 def _along(sizes: np.ndarray, inside, outside) -> np.ndarray:
@@ -114,11 +131,6 @@ def _along(sizes: np.ndarray, inside, outside) -> np.ndarray:
 def _cost(sizes: np.ndarray) -> np.ndarray:
     """c_a = ∏_{i∉a} n_i: how many full-domain cells each cell of marginal a sums."""
     return _along(sizes, lambda n: 1.0, lambda n: n)
-
-
-def _dims(sizes: np.ndarray) -> np.ndarray:
-    """d_b = ∏_{i∈b}(n_i − 1): the dimension of residual b."""
-    return _along(sizes, lambda n: n - 1.0, lambda n: 1.0)
 
 
 def _superset_sum(values: np.ndarray) -> np.ndarray:
@@ -143,11 +155,6 @@ def _subset_sum(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _subsets_of(member: tuple[int, ...]) -> np.ndarray:
-    """Boolean mask over all subsets: those contained in ``member``."""
-    return _along(np.array(member, dtype=float), lambda bit: bit, lambda bit: 1.0) > 0
-
-
 def plan_opt_marginals(workload: MarginalWorkload, rho: float, *, iterations: int = 500) -> MarginalsPlan:
     """Optimised marginal weights θ for Laplace noise at ε = √(2ρ); never worse than Laplace on each marginal.
 
@@ -163,19 +170,18 @@ def plan_opt_marginals(workload: MarginalWorkload, rho: float, *, iterations: in
                          f"the rule is k ≤ {MAX_ATTRIBUTES}, got k = {len(attributes)}")
     sizes = np.array([domain.sizes[i] for i in attributes], dtype=float)
     d = len(attributes)
-    cost, dims = _cost(sizes), _dims(sizes)
+    cost = _cost(sizes)
     cells = _along(sizes, lambda n: n, lambda n: 1.0)
-    weight_c = np.zeros((2,) * d)
     identity = np.zeros((2,) * d)
-    for marginal, w in zip(workload.marginals, workload.weights, strict=True):
-        columns = set(domain.index(marginal))
-        index = tuple(int(i in columns) for i in attributes)
-        weight_c[index] += w * cost[index]
-        identity[index] = 1.0
-    mu = _superset_sum(weight_c)
-    need = mu > 0
-    # Residuals of one-level attributes have d_b = 0 and need nothing.
-    need &= dims > 0
+    coef = np.zeros((2,) * d)  # Σ_{M ⊇ b} w_M c_M factor(M, b): the weight of 1/λ_b in the objective
+    for index, w in enumerate(workload.weights):
+        columns = set(domain.index(workload.marginals[index]))
+        member = tuple(int(i in columns) for i in attributes)
+        identity[member] = 1.0
+        for subset, factor in _factors(domain.sizes, workload.axis_stats(index)):
+            coef[tuple(int(i in subset) for i in attributes)] += w * cost[member] * factor
+    # Residuals of one-level attributes have d_b = 0 (factor 0) and need nothing.
+    need = coef > 0
     candidate = (cells <= MAX_MEASURED_CELLS) | (identity > 0)
     scale = np.sqrt(cost)  # optimise φ = θ √c_a: every φ contributes φ² to the eigenvalues it touches
 
@@ -184,9 +190,9 @@ def plan_opt_marginals(workload: MarginalWorkload, rho: float, *, iterations: in
         theta = phi / scale
         lam = _superset_sum(phi * phi)
         total = theta.sum()
-        ratio = np.where(need, dims * mu / np.where(need, lam, 1.0), 0.0)
+        ratio = np.where(need, coef / np.where(need, lam, 1.0), 0.0)
         s = ratio.sum()
-        g = np.where(need, dims * mu / np.where(need, lam, 1.0) ** 2, 0.0)
+        g = np.where(need, coef / np.where(need, lam, 1.0) ** 2, 0.0)
         grad = 2 * total * s / scale - total * total * 2 * phi * _subset_sum(g)
         if not np.all(lam[need] > 0):
             return math.inf, np.zeros_like(phi_flat)

@@ -338,30 +338,41 @@ def independence_tvd(domain: TableDomain, records: np.ndarray) -> float:
 def parse_marginal_workload(spec: str, domain: TableDomain):
     """``marginals:k=2`` (all k-way) or ``marginals:age+sex*2,race`` (a list; ``+`` joins attributes, ``*w`` weights).
 
-    >>> w = parse_marginal_workload("marginals:a+b*2,c", TableDomain(("a", "b", "c"), (2, 2, 2)))
-    >>> w.marginals, w.weights
-    ((('a', 'b'), ('c',)), (2.0, 1.0))
+    An entry ``ranges:age|sex`` asks every range of the ordinal attribute age within each level of sex
+    (attributes after ``|`` joined by ``|`` or ``+``).
+
+    >>> w = parse_marginal_workload("marginals:a+b*2,c,ranges:a|c", TableDomain(("a", "b", "c"), (2, 2, 2)))
+    >>> w.marginals, w.weights, w.ranges
+    ((('a', 'b'), ('c',), ('a', 'c')), (2.0, 1.0, 1.0), (None, None, 'a'))
     """
     from core.queries.marginals import MarginalWorkload
 
     kind, _, rest = spec.partition(":")
+    if kind == "ranges":
+        kind, rest = "marginals", spec
     if kind != "marginals" or not rest:
-        raise ValueError(f"--workload {spec!r}: a table takes marginals:k=K or marginals:A+B,C")
+        raise ValueError(f"--workload {spec!r}: a table takes marginals:k=K or marginals:A+B,C or ranges:A|B")
     if rest.startswith("k="):
         try:
             k = int(rest[2:])
         except ValueError:
             raise ValueError(f"--workload {spec!r}: k must be an integer") from None
         return MarginalWorkload.all_kway(domain, k)
-    marginals, weights = [], []
+    marginals, weights, ranges = [], [], []
     for part in rest.split(","):
         names, star, weight = part.partition("*")
         try:
             weights.append(float(weight) if star else 1.0)
         except ValueError:
             raise ValueError(f"marginal {part!r}: the weight after * must be a number, got {weight!r}") from None
+        names = names.strip()
+        ordinal = None
+        if names.startswith("ranges:"):
+            names = names[len("ranges:"):].replace("|", "+")
+            ordinal = names.split("+")[0].strip()
         marginals.append(tuple(n.strip() for n in names.split("+")))
-    return MarginalWorkload(domain, tuple(marginals), tuple(weights))
+        ranges.append(ordinal)
+    return MarginalWorkload(domain, tuple(marginals), tuple(weights), tuple(ranges))
 
 
 def marginals_to_csv(workload, estimates: list[np.ndarray], stds: list[float], levels: dict[str, list[str]]) -> str:
@@ -380,6 +391,41 @@ def marginals_to_csv(workload, estimates: list[np.ndarray], stds: list[float], l
             label = "|".join(levels.get(a, [])[c] if levels.get(a) else str(c)
                              for a, c in zip(marginal, cell, strict=True))
             lines.append(f"{'|'.join(marginal)},{label},{estimate[cell]:.6g},{std:.6g}")
+    return "\n".join(lines) + "\n"
+
+
+def ranges_to_csv(workload, estimates: list[np.ndarray], levels: dict[str, list[str]]) -> str | None:
+    """Long CSV ``marginal,low,high,cell,answer`` of every range query, answered from the released cells
+    (post-processing); ``cell`` labels the other attributes' levels joined by ``|``. None without ranges.
+
+    >>> from core.queries.marginals import MarginalWorkload
+    >>> w = MarginalWorkload(TableDomain(("a",), (2,)), (("a",),), ranges=("a",))
+    >>> print(ranges_to_csv(w, [np.array([1.0, 2.0])], {"a": ["x", "y"]}), end="")
+    marginal,low,high,cell,answer
+    ranges:a,x,x,,1
+    ranges:a,x,y,,3
+    ranges:a,y,y,,2
+    """
+    if all(o is None for o in workload.ranges):
+        return None
+    lines = ["marginal,low,high,cell,answer"]
+    for index, (marginal, ordinal) in enumerate(zip(workload.marginals, workload.ranges, strict=True)):
+        if ordinal is None:
+            continue
+        answers = workload.answer_queries(index, estimates[index])
+        size = workload.domain.sizes_of((ordinal,))[0]
+        names = levels.get(ordinal) or [str(c) for c in range(size)]
+        others = [a for a in marginal if a != ordinal]
+        cells = ["|".join((levels.get(a) or [str(c) for c in range(n)])[c] for a, c, n in
+                          zip(others, cell, workload.domain.sizes_of(tuple(others)) if others else (), strict=True))
+                 for cell in itertools.product(*(range(n) for n in workload.domain.sizes_of(tuple(others))))]
+        label = "ranges:" + "|".join([ordinal] + others)
+        position = 0
+        for low in range(size):
+            for high in range(low, size):
+                for cell in cells:
+                    lines.append(f"{label},{names[low]},{names[high]},{cell},{answers[position]:.6g}")
+                    position += 1
     return "\n".join(lines) + "\n"
 
 

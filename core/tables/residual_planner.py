@@ -52,23 +52,38 @@ class ResidualPlan:
             total += self.sigma2[subset] * self.residual_cost(subset) * spread
         return total
 
+    def query_variance(self, index: int) -> float:
+        """Σ over the queries of workload marginal ``index`` (cells, or ranges) of their variances."""
+        stats = self.workload.axis_stats(index)
+        return sum(v * query_factor(self.workload.domain.sizes, stats, s)
+                   for s in _subsets(tuple(c for c, _, _ in stats)) if math.isfinite(v := self.sigma2[s]))
+
     @property
     def total_variance(self) -> float:
-        """Σ_M w_M · (cells of M) · cell variance: the objective the plan minimises."""
-        domain = self.workload.domain
-        return sum(w * math.prod(domain.sizes_of(m)) * self.cell_variance(m)
-                   for m, w in zip(self.workload.marginals, self.workload.weights, strict=True))
+        """Σ_M w_M · Σ over M's queries of their variances: the objective the plan minimises."""
+        return sum(w * self.query_variance(i) for i, w in enumerate(self.workload.weights))
 
     @property
     def expected_mse(self) -> float:
-        """Unweighted mean squared error per marginal cell (per query)."""
-        domain = self.workload.domain
-        return sum(math.prod(domain.sizes_of(m)) * self.cell_variance(m)
-                   for m in self.workload.marginals) / self.workload.cells
+        """Unweighted mean squared error per query (a marginal cell, or a range)."""
+        return sum(self.query_variance(i) for i in range(len(self.workload.marginals))) / self.workload.queries
 
     @property
     def expected_rmse(self) -> float:
         return math.sqrt(self.expected_mse)
+
+
+def query_factor(sizes: tuple[int, ...], stats, subset: tuple[int, ...]) -> float:
+    """Σ over a marginal's queries of the variance that unit noise on residual S adds to them.
+
+    The residual is rebuilt as C_S(z)/∏_{i∈M∖S} n_i broadcast over M; with the queries' Gram ⊗_i G_i this is
+    ∏_{i∈S} (tr G_i − 1ᵀG_i1/n_i) · ∏_{i∈M∖S} 1ᵀG_i1/n_i² (for plain cells: ∏_{i∈S}(n_i−1) / ∏_{i∈M∖S} n_i).
+    """
+    factor = 1.0
+    for column, trace, total in stats:
+        n = sizes[column]
+        factor *= (trace - total / n) if column in subset else total / (n * n)
+    return factor
 
 
 def _residual_cost(sizes: tuple[int, ...], subset: tuple[int, ...]) -> float:
@@ -82,20 +97,20 @@ def _subsets(columns: tuple[int, ...]):
 def plan_residuals(workload: MarginalWorkload, rho: float) -> ResidualPlan:
     """Closed-form optimal σ_S² for the sum-of-variance objective at ρ-zCDP.
 
-    v_S = Σ_{M ⊇ S} w_M p_S ∏_{i∈S} n_i ∏_{i∈M∖S} 1/n_i is the variance weight of residual S and p_S its
-    privacy cost; minimising Σ v_S σ_S² subject to Σ p_S/σ_S² = 2ρ gives
+    v_S = Σ_{M ⊇ S} w_M · query_factor(M, S) is the variance weight of residual S (for plain cells
+    p_S ∏_{i∈S} n_i ∏_{i∈M∖S} 1/n_i; range marginals use their Gram factors) and p_S its privacy cost; minimising Σ v_S σ_S² subject to Σ p_S/σ_S² = 2ρ gives
     1/σ_S² = 2ρ √(v_S/p_S) / Σ_T √(v_T p_T).
     """
     rho = check_rho(rho)
-    domain = workload.domain
-    sizes = domain.sizes
+    sizes = workload.domain.sizes
     weight: dict[tuple[int, ...], float] = {}
-    for marginal, w in zip(workload.marginals, workload.weights, strict=True):
-        columns = domain.index(marginal)
-        for subset in _subsets(columns):
-            grow = math.prod(sizes[i] for i in subset) / math.prod(sizes[i] for i in columns if i not in subset)
-            weight[subset] = weight.get(subset, 0.0) + w * grow
-    cost = {s: _residual_cost(sizes, s) for s in weight}
+    cost: dict[tuple[int, ...], float] = {}
+    for index, w in enumerate(workload.weights):
+        stats = workload.axis_stats(index)
+        for subset in _subsets(tuple(c for c, _, _ in stats)):
+            cost[subset] = _residual_cost(sizes, subset)
+            share = w * query_factor(sizes, stats, subset) / cost[subset] if cost[subset] > 0 else 0.0
+            weight[subset] = weight.get(subset, 0.0) + share
     # A residual of a one-level attribute is identically zero (p_S = 0): it needs no measurement.
     # weight[S] is v_S / p_S, so √(v_S p_S) = p_S √weight[S] and √(v_S / p_S) = √weight[S].
     norm = sum(cost[s] * math.sqrt(weight[s]) for s in weight)  # Σ_T √(v_T p_T)

@@ -31,7 +31,7 @@ def test_adult_marginals_compare_and_mst_synthetic_data(page, tmp_path):
     (tmp_path / "adult-domain.json").write_text(json.dumps(domain))
     page.set_viewport_size({"width": 1366, "height": 900})
     page.get_by_role("link", name="Tables", exact=True).first.click()
-    wait_text(page, "Upload a table of records")
+    wait_text(page, "built-in sample")
     inputs = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
     inputs.nth(1).set_input_files(str(tmp_path / "adult-domain.json"))
     wait_idle(page)

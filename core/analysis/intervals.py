@@ -3,7 +3,11 @@
 * Plain Laplace or Gaussian noise on each value (the Laplace/Gaussian histogram on bins, Laplace/Gaussian
   on the answers): exact quantiles, ±b·ln(1/β) or ±σ·Φ⁻¹(1 − β/2) per value, or the Bonferroni widths
   b·ln(k/β) and σ·Φ⁻¹(1 − β/(2k)) for all k values at once.
-* Any other mechanism: re-run it on a stand-in for the data, the released estimate clipped at 0
+* The data-independent strategy mechanisms (hb, privelet, greedy-h, mm-opt and their Gaussian twins):
+  value i carries Σ_j c_ij z_j, c_i a row of the reconstruction; exact normal quantiles for the Gaussian
+  twins, and for Laplace the exact quantile by inverting the characteristic function (half-width within
+  0.1 %; ``core.analysis.strategy_noise``); Bonferroni for all values at once.
+* Any other mechanism (or a strategy too large to read row by row): re-run it on a stand-in for the data, the released estimate clipped at 0
   (post-processing of the release), and read the spread of output − stand-in. For a data-independent
   mechanism the noise does not depend on the data, so this is its exact noise distribution up to
   Monte-Carlo error. For a data-dependent one it is an approximation and is labelled so. Simultaneous
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.analysis.strategy_noise import strategy_halfwidths
 from core.mechanisms import Mechanism, Release
 from core.queries.workloads import Workload
 from core.release.publish import exact_halfwidth, exact_noise
@@ -55,6 +60,15 @@ def release_intervals(mechanism: Mechanism, release: Release, workload: Workload
         how = "Bonferroni over all values" if simultaneous else "per value"
         return Intervals(values - half, values + half, level, simultaneous,
                          f"exact {noise[0].capitalize()} quantiles ({how})")
+    if not mechanism.data_dependent:  # strategy noise L z: exact per value (core.analysis.strategy_noise)
+        half = strategy_halfwidths(mechanism, release, workload, values="bins" if release.estimate is not None
+                                   else "answers", level=level, count=values.size if simultaneous else 1)
+        if half is not None:
+            kind = ("normal N(0, σ²‖c_i‖²)" if "sigma" in release.params
+                    else "Laplace sum by characteristic-function inversion, half-width within 0.1 %")
+            how = "Bonferroni over all values" if simultaneous else "per value"
+            return Intervals(values - half, values + half, level, simultaneous,
+                             f"exact strategy-noise quantiles (data-independent; {kind}; {how})")
     if rng is None:
         raise ValueError("rng is needed for the simulation-based intervals of this mechanism")
     if not (isinstance(trials, int) and trials >= 10):

@@ -86,13 +86,18 @@ with ui.guard():
                             help="Recorded with the first release; fixed after it.")
         p, q = st.columns(2)
         p.selectbox("Method", list(ui.TABLE_MECHANISM_HELP), key="tables_release_mechanism",
-                    format_func=lambda n: f"{n} ({ui.TABLE_MECHANISM_HELP[n].split(':')[0]})")
+                    format_func=ui.table_method_label,
+                    help="; ".join(f"{k}: {v}" for k, v in ui.TABLE_MECHANISM_HELP.items()))
         q.number_input("ρ to spend", min_value=0.0001, max_value=100.0, value=0.1, step=0.05, format="%g",
                        key="tables_release_rho")
         if ui.table_settings(st.session_state.tables_release_mechanism):
             with st.expander("Settings of this method"):
                 ui.table_settings(st.session_state.tables_release_mechanism, render=True)
-        st.button("Spend ρ and release", type="primary", key="tables_release_button", on_click=ui.release_table)
+        if st.button("Spend ρ and release", type="primary", key="tables_release_button"):
+            bar = st.progress(0.0, text="releasing… (synthesisers take minutes)")
+            ui.release_table(progress=lambda f: bar.progress(min(f, 1.0), text=f"fitting the model: {f:.0%} of ρ"))
+            bar.empty()
+            ui.show_flash()
         output = st.session_state.get("tables_release")
         if output is not None:
             release, released_table = output["release"], output["table"]

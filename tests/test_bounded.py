@@ -38,6 +38,21 @@ def test_errors_in_the_worker_keep_their_type_and_message():
         run_bounded(int, "1", seconds=0)
 
 
+def _counting(steps: int, *, progress) -> int:
+    for step in range(steps):
+        progress((step + 1) / steps)
+    return steps
+
+
+def test_progress_reaches_the_caller_from_the_worker_and_in_process():
+    seen = []
+    assert run_bounded(_counting, 4, seconds=60, progress=seen.append) == 4
+    assert seen == [0.25, 0.5, 0.75, 1.0]
+    seen.clear()
+    assert run_bounded(_counting, 2, seconds=60, estimated_seconds=1e-6, progress=seen.append) == 2
+    assert seen == [0.5, 1.0]
+
+
 def test_a_tiny_estimate_runs_in_this_process():
     assert run_bounded(sum, [1, 2], seconds=30, estimated_seconds=1e-6) == 3
 

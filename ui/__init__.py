@@ -159,6 +159,7 @@ from ui.tables_view import (  # noqa: E402
     table_ledger,
     table_marginal_figure,
     table_marginals_frame,
+    table_method_label,
     table_release_cost,
     table_settings,
     table_summary,

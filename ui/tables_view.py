@@ -241,8 +241,14 @@ def table_release_cost(rho: float) -> Budget:
     return Budget(epsilon, delta, rho)
 
 
-def release_table() -> None:
-    """Button callback: check the budget, run (bounded), then charge; a refused or failed run charges nothing."""
+def table_method_label(name: str) -> str:
+    """How the page lists a method: its name and whether its error depends on the data."""
+    return f"{name} ({'data-dependent' if TABLE_MECHANISMS[name].data_dependent else 'data-independent'})"
+
+
+def release_table(progress=None) -> None:
+    """Check the budget, run (bounded; synthesisers report ``progress(fraction)``), then charge; a refused or failed
+    run charges nothing."""
     ss, table = st.session_state, current_table()
     name, rho = ss.tables_release_mechanism, float(ss.tables_release_rho)
     try:
@@ -267,7 +273,8 @@ def release_table() -> None:
     try:
         release = run_bounded(mechanism.run, work, chosen.records, rho, noise_source("secure"),
                               seconds=limits.MAX_SYNTHESIS_SECONDS if mechanism.synthesizes else limits.MAX_ACTION_SECONDS,
-                              estimated_seconds=_SLOW_SECONDS if mechanism.data_dependent else 0.01)
+                              estimated_seconds=_SLOW_SECONDS if mechanism.data_dependent else 0.01,
+                              progress=progress if mechanism.synthesizes else None)
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         ss.flash_error = f"{name} not released: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
         return

@@ -22,6 +22,7 @@ so such a run takes seconds at most, and a release of a small histogram should n
 from __future__ import annotations
 
 import multiprocessing
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -45,7 +46,9 @@ def _context():
     return _CONTEXT
 
 
-def _child(connection, function: Callable, args: tuple, kwargs: dict) -> None:
+def _child(connection, function: Callable, args: tuple, kwargs: dict, report: bool = False) -> None:
+    if report:  # the function's progress(fraction) calls travel to the caller on the same pipe
+        kwargs = kwargs | {"progress": lambda fraction: connection.send(("progress", float(fraction)))}
     try:
         result = ("ok", function(*args, **kwargs))
     except BaseException as err:  # noqa: BLE001 - sent back to the caller, which re-raises it
@@ -59,12 +62,14 @@ def _child(connection, function: Callable, args: tuple, kwargs: dict) -> None:
 
 
 def run_bounded(function: Callable, *args: Any, seconds: float = MAX_ACTION_SECONDS,
-                estimated_seconds: float | None = None, **kwargs: Any) -> Any:
+                estimated_seconds: float | None = None, progress: Callable[[float], None] | None = None,
+                **kwargs: Any) -> Any:
     """``function(*args, **kwargs)`` in a worker process killed after ``seconds``; its result or its exception.
 
     ``function`` and its arguments must pickle (module-level functions, bound methods of frozen
     mechanisms, arrays, ``np.random.Generator`` all do). A generator is copied into the worker: the
-    caller's copy does not advance, so draw a fresh one per run (as the app and CLI do).
+    caller's copy does not advance, so draw a fresh one per run (as the app and CLI do). With ``progress``,
+    ``function`` is called with a ``progress(fraction)`` argument whose calls reach ``progress`` here.
 
     Raises:
         RunTimeLimitError: naming the limit and what to change; the worker is killed, nothing is returned.
@@ -73,22 +78,30 @@ def run_bounded(function: Callable, *args: Any, seconds: float = MAX_ACTION_SECO
     if not seconds > 0:
         raise ValueError(f"time limit seconds must be > 0, got {seconds!r}")
     if estimated_seconds is not None and estimated_seconds < min(IN_PROCESS_SECONDS, seconds / 100):
-        return function(*args, **kwargs)
+        return function(*args, **kwargs) if progress is None else function(*args, progress=progress, **kwargs)
     context = _context()
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(sender, function, args, kwargs), daemon=True)
+    process = context.Process(target=_child, args=(sender, function, args, kwargs, progress is not None),
+                              daemon=True)
     process.start()
     sender.close()  # the child holds the only writer: EOF if it dies without sending
+    deadline = time.monotonic() + seconds
     try:
-        if not receiver.poll(seconds):
-            raise RunTimeLimitError(
-                f"stopped at the time limit of {seconds:g} s per action (DPLENS_MAX_ACTION_SECONDS, or the command line's --time-limit); nothing "
-                "was released or charged: use fewer bins, a smaller workload, or a faster mechanism")
-        try:
-            outcome = receiver.recv()
-        except EOFError:
-            raise RuntimeError(f"the worker process ended without a result (exit code {process.exitcode}; "
-                               "out of memory?)") from None
+        while True:
+            if not receiver.poll(max(deadline - time.monotonic(), 0.0)):
+                raise RunTimeLimitError(
+                    f"stopped at the time limit of {seconds:g} s per action (DPLENS_MAX_ACTION_SECONDS, or the command "
+                    "line's --time-limit); nothing was released or charged: use fewer bins, a smaller workload, or a "
+                    "faster mechanism")
+            try:
+                outcome = receiver.recv()
+            except EOFError:
+                raise RuntimeError(f"the worker process ended without a result (exit code {process.exitcode}; "
+                                   "out of memory?)") from None
+            if outcome[0] != "progress":
+                break
+            if progress is not None:
+                progress(outcome[1])
     finally:
         if process.is_alive():
             process.kill()

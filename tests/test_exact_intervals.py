@@ -170,7 +170,7 @@ def test_release_intervals_are_exact_for_strategy_mechanisms(name):
     workload, _ = _workload_and_release(name)
     truth = np.arange(16.0)
     rng = np.random.default_rng([23, len(name)])
-    covered, all_at_once, runs = 0, 0, 200
+    covered, all_at_once, runs = 0, 0, 300
     for _ in range(runs):
         release = MECHANISMS[name].run(truth, workload, 1.0, rng)
         each = release_intervals(MECHANISMS[name], release, workload)
@@ -178,5 +178,5 @@ def test_release_intervals_are_exact_for_strategy_mechanisms(name):
         covered += np.sum((each.lower <= truth) & (truth <= each.upper))
         all_at_once += np.all((joint.lower <= truth) & (truth <= joint.upper))
     assert each.method.startswith("exact strategy-noise") and "Bonferroni" in joint.method
-    assert abs(covered / (16 * runs) - 0.95) < 0.02  # 3,200 correlated bin draws
-    assert all_at_once / runs >= 0.95 - 0.03
+    assert abs(covered / (16 * runs) - 0.95) < 0.02  # 4,800 correlated bin draws
+    assert all_at_once / runs >= 0.95 - 0.04  # Bonferroni: at least 95 % (3 sd of 300 runs below)

@@ -150,12 +150,12 @@ def test_release_exports_intervals_with_their_method():
     assert not at.exception
     if any(b.key == "release_intervals" for b in at.button):  # slower than the automatic limit
         at.button(key="release_intervals").click().run()
-    assert any("Method: simulation from the released output only" in c.value for c in at.caption)
+    assert any("Method: exact strategy-noise quantiles" in c.value for c in at.caption)  # hb: issue 17
     at.toggle(key="release_simultaneous").set_value(True).run()
     if any(b.key == "release_intervals" for b in at.button):
         at.button(key="release_intervals").click().run()
     assert not at.exception
-    assert any("max of the noise" in c.value for c in at.caption)
+    assert any("Bonferroni over all values" in c.value for c in at.caption)
 
 
 def test_compare_first_screen_shows_analytic_curves_before_run():

@@ -124,6 +124,7 @@ def test_histograms_on_marginals_budget_error_and_refusal():
 
 
 @pytest.mark.parametrize("name, settings", [("identity-pgm", {"iters": 30}),
+                                            ("identity-pgm", {"iters": 30, "noise": "laplace"}),
                                             ("aim", {"rounds": 4, "round_iters": 10, "iters": 30, "max_size": 1.0})])
 def test_opendp_synthesisers_on_a_small_table(name, settings):
     """OpenDP draws the noise (not seeded): check the contract, metadata, progress and the synthetic records."""
@@ -141,6 +142,8 @@ def test_opendp_synthesisers_on_a_small_table(name, settings):
     assert ((release.records >= 0) & (release.records < np.array(domain.sizes))).all()
     assert [e.shape for e in release.estimates] == [t.shape for t in workload.answer(records)]
     assert all((e >= 0).all() for e in release.estimates)  # answered from records: consistent, non-negative
+    if settings.get("noise") == "laplace":
+        assert release.metadata["epsilon"] == 2.0 and "pure epsilon-DP" in release.metadata["privacy"]
 
 
 def test_aim_settings_are_checked():

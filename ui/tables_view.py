@@ -37,7 +37,7 @@ TABLE_DISPLAY_DELTA = 1e-6      # ρ is also shown as ε at this δ (Canonne–K
 TABLE_RHO_CHOICES = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 _LEVEL = 0.95
 SAMPLE_TABLE_NAME = "survey (built-in sample)"
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 # What the page offers for missing values (empty, NA, null), and load_table's name for each choice.
 MISSING_CHOICES = {"refuse the file": "refuse", "drop those rows": "drop", "make them a level": "level"}
 _SLOW_SECONDS = 20.0       # synthesisers are estimated at this per run (OpenDP's MST on a few attributes)
@@ -83,7 +83,7 @@ def current_table() -> Table:
 
 @st.cache_resource(show_spinner=False)
 def _sample_table() -> Table:
-    return load_table(DATA_DIR / "survey.csv", DATA_DIR / "survey-domain.json")
+    return load_table(_DATA_DIR / "survey.csv", _DATA_DIR / "survey-domain.json")
 
 
 def project_table(table: Table, attributes: list[str]) -> Table:

@@ -195,7 +195,7 @@ TABLE_MECHANISMS = {m.name: m for m in (IdentityMarginals(), ResidualPlannerMech
 TABLE_SETTINGS: dict[str, dict[str, type]] = {
     "mst": {"measure_split": float, "iters": int},
     "aim": {"rounds": int, "max_size": float, "measure_split": float, "round_iters": int, "iters": int},
-    "identity-pgm": {"iters": int},
+    "identity-pgm": {"iters": int, "noise": str},
     "histograms": {"method": str},
 }
 

@@ -11,6 +11,7 @@ True
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -102,6 +103,9 @@ class _OpenDPTable:
     def handed_rho(self, rho: float, attributes: int) -> float:
         return rho
 
+    def privacy_loss_of(self, dp, rho: float):
+        return dp.loss_of(rho=rho)
+
     def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float, rng: np.random.Generator | None = None,
             *, rows: int | None = None, progress: Callable[[float], None] | None = None) -> TableRelease:
         """Fit the model at ``rho`` and draw ``rows`` synthetic records (default: as many as OpenDP's estimate).
@@ -138,7 +142,7 @@ class _OpenDPTable:
 
         frame = pl.DataFrame({n: records[:, i].astype(np.int64) for i, n in enumerate(domain.names)})
         context = dp.Context.compositor(data=frame.lazy(), privacy_unit=dp.unit_of(contributions=1),
-                                        privacy_loss=dp.loss_of(rho=handed), split_evenly_over=1)
+                                        privacy_loss=self.privacy_loss_of(dp, handed), split_evenly_over=1)
         query = context.query().contingency_table(
             keys={n: list(range(s)) for n, s in zip(domain.names, domain.sizes, strict=True)},
             algorithm=self.algorithm(dp, workload, estimator))
@@ -156,7 +160,7 @@ class _OpenDPTable:
         coded = np.column_stack([complete[n].to_numpy().astype(np.int64) for n in domain.names])
         metadata = {"mechanism": f"{self.name} (opendp.extras.mbi.{self.opendp_name}, OpenDP {_opendp_version()})",
                     "privacy": "rho-zCDP, add/remove one record", "rho": float(rho), "rho_handed": handed,
-                    **self.settings(), "model_fits": fits[0], "rows": len(coded),
+                    **self.settings(rho), "model_fits": fits[0], "rows": len(coded),
                     "null_rows_dropped": synth.height - complete.height}
         return TableRelease(self.name, rho, rho, workload, workload.answer(coded), None, coded, metadata)
 
@@ -186,7 +190,7 @@ class MST(_OpenDPTable):
     def fit_iters(self, potentials) -> int:
         return self.iters
 
-    def settings(self) -> dict:
+    def settings(self, rho: float) -> dict:
         return {"oneway_split": 0.5, "measure_split": float(self.measure_split), "iters": self.iters}
 
     def algorithm(self, dp, workload: MarginalWorkload, estimator):
@@ -227,7 +231,7 @@ class AIM(_OpenDPTable):
         # The first fit (one-way marginals only) and the refits start warm; OpenDP fits once more at the end.
         return self.round_iters if potentials is not None else self.iters
 
-    def settings(self) -> dict:
+    def settings(self, rho: float) -> dict:
         return {"oneway_split": 0.5, "measure_split": float(self.measure_split), "rounds": self.rounds,
                 "max_size_mb": float(self.max_size), "round_iters": self.round_iters, "iters": self.iters}
 
@@ -239,25 +243,38 @@ class AIM(_OpenDPTable):
 
 @dataclass(frozen=True)
 class IdentityPGM(_OpenDPTable):
-    """Gaussian noise on every workload marginal (weighted), estimated by private-pgm: ``opendp.extras.mbi.Fixed``.
+    """Gaussian (or, with ``noise="laplace"``, Laplace at ε = √(2ρ)) noise on every workload marginal, weighted,
+    estimated by private-pgm: ``opendp.extras.mbi.Fixed``.
 
-    The same measurements as ``identity`` (OpenDP finds σ for the whole ρ by its own search), but the estimate is
-    the graphical model that best fits all of them: consistent marginals, non-negative, and synthetic records.
+    The same measurements as ``identity`` (OpenDP finds the scale for the whole budget by its own search), but the
+    estimate is the graphical model that best fits all of them: consistent marginals, non-negative, and synthetic
+    records.
     """
 
     iters: int = ESTIMATOR_ITERS
+    noise: str = "gaussian"
     name = "identity-pgm"
     opendp_name = "Fixed"
 
     def __post_init__(self) -> None:
         _check_int("iters", self.iters, 1, 100_000)
+        if self.noise not in ("gaussian", "laplace"):
+            raise ValueError(f"noise must be gaussian or laplace, got {self.noise!r}")
+
+    def privacy_loss_of(self, dp, rho: float):
+        # Laplace: pure ε-DP at ε = √(2ρ), which implies ρ-zCDP (Bun & Steinke 2016, Prop. 1.4).
+        return dp.loss_of(epsilon=math.sqrt(2 * rho)) if self.noise == "laplace" else dp.loss_of(rho=rho)
 
 
     def fit_iters(self, potentials) -> int:
         return self.iters
 
-    def settings(self) -> dict:
-        return {"oneway_split": 0.0, "iters": self.iters}
+    def settings(self, rho: float) -> dict:
+        out = {"oneway_split": 0.0, "iters": self.iters, "noise": self.noise}
+        if self.noise == "laplace":
+            out |= {"epsilon": math.sqrt(2 * rho), "privacy": "pure epsilon-DP (Laplace), epsilon = sqrt(2 rho), "
+                                                               "which implies rho-zCDP; add/remove one record"}
+        return out
 
     def algorithm(self, dp, workload: MarginalWorkload, estimator):
         queries = [dp.mbi.Count(tuple(m), float(w)) for m, w in zip(workload.marginals, workload.weights, strict=True)]

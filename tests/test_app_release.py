@@ -238,3 +238,20 @@ def test_a_releases_structure_is_shown_and_never_exported(release_page, mechanis
 def test_a_release_without_structure_has_no_structure_expander(release_page):
     at = spend(release_page, 1.0, "identity")
     assert "Structure of this release" not in [e.label for e in at.expander]
+
+
+@pytest.mark.parametrize("mechanism", ["hb", "privelet"])
+def test_strategy_releases_show_exact_intervals_without_simulating(release_page, mechanism):
+    """hb/privelet: the chart's intervals are the exact strategy-noise quantiles, computed once, no re-runs; the
+    export's intervals (secure path) are computed at once, with their method stated."""
+    release_page.radio(key="release_noise_path").set_value("secure").run()
+    at = spend(release_page, 1.0, mechanism)
+    assert not at.exception, at.exception
+    output = at.session_state.release_outputs[1]
+    bins, answers = output["exact"]
+    assert bins is not None and answers is not None and "intervals" not in output  # nothing simulated
+    metrics = {m.label: m.value for m in at.metric}
+    covered = float(metrics["True counts inside their 95 % interval"].rstrip("%")) / 100
+    assert 0.85 <= covered <= 1.0
+    assert not any("Simulate 95 % intervals" in b.label or "Compute intervals" in b.label for b in at.button)
+    assert any("exact strategy-noise quantiles" in c.value for c in at.caption)  # the export's method, computed

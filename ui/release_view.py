@@ -11,6 +11,7 @@ import ui
 from core.analysis.bounded import run_bounded
 from core.analysis.cost import estimate_cost
 from core.analysis.intervals import release_intervals
+from core.analysis.strategy_noise import strategy_halfwidths
 from core.data import limits
 from core.mechanisms import MECHANISMS, configure
 from core.mechanisms.gaussian import Matched, for_privacy
@@ -144,15 +145,37 @@ def load_config() -> None:
     st.session_state.release_notice = "Config loaded." + "".join(f" Note: {n}." for n in notes)
 
 
+def _mechanism_of(entry: dict, output: dict):
+    mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
+    if entry.get("definition", "pure") != "pure":
+        mechanism = Matched(mechanism, entry["definition"], entry["delta"])
+    return mechanism
+
+
 def simulate(number: int) -> None:
     """Intervals for release ``number`` from re-runs on a simulation stream (curator only; never charged)."""
     entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
     rng = np.random.default_rng([int(st.session_state.seed), ui.SIMULATION_STREAM, 6, number])
-    mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
-    if entry.get("definition", "pure") != "pure":
-        mechanism = Matched(mechanism, entry["definition"], entry["delta"])
-    output["intervals"] = simulated_intervals(mechanism, ui.histogram().counts, ui.workload(), entry["epsilon"],
-                                              SIMULATION_TRIALS, rng)
+    output["intervals"] = simulated_intervals(_mechanism_of(entry, output), ui.histogram().counts, ui.workload(),
+                                              entry["epsilon"], SIMULATION_TRIALS, rng)
+
+
+def exact_halfwidths(number: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Exact 95 % half-widths (bins, answers) of release ``number``, computed once: plain Laplace/Gaussian noise
+    per value, or the exact quantiles of a data-independent strategy's noise (core.analysis.strategy_noise)."""
+    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
+    if "exact" not in output:
+        release, workload = output["release"], ui.workload()
+        bins, answers = bin_halfwidths(release), answer_halfwidths(release)
+        if bins is None or answers is None:
+            mechanism = _mechanism_of(entry, output)
+            with st.spinner("Exact interval widths of the strategy's noise…"):
+                if bins is None and release.estimate is not None:
+                    bins = strategy_halfwidths(mechanism, release, workload, values="bins")
+                if answers is None:
+                    answers = strategy_halfwidths(mechanism, release, workload, values="answers")
+        output["exact"] = (bins, answers)
+    return output["exact"]
 
 
 def show_release(history: list[dict], hist, workload) -> None:
@@ -185,7 +208,7 @@ def show_release(history: list[dict], hist, workload) -> None:
         st.warning(f"Release #{number} was made on `{entry['dataset']}` with workload `{entry['workload']}`; "
                    "select them in the sidebar to compare it with the truth. Its exports are below.")
     else:
-        exact_bins, exact_answers = bin_halfwidths(release), answer_halfwidths(release)
+        exact_bins, exact_answers = ui.exact_halfwidths(number)
         needs_simulation = exact_answers is None or (release.estimate is not None and exact_bins is None)
         if needs_simulation and "intervals" not in output:
             estimate_seconds = output["seconds"] * ui.SIMULATION_TRIALS
@@ -199,7 +222,8 @@ def show_release(history: list[dict], hist, workload) -> None:
         simulated = output.get("intervals")
         st.subheader("Released histogram over the true one")
         st.caption("The curator sees both; exports contain only the release. Band/bars: 95 % intervals — "
-                   "exact for plain Laplace or Gaussian noise on each value (discrete on integer releases), "
+                   "exact for plain Laplace or Gaussian noise on each value (discrete on integer releases) and for "
+                   "the data-independent strategies (hb, privelet, greedy-h, mm-opt and their Gaussian twins), "
                    "else the 2.5–97.5 % range of "
                    f"{ui.SIMULATION_TRIALS} simulated re-runs (never charged).")
         if release.estimate is not None:
@@ -253,9 +277,12 @@ def show_release(history: list[dict], hist, workload) -> None:
                                help="Off: each value's interval holds with 95 % probability. On: all of them "
                                     "hold together with 95 % probability (wider).")
         cache = output.setdefault("export_intervals", {})
-        if "rerun_seconds" not in output:  # one re-run on the simulation path (the secure run's time
-            output["rerun_seconds"] = ui.rerun_seconds(number)  # includes loading OpenDP once)
-        if together not in cache and output["rerun_seconds"] * ui.EXPORT_INTERVAL_TRIALS <= ui.AUTO_SIMULATION_SECONDS:
+        # Exact intervals (plain noise per value, or a data-independent strategy's noise) need no re-runs.
+        exact = output.get("exact", (None, None))[1] is not None
+        if "rerun_seconds" not in output and not exact:  # one re-run on the simulation path (the secure run's
+            output["rerun_seconds"] = ui.rerun_seconds(number)  # time includes loading OpenDP once)
+        if together not in cache and (exact or output["rerun_seconds"] * ui.EXPORT_INTERVAL_TRIALS
+                                      <= ui.AUTO_SIMULATION_SECONDS):
             with st.spinner("Computing intervals from the released values…"):
                 ui.export_intervals(number, together)
         elif together not in cache:

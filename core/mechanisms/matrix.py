@@ -30,6 +30,8 @@ from core.mechanisms.greedy_h import workload_key
 from core.queries.workloads import Workload
 
 MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(p²n) per iteration; bench_mmopt.py)
+SMALL_CELLS = 512     # at most this many cells: at least SMALL_RESTARTS optimiser starts
+SMALL_RESTARTS = 4
 MAX_ITERATIONS = 1000  # L-BFGS-B iterations per start up to LARGE_CELLS: 200 stopped 1-2.4 % above HDMM …
 LARGE_ITERATIONS = 200  # … and above it, where an iteration costs O(p²n) and time is the target (bench_mmopt.py)
 MAX_P = 128       # rows of Θ for p="auto": n/16 as in HDMM (the cap of 64 cost 1 % at n = 2048) …
@@ -119,7 +121,9 @@ def _optimise(workload: Workload, p: int, restarts: int, seed: int) -> PIdentity
     gram_diag = workload.column_norms(2) ** 2
     generator = np.random.default_rng(seed)
     best: PIdentity | None = None
-    for attempt in range(restarts):
+    # Small domains get SMALL_RESTARTS starts at least: they cost under 2 s there, and at n = 256 (prefix) two
+    # starts stopped 0.4 % above HDMM's OPT0 where four reach 0.3 % below it (bench/bench_mmopt.py).
+    for attempt in range(max(restarts, SMALL_RESTARTS) if n <= SMALL_CELLS else restarts):
         start = _block_start(p, n) if attempt == 0 else generator.random(p * n)
         iterations = MAX_ITERATIONS if n <= LARGE_CELLS else LARGE_ITERATIONS
         result = scipy.optimize.minimize(_objective, start, args=(p, workload, gram_diag), jac=True,
@@ -138,7 +142,8 @@ class MatrixMechanism:
     Args:
         p: rows of Θ; "auto" = n // 16 as in HDMM for 1-D workloads (at most 128), 32 above 2048 cells.
         restarts: starts of the optimiser, the best is kept: the block hierarchy first, then uniform
-            random starts (HDMM's). At n = 2048 the random start won on all-range (9.09 vs 9.89).
+            random starts (HDMM's). At n = 2048 the random start won on all-range (9.09 vs 9.89). At most
+            512 cells the optimiser makes at least 4 starts (cheap there).
         seed: seeds the starts (the strategy is data-independent and costs no budget).
     """
 

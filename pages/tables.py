@@ -59,6 +59,8 @@ with ui.guard():
                               help="Independent noise draws. Synthesisers take seconds to minutes per run.")
             z.selectbox("Score synthetic data on all k-way marginals, k =", [1, 2, 3], index=1, key="tables_eval_k",
                         help="Mean total-variation distance on these marginals, which may lie outside the workload.")
+            st.text_input("…or on these marginals", key="tables_eval_custom", placeholder="age+income, sex+hours+income",
+                          help="Any marginals, in the workload or not: the honest test of synthetic data.")
             submitted = st.form_submit_button("Run comparison", type="primary")
         if submitted:
             stop_slot, bar = st.empty(), st.progress(0.0, text="running…")

@@ -91,3 +91,13 @@ def test_release_charges_the_tables_ledger_and_offers_downloads():
     at.button(key="tables_release_button").click().run()
     assert at.error and "0.75" in at.error[0].value  # over the remaining ρ: refused, nothing charged
     assert len(LedgerStore().ledger(table.fingerprint).spends) == 1
+
+
+def test_synthetic_data_scored_on_typed_marginals():
+    at, _ = _open()
+    at.multiselect(key="tables_rhos").set_value([1.0])
+    at.slider(key="tables_trials").set_value(1)
+    at.text_input(key="tables_eval_custom").set_value("age+sex+region")
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["tables_results"]["evaluation"] == "1 marginals, 30 cells"

@@ -130,7 +130,12 @@ def table_workload(table: Table) -> MarginalWorkload:
 
 
 def table_evaluation(table: Table) -> MarginalWorkload:
-    """The marginals synthetic data is scored on: all k-way for the chosen k (may lie outside the workload)."""
+    """The marginals synthetic data is scored on (they may lie outside the workload): the ones typed, e.g.
+    ``age+income, race+sex+income``, else all k-way for the chosen k."""
+    typed = st.session_state.get("tables_eval_custom", "").strip()
+    if typed:
+        chosen = parse_marginal_workload(f"marginals:{typed}", table.domain)
+        return MarginalWorkload(table.domain, chosen.marginals)  # scored as marginals: weights and ranges dropped
     k = min(int(st.session_state.get("tables_eval_k", 2)), len(table.domain.names))
     return MarginalWorkload.all_kway(table.domain, k)
 

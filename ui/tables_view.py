@@ -27,7 +27,7 @@ from core.privacy.ledger_store import LedgerStore, new_export_id
 from core.privacy.noise import noise_source
 from core.queries.marginals import MAX_MARGINAL_CELLS, MarginalWorkload, TableDomain
 from core.tables.compare import BASELINE, baseline_scores, compare_tables, evaluation_tvd, summarise_tables
-from core.tables.contract import SECURE_NOISE
+from core.tables.contract import INTERVAL_LEVEL, SECURE_NOISE
 from core.tables.mechanisms import TABLE_MECHANISMS, TABLE_SETTINGS, table_mechanism
 from core.tables.records import (Table, load_table, marginals_to_csv, parse_marginal_workload, ranges_to_csv,
                                  records_to_csv)
@@ -309,7 +309,11 @@ def table_marginals_frame(release, table: Table, level: float = _LEVEL) -> pd.Da
                             table.levels)
     frame = pd.read_csv(pd.io.common.StringIO(text), keep_default_na=False)
     z = float(special.ndtri(0.5 + level / 2))
-    if release.stds is not None:
+    if release.halfwidths is not None and level == INTERVAL_LEVEL:  # exact, not Gaussian: strategies' noise
+        half = np.concatenate([np.ravel(h) for h in release.halfwidths])
+        frame["lower"], frame["upper"] = frame["count"] - half, frame["count"] + half
+        frame["level"] = level
+    elif release.stds is not None:
         frame["lower"], frame["upper"] = frame["count"] - z * frame["std"], frame["count"] + z * frame["std"]
         frame["level"] = level
     return frame
@@ -324,7 +328,9 @@ def table_marginal_figure(release, table: Table, marginal: tuple[str, ...], leve
     labels = [_levels_of(table, a) for a in marginal]
     if estimate.ndim == 1:
         error = None
-        if release.stds is not None:
+        if release.halfwidths is not None and level == INTERVAL_LEVEL:
+            error = {"type": "data", "array": np.ravel(release.halfwidths[index])}
+        elif release.stds is not None:
             error = {"type": "data", "array": np.full(estimate.size, float(special.ndtri(0.5 + level / 2))
                                                       * release.stds[index])}
         fig = go.Figure(go.Bar(x=labels[0], y=estimate, error_y=error, name="released"))

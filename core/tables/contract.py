@@ -23,6 +23,9 @@ SECURE_NOISE = ("OpenDP's samplers (CSPRNG, never seeded): the discrete Gaussian
                 "spacing 2^(floor(log2 scale) - 24); synthesisers draw inside OpenDP")
 
 
+INTERVAL_LEVEL = 0.95  # the level of TableRelease.halfwidths
+
+
 def check_rho(rho: float) -> float:
     """ρ as a finite float > 0, else one line naming it and the rule (callers bound it further for releases)."""
     if isinstance(rho, bool) or not isinstance(rho, int | float | np.floating) or not (math.isfinite(rho) and rho > 0):
@@ -35,7 +38,9 @@ class TableRelease:
     """A release on a table: the workload's marginals as estimated, and synthetic records if any.
 
     ``stds`` holds each marginal's per-cell standard deviation when it is known analytically (data-independent
-    Gaussian/Laplace mechanisms); ``privacy_loss`` is the ρ computed from the noise actually drawn (≤ ``rho``).
+    Gaussian/Laplace mechanisms); ``halfwidths`` each marginal's exact per-cell half-widths at ``INTERVAL_LEVEL``
+    when the noise is not Gaussian (histogram mechanisms' strategies); ``privacy_loss`` is the ρ computed from
+    the noise actually drawn (≤ ``rho``).
     """
 
     mechanism: str
@@ -46,6 +51,7 @@ class TableRelease:
     stds: list[float] | None = None
     records: np.ndarray | None = None
     metadata: dict = field(default_factory=dict)
+    halfwidths: list[np.ndarray] | None = None
 
 
 def workload_rmse(workload: MarginalWorkload, truth: list[np.ndarray], estimates: list[np.ndarray]) -> float:

@@ -12,13 +12,14 @@ None when the error depends on the data), and ``data_dependent`` / ``synthesizes
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from core.queries.marginals import MarginalWorkload
-from core.tables.contract import TableRelease, check_rho
+from core.tables.contract import INTERVAL_LEVEL, TableRelease, check_rho
 from core.tables.opt_marginals import measure_marginals, plan_opt_marginals
 from core.tables.residual_planner import measure, plan_residuals
 from core.tables.synthesis import AIM, MST, IdentityPGM
@@ -64,7 +65,8 @@ class IdentityMarginals:
     def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float,
             rng: np.random.Generator) -> TableRelease:
         estimates, sigma = identity_marginals(workload, records, rho, rng)
-        metadata = {"privacy": "rho-zCDP (Gaussian), add/remove one record", "sigma": sigma}
+        metadata = {"privacy": "rho-zCDP (Gaussian), add/remove one record", "sigma": sigma,
+                    "intervals": "exact (Gaussian noise, count ± z·std)"}
         return TableRelease(self.name, float(rho), identity_privacy_loss(workload, sigma), workload, estimates,
                             [sigma] * len(estimates), None, metadata)
 
@@ -85,7 +87,8 @@ class ResidualPlannerMechanism:
         plan = plan_residuals(workload, rho)
         estimates = measure(plan, records, rng)
         stds = [math.sqrt(plan.cell_variance(m)) for m in workload.marginals]
-        metadata = {"privacy": "rho-zCDP (Gaussian), add/remove one record", "residuals": len(plan.sigma2)}
+        metadata = {"privacy": "rho-zCDP (Gaussian), add/remove one record", "residuals": len(plan.sigma2),
+                    "intervals": "exact (Gaussian noise, count ± z·std)"}
         return TableRelease(self.name, float(rho), plan.privacy_loss, workload, estimates, stds, None, metadata)
 
 
@@ -109,7 +112,9 @@ class HDMMMarginals:
         metadata = {"privacy": f"pure epsilon-DP (Laplace), epsilon = sqrt(2 rho) = {plan.epsilon:.6g}, "
                                "add/remove one record", "epsilon": plan.epsilon, "l1_sensitivity": plan.l1_sensitivity,
                     "measured": [{"marginal": "|".join(workload.domain.names[i] for i in columns), "weight": theta}
-                                 for columns, theta in measured]}
+                                 for columns, theta in measured],
+                    "intervals": "count ± z·std: std exact, the normal shape an approximation (each cell's noise is a "
+                                 "least-squares sum of Laplace noises)"}
         return TableRelease(self.name, float(rho), plan.privacy_loss, workload, estimates, stds, None, metadata)
 
 
@@ -167,7 +172,7 @@ class MarginalHistograms:
         from core.privacy.definitions import ZCDP
 
         mechanism, epsilon = self._each(workload, rho)
-        estimates, loss = [], 0.0
+        estimates, loss, halfwidths = [], 0.0, []
         for index, truth in enumerate(workload.answer(records)):
             # Plain 2-way marginals go in as grids (2-D-aware mechanisms use the shape); range marginals as the
             # vector their range operator acts on, and the mechanism's own cell estimate comes back.
@@ -183,10 +188,34 @@ class MarginalHistograms:
                                  "method for range marginals (hb, privelet, dawa, ...)")
             else:
                 estimates.append(workload.from_query_order(index, np.ravel(release.estimate)))
+            halfwidths.append(_cell_halfwidths(mechanism, release, workload, index))
+        exact = all(h is not None for h in halfwidths)
         metadata = {"privacy": f"rho-zCDP: {self.method} on each marginal at rho/{len(estimates)} "
                                f"(epsilon {epsilon:.6g} each), add/remove one record", "method": self.method,
-                    "epsilon_each": epsilon}
-        return TableRelease(self.name, float(rho), loss, workload, estimates, None, None, metadata)
+                    "epsilon_each": epsilon,
+                    "intervals": "exact quantiles of the strategy's noise per cell" if exact else
+                                 "none (data-dependent method: its error depends on the data)"}
+        return TableRelease(self.name, float(rho), loss, workload, estimates, None, None, metadata,
+                            halfwidths if exact else None)
+
+
+def _cell_halfwidths(mechanism, release, workload: MarginalWorkload, index: int) -> np.ndarray | None:
+    """Exact per-cell half-widths at INTERVAL_LEVEL of one marginal's release, shaped like the marginal; None for
+    data-dependent methods. Plain Laplace/Gaussian per cell, or the strategy's noise (core.analysis.strategy_noise)."""
+    from core.analysis.strategy_noise import strategy_halfwidths
+    from core.release.publish import bin_halfwidths
+
+    if release.estimate is None:  # plain marginals released as answers to the cell queries
+        half = bin_halfwidths(dataclasses.replace(release, estimate=release.answers), INTERVAL_LEVEL)
+    else:
+        half = bin_halfwidths(release, INTERVAL_LEVEL)
+    if half is None:
+        half = strategy_halfwidths(mechanism, release, workload.queries_on(index), values="bins",
+                                   level=INTERVAL_LEVEL)
+    if half is None:
+        return None
+    return workload.from_query_order(index, half) if workload.ranges[index] is not None else \
+        np.asarray(half, dtype=float).reshape(workload.domain.sizes_of(workload.marginals[index]))
 
 
 TABLE_MECHANISMS = {m.name: m for m in (IdentityMarginals(), ResidualPlannerMechanism(), HDMMMarginals(),

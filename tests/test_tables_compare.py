@@ -93,3 +93,23 @@ def test_cli_compare_on_a_table(tmp_path, capsys):
     assert "not a table mechanism" in capsys.readouterr().err
     assert main(args[:7] + ["--mechanisms", "identity", "--epsilons", "1", "--output", str(tmp_path / "x.csv")]) == 2
     assert "--rhos" in capsys.readouterr().err
+
+
+def test_marginal_releases_are_scored_on_every_evaluation_marginal_or_not_at_all():
+    from core.tables.compare import _tvd, evaluation_tvd
+    from core.tables.contract import TableRelease
+
+    records = _records()
+    pair = MarginalWorkload(DOMAIN, (("a", "b"),))
+    estimate = pair.answer(records)[0] + 3.0
+    release = TableRelease("identity", 1.0, 1.0, pair, [estimate])
+    ones = MarginalWorkload(DOMAIN, (("a",), ("b",)))
+    truth = ones.answer(records)
+    by_hand = [_tvd(truth[0], estimate.sum(axis=1)), _tvd(truth[1], estimate.sum(axis=0))]
+    assert evaluation_tvd(release, ones, truth) == pytest.approx(np.mean(by_hand))  # summed from the pair
+    assert np.isnan(evaluation_tvd(release, MarginalWorkload.all_kway(DOMAIN, 1),
+                                   MarginalWorkload.all_kway(DOMAIN, 1).answer(records)))  # c is not in it
+    partial = MarginalWorkload(DOMAIN, (("a",),))
+    mixed = MarginalWorkload(DOMAIN, (("a",), ("a", "b")))
+    assert np.isnan(evaluation_tvd(TableRelease("identity", 1.0, 1.0, partial, [truth[0]]), mixed,
+                                   mixed.answer(records)))  # covers one of two: not scored on the easier half

@@ -299,3 +299,12 @@ def test_histograms_cell_intervals_cover_with_power():
             cells += true.size
     standard_error = math.sqrt(0.95 * 0.05 / cells)
     assert abs(inside / cells - 0.95) < 3 * standard_error and narrow / cells < 0.95 - 3 * standard_error
+
+
+def test_squared_frobenius_against_dense_full_domain():
+    workload = _ranges_workload()
+    total = 0.0
+    for index, marginal in enumerate(workload.marginals):
+        full = _query_matrix(workload, index) @ _marginal_matrix(RANGES_DOMAIN, RANGES_DOMAIN.index(marginal))
+        total += workload.weights[index] ** 2 * np.sum(full ** 2)
+    assert workload.squared_frobenius == pytest.approx(total)

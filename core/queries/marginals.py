@@ -147,6 +147,22 @@ class MarginalWorkload:
         return math.sqrt(sum(w * w for w in self.weights))
 
     @property
+    def squared_frobenius(self) -> float:
+        """‖W‖_F² of the whole workload over the full (virtual) domain, in closed form: each query of marginal M
+        sums ∏_{i∉M} n_i full-domain cells, so ‖W‖_F² = Σ_M w_M² · ∏_{i∉M} n_i · ∏_{i∈M} tr G_i (G_i = I for plain
+        axes, AllRangeᵀAllRange for the ranges axis).
+
+        >>> MarginalWorkload(TableDomain(("a", "b"), (2, 3)), (("a",), ("a", "b"))).squared_frobenius
+        12.0
+        """
+        total = 0.0
+        for index, w in enumerate(self.weights):
+            columns = set(self.domain.index(self.marginals[index]))
+            outside = math.prod(n for i, n in enumerate(self.domain.sizes) if i not in columns)
+            total += w * w * outside * math.prod(t for _, t, _ in self.axis_stats(index))
+        return total
+
+    @property
     def queries(self) -> int:
         """Number of queries: the cells of plain marginals plus the ranges of range marginals."""
         return sum(self.queries_on(i).shape[0] for i in range(len(self.marginals)))

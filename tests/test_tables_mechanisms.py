@@ -146,6 +146,13 @@ def test_opendp_synthesisers_on_a_small_table(name, settings):
         assert release.metadata["epsilon"] == 2.0 and "pure epsilon-DP" in release.metadata["privacy"]
 
 
+def test_attributes_outside_the_workload_are_named():
+    from core.tables.synthesis import uncovered
+
+    assert uncovered(MarginalWorkload(DOMAIN, (("a", "c"),))) == ["b"]
+    assert uncovered(MarginalWorkload.all_kway(DOMAIN, 1)) == []
+
+
 def test_aim_settings_are_checked():
     with pytest.raises(ValueError, match="rounds must be an integer from 1 to 10000, got 0"):
         table_mechanism("aim", rounds="0")

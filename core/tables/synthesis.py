@@ -106,6 +106,9 @@ class _OpenDPTable:
     def privacy_loss_of(self, dp, rho: float):
         return dp.loss_of(rho=rho)
 
+    def extra_metadata(self, workload: MarginalWorkload) -> dict:
+        return {}
+
     def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float, rng: np.random.Generator | None = None,
             *, rows: int | None = None, progress: Callable[[float], None] | None = None) -> TableRelease:
         """Fit the model at ``rho`` and draw ``rows`` synthetic records (default: as many as OpenDP's estimate).
@@ -160,7 +163,7 @@ class _OpenDPTable:
         coded = np.column_stack([complete[n].to_numpy().astype(np.int64) for n in domain.names])
         metadata = {"mechanism": f"{self.name} (opendp.extras.mbi.{self.opendp_name}, OpenDP {_opendp_version()})",
                     "privacy": "rho-zCDP, add/remove one record", "rho": float(rho), "rho_handed": handed,
-                    **self.settings(rho), "model_fits": fits[0], "rows": len(coded),
+                    **self.settings(rho), **self.extra_metadata(workload), "model_fits": fits[0], "rows": len(coded),
                     "null_rows_dropped": synth.height - complete.height}
         return TableRelease(self.name, rho, rho, workload, workload.answer(coded), None, coded, metadata)
 
@@ -261,6 +264,10 @@ class IdentityPGM(_OpenDPTable):
         if self.noise not in ("gaussian", "laplace"):
             raise ValueError(f"noise must be gaussian or laplace, got {self.noise!r}")
 
+    def extra_metadata(self, workload: MarginalWorkload) -> dict:
+        added = uncovered(workload)
+        return {"oneway_added": added} if added else {}
+
     def privacy_loss_of(self, dp, rho: float):
         # Laplace: pure ε-DP at ε = √(2ρ), which implies ρ-zCDP (Bun & Steinke 2016, Prop. 1.4).
         return dp.loss_of(epsilon=math.sqrt(2 * rho)) if self.noise == "laplace" else dp.loss_of(rho=rho)
@@ -278,7 +285,17 @@ class IdentityPGM(_OpenDPTable):
 
     def algorithm(self, dp, workload: MarginalWorkload, estimator):
         queries = [dp.mbi.Count(tuple(m), float(w)) for m, w in zip(workload.marginals, workload.weights, strict=True)]
+        # An attribute no workload marginal covers would have no measurement: the model would spread its records
+        # uniformly, over OpenDP's null level too (a third of the rows lost on the survey sample). Its 1-way
+        # marginal is measured with the workload (weight 1).
+        queries += [dp.mbi.Count((name,), 1.0) for name in uncovered(workload)]
         return dp.mbi.Fixed(queries=queries, estimator=estimator)
+
+
+def uncovered(workload: MarginalWorkload) -> list[str]:
+    """Attributes of the workload's table that none of its marginals covers."""
+    covered = {name for marginal in workload.marginals for name in marginal}
+    return [name for name in workload.domain.names if name not in covered]
 
 
 def _opendp_version() -> str:

@@ -205,7 +205,7 @@ def table_compare_figures(results: dict):
 
     df, baseline = results["df"], results["baseline"]
     figures = {}
-    for metric, title in (("rmse", "RMSE per marginal cell (records)"),
+    for metric, title in (("rmse", "RMSE per query: a marginal cell or a range (records)"),
                           ("tvd", "mean total-variation distance (0–1)")):
         summary = _summary_for_chart(df, metric)
         if summary.empty:

@@ -17,11 +17,13 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
+from threadpoolctl import threadpool_limits
 
 from core.queries.marginals import MarginalWorkload, check_records, marginal_counts
 from core.tables.contract import check_rho
@@ -29,6 +31,9 @@ from core.tables.contract import check_rho
 MAX_ATTRIBUTES = 20           # the optimisation has 2^|U| parameters
 MAX_MEASURED_CELLS = 2 ** 20  # a marginal the strategy may measure is at most this large
 PRUNE = 1e-6                  # a weight whose eigenvalue share is below this everywhere is dropped (exactly)
+RANDOM_STARTS = 8             # seeded random L-BFGS-B starts (HDMM's start) beside the three fixed ones …
+RANDOM_STARTS_SMALL = 32      # … and with at most SMALL_CANDIDATES candidate marginals, where a start costs ms
+SMALL_CANDIDATES = 512
 
 
 def laplace_identity_rmse(workload: MarginalWorkload, rho: float) -> float:
@@ -155,14 +160,26 @@ def _subset_sum(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def plan_opt_marginals(workload: MarginalWorkload, rho: float, *, iterations: int = 500) -> MarginalsPlan:
+def plan_opt_marginals(workload: MarginalWorkload, rho: float, *, iterations: int = 2000,
+                       seed: int = 0) -> MarginalsPlan:
+    """The optimised plan at ρ (the weights do not depend on ρ: they are optimised once per workload and cached)."""
+    rho = check_rho(rho)
+    attributes, theta = _optimal_weights(workload, iterations, seed)
+    return MarginalsPlan(workload, rho, attributes, theta)
+
+
+@functools.lru_cache(maxsize=32)
+def _optimal_weights(workload: MarginalWorkload, iterations: int, seed: int) -> tuple[tuple[int, ...], np.ndarray]:
     """Optimised marginal weights θ for Laplace noise at ε = √(2ρ); never worse than Laplace on each marginal.
 
-    The L-BFGS-B start is the identity strategy (θ = 1 on workload marginals) plus a small weight on every
-    other candidate (a weight at exactly 0 could not move off its bound); the identity strategy is returned if the
-    optimum is not better. Candidates: subsets of the workload's attributes with at most 2^20 cells.
+    The objective is not convex and has many local optima (a reweighted identity, one large marginal, mixtures),
+    so L-BFGS-B runs from several starts and the best is kept: the identity strategy (θ = 1 on the workload's
+    marginals, plus a small weight on every other candidate, which could not leave a bound at exactly 0),
+    uniform weights, the full table of the workload's attributes (when it is a candidate), and seeded uniform
+    random starts as in HDMM (RANDOM_STARTS_SMALL when there are at most 512 candidates, else RANDOM_STARTS).
+    Candidates: subsets of the workload's attributes with at most 2^20 cells. Data-independent: the seed makes
+    the strategy, and so ``expected_rmse``, reproducible.
     """
-    rho = check_rho(rho)
     domain = workload.domain
     attributes = tuple(sorted({i for m in workload.marginals for i in domain.index(m)}))
     if len(attributes) > MAX_ATTRIBUTES:
@@ -183,47 +200,58 @@ def plan_opt_marginals(workload: MarginalWorkload, rho: float, *, iterations: in
     # Residuals of one-level attributes have d_b = 0 (factor 0) and need nothing.
     need = coef > 0
     candidate = (cells <= MAX_MEASURED_CELLS) | (identity > 0)
-    scale = np.sqrt(cost)  # optimise φ = θ √c_a: every φ contributes φ² to the eigenvalues it touches
+    unit = cost / cost.max()  # the objective is scale-free in θ and in c; c spans up to 10^17 on Adult
 
-    def objective(phi_flat: np.ndarray):
-        phi = phi_flat.reshape(cost.shape)
-        theta = phi / scale
-        lam = _superset_sum(phi * phi)
-        total = theta.sum()
-        ratio = np.where(need, coef / np.where(need, lam, 1.0), 0.0)
-        s = ratio.sum()
-        g = np.where(need, coef / np.where(need, lam, 1.0) ** 2, 0.0)
-        grad = 2 * total * s / scale - total * total * 2 * phi * _subset_sum(g)
+    def objective(flat: np.ndarray):
+        theta = flat.reshape(cost.shape)
+        lam = _superset_sum(theta * theta * unit)
         if not np.all(lam[need] > 0):
-            return math.inf, np.zeros_like(phi_flat)
-        return total * total * s, grad.ravel()
+            return math.inf, np.zeros_like(flat)
+        total = theta.sum()
+        safe = np.where(need, lam, 1.0)
+        ratio = np.where(need, coef / safe, 0.0)
+        grad = 2 * total * ratio.sum() - total * total * 2 * theta * unit * _subset_sum(ratio / safe)
+        return total * total * ratio.sum(), grad.ravel()
 
-    start = np.where(candidate, 0.05, 0.0) + identity
-    phi0 = start * scale
+    f0 = objective(identity.ravel())[0]  # relative tolerances: the identity's objective is 1
     bounds = [(0.0, None) if ok else (0.0, 0.0) for ok in candidate.ravel()]
-    # Normalise by the identity's objective so L-BFGS-B's tolerances are relative.
-    f0 = objective((identity * scale).ravel())[0]
-
-    def scaled(x):
-        value, grad = objective(x)
-        return value / f0, grad / f0
-
-    result = minimize(scaled, phi0.ravel(), jac=True, method="L-BFGS-B", bounds=bounds,
-                      options={"maxiter": iterations})
-    theta = (result.x.reshape(cost.shape) / scale)
-    theta = theta / theta.sum()
+    best, best_value = identity, f0
+    for start in _starts(identity, candidate, np.random.default_rng(seed)):
+        with threadpool_limits(limits=1, user_api="blas"):  # vectors of 2^k: threads only spin
+            result = minimize(lambda x: tuple(v / f0 for v in objective(x)), start.ravel(), jac=True,
+                              method="L-BFGS-B", bounds=bounds,
+                              options={"maxiter": iterations, "ftol": 1e-13, "gtol": 1e-10})
+        if result.fun * f0 < best_value:
+            best, best_value = result.x.reshape(cost.shape), result.fun * f0
+    theta = best / best.sum()
     lam_parts = theta ** 2 * cost
     lam = _superset_sum(lam_parts)
     # Drop a weight whose share of every eigenvalue it feeds is below PRUNE (the error is recomputed exactly).
     share = np.where(theta > 0, lam_parts / _subset_min(np.where(need, lam, np.inf)), 0.0)
     theta = np.where(share >= PRUNE, theta, 0.0)
-    optimised = MarginalsPlan(workload, rho, attributes, theta / theta.sum())
-    baseline = MarginalsPlan(workload, rho, attributes, identity / identity.sum())
+    optimised = MarginalsPlan(workload, 1.0, attributes, theta / theta.sum())
+    baseline = MarginalsPlan(workload, 1.0, attributes, identity / identity.sum())
     try:
         better = optimised.expected_mse <= baseline.expected_mse
     except (ZeroDivisionError, FloatingPointError):
         better = False
-    return optimised if better and math.isfinite(optimised.expected_mse) else baseline
+    chosen = optimised if better and math.isfinite(optimised.expected_mse) else baseline
+    chosen.theta.setflags(write=False)  # shared by every plan of this workload
+    return attributes, chosen.theta
+
+
+def _starts(identity: np.ndarray, candidate: np.ndarray, rng: np.random.Generator):
+    """Where L-BFGS-B starts: identity (+ a little everywhere), uniform, the full table, seeded random ones."""
+    yield np.where(candidate, 0.05, 0.0) + identity
+    yield np.where(candidate, 1.0, 0.0)
+    full = (1,) * identity.ndim
+    if candidate[full]:
+        table = np.where(candidate, 0.05, 0.0)
+        table[full] = 1.0
+        yield table
+    count = RANDOM_STARTS_SMALL if candidate.sum() <= SMALL_CANDIDATES else RANDOM_STARTS
+    for _ in range(count):
+        yield np.where(candidate, rng.random(candidate.shape), 0.0)
 
 
 def _subset_min(values: np.ndarray) -> np.ndarray:

@@ -381,5 +381,5 @@ TABLE_MECHANISM_HELP = {
                     "non-negative, synthetic records; data-dependent, slow (OpenDP)",
     "mst": "MST synthetic records (OpenDP): 1-way marginals and a tree of 2-way ones; data-dependent, slow",
     "aim": "AIM synthetic records (OpenDP): adaptively measures the worst-fitted workload marginals; "
-           "data-dependent, the slowest (about 2 minutes on Adult)",
+           "data-dependent, the slowest (about 4 minutes on Adult)",
 }

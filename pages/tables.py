@@ -37,7 +37,7 @@ with ui.guard():
         st.dataframe(ui.table_feasibility(chosen.domain), hide_index=True, key="tables_feasibility")
         st.caption("Marginals are built one at a time from the records; the full domain never is.")
         st.download_button("Domain (JSON)", chosen.domain.to_json(), "domain.json", "application/json",
-                           key="tables_domain_download")
+                           key="tables_domain_download", on_click="ignore")
     a, b, c = st.columns([2, 1, 3])
     a.radio("Workload", ["all k-way", "chosen marginals"], key="tables_workload_kind", horizontal=True)
     b.selectbox("k", [1, 2, 3], index=1, key="tables_k", help="All marginals on k attributes.")
@@ -112,4 +112,5 @@ with ui.guard():
                 st.caption("Computed from the true data, for you only (not exported): synthetic data promises only "
                            "what its measured marginals support.")
             for file_name, (label, text, mime) in ui.table_downloads(output).items():
-                st.download_button(label, text, file_name, mime, key=f"tables_download_{file_name}")
+                st.download_button(label, text, file_name, mime, key=f"tables_download_{file_name}",
+                                   on_click="ignore")  # a download changes nothing: no rerun

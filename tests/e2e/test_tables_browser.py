@@ -18,9 +18,12 @@ COLUMNS = ["age", "workclass", "race", "sex", "income>50K"]
 
 
 def _download(page, label: str) -> bytes:
+    wait_idle(page, timeout=120_000)  # a download click reruns the page: let the previous rerun settle first
     with page.expect_download(timeout=120_000) as info:
         page.get_by_role("button", name=label).first.click()
-    return info.value.path().read_bytes()
+    data = info.value.path().read_bytes()
+    wait_idle(page, timeout=120_000)
+    return data
 
 
 @pytest.mark.skipif(ADULT is None, reason="the Adult data (../shared/data/adult) is absent")

@@ -91,6 +91,31 @@ def test_opt_marginals_never_worse_than_laplace_identity_and_spends_rho():
     assert release.privacy_loss <= 0.5 * (1 + 1e-12) and release.metadata["measured"]
 
 
+class _Scales:
+    """A noise source that records the Laplace scale of every draw (and draws seeded noise)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng, self.scales = np.random.default_rng(seed), []
+
+    def laplace(self, loc=0.0, scale=1.0, size=None):
+        self.scales.append(scale)
+        return self.rng.laplace(loc, scale, size)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_opt_marginals_loss_from_the_noise_actually_drawn(k):
+    """ε from the draws: one record adds θ_a to one cell of each measured z_a, so Δ₁ = Σ_measured θ_a; every draw
+    must be Lap(b) with Δ₁/b ≤ √(2ρ), and the reported loss must not understate (Δ₁/b)²/2."""
+    workload = MarginalWorkload.all_kway(DOMAIN, k)
+    mechanism, rho = TABLE_MECHANISMS["hdmm-marginals"], 0.3
+    source = _Scales(4)
+    release = mechanism.run(workload, _records(DOMAIN, 100), rho, source)
+    measured = plan_opt_marginals(workload, rho).measured()
+    assert len(source.scales) == len(measured) > 0
+    drawn_rho = max((sum(theta for _, theta in measured) / b) ** 2 / 2 for b in source.scales)
+    assert drawn_rho <= rho * (1 + 1e-12) and release.privacy_loss >= drawn_rho * (1 - 1e-12)
+
+
 def test_opt_marginals_refuses_too_many_attributes():
     wide = TableDomain(tuple(f"x{i}" for i in range(21)), (2,) * 21)
     with pytest.raises(ValueError, match="k ≤ 20, got k = 21"):

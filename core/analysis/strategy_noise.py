@@ -153,31 +153,13 @@ def _pidentity_adjoint(strategy, v: np.ndarray) -> np.ndarray:
 
 
 def _greedy_solve(tree, y: np.ndarray) -> np.ndarray:
-    """greedy-h's ``Hierarchy.least_squares`` on a (queries × k) block at once (same steps, batched)."""
-    from core.mechanisms.greedy_h import _cells
-
-    units, k = tree.units, y.shape[1]
+    """greedy-h's ``Hierarchy.least_squares`` on a (queries × k) block at once: Aᵀy by interval ends, then
+    the hierarchy's own batched (AᵀA)⁻¹."""
     q = tree.query_weight.size
     ends = scipy.sparse.csr_matrix((np.r_[tree.query_weight, -tree.query_weight],
                                     (np.r_[tree.query_start, tree.query_start + tree.query_size],
-                                     np.r_[np.arange(q), np.arange(q)])), shape=(units + 1, q))
-    z = np.cumsum(ends @ y, axis=0)[:units]
-    zsum = np.vstack([np.zeros((1, k)), np.cumsum(z, axis=0)])
-    out = z.copy()
-    for d in range(len(tree.starts) - 1, -1, -1):
-        starts, sizes, terminal = tree.starts[d], tree.sizes[d], tree.terminal[d]
-        inner = ~terminal
-        if inner.any():
-            cells = _cells(starts[inner], sizes[inner])
-            totals = np.add.reduceat(out[cells], np.cumsum(sizes[inner]) - sizes[inner], axis=0)
-            per_cell = np.repeat(np.arange(inner.sum()), sizes[inner])
-            out[cells] = (out[cells] - (tree.shrink[d][per_cell] * tree.u_before[d])[:, None] * totals[per_cell]) \
-                / (tree.p[d][per_cell] ** 2)[:, None]
-        uniform = terminal & (sizes > 1)
-        if uniform.any():
-            s, size = starts[uniform], sizes[uniform]
-            out[_cells(s, size)] = np.repeat((zsum[s + size] - zsum[s]) / (size**2)[:, None], size, axis=0)
-    return out
+                                     np.r_[np.arange(q), np.arange(q)])), shape=(tree.units + 1, q))
+    return tree.gram_solve(np.cumsum(ends @ y, axis=0)[:tree.units])
 
 
 def _target_rows(workload: Workload, values: str, start: int, stop: int) -> np.ndarray:

@@ -332,23 +332,28 @@ class Hierarchy:
 
     def least_squares(self, y: np.ndarray) -> np.ndarray:
         """(AᵀA)⁻¹ Aᵀ y in O(n log n), bottom-up through the recursive inverse."""
-        z = _along_paths(self.units, self.query_start, self.query_size, self.query_weight * y)
-        zsum = np.concatenate(([0.0], np.cumsum(z)))
+        return self.gram_solve(_along_paths(self.units, self.query_start, self.query_size, self.query_weight * y))
+
+    def gram_solve(self, z: np.ndarray) -> np.ndarray:
+        """(AᵀA)⁻¹ z for z of shape (units,) or a block (units, k) (columns solved at once, same steps)."""
+        shape = z.shape
+        z = z.reshape(shape[0], -1)
+        zsum = np.vstack([np.zeros((1, z.shape[1])), np.cumsum(z, axis=0)])
         out = z.copy()
         for d in range(len(self.starts) - 1, -1, -1):
             starts, sizes, terminal = self.starts[d], self.sizes[d], self.terminal[d]
             inner = ~terminal
             if inner.any():
                 cells = _cells(starts[inner], sizes[inner])
-                totals = np.add.reduceat(out[cells], np.cumsum(sizes[inner]) - sizes[inner])
+                totals = np.add.reduceat(out[cells], np.cumsum(sizes[inner]) - sizes[inner], axis=0)
                 per_cell = np.repeat(np.arange(inner.sum()), sizes[inner])
-                out[cells] = (out[cells] - self.shrink[d][per_cell] * self.u_before[d] * totals[per_cell]) \
-                    / self.p[d][per_cell] ** 2
+                out[cells] = (out[cells] - (self.shrink[d][per_cell] * self.u_before[d])[:, None] * totals[per_cell]) \
+                    / (self.p[d][per_cell] ** 2)[:, None]
             uniform = terminal & (sizes > 1)
             if uniform.any():  # one query over the node: spread its share evenly (pseudo-inverse J/n²)
                 s, z_ = starts[uniform], sizes[uniform]
-                out[_cells(s, z_)] = np.repeat((zsum[s + z_] - zsum[s]) / z_**2, z_)
-        return out
+                out[_cells(s, z_)] = np.repeat((zsum[s + z_] - zsum[s]) / (z_**2)[:, None], z_, axis=0)
+        return out.reshape(shape)
 
 
 def _cells(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:

@@ -241,6 +241,15 @@ class MarginalWorkload:
                 f"{self.queries:,} queries")
 
 
+def subsets(columns: tuple[int, ...]):
+    """Every subset of ``columns`` (as sorted tuples), smallest first: the residuals a marginal decomposes into.
+
+    >>> list(subsets((0, 2)))
+    [(), (0,), (2,), (0, 2)]
+    """
+    return (s for k in range(len(columns) + 1) for s in itertools.combinations(columns, k))
+
+
 def check_records(domain: TableDomain, records: np.ndarray) -> np.ndarray:
     """Records as an (N, d) integer array with every code inside its attribute's domain."""
     records = np.asarray(records)

@@ -12,7 +12,6 @@ None when the error depends on the data), and ``data_dependent`` / ``synthesizes
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -205,10 +204,7 @@ def _cell_halfwidths(mechanism, release, workload: MarginalWorkload, index: int)
     from core.analysis.strategy_noise import strategy_halfwidths
     from core.release.publish import bin_halfwidths
 
-    if release.estimate is None:  # plain marginals released as answers to the cell queries
-        half = bin_halfwidths(dataclasses.replace(release, estimate=release.answers), INTERVAL_LEVEL)
-    else:
-        half = bin_halfwidths(release, INTERVAL_LEVEL)
+    half = bin_halfwidths(release, INTERVAL_LEVEL)  # None without a cell estimate, or without plain noise per cell
     if half is None:
         half = strategy_halfwidths(mechanism, release, workload.queries_on(index), values="bins",
                                    level=INTERVAL_LEVEL)

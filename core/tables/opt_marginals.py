@@ -25,7 +25,7 @@ import numpy as np
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
-from core.queries.marginals import MarginalWorkload, check_records, marginal_counts
+from core.queries.marginals import MarginalWorkload, check_records, marginal_counts, subsets
 from core.tables.contract import check_rho
 
 MAX_ATTRIBUTES = 20           # the optimisation has 2^|U| parameters
@@ -74,10 +74,15 @@ class MarginalsPlan:
         return [(tuple(self.attributes[i] for i, bit in enumerate(index) if bit), float(self.theta[index]))
                 for index in zip(*np.nonzero(self.theta), strict=True)]
 
+    @functools.cached_property
+    def eigenvalues(self) -> np.ndarray:
+        """λ_b = Σ_{a⊇b} θ_a² c_a: the strategy Gram's eigenvalue on residual b (computed once per plan)."""
+        return _lattice(self.theta ** 2 * _cost(_sizes(self)), supersets=True)
+
     def _total(self, stats) -> float:
         """2b² Σ_{b⊆M} c_M · factor(M, b) / λ_b for a marginal M with per-axis Gram statistics ``stats``."""
         sizes = self.workload.domain.sizes
-        lam = _superset_sum(self.theta ** 2 * _cost(_sizes(self)))
+        lam = self.eigenvalues
         c_m = math.prod(sizes[i] for i in self.attributes if i not in {c for c, _, _ in stats})
         total = 0.0
         for subset, factor in _factors(sizes, stats):
@@ -111,7 +116,7 @@ def _factors(sizes: tuple[int, ...], stats):
     For plain cells (G_i = I) this is d_b = ∏_{i∈b}(n_i − 1).
     """
     columns = tuple(c for c, _, _ in stats)
-    for subset in _index_subsets(columns):
+    for subset in subsets(columns):
         factor = 1.0
         for column, trace, total in stats:
             n = sizes[column]
@@ -138,25 +143,14 @@ def _cost(sizes: np.ndarray) -> np.ndarray:
     return _along(sizes, lambda n: 1.0, lambda n: n)
 
 
-def _superset_sum(values: np.ndarray) -> np.ndarray:
-    """out[b] = Σ_{a ⊇ b} values[a] (zeta transform up the subset lattice)."""
+def _lattice(values: np.ndarray, *, supersets: bool, combine=np.add) -> np.ndarray:
+    """out[b] = combine over a ⊇ b (``supersets``) or a ⊆ b of values[a]: the zeta transform on the subset
+    lattice, one attribute axis at a time (np.add: sums; np.minimum: minima)."""
     out = values.copy()
     for axis in range(out.ndim):
-        lower = [slice(None)] * out.ndim
-        upper = [slice(None)] * out.ndim
-        lower[axis], upper[axis] = 0, 1
-        out[tuple(lower)] += out[tuple(upper)]
-    return out
-
-
-def _subset_sum(values: np.ndarray) -> np.ndarray:
-    """out[a] = Σ_{b ⊆ a} values[b]."""
-    out = values.copy()
-    for axis in range(out.ndim):
-        lower = [slice(None)] * out.ndim
-        upper = [slice(None)] * out.ndim
-        lower[axis], upper[axis] = 0, 1
-        out[tuple(upper)] += out[tuple(lower)]
+        lower, upper = (slice(None),) * axis + (0,), (slice(None),) * axis + (1,)
+        target, source = (lower, upper) if supersets else (upper, lower)
+        out[target] = combine(out[target], out[source])
     return out
 
 
@@ -204,13 +198,13 @@ def _optimal_weights(workload: MarginalWorkload, iterations: int, seed: int) -> 
 
     def objective(flat: np.ndarray):
         theta = flat.reshape(cost.shape)
-        lam = _superset_sum(theta * theta * unit)
+        lam = _lattice(theta * theta * unit, supersets=True)
         if not np.all(lam[need] > 0):
             return math.inf, np.zeros_like(flat)
         total = theta.sum()
         safe = np.where(need, lam, 1.0)
         ratio = np.where(need, coef / safe, 0.0)
-        grad = 2 * total * ratio.sum() - total * total * 2 * theta * unit * _subset_sum(ratio / safe)
+        grad = 2 * total * ratio.sum() - total * total * 2 * theta * unit * _lattice(ratio / safe, supersets=False)
         return total * total * ratio.sum(), grad.ravel()
 
     f0 = objective(identity.ravel())[0]  # relative tolerances: the identity's objective is 1
@@ -225,9 +219,9 @@ def _optimal_weights(workload: MarginalWorkload, iterations: int, seed: int) -> 
             best, best_value = result.x.reshape(cost.shape), result.fun * f0
     theta = best / best.sum()
     lam_parts = theta ** 2 * cost
-    lam = _superset_sum(lam_parts)
+    lam = _lattice(lam_parts, supersets=True)
     # Drop a weight whose share of every eigenvalue it feeds is below PRUNE (the error is recomputed exactly).
-    share = np.where(theta > 0, lam_parts / _subset_min(np.where(need, lam, np.inf)), 0.0)
+    share = np.where(theta > 0, lam_parts / _lattice(np.where(need, lam, np.inf), supersets=False, combine=np.minimum), 0.0)
     theta = np.where(share >= PRUNE, theta, 0.0)
     optimised = MarginalsPlan(workload, 1.0, attributes, theta / theta.sum())
     baseline = MarginalsPlan(workload, 1.0, attributes, identity / identity.sum())
@@ -254,17 +248,6 @@ def _starts(identity: np.ndarray, candidate: np.ndarray, rng: np.random.Generato
         yield np.where(candidate, rng.random(candidate.shape), 0.0)
 
 
-def _subset_min(values: np.ndarray) -> np.ndarray:
-    """out[a] = min_{b ⊆ a} values[b] (a weight on a feeds the eigenvalues of exactly those b)."""
-    out = values.copy()
-    for axis in range(out.ndim):
-        lower = [slice(None)] * out.ndim
-        upper = [slice(None)] * out.ndim
-        lower[axis], upper[axis] = 0, 1
-        out[tuple(upper)] = np.minimum(out[tuple(upper)], out[tuple(lower)])
-    return out
-
-
 def measure_marginals(plan: MarginalsPlan, records: np.ndarray, rng) -> list[np.ndarray]:
     """Laplace measurements of the plan's marginals, and each workload marginal by least squares.
 
@@ -281,18 +264,16 @@ def measure_marginals(plan: MarginalsPlan, records: np.ndarray, rng) -> list[np.
     domain = plan.workload.domain
     records = check_records(domain, records)
     attributes = plan.attributes
-    sizes = _sizes(plan)
-    cost = _cost(sizes)
-    lam = _superset_sum(plan.theta ** 2 * cost)
+    lam = plan.eigenvalues
     scale = plan.noise_scale
     # components[b]: Σ_{a⊇b} θ_a · centre_b(Σ_{a∖b} z_a) / ∏_{i∈a∖b} n_i, as a table over b (domain order)
     components: dict[tuple[int, ...], np.ndarray] = {}
-    wanted = {s for m in plan.workload.marginals for s in _index_subsets(domain.index(m))}
+    wanted = {s for m in plan.workload.marginals for s in subsets(domain.index(m))}
     for columns, theta in plan.measured():
         names = tuple(domain.names[i] for i in columns)
         counts = marginal_counts(domain, records, names)
         z = theta * counts + rng.laplace(0.0, scale, size=counts.shape)
-        for subset in _index_subsets(columns):
+        for subset in subsets(columns):
             if subset not in wanted:
                 continue
             drop = tuple(k for k, i in enumerate(columns) if i not in subset)
@@ -306,7 +287,7 @@ def measure_marginals(plan: MarginalsPlan, records: np.ndarray, rng) -> list[np.
         columns = domain.index(marginal)
         c_m = math.prod(domain.sizes[i] for i in attributes if i not in columns)
         estimate = np.zeros(tuple(domain.sizes[i] for i in columns))
-        for subset in _index_subsets(columns):
+        for subset in subsets(columns):
             if subset not in components:
                 continue
             index = tuple(int(i in subset) for i in attributes)
@@ -314,9 +295,3 @@ def measure_marginals(plan: MarginalsPlan, records: np.ndarray, rng) -> list[np.
             estimate = estimate + components[subset].reshape(shape) * (c_m / lam[index])
         estimates.append(estimate)
     return estimates
-
-
-def _index_subsets(columns: tuple[int, ...]):
-    import itertools
-
-    return [s for k in range(len(columns) + 1) for s in itertools.combinations(columns, k)]

@@ -15,13 +15,12 @@ computed from the true marginal on S.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from core.queries.marginals import MarginalWorkload, check_records, marginal_counts
+from core.queries.marginals import MarginalWorkload, check_records, marginal_counts, subsets
 from core.tables.contract import check_rho
 
 
@@ -47,7 +46,7 @@ class ResidualPlan:
         columns = self.workload.domain.index(marginal)
         sizes = self.workload.domain.sizes
         total = 0.0
-        for subset in _subsets(columns):
+        for subset in subsets(columns):
             spread = math.prod(sizes[i] ** -2 for i in columns if i not in subset)
             total += self.sigma2[subset] * self.residual_cost(subset) * spread
         return total
@@ -56,7 +55,7 @@ class ResidualPlan:
         """Σ over the queries of workload marginal ``index`` (cells, or ranges) of their variances."""
         stats = self.workload.axis_stats(index)
         return sum(v * query_factor(self.workload.domain.sizes, stats, s)
-                   for s in _subsets(tuple(c for c, _, _ in stats)) if math.isfinite(v := self.sigma2[s]))
+                   for s in subsets(tuple(c for c, _, _ in stats)) if math.isfinite(v := self.sigma2[s]))
 
     @property
     def total_variance(self) -> float:
@@ -90,10 +89,6 @@ def _residual_cost(sizes: tuple[int, ...], subset: tuple[int, ...]) -> float:
     return math.prod((sizes[i] - 1) / sizes[i] for i in subset)
 
 
-def _subsets(columns: tuple[int, ...]):
-    return (s for k in range(len(columns) + 1) for s in itertools.combinations(columns, k))
-
-
 def plan_residuals(workload: MarginalWorkload, rho: float) -> ResidualPlan:
     """Closed-form optimal σ_S² for the sum-of-variance objective at ρ-zCDP.
 
@@ -107,7 +102,7 @@ def plan_residuals(workload: MarginalWorkload, rho: float) -> ResidualPlan:
     cost: dict[tuple[int, ...], float] = {}
     for index, w in enumerate(workload.weights):
         stats = workload.axis_stats(index)
-        for subset in _subsets(tuple(c for c, _, _ in stats)):
+        for subset in subsets(tuple(c for c, _, _ in stats)):
             cost[subset] = _residual_cost(sizes, subset)
             share = w * query_factor(sizes, stats, subset) / cost[subset] if cost[subset] > 0 else 0.0
             weight[subset] = weight.get(subset, 0.0) + share
@@ -147,7 +142,7 @@ def measure(plan: ResidualPlan, records: np.ndarray, rng: np.random.Generator) -
     for marginal in plan.workload.marginals:
         columns = domain.index(marginal)
         estimate = np.zeros(tuple(domain.sizes[i] for i in columns))
-        for subset in _subsets(columns):
+        for subset in subsets(columns):
             if subset not in residuals:
                 continue
             shape = tuple(domain.sizes[i] if i in subset else 1 for i in columns)

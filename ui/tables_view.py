@@ -77,6 +77,7 @@ def current_table() -> Table:
     ss = st.session_state
     if ss.get("table") is None:
         ss.table, ss.table_name = _sample_table(), SAMPLE_TABLE_NAME
+    if "tables_attributes" not in ss:  # first visit, or Streamlit dropped the widget's state on another page
         ss.tables_attributes = list(ss.table.domain.names)
     return ss.table
 

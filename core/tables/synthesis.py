@@ -20,6 +20,7 @@ import numpy as np
 
 from core.queries.marginals import MarginalWorkload
 from core.tables.contract import TableRelease, check_rho
+from core.tables.sampler import synthesize_table
 
 MAX_RHO_STEPS = 4096  # float steps below ρ tried for a budget split OpenDP's rounding accepts
 
@@ -113,7 +114,8 @@ class _OpenDPTable:
             *, rows: int | None = None, progress: Callable[[float], None] | None = None) -> TableRelease:
         """Fit the model at ``rho`` and draw ``rows`` synthetic records (default: as many as OpenDP's estimate).
 
-        OpenDP draws its own noise from a CSPRNG; ``rng`` is accepted for the common contract and unused.
+        OpenDP draws its own noise from a CSPRNG; ``rng`` draws the synthetic records from the fitted model
+        (:func:`core.tables.sampler.synthesize_table`; fresh OS entropy when ``None``).
         ``progress(fraction)`` is called after every model fit. The workload's marginals are answered from the
         synthetic records (post-processing).
         """
@@ -156,7 +158,8 @@ class _OpenDPTable:
             except Exception as error:  # OpenDP raises OpenDPException/ValueError; one line for the user
                 raise ValueError(f"OpenDP refused {self.name} at rho={rho:g} (handed {handed!r}): "
                                  f"{' '.join(str(error).split())[:160]}") from None
-            synth = table.synthesize(rows)
+            # Not table.synthesize(rows): mbi's default sampler makes siblings comonotone (core.tables.sampler).
+            synth = synthesize_table(table, rows, rng if rng is not None else np.random.default_rng())
         # OpenDP adds a null key to every attribute (for values outside the keys); its true count is 0 here, so
         # synthetic rows that land on it are dropped (post-processing) and counted in the metadata.
         complete = synth.drop_nulls(subset=list(domain.names))

@@ -106,7 +106,7 @@ with ui.guard():
             grid_cols[0].number_input("Grid rows", 0, 2**22, 0, key="data_grid_rows")
             grid_cols[1].number_input("Grid columns", 0, 2**22, 0, key="data_grid_cols")
         if upload is not None:
-            st.button("Use this file", type="primary", key="data_use", on_click=use_upload)
+            st.button("Use this file", type="primary", key="data_use", on_click=ui.guarded(use_upload))
 
     with st.expander("Derive a dataset: change the scale or the domain size"):
         st.caption("Scale (number of records) and domain size decide which mechanism wins (DPBench). The result is "
@@ -115,10 +115,10 @@ with ui.guard():
         left.number_input("Records (total)", min_value=1, max_value=10**9, value=max(1, int(hist.total)), step=1000,
                           key="data_scale_total", help="Draw this many records from the histogram's shape "
                           "(multinomial, seeded by the sidebar seed).")
-        left.button("Rescale", key="data_rescale", on_click=lambda: ui.derive_dataset(
-            "rescale", st.session_state.data_scale_total), help="Same shape, new number of records.")
+        left.button("Rescale", key="data_rescale", on_click=ui.guarded(lambda: ui.derive_dataset(
+            "rescale", st.session_state.data_scale_total)), help="Same shape, new number of records.")
         right.number_input("Merge adjacent bins (factor)", min_value=1, max_value=max(1, max(hist.domain.shape)),
                            value=min(2, max(hist.domain.shape)), key="data_coarsen_factor",
                            help="Sum runs of this many adjacent bins (per axis for 2-D); totals are kept.")
-        right.button("Coarsen", key="data_coarsen", on_click=lambda: ui.derive_dataset(
-            "coarsen", st.session_state.data_coarsen_factor), help="Fewer, wider bins.")
+        right.button("Coarsen", key="data_coarsen", on_click=ui.guarded(lambda: ui.derive_dataset(
+            "coarsen", st.session_state.data_coarsen_factor)), help="Fewer, wider bins.")

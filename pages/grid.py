@@ -32,7 +32,7 @@ ui.init_state()
 st.title("Experiment grids")
 ui.show_flash()
 with ui.guard():
-    st.file_uploader("Grid results (.parquet)", type=["parquet"], key="grid_upload", on_change=_load,
+    st.file_uploader("Grid results (.parquet)", type=["parquet"], key="grid_upload", on_change=ui.guarded(_load),
                      help="A file written by `python -m core grid ... --output results.parquet`.")
     df = st.session_state.get("grid_results")
     if df is None:

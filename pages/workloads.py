@@ -46,9 +46,9 @@ with ui.guard():
                          key="workloads_upload", help=f"Each row needs {n:,} numbers; an optional header row.")
         left, right = st.columns(2)
         left.button("Use this matrix", key="workloads_use_upload", help="Select the uploaded queries.",
-                    on_click=lambda: ui.flash(lambda: ui.set_workload(ui.uploaded_matrix(), "uploaded matrix")))
+                    on_click=ui.guarded(ui.flash), args=(lambda: ui.set_workload(ui.uploaded_matrix(), "uploaded matrix"),))
         right.button("Add matrix to stack", key="workloads_add_upload", help="Compose it with other workloads.",
-                     on_click=ui.add_part, args=("uploaded matrix", ui.uploaded_matrix))
+                     on_click=ui.guarded(ui.add_part), args=("uploaded matrix", ui.uploaded_matrix))
     with draw:
         if len(shape) == 1:
             figure = ui.histogram_figure(hist)

@@ -59,11 +59,21 @@ def is_release_export(data: bytes) -> bool:
 
     >>> is_release_export(b"bin,count\\n0,-2.5\\n1,3\\n"), is_release_export(b"bin,count\\n0,2\\n")
     (True, False)
+    >>> import io
+    >>> buffer = io.BytesIO(); np.save(buffer, np.arange(4096)); is_release_export(buffer.getvalue())
+    False
     """
+    if _binary(data):  # e.g. a .npy array: neither export is binary, and csv.reader chokes on its bytes
+        return False
     try:
         return _json_export(data) is not None or _csv_export(data) is not None
-    except ValueError:
+    except (ValueError, csv.Error):
         return False
+
+
+def _binary(data: bytes) -> bool:
+    """NumPy's magic or a NUL byte near the start: not a text export."""
+    return data.startswith(b"\x93NUMPY") or b"\x00" in data[:4096]
 
 
 def _json_export(data: bytes) -> dict | None:
@@ -81,7 +91,10 @@ def _json_export(data: bytes) -> dict | None:
 
 def _csv_export(data: bytes) -> tuple[str, list[str], np.ndarray] | None:
     text = data.decode("utf-8-sig", errors="replace")
-    rows = list(csv.reader(io.StringIO(text)))
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error:  # a stray CR, an over-long field: not the Release page's CSV
+        return None
     if not rows or [c.strip().lower() for c in rows[0][:2]] not in (["bin", "count"], ["query", "answer"]):
         return None
     try:
@@ -96,6 +109,10 @@ def _csv_export(data: bytes) -> tuple[str, list[str], np.ndarray] | None:
     return kind, [r[0] for r in rows[1:] if r], values
 
 
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null", int: "number",
+               float: "number"}
+
+
 def load_release(data: bytes, filename: str | None = None) -> ReleasedData:
     """Parse a dplens export (JSON with metadata, or the values-only CSV) as released data.
 
@@ -103,18 +120,30 @@ def load_release(data: bytes, filename: str | None = None) -> ReleasedData:
         ValueError: when the bytes are not a dplens export (say which format was expected).
     """
     name = (filename or "release").rsplit("/", 1)[-1]
-    doc = _json_export(data)
+    doc = None if _binary(data) else _json_export(data)
     if doc is not None:
         kind = "counts" if "counts" in doc else "answers"
-        values = np.asarray(doc[kind], dtype=float)
+        rule = f'the export\'s "{kind}" must be a non-empty list of finite numbers'
+        if not isinstance(doc[kind], list):
+            raise ValueError(f"{rule}, got a JSON {_JSON_TYPES.get(type(doc[kind]), 'value')}")
+        bad = next((i for i, v in enumerate(doc[kind]) if isinstance(v, bool) or not isinstance(v, int | float)), None)
+        if bad is not None:
+            raise ValueError(f"{rule}; entry {bad} is a JSON {_JSON_TYPES.get(type(doc[kind][bad]), 'value')}")
+        try:
+            values = np.asarray(doc[kind], dtype=float)
+        except OverflowError:  # an integer beyond float range
+            raise ValueError(f"{rule}; one is too large") from None
         if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)):
-            raise ValueError(f'the export\'s "{kind}" must be a non-empty list of finite numbers')
-        labels = tuple(str(v) for v in doc.get("labels") or ())
+            raise ValueError(rule)
+        raw_labels = doc.get("labels") or ()
+        if not isinstance(raw_labels, list | tuple):
+            raise ValueError(f'the export\'s "labels" must be a list, got {type(raw_labels).__name__}')
+        labels = tuple(str(v) for v in raw_labels)
         if labels and len(labels) != values.size:
             raise ValueError(f"the export has {len(labels)} labels for {values.size} values")
         metadata = {k: v for k, v in doc.items() if k not in ("counts", "answers", "labels", "lower", "upper")}
         return ReleasedData(values, kind, labels, metadata, name)
-    found = _csv_export(data)
+    found = None if _binary(data) else _csv_export(data)
     if found is None:
         raise ValueError("not a dplens export: expected the Release page's JSON (with mechanism, epsilon, ...) "
                          "or its CSV (bin,count or query,answer)")

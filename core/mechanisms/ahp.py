@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, check_ratio, laplace_privacy_loss
+from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
 LOOKAHEAD = 64  # cells err*(j) may look ahead (128 gave identical DPBench errors at twice the cost)
@@ -81,12 +82,12 @@ class AHP:
         epsilon_sort = self.ratio * epsilon
         epsilon_clusters = epsilon - epsilon_sort
         scale_sort, scale_clusters = 1.0 / epsilon_sort, 1.0 / epsilon_clusters
-        noisy = x + rng.laplace(scale=scale_sort, size=n)
+        noisy = add_laplace(rng, x, scale_sort)
         noisy[noisy <= self.eta * np.log(n) / epsilon_sort] = 0.0
         order = np.argsort(noisy, kind="stable")
         starts = greedy_clusters(noisy[order], 2.0 / epsilon_clusters**2)
         sizes = np.diff(np.append(starts, n))
-        sums = np.add.reduceat(x[order], starts) + rng.laplace(scale=scale_clusters, size=starts.size)
+        sums = add_laplace(rng, np.add.reduceat(x[order], starts), scale_clusters)
         estimate = np.empty(n)
         estimate[order] = np.repeat(sums / sizes, sizes)
         loss = laplace_privacy_loss([(np.ones(n), scale_sort), (np.ones(n), scale_clusters)])

@@ -27,6 +27,7 @@ import numpy as np
 
 from core.mechanisms import Release, check_inputs, check_ratio, laplace_privacy_loss
 from core.mechanisms.greedy_h import _check_knobs, bucket_gram, gram_sketch, greedy_hierarchy
+from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
 EXACT_BUCKETS = 256   # up to this many buckets Greedy-H reads the exact reduced Gram, beyond it a sketch
@@ -105,7 +106,7 @@ def l1_partition(x: np.ndarray, epsilon_partition: float, epsilon_measure: float
     sensitivity = 2.0 - 1.0 / lengths - 1.0 / n
     scales = sensitivity / epsilon_partition
     deviations = _cached_deviations(x.tobytes(), lengths.tobytes())
-    scores = [np.maximum(dev + noise_cost + rng.laplace(scale=scale, size=dev.size), noise_cost)
+    scores = [np.maximum(add_laplace(rng, dev + noise_cost, scale), noise_cost)
               for dev, scale in zip(deviations, scales, strict=True)]
     return cheapest_partition(scores, lengths, noise_cost, n), float(np.max(sensitivity / scales))
 
@@ -176,7 +177,7 @@ class DAWA:
         bucket_l1 = tree.cell_l1
         scale = float(bucket_l1.max()) / epsilon_measure
         counts = np.add.reduceat(x, bounds[:-1])
-        noisy = tree.measure(counts) + rng.laplace(scale=scale, size=tree.query_weight.size)
+        noisy = add_laplace(rng, tree.measure(counts), scale)
         estimate = np.repeat(tree.least_squares(noisy) / width, width)
         # a cell's record moves its bucket's count by one: the bucket's column of A is the cell's column
         loss = partition_loss + laplace_privacy_loss([(np.repeat(bucket_l1, width), scale)])

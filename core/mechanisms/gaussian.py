@@ -64,7 +64,7 @@ from core.privacy.definitions import (
     zcdp_sigma,
 )
 from core.privacy.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
-from core.privacy.noise import noise_kind
+from core.privacy.noise import add_gaussian, noise_kind
 from core.queries.workloads import Workload
 
 CALIBRATIONS = ("analytic", "zcdp")
@@ -91,8 +91,8 @@ class GaussianNoise:
         self._scales: set[float] = set()
         self.stds: list[float] = []
 
-    def laplace(self, loc: float = 0.0, scale: float = 1.0, size=None):
-        """N(loc, σ²) in place of Laplace(loc, scale); refuses non-uniform scales (no single σ fits them)."""
+    def _std(self, scale):
+        """σ where the parent asked for Laplace noise (scale > 0), 0 elsewhere; refuses non-uniform scales."""
         scales = np.asarray(scale, dtype=float)
         self._scales.update(np.unique(scales[scales > 0]).tolist() if scales.ndim else
                             ([float(scales)] if scales > 0 else []))
@@ -100,7 +100,15 @@ class GaussianNoise:
             raise ValueError(f"the Gaussian variant needs uniform Laplace scales, got {sorted(self._scales)}")
         std = np.where(scales > 0, self._sigma, 0.0)
         self.stds.append(self._sigma)
-        return self._source.normal(loc=loc, scale=std if std.ndim else float(std), size=size)
+        return std if std.ndim else float(std)
+
+    def laplace(self, loc: float = 0.0, scale: float = 1.0, size=None):
+        """N(loc, σ²) in place of Laplace(loc, scale)."""
+        return self._source.normal(loc=loc, scale=self._std(scale), size=size)
+
+    def add_laplace(self, values, scale):
+        """``values`` + N(0, σ²) in place of Laplace(scale), measured by the wrapped source (``add_gaussian``)."""
+        return add_gaussian(self._source, values, self._std(scale))
 
     def __getattr__(self, name: str):
         return getattr(self._source, name)
@@ -402,7 +410,7 @@ class GaussianMatrix(GaussianMixin):
         l2_max = float(strategy.column_l2().max())
         sigma = l2_max * unit_sigma(epsilon, float(self.delta), self.calibration)
         # NumPy's normal on the exploration path, OpenDP's (lattice) Gaussian on the secure one
-        noisy = strategy.apply(x) + rng.normal(scale=sigma, size=x.size)
+        noisy = add_gaussian(rng, strategy.apply(x), sigma)
         estimate = strategy.solve(noisy)
         release = Release(self.name, epsilon, 0.0, workload.matvec(estimate), estimate,
                           {"strategy": "eigen (G^1/4 S)"})

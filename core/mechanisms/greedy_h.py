@@ -27,6 +27,7 @@ import numpy as np
 
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import gram_apply
+from core.privacy.noise import add_laplace
 from core.queries.workloads import (
     AllRange,
     Explicit,
@@ -684,7 +685,7 @@ class GreedyH:
         tree, metric = _cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
         column_l1 = tree.cell_l1
         scale = float(column_l1.max()) / epsilon
-        noisy = tree.measure(x) + rng.laplace(scale=scale, size=tree.query_weight.size)
+        noisy = add_laplace(rng, tree.measure(x), scale)
         estimate = tree.least_squares(noisy)
         loss = laplace_privacy_loss([(column_l1, scale)])
         return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, check_ratio, grid_shape, laplace_privacy_loss
+from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
 
@@ -60,7 +61,7 @@ def _check_positive(name: str, value: float) -> None:
 
 
 def _noisy_total(cells: np.ndarray, epsilon: float, rng: np.random.Generator) -> float:
-    return max(0.0, float(cells.sum() + rng.laplace(scale=1.0 / epsilon)))
+    return max(0.0, float(add_laplace(rng, cells.sum(), 1.0 / epsilon)))
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ class UniformGrid:
         m = int(np.ceil(np.sqrt(total * eps_grid / self.c))) or 1
         rows, cols = _cuts(cells.shape[0], m), _cuts(cells.shape[1], m)
         blocks = _block_sums(cells, rows, cols)
-        noisy = blocks + rng.laplace(scale=1.0 / eps_grid, size=blocks.shape)
+        noisy = add_laplace(rng, blocks, 1.0 / eps_grid)
         estimate = _spread(noisy, rows, cols).ravel()
         ones = np.ones(cells.size)  # every cell is in the total and in exactly one block
         loss = laplace_privacy_loss([(ones, 1.0 / eps_total), (ones, 1.0 / eps_grid)])
@@ -118,8 +119,7 @@ class AdaptiveGrid:
         total = _noisy_total(cells, eps_total, rng)
         m1 = max(10, int(np.ceil(np.sqrt(total * (epsilon - eps_total) / self.c) / 4)))
         rows, cols = _cuts(cells.shape[0], m1), _cuts(cells.shape[1], m1)
-        coarse = _block_sums(cells, rows, cols) + rng.laplace(scale=1.0 / eps_1, size=(rows.size - 1,
-                                                                                        cols.size - 1))
+        coarse = add_laplace(rng, _block_sums(cells, rows, cols), 1.0 / eps_1)
         # level 2, vectorised over cells: each coarse block (i, j) is cut into k_r × k_c sub-blocks
         m2 = np.maximum(1, np.ceil(np.sqrt(np.maximum(coarse, 0.0) * eps_2 / (self.c / 2)))).astype(int)
         heights, widths = np.diff(rows), np.diff(cols)
@@ -136,7 +136,7 @@ class AdaptiveGrid:
         label = (offset[block_r[:, None], block_c[None, :]] + sub_r * kc + sub_c).ravel()
         fine = np.bincount(label, weights=cells.ravel(), minlength=per_block.sum())
         size = np.bincount(label, minlength=per_block.sum())
-        fine = fine + rng.laplace(scale=1.0 / eps_2, size=fine.size)
+        fine = add_laplace(rng, fine, 1.0 / eps_2)
         parent = np.repeat(np.arange(per_block.size), per_block)
         fine_sum = np.bincount(parent, weights=fine, minlength=per_block.size)
         # Qardaji et al. §IV-B: Var(coarse) ∝ 1/α², Var(Σ fine) ∝ k/(1−α)²; inverse-variance average,

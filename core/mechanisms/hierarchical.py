@@ -29,6 +29,7 @@ import numpy as np
 from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import noise_energy, remember
 from core.mechanisms.greedy_h import workload_key
+from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
 
@@ -285,7 +286,7 @@ class Hierarchical:
         args = self._tree_args(workload_grid(workload))
         tree = build_tree(*args)
         scale = tree.height / epsilon  # each cell is in one node per measured level
-        noisy = [c + rng.laplace(scale=scale, size=c.size) if m else None
+        noisy = [add_laplace(rng, c, scale) if m else None
                  for c, m in zip(tree.counts(x), tree.measured, strict=True)]
         estimate = tree.least_squares(noisy, x.size)
         loss = laplace_privacy_loss([(tree.column_norms(), scale)])

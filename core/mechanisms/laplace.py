@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
+from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload, l1_sensitivity, squared_frobenius
 
 
@@ -25,7 +26,7 @@ class Identity:
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
         scale = 1.0 / epsilon  # the histogram has sensitivity 1 under add/remove
-        estimate = x + rng.laplace(scale=scale, size=x.size)
+        estimate = add_laplace(rng, x, scale)
         loss = laplace_privacy_loss([(np.ones(x.size), scale)])
         return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
                        {"noise_scale": scale})
@@ -54,7 +55,7 @@ class LaplaceOnAnswers:
         if sensitivity == 0:  # nothing depends on the data
             return Release(self.name, epsilon, 0.0, answers, None, {"sensitivity": 0.0})
         scale = sensitivity / epsilon
-        answers = answers + rng.laplace(scale=scale, size=answers.size)
+        answers = add_laplace(rng, answers, scale)
         loss = laplace_privacy_loss([(workload.column_norms(1), scale)])
         return Release(self.name, epsilon, loss, answers, None,
                        {"sensitivity": sensitivity, "noise_scale": scale})
@@ -77,7 +78,7 @@ class Uniform:
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
         scale = 1.0 / epsilon
-        noisy_total = x.sum() + rng.laplace(scale=scale)
+        noisy_total = add_laplace(rng, x.sum(), scale)
         estimate = np.full(x.size, noisy_total / x.size)
         loss = laplace_privacy_loss([(np.ones(x.size), scale)])
         return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,

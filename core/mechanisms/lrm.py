@@ -45,6 +45,7 @@ from threadpoolctl import threadpool_limits
 from core.mechanisms import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import gram_apply, remember
 from core.mechanisms.greedy_h import workload_key
+from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload, dense
 
 MAX_CELLS = 4096          # largest domain LRM factorises (an n × n eigendecomposition) …
@@ -493,7 +494,7 @@ class LRM:
         scale = f.sensitivity / epsilon
         measured = f.strategy @ x
         if scale > 0:
-            measured = measured + rng.laplace(scale=scale, size=measured.size)
+            measured = add_laplace(rng, measured, scale)
         estimate = f.basis @ (f.mixing @ measured)
         loss = laplace_privacy_loss([(column_l1(f.strategy), scale)]) if scale > 0 else 0.0
         params = {"rank_of_w": f.rank, "r": f.strategy.shape[0], "sensitivity": f.sensitivity, "noise_scale": scale,

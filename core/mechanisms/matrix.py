@@ -27,6 +27,7 @@ from threadpoolctl import threadpool_limits
 from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import gram_apply, remember
 from core.mechanisms.greedy_h import workload_key
+from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
 MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(p²n) per iteration; bench_mmopt.py)
@@ -175,7 +176,7 @@ class MatrixMechanism:
         scale = 1.0 / epsilon  # Δ_A = 1
         scaled = x / d
         measured = np.concatenate([scaled, theta @ scaled])
-        noisy = measured + rng.laplace(scale=scale, size=measured.size)
+        noisy = add_laplace(rng, measured, scale)
         estimate = strategy.least_squares(noisy)
         loss = laplace_privacy_loss([(strategy.column_norms(), scale)])
         params = {"p": theta.shape[0], "restarts": self.restarts, "noise_scale": scale}

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, check_ratio, exponential_mechanism, laplace_privacy_loss
+from core.privacy.noise import add_laplace
 from core.queries.workloads import (
     AllRange,
     Explicit,
@@ -111,7 +112,7 @@ class MWEM:
         epsilon_round = (epsilon - epsilon_total) / self.rounds
         epsilon_select = epsilon_measure = epsilon_round / 2
         total_scale = 1.0 / epsilon_total
-        total = max(float(x.sum()) + float(rng.laplace(scale=total_scale)), 1.0)
+        total = max(float(add_laplace(rng, float(x.sum()), total_scale)), 1.0)
         sensitivity = max_abs_entry(workload)
         true_answers = workload.matvec(x)
         spans = as_intervals(workload)  # interval rows are set directly, their spans known (no scans)
@@ -134,7 +135,7 @@ class MWEM:
             scale = float(np.abs(row).max()) / epsilon_measure
             rows.append(row)
             if scale > 0:
-                measured.append(float(true_answers[chosen]) + float(rng.laplace(scale=scale)))
+                measured.append(float(add_laplace(rng, float(true_answers[chosen]), scale)))
                 blocks.append((np.abs(row), scale))
             else:  # an all-zero query reads nothing: its answer is 0 without noise
                 measured.append(0.0)

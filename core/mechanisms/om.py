@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import remember
 from core.mechanisms.greedy_h import _cells, workload_key
+from core.privacy.noise import add_laplace
 from core.queries.workloads import DENSE_LIMIT, Ranges, Workload, as_intervals, sparse_matrix
 
 EXACTNESS = 1e-9  # ‖W − BW̃‖_max ≤ EXACTNESS·max(1, ‖W‖_max) (spec §3(a))
@@ -302,7 +303,7 @@ class OM:
         scale = f.sensitivity / epsilon
         noisy = f.reduced @ x
         if scale > 0:
-            noisy = noisy + rng.laplace(scale=scale, size=noisy.size)
+            noisy = add_laplace(rng, noisy, scale)
         blocks = [(np.asarray(abs(f.reduced).sum(axis=0)).ravel(), scale)] if scale > 0 else []
         params = {"tol": self.tol, "row_seed": self.row_seed, "groups": len(f.groups),
                   "reduced_rows": f.reduced.shape[0], "sensitivity": f.sensitivity}

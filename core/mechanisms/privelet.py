@@ -24,6 +24,7 @@ from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privac
 from core.mechanisms.gram import noise_energy, remember
 from core.mechanisms.greedy_h import workload_key
 from core.mechanisms.hierarchical import workload_grid
+from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
 
@@ -117,7 +118,7 @@ class Privelet:
         coefficients = haar_forward(haar_forward(padded, axis=0), axis=1)
         sensitivity = _sensitivity(grid)
         scale = sensitivity / epsilon
-        noisy = coefficients + rng.laplace(scale=scale, size=coefficients.shape)
+        noisy = add_laplace(rng, coefficients, scale)
         estimate = _reconstruct(noisy.reshape(-1, 1), grid)[:, 0]
         # every real cell enters ρ coefficients with weight ±1 (padding cells hold no data)
         loss = laplace_privacy_loss([(np.full(x.size, sensitivity), scale)])

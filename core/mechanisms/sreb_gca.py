@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.mechanisms import Release, check_epsilon, check_inputs, check_ratio, laplace_privacy_loss
+from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
 SHOWN_GROUPS = 1000  # groups listed in a release's display-only details (params["groups"] counts them all)
@@ -120,13 +121,13 @@ class SrebGca:
         epsilon1 = self.ratio * epsilon
         epsilon2 = check_epsilon(epsilon - epsilon1, "epsilon2")
         scale1, scale2 = 1.0 / epsilon1, 1.0 / epsilon2
-        noisy = x + rng.laplace(scale=scale1, size=x.size)                  # stage 1, ε1-DP
+        noisy = add_laplace(rng, x, scale1)                  # stage 1, ε1-DP
         order = np.argsort(noisy, kind="stable")                            # by NOISY values
         cuts = ggs(np.maximum(noisy[order], 0.0), scale2, self.delta)       # post-processing
         starts = np.concatenate(([0], np.asarray(cuts, dtype=np.int64) + 1))
         sizes = np.diff(np.append(starts, x.size))
         sums = np.add.reduceat(x[order], starts)
-        noisy_sums = sums + rng.laplace(scale=scale2, size=starts.size)     # stage 2, one draw per group
+        noisy_sums = add_laplace(rng, sums, scale2)     # stage 2, one draw per group
         estimate = np.empty(x.size)
         estimate[order] = np.repeat(noisy_sums / sizes, sizes)
         # every bin is in exactly one group: each enters one released group sum

@@ -25,6 +25,7 @@ import numpy as np
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import remember
 from core.mechanisms.greedy_h import workload_key
+from core.privacy.noise import add_laplace
 from core.queries.workloads import Ranges, Workload, as_intervals, sparse_matrix
 
 BUDGET_RULES = ("optimal", "equal", "optimal_global")
@@ -244,7 +245,7 @@ class WDA:
             if leaf.sensitivity:  # one scalar-scale draw per leaf (secure samplers take a scalar scale)
                 rows = list(leaf.rows)
                 scale = leaf.sensitivity / leaf.epsilon(epsilon)
-                answers[rows] += rng.laplace(scale=scale, size=len(rows))
+                answers[rows] = add_laplace(rng, answers[rows], scale)
                 inverse_scale[rows] = 1.0 / scale
         # Σ_ℓ ‖W_ℓ e_j‖₁/b_ℓ as one row-weighted block: the same sum as one block per leaf (spec §2(b))
         loss = laplace_privacy_loss([(_rows_of(workload).loss_weights(inverse_scale), 1.0)])

@@ -24,6 +24,7 @@ import numpy as np
 
 from core.analysis.usefulness import cell_sensitivity
 from core.mechanisms import Release, check_epsilon, check_inputs, exponential_mechanism, laplace_privacy_loss
+from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload, squared_frobenius
 
 NOT_DP_LABEL = "not differentially private (the paper's literal mechanism; reproduction only)"
@@ -66,7 +67,7 @@ class CellRelease:
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
         scale = cell_sensitivity(self.neighbouring) / epsilon
-        counts = x + rng.laplace(scale=scale, size=x.size)
+        counts = add_laplace(rng, x, scale)
         if self.clip:
             counts = np.maximum(counts, 0.0)  # post-processing
         ones = np.ones(x.size)  # the noise block is the identity on cells

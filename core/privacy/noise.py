@@ -7,11 +7,17 @@ the few methods in ``NoiseSource``. Two implementations satisfy it:
   figures), but textbook floating-point Laplace sampling is *not* exactly DP: Mironov (CCS 2012,
   "On significance of the least significant bits for differential privacy") shows that the low bits
   of ``x + Lap(b)`` computed in doubles can reveal ``x``, and a seeded PRNG is predictable.
-* **secure**: ``SecureNoise``, backed by OpenDP 0.16. Laplace noise comes from OpenDP's exact
-  discrete-Laplace sampler on a lattice of spacing 2^k (its float Laplace; ``k`` chosen so the lattice
-  is 2^-24 of the scale, which keeps ``count + noise`` exactly representable for counts below about
-  2^29·scale, so there are no low bits to attack), or on the integers (``integer=True``: the discrete
-  Laplace / geometric mechanism). ``noise_source("secure", mechanism=..., counts=...)`` picks the
+* **secure**: ``SecureNoise``, backed by OpenDP 0.16. Noise is never drawn on its own and added in
+  floating point: mechanisms call ``add_laplace(rng, values, scale)`` / ``add_gaussian(...)`` and the
+  secure source passes the *values themselves* through OpenDP's measurement, which rounds them onto the
+  noise lattice 2^k before adding discrete noise, exactly as its privacy proof assumes. (Adding lattice
+  noise to unrounded values lets anyone test which neighbour puts ``output - A x`` on the lattice:
+  infinite loss.) Rounding moves each value by at most 2^(k-1), which OpenDP's map counts as extra
+  sensitivity (size·2^k in L1, √size·2^k in L2); ``k`` is chosen so that extra is at most
+  ``LATTICE_SLACK`` of any sensitivity whose loss is at least ``LOSS_FLOOR``, and the scale is widened by
+  the factor (1 + ``LATTICE_SLACK``), so the loss of every measurement is at most the mechanism's own
+  Δ/scale (``lattice_exponent``). Integer counts with integer sensitivity use the integers
+  (``integer=True``: the discrete Laplace / geometric mechanism), where no rounding happens. ``noise_source("secure", mechanism=..., counts=...)`` picks the
   integers only when that is sound (``adds_noise_to_counts``): every draw of the mechanism is added
   to an integer count of integer data with integer sensitivity, so x + Z and x' + Z live on the same
   lattice and the loss per unit shift is exactly 1/scale (OpenDP's own privacy map says the same).
@@ -40,17 +46,57 @@ import numpy as np
 
 NOISE_SAMPLERS: dict[str, str] = {  # what produced the Laplace noise; exports state it (``noise_sampler``)
     "numpy-float-laplace": "NumPy's floating-point Laplace from a seeded generator (exploration)",
-    "opendp-lattice-laplace": "OpenDP's discrete Laplace on a lattice of spacing 2^(floor(log2 scale)-24)",
+    "opendp-lattice-laplace": "OpenDP's Laplace measurement: values rounded onto a lattice of spacing 2^k, discrete Laplace added",
     "opendp-integer-laplace": "OpenDP's discrete Laplace on the integers, added to integer counts",
     "numpy-float-gaussian": "NumPy's floating-point Gaussian from a seeded generator (exploration)",
-    "opendp-lattice-gaussian": "OpenDP's discrete Gaussian on a lattice of spacing 2^(floor(log2 sigma)-24)",
+    "opendp-lattice-gaussian": "OpenDP's Gaussian measurement: values rounded onto a lattice of spacing 2^k, discrete Gaussian added",
     "opendp-integer-gaussian": "OpenDP's discrete Gaussian on the integers (Canonne et al. 2020), added to integer counts",
 }
 NOISE_PATHS: dict[str, str] = {
     "exploration": "seeded NumPy generator: fast and reproducible, floating-point Laplace (not exactly DP)",
     "secure": "OpenDP samplers (exact discrete Laplace on a lattice, CSPRNG); ignores the seed",
 }
-LATTICE_BITS = 24  # secure float Laplace: lattice spacing 2^(floor(log2 scale) - 24)
+# Secure float measurements: the rounding onto the lattice adds at most LATTICE_SLACK of the sensitivity of any
+# measurement whose loss Δ/scale is at least LOSS_FLOOR, and the scale is widened by (1 + LATTICE_SLACK) to pay
+# for it. Below the floor the excess is at most LATTICE_SLACK·LOSS_FLOOR ≈ 8e-28 in absolute ε (or √ρ).
+LATTICE_SLACK = 2.0**-30
+LOSS_FLOOR = 2.0**-60
+
+
+FREE_NOISE_REFUSAL = ("the secure noise source draws no free-standing noise: pass the values to "
+                      "core.privacy.noise.add_laplace / add_gaussian, which measure them inside OpenDP")
+
+
+def _size_of(values) -> tuple[int, ...] | None:
+    """The ``size`` a NumPy draw matching ``values`` takes: its shape for arrays (0-d included), None for scalars."""
+    return values.shape if isinstance(values, np.ndarray) else None
+
+
+def add_laplace(rng, values, scale):
+    """``values`` plus i.i.d. Laplace(``scale``) noise: the one way mechanisms add Laplace noise.
+
+    A secure source (``SecureNoise``) measures the values inside OpenDP; a NumPy generator adds its float draws
+    (the exploration path: exactly ``values + rng.laplace(scale=scale, size=values.shape)``).
+
+    >>> add_laplace(np.random.default_rng(0), np.zeros(2), 1.0).round(3).tolist()
+    [0.32, -0.617]
+    """
+    measure = getattr(rng, "add_laplace", None)
+    if measure is not None:
+        return measure(values, scale)
+    return values + rng.laplace(scale=scale, size=_size_of(values))
+
+
+def add_gaussian(rng, values, sigma):
+    """``values`` plus i.i.d. N(0, ``sigma``²) noise: the one way mechanisms add Gaussian noise (as ``add_laplace``).
+
+    >>> add_gaussian(np.random.default_rng(0), np.zeros(2), 1.0).round(3).tolist()
+    [0.126, -0.132]
+    """
+    measure = getattr(rng, "add_gaussian", None)
+    if measure is not None:
+        return measure(values, sigma)
+    return values + rng.normal(loc=0.0, scale=sigma, size=_size_of(values))
 
 
 @runtime_checkable
@@ -80,37 +126,61 @@ def _uniform_open(count: int) -> np.ndarray:
     return (bits + 0.5) / 2.0**53
 
 
-@functools.lru_cache(maxsize=64)
-def _laplace_measurement(size: int, scale: float, integer: bool):
+def lattice_exponent(scale: float, size: int, norm: int) -> int:
+    """The k of OpenDP's noise lattice 2^k for ``size`` values measured at ``scale`` in the L1 or L2 ``norm``.
+
+    Rounding onto the lattice moves neighbours apart by at most size·2^k (L1) or √size·2^k (L2), which
+    OpenDP's privacy map adds to the sensitivity; k keeps that at most LATTICE_SLACK·LOSS_FLOOR·scale.
+
+    >>> lattice_exponent(1.0, 1, 1), lattice_exponent(1.0, 4, 2)
+    (-90, -91)
+    """
+    spread = size if norm == 1 else math.sqrt(size)
+    return math.floor(math.log2(LATTICE_SLACK * LOSS_FLOOR * scale / spread))
+
+
+def widened(scale: float) -> float:
+    """The scale OpenDP is given: ``scale``·(1 + LATTICE_SLACK), rounded up, which pays for the lattice rounding.
+
+    >>> widened(1.0) > 1.0
+    True
+    """
+    return float(np.nextafter(scale * (1.0 + LATTICE_SLACK), np.inf))
+
+
+def _opendp():
     import opendp.prelude as dp  # imported lazily: only the secure path needs the native library
 
     dp.enable_features("contrib")
+    return dp
+
+
+@functools.lru_cache(maxsize=64)
+def _laplace_measurement(size: int, scale: float, integer: bool):
+    """OpenDP's Laplace measurement of ``size`` values at ``scale`` (integers: exact; floats: on the lattice)."""
+    dp = _opendp()
     if integer:  # 64-bit: at scale 1e9 (epsilon 1e-9) the noise still fits
         space = dp.vector_domain(dp.atom_domain(T="i64"), size=size), dp.l1_distance(T="i64")
         return dp.m.make_laplace(*space, scale=scale)
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size), dp.l1_distance(T=float)
-    return dp.m.make_laplace(*space, scale=scale, k=math.floor(math.log2(scale)) - LATTICE_BITS)
+    return dp.m.make_laplace(*space, scale=widened(scale), k=lattice_exponent(scale, size, 1))
 
 
 @functools.lru_cache(maxsize=64)
 def _gaussian_measurement(size: int, scale: float, integer: bool):
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    # OpenDP's Gaussian is the discrete Gaussian of Canonne, Kamath & Steinke (2020), exact, on the
-    # integers or on a lattice 2^k (as the Laplace above); its privacy map is in zCDP
+    """OpenDP's Gaussian measurement: the discrete Gaussian of Canonne, Kamath & Steinke (2020), exact, on the
+    integers or on the lattice 2^k as the Laplace above; its privacy map is in zCDP."""
+    dp = _opendp()
     if integer:
         space = dp.vector_domain(dp.atom_domain(T="i64"), size=size), dp.l2_distance(T="i64")
         return dp.m.make_gaussian(*space, scale=scale)
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size), dp.l2_distance(T=float)
-    return dp.m.make_gaussian(*space, scale=scale, k=math.floor(math.log2(scale)) - LATTICE_BITS)
+    return dp.m.make_gaussian(*space, scale=widened(scale), k=lattice_exponent(scale, size, 2))
 
 
 @functools.lru_cache(maxsize=64)
 def _noisy_max_measurement(scale: float):
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
+    dp = _opendp()
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
     # Gumbel noise (OpenDP uses it for the zCDP measure): argmax(s/scale + Gumbel) samples
     # P(i) ∝ exp(s_i/scale), which is the exponential mechanism, pure ε-DP for scale = 2Δ/ε.
@@ -125,8 +195,8 @@ class SecureNoise:
         integer: draw Laplace noise from the discrete Laplace on the integers (exact for integer
             counts with integer sensitivity); otherwise from OpenDP's lattice float Laplace.
 
-    >>> noise = SecureNoise(integer=True).laplace(scale=2.0, size=5)
-    >>> noise.shape, bool(np.all(noise == np.round(noise)))
+    >>> released = SecureNoise(integer=True).add_laplace(np.array([3.0, 0, 7, 1, 2]), 2.0)
+    >>> released.shape, bool(np.all(released == np.round(released)))
     ((5,), True)
     """
 
@@ -137,28 +207,45 @@ class SecureNoise:
         """The ``NOISE_SAMPLERS`` key of this source's Laplace noise."""
         return "opendp-integer-laplace" if self.integer else "opendp-lattice-laplace"
 
-    def laplace(self, loc: float = 0.0, scale: float = 1.0, size=None):
-        """Laplace(loc, scale) noise of the given size (scalar when size is None); scale may be an array."""
-        return self._draw(_laplace_measurement, loc, scale, size, "Laplace")
+    def add_laplace(self, values, scale):
+        """``values`` + Laplace(scale) noise, measured by OpenDP on the values themselves (scale may be an array).
 
-    def _draw(self, measurement_for, loc, scale, size, kind: str):
-        scales = np.asarray(scale, dtype=float)
+        >>> out = SecureNoise().add_laplace(np.array([0.25, 1.0]), 1.0)
+        >>> out.shape
+        (2,)
+        """
+        return self._measure(_laplace_measurement, values, scale, "Laplace")
+
+    def add_gaussian(self, values, sigma):
+        """``values`` + N(0, sigma²) noise, measured by OpenDP's discrete Gaussian on the values themselves."""
+        return self._measure(_gaussian_measurement, values, sigma, "Gaussian")
+
+    def _measure(self, measurement_for, values, scale, kind: str):
+        values = np.asarray(values, dtype=float)
+        shape = values.shape
+        flat = values.reshape(-1)
+        scales = np.broadcast_to(np.asarray(scale, dtype=float), shape).reshape(-1)
         if not np.all(np.isfinite(scales) & (scales >= 0)):
             raise ValueError(f"{kind} scale must be finite and >= 0, got {scale!r}")
-        shape = _shape(size) if size is not None else np.broadcast_shapes(scales.shape, np.shape(loc))
-        scales = np.broadcast_to(scales, shape)
-        out = np.zeros(shape)
+        if not np.all(np.isfinite(flat)):
+            raise ValueError(f"{kind} noise needs finite values to measure")
+        if self.integer and not _integer_counts(flat):
+            raise ValueError(f"integer {kind} noise needs integer values below 2^52 (integer counts)")
+        out = flat.copy()
         for value in np.unique(scales[scales > 0]):  # one OpenDP measurement per distinct scale
             where = scales == value
-            count = int(where.sum())
-            measurement = measurement_for(count, float(value), self.integer)
-            out[where] = measurement([0] * count if self.integer else [0.0] * count)
-        out = out + loc
-        return float(out) if out.ndim == 0 else out
+            chosen = flat[where]
+            measurement = measurement_for(int(where.sum()), float(value), self.integer)
+            out[where] = measurement(chosen.astype(np.int64).tolist() if self.integer else chosen.tolist())
+        return out.reshape(shape)[()]  # a NumPy scalar for scalar values, as NumPy's own arithmetic gives
+
+    def laplace(self, loc: float = 0.0, scale: float = 1.0, size=None):
+        """Refused: free-standing noise added in floating point breaks the sampler's proof (use ``add_laplace``)."""
+        raise TypeError(FREE_NOISE_REFUSAL)
 
     def normal(self, loc: float = 0.0, scale: float = 1.0, size=None):
-        """Gaussian N(loc, scale²) noise sampled inside OpenDP (discrete Gaussian on the integers or a lattice)."""
-        return self._draw(_gaussian_measurement, loc, scale, size, "Gaussian")
+        """Refused, as ``laplace`` (use ``add_gaussian``)."""
+        raise TypeError(FREE_NOISE_REFUSAL)
 
     def random(self, size=None):
         """Uniform floats in [0, 1) (53 random bits each)."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.privacy.noise import add_gaussian
 from core.queries.marginals import MarginalWorkload
 from core.tables.contract import INTERVAL_LEVEL, TableRelease, check_rho
 from core.tables.opt_marginals import measure_marginals, plan_opt_marginals
@@ -45,7 +46,7 @@ def identity_marginals(workload: MarginalWorkload, records: np.ndarray, rho: flo
     1.0
     """
     sigma = identity_sigma(workload, rho)
-    return [m + rng.normal(0.0, sigma, size=m.shape) for m in workload.answer(records)], sigma
+    return [add_gaussian(rng, m, sigma) for m in workload.answer(records)], sigma
 
 
 @dataclass(frozen=True)

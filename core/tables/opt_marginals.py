@@ -25,6 +25,7 @@ import numpy as np
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
+from core.privacy.noise import add_laplace
 from core.queries.marginals import MarginalWorkload, check_records, marginal_counts, subsets
 from core.tables.contract import check_rho
 
@@ -272,7 +273,7 @@ def measure_marginals(plan: MarginalsPlan, records: np.ndarray, rng) -> list[np.
     for columns, theta in plan.measured():
         names = tuple(domain.names[i] for i in columns)
         counts = marginal_counts(domain, records, names)
-        z = theta * counts + rng.laplace(0.0, scale, size=counts.shape)
+        z = add_laplace(rng, theta * counts, scale)
         for subset in subsets(columns):
             if subset not in wanted:
                 continue

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.privacy.noise import add_gaussian
 from core.queries.marginals import MarginalWorkload, check_records, marginal_counts, subsets
 from core.tables.contract import check_rho
 
@@ -133,8 +134,7 @@ def measure(plan: ResidualPlan, records: np.ndarray, rng: np.random.Generator) -
         if not math.isfinite(variance):
             continue
         names = tuple(domain.names[i] for i in subset)
-        noisy = marginal_counts(domain, records, names) + rng.normal(
-            0.0, math.sqrt(variance), size=tuple(domain.sizes[i] for i in subset))
+        noisy = add_gaussian(rng, marginal_counts(domain, records, names), math.sqrt(variance))
         for axis in range(noisy.ndim):
             noisy = noisy - noisy.mean(axis=axis, keepdims=True)
         residuals[subset] = noisy

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.privacy.budget import TOLERANCE, Budget, BudgetExceededError, Ledger
+from core.privacy.budget import RELATIVE_TOLERANCE as TOLERANCE, Budget, BudgetExceededError, Ledger
 from core.release.gradual import charge_step, check_schedule, increments
 from tests.test_app import PAGE_PATHS, open_page, record_ledger
 
@@ -147,3 +147,35 @@ def test_gradual_steps_charge_increments_and_share_the_ledger_with_releases():
     at.radio(key="release_noise_path").set_value("exploration").run()
     at = _click_release(at, 0.01)  # nothing left: refused, nothing charged
     assert len(at.session_state.ledger.spends) == 3 and not at.session_state.releases
+
+
+@pytest.mark.parametrize("total", [1e-10, 1e-300, 0.3])
+def test_delta_tolerance_is_relative_to_the_delta_total(total):
+    """With a δ total of 1e-10, a second (ε, δ = 1e-10) spend is refused, and the refusal names δ."""
+    ledger = Ledger(Budget(100.0, total)).spend("first", Budget(1.0, total))
+    with pytest.raises(BudgetExceededError, match="needs delta="):
+        ledger.spend("second", Budget(1.0, total))
+    assert Ledger(Budget(1.0, total)).fits(Budget(0.5, total * (1 + 1e-12)))  # round-off still fits
+
+
+@pytest.mark.parametrize("total", [1e-10, 1e-200, 2.0])
+def test_rho_tolerance_is_relative_to_the_rho_total(total):
+    ledger = Ledger(Budget.zcdp(total, 1e-6)).spend("first", Budget(1.0, 0.0, total))
+    with pytest.raises(BudgetExceededError, match="needs rho="):
+        ledger.spend("second", Budget(1.0, 0.0, total))
+    ten = Ledger(Budget.zcdp(total, 1e-6))
+    for i in range(10):
+        ten = ten.spend(f"tenth {i}", Budget(0.0, 0.0, total / 10))
+    assert not ten.fits(Budget(0.0, 0.0, total * 1e-6))
+
+
+def test_cli_refuses_a_second_release_at_a_delta_total_of_1e_10(tmp_path):
+    from core.__main__ import main
+
+    store = tmp_path / "ledger.sqlite"
+    args = ["release", "--input", "tips-bill", "--mechanism", "gaussian-identity", "--definition", "approx",
+            "--epsilon", "0.5", "--delta", "1e-10", "--budget", "50", "--budget-delta", "1e-10",
+            "--ledger", str(store)]
+    assert main([*args, "--output", str(tmp_path / "a.json")]) == 0
+    assert main([*args, "--output", str(tmp_path / "b.json")]) == 2
+    assert not (tmp_path / "b.json").exists()

@@ -13,7 +13,17 @@ from dataclasses import dataclass
 
 from core.privacy.definitions import zcdp_epsilon
 
-TOLERANCE = 1e-9  # absorbs float round-off: 10 × 0.1 fits in 1.0, 1.0 + 1e-6 does not
+RELATIVE_TOLERANCE = 1e-9  # float round-off, relative to each total: 10 × 0.1 fits in 1.0, 1.0 + 1e-6 does not,
+#                            and with a δ total of 1e-10 a second spend of 1e-10 does not either
+
+
+def within(amount: float, total: float) -> bool:
+    """Whether ``amount`` fits in ``total`` up to float round-off relative to the total (per unit: ε, δ or ρ).
+
+    >>> within(sum([0.1] * 10), 1.0), within(2e-10, 1e-10), within(1.0 + 1e-6, 1.0)
+    (True, False, False)
+    """
+    return amount <= total * (1.0 + RELATIVE_TOLERANCE)
 
 
 class BudgetExceededError(ValueError):
@@ -118,17 +128,21 @@ class Ledger:
         return Budget(max(self.total.epsilon - spent.epsilon, 0.0), max(self.total.delta - spent.delta, 0.0))
 
     def fits(self, cost: Budget) -> bool:
-        """True when `cost` fits in what remains (up to TOLERANCE)."""
+        """True when `cost` fits in what remains (up to round-off relative to the total of each unit)."""
         spent = self.spent
         if self.total.rho is not None:
             rho = spend_rho(cost)
-            return rho is not None and (spent.rho or 0.0) + rho <= self.total.rho + TOLERANCE
-        return (spent.epsilon + cost.epsilon <= self.total.epsilon + TOLERANCE
-                and spent.delta + cost.delta <= self.total.delta + TOLERANCE)
+            return rho is not None and within((spent.rho or 0.0) + rho, self.total.rho)
+        return (within(spent.epsilon + cost.epsilon, self.total.epsilon)
+                and within(spent.delta + cost.delta, self.total.delta))
 
     def spend(self, label: str, cost: Budget) -> Ledger:
         """Charge `cost` under `label`; raises BudgetExceededError naming what remains."""
         if not self.fits(cost):
+            if self.total.rho is None and within(self.spent.epsilon + cost.epsilon, self.total.epsilon):
+                raise BudgetExceededError(
+                    f"{label!r} needs delta={cost.delta:g}; remaining is delta={self.remaining.delta:g} of "
+                    f"{self.total.delta:g}. Lower delta or release under pure epsilon-DP.")
             if self.total.rho is None:
                 raise BudgetExceededError(
                     f"{label!r} needs epsilon={cost.epsilon:g}; remaining is epsilon={self.remaining.epsilon:g} "

@@ -22,19 +22,19 @@ def use_upload() -> None:
         try:
             released = ui.add_released(data, upload.name)
         except ValueError as err:
-            ss.flash_error = f"Could not read {upload.name}: {err}"
+            ss.flash_error = f"Could not read {ui.plain(upload.name)}: {err}"
             return
-        ss.data_notices = [f"Loaded {upload.name} as a released dataset ({released.values.size:,} {released.kind})."]
+        ss.data_notices = [f"Loaded {ui.plain(upload.name)} as a released dataset ({released.values.size:,} {released.kind})."]
         return
     try:
         edges = ss.get("data_edges") if as_records and mode == "bin edges" else None  # parsed in core (bin_edges)
         hist = ui.add_upload(data, upload.name, column=column or None, bins=bins, edges=edges,
                              grid_shape=grid if not as_records and min(grid) > 0 else None, notes=notes)
     except ValueError as err:
-        ss.flash_error = f"Could not read {upload.name}: {err}"
+        ss.flash_error = f"Could not read {ui.plain(upload.name)}: {err}"
         return
-    ss.data_notices = [f"Loaded {hist.name}: {hist.domain.size:,} cells, total {hist.total:,.0f}."] + [
-        note[0].upper() + note[1:] + "." for note in notes]
+    ss.data_notices = [f"Loaded {ui.plain(hist.name)}: {hist.domain.size:,} cells, total {hist.total:,.0f}."] + [
+        ui.plain(note[0].upper() + note[1:] + ".") for note in notes]
 
 
 ui.init_state()
@@ -44,7 +44,7 @@ for notice in st.session_state.pop("data_notices", []):
     st.info(notice)
 with ui.guard():
     hist = ui.histogram()
-    st.markdown(f"**Start here:** grey bars are the true counts of **{hist.name}**; the coloured line is what a "
+    st.markdown(f"**Start here:** grey bars are the true counts of **{ui.plain(hist.name)}**; the coloured line is what a "
                 "differentially private release at the chosen ε would publish. Pick another dataset in the sidebar "
                 "or upload yours below, then go on to Workloads → Compare → Choose epsilon → Release.")
     released = ui.released_data()

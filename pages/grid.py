@@ -1,12 +1,11 @@
 """Grids page: load a grid file written by ``python -m core grid`` → regret, rank and frontier (DPComp views)."""
 
-import io
-
 import streamlit as st
 
 import ui
 from core.analysis.experiment import summarise
-from core.analysis.grid import grid_setting, load_grid, rank_table, regret_table
+from core.analysis.grid import GRID_COLUMNS, grid_setting, rank_table, regret_table
+from core.data.datasets import load_parquet
 from core.analysis.metrics import METRIC_LABELS
 
 ACROSS = {"dataset": "dataset", "scale": "data scale (records)", "epsilon": "epsilon", "domain_size": "domain size"}
@@ -16,11 +15,11 @@ def _load() -> None:
     upload = st.session_state.get("grid_upload")
     if upload is None:
         return
-    try:
-        st.session_state.grid_results = load_grid(io.BytesIO(upload.getvalue()))
+    try:  # rows, columns and decoded size are checked from the footer before the data is read
+        st.session_state.grid_results = load_parquet(upload.getvalue(), GRID_COLUMNS)
         st.session_state.grid_name = upload.name
-    except (ValueError, OSError) as err:  # pyarrow's ArrowInvalid is a ValueError
-        st.session_state.flash_error = f"{upload.name}: {str(err).splitlines()[0]}"
+    except ValueError as err:
+        st.session_state.flash_error = f"{ui.plain(upload.name)}: {ui.error_line(err)}"
 
 
 def _table(table, key: str) -> None:
@@ -40,7 +39,7 @@ with ui.guard():
                 "--mechanisms identity,hb,dawa --epsilons 0.1,1 --sizes 512,4096 --trials 10 --output "
                 "results.parquet`, then upload the file here. See the README, *Experiment grids*.")
         st.stop()
-    st.caption(f"**{st.session_state.get('grid_name', 'grid')}**: {df['dataset'].nunique()} datasets × "
+    st.caption(f"**{ui.plain(st.session_state.get('grid_name', 'grid'))}**: {df['dataset'].nunique()} datasets × "
                f"{df['domain_size'].nunique()} sizes × {df['scale'].nunique()} scales × "
                f"{df['mechanism'].nunique()} mechanisms × {df['epsilon'].nunique()} ε; {len(df):,} rows.")
     left, right = st.columns(2)

@@ -20,7 +20,7 @@ ui.show_flash()
 with ui.guard():
     hist = ui.histogram()
     n, shape = hist.domain.size, hist.domain.shape
-    st.caption(f"The queries to answer on **{hist.name}** ({n:,} cells). The workload chosen here is the one "
+    st.caption(f"The queries to answer on **{ui.plain(hist.name)}** ({n:,} cells). The workload chosen here is the one "
                "Compare and Release use.")
     build, upload, draw = st.tabs(["Build from the registry", "Upload a query matrix", "Draw a range"])
     with build:

@@ -74,7 +74,7 @@ from ui.datasets import (
     released_data,
 )
 from ui.gradual_view import DEFAULT_SCHEDULE, current_walk, release_next, schedule, search_tab, walk_tab  # noqa: E402
-from ui.guard import error_line, guard, guarded, is_script_control
+from ui.guard import error_line, guard, guarded, is_script_control, plain
 from ui.handoff import apply_handoff, budget_warning, show_handoff, use_button, use_epsilon
 from ui.learn_view import (  # noqa: E402
     LAYOUT,
@@ -196,7 +196,7 @@ __all__ = ['MISSING_CHOICES', 'SAMPLE_TABLE_NAME', 'table_method_label', 'ratio_
     "RESCALED_REFUSAL", "RESCALE_STREAM", "SCHEDULER_ENV", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_released",
     "add_upload", "analytic_figure", "apply_config", "apply_handoff", "available", "budget_warning", "cached_sweep",
     "charge", "data_extent", "fits_or_flash", "dataset_choices", "dataset_file", "default_workload_spec", "definition", "delta",
-    "derive_dataset", "error_band_figure", "error_figure", "error_line", "figure_downloads", "guard", "guarded",
+    "derive_dataset", "error_band_figure", "error_figure", "error_line", "figure_downloads", "guard", "guarded", "plain",
     "heatmap_box_cells",
     "histogram", "histogram_figure", "histogram_view_controls", "init_state", "interval_figure", "is_rescaled",
     "is_script_control", "ledger", "ledger_key", "line_figure", "matched", "mechanism_colour", "mechanism_settings",

@@ -10,10 +10,22 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import re
 
 import streamlit as st
 
 _LOG = logging.getLogger("dplens")
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&\"'])")  # markdown, links, images, LaTeX, :icons:
+
+
+def plain(text) -> str:
+    """``text`` (an upload's file name, a message quoting one) made inert for st.markdown/st.error: one line,
+    every markdown character backslash-escaped, so a name like ``![x](http://…)`` shows as typed.
+
+    >>> print(plain("![x](http://e.com/a.png)"))
+    \\!\\[x\\]\\(http\\://e\\.com/a\\.png\\)
+    """
+    return _MARKDOWN.sub(r"\\\1", " ".join(str(text).splitlines()))
 
 
 def is_script_control(err: BaseException) -> bool:

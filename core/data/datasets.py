@@ -26,7 +26,13 @@ import numpy as np
 import pandas as pd
 
 from core.data.domain import Histogram
-from core.data.limits import MAX_CELLS, MAX_UPLOAD_BYTES
+from core.data.limits import (
+    MAX_CELLS,
+    MAX_GRID_BYTES,
+    MAX_GRID_COLUMNS,
+    MAX_GRID_ROWS,
+    MAX_UPLOAD_BYTES,
+)
 
 DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"
 
@@ -521,3 +527,61 @@ def bin_edges(edges) -> np.ndarray:
     if array.size < 2 or not np.all(np.isfinite(array)) or np.any(np.diff(array) <= 0):
         raise _fail("bin edges must be at least two strictly increasing numbers")
     return array
+
+
+def load_parquet(data: bytes, columns: list[str], *, what: str = "grid file") -> pd.DataFrame:
+    """The ``columns`` of an uploaded parquet file, refusing an oversized one from its footer before reading it.
+
+    Rows, columns and the decoded size of the data come from the file's metadata (``MAX_GRID_ROWS``,
+    ``MAX_GRID_COLUMNS``, ``MAX_GRID_BYTES``): a compressed file of 2 MB can hold gigabytes. Text columns are
+    read dictionary-encoded and their decoded size checked before they are expanded.
+
+    >>> load_parquet(b"PAR1 not really", ["dataset"])
+    Traceback (most recent call last):
+    core.data.datasets.DataError: not a readable parquet grid file: Parquet magic bytes not found in footer. Either the file is corrupted or this is not a parquet file.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    _check_size(len(data))
+    try:
+        file = pq.ParquetFile(pa.BufferReader(data))
+        meta, schema = file.metadata, file.schema_arrow
+    except (pa.ArrowException, OSError, ValueError, TypeError) as err:
+        raise _fail(f"not a readable parquet {what}: {_first(err)}") from None
+    if meta.num_columns > MAX_GRID_COLUMNS:
+        raise _fail(f"{what} has {meta.num_columns:,} columns; at most {MAX_GRID_COLUMNS:,} (MAX_GRID_COLUMNS) "
+                    "are allowed")
+    if meta.num_rows > MAX_GRID_ROWS:
+        raise _fail(f"{what} has {meta.num_rows:,} rows; at most {MAX_GRID_ROWS:,} (MAX_GRID_ROWS) are allowed: "
+                    "split the grid (python -m core grid --datasets ...) or keep fewer trials")
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        raise _fail(f"not a dplens {what}: columns {missing} are missing")
+    stored = sum(group.column(i).total_uncompressed_size for group in (meta.row_group(g) for g in
+                 range(meta.num_row_groups)) for i in range(group.num_columns)
+                 if group.column(i).path_in_schema.split(".")[0] in columns)
+    if stored > MAX_GRID_BYTES:
+        raise _fail(f"{what} holds {stored:,} bytes of data once decompressed; at most {MAX_GRID_BYTES:,} "
+                    "(MAX_GRID_BYTES) are allowed")
+    text = [c for c in columns if pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(
+        schema.field(c).type) or pa.types.is_binary(schema.field(c).type)]
+    try:
+        table = pq.ParquetFile(pa.BufferReader(data), read_dictionary=text).read(columns=columns)
+        decoded = sum(int(pc.sum(pc.take(pc.binary_length(chunk.dictionary), chunk.indices)).as_py() or 0)
+                      for c in text for chunk in table.column(c).chunks)
+        if decoded > MAX_GRID_BYTES:  # a short text repeated on every row: small on disk, huge decoded
+            raise _fail(f"{what}'s text columns hold {decoded:,} bytes once decoded; at most {MAX_GRID_BYTES:,} "
+                        "(MAX_GRID_BYTES) are allowed")
+        for c in text:
+            column = table.column(c)
+            table = table.set_column(table.schema.get_field_index(c), c, pa.chunked_array(
+                [chunk.dictionary_decode() for chunk in column.chunks], type=column.type.value_type))
+        return table.to_pandas()[columns]
+    except (pa.ArrowException, OSError, TypeError) as err:  # ArrowInvalid is also a ValueError: DataError passes
+        raise _fail(f"not a readable parquet {what}: {_first(err)}") from None
+
+
+def _first(err: BaseException) -> str:
+    return str(err).splitlines()[0][:160] if str(err).strip() else type(err).__name__

@@ -16,6 +16,16 @@ MAX_SWEEP_RUNS = 20_000        # mechanisms × epsilons × trials of one compari
 MAX_EPSILON = 1000.0           # larger epsilons protect nothing and overflow some mechanisms' arithmetic
 MIN_EPSILON = 1e-6             # smaller ones give noise of scale > 1e6 per unit and underflow ε² in error formulas
 
+# Uploads other than histograms, each checked from its header or metadata before anything is allocated.
+MAX_GRID_ROWS = 2**21          # rows of a grid file (.parquet) on the Grids page: ~400 MB as a data frame
+MAX_GRID_COLUMNS = 64          # columns of a grid file (the grid schema has 13)
+MAX_GRID_BYTES = 2**28         # decoded bytes of a grid file's column data (compressed files can expand 1000-fold)
+MAX_TABLE_RECORDS = 10_000_000  # records of a table, after expanding a pre-aggregated one (its count column)
+MAX_TABLE_ENTRIES = 2**24      # records × attributes of an expanded pre-aggregated table (int64: 128 MB)
+# A pre-aggregated table's implied domain (the product of its columns' sizes) is bounded by MAX_CELLS; a domain
+# file's bins per column by core.queries.marginals.MAX_LEVELS; an uploaded query matrix's rows × columns
+# by DENSE_LIMIT; every uploaded file (query files of `file:` workloads too) by MAX_UPLOAD_BYTES.
+
 # Bounded runs (core.analysis.cost): one user action (a release, a sweep, a page's computation) may take at most
 # MAX_ACTION_SECONDS (the operator sets DPLENS_MAX_ACTION_SECONDS); runs estimated over WARN_SECONDS are
 # announced first, and runs estimated over MAX_RUN_BYTES of memory are refused.

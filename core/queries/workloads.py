@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import csv
 import io
+import re
+import warnings
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -19,9 +21,11 @@ from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from core.data.datasets import scan_rows
 from core.data.limits import (  # dense() guard; implicit workloads beyond m are refused
     DENSE_LIMIT,
     MAX_QUERIES,
+    MAX_UPLOAD_BYTES,
 )
 
 
@@ -631,33 +635,106 @@ def _is_number(text: str) -> bool:
 
 
 def explicit_from_csv(source: str | Path | bytes, n: int | None = None) -> Explicit:
-    """Read query rows (one row per query, n numbers per row) from a CSV path or bytes."""
+    """Read query rows (one row per query, n numbers per row) from a CSV path or bytes.
+
+    Bounded before parsing: the file's bytes (``MAX_UPLOAD_BYTES``, a path's size read from the disk first),
+    its width against ``n``, and rows × columns (``DENSE_LIMIT``, from the line count and the first row);
+    ragged rows are refused by a linear scan. Numbers are then parsed in C, a block of rows at a time.
+
+    >>> explicit_from_csv(b"a,b,c\\n1,1,0\\n0,0.5,2\\n", n=3).matrix.tolist()
+    [[1.0, 1.0, 0.0], [0.0, 0.5, 2.0]]
+    >>> explicit_from_csv(b"1,1,0\\n1,2\\n", n=3)
+    Traceback (most recent call last):
+    core.data.datasets.DataError: row 2 has 2 values but earlier rows have 3; every row needs the same number of columns (ragged rows)
+    """
+    data = _query_bytes(source)
+    if b"\x00" in data[:4096] or data.startswith(b"\x93NUMPY"):
+        raise ValueError("query-matrix file looks binary; expected a CSV of numbers, one row per query")
     try:
-        text = source.decode("utf-8-sig") if isinstance(source, bytes) else Path(source).read_text("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as err:
+        text = data.decode("utf-8-sig").lstrip()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"query-matrix file is not UTF-8 text (byte {err.start}); expected a CSV of numbers") from None
+    if not text:
+        raise ValueError("query-matrix CSV is empty")
+    first = _LINE.match(text).group()
+    width = _QUOTED.sub("q", first).count(",") + 1  # counted, not split: the first row may hold 10^7 cells
+    header = not _is_number(first.split(",", 1)[0].strip().strip('"'))
+    if n is not None and width != n:
+        raise ValueError(f"query matrix has {width} columns but the histogram has {n} cells")
+    lines = data.count(b"\n") + 1 - header
+    if lines * width > DENSE_LIMIT:  # before any scan: even if every line is a row, the matrix is over the limit
+        raise ValueError(f"query matrix has up to {lines:,} rows × {width:,} columns = {lines * width:,} entries; "
+                         f"at most {DENSE_LIMIT:,} (DENSE_LIMIT) are allowed: upload fewer queries")
+    rows, _ = scan_rows(data, ",")  # refuses ragged rows, naming the row
+    rows -= header
+    if rows < 1:
+        raise ValueError("query-matrix CSV needs at least one row of numbers (one row per query)")
+    body = text[len(first):].lstrip() if header else text
+    matrix = _plain_numbers(body, rows, width)
+    if matrix is None:  # quotes, blank lines or a cell that is not a finite number: row by row, naming the cell
+        matrix = _numbers_by_row(body, rows, width)
+    return Explicit(matrix, label="file")
+
+
+_QUOTED = re.compile(r'"[^"]*"')
+_LINE = re.compile(r"[^\n\r]*")
+
+
+def _query_bytes(source: str | Path | bytes) -> bytes:
+    """The bytes of a query file or upload, its size checked first (a path's on the disk, before reading)."""
+    try:
+        if isinstance(source, bytes | bytearray):
+            data = bytes(source)
+        else:
+            size = Path(source).stat().st_size
+            if size > MAX_UPLOAD_BYTES:
+                raise ValueError(f"query-matrix file {str(source)[:120]!r} is {size / 2**20:.1f} MB; at most "
+                                 f"{MAX_UPLOAD_BYTES / 2**20:.0f} MB (MAX_UPLOAD_BYTES) are read")
+            data = Path(source).read_bytes()
+    except OSError as err:
         raise ValueError(f"cannot read query-matrix file {str(source)[:120]!r}: "
                          f"{getattr(err, 'strerror', None) or err}") from None
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise ValueError(f"query-matrix file is {len(data) / 2**20:.1f} MB; at most "
+                         f"{MAX_UPLOAD_BYTES / 2**20:.0f} MB (MAX_UPLOAD_BYTES) are read")
+    return data
+
+
+def _plain_numbers(body: str, rows: int, width: int) -> np.ndarray | None:
+    """A table of plain comma-separated finite numbers parsed in C (one pass), or None if it is anything else."""
+    if '"' in body or "\n\n" in body or "\n\r" in body:
+        return None
     try:
-        rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
-    except csv.Error as err:  # e.g. NUL bytes or a stray CR (fuzz-found)
-        raise ValueError(f"cannot parse query-matrix CSV: {err}") from None
-    if not rows:
-        raise ValueError("query-matrix CSV is empty")
-    try:
-        float(rows[0][0])
-    except ValueError:
-        rows = rows[1:]  # a header row
-    try:
-        matrix = np.array([[float(c) for c in r] for r in rows])
-    except ValueError:  # name where, never quote the content (it may be any file's)
-        where = next((i, j) for i, r in enumerate(rows) for j, c in enumerate(r) if not _is_number(c))
-        raise ValueError(f"query-matrix CSV must hold only numbers: data row {where[0] + 1}, "
-                         f"column {where[1] + 1} is not a number") from None
-    if matrix.ndim != 2 or matrix.size == 0:
-        raise ValueError("query-matrix CSV needs at least one row of numbers (one row per query)")
-    if n is not None and matrix.shape[1] != n:
-        raise ValueError(f"query matrix has {matrix.shape[1]} columns but the histogram has {n} cells")
-    return Explicit(matrix, label="file")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # older NumPy warns (and stops) at the first cell it cannot read
+            values = np.fromstring(body.strip().replace("\r\n", ",").replace("\n", ",").replace("\r", ","), sep=",")
+    except ValueError:  # NumPy 2: a cell it cannot read
+        return None
+    if values.size != rows * width or not np.all(np.isfinite(values)):
+        return None
+    return values.reshape(rows, width)
+
+
+def _numbers_by_row(body: str, rows: int, width: int) -> np.ndarray:
+    """Row by row into one preallocated matrix; the first cell that is not a finite number is named, never quoted
+    (the file may be any file's)."""
+    matrix, i = np.empty((rows, width)), 0
+    for row in csv.reader(io.StringIO(body, newline="")):
+        if not row or not any(c.strip() for c in row):
+            continue
+        if i >= rows or len(row) != width:
+            raise ValueError(f"query-matrix CSV: data row {i + 1} has {len(row)} values, not {width} (a quoted "
+                             "field may hold a line break)")
+        for j, cell in enumerate(row):
+            if not _is_number(cell) or not np.isfinite(float(cell)):
+                what = "a finite number" if _is_number(cell) else "a number"
+                raise ValueError(f"query-matrix CSV must hold only numbers: data row {i + 1}, "
+                                 f"column {j + 1} is not {what}")
+        matrix[i] = [float(c) for c in row]
+        i += 1
+    if i != rows:
+        raise ValueError(f"query-matrix CSV has {i:,} rows of numbers, not {rows:,}")
+    return matrix
 
 
 def _marginals(shape):

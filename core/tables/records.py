@@ -29,6 +29,7 @@ import pandas as pd
 
 from core.data.datasets import DataError, _check_size, _decode
 from core.data.fingerprint import records_fingerprint
+from core.data.limits import MAX_CELLS, MAX_TABLE_ENTRIES, MAX_TABLE_RECORDS
 from core.queries.marginals import MAX_LEVELS, TableDomain, marginal_counts
 
 
@@ -61,6 +62,9 @@ def _declared(domain_bytes: bytes | None) -> dict[str, int | list[str]]:
         mapping = json.loads(_decode(domain_bytes))
     except json.JSONDecodeError as error:
         raise DataError(f"the domain file is not JSON ({error.msg} at line {error.lineno})") from None
+    except (ValueError, RecursionError) as error:  # an integer over Python's digit limit, or 10^5 nested [
+        what = str(error).splitlines()[0][:80] if str(error) else "too deeply nested"
+        raise DataError(f"the domain file is not readable JSON ({what})") from None
     if not isinstance(mapping, dict) or not mapping:
         raise DataError('the domain file must be a JSON object like {"age": 85, "sex": ["F", "M"]}')
     for name, value in mapping.items():
@@ -91,36 +95,49 @@ def bin_edges(name: str, spec: dict) -> np.ndarray:
     >>> bin_edges("x", {"quantiles": 2, "public_sample": [1, 2, 3, 4, 5]}).tolist()
     [1.0, 3.0, 5.0]
     """
-    def numbers(value, what: str) -> np.ndarray:
+    def numbers(value, what: str, *, scalar: bool = False, most: int = MAX_LEVELS + 1) -> np.ndarray:
+        if not scalar and not (isinstance(value, list) and len(value) <= most):
+            raise DataError(f"bins of column {name!r}: {what} must be a list of at most {most:,} numbers, "
+                            f"got {_shown(value)}")
         try:
             out = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):
-            raise DataError(f"bins of column {name!r}: {what} must be numbers, got {str(value)[:40]}") from None
+        except (TypeError, ValueError, OverflowError):
+            raise DataError(f"bins of column {name!r}: {what} must be numbers, got {_shown(value)}") from None
+        if scalar and out.ndim != 0:
+            raise DataError(f"bins of column {name!r}: {what} must be one number, got {_shown(value)}")
         if not np.all(np.isfinite(out)):
-            raise DataError(f"bins of column {name!r}: {what} must be finite, got {str(value)[:40]}")
+            raise DataError(f"bins of column {name!r}: {what} must be finite, got {_shown(value)}")
         return out
+
+    def count_of(value, what: str) -> int:  # checked before any array of that many bins is built
+        if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= MAX_LEVELS:
+            raise DataError(f"bins of column {name!r}: {what} must be an integer from 2 to {MAX_LEVELS:,} "
+                            f"(MAX_LEVELS), got {_shown(value)}")
+        return value
 
     keys = set(spec)
     if keys == {"edges"}:
         edges = numbers(spec["edges"], "edges")
     elif keys in ({"low", "high", "width"}, {"low", "high", "bins"}):
-        low, high = float(numbers(spec["low"], "low")), float(numbers(spec["high"], "high"))
-        if not high > low:
-            raise DataError(f"bins of column {name!r}: high {high:g} must exceed low {low:g}")
+        low, high = (float(numbers(spec[k], k, scalar=True)) for k in ("low", "high"))
+        if not high > low or not math.isfinite(high - low):
+            raise DataError(f"bins of column {name!r}: high {high:g} must exceed low {low:g} (by a finite amount)")
         if "width" in spec:
-            width = float(numbers(spec["width"], "width"))
+            width = float(numbers(spec["width"], "width", scalar=True))
             if not width > 0:
                 raise DataError(f"bins of column {name!r}: width must be > 0, got {width:g}")
-            count = math.ceil((high - low) / width - 1e-9)
+            implied = (high - low) / width
+            if not implied <= MAX_LEVELS:  # refused before arange builds that many edges
+                raise DataError(f"bins of column {name!r}: width {width:g} over [{low:g}, {high:g}] implies "
+                                f"{implied:,.0f} bins; at most {MAX_LEVELS:,} (MAX_LEVELS) are allowed: widen the bins")
+            count = math.ceil(implied - 1e-9)
             edges = np.minimum(low + width * np.arange(count + 1), high)
         else:
-            count = spec["bins"]
-            if isinstance(count, bool) or not isinstance(count, int) or count < 2:
-                raise DataError(f"bins of column {name!r}: bins must be an integer >= 2, got {count!r}")
-            edges = np.linspace(low, high, count + 1)
+            edges = np.linspace(low, high, count_of(spec["bins"], "bins") + 1)
     elif keys == {"quantiles", "public_sample"}:
-        sample, count = numbers(spec["public_sample"], "public_sample"), spec["quantiles"]
-        if isinstance(count, bool) or not isinstance(count, int) or count < 2 or sample.size < count:
+        count = count_of(spec["quantiles"], "quantiles")
+        sample = numbers(spec["public_sample"], "public_sample", most=MAX_TABLE_RECORDS)
+        if sample.size < count:
             raise DataError(f"bins of column {name!r}: quantiles must be an integer from 2 to the public sample's "
                             f"size ({sample.size}), got {count!r}")
         edges = np.unique(np.quantile(sample, np.linspace(0, 1, count + 1)))
@@ -130,6 +147,13 @@ def bin_edges(name: str, spec: dict) -> np.ndarray:
         raise DataError(f"bins of column {name!r}: edges must increase strictly and make 2 to {MAX_LEVELS} bins, "
                         f"got {edges.size - 1} from {str(spec)[:60]}")
     return edges
+
+
+def _shown(value) -> str:
+    """A JSON value for an error message: its start only (a value may be a 50 MB list)."""
+    if isinstance(value, list | dict):
+        return f"a {type(value).__name__} of {len(value):,}"
+    return repr(value)[:40]
 
 
 def _bin_labels(edges: np.ndarray) -> list[str]:
@@ -210,7 +234,6 @@ def _column_codes(name: str, cells: pd.Series, declared, missing: str = "refuse"
     return codes, len(levels), levels, f"{name}: {len(levels)} levels read from the data (sorted)"
 
 
-MAX_TABLE_RECORDS = 10_000_000  # records after expanding a pre-aggregated table (memory: records × columns × 8 B)
 COUNT_COLUMN = "count"
 
 
@@ -277,11 +300,30 @@ def load_table(source: str | Path | bytes, domain: str | Path | bytes | None = N
     if not declared:
         notes.insert(0, "domain inferred from the data (its sizes depend on the private records; declare a domain"
                         " file for a release)")
+    if counts is not None:
+        _check_expansion(names, sizes, int(counts.sum()))
     records = np.column_stack(columns) if columns and len(frame) else np.zeros((0, len(names)), np.int64)
     if counts is not None:
         records = np.repeat(records, counts, axis=0)
         notes.append(f"pre-aggregated table: the {COUNT_COLUMN!r} column gives each row's number of records")
     return Table(TableDomain(tuple(names), tuple(sizes)), records, levels, tuple(notes), records_fingerprint(data))
+
+
+def _check_expansion(names: list[str], sizes: list[int], records: int) -> None:
+    """Refuse a pre-aggregated table whose implied domain or expanded records are too large, before expanding.
+
+    >>> _check_expansion([f"c{i}" for i in range(30)], [2] * 30, 2)
+    Traceback (most recent call last):
+    core.data.datasets.DataError: pre-aggregated table implies 1,073,741,824 cells (30 columns); at most 4,194,304 (MAX_CELLS) are allowed: drop or merge columns
+    """
+    cells = math.prod(sizes)
+    if cells > MAX_CELLS:
+        raise DataError(f"pre-aggregated table implies {cells:,} cells ({len(sizes)} columns); at most {MAX_CELLS:,} "
+                        "(MAX_CELLS) are allowed: drop or merge columns")
+    if records * len(names) > MAX_TABLE_ENTRIES:
+        raise DataError(f"pre-aggregated table expands to {records:,} records × {len(names)} columns = "
+                        f"{records * len(names):,} values; at most {MAX_TABLE_ENTRIES:,} (MAX_TABLE_ENTRIES) are "
+                        "allowed: drop columns or upload fewer records")
 
 
 def _counts(cells: pd.Series) -> np.ndarray:
@@ -292,8 +334,8 @@ def _counts(cells: pd.Series) -> np.ndarray:
         raise DataError(f"column {cells.name!r} holds {cells.iloc[row][:40]!r} in row {row + 2}; counts of a "
                         "pre-aggregated table must be integers >= 0")
     if values.sum() > MAX_TABLE_RECORDS:
-        raise DataError(f"column {cells.name!r} sums to {values.sum():,.0f} records; the limit is "
-                        f"{MAX_TABLE_RECORDS:,}")
+        raise DataError(f"column {cells.name!r} sums to {values.sum():,.0f} records; at most {MAX_TABLE_RECORDS:,} "
+                        "(MAX_TABLE_RECORDS) are allowed")
     return values.astype(np.int64)
 
 

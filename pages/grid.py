@@ -5,8 +5,8 @@ import streamlit as st
 import ui
 from core.analysis.experiment import summarise
 from core.analysis.grid import GRID_COLUMNS, grid_setting, rank_table, regret_table
-from core.data.datasets import load_parquet
 from core.analysis.metrics import METRIC_LABELS
+from core.data.datasets import load_parquet
 
 ACROSS = {"dataset": "dataset", "scale": "data scale (records)", "epsilon": "epsilon", "domain_size": "domain size"}
 

@@ -79,4 +79,4 @@ with ui.guard():
         st.file_uploader("Reload a session config", type=["json"], key="release_config_upload",
                          help="Restores the settings; the budget already spent stays spent.")
         st.text_area("…or paste it here", key="release_config_text", height=100)
-        st.button("Load config", key="release_config_load", on_click=ui.load_config)
+        st.button("Load config", key="release_config_load", on_click=ui.guarded(ui.load_config))

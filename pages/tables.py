@@ -12,13 +12,13 @@ st.caption("Release cross-tabulations (marginals) of a table with several attrib
 ui.show_flash()
 with ui.guard():
     left, right = st.columns(2)
-    left.file_uploader("Records (CSV, one row per person)", type=["csv"], key="tables_upload", on_change=ui.load_table_upload,
+    left.file_uploader("Records (CSV, one row per person)", type=["csv"], key="tables_upload", on_change=ui.guarded(ui.load_table_upload),
                        help="A header row; integer codes 0..size−1 or category labels. Missing values are refused.")
-    right.file_uploader("Domain (JSON, optional)", type=["json"], key="tables_domain_upload", on_change=ui.load_table_upload,
+    right.file_uploader("Domain (JSON, optional)", type=["json"], key="tables_domain_upload", on_change=ui.guarded(ui.load_table_upload),
                         help='private-pgm\'s form: {"age": 85, "sex": ["F", "M"]}. Declare it for a release: '
                              "sizes inferred from the data depend on the private records.")
     st.radio("Missing values (empty, NA, null)", list(ui.MISSING_CHOICES), key="tables_missing", horizontal=True,
-             on_change=ui.load_table_upload, help="Refused by default: dplens neither drops rows nor invents a "
+             on_change=ui.guarded(ui.load_table_upload), help="Refused by default: dplens neither drops rows nor invents a "
              "level unless you say so. Dropping changes the records you protect; a level keeps every row.")
     table = ui.current_table()
     if st.session_state.get("table_name") == ui.SAMPLE_TABLE_NAME:
@@ -29,7 +29,7 @@ with ui.guard():
     st.multiselect("Attributes", list(table.domain.names), key="tables_attributes",
                    help="Release marginals over these attributes only. The budget is the whole table's.")
     chosen = ui.project_table(table, list(st.session_state.tables_attributes))
-    st.markdown(f"**{st.session_state.get('table_name', 'table')}**: {len(table.records):,} records; "
+    st.markdown(f"**{ui.plain(st.session_state.get('table_name', 'table'))}**: {len(table.records):,} records; "
                 f"{len(chosen.domain.names)} attributes chosen; full domain "
                 f"{ui.table_domain_size(chosen.domain)} cells (never built).")
     with st.expander("Domain of the chosen attributes"):

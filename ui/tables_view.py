@@ -7,7 +7,9 @@ until then. Releases run, then charge (a refused or failed run charges nothing),
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import itertools
 import json
 import math
@@ -26,11 +28,13 @@ from core.privacy.definitions import ZCDP, ledger_charge
 from core.privacy.ledger_store import LedgerStore, new_export_id
 from core.privacy.noise import noise_source
 from core.queries.marginals import MAX_MARGINAL_CELLS, MarginalWorkload, TableDomain
+from core.release.export import neutralise
 from core.tables.compare import BASELINE, baseline_scores, compare_tables, evaluation_tvd, summarise_tables
 from core.tables.contract import INTERVAL_LEVEL, SECURE_NOISE
 from core.tables.mechanisms import TABLE_MECHANISMS, TABLE_SETTINGS, table_mechanism
 from core.tables.records import (Table, load_table, marginals_to_csv, parse_marginal_workload, ranges_to_csv,
                                  records_to_csv)
+from ui.guard import plain
 
 TABLE_DEFAULT_RHO = 1.0   # a table's total until the curator records one
 TABLE_DISPLAY_DELTA = 1e-6      # ρ is also shown as ε at this δ (Canonne–Kamath–Steinke conversion)
@@ -64,7 +68,7 @@ def load_table_upload() -> None:
         table = load_table(data, domain_data,
                            missing=MISSING_CHOICES[ss.get("tables_missing", next(iter(MISSING_CHOICES)))])
     except ValueError as err:
-        ss.flash_error = f"{name}: {str(err).splitlines()[0]}"
+        ss.flash_error = f"{plain(name)}: {str(err).splitlines()[0]}"
         return
     ss.table, ss.table_name = table, name
     ss.tables_attributes = list(table.domain.names)
@@ -346,20 +350,35 @@ def table_marginal_figure(release, table: Table, marginal: tuple[str, ...], leve
 
 
 def table_downloads(output: dict) -> dict[str, tuple[str, str, str]]:
-    """File name → (label, text, mime) for the release's downloads."""
+    """File name → (label, text, mime) for the release's downloads.
+
+    Every text cell of the CSVs (levels, attribute names) is neutralised for spreadsheets
+    (core.release.export.neutralise: a leading =, +, -, @ gets a ' prefix), as the histogram exports are.
+    """
     release, table, metadata = output["release"], output["table"], output["metadata"]
     stem = f"{metadata['mechanism']}-rho{metadata['rho']:g}"
     files = {f"{stem}.meta.json": ("Privacy metadata (JSON)", json.dumps(metadata, indent=2, default=str),
                                    "application/json")}
+    safe = dataclasses.replace(table, levels={n: [neutralise(v) for v in levels]
+                                              for n, levels in table.levels.items()})
     if release.records is not None:
-        files[f"{stem}-synthetic.csv"] = ("Synthetic records (CSV)", records_to_csv(
-            table.domain, release.records, table.levels), "text/csv")
-    files[f"{stem}-marginals.csv"] = ("Released marginals (CSV)",
-                                      table_marginals_frame(release, table).to_csv(index=False), "text/csv")
-    ranges = ranges_to_csv(release.workload, release.estimates, table.levels)
+        files[f"{stem}-synthetic.csv"] = ("Synthetic records (CSV)", _safe_header(records_to_csv(
+            table.domain, release.records, safe.levels)), "text/csv")
+    marginals = table_marginals_frame(release, safe)
+    marginals["marginal"] = marginals["marginal"].astype(str).map(neutralise)
+    files[f"{stem}-marginals.csv"] = ("Released marginals (CSV)", marginals.to_csv(index=False), "text/csv")
+    ranges = ranges_to_csv(release.workload, release.estimates, safe.levels)
     if ranges is not None:
         files[f"{stem}-ranges.csv"] = ("Range answers (CSV)", ranges, "text/csv")
     return files
+
+
+def _safe_header(text: str) -> str:
+    """A CSV whose header row (the input's attribute names) is neutralised; the rows are left as they are."""
+    header, newline, rest = text.partition("\n")
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow([neutralise(name) for name in next(csv.reader([header]), [])])
+    return out.getvalue() + newline + rest
 
 
 def synthetic_check(output: dict) -> pd.DataFrame:

@@ -565,22 +565,29 @@ def load_parquet(data: bytes, columns: list[str], *, what: str = "grid file") ->
     if stored > MAX_GRID_BYTES:
         raise _fail(f"{what} holds {stored:,} bytes of data once decompressed; at most {MAX_GRID_BYTES:,} "
                     "(MAX_GRID_BYTES) are allowed")
-    text = [c for c in columns if pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(
-        schema.field(c).type) or pa.types.is_binary(schema.field(c).type)]
     try:
+        text = [c for c in columns if _is_text(schema.field(c).type)]
         table = pq.ParquetFile(pa.BufferReader(data), read_dictionary=text).read(columns=columns)
+        encoded = [c for c in columns if pa.types.is_dictionary(table.schema.field(c).type)]  # text, or stored so
         decoded = sum(int(pc.sum(pc.take(pc.binary_length(chunk.dictionary), chunk.indices)).as_py() or 0)
-                      for c in text for chunk in table.column(c).chunks)
-        if decoded > MAX_GRID_BYTES:  # a short text repeated on every row: small on disk, huge decoded
-            raise _fail(f"{what}'s text columns hold {decoded:,} bytes once decoded; at most {MAX_GRID_BYTES:,} "
-                        "(MAX_GRID_BYTES) are allowed")
-        for c in text:
+                      if _is_text(chunk.dictionary.type) else 8 * len(chunk)
+                      for c in encoded for chunk in table.column(c).chunks)
+        if decoded > MAX_GRID_BYTES:  # a long text repeated on every row: small on disk, huge decoded
+            raise _fail(f"{what}'s dictionary-encoded columns hold {decoded:,} bytes once decoded; at most "
+                        f"{MAX_GRID_BYTES:,} (MAX_GRID_BYTES) are allowed")
+        for c in encoded:
             column = table.column(c)
             table = table.set_column(table.schema.get_field_index(c), c, pa.chunked_array(
                 [chunk.dictionary_decode() for chunk in column.chunks], type=column.type.value_type))
         return table.to_pandas()[columns]
-    except (pa.ArrowException, OSError, TypeError) as err:  # ArrowInvalid is also a ValueError: DataError passes
+    except (pa.ArrowException, OSError, TypeError, KeyError) as err:  # e.g. a column name given twice
         raise _fail(f"not a readable parquet {what}: {_first(err)}") from None
+
+
+def _is_text(kind) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind)
 
 
 def _first(err: BaseException) -> str:

@@ -661,7 +661,7 @@ def explicit_from_csv(source: str | Path | bytes, n: int | None = None) -> Expli
     header = not _is_number(first.split(",", 1)[0].strip().strip('"'))
     if n is not None and width != n:
         raise ValueError(f"query matrix has {width} columns but the histogram has {n} cells")
-    lines = data.count(b"\n") + 1 - header
+    lines = data.count(b"\n") + (not data.endswith(b"\n")) - header
     if lines * width > DENSE_LIMIT:  # before any scan: even if every line is a row, the matrix is over the limit
         raise ValueError(f"query matrix has up to {lines:,} rows × {width:,} columns = {lines * width:,} entries; "
                          f"at most {DENSE_LIMIT:,} (DENSE_LIMIT) are allowed: upload fewer queries")

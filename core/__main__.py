@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.analysis.bounded import RunTimeLimitError, run_bounded
-from core.analysis.cost import Deadline, RunLimits, check_cost, estimate_cost
+from core.analysis.bounded import RunTimeLimitError
+from core.analysis.cost import Deadline, RunLimits
 from core.analysis.execution import ProgressBar, parse_scheduler
 from core.analysis.experiment import run_sweep, summarise
 from core.analysis.grid import GridSpec, run_grid
@@ -24,14 +24,22 @@ from core.data.datasets import SAMPLE_DATASETS, load_histogram
 from core.data.fingerprint import dataset_fingerprint
 from core.data.limits import MAX_ACTION_SECONDS
 from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
-from core.mechanisms.gaussian import Matched, for_privacy
+from core.mechanisms.gaussian import Matched
 from core.papers.reproduce import add_reproduce_command
 from core.privacy.budget import Budget
-from core.privacy.definitions import DEFINITIONS, ZCDP, delta_warning, ledger_charge, target
-from core.privacy.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore, new_export_id
-from core.privacy.noise import NOISE_PATHS, noise_sampler, noise_source
+from core.privacy.definitions import DEFINITIONS, ZCDP, delta_warning, target
+from core.privacy.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore
+from core.privacy.noise import NOISE_PATHS
 from core.queries.workloads import WORKLOADS, parse_workload
-from core.release.export import SIMULATION_LABEL, history_to_csv, release_to_csv, release_to_json
+from core.release.export import SIMULATION_LABEL, history_to_csv
+from core.release.kernel import (
+    HistogramRequest,
+    TableRequest,
+    export_release,
+    release_histogram,
+    release_table,
+    table_metadata,
+)
 from core.tables.records import MISSING_CHOICES
 
 SCHEDULER_HELP = ("where cells run: auto (default: serial for small sweeps, else processes), processes[:N] "
@@ -129,10 +137,14 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     """``release --domain``/``--rho``: a table of records; synthesisers write records, the others marginals."""
     import json
 
-    from core.tables.contract import SECURE_NOISE
     from core.tables.mechanisms import table_mechanism
-    from core.tables.records import (load_table, marginals_to_csv, parse_marginal_workload, ranges_to_csv,
-                                     records_to_csv)
+    from core.tables.records import (
+        load_table,
+        marginals_to_csv,
+        parse_marginal_workload,
+        ranges_to_csv,
+        records_to_csv,
+    )
 
     if args.rho is None:
         raise CliError("a table release (--domain) takes --rho (zCDP budget), not --epsilon")
@@ -152,32 +164,21 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     # A synthesiser measures what it chooses; its workload (default all 2-way) only says what the metadata reports.
     spec = "marginals:k=2" if mechanism.synthesizes and args.workload == "identity" else args.workload
     workload = parse_marginal_workload(spec, table.domain)
-    charge_epsilon, charge_delta, _ = ledger_charge(ZCDP(rho), args.delta)  # CKS ε at --delta, plus δ
-    cost = Budget(charge_epsilon, charge_delta, rho)
     store, fingerprint = _store(args), table.fingerprint
     _record_budget(store, fingerprint, args, Path(args.input).name)
-    if store.ledger(fingerprint).unit == "epsilon" and store.ledger(fingerprint).total.delta < cost.delta:
-        raise CliError(f"a rho-zCDP table release is charged as (epsilon, delta={args.delta:g}) but this dataset's "
-                       f"ledger allows delta={store.ledger(fingerprint).total.delta:g}; record a total with --budget "
-                       f"EPSILON --budget-delta DELTA")
-    store.ledger(fingerprint).spend(f"release: {args.mechanism}", cost)  # refuse over budget before any work
-    release = mechanism.run(workload, table.records, rho, noise_source("secure"))  # OpenDP's samplers, never seeded
-    if release.privacy_loss > rho * (1 + 1e-9):  # the noise actually drawn must fit the budget (float slack only)
-        raise CliError(f"internal check: {args.mechanism} privacy loss rho={release.privacy_loss!r} exceeds --rho {rho!r}")
-    metadata = {"mechanism": args.mechanism, "rho": rho, "privacy_loss_rho": release.privacy_loss,
-                "delta_for_ledger": args.delta, "epsilon_charged": cost.epsilon,
-                "domain": json.loads(table.domain.to_json()), "workload": workload.describe(),
-                "noise": SECURE_NOISE} | release.metadata
+    # One door with the app (core.release.kernel): refused over budget or δ before any work, bounded, charged once.
+    request = TableRequest(mechanism, rho, workload, args.delta)
+    published = release_table(request, table.records, store=store,
+                              fingerprint=fingerprint, name=Path(args.input).name, time_limit=args.time_limit,
+                              where="command line")
+    release, cost, ledger, export_id = published.release, published.charge, published.ledger, published.export_id
+    metadata = table_metadata(published, request, dataset=Path(args.input).name)
     if release.records is not None:
         text = records_to_csv(table.domain, release.records, table.levels)
         what = f"{len(release.records)} synthetic records"
     else:
         text = marginals_to_csv(workload, release.estimates, release.stds, table.levels)
         what = workload.describe()
-    export_id = new_export_id()
-    ledger = store.spend(fingerprint, f"release: {args.mechanism}", cost, mechanism=args.mechanism, rho=rho,
-                         workload=args.workload, export_id=export_id, name=Path(args.input).name,
-                         note=f"rho={rho:g} charged as (epsilon={cost.epsilon:.6g}, delta={args.delta:g}); command line")
     output.write_text(text)
     ranges = ranges_to_csv(workload, release.estimates, table.levels)
     if ranges is not None:  # range queries inside marginals, answered from the released cells
@@ -190,62 +191,40 @@ def cmd_release_table(args: argparse.Namespace) -> int:
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    if args.domain is not None:
-        return cmd_release_table(args)
-    if args.noise != "secure":
+    if args.noise != "secure":  # tables and histograms alike
         raise CliError(f"--noise {args.noise} gives a {SIMULATION_LABEL}: its seeded noise can be regenerated and "
                        "subtracted, so it is never written as a release; use --noise secure (or `compare` to "
                        "simulate)")
+    if args.domain is not None:
+        return cmd_release_table(args)
     output = Path(args.output)
     if output.suffix.lower() not in (".csv", ".json"):
         raise CliError(f"--output must end in .csv or .json, got {args.output!r}")
-    histogram = load_histogram(args.input)
     privacy = _privacy(args)
-    base = _mechanism(args.mechanism, _params(args.param))
-    if args.definition == "pure":
-        runner, epsilon = for_privacy(base, privacy)  # refuses Gaussian mechanisms
-    else:  # ε at δ: Laplace at √(2ρ) or ε, Gaussian calibrated; the release states definition, δ and ρ
-        runner, epsilon = Matched(base, args.definition, args.delta), privacy.to_approx(args.delta).epsilon
-    mechanism = runner.resolve(epsilon)[0] if isinstance(runner, Matched) else runner
-    charge_epsilon, charge_delta, rho = ledger_charge(privacy, args.delta)
-    charge = Budget(charge_epsilon, charge_delta, rho)
+    params = _params(args.param)
+    _mechanism(args.mechanism, params)  # an unknown name or a bad setting is refused before the data is read
+    histogram = load_histogram(args.input)
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
                               allow_files=True)
-    warning = check_cost(estimate_cost(mechanism, workload), what=f"{mechanism.name} on this input")
-    if warning:  # over the memory or time limit it raised above (exit 2, naming what to change)
-        print(f"note: {warning}", file=sys.stderr)
+    request = HistogramRequest(args.mechanism, params, privacy, workload, args.workload, args.delta)
     if args.definition != "pure" and (warning := delta_warning(args.delta, int(round(histogram.total)))):
         print(f"warning: {warning}", file=sys.stderr)
     store, fingerprint = _store(args), dataset_fingerprint(histogram)
     _record_budget(store, fingerprint, args, histogram.name)
-    # Refuse an over-budget release before any work (BudgetExceededError: exit 2); store.spend re-checks atomically.
-    if store.ledger(fingerprint).unit == "epsilon" and charge.delta > store.ledger(fingerprint).total.delta:  # the total lacks δ
-        raise CliError(f"this {args.definition} release needs delta={charge.delta:g} but the dataset's total delta is "
-                       f"{store.ledger(fingerprint).total.delta:g}; record a total with --budget EPSILON "
-                       "--budget-delta DELTA before the first release, or use --definition pure")
-    store.ledger(fingerprint).spend(f"release: {args.mechanism}", charge)
-    rng = noise_source("secure", mechanism=mechanism, counts=histogram.counts)  # OpenDP; integer noise when sound
-    # In a worker stopped at --time-limit (core.analysis.bounded): a stopped run writes nothing and charges nothing.
-    release = run_bounded(runner.run, histogram.counts, workload, epsilon, rng, seconds=args.time_limit,
-                          estimated_seconds=estimate_cost(mechanism, workload).seconds)
-    export_id = new_export_id()
-    sampler = noise_sampler(rng, mechanism)
-    ledger = store.spend(fingerprint, f"release: {release.mechanism}", charge, mechanism=release.mechanism,
-                         workload=args.workload, export_id=export_id, name=histogram.name, rho=rho,
-                         note=f"noise path: secure ({sampler}); {privacy}; command line")
-    labels = histogram.bin_labels() if release.estimate is not None else None
-    if output.suffix.lower() == ".json":
-        output.write_text(release_to_json(release, workload=args.workload, noise_path="secure",
-                                          dataset=histogram.name, labels=labels, noise_sampler=sampler,
-                                          export_id=export_id))
-    else:
-        output.write_bytes(release_to_csv(release, labels))
+    # The kernel refuses over budget or over the limits before any work, runs in a worker stopped at
+    # --time-limit, and charges only a finished run (a stopped run writes nothing and charges nothing).
+    published = release_histogram(request, histogram.counts, store=store, fingerprint=fingerprint,
+                                  name=histogram.name, time_limit=args.time_limit, where="command line")
+    release = published.release
+    output.write_bytes(export_release(published, request, fmt=output.suffix.lower().lstrip("."),
+                                      dataset=histogram.name, labels=histogram.bin_labels(),
+                                      rng=np.random.default_rng(args.seed)))
     kind = "bins" if release.estimate is not None else "query answers"
     print(f"released {len(release.estimate if release.estimate is not None else release.answers)} {kind} "
           f"with {release.mechanism} under {privacy} (epsilon={release.epsilon:g} at delta="
           f"{release.params.get('delta', 0.0):g}, privacy loss {release.privacy_loss:g}; "
           f"neighbouring: {NEIGHBOURING}) -> {output}; ledger {fingerprint[:12]}: remaining "
-          f"{_left(ledger)} (export id {export_id})")
+          f"{_left(published.ledger)} (export id {published.export_id})")
     return 0
 
 
@@ -449,9 +428,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a table's missing values: refuse (default), drop their rows, or make them a level")
     rel.add_argument("--param", action="append", metavar="KEY=VALUE", help="mechanism setting (repeatable)")
     rel.add_argument("--output", required=True, help="OUT.csv (bin,count) or OUT.json (values + metadata)")
-    rel.add_argument("--time-limit", type=_time_limit, default=MAX_ACTION_SECONDS, metavar="SECONDS",
+    rel.add_argument("--time-limit", type=_time_limit, default=None, metavar="SECONDS",
                      help=f"stop the run after this many seconds, releasing and charging nothing (default "
-                          f"{MAX_ACTION_SECONDS:g}, from DPLENS_MAX_ACTION_SECONDS)")
+                          f"{MAX_ACTION_SECONDS:g}, from DPLENS_MAX_ACTION_SECONDS; synthesisers "
+                          "DPLENS_MAX_SYNTHESIS_SECONDS)")
     _ledger_arguments(rel)
     rel.set_defaults(func=cmd_release)
 

@@ -37,7 +37,7 @@ def test_release_of_hepth_writes_4096_rows(tmp_path):
                   "--output", str(out))
     assert result.returncode == 0, result.stderr
     rows = list(csv.reader(out.read_text().splitlines()))
-    assert rows[0] == ["bin", "count"] and len(rows) == 4097
+    assert rows[0] == ["bin", "count", "lower", "upper", "level"] and len(rows) == 4097  # as the app exports
     assert "neighbouring" in result.stdout and "add/remove" in result.stdout
 
 
@@ -115,7 +115,7 @@ def test_release_without_estimate_writes_query_answers(tmp_path):
     assert main(["release", "--input", "dense", "--mechanism", "laplace-on-answers", "--epsilon", "1",
                  "--workload", "random-range:m=25,seed=2", "--output", str(out)]) == 0
     rows = list(csv.reader(out.read_text().splitlines()))
-    assert rows[0] == ["query", "answer"] and len(rows) == 26
+    assert rows[0] == ["query", "answer", "lower", "upper", "level"] and len(rows) == 26
 
 
 @pytest.mark.parametrize("name", list(SAMPLE_DATASETS))

@@ -21,14 +21,42 @@ def test_generated_script_reproduces_the_configuration_on_a_sample(tmp_path):
     sample = DATA_DIR / "tips_bill.csv"
     assert sample.read_text()[:40] not in script.read_text()  # the data is never embedded
     out = tmp_path / "out.json"
-    run = subprocess.run([sys.executable, str(script), str(sample), str(out)], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    run = subprocess.run([sys.executable, str(script), str(sample), str(out), "--ledger", str(tmp_path / "l.sqlite3")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr
     doc = json.loads(out.read_text())
     assert (doc["mechanism"], doc["epsilon"], doc["workload"], doc["noise_path"]) == ("hb", 0.5, "prefix", "secure")
     assert doc["params"]["branching"] == 4
     assert doc["dataset"] == "tips_bill.csv" and doc["privacy_loss"] <= doc["epsilon"] + 1e-12
     assert len(doc["counts"]) == 51 and "seed" not in doc
+
+
+def test_a_recipe_run_is_charged_and_refused_over_budget(tmp_path):
+    """Every run of a recipe is a release through the kernel: charged to the ledger, refused with one line over it."""
+    from core.data.datasets import load_histogram
+    from core.data.fingerprint import dataset_fingerprint
+    from core.privacy.budget import Budget
+    from core.privacy.ledger_store import LedgerStore
+
+    script = tmp_path / "dplens_recipe.py"
+    script.write_text(recipe_script(**CONFIG))
+    assert "SPENDS PRIVACY BUDGET" in script.read_text()
+    sample, ledger = DATA_DIR / "tips_bill.csv", tmp_path / "l.sqlite3"
+    fingerprint = dataset_fingerprint(load_histogram(sample))
+    LedgerStore(ledger).set_total(fingerprint, Budget(0.75))
+
+    def run():
+        return subprocess.run([sys.executable, str(script), str(sample), "--ledger", str(ledger)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120,
+                              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+    first, second = run(), run()
+    assert first.returncode == 0, first.stderr
+    assert second.returncode != 0 and second.stderr.strip().startswith("not released:")
+    assert len(second.stderr.strip().splitlines()) == 1 and "remaining is epsilon=0.25" in second.stderr
+    spends = [e for e in LedgerStore(ledger).history(fingerprint) if e["kind"] == "spend"]
+    assert len(spends) == 1 and spends[0]["epsilon"] == 0.5 and spends[0]["export_id"]
 
 
 def test_notebook_is_valid_and_holds_the_same_configuration():

@@ -176,11 +176,15 @@ def test_cli_bad_input_exits_2(tmp_path, capsys, extra, words):
 
 
 def test_cli_refuses_a_delta_free_ledger(tmp_path, capsys):
+    """A recorded pure-ε total has no δ for a ρ release read as (ε, δ); with no total recorded, the default table
+    total (ρ = 1, as on the Tables page) applies."""
     data, domain = _write(tmp_path, "sex,age\nF,1\n", {"sex": ["F", "M"], "age": 3})
-    assert main(["release", "--input", data, "--domain", domain, "--workload", "marginals:k=1", "--mechanism",
-                 "identity", "--rho", "1", "--output", str(tmp_path / "o.csv"), "--ledger",
-                 str(tmp_path / "l.db")]) == 2
-    assert "allows delta=0" in capsys.readouterr().err
+    common = ["release", "--input", data, "--domain", domain, "--workload", "marginals:k=1", "--mechanism",
+              "identity", "--output", str(tmp_path / "o.csv")]
+    assert main([*common, "--rho", "0.1", "--budget", "5", "--ledger", str(tmp_path / "l.db")]) == 2
+    assert "needs delta=1e-06; remaining is delta=0 of 0" in capsys.readouterr().err
+    assert main([*common, "--rho", "0.5", "--ledger", str(tmp_path / "fresh.db")]) == 0
+    assert "remaining rho=0.5 of 1" in capsys.readouterr().out
 
 
 def test_cli_mst_where_opendp_default_split_trips(tmp_path, capsys):

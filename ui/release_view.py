@@ -14,9 +14,9 @@ from core.analysis.intervals import release_intervals
 from core.analysis.strategy_noise import strategy_halfwidths
 from core.data import limits
 from core.mechanisms import MECHANISMS, configure
-from core.mechanisms.gaussian import Matched, for_privacy
-from core.privacy.definitions import ledger_charge, target
-from core.privacy.ledger_store import new_export_id
+from core.mechanisms.gaussian import Matched
+from core.privacy.definitions import target
+from core.privacy.ledger_store import LedgerStore, new_export_id
 from core.privacy.noise import noise_sampler, noise_source
 from core.release.config import parse_config
 from core.release.export import (
@@ -26,6 +26,7 @@ from core.release.export import (
     release_to_csv,
     release_to_json,
 )
+from core.release.kernel import HistogramRequest, plan_histogram, release_histogram
 from core.release.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
 from core.release.recipe import recipe_notebook, recipe_script
 
@@ -45,7 +46,9 @@ def spend_and_release() -> None:
     """Button callback: run, then charge, then log (a rerun never reaches this; style rule 7).
 
     Reads the widgets at click time (not render-time args), so an edit and a click in the same
-    round trip charge what the user sees.
+    round trip charge what the user sees. A secure release of the private data goes through the release
+    kernel (``core.release.kernel``), like the command line's; the exploration path is a simulation that is
+    never exported, and re-releasing already-private data is post-processing.
     """
     ss = st.session_state
     name, epsilon, noise_path = ss.release_mechanism, float(ss.release_epsilon), ss.release_noise_path
@@ -55,14 +58,12 @@ def spend_and_release() -> None:
     definition, delta = ui.definition(), ui.delta()
     try:
         privacy = target(definition, epsilon, delta)
-        charge_epsilon, charge_delta, rho = ledger_charge(privacy, delta)
-        base = configure(MECHANISMS[name], settings)
-        runner = base if definition == "pure" else Matched(base, definition, delta)
-        mechanism = runner.resolve(epsilon)[0] if isinstance(runner, Matched) else for_privacy(base, privacy)[0]
+        request = HistogramRequest(name, settings, privacy, ui.workload(), ui.workload_spec(), delta)
+        runner, mechanism, run_epsilon, charge = plan_histogram(request)
     except ValueError as err:
         st.session_state.flash_error = f"{name} not released: {err}"
         return
-    if ui.released_data() is None and not ui.fits_or_flash(label, charge_epsilon, delta=charge_delta, rho=rho,
+    if ui.released_data() is None and not ui.fits_or_flash(label, charge.epsilon, delta=charge.delta, rho=charge.rho,
                                                            what=ui.DEFINITION_LABELS[definition]):
         return  # refused before any work: the flash names the remaining budget in the ledger's unit
     _, refusal = ui.run_check(name, settings, ui.workload())
@@ -70,35 +71,48 @@ def spend_and_release() -> None:
         st.session_state.flash_error = f"{name} not run: {refusal}"
         return
     stream = int(st.session_state.release_counter)
+    exploring = noise_path == "exploration"
+    kernel = not exploring and ui.released_data() is None and not ui.is_rescaled()
     try:
         counts = ui.histogram().counts
-        rng = ui.release_rng() if noise_path == "exploration" else noise_source("secure", mechanism=mechanism,
-                                                                                  counts=counts)
-        started = time.perf_counter()
         with st.spinner(f"Releasing with {name} at ε = {epsilon:g} (stopped after {limits.MAX_ACTION_SECONDS:g} s)…"):
             # the limit is read per click: an operator (or a test) may change it while the server runs
-            release = run_bounded(runner.run, counts, ui.workload(), epsilon, rng, seconds=limits.MAX_ACTION_SECONDS,
-                                  estimated_seconds=estimate_cost(mechanism, ui.workload()).seconds)
-        seconds = time.perf_counter() - started
+            if kernel:
+                published = release_histogram(request, counts, store=LedgerStore(), fingerprint=ui.ledger_key(),
+                                              name=ui.histogram().name, time_limit=limits.MAX_ACTION_SECONDS,
+                                              workspace=ss.get("workspace_id"), where="Release page")
+                release, seconds, sampler = published.release, published.seconds, published.noise_sampler
+            else:
+                rng = ui.release_rng() if exploring else noise_source("secure", mechanism=mechanism, counts=counts)
+                started = time.perf_counter()
+                release = run_bounded(runner.run, counts, ui.workload(), run_epsilon, rng,
+                                      seconds=limits.MAX_ACTION_SECONDS,
+                                      estimated_seconds=estimate_cost(mechanism, ui.workload()).seconds)
+                seconds, sampler = time.perf_counter() - started, noise_sampler(rng, mechanism)
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
-        st.session_state.flash_error = f"{name} cannot release this input: {message}"
+        ui.ledger()  # show what the store holds (another tab may have spent)
+        st.session_state.flash_error = f"{name} not released: {message}"
         return
-    exploring = noise_path == "exploration"
-    export_id = None if exploring else new_export_id()  # a simulation is never exported
-    if not ui.charge(label, charge_epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
-                     delta=charge_delta, rho=rho,
-                     note=f"noise path: {noise_path}" + ("" if definition == "pure" else f"; {privacy}")
-                     + (f" ({SIMULATION_LABEL})" if exploring else "")):
-        return
+    if kernel:
+        export_id = published.export_id
+        ss.ledger, ss.release_counter = published.ledger, ss.release_counter + 1
+    else:
+        export_id = None if exploring else new_export_id()  # a simulation is never exported
+        if not ui.charge(label, charge.epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
+                         delta=charge.delta, rho=charge.rho,
+                         note=f"noise path: {noise_path}" + ("" if definition == "pure" else f"; {privacy}")
+                         + (f" ({SIMULATION_LABEL})" if exploring else "")):
+            return
     entry = history_entry(
         release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),
         seed=int(st.session_state.seed) if exploring else None, stream=stream if exploring else None,
-        noise_path=noise_path, noise_sampler=noise_sampler(rng, mechanism))
+        noise_path=noise_path, noise_sampler=sampler)
     meta = privacy_metadata(release)
     entry.update(definition=definition, delta=meta["delta"], rho=meta["rho"], sigma=meta["sigma"])
     st.session_state.releases.append({**entry, "export_id": export_id})
-    st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds}
+    st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds,
+                                                "request": request}
     st.session_state.release_show = number
     ui.save_workspace()  # the history survives a reload even if this run is cut short
 

@@ -20,24 +20,34 @@ import pandas as pd
 import streamlit as st
 from scipy import special
 
-from core.analysis.bounded import run_bounded
 from core.analysis.experiment import SweepCache
-from core.data import limits
-from core.privacy.budget import Budget, BudgetExceededError
-from core.privacy.definitions import ZCDP, ledger_charge
-from core.privacy.ledger_store import LedgerStore, new_export_id
-from core.privacy.noise import noise_source
+from core.privacy.budget import Budget
+from core.privacy.ledger_store import LedgerStore
 from core.queries.marginals import MAX_MARGINAL_CELLS, MarginalWorkload, TableDomain
 from core.release.export import neutralise
+from core.release.kernel import (
+    DEFAULT_TABLE_TOTAL,
+    TABLE_DISPLAY_DELTA,
+    TableRequest,
+    table_charge,
+    table_metadata,
+)
+from core.release.kernel import release_table as kernel_release_table
 from core.tables.compare import BASELINE, baseline_scores, compare_tables, evaluation_tvd, summarise_tables
-from core.tables.contract import INTERVAL_LEVEL, SECURE_NOISE
+from core.tables.contract import INTERVAL_LEVEL
 from core.tables.mechanisms import TABLE_MECHANISMS, TABLE_SETTINGS, table_mechanism
-from core.tables.records import (Table, load_table, marginals_to_csv, parse_marginal_workload, ranges_to_csv,
-                                 records_to_csv)
+from core.tables.records import (
+    Table,
+    load_table,
+    marginals_to_csv,
+    parse_marginal_workload,
+    ranges_to_csv,
+    records_to_csv,
+)
 from ui.guard import plain
 
-TABLE_DEFAULT_RHO = 1.0   # a table's total until the curator records one
-TABLE_DISPLAY_DELTA = 1e-6      # ρ is also shown as ε at this δ (Canonne–Kamath–Steinke conversion)
+TABLE_DEFAULT_RHO = DEFAULT_TABLE_TOTAL.rho  # a table's total until the curator records one (core.release.kernel)
+# ρ is also shown as ε at TABLE_DISPLAY_DELTA (Canonne–Kamath–Steinke conversion)
 TABLE_RHO_CHOICES = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 _LEVEL = 0.95
 SAMPLE_TABLE_NAME = "survey (built-in sample)"
@@ -148,7 +158,7 @@ def table_evaluation(table: Table) -> MarginalWorkload:
 # ------------------------------------------------------------------------------------------------ the ledger
 
 def _default_total() -> Budget:
-    return Budget.zcdp(TABLE_DEFAULT_RHO, TABLE_DISPLAY_DELTA)
+    return DEFAULT_TABLE_TOTAL
 
 
 def table_ledger(table: Table):
@@ -247,8 +257,7 @@ def table_settings(name: str, *, render: bool = False) -> dict[str, str]:
 
 
 def table_release_cost(rho: float) -> Budget:
-    epsilon, delta, _ = ledger_charge(ZCDP(rho), TABLE_DISPLAY_DELTA)
-    return Budget(epsilon, delta, rho)
+    return table_charge(rho, TABLE_DISPLAY_DELTA)
 
 
 def table_method_label(name: str) -> str:
@@ -265,46 +274,19 @@ def release_table(progress=None) -> None:
         chosen = project_table(table, list(ss.tables_attributes))
         work = table_workload(chosen)
         mechanism = table_mechanism(name, **table_settings(name))
-        cost = table_release_cost(rho)
     except ValueError as err:
         ss.flash_error = f"{name} not released: {err}"
         return
-    store, led = LedgerStore(), table_ledger(table)
-    if led.unit == "epsilon" and led.remaining.delta < cost.delta:
-        ss.flash_error = (f"This table's ledger has an (ε, δ) total without δ to spare; a ρ-zCDP release needs "
-                          f"δ = {cost.delta:g}. Record a ρ total before the first release.")
-        return
-    if not led.fits(cost):
-        try:
-            led.spend(f"release: {name}", cost)
-        except BudgetExceededError as err:
-            ss.flash_error = f"{name} not released: {err}"
-        return
-    try:
-        release = run_bounded(mechanism.run, work, chosen.records, rho, noise_source("secure"),
-                              seconds=limits.MAX_SYNTHESIS_SECONDS if mechanism.synthesizes else limits.MAX_ACTION_SECONDS,
-                              estimated_seconds=_SLOW_SECONDS if mechanism.data_dependent else 0.01,
-                              progress=progress if mechanism.synthesizes else None)
+    try:  # the one release door (core.release.kernel): refusals before work, bounded run, one charge
+        request = TableRequest(mechanism, rho, work, TABLE_DISPLAY_DELTA)
+        published = kernel_release_table(request, chosen.records, store=LedgerStore(),
+            fingerprint=table.fingerprint, name=ss.get("table_name", "table"), workspace=ss.get("workspace_id"),
+            estimated_seconds=_SLOW_SECONDS if mechanism.data_dependent else None, progress=progress)
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         ss.flash_error = f"{name} not released: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
         return
-    if release.privacy_loss > rho * (1 + 1e-9):  # the noise drawn must fit what is charged
-        ss.flash_error = f"{name} not released: its privacy loss ρ = {release.privacy_loss:.6g} exceeds ρ = {rho:g}"
-        return
-    export_id = new_export_id()
-    try:
-        store.spend(table.fingerprint, f"release: {name}", cost, mechanism=name, rho=rho,
-                    workload=work.describe(), export_id=export_id, name=ss.get("table_name", "table"),
-                    workspace=ss.get("workspace_id"), default_total=_default_total(),
-                    note=f"table release; rho={rho:g} charged as (epsilon={cost.epsilon:.6g}, delta={cost.delta:g})")
-    except (BudgetExceededError, ValueError) as err:
-        ss.flash_error = f"{name} not released: {err}"
-        return
-    metadata = {"dataset": ss.get("table_name", "table"), "mechanism": name, "rho": rho,
-                "privacy_loss_rho": release.privacy_loss, "epsilon_charged": cost.epsilon,
-                "delta_for_ledger": cost.delta, "privacy": "rho-zCDP, add/remove one record",
-                "workload": work.describe(), "domain": json.loads(chosen.domain.to_json()),
-                "noise": SECURE_NOISE, "export_id": export_id} | release.metadata
+    metadata = table_metadata(published, request, dataset=ss.get("table_name", "table"))
+    release = published.release
     ss.tables_release = {"release": release, "table": chosen, "metadata": metadata}
 
 

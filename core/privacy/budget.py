@@ -142,7 +142,8 @@ class Ledger:
             if self.total.rho is None and within(self.spent.epsilon + cost.epsilon, self.total.epsilon):
                 raise BudgetExceededError(
                     f"{label!r} needs delta={cost.delta:g}; remaining is delta={self.remaining.delta:g} of "
-                    f"{self.total.delta:g}. Lower delta or release under pure epsilon-DP.")
+                    f"{self.total.delta:g}. Lower delta, record a total with a delta budget before the first release "
+                    "(--budget-delta on the command line), or release under pure epsilon-DP.")
             if self.total.rho is None:
                 raise BudgetExceededError(
                     f"{label!r} needs epsilon={cost.epsilon:g}; remaining is epsilon={self.remaining.epsilon:g} "

@@ -145,8 +145,12 @@ class LedgerStore:
 
     def spend(self, fingerprint: str, label: str, cost: Budget, *, mechanism: str, workload: str | None = None,
               export_id: str | None = None, rho: float | None = None, workspace: str | None = None,
-              name: str = "", note: str | None = None, default_total: Budget = DEFAULT_TOTAL) -> Ledger:
+              name: str = "", note: str | None = None, default_total: Budget = DEFAULT_TOTAL,
+              values_hash: str | None = None) -> Ledger:
         """Charge ``cost`` atomically (check and insert in one ``BEGIN IMMEDIATE`` transaction).
+
+        With ``export_id`` and ``values_hash`` (``core.release.provenance.values_hash`` of the released values), the
+        export is recorded in the same transaction: the file comes back as already private only if it is known.
 
         The first spend on an unrecorded dataset records ``default_total`` first. ``rho`` (zCDP; or
         ``cost.rho``) is stored with the spend. The check is ``Ledger.spend``: basic composition of
@@ -171,7 +175,33 @@ class LedgerStore:
                          "VALUES (?, ?, 'spend', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (fingerprint, epoch, label, mechanism, cost.epsilon, cost.delta, cost.rho, workload, export_id,
                           workspace, note, _now()))
+            if values_hash is not None:
+                if export_id is None:
+                    raise ValueError("a recorded export needs its export_id")
+                conn.execute("INSERT INTO exports (export_id, fingerprint, values_hash, kind, note, time) "
+                             "VALUES (?, ?, ?, 'released', ?, ?)", (export_id, fingerprint, values_hash, label, _now()))
         return after
+
+    def known_export(self, values_hash: str) -> dict[str, object] | None:
+        """The recorded export whose released values hash to ``values_hash`` (released here or stated), else None."""
+        with connect(self.path) as conn:
+            row = conn.execute("SELECT export_id, fingerprint, kind, note, time FROM exports WHERE values_hash = ? "
+                               "ORDER BY time LIMIT 1", (str(values_hash),)).fetchone()
+        return None if row is None else dict(zip(("export_id", "fingerprint", "kind", "note", "time"), row, strict=True))
+
+    def state_external(self, values_hash: str, *, name: str, statement: str) -> str:
+        """Record the curator's statement that a file this store never released is another installation's DP release.
+
+        Returns the new export id; the statement (and file name) is kept with it.
+        """
+        if not (isinstance(statement, str) and statement.strip()):
+            raise ValueError("loading another installation's export as private needs a statement of where it is from")
+        export_id = new_export_id()
+        with connect(self.path) as conn, transaction(conn):
+            conn.execute("INSERT INTO exports (export_id, fingerprint, values_hash, kind, note, time) "
+                         "VALUES (?, ?, ?, 'stated', ?, ?)",
+                         (export_id, "0" * 64, str(values_hash), f"{name}: {statement.strip()}", _now()))
+        return export_id
 
     def reset(self, fingerprint: str, total: Budget, *, reason: str, workspace: str | None = None) -> Ledger:
         """Start a fresh budget for the same data (recorded with ``reason``; see RESET_WARNING).

@@ -34,7 +34,7 @@ from pathlib import Path
 
 DEFAULT_HOME = "~/.local/share/dplens"
 DATABASE_NAME = "dplens.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the exports table (provenance of released values)
 BUSY_TIMEOUT_SECONDS = 60.0  # how long a writer waits for another's transaction (20 concurrent spenders)
 
 _SCHEMA = """
@@ -69,6 +69,15 @@ CREATE TABLE IF NOT EXISTS workspaces (
     state TEXT NOT NULL,
     updated TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS exports (
+    export_id TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    values_hash TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('released', 'stated')),
+    note TEXT,
+    time TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS exports_by_values ON exports (values_hash);
 CREATE TABLE IF NOT EXISTS datasets (
     fingerprint TEXT PRIMARY KEY,
     name TEXT NOT NULL,

@@ -24,6 +24,7 @@ import numpy as np
 from core import __version__
 from core.mechanisms import NEIGHBOURING, Release
 from core.privacy.noise import NOISE_PATHS, NOISE_SAMPLERS
+from core.release.provenance import exported_number as _number
 
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 EXPORTABLE_NOISE_PATHS = ("secure",)
@@ -61,10 +62,6 @@ def _csv_text(cell: object) -> str:
     'a\\nb'
     """
     return neutralise(cell).replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _number(value: float) -> str:
-    return f"{float(value):.10g}"
 
 
 def release_to_csv(release: Release, labels: Sequence[str] | None = None, intervals=None) -> bytes:

@@ -1,8 +1,9 @@
 """A reproducible recipe: a Python script (or Jupyter notebook) that re-runs one release configuration.
 
 The recipe names the mechanism, its settings, the workload spec and ε, and reads the data from a file
-the user names when running it: it never embeds the data. It draws noise on the secure path, so the
-values differ from run to run; the metadata (mechanism, params, ε, workload, noise policy) match.
+the user names when running it: it never embeds the data. Every run is a release: it goes through the
+release kernel (``core.release.kernel``), which charges the installation's ledger for that file (or the
+ledger named with ``--ledger``) and refuses over budget, exactly as the app and the command line do.
 
 >>> script = recipe_script(mechanism="hb", settings={"branching": "4"}, workload="prefix", epsilon=0.5)
 >>> "MECHANISM = 'hb'" in script and "counts" not in script.split("def main")[0]
@@ -16,10 +17,12 @@ from collections.abc import Mapping
 
 _HEADER = '''"""dplens recipe: re-run one release on a histogram file you name (the data is not in this file).
 
-Usage:  python {file} HISTOGRAM_FILE [OUTPUT.json]
-Runs from a dplens checkout (or with dplens's core package importable). The noise is drawn on the
-secure path (OpenDP samplers, no seed), so the released values differ from run to run; the metadata
-(mechanism, settings, epsilon, workload, noise policy) match the release this recipe was made from.
+Usage:  python {file} HISTOGRAM_FILE [OUTPUT.json] [--ledger PATH]
+Runs from a dplens checkout (or with dplens's core package importable).
+EVERY RUN SPENDS PRIVACY BUDGET: it is a new release, charged to this installation's ledger for the file
+(or to the ledger at --ledger), and refused with one line when the budget cannot pay for it.
+The noise is drawn on the secure path (OpenDP samplers, no seed), so the released values differ from run
+to run; the metadata (mechanism, settings, epsilon, workload, noise policy) match the release it was made from.
 """
 '''
 
@@ -32,24 +35,27 @@ EPSILON = {epsilon!r}
 
 _MAIN = '''
 
-def main(path: str, output: str | None = None) -> dict:
-    """Load the histogram, release it once on the secure path, write (or return) the JSON export."""
+def main(path: str, output: str | None = None, ledger: str | None = None) -> dict:
+    """Load the histogram, release it once through the release kernel (charging the ledger), write the JSON."""
     import json
 
+    import numpy as np
+
     from core.data.datasets import load_histogram
-    from core.release.export import release_to_json
-    from core.mechanisms import MECHANISMS, configure
-    from core.privacy.noise import noise_sampler, noise_source
+    from core.data.fingerprint import dataset_fingerprint
+    from core.privacy.definitions import PureDP
+    from core.privacy.ledger_store import LedgerStore
     from core.queries.workloads import parse_workload
+    from core.release.kernel import HistogramRequest, export_release, release_histogram
 
     hist = load_histogram(path)
-    mechanism = configure(MECHANISMS[MECHANISM], SETTINGS)
-    workload = parse_workload(WORKLOAD, hist.domain.shape)
-    rng = noise_source("secure", mechanism=mechanism, counts=hist.counts)
-    release = mechanism.run(hist.counts, workload, EPSILON, rng)
-    labels = hist.bin_labels() if release.estimate is not None else None
-    text = release_to_json(release, workload=WORKLOAD, noise_path="secure", dataset=path.rsplit("/", 1)[-1],
-                           labels=labels, noise_sampler=noise_sampler(rng))
+    request = HistogramRequest(MECHANISM, SETTINGS, PureDP(EPSILON), parse_workload(WORKLOAD, hist.domain.shape),
+                               WORKLOAD)
+    store = LedgerStore(ledger) if ledger else LedgerStore()
+    published = release_histogram(request, hist.counts, store=store, fingerprint=dataset_fingerprint(hist),
+                                  name=hist.name, where="recipe")
+    text = export_release(published, request, fmt="json", dataset=path.rsplit("/", 1)[-1],
+                          labels=hist.bin_labels(), rng=np.random.default_rng()).decode()
     if output:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -59,12 +65,20 @@ def main(path: str, output: str | None = None) -> dict:
 _CLI = '''
 
 if __name__ == "__main__":
+    import argparse
     import sys
 
-    if len(sys.argv) not in (2, 3):
-        sys.exit(f"usage: python {sys.argv[0]} HISTOGRAM_FILE [OUTPUT.json]")
-    doc = main(*sys.argv[1:])
-    print(f"released {doc['mechanism']} at epsilon={doc['epsilon']:g} on workload {doc['workload']}")
+    parser = argparse.ArgumentParser(description="Re-run one dplens release (spends privacy budget).")
+    parser.add_argument("histogram")
+    parser.add_argument("output", nargs="?")
+    parser.add_argument("--ledger", help="the dplens store to charge (default: this installation's)")
+    args = parser.parse_args()
+    try:
+        doc = main(args.histogram, args.output, args.ledger)
+    except ValueError as err:  # over budget, a bad input: one line, nothing released or charged
+        sys.exit(f"not released: {str(err).splitlines()[0]}")
+    print(f"released {doc['mechanism']} at epsilon={doc['epsilon']:g} on workload {doc['workload']} "
+          f"(export id {doc['export_id']}; charged to the ledger)")
 '''
 
 
@@ -98,7 +112,8 @@ def recipe_notebook(*, mechanism: str, settings: Mapping[str, object], workload:
     notebook.cells = [
         nbformat.v4.new_markdown_cell(
             "# dplens recipe\n\nRe-runs one release on a histogram file you name (the data is not in this "
-            "notebook). Noise comes from the secure path, so values differ from run to run; the metadata match."),
+            "notebook). **Every run spends privacy budget**: it is charged to this installation's ledger and "
+            "refused over budget. Noise comes from the secure path, so values differ from run to run."),
         nbformat.v4.new_code_cell(_config(mechanism, settings, workload, epsilon).strip()
                                   + "\nHISTOGRAM_FILE = 'my_histogram.csv'  # your file"),
         nbformat.v4.new_code_cell(_MAIN.strip()),

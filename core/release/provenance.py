@@ -1,0 +1,42 @@
+"""Provenance of released data: a file is "already private" only when this installation knows it.
+
+When a release is charged, the hash of its released values is recorded with its export id in the same
+transaction (``LedgerStore.spend(..., values_hash=...)``). A file loaded back is already private only when its
+values hash to a recorded export, or when the curator records a statement that it is another installation's
+release (``LedgerStore.state_external``). Anything else — a CSV with a fractional count, a JSON carrying an
+export's metadata keys — is raw data, and a release from it is charged like any other.
+
+The hash is over the values as exports write them (10 significant digits, CSV and JSON alike), so the
+CSV and the JSON export of one release have the same hash.
+
+>>> values_hash([1.5, -2.0], "counts") == values_hash(np.array([1.5000000000001, -2.0]), "counts")
+True
+>>> values_hash([1.5, -2.0], "counts") == values_hash([1.5, -2.0], "answers")
+False
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+VALUE_FORMAT = ".10g"  # what exports write (core.release.export)
+
+
+def exported_number(value: float) -> str:
+    """A released value as every export writes it.
+
+    >>> exported_number(1 / 3)
+    '0.3333333333'
+    """
+    return f"{float(value):{VALUE_FORMAT}}"
+
+
+def values_hash(values, kind: str) -> str:
+    """SHA-256 of the released ``values`` (as exported) and their ``kind`` ("counts" or "answers")."""
+    if kind not in ("counts", "answers"):
+        raise ValueError(f"kind must be 'counts' or 'answers', got {kind!r}")
+    digest = hashlib.sha256(kind.encode())
+    digest.update(",".join(exported_number(v) for v in np.asarray(values, dtype=float).ravel()).encode())
+    return digest.hexdigest()

@@ -37,9 +37,9 @@ with ui.guard():
                 params[key] = value.strip()
         spec = name + (":" + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
         left, right = st.columns(2)
-        left.button("Use this workload", type="primary", key="workloads_use", on_click=ui.use_spec, args=(spec,),
+        left.button("Use this workload", type="primary", key="workloads_use", on_click=ui.guarded(ui.use_spec), args=(spec,),
                     help=f"Select `{spec}` for every page.")
-        right.button("Add to stack", key="workloads_add", on_click=ui.add_part,
+        right.button("Add to stack", key="workloads_add", on_click=ui.guarded(ui.add_part),
                      args=(spec, lambda: parse_workload(spec, shape), spec), help="Compose several workloads into one.")
     with upload:
         st.file_uploader("Query matrix (CSV: one row per query, one number per cell)", type=["csv", "txt"],
@@ -72,8 +72,8 @@ with ui.guard():
             ui.range_slider("Columns", "workloads_cols", shape[1], "First and last column of the rectangle.")
         left, right = st.columns(2)
         left.button("Use this range", key="workloads_use_range", help="One range query.",
-                    on_click=lambda: ui.flash(lambda: ui.set_workload(ui.drawn_range(), "drawn range")))
-        right.button("Add range to stack", key="workloads_add_range", on_click=ui.add_part,
+                    on_click=ui.guarded(ui.flash), args=(lambda: ui.set_workload(ui.drawn_range(), "drawn range"),))
+        right.button("Add range to stack", key="workloads_add_range", on_click=ui.guarded(ui.add_part),
                      args=("drawn range", ui.drawn_range), help="Compose it with other workloads.")
 
     parts = st.session_state.workload_parts
@@ -82,7 +82,7 @@ with ui.guard():
         st.dataframe({"part": [label for label, _, _ in parts], "queries": [w.shape[0] for _, w, _ in parts],
                       "cells": [w.shape[1] for _, w, _ in parts]}, hide_index=True, key="workloads_parts")
         left, right = st.columns(2)
-        left.button("Use the stack", type="primary", key="workloads_use_stack", on_click=ui.use_stack,
+        left.button("Use the stack", type="primary", key="workloads_use_stack", on_click=ui.guarded(ui.use_stack),
                     help="Select the union of these workloads (rows stacked).")
         right.button("Clear the stack", key="workloads_clear", on_click=parts.clear, help="Start a new stack.")
 

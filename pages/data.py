@@ -5,6 +5,10 @@ import streamlit as st
 import ui
 from core.data.released import POST_PROCESSING, is_release_export
 
+UNKNOWN_EXPORT_NOTE = ("this file looks like a dplens export, but this installation has no record of releasing it, so "
+                       "it is raw data and every release from it is charged; if it is another installation's DP "
+                       "release, tick 'another installation's release' below, say where it is from, and use it again")
+
 
 def use_upload() -> None:
     """Button callback: parse the upload before the page renders, so the first screen shows it at once."""
@@ -18,14 +22,22 @@ def use_upload() -> None:
     grid = (int(ss.get("data_grid_rows", 0)), int(ss.get("data_grid_cols", 0)))
     notes: list[str] = []
     data = upload.getvalue()
+    unknown_export = False
     if not as_records and is_release_export(data):
-        try:
-            released = ui.add_released(data, upload.name)
-        except ValueError as err:
-            ss.flash_error = f"Could not read {ui.plain(upload.name)}: {err}"
+        # Already private only when this installation released it (or the curator states where it is from)
+        statement = ss.get("data_external_statement", "") if ss.get("data_state_external") else ""
+        if ui.known_release(data, upload.name, statement) is not None:
+            try:
+                released = ui.add_released(data, upload.name)
+            except ValueError as err:
+                ss.flash_error = f"Could not read {ui.plain(upload.name)}: {err}"
+                return
+            ss.data_notices = [f"Loaded {ui.plain(upload.name)} as a released dataset "
+                               f"({released.values.size:,} {released.kind})."]
             return
-        ss.data_notices = [f"Loaded {ui.plain(upload.name)} as a released dataset ({released.values.size:,} {released.kind})."]
-        return
+        unknown_export = True
+    if unknown_export:  # read as raw data: a release from it is charged
+        notes.append(UNKNOWN_EXPORT_NOTE)
     try:
         edges = ss.get("data_edges") if as_records and mode == "bin edges" else None  # parsed in core (bin_edges)
         hist = ui.add_upload(data, upload.name, column=column or None, bins=bins, edges=edges,
@@ -105,6 +117,10 @@ with ui.guard():
             grid_cols = st.columns(2)
             grid_cols[0].number_input("Grid rows", 0, 2**22, 0, key="data_grid_rows")
             grid_cols[1].number_input("Grid columns", 0, 2**22, 0, key="data_grid_cols")
+            if st.checkbox("This file is another installation's differentially private release", key="data_state_external",
+                           help="A file this installation did not release is raw data and charged. Loading another "
+                                "installation's export as already private is your recorded statement."):
+                st.text_input("Where it is from (recorded with the statement)", key="data_external_statement")
         if upload is not None:
             st.button("Use this file", type="primary", key="data_use", on_click=ui.guarded(use_upload))
 

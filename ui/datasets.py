@@ -13,6 +13,8 @@ from core.data.domain import Histogram
 from core.data.fingerprint import dataset_fingerprint, records_fingerprint
 from core.data.released import ReleasedData, load_release
 from core.data.transform import coarsen, rescale
+from core.privacy.ledger_store import LedgerStore
+from core.release.provenance import recognise, values_hash
 from ui.state import init_state
 
 DPBENCH_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "dpbench-1d"
@@ -89,6 +91,20 @@ def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: i
     st.session_state.setdefault("upload_files", {})[key] = Path(filename).name  # exports name the file
     st.session_state.dataset_key = key
     return hist
+
+
+def known_release(data: bytes, filename: str, statement: str = "") -> ReleasedData | None:
+    """The released data in ``data`` when this installation released it (or the curator states, recorded, that it is
+    another installation's DP release); None when it is not known: it is then raw data, charged like any other."""
+    store = LedgerStore()
+    released, record = recognise(store, data, filename)
+    if released is None:
+        return None
+    if record is None and statement.strip():
+        store.state_external(values_hash(released.values, released.kind), name=Path(filename).name,
+                             statement=statement)
+        record = {"kind": "stated"}
+    return released if record is not None else None
 
 
 def add_released(data: bytes, filename: str) -> ReleasedData:

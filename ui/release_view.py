@@ -26,7 +26,7 @@ from core.release.export import (
     release_to_csv,
     release_to_json,
 )
-from core.release.kernel import HistogramRequest, plan_histogram, release_histogram
+from core.release.kernel import HistogramRequest, export_release, plan_histogram, release_histogram
 from core.release.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
 from core.release.recipe import recipe_notebook, recipe_script
 
@@ -112,9 +112,24 @@ def spend_and_release() -> None:
     entry.update(definition=definition, delta=meta["delta"], rho=meta["rho"], sigma=meta["sigma"])
     st.session_state.releases.append({**entry, "export_id": export_id})
     st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds,
-                                                "request": request}
+                                                "request": request, "published": published if kernel else None}
     st.session_state.release_show = number
     ui.save_workspace()  # the history survives a reload even if this run is cut short
+
+
+def _export_files(output: dict, entry: dict, labels, intervals) -> tuple[bytes, bytes]:
+    """(CSV, JSON) of a release: through the kernel's ``export_release`` (as the command line writes them) for a
+    release of the private data; re-releases of already-private data are written the same way, without a spend."""
+    published = output.get("published")
+    dataset = ui.dataset_file(entry["dataset"])
+    if published is not None:
+        return tuple(export_release(published, output["request"], fmt=fmt, dataset=dataset, labels=labels,
+                                    intervals=intervals, compute_intervals=False) for fmt in ("csv", "json"))
+    release = output["release"]
+    meta = {"workload": entry["workload"], "noise_path": entry["noise_path"],
+            "noise_sampler": entry.get("noise_sampler"), "dataset": dataset, "export_id": entry.get("export_id")}
+    return release_to_csv(release, labels, intervals), release_to_json(release, labels=labels, intervals=intervals,
+                                                                       **meta).encode()
 
 
 def export_intervals(number: int, simultaneous: bool) -> None:
@@ -311,13 +326,11 @@ def show_release(history: list[dict], hist, workload) -> None:
     if simulation:
         cols[0].info(f"Release #{number} is a {SIMULATION_LABEL}: nothing to download.")
     else:
-        meta = {"workload": entry["workload"], "noise_path": entry["noise_path"],
-                "noise_sampler": entry.get("noise_sampler"), "dataset": ui.dataset_file(entry["dataset"]),
-                "export_id": entry.get("export_id")}
-        cols[0].download_button("Released histogram (CSV)", release_to_csv(release, labels, intervals),
+        csv_bytes, json_bytes = _export_files(output, entry, labels, intervals)
+        cols[0].download_button("Released histogram (CSV)", csv_bytes,
                                 f"dplens-release-{number}.csv", "text/csv", key="release_csv", on_click="ignore",
                                 help="Only the released values: bin,count (or query,answer).")
-        cols[1].download_button("Release with metadata (JSON)", release_to_json(release, labels=labels, intervals=intervals, **meta),
+        cols[1].download_button("Release with metadata (JSON)", json_bytes,
                                 f"dplens-release-{number}.json", "application/json", key="release_json",
                                 on_click="ignore",
                                 help="Mechanism, params, ε, privacy loss, neighbours, workload, noise path "

@@ -236,13 +236,15 @@ def export_intervals(published: Published, request: HistogramRequest, *, simulta
 
 
 def export_release(published: Published, request: HistogramRequest, *, fmt: str, dataset: str,
-                   labels=None, intervals=None, rng: np.random.Generator | None = None) -> bytes:
+                   labels=None, intervals=None, rng: np.random.Generator | None = None,
+                   compute_intervals: bool = True) -> bytes:
     """The export file of a published histogram release: ``fmt`` "csv" (values with ``lower, upper, level``) or
-    "json" (the same plus the metadata and export id). Intervals are computed when not given."""
+    "json" (the same plus the metadata and export id). Intervals are computed when not given (unless
+    ``compute_intervals`` is False: the app computes slow ones on request)."""
     if fmt not in ("csv", "json"):
         raise ValueError(f"export format must be 'csv' or 'json', got {fmt!r}")
     release = published.release
-    if intervals is None:
+    if intervals is None and compute_intervals:
         intervals = export_intervals(published, request, rng=rng)
     labels = list(labels) if labels is not None and release.estimate is not None else None
     if fmt == "csv":

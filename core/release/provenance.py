@@ -40,3 +40,22 @@ def values_hash(values, kind: str) -> str:
     digest = hashlib.sha256(kind.encode())
     digest.update(",".join(exported_number(v) for v in np.asarray(values, dtype=float).ravel()).encode())
     return digest.hexdigest()
+
+
+def recognise(store, data: bytes, filename: str | None = None):
+    """(released data, its recorded export) when ``data`` is an export this installation's store knows, else
+    (released data or None, None). Only a known export may be treated as already private.
+
+    >>> import tempfile, pathlib
+    >>> from core.privacy.ledger_store import LedgerStore
+    >>> store = LedgerStore(pathlib.Path(tempfile.mkdtemp()) / "s.sqlite3")
+    >>> recognise(store, b"bin,count\\n0,-2.5\\n1,3\\n")[1] is None  # looks like an export; nobody released it here
+    True
+    """
+    from core.data.released import load_release
+
+    try:
+        released = load_release(data, filename)
+    except ValueError:
+        return None, None
+    return released, store.known_export(values_hash(released.values, released.kind))

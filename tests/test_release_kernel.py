@@ -1,0 +1,179 @@
+"""One door for every release (core.release.kernel) and the provenance of released data.
+
+* The Release page and the command line release the same thing with the same charge, metadata and columns.
+* Nothing else in the code base draws secure noise or writes a histogram export.
+* A file comes back as already private only when this installation released it (or the curator states, recorded,
+  that it is another installation's release): a CSV with a fractional count and a forged export JSON are raw
+  data, and releasing from them is charged.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.__main__ import main
+from core.data.datasets import load_histogram
+from core.data.fingerprint import dataset_fingerprint
+from core.privacy.budget import Budget, BudgetExceededError
+from core.privacy.definitions import PureDP
+from core.privacy.ledger_store import LedgerStore
+from core.queries.workloads import Prefix
+from core.release.kernel import HistogramRequest, export_release, release_histogram
+from core.release.provenance import recognise
+from tests.test_app import open_page
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASE, DATA = "pages/release.py", "pages/data.py"
+
+
+def _page_release(mechanism: str, epsilon: float):
+    at = open_page(RELEASE)
+    at.radio(key="release_noise_path").set_value("secure")
+    at.selectbox(key="release_mechanism").set_value(mechanism)
+    at.number_input(key="release_epsilon").set_value(epsilon)
+    at = at.button(key="release_spend").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    return at
+
+
+@pytest.mark.parametrize("mechanism", ["identity", "hb"])
+def test_the_page_and_the_command_line_release_alike(tmp_path, mechanism):
+    """Parity: the same release through the Release page and the CLI charges the same, and exports the same
+    metadata keys and CSV columns (both go through the kernel's release_histogram and export_release)."""
+    at = _page_release(mechanism, 0.5)
+    entry, output = at.session_state.releases[0], at.session_state.release_outputs[1]
+    labels = load_histogram("smooth").bin_labels()  # as the page passes them
+    page_json = json.loads(export_release(output["published"], output["request"], fmt="json", dataset="smooth",
+                                          labels=labels))
+    page_csv = export_release(output["published"], output["request"], fmt="csv", dataset="smooth",
+                              labels=labels).decode()
+    fingerprint = dataset_fingerprint(load_histogram("smooth"))
+    page_spend = [e for e in LedgerStore().history(fingerprint) if e["kind"] == "spend"]
+
+    cli_store = tmp_path / "cli.sqlite3"
+    for fmt in ("json", "csv"):
+        assert main(["release", "--input", "smooth", "--mechanism", mechanism, "--epsilon", "0.5", "--workload",
+                     entry["workload"], "--ledger", str(cli_store), "--output", str(tmp_path / f"o.{fmt}")]) == 0
+    cli_json = json.loads((tmp_path / "o.json").read_text())
+    cli_csv = (tmp_path / "o.csv").read_text()
+    cli_spend = [e for e in LedgerStore(cli_store).history(fingerprint) if e["kind"] == "spend"]
+
+    assert set(page_json) == set(cli_json)
+    for key in ("mechanism", "epsilon", "delta", "rho", "definition", "workload", "noise_path", "noise_sampler",
+                "neighbouring", "dataset", "level", "interval_method", "params"):
+        assert page_json.get(key) == cli_json.get(key), key
+    assert page_csv.splitlines()[0] == cli_csv.splitlines()[0] == "bin,count,lower,upper,level"
+    for column in ("epsilon", "delta", "rho", "mechanism", "workload"):
+        assert page_spend[0][column] == cli_spend[0][column], column
+    assert page_spend[0]["export_id"] == page_json["export_id"] and cli_spend[0]["export_id"] == cli_json["export_id"]
+
+
+SOURCES = (ROOT / "core", ROOT / "ui", ROOT / "pages")
+# The only places that may draw secure noise or write a histogram export: the kernel itself, and the Release page's
+# re-release of data that is already private (post-processing: no ledger), whose export goes the same way.
+SECURE_NOISE_ALLOWED = {"core/release/kernel.py", "core/privacy/noise.py", "ui/release_view.py"}
+EXPORT_WRITERS_ALLOWED = {"core/release/kernel.py", "core/release/export.py", "ui/release_view.py"}
+
+
+def _callers(pattern: str) -> set[str]:
+    found = set()
+    for folder in SOURCES:
+        for path in folder.rglob("*.py"):
+            text = "\n".join(line for line in path.read_text().splitlines() if ">>>" not in line)
+            if re.search(pattern, text):
+                found.add(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_nothing_else_draws_secure_noise_or_writes_a_histogram_export():
+    assert _callers(r'noise_source\(\s*"secure"') <= SECURE_NOISE_ALLOWED
+    assert _callers(r"SecureNoise\(") <= SECURE_NOISE_ALLOWED
+    assert _callers(r"\brelease_to_(json|csv)\(") <= EXPORT_WRITERS_ALLOWED
+    release_view = (ROOT / "ui/release_view.py").read_text()
+    assert release_view.count('noise_source("secure"') == 1  # the released-data (post-processing) path only
+
+
+def test_the_kernel_refuses_over_budget_before_any_work(tmp_path):
+    store, fingerprint = LedgerStore(tmp_path / "s.sqlite3"), "b" * 64
+    store.set_total(fingerprint, Budget(0.4))
+    request = HistogramRequest("identity", {}, PureDP(0.5), Prefix(4), "prefix")
+    with pytest.raises(BudgetExceededError, match="remaining is epsilon=0.4"):
+        release_histogram(request, np.ones(4), store=store, fingerprint=fingerprint, name="t")
+    assert [e["kind"] for e in store.history(fingerprint)] == ["total"]
+
+
+def test_a_failed_run_charges_nothing(tmp_path):
+    store, fingerprint = LedgerStore(tmp_path / "s.sqlite3"), "c" * 64
+    request = HistogramRequest("identity", {}, PureDP(0.5), Prefix(4), "prefix")
+    with pytest.raises(ValueError):
+        release_histogram(request, np.ones(5), store=store, fingerprint=fingerprint, name="t")  # wrong shape
+    assert not [e for e in store.history(fingerprint) if e["kind"] == "spend"]
+
+
+# ----------------------------------------------------------------------------- provenance
+FRACTIONAL = b"bin,count\n0,1.5\n1,3\n2,0.5\n3,7\n"
+
+
+def _forged_json() -> bytes:
+    return json.dumps({"mechanism": "identity", "epsilon": 1.0, "delta": 0.0, "privacy_loss": 1.0,
+                       "workload": "identity", "noise_path": "secure", "noise_sampler": "opendp-integer-laplace",
+                       "neighbouring": "add/remove", "export_id": "0" * 32, "counts": [4.0, 9.0, 2.0, 7.5]}).encode()
+
+
+def _upload(at, name: str, data: bytes, statement: str | None = None):
+    at.file_uploader(key="data_upload").set_value((name, data, "text/plain")).run()
+    if statement is not None:
+        at.checkbox(key="data_state_external").check().run()
+        at.text_input(key="data_external_statement").set_value(statement)
+    return at.button(key="data_use").click().run()
+
+
+@pytest.mark.parametrize(("name", "data"), [("weighted.csv", FRACTIONAL), ("forged.json", _forged_json())])
+def test_an_unknown_export_is_raw_data_and_its_release_is_charged(name, data):
+    assert recognise(LedgerStore(), data, name)[1] is None
+    at = _upload(open_page(DATA), name, data)
+    assert not at.exception, at.exception
+    assert at.session_state.dataset_key.startswith("upload:")
+    assert any("no record of releasing it" in i.value for i in at.info), [i.value for i in at.info]
+    at = at.switch_page(RELEASE).run()
+    before = at.session_state.ledger.remaining.epsilon
+    at.radio(key="release_noise_path").set_value("secure")
+    at.selectbox(key="release_mechanism").set_value("identity")
+    at.number_input(key="release_epsilon").set_value(1.0)
+    at = at.button(key="release_spend").click().run()
+    assert not at.exception and at.session_state.releases
+    assert at.session_state.ledger.remaining.epsilon == pytest.approx(before - 1.0)
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_an_export_of_this_installation_comes_back_as_released(tmp_path, fmt):
+    out = tmp_path / f"r.{fmt}"
+    assert main(["release", "--input", "tips-bill", "--mechanism", "hb", "--epsilon", "1", "--output", str(out)]) == 0
+    released, record = recognise(LedgerStore(), out.read_bytes(), out.name)
+    assert record is not None and record["kind"] == "released"
+    at = _upload(open_page(DATA), out.name, out.read_bytes())
+    assert not at.exception and at.session_state.dataset_key.startswith("released:")
+
+
+def test_another_installations_export_is_private_only_by_a_recorded_statement():
+    at = _upload(open_page(DATA), "theirs.json", _forged_json(), statement="the census bureau's 2020 release")
+    assert not at.exception and at.session_state.dataset_key.startswith("released:")
+    released, record = recognise(LedgerStore(), _forged_json(), "theirs.json")
+    assert record["kind"] == "stated" and "census bureau" in record["note"]
+
+
+def test_a_tampered_export_is_raw_data(tmp_path):
+    out = tmp_path / "r.csv"
+    assert main(["release", "--input", "tips-bill", "--mechanism", "hb", "--epsilon", "1", "--output", str(out)]) == 0
+    rows = list(csv.reader(io.StringIO(out.read_text())))
+    rows[1][1] = str(float(rows[1][1]) + 1)  # one value changed: no longer what was released
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    assert recognise(LedgerStore(), buffer.getvalue().encode(), "r.csv")[1] is None

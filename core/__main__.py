@@ -167,7 +167,7 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     store, fingerprint = _store(args), table.fingerprint
     _record_budget(store, fingerprint, args, Path(args.input).name)
     # One door with the app (core.release.kernel): refused over budget or δ before any work, bounded, charged once.
-    request = TableRequest(mechanism, rho, workload, args.delta)
+    request = TableRequest(mechanism, rho, workload, args.delta, domain_declared=table.domain_declared)
     published = release_table(request, table.records, store=store,
                               fingerprint=fingerprint, name=Path(args.input).name, time_limit=args.time_limit,
                               where="command line")

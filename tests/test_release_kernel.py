@@ -177,3 +177,52 @@ def test_a_tampered_export_is_raw_data(tmp_path):
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(rows)
     assert recognise(LedgerStore(), buffer.getvalue().encode(), "r.csv")[1] is None
+
+
+# ----------------------------------------------------------------------------- no output shape depends on the data
+def test_the_missing_level_exists_for_both_neighbours():
+    """Whether or not one person's field is missing, the chosen 'missing' level is there: same released shape."""
+    from core.tables.records import load_table
+
+    without = load_table(b"a,b\n1,x\n0,y\n", b'{"a": 2, "b": ["x", "y"]}', missing="level")
+    with_one = load_table(b"a,b\n1,x\n0,y\n1,\n", b'{"a": 2, "b": ["x", "y"]}', missing="level")
+    assert without.domain == with_one.domain and without.levels == with_one.levels
+    assert without.levels["b"] == ["x", "y", "missing"]
+
+
+def test_a_table_whose_domain_was_read_from_the_records_is_not_released(tmp_path):
+    from core.queries.marginals import MarginalWorkload
+    from core.release.kernel import UNDECLARED_DOMAIN, TableRequest, release_table
+    from core.tables.mechanisms import table_mechanism
+    from core.tables.records import load_table
+
+    inferred = load_table(b"a,b\n1,x\n0,y\n1,y\n")
+    assert not inferred.domain_declared
+    assert load_table(b"a,b\n1,x\n0,y\n", b'{"a": 2, "b": ["x", "y"]}').domain_declared
+    store = LedgerStore(tmp_path / "s.sqlite3")
+    request = TableRequest(table_mechanism("identity"), 0.5, MarginalWorkload.all_kway(inferred.domain, 1), 1e-6,
+                           domain_declared=inferred.domain_declared)
+    with pytest.raises(ValueError, match="a release needs a declared domain"):
+        release_table(request, inferred.records, store=store, fingerprint=inferred.fingerprint, name="t")
+    assert UNDECLARED_DOMAIN.startswith("a release needs") and not store.history(inferred.fingerprint)
+
+
+@pytest.mark.parametrize(("edges", "released"), [(None, False), ("20,40,60,80", True)])
+def test_records_binned_on_bins_read_from_the_data_are_not_released(edges, released):
+    records = b"age\n" + b"\n".join(str(20 + i % 50).encode() for i in range(200)) + b"\n"
+    at = open_page(DATA)
+    at.file_uploader(key="data_upload").set_value(("people.csv", records, "text/csv")).run()
+    at.checkbox(key="data_as_records").check().run()
+    at.text_input(key="data_column").set_value("age")
+    if edges:
+        at.radio(key="data_binning").set_value("bin edges").run()
+        at.text_input(key="data_edges").set_value(edges)
+    at = at.button(key="data_use").click().run()
+    at = at.switch_page(RELEASE).run()
+    at.radio(key="release_noise_path").set_value("secure")
+    at.selectbox(key="release_mechanism").set_value("identity")
+    at = at.button(key="release_spend").click().run()
+    assert not at.exception
+    assert bool(at.session_state.releases) == released
+    if not released:
+        assert any("bins were read from the private records" in e.value for e in at.error)

@@ -93,6 +93,25 @@ def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: i
     return hist
 
 
+BINS_FROM_DATA_REFUSAL = ("its bins were read from the private records (the categories present, or equal-width bins "
+                          "between the data's own minimum and maximum), so the released shape would disclose them; "
+                          "give bin edges on the Data page (or upload counts over declared bins) to release. "
+                          "Exploring, comparing and choosing ε need none")
+
+
+def bins_from_data(key: str | None = None) -> bool:
+    """Whether dataset ``key`` (default: the current one) is raw records binned on bins read from the data.
+
+    Upload keys are ``upload:<hash>:<column>:<bins>:<edges>:<shape>``: records (a column) without edges.
+
+    >>> bins_from_data("upload:ab12:age:20::"), bins_from_data("upload:ab12:age::0,18,65:"), bins_from_data("sample:x")
+    (True, False, False)
+    """
+    key = st.session_state.dataset_key if key is None else key
+    parts = key.split(":")
+    return len(parts) >= 5 and parts[0] == "upload" and bool(parts[2]) and not parts[4]
+
+
 def known_release(data: bytes, filename: str, statement: str = "") -> ReleasedData | None:
     """The released data in ``data`` when this installation released it (or the curator states, recorded, that it is
     another installation's DP release); None when it is not known: it is then raw data, charged like any other."""

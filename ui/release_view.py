@@ -73,6 +73,9 @@ def spend_and_release() -> None:
     stream = int(st.session_state.release_counter)
     exploring = noise_path == "exploration"
     kernel = not exploring and ui.released_data() is None and not ui.is_rescaled()
+    if kernel and ui.bins_from_data():  # no output shape may depend on the private data
+        st.session_state.flash_error = f"{name} not released: {ui.BINS_FROM_DATA_REFUSAL}"
+        return
     try:
         counts = ui.histogram().counts
         with st.spinner(f"Releasing with {name} at ε = {epsilon:g} (stopped after {limits.MAX_ACTION_SECONDS:g} s)…"):

@@ -108,7 +108,7 @@ def project_table(table: Table, attributes: list[str]) -> Table:
     index = [table.domain.names.index(a) for a in attributes]
     domain = TableDomain(tuple(attributes), tuple(table.domain.sizes[i] for i in index))
     return Table(domain, table.records[:, index], {a: table.levels[a] for a in attributes if a in table.levels},
-                 table.notes, table.fingerprint)
+                 table.notes, table.fingerprint, table.domain_declared)
 
 
 def table_domain_frame(table: Table) -> pd.DataFrame:
@@ -278,7 +278,7 @@ def release_table(progress=None) -> None:
         ss.flash_error = f"{name} not released: {err}"
         return
     try:  # the one release door (core.release.kernel): refusals before work, bounded run, one charge
-        request = TableRequest(mechanism, rho, work, TABLE_DISPLAY_DELTA)
+        request = TableRequest(mechanism, rho, work, TABLE_DISPLAY_DELTA, domain_declared=chosen.domain_declared)
         published = kernel_release_table(request, chosen.records, store=LedgerStore(),
             fingerprint=table.fingerprint, name=ss.get("table_name", "table"), workspace=ss.get("workspace_id"),
             estimated_seconds=_SLOW_SECONDS if mechanism.data_dependent else None, progress=progress)

@@ -172,12 +172,20 @@ class TableRequest:
     """What to release from a table of records: a table mechanism (with settings) at ρ-zCDP on a marginal workload.
 
     The ledger charges ρ under a ρ total, or the CKS (ε, δ) at ``delta`` under an (ε, δ) total.
+    ``domain_declared`` is False when any attribute's levels were read from the private records: such a table
+    may be explored but not released (its shape would disclose them).
     """
 
     mechanism: object
     rho: float
     workload: object
     delta: float
+    domain_declared: bool = True
+
+
+UNDECLARED_DOMAIN = ("a release needs a declared domain: this table's levels (or sizes) were read from the private "
+                     "records, so the released shape would disclose them; upload a domain file naming every "
+                     "attribute's levels (exploring and comparing need none)")
 
 
 def table_charge(rho: float, delta: float) -> Budget:
@@ -201,6 +209,8 @@ def release_table(request: TableRequest, records: np.ndarray, *, store: LedgerSt
     Raises: as ``release_histogram``.
     """
     mechanism = request.mechanism
+    if not request.domain_declared:
+        raise ValueError(UNDECLARED_DOMAIN)
     charge = table_charge(request.rho, request.delta)
     label = f"release: {mechanism.name}"
     _check_fits(store, fingerprint, label, charge, default_total)

@@ -42,6 +42,7 @@ class Table:
     levels: dict[str, list[str]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     fingerprint: str = ""
+    domain_declared: bool = False  # every attribute's levels came from a domain file, none from the records
 
 
 def _read_bytes(source: str | Path | bytes) -> bytes:
@@ -176,7 +177,8 @@ def _column_codes(name: str, cells: pd.Series, declared, missing: str = "refuse"
     """Codes, domain size, levels and an optional note for one column (rules in the module docstring)."""
     text = cells.str.strip()
     absent = missing_mask(cells)
-    if absent.any() and missing == "level":  # code the present values, then one more level for the missing
+    if missing == "level":  # code the present values, then one more level for the missing: whenever chosen, so
+        # the released domain's shape never tells whether some record had a missing value
         codes, size, levels, note = _column_codes(name, text[~absent].reset_index(drop=True), declared)
         out = np.full(len(text), size, dtype=np.int64)
         out[~absent] = codes
@@ -254,6 +256,8 @@ def load_table(source: str | Path | bytes, domain: str | Path | bytes | None = N
     [[0], [0], [1]]
     >>> load_table(b"a,b\\n1,x\\n,y\\n", missing="level").levels["a"]
     ['0', '1', 'missing']
+    >>> load_table(b"a,b\\n1,x\\n0,y\\n", missing="level").levels["b"]  # the level exists whenever chosen
+    ['x', 'y', 'missing']
     """
     if missing not in MISSING_CHOICES:
         raise ValueError(f"missing must be one of {', '.join(MISSING_CHOICES)}, got {missing!r}")
@@ -306,7 +310,9 @@ def load_table(source: str | Path | bytes, domain: str | Path | bytes | None = N
     if counts is not None:
         records = np.repeat(records, counts, axis=0)
         notes.append(f"pre-aggregated table: the {COUNT_COLUMN!r} column gives each row's number of records")
-    return Table(TableDomain(tuple(names), tuple(sizes)), records, levels, tuple(notes), records_fingerprint(data))
+    declared_all = bool(declared) and all(declared.get(name) is not None for name in names)
+    return Table(TableDomain(tuple(names), tuple(sizes)), records, levels, tuple(notes), records_fingerprint(data),
+                 declared_all)
 
 
 def _check_expansion(names: list[str], sizes: list[int], records: int) -> None:

@@ -40,6 +40,7 @@ from core.release.kernel import (
     release_table,
     table_metadata,
 )
+from core.release.table_export import export_stem, table_export_files
 from core.tables.records import MISSING_CHOICES
 
 SCHEDULER_HELP = ("where cells run: auto (default: serial for small sweeps, else processes), processes[:N] "
@@ -135,15 +136,11 @@ def _record_budget(store: LedgerStore, fingerprint: str, args: argparse.Namespac
 
 def cmd_release_table(args: argparse.Namespace) -> int:
     """``release --domain``/``--rho``: a table of records; synthesisers write records, the others marginals."""
-    import json
 
     from core.tables.mechanisms import table_mechanism
     from core.tables.records import (
         load_table,
-        marginals_to_csv,
         parse_marginal_workload,
-        ranges_to_csv,
-        records_to_csv,
     )
 
     if args.rho is None:
@@ -173,17 +170,14 @@ def cmd_release_table(args: argparse.Namespace) -> int:
                               where="command line")
     release, cost, ledger, export_id = published.release, published.charge, published.ledger, published.export_id
     metadata = table_metadata(published, request, dataset=Path(args.input).name)
-    if release.records is not None:
-        text = records_to_csv(table.domain, release.records, table.levels)
-        what = f"{len(release.records)} synthetic records"
-    else:
-        text = marginals_to_csv(workload, release.estimates, release.stds, table.levels)
-        what = workload.describe()
-    output.write_text(text)
-    ranges = ranges_to_csv(workload, release.estimates, table.levels)
-    if ranges is not None:  # range queries inside marginals, answered from the released cells
-        output.with_suffix(".ranges.csv").write_text(ranges)
-    output.with_suffix(".meta.json").write_text(json.dumps(metadata | {"export_id": export_id}, indent=2))
+    # The same files as the Tables page's downloads (core.release.table_export): the main one at --output
+    # (synthetic records for a synthesiser, else the marginals with intervals), the others beside it.
+    stem = export_stem(metadata)
+    main_kind = "-synthetic.csv" if release.records is not None else "-marginals.csv"
+    for name, (_, text, _) in table_export_files(release, table, metadata).items():
+        kind = name[len(stem):]  # ".meta.json", "-synthetic.csv", "-marginals.csv" or "-ranges.csv"
+        (output if kind == main_kind else output.with_suffix("." + kind.lstrip(".-"))).write_text(text)
+    what = (f"{len(release.records)} synthetic records" if release.records is not None else workload.describe())
     print(f"released {what} with {args.mechanism} at rho={rho:g} (charged epsilon={cost.epsilon:.4g}, "
           f"delta={args.delta:g}) -> {output} (+ {output.with_suffix('.meta.json').name}); ledger {fingerprint[:12]}: "
           f"remaining {_left(ledger)} (export id {export_id})")

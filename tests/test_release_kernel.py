@@ -226,3 +226,16 @@ def test_records_binned_on_bins_read_from_the_data_are_not_released(edges, relea
     assert bool(at.session_state.releases) == released
     if not released:
         assert any("bins were read from the private records" in e.value for e in at.error)
+
+
+def test_the_cli_table_release_of_histogram_mechanisms_writes_the_pages_files(tmp_path):
+    """`release --domain ... --mechanism histograms` (once an internal TypeError) writes the marginals with
+    intervals, the same columns as the Tables page's download."""
+    root = Path(__file__).resolve().parent.parent / "data"
+    out = tmp_path / "h.csv"
+    assert main(["release", "--input", str(root / "survey.csv"), "--domain", str(root / "survey-domain.json"),
+                 "--rho", "0.5", "--mechanism", "histograms", "--workload", "marginals:k=1", "--output", str(out),
+                 "--ledger", str(tmp_path / "l.sqlite3")]) == 0
+    assert out.read_text().splitlines()[0] == "marginal,cell,count,std,lower,upper,level"
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["export_id"] and meta["dataset"] == "survey.csv" and meta["rho"] == 0.5

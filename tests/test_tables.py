@@ -149,7 +149,7 @@ def test_cli_marginals_round_trip(tmp_path, capsys, mechanism):
                  "--budget-delta", "1e-5"])
     assert code == 0, capsys.readouterr().err
     lines = out.read_text().splitlines()
-    assert lines[0] == "marginal,cell,count,std" and len(lines) == 1 + 2 + 3
+    assert lines[0] == "marginal,cell,count,std,lower,upper,level" and len(lines) == 1 + 2 + 3  # as the page exports
     assert lines[1].startswith("sex,F,") and lines[3].startswith("age,0,")
     meta = json.loads((tmp_path / "m.meta.json").read_text())
     assert meta["privacy_loss_rho"] <= 1.0 * (1 + 1e-9)

@@ -7,11 +7,8 @@ until then. Releases run, then charge (a refused or failed run charges nothing),
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import itertools
-import json
 import math
 from pathlib import Path
 
@@ -24,7 +21,6 @@ from core.analysis.experiment import SweepCache
 from core.privacy.budget import Budget
 from core.privacy.ledger_store import LedgerStore
 from core.queries.marginals import MAX_MARGINAL_CELLS, MarginalWorkload, TableDomain
-from core.release.export import neutralise
 from core.release.kernel import (
     DEFAULT_TABLE_TOTAL,
     TABLE_DISPLAY_DELTA,
@@ -33,16 +29,15 @@ from core.release.kernel import (
     table_metadata,
 )
 from core.release.kernel import release_table as kernel_release_table
+from core.release.table_export import table_export_files
+from core.release.table_export import table_marginals_frame as core_marginals_frame
 from core.tables.compare import BASELINE, baseline_scores, compare_tables, evaluation_tvd, summarise_tables
 from core.tables.contract import INTERVAL_LEVEL
 from core.tables.mechanisms import TABLE_MECHANISMS, TABLE_SETTINGS, table_mechanism
 from core.tables.records import (
     Table,
     load_table,
-    marginals_to_csv,
     parse_marginal_workload,
-    ranges_to_csv,
-    records_to_csv,
 )
 from ui.guard import plain
 
@@ -291,19 +286,8 @@ def release_table(progress=None) -> None:
 
 
 def table_marginals_frame(release, table: Table, level: float = _LEVEL) -> pd.DataFrame:
-    """The released marginals as a long table with per-cell Gaussian intervals when the noise is analytic."""
-    text = marginals_to_csv(release.workload, release.estimates, release.stds or [math.nan] * len(release.estimates),
-                            table.levels)
-    frame = pd.read_csv(pd.io.common.StringIO(text), keep_default_na=False)
-    z = float(special.ndtri(0.5 + level / 2))
-    if release.halfwidths is not None and level == INTERVAL_LEVEL:  # exact, not Gaussian: strategies' noise
-        half = np.concatenate([np.ravel(h) for h in release.halfwidths])
-        frame["lower"], frame["upper"] = frame["count"] - half, frame["count"] + half
-        frame["level"] = level
-    elif release.stds is not None:
-        frame["lower"], frame["upper"] = frame["count"] - z * frame["std"], frame["count"] + z * frame["std"]
-        frame["level"] = level
-    return frame
+    """The released marginals as a long table with per-cell intervals (core.release.table_export)."""
+    return core_marginals_frame(release, table, level)
 
 
 def table_marginal_figure(release, table: Table, marginal: tuple[str, ...], level: float = _LEVEL):
@@ -332,35 +316,8 @@ def table_marginal_figure(release, table: Table, marginal: tuple[str, ...], leve
 
 
 def table_downloads(output: dict) -> dict[str, tuple[str, str, str]]:
-    """File name → (label, text, mime) for the release's downloads.
-
-    Every text cell of the CSVs (levels, attribute names) is neutralised for spreadsheets
-    (core.release.export.neutralise: a leading =, +, -, @ gets a ' prefix), as the histogram exports are.
-    """
-    release, table, metadata = output["release"], output["table"], output["metadata"]
-    stem = f"{metadata['mechanism']}-rho{metadata['rho']:g}"
-    files = {f"{stem}.meta.json": ("Privacy metadata (JSON)", json.dumps(metadata, indent=2, default=str),
-                                   "application/json")}
-    safe = dataclasses.replace(table, levels={n: [neutralise(v) for v in levels]
-                                              for n, levels in table.levels.items()})
-    if release.records is not None:
-        files[f"{stem}-synthetic.csv"] = ("Synthetic records (CSV)", _safe_header(records_to_csv(
-            table.domain, release.records, safe.levels)), "text/csv")
-    marginals = table_marginals_frame(release, safe)
-    marginals["marginal"] = marginals["marginal"].astype(str).map(neutralise)
-    files[f"{stem}-marginals.csv"] = ("Released marginals (CSV)", marginals.to_csv(index=False), "text/csv")
-    ranges = ranges_to_csv(release.workload, release.estimates, safe.levels)
-    if ranges is not None:
-        files[f"{stem}-ranges.csv"] = ("Range answers (CSV)", ranges, "text/csv")
-    return files
-
-
-def _safe_header(text: str) -> str:
-    """A CSV whose header row (the input's attribute names) is neutralised; the rows are left as they are."""
-    header, newline, rest = text.partition("\n")
-    out = io.StringIO()
-    csv.writer(out, lineterminator="").writerow([neutralise(name) for name in next(csv.reader([header]), [])])
-    return out.getvalue() + newline + rest
+    """File name → (label, text, mime) for the release's downloads: the command line writes the same files."""
+    return table_export_files(output["release"], output["table"], output["metadata"])
 
 
 def synthetic_check(output: dict) -> pd.DataFrame:

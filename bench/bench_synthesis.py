@@ -95,8 +95,9 @@ def _summary(label: str, rho: float, scores, times, baseline: float) -> None:
     for sampler in SAMPLERS:
         tvd, spent = np.array(scores[sampler]), np.array(times[sampler])
         spread = tvd.std(ddof=1) if len(tvd) > 1 else 0.0
-        print(f"    {sampler:<20} {tvd.mean():.4f} ± {spread:.4f}  ({100 * (1 - tvd.mean() / baseline):+.0f} % below "
-              f"baseline; sampling {spent[:, 0].mean():.2f}s wall / {spent[:, 1].mean():.2f}s CPU)", flush=True)
+        gain = 1 - tvd.mean() / baseline
+        print(f"    {sampler:<20} {tvd.mean():.4f} ± {spread:.4f}  ({abs(gain):.0%} {'below' if gain >= 0 else 'above'} "
+              f"the baseline; sampling {spent[:, 0].mean():.2f}s wall / {spent[:, 1].mean():.2f}s CPU)", flush=True)
 
 
 def main() -> None:

@@ -1,12 +1,18 @@
-"""Ledger page: every dataset's persistent privacy budget, its full history (CSV), and the recorded reset."""
+"""Ledger page: the curator's datasets' persistent privacy budgets, their history (CSV), and the recorded reset.
+
+A curator sees only their own ledgers (``ui.identity``); an admin (``DPLENS_ADMINS``) also sees every
+curator's, read-only. No workspace id is shown or exported.
+"""
 
 import pandas as pd
 import streamlit as st
 
 import ui
-from core.privacy.ledger_store import RESET_WARNING, LedgerStore
+from core.privacy.ledger_store import RESET_WARNING
 from core.privacy.store import default_path
 from core.release.export import history_to_csv
+from ui import identity
+from ui.ledger import ledger_store
 
 ui.init_state()
 st.title("Ledger")
@@ -14,11 +20,13 @@ ui.show_flash()
 if notice := st.session_state.pop("ledger_notice", None):
     st.success(notice)
 with ui.guard():
-    store, current = LedgerStore(), ui.ledger_key()
+    store, current = ledger_store(), ui.ledger_key()
     led = ui.ledger()
-    st.caption(f"Budgets belong to the data: each dataset's ledger is keyed by its fingerprint (SHA-256 of the "
-               f"counts and domain sizes) and kept in `{default_path()}` (set `DPLENS_HOME` to move it). Every "
-               "tab, session, server restart and the command line charge the same ledger.")
+    where = (f"kept in `{default_path()}` (set `DPLENS_HOME` to move it). Every tab, session, server restart and "
+             "the command line charge the same ledger." if identity.local_mode() else
+             f"kept on the server for you ({ui.plain(store.owner)}) alone: other curators neither see nor charge it.")
+    st.caption("Budgets belong to the data: each dataset's ledger is keyed by its fingerprint (SHA-256 of the "
+               f"counts and domain sizes) and {where}")
     cols, unit = st.columns(4), "ρ" if led.unit == "rho" else "ε"
     cols[0].metric("This dataset", ui.histogram().name, help=f"Fingerprint {current}")
     if led.unit == "rho":  # a zCDP total: Σρ is the check; ε is its CKS conversion at the recorded δ
@@ -47,6 +55,10 @@ with ui.guard():
     st.download_button("Ledger history (CSV)", history_to_csv(history), f"dplens-ledger-{chosen[:12]}.csv",
                        "text/csv", key="ledger_csv", on_click="ignore",
                        help="Every total, spend (mechanism, ε, δ, ρ, workload, export id, time) and reset.")
+    if identity.is_admin(store.owner):  # every curator's ledgers, read-only (a reset here is the owner's)
+        with st.expander("Every curator's ledgers (admin)"):
+            everyone = store.datasets(every_owner=True)
+            st.dataframe(pd.DataFrame(everyone), hide_index=True, key="ledger_admin_datasets")
     with st.expander("Start a fresh budget for this dataset (voids the guarantee)"):
         st.warning(RESET_WARNING + " The reset is recorded with your reason; the old spends stay in the history.")
         with st.form("ledger_reset_form"):

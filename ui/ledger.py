@@ -1,7 +1,8 @@
 """The session's view of the persistent ledger (core.privacy.ledger_store): the current dataset's budget, and charges.
 
 The ledger is keyed by the dataset's fingerprint (core.data.fingerprint), so every tab, session and
-server restart sees the same spent budget for the same counts. A derived dataset (rescaled,
+server restart sees the same spent budget for the same counts. Ledgers belong to the curator
+(``ui.identity``): ``ledger_store()`` reads and charges only the signed-in curator's. A derived dataset (rescaled,
 coarsened) is charged to the ledger of the dataset it came from. ``st.session_state.ledger`` keeps
 the last value read, for display and tests; the store is the truth.
 """
@@ -12,15 +13,21 @@ import streamlit as st
 
 from core.privacy.budget import Budget, BudgetExceededError, Ledger
 from core.privacy.ledger_store import LedgerStore, total_label
+from ui import identity
 from ui.datasets import RESCALED_REFUSAL, histogram, is_rescaled, ledger_key
 from ui.state import init_state
+
+
+def ledger_store() -> LedgerStore:
+    """The current curator's ledgers (``ui.identity.current_curator``): what every page reads and charges."""
+    return LedgerStore(owner=identity.current_curator())
 
 
 def ledger() -> Ledger:
     """The current dataset's ledger, read from the store (also kept in ``st.session_state.ledger``)."""
     init_state()
     try:
-        led = LedgerStore().ledger(ledger_key())
+        led = ledger_store().ledger(ledger_key())
     except ValueError as err:  # the store cannot be opened: show it, refuse every spend
         st.session_state.flash_error = str(err)
         led = Ledger(Budget(0.0))
@@ -36,7 +43,7 @@ def set_total(epsilon: float, delta: float = 0.0, *, rho: float | None = None) -
     """
     try:
         total = Budget.zcdp(float(rho), float(delta)) if rho is not None else Budget(float(epsilon), float(delta))
-        st.session_state.ledger = LedgerStore().set_total(ledger_key(), total, name=histogram().name,
+        st.session_state.ledger = ledger_store().set_total(ledger_key(), total, name=histogram().name,
                                                           workspace=st.session_state.get("workspace_id"))
     except ValueError as err:
         ledger()  # show what the store holds (another tab may have spent)
@@ -61,7 +68,7 @@ def charge(label: str, epsilon: float, *, mechanism: str | None = None, workload
         st.session_state.flash_error = f"Nothing released, no budget spent. {RESCALED_REFUSAL}"
         return False
     try:
-        st.session_state.ledger = LedgerStore().spend(
+        st.session_state.ledger = ledger_store().spend(
             ledger_key(), label, Budget(float(epsilon), float(delta)), mechanism=mechanism or label.rpartition(": ")[2],
             workload=workload, export_id=export_id, rho=rho, workspace=st.session_state.get("workspace_id"),
             name=histogram().name, note=note)
@@ -116,8 +123,8 @@ def reset_budget() -> None:
 
         total = (Budget.zcdp(float(ss.ledger_reset_total), delta()) if ss.get("ledger_reset_unit") == "ρ"
                  else Budget(float(ss.ledger_reset_total)))
-        ss.ledger = LedgerStore().reset(ledger_key(), total, reason=ss.get("ledger_reset_reason", ""),
-                                        workspace=ss.get("workspace_id"))
+        ss.ledger = ledger_store().reset(ledger_key(), total, reason=ss.get("ledger_reset_reason", ""),
+                                         workspace=ss.get("workspace_id"))
     except ValueError as err:
         ss.flash_error = f"Budget not reset: {err}"
         return
@@ -141,7 +148,7 @@ def native_caption() -> str:
     if definition() == "pure":
         return ""
     try:
-        history = LedgerStore().history(ledger_key())
+        history = ledger_store().history(ledger_key())
     except ValueError:
         return ""
     epoch = max((e["epoch"] for e in history), default=0)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from core.mechanisms import NEIGHBOURING
+from ui import identity
 from ui.datasets import dataset_choices
+from ui.guard import plain
 from ui.ledger import ledger, ledger_key, native_caption, remaining_text, set_total
 from ui.privacy import definition, delta, privacy_controls
 from ui.state import init_state
@@ -89,3 +91,6 @@ def sidebar() -> None:
         if (native := native_caption()):
             st.caption(native)
         st.caption(f"Workload: `{workload_spec()}`  \nNeighbours: {NEIGHBOURING}")
+        if not identity.local_mode():  # shared server: who is signed in (ledgers and workspaces are theirs alone)
+            st.caption(f"Signed in as {plain(identity.current_curator())}")
+            st.button("Sign out", on_click=st.logout, key="sidebar_sign_out")

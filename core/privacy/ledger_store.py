@@ -10,7 +10,13 @@ rule and its tolerance live in one place.
   (``Ledger.spend``), insert the spend. Concurrent spenders (threads, processes) are serialised by
   SQLite's write lock, so together they never exceed the total.
 * ``reset`` starts a fresh budget for the same data: an explicit, recorded action that voids the
-  guarantee (the old spends stay in the history, under the previous epoch).
+  guarantee (the old spends stay in the history, under the previous epoch). Only the ledger's owner or an
+  admin may reset it.
+
+Every ledger has an owner (the curator: ``"local"`` on a localhost server and the command line, else the
+signed-in email; ``ui.identity``). ``LedgerStore(owner=...)`` reads and charges only that owner's ledgers;
+two curators with the same counts keep two ledgers, and neither sees the other's. A spend, total or reset
+made from a workspace (``workspace=``) is refused when that workspace belongs to another owner.
 
 >>> import tempfile
 >>> store = LedgerStore(Path(tempfile.mkdtemp()) / "dplens.sqlite3")
@@ -21,6 +27,8 @@ rule and its tolerance live in one place.
 0.75
 >>> [e["kind"] for e in store.history(fp)]
 ['total', 'spend']
+>>> LedgerStore(store.path, owner="b@example.org").history(fp)
+[]
 """
 
 from __future__ import annotations
@@ -31,14 +39,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.privacy.budget import Budget, BudgetExceededError, Ledger
-from core.privacy.store import connect, default_path, transaction
+from core.privacy.store import LOCAL_OWNER, connect, default_path, transaction
 
 DEFAULT_TOTAL_EPSILON = 5.0  # a dataset's total until the curator records one
 DEFAULT_TOTAL = Budget(DEFAULT_TOTAL_EPSILON)
 RESET_WARNING = ("Starting a fresh budget for the same data voids the differential-privacy guarantee: "
                  "every release already made still leaks, and the new budget adds to it.")
+# What history() returns (pages and the ledger CSV show it): never the workspace id, which the store keeps.
 HISTORY_COLUMNS = ("id", "time", "kind", "epoch", "label", "mechanism", "epsilon", "delta", "rho",
-                   "workload", "export_id", "workspace", "note", "fingerprint")
+                   "workload", "export_id", "note", "fingerprint")
 
 
 def new_export_id() -> str:
@@ -72,65 +81,101 @@ def _check_fingerprint(fingerprint: str) -> str:
     return fingerprint
 
 
+def _check_owner(owner: object) -> str:
+    if not (isinstance(owner, str) and owner.strip() and len(owner) <= 320):
+        raise ValueError(f"owner must be a curator id (1-320 characters), got {str(owner)[:80]!r}")
+    return owner
+
+
+def workspace_owner(conn, workspace: str | None) -> str | None:
+    """The owner of a stored workspace, or None (no workspace, or one the store does not know)."""
+    if workspace is None:
+        return None
+    row = conn.execute("SELECT owner FROM workspaces WHERE id = ?", (str(workspace),)).fetchone()
+    return None if row is None else row[0]
+
+
+def _check_workspace(conn, workspace: str | None, owner: str) -> None:
+    found = workspace_owner(conn, workspace)
+    if found is not None and found != owner:
+        raise ValueError("this workspace belongs to another curator: a ledger is read and charged only by its "
+                         "owner's workspaces; nothing was recorded")
+
+
 @dataclass(frozen=True)
 class LedgerStore:
-    """The ledgers in the store at ``path`` (default: ``$DPLENS_HOME/dplens.sqlite3``); holds only the path."""
+    """The ledgers of ``owner`` in the store at ``path`` (default: ``$DPLENS_HOME/dplens.sqlite3``).
+
+    ``owner`` (default ``"local"``: the localhost curator and the command line) is whose ledgers every method
+    reads and charges; a method's ``owner=`` keyword names another owner's (only ``reset`` by an admin needs it).
+    """
 
     path: Path = field(default_factory=default_path)
+    owner: str = LOCAL_OWNER
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", Path(self.path).expanduser())
+        _check_owner(self.owner)
 
-    def _read(self, conn, fingerprint: str, default_total: Budget) -> tuple[Ledger, int | None]:
-        row = conn.execute("SELECT epsilon, delta, rho, epoch FROM budgets WHERE fingerprint = ?",
-                           (fingerprint,)).fetchone()
+    def _owner(self, owner: str | None) -> str:
+        return self.owner if owner is None else _check_owner(owner)
+
+    def _read(self, conn, owner: str, fingerprint: str, default_total: Budget) -> tuple[Ledger, int | None]:
+        row = conn.execute("SELECT epsilon, delta, rho, epoch FROM budgets WHERE owner = ? AND fingerprint = ?",
+                           (owner, fingerprint)).fetchone()
         if row is None:
             return Ledger(default_total), None
-        spends = conn.execute("SELECT label, epsilon, delta, rho FROM events WHERE fingerprint = ? AND epoch = ? "
-                              "AND kind = 'spend' ORDER BY id", (fingerprint, row[3])).fetchall()
+        spends = conn.execute("SELECT label, epsilon, delta, rho FROM events WHERE owner = ? AND fingerprint = ? "
+                              "AND epoch = ? AND kind = 'spend' ORDER BY id", (owner, fingerprint, row[3])).fetchall()
         return (Ledger(Budget(row[0], row[1], row[2]), tuple((label, Budget(e, d, r)) for label, e, d, r in spends)),
                 row[3])
 
-    def ledger(self, fingerprint: str, *, default_total: Budget = DEFAULT_TOTAL) -> Ledger:
+    def ledger(self, fingerprint: str, *, default_total: Budget = DEFAULT_TOTAL, owner: str | None = None) -> Ledger:
         """The dataset's ledger now (``default_total`` and no spends when nothing is recorded yet)."""
+        owner = self._owner(owner)
         with connect(self.path) as conn:
-            return self._read(conn, _check_fingerprint(fingerprint), default_total)[0]
+            return self._read(conn, owner, _check_fingerprint(fingerprint), default_total)[0]
 
-    def recorded(self, fingerprint: str) -> bool:
-        """Whether a total has been recorded for this dataset."""
+    def recorded(self, fingerprint: str, *, owner: str | None = None) -> bool:
+        """Whether a total has been recorded for this dataset (by this owner)."""
+        owner = self._owner(owner)
         with connect(self.path) as conn:
-            return conn.execute("SELECT 1 FROM budgets WHERE fingerprint = ?",
-                                (_check_fingerprint(fingerprint),)).fetchone() is not None
+            return conn.execute("SELECT 1 FROM budgets WHERE owner = ? AND fingerprint = ?",
+                                (owner, _check_fingerprint(fingerprint))).fetchone() is not None
 
-    def _record_total(self, conn, fingerprint: str, total: Budget, epoch: int | None, *, kind: str,
+    def _record_total(self, conn, owner: str, fingerprint: str, total: Budget, epoch: int | None, *, kind: str,
                       name: str, workspace: str | None, note: str | None) -> int:
         if epoch is None:
             epoch = 0
-            conn.execute("INSERT INTO budgets (fingerprint, name, epsilon, delta, rho, epoch, created) "
-                         "VALUES (?, ?, ?, ?, ?, 0, ?)",
-                         (fingerprint, name, total.epsilon, total.delta, total.rho, _now()))
+            conn.execute("INSERT INTO budgets (owner, fingerprint, name, epsilon, delta, rho, epoch, created) "
+                         "VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
+                         (owner, fingerprint, name, total.epsilon, total.delta, total.rho, _now()))
         else:
             epoch += kind == "reset"
             conn.execute("UPDATE budgets SET epsilon = ?, delta = ?, rho = ?, epoch = ?, name = CASE WHEN ? = '' "
-                         "THEN name ELSE ? END WHERE fingerprint = ?",
-                         (total.epsilon, total.delta, total.rho, epoch, name, name, fingerprint))
-        conn.execute("INSERT INTO events (fingerprint, epoch, kind, label, epsilon, delta, rho, workspace, note, time) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     (fingerprint, epoch, kind, f"{kind} {total_label(total)}", total.epsilon, total.delta,
+                         "THEN name ELSE ? END WHERE owner = ? AND fingerprint = ?",
+                         (total.epsilon, total.delta, total.rho, epoch, name, name, owner, fingerprint))
+        conn.execute("INSERT INTO events (owner, fingerprint, epoch, kind, label, epsilon, delta, rho, workspace, note, "
+                     "time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (owner, fingerprint, epoch, kind, f"{kind} {total_label(total)}", total.epsilon, total.delta,
                       total.rho, workspace, note, _now()))
         return epoch
 
-    def set_total(self, fingerprint: str, total: Budget, *, name: str = "", workspace: str | None = None) -> Ledger:
+    def set_total(self, fingerprint: str, total: Budget, *, name: str = "", workspace: str | None = None,
+                  owner: str | None = None) -> Ledger:
         """Record the dataset's total budget; refused once the current epoch has a spend.
 
         Raises:
-            ValueError: when spends exist (the total is fixed after the first release; ``reset`` instead).
+            ValueError: when spends exist (the total is fixed after the first release; ``reset`` instead),
+            or ``workspace`` belongs to another owner.
         """
         _check_fingerprint(fingerprint)
+        owner = self._owner(owner)
         if not total.epsilon > 0:
             raise ValueError(f"total budget epsilon must be > 0, got {total.epsilon!r}")
         with connect(self.path) as conn, transaction(conn):
-            ledger, epoch = self._read(conn, fingerprint, total)
+            _check_workspace(conn, workspace, owner)
+            ledger, epoch = self._read(conn, owner, fingerprint, total)
             if ledger.spends:
                 fixed = (f"epsilon={ledger.total.epsilon:g}" if ledger.total.rho is None
                          else f"rho={ledger.total.rho:g}")
@@ -139,14 +184,14 @@ class LedgerStore:
                                  "which voids the guarantee")
             if epoch is not None and ledger.total == total:
                 return ledger
-            self._record_total(conn, fingerprint, total, epoch, kind="total", name=name, workspace=workspace,
-                               note=None)
+            self._record_total(conn, owner, fingerprint, total, epoch, kind="total", name=name,
+                               workspace=workspace, note=None)
         return Ledger(total)
 
     def spend(self, fingerprint: str, label: str, cost: Budget, *, mechanism: str, workload: str | None = None,
               export_id: str | None = None, rho: float | None = None, workspace: str | None = None,
               name: str = "", note: str | None = None, default_total: Budget = DEFAULT_TOTAL,
-              values_hash: str | None = None) -> Ledger:
+              values_hash: str | None = None, owner: str | None = None) -> Ledger:
         """Charge ``cost`` atomically (check and insert in one ``BEGIN IMMEDIATE`` transaction).
 
         With ``export_id`` and ``values_hash`` (``core.release.provenance.values_hash`` of the released values), the
@@ -158,22 +203,25 @@ class LedgerStore:
 
         Raises:
             BudgetExceededError: naming the remaining budget; nothing is recorded.
+            ValueError: ``workspace`` belongs to another owner (nothing is recorded).
         """
         _check_fingerprint(fingerprint)
+        owner = self._owner(owner)
         if rho is not None and not rho >= 0:
             raise ValueError(f"rho must be >= 0 or None, got {rho!r}")
         if rho is not None and cost.rho is None:
             cost = replace(cost, rho=float(rho))
         with connect(self.path) as conn, transaction(conn):
-            ledger, epoch = self._read(conn, fingerprint, default_total)
+            _check_workspace(conn, workspace, owner)
+            ledger, epoch = self._read(conn, owner, fingerprint, default_total)
             after = ledger.spend(label, cost)  # raises BudgetExceededError: the transaction rolls back
             if epoch is None:
-                epoch = self._record_total(conn, fingerprint, ledger.total, None, kind="total", name=name,
+                epoch = self._record_total(conn, owner, fingerprint, ledger.total, None, kind="total", name=name,
                                            workspace=workspace, note="default total, recorded at the first spend")
-            conn.execute("INSERT INTO events (fingerprint, epoch, kind, label, mechanism, epsilon, delta, rho, "
+            conn.execute("INSERT INTO events (owner, fingerprint, epoch, kind, label, mechanism, epsilon, delta, rho, "
                          "workload, export_id, workspace, note, time) "
-                         "VALUES (?, ?, 'spend', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (fingerprint, epoch, label, mechanism, cost.epsilon, cost.delta, cost.rho, workload, export_id,
+                         "VALUES (?, ?, ?, 'spend', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (owner, fingerprint, epoch, label, mechanism, cost.epsilon, cost.delta, cost.rho, workload, export_id,
                           workspace, note, _now()))
             if values_hash is not None:
                 if export_id is None:
@@ -203,40 +251,67 @@ class LedgerStore:
                          (export_id, "0" * 64, str(values_hash), f"{name}: {statement.strip()}", _now()))
         return export_id
 
-    def reset(self, fingerprint: str, total: Budget, *, reason: str, workspace: str | None = None) -> Ledger:
+    def reset(self, fingerprint: str, total: Budget, *, reason: str, workspace: str | None = None,
+              owner: str | None = None, admin: bool = False) -> Ledger:
         """Start a fresh budget for the same data (recorded with ``reason``; see RESET_WARNING).
 
+        The caller is this store's ``owner``; ``owner=`` names the ledger to reset (default: the caller's own).
+        Only the ledger's owner, or an admin (``admin=True``: ``ui.identity.is_admin``), may reset it.
+
         Raises:
-            ValueError: without a reason, or for a total that is not > 0.
+            ValueError: another owner's ledger without ``admin``; without a reason; for a total that is not > 0.
         """
         _check_fingerprint(fingerprint)
+        target = self._owner(owner)
+        if target != self.owner and not admin:
+            raise ValueError("only the ledger's owner or an admin may reset a budget: this ledger belongs to another "
+                             "curator; nothing was recorded")
         if not (isinstance(reason, str) and reason.strip()):
             raise ValueError("a budget reset needs a reason: it voids the guarantee and is recorded")
         if not total.epsilon > 0:
             raise ValueError(f"total budget epsilon must be > 0, got {total.epsilon!r}")
+        by = "" if target == self.owner else f" (reset by admin {self.owner})"
         with connect(self.path) as conn, transaction(conn):
-            _, epoch = self._read(conn, fingerprint, total)
-            self._record_total(conn, fingerprint, total, epoch, kind="reset" if epoch is not None else "total",
-                               name="", workspace=workspace, note=f"{reason.strip()} — {RESET_WARNING}")
+            _check_workspace(conn, workspace, self.owner)
+            _, epoch = self._read(conn, target, fingerprint, total)
+            self._record_total(conn, target, fingerprint, total, epoch, kind="reset" if epoch is not None else "total",
+                               name="", workspace=workspace, note=f"{reason.strip()}{by} — {RESET_WARNING}")
         return Ledger(total)
 
-    def history(self, fingerprint: str | None = None) -> list[dict[str, object]]:
-        """Every recorded action (all epochs), oldest first; one dataset's or all of them."""
-        query = f"SELECT {', '.join(HISTORY_COLUMNS)} FROM events"
-        args: tuple = ()
-        if fingerprint is not None:
-            query, args = query + " WHERE fingerprint = ?", (_check_fingerprint(fingerprint),)
-        with connect(self.path) as conn:
-            return [dict(zip(HISTORY_COLUMNS, row, strict=True)) for row in conn.execute(query + " ORDER BY id", args)]
+    def history(self, fingerprint: str | None = None, *, owner: str | None = None,
+                every_owner: bool = False) -> list[dict[str, object]]:
+        """The owner's recorded actions (all epochs), oldest first; one dataset's or all of them.
 
-    def datasets(self) -> list[dict[str, object]]:
-        """One summary per recorded dataset: fingerprint, name, total, spent, remaining, spends, epoch."""
+        ``every_owner`` (an admin's view) adds every owner's, each row naming its ``owner``. No row carries
+        the workspace id.
+        """
+        columns = HISTORY_COLUMNS + (("owner",) if every_owner else ())
+        query, clauses, args = f"SELECT {', '.join(columns)} FROM events", [], []
+        if not every_owner:
+            clauses, args = ["owner = ?"], [self._owner(owner)]
+        if fingerprint is not None:
+            clauses.append("fingerprint = ?")
+            args.append(_check_fingerprint(fingerprint))
+        if clauses:
+            query += " WHERE " + " AND ".join(clauses)
         with connect(self.path) as conn:
-            rows = conn.execute("SELECT fingerprint, name, epoch FROM budgets ORDER BY created").fetchall()
+            return [dict(zip(columns, row, strict=True)) for row in conn.execute(query + " ORDER BY id", args)]
+
+    def datasets(self, *, owner: str | None = None, every_owner: bool = False) -> list[dict[str, object]]:
+        """One summary per recorded ledger of the owner: fingerprint, name, total, spent, remaining, spends, epoch.
+
+        ``every_owner`` (an admin's view) lists every owner's ledgers, each naming its ``owner``.
+        """
+        query, args = "SELECT owner, fingerprint, name, epoch FROM budgets", ()
+        if not every_owner:
+            query, args = query + " WHERE owner = ?", (self._owner(owner),)
+        with connect(self.path) as conn:
+            rows = conn.execute(query + " ORDER BY created", args).fetchall()
             out = []
-            for fingerprint, name, epoch in rows:
-                ledger = self._read(conn, fingerprint, DEFAULT_TOTAL)[0]
-                out.append({"fingerprint": fingerprint, "name": name, "unit": ledger.unit,
+            for row_owner, fingerprint, name, epoch in rows:
+                ledger = self._read(conn, row_owner, fingerprint, DEFAULT_TOTAL)[0]
+                out.append({**({"owner": row_owner} if every_owner else {}),
+                            "fingerprint": fingerprint, "name": name, "unit": ledger.unit,
                             "total": ledger.total.epsilon, "spent": ledger.spent.epsilon,
                             "remaining": ledger.remaining.epsilon, "total_rho": ledger.total.rho,
                             "spent_rho": ledger.spent.rho if ledger.unit == "rho" else None,

@@ -4,15 +4,23 @@ Where it lives: ``$DPLENS_HOME/dplens.sqlite3``, with ``DPLENS_HOME`` defaulting
 ``~/.local/share/dplens``. The directory is created with mode 0700 and the file made 0600: it holds
 the uploaded datasets (true counts) as well as the ledger.
 
-Tables (schema version 1, ``PRAGMA user_version``):
+Tables (schema version 3, ``PRAGMA user_version``). Everything a curator keeps has an ``owner`` (the
+curator's id: ``"local"`` for the one curator of a localhost server and the command line, else the signed-in
+email; ``ui.identity``), and every read filters by it:
 
-* ``budgets``: one row per dataset ledger, keyed by the dataset fingerprint (``core.data.fingerprint``):
-  the current total (ε, δ, and ρ: NULL for an (ε, δ) total; set for a ρ-zCDP total, whose ε is then its
+* ``budgets``: one row per ledger, keyed by (owner, dataset fingerprint ``core.data.fingerprint``): the
+  current total (ε, δ, and ρ: NULL for an (ε, δ) total; set for a ρ-zCDP total, whose ε is then its
   CKS ε at δ) and the epoch (a reset starts a new epoch; only the current epoch's spends count).
 * ``events``: append-only history of every ledger action: ``total`` (the total recorded), ``spend``
-  (mechanism, ε, δ, ρ, workload, export id, workspace, time) and ``reset`` (with the reason).
-* ``workspaces``: a session's working set as JSON, keyed by the workspace id in the URL.
-* ``datasets``: uploaded histograms by fingerprint, so a workspace can restore its uploads.
+  (mechanism, ε, δ, ρ, workload, export id, workspace, time) and ``reset`` (with the reason). The workspace
+  id is kept for the store only: no page or export shows it.
+* ``workspaces``: a session's working set as JSON, keyed by a server-minted workspace id, bound to its owner.
+* ``uploads``: uploaded histograms per (owner, fingerprint, variant), the variant naming the file name, labels
+  and axis names, so a workspace restores its own upload and never another curator's.
+* ``exports``: the provenance of released values (export id, values hash).
+
+A version-1 or -2 store is upgraded in place on first open: its ledgers, workspaces and uploads become the
+``"local"`` curator's (the only one those versions knew).
 
 Writers use ``BEGIN IMMEDIATE`` (``transaction``): the write lock is taken before the first read, so
 a check and the insert that depends on it are one atomic step across threads and processes.
@@ -21,7 +29,7 @@ a check and the insert that depends on it are one atomic step across threads and
 >>> path = Path(tempfile.mkdtemp()) / "dplens.sqlite3"
 >>> with connect(path) as conn:
 ...     conn.execute("PRAGMA user_version").fetchone()[0]
-1
+3
 """
 
 from __future__ import annotations
@@ -34,22 +42,26 @@ from pathlib import Path
 
 DEFAULT_HOME = "~/.local/share/dplens"
 DATABASE_NAME = "dplens.sqlite3"
-SCHEMA_VERSION = 2  # 2: the exports table (provenance of released values)
+SCHEMA_VERSION = 3  # 2: the exports table (provenance of released values); 3: owners
+LOCAL_OWNER = "local"  # the one curator of a localhost server and of the command line
 BUSY_TIMEOUT_SECONDS = 60.0  # how long a writer waits for another's transaction (20 concurrent spenders)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS budgets (
-    fingerprint TEXT PRIMARY KEY,
+    owner TEXT NOT NULL DEFAULT 'local',
+    fingerprint TEXT NOT NULL,
     name TEXT NOT NULL DEFAULT '',
     epsilon REAL NOT NULL CHECK (epsilon >= 0),
     delta REAL NOT NULL DEFAULT 0 CHECK (delta >= 0 AND delta < 1),
     rho REAL CHECK (rho IS NULL OR rho >= 0),
     epoch INTEGER NOT NULL DEFAULT 0,
-    created TEXT NOT NULL
+    created TEXT NOT NULL,
+    PRIMARY KEY (owner, fingerprint)
 );
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
-    fingerprint TEXT NOT NULL REFERENCES budgets (fingerprint),
+    owner TEXT NOT NULL DEFAULT 'local',
+    fingerprint TEXT NOT NULL,
     epoch INTEGER NOT NULL,
     kind TEXT NOT NULL CHECK (kind IN ('total', 'spend', 'reset')),
     label TEXT NOT NULL DEFAULT '',
@@ -63,9 +75,10 @@ CREATE TABLE IF NOT EXISTS events (
     note TEXT,
     time TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_by_dataset ON events (fingerprint, epoch, kind);
+CREATE INDEX IF NOT EXISTS events_by_ledger ON events (owner, fingerprint, epoch, kind);
 CREATE TABLE IF NOT EXISTS workspaces (
     id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL DEFAULT 'local',
     state TEXT NOT NULL,
     updated TEXT NOT NULL
 );
@@ -78,15 +91,33 @@ CREATE TABLE IF NOT EXISTS exports (
     time TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS exports_by_values ON exports (values_hash);
-CREATE TABLE IF NOT EXISTS datasets (
-    fingerprint TEXT PRIMARY KEY,
+CREATE TABLE IF NOT EXISTS uploads (
+    owner TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    variant TEXT NOT NULL,
     name TEXT NOT NULL,
     shape TEXT NOT NULL,
     counts BLOB NOT NULL,
     labels TEXT NOT NULL,
-    axis_names TEXT NOT NULL
+    axis_names TEXT NOT NULL,
+    PRIMARY KEY (owner, fingerprint, variant)
 );
 """
+
+# Version 1-2 tables rebuilt with an owner (copied as the "local" curator's), then dropped.
+_UPGRADE_COPIES = (
+    ("budgets", "budgets_v2", "INSERT INTO budgets (owner, fingerprint, name, epsilon, delta, rho, epoch, created) "
+                              "SELECT 'local', fingerprint, name, epsilon, delta, rho, epoch, created FROM budgets_v2"),
+    ("events", "events_v2", "INSERT INTO events (id, owner, fingerprint, epoch, kind, label, mechanism, epsilon, delta, "
+                            "rho, workload, export_id, workspace, note, time) SELECT id, 'local', fingerprint, epoch, "
+                            "kind, label, mechanism, epsilon, delta, rho, workload, export_id, workspace, note, time "
+                            "FROM events_v2"),
+    ("workspaces", "workspaces_v2", "INSERT INTO workspaces (id, owner, state, updated) "
+                                    "SELECT id, 'local', state, updated FROM workspaces_v2"),
+    ("datasets", "datasets_v2", "INSERT OR IGNORE INTO uploads (owner, fingerprint, variant, name, shape, counts, "
+                                "labels, axis_names) SELECT 'local', fingerprint, '', name, shape, counts, labels, "
+                                "axis_names FROM datasets_v2"),
+)
 
 
 def default_path() -> Path:
@@ -124,11 +155,25 @@ def _ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
     conn.execute("PRAGMA journal_mode=WAL")  # readers never block the writer; persistent per file
     with transaction(conn):
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:  # another process won
-            for statement in filter(str.strip, _SCHEMA.split(";")):
-                conn.execute(statement)
+            _upgrade(conn)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     with contextlib.suppress(OSError):
         path.chmod(0o600)
+
+
+def _upgrade(conn: sqlite3.Connection) -> None:
+    """Create the schema; a version-1/2 store's tables are rebuilt with an owner ("local") and copied over."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    old = [(table, renamed, copy) for table, renamed, copy in _UPGRADE_COPIES if table in tables
+           and "owner" not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}]
+    for table, renamed, _ in old:
+        conn.execute(f"ALTER TABLE {table} RENAME TO {renamed}")
+    conn.execute("DROP INDEX IF EXISTS events_by_dataset")
+    for statement in filter(str.strip, _SCHEMA.split(";")):
+        conn.execute(statement)
+    for _, renamed, copy in old:
+        conn.execute(copy)
+        conn.execute(f"DROP TABLE {renamed}")
 
 
 @contextlib.contextmanager

@@ -1,23 +1,31 @@
 """Workspaces: a session's working set, kept in the store (``core.privacy.store``) under an id carried in the URL.
 
-A workspace holds what a reload must bring back: the uploaded datasets (by fingerprint; their
-counts are stored once in ``datasets``), the selected dataset and workload, the selected
+A workspace holds what a reload must bring back: the uploaded datasets (by reference to ``uploads``,
+stored once per owner, counts, name and labels), the selected dataset and workload, the selected
 mechanisms and settings, and the release history with the released values. It never holds the
-budget: that is the dataset's ledger (``core.privacy.ledger_store``), shared by every workspace.
+budget: that is the owner's ledger for the dataset (``core.privacy.ledger_store``), shared by the
+owner's workspaces.
+
+Workspaces belong to their owner (the curator, ``ui.identity``): ids are minted here (``create``), and
+``load`` returns nothing for an id the store does not know or that another owner holds, so a link with
+someone else's id never opens (or adopts) their workspace; ``save`` never writes over another owner's.
 
 >>> import tempfile
->>> store = WorkspaceStore(Path(tempfile.mkdtemp()) / "dplens.sqlite3")
->>> wid = new_workspace_id()
+>>> store = WorkspaceStore(Path(tempfile.mkdtemp()) / "dplens.sqlite3", owner="a@example.org")
+>>> wid = store.create()
 >>> store.save(wid, {"dataset_key": "sample:smooth"})
 >>> store.load(wid)
 {'dataset_key': 'sample:smooth'}
 >>> store.load(new_workspace_id()) is None
+True
+>>> WorkspaceStore(store.path, owner="b@example.org").load(wid) is None
 True
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import re
 import secrets
@@ -29,7 +37,7 @@ import numpy as np
 from core.data.domain import Histogram
 from core.data.fingerprint import dataset_fingerprint
 from core.mechanisms import Release
-from core.privacy.store import connect, default_path, transaction
+from core.privacy.store import LOCAL_OWNER, connect, default_path, transaction
 from core.release.export import _jsonable
 
 _WORKSPACE_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
@@ -78,45 +86,83 @@ def release_from_dict(doc: dict) -> Release:
                    estimate, doc["params"])
 
 
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
 @dataclass(frozen=True)
 class WorkspaceStore:
-    """Workspaces and uploaded datasets in the store at ``path`` (default ``$DPLENS_HOME/dplens.sqlite3``)."""
+    """``owner``'s workspaces and uploads in the store at ``path`` (default ``$DPLENS_HOME/dplens.sqlite3``).
+
+    ``owner`` defaults to ``"local"`` (the localhost curator); no method reads or writes another owner's rows.
+    """
 
     path: Path = field(default_factory=default_path)
+    owner: str = LOCAL_OWNER
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.owner, str) and self.owner.strip() and len(self.owner) <= 320):
+            raise ValueError(f"owner must be a curator id (1-320 characters), got {str(self.owner)[:80]!r}")
+
+    def create(self) -> str:
+        """A new, empty workspace of the owner, under an id minted here; returns the id."""
+        workspace_id = new_workspace_id()
+        with connect(self.path) as conn, transaction(conn):
+            conn.execute("INSERT INTO workspaces (id, owner, state, updated) VALUES (?, ?, '{}', ?)",
+                         (workspace_id, self.owner, _now()))
+        return workspace_id
 
     def load(self, workspace_id: str) -> dict | None:
-        """The saved working set, or None (unknown id, or text that is not an id)."""
+        """The owner's saved working set, or None (unknown id, another owner's, or text that is not an id)."""
         if not is_workspace_id(workspace_id):
             return None
         with connect(self.path) as conn:
-            row = conn.execute("SELECT state FROM workspaces WHERE id = ?", (workspace_id,)).fetchone()
+            row = conn.execute("SELECT state FROM workspaces WHERE id = ? AND owner = ?",
+                               (workspace_id, self.owner)).fetchone()
         return None if row is None else json.loads(row[0])
 
     def save(self, workspace_id: str, state: dict) -> None:
-        """Replace the working set saved under ``workspace_id``."""
+        """Replace the working set saved under ``workspace_id`` (a new id becomes the owner's).
+
+        Raises:
+            ValueError: not an id, or the id is another owner's workspace (nothing is written).
+        """
         if not is_workspace_id(workspace_id):
             raise ValueError(f"workspace id must be 16-64 URL-safe characters, got {str(workspace_id)[:80]!r}")
         text = json.dumps(state, allow_nan=False)
         with connect(self.path) as conn, transaction(conn):
-            conn.execute("INSERT OR REPLACE INTO workspaces (id, state, updated) VALUES (?, ?, ?)",
-                         (workspace_id, text, dt.datetime.now(dt.UTC).isoformat(timespec="seconds")))
+            written = conn.execute("INSERT INTO workspaces (id, owner, state, updated) VALUES (?, ?, ?, ?) "
+                                   "ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated = excluded.updated "
+                                   "WHERE workspaces.owner = excluded.owner",
+                                   (workspace_id, self.owner, text, _now())).rowcount
+            if not written:
+                raise ValueError("this workspace belongs to another curator; nothing was saved")
 
     def put_dataset(self, hist: Histogram) -> str:
-        """Keep an uploaded histogram (once per fingerprint); returns its fingerprint."""
+        """Keep an uploaded histogram for the owner (once per counts, name, labels); returns its reference.
+
+        The reference is ``<fingerprint>:<variant>``, the variant naming the file name, labels and axis names:
+        the same counts uploaded under another name (or by another curator) are kept apart.
+        """
         fingerprint = dataset_fingerprint(hist)
         counts = np.ascontiguousarray(hist.counts, dtype="<f8")
+        labels = json.dumps([list(axis) for axis in hist.labels])
+        axis_names = json.dumps(list(hist.domain.names))
+        variant = hashlib.sha256(json.dumps([hist.name, labels, axis_names]).encode()).hexdigest()[:16]
         with connect(self.path) as conn, transaction(conn):
-            conn.execute("INSERT OR IGNORE INTO datasets (fingerprint, name, shape, counts, labels, axis_names) "
-                         "VALUES (?, ?, ?, ?, ?, ?)",
-                         (fingerprint, hist.name, json.dumps(list(counts.shape)), counts.tobytes(),
-                          json.dumps([list(axis) for axis in hist.labels]), json.dumps(list(hist.domain.names))))
-        return fingerprint
+            conn.execute("INSERT OR IGNORE INTO uploads (owner, fingerprint, variant, name, shape, counts, labels, "
+                         "axis_names) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         (self.owner, fingerprint, variant, hist.name, json.dumps(list(counts.shape)),
+                          counts.tobytes(), labels, axis_names))
+        return f"{fingerprint}:{variant}"
 
-    def get_dataset(self, fingerprint: str) -> Histogram | None:
-        """The histogram stored under ``fingerprint``, or None."""
+    def get_dataset(self, reference: str) -> Histogram | None:
+        """The owner's histogram stored under ``reference`` (``put_dataset``'s; a bare fingerprint from a
+        version-2 workspace finds the upload migrated with it), or None."""
+        fingerprint, _, variant = str(reference).partition(":")
         with connect(self.path) as conn:
-            row = conn.execute("SELECT name, shape, counts, labels, axis_names FROM datasets WHERE fingerprint = ?",
-                               (fingerprint,)).fetchone()
+            row = conn.execute("SELECT name, shape, counts, labels, axis_names FROM uploads WHERE owner = ? AND "
+                               "fingerprint = ? AND variant = ?", (self.owner, fingerprint, variant)).fetchone()
         if row is None:
             return None
         name, shape, counts, labels, axis_names = row

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -115,6 +116,23 @@ def _total(args: argparse.Namespace) -> Budget | None:
     return Budget(budget, delta or 0.0)
 
 
+def _writable(path: str) -> Path:
+    """``--output`` checked before any work: a release charges the ledger, so its file must be writable.
+
+    >>> _writable("/")
+    Traceback (most recent call last):
+    core.__main__.CliError: --output '/' is a directory; name a file
+    """
+    output = Path(path)
+    if output.is_dir():
+        raise CliError(f"--output {path!r} is a directory; name a file")
+    if not output.parent.is_dir():
+        raise CliError(f"--output {path!r}: the folder {str(output.parent)!r} does not exist")
+    if output.exists() and not os.access(output, os.W_OK) or not os.access(output.parent, os.W_OK):
+        raise CliError(f"--output {path!r} cannot be written")
+    return output
+
+
 def _left(ledger) -> str:
     """What remains, in the ledger's unit (ρ with its CKS ε at the total's δ, or ε)."""
     if ledger.unit == "rho":
@@ -152,7 +170,7 @@ def cmd_release_table(args: argparse.Namespace) -> int:
         raise CliError(f"--rho takes one number in (0, 1000], got {args.rho!r}")
     rho = rho[0]
     mechanism = table_mechanism(args.mechanism, **_params(args.param))
-    output = Path(args.output)
+    output = _writable(args.output)
     if output.suffix.lower() != ".csv":
         raise CliError(f"--output must end in .csv for a table release, got {args.output!r}")
     table = load_table(args.input, args.domain, missing=args.missing)
@@ -191,7 +209,7 @@ def cmd_release(args: argparse.Namespace) -> int:
                        "simulate)")
     if args.domain is not None:
         return cmd_release_table(args)
-    output = Path(args.output)
+    output = _writable(args.output)
     if output.suffix.lower() not in (".csv", ".json"):
         raise CliError(f"--output must end in .csv or .json, got {args.output!r}")
     privacy = _privacy(args)

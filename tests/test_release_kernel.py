@@ -239,3 +239,14 @@ def test_the_cli_table_release_of_histogram_mechanisms_writes_the_pages_files(tm
     assert out.read_text().splitlines()[0] == "marginal,cell,count,std,lower,upper,level"
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     assert meta["export_id"] and meta["dataset"] == "survey.csv" and meta["rho"] == 0.5
+
+
+def test_an_unwritable_output_is_refused_before_anything_is_charged(tmp_path, capsys):
+    (tmp_path / "out.csv").mkdir()
+    store = tmp_path / "l.sqlite3"
+    for output in (tmp_path / "out.csv", tmp_path / "missing" / "r.csv"):
+        assert main(["release", "--input", "tips-bill", "--mechanism", "hb", "--epsilon", "1", "--output",
+                     str(output), "--ledger", str(store)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    fingerprint = dataset_fingerprint(load_histogram("tips-bill"))
+    assert not [e for e in LedgerStore(store).history(fingerprint) if e["kind"] == "spend"]

@@ -6,26 +6,33 @@ position inside its parent group *in row order*. Every column reuses that one or
 come out comonotone: the model says they are conditionally independent, the records say they are perfectly
 dependent (spec tables.md, "The records sampler is wrong by default"). Here each column draws its own uniformly
 random order of the strata inside every parent group: each stratum's count stays within one record of the model's
-(stratified resampling, Douc, Cappé & Moulines 2005, §2.2), and the columns are conditionally independent again.
+(stratified resampling in Douc, Cappé & Moulines 2005), and the columns are conditionally independent again.
 
 Sampling from a fitted model is post-processing: the privacy guarantee is unchanged.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import polars as pl
+    from mbi import MarkovRandomField
+    from opendp.extras.mbi import ContingencyTable
 
 SAMPLING_METHODS = ("stratified", "independent")
 COMPARISON_BLOCK_ROWS = 1 << 16  # rows per block of the inverse-CDF comparison (bounds memory to block × levels)
 
 
-def sample_records(model, rows: int | None, rng: np.random.Generator, *,
+def sample_records(model: MarkovRandomField, rows: int | None, rng: np.random.Generator, *,
                    method: str = "stratified") -> np.ndarray:
     """Draw ``rows`` records from ``model``, one column at a time down its junction tree.
 
     Columns are drawn in reverse elimination order; each one conditions on its neighbours in the triangulated
     graph that were already drawn, which is exact forward sampling of a decomposable model (Koller & Friedman
-    2009, §12.1.1; the junction-tree marginals make every conditional available, §10.2). mbi instead conditions
+    2009, §12.1.1; the clique-tree marginals give every conditional, ch. 10). mbi instead conditions
     on the fitted cliques only, which drops fill-in edges when the model graph is not chordal.
 
     Args:
@@ -76,7 +83,7 @@ def sample_records(model, rows: int | None, rng: np.random.Generator, *,
     return np.column_stack([codes[a] for a in domain.attributes]).astype(np.int64)
 
 
-def synthesize_table(table, rows: int | None, rng: np.random.Generator):
+def synthesize_table(table: ContingencyTable, rows: int | None, rng: np.random.Generator) -> pl.DataFrame:
     """OpenDP ``ContingencyTable.synthesize(rows)`` with :func:`sample_records`: a polars frame of key values.
 
     Returns one column per key of ``table`` (its null key included, as OpenDP's), values mapped back from level
@@ -96,7 +103,7 @@ def synthesize_table(table, rows: int | None, rng: np.random.Generator):
     return pl.DataFrame([table.keys[name].gather(indices[:, position[name]]) for name in table.keys])
 
 
-def _record_count(model, rows: int | None) -> int:
+def _record_count(model: MarkovRandomField, rows: int | None) -> int:
     if rows is None:
         return max(1, round(float(model.total)))
     if isinstance(rows, bool) or not isinstance(rows, int | np.integer) or rows < 1:

@@ -98,8 +98,9 @@ def workspace_owner(conn, workspace: str | None) -> str | None:
 def _check_workspace(conn, workspace: str | None, owner: str) -> None:
     found = workspace_owner(conn, workspace)
     if found is not None and found != owner:
-        raise ValueError("this workspace belongs to another curator: a ledger is read and charged only by its "
-                         "owner's workspaces; nothing was recorded")
+        raise ValueError("the workspace and the ledger belong to different curators: a ledger is charged only from "
+                         "its owner's workspaces (pass the curator's store: ui.ledger.ledger_store()); nothing was "
+                         "recorded")
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,7 @@ def test_a_shared_server_asks_for_sign_in_and_shows_nothing_else(shared, monkeyp
     assert not at.exception and "sign-in is not configured" in at.error[0].value
     assert not at.metric and "workspace_id" not in at.session_state
     monkeypatch.setattr("ui.identity._providers", lambda: [None])  # an [auth] section with one provider
+    monkeypatch.setattr("streamlit.auth_util.is_authlib_installed", lambda: True)
     at = _session(None)
     assert not at.exception and [b.proto.label for b in at.button] == ["Sign in"]
     assert not at.metric and "workspace_id" not in at.session_state

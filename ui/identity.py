@@ -85,6 +85,12 @@ def _sign_in_page() -> None:
                  "not configured: add an `[auth]` section to `.streamlit/secrets.toml` (README: Security model), "
                  "or run on this machine only (`make run`, which listens on 127.0.0.1).")
         return
+    from streamlit.auth_util import is_authlib_installed
+
+    if not is_authlib_installed():
+        st.error("Sign-in is configured but Streamlit's sign-in needs Authlib: install `streamlit[auth]` "
+                 "(Authlib ≥ 1.3.2) in the server's environment (README: Security model).")
+        return
     st.info("Sign in to see your datasets, workspaces and privacy budgets. Each curator sees only their own.")
     for provider in providers:
         label = "Sign in" if provider is None else f"Sign in with {provider}"

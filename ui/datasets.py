@@ -15,6 +15,7 @@ from core.data.released import ReleasedData, load_release
 from core.data.transform import coarsen, rescale
 from core.privacy.ledger_store import LedgerStore
 from core.release.provenance import recognise, values_hash
+from ui.identity import current_curator
 from ui.state import init_state
 
 DPBENCH_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "dpbench-1d"
@@ -115,7 +116,7 @@ def bins_from_data(key: str | None = None) -> bool:
 def known_release(data: bytes, filename: str, statement: str = "") -> ReleasedData | None:
     """The released data in ``data`` when this installation released it (or the curator states, recorded, that it is
     another installation's DP release); None when it is not known: it is then raw data, charged like any other."""
-    store = LedgerStore()
+    store = LedgerStore(owner=current_curator())
     released, record = recognise(store, data, filename)
     if released is None:
         return None

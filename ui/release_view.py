@@ -16,7 +16,7 @@ from core.data import limits
 from core.mechanisms import MECHANISMS, configure
 from core.mechanisms.gaussian import Matched
 from core.privacy.definitions import target
-from core.privacy.ledger_store import LedgerStore, new_export_id
+from core.privacy.ledger_store import new_export_id
 from core.privacy.noise import noise_sampler, noise_source
 from core.release.config import parse_config
 from core.release.export import (
@@ -29,6 +29,7 @@ from core.release.export import (
 from core.release.kernel import HistogramRequest, export_release, plan_histogram, release_histogram
 from core.release.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
 from core.release.recipe import recipe_notebook, recipe_script
+from ui.ledger import ledger_store
 
 SHOWN_QUERIES = 40      # workload answers drawn with error bars
 
@@ -81,7 +82,7 @@ def spend_and_release() -> None:
         with st.spinner(f"Releasing with {name} at ε = {epsilon:g} (stopped after {limits.MAX_ACTION_SECONDS:g} s)…"):
             # the limit is read per click: an operator (or a test) may change it while the server runs
             if kernel:
-                published = release_histogram(request, counts, store=LedgerStore(), fingerprint=ui.ledger_key(),
+                published = release_histogram(request, counts, store=ledger_store(), fingerprint=ui.ledger_key(),
                                               name=ui.histogram().name, time_limit=limits.MAX_ACTION_SECONDS,
                                               workspace=ss.get("workspace_id"), where="Release page")
                 release, seconds, sampler = published.release, published.seconds, published.noise_sampler

@@ -19,7 +19,6 @@ from scipy import special
 
 from core.analysis.experiment import SweepCache
 from core.privacy.budget import Budget
-from core.privacy.ledger_store import LedgerStore
 from core.queries.marginals import MAX_MARGINAL_CELLS, MarginalWorkload, TableDomain
 from core.release.kernel import (
     DEFAULT_TABLE_TOTAL,
@@ -40,6 +39,7 @@ from core.tables.records import (
     parse_marginal_workload,
 )
 from ui.guard import plain
+from ui.ledger import ledger_store
 
 TABLE_DEFAULT_RHO = DEFAULT_TABLE_TOTAL.rho  # a table's total until the curator records one (core.release.kernel)
 # ρ is also shown as ε at TABLE_DISPLAY_DELTA (Canonne–Kamath–Steinke conversion)
@@ -86,8 +86,11 @@ def current_table() -> Table:
     ss = st.session_state
     if ss.get("table") is None:
         ss.table, ss.table_name = _sample_table(), SAMPLE_TABLE_NAME
-    if "tables_attributes" not in ss:  # first visit, or Streamlit dropped the widget's state on another page
-        ss.tables_attributes = list(ss.table.domain.names)
+    names = list(ss.table.domain.names)
+    chosen = ss.get("tables_attributes")
+    # first visit, Streamlit dropped (or emptied) the widget's state on another page, or a stale selection: all
+    if not chosen or any(name not in names for name in chosen):
+        ss.tables_attributes = names
     return ss.table
 
 
@@ -157,14 +160,14 @@ def _default_total() -> Budget:
 
 
 def table_ledger(table: Table):
-    return LedgerStore().ledger(table.fingerprint, default_total=_default_total())
+    return ledger_store().ledger(table.fingerprint, default_total=_default_total())
 
 
 def set_table_total() -> None:
     """Number-input callback: record the table's total ρ (refused once it has a spend)."""
     ss, table = st.session_state, current_table()
     try:
-        LedgerStore().set_total(table.fingerprint, Budget.zcdp(float(ss.tables_total_rho), TABLE_DISPLAY_DELTA),
+        ledger_store().set_total(table.fingerprint, Budget.zcdp(float(ss.tables_total_rho), TABLE_DISPLAY_DELTA),
                                 name=ss.get("table_name", "table"), workspace=ss.get("workspace_id"))
     except ValueError as err:
         ss.flash_error = f"Total budget not changed: {err}"
@@ -274,7 +277,7 @@ def release_table(progress=None) -> None:
         return
     try:  # the one release door (core.release.kernel): refusals before work, bounded run, one charge
         request = TableRequest(mechanism, rho, work, TABLE_DISPLAY_DELTA, domain_declared=chosen.domain_declared)
-        published = kernel_release_table(request, chosen.records, store=LedgerStore(),
+        published = kernel_release_table(request, chosen.records, store=ledger_store(),
             fingerprint=table.fingerprint, name=ss.get("table_name", "table"), workspace=ss.get("workspace_id"),
             estimated_seconds=_SLOW_SECONDS if mechanism.data_dependent else None, progress=progress)
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback

@@ -216,3 +216,18 @@ def test_a_version_2_store_upgrades_to_the_local_curator():
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "datasets" not in tables and not [t for t in tables if t.endswith("_v2")]
     assert local.spend(fingerprint, "release #2", Budget(1.5), mechanism="identity").remaining.epsilon == 0.0
+
+
+def test_a_secure_release_on_a_shared_server_charges_the_signed_in_curators_ledger(shared):
+    """The Release page's kernel call charges the curator who clicked, never the 'local' ledger or another's."""
+    at = _session(A, upload=Histogram.from_counts(COUNTS, labels=(("a", "b", "c", "d"),), name="mine.csv"))
+    at = at.switch_page("pages/release.py").run()
+    at.radio(key="release_noise_path").set_value("secure")
+    at.selectbox(key="release_mechanism").set_value("identity")
+    at.number_input(key="release_epsilon").set_value(0.5)
+    at = at.button(key="release_spend").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    fingerprint = dataset_fingerprint(COUNTS)
+    assert LedgerStore(owner=A).ledger(fingerprint).spent.epsilon == pytest.approx(0.5)
+    assert LedgerStore(owner=B).ledger(fingerprint).spent.epsilon == 0
+    assert LedgerStore().ledger(fingerprint).spent.epsilon == 0

@@ -113,3 +113,14 @@ def test_marginal_releases_are_scored_on_every_evaluation_marginal_or_not_at_all
     mixed = MarginalWorkload(DOMAIN, (("a",), ("a", "b")))
     assert np.isnan(evaluation_tvd(TableRelease("identity", 1.0, 1.0, partial, [truth[0]]), mixed,
                                    mixed.answer(records)))  # covers one of two: not scored on the easier half
+
+
+def test_a_synthesiser_past_the_deadline_is_stopped_in_its_worker():
+    """With a deadline, synthesiser runs go to a worker killed at it: the comparison returns what finished."""
+    import time
+
+    workload = MarginalWorkload.all_kway(DOMAIN, 2)
+    started = time.perf_counter()
+    df = compare_tables(_records(), workload, ["identity", "mst"], [0.5], trials=1, seed=0, seconds=0.5)
+    assert time.perf_counter() - started < 20
+    assert df.attrs["stopped"] and set(df.mechanism) <= {"identity"}

@@ -18,6 +18,7 @@ import streamlit as st
 from scipy import special
 
 from core.analysis.experiment import SweepCache
+from core.data import limits
 from core.privacy.budget import Budget
 from core.queries.marginals import MAX_MARGINAL_CELLS, MarginalWorkload, TableDomain
 from core.release.kernel import (
@@ -190,7 +191,8 @@ def run_table_compare(table: Table, work: MarginalWorkload, names: list[str], rh
     cache = ss.setdefault("tables_cache", SweepCache(limit=512))
     df = compare_tables(table.records, work, names, rhos, trials=trials, seed=int(ss.get("seed", 0)),
                         evaluation=table_evaluation(table), cache=cache, data_key=table.fingerprint,
-                        progress=progress)  # Stop reruns the page; finished pairs stay in the cache
+                        progress=progress, seconds=limits.MAX_SYNTHESIS_SECONDS)
+    # Stop reruns the page; finished pairs stay in the cache. Synthesiser runs are in workers under the deadline.
     ss.tables_results = {"df": df, "baseline": baseline_scores(work, table_evaluation(table), table.records),
                          "workload": work.describe(), "evaluation": table_evaluation(table).describe()}
     return df

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from core.analysis.bounded import RunTimeLimitError, run_bounded
 from core.analysis.experiment import SweepCache, trial_rng
 from core.queries.marginals import MarginalWorkload, marginal_counts
 from core.tables.contract import TableRelease, check_rho, workload_rmse
@@ -86,12 +87,14 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
                    *, trials: int = 3, seed: int = 0, evaluation: MarginalWorkload | None = None,
                    settings: dict[str, dict] | None = None, cache: SweepCache | None = None, data_key: str = "",
                    progress: Callable[[float, str], None] | None = None,
-                   should_stop: Callable[[], bool] | None = None) -> pd.DataFrame:
+                   should_stop: Callable[[], bool] | None = None, seconds: float | None = None) -> pd.DataFrame:
     """One row per (mechanism, ρ, trial): measured RMSE, evaluation TVD, the closed-form RMSE if any, time.
 
     With ``cache`` (keyed by ``data_key``, the records' fingerprint) pairs already computed are reused, so
-    adding a mechanism or a ρ runs only the new pairs. ``should_stop`` is polled between runs; a stopped
-    comparison returns the finished rows with ``df.attrs["stopped"] = True``.
+    adding a mechanism or a ρ runs only the new pairs. ``should_stop`` is polled between runs; with ``seconds``
+    the whole comparison has that deadline, and each synthesiser run (minutes, hundreds of MB) runs in a worker
+    process killed at the deadline (``core.analysis.bounded``), so its memory goes with it. A stopped comparison
+    returns the finished rows with ``df.attrs["stopped"] = True``.
     """
     if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 1000:
         raise ValueError(f"trials must be an integer from 1 to 1000, got {trials!r}")
@@ -106,6 +109,7 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
     truth_w, truth_e = workload.answer(records), evaluation.answer(records)
     frames, computed, stopped = [], 0, False
     total = len(instances) * len(rhos) * trials
+    deadline = None if seconds is None else time.monotonic() + float(seconds)
     for name, mechanism in instances.items():
         for rho in rhos:
             key = (data_key, repr((workload, evaluation)), repr(mechanism), rho, trials, int(seed))
@@ -117,17 +121,26 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
             expected = mechanism.expected_rmse(workload, rho)
             rows = []
             for trial in range(trials):
-                if should_stop is not None and should_stop():
+                if (should_stop is not None and should_stop()) or (deadline is not None and time.monotonic() >= deadline):
                     stopped = True
                     break
                 if progress is not None:
                     progress(computed / total, f"{name} at rho={rho:g}, run {trial + 1} of {trials}")
                 start = time.perf_counter()
                 rng = trial_rng(seed, name, rho, trial)
+                report = None
                 if progress is not None and mechanism.synthesizes:  # minutes per run: report inside it
                     text = f"{name} at rho={rho:g}, run {trial + 1} of {trials}"
-                    release = mechanism.run(workload, records, rho, rng,
-                                            progress=lambda f, t=text: progress((computed + f) / total, t))
+                    report = lambda f, t=text, done=computed: progress((done + f) / total, t)  # noqa: E731
+                if deadline is not None and mechanism.synthesizes:
+                    try:
+                        release = run_bounded(mechanism.run, workload, records, rho, rng, progress=report,
+                                              seconds=max(deadline - time.monotonic(), 1e-3), estimated_seconds=60.0)
+                    except RunTimeLimitError:
+                        stopped = True
+                        break
+                elif report is not None:
+                    release = mechanism.run(workload, records, rho, rng, progress=report)
                 else:
                     release = mechanism.run(workload, records, rho, rng)
                 seconds = time.perf_counter() - start

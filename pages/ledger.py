@@ -11,8 +11,6 @@ import ui
 from core.privacy.ledger_store import RESET_WARNING
 from core.privacy.store import default_path
 from core.release.export import history_to_csv
-from ui import identity
-from ui.ledger import ledger_store
 
 ui.init_state()
 st.title("Ledger")
@@ -20,10 +18,10 @@ ui.show_flash()
 if notice := st.session_state.pop("ledger_notice", None):
     st.success(notice)
 with ui.guard():
-    store, current = ledger_store(), ui.ledger_key()
+    store, current = ui.ledger_store(), ui.ledger_key()
     led = ui.ledger()
     where = (f"kept in `{default_path()}` (set `DPLENS_HOME` to move it). Every tab, session, server restart and "
-             "the command line charge the same ledger." if identity.local_mode() else
+             "the command line charge the same ledger." if ui.local_mode() else
              f"kept on the server for you ({ui.plain(store.owner)}) alone: other curators neither see nor charge it.")
     st.caption("Budgets belong to the data: each dataset's ledger is keyed by its fingerprint (SHA-256 of the "
                f"counts and domain sizes) and {where}")
@@ -55,7 +53,7 @@ with ui.guard():
     st.download_button("Ledger history (CSV)", history_to_csv(history), f"dplens-ledger-{chosen[:12]}.csv",
                        "text/csv", key="ledger_csv", on_click="ignore",
                        help="Every total, spend (mechanism, ε, δ, ρ, workload, export id, time) and reset.")
-    if identity.is_admin(store.owner):  # every curator's ledgers, read-only (a reset here is the owner's)
+    if ui.is_admin(store.owner):  # every curator's ledgers, read-only (a reset here is the owner's)
         with st.expander("Every curator's ledgers (admin)"):
             everyone = store.datasets(every_owner=True)
             st.dataframe(pd.DataFrame(everyone), hide_index=True, key="ledger_admin_datasets")

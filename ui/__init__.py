@@ -79,6 +79,16 @@ from ui.datasets import (
 from ui.gradual_view import DEFAULT_SCHEDULE, current_walk, release_next, schedule, search_tab, walk_tab  # noqa: E402
 from ui.guard import error_line, guard, guarded, is_script_control, plain
 from ui.handoff import apply_handoff, budget_warning, show_handoff, use_button, use_epsilon
+from ui.identity import (
+    ADMINS_ENV,
+    LOCAL_ADDRESSES,
+    LOCAL_CURATOR,
+    admins,
+    current_curator,
+    is_admin,
+    local_mode,
+    signed_in,
+)
 from ui.learn_view import (  # noqa: E402
     LAYOUT,
     RATIO_BINS,
@@ -88,7 +98,16 @@ from ui.learn_view import (  # noqa: E402
     ratio_section,
     ratio_ticks,
 )
-from ui.ledger import charge, fits_or_flash, ledger, native_caption, remaining_text, reset_budget, set_total
+from ui.ledger import (
+    charge,
+    fits_or_flash,
+    ledger,
+    ledger_store,
+    native_caption,
+    remaining_text,
+    reset_budget,
+    set_total,
+)
 from ui.navigation import PAGES
 from ui.papers_view import (  # noqa: E402
     AUDIT_RUNS,
@@ -128,6 +147,7 @@ from ui.state import (
     release_rng,
     show_flash,
     simulation_rng,
+    warm_workers,
 )
 from ui.structure import release_structure
 from ui.sweeps import (
@@ -193,7 +213,7 @@ from ui.workloads_view import (  # noqa: E402
 )
 from ui.workspace import open_workspace, save_workspace
 
-__all__ = ['MISSING_CHOICES', 'SAMPLE_TABLE_NAME', 'table_method_label', 'ratio_section', 'gaussian_section', 'LAYOUT', 'RATIO_BINS', 'RATIO_MIN_COUNT', 'range_errors', 'ratio_ticks', 'PER_BIN_TRIALS', 'pick_from_click', 'show_compare_results', 'show_release', 'AUTO_SIMULATION_SECONDS', 'EXPORT_INTERVAL_TRIALS', 'SHOWN_QUERIES', 'SIMULATION_TRIALS', 'exact_halfwidths', 'export_intervals', 'load_config', 'rerun_seconds', 'simulate', 'spend_and_release', 'GROUPS_1D', 'GROUPS_2D', 'LC_EXAMPLES', 'TABLE_3_EPSILONS', 'TARGETS', 'TARGET_KINDS', 'TARGET_MECHANISMS', 'from_accuracy', 'from_risk', 'several_targets', 'target_label', 'usefulness', 'DEFAULT_SCHEDULE', 'current_walk', 'release_next', 'schedule', 'search_tab', 'walk_tab', 'SHOWN_COLUMNS', 'SHOWN_ROWS', 'add_part', 'box_to_range', 'drawn_range', 'flash', 'number', 'range_slider', 'uploaded_matrix', 'use_spec', 'use_stack', 'AUDIT_RUNS', 'CURRENT', 'GGS_EXAMPLE', 'PAPER_DATA', 'SESSION_DATA', 'SHOW_MATRICES', 'audit_demo', 'readings', 'reproduction', 'show_literal_variants', 'show_lrm', 'show_readings', 'show_reproduction', 
+__all__ = ['ADMINS_ENV', 'LOCAL_ADDRESSES', 'LOCAL_CURATOR', 'admins', 'current_curator', 'is_admin', 'local_mode', 'signed_in', 'ledger_store', 'MISSING_CHOICES', 'SAMPLE_TABLE_NAME', 'table_method_label', 'ratio_section', 'gaussian_section', 'LAYOUT', 'RATIO_BINS', 'RATIO_MIN_COUNT', 'range_errors', 'ratio_ticks', 'PER_BIN_TRIALS', 'pick_from_click', 'show_compare_results', 'show_release', 'AUTO_SIMULATION_SECONDS', 'EXPORT_INTERVAL_TRIALS', 'SHOWN_QUERIES', 'SIMULATION_TRIALS', 'exact_halfwidths', 'export_intervals', 'load_config', 'rerun_seconds', 'simulate', 'spend_and_release', 'GROUPS_1D', 'GROUPS_2D', 'LC_EXAMPLES', 'TABLE_3_EPSILONS', 'TARGETS', 'TARGET_KINDS', 'TARGET_MECHANISMS', 'from_accuracy', 'from_risk', 'several_targets', 'target_label', 'usefulness', 'DEFAULT_SCHEDULE', 'current_walk', 'release_next', 'schedule', 'search_tab', 'walk_tab', 'SHOWN_COLUMNS', 'SHOWN_ROWS', 'add_part', 'box_to_range', 'drawn_range', 'flash', 'number', 'range_slider', 'uploaded_matrix', 'use_spec', 'use_stack', 'AUDIT_RUNS', 'CURRENT', 'GGS_EXAMPLE', 'PAPER_DATA', 'SESSION_DATA', 'SHOW_MATRICES', 'audit_demo', 'readings', 'reproduction', 'show_literal_variants', 'show_lrm', 'show_readings', 'show_reproduction', 
     "DEFAULT_TOTAL_EPSILON", "DEFINITION_LABELS", "DPBENCH_DIR", "ENVELOPE", "EPSILON_TITLE", "MAX_BARS",
     "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "METRIC_AXIS_TITLES", "PAGES", "PALETTE", "RESCALED_PREFIX",
     "RESCALED_REFUSAL", "RESCALE_STREAM", "SCHEDULER_ENV", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_released", "known_release", "bins_from_data", "BINS_FROM_DATA_REFUSAL",
@@ -206,7 +226,7 @@ __all__ = ['MISSING_CHOICES', 'SAMPLE_TABLE_NAME', 'table_method_label', 'ratio_
     "native_caption", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "privacy_controls",
     "release_rng", "release_structure", "released_data", "remaining_text", "reset_budget", "run_check", "runtime_figure",
     "save_workspace", "scheduler_choices", "session_config", "set_total", "set_workload", "show_flash", "show_handoff", "sidebar",
-    "simulation_rng", "stack_recipe", "sweep", "sweep_cache", "plan_releases", "target_plans", "use_button", "use_epsilon", "workload",
+    "simulation_rng", "warm_workers", "stack_recipe", "sweep", "sweep_cache", "plan_releases", "target_plans", "use_button", "use_epsilon", "workload",
     "workload_figure", "workload_recipe", "workload_spec",
  "TABLE_DEFAULT_RHO", "TABLE_DISPLAY_DELTA", "TABLE_MECHANISM_HELP", "TABLE_RHO_CHOICES", "current_table", "load_table_upload", "project_table", "release_table", "run_table_compare", "set_table_total", "synthetic_check", "table_budget_caption", "table_compare_figures", "table_domain_frame", "table_domain_size", "table_downloads", "table_evaluation", "table_feasibility", "table_ledger", "table_marginal_figure", "table_marginals_frame", "table_release_cost", "table_settings", "table_summary", "table_workload",
 ]

@@ -22,6 +22,7 @@ so such a run takes seconds at most, and a release of a small histogram should n
 from __future__ import annotations
 
 import multiprocessing
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -44,6 +45,19 @@ def _context():
         _CONTEXT = multiprocessing.get_context("forkserver")
         _CONTEXT.set_forkserver_preload(_PRELOAD)
     return _CONTEXT
+
+
+def _ready() -> bool:
+    return True
+
+
+def warm_up() -> threading.Thread:
+    """Start the fork server (NumPy, core and OpenDP preloaded) in the background, so that the first bounded
+    action of a server does not wait seconds for it. Returns the (daemon) thread doing it."""
+    thread = threading.Thread(target=run_bounded, args=(_ready,), kwargs={"seconds": 120.0}, daemon=True,
+                              name="dplens-warm-up")
+    thread.start()
+    return thread
 
 
 def _child(connection, function: Callable, args: tuple, kwargs: dict, report: bool = False) -> None:

@@ -152,18 +152,23 @@ def test_histograms_on_marginals_budget_error_and_refusal():
                                             ("identity-pgm", {"iters": 30, "noise": "laplace"}),
                                             ("aim", {"rounds": 4, "round_iters": 10, "iters": 30, "max_size": 1.0})])
 def test_opendp_synthesisers_on_a_small_table(name, settings):
-    """OpenDP draws the noise (not seeded): check the contract, metadata, progress and the synthetic records."""
+    """OpenDP draws the noise (not seeded): check the contract, metadata, progress and the synthetic records.
+
+    Two attributes, one 2-way marginal: OpenDP's own scale search (opendp.extras.mbi.Fixed, unbounded float
+    bisection: ~600 Gaussian / ~1100 Laplace privacy-map evaluations whatever the table) dominates the run, and
+    each evaluation costs per measured marginal, so 4 attributes (6 marginals) took 13–15 s a run, this 3–5 s.
+    Every assertion below is about the contract, not the table's size."""
     pytest.importorskip("mbi")
-    domain = TableDomain(tuple("abcd"), (2, 3, 2, 2))
+    domain = TableDomain(tuple("ab"), (2, 3))
     records = _records(domain, 300)
-    records[:, 2] = records[:, 0]  # one strong correlation
+    records[:, 1] = records[:, 0]  # one strong correlation
     workload = MarginalWorkload.all_kway(domain, 2)
     seen = []
     release = table_mechanism(name, **settings).run(workload, records, 2.0, None, progress=seen.append)
     assert release.mechanism == name and release.privacy_loss == 2.0
     assert release.metadata["rho_handed"] <= 2.0 and release.metadata["model_fits"] >= 1
     assert seen and all(0 <= f < 1 for f in seen)
-    assert release.records.shape[1] == 4 and 200 <= len(release.records) <= 400
+    assert release.records.shape[1] == 2 and 200 <= len(release.records) <= 400
     assert ((release.records >= 0) & (release.records < np.array(domain.sizes))).all()
     assert [e.shape for e in release.estimates] == [t.shape for t in workload.answer(records)]
     assert all((e >= 0).all() for e in release.estimates)  # answered from records: consistent, non-negative

@@ -130,23 +130,20 @@ def test_reruns_and_page_switches_never_charge():
     assert len(ledger.spends) == len(at.session_state.releases) == 1
 
 
-def test_gradual_steps_charge_increments_and_share_the_ledger_with_releases():
+def test_a_simulated_gradual_walk_charges_nothing():
+    """The walk uses seeded exploration noise and is never exported: a simulation, so no budget is spent."""
     record_ledger(Ledger(Budget(1.0)))
     at = open_page(GRADUAL)
     at.text_input(key="gradual_schedule").set_value("0.25, 0.5, 1.0").run()
-    for _ in range(4):  # the fourth click finds the schedule exhausted (button disabled or refused)
+    for _ in range(4):  # the fourth click finds the schedule exhausted (button disabled)
         button = at.button(key="gradual_release")
         if button.disabled:
             break
         at = button.click().run()
     assert not at.exception
-    ledger = at.session_state.ledger
-    assert [b.epsilon for _, b in ledger.spends] == pytest.approx([0.25, 0.25, 0.5])
-    assert ledger.spent.epsilon == pytest.approx(1.0)
-    at = at.switch_page(RELEASE).run()
-    at.radio(key="release_noise_path").set_value("exploration").run()
-    at = _click_release(at, 0.01)  # nothing left: refused, nothing charged
-    assert len(at.session_state.ledger.spends) == 3 and not at.session_state.releases
+    assert at.session_state.gradual_walk["epsilons"] == [0.25, 0.5, 1.0]
+    assert at.session_state.ledger.spent.epsilon == 0 and not at.session_state.ledger.spends
+    assert any("simulation" in c.value and "charges nothing" in c.value for c in at.caption)
 
 
 @pytest.mark.parametrize("total", [1e-10, 1e-300, 0.3])

@@ -25,8 +25,14 @@ def current_walk() -> dict:
     return walk
 
 
+GRADUAL_SIMULATION = ("This walk is a simulation, for your eyes only: it uses seeded exploration noise, charges "
+                      "nothing and is never exported. A real gradual release would charge only the last ε "
+                      "(Koufogiannis et al.), but its forward step samples a density that depends on the true "
+                      "values, which OpenDP's measurements (dplens's secure path) cannot draw, so it is not offered.")
+
+
 def release_next() -> None:
-    """Button callback: charge only the increment ε_t − ε_{t−1}, then take one online step (spec §7)."""
+    """Button callback: take one simulated online step (Koufogiannis et al.'s noise reduction); nothing is charged."""
     walk, planned = current_walk(), schedule()
     step = len(walk["epsilons"])
     if step >= planned.size:
@@ -37,9 +43,6 @@ def release_next() -> None:
     if epsilon <= previous:
         st.session_state.flash_error = (f"The next epsilon ({epsilon:g}) must exceed the last released one "
                                         f"({previous:g}); edit the schedule.")
-        return
-    if not ui.charge(f"gradual step {step + 1}: ε {previous:g} → {epsilon:g}", epsilon - previous, mechanism="gradual",
-                     workload="identity", note="noise path: exploration (simulation)", rho=(epsilon**2 - previous**2) / 2):
         return
     values = gradual.walk_step(ui.histogram().vector, 1.0, walk["values"][-1] if step else None,
                                previous or None, epsilon, ui.release_rng())
@@ -61,28 +64,28 @@ def walk_tab() -> None:
     released = np.array(walk["epsilons"])
     step = released.size
     left, right = st.columns([3, 1])
-    left.button(f"Release step {step + 1} (charges ε {planned[step] - (released[-1] if step else 0):.4g})"
+    left.button(f"Simulate step {step + 1} (ε {planned[step]:.4g}; a release would charge "
+                f"{planned[step] - (released[-1] if step else 0):.4g})"
                 if step < planned.size else "Schedule exhausted", on_click=release_next, type="primary",
                 disabled=step >= planned.size, key="gradual_release")
     right.button("Start a new walk", key="gradual_reset", disabled=not step,
                  on_click=lambda: st.session_state.update(gradual_walk=None),
-                 help="A new walk is an independent release: its steps are charged again (nothing is refunded).")
+                 help="A new walk is an independent simulation (a real one would be charged again).")
     nr, independent = gradual.cumulative_loss(planned)
     cols = st.columns(3)
     cols[0].metric("Steps released", f"{step} of {planned.size}")
-    cols[1].metric("Privacy loss so far (largest ε)", f"ε = {released[-1] if step else 0:.4g}")
+    cols[1].metric("A real walk's loss so far (largest ε)", f"ε = {released[-1] if step else 0:.4g}")
     cols[2].metric("Independent releases would cost (Σ ε)", f"ε = {independent[step - 1] if step else 0:.4g}")
     fig = ui.line_figure(planned, {"noise reduction: ε_t": nr, "independent releases: Σ ε": independent},
                          x_title="epsilon of the latest step", y_title="cumulative privacy loss")
     st.plotly_chart(fig, key="gradual_loss")
     if not step:
-        st.info("Press the button to release the first step. Each later step only charges the increment.")
+        st.info("Press the button to simulate the first step. " + GRADUAL_SIMULATION)
         return
     largest = [int(i) for i in np.argsort(hist.vector)[-3:]]
     bins = st.multiselect("Bins to follow", sorted(set(range(min(hist.domain.size, 5000))) | set(largest)),
                           default=largest, key="gradual_bins", help="Flat bin index (row-major for 2-D).")
-    st.caption("Each step is charged to the dataset's ledger; the walk uses seeded exploration noise, so its "
-               "values are a simulation, not a private release: for your eyes only, never exported.")
+    st.caption(GRADUAL_SIMULATION)
     values = np.array(walk["values"])
     series = {f"bin {b} (true {hist.vector[b]:g})": values[:, b] for b in bins}
     st.plotly_chart(ui.line_figure(released, series, x_title="epsilon", y_title="released value", shape="hv"),

@@ -1,4 +1,4 @@
-"""A user reads Lee & Clifton's epsilons and releases two gradual steps, in a real browser (Chromium)."""
+"""A user reads Lee & Clifton's epsilons and simulates two gradual steps, in a real browser (Chromium)."""
 
 import pytest
 
@@ -18,9 +18,9 @@ def test_choose_epsilon_then_gradual_release(page):
 
     page.get_by_role("link", name="Gradual release", exact=True).click()
     wait_idle(page)
-    page.get_by_role("button", name="Release step 1 (charges ε 0.05)").click()
+    page.get_by_role("button", name="Simulate step 1 (ε 0.05; a release would charge 0.05)").click()
     wait_idle(page)
-    page.get_by_role("button", name="Release step 2 (charges ε 0.05)").click()
+    page.get_by_role("button", name="Simulate step 2 (ε 0.1; a release would charge 0.05)").click()
     wait_idle(page)
     page.get_by_text("2 of 5").wait_for()
     page.get_by_text("ε = 0.1").first.wait_for()  # loss so far = the last epsilon, not the sum

@@ -27,9 +27,10 @@ ADULT = Path(__file__).resolve().parents[1].parent.parent / "shared" / "data" / 
 ADULT = ADULT if ADULT.is_dir() else Path("/work/shared/data/adult")
 
 
-def _timed(fn):
+def _timed(fn, *args):
+    """``fn(*args)`` with its wall and CPU seconds."""
     wall, cpu = time.perf_counter(), time.process_time()
-    out = fn()
+    out = fn(*args)
     return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -158,7 +159,7 @@ def full_table(rho: float) -> None:
                   f"guard (MAX_MARGINAL_CELLS = {MAX_MARGINAL_CELLS:,}): {error}")
         else:
             tracemalloc.start()
-            (noisy, sigma), wall, cpu = _timed(lambda: identity_marginals(full, records, rho, rng))
+            (noisy, sigma), wall, cpu = _timed(identity_marginals, full, records, rho, rng)
             table_estimate = noisy[0]
             summed = [table_estimate.sum(axis=tuple(k for k in range(5) if domain.names[k] not in m)) for m in pairs.marginals]
             peak = tracemalloc.get_traced_memory()[1] / 2**20
@@ -167,9 +168,9 @@ def full_table(rho: float) -> None:
             print(f"5 attributes x {size} levels ({domain.size:,} cells): Identity on the full table, all 2-way "
                   f"marginals summed from it: RMSE {rmse:.2f} (closed form {sigma * size ** 1.5:.2f}); "
                   f"{wall:.2f}s wall / {cpu:.2f}s CPU, peak {peak:.0f} MB")
-        (estimates, sigma), wall, cpu = _timed(lambda: identity_marginals(pairs, records, rho, rng))
+        (estimates, sigma), wall, cpu = _timed(identity_marginals, pairs, records, rho, rng)
         plan = plan_residuals(pairs, rho)
-        rp, rp_wall, rp_cpu = _timed(lambda: measure(plan, records, rng))
+        rp, rp_wall, rp_cpu = _timed(measure, plan, records, rng)
         print(f"    Identity on the 10 2-way marginals: RMSE {math.sqrt(_mse(estimates, truth)):.2f} "
               f"(closed form {sigma:.2f}), {wall:.2f}s; ResidualPlanner {math.sqrt(_mse(rp, truth)):.2f} "
               f"(closed form {plan.expected_rmse:.2f}), {rp_wall:.2f}s wall / {rp_cpu:.2f}s CPU")

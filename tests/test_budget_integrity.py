@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.privacy.budget import RELATIVE_TOLERANCE as TOLERANCE, Budget, BudgetExceededError, Ledger
+from core.privacy.budget import RELATIVE_TOLERANCE as TOLERANCE
+from core.privacy.budget import Budget, BudgetExceededError, Ledger
 from core.release.gradual import charge_step, check_schedule, increments
 from tests.test_app import PAGE_PATHS, open_page, record_ledger
 

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from core.data.fingerprint import dataset_fingerprint
-from core.privacy.budget import RELATIVE_TOLERANCE as TOLERANCE, Budget, BudgetExceededError
+from core.privacy.budget import RELATIVE_TOLERANCE as TOLERANCE
+from core.privacy.budget import Budget, BudgetExceededError
 from core.privacy.definitions import zcdp_epsilon
 from core.privacy.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore
 from core.privacy.store import connect, default_path

@@ -7,9 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.data.domain import Histogram
-from core.privacy.budget import Budget, Ledger
 from core.queries.workloads import l1_sensitivity, parse_workload
-from tests.test_app import record_ledger
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

@@ -250,3 +250,20 @@ def test_an_unwritable_output_is_refused_before_anything_is_charged(tmp_path, ca
     assert "is a directory" in capsys.readouterr().err
     fingerprint = dataset_fingerprint(load_histogram("tips-bill"))
     assert not [e for e in LedgerStore(store).history(fingerprint) if e["kind"] == "spend"]
+
+
+def test_the_store_has_a_quota_per_curator_and_says_so(tmp_path, monkeypatch):
+    from core.data import limits
+    from core.data.domain import Histogram
+    from core.privacy.workspace_store import WorkspaceStore
+
+    monkeypatch.setattr(limits, "MAX_STORE_BYTES", 64 * 1024)
+    store = WorkspaceStore(tmp_path / "s.sqlite3")
+    store.put_dataset(Histogram.from_counts(np.arange(2000.0), name="small"))  # 16 kB
+    store.put_dataset(Histogram.from_counts(np.arange(2000.0), name="small"))  # the same upload again: no bytes
+    with pytest.raises(ValueError, match=r"the quota is 0.0625 MB \(DPLENS_MAX_STORE_MB\)"):
+        store.put_dataset(Histogram.from_counts(np.arange(8000.0), name="big"))  # 64 kB more
+    other = WorkspaceStore(tmp_path / "s.sqlite3", owner="someone@example.org")
+    other.put_dataset(Histogram.from_counts(np.arange(6000.0), name="theirs"))  # another curator's own quota
+    with pytest.raises(ValueError, match="quota"):
+        store.save(store.create(), {"blob": "x" * 60_000})

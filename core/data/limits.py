@@ -34,3 +34,7 @@ MAX_ACTION_SECONDS = float(os.environ.get("DPLENS_MAX_ACTION_SECONDS", "120"))
 MAX_SYNTHESIS_SECONDS = float(os.environ.get("DPLENS_MAX_SYNTHESIS_SECONDS", "900"))
 WARN_SECONDS = 10.0
 MAX_RUN_BYTES = 2**30
+
+# The store keeps each curator's uploads and workspaces: at most this many bytes per curator (the operator sets
+# DPLENS_MAX_STORE_MB); past it nothing more is stored, and the message names the quota.
+MAX_STORE_BYTES = int(float(os.environ.get("DPLENS_MAX_STORE_MB", "512")) * 2**20)

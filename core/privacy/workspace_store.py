@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core.data import limits
 from core.data.domain import Histogram
 from core.data.fingerprint import dataset_fingerprint
 from core.mechanisms import Release
@@ -104,6 +105,18 @@ class WorkspaceStore:
         if not (isinstance(self.owner, str) and self.owner.strip() and len(self.owner) <= 320):
             raise ValueError(f"owner must be a curator id (1-320 characters), got {str(self.owner)[:80]!r}")
 
+    def _check_quota(self, conn, adding: int) -> None:
+        """Refuse to store ``adding`` more bytes when the owner's uploads and workspaces would pass the quota."""
+        used = conn.execute(
+            "SELECT (SELECT COALESCE(SUM(LENGTH(counts) + LENGTH(labels)), 0) FROM uploads WHERE owner = ?) + "
+            "(SELECT COALESCE(SUM(LENGTH(state)), 0) FROM workspaces WHERE owner = ?)",
+            (self.owner, self.owner)).fetchone()[0]
+        quota = limits.MAX_STORE_BYTES
+        if used + adding > quota:
+            raise ValueError(f"the store holds {used / 2**20:.1f} MB for this curator and this would add "
+                             f"{adding / 2**20:.1f} MB; the quota is {quota / 2**20:.3g} MB (DPLENS_MAX_STORE_MB): "
+                             "start a new workspace without old uploads, or ask the operator to raise the quota")
+
     def create(self) -> str:
         """A new, empty workspace of the owner, under an id minted here; returns the id."""
         workspace_id = new_workspace_id()
@@ -131,6 +144,9 @@ class WorkspaceStore:
             raise ValueError(f"workspace id must be 16-64 URL-safe characters, got {str(workspace_id)[:80]!r}")
         text = json.dumps(state, allow_nan=False)
         with connect(self.path) as conn, transaction(conn):
+            previous = conn.execute("SELECT LENGTH(state) FROM workspaces WHERE id = ? AND owner = ?",
+                                    (workspace_id, self.owner)).fetchone()
+            self._check_quota(conn, len(text) - (previous[0] if previous else 0))
             written = conn.execute("INSERT INTO workspaces (id, owner, state, updated) VALUES (?, ?, ?, ?) "
                                    "ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated = excluded.updated "
                                    "WHERE workspaces.owner = excluded.owner",
@@ -150,6 +166,10 @@ class WorkspaceStore:
         axis_names = json.dumps(list(hist.domain.names))
         variant = hashlib.sha256(json.dumps([hist.name, labels, axis_names]).encode()).hexdigest()[:16]
         with connect(self.path) as conn, transaction(conn):
+            known = conn.execute("SELECT 1 FROM uploads WHERE owner = ? AND fingerprint = ? AND variant = ?",
+                                 (self.owner, fingerprint, variant)).fetchone()
+            if known is None:
+                self._check_quota(conn, counts.nbytes + len(labels))
             conn.execute("INSERT OR IGNORE INTO uploads (owner, fingerprint, variant, name, shape, counts, labels, "
                          "axis_names) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                          (self.owner, fingerprint, variant, hist.name, json.dumps(list(counts.shape)),

@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import ui
 from core.analysis import risk
 from core.mechanisms import MECHANISMS
 from core.mechanisms.gaussian import GaussianIdentity
 from core.privacy.definitions import analytic_gaussian_sigma, zcdp_epsilon, zcdp_rho
 from core.queries.workloads import Identity
+from tests.test_app import open_page
 
 
 # ----------------------------------------------------------------------------- posterior bound
@@ -198,3 +200,33 @@ def test_combined_interval_reduces_to_the_nonprivate_one_as_epsilon_grows():
               for e in (0.01, 0.1, 1.0, 10.0)]
     assert widths == sorted(widths, reverse=True)
     assert float(risk.proportion_interval(300, 1000, kind="laplace", scale=1000.0).noise_share) > 0.99
+
+
+# ----------------------------------------------------------------------------- the tab (AppTest)
+def _tab_elements(at):
+    charts = [c for c in at.get("plotly_chart") if c.proto.id and "risk_" in c.proto.id]
+    downloads = [d for d in at.get("download_button") if "risk_" in d.proto.id]
+    return charts, downloads
+
+
+def test_the_risk_and_noise_tab_shows_charts_and_downloads():
+    at = open_page("pages/choose_epsilon.py")
+    assert not at.exception
+    assert "See the risk and the noise" in [t.label for t in at.tabs]
+    assert any("9 out of 10 releases fall within ±2.3" in m.value for m in at.markdown)  # ε = 1, Laplace
+    charts, downloads = _tab_elements(at)
+    assert len(charts) == 3 and len(downloads) == 3  # dots, posterior, interval (no profile under pure ε)
+    at.number_input(key="risk_epsilon").set_value(0.5)
+    at.radio(key="risk_definition").set_value("approx")
+    at.radio(key="risk_dots").set_value(50)
+    at.radio(key="risk_source").set_value("A value you type")
+    at.number_input(key="risk_prior").set_value(0.1)
+    at.radio(key="risk_statistic").set_value(ui.RISK_STATISTICS[1])
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    charts, downloads = _tab_elements(at)
+    assert len(charts) == 4 and len(downloads) == 3  # + the privacy profile under (ε, δ)
+    assert any("except with probability δ" in m.value for m in at.markdown)
+    assert any("dominates" in m.value for m in at.markdown)
+    posterior = next(m for m in at.metric if m.label == "Largest posterior")
+    assert posterior.value == f"{float(risk.posterior_bound(0.5, 0.1)):.2%}"

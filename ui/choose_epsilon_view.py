@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from core.analysis import selection
+from core.analysis import risk, selection
 from core.mechanisms import MECHANISMS
 from core.privacy.definitions import zcdp_rho
 
@@ -293,3 +295,208 @@ def usefulness() -> None:
         return
     st.plotly_chart(fig, key="useful_chart")
 
+
+
+RISK_NOISE = {"pure": "Laplace (pure ε)", "approx": "Gaussian, analytic (ε, δ)", "zcdp": "Gaussian, ρ-zCDP (ε at δ)"}
+
+
+RISK_PRIORS = (0.01, 0.1, 0.5)
+
+
+RISK_STATISTICS = ("Proportion (k of n records)", "Mean of n values in [L, U]")
+
+
+def _csv_button(label: str, frame: pd.DataFrame, file_name: str, key: str) -> None:
+    st.download_button(label, frame.to_csv(index=False).encode(), file_name, mime="text/csv", on_click="ignore",
+                       key=key, icon=":material/download:")
+
+
+def _privacy_columns(definition: str, epsilon: float, delta: float) -> dict:
+    """The privacy level as CSV metadata columns."""
+    return {"definition": definition, "epsilon": epsilon, "delta": 0.0 if definition == "pure" else delta,
+            "rho": zcdp_rho(epsilon, delta) if definition == "zcdp" else None}
+
+
+def risk_and_noise() -> None:
+    """The "See the risk and the noise" tab: where a release falls, what it risks, inference from a sample."""
+    st.caption("For one query at a privacy level: where its release will fall, what an attacker can learn about "
+               "one person, and how the noise adds to sampling error (after Nanayakkara et al., PETS 2022). "
+               "Nothing on this tab spends budget or draws noise: every number is exact (or a stated "
+               "approximation).")
+    handoff = st.session_state.get("epsilon_handoff")
+    left, middle, right = st.columns(3)
+    epsilon = left.number_input("ε", min_value=0.0001, max_value=100.0, format="%.4f", key="risk_epsilon",
+                                value=min(max(float(handoff["epsilon"]), 0.0001), 100.0) if handoff else 1.0,
+                                help="Defaults to the ε handed on by “Use this ε”, else 1.")
+    if st.session_state.get("risk_definition") not in RISK_NOISE:
+        st.session_state.risk_definition = ui.definition()
+    definition = middle.radio("Noise", list(RISK_NOISE), format_func=RISK_NOISE.get, key="risk_definition",
+                              help="Follows the sidebar's privacy definition; switch to compare.")
+    delta = ui.delta()
+    if definition == "pure":
+        right.caption("Laplace noise of scale b = Δ/ε; no δ.")
+    else:
+        right.caption(f"δ = {delta:g} (sidebar). " + (
+            "σ: the least σ of the analytic Gaussian (Balle & Wang 2018) at (ε, δ); the Release page's "
+            "gaussian-* mechanisms calibrate on the discrete Gaussian's curve too (σ about 0.3 % larger)."
+            if definition == "approx" else
+            f"σ = Δ/√(2ρ) with ρ = {zcdp_rho(epsilon, delta):.4g}, the ρ whose CKS conversion gives (ε, δ)."))
+    st.subheader("Where a release will fall")
+    kind, scale, sensitivity = _release_dots(definition, epsilon, delta)
+    st.subheader("Disclosure risk for one person")
+    _disclosure(definition, epsilon, delta, scale, sensitivity)
+    st.subheader("Inference for a statistic from a sample")
+    _sample_inference(definition, epsilon, delta)
+
+
+def _release_dots(definition: str, epsilon: float, delta: float) -> tuple[str, float, float]:
+    hist = ui.histogram()
+    left, middle, right = st.columns(3)
+    source = left.radio("Value", ["A bin of this dataset", "A value you type"], key="risk_source")
+    if source.startswith("A bin"):
+        counts = np.asarray(hist.counts, dtype=float).ravel()
+        index = int(middle.number_input(f"Bin (0 … {counts.size - 1:,})", 0, counts.size - 1,
+                                        int(np.argmax(counts)), key="risk_bin",
+                                        help="Flat index; the default is the largest bin."))
+        cell = np.unravel_index(index, hist.domain.sizes)
+        label = " × ".join(hist.labels[a][i] if a < len(hist.labels) else str(i) for a, i in enumerate(cell))
+        true, sensitivity = float(counts[index]), 1.0
+        middle.caption(f"Bin **{label}**: true count {true:,.0f} (sensitivity 1: one person changes it by 1).")
+    else:
+        true = float(middle.number_input("True value", value=100.0, key="risk_true"))
+        sensitivity = float(middle.number_input("Sensitivity Δ", min_value=1e-6, value=1.0, key="risk_sensitivity",
+                                                help="How much one person can change the value (L1 for Laplace, "
+                                                     "L2 for Gaussian; both 1 for a count)."))
+    count = right.radio("Dots", [20, 50], horizontal=True, key="risk_dots",
+                        help="Each dot is one equally likely 1/20 (or 1/50) share of the releases: an exact "
+                             "quantile of the release's distribution, not a simulation.")
+    kind, scale = risk.noise_for(definition, epsilon, delta=delta, sensitivity=sensitivity)
+    dots = risk.quantile_dots(kind, scale, count, center=true)
+    levels = risk.quantile_levels(count)
+    half90, half50 = (risk.release_interval(kind, scale, coverage=c) for c in (0.9, 0.5))
+    columns = math.ceil(2 * math.sqrt(count))
+    x, height = risk.stack_dots(dots, bin_width=(dots[-1] - dots[0]) / columns, center=true)
+    fig = go.Figure()
+    fig.add_vrect(x0=true - half90, x1=true + half90, fillcolor=ui.PALETTE[0], opacity=0.08, line_width=0)
+    fig.add_trace(go.Scatter(x=x, y=height, mode="markers", name="one dot = 1/%d of the releases" % count,
+                             marker={"size": 16 if count == 20 else 10, "color": ui.PALETTE[0]},
+                             customdata=np.column_stack([levels, dots]),
+                             hovertemplate="quantile %{customdata[0]:.3f}: %{customdata[1]:.4g}<extra></extra>"))
+    fig.add_vline(x=true, line={"color": ui.TRUE_COLOUR, "width": 2},
+                  annotation_text=f"true value {true:g}", annotation_position="top")
+    fig.update_layout(height=260 if count == 20 else 320, xaxis_title="released value",
+                      yaxis={"visible": False, "range": [0, height.max() + 1]}, showlegend=True,
+                      margin={"l": 20, "r": 10, "t": 40, "b": 40}, legend={"orientation": "h", "y": -0.35})
+    st.plotly_chart(fig, key="risk_dots_chart")
+    inside = int(np.sum(np.abs(dots - true) <= half90))
+    noise = f"Laplace, b = {scale:.4g}" if kind == "laplace" else f"Gaussian, σ = {scale:.4g}"
+    st.markdown(f"**9 out of 10 releases fall within ±{half90:.3g}** of the true value {true:g} "
+                f"(between {true - half90:.4g} and {true + half90:.4g}; {inside} of the {count} dots); half of "
+                f"them within ±{half50:.3g}. Noise: {noise}, before any rounding or clipping at 0.")
+    _csv_button("Dots (CSV)", pd.DataFrame({
+        "dot": np.arange(1, count + 1), "quantile_level": levels, "released_value": dots, "offset": dots - true,
+        "true_value": true, "noise": kind, "scale": scale, "sensitivity": sensitivity,
+        "half_width_90": half90, **_privacy_columns(definition, epsilon, delta)}), "dplens-release-dots.csv",
+        "risk_dots_csv")
+    return kind, scale, sensitivity
+
+
+def _disclosure(definition: str, epsilon: float, delta: float, scale: float, sensitivity: float) -> None:
+    left, right = st.columns([1, 2])
+    prior = float(left.number_input("Attacker's prior p (that one person is in the data)", 0.0001, 0.9999, 0.01,
+                                    format="%.4f", key="risk_prior"))
+    result = risk.disclosure_risk(definition, epsilon, prior, scale=scale, sensitivity=sensitivity)
+    left.metric("Largest posterior", f"{result.posterior:.2%}", f"{result.posterior - prior:+.2%} over the prior",
+                delta_color="inverse")
+    if definition == "pure":
+        right.markdown(f"After one release at ε = {epsilon:.4g}, an attacker who believed with probability "
+                       f"{prior:.2%} that a given person is in the data can be at most **{result.posterior:.2%}** "
+                       "sure, whatever the release shows: posterior ≤ e^ε p / (1 − p + e^ε p).")
+    else:
+        right.markdown(f"(ε, δ) reading: **posterior ≤ e^ε p/(1−p+e^ε p) = {result.posterior:.2%} except with "
+                       f"probability δ = {result.delta:.3g}** (δ from the privacy profile at ε = {epsilon:.4g}). "
+                       f"Exactly, for this Gaussian noise the chance that one release pushes the posterior above "
+                       f"that bound is **{result.failure_probability:.3g}**: the profile's δ is not a tail "
+                       "probability (δ(ε) = P[L > ε] − e^ε·P′[L > ε]), so the bad event is more likely than δ.")
+    top = max(10.0, 2 * epsilon)
+    epsilons = np.union1d(np.geomspace(0.01, top, 120), [epsilon])
+    priors = sorted(set(RISK_PRIORS) | {prior})
+    curves = {f"prior {p:.3g}": risk.posterior_bound(epsilons, p) for p in priors}
+    fig = ui.line_figure(epsilons, curves, x_title=ui.EPSILON_TITLE, y_title="largest posterior", log_x=True)
+    fig.add_vline(x=epsilon, line={"color": ui.TRUE_COLOUR, "dash": "dash"})
+    fig.add_scatter(x=[epsilon] * len(priors), y=[float(risk.posterior_bound(epsilon, p)) for p in priors],
+                    mode="markers", marker={"size": 11, "symbol": "star", "color": ui.TRUE_COLOUR},
+                    name=f"chosen ε = {epsilon:.4g}")
+    st.plotly_chart(fig, key="risk_posterior_chart")
+    kind = "laplace" if definition == "pure" else "gaussian"
+    profile = risk.privacy_profile(definition, epsilons, scale=scale, sensitivity=sensitivity)
+    tail = risk.privacy_loss_tail(kind, epsilons, scale=scale, sensitivity=sensitivity)
+    if definition != "pure":
+        profile_name = "δ(ε), exact Gaussian profile" if definition == "approx" else "δ(ε), CKS conversion of ρ"
+        fig = ui.line_figure(epsilons, {profile_name: np.maximum(profile, 1e-300),
+                                        "P[posterior above the bound at ε] = P[L > ε]": np.maximum(tail, 1e-300)},
+                             x_title=ui.EPSILON_TITLE, y_title="probability", log_x=True, log_y=True)
+        fig.add_vline(x=epsilon, line={"color": ui.TRUE_COLOUR, "dash": "dash"})
+        fig.update_yaxes(range=[-12, 0])
+        st.plotly_chart(fig, key="risk_profile_chart")
+        st.caption("Each ε on the x-axis is a valid reading of the same noise: the bound at that ε holds except "
+                   "with the probability read off the lower curve (the upper one, δ, is the (ε, δ)-DP guarantee).")
+    else:
+        st.caption(f"Below the chosen ε the curve is not guaranteed: Laplace noise's privacy loss reaches "
+                   f"ε = {sensitivity / scale:.4g} and never exceeds it.")
+    _csv_button("Posterior bounds (CSV)", pd.DataFrame({
+        "epsilon_axis": epsilons, **{f"posterior_prior_{p:g}": c for p, c in zip(priors, curves.values(), strict=True)},
+        "profile_delta": profile, "probability_posterior_exceeds": tail, "noise": kind, "scale": scale,
+        "sensitivity": sensitivity, **_privacy_columns(definition, epsilon, delta)}),
+        "dplens-posterior-bounds.csv", "risk_posterior_csv")
+
+
+def _sample_inference(definition: str, epsilon: float, delta: float) -> None:
+    statistic = st.radio("Statistic", RISK_STATISTICS, horizontal=True, key="risk_statistic")
+    kind, unit_scale = risk.noise_for(definition, epsilon, delta=delta)
+    cols = st.columns(4)
+    records = int(cols[0].number_input("Records n", 1, 10**9, 1000, key="risk_records",
+                                       help="Treated as public (known); only the count or sum is noisy."))
+    try:
+        if statistic == RISK_STATISTICS[0]:
+            count = float(cols[1].number_input("Count k", 0.0, None, 300.0, key="risk_count"))
+            if count > records:
+                raise ValueError(f"count k must be at most the records n = {records:,}, got {count:g}")
+            interval = risk.proportion_interval(count, records, kind=kind, scale=unit_scale)
+            unit, how = "proportion", "the count k (sensitivity 1) is released with noise; p̂ = k̃/n"
+        else:
+            lower = float(cols[1].number_input("L (lower bound)", value=0.0, key="risk_lower"))
+            upper = float(cols[1].number_input("U (upper bound)", value=10.0, key="risk_upper"))
+            mean = float(cols[2].number_input("Mean", value=5.0, key="risk_mean"))
+            sd = float(cols[3].number_input("Standard deviation of the values", 0.0, value=2.0, key="risk_sd",
+                                            help="Your guess; at most (U − L)/2."))
+            interval = risk.mean_interval(mean, sd, records, lower=lower, upper=upper, kind=kind,
+                                          unit_scale=unit_scale)
+            unit, how = "mean", (f"the sum of values clamped to [L, U] minus the midpoint (sensitivity "
+                                 f"{risk.mean_sensitivity(lower, upper):g}) is released with noise")
+    except ValueError as err:
+        st.error(str(err))
+        return
+    rows = pd.DataFrame({
+        "interval": ["with DP noise (sampling + noise)", "without DP (sampling only)"],
+        "estimate": [float(interval.estimate)] * 2, "low": [float(interval.low), float(interval.nonprivate_low)],
+        "high": [float(interval.high), float(interval.nonprivate_high)],
+        "±": [float(interval.half_width), float(interval.nonprivate_half_width)],
+        "sampling sd": [float(interval.sampling_sd)] * 2, "noise sd": [interval.noise_sd, 0.0]})
+    st.dataframe(rows, hide_index=True, key="risk_interval_table",
+                 column_config={c: st.column_config.NumberColumn(format="%.4g") for c in rows.columns[1:]})
+    fig = go.Figure()
+    for i, row in rows.iterrows():
+        fig.add_trace(go.Scatter(x=[row["low"], row["high"]], y=[row["interval"]] * 2, mode="lines+markers",
+                                 line={"width": 6, "color": ui.PALETTE[i]}, name=row["interval"]))
+    fig.add_vline(x=float(interval.estimate), line={"color": ui.TRUE_COLOUR, "dash": "dot"})
+    fig.update_layout(height=200, xaxis_title=f"95 % interval for the {unit}", showlegend=False,
+                      margin={"l": 20, "r": 10, "t": 20, "b": 40})
+    st.plotly_chart(fig, key="risk_interval_chart")
+    st.markdown(f"At ε = {epsilon:.4g}, **{interval.dominant()}**.")
+    st.caption(f"Approximation: {how}; sampling error and noise are added as independent variances and the "
+               "interval uses the normal quantile (for Laplace noise this is approximate in the tails, and the "
+               "proportion's sampling error is Wald's, which needs n·p̂ and n·(1 − p̂) not small).")
+    _csv_button("Intervals (CSV)", rows.assign(statistic=unit, records=records, noise=kind, noise_scale_unit=unit_scale,
+                                               confidence=0.95, **_privacy_columns(definition, epsilon, delta)),
+                "dplens-sample-intervals.csv", "risk_interval_csv")

@@ -378,7 +378,7 @@ def _release_dots(definition: str, epsilon: float, delta: float) -> tuple[str, f
     x, height = risk.stack_dots(dots, bin_width=(dots[-1] - dots[0]) / columns, center=true)
     fig = go.Figure()
     fig.add_vrect(x0=true - half90, x1=true + half90, fillcolor=ui.PALETTE[0], opacity=0.08, line_width=0)
-    fig.add_trace(go.Scatter(x=x, y=height, mode="markers", name="one dot = 1/%d of the releases" % count,
+    fig.add_trace(go.Scatter(x=x, y=height, mode="markers", name=f"one dot = 1/{count} of the releases",
                              marker={"size": 16 if count == 20 else 10, "color": ui.PALETTE[0]},
                              customdata=np.column_stack([levels, dots]),
                              hovertemplate="quantile %{customdata[0]:.3f}: %{customdata[1]:.4g}<extra></extra>"))
@@ -406,7 +406,7 @@ def _disclosure(definition: str, epsilon: float, delta: float, scale: float, sen
     prior = float(left.number_input("Attacker's prior p (that one person is in the data)", 0.0001, 0.9999, 0.01,
                                     format="%.4f", key="risk_prior"))
     result = risk.disclosure_risk(definition, epsilon, prior, scale=scale, sensitivity=sensitivity)
-    left.metric("Largest posterior", f"{result.posterior:.2%}", f"{result.posterior - prior:+.2%} over the prior",
+    left.metric("Largest posterior", f"{result.posterior:.2%}", f"{(result.posterior - prior) * 100:+.2f} points over the prior",
                 delta_color="inverse")
     if definition == "pure":
         right.markdown(f"After one release at ε = {epsilon:.4g}, an attacker who believed with probability "
@@ -439,8 +439,9 @@ def _disclosure(definition: str, epsilon: float, delta: float, scale: float, sen
         fig.add_vline(x=epsilon, line={"color": ui.TRUE_COLOUR, "dash": "dash"})
         fig.update_yaxes(range=[-12, 0])
         st.plotly_chart(fig, key="risk_profile_chart")
-        st.caption("Each ε on the x-axis is a valid reading of the same noise: the bound at that ε holds except "
-                   "with the probability read off the lower curve (the upper one, δ, is the (ε, δ)-DP guarantee).")
+        st.caption("Each ε on the x-axis is a valid reading of the same noise: the posterior bound at that ε holds "
+                   "except with probability P[L > ε] (the upper curve); δ(ε), the (ε, δ)-DP guarantee at that ε, "
+                   "is the lower curve.")
     else:
         st.caption(f"Below the chosen ε the curve is not guaranteed: Laplace noise's privacy loss reaches "
                    f"ε = {sensitivity / scale:.4g} and never exceeds it.")

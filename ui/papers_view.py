@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -12,6 +14,7 @@ from core.data.domain import Histogram
 from core.mechanisms.lrm import LRM
 from core.papers.literal import DEMOS, NOT_DP, labelled, run_demo
 from core.papers.reproduce import (
+    MIN_TRIALS,
     data_choices,
     figures,
     paper_readings,
@@ -38,6 +41,22 @@ SESSION_DATA = "the current dataset (Data page)"
 AUDIT_RUNS = 2000  # per side: enough for every literal variant to exceed ε (tests/test_literal.py), ~1–5 s
 
 
+MARKDOWN_LEAD = re.compile(r"^(\s*)([>#+*-]|\d+[.)])")  # a cell starting so renders as a quote, heading or list
+
+
+def markdown_safe(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with every text cell escaped for st.table, which renders cells as Markdown: a leading ">"
+    (WDA's "> 40 %") would otherwise become a blockquote and vanish, "#" a heading, "-"/"1." a list.
+
+    >>> markdown_safe(pd.DataFrame({"paper": ["> 40 %", "≈ 40 %"]})).paper.tolist()
+    ['\\\\> 40 %', '≈ 40 %']
+    """
+    def escape(value):
+        return MARKDOWN_LEAD.sub(lambda m: m.group(1) + "\\" + m.group(2), value) if isinstance(value, str) else value
+
+    return table.apply(lambda column: column.map(escape)) if len(table) else table
+
+
 @st.cache_data(max_entries=8, show_spinner="Running the reproduction (a few seconds to a minute)…",
                hash_funcs={Histogram: lambda h: (h.name, h.counts.tobytes(), h.counts.shape)})
 def reproduction(name: str, seed: int, data, epsilons: str, trials: int | None):
@@ -58,7 +77,7 @@ def show_readings(name: str) -> None:
     st.markdown("**Claim, literal reading, corrected** — each quantity as the paper prints it, as its text reads "
                 f"literally, and as dplens computes it after the spec's errata (literal readings marked {NOT_DP} "
                 "break differential privacy).")
-    st.table(readings(name).set_index("quantity"))  # a static table: long cells wrap
+    st.table(markdown_safe(readings(name)).set_index("quantity"))  # a static table: long cells wrap
 
 
 def show_literal_variants(name: str) -> None:
@@ -77,24 +96,32 @@ def show_literal_variants(name: str) -> None:
             st.session_state[f"papers_audited_{key}"] = True
         if st.session_state.get(f"papers_audited_{key}"):
             table = audit_demo(key, AUDIT_RUNS, int(st.session_state.seed))
-            st.table(table.set_index("variant"))
+            st.table(markdown_safe(table).set_index("variant"))
             literal, corrected = (table[(table.kind == kind) & (table.how == "audit")].iloc[0]
                                   for kind in ("literal", "corrected"))
             st.error(f"{NOT_DP}: the audit measured a privacy loss ≥ {literal['measured loss ≥']:g} against the "
                      f"claimed ε = {literal['claimed ε']:g}; the corrected variant: ≥ "
                      f"{corrected['measured loss ≥']:g}, "
                      + ("within ε." if corrected["measured loss ≥"] <= corrected["claimed ε"] else "ABOVE ε too."))
+            st.caption("A measured lower bound below 0 only means the audit found nothing: a privacy loss is never "
+                       "negative, so such bounds are shown as 0 (the raw value is in the evidence column).")
+
+
+REPRODUCTION_TITLES = {"om": "Reproduction — accuracy (Figs. 1–3)",
+                       "om-times": "Reproduction — optimisation time (Figs. 4–5)"}
 
 
 def show_reproduction(name: str) -> None:
-    st.subheader("Reproduction")
+    st.subheader(REPRODUCTION_TITLES.get(name, "Reproduction"))
     left, middle, right = st.columns(3)
     choice = left.selectbox("Data", [PAPER_DATA, SESSION_DATA, *data_choices()], key=f"papers_data_{name}",
                             help="The dataset chosen or uploaded on the Data page, a bundled sample or a DPBench "
                                  "histogram (python -m core reproduce --data FILE|NAME).")
     epsilons = middle.text_input("ε values (comma-separated; empty = the paper's)", "", key=f"papers_eps_{name}",
                                  help="α for Xiao et al.; Table 3's ε for Zhao.")
-    trials = right.number_input("Trials (0 = the default)", 0, 200, 0, key=f"papers_trials_{name}")
+    trials = right.number_input("Trials (0 = the default)", 0, 500, 0, key=f"papers_trials_{name}",
+                                help=f"A claim holds or fails only when its 95 % interval clears the bound with at "
+                                     f"least {MIN_TRIALS} trials; with fewer it is inconclusive.")
     if st.button("Run the paper's experiment", key=f"papers_run_{name}"):
         st.session_state[f"papers_ran_{name}"] = True
     if not st.session_state.get(f"papers_ran_{name}"):
@@ -104,9 +131,12 @@ def show_reproduction(name: str) -> None:
     data = None if choice == PAPER_DATA else ui.histogram() if choice == SESSION_DATA else choice
     result = reproduction(name, int(st.session_state.seed), data, epsilons.strip(), int(trials) or None)
     st.markdown(f"**The paper claims:** {result.claim}\n\n**We measure:** {result.measure}\n\n**Data:** {result.data}")
-    st.markdown("**Verdicts** — one per claim, with the paper's number and ours:")
+    st.markdown("**Claims and verdicts** — one row per claim: the paper's number, the literal reading of its text, "
+                "the corrected reading (dplens's number, named: ours first), the 95 % interval the rule was applied "
+                f"to, and the verdict. The rule: holds or fails only when the interval clears the claim's bound with "
+                f"≥ {MIN_TRIALS} trials, else inconclusive; exact numbers are compared directly.")
     verdicts = verdict_table(result)
-    st.table(verdicts.set_index("claim"))
+    st.table(markdown_safe(verdicts).set_index("claim"))
     if result.not_reproduced:
         st.info(f"Not reproduced: {result.not_reproduced}")
     st.markdown("\n".join(f"- {finding}" for finding in result.findings))

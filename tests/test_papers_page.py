@@ -5,10 +5,11 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 import ui
-from core.papers.reproduce import REPRODUCTIONS, reproduce_om_times
+from core.papers.reproduce import COLUMNS, REPRODUCTIONS, reproduce_om_times, reproduce_wda
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/papers.py"
+CLAIM_COLUMNS = list(COLUMNS[1:])  # the claim is the index
 
 
 def open_page() -> AppTest:
@@ -80,8 +81,9 @@ def test_running_a_reproduction_shows_claim_verdicts_and_findings():
     assert not at.exception
     text = " ".join(m.value for m in at.markdown)
     assert "The paper claims" in text and "keep probability" in text
-    verdicts = next(t.value for t in at.table if list(t.value.columns) == ["paper", "dplens", "verdict"])
+    verdicts = next(t.value for t in at.table if list(t.value.columns) == CLAIM_COLUMNS)
     assert {"holds", "fails", "not reproducible"} <= set(verdicts.verdict)
+    assert "inconclusive" in " ".join(verdicts.verdict)  # one trial: the sampled claims cannot be settled
     assert "tips-bill" in text
     assert len(at.get("plotly_chart")) >= 3
 
@@ -104,7 +106,7 @@ def test_a_reproduction_runs_on_the_sessions_dataset():
     at.button(key="papers_run_sreb-gca").click().run()
     assert not at.exception
     assert any("Data:** dataset 'smooth'" in m.value for m in at.markdown)
-    verdicts = next(t.value for t in at.table if list(t.value.columns) == ["paper", "dplens", "verdict"])
+    verdicts = next(t.value for t in at.table if list(t.value.columns) == CLAIM_COLUMNS)
     assert len(verdicts) >= 3
 
 
@@ -118,3 +120,38 @@ def test_om_times_reproduction_runs_on_the_om_tab(monkeypatch):
     text = " ".join(m.value for m in at.markdown)
     assert "OM's decomposition takes ~300 s at n = 1000 where LRM needs ~2000 s" in text and "CPU seconds" in text
     assert any("implementations of MM and LRM" in i.value for i in at.info)  # its "not reproduced" note
+
+
+def test_wda_more_than_40_percent_is_not_swallowed_as_a_blockquote(monkeypatch):
+    # st.table renders cells as Markdown: a cell starting with ">" would become an (empty-looking) blockquote
+    monkeypatch.setitem(REPRODUCTIONS, "wda", lambda **options: reproduce_wda(
+        m=100, probabilities=(0.2,), epsilons=(1.0,), trials=2, comparators=(), seed=options.get("seed", 0)))
+    at = open_page()
+    at.button(key="papers_run_wda").click().run()
+    assert not at.exception
+    verdicts = next(t.value for t in at.table if list(t.value.columns) == CLAIM_COLUMNS)
+    cells = [str(v) for v in [*verdicts.index, *verdicts.to_numpy().ravel()]]
+    assert any(c.startswith("\\> 40 %") for c in cells)  # escaped, so the page shows "> 40 %"
+    assert not any(c.lstrip().startswith((">", "#")) for c in cells)
+    for table in at.table:  # every st.table on the page, the readings included
+        frame = table.value.reset_index()
+        assert not any(str(v).lstrip().startswith(">") for v in frame.to_numpy().ravel())
+
+
+def test_om_tab_has_two_distinct_reproduction_sections():
+    at = open_page()
+    for tab in at.tabs:  # no section title twice within a tab
+        headers = [h.value for h in tab.subheader]
+        assert len(headers) == len(set(headers)), (tab.label, headers)
+    om = [h.value for h in at.tabs[1].subheader]
+    assert "Reproduction — accuracy (Figs. 1–3)" in om and "Reproduction — optimisation time (Figs. 4–5)" in om
+
+
+def test_audit_boxes_never_show_a_negative_lower_bound():
+    at = open_page()
+    at.button(key="papers_audit_wda-split-on-data").click().run()
+    assert not at.exception
+    table = next(t.value for t in at.table if "measured loss ≥" in t.value.columns)
+    assert (table["measured loss ≥"] >= 0).all()
+    assert not any("≥ -" in e.value for e in at.error)
+    assert any("never negative" in c.value for c in at.caption)

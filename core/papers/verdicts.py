@@ -198,7 +198,8 @@ class Verdict:
     def line(self) -> str:
         """The row on one line for the CLI."""
         row = self.row()
-        return (f"[{self.label.upper()}] {self.claim} — paper: {row['paper']}; literal: {row['literal reading']}; "
+        head = self.verdict.upper() + self.label[len(self.verdict):]
+        return (f"[{head}] {self.claim} — paper: {row['paper']}; literal: {row['literal reading']}; "
                 f"corrected: {row['corrected (dplens)']}; interval: {row['interval (95 %)']}")
 
 

@@ -10,13 +10,15 @@ import pandas as pd
 import pytest
 
 from core.__main__ import main
-from core.papers.literal import NOT_DP
+from core.papers.literal import DEMOS, NOT_DP, run_demo
 from core.papers.reproduce import (
     COLUMNS,
     REPRODUCTIONS,
     VERDICTS,
     Verdict,
     dpbench_dir,
+    figures,
+    paper_readings,
     reading_table,
     reproduce_om,
     reproduce_om_times,
@@ -260,3 +262,91 @@ def test_cli_reproduce_zhao_on_given_data_for_real(tmp_path, capsys):
     assert "[NOT REPRODUCIBLE] accuracy-first spends far less privacy than inverting the utility theorem (Twitter" in out
     table3 = pd.read_csv(tmp_path / "zhao-table3.csv")
     assert sorted(set(table3.epsilon)) == [1.0, 2.0]
+
+
+# ----------------------------------------------------------------------------- the rule applied to each paper
+def test_cli_csv_holds_claim_literal_corrected_interval_and_verdict_together(tmp_path, capsys):
+    assert main(["reproduce", "zhao", "--output", str(tmp_path), "--data", "tips-bill", "--epsilons", "2",
+                 "--trials", "12"]) == 0
+    out = capsys.readouterr().out
+    claims = pd.read_csv(tmp_path / "zhao-verdicts.csv")
+    assert list(claims.columns) == list(COLUMNS) and claims.notna().all().all()
+    median = claims[claims.claim.str.startswith("median example")].iloc[0]
+    assert "2.776" in median["literal reading"] and "2.7726" in median["corrected (dplens)"]
+    assert median["interval (95 %)"].endswith("(exact)") and median.verdict == "holds"
+    search = claims[claims.claim.str.startswith("accuracy-first's ex-post loss is below doubling's")].iloc[0]
+    assert "95 %, n = " in search["interval (95 %)"]
+    for row in claims.itertuples():  # the CLI prints the same rows, every field on the claim's line
+        line = next(line for line in out.splitlines() if row.claim in line)
+        assert all(str(field) in line for field in (row.paper, row._3, row._4, row._5))
+
+
+def test_zhao_chart_and_table_average_the_same_runs_and_the_5_vs_20_is_the_theory_claim():
+    reproduction = reproduce_zhao(data="tips-bill", trials=12, targets=(2.0, 4.0), coordinates=500)
+    summary = reproduction.tables["search_summary"]
+    search = reproduction.tables["search"]
+    stopped = search[search.succeeded].groupby(["alpha", "method"]).value.mean()
+    assert np.allclose(summary.set_index(["alpha", "method"]).value, stopped[summary.set_index(["alpha", "method"]).index])
+    chart = figures(reproduction)[2]
+    for trace in chart["data"]:
+        rows = summary[summary.method == trace["name"]]
+        assert trace["y"] == rows.value.tolist() and trace["x"] == rows.alpha.tolist()
+    claims = {v.claim.split(" (")[0]: v for v in reproduction.verdicts}
+    doubling = claims["accuracy-first's ex-post loss is below doubling's"]
+    assert "Zhao does not compare with doubling" in doubling.paper and "≈ 20" not in doubling.paper
+    theory = claims["accuracy-first spends far less privacy than inverting the utility theorem"]
+    assert theory.paper == "≈ 5 vs ≈ 20" and theory.verdict == "not reproducible" and "exact" in theory.dplens
+
+
+def test_zhao_with_too_few_trials_is_inconclusive_not_a_verdict():
+    reproduction = reproduce_zhao(data="tips-bill", trials=3, targets=(2.0,), coordinates=500)
+    doubling = next(v for v in reproduction.verdicts if "doubling" in v.claim)
+    assert doubling.verdict == "inconclusive" and "n = " in doubling.interval
+
+
+def test_om_example_1_names_lrm_and_lrm_is_not_insensitive_to_the_workload():
+    reproduction = reproduce_om(data_dir=ABSENT, m=20, n=60, taus=(0.2, 0.8), epsilons=(1.0,), trials=1,
+                                sweep_m=(10, 30), sweep_n=(40,))
+    claims = {v.claim.split(" (")[0]: v for v in reproduction.verdicts}
+    example = claims["Example 1: OM's total error is the lowest"]
+    assert example.label == "holds only against LM" and "LRM 8.77" in example.dplens and "OM (ours) 8.84" in example.dplens
+    assert claims["LRM is not sensitive to the workload"].verdict == "fails"
+    assert any(c.startswith("as τ grows") for c in claims)
+    assert any("Figs. 2–3" in v.claim for v in reproduction.verdicts)
+    assert not any("Fig. 5" in v.claim or "Figs. 5" in v.claim for v in reproduction.verdicts)
+    titles = [f["layout"]["title"]["text"] for f in figures(reproduction)]
+    assert any(t.startswith("OM paper Fig. 2:") for t in titles) and any(t.startswith("OM paper Fig. 3:") for t in titles)
+    assert all(v.interval.endswith("(exact)") or v.verdict == "not reproducible"
+               for v in reproduction.verdicts)  # exact expected errors: no trials needed
+
+
+def _wda_files(directory: Path, names) -> None:
+    counts = np.zeros(64)
+    counts[[3, 10, 40]] = [50, 5, 9]
+    for name in names:
+        pd.DataFrame({"count": counts}).to_csv(directory / f"{name}.csv", index=False)
+
+
+def test_wda_judges_mwem_and_dawa_against_identity_only_on_the_papers_complex_datasets(tmp_path):
+    _wda_files(tmp_path, ("ADULTFRANK", "INCOME"))
+    run = dict(data_dir=tmp_path, m=30, probabilities=(0.2,), epsilons=(1.0,), trials=2, comparators=("mwem",),
+               comparator_trials=2)
+    claims = [v.claim for v in reproduce_wda(**run).verdicts if v.claim.startswith("MWEM and DAWA are worse")]
+    assert len(claims) == 1 and "INCOME, the paper's complex dataset" in claims[0]
+    (tmp_path / "INCOME.csv").unlink()
+    only_sparse = [v for v in reproduce_wda(**run).verdicts if v.claim.startswith("MWEM and DAWA are worse")]
+    assert [v.verdict for v in only_sparse] == ["not reproducible"] and "sparse" in only_sparse[0].dplens
+    assert any("the paper's sparse dataset" in v.claim for v in reproduce_wda(**run).verdicts)
+
+
+def test_xiao_readings_come_from_the_full_default_run_the_page_text_quotes():
+    reading = paper_readings("xiao")[0]
+    assert "121." in reading.corrected and "220." in reading.corrected  # the page: "about 220 … against 121"
+
+
+def test_audit_lower_bounds_are_clipped_at_zero():
+    for key in DEMOS:
+        rows = run_demo(key, runs=100)
+        assert all(row["measured loss ≥"] >= 0 for row in rows)
+        assert all("shown as 0" in row["evidence"] for row in rows if row["how"] == "audit"
+                   and row["measured loss ≥"] == 0 and "raw bound" in row["evidence"])

@@ -99,7 +99,9 @@ def test_cases_combine_into_one_claim_row():
     assert judge("c", "p", [held, failed], dplens="d").label == "holds only against LM"
     row = judge("c", "p", [held, open_], dplens="d")
     assert row.verdict == HOLDS_ONLY and "inconclusive against LRM" in row.label
-    assert judge("c", "p", [open_, failed], dplens="d").verdict == INCONCLUSIVE
+    mixed = judge("c", "p", [open_, failed], dplens="d")
+    assert mixed.verdict == INCONCLUSIVE and mixed.label == "inconclusive against LRM; fails against MM"
+    assert judge("c", "p", [open_], dplens="d").label == INCONCLUSIVE
     assert judge("c", "p", [failed], dplens="d").verdict == FAILS
     assert judge("c", "p", [], dplens="").verdict == NOT_REPRODUCIBLE
 

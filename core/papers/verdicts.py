@@ -185,8 +185,7 @@ class Verdict:
     @property
     def label(self) -> str:
         """The verdict with its qualifier, e.g. "holds only against LM_W"."""
-        return f"{self.verdict} {self.qualifier}" if self.verdict == HOLDS_ONLY and self.qualifier else (
-            f"{self.verdict} ({self.qualifier})" if self.qualifier else self.verdict)
+        return f"{self.verdict} {self.qualifier}" if self.qualifier else self.verdict
 
     def row(self) -> dict[str, str]:
         """The claim row shown on the page, printed by the CLI and written to CSV and HTML."""
@@ -230,6 +229,7 @@ def judge(claim: str, paper: str, cases: Sequence[Case], *, dplens: str, literal
         qualifier = f"{scope} {names(held)}" + (f"; inconclusive {scope} {names(open_)}" if open_ else "")
         return Verdict(claim, paper, dplens, HOLDS_ONLY, qualifier, literal=literal, interval=shown)
     if open_:
-        qualifier = "" if len(open_) == len(cases) else f"{scope} {names(open_)}; fails elsewhere"
+        failed = [c.label for c in cases if c.verdict == FAILS]
+        qualifier = "" if not failed else f"{scope} {names(open_)}; fails {scope} {names(failed)}"
         return Verdict(claim, paper, dplens, INCONCLUSIVE, qualifier, literal=literal, interval=shown)
     return Verdict(claim, paper, dplens, FAILS, literal=literal, interval=shown)

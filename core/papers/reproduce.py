@@ -1,10 +1,10 @@
 """Reproductions of the papers' headline experiments (spec §2f, §3f, §4f, §5.3, §6–§8) as tidy DataFrames.
 
 Each ``reproduce_*`` function is pure (seeded, no files written) and returns a ``Reproduction``: the
-paper's claim, what we measure, a ``Verdict`` per claim (holds / holds only … / fails / not
-reproducible, with the paper's number and ours; ``judge`` builds one from cases), the claim / literal
-reading / corrected value side by side (``Reading``), findings computed from the numbers, and tidy
-tables. ``figures`` gives plotly figure specs as plain dicts (core never imports plotly), and ``write``
+paper's claim, what we measure, one claim row (``Verdict``: claim, the paper's number, literal reading,
+corrected reading, interval, verdict) per claim, judged by the one rule of ``core.papers.verdicts``
+(holds / holds only … / fails / inconclusive / not reproducible), the errata of the algorithms side by side
+(``Reading``), findings computed from the numbers, and tidy tables. ``figures`` gives plotly figure specs as plain dicts (core never imports plotly), and ``write``
 saves CSV (tables, verdicts, readings) + one self-contained HTML page.
 ``python -m core reproduce wda|om|sreb-gca|xiao|zhao --output DIR [--data D] [--epsilons E] [--trials T]``
 runs them.
@@ -497,7 +497,7 @@ def _om_verdicts(per_query: dict, sweeps: pd.DataFrame | None, n: int) -> list[V
                                      f"{change['om']:.1f}×, LM_W {change[lm_key]:.1f}× (per-query MSE·ε²)"))
         # "the errors between" two curves: the difference of their per-query errors, at each step of τ
         gap = {tau: (q[lm_key] - q["lrm"], q["lrm"] - q["om"]) for tau, q in sorted(per_query.items())}
-        steps = list(zip(taus, taus[1:]))
+        steps = list(itertools.pairwise(taus))
         verdicts.append(judge(f"as τ grows ({', '.join(f'{t:g}' for t in taus)}) the gap between LM and LRM widens "
                               "and the gap between LRM and OM narrows (Fig. 1)", "LM − LRM rises, LRM − OM falls",
                               [case(f"LM − LRM rises, τ = {a:g} → {b:g}", exact(gap[b][0] - gap[a][0]), above=0.0)
@@ -1695,8 +1695,8 @@ def run_reproduce_command(args) -> int:
     print(f"data: {reproduction.data}")
     print(f"claims and verdicts (also in {Path(args.output) / (reproduction.name + '-verdicts.csv')}: claim, paper, "
           "literal reading, corrected, interval, verdict):")
-    for verdict in reproduction.verdicts:
-        print(f"  {verdict.line()}")
+    for row in reproduction.verdicts:
+        print(f"  {row.line()}")
     print("findings:")
     for finding in reproduction.findings:
         print(f"  {finding}")

@@ -44,6 +44,8 @@ with ui.guard():
                                       "as references. mm-opt optimises a strategy once per workload (seconds; "
                                       f"at most {MM_OPT_MAX_CELLS:,} cells), and so does lrm (cubic in n; "
                                       f"at most {LRM_MAX_CELLS:,} cells and about a minute of work); ugrid and agrid need 2-D data.")
+        with st.expander("What these mechanisms do"):
+            st.markdown("\n".join(f"- **{n}**: {MECHANISMS[n].summary}" for n in names))
         left, right = st.columns(2)  # the mechanisms get the full width, so no chip is hidden
         metrics = right.multiselect("Metrics", list(METRIC_LABELS), default=["mae", "rmse"],
                                     format_func=METRIC_LABELS.get, key="compare_metrics",

@@ -4,7 +4,7 @@
 import streamlit as st
 
 import ui
-from core.mechanisms import NEIGHBOURING
+from core.mechanisms import MECHANISMS, NEIGHBOURING
 from core.privacy.definitions import target
 from core.privacy.noise import NOISE_PATHS
 from core.release.config import config_to_json
@@ -34,6 +34,7 @@ with ui.guard():
         if st.session_state.get("release_mechanism") not in choices:  # a Gaussian one under pure ε-DP
             st.session_state.release_mechanism = choices[0]
         name = st.selectbox("Mechanism", choices, key="release_mechanism",
+                            format_func=lambda n: f"{n} — {MECHANISMS[n].summary}",
                             help="Any registered mechanism usable under the privacy definition (sidebar); "
                                  "Gaussian mechanisms need (ε, δ) or zCDP. Its settings appear below.")
         settings = ui.mechanism_settings(name, key="release")

@@ -189,3 +189,13 @@ def test_uniform_spreads_a_noisy_total_with_scale_one_over_epsilon(rng):
     for wrong in (0.4, 0.6):
         assert stats.kstest(noise, "laplace", args=(0, wrong)).pvalue < 1e-6
     assert mechanism.expected_mse(workload, 2.0) is None
+
+
+def test_every_registered_mechanism_says_in_a_line_what_it_does():
+    """The Release picker and Compare's list show ``summary``: plain words, no internal references."""
+    from core.mechanisms import MECHANISMS
+
+    for name, mechanism in MECHANISMS.items():
+        summary = type(mechanism).summary
+        assert 20 <= len(summary) <= 110 and summary.endswith("."), name
+        assert "spec" not in summary and "§" not in summary and "\n" not in summary, name

@@ -21,6 +21,7 @@ so such a run takes seconds at most, and a release of a small histogram should n
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import threading
 import time
@@ -51,11 +52,15 @@ def _ready() -> bool:
     return True
 
 
+def _warm() -> None:
+    with contextlib.suppress(Exception):  # best effort: a real action starts the server itself if this failed
+        run_bounded(_ready, seconds=120.0)
+
+
 def warm_up() -> threading.Thread:
     """Start the fork server (NumPy, core and OpenDP preloaded) in the background, so that the first bounded
     action of a server does not wait seconds for it. Returns the (daemon) thread doing it."""
-    thread = threading.Thread(target=run_bounded, args=(_ready,), kwargs={"seconds": 120.0}, daemon=True,
-                              name="dplens-warm-up")
+    thread = threading.Thread(target=_warm, daemon=True, name="dplens-warm-up")
     thread.start()
     return thread
 

@@ -20,6 +20,7 @@ Every cell is in one cluster, so both Laplace blocks have sensitivity 1: the los
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -65,6 +66,8 @@ class AHP:
 
     Data-dependent, so ``expected_mse`` is None. ``params`` reports the number of clusters.
     """
+
+    summary: ClassVar[str] = "AHP: noisy counts, small ones set to zero, then similar bins averaged."
 
     ratio: float = 0.85
     eta: float = 0.35

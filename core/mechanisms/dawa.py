@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 import numpy as np
 
@@ -149,6 +150,8 @@ class DAWA:
 
     Data-dependent, so ``expected_mse`` is None. ``params`` reports the number of buckets.
     """
+
+    summary: ClassVar[str] = "DAWA: merges bins that look alike (reads the data), then a tree over the merged bins."
 
     ratio: float = 0.25
     branching: int = 2

@@ -214,6 +214,8 @@ class GaussianIdentity(GaussianMixin, Identity):
     13.993
     """
 
+    summary: ClassVar[str] = "Gaussian noise on every count ((ε, δ) or zCDP)."
+
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-identity"
@@ -249,6 +251,8 @@ class GaussianIdentity(GaussianMixin, Identity):
 class GaussianAnswers(GaussianMixin, LaplaceOnAnswers):
     """Gaussian noise on the workload answers at Δ₂(W) (beats Laplace by far when Δ₂ ≪ Δ₁, e.g. prefix)."""
 
+    summary: ClassVar[str] = "Gaussian noise on each query answer ((ε, δ) or zCDP): strong for prefix-like workloads."
+
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-answers"
@@ -265,6 +269,8 @@ class GaussianAnswers(GaussianMixin, LaplaceOnAnswers):
 @dataclass(frozen=True)
 class GaussianHierarchical(GaussianMixin, Hierarchical):
     """hb/H2 tree with Gaussian noise: a cell in h measured nodes has Δ₁ = h, Δ₂ = √h."""
+
+    summary: ClassVar[str] = "The range tree with Gaussian noise ((ε, δ) or zCDP)."
 
     delta: float = 1e-6
     calibration: str = "analytic"
@@ -284,6 +290,8 @@ class GaussianHierarchical(GaussianMixin, Hierarchical):
 @dataclass(frozen=True)
 class GaussianPrivelet(GaussianMixin, Privelet):
     """Privelet's ±1 Haar strategy with Gaussian noise: each cell is in ρ coefficients, Δ₂ = √ρ."""
+
+    summary: ClassVar[str] = "Haar wavelets with Gaussian noise ((ε, δ) or zCDP)."
 
     delta: float = 1e-6
     calibration: str = "analytic"
@@ -307,6 +315,8 @@ class GaussianGreedyH(GaussianMixin, GreedyH):
     Greedy-H's rule (Li et al. 2014) minimises the Laplace error under path sums of weights = 1; under
     Gaussian noise the error is Δ₂² tr(WᵀW (AᵀA)⁻¹), so the path sums of *squared* weights are 1.
     """
+
+    summary: ClassVar[str] = "Greedy-H's weighted tree with Gaussian noise ((ε, δ) or zCDP)."
 
     delta: float = 1e-6
     calibration: str = "analytic"
@@ -394,6 +404,8 @@ class GaussianMatrix(GaussianMixin):
     >>> round(float(GaussianMatrix().strategy_norms(AllRange(8))[1].max()), 12)
     1.0
     """
+
+    summary: ClassVar[str] = "Gaussian matrix mechanism: an eigen-design strategy for your workload ((ε, δ) or zCDP)."
 
     delta: float = 1e-6
     calibration: str = "analytic"

@@ -671,6 +671,8 @@ class GreedyH:
     True
     """
 
+    summary: ClassVar[str] = "Greedy-H: a weighted tree of ranges fitted to your workload."
+
     branching: int = 2
     granularity: int = 100
     name: str = "greedy-h"

@@ -21,6 +21,7 @@ Grids are laid over the histogram's cells: each axis is cut into min(m, length) 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -68,6 +69,8 @@ def _noisy_total(cells: np.ndarray, epsilon: float, rng: np.random.Generator) ->
 class UniformGrid:
     """UG: one m × m grid of noisy block counts, uniform within blocks (Qardaji et al. ICDE 2013)."""
 
+    summary: ClassVar[str] = "Uniform grid (2-D): block counts on a grid sized from the noisy total."
+
     c: float = 10.0
     total_ratio: float = 0.05
     name: str = "ugrid"
@@ -99,6 +102,8 @@ class UniformGrid:
 @dataclass(frozen=True)
 class AdaptiveGrid:
     """AG: a coarse grid, then each block split by its own noisy count, two-level consistency."""
+
+    summary: ClassVar[str] = "Adaptive grid (2-D): a coarse grid, then finer blocks where there are many records."
 
     alpha: float = 0.5
     c: float = 10.0

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 import numpy as np
 
@@ -248,6 +249,8 @@ class Hierarchical:
         include_root: measure the total too; "auto" = yes for branching 2 (Hay's H2), no for "auto"
             (Qardaji's HB), as in the reference implementations.
     """
+
+    summary: ClassVar[str] = "A tree of range counts: good for range queries over ordered bins."
 
     branching: int | str = "auto"
     include_root: bool | str = "auto"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -19,6 +20,8 @@ class Identity:
     >>> Identity().expected_mse(I(4), 1.0)
     2.0
     """
+
+    summary: ClassVar[str] = "Noise on every count: the baseline the others are measured against."
 
     name: str = "identity"
     data_dependent: bool = False
@@ -44,6 +47,8 @@ class LaplaceOnAnswers:
     >>> LaplaceOnAnswers().expected_mse(Prefix(4), 1.0)
     32.0
     """
+
+    summary: ClassVar[str] = "Noise on each query answer directly: good when there are few queries."
 
     name: str = "laplace-on-answers"
     data_dependent: bool = False
@@ -71,6 +76,8 @@ class Uniform:
 
     Its error depends on the data (the bias of assuming uniformity), so ``expected_mse`` is None.
     """
+
+    summary: ClassVar[str] = "Only a noisy total, spread evenly over the bins: ignores the shape."
 
     name: str = "uniform"
     data_dependent: bool = False

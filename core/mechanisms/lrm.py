@@ -432,6 +432,8 @@ class LRM:
     2.0
     """
 
+    summary: ClassVar[str] = "Low-rank mechanism (Yuan et al.): measures a low-rank factorisation of the workload."
+
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
         "rank": Range(1, 10 * MAX_CELLS, integer=True, choices=(None,)), "rank_ratio": Range(1, 10),
         "gamma": Range(0, 1e12), "iterations": Range(1, 100_000, integer=True),

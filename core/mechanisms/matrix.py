@@ -18,6 +18,7 @@ its gradient costs O(p²n) instead of HDMM's dense O(n³) or O(pn²).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import scipy.linalg
@@ -147,6 +148,8 @@ class MatrixMechanism:
             512 cells the optimiser makes at least 4 starts (cheap there).
         seed: seeds the starts (the strategy is data-independent and costs no budget).
     """
+
+    summary: ClassVar[str] = "Matrix mechanism: a measurement strategy optimised for your workload (HDMM's OPT0)."
 
     p: int | str = "auto"
     restarts: int = 2

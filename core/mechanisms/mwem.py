@@ -25,6 +25,7 @@ updates run on at most 2T + 1 atoms for range workloads instead of n cells.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -90,6 +91,8 @@ class MWEM:
 
     Data-dependent, so ``expected_mse`` is None.
     """
+
+    summary: ClassVar[str] = "MWEM: learns a synthetic histogram by repeatedly fixing the worst-answered query."
 
     rounds: int = 10
     total_ratio: float = 0.05

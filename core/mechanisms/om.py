@@ -16,6 +16,7 @@ are dropped (erratum §3(d)3).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -287,6 +288,8 @@ class OM:
     >>> OM().expected_mse(Identity(4), 1.0)
     2.0
     """
+
+    summary: ClassVar[str] = "Orthogonal mechanism (Huang et al.): answers a low-rank version of the queries."
 
     tol: float | None = None
     row_seed: int | None = None

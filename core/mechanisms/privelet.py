@@ -17,6 +17,7 @@ not a power of two are padded with empty cells, which are dropped after reconstr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -105,6 +106,8 @@ def _unit_energy(grid: tuple[int, int], workload: Workload) -> float:
 @dataclass(frozen=True)
 class Privelet:
     """Privelet (Haar wavelet, weighted noise); 1-D and 2-D; exact ``expected_mse``."""
+
+    summary: ClassVar[str] = "Haar wavelets (Privelet): good for range queries, in 1-D and 2-D."
 
     name: str = "privelet"
     data_dependent: bool = False

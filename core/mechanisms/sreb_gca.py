@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -106,6 +107,8 @@ class SrebGca:
     >>> r.privacy_loss <= 1.0
     True
     """
+
+    summary: ClassVar[str] = "SReB_GCA (Chen et al.): sorts and groups similar bins, one noisy value per group."
 
     ratio: float = 0.5
     delta: float = 1.0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -222,6 +223,8 @@ class WDA:
     >>> WDA().expected_mse(Identity(4), 1.0)
     2.0
     """
+
+    summary: ClassVar[str] = "Workload division (Li et al.): splits the queries into blocks and noises each block."
 
     budget: str = "optimal"
     g: float = 0.0

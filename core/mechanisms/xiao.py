@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -52,6 +53,8 @@ class CellRelease:
     >>> CellRelease(clip=False, neighbouring="replace_one").expected_mse(Identity(3), 1.0)
     8.0
     """
+
+    summary: ClassVar[str] = "Xiao et al.'s cell release: noisy counts, clipped at zero."
 
     neighbouring: str = "add_remove"
     clip: bool = True

@@ -1,0 +1,213 @@
+"""Generate the mechanism and CLI references from the code.
+
+Used two ways:
+
+* as an MkDocs hook (``hooks: [docs/gen_ref.py]`` in mkdocs.yml): ``on_files`` adds the pages
+  ``reference/mechanisms.md`` and ``reference/cli.md`` to the build, generated in memory (nothing is written
+  into ``docs/``);
+* as a script: ``python docs/gen_ref.py OUTDIR`` writes the same two pages into OUTDIR (tests use this).
+
+The mechanism reference reads ``core.mechanisms.MECHANISMS`` (with ``parameter_ranges``) and
+``core.tables.mechanisms.TABLE_MECHANISMS`` (with ``TABLE_SETTINGS``); the CLI reference prints every
+subcommand's ``format_help()`` from ``core.__main__.build_parser()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import os
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+MECHANISMS_PAGE = "reference/mechanisms.md"
+CLI_PAGE = "reference/cli.md"
+HIDDEN_FIELDS = {"name", "data_dependent"}
+
+
+def _clean(text: str) -> str:
+    """A docstring line for the docs: no internal design-document references, Markdown-safe."""
+    text = re.sub(r"[;,]?\s*spec\s*(tables\.md|§\d+(\.\d+)*(\([a-z]\))?\d*)(\s+corrected)?", "", text)
+    text = re.sub(r"\s*\(\s*(corrected)?\s*\)", "", text)
+    text = re.sub(r"\s+([.,;:])", r"\1", text)
+    text = re.sub(r"\(\s*([^()]*?)\s*;\s*\)", r"(\1)", text)
+    text = re.sub(r"\s*\(issue #?\d+[^)]*\)", "", text)
+    text = text.replace("``", "`").replace("|", "\\|")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _summary(obj: object) -> str:
+    """The class docstring's first sentence or line (its paper and what it does)."""
+    doc = inspect.getdoc(type(obj)) or ""
+    first = doc.split("\n\n")[0].replace("\n", " ")
+    return _clean(first) or "—"
+
+
+def _noise_kind(mechanism: object, table: bool = False) -> str:
+    cls = type(mechanism)
+    if table:
+        doc = inspect.getdoc(cls) or ""
+        found = sorted({k: doc.find(k) for k in ("Gaussian", "Laplace") if k in doc}.items(), key=lambda kv: kv[1])
+        kinds = [k for k, _ in found]
+        if not kinds:  # e.g. MST, whose docstring names OpenDP's measurement, not the noise
+            try:
+                source = inspect.getsource(cls).lower()
+            except (OSError, TypeError):
+                source = ""
+            kinds = [k for k in ("Gaussian", "Laplace") if k.lower() in source]
+        if not kinds and "opendp.extras.mbi" in doc:
+            kinds = ["drawn inside OpenDP (`opendp.extras.mbi`)"]
+        if getattr(mechanism, "method", None) is not None and not kinds:
+            kinds = ["that of the histogram mechanism"]
+        return " or ".join(kinds) or "—"
+    names = {f.name for f in dataclasses.fields(mechanism)} if dataclasses.is_dataclass(mechanism) else set()
+    kind = "Gaussian ((ε, δ) or zCDP)" if "calibration" in names else "Laplace"
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        source = ""
+    if "exponential_mechanism" in source:
+        kind += " + exponential mechanism"
+    return kind
+
+
+def _value(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return repr(value)
+
+
+def _histogram_rows(name: str, mechanism: object) -> list[str]:
+    from core.mechanisms import parameter_ranges
+
+    ranges = parameter_ranges(mechanism)
+    rows = []
+    for f in dataclasses.fields(mechanism) if dataclasses.is_dataclass(mechanism) else ():
+        if f.name in HIDDEN_FIELDS or not f.init:
+            continue
+        default = _value(getattr(mechanism, f.name))
+        documented = str(ranges[f.name]) if f.name in ranges else "not range-checked"
+        rows.append(f"| `{f.name}` | `{default}` | {_clean(documented)} |")
+    return rows
+
+
+def _table_rows(name: str, mechanism: object) -> list[str]:
+    from core.tables.mechanisms import TABLE_SETTINGS
+
+    settings = TABLE_SETTINGS.get(name, {})
+    rows = []
+    for key, kind in settings.items():
+        default = _value(getattr(mechanism, key, None))
+        rows.append(f"| `{key}` | `{default}` | a {kind.__name__} |")
+    return rows
+
+
+def mechanism_reference() -> str:
+    """The Markdown page of every registered mechanism (histograms, then tables of records)."""
+    from core.mechanisms import ALIASES, MECHANISMS
+    from core.tables.mechanisms import TABLE_MECHANISMS
+
+    out = ["# Mechanism reference", "",
+           "Generated at build time from the registries `core.mechanisms.MECHANISMS` (histograms and linear "
+           "queries, pure ε-DP with Laplace noise unless Gaussian) and `core.tables.mechanisms.TABLE_MECHANISMS` "
+           "(tables of records, ρ-zCDP). Parameter ranges are the ones `configure` checks "
+           "(`core.mechanisms.PARAMETER_RANGES`, or a class's own `PARAMETER_RANGES`). The user-level "
+           "descriptions are in [Mechanisms](../mechanisms.md) and [Reproductions of the papers](../papers.md).",
+           "", "## Histogram mechanisms", "",
+           "| name | what it is | data-dependent | noise |", "|---|---|---|---|"]
+    for name, m in MECHANISMS.items():
+        alias = f" (alias of `{ALIASES[name]}`)" if name in ALIASES else ""
+        out.append(f"| [`{name}`](#{_anchor(name)}){alias} | {_summary(m)} | "
+                   f"{'yes' if m.data_dependent else 'no'} | {_noise_kind(m)} |")
+    out.append("")
+    for name, m in MECHANISMS.items():
+        out += _section(name, m, _histogram_rows(name, m), _noise_kind(m), f"`{type(m).__module__}.{type(m).__name__}`")
+    out += ["## Table mechanisms", "",
+            "Budgets on tables are ρ-zCDP with add/remove-one-record neighbours; Laplace mechanisms spend "
+            "ε = √(2ρ). Settings are the ones `core.tables.mechanisms.TABLE_SETTINGS` accepts.", "",
+            "| name | what it is | data-dependent | synthesises records | noise |", "|---|---|---|---|---|"]
+    for name, m in TABLE_MECHANISMS.items():
+        out.append(f"| [`{name}`](#table-{_anchor(name)}) | {_summary(m)} | {'yes' if m.data_dependent else 'no'} | "
+                   f"{'yes' if getattr(m, 'synthesizes', False) else 'no'} | {_noise_kind(m, table=True)} |")
+    out.append("")
+    for name, m in TABLE_MECHANISMS.items():
+        out += _section(name, m, _table_rows(name, m), _noise_kind(m, table=True),
+                        f"`{type(m).__module__}.{type(m).__name__}`", anchor=f"table-{_anchor(name)}")
+    return "\n".join(out) + "\n"
+
+
+def _anchor(name: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
+
+
+def _section(name: str, m: object, rows: list[str], noise: str, where: str, anchor: str | None = None) -> list[str]:
+    out = [f"### `{name}` {{#{anchor or _anchor(name)}}}", "", _summary(m), "",
+           f"- class: {where}",
+           f"- data-dependent: {'yes' if m.data_dependent else 'no'}",
+           f"- noise: {noise}", ""]
+    if rows:
+        out += ["| parameter | default | documented range |", "|---|---|---|", *rows, ""]
+    else:
+        out += ["No parameters.", ""]
+    return out
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:  # argparse keeps subparsers here; there is no public accessor
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def cli_reference() -> str:
+    """The Markdown page of `python -m core`: the top-level help and every subcommand's help."""
+    from core.__main__ import build_parser
+
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "110"  # argparse wraps help at the terminal width: fix it for a stable page
+    try:
+        parser = build_parser()
+        out = ["# Command-line reference", "",
+               "Generated at build time from `core.__main__.build_parser()`. Examples are in "
+               "[Command line](../cli.md).", "", "```text", parser.format_help().rstrip(), "```", ""]
+        for name, sub in _subcommands(parser).items():
+            out += [f"## `{name}`", "", "```text", sub.format_help().rstrip(), "```", ""]
+    finally:
+        if old is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = old
+    return "\n".join(out) + "\n"
+
+
+PAGES = {MECHANISMS_PAGE: mechanism_reference, CLI_PAGE: cli_reference}
+
+
+def write(outdir: str | os.PathLike) -> list[Path]:
+    """Write the generated pages under ``outdir`` (as ``reference/*.md``) and return their paths."""
+    written = []
+    for rel, make in PAGES.items():
+        path = Path(outdir) / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(make(), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def on_files(files, config):  # MkDocs hook
+    from mkdocs.structure.files import File
+
+    for rel, make in PAGES.items():
+        files.append(File.generated(config, rel, content=make()))
+    return files
+
+
+if __name__ == "__main__":
+    for p in write(sys.argv[1] if len(sys.argv) > 1 else "site-ref"):
+        print(p)

@@ -1360,8 +1360,9 @@ def reproduce_zhao(*, data: str | Path | None = None, data_dir: Path | None = No
         "zhao", "Zhao — choosing ε: Lee & Clifton, Koufogiannis, Ligett et al.",
         claim="Lee & Clifton's posteriors (Table 3) and ε bounds for a risk target ρ (Eqs. 5, 7; the median at "
               "ε ≤ 4 ln 2 ≈ 2.776); Koufogiannis' gradual release costs only the last ε; Ligett et al.'s "
-              "accuracy-first search spends far less privacy than doubling or inverting the utility theorem "
-              "(Zhao §5: ≈ 5 vs ≈ 20 at α ≈ 0.05 on Twitter).",
+              "accuracy-first search spends far less privacy than inverting the utility theorem "
+              "(Zhao §5: ≈ 5 vs ≈ 20 at α ≈ 0.05 on Twitter; Zhao does not mention doubling, Ligett et al. "
+              "compare with it too).",
         measure="Exact posteriors at γ = 2 on the absence-days worlds, ε_upper and ε_tight at ρ = 1/3 (spec §6(e)); "
                 f"the keep rates of the backward and forward constructions on {coordinates:,} coordinates with a "
                 "KS test of each release against Lap(1/ε_t); and accuracy-first (noise reduction over a geometric "

@@ -4,11 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
+DOCS_STAMP := $(VENV)/.installed-docs
 PYTEST_ARGS ?=
 HOST ?= 127.0.0.1
 PORT ?= 8501
 
-.PHONY: run test bench lint clean
+.PHONY: run test bench lint docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +21,10 @@ $(RUN_STAMP): pyproject.toml requirements.lock | $(BIN)/python
 
 $(TEST_STAMP): pyproject.toml requirements.lock | $(BIN)/python
 	$(BIN)/python -m pip install -q -c requirements.lock -e '.[test]'
+	touch $@ $(RUN_STAMP)
+
+$(DOCS_STAMP): pyproject.toml requirements.lock | $(BIN)/python
+	$(BIN)/python -m pip install -q -c requirements.lock -e '.[docs]'
 	touch $@ $(RUN_STAMP)
 
 run: $(RUN_STAMP)
@@ -36,6 +41,11 @@ bench: $(RUN_STAMP)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check core pages app.py ui tests bench
+
+# The documentation site (mkdocs.yml, docs/) into site/; the mechanism and CLI references are generated from the
+# code at build time (docs/gen_ref.py, an MkDocs hook). --strict: any broken link or warning fails the build.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) test-artifacts

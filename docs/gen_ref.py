@@ -147,7 +147,11 @@ def _anchor(name: str) -> str:
 
 
 def _section(name: str, m: object, rows: list[str], noise: str, where: str, anchor: str | None = None) -> list[str]:
-    out = [f"### `{name}` {{#{anchor or _anchor(name)}}}", "", _summary(m), "",
+    out = [f"### `{name}` {{#{anchor or _anchor(name)}}}", "", _summary(m), ""]
+    summary = getattr(type(m), "summary", None)  # the one-line summary a mechanism may state for the app
+    if isinstance(summary, str) and summary.strip():
+        out += [f"*In the app:* {_clean(summary)}", ""]
+    out += [
            f"- class: {where}",
            f"- data-dependent: {'yes' if m.data_dependent else 'no'}",
            f"- noise: {noise}", ""]

@@ -226,6 +226,7 @@ def test_twenty_threads_never_overspend(store, unit):
 
 
 @pytest.mark.parametrize("unit", UNITS)
+@pytest.mark.serial  # spawned interpreters re-run __main__, which is xdist's bootstrap in a worker
 def test_four_processes_never_overspend(store, unit):
     total, cost = UNITS[unit]
     store.set_total(FP, total)

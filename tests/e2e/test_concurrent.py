@@ -7,6 +7,7 @@ on a free port (``start_server``), driven by Debian's Chromium through Playwrigh
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -102,6 +103,9 @@ def test_ten_sessions_are_isolated_and_stay_responsive_during_a_sweep(browser, o
 
         # A long sweep in session 0; every other session must keep rendering pages within RENDER_SECONDS.
         sweeper = pages[0]
+        sweeper.get_by_role("combobox").first.click()  # the 4,096-bin sample: a sweep of seconds, not a blink
+        sweeper.get_by_role("option", name=re.compile("^smooth — 1-D")).click()
+        wait_idle(sweeper)
         _go(sweeper, "Compare", "Compare mechanisms")
         sweep_started = time.monotonic()
         sweeper.get_by_role("button", name="Run comparison").click()

@@ -2,6 +2,7 @@
 Gaussian mechanism, and downloads the export, whose metadata states the definition, ε, δ, ρ and σ."""
 
 import json
+import re
 
 import pytest
 
@@ -56,7 +57,7 @@ def test_switch_to_zcdp_compare_release_export(page):
     open_page(page, "Release")
     mechanism = page.locator('[data-testid="stSelectbox"]').filter(has_text="Mechanism").first
     mechanism.click()
-    page.get_by_role("option", name="gaussian-hb", exact=True).click()
+    page.get_by_role("option", name=re.compile("^gaussian-hb — ")).click()  # name — what it does
     wait_idle(page)
     release_once(page)
     meta = json.loads(download(page, "Release with metadata (JSON)"))

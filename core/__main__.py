@@ -6,43 +6,41 @@
 
 from __future__ import annotations
 
+# Start-up: `--help` must not wait for NumPy, SciPy, pandas or the registries (tests/test_cli_start.py), so the
+# heavy imports are inside the command handlers that need them -- the standard way to keep a CLI's start fast, and
+# the one place the project uses function-local imports. The names the help lists are kept light below.
 import argparse
 import math
 import os
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from core.analysis.bounded import RunTimeLimitError
-from core.analysis.cost import Deadline, RunLimits
-from core.analysis.execution import ProgressBar, parse_scheduler
-from core.analysis.experiment import run_sweep, summarise
-from core.analysis.grid import GridSpec, run_grid
-from core.analysis.metrics import METRICS
-from core.data.datasets import SAMPLE_DATASETS, load_histogram
-from core.data.fingerprint import dataset_fingerprint
 from core.data.limits import MAX_ACTION_SECONDS
-from core.mechanisms import MECHANISMS, NEIGHBOURING, configure
-from core.mechanisms.gaussian import Matched
-from core.papers.reproduce import add_reproduce_command
-from core.privacy.budget import Budget
-from core.privacy.definitions import DEFINITIONS, ZCDP, delta_warning, target
-from core.privacy.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore
-from core.privacy.noise import NOISE_PATHS
-from core.queries.workloads import WORKLOADS, parse_workload
-from core.release.export import SIMULATION_LABEL, history_to_csv
-from core.release.kernel import (
-    HistogramRequest,
-    TableRequest,
-    export_release,
-    release_histogram,
-    release_table,
-    table_metadata,
-)
-from core.release.table_export import export_stem, table_export_files
-from core.tables.records import MISSING_CHOICES
+from core.papers.cli import add_reproduce_command
+
+if TYPE_CHECKING:
+    from core.privacy.budget import Budget
+    from core.privacy.ledger_store import LedgerStore
+
+# The registries' names, as the help lists them; tests/test_cli_start.py checks each equals its registry
+# (core.mechanisms.MECHANISMS, core.queries.workloads.WORKLOADS, core.analysis.metrics.METRICS,
+# core.data.datasets.SAMPLE_DATASETS, core.privacy.definitions.DEFINITIONS, core.privacy.noise.NOISE_PATHS,
+# core.tables.records.MISSING_CHOICES, core.privacy.ledger_store.DEFAULT_TOTAL_EPSILON).
+MECHANISM_NAMES = ("identity", "laplace-on-answers", "uniform", "wda", "om", "sreb-gca", "dp-base", "cell-release",
+                   "hb", "privelet", "mm-opt", "lrm", "ugrid", "agrid", "greedy-h", "dawa", "mwem", "ahp",
+                   "gaussian-identity", "gaussian-answers", "gaussian-hb", "gaussian-privelet", "gaussian-greedy-h",
+                   "gaussian-mm-opt")
+WORKLOAD_NAMES = ("identity", "total", "prefix", "all-range", "random-range", "hot-spot", "random-linear", "file",
+                  "marginals", "range-2d", "random-range-2d", "marginals-ranges-2d", "prefix-2d")
+METRIC_NAMES = ("mae", "mse", "rmse", "scaled", "max", "mre", "kld")
+SAMPLE_NAMES = ("smooth", "spiky", "heavy-tail", "dense", "tips-bill", "grid-2d")
+DEFINITION_NAMES = ("pure", "approx", "zcdp")
+NOISE_NAMES = ("exploration", "secure")
+MISSING_CHOICES = ("refuse", "drop", "level")
+DEFAULT_TOTAL_EPSILON = 5.0
 
 SCHEDULER_HELP = ("where cells run: auto (default: serial for small sweeps, else processes), processes[:N] "
                   "(local worker processes; N defaults to every core), serial, "
@@ -74,6 +72,8 @@ def _params(items: list[str] | None) -> dict[str, str]:
 
 
 def _mechanism(name: str, params: dict[str, str]):
+    from core.mechanisms import MECHANISMS, configure
+
     if name not in MECHANISMS:
         raise CliError(f"unknown mechanism {name!r}; choose from {', '.join(MECHANISMS)}")
     return configure(MECHANISMS[name], params)
@@ -81,6 +81,8 @@ def _mechanism(name: str, params: dict[str, str]):
 
 def _privacy(args: argparse.Namespace):
     """The privacy target of --definition with --epsilon (ε at --delta) or --rho (zCDP only)."""
+    from core.privacy.definitions import ZCDP, target
+
     if args.rho is not None:
         if args.definition != "zcdp":
             raise CliError(f"--rho needs --definition zcdp, got --definition {args.definition}")
@@ -96,12 +98,16 @@ def _privacy(args: argparse.Namespace):
 
 
 def _store(args: argparse.Namespace) -> LedgerStore:
+    from core.privacy.ledger_store import LedgerStore
+
     return LedgerStore(args.ledger) if args.ledger else LedgerStore()
 
 
 def _total(args: argparse.Namespace) -> Budget | None:
     """The total from ``--budget`` (+ ``--budget-delta``) or ``--budget-rho`` (shown as ε at ``--budget-delta``,
     else ``--delta``, else 1e-6); None when neither is given."""
+    from core.privacy.budget import Budget
+
     budget, rho, delta = args.budget, getattr(args, "budget_rho", None), args.budget_delta
     if budget is not None and rho is not None:
         raise CliError("give the total as --budget EPSILON or as --budget-rho RHO, not both")
@@ -155,11 +161,10 @@ def _record_budget(store: LedgerStore, fingerprint: str, args: argparse.Namespac
 def cmd_release_table(args: argparse.Namespace) -> int:
     """``release --domain``/``--rho``: a table of records; synthesisers write records, the others marginals."""
 
+    from core.release.kernel import TableRequest, release_table, table_metadata
+    from core.release.table_export import export_stem, table_export_files
     from core.tables.mechanisms import table_mechanism
-    from core.tables.records import (
-        load_table,
-        parse_marginal_workload,
-    )
+    from core.tables.records import load_table, parse_marginal_workload
 
     if args.rho is None:
         raise CliError("a table release (--domain) takes --rho (zCDP budget), not --epsilon")
@@ -203,6 +208,16 @@ def cmd_release_table(args: argparse.Namespace) -> int:
 
 
 def cmd_release(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from core.data.datasets import load_histogram
+    from core.data.fingerprint import dataset_fingerprint
+    from core.mechanisms import NEIGHBOURING
+    from core.privacy.definitions import delta_warning
+    from core.queries.workloads import parse_workload
+    from core.release.export import SIMULATION_LABEL
+    from core.release.kernel import HistogramRequest, export_release, release_histogram
+
     if args.noise != "secure":  # tables and histograms alike
         raise CliError(f"--noise {args.noise} gives a {SIMULATION_LABEL}: its seeded noise can be regenerated and "
                        "subtracted, so it is never written as a release; use --noise secure (or `compare` to "
@@ -241,6 +256,11 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
+    from core.data.datasets import load_histogram
+    from core.data.fingerprint import dataset_fingerprint
+    from core.privacy.ledger_store import RESET_WARNING
+    from core.release.export import history_to_csv
+
     histogram = load_histogram(args.input)
     store, fingerprint = _store(args), dataset_fingerprint(histogram)
     if args.reset:
@@ -270,6 +290,7 @@ def cmd_ledger(args: argparse.Namespace) -> int:
 
 def cmd_compare_table(args: argparse.Namespace) -> int:
     """``compare --domain``: table mechanisms across ρ on marginals, scored against the independence baseline."""
+    from core.analysis.execution import ProgressBar
     from core.queries.marginals import MarginalWorkload
     from core.tables.compare import baseline_scores, compare_tables, summarise_tables
     from core.tables.records import load_table, parse_marginal_workload
@@ -296,6 +317,16 @@ def cmd_compare_table(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from core.analysis.cost import Deadline, RunLimits
+    from core.analysis.execution import ProgressBar
+    from core.analysis.experiment import run_sweep, summarise
+    from core.analysis.metrics import METRICS
+    from core.data.datasets import load_histogram
+    from core.mechanisms.gaussian import Matched
+    from core.queries.workloads import parse_workload
+
     if args.domain is not None:
         return cmd_compare_table(args)
     if args.rhos is not None:
@@ -350,6 +381,9 @@ def _optional_ints(text: str, what: str) -> list[int | None]:
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
+    from core.analysis.execution import ProgressBar, parse_scheduler
+    from core.analysis.grid import GridSpec, run_grid
+
     spec = GridSpec(datasets=tuple(_names(args.datasets, "--datasets")),
                     mechanisms=tuple(_names(args.mechanisms, "--mechanisms")),
                     epsilons=tuple(_floats(args.epsilons, "--epsilons")), trials=args.trials,
@@ -385,7 +419,7 @@ def _delta(text: str) -> float:
 
 
 def _definition_arguments(parser: argparse.ArgumentParser, *, rho: bool) -> None:
-    parser.add_argument("--definition", choices=list(DEFINITIONS), default="pure",
+    parser.add_argument("--definition", choices=list(DEFINITION_NAMES), default="pure",
                         help="pure: epsilon-DP (Laplace only); approx: (epsilon, delta)-DP; zcdp: rho-zCDP "
                              "(Gaussian mechanisms need approx or zcdp)")
     parser.add_argument("--delta", type=_delta, default=1e-6,
@@ -420,20 +454,20 @@ class _OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog="python -m core", description="dplens: DP histogram releases")
     sub = parser.add_subparsers(dest="command", required=True)
-    samples = ", ".join(SAMPLE_DATASETS)
+    samples = ", ".join(SAMPLE_NAMES)
 
     rel = sub.add_parser("release", help="release a histogram (or workload answers) with one mechanism",
                          description="Writes only released values, never the true counts.")
     rel.add_argument("--input", required=True, help=f"histogram file (CSV/JSON/NPY) or sample name ({samples})")
-    rel.add_argument("--mechanism", required=True, help=f"one of: {', '.join(MECHANISMS)}")
+    rel.add_argument("--mechanism", required=True, help=f"one of: {', '.join(MECHANISM_NAMES)}")
     rel.add_argument("--epsilon", help="privacy budget epsilon > 0 (with --definition approx/zcdp: epsilon at --delta)")
     _definition_arguments(rel, rho=True)
     rel.add_argument("--domain", metavar="JSON", help='a table of records: its domain file {"age": 85, ...} '
                      "(with --rho; mechanisms mst, residual-planner, identity; workload marginals:k=2)")
-    rel.add_argument("--workload", default="identity", help=f"workload spec ({', '.join(WORKLOADS)}); "
+    rel.add_argument("--workload", default="identity", help=f"workload spec ({', '.join(WORKLOAD_NAMES)}); "
                      "e.g. random-range:m=2000")
     rel.add_argument("--seed", type=int, default=0, help="seeds a random workload's queries (never the noise)")
-    rel.add_argument("--noise", choices=list(NOISE_PATHS), default="secure",
+    rel.add_argument("--noise", choices=list(NOISE_NAMES), default="secure",
                      help="secure: OpenDP samplers (the only path written as a release); exploration is "
                           "refused here (a simulation: use `compare`)")
     rel.add_argument("--missing", choices=MISSING_CHOICES, default="refuse",
@@ -456,7 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     _definition_arguments(cmp_, rho=False)
     cmp_.add_argument("--trials", type=int, default=10, help="trials per (mechanism, epsilon)")
     cmp_.add_argument("--seed", type=int, default=0, help="base seed")
-    cmp_.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRICS)}")
+    cmp_.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRIC_NAMES)}")
     cmp_.add_argument("--output", required=True, help="results CSV (mechanism,epsilon,trial,metric,value,...)")
     cmp_.add_argument("--scheduler", default="auto", help=SCHEDULER_HELP)
     cmp_.add_argument("--domain", metavar="JSON", help="a table of records: its domain file; compares table "
@@ -481,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--trials", type=int, default=10, help="trials per cell")
     grid.add_argument("--workload", default="random-range:m=2000", help="workload spec for every size")
     grid.add_argument("--seed", type=int, default=0, help="base seed (noise and scale samples)")
-    grid.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRICS)}")
+    grid.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRIC_NAMES)}")
     grid.add_argument("--output", required=True, help="results.parquet (created, or completed if it exists)")
     grid.add_argument("--scheduler", default="auto", help=SCHEDULER_HELP)
     grid.set_defaults(func=cmd_grid)
@@ -495,7 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
     led.add_argument("--reason", help="why the budget is reset (recorded)")
     _ledger_arguments(led)
     led.set_defaults(func=cmd_ledger)
-    add_reproduce_command(sub)  # python -m core reproduce wda|om|sreb-gca|xiao (core/papers/reproduce.py)
+    add_reproduce_command(sub)  # python -m core reproduce NAME (core/papers/cli.py)
     return parser
 
 

@@ -47,6 +47,7 @@ from core.mechanisms.xiao import (
     literal_max_distribution_not_dp,
     max_query_distribution,
 )
+from core.papers.cli import add_reproduce_command  # noqa: F401  (re-exported: the CLI's parser lives there)
 from core.papers.literal import labelled, wda_synthetic_workload
 from core.papers.verdicts import (  # noqa: F401  (re-exported: the rule and the claim rows live there)
     COLUMNS,
@@ -1669,20 +1670,6 @@ def run_reproduction(name: str, *, data: str | Histogram | None = None, epsilons
     if trials is not None:
         options["trials"] = _check_runs(trials)
     return REPRODUCTIONS[name](**options)
-
-
-def add_reproduce_command(subparsers) -> None:
-    """Register ``reproduce NAME --output DIR [--data D] [--epsilons E,..] [--trials T]`` on the CLI."""
-    parser = subparsers.add_parser("reproduce", help="re-run a paper's headline experiment (CSV + HTML)",
-                                   description="Writes tidy CSV tables (with the verdict on every claim) and an "
-                                               "HTML page with the paper's claim, what we measure, and the figures.")
-    parser.add_argument("name", choices=list(REPRODUCTIONS), help="which paper")
-    parser.add_argument("--output", required=True, help="output directory (created if missing)")
-    parser.add_argument("--data", help="a histogram file, a sample name or a DPBench name (e.g. PATENT)")
-    parser.add_argument("--epsilons", help="comma-separated ε values (α for xiao; Table 3's ε for zhao)")
-    parser.add_argument("--trials", type=int, help="trials per setting (released versions for xiao)")
-    parser.add_argument("--seed", type=int, default=0, help="base seed")
-    parser.set_defaults(func=run_reproduce_command)
 
 
 def run_reproduce_command(args) -> int:

@@ -1,0 +1,44 @@
+"""Start-up of the command line: ``python -m core --help`` (target <= 0.3 s of CPU; 1.2 s before the heavy
+imports moved into the command handlers).
+
+Run: .venv/bin/python bench/bench_cli_start.py [--runs 5]
+Prints the mean user CPU, system CPU and wall seconds of ``--help`` over the runs (each a fresh interpreter).
+Timings on a shared machine are noisy: user CPU is the steadier figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET_CPU = 0.3
+
+
+def run_once(args: list[str]) -> tuple[float, float, float]:
+    """User CPU, system CPU and wall seconds of one ``python -m core ARGS`` (its output discarded)."""
+    before = os.times()
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = os.times()
+    return after.children_user - before.children_user, after.children_system - before.children_system, wall
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    opts = parser.parse_args(argv)
+    runs = [run_once(["--help"]) for _ in range(opts.runs)]
+    user, system, wall = (sum(r[i] for r in runs) / len(runs) for i in range(3))
+    print(f"python -m core --help: {user:.3f} s user CPU, {system:.3f} s sys, {wall:.3f} s wall "
+          f"(mean of {opts.runs}; target <= {TARGET_CPU} s CPU: {'met' if user + system <= TARGET_CPU else 'MISSED'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -182,3 +182,21 @@ def test_json_round_trip_of_a_2d_histogram():
     h = load_histogram(json.dumps({"counts": counts, "labels": [["r0", "r1"], ["c0", "c1"]]}).encode())
     assert h.counts.tolist() == counts
     assert h.bin_labels() == ["r0|c0", "r0|c1", "r1|c0", "r1|c1"]
+
+
+def test_labelled_2d_long_format_and_notes_on_what_was_ignored():
+    notes = []
+    hist = load_histogram(b"age_band,region,count\n17-24,West,3\n17-24,East,5\n25-34,West,7\n", notes=notes)
+    assert hist.domain.shape == (2, 2) and hist.vector.tolist() == [3.0, 5.0, 7.0, 0.0]
+    assert hist.labels == (("17-24", "25-34"), ("West", "East"))
+    assert "1 cells not listed are 0" in notes[0]
+    notes = []
+    assert load_histogram(b"label,extra,count\n1,2,3\n4,5,6\n", notes=notes).domain.shape == (2,)
+    assert "column 'extra' ignored" in notes[0]
+    notes = []
+    assert load_histogram(b"bin,count,lower,upper,level\na,3,1,5,0.95\nb,4,2,6,0.95\n", notes=notes).domain.shape == (2,)
+    assert "lower, upper, level" in notes[0]
+    with pytest.raises(DataError, match="3 label columns"):
+        load_histogram(b"a,b,c,count\nx,y,z,1\n")
+    with pytest.raises(DataError, match="listed twice"):
+        load_histogram(b"a,b,count\nx,y,1\nx,y,2\n")

@@ -402,12 +402,55 @@ def _parse_csv(text: str, data: bytes, grid_shape: tuple[int, int] | None = None
         return _grid(rows_, cols, counts, grid_shape, notes if notes is not None else []), ()
     if "count" not in position:
         raise _fail(f"CSV needs a 'count' column (or row,col,count for 2-D); found {cells[:6]}")
-    label = next((i for i, name in enumerate(names) if name != "count"), None)
+    intervals = [cells[i].strip() for i, name in enumerate(names) if name in INTERVAL_COLUMNS]
+    if intervals and notes is not None:  # a dplens export's interval columns: not counts, not labels
+        notes.append(f"columns {', '.join(intervals)} (an export's intervals) ignored")
+    others = [i for i, name in enumerate(names) if name not in ("count", *INTERVAL_COLUMNS) and name]
     (counts,) = _number_columns(text, delimiter, width, [position["count"]], ["count"])
-    if label is None:
+    if len(others) == 2 and not all(_is_number_column(text, delimiter, width, i) for i in others):
+        return _labelled_grid(text, delimiter, width, others, counts, [cells[i].strip() for i in others],
+                              notes if notes is not None else [])
+    if len(others) > 2:
+        raise _fail(f"CSV has {len(others)} label columns besides 'count' ({', '.join(cells[i].strip() for i in others)});"
+                    " a histogram has one (1-D) or two (2-D, as A,B,count): aggregate over the others first")
+    if not others:
         return counts, ()
-    labels = _read_columns(text, delimiter, [label], header=True, width=width)[label]
+    if len(others) == 2 and notes is not None:  # two numeric columns: the first labels the bins, say so
+        notes.append(f"column {cells[others[1]].strip()!r} ignored: 1-D histogram labelled by "
+                     f"{cells[others[0]].strip()!r} (for 2-D, name the columns row,col,count or use text labels)")
+    labels = _read_columns(text, delimiter, [others[0]], header=True, width=width)[others[0]]
     return counts, (tuple(labels),)
+
+
+INTERVAL_COLUMNS = ("lower", "upper", "level")
+
+
+def _is_number_column(text: str, delimiter: str, width: int, column: int) -> bool:
+    values = _read_columns(text, delimiter, [column], header=True, width=width)[column]
+    return bool(len(values)) and all(_is_number(str(v)) for v in values)
+
+
+def _labelled_grid(text: str, delimiter: str, width: int, columns: list[int], counts: np.ndarray,
+                   axis_names: list[str], notes: list[str]) -> tuple[np.ndarray, tuple]:
+    """A 2-D histogram from long format ``A,B,count`` with text labels: levels in order of first appearance,
+    cells not listed are 0 (a note says how many), a repeated (A, B) pair is refused."""
+    frame = _read_columns(text, delimiter, columns, header=True, width=width)
+    first, second = (frame[c].astype(str).str.strip() for c in columns)
+    rows, row_levels = pd.factorize(first)
+    cols, col_levels = pd.factorize(second)
+    if len(row_levels) * len(col_levels) > MAX_CELLS:
+        raise _fail(f"{len(row_levels):,} × {len(col_levels):,} labels imply more than {MAX_CELLS} cells (2^22)")
+    flat = rows * len(col_levels) + cols
+    repeated = pd.Series(flat).duplicated()
+    if repeated.any():
+        at = int(np.argmax(repeated.to_numpy()))
+        raise _fail(f"row {at + 2}: ({first.iloc[at]!r}, {second.iloc[at]!r}) is listed twice; list each cell once")
+    grid = np.zeros((len(row_levels), len(col_levels)))
+    grid.flat[flat] = counts
+    missing = grid.size - len(flat)
+    notes.append(f"2-D histogram from {axis_names[0]},{axis_names[1]},count: {len(row_levels)} × {len(col_levels)} "
+                 "cells, levels in the file's order" + (f"; {missing:,} cells not listed are 0" if missing else ""))
+    return grid, (tuple(str(v) for v in row_levels), tuple(str(v) for v in col_levels))
 
 
 def _grid(rows: np.ndarray, cols: np.ndarray, counts: np.ndarray, declared: tuple[int, int] | None,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -34,27 +33,13 @@ def _timed(fn):
 
 
 def fit_table(mechanism, workload: MarginalWorkload, records: np.ndarray, rho: float):
-    """OpenDP's fitted ``ContingencyTable``, built as ``core.tables.synthesis._OpenDPTable.run`` builds it."""
-    import opendp.prelude as dp
-    import polars as pl
+    """OpenDP's fitted ``ContingencyTable``, fitted by ``mechanism.fitted_table`` exactly as its ``run`` does."""
     from mbi.estimation import mirror_descent
-
-    dp.enable_features("contrib")
-    domain = workload.domain
-    handed = mechanism.handed_rho(rho, len(domain.names))
 
     def estimator(mbi_domain, loss_fn, *, potentials=None):
         return mirror_descent(mbi_domain, loss_fn, potentials=potentials, iters=mechanism.fit_iters(potentials))
 
-    frame = pl.DataFrame({n: records[:, i].astype(np.int64) for i, n in enumerate(domain.names)})
-    context = dp.Context.compositor(data=frame.lazy(), privacy_unit=dp.unit_of(contributions=1),
-                                    privacy_loss=mechanism.privacy_loss_of(dp, handed), split_evenly_over=1)
-    query = context.query().contingency_table(
-        keys={n: list(range(s)) for n, s in zip(domain.names, domain.sizes, strict=True)},
-        algorithm=mechanism.algorithm(dp, workload, estimator))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # OpenDP's "rho is typically <= 0.25" advice
-        return query.release()
+    return mechanism.fitted_table(workload, records, mechanism.handed_rho(rho, len(workload.domain.names)), estimator)
 
 
 def _coded(frame, names) -> np.ndarray:

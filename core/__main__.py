@@ -134,7 +134,7 @@ def _writable(path: str) -> Path:
         raise CliError(f"--output {path!r} is a directory; name a file")
     if not output.parent.is_dir():
         raise CliError(f"--output {path!r}: the folder {str(output.parent)!r} does not exist")
-    if output.exists() and not os.access(output, os.W_OK) or not os.access(output.parent, os.W_OK):
+    if (output.exists() and not os.access(output, os.W_OK)) or not os.access(output.parent, os.W_OK):
         raise CliError(f"--output {path!r} cannot be written")
     return output
 

@@ -37,7 +37,6 @@ def _clean(text: str) -> str:
     text = re.sub(r"\s*\(\s*(corrected)?\s*\)", "", text)
     text = re.sub(r"\s+([.,;:])", r"\1", text)
     text = re.sub(r"\(\s*([^()]*?)\s*;\s*\)", r"(\1)", text)
-    text = re.sub(r"\s*\(issue #?\d+[^)]*\)", "", text)
     text = text.replace("``", "`").replace("|", "\\|")
     return re.sub(r"\s+", " ", text).strip()
 

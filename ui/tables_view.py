@@ -25,7 +25,6 @@ from core.release.kernel import (
     DEFAULT_TABLE_TOTAL,
     TABLE_DISPLAY_DELTA,
     TableRequest,
-    table_charge,
     table_metadata,
 )
 from core.release.kernel import release_table as kernel_release_table
@@ -254,10 +253,6 @@ def table_settings(name: str, *, render: bool = False) -> dict[str, str]:
                           help="See the README, Tables of records, for what this setting does.")
         values[key] = st.session_state.get(widget_key, str(defaults[key]))
     return values
-
-
-def table_release_cost(rho: float) -> Budget:
-    return table_charge(rho, TABLE_DISPLAY_DELTA)
 
 
 def table_method_label(name: str) -> str:

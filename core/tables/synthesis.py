@@ -110,6 +110,25 @@ class _OpenDPTable:
     def extra_metadata(self, workload: MarginalWorkload) -> dict:
         return {}
 
+    def fitted_table(self, workload: MarginalWorkload, records: np.ndarray, handed: float, estimator):
+        """OpenDP's fitted ``ContingencyTable`` of ``records`` at the handed budget, fitted by ``estimator``.
+
+        Every attribute's keys are the declared codes 0..size−1, so no budget goes to discovering keys.
+        """
+        import polars as pl
+
+        dp = _opendp()
+        domain = workload.domain
+        frame = pl.DataFrame({n: records[:, i].astype(np.int64) for i, n in enumerate(domain.names)})
+        context = dp.Context.compositor(data=frame.lazy(), privacy_unit=dp.unit_of(contributions=1),
+                                        privacy_loss=self.privacy_loss_of(dp, handed), split_evenly_over=1)
+        query = context.query().contingency_table(
+            keys={n: list(range(s)) for n, s in zip(domain.names, domain.sizes, strict=True)},
+            algorithm=self.algorithm(dp, workload, estimator))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # OpenDP's "rho is typically <= 0.25" advice is not an error
+            return query.release()
+
     def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float, rng: np.random.Generator | None = None,
             *, rows: int | None = None, progress: Callable[[float], None] | None = None) -> TableRelease:
         """Fit the model at ``rho`` and draw ``rows`` synthetic records (default: as many as OpenDP's estimate).
@@ -123,9 +142,6 @@ class _OpenDPTable:
         domain = workload.domain
         if len(domain.names) < 2:
             raise ValueError(f"{self.name} needs at least 2 attributes, got {len(domain.names)}")
-        import polars as pl
-
-        dp = _opendp()
         from mbi.estimation import mirror_descent
 
         fits = [0]
@@ -145,21 +161,13 @@ class _OpenDPTable:
                 progress(min(spent / handed, 0.99))
             return model
 
-        frame = pl.DataFrame({n: records[:, i].astype(np.int64) for i, n in enumerate(domain.names)})
-        context = dp.Context.compositor(data=frame.lazy(), privacy_unit=dp.unit_of(contributions=1),
-                                        privacy_loss=self.privacy_loss_of(dp, handed), split_evenly_over=1)
-        query = context.query().contingency_table(
-            keys={n: list(range(s)) for n, s in zip(domain.names, domain.sizes, strict=True)},
-            algorithm=self.algorithm(dp, workload, estimator))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # OpenDP's "rho is typically <= 0.25" advice is not an error
-            try:
-                table = query.release()
-            except Exception as error:  # OpenDP raises OpenDPException/ValueError; one line for the user
-                raise ValueError(f"OpenDP refused {self.name} at rho={rho:g} (handed {handed!r}): "
-                                 f"{' '.join(str(error).split())[:160]}") from None
-            # Not table.synthesize(rows): mbi's default sampler makes siblings comonotone (core.tables.sampler).
-            synth = synthesize_table(table, rows, rng if rng is not None else np.random.default_rng())
+        try:
+            table = self.fitted_table(workload, records, handed, estimator)
+        except Exception as error:  # OpenDP raises OpenDPException/ValueError; one line for the user
+            raise ValueError(f"OpenDP refused {self.name} at rho={rho:g} (handed {handed!r}): "
+                             f"{' '.join(str(error).split())[:160]}") from None
+        # Not table.synthesize(rows): mbi's default sampler makes siblings comonotone (core.tables.sampler).
+        synth = synthesize_table(table, rows, rng if rng is not None else np.random.default_rng())
         # OpenDP adds a null key to every attribute (for values outside the keys); its true count is 0 here, so
         # synthetic rows that land on it are dropped (post-processing) and counted in the metadata.
         complete = synth.drop_nulls(subset=list(domain.names))

@@ -130,4 +130,5 @@ with ui.guard():
                 "have — dplens releases histograms and linear queries. The reproduction runs the same search on "
                 "a histogram instead, next to the exact theory ε = √2/α.")
         ui.show_readings("zhao")
+        ui.show_literal_variants("zhao")
         ui.show_reproduction("zhao")

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
@@ -47,9 +48,10 @@ def test_zhao_tab_shows_table3_the_bounds_and_what_is_not_reproducible():
     assert round(bounds.loc["absence days {1,2,3,10}, median", "epsilon_tight"], 4) == 2.7726
 
 
-def test_literal_variant_audit_shows_the_loss_above_epsilon():
+@pytest.mark.parametrize("demo", ["xiao-max", "zhao-present-names"])
+def test_literal_variant_audit_shows_the_loss_above_epsilon(demo):
     at = open_page()
-    at.button(key="papers_audit_xiao-max").click().run()
+    at.button(key=f"papers_audit_{demo}").click().run()
     assert not at.exception
     table = next(t.value for t in at.table if "measured loss ≥" in t.value.columns)
     literal = table[table.kind == "literal"]

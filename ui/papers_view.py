@@ -91,7 +91,9 @@ def show_literal_variants(name: str) -> None:
     for key, demo in demos.items():
         st.markdown(f"**{labelled(demo.literal.name.split(' — ')[0])}** — {demo.erratum.split(': ', 1)[-1]} "
                     f"Neighbouring pair: {demo.pair}; workload {demo.workload.describe()}; corrected twin: "
-                    f"{demo.corrected.name}.")
+                    f"{demo.corrected.name}."
+                    + (f" The audit also watches what an attacker computes from each release: {demo.watched}."
+                       if demo.watched else ""))
         if st.button("Audit the literal and the corrected variant", key=f"papers_audit_{key}"):
             st.session_state[f"papers_audited_{key}"] = True
         if st.session_state.get(f"papers_audited_{key}"):

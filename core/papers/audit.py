@@ -24,7 +24,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,10 +45,20 @@ def features(release: Release) -> np.ndarray:
     return np.concatenate(parts).astype(float)
 
 
-def outputs(mechanism, x: np.ndarray, workload: Workload, epsilon: float, seed: Sequence[int], runs: int) -> np.ndarray:
-    """``runs`` seeded runs of ``mechanism`` on x: one row of ``features`` per run."""
+def outputs(mechanism, x: np.ndarray, workload: Workload, epsilon: float, seed: Sequence[int], runs: int,
+            statistic: Callable[[Release], np.ndarray] | None = None) -> np.ndarray:
+    """``runs`` seeded runs of ``mechanism`` on x: one row of ``features`` per run.
+
+    ``statistic`` (optional) appends what an attacker computes from one release (post-processing, e.g. "two
+    bins were released with equal values"), for leaks that no single released value shows.
+    """
     rng = np.random.default_rng(list(seed))
-    return np.array([features(mechanism.run(x, workload, epsilon, rng)) for _ in range(runs)])
+
+    def row(release: Release) -> np.ndarray:
+        extra = () if statistic is None else (np.ravel(statistic(release)).astype(float),)
+        return np.concatenate([features(release), *extra])
+
+    return np.array([row(mechanism.run(x, workload, epsilon, rng)) for _ in range(runs)])
 
 
 def cp_bounds(k: np.ndarray, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
@@ -137,8 +147,11 @@ class PairAudit:
 
 
 def audit_neighbours(mechanism, x, workload: Workload, epsilon: float, bin_index: int, sign: int, *,
-                     runs: int = 4000, confidence: float = 0.999, seed: Sequence[int] = (2026,)) -> PairAudit:
+                     runs: int = 4000, confidence: float = 0.999, seed: Sequence[int] = (2026,),
+                     statistic: Callable[[Release], np.ndarray] | None = None) -> PairAudit:
     """Audit ``mechanism`` on x and x' = x + sign·e_{bin_index} (add/remove one record), seeded.
+
+    ``statistic``: an attacker's extra statistic of each release, audited beside the released values.
 
     >>> from core.mechanisms import MECHANISMS
     >>> from core.queries.workloads import Identity
@@ -155,7 +168,7 @@ def audit_neighbours(mechanism, x, workload: Workload, epsilon: float, bin_index
     neighbour.flat[bin_index] += sign
     if neighbour.min() < 0:
         raise ValueError(f"bin_index {bin_index} holds no record to remove (sign = -1 needs a count ≥ 1)")
-    base = outputs(mechanism, x, workload, epsilon, [*seed, 0], runs)
-    other = outputs(mechanism, neighbour, workload, epsilon, [*seed, 1], runs)
+    base = outputs(mechanism, x, workload, epsilon, [*seed, 0], runs, statistic)
+    other = outputs(mechanism, neighbour, workload, epsilon, [*seed, 1], runs, statistic)
     bound, event = audit_pair(base, other, 1 - confidence, workload.shape[0])
     return PairAudit(bound, event, float(epsilon), runs)

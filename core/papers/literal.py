@@ -7,7 +7,7 @@ twin on a small neighbouring pair, and ``run_demo`` audits both with ``core.pape
 shows a measured privacy loss above the claimed ε, the corrected one stays below it.
 
 >>> sorted(DEMOS)
-['om-normalisation', 'sreb-gca-per-bin', 'wda-split-on-data', 'xiao-fraction-noise', 'xiao-max']
+['om-normalisation', 'sreb-gca-per-bin', 'sreb-gca-true-order', 'wda-split-on-data', 'xiao-fraction-noise', 'xiao-max', 'zhao-present-names']
 >>> all(NOT_DP in demo.literal.name for demo in DEMOS.values())
 True
 """
@@ -115,6 +115,29 @@ class FractionNoise:
         return Release(self.name, epsilon, math.nan, workload.matvec(estimate), estimate)
 
 
+@dataclass(frozen=True)
+class PresentNamesOnly:
+    """Zhao's printed counting code, literally: Laplace noise on the counts of the names present in the data only.
+
+    The code counts names with a ``Counter``, so a name with no record is never released: which names appear is
+    the data's support, released without noise (Zhao's listing; Dwork & Roth's noisy counts iterate over the
+    public domain, zeros included). A name that is not released is written as ``ABSENT`` so that an audit sees it.
+
+    >>> release = PresentNamesOnly().run(np.array([0.0, 2.0]), IdentityWorkload(2), 1.0, np.random.default_rng(0))
+    >>> release.estimate[0] == PresentNamesOnly.ABSENT
+    np.True_
+    """
+
+    ABSENT = -1e6
+    name: str = f"zhao literal: noise only on the names present in the data — {NOT_DP}"
+    data_dependent: bool = True
+
+    def run(self, x, workload, epsilon, rng):
+        x, epsilon = check_inputs(x, workload, epsilon)
+        estimate = np.where(x > 0, x + rng.laplace(scale=1.0 / epsilon, size=x.size), self.ABSENT)
+        return Release(self.name, epsilon, math.inf, estimate.copy(), estimate)
+
+
 def _records(x: np.ndarray) -> np.ndarray:
     """A histogram's records as values 1..n, in sorted order."""
     return np.repeat(np.arange(1, x.size + 1), np.ravel(x).astype(int))
@@ -206,6 +229,8 @@ class Demo:
     sign: int                    # +1: the neighbour has one more record in bin_index; −1: one fewer
     epsilon: float = 1.0
     exact: Callable[[], list[tuple[str, float, float]]] | None = None  # (what, exact loss, claimed ε)
+    statistic: Callable[[Release], np.ndarray] | None = None  # an attacker's extra statistic of each release
+    watched: str = ""            # that statistic in words
 
     @property
     def pair(self) -> str:
@@ -245,6 +270,20 @@ def _om_exact() -> list[tuple[str, float, float]]:
             ("corrected OM, same W (computed from W̃)", OM().run(np.zeros(2), w, 1.0, rng).privacy_loss, 1.0)]
 
 
+def _same_group(first: int, last: int) -> Callable[[Release], np.ndarray]:
+    """The attacker's statistic "bins ``first`` and ``last`` were released with one value" (one group)."""
+    def statistic(release: Release) -> np.ndarray:
+        return np.array([float(release.estimate[first] == release.estimate[last])])
+    return statistic
+
+
+def _present_names_exact() -> list[tuple[str, float, float]]:
+    """Without the record name 0 is never released, with it always: the probability ratio is unbounded."""
+    return [("literal: P[name 0 released] is 0 without its one record and 1 with it", math.inf, 1.0),
+            ("noisy counts over the public domain (zeros included): Lap(1/ε) on one count of sensitivity 1",
+             laplace_privacy_loss([(np.ones(1), 1.0)]), 1.0)]
+
+
 def _sreb_exact() -> list[tuple[str, float, float]]:
     """Spec §4(e): stage 2's loss for one group of 10 bins at ε2 = 0.5, from its noise blocks (spec §0 idiom)."""
     size, scale = 10, 1 / 0.5
@@ -268,12 +307,21 @@ DEMOS: dict[str, Demo] = {
         "sreb-gca", "§4(d)2: a fresh Lap(λ2)/|C| for every bin of a group",
         LiteralSrebGca(per_bin_noise=True, name=f"sreb-gca literal: per-bin noise — {NOT_DP}"),
         MECHANISMS["sreb-gca"], IdentityWorkload(256), (0,) * 256, 0, 1, exact=_sreb_exact),
+    "sreb-gca-true-order": Demo(
+        "sreb-gca", "§4(d)1: sort the TRUE counts and cut that order at the noisy cut positions",
+        LiteralSrebGca(true_regrouping=True, name=f"sreb-gca literal: groups cut from the true order — {NOT_DP}"),
+        MECHANISMS["sreb-gca"], IdentityWorkload(8), (2, 1, 1, 1, 1, 1, 1, 1), 0, -1,
+        statistic=_same_group(0, 7), watched="bins 0 and 7 released with one value (in one group)"),
     "xiao-fraction-noise": Demo(
         "xiao", "§5.1(d)1: Lap(1/(α|D|)) on the fractions c/|D| with the private |D|",
         FractionNoise(), CellRelease(clip=False), Prefix(10), (0, 0, 3, 0, 0, 0, 0, 0, 0, 0), 2, -1),
     "xiao-max": Demo(
         "xiao", "§5.2(d)1: the max query's probability perturbation (lower end min(D), order-dependent)",
         LiteralXiaoMax(), EmMax(), Prefix(10), (0, 0, 3, 0, 0, 0, 0, 0, 0, 0), 0, 1, exact=_xiao_max_exact),
+    "zhao-present-names": Demo(
+        "zhao", "printed code: noise only on the names a Counter finds in the data (zero counts never released)",
+        PresentNamesOnly(), MECHANISMS["identity"], IdentityWorkload(10), (0,) * 10, 0, 1,
+        exact=_present_names_exact),
 }
 
 
@@ -294,18 +342,20 @@ def run_demo(key: str, *, runs: int = 4000, seed: int = 2026, confidence: float 
     rows = []
     for kind, mechanism in (("literal", demo.literal), ("corrected", demo.corrected)):
         result: PairAudit = audit_neighbours(mechanism, x, demo.workload, demo.epsilon, demo.bin_index, demo.sign,
-                                             runs=runs, confidence=confidence, seed=(seed,))
+                                             runs=runs, confidence=confidence, seed=(seed,),
+                                             statistic=demo.statistic)
         # a privacy loss is never negative: a bound below 0 (sampling noise) says nothing and is shown as 0
         note = f"; raw bound {result.bound:.3f} < 0, shown as 0" if result.bound < 0 else ""
+        watched = f" (the last value is the attacker's statistic: {demo.watched})" if demo.statistic else ""
         rows.append({"variant": labelled(mechanism.name) if kind == "literal" else mechanism.name,
                      "kind": kind, "claimed ε": demo.epsilon, "measured loss ≥": round(max(result.bound, 0.0), 3),
-                     "how": "audit", "evidence": f"{demo.pair}; {result.event}; {runs} runs a side, "
+                     "how": "audit", "evidence": f"{demo.pair}; {result.event}{watched}; {runs} runs a side, "
                                                  f"{confidence:.1%} confidence{note}",
                      "verdict": (f"loss above ε — {NOT_DP}" if result.exceeds else "within ε (no violation found)")})
     for what, loss, claimed in (demo.exact() if demo.exact else []):
         literal = what.startswith("literal")
         rows.append({"variant": labelled(what) if literal else what, "kind": "literal" if literal else "corrected",
-                     "claimed ε": claimed, "measured loss ≥": round(loss, 4), "how": "exact (spec counterexample)",
+                     "claimed ε": claimed, "measured loss ≥": round(loss, 4), "how": "exact (counterexample)",
                      "evidence": what,
                      "verdict": f"loss above ε — {NOT_DP}" if loss > claimed + 1e-9 else "within ε"})
     return rows

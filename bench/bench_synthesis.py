@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from core.queries.marginals import MarginalWorkload
+from core.tables.contract import workload_rmse
 from core.tables.records import independence_tvd, load_table, marginal_tvd
 from core.tables.sampler import synthesize_table
 from core.tables.synthesis import AIM, MST
@@ -49,9 +50,11 @@ def _coded(frame, names) -> np.ndarray:
 
 def bench(mechanism, label: str, table, workload, rhos, runs: int, baseline: float) -> dict[float, dict]:
     names = table.domain.names
+    truth = workload.answer(table.records)
     results: dict[float, dict] = {}
     for rho_index, rho in enumerate(rhos):
         scores = {s: [] for s in SAMPLERS}
+        rmses: dict[str, list[float]] = {s: [] for s in SAMPLERS}
         times = {s: [] for s in ("fit", *SAMPLERS)}
         for run in range(runs):
             fitted, wall, cpu = _timed(lambda rho=rho: fit_table(mechanism, workload, table.records, rho))
@@ -64,16 +67,18 @@ def bench(mechanism, label: str, table, workload, rhos, runs: int, baseline: flo
             for sampler, draw in draws.items():
                 frame, s_wall, s_cpu = _timed(draw)
                 times[sampler].append((s_wall, s_cpu))
-                scores[sampler].append(marginal_tvd(table.domain, table.records, _coded(frame, names)))
+                coded = _coded(frame, names)
+                scores[sampler].append(marginal_tvd(table.domain, table.records, coded))
+                rmses[sampler].append(workload_rmse(workload, truth, workload.answer(coded)))
                 line.append(f"{sampler} {scores[sampler][-1]:.4f} ({s_wall:.1f}s)")
             print(f"  {label} rho={rho:g} run {run + 1}: fit {wall:.1f}s wall / {cpu:.1f}s CPU; TVD "
                   + ", ".join(line), flush=True)
-        results[rho] = {"scores": scores, "times": times}
-        _summary(label, rho, scores, times, baseline)
+        results[rho] = {"scores": scores, "rmse": rmses, "times": times}
+        _summary(label, rho, scores, rmses, times, baseline)
     return results
 
 
-def _summary(label: str, rho: float, scores, times, baseline: float) -> None:
+def _summary(label: str, rho: float, scores, rmses, times, baseline: float) -> None:
     fit = np.array(times["fit"])
     print(f"{label} rho={rho:g}, {len(fit)} runs (fit {fit[:, 0].mean():.1f}s wall / {fit[:, 1].mean():.1f}s CPU "
           f"per run): mean 2-way TVD, independence baseline {baseline:.4f}")
@@ -82,7 +87,8 @@ def _summary(label: str, rho: float, scores, times, baseline: float) -> None:
         spread = tvd.std(ddof=1) if len(tvd) > 1 else 0.0
         gain = 1 - tvd.mean() / baseline
         print(f"    {sampler:<20} {tvd.mean():.4f} ± {spread:.4f}  ({abs(gain):.0%} {'below' if gain >= 0 else 'above'} "
-              f"the baseline; sampling {spent[:, 0].mean():.2f}s wall / {spent[:, 1].mean():.2f}s CPU)", flush=True)
+              f"the baseline; released marginals' workload RMSE {np.mean(rmses[sampler]):.1f}; "
+              f"sampling {spent[:, 0].mean():.2f}s wall / {spent[:, 1].mean():.2f}s CPU)", flush=True)
 
 
 def main() -> None:

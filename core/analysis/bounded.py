@@ -1,4 +1,4 @@
-"""Bounded single runs: one user action in a worker process, stopped at the action time limit (issue #12 item 6).
+"""Bounded single runs: one user action in a worker process, stopped at the action time limit.
 
 A sweep polls a ``core.analysis.cost.Deadline`` between its cells; a single mechanism run has no such steps
 (DAWA's partition search, an mm-opt optimisation), and the cost models that refuse a run up front are

@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-RELATIVE_FLOOR = 1.0   # δ in MRE = mean |err| / max(true, δ) (SReB_GCA Eq. 5; spec §4)
-KL_FLOOR = 1.0         # κ: released counts are floored at κ before normalising (spec §4(d)8)
+RELATIVE_FLOOR = 1.0   # δ in MRE = mean |err| / max(true, δ) (Chen et al. 2024, SReB_GCA, Eq. 5)
+KL_FLOOR = 1.0         # κ: released counts are floored at κ before normalising (see kl_divergence)
 
 
 def _pair(true, noisy) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +74,10 @@ def mean_relative_error(true, noisy, *, total: float | None = None, floor: float
 
 
 def kl_divergence(true, noisy, *, total: float | None = None, floor: float = KL_FLOOR) -> float:
-    """KL(p‖q) with p = H/ΣH and q = max(H̃, κ)/Σ max(H̃, κ) (spec §4(d)8; κ = ``floor``).
+    """KL(p‖q) with p = H/ΣH and q = max(H̃, κ)/Σ max(H̃, κ) (κ = ``floor``).
+
+    Chen et al. 2024 (SReB_GCA) write Σ H_j log(H_j/H̃_j), which is neither normalised nor defined when a
+    released count is ≤ 0; we normalise both sides and floor the released counts at κ.
 
     >>> kl_divergence([1.0, 1.0], [1.0, 1.0])
     0.0

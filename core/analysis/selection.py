@@ -6,11 +6,12 @@ Three tools, all pure functions:
   as OpenDP's ``binary_search_param``) over the mechanism's analytic error (``expected_mse``), the
   Laplace tail bound for "±a with probability 1−β", or seeded simulations when no formula exists.
   ``accuracy_for_epsilon`` is the inverse, with per-bin and simultaneous (union-bound) intervals.
-* **Risk → epsilon** (spec §6; Lee & Clifton, ISC 2011, as surveyed in Zhao, paper 002): the adversary
+* **Risk → epsilon** (Lee & Clifton, ISC 2011, as surveyed in Zhao, Sec. 3): the adversary
   knows the universe except who is missing and sees ``f(X′) + Lap(Δf/ε)``. Eq. (7) gives the **largest**
   epsilon that keeps the posterior below ρ under a worst-case bound; the tight search (Eq. 3) gives a
-  larger one. The bound is conservative in utility, not in privacy (spec §6(d) errata 1–2).
-* **Usefulness** (Xiao et al., spec §5.1(c)/§5.2(c)) lives in ``core.analysis.usefulness`` and is re-exported here.
+  larger one. The bound is conservative in utility, not in privacy: Lee & Clifton (and Zhao after them)
+  call Eq. (7) a minimum ε and say it overstates the ε needed; numerically it is a maximum and smaller.
+* **Usefulness** (Xiao, Xiong & Yuan, Secs. 4.1 and 5.4) lives in ``core.analysis.usefulness`` and is re-exported here.
 
 >>> worlds = possible_worlds([1, 2, 3, 10], "mean")
 >>> round(lee_clifton_epsilon_upper(1 / 3, worlds.sensitivity, worlds.value_spread, worlds.n), 7)
@@ -28,7 +29,7 @@ import numpy as np
 
 from core.analysis.metrics import mae, max_abs, rmse
 
-# Xiao et al. usefulness bounds (spec §5.1(c), §5.2(c)): one implementation, in core.analysis.usefulness
+# Xiao et al. usefulness bounds (Secs. 4.1 and 5.4 of their report): one implementation, in core.analysis.usefulness
 from core.analysis.usefulness import (  # noqa: F401  (re-exported)
     interval_failure_probability,
     interval_min_records,
@@ -90,7 +91,7 @@ def smallest_epsilon(error_at: Callable[[float], float], target: float, *,
 def _largest_epsilon(risk_at: Callable[[float], float], target: float, high: float) -> float:
     """Largest epsilon in [0, high] with a non-decreasing `risk_at` still at most `target`."""
     lo, hi = 0.0, high
-    for _ in range(200):  # spec §6(a): 100+ iterations or tolerance 1e-12
+    for _ in range(200):  # up to 200 halvings, stopping at a relative width of 1e-13
         mid = 0.5 * (lo + hi)
         if risk_at(mid) <= target:
             lo = mid
@@ -101,13 +102,13 @@ def _largest_epsilon(risk_at: Callable[[float], float], target: float, high: flo
     return lo
 
 
-# ----------------------------------------------------------------------------- Lee & Clifton (spec §6)
+# ----------------------------------------------------------------------------- Lee & Clifton
 @dataclass(frozen=True, eq=False)
 class PossibleWorlds:
     """The adversary model of Lee & Clifton: each world ω_i is the universe minus one individual.
 
     ``world_values[i] = f(U without universe[i])``; ``sensitivity`` is the paper's Δf (universe-based,
-    removal-only, spec §6(d)5) and ``value_spread`` is Δv = max_ij |f_i − f_j|.
+    removal-only, not the global sensitivity over an attribute range) and ``value_spread`` is Δv = max_ij |f_i − f_j|.
     """
 
     universe: tuple[float, ...]
@@ -132,7 +133,7 @@ def _check_universe(universe: Sequence[float]) -> np.ndarray:
 
 
 def possible_worlds(universe: Sequence[float], query: str = "mean") -> PossibleWorlds:
-    """Worlds, Δf and Δv for a query over a small universe (spec §6(a) LC_WORLDS, LC_DELTA_F).
+    """Worlds, Δf and Δv for a query over a small universe (Lee & Clifton's possible-worlds model).
 
     World i leaves out ``universe[i]``. Δf = max over (n−1)-subsets Y and t ∈ Y of |f(Y) − f(Y without t)|
     (the paper's definition, not the global sensitivity over an attribute range).
@@ -187,9 +188,9 @@ def _scalar_or_array(out: np.ndarray):
 
 def lee_clifton_posterior(gamma: float, world_values: Sequence[float], epsilon: float,
                           sensitivity: float) -> np.ndarray:
-    """Posterior β(ω_i) over the worlds after seeing the noisy answer γ (uniform prior; spec §6(a)).
+    """Posterior β(ω_i) over the worlds after seeing the noisy answer γ (uniform prior; Lee & Clifton).
 
-    Reproduces Lee & Clifton's Table 3 at γ = 2 (spec §6(f)):
+    Reproduces Lee & Clifton's Table 3 at γ = 2:
 
     >>> w = possible_worlds([1, 2, 3, 10], "mean")
     >>> np.round(lee_clifton_posterior(2.0, w.world_values[::-1], 2.0, w.sensitivity), 4).tolist()
@@ -237,7 +238,7 @@ def lee_clifton_risk_tight(epsilon, world_values: Sequence[float], sensitivity: 
 def lee_clifton_epsilon_upper(rho: float, sensitivity: float, value_spread: float, n: int) -> float:
     """Eq. (7): the **largest** ε meeting risk ρ under the bound, (Δf/Δv)·ln((n−1)ρ/(1−ρ)).
 
-    Erratum (spec §6(d)1): this is a maximum epsilon, not a minimum; it is smaller than the tight
+    Lee & Clifton (and Zhao) call this a minimum epsilon; it is a maximum, and it is smaller than the tight
     value, so it costs utility, never privacy.
 
     >>> round(lee_clifton_epsilon_upper(1 / 3, 5 / 6, 1.0, 4), 7)
@@ -252,7 +253,7 @@ def lee_clifton_epsilon_upper(rho: float, sensitivity: float, value_spread: floa
 
 
 def lee_clifton_epsilon_tight(rho: float, world_values: Sequence[float], sensitivity: float) -> float:
-    """Largest ε with β_tight(ε) ≤ ρ, by bisection (β_tight is non-decreasing in ε; spec §6(a)).
+    """Largest ε with β_tight(ε) ≤ ρ, by bisection (β_tight is non-decreasing in ε; Lee & Clifton, Eq. 3).
 
     Returns ``math.inf`` when no epsilon can exceed ρ: β_tight tends to 1/(size of the smallest group of
     worlds with equal answers), e.g. 1/2 for the median example and 1/n for a count.
@@ -268,7 +269,7 @@ def lee_clifton_epsilon_tight(rho: float, world_values: Sequence[float], sensiti
         return math.inf
     spread = float(values.max() - values.min())
     high = max(lee_clifton_epsilon_upper(rho, sensitivity, spread, values.size), 1e-6)
-    while lee_clifton_risk_tight(high, values, sensitivity) <= rho:  # spec: double until exceeded
+    while lee_clifton_risk_tight(high, values, sensitivity) <= rho:  # double until the risk is exceeded
         high *= 2.0
     return _largest_epsilon(lambda e: lee_clifton_risk_tight(e, values, sensitivity), rho, high)
 
@@ -297,7 +298,7 @@ def laplace_error_bound(scale: float, confidence: float, count: int = 1) -> floa
     """Half-width a with P(some of `count` Lap(scale) errors exceeds a) ≤ 1 − confidence.
 
     Per value (count = 1) a = b·ln(1/β) exactly; for `count` values at once the union bound gives
-    a = b·ln(count/β) (β = 1 − confidence; spec §0: P(|Lap(b)| > t) = e^{−t/b}).
+    a = b·ln(count/β) (β = 1 − confidence; P(|Lap(b)| > t) = e^{−t/b}).
 
     >>> round(laplace_error_bound(1.0, 0.95), 4), round(laplace_error_bound(1.0, 0.95, count=100), 4)
     (2.9957, 7.6009)

@@ -1,11 +1,13 @@
-"""(ε_u, δ_u)-usefulness bounds of Xiao, Xiong & Yuan (TR-2010-003; spec §5), as pure functions.
+"""(ε_u, δ_u)-usefulness bounds of Xiao, Xiong & Yuan (TR-2010-003), as pure functions.
 
-Notation warning (spec §5): in this report α is the DP parameter and (ε_u, δ_u) are the usefulness
+Notation warning: in this report α is the DP parameter and (ε_u, δ_u) are the usefulness
 parameters (Blum–Ligett–Roth): with probability ≥ 1 − δ_u every answer is within ε_u.
 
 Interval queries on released cell fractions (Theorems 4.2/5.2, Lemma 4.1): a release with per-cell
 noise Lap(b), b = Δ/(α n), fails with probability ≤ β·exp(−ε_u/(β b)); Δ = 1 for add/remove and 2
-for replace-one neighbours (the corrected sensitivity, erratum §5.1(d)1).
+for replace-one neighbours. The report's sensitivity 1/n on fractions is too small: under add/remove n itself
+changes, so every fraction moves, and under replace-one two cells change by 1/n each; either way its
+Lap(1/(α n)) costs up to 2α.
 
 >>> round(interval_min_records(100, 0.05, 0.02, 0.05), 2)
 760090.25
@@ -37,7 +39,7 @@ def _cells(beta: int) -> int:
 
 
 def cell_sensitivity(neighbouring: str) -> float:
-    """Δ of the count vector: 1 under add/remove, 2 under replace-one (spec §0)."""
+    """Δ of the count vector: 1 under add/remove, 2 under replace-one."""
     if neighbouring not in NEIGHBOURING_SENSITIVITY:
         raise ValueError(f"neighbouring must be one of {tuple(NEIGHBOURING_SENSITIVITY)}, got {neighbouring!r}")
     return NEIGHBOURING_SENSITIVITY[neighbouring]
@@ -94,7 +96,7 @@ def interval_sensitivity_bound(beta: int, alpha: float, eps_u: float, delta_u: f
 def max_query_lemma42(beta: int, alpha: float, eps_u: float) -> tuple[float, float]:
     """Lemma 4.2 for the (literal) max query: (minimum n, the δ_u = e^α/(e^α+1) it guarantees).
 
-    n ≥ (β/(α ε_u))·ln(β/(ε_u(e^α+1))). The δ_u > 1/2 makes the guarantee nearly vacuous (§5.2(c)).
+    n ≥ (β/(α ε_u))·ln(β/(ε_u(e^α+1))). The δ_u > 1/2 makes the guarantee nearly vacuous (Xiao et al., Sec. 4.1.2).
 
     >>> n, delta_u = max_query_lemma42(100, 0.05, 5)
     >>> round(n, 3), round(delta_u, 6)

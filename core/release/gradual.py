@@ -1,10 +1,12 @@
-"""Gradual release (Koufogiannis, Han & Pappas; spec §7) and accuracy-first search (Ligett et al.; spec §8).
+"""Gradual release (Koufogiannis, Han & Pappas, JPC 2017) and accuracy-first search (Ligett et al., NIPS 2017).
+
+Both are surveyed in Zhao, Sec. 4.2.1 (gradual private release) and Sec. 4.2.2 (the threshold method).
 
 Noise reduction releases y_1, …, y_T with ε_1 < … < ε_T, each y_t distributed exactly as v + Lap(Δ/ε_t),
 and the whole prefix y_1..y_t costs ε_t (the largest epsilon released), not Σ ε_s. The ledger therefore
 charges the increments ε_t − ε_{t−1}, which sum to the last epsilon (``increments``).
 
-Accuracy-first (spec §8.3) runs AboveThreshold over a noise-reduction walk and stops at the first
+Accuracy-first (Ligett et al.: noise reduction followed by AboveThreshold) runs AboveThreshold over a noise-reduction walk and stops at the first
 hypothesis whose noisy error is below the target; its ex-post loss is ε_A + ε_{t*}.
 
 >>> walk = noise_reduction(np.zeros(3), 1.0, [0.5, 1.0], np.random.default_rng(0))
@@ -41,7 +43,8 @@ def check_schedule(epsilons: Sequence[float]) -> np.ndarray:
     for e in eps:
         check_epsilon(float(e), "each epsilon")
     if np.any(np.diff(eps) <= 0):
-        # spec §7(d)1(i): a decreasing schedule makes the keep "probabilities" exceed 1
+        # a decreasing schedule makes the keep "probabilities" (ε_t/ε_{t+1})² exceed 1: no fresh noise is
+        # ever added and the marginals are wrong, so it is refused rather than silently sorted
         raise ValueError(f"epsilons must be strictly increasing (most private first), got {eps.tolist()}")
     return eps
 
@@ -63,11 +66,12 @@ def _check_values(values, name: str = "values") -> np.ndarray:
 # ----------------------------------------------------------------------------- noise reduction
 def noise_reduction(values, sensitivity: float, epsilons: Sequence[float],
                     rng: np.random.Generator) -> np.ndarray:
-    """Backward construction (spec §7(a); Ligett et al. Alg. 1): the whole walk, most private first.
+    """Backward construction (Ligett et al., Alg. 1, noise reduction): the whole walk, most private first.
 
     Row t is ``values + ν_t`` with ν_t ~ Lap(sensitivity/ε_t) per coordinate. Going from the more
     accurate step t+1 to step t, each coordinate keeps its value with probability (ε_t/ε_{t+1})² and
-    otherwise adds fresh Lap(Δ/ε_t) noise at the SMALLER epsilon (spec §7(d)1 (iii), (v)).
+    otherwise adds fresh Lap(Δ/ε_t) noise at the SMALLER epsilon. The coin is drawn per coordinate (one
+    shared coin would give wrong, non-product marginals) and the fresh noise uses ε_t, not ε_{t+1}.
 
     >>> walk = noise_reduction(np.array([5.0, 7.0]), 1.0, [0.1, 1.0, 2.0], np.random.default_rng(1))
     >>> walk.shape
@@ -87,7 +91,7 @@ def noise_reduction(values, sensitivity: float, epsilons: Sequence[float],
 
 def next_release(previous, true_values, sensitivity: float, epsilon_previous: float,
                  epsilon_next: float, rng: np.random.Generator) -> np.ndarray:
-    """Forward (online) step: from y₁ = v + Lap(Δ/ε₁) to y₂ distributed as v + Lap(Δ/ε₂) (spec §7(a)).
+    """Forward (online) step: from y₁ = v + Lap(Δ/ε₁) to y₂ distributed as v + Lap(Δ/ε₂) (Koufogiannis et al.'s lazy Markov process).
 
     Per coordinate, stay at y₁ with probability (ε₁/ε₂)·exp(−(ε₂−ε₁)|y₁−v|/Δ) (averaged: (ε₁/ε₂)²);
     otherwise sample the density ∝ exp(−ε₂|y−v|/Δ − ε₁|y₁−y|/Δ), piecewise exponential on three pieces.
@@ -122,9 +126,10 @@ def next_release(previous, true_values, sensitivity: float, epsilon_previous: fl
 
 
 def gradual_release(x, workload: Workload, epsilons: Sequence[float], rng: np.random.Generator) -> list[Release]:
-    """Noise reduction on the histogram (Δ = 1) as Release records, most private first (style.md §1.3).
+    """Noise reduction on the histogram (Δ = 1) as Release records, most private first (see docs/architecture.md).
 
-    Step t's ``privacy_loss`` is the loss of its Laplace(1/ε_t) marginal, ε_t: by spec §7(b) that is
+    Step t's ``privacy_loss`` is the loss of its Laplace(1/ε_t) marginal, ε_t: the walk is Markov and every
+    step after the last depends only on the previous one, never on the data (Koufogiannis et al.), so that is
     also the loss of publishing steps 1..t together.
 
     >>> from core.queries.workloads import Prefix
@@ -157,7 +162,7 @@ def walk_step(true_values, sensitivity: float, previous, epsilon_previous: float
 
 
 def increments(epsilons: Sequence[float]) -> tuple[float, ...]:
-    """What the ledger charges at each step: ε₁, ε₂−ε₁, …; they sum to the last epsilon (spec §7(b)).
+    """What the ledger charges at each step: ε₁, ε₂−ε₁, …; they sum to the last epsilon (the prefix costs its largest ε).
 
     >>> sum(increments([0.1, 0.3, 1.0]))
     1.0
@@ -198,7 +203,7 @@ def one_shot_comparison(x, epsilons: Sequence[float], trials: int,
                         rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Mean per-bin RMSE of each walk step and of independent one-shot releases at the same ε.
 
-    They agree by design (spec §7(c)); both are Laplace histograms (sensitivity 1).
+    They agree by design (noise reduction loses no accuracy: step t is distributed as a one-shot release at ε_t); both are Laplace histograms (sensitivity 1).
 
     >>> walk, one_shot = one_shot_comparison(np.zeros(500), [0.5, 1.0], 4, np.random.default_rng(0))
     >>> bool(np.all(np.abs(walk / one_shot - 1) < 0.1))
@@ -218,7 +223,7 @@ def one_shot_comparison(x, epsilons: Sequence[float], trials: int,
     return walk / trials, one_shot / trials
 
 
-# ----------------------------------------------------------------------------- accuracy first (spec §8)
+# ----------------------------------------------------------------------------- accuracy first (Ligett et al.)
 def _check_range(epsilon_min: float, epsilon_max: float) -> None:
     check_epsilon(epsilon_min, "epsilon_min")
     check_epsilon(epsilon_max, "epsilon_max")
@@ -227,7 +232,10 @@ def _check_range(epsilon_min: float, epsilon_max: float) -> None:
 
 
 def geometric_grid(epsilon_min: float, epsilon_max: float, steps: int) -> np.ndarray:
-    """ε_t = ε_min·(ε_max/ε_min)^{(t−1)/(T−1)}: includes ε_max (spec §8.4 erratum 4).
+    """ε_t = ε_min·(ε_max/ε_min)^{(t−1)/(T−1)}: includes ε_max.
+
+    Ligett et al.'s reference code uses ε_min·c^k, k = 0..T−1, c = (ε_max/ε_min)^{1/T}, which never reaches
+    ε_max (an off-by-one); we include it, otherwise the last step is one grid step short of the cap.
 
     >>> geometric_grid(0.1, 10.0, 3).tolist()
     [0.1, 1.0, 10.0]
@@ -242,7 +250,7 @@ def geometric_grid(epsilon_min: float, epsilon_max: float, steps: int) -> np.nda
 
 def above_threshold_params(alpha: float, gamma: float, query_sensitivity: float, steps: int,
                            threshold: str = "opt") -> tuple[float, float, float]:
-    """(threshold s, threshold-noise scale b, ε_A) for AboveThreshold (spec §8.3, sparsevec.compute_epsilon).
+    """(threshold s, threshold-noise scale b, ε_A) for AboveThreshold (Ligett et al.'s reference code, sparsevec.compute_epsilon).
 
     >>> s, b, epsilon_a = above_threshold_params(0.1, 0.1, 1.0, 1000, "opt")
     >>> round(s, 7), round(b, 8), round(epsilon_a, 3)
@@ -271,7 +279,7 @@ def above_threshold_params(alpha: float, gamma: float, query_sensitivity: float,
 
 def above_threshold(query_values: Iterable[float], threshold: float, epsilon: float,
                     sensitivity: float, rng: np.random.Generator) -> int | None:
-    """Index of the first query whose noisy value is ≤ the noisy threshold, or None (spec §8.2(a)).
+    """Index of the first query whose noisy value is ≤ the noisy threshold, or None (Dwork & Roth, AboveThreshold).
 
     Below-threshold form of Dwork–Roth AboveThreshold: Ŵ = W + Lap(2Δ/ε), each query gets fresh
     Lap(4Δ/ε). ε-DP for the index however many queries pass first. ``query_values`` is consumed lazily.
@@ -318,7 +326,7 @@ def histogram_error(x, workload: Workload, metric: str = "rmse") -> tuple[Callab
 
 
 def theory_epsilon(workload: Workload, target: float, metric: str = "rmse") -> float | None:
-    """The ε that meets an RMSE target by inverting the Laplace histogram's error formula, no search (spec §8.3(d)).
+    """The ε that meets an RMSE target by inverting the Laplace histogram's error formula, no search (Ligett et al.'s theory baseline).
 
     A release x + Lap(1/ε) answers W with per-query MSE 2‖W‖²_F/(m ε²), so RMSE α needs
     ε = √(2‖W‖²_F/m)/α: √2/α for the identity workload. None for MAE and max error (no closed form).
@@ -336,7 +344,10 @@ def theory_epsilon(workload: Workload, target: float, metric: str = "rmse") -> f
 
 @dataclass(frozen=True, eq=False)
 class AccuracyFirstResult:
-    """Outcome of ``accuracy_first``: where it stopped and what it cost (spec §8.3, §8.4 erratum 3)."""
+    """Outcome of ``accuracy_first``: where it stopped and what it cost.
+
+    The ex-post loss depends on the data (through t*), so it is reported as ε_A + ε_{t*} with the ex-ante cap
+    ε_A + ε_T, never as ε_{t*} alone."""
 
     epsilons: np.ndarray  # the grid ε_1 < … < ε_T (includes ε_max)
     stopped_at: int | None  # index t* into the grid, None = FAIL
@@ -364,7 +375,7 @@ def accuracy_first(x, workload: Workload, target: float, *, epsilon_max: float, 
                    rng: np.random.Generator) -> AccuracyFirstResult:
     """Noise reduction on the histogram (Δ = 1) over a geometric grid + AboveThreshold on its error.
 
-    With probability ≥ 1−γ, if the search stops then err(θ_{t*}) ≤ target (spec §8.3). Report the ex-post
+    With probability ≥ 1−γ, if the search stops then err(θ_{t*}) ≤ target (Ligett et al.). Report the ex-post
     loss ε_A + ε_{t*} and the ex-ante cap ε_A + ε_T, never ε_{t*} alone.
 
     >>> from core.queries.workloads import Identity
@@ -386,7 +397,7 @@ def accuracy_first(x, workload: Workload, target: float, *, epsilon_max: float, 
 
 @dataclass(frozen=True, eq=False)
 class DoublingResult:
-    """Outcome of the doubling baseline (spec §8.3(d)): independent releases, each tested separately."""
+    """Outcome of the doubling baseline (Ligett et al.'s reference code): independent releases, each tested separately."""
 
     epsilons: np.ndarray  # ε_min·2^k, k = 0..K
     stopped_at: int | None
@@ -402,7 +413,7 @@ class DoublingResult:
 
 
 def doubling_test_epsilon(alpha: float, gamma: float, query_sensitivity: float, tests: int) -> float:
-    """ε_test = Δ_q/b with b = (α/2)/ln(tests/(2γ)) (reference ``naive_outputpert.py``; spec §8.5).
+    """ε_test = Δ_q/b with b = (α/2)/ln(tests/(2γ)) (Ligett et al.'s reference ``naive_outputpert.py``).
 
     >>> round(doubling_test_epsilon(0.1, 0.1, 1.0, 11), 4)
     80.1467

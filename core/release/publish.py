@@ -25,7 +25,7 @@ from core.papers.teaching import laplace_halfwidth
 from core.queries.workloads import Workload
 
 LEVEL = 0.95
-# Mechanisms whose estimate is x + Lap(b) per cell, i.i.d. (spec §1): exact per-bin intervals.
+# Mechanisms whose estimate is x + Lap(b) per cell, i.i.d. (Identity, DP_BASE): exact per-bin intervals.
 LAPLACE_HISTOGRAMS = frozenset({"identity", "dp-base"})
 # Mechanisms whose answers are W x + Lap(b) per query: exact per-query intervals.
 LAPLACE_ANSWERS = frozenset({"laplace-on-answers"})

@@ -15,8 +15,9 @@ BENCH = Path(__file__).resolve().parent
 
 
 def scripts(filters: list[str]) -> list[Path]:
-    """Every bench/*.py except this runner, optionally only those whose name contains a filter."""
-    found = sorted(p for p in BENCH.glob("*.py") if p.name != Path(__file__).name and not p.name.startswith("_"))
+    """Every bench/*.py except this runner and results.py, optionally only those whose name contains a filter."""
+    found = sorted(p for p in BENCH.glob("*.py")
+                   if p.name not in (Path(__file__).name, "results.py") and not p.name.startswith("_"))
     return [p for p in found if not filters or any(f in p.name for f in filters)]
 
 

@@ -1,15 +1,17 @@
-"""Generate the mechanism and CLI references from the code.
+"""Generate the mechanism, CLI and benchmark-results references from the code and the bench results.
 
 Used two ways:
 
 * as an MkDocs hook (``hooks: [docs/gen_ref.py]`` in mkdocs.yml): ``on_files`` adds the pages
-  ``reference/mechanisms.md`` and ``reference/cli.md`` to the build, generated in memory (nothing is written
-  into ``docs/``);
-* as a script: ``python docs/gen_ref.py OUTDIR`` writes the same two pages into OUTDIR (tests use this).
+  ``reference/mechanisms.md``, ``reference/cli.md`` and ``reference/benchmarks.md`` to the build, generated in
+  memory (nothing is written into ``docs/``); ``on_page_markdown`` replaces each ``<!-- bench-results: NAME -->``
+  placeholder in a page by the table of ``bench/results/NAME.json``;
+* as a script: ``python docs/gen_ref.py OUTDIR`` writes the same pages into OUTDIR (tests use this).
 
 The mechanism reference reads ``core.mechanisms.MECHANISMS`` (with ``parameter_ranges``) and
 ``core.tables.mechanisms.TABLE_MECHANISMS`` (with ``TABLE_SETTINGS``); the CLI reference prints every
-subcommand's ``format_help()`` from ``core.__main__.build_parser()``.
+subcommand's ``format_help()`` from ``core.__main__.build_parser()``; the benchmark results are the files
+``bench/results/*.json`` that the benches write (``bench/results.py``), one table each.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import inspect
+import json
 import os
 import re
 import sys
@@ -28,6 +31,9 @@ if str(ROOT) not in sys.path:
 
 MECHANISMS_PAGE = "reference/mechanisms.md"
 CLI_PAGE = "reference/cli.md"
+BENCHMARKS_PAGE = "reference/benchmarks.md"
+BENCH_RESULTS = ROOT / "bench" / "results"
+PLACEHOLDER = re.compile(r"<!--\s*bench-results:\s*([\w.-]+)\s*-->")
 HIDDEN_FIELDS = {"name", "data_dependent"}
 
 
@@ -189,7 +195,87 @@ def cli_reference() -> str:
     return "\n".join(out) + "\n"
 
 
-PAGES = {MECHANISMS_PAGE: mechanism_reference, CLI_PAGE: cli_reference}
+def load_results(directory: str | os.PathLike = BENCH_RESULTS) -> dict[str, dict]:
+    """Every ``<bench>.json`` in ``directory`` (sorted by name); unreadable files are left out."""
+    results = {}
+    for path in sorted(Path(directory).glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("rows"), list):
+            results[path.stem] = data
+    return results
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_cell(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_cell(v)}" for k, v in value.items())
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _load(value: object) -> str:
+    return "?" if not value else f"{_cell(value[0])}"
+
+
+def results_table(name: str, result: dict) -> str:
+    """One bench's run (date, commit, machine, load, CPU and wall, command) and its rows as a Markdown table."""
+    machine = result.get("machine") or {}
+    command = " ".join(["python", f"bench/{name}.py", *map(str, result.get("args") or [])])
+    lines = [f"*Run {_cell(result.get('date'))} at commit `{_cell(result.get('commit'))}` on "
+             f"{_cell(machine.get('platform'))} ({_cell(machine.get('cpu_count'))} CPUs), load average "
+             f"{_load(result.get('load_start'))} → {_load(result.get('load_end'))} (1 min); "
+             f"{_cell(result.get('wall_s'))} s wall, {_cell(result.get('cpu_s'))} s CPU; `{command}`.*", ""]
+    rows = result.get("rows") or []
+    columns: list[str] = []
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    if not columns:
+        return "\n".join(lines + ["No rows.", ""])
+    lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_cell(row.get(c)) for c in columns) + " |" for row in rows]
+    return "\n".join(lines + [""])
+
+
+def benchmarks_reference(directory: str | os.PathLike = BENCH_RESULTS) -> str:
+    """The Markdown page of every bench's latest results file."""
+    results = load_results(directory)
+    out = ["# Benchmark results", "",
+           "Generated at build time from the files `bench/results/*.json` that each bench writes when it "
+           "finishes (`bench/results.py`). What each bench measures and how to run it is in "
+           "[Tests and benchmarks](../benchmarks.md). Timings come from a shared machine: the load average "
+           "and CPU seconds say how much to trust the wall times.", ""]
+    if not results:
+        out += ["No results files yet.", ""]
+    for name, result in results.items():
+        out += [f"## `{name}`", "", results_table(name, result)]
+    return "\n".join(out) + "\n"
+
+
+def fill_placeholders(markdown: str, directory: str | os.PathLike = BENCH_RESULTS) -> str:
+    """Replace each ``<!-- bench-results: NAME -->`` by NAME's results table (or a note that there is none)."""
+    results = load_results(directory)
+
+    def table(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in results:
+            return f"*No results file yet: running `bench/{name}.py` writes `bench/results/{name}.json`.*\n"
+        return results_table(name, results[name])
+
+    return PLACEHOLDER.sub(table, markdown)
+
+
+PAGES = {MECHANISMS_PAGE: mechanism_reference, CLI_PAGE: cli_reference, BENCHMARKS_PAGE: benchmarks_reference}
 
 
 def write(outdir: str | os.PathLike) -> list[Path]:
@@ -209,6 +295,10 @@ def on_files(files, config):  # MkDocs hook
     for rel, make in PAGES.items():
         files.append(File.generated(config, rel, content=make()))
     return files
+
+
+def on_page_markdown(markdown, page, config, files):  # MkDocs hook
+    return fill_placeholders(markdown) if PLACEHOLDER.search(markdown) else markdown
 
 
 if __name__ == "__main__":

@@ -1,0 +1,136 @@
+"""What every bench shares: its figures written as data, and where the shared data sets are.
+
+Not a bench itself (``run_all.py`` skips it). A bench records its figures with
+
+    with Recorder("bench_mmopt", args) as rec:
+        rec.row(label="prefix 256", wall_s=1.2, cpu_s=1.1, rmse=5.2)
+
+and on a normal exit the file ``bench/results/bench_mmopt.json`` holds the date (UTC), the git commit,
+the machine, the load average at start and end, the total wall and CPU seconds, the command-line
+arguments and the rows. Units go into the key names (``wall_s``, ``cpu_ms``, ``peak_mb``). A bench that
+fails (an exception, a non-zero exit) or records no row leaves the previous file alone. ``docs/gen_ref.py`` renders the files
+as tables in the documentation.
+
+Shared data (DPBench histograms, Adult): ``shared_data()`` is ``$DPLENS_SHARED_DATA`` if set, else
+``<repository>/../shared/data``; ``require()`` prints ``skipped: <path> absent (set DPLENS_SHARED_DATA)``
+and exits 0 when a path is missing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+RESULTS = BENCH / "results"
+SHARED_ENV = "DPLENS_SHARED_DATA"
+REQUIRED_KEYS = ("bench", "date", "commit", "machine", "load_start", "load_end", "wall_s", "cpu_s", "args", "rows")
+
+
+def shared_data(*parts: str) -> Path:
+    """The shared data folder (``$DPLENS_SHARED_DATA``, else ``<repository>/../shared/data``), joined with parts."""
+    base = os.environ.get(SHARED_ENV)
+    return (Path(base) if base else ROOT.parent / "shared" / "data").joinpath(*parts)
+
+
+def require(*paths: Path) -> None:
+    """Exit 0 with a ``skipped:`` line when any of ``paths`` is absent."""
+    for path in paths:
+        if not Path(path).exists():
+            print(f"skipped: {path} absent (set {SHARED_ENV})")
+            sys.exit(0)
+
+
+def git_commit(root: Path = ROOT) -> str:
+    """HEAD's short hash, with ``+dirty`` when tracked files differ from it; ``unknown`` outside git."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30,
+                              check=True).stdout.strip()
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
+
+
+def load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
+
+
+def machine() -> dict[str, Any]:
+    return {"platform": platform.platform(), "machine": platform.machine(), "python": platform.python_version(),
+            "cpu_count": os.cpu_count()}
+
+
+def cpu_seconds() -> float:
+    """User + system CPU of this process and of its children that have been waited for."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: NumPy scalars and arrays to Python, non-finite floats to None, paths to strings."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return str(value)
+
+
+class Recorder:
+    """Collects a bench's rows and writes ``<directory>/<bench>.json`` when its ``with`` block ends normally."""
+
+    def __init__(self, bench: str, args: Any = None, directory: str | os.PathLike | None = None) -> None:
+        self.bench = Path(bench).stem
+        self.options = _plain(vars(args) if hasattr(args, "__dict__") else args)
+        self.directory = Path(directory) if directory is not None else RESULTS
+        self.rows: list[dict[str, Any]] = []
+        self.path = self.directory / f"{self.bench}.json"
+
+    def __enter__(self) -> Recorder:
+        self._date = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+        self._load = load_average()
+        self._wall, self._cpu = time.perf_counter(), cpu_seconds()
+        return self
+
+    def row(self, **fields: Any) -> dict[str, Any]:
+        """Add one row of figures (a name or label and numbers whose keys carry their unit)."""
+        row = _plain(fields)
+        self.rows.append(row)
+        return row
+
+    def result(self) -> dict[str, Any]:
+        return {"bench": self.bench, "date": self._date.isoformat().replace("+00:00", "Z"), "commit": git_commit(),
+                "machine": machine(), "load_start": self._load, "load_end": load_average(),
+                "wall_s": round(time.perf_counter() - self._wall, 3), "cpu_s": round(cpu_seconds() - self._cpu, 3),
+                "args": sys.argv[1:], "options": self.options, "rows": self.rows}
+
+    def write(self) -> Path:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(self.result(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        return self.path
+
+    def __exit__(self, kind, error, trace) -> bool:
+        ok = kind is None or (kind is SystemExit and error.code in (None, 0))
+        if ok and self.rows:  # a skipped bench (no rows) keeps its previous file too
+            print(f"results written to {self.write()}", file=sys.stderr)
+        return False

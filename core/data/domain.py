@@ -1,4 +1,4 @@
-"""Domain and Histogram: the data model (spec §0: x ∈ Z≥0^n over a public domain)."""
+"""Domain and Histogram: the data model (x ∈ Z≥0^n over a public domain)."""
 
 from __future__ import annotations
 

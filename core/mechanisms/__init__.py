@@ -1,4 +1,4 @@
-"""The mechanism contract (style.md §1.3), shared accounting helpers, and the MECHANISMS registry.
+"""The mechanism contract (see docs/architecture.md), shared accounting helpers, and the MECHANISMS registry.
 
 A mechanism is a frozen dataclass that holds only its own settings. Data, workload, epsilon and the
 noise source are arguments to ``run``:
@@ -130,7 +130,7 @@ def grid_shape(x: np.ndarray) -> tuple[int, ...]:
 
 
 def laplace_privacy_loss(blocks: Iterable[tuple[np.ndarray, float]]) -> float:
-    """Worst-case loss of independent Laplace blocks y_ℓ = A_ℓ x + Lap(b_ℓ) (spec §0 idiom).
+    """Worst-case loss of independent Laplace blocks y_ℓ = A_ℓ x + Lap(b_ℓ): max_j Σ_ℓ ‖A_ℓ e_j‖₁/b_ℓ.
 
     Each block is (column L1 norms of A_ℓ, Laplace scale b_ℓ); the loss is
     L = max_j Σ_ℓ ‖A_ℓ e_j‖₁ / b_ℓ under add/remove neighbours.
@@ -347,7 +347,7 @@ MECHANISMS: dict[str, Mechanism] = {
         WDA(),
         OM(),
         SrebGca(),
-        Identity(name="dp-base"),  # SReB_GCA's baseline: Identity under the paper's name (spec §1)
+        Identity(name="dp-base"),  # SReB_GCA's baseline: Identity under the paper's name (Chen et al. 2024)
         CellRelease(),
         Hierarchical(),
         Privelet(),

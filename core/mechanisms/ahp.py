@@ -1,8 +1,8 @@
-"""AHP: accurate histogram publication by noisy-sorted clustering (Zhang et al., SDM 2014; spec §9).
+"""AHP: accurate histogram publication by noisy-sorted clustering (Zhang et al., SDM 2014).
 
 1. A noisy histogram x̃ = x + Lap(1/ε₁), ε₁ = ratio·ε; values ≤ η·ln(n)/ε₁ are set to 0.
-2. The cells are sorted by their NOISY value (the erratum of spec §4(d)1: sorting by the true counts
-   would leak) and cut greedily into contiguous clusters of the sorted order: a cell joins the current
+2. The cells are sorted by their NOISY value (sorting by the true counts would leak the true rank
+   order; the same correction as for SReB_GCA) and cut greedily into contiguous clusters of the sorted order: a cell joins the current
    cluster unless that raises the cluster's estimated error (squared deviation plus the noise variance
    2/(ε₂²·size) of its mean) by at least err*(j), the best error the cell could have at the start of a
    new cluster (the paper's look-ahead with its early stop, looking at most ``LOOKAHEAD`` cells ahead).

@@ -1,4 +1,4 @@
-"""DAWA: data- and workload-aware range queries (Li, Hay, Miklau, Wang, PVLDB 2014; spec §9).
+"""DAWA: data- and workload-aware range queries (Li, Hay, Miklau, Wang, PVLDB 2014).
 
 Stage 1 (ε₁ = ratio·ε) privately partitions the cells into intervals whose counts are nearly uniform:
 every candidate bucket (all intervals whose length is a power of two, DAWA's approximate variant used

@@ -2,7 +2,7 @@
 
 Every data-independent mechanism here (hb, privelet, mm-opt) releases x̂ = x + L z with z a vector of
 independent Laplace(b) noise, so the expected total squared error on a workload W is
-2 b² Σ_k ‖W l_k‖² = 2 b² Σ_k l_kᵀ (WᵀW) l_k (the matrix-mechanism error of Li et al. PODS 2010, spec §9).
+2 b² Σ_k ‖W l_k‖² = 2 b² Σ_k l_kᵀ (WᵀW) l_k (the matrix-mechanism error of Li et al., PODS 2010).
 ``gram_apply`` applies WᵀW in O(n) per vector for the range workloads (closed forms below), so this sum
 costs O(n · #noise coordinates) instead of a dense O(n³) trace.
 

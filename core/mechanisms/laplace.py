@@ -1,4 +1,4 @@
-"""Baselines (spec §1): Identity (noise on cells), Laplace on the answers (LM_W), Uniform."""
+"""Baselines: Identity (noise on cells), Laplace on the answers (LM_W), Uniform."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from core.queries.workloads import Workload, l1_sensitivity, squared_frobenius
 
 @dataclass(frozen=True)
 class Identity:
-    """DPBench's Identity: x̂ = x + Lap(1/ε)^n, answers W x̂ by post-processing (spec §1).
+    """DPBench's Identity: x̂ = x + Lap(1/ε)^n, answers W x̂ by post-processing.
 
     >>> from core.queries.workloads import Identity as I
     >>> Identity().expected_mse(I(4), 1.0)
@@ -41,7 +41,7 @@ class Identity:
 
 @dataclass(frozen=True)
 class LaplaceOnAnswers:
-    """LM_W: Laplace noise on the workload answers at their L1 sensitivity Δ₁(W) (spec §1).
+    """LM_W: Laplace noise on the workload answers at their L1 sensitivity Δ₁(W) (what WDA's "Identity" describes).
 
     >>> from core.queries.workloads import Prefix
     >>> LaplaceOnAnswers().expected_mse(Prefix(4), 1.0)

@@ -1,4 +1,4 @@
-"""LRM, the low-rank mechanism of Yuan, Zhang, Winslett, Xiao, Yang & Hao (VLDB 2012; spec §9).
+"""LRM, the low-rank mechanism of Yuan, Zhang, Winslett, Xiao, Yang & Hao (VLDB 2012).
 
 Factor the workload W = B·L with L of r rows (r ≈ 1.2·rank(W), the paper's default), minimising
 tr(BᵀB) subject to Δ₁(L) ≤ 1 (every column of L in the L1 ball) and ‖W − BL‖_F ≤ γ; release

@@ -2,7 +2,7 @@
 
 Strategy A = [I; Θ]·D⁻¹ with Θ ≥ 0 (p × n) and D = diag(1 + 1ᵀΘ), so every column of A has L1 norm 1
 (Δ_A = 1). The release is y = A x + Lap(1/ε)^(n+p), answered by least squares x̂ = (AᵀA)⁻¹Aᵀy, with
-per-query MSE 2Δ_A²·tr(WᵀW (AᵀA)⁻¹)/(m ε²) (spec §9). Θ minimises that trace by L-BFGS-B.
+per-query MSE 2Δ_A²·tr(WᵀW (AᵀA)⁻¹)/(m ε²) (the matrix mechanism, Li et al., PODS 2010). Θ minimises that trace by L-BFGS-B.
 
 The objective needs only WᵀW applied to p vectors (``gram_apply``: O(n) each for prefix and all-range),
 and (AᵀA)⁻¹ = D (I + ΘᵀΘ)⁻¹ D with (I + ΘᵀΘ)⁻¹ = I − Θᵀ(I + ΘΘᵀ)⁻¹Θ (Woodbury), so an evaluation with

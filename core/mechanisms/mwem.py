@@ -1,4 +1,4 @@
-"""MWEM: multiplicative weights with the exponential mechanism (Hardt, Ligett, McSherry, NIPS 2012; spec §9).
+"""MWEM: multiplicative weights with the exponential mechanism (Hardt, Ligett, McSherry, NIPS 2012).
 
 The total is not assumed public: ``total_ratio``·ε buys a noisy total N̂ = Σx + Lap(1/(total_ratio·ε))
 (floored at 1), and the synthetic histogram starts uniform with mass N̂. The rest of the budget is split

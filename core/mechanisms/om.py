@@ -1,10 +1,11 @@
-"""OM, the orthogonal mechanism of Huang et al. (spec §3), with the factorisation made exact.
+"""OM, the orthogonal mechanism of Huang, Han, Li & Yu (Sec. 4.2, Algorithms 1–3), with the factorisation made exact.
 
 W = B·W̃: the rows of W̃ form groups with pairwise disjoint column supports (one group per *atom*:
 the columns sharing a support signature over r independent rows of W). The release is
-B(W̃x + Lap(S̃/ε)^s) with S̃ the column-L1 maximum of the final W̃ (erratum §3(d)1: never assumed
-1). B comes from block least squares and is checked exact (erratum §3(d)2); never-queried columns
-are dropped (erratum §3(d)3).
+B(W̃x + Lap(S̃/ε)^s) with S̃ the column-L1 maximum of the final W̃ (never assumed 1, as the
+paper's example does: it holds only with group-level normalisation). B comes from block least squares
+and is checked exact, because the paper's Algorithm 3 leaves B incomplete for groups of two or more rows;
+never-queried columns are dropped, because Algorithm 2's loop never ends on them.
 
 >>> import numpy as np
 >>> from core.queries.workloads import Explicit
@@ -27,7 +28,7 @@ from core.mechanisms.greedy_h import _cells, workload_key
 from core.privacy.noise import add_laplace
 from core.queries.workloads import DENSE_LIMIT, Ranges, Workload, as_intervals, sparse_matrix
 
-EXACTNESS = 1e-9  # ‖W − BW̃‖_max ≤ EXACTNESS·max(1, ‖W‖_max) (spec §3(a))
+EXACTNESS = 1e-9  # ‖W − BW̃‖_max ≤ EXACTNESS·max(1, ‖W‖_max) (Theorem 4: W = BW̃)
 FLOP_LIMIT = 5e9  # m·n·min(m, n) above which the dense factorisation is refused (≈ (1000, 4096) fits)
 
 
@@ -44,7 +45,7 @@ class OmFactorisation:
     sensitivity: float                    # S̃ = max column L1 norm of W̃
 
     def expected_total_mse(self, epsilon: float) -> float:
-        """Total squared error 2‖B‖_F²S̃²/ε² (Theorem 5, a total: erratum §3(d)5)."""
+        """Total squared error 2‖B‖_F²S̃²/ε² (Theorem 5; the paper reads it per query, but it is a total)."""
         squared = self.mixing.multiply(self.mixing).sum() if sp.issparse(self.mixing) else np.sum(self.mixing**2)
         return 2.0 * float(squared) * self.sensitivity**2 / epsilon**2
 
@@ -175,7 +176,7 @@ _FACTORISATIONS: dict[object, OmFactorisation] = {}
 
 
 def om_decompose(workload: Workload, *, tol: float | None = None, row_seed: int | None = None) -> OmFactorisation:
-    """OM_DECOMPOSE of spec §3(a): W̃, B and the groups, exact to EXACTNESS; cached per workload content.
+    """Algorithms 2–3 of Huang et al., corrected: W̃, B and the groups, exact to EXACTNESS; cached per workload content.
 
     Args, Raises: as ``factorise``.
     """
@@ -223,7 +224,7 @@ def factorise(workload: Workload, *, tol: float | None = None, row_seed: int | N
     row = 0
     group_sizes: list[int] = []
     for cols in groups:
-        if len(cols) == 1:  # a singleton atom (typical for random W, §3(f)): W̃ row e_j, B column W[:, j]
+        if len(cols) == 1:  # a singleton atom (typical for the paper's random W, Sec. 5): W̃ row e_j, B column W[:, j]
             block_rows = np.array([[1.0]])
             mixing = dense[:, cols]
         else:
@@ -257,7 +258,7 @@ def factorise(workload: Workload, *, tol: float | None = None, row_seed: int | N
 
 
 def literal_algorithm3_mixing(workload: Workload, factorisation: OmFactorisation, tol: float = 1e-12) -> np.ndarray:
-    """The paper's literal Algorithm 3 (incomplete, erratum §3(d)2), kept only to show its failure.
+    """The paper's literal Algorithm 3 (incomplete: it misses groups of two or more rows), kept only to show its failure.
 
     B(i, k) is filled only when W̃ row k's support lies inside row i's support and the two restricted
     rows are proportional; other entries stay 0, so W ≠ BW̃ in general.
@@ -282,7 +283,7 @@ def structure_table(factorisation: OmFactorisation) -> list[dict[str, object]]:
 
 @dataclass(frozen=True)
 class OM:
-    """Orthogonal mechanism (Huang et al.; spec §3 corrected): B(W̃x + Lap(S̃/ε)).
+    """Orthogonal mechanism (Huang et al., Algorithm 1, corrected): B(W̃x + Lap(S̃/ε)).
 
     >>> from core.queries.workloads import Identity
     >>> OM().expected_mse(Identity(4), 1.0)

@@ -1,9 +1,10 @@
-"""SReB_GCA, small-bin-first grouping of Chen et al. 2024 (spec §4), in its corrected form.
+"""SReB_GCA, small-bin-first grouping of Chen et al. 2024 (Sec. 5, Algorithms 1–2), in its corrected form.
 
 Stage 1 (ε1 = ratio·ε) adds Lap(1/ε1) to every bin and sorts by the NOISY values; GGS cuts the sorted
 order into groups using only those noisy values. Stage 2 (ε2 = ε − ε1) adds ONE Laplace draw to each
-group SUM and spreads it evenly (erratum §4(d)2: per-bin draws would cost |C|·ε2). Groups are
-segments of the noisy permutation, never of the true order (erratum §4(d)1).
+group SUM and spreads it evenly (the paper's Algorithm 1 draws per bin, which would cost |C|·ε2). Groups
+are segments of the noisy permutation, never of the true order (the paper's Grouping(H, S), read
+literally, cuts the true sorted order, which is not DP).
 
 >>> ggs(np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000]), 10.0)
 [3, 6, 7, 8]
@@ -31,7 +32,7 @@ def _check_floor(delta: float) -> float:
 
 
 def group_mre(values: np.ndarray, scale: float, delta: float = 1.0) -> float:
-    """MRE(C) = (1/|C|) Σ_h (|h − mean(C)| + λ/|C|) / max(h, δ) (spec §4 notation).
+    """MRE(C) = (1/|C|) Σ_h (|h − mean(C)| + λ/|C|) / max(h, δ) (Chen et al., Sec. 5.1, with the floor δ).
 
     >>> round(group_mre(np.array([1.0, 1, 2]), 2.0), 4)
     0.8889
@@ -41,7 +42,10 @@ def group_mre(values: np.ndarray, scale: float, delta: float = 1.0) -> float:
 
 
 def ggs(sorted_noisy: np.ndarray, scale: float, delta: float = 1.0) -> list[int]:
-    """Greedy group search (Definition 5 / Algorithm 2, corrected per errata §4(d)3–5).
+    """Greedy group search (Definition 5 / Algorithm 2, corrected).
+
+    Corrections: the body uses λ2 (the header says λ1); a group is closed at r − 1 (the paper's `d` is
+    undefined when the first merge fails); noisy values are clamped at 0 and denominators use max(·, δ).
 
     Args:
         sorted_noisy: noisy bin values, sorted ascending and clamped at 0 (post-processing only).
@@ -82,7 +86,7 @@ def group_membership_l1(groups: list[np.ndarray], n: int) -> np.ndarray:
 
 
 def expected_bin_error(counts: np.ndarray, groups: list[np.ndarray], scale: float) -> np.ndarray:
-    """Exact E|H̃_j − H_j| = |a| + (λ2/k)·e^{−|a|k/λ2} for a fixed grouping (Eq. 15; spec §4(c)).
+    """Exact E|H̃_j − H_j| = |a| + (λ2/k)·e^{−|a|k/λ2} for a fixed grouping (Chen et al., Eq. 15).
 
     >>> expected_bin_error(np.array([0.0, 6.0]), [np.array([0, 1])], 4.0).round(6).tolist()
     [3.44626, 3.44626]
@@ -98,7 +102,7 @@ def expected_bin_error(counts: np.ndarray, groups: list[np.ndarray], scale: floa
 
 @dataclass(frozen=True)
 class SrebGca:
-    """SReB_GCA (Chen et al. 2024; spec §4 corrected): noisy sort, GGS grouping, one draw per group.
+    """SReB_GCA (Chen et al. 2024, Algorithm 1, corrected): noisy sort, GGS grouping, one draw per group.
 
     The grouping is random through stage 1, so ``expected_mse`` is None.
 

@@ -1,9 +1,11 @@
-"""WDA, the workload division algorithm of Li et al. (spec §2), in its corrected form.
+"""WDA, the workload division algorithm of Li et al. (Sec. 4, Algorithm 1), in its corrected form.
 
-The rows of W are split recursively around the hot *column* of W (never the data, erratum §2(d)2);
+The rows of W are split recursively around the hot *column* of W (never the data: Algorithm 1
+line 3 picks the most frequent item of x, which is not DP);
 each leaf block W_ℓ gets budget ε_ℓ and is answered with the Laplace mechanism at its own block
 sensitivity Δ_ℓ. A split is taken only if it lowers the expected L1 error, with the budget halving
-counted (erratum §2(d)4). Leaf budgets add up to ε (sequential composition, §2(b)).
+counted (line 6 of Algorithm 1 ignores it, so it always splits). Leaf budgets add up to ε (sequential
+composition).
 
 The division depends only on W, ``g``, ``budget`` and ``division_seed``; it is the same for every ε
 (both sides of the split test scale with 1/ε), so it is computed once per workload and cached.
@@ -121,13 +123,13 @@ def wda_division(workload: Workload, *, budget: str = "optimal", g: float = 0.0,
 
 def divide(workload: Workload, *, budget: str = "optimal", g: float = 0.0,
            division_seed: int | None = None) -> tuple[WdaLeaf, ...]:
-    """DIVIDE of spec §2(a): the leaves of the row division of W, depth first (W1 before W2).
+    """Algorithm 1 (DIVIDEWORKLOAD), corrected: the leaves of the row division of W, depth first (W1 before W2).
 
     Args:
         workload: the workload W (its entries are read through ``sparse_matrix``).
         budget: ``"optimal"`` (ε_i ∝ √a_i at each split), ``"equal"`` (the paper's halving) or
             ``"optimal_global"`` (the optimal split test, then budgets ∝ √(|W_ℓ|Δ_ℓ) over all leaves).
-        g: the paper's unexplained offset in |W1| = (|W| + Δ_W + g)/4 (erratum §2(d)3).
+        g: the paper's unexplained offset in |W1| = (|W| + Δ_W + g)/4 (Algorithm 1, line 4).
         division_seed: None takes the first k hot rows; an int picks them uniformly at random with
             ``np.random.default_rng(division_seed)`` (public, data-independent).
 
@@ -154,7 +156,7 @@ def divide(workload: Workload, *, budget: str = "optimal", g: float = 0.0,
         a1, a2 = picked.size * blocks.maxcol(picked), rest.size * blocks.maxcol(rest)
         if budget == "equal":  # cost in units of 1/ε_node: (a1 + a2)/(1/2) versus a
             split, share1 = 2 * (a1 + a2) < a, share / 2
-        else:  # (√a1 + √a2)² versus a, ε_i ∝ √a_i (erratum §2(d)5)
+        else:  # (√a1 + √a2)² versus a, ε_i ∝ √a_i (the paper's "ε1 = ε2 is optimal" holds only if a1 = a2)
             root1, root2 = math.sqrt(a1), math.sqrt(a2)
             split, share1 = (root1 + root2) ** 2 < a, share * root1 / (root1 + root2)
         if split:
@@ -168,7 +170,7 @@ def divide(workload: Workload, *, budget: str = "optimal", g: float = 0.0,
 
 
 def optimal_budgets(leaves: tuple[WdaLeaf, ...]) -> tuple[WdaLeaf, ...]:
-    """Re-spread ε over a fixed partition: ε_ℓ ∝ √(|W_ℓ|Δ_ℓ), the L1-optimal split (spec §2(c)).
+    """Re-spread ε over a fixed partition: ε_ℓ ∝ √(|W_ℓ|Δ_ℓ), the L1-optimal split.
 
     >>> [round(leaf.share, 6) for leaf in optimal_budgets((WdaLeaf((0,), .5, 4.0), WdaLeaf((1,), .5, 1.0)))]
     [0.666667, 0.333333]
@@ -191,7 +193,7 @@ def leaves_for(workload: Workload, row_blocks, shares) -> tuple[WdaLeaf, ...]:
 
 
 def expected_error(leaves: tuple[WdaLeaf, ...], epsilon: float, *, squared: bool = True) -> float:
-    """Exact average error per query: MSE (1/m)Σ|W_ℓ|·2Δ_ℓ²/ε_ℓ², or L1 (1/m)Σ|W_ℓ|Δ_ℓ/ε_ℓ (§2(c)).
+    """Exact average error per query: MSE (1/m)Σ|W_ℓ|·2Δ_ℓ²/ε_ℓ², or L1 (1/m)Σ|W_ℓ|Δ_ℓ/ε_ℓ.
 
     >>> expected_error((WdaLeaf((0, 1), 1.0, 4.0),), 1.0, squared=False)
     4.0
@@ -217,7 +219,7 @@ def division_table(leaves: tuple[WdaLeaf, ...], epsilon: float) -> list[dict[str
 
 @dataclass(frozen=True)
 class WDA:
-    """Workload division (Li et al.; spec §2 corrected): Laplace noise per leaf block of W's rows.
+    """Workload division (Li et al., Algorithm 1, corrected): Laplace noise per leaf block of W's rows.
 
     >>> from core.queries.workloads import Identity
     >>> WDA().expected_mse(Identity(4), 1.0)
@@ -250,7 +252,7 @@ class WDA:
                 scale = leaf.sensitivity / leaf.epsilon(epsilon)
                 answers[rows] = add_laplace(rng, answers[rows], scale)
                 inverse_scale[rows] = 1.0 / scale
-        # Σ_ℓ ‖W_ℓ e_j‖₁/b_ℓ as one row-weighted block: the same sum as one block per leaf (spec §2(b))
+        # Σ_ℓ ‖W_ℓ e_j‖₁/b_ℓ as one row-weighted block: the same sum as one block per leaf
         loss = laplace_privacy_loss([(_rows_of(workload).loss_weights(inverse_scale), 1.0)])
         params = {"budget": self.budget, "g": self.g, "division_seed": self.division_seed, "leaves": len(leaves)}
         return Release(self.name, epsilon, loss, answers, None, params,

@@ -1,12 +1,13 @@
-"""Xiao, Xiong & Yuan (TR-2010-003; spec §5): cell release and the max query.
+"""Xiao, Xiong & Yuan (TR-2010-003): cell release and the max query.
 
-In this report α is the DP parameter; here it is the ``epsilon`` of ``run`` (spec §5 notation warning).
+In this report α is the DP parameter; here it is the ``epsilon`` of ``run`` (the report's (ε, δ) are
+usefulness parameters).
 
-* ``CellRelease`` (§5.1, corrected): counts + Lap(Δ/α) with Δ = 1 (add/remove) or 2 (replace-one),
-  optionally clipped at 0; fractions only by a *public* n (erratum §5.1(d)1: the paper's noise on
+* ``CellRelease`` (Secs. 4.1.1 and 5, corrected): counts + Lap(Δ/α) with Δ = 1 (add/remove) or 2 (replace-one),
+  optionally clipped at 0; fractions only by a *public* n (the paper's noise on
   fractions c_i/|D| with Lap(1/(α|D|)) costs up to 2α and leaks |D|). Usefulness bounds live in
   ``core.analysis.usefulness``.
-* Max query (§5.2): ``max_query_distribution`` / ``max_query_em`` is the α-DP exponential mechanism on
+* Max query (Sec. 4.1.2): ``max_query_distribution`` / ``max_query_em`` is the α-DP exponential mechanism on
   a top-order-statistic score (the default). ``literal_max_distribution_not_dp`` is the paper's
   "probability perturbation" — NOT DIFFERENTIALLY PRIVATE, kept only to reproduce the paper.
 
@@ -34,7 +35,7 @@ NOT_DP_LABEL = "not differentially private (the paper's literal mechanism; repro
 def replace_one_loss(column_l1: np.ndarray, scale: float) -> float:
     """Worst-case loss of one Laplace block under replace-one neighbours: (two largest column norms)/b.
 
-    An upper bound that is exact when the two columns have disjoint supports (cells, spec §0).
+    An upper bound that is exact when the two columns have disjoint supports (cells).
 
     >>> replace_one_loss(np.ones(5), 2.0)
     1.0
@@ -45,7 +46,7 @@ def replace_one_loss(column_l1: np.ndarray, scale: float) -> float:
 
 @dataclass(frozen=True)
 class CellRelease:
-    """Xiao et al. cell release (spec §5.1(a) corrected): counts + Lap(Δ/α), clipped at 0 by default.
+    """Xiao et al. cell release (Sec. 5.2, corrected): counts + Lap(Δ/α), clipped at 0 by default.
 
     With ``n_public`` the released fractions c̃/n are shown in ``details``; n must be public (bounded DP).
 
@@ -102,7 +103,7 @@ def _check_max_inputs(data, beta: int) -> np.ndarray:
 
 
 def max_query_scores(data, beta: int, k: int = 1) -> np.ndarray:
-    """u(r) = −|#{x ∈ data : x > r} − k| for r = 1..β (spec §5.2(a')); sensitivity 1 under add/remove.
+    """u(r) = −|#{x ∈ data : x > r} − k| for r = 1..β (our DP replacement for Sec. 4.1.2); sensitivity 1 under add/remove.
 
     >>> max_query_scores([5, 9, 9, 10], 10).tolist()
     [-3, -3, -3, -3, -2, -2, -2, -2, 0, -1]
@@ -133,7 +134,8 @@ def literal_max_distribution_not_dp(data, beta: int, width: int, alpha: float,
                                     lower: str = "min_data") -> np.ndarray:
     """The paper's max-query "probability perturbation" (§4.1.2) — NOT DIFFERENTIALLY PRIVATE.
 
-    Kept only to reproduce the paper (erratum §5.2(d)1: its loss reaches 3α). Records are processed in
+    Kept only to reproduce the paper (its loss reaches 3α when r⁻ starts at min(data), and exceeds α
+    even from a public lower bound when the extra record is not processed last). Records are processed in
     the given order; r⁺ = [x−w, x+w], r⁻ = [L, x−w) with L = min(data) (``"min_data"``) or 1 (``"one"``).
 
     >>> p = literal_max_distribution_not_dp([1, 3, 3, 3], 10, 1, 0.5)

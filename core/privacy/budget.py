@@ -1,4 +1,4 @@
-"""Privacy budget as immutable values with sequential composition (style.md §1.3).
+"""Privacy budget as immutable values with sequential composition.
 
 A total is either an (ε, δ) budget (basic composition: ε and δ add) or a ρ-zCDP budget
 (``Budget.zcdp``; ρ adds, Bun & Steinke 2016 Lemma 2.3). Under a ρ total a pure ε spend counts

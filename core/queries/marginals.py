@@ -1,4 +1,4 @@
-"""Tables of records and their marginals (spec tables.md "Model"): the full domain stays virtual.
+"""Tables of records and their marginals (see docs/tables.md): the full domain stays virtual.
 
 A table has attributes with finite domains (integer codes 0..size-1). The marginal on a set of
 attributes counts records per combination of their levels. Adult's full domain has ~6·10^17 cells, so
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MAX_LEVELS = 2**16  # largest domain of one attribute (issue #14, bad input)
+MAX_LEVELS = 2**16  # largest domain of one attribute (larger ones are refused as bad input)
 MAX_MARGINAL_CELLS = 2**24  # largest single marginal that is materialised (same bound as MAX_QUERIES)
 
 

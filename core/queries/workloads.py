@@ -1,4 +1,4 @@
-"""Workloads as implicit linear operators (style.md §1.3): an m × n matrix we never have to build.
+"""Workloads as implicit linear operators (see docs/architecture.md): an m × n matrix we never have to build.
 
 Every workload has ``shape``, ``matvec`` (W x), ``rmatvec`` (Wᵀ y), ``column_norms(ord)`` in closed
 form (so L1 sensitivity and ‖W‖_F² are exact without densifying) and ``describe()``.
@@ -59,7 +59,7 @@ def _check_length(name: str, vector: np.ndarray, length: int) -> np.ndarray:
 
 
 def l1_sensitivity(w: Workload) -> float:
-    """Δ₁(W): the largest column L1 norm (add/remove neighbours, spec §0)."""
+    """Δ₁(W): the largest column L1 norm (add/remove neighbours)."""
     return float(w.column_norms(1).max())
 
 
@@ -473,7 +473,7 @@ def _probability(name: str, value: float) -> float:
 
 
 def hot_spot(n: int, m: int = 2000, p: float = 0.2, seed: int = 0) -> Explicit:
-    """WDA's hot-spot workload (spec §2f) — OUR reconstruction; the paper under-specifies it.
+    """WDA's hot-spot workload (Li et al., Sec. 5) — OUR reconstruction; the paper under-specifies it.
 
     Each query is a range [c − h, c + h] around a uniform centre c with half-width h = round(|N(0, 10)|)
     (clipped to the domain); with probability p it also includes one hot column, drawn once per seed.
@@ -500,7 +500,7 @@ def hot_spot(n: int, m: int = 2000, p: float = 0.2, seed: int = 0) -> Explicit:
 
 
 def random_linear(n: int, m: int = 200, tau: float = 0.2, seed: int = 0) -> Explicit:
-    """OM's random workload (spec §3f): w_ij ~ U(0,1) where h_ij < τ (h ~ U(0,1)), else 0; sparse.
+    """OM's random workload (Huang et al., Sec. 5): w_ij ~ U(0,1) where h_ij < τ (h ~ U(0,1)), else 0; sparse.
 
     >>> random_linear(100, m=20, tau=0.2, seed=1).shape
     (20, 100)

@@ -1,4 +1,4 @@
-"""Compare table mechanisms across the privacy budget ρ, measured on the true marginals (issue #14 item 4).
+"""Compare table mechanisms across the privacy budget ρ, measured on the true marginals.
 
 Each (mechanism, ρ) pair runs ``trials`` times on independent seeded streams (``trial_rng``, order-free) and
 is scored on the workload (RMSE per marginal cell, the papers' measure) and on *evaluation marginals* the

@@ -1,4 +1,4 @@
-"""What every mechanism on a table of records returns, and how its error is measured (issue #14).
+"""What every mechanism on a table of records returns, and how its error is measured.
 
 Budgets on tables are ρ-zCDP with add/remove-one-record neighbours. A mechanism releases noisy answers to
 a :class:`~core.queries.marginals.MarginalWorkload` (its marginals), and synthesisers also release records.

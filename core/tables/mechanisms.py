@@ -1,4 +1,4 @@
-"""Mechanisms on tables of records, one contract (core.tables.contract), one registry (issue #14).
+"""Mechanisms on tables of records, one contract (core.tables.contract), one registry.
 
 Every entry answers a :class:`~core.queries.marginals.MarginalWorkload` at a ρ-zCDP budget:
 ``run(workload, records, rho, rng) -> TableRelease``, ``expected_rmse(workload, rho)`` (a closed form, or
@@ -36,7 +36,7 @@ def identity_privacy_loss(workload: MarginalWorkload, sigma: float) -> float:
 
 
 def identity_marginals(workload: MarginalWorkload, records: np.ndarray, rho: float, rng: np.random.Generator):
-    """Each workload marginal plus i.i.d. Gaussian noise, σ² = Σ w² / (2ρ) per cell (ρ-zCDP, spec tables.md).
+    """Each workload marginal plus i.i.d. Gaussian noise, σ² = Σ w² / (2ρ) per cell (ρ-zCDP; L2 sensitivity √(Σ w²) under add/remove).
 
     Returns the noisy marginals and the per-cell standard deviation (the same for every cell).
 

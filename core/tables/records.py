@@ -85,7 +85,7 @@ BIN_FORMS = '{"low": L, "high": H, "width": W} or {"low": L, "high": H, "bins": 
 
 
 def bin_edges(name: str, spec: dict) -> np.ndarray:
-    """Bin edges for a numeric column, chosen **without looking at the private data** (issue #14).
+    """Bin edges for a numeric column, chosen **without looking at the private data**.
 
     Equal width over a declared [low, high], explicit edges, or quantiles of a *public* sample the curator
     supplies. Quantiles of the private column itself would make the bins (and so the release) depend on the

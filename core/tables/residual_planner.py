@@ -1,5 +1,5 @@
 """ResidualPlanner (Xiao, Ding, Kifer et al., NeurIPS 2023, arXiv 2305.08175): the optimal Gaussian
-strategy for weighted marginals under ρ-zCDP, sum-of-variance objective (spec tables.md).
+strategy for weighted marginals under ρ-zCDP, sum-of-variance objective.
 
 Every marginal M decomposes into orthogonal residuals R_S, S ⊆ M. Each residual in the closure of the
 workload is measured once with Gaussian noise σ_S², chosen in closed form (Cauchy–Schwarz, paper §4),

@@ -4,7 +4,7 @@ Why not ``ContingencyTable.synthesize()``: OpenDP 0.16 calls mbi 1.1's ``synthet
 places each record on its column's conditional CDF at ``(rank + U) / group size``, the rank being the record's
 position inside its parent group *in row order*. Every column reuses that one order, so two children of a parent
 come out comonotone: the model says they are conditionally independent, the records say they are perfectly
-dependent (spec tables.md, "The records sampler is wrong by default"). Here each column draws its own uniformly
+dependent (see docs/tables.md). Here each column draws its own uniformly
 random order of the strata inside every parent group: each stratum's count stays within one record of the model's
 (stratified resampling in Douc, Cappé & Moulines 2005), and the columns are conditionally independent again.
 

@@ -2,7 +2,7 @@
 not reimplemented here.
 
 OpenDP 0.16 splits a zCDP budget in floats; on 14 attributes its MST can overshoot its own share by an ulp
-("insufficient budget for query: 0.0499… > 0.0499…", spec tables.md). dplens replays that split and hands
+("insufficient budget for query: 0.0499… > 0.0499…"; seen with OpenDP 0.16.0 on Adult). dplens replays that split and hands
 OpenDP the largest float ρ′ ≤ ρ it accepts (:func:`mst_handed_rho`); the full ρ is charged.
 
 >>> mst_budget_accepted(0.5, 0.5, 14)

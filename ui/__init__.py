@@ -1,4 +1,4 @@
-"""The UI layer: the only package importing both streamlit and core (style.md §1.2).
+"""The UI layer: the only package importing both streamlit and core (see docs/architecture.md).
 
 One concept per module; pages and app.py call ``ui.<name>`` through the re-exports below.
 

@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DPLENS_HOME", tempfile.mkdtemp(prefix="dplens-bench-home-"))  # never the real ledger
 
+from results import Recorder, record  # noqa: E402
+
 from core.analysis.cost import Deadline, RunLimits, affordable_trials, estimate_cost  # noqa: E402
 from core.analysis.experiment import run_sweep  # noqa: E402
 from core.data.domain import Histogram  # noqa: E402
@@ -56,6 +58,7 @@ def timed(function):
 def report(what: str, wall: float, cpu: float, target: float | None = None) -> None:
     ratio = f"   target {target:g} s   ratio {wall / target:5.2f}" if target else ""
     print(f"{what:<62} wall {wall:7.2f} s   cpu {cpu:7.2f} s{ratio}", flush=True)
+    record(name=what.strip(), wall_s=wall, cpu_s=cpu, target_s=target, ratio=wall / target if target else None)
 
 
 def sweep(hist: Histogram, trials: int) -> None:
@@ -107,6 +110,11 @@ def main() -> None:
     parser.add_argument("--skip-pages", action="store_true")
     parser.add_argument("--skip-sweep", action="store_true")
     args = parser.parse_args()
+    with Recorder("bench_2d", args):
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     hist = blobs(args.side)
     if not args.skip_sweep:
         workload = parse_workload(SPEC, hist.domain.shape)

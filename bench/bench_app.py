@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DPLENS_HOME", tempfile.mkdtemp(prefix="dplens-bench-home-"))  # never the real ledger
 
+from results import Recorder, record  # noqa: E402
+
 from core.analysis.experiment import run_sweep  # noqa: E402
 from core.data.datasets import load_histogram  # noqa: E402
 from core.mechanisms import MECHANISMS  # noqa: E402
@@ -34,6 +36,7 @@ EPSILONS = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10, 10))
 
 def report(what: str, seconds: float, target: float) -> None:
     print(f"{what:<58} {seconds:8.3f} s   target {target:g} s   ratio {seconds / target:6.2f}")
+    record(name=what, wall_s=seconds, target_s=target, ratio=seconds / target)
 
 
 def default_sweep(trials: int) -> None:
@@ -45,6 +48,7 @@ def default_sweep(trials: int) -> None:
         seconds = time.perf_counter() - start
         total += seconds
         print(f"  {name:<20} {seconds:8.2f} s  ({10 * trials} runs, {seconds / (10 * trials) * 1e3:.1f} ms/run)")
+        record(name=f"sweep: {name}", wall_s=seconds, runs=10 * trials, ms_per_run=seconds / (10 * trials) * 1e3)
     report(f"default Compare sweep (n=4096, 2000 ranges, 10 ε × {trials} trials)", total, 5.0)
 
 
@@ -103,8 +107,9 @@ if __name__ == "__main__":
     parser.add_argument("--sweep-trials", type=int, default=20)
     parser.add_argument("--skip-sweep", action="store_true", help="skip the (long) default sweep")
     args = parser.parse_args()
-    huge_upload()
-    if not args.skip_sweep:
-        page_sweep()  # first, while every cache (analytic errors, DAWA's data) is cold: what a new user waits
-        default_sweep(args.sweep_trials)  # the per-mechanism breakdown (hb/privelet's analytic error now cached)
-    page_switch()
+    with Recorder("bench_app", args):
+        huge_upload()
+        if not args.skip_sweep:
+            page_sweep()  # first, while every cache (analytic errors, DAWA's data) is cold: what a new user waits
+            default_sweep(args.sweep_trials)  # the per-mechanism breakdown (hb/privelet's analytic error now cached)
+        page_switch()

@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from results import Recorder
+
 ROOT = Path(__file__).resolve().parent.parent
 MB = 2**20
 
@@ -93,13 +95,16 @@ def main() -> None:
     parser.add_argument("--only", help="run the cases whose name contains this text")
     args = parser.parse_args()
     print(f"{'case':<50} {'MB':>5} {'wall s':>7} {'cpu s':>6} {'peak MB':>8} {'+MB':>6} {'ratio':>6}  outcome")
-    for name, (_, _, target) in CASES.items():
-        if args.only and args.only not in name:
-            continue
-        r = run(name)
-        ratio = max(r["wall"] / target, r["peak"] / 1024)  # both targets: time, and 1 GB peak
-        print(f"{name:<50} {r['size'] / MB:5.1f} {r['wall']:7.2f} {r['cpu']:6.2f} {r['peak']:8.0f} "
-              f"{r['extra']:6.0f} {ratio:6.2f}  {r['outcome']}", flush=True)
+    with Recorder("bench_bounds", args) as rec:
+        for name, (_, _, target) in CASES.items():
+            if args.only and args.only not in name:
+                continue
+            r = run(name)
+            ratio = max(r["wall"] / target, r["peak"] / 1024)  # both targets: time, and 1 GB peak
+            print(f"{name:<50} {r['size'] / MB:5.1f} {r['wall']:7.2f} {r['cpu']:6.2f} {r['peak']:8.0f} "
+                  f"{r['extra']:6.0f} {ratio:6.2f}  {r['outcome']}", flush=True)
+            rec.row(name=name, size_mb=r["size"] / MB, wall_s=r["wall"], cpu_s=r["cpu"], peak_mb=r["peak"],
+                    parse_mb=r["extra"], target_wall_s=target, ratio=ratio, outcome=r["outcome"])
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import SHARED_ENV, Recorder, record, shared_data  # noqa: E402
+
 from core.analysis.execution import shutdown_pools  # noqa: E402
 from core.analysis.experiment import (  # noqa: E402
     _expected,
@@ -45,9 +47,7 @@ from core.queries.workloads import random_range  # noqa: E402
 # Same tuple as pages/compare.py DEFAULT_MECHANISMS (importing a page would start Streamlit).
 DEFAULT_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
 EPSILONS = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10.0, 10))
-# ../shared/data/dpbench-1d beside the checkout (one level further up from a git worktree under wt/)
-DPBENCH = next((p for p in (Path(__file__).resolve().parents[k] / "shared" / "data" / "dpbench-1d" for k in (2, 3))
-                if p.is_dir()), Path(__file__).resolve().parents[2] / "shared" / "data" / "dpbench-1d")
+DPBENCH = shared_data("dpbench-1d")  # $DPLENS_SHARED_DATA, else ../shared/data beside the repository
 GRID_MECHANISMS = ("identity", "uniform", "hb", "privelet", "greedy-h", "mm-opt", "dawa", "mwem", "ahp")
 GRID_EPSILONS = tuple(float(f"{e:.3g}") for e in np.geomspace(0.01, 10.0, 7))
 GRID_SIZES = (512, 1024, 2048, 4096)
@@ -77,6 +77,7 @@ def timed(label: str, function):
     print(f"  {label:44s} wall {wall:8.2f} s   CPU {cpu:8.2f} s   busiest process CPU {busiest:7.2f} s",
           flush=True)
     timed.busiest = busiest
+    record(name=label.strip(), wall_s=wall, cpu_s=cpu, busiest_process_cpu_s=busiest)
     return result, wall, cpu
 
 
@@ -108,6 +109,7 @@ def bench_sweep() -> None:
     print(f"  identical results on all three: yes.  2 workers vs 1: {w1 / w2:.2f}× wall, {b1 / b2:.2f}× by the "
           f"busiest process's CPU (target ≥ 1.7×); 2 workers: {w2:.2f} s wall, busiest process {b2:.2f} s CPU "
           "(target ≤ 2.5 s wall on 2 idle cores)")
+    record(name="sweep: 2 workers vs 1", wall_ratio=w1 / w2, busiest_cpu_ratio=b1 / b2, identical=True)
     shutdown_pools()
 
 
@@ -130,7 +132,7 @@ def warm_strategies(spec: GridSpec) -> None:
 def bench_grid(quick: bool) -> None:
     datasets = tuple(str(p) for p in sorted(DPBENCH.glob("*.csv")))
     if not datasets:
-        print(f"grid: no DPBench CSVs in {DPBENCH}; skipped")
+        print(f"grid skipped: {DPBENCH} absent (set {SHARED_ENV})")
         return
     spec = grid_spec(datasets[:2] if quick else datasets, GRID_SIZES[:2] if quick else GRID_SIZES)
     print(f"\nDPBench grid: {len(spec.mechanisms)} mechanisms × {len(spec.epsilons)} ε × {len(spec.datasets)} datasets "
@@ -152,6 +154,9 @@ def bench_dask(quick: bool) -> None:
     from core.analysis.execution import close_dask_clients
 
     datasets = tuple(str(p) for p in sorted(DPBENCH.glob("*.csv")))[:2 if quick else None]
+    if not datasets:
+        print(f"dask skipped: {DPBENCH} absent (set {SHARED_ENV})")
+        return
     spec = grid_spec(datasets, (1024,) if quick else GRID_SIZES)
     print(f"\nDask LocalCluster, grid of {spec.runs:,} runs ({len(datasets)} datasets, sizes {spec.sizes})")
     warm_strategies(spec)
@@ -174,6 +179,8 @@ def bench_dask(quick: bool) -> None:
     pd.testing.assert_frame_equal(frames[0], frames[1])
     print(f"  identical results: yes.  2 workers vs 1: {walls[1] / walls[2]:.2f}× wall, "
           f"{busiest[1] / busiest[2]:.2f}× by the busiest process's CPU (target ≥ 1.7×)")
+    record(name="dask: 2 workers vs 1", wall_ratio=walls[1] / walls[2], busiest_cpu_ratio=busiest[1] / busiest[2],
+           identical=True)
 
 
 def main(argv: list[str]) -> None:
@@ -182,12 +189,13 @@ def main(argv: list[str]) -> None:
     load = psutil.getloadavg()
     print(f"{psutil.cpu_count()} cores; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
           "(a shared machine: wall times include other tenants' work; compare CPU)\n")
-    if "sweep" in parts:
-        bench_sweep()
-    if "grid" in parts:
-        bench_grid(quick)
-    if "dask" in parts:
-        bench_dask(quick)
+    with Recorder("bench_execution", {"parts": parts, "quick": quick}):
+        if "sweep" in parts:
+            bench_sweep()
+        if "grid" in parts:
+            bench_grid(quick)
+        if "dask" in parts:
+            bench_dask(quick)
 
 
 if __name__ == "__main__":

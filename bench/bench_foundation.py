@@ -22,6 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import Recorder, record  # noqa: E402
+
 from core.analysis.experiment import run_sweep  # noqa: E402
 from core.data.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
 from core.mechanisms import MECHANISMS  # noqa: E402
@@ -93,6 +95,9 @@ def bench_sweep(trial_seconds: dict[str, float]) -> float:
     if df.attrs["errors"]:
         print(f"  skipped: {df.attrs['errors']}")
     print("  measured seconds by mechanism: " + ", ".join(f"{k} {v:.2f}" for k, v in per_mechanism.items()))
+    record(name=f"default Compare sweep ({runs} runs)", wall_s=seconds, projected=bool(df.attrs["stopped"]),
+           target_s=SWEEP_TARGET_SECONDS, ratio=seconds / SWEEP_TARGET_SECONDS,
+           **{f"{k}_s": float(v) for k, v in per_mechanism.items()})
     return seconds
 
 
@@ -140,12 +145,15 @@ def bench_trials(n: int, rng: np.random.Generator, predicted: dict[str, float] |
             reason = result[1] if result[0] == "error" else f"stopped after {TRIAL_BUDGET_SECONDS:g} s"
             seconds[name] = TRIAL_BUDGET_SECONDS
             print(f"  {name:20s} skipped: {reason}")
+            record(name=f"{name}, n={n}", n=n, skipped=reason)
             continue
         per_trial, draws = result[1], result[2]
         floor = floor_seconds(draws, rng)
         seconds[name] = per_trial
         print(f"  {name:20s} {1000 * per_trial:10.3f} {draws:14,d} {1000 * floor:9.3f} "
               f"{per_trial / floor:8.1f}×")
+        record(name=f"{name}, n={n}", n=n, trial_ms=1000 * per_trial, laplace_draws=draws, floor_ms=1000 * floor,
+               ratio_to_floor=per_trial / floor)
         if name == "identity" and n == 4096:
             verdict = "OK" if per_trial / floor <= IDENTITY_TARGET_RATIO else "OVER TARGET"
             print(f"  {'':20s} identity target ≤ {IDENTITY_TARGET_RATIO:g}× the floor: {verdict}")
@@ -153,6 +161,11 @@ def bench_trials(n: int, rng: np.random.Generator, predicted: dict[str, float] |
 
 
 def main(argv: list[str]) -> None:
+    with Recorder("bench_foundation", {"quick": "--quick" in argv}):
+        run(argv)
+
+
+def run(argv: list[str]) -> None:
     rng = np.random.default_rng(0)
     small = bench_trials(4096, rng)
     print()

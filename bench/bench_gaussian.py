@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import dataclasses  # noqa: E402
 
+from results import Recorder, record  # noqa: E402
+
 from core.mechanisms import MECHANISMS  # noqa: E402
 from core.mechanisms.gaussian import unit_sigma  # noqa: E402
 from core.queries.workloads import AllRange, Identity, Prefix, random_range  # noqa: E402
@@ -62,6 +64,9 @@ def mm_opt_table(sizes) -> None:
                   f"{verdict:>14} {unit_rmse(h2, workload):6.3f}/{h2_csv:<5.3f} "
                   f"{unit_rmse(wavelet, workload):9.3f}/{wavelet_csv:<6.3f} {wall:7.2f} {cpu:7.2f} "
                   f"{HDMM_SECONDS.get(n, float('nan')):7.1f}")
+            record(name=f"L2 mm-opt, {label}, n={n}", n=n, unit_rmse=ours, hdmm_unit_rmse=hdmm, bound_unit_rmse=bound,
+                   ratio_to_hdmm=ours / hdmm, target_unit_rmse=target, met=ours <= target, wall_s=wall, cpu_s=cpu,
+                   hdmm_s=HDMM_SECONDS.get(n))
 
 
 def timing_4096() -> None:
@@ -73,6 +78,8 @@ def timing_4096() -> None:
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     print(f"\n n=4096 all-range: strategy in {wall:.1f} s wall, {cpu:.1f} s CPU; HDMM {HDMM_SECONDS[4096]:.0f} s "
           f"(ratio by CPU {HDMM_SECONDS[4096] / cpu:.1f}x); RMSE {math.sqrt(strategy.trace / workload.shape[0]):.3f}")
+    record(name="L2 strategy, all-range, n=4096", n=4096, unit_rmse=math.sqrt(strategy.trace / workload.shape[0]),
+           wall_s=wall, cpu_s=cpu, hdmm_s=HDMM_SECONDS[4096])
 
 
 def laplace_vs_gaussian(n: int = 1024, epsilon: float = 1.0, delta: float = 1e-6) -> None:
@@ -91,11 +98,14 @@ def laplace_vs_gaussian(n: int = 1024, epsilon: float = 1.0, delta: float = 1e-6
             zc = math.sqrt(zcdp.expected_mse(workload, epsilon))
             best = "Gaussian" if gau < lap else "Laplace"
             print(f"{label:12} {laplace_name:20} {lap:10.3f} {gau:12.3f} {zc:11.3f} {best:>9}")
+            record(name=f"{laplace_name} on {label}, n={n}", laplace_rmse=lap, gaussian_rmse=gau,
+                   gaussian_zcdp_rmse=zc, best=best)
 
 
 if __name__ == "__main__":
     quick = "--quick" in sys.argv
-    mm_opt_table((256, 1024) if quick else (256, 1024, 2048))
-    if not quick:
-        timing_4096()
-    laplace_vs_gaussian()
+    with Recorder("bench_gaussian", {"quick": quick}):
+        mm_opt_table((256, 1024) if quick else (256, 1024, 2048))
+        if not quick:
+            timing_4096()
+        laplace_vs_gaussian()

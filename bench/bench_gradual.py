@@ -16,6 +16,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import Recorder  # noqa: E402
+
 from core.release.gradual import next_release, noise_reduction  # noqa: E402
 
 BINS, STEPS, TARGET_SECONDS = 4096, 1000, 1.0
@@ -40,6 +42,11 @@ def forward_walk(x: np.ndarray, epsilons: np.ndarray, rng: np.random.Generator) 
 
 
 def main() -> None:
+    with Recorder("bench_gradual") as rec:
+        run(rec)
+
+
+def run(rec: Recorder) -> None:
     rng = np.random.default_rng(0)
     x = np.floor(rng.exponential(50.0, BINS))
     epsilons = np.geomspace(0.01, 10.0, STEPS)
@@ -51,6 +58,11 @@ def main() -> None:
     print(f"next_release (online), {STEPS} steps x {BINS} bins: {forward * 1000:8.1f} ms")
     print(f"{STEPS} independent one-shot releases (floor): {one_shot * 1000:8.1f} ms "
           f"(walk / one-shot = {backward / one_shot:.2f})")
+    rec.row(name=f"noise_reduction, {STEPS} steps x {BINS} bins", wall_ms=backward * 1000,
+            target_ms=TARGET_SECONDS * 1000, ratio=backward / TARGET_SECONDS)
+    rec.row(name=f"next_release (online), {STEPS} steps x {BINS} bins", wall_ms=forward * 1000)
+    rec.row(name=f"{STEPS} independent one-shot releases (floor)", wall_ms=one_shot * 1000,
+            walk_over_one_shot=backward / one_shot)
 
 
 if __name__ == "__main__":

@@ -18,12 +18,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
+from results import Recorder  # noqa: E402
 
 from core.mechanisms.greedy_h import bucket_gram, greedy_hierarchy, l2_objective  # noqa: E402
 from core.queries.workloads import parse_workload  # noqa: E402
 
 
 def main() -> None:
+    with Recorder("bench_greedy_h_l2") as rec:
+        run(rec)
+
+
+def run(rec: Recorder) -> None:
     print(f"{'n':>5} {'workload':12} {'L1 weights':>10} {'L2 weights':>10} {'ratio':>6} {'CPU s':>6} {'wall s':>6}")
     for n in (64, 256, 1024, 2048):
         for spec in ("prefix", "all-range", "random-range", "identity"):
@@ -35,6 +41,8 @@ def main() -> None:
             new = math.sqrt(l2_objective(greedy_hierarchy(gram, 2, 100, norm=2)) / m)
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
             print(f"{n:>5} {spec:12} {old:>10.4f} {new:>10.4f} {new / old:>6.3f} {cpu:>6.2f} {wall:>6.2f}")
+            rec.row(name=f"{spec}, n={n}", n=n, l1_weights_rmse=old, l2_weights_rmse=new, ratio=new / old,
+                    cpu_s=cpu, wall_s=wall)
 
 
 if __name__ == "__main__":

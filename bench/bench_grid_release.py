@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DPLENS_HOME", tempfile.mkdtemp(prefix="dplens-bench-home-"))  # never the real ledger
 
+from results import Recorder, record  # noqa: E402
+
 from core.analysis.experiment import run_sweep  # noqa: E402
 from core.data.domain import Histogram  # noqa: E402
 from core.privacy.definitions import PureDP  # noqa: E402
@@ -51,6 +53,7 @@ def timed(what: str, goal: float, action):
     after = rss_mb()
     print(f"{what:<46} wall {wall:7.2f} s  cpu {cpu:7.2f} s  goal {goal:g} s  ratio {wall / goal:5.2f}   "
           f"RSS {before:6.0f} -> {after:6.0f} MB ({after - before:+.0f})")
+    record(name=what, wall_s=wall, cpu_s=cpu, goal_s=goal, ratio=wall / goal, rss_before_mb=before, rss_after_mb=after)
     return result
 
 
@@ -59,6 +62,11 @@ def main() -> None:
     parser.add_argument("--side", type=int, default=256)
     parser.add_argument("--trials", type=int, default=3)
     args = parser.parse_args()
+    with Recorder("bench_grid_release", args):
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     rng = np.random.default_rng(0)
     counts = (rng.poisson(3, size=(args.side, args.side)) * rng.integers(1, 50, size=(args.side, args.side))).astype(float)
     hist = Histogram.from_counts(counts, name=f"grid {args.side}x{args.side}")

@@ -2,11 +2,11 @@
 baseline tree (e.g. the main checkout before the kernels), interleaved in one run, with dpcomp_core's
 times from ../shared/spec/peer-reference.md.
 
-Run: .venv/bin/python bench/bench_kernels.py --baseline /work/main [--trials 10] [--datasets NETTRACE,HEPTH]
+Run: .venv/bin/python bench/bench_kernels.py --baseline DIR [--trials 10] [--datasets NETTRACE,HEPTH]
 
 Every cell (dataset, ε, mechanism) is timed in fresh interpreters, alternating baseline and this tree
 twice, cold (DAWA's data cache cleared before each run), 2000 random ranges from default_rng(12345) on
-the 4096-bin DPBench histograms. Printed: median CPU ms per run (the better of the two passes: the
+the 4096-bin DPBench histograms (``$DPLENS_SHARED_DATA/dpbench-1d``, else ``../shared/data/dpbench-1d``). Printed: median CPU ms per run (the better of the two passes: the
 machine is shared), the speed-up, dpcomp_core's ms and our speed-up over it, and whether seed 0 gives
 bit-for-bit the same estimate in both trees ("same"). Targets: DAWA ≥ 10x faster than dpcomp_core on
 every cell, MWEM ≥ 3x faster than before, outputs unchanged.
@@ -23,15 +23,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from results import Recorder, require, shared_data, shared_spec
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA_CANDIDATES = (ROOT.parent / "shared", Path("/work/shared"))
+DPBENCH = shared_data("dpbench-1d")
+REFERENCE = shared_spec("peer-reference.md")
 MECHANISMS = ("dawa", "mwem", "ahp", "sreb-gca")
 REFERENCE_COLUMNS = {"dawa": "DAWA", "mwem": "MWEM", "ahp": "AHP"}
-
-
-def shared() -> Path | None:
-    return next((p for p in DATA_CANDIDATES if (p / "data" / "dpbench-1d").is_dir()), None)
 
 
 def measure(tree: str, datasets: list[str], epsilons: list[float], trials: int) -> dict:
@@ -48,7 +46,7 @@ def measure(tree: str, datasets: list[str], epsilons: list[float], trials: int) 
     workload = Ranges(4096, ends[:, 0], ends[:, 1])
     out = {}
     for dataset in datasets:
-        x = np.loadtxt(shared() / "data" / "dpbench-1d" / f"{dataset}.csv", skiprows=1)
+        x = np.loadtxt(DPBENCH / f"{dataset}.csv", skiprows=1)
         for name in MECHANISMS:
             mechanism = REGISTRY[name]
             mechanism.run(x, workload, 1.0, np.random.default_rng(99))  # compile / import once, untimed
@@ -68,7 +66,7 @@ def measure(tree: str, datasets: list[str], epsilons: list[float], trials: int) 
 
 def reference_ms() -> dict:
     """dpcomp_core's time per run (ms) by (dataset, ε, column) from peer-reference.md."""
-    text = (shared() / "spec" / "peer-reference.md").read_text()
+    text = REFERENCE.read_text()
     section, header, out = False, [], {}
     for line in text.splitlines():
         if line.startswith("## "):
@@ -97,9 +95,12 @@ def main(argv: list[str]) -> None:
     if args.child:
         print(json.dumps(measure(args.child, datasets, epsilons, args.trials)))
         return
-    if shared() is None:
-        print("skipped: ../shared/data/dpbench-1d is absent")
-        return
+    require(DPBENCH, REFERENCE)
+    with Recorder("bench_kernels", args) as rec:
+        compare(args, rec)
+
+
+def compare(args: argparse.Namespace, rec: Recorder) -> None:
     runs: dict[str, list[dict]] = {"baseline": [], "this tree": []}
     for _ in range(2):  # alternate, so both trees see the same load
         for label, tree in (("baseline", args.baseline), ("this tree", str(ROOT))):
@@ -120,6 +121,8 @@ def main(argv: list[str]) -> None:
         versus = f"{ref / now:9.1f}x" if ref else f"{'':10s}"
         print(f"{dataset:11s} {epsilon:>4s} {name:9s} {before:8.2f} {now:8.2f} {before / now:8.1f}x "
               f"{ref if ref else '':>8} {versus} {same:>7s}", flush=True)
+        rec.row(name=f"{name}, {dataset}, ε={epsilon}", before_cpu_ms=before, now_cpu_ms=now, speedup=before / now,
+                dpcomp_ms=ref, speedup_vs_dpcomp=ref / now if ref else None, output=same)
 
 
 if __name__ == "__main__":

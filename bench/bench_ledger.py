@@ -16,6 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import Recorder, record  # noqa: E402
+
 from core.data.fingerprint import dataset_fingerprint  # noqa: E402
 from core.privacy.budget import Budget  # noqa: E402
 from core.privacy.ledger_store import LedgerStore  # noqa: E402
@@ -38,9 +40,16 @@ def _run(label: str, path: str, start) -> None:
     spent = len(LedgerStore(path).ledger(FP).spends)
     print(f"{label:<28} {spent:>4} spends  wall {wall:6.2f} s  cpu(this process) {cpu:6.2f} s  "
           f"{1000 * wall / spent:6.2f} ms/spend  {spent / wall:7.0f} spends/s")
+    record(name=label, spends=spent, wall_s=wall, cpu_this_process_s=cpu, ms_per_spend=1000 * wall / spent,
+           spends_per_s=spent / wall)
 
 
 def main() -> None:
+    with Recorder("bench_ledger"):
+        run()
+
+
+def run() -> None:
     home = Path(tempfile.mkdtemp(prefix="dplens-bench-ledger-"))
     _run("1 thread", str(home / "one.sqlite3"), lambda: _spend(str(home / "one.sqlite3"), SPENDS))
 

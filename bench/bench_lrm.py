@@ -25,13 +25,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import Recorder, record, require, shared_data  # noqa: E402
+
 from core.data.datasets import load_histogram  # noqa: E402
 from core.mechanisms import MECHANISMS  # noqa: E402
 from core.mechanisms.lrm import optimise  # noqa: E402
 from core.queries.workloads import AllRange, random_linear, random_range  # noqa: E402
 
-HEPTH = next((p / "shared" / "data" / "dpbench-1d" / "HEPTH.csv" for p in Path(__file__).resolve().parents
-              if (p / "shared" / "data" / "dpbench-1d" / "HEPTH.csv").is_file()), Path("HEPTH.csv"))
+HEPTH = shared_data("dpbench-1d", "HEPTH.csv")
 ORIGINAL = {"64 random ranges": ({0.1: 69.7, 1.0: 7.0}, 57.0), "all ranges": ({0.1: 122.0, 1.0: 12.2}, 477.0)}
 EPSILONS = (0.1, 1.0)
 
@@ -61,6 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0,1,2,3,4", help="seeds of the 64-random-range workloads")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
+    require(HEPTH)
+    with Recorder("bench_lrm", args):
+        run(args, seeds)
+    return 0
+
+
+def run(args: argparse.Namespace, seeds: list[int]) -> None:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.trials} trials per MAE")
     x = hepth_256()
     print(f"HEPTH coarsened to n = 256 ({x.sum():,.0f} records)")
@@ -73,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label}: rank(W) = {f.rank}, r = {f.strategy.shape[0]}, optimisation {wall:.2f} s wall / {cpu:.2f} s CPU "
               f"(original {original_seconds:.0f} s: {original_seconds / wall:.0f}x faster by wall, "
               f"{original_seconds / cpu:.0f}x by CPU); {f.note}")
+        record(name=f"lrm optimisation, {label}", wall_s=wall, cpu_s=cpu, original_s=original_seconds)
         for name in ("lrm", "mm-opt", "identity"):
             row = {e: mae(name, x, workload, e, args.trials) for e in EPSILONS}
             means.setdefault(f"{kind}|{name}", []).append(row)
@@ -83,11 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("lrm", "mm-opt", "identity"):
         rows = means[f"64 random ranges|{name}"]
         print(f"  {name:8s} " + "  ".join(f"ε={e:g}: {np.mean([r[e] for r in rows]):7.2f}" for e in EPSILONS))
+        record(name=f"{name}, 64 random ranges, mean over seeds",
+               **{f"mae_eps_{e:g}": float(np.mean([r[e] for r in rows])) for e in EPSILONS},
+               **({f"original_mae_eps_{e:g}": ORIGINAL["64 random ranges"][0][e] for e in EPSILONS}
+                  if name == "lrm" else {}))
     print("OM paper's size (n = 1000, m = 200, random τ-workload): LRM optimisation")
     for tau in (0.2, 0.8):
         f, wall, cpu = timed(lambda tau=tau: optimise(random_linear(1000, 200, tau, seed=0)))
         print(f"  τ = {tau:g}: {wall:.2f} s wall / {cpu:.2f} s CPU (target ≤ 10 s; OM paper ~2000 s); {f.note}")
-    return 0
+        record(name=f"lrm optimisation, n=1000, m=200, τ={tau:g}", wall_s=wall, cpu_s=cpu, target_s=10.0)
 
 
 if __name__ == "__main__":

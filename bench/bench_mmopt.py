@@ -22,6 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import Recorder, record  # noqa: E402
+
 from core.mechanisms import matrix  # noqa: E402
 from core.mechanisms.matrix import MatrixMechanism  # noqa: E402
 from core.queries.workloads import AllRange, Prefix  # noqa: E402
@@ -55,6 +57,11 @@ def main(argv: list[str]) -> None:
         matrix.MAX_ITERATIONS = matrix.LARGE_ITERATIONS = args.iterations
     print(f"{'workload':10s} {'n':>6s} {'p':>5s} {'RMSE':>8s} {'HDMM':>7s} {'ratio':>7s} {'wall s':>8s} {'CPU s':>8s}"
           f" {'HDMM s':>7s}")
+    with Recorder("bench_mmopt", args):
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     for name in args.workloads.split(","):
         for n in (int(s) for s in args.sizes.split(",")):
             for p_text in args.p.split(","):
@@ -72,6 +79,9 @@ def main(argv: list[str]) -> None:
                 print(f"{name:10s} {n:6d} {strategy.theta.shape[0]:5d} {rmse:8.3f} "
                       f"{reference if reference else '':>7} {ratio} {wall:8.1f} {cpu:8.1f} "
                       f"{HDMM_SECONDS.get(n, ''):>7}", flush=True)
+                record(name=f"{name}, n={n}", n=n, p=int(strategy.theta.shape[0]), rmse=rmse, hdmm_rmse=reference,
+                       ratio=rmse / reference if reference else None, wall_s=wall, cpu_s=cpu,
+                       hdmm_s=HDMM_SECONDS.get(n))
 
 
 if __name__ == "__main__":

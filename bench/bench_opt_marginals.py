@@ -37,15 +37,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import Recorder, record, shared_data  # noqa: E402
+
 from core.queries.marginals import MarginalWorkload, TableDomain  # noqa: E402
 from core.tables.opt_marginals import MarginalsPlan, laplace_identity_rmse, plan_opt_marginals  # noqa: E402
 
 RHO = 0.5
 EPSILON = math.sqrt(2 * RHO)
-ROOT = Path(__file__).resolve().parent.parent
-ADULT_DOMAIN = Path("/work/shared/data/adult/adult-domain.json")
-if not ADULT_DOMAIN.exists():
-    ADULT_DOMAIN = ROOT / "data" / "adult" / "adult-domain.json"
+ADULT_DOMAIN = shared_data("adult", "adult-domain.json")  # $DPLENS_SHARED_DATA, else ../shared/data
 
 
 def load_hdmm():
@@ -122,6 +121,12 @@ def dplens_opt(w: MarginalWorkload):
 
 
 def main() -> None:
+    with Recorder("bench_opt_marginals", {k: os.environ.get(k) for k in ("HDMM_SEEDS", "HDMM_ADULT",
+                                                                          "HDMM_ADULT_SEEDS", "HDMM_SRC")}):
+        run()
+
+
+def run() -> None:
     seeds = int(os.environ.get("HDMM_SEEDS", "5"))
     adult_hdmm = os.environ.get("HDMM_ADULT", "1") != "0"
     adult_seeds = int(os.environ.get("HDMM_ADULT_SEEDS", "1"))
@@ -140,7 +145,7 @@ def main() -> None:
         cases += [(f"Adult (14 attrs) all {k}-way", MarginalWorkload.all_kway(adult, k), adult_seeds if adult_hdmm else 0)
                   for k in (2, 1)]
     else:
-        print(f"Adult domain not found at {ADULT_DOMAIN}: Adult rows skipped")
+        print(f"Adult rows skipped: {ADULT_DOMAIN} absent (set DPLENS_SHARED_DATA)")
 
     header = (f"{'workload':40s} {'queries':>8s} {'HDMM':>10s} {'dplens':>10s} {'dpl/HDMM':>8s} {'identity':>10s} "
               f"{'full':>12s} {'HDMM wall/cpu s':>16s} {'dplens wall/cpu s':>18s}")
@@ -159,6 +164,10 @@ def main() -> None:
             h, ratio, times = f"{'—':>10s}", f"{'—':>8s}", f"{'skipped':>15s}"
         print(f"{name:40s} {w.queries:8d} {h} {ours:10.5f} {ratio} {identity:10.5f} {full:12.5g} {times:>16s} "
               f"{our_wall:8.3f}/{our_cpu:8.3f}", flush=True)
+        record(name=name, queries=w.queries, hdmm_rmse=theirs if runs is not None else None, dplens_rmse=ours,
+               ratio=ours / theirs if runs is not None else None, identity_rmse=identity, full_rmse=full,
+               hdmm_wall_s=wall if runs is not None else None, hdmm_cpu_s=cpu if runs is not None else None,
+               dplens_wall_s=our_wall, dplens_cpu_s=our_cpu)
         if runs is not None:
             print(f"{'':40s} HDMM per seed: {', '.join(f'{r:.5f}' for r in runs)}")
             print(f"{'':40s} HDMM measures {describe(w.domain.sizes, hdmm_measured(w.domain.sizes, weights))}")

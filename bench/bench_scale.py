@@ -4,7 +4,8 @@ mechanism on one run at a large domain, each in a fresh interpreter so the figur
 Run: .venv/bin/python bench/bench_scale.py [--n 1048576] [--queries 2000] [--mechanisms dawa,om]
      [--limit-seconds 120] [--limit-gb 4] [--workload identity|prefix|...]
 
-The histogram is HEPTH's shape (../shared/data/dpbench-1d, or an exponential stand-in when absent)
+The histogram is HEPTH's shape (``$DPLENS_SHARED_DATA/dpbench-1d``, else ``../shared/data/dpbench-1d``; an
+exponential stand-in when absent)
 stretched to n bins; the workload is ``queries`` random ranges (seed 0); ε = 1. Peak memory is reported
 twice: tracemalloc's peak of Python/NumPy allocations during the run (what the mechanism itself holds)
 and the child's peak resident set size (interpreter and libraries included, ~100 MB). Targets (issue 15):
@@ -28,16 +29,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-DATA_CANDIDATES = (ROOT.parent / "shared" / "data" / "dpbench-1d", Path("/work/shared/data/dpbench-1d"))
+from results import Recorder, shared_data  # noqa: E402
+
+DPBENCH = shared_data("dpbench-1d")
 
 
 def stretched_histogram(n: int, dataset: str = "HEPTH") -> np.ndarray:
     """A dataset's 4096-bin shape stretched to n bins by linear interpolation (counts floored)."""
-    for folder in DATA_CANDIDATES:
-        path = folder / f"{dataset}.csv"
-        if path.exists():
-            base = np.loadtxt(path, skiprows=1)
-            break
+    path = DPBENCH / f"{dataset}.csv"
+    if path.exists():
+        base = np.loadtxt(path, skiprows=1)
     else:
         base = np.floor(np.random.default_rng(0).exponential(50.0, 4096))
     shape = np.interp(np.linspace(0, base.size - 1, n), np.arange(base.size), base)
@@ -104,13 +105,17 @@ def main(argv: list[str]) -> None:
     print(f"n = {args.n:,} bins, {what}, epsilon = 1, one cold run each "
           f"in a fresh interpreter (address space capped at {args.limit_gb:g} GB, {args.limit_seconds:g} s)")
     print(f"{'mechanism':20s} {'wall s':>8s} {'CPU s':>8s} {'traced MB':>10s} {'max RSS MB':>11s} {'MAE':>12s}")
-    for name in names:
-        result = child(name, args.n, args.queries, args.limit_seconds, args.limit_gb, args.workload)
-        if "error" in result:
-            print(f"{name:20s} {result['error']}")
-            continue
-        print(f"{name:20s} {result['wall']:8.2f} {result['cpu']:8.2f} {result['traced_mb']:10.1f} "
-              f"{result['rss_mb']:11.1f} {result['mae']:12.4g}", flush=True)
+    with Recorder("bench_scale", args) as rec:
+        for name in names:
+            result = child(name, args.n, args.queries, args.limit_seconds, args.limit_gb, args.workload)
+            if "error" in result:
+                print(f"{name:20s} {result['error']}")
+                rec.row(name=name, n=args.n, error=result["error"])
+                continue
+            print(f"{name:20s} {result['wall']:8.2f} {result['cpu']:8.2f} {result['traced_mb']:10.1f} "
+                  f"{result['rss_mb']:11.1f} {result['mae']:12.4g}", flush=True)
+            rec.row(name=name, n=args.n, wall_s=result["wall"], cpu_s=result["cpu"], traced_mb=result["traced_mb"],
+                    max_rss_mb=result["rss_mb"], mae=result["mae"])
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import Recorder, record  # noqa: E402
+
 from core.mechanisms import MECHANISMS  # noqa: E402
 from core.mechanisms.matrix import LARGE_ITERATIONS, MAX_ITERATIONS  # noqa: E402
 from core.queries.workloads import AllRange, Kron, Prefix, Total, random_range  # noqa: E402
@@ -55,6 +57,8 @@ def accuracy(quick: bool) -> None:
             scaled = rmse / math.sqrt(levels)  # 0/±1 strategies: Δ₂² = Δ₁ = levels
             reference = references[label][name]
             print(f"{label:10} {name:10} {rmse:9.3f} {scaled:11.3f} {reference:10.2f} {scaled / reference:7.3f}")
+            record(name=f"{name}, {label}, n=2048", rmse=rmse, hdmm_scale_rmse=scaled, reference_rmse=reference,
+                   ratio=scaled / reference)
         if not quick:
             start = time.perf_counter()
             rmse = math.sqrt(MM.expected_mse(workload, UNIT))
@@ -64,6 +68,8 @@ def accuracy(quick: bool) -> None:
             target = 3.90 if label == "all-range" else 4.0
             print(f"{label:10} {'mm-opt':10} {rmse:9.3f} {rmse * math.sqrt(a_l2):11.3f} {target:10.2f} "
                   f"{rmse / target:7.3f}  (target is in HDMM scale; optimised in {seconds:.1f} s)")
+            record(name=f"mm-opt, {label}, n=2048", rmse=rmse, hdmm_scale_rmse=rmse * math.sqrt(a_l2),
+                   reference_rmse=target, ratio=rmse / target, wall_s=seconds)
 
 
 def speed(quick: bool) -> None:
@@ -87,6 +93,8 @@ def speed(quick: bool) -> None:
             target = "  (target <= 1000 ms)" if n == 2**20 and name in ("hb", "hb(2)", "privelet") else ""
             print(f"n={n:8d} {name:13} first {first:9.1f} ms (cpu {first_cpu:9.1f})   "
                   f"median {median:8.1f} ms (cpu {cpu:8.1f}){target}")
+            record(name=f"{name}, n={n}", n=n, first_wall_ms=first, first_cpu_ms=first_cpu, median_wall_ms=median,
+                   median_cpu_ms=cpu)
     print(f"\nmm-opt optimisation (p = 'auto', restarts = {MM.restarts}, <= {MAX_ITERATIONS} (<= 2048 cells) or {LARGE_ITERATIONS} "
           "L-BFGS-B iterations each); wall time, and CPU time of this process (the machine is shared)")
     sizes = [(1024, AllRange(1024)), (4096, AllRange(4096))] + ([] if quick else [(8192, Prefix(8192))])
@@ -98,10 +106,13 @@ def speed(quick: bool) -> None:
         ratio = f"  HDMM 191 s / ours = {HDMM_OPT0_SECONDS / seconds:.1f}x (target >= 10x)" if n == 4096 else ""
         print(f"n={n:5d} p={strategy.theta.shape[0]:2d} {type(workload).__name__:9} wall {seconds:7.1f} s  cpu {cpu:7.1f} s  "
               f"RMSE(eps=sqrt 2) {rmse:.3f}{ratio}")
+        record(name=f"mm-opt optimisation, {type(workload).__name__}, n={n}", n=n, p=int(strategy.theta.shape[0]),
+               wall_s=seconds, cpu_s=cpu, rmse=rmse, hdmm_s=HDMM_OPT0_SECONDS if n == 4096 else None)
 
 
 if __name__ == "__main__":
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (mm-opt limits BLAS to one thread itself)")
     quick = "--quick" in sys.argv
-    accuracy(quick)
-    speed(quick)
+    with Recorder("bench_standard", {"quick": quick}):
+        accuracy(quick)
+        speed(quick)

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from results import Recorder, record
 
 from core.queries.marginals import MarginalWorkload
 from core.tables.contract import workload_rmse
@@ -89,6 +90,10 @@ def _summary(label: str, rho: float, scores, rmses, times, baseline: float) -> N
         print(f"    {sampler:<20} {tvd.mean():.4f} ± {spread:.4f}  ({abs(gain):.0%} {'below' if gain >= 0 else 'above'} "
               f"the baseline; released marginals' workload RMSE {np.mean(rmses[sampler]):.1f}; "
               f"sampling {spent[:, 0].mean():.2f}s wall / {spent[:, 1].mean():.2f}s CPU)", flush=True)
+        record(name=f"{label} ρ={rho:g}, {sampler}", runs=len(tvd), tvd_mean=tvd.mean(), tvd_sd=spread,
+               baseline_tvd=baseline, gain=gain, workload_rmse=np.mean(rmses[sampler]),
+               fit_wall_s=fit[:, 0].mean(), fit_cpu_s=fit[:, 1].mean(), sampling_wall_s=spent[:, 0].mean(),
+               sampling_cpu_s=spent[:, 1].mean())
 
 
 def main() -> None:
@@ -119,4 +124,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with Recorder("bench_synthesis"):  # bench/results.py: the rows above to bench/results/bench_synthesis.json
+        main()

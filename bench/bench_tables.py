@@ -1,4 +1,4 @@
-"""Tables of records on Adult (../shared/data/adult; skipped when absent): MST through OpenDP vs the
+"""Tables of records on Adult ($DPLENS_SHARED_DATA/adult, else ../shared/data/adult; skipped when absent): MST through OpenDP vs the
 independence baseline, and ResidualPlanner vs Identity on all 2-way marginals. Prints wall and CPU time.
 
     python bench/bench_tables.py [--rho 0.5] [--skip-mst] [--direct --runs 4] [--aim] [--full-table]
@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from pathlib import Path
 
 import numpy as np
+from results import Recorder, record, require, shared_data
 
 from core.queries.marginals import MarginalWorkload
 from core.tables.mechanisms import identity_marginals
@@ -23,8 +23,7 @@ from core.tables.records import independence_tvd, load_table, marginal_tvd
 from core.tables.residual_planner import measure, plan_residuals
 from core.tables.synthesis import AIM, MST
 
-ADULT = Path(__file__).resolve().parents[1].parent.parent / "shared" / "data" / "adult"
-ADULT = ADULT if ADULT.is_dir() else Path("/work/shared/data/adult")
+ADULT = shared_data("adult")
 
 
 def _timed(fn, *args):
@@ -46,12 +45,16 @@ def main() -> None:
     parser.add_argument("--aim", action="store_true", help="run AIM with dplens's defaults at --rho")
     parser.add_argument("--full-table", action="store_true", help="only the 5-attribute full-table comparison")
     args = parser.parse_args()
-    if args.full_table:
-        full_table(args.rho)
-        return
-    if not (ADULT / "adult.csv").is_file():
-        print(f"skipped: {ADULT}/adult.csv is absent")
-        return
+    if not args.full_table:
+        require(ADULT / "adult.csv", ADULT / "adult-domain.json")
+    with Recorder("bench_tables", args):
+        if args.full_table:
+            full_table(args.rho)
+        else:
+            adult(args)
+
+
+def adult(args: argparse.Namespace) -> None:
     table = load_table(ADULT / "adult.csv", ADULT / "adult-domain.json")
     print(f"Adult: {len(table.records):,} records, {len(table.domain.names)} attributes")
     workload = MarginalWorkload.all_kway(table.domain, 2)
@@ -67,9 +70,14 @@ def main() -> None:
               f"ResidualPlanner RMSE closed form {plan.expected_rmse:.4f}, simulated {math.sqrt(mse):.4f} over "
               f"{args.draws} draws (MSE {mse:.3f} ± {se:.3f}: closed form {verdict} 3 sigma; plan {wall:.3f}s wall / "
               f"{cpu:.3f}s CPU); Identity closed form {sigma:.4f}, one draw {math.sqrt(_mse(ident, truth)):.4f}")
+        record(name=f"ResidualPlanner, all 2-way, ρ={rho:g}", rmse_closed_form=plan.expected_rmse,
+               rmse_simulated=math.sqrt(mse), draws=args.draws, within_3_se=verdict == "within", plan_wall_s=wall,
+               plan_cpu_s=cpu, identity_rmse_closed_form=sigma)
     for rho in (0.1, 1.0):
         plan, wall, cpu = _timed(lambda rho=rho: plan_opt_marginals(workload, rho))
         rp = plan_residuals(workload, rho).expected_rmse
+        record(name=f"HDMM OPT_M, all 2-way, ρ={rho:g}", rmse=plan.expected_rmse, wall_s=wall, cpu_s=cpu,
+               laplace_identity_rmse=laplace_identity_rmse(workload, rho), residual_planner_rmse=rp)
         print(f"all 2-way rho={rho:g}: HDMM OPT_M (Laplace, epsilon={math.sqrt(2 * rho):.4g}) RMSE {plan.expected_rmse:.4f}"
               f" ({len(plan.measured())} marginals measured; optimised in {wall:.2f}s wall / {cpu:.2f}s CPU); Laplace "
               f"on each marginal {laplace_identity_rmse(workload, rho):.4f}; ResidualPlanner {rp:.4f} "
@@ -78,14 +86,18 @@ def main() -> None:
         rmse = plan_residuals(MarginalWorkload.all_kway(table.domain, k), 0.5).expected_rmse
         print(f"anchor (dkifer/ResidualPlanner, rho=0.5, all {k}-way): {rmse:.4f} vs {anchor} "
               f"({100 * (rmse / anchor - 1):+.2f} %)")
+        record(name=f"ResidualPlanner anchor, ρ=0.5, all {k}-way", rmse=rmse, anchor_rmse=anchor, ratio=rmse / anchor)
     base = independence_tvd(table.domain, table.records)
     print(f"independence baseline (non-private, product of exact 1-way marginals): mean 2-way TVD {base:.4f}")
+    record(name="independence baseline (non-private)", tvd=base)
     if args.aim:
         progress = []
         release, wall, cpu = _timed(lambda: AIM().run(workload, table.records, args.rho, progress=progress.append))
         print(f"AIM rho={args.rho:g} (defaults {release.metadata}): mean 2-way TVD "
               f"{marginal_tvd(table.domain, table.records, release.records):.4f} vs baseline {base:.4f}; "
               f"{wall:.1f}s wall / {cpu:.1f}s CPU; progress reports {len(progress)}, last {progress[-1]:.2f}")
+        record(name=f"AIM, ρ={args.rho:g}", tvd=marginal_tvd(table.domain, table.records, release.records),
+               wall_s=wall, cpu_s=cpu)
     if args.skip_mst:
         return
     release, wall, cpu = _timed(lambda: MST(measure_split=0.9).run(workload, table.records, args.rho))
@@ -93,6 +105,8 @@ def main() -> None:
           f"{release.metadata['null_rows_dropped']} null rows dropped): mean 2-way TVD "
           f"{marginal_tvd(table.domain, table.records, release.records):.4f} vs baseline {base:.4f}; "
           f"{wall:.1f}s wall / {cpu:.1f}s CPU (the first run in this process includes JAX's compilation)")
+    record(name=f"MST split 0.9, ρ={args.rho:g}", tvd=marginal_tvd(table.domain, table.records, release.records),
+           wall_s=wall, cpu_s=cpu)
     if not args.direct:
         return
     scores: dict[str, list[tuple[float, float, float]]] = {"direct": [], "wrapper": []}
@@ -110,6 +124,8 @@ def main() -> None:
         print(f"MST split 0.5, rho={args.rho:g}, {kind} ({'OpenDP call as documented' if kind == 'direct' else 'dplens'}):"
               f" mean 2-way TVD {tvd.mean():.4f} ± {tvd.std(ddof=1) if len(tvd) > 1 else 0:.4f} over {len(tvd)} runs; "
               f"{wall.mean():.1f}s wall / {cpu.mean():.1f}s CPU per run")
+        record(name=f"MST split 0.5, ρ={args.rho:g}, {kind}", tvd_mean=tvd.mean(), runs=len(tvd),
+               wall_s_per_run=wall.mean(), cpu_s_per_run=cpu.mean())
     ratio = np.mean([r[0] for r in scores["wrapper"]]) / np.mean([r[0] for r in scores["direct"]])
     print(f"wrapper / direct mean TVD: {ratio:.3f} (target within 10 %: {'met' if abs(ratio - 1) <= 0.1 else 'NOT met'})")
 
@@ -157,6 +173,7 @@ def full_table(rho: float) -> None:
         except ValueError as error:
             print(f"5 attributes x {size} levels ({domain.size:,} cells): Identity on the full table refused by the "
                   f"guard (MAX_MARGINAL_CELLS = {MAX_MARGINAL_CELLS:,}): {error}")
+            record(name=f"Identity on the full table, 5 x {size} levels", cells=domain.size, refused=True)
         else:
             tracemalloc.start()
             (noisy, sigma), wall, cpu = _timed(identity_marginals, full, records, rho, rng)
@@ -168,12 +185,17 @@ def full_table(rho: float) -> None:
             print(f"5 attributes x {size} levels ({domain.size:,} cells): Identity on the full table, all 2-way "
                   f"marginals summed from it: RMSE {rmse:.2f} (closed form {sigma * size ** 1.5:.2f}); "
                   f"{wall:.2f}s wall / {cpu:.2f}s CPU, peak {peak:.0f} MB")
+            record(name=f"Identity on the full table, 5 x {size} levels", cells=domain.size, rmse=rmse,
+                   wall_s=wall, cpu_s=cpu, peak_mb=peak)
         (estimates, sigma), wall, cpu = _timed(identity_marginals, pairs, records, rho, rng)
         plan = plan_residuals(pairs, rho)
         rp, rp_wall, rp_cpu = _timed(measure, plan, records, rng)
         print(f"    Identity on the 10 2-way marginals: RMSE {math.sqrt(_mse(estimates, truth)):.2f} "
               f"(closed form {sigma:.2f}), {wall:.2f}s; ResidualPlanner {math.sqrt(_mse(rp, truth)):.2f} "
               f"(closed form {plan.expected_rmse:.2f}), {rp_wall:.2f}s wall / {rp_cpu:.2f}s CPU")
+        record(name=f"2-way marginals, 5 x {size} levels", identity_rmse=math.sqrt(_mse(estimates, truth)),
+               identity_wall_s=wall, residual_planner_rmse=math.sqrt(_mse(rp, truth)), residual_planner_wall_s=rp_wall,
+               residual_planner_cpu_s=rp_cpu)
 
 if __name__ == "__main__":
     main()

@@ -2,11 +2,11 @@
 
 Run: .venv/bin/python bench/peer_accuracy.py [--trials 30] [--datasets HEPTH,NETTRACE] [--no-sweep]
 
-1. DPBench 1-D histograms (../shared/data/dpbench-1d/*.csv, 4096 bins): for ε ∈ {0.1, 1}, each
+1. DPBench 1-D histograms ($DPLENS_SHARED_DATA/dpbench-1d/*.csv, else ../shared/data/dpbench-1d, 4096 bins): for ε ∈ {0.1, 1}, each
    mechanism answers 2000 random ranges (ends uniform, sorted; a fresh workload per trial) through its
    estimate; the error is the mean absolute error per query, averaged over the trials. The reference
    figures (mean ± sd over 10 trials of dpcomp_core) and time per run come from
-   ../shared/spec/peer-reference.md. Verdicts: accuracy "ok" when our mean ≤ 1.15 × the reference mean
+   the shared spec/peer-reference.md (beside the data folder). Verdicts: accuracy "ok" when our mean ≤ 1.15 × the reference mean
    (the stated tolerance), "noise" when it is above that but within 2 combined standard errors of the
    reference mean (z = (ours − ref) / √(se_ours² + se_ref²) ≤ 2, se_ref = sd/√10: the reference means
    come from 10 trials only, as peer-reference.md warns), "WORSE" otherwise; speed "ok" when the
@@ -17,7 +17,7 @@ Run: .venv/bin/python bench/peer_accuracy.py [--trials 30] [--datasets HEPTH,NET
 2. The Compare page's default sweep share of these mechanisms: 10 log-spaced ε in [0.01, 10] × 20
    trials on the default sample (n = 4096, 2000 random ranges), CPU and wall seconds per mechanism.
 
-Skips with a message (exit 0) when ../shared/data or the reference file is absent.
+Skips with a message (exit 0) when the data or the reference file is absent.
 """
 
 from __future__ import annotations
@@ -33,13 +33,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from results import Recorder, record, require, shared_data, shared_spec  # noqa: E402
+
 from core.data.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
 from core.mechanisms import MECHANISMS  # noqa: E402
 from core.mechanisms.dawa import _cached_deviations  # noqa: E402
 from core.queries.workloads import random_range  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "dpbench-1d"
-REFERENCE = ROOT.parent / "shared" / "spec" / "peer-reference.md"
+DATA = shared_data("dpbench-1d")
+REFERENCE = shared_spec("peer-reference.md")
 MECHANISM_COLUMNS = {"identity": "Identity", "dawa": "DAWA", "ahp": "AHP", "mwem": "MWEM"}
 ACCURACY_TOLERANCE = 1.15
 REFERENCE_TRIALS = 10  # the reference figures' mean ± sd are over 10 trials
@@ -123,6 +125,9 @@ def peer_section(trials: int, datasets: list[str], mechanisms: list[str]) -> Non
                       f"{ref_mean:>11.1f} ± {ref_sd:>6.1f} {ratio:>6.2f} {z:>5.1f} {verdict:>5} "
                       f"{np.median(wall):>8.1f} {np.median(cpu):>7.1f} {ref_ms:>7.1f} {speedup:>7.1f}× "
                       f"{'ok' if speed_ok else 'SLOW':>5}", flush=True)
+                record(name=f"{name}, {dataset}, ε={epsilon:g}", mae=errs.mean(), mae_se=se, reference_mae=ref_mean,
+                       reference_sd=ref_sd, ratio=ratio, z=z, accuracy=verdict, median_wall_ms=np.median(wall),
+                       median_cpu_ms=np.median(cpu), reference_ms=ref_ms, speedup=speedup, speed_ok=speed_ok)
     print(f"\naccuracy within tolerance: {summary['acc_ok']}/{summary['acc_all']} "
           f"(+{summary['acc_noise']} within {NOISE_Z:g} standard errors of the 10-trial reference mean); "
           f"speed target met: {summary['speed_ok']}/{summary['speed_all']} (dawa, mwem, ahp cells)\n")
@@ -145,6 +150,7 @@ def sweep_section(mechanisms: list[str]) -> None:
         total_cpu += cpu
         print(f"{name:<9} {cpu:6.2f} s CPU  {time.perf_counter() - start_wall:6.2f} s wall  "
               f"({cpu / (len(epsilons) * 20) * 1000:.1f} ms CPU per run)")
+        record(name=f"default sweep share: {name}", cpu_s=cpu, cpu_ms_per_run=cpu / (len(epsilons) * 20) * 1000)
     print(f"{'total':<9} {total_cpu:6.2f} s CPU (the whole 8-mechanism sweep's target is 5 s)")
 
 
@@ -155,14 +161,13 @@ def main() -> None:
     parser.add_argument("--mechanisms", default="identity,dawa,mwem,ahp")
     parser.add_argument("--no-sweep", action="store_true")
     args = parser.parse_args()
-    if not DATA.is_dir() or not REFERENCE.is_file():
-        print(f"skipped: needs {DATA} and {REFERENCE} (the shared DPBench data and reference figures)")
-        return
+    require(DATA, REFERENCE)
     datasets = [d for d in args.datasets.split(",") if d] or sorted(p.stem for p in DATA.glob("*.csv"))
     mechanisms = [m for m in args.mechanisms.split(",") if m]
-    peer_section(args.trials, datasets, mechanisms)
-    if not args.no_sweep:
-        sweep_section([m for m in mechanisms if m != "identity"])
+    with Recorder("peer_accuracy", args):
+        peer_section(args.trials, datasets, mechanisms)
+        if not args.no_sweep:
+            sweep_section([m for m in mechanisms if m != "identity"])
 
 
 if __name__ == "__main__":

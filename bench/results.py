@@ -5,6 +5,8 @@ Not a bench itself (``run_all.py`` skips it). A bench records its figures with
     with Recorder("bench_mmopt", args) as rec:
         rec.row(label="prefix 256", wall_s=1.2, cpu_s=1.1, rmse=5.2)
 
+(or ``record(label=..., ...)`` from code deeper down, which adds the row to the recorder in use)
+
 and on a normal exit the file ``bench/results/bench_mmopt.json`` holds the date (UTC), the git commit,
 the machine, the load average at start and end, the total wall and CPU seconds, the command-line
 arguments and the rows. Units go into the key names (``wall_s``, ``cpu_ms``, ``peak_mb``). A bench that
@@ -12,7 +14,7 @@ fails (an exception, a non-zero exit) or records no row leaves the previous file
 as tables in the documentation.
 
 Shared data (DPBench histograms, Adult): ``shared_data()`` is ``$DPLENS_SHARED_DATA`` if set, else
-``<repository>/../shared/data``; ``require()`` prints ``skipped: <path> absent (set DPLENS_SHARED_DATA)``
+``<repository>/../shared/data`` (``shared_spec()`` is the ``spec`` folder beside it); ``require()`` prints ``skipped: <path> absent (set DPLENS_SHARED_DATA)``
 and exits 0 when a path is missing.
 """
 
@@ -40,6 +42,11 @@ def shared_data(*parts: str) -> Path:
     """The shared data folder (``$DPLENS_SHARED_DATA``, else ``<repository>/../shared/data``), joined with parts."""
     base = os.environ.get(SHARED_ENV)
     return (Path(base) if base else ROOT.parent / "shared" / "data").joinpath(*parts)
+
+
+def shared_spec(*parts: str) -> Path:
+    """The shared reference texts (e.g. ``peer-reference.md``): the ``spec`` folder beside the shared data."""
+    return shared_data().parent.joinpath("spec", *parts)
 
 
 def require(*paths: Path) -> None:
@@ -96,6 +103,14 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+_ACTIVE: list[Recorder] = []
+
+
+def record(**fields: Any) -> dict[str, Any] | None:
+    """Add a row to the innermost recorder in use (nothing when there is none, e.g. a function run alone)."""
+    return _ACTIVE[-1].row(**fields) if _ACTIVE else None
+
+
 class Recorder:
     """Collects a bench's rows and writes ``<directory>/<bench>.json`` when its ``with`` block ends normally."""
 
@@ -110,6 +125,7 @@ class Recorder:
         self._date = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
         self._load = load_average()
         self._wall, self._cpu = time.perf_counter(), cpu_seconds()
+        _ACTIVE.append(self)
         return self
 
     def row(self, **fields: Any) -> dict[str, Any]:
@@ -130,6 +146,8 @@ class Recorder:
         return self.path
 
     def __exit__(self, kind, error, trace) -> bool:
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
         ok = kind is None or (kind is SystemExit and error.code in (None, 0))
         if ok and self.rows:  # a skipped bench (no rows) keeps its previous file too
             print(f"results written to {self.write()}", file=sys.stderr)

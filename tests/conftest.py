@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -29,6 +31,18 @@ def dplens_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("dplens-home")
     monkeypatch.setenv("DPLENS_HOME", str(home))
     return home
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The shared data sets (DPBench 1-D histograms, Adult): ``$DPLENS_SHARED_DATA`` if set, else
+    ``<repository>/../shared/data``, by the one rule the benches use (``bench/results.py: shared_data``).
+    A test that needs a data set skips when it is absent."""
+    path = Path(__file__).resolve().parent.parent / "bench" / "results.py"
+    spec = importlib.util.spec_from_file_location("bench_results", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.shared_data()
 
 
 @pytest.fixture

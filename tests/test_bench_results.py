@@ -69,3 +69,7 @@ def test_gen_ref_renders_a_table_from_a_results_file(tmp_path):
     filled = gen_ref.fill_placeholders("before\n\n<!-- bench-results: bench_fake -->\n\nafter", tmp_path)
     assert "| identity | 0.125 | 0.1 | — | — |" in filled and "bench-results" not in filled
     assert "No results file yet" in gen_ref.fill_placeholders("<!-- bench-results: bench_other -->", tmp_path)
+
+
+def test_the_shared_data_fixture_follows_the_bench_rule(shared_data):
+    assert shared_data == results.shared_data()

@@ -1,4 +1,4 @@
-"""Privacy definitions: published conversion values, composition, validation (docs: /work/shared/spec/privacy.md)."""
+"""Privacy definitions: published conversion values, composition, validation (see docs/privacy-definitions.md)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,17 @@
 """Tables in a real browser (issue #14): upload Adult (5 of its attributes, all 48,842 records) with its domain →
 all 2-way marginals → compare methods → release MST synthetic data → download. Screenshots: test-artifacts/tables-*.png.
-Skips cleanly when ../shared/data/adult is absent."""
+Skips cleanly when the Adult data is absent (the ``shared_data`` fixture: $DPLENS_SHARED_DATA/adult, else
+../shared/data/adult beside the repository)."""
 
 import io
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, ROOT, wait_idle, wait_text
+from tests.e2e.conftest import ARTIFACTS, wait_idle, wait_text
 
 pytestmark = pytest.mark.e2e
-ADULT = next((p for p in (ROOT.parent / "shared" / "data" / "adult", Path("/work/shared/data/adult"))
-              if (p / "adult.csv").is_file()), None)
 COLUMNS = ["age", "workclass", "race", "sex", "income>50K"]
 
 
@@ -26,10 +24,16 @@ def _download(page, label: str) -> bytes:
     return data
 
 
-@pytest.mark.skipif(ADULT is None, reason="the Adult data (../shared/data/adult) is absent")
-def test_adult_marginals_compare_and_mst_synthetic_data(page, tmp_path):
-    frame = pd.read_csv(ADULT / "adult.csv", usecols=COLUMNS)[COLUMNS]
-    domain = {k: v for k, v in json.loads((ADULT / "adult-domain.json").read_text()).items() if k in COLUMNS}
+@pytest.fixture
+def adult(shared_data):
+    if not (shared_data / "adult" / "adult.csv").is_file():
+        pytest.skip(f"the Adult data ({shared_data / 'adult'}) is absent (set DPLENS_SHARED_DATA)")
+    return shared_data / "adult"
+
+
+def test_adult_marginals_compare_and_mst_synthetic_data(adult, page, tmp_path):
+    frame = pd.read_csv(adult / "adult.csv", usecols=COLUMNS)[COLUMNS]
+    domain = {k: v for k, v in json.loads((adult / "adult-domain.json").read_text()).items() if k in COLUMNS}
     frame.to_csv(tmp_path / "adult.csv", index=False)
     (tmp_path / "adult-domain.json").write_text(json.dumps(domain))
     page.set_viewport_size({"width": 1366, "height": 900})

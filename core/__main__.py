@@ -215,7 +215,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     from core.mechanisms import NEIGHBOURING
     from core.privacy.definitions import delta_warning
     from core.queries.workloads import parse_workload
-    from core.release.export import SIMULATION_LABEL
+    from core.release.export import SIMULATION_LABEL, ExportKeys
     from core.release.kernel import HistogramRequest, export_release, release_histogram
 
     if args.noise != "secure":  # tables and histograms alike
@@ -244,7 +244,7 @@ def cmd_release(args: argparse.Namespace) -> int:
                                   name=histogram.name, time_limit=args.time_limit, where="command line")
     release = published.release
     output.write_bytes(export_release(published, request, fmt=output.suffix.lower().lstrip("."),
-                                      dataset=histogram.name, labels=histogram.bin_labels(),
+                                      dataset=histogram.name, keys=ExportKeys.for_release(histogram, release, request.workload),
                                       rng=np.random.default_rng(args.seed)))
     kind = "bins" if release.estimate is not None else "query answers"
     print(f"released {len(release.estimate if release.estimate is not None else release.answers)} {kind} "

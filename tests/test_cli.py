@@ -115,7 +115,8 @@ def test_release_without_estimate_writes_query_answers(tmp_path):
     assert main(["release", "--input", "dense", "--mechanism", "laplace-on-answers", "--epsilon", "1",
                  "--workload", "random-range:m=25,seed=2", "--output", str(out)]) == 0
     rows = list(csv.reader(out.read_text().splitlines()))
-    assert rows[0] == ["query", "answer", "lower", "upper", "level"] and len(rows) == 26
+    assert rows[0] == ["query", "answer", "lower", "upper", "level", "description", "spec"] and len(rows) == 26
+    assert all(row[5].startswith(("bin", "bins")) and row[6].startswith("range:") for row in rows[1:])
 
 
 @pytest.mark.parametrize("name", list(SAMPLE_DATASETS))

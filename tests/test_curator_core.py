@@ -1,4 +1,4 @@
-"""Core pieces of the curator flow (issue #17): long-form grids, multi-target epsilon, intervals, recipes."""
+"""Core pieces of the curator flow: long-form grids, multi-target epsilon, intervals, recipes."""
 
 import pytest
 
@@ -72,21 +72,23 @@ def test_export_round_trip_gives_identical_values_and_metadata():
     from core.mechanisms import MECHANISMS
     from core.privacy.noise import noise_sampler, noise_source
     from core.queries.workloads import Prefix
-    from core.release.export import release_to_csv, release_to_json
+    from core.release.export import ExportKeys, release_to_csv, release_to_json
 
     counts = np.array([5.0, 0, 3, 9])
     rng = noise_source("secure")
     release = MECHANISMS["hb"].run(counts, Prefix(4), 0.7, rng)
     text = release_to_json(release, workload="prefix", noise_path="secure", dataset="ages.csv",
-                           labels=["a", "b", "c", "d"], noise_sampler=noise_sampler(rng), export_id="x1")
+                           keys=ExportKeys(("bin",), (("a", "b", "c", "d"),)), noise_sampler=noise_sampler(rng),
+                           export_id="x1")
     back = load_release(text.encode(), "dplens-release-1.json")
     np.testing.assert_array_equal(back.values, release.estimate)
     assert back.labels == ("a", "b", "c", "d")
     original = __import__("json").loads(text)
-    assert back.metadata == {k: v for k, v in original.items() if k not in ("counts", "labels")}
+    assert back.metadata == {k: v for k, v in original.items()
+                             if k not in ("counts", "labels", "axis_names", "axis_labels")}
     assert back.metadata["dataset"] == "ages.csv" and "No seed is kept" in back.metadata["noise_policy"]
     assert "seed" not in back.metadata
-    csv_back = load_release(release_to_csv(release, ["a", "b", "c", "d"]), "r.csv")
+    csv_back = load_release(release_to_csv(release, ExportKeys(("bin",), (("a", "b", "c", "d"),))), "r.csv")
     np.testing.assert_allclose(csv_back.values, release.estimate, rtol=1e-9)
     assert (csv_back.as_histogram().vector >= 0).all()
 

@@ -14,10 +14,21 @@ from hypothesis import strategies as st
 from core import __version__
 from core.mechanisms import MECHANISMS, NEIGHBOURING, Release
 from core.queries.workloads import Prefix
-from core.release.export import history_to_csv, neutralise, release_metadata, release_to_csv, release_to_json
+from core.release.export import (
+    ExportKeys,
+    history_to_csv,
+    neutralise,
+    release_metadata,
+    release_to_csv,
+    release_to_json,
+)
 
 labels_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.sampled_from("\t\r\n,\""),
                       max_size=12)
+
+
+def _keys(labels) -> ExportKeys:
+    return ExportKeys(("bin",), (tuple(labels),))
 
 
 def _rows(data: bytes) -> list[list[str]]:
@@ -29,7 +40,7 @@ def _rows(data: bytes) -> list[list[str]]:
 def test_csv_round_trip(values, data):
     labels = data.draw(st.lists(labels_text, min_size=len(values), max_size=len(values)))
     release = Release("identity", 1.0, 1.0, np.array(values), np.array(values))
-    rows = _rows(release_to_csv(release, labels))
+    rows = _rows(release_to_csv(release, _keys(labels)))
     assert rows[0] == ["bin", "count"] and len(rows) == len(values) + 1
     # a CR inside a label comes back as LF (a bare CR would break the CSV)
     assert [r[0] for r in rows[1:]] == [neutralise(label).replace("\r\n", "\n").replace("\r", "\n")
@@ -39,10 +50,10 @@ def test_csv_round_trip(values, data):
 
 def test_csv_without_estimate_writes_query_answers():
     release = Release("laplace-on-answers", 1.0, 1.0, np.array([1.25, -3.0]), None)
-    assert _rows(release_to_csv(release, labels=["ignored", "too"])) == [["query", "answer"], ["0", "1.25"],
+    assert _rows(release_to_csv(release, _keys(["ignored", "too"]))) == [["query", "answer"], ["0", "1.25"],
                                                                           ["1", "-3"]]
-    with pytest.raises(ValueError, match="3 labels for 2 released values"):
-        release_to_csv(Release("identity", 1.0, 1.0, np.ones(2), np.ones(2)), labels=["a", "b", "c"])
+    with pytest.raises(ValueError, match="3 labelled cells for 2 released values"):
+        release_to_csv(Release("identity", 1.0, 1.0, np.ones(2), np.ones(2)), _keys(["a", "b", "c"]))
 
 
 @settings(max_examples=30, deadline=None)
@@ -50,7 +61,7 @@ def test_csv_without_estimate_writes_query_answers():
 def test_json_round_trip_with_metadata(values):
     release = Release("identity", 0.5, 0.5, np.array(values), np.array(values), params={"noise_scale": np.float64(2)})
     doc = json.loads(release_to_json(release, workload="prefix", noise_path="secure", export_id="e1",
-                                     dataset="mine", labels=[f"b{i}" for i in range(len(values))]))
+                                     dataset="mine", keys=_keys([f"b{i}" for i in range(len(values))])))
     assert doc["counts"] == [float(v) for v in values]
     assert doc["labels"] == [f"b{i}" for i in range(len(values))]
     assert doc["export_id"] == "e1" and doc["params"] == {"noise_scale": 2.0}
@@ -71,8 +82,8 @@ def test_exports_hold_only_released_values_never_true_counts_or_details():
     release = MECHANISMS["identity"].run(x, Prefix(3), 1.0, np.random.default_rng(0))
     release = Release(release.mechanism, release.epsilon, release.privacy_loss, release.answers,
                       release.estimate, release.params, details={"tree": "SECRET-DETAIL"})
-    as_csv = release_to_csv(release, ["a", "b", "c"]).decode()
-    as_json = release_to_json(release, workload="prefix", noise_path="secure", labels=["a", "b", "c"])
+    as_csv = release_to_csv(release, _keys(["a", "b", "c"])).decode()
+    as_json = release_to_json(release, workload="prefix", noise_path="secure", keys=_keys(["a", "b", "c"]))
     released = [float(r[1]) for r in _rows(as_csv.encode())[1:]]
     np.testing.assert_allclose(released, release.estimate, rtol=1e-9)
     doc = json.loads(as_json)
@@ -93,9 +104,9 @@ def test_formula_neutralisation(cell, safe):
 
 def test_labels_dataset_names_and_history_are_neutralised():
     release = Release("identity", 1.0, 1.0, np.ones(2), np.ones(2))
-    assert _rows(release_to_csv(release, ["=HYPERLINK(x)", "ok"]))[1][0] == "'=HYPERLINK(x)"
+    assert _rows(release_to_csv(release, _keys(["=HYPERLINK(x)", "ok"])))[1][0] == "'=HYPERLINK(x)"
     doc = json.loads(release_to_json(release, workload="identity", noise_path="secure",
-                                     dataset="=cmd|' /C calc'!A0", labels=["@a", "b"]))
+                                     dataset="=cmd|' /C calc'!A0", keys=_keys(["@a", "b"])))
     assert doc["dataset"].startswith("'=") and doc["labels"] == ["'@a", "b"]
     rows = _rows(history_to_csv([{"label": "=evil()", "epsilon": 0.5}, {"label": "a\rb", "epsilon": 0.25}]))
     assert rows == [["epsilon", "label"], ["0.5", "'=evil()"], ["0.25", "a\nb"]]
@@ -116,3 +127,49 @@ def test_no_export_contains_a_noise_seed():
     history = [{"number": 1, "epsilon": 1.0, "noise_path": "exploration", "seed": 12345, "stream": 0}]
     rows = _rows(history_to_csv(history))
     assert rows[0] == ["epsilon", "noise_path", "number"] and "12345" not in rows[1]
+
+
+def test_exports_keep_the_uploads_column_names_and_come_back_with_them():
+    from core.data.datasets import load_histogram
+    from core.data.released import load_release
+
+    hist = load_histogram(b"age,count\n0-17,3\n18-64,9\n65+,2\n")
+    release = Release("identity", 1.0, 1.0, np.array([2.5, 9.25, -1.0]), np.array([2.5, 9.25, -1.0]))
+    keys = ExportKeys.for_release(hist, release, Prefix(3))
+    as_csv = release_to_csv(release, keys)
+    assert _rows(as_csv)[0] == ["age", "count"] and _rows(as_csv)[1] == ["0-17", "2.5"]
+    assert keys.query_texts == ()  # a histogram's export names its cells; its queries are not needed
+    for data in (as_csv, release_to_json(release, workload="prefix", noise_path="secure", keys=keys).encode()):
+        back = load_release(data).as_histogram()
+        assert back.domain.names == ("age",) and back.labels == (("0-17", "18-64", "65+"),)
+
+
+def test_a_two_way_export_is_a_labelled_long_table_that_comes_back_two_way():
+    from core.data.datasets import load_histogram
+    from core.data.released import load_release
+
+    hist = load_histogram(b"age_band,region,count\nyoung,N,3\nyoung,S,4\nold,N,5\nold,S,6\n")
+    values = np.array([2.5, 4.0, -1.0, 6.5])
+    release = Release("identity", 1.0, 1.0, values, values)
+    keys = ExportKeys.for_release(hist, release, None)
+    as_csv = release_to_csv(release, keys)
+    assert _rows(as_csv)[:2] == [["age_band", "region", "count"], ["young", "N", "2.5"]]
+    as_json = release_to_json(release, workload="identity", noise_path="secure", keys=keys).encode()
+    for data in (as_csv, as_json):
+        back = load_release(data).as_histogram()
+        assert back.domain.shape == (2, 2) and back.domain.names == ("age_band", "region")
+        assert back.labels == (("young", "old"), ("N", "S"))
+        np.testing.assert_allclose(back.vector, np.clip(values, 0, None))
+
+
+def test_answers_carry_each_query_in_words_and_as_a_spec():
+    from core.data.datasets import load_histogram
+
+    hist = load_histogram(b"age,count\n0-17,3\n18-64,9\n65+,2\n")
+    release = Release("laplace-on-answers", 1.0, 1.0, np.array([3.5, 11.0, 13.25]), None)
+    keys = ExportKeys.for_release(hist, release, Prefix(3))
+    rows = _rows(release_to_csv(release, keys))
+    assert rows[0] == ["query", "answer", "description", "spec"]
+    assert rows[3] == ["2", "13.25", "bins 0-17 to 65+", "range:0:2"]
+    doc = json.loads(release_to_json(release, workload="prefix", noise_path="secure", keys=keys))
+    assert doc["query_descriptions"][1] == "bins 0-17 to 18-64" and doc["query_specs"][1] == "range:0:1"

@@ -25,6 +25,7 @@ from core.privacy.budget import Budget, BudgetExceededError
 from core.privacy.definitions import PureDP
 from core.privacy.ledger_store import LedgerStore
 from core.queries.workloads import Prefix
+from core.release.export import ExportKeys
 from core.release.kernel import HistogramRequest, export_release, release_histogram
 from core.release.provenance import recognise
 from tests.test_app import open_page
@@ -49,11 +50,11 @@ def test_the_page_and_the_command_line_release_alike(tmp_path, mechanism):
     metadata keys and CSV columns (both go through the kernel's release_histogram and export_release)."""
     at = _page_release(mechanism, 0.5)
     entry, output = at.session_state.releases[0], at.session_state.release_outputs[1]
-    labels = load_histogram("smooth").bin_labels()  # as the page passes them
+    keys = ExportKeys.for_release(load_histogram("smooth"), output["release"], output["request"].workload)  # as the page
     page_json = json.loads(export_release(output["published"], output["request"], fmt="json", dataset="smooth",
-                                          labels=labels))
+                                          keys=keys))
     page_csv = export_release(output["published"], output["request"], fmt="csv", dataset="smooth",
-                              labels=labels).decode()
+                              keys=keys).decode()
     fingerprint = dataset_fingerprint(load_histogram("smooth"))
     page_spend = [e for e in LedgerStore().history(fingerprint) if e["kind"] == "spend"]
 

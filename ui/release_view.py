@@ -21,6 +21,7 @@ from core.privacy.noise import noise_sampler, noise_source
 from core.release.config import parse_config
 from core.release.export import (
     SIMULATION_LABEL,
+    ExportKeys,
     history_to_csv,
     privacy_metadata,
     release_to_csv,
@@ -121,19 +122,21 @@ def spend_and_release() -> None:
     ui.save_workspace()  # the history survives a reload even if this run is cut short
 
 
-def _export_files(output: dict, entry: dict, labels, intervals) -> tuple[bytes, bytes]:
+def _export_files(output: dict, entry: dict, hist, intervals) -> tuple[bytes, bytes]:
     """(CSV, JSON) of a release: through the kernel's ``export_release`` (as the command line writes them) for a
     release of the private data; re-releases of already-private data are written the same way, without a spend."""
-    published = output.get("published")
+    published, release = output.get("published"), output["release"]
     dataset = ui.dataset_file(entry["dataset"])
+    if hist is not None and "export_keys" not in output:  # queries in words: computed once per release
+        output["export_keys"] = ExportKeys.for_release(hist, release, output["request"].workload)
+    keys = output.get("export_keys") if hist is not None else None
     if published is not None:
-        return tuple(export_release(published, output["request"], fmt=fmt, dataset=dataset, labels=labels,
+        return tuple(export_release(published, output["request"], fmt=fmt, dataset=dataset, keys=keys,
                                     intervals=intervals, compute_intervals=False) for fmt in ("csv", "json"))
-    release = output["release"]
     meta = {"workload": entry["workload"], "noise_path": entry["noise_path"],
             "noise_sampler": entry.get("noise_sampler"), "dataset": dataset, "export_id": entry.get("export_id")}
-    return release_to_csv(release, labels, intervals), release_to_json(release, labels=labels, intervals=intervals,
-                                                                       **meta).encode()
+    return release_to_csv(release, keys, intervals), release_to_json(release, keys=keys, intervals=intervals,
+                                                                     **meta).encode()
 
 
 def export_intervals(number: int, simultaneous: bool) -> None:
@@ -302,7 +305,6 @@ def show_release(history: list[dict], hist, workload) -> None:
                                                 y_title="answer (records)")
         st.plotly_chart(figures["answers"], key="release_answers_chart")
     st.subheader("Export")
-    labels = hist.bin_labels() if same_inputs and release.estimate is not None else None
     intervals = None
     if not simulation:
         left, right = st.columns(2)
@@ -330,10 +332,11 @@ def show_release(history: list[dict], hist, workload) -> None:
     if simulation:
         cols[0].info(f"Release #{number} is a {SIMULATION_LABEL}: nothing to download.")
     else:
-        csv_bytes, json_bytes = _export_files(output, entry, labels, intervals)
+        csv_bytes, json_bytes = _export_files(output, entry, hist if same_inputs else None, intervals)
         cols[0].download_button("Released histogram (CSV)", csv_bytes,
                                 f"dplens-release-{number}.csv", "text/csv", key="release_csv", on_click="ignore",
-                                help="Only the released values: bin,count (or query,answer).")
+                                help="Only the released values, one column per axis named as your upload named "
+                                     "it, then count (or query, answer and each query in words).")
         cols[1].download_button("Release with metadata (JSON)", json_bytes,
                                 f"dplens-release-{number}.json", "application/json", key="release_json",
                                 on_click="ignore",

@@ -101,15 +101,15 @@ def load_histogram(source: str | Path | bytes, *, filename: str | None = None,
     suffix = Path(filename).suffix.lower() if filename else ""
     name = name or (Path(filename).stem if filename else "uploaded")
     if suffix == ".npy" or data.startswith(b"\x93NUMPY"):
-        counts, labels = _parse_npy(data), ()
+        counts, labels, axis_names = _parse_npy(data), (), ()
     else:
         text = _decode(data)
         stripped = text.lstrip()
         if suffix == ".json" or stripped.startswith(("{", "[")):
-            counts, labels, name = _parse_json(stripped, name)
+            counts, labels, name, axis_names = _parse_json(stripped, name)
         else:
-            counts, labels = _parse_csv(text, data, grid_shape, notes if notes is not None else [])
-    return _build(counts, labels, name)
+            (counts, labels), axis_names = _parse_csv(text, data, grid_shape, notes if notes is not None else [])
+    return _build(counts, labels, name, axis_names)
 
 
 def _decode(data: bytes) -> str:
@@ -121,7 +121,7 @@ def _decode(data: bytes) -> str:
         raise _fail(f"file is not UTF-8 text (byte {err.start}); expected CSV, JSON or .npy") from None
 
 
-def _build(counts, labels, name: str) -> Histogram:
+def _build(counts, labels, name: str, axis_names=()) -> Histogram:
     array = np.asarray(counts, dtype=float)
     if array.ndim not in (1, 2) or array.size == 0:
         raise _fail(f"counts must be a non-empty 1-D or 2-D array, got shape {array.shape}")
@@ -135,7 +135,8 @@ def _build(counts, labels, name: str) -> Histogram:
     if negative.size:
         raise _fail(f"cell {_cell(array, negative[0])} is {flat[negative[0]]:g}; counts must be >= 0")
     try:
-        return Histogram.from_counts(array, labels=labels, name=str(name)[:80])
+        names = tuple(str(n)[:80] for n in axis_names) if len(axis_names) == array.ndim else None
+        return Histogram.from_counts(array, labels=labels, name=str(name)[:80], axis_names=names)
     except ValueError as err:
         raise _fail(str(err)) from None
 
@@ -211,7 +212,9 @@ def _parse_json(text: str, name: str):
         labels = ()
     elif not all(isinstance(a, list) for a in labels):
         labels = (labels,)
-    return np.array(counts, dtype=float), tuple(tuple(map(str, a)) for a in labels), doc.get("name", name)
+    names = doc.get("axis_names")
+    names = tuple(names) if isinstance(names, list) and all(isinstance(n, str) for n in names) else ()
+    return np.array(counts, dtype=float), tuple(tuple(map(str, a)) for a in labels), doc.get("name", name), names
 
 
 _LINE = re.compile(r"[^\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]*")  # up to str.splitlines' first break
@@ -393,13 +396,13 @@ def _parse_csv(text: str, data: bytes, grid_shape: tuple[int, int] | None = None
                 cells = _read_columns(text, delimiter, list(range(width)), header=False).to_numpy(dtype=object)
             matrix = _numeric(pd.Series(cells.ravel()), "column 1", first_row=1, width=width)
         matrix = matrix.reshape(-1, width)
-        return (matrix[:, 0], ()) if width == 1 else (matrix, ())
+        return ((matrix[:, 0], ()) if width == 1 else (matrix, ())), ()
     names = [c.strip().lower() for c in cells]
     position = {name: names.index(name) for name in ("row", "col", "count") if name in names}
     if {"row", "col", "count"} <= set(position):
         rows_, cols, counts = _number_columns(text, delimiter, width, [position[k] for k in ("row", "col", "count")],
                                               ["row", "col", "count"])
-        return _grid(rows_, cols, counts, grid_shape, notes if notes is not None else []), ()
+        return (_grid(rows_, cols, counts, grid_shape, notes if notes is not None else []), ()), ()
     if "count" not in position:
         raise _fail(f"CSV needs a 'count' column (or row,col,count for 2-D); found {cells[:6]}")
     intervals = [cells[i].strip() for i, name in enumerate(names) if name in INTERVAL_COLUMNS]
@@ -408,18 +411,19 @@ def _parse_csv(text: str, data: bytes, grid_shape: tuple[int, int] | None = None
     others = [i for i, name in enumerate(names) if name not in ("count", *INTERVAL_COLUMNS) and name]
     (counts,) = _number_columns(text, delimiter, width, [position["count"]], ["count"])
     if len(others) == 2 and not all(_is_number_column(text, delimiter, width, i) for i in others):
-        return _labelled_grid(text, delimiter, width, others, counts, [cells[i].strip() for i in others],
-                              notes if notes is not None else [])
+        axis_names = tuple(cells[i].strip() for i in others)
+        return _labelled_grid(text, delimiter, width, others, counts, list(axis_names),
+                              notes if notes is not None else []), axis_names
     if len(others) > 2:
         raise _fail(f"CSV has {len(others)} label columns besides 'count' ({', '.join(cells[i].strip() for i in others)});"
                     " a histogram has one (1-D) or two (2-D, as A,B,count): aggregate over the others first")
     if not others:
-        return counts, ()
+        return (counts, ()), ()
     if len(others) == 2 and notes is not None:  # two numeric columns: the first labels the bins, say so
         notes.append(f"column {cells[others[1]].strip()!r} ignored: 1-D histogram labelled by "
                      f"{cells[others[0]].strip()!r} (for 2-D, name the columns row,col,count or use text labels)")
     labels = _read_columns(text, delimiter, [others[0]], header=True, width=width)[others[0]]
-    return counts, (tuple(labels),)
+    return (counts, (tuple(labels),)), (cells[others[0]].strip(),)
 
 
 INTERVAL_COLUMNS = ("lower", "upper", "level")
@@ -531,7 +535,7 @@ def histogram_from_records(source: str | Path | bytes, column: str, *, bins: int
             edges = np.linspace(x.min(), x.max() if x.max() > x.min() else x.min() + 1, bins + 1)
         counts, edges = np.histogram(x, bins=edges)
         labels = (tuple(f"[{a:g}, {b:g})" for a, b in zip(edges[:-1], edges[1:], strict=True)),)
-        return Histogram.from_counts(counts, labels=labels, name=name)
+        return Histogram.from_counts(counts, labels=labels, name=name, axis_names=(column,))
     counts = np.bincount(codes[codes >= 0], minlength=len(categories))
     if (codes < 0).any():  # missing values (pandas' NaN code) are their own category, the empty label
         categories, counts = ["", *categories], np.concatenate(([int((codes < 0).sum())], counts))
@@ -541,7 +545,7 @@ def histogram_from_records(source: str | Path | bytes, column: str, *, bins: int
     categories, counts = categories[order], counts[order]
     if categories.size > MAX_CELLS:
         raise _fail(f"column {column!r} has {categories.size} categories; the limit is {MAX_CELLS}")
-    return Histogram.from_counts(counts, labels=(tuple(str(c) for c in categories),), name=name)
+    return Histogram.from_counts(counts, labels=(tuple(str(c) for c in categories),), name=name, axis_names=(column,))
 
 
 def bin_edges(edges) -> np.ndarray:

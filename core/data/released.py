@@ -33,13 +33,18 @@ POST_PROCESSING = ("Already-private output: these values were released under dif
 
 @dataclass(frozen=True, eq=False)
 class ReleasedData:
-    """Released values (``kind`` "counts" per bin or "answers" per query), their labels and metadata."""
+    """Released values (``kind`` "counts" per bin or "answers" per query), their labels and metadata.
+
+    ``axis_names`` and ``axis_labels`` (per axis) give the histogram's shape and names back, 2-D included.
+    """
 
     values: np.ndarray
     kind: str
     labels: tuple[str, ...] = ()
     metadata: dict = field(default_factory=dict)
     name: str = "release"
+    axis_names: tuple[str, ...] = ()
+    axis_labels: tuple[tuple[str, ...], ...] = ()
 
     def as_histogram(self) -> Histogram:
         """A viewable histogram: negative counts clipped to 0 (post-processing). Counts exports only.
@@ -50,8 +55,14 @@ class ReleasedData:
         if self.kind != "counts":
             raise ValueError("this export holds workload answers, not a histogram; it can be viewed but "
                              "not used as a dataset")
-        return Histogram.from_counts(np.clip(self.values, 0, None), labels=(self.labels,) if self.labels else (),
-                                     name=f"released: {self.name}"[:80])
+        values = np.clip(self.values, 0, None)
+        if len(self.axis_labels) == 2 and len(self.axis_labels[0]) * len(self.axis_labels[1]) == values.size:
+            shape = (len(self.axis_labels[0]), len(self.axis_labels[1]))
+            return Histogram.from_counts(values.reshape(shape), labels=self.axis_labels,
+                                         name=f"released: {self.name}"[:80], axis_names=self.axis_names or None)
+        names = self.axis_names[:1] if len(self.axis_names) == 1 else None
+        return Histogram.from_counts(values, labels=(self.labels,) if self.labels else (),
+                                     name=f"released: {self.name}"[:80], axis_names=names)
 
 
 def is_release_export(data: bytes) -> bool:
@@ -59,6 +70,8 @@ def is_release_export(data: bytes) -> bool:
 
     >>> is_release_export(b"bin,count\\n0,-2.5\\n1,3\\n"), is_release_export(b"bin,count\\n0,2\\n")
     (True, False)
+    >>> is_release_export(b"age,sex,count\\n0-9,F,1.5\\n0-9,M,2\\n")  # axes named as the upload named them
+    True
     >>> import io
     >>> buffer = io.BytesIO(); np.save(buffer, np.arange(4096)); is_release_export(buffer.getvalue())
     False
@@ -89,24 +102,30 @@ def _json_export(data: bytes) -> dict | None:
     return None
 
 
-def _csv_export(data: bytes) -> tuple[str, list[str], np.ndarray] | None:
+def _csv_export(data: bytes) -> tuple[str, list[str], list[list[str]], np.ndarray] | None:
+    """(kind, header, rows, values) of a CSV export: key columns (one per axis, any names) then ``count``, or
+    ``query,answer``; None when the CSV is not shaped like one or its values are plain non-negative integers."""
     text = data.decode("utf-8-sig", errors="replace")
     try:
-        rows = list(csv.reader(io.StringIO(text)))
+        rows = [r for r in csv.reader(io.StringIO(text)) if r]
     except csv.Error:  # a stray CR, an over-long field: not the Release page's CSV
         return None
-    if not rows or [c.strip().lower() for c in rows[0][:2]] not in (["bin", "count"], ["query", "answer"]):
+    header = [c.strip().lower() for c in rows[0]] if rows else []
+    if header[:2] == ["query", "answer"]:
+        kind, at = "answers", 1
+    elif "count" in header and header.index("count") in (1, 2):
+        kind, at = "counts", header.index("count")
+    else:
         return None
     try:
-        values = np.array([float(r[1]) for r in rows[1:] if r], dtype=float)
+        values = np.array([float(r[at]) for r in rows[1:]], dtype=float)
     except (ValueError, IndexError):
         return None
     if values.size == 0 or not np.all(np.isfinite(values)):
         return None
     if np.all(values >= 0) and np.all(values == np.round(values)):
         return None  # plain non-negative integer counts: an ordinary histogram, not evidently a release
-    kind = "counts" if rows[0][0].strip().lower() == "bin" else "answers"
-    return kind, [r[0] for r in rows[1:] if r], values
+    return kind, [c.strip() for c in rows[0][:at]], [r[:at] for r in rows[1:]], values
 
 
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null", int: "number",
@@ -141,14 +160,23 @@ def load_release(data: bytes, filename: str | None = None) -> ReleasedData:
         labels = tuple(str(v) for v in raw_labels)
         if labels and len(labels) != values.size:
             raise ValueError(f"the export has {len(labels)} labels for {values.size} values")
-        metadata = {k: v for k, v in doc.items() if k not in ("counts", "answers", "labels", "lower", "upper")}
-        return ReleasedData(values, kind, labels, metadata, name)
+        metadata = {k: v for k, v in doc.items()
+                    if k not in ("counts", "answers", "labels", "lower", "upper", "axis_names", "axis_labels")}
+        names, levels = doc.get("axis_names"), doc.get("axis_labels")
+        names = tuple(str(n) for n in names) if isinstance(names, list) else ()
+        levels = tuple(tuple(str(v) for v in axis) for axis in levels) if isinstance(levels, list) and all(
+            isinstance(axis, list) for axis in levels) else ()
+        return ReleasedData(values, kind, labels, metadata, name, names, levels)
     found = None if _binary(data) else _csv_export(data)
     if found is None:
         raise ValueError("not a dplens export: expected the Release page's JSON (with mechanism, epsilon, ...) "
-                         "or its CSV (bin,count or query,answer)")
-    kind, labels, values = found
+                         "or its CSV (a column per axis then count, or query,answer)")
+    kind, names, keys, values = found
+    note = {"note": "the CSV export holds the values only; upload the JSON export for its metadata"}
+    if len(names) == 2:  # A,B,count: levels in order of first appearance, row-major as exported
+        levels = tuple(tuple(dict.fromkeys(key[axis] for key in keys)) for axis in (0, 1))
+        return ReleasedData(values, kind, tuple("|".join(key) for key in keys), note, name, tuple(names), levels)
+    labels = [key[0] for key in keys]
     plain = all(label == str(i) for i, label in enumerate(labels))
-    return ReleasedData(values, kind, () if plain else tuple(labels),
-                        {"note": "the CSV export holds the values only; upload the JSON export for its metadata"},
-                        name)
+    axis = tuple(names) if kind == "counts" and names != ["bin"] else ()
+    return ReleasedData(values, kind, () if plain else tuple(labels), note, name, axis)

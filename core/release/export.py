@@ -7,8 +7,8 @@ stream (``NEVER_EXPORTED``). The export id ties a file to its spend in the ledge
 >>> import numpy as np
 >>> from core.mechanisms import Release
 >>> r = Release("identity", 1.0, 1.0, np.array([1.5, 2.0]), np.array([1.5, 2.0]))
->>> release_to_csv(r, labels=["a", "=cmd|x"]).decode().splitlines()
-['bin,count', 'a,1.5', "'=cmd|x,2"]
+>>> release_to_csv(r, ExportKeys(("age",), (("a", "=cmd|x"),))).decode().splitlines()
+['age,count', 'a,1.5', "'=cmd|x,2"]
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import itertools
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -64,25 +66,73 @@ def _csv_text(cell: object) -> str:
     return neutralise(cell).replace("\r\n", "\n").replace("\r", "\n")
 
 
-def release_to_csv(release: Release, labels: Sequence[str] | None = None, intervals=None) -> bytes:
-    """CSV ``bin,count`` of the released histogram, or ``query,answer`` when there is no estimate.
+@dataclass(frozen=True)
+class ExportKeys:
+    """What names each released value in an export: the histogram's axes as the upload named them, with
+    their labels, and for workload answers each query in words and as a spec (``core.queries.describe``).
+
+    >>> from core.data.domain import Histogram
+    >>> from core.queries.workloads import Prefix
+    >>> keys = ExportKeys.of(Histogram.from_counts([1, 2], labels=[["young", "old"]], axis_names=["age"]), Prefix(2))
+    >>> keys.cells(), keys.query_texts
+    ([('young',), ('old',)], ('bin young', 'bins young to old'))
+    """
+
+    axis_names: tuple[str, ...] = ("bin",)
+    axis_labels: tuple[tuple[str, ...], ...] = ()
+    query_texts: tuple[str, ...] = ()
+    query_specs: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, histogram, workload=None) -> ExportKeys:
+        """The keys of ``histogram`` (a ``core.data.domain.Histogram``), and of ``workload``'s queries if given."""
+        from core.queries.describe import describe_queries
+
+        names = tuple(histogram.domain.names)
+        labels = tuple(tuple(histogram.labels[axis]) if axis < len(histogram.labels)
+                       else tuple(str(i) for i in range(size)) for axis, size in enumerate(histogram.domain.sizes))
+        texts, specs = describe_queries(workload, labels, names) if workload is not None else ((), ())
+        return cls(names, labels, tuple(texts), tuple(specs))
+
+    @classmethod
+    def for_release(cls, histogram, release: Release, workload) -> ExportKeys:
+        """The keys an export of ``release`` needs: the histogram's cells, and the queries only when the release
+        has answers and no estimate (each answer then needs its query)."""
+        return cls.of(histogram, workload if release.estimate is None else None)
+
+    def cells(self) -> list[tuple[str, ...]]:
+        """One key per cell of the flattened (row-major) histogram: its label on each axis."""
+        return list(itertools.product(*self.axis_labels))
+
+
+def release_to_csv(release: Release, keys: ExportKeys | None = None, intervals=None) -> bytes:
+    """CSV of the released histogram (one column per axis, named as the upload named it, then ``count``), or
+    ``query,answer`` when there is no estimate (then ``description,spec`` of each query, when ``keys`` has them).
 
     ``intervals`` (``core.analysis.intervals.Intervals``) adds the columns ``lower,upper,level``.
     """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
+    spread = ("lower", "upper", "level") if intervals is not None else ()
     if release.estimate is not None:
-        values, header = release.estimate, ("bin", "count")
+        values = release.estimate
+        cells = keys.cells() if keys is not None and keys.axis_labels else [(str(i),) for i in range(len(values))]
+        names = keys.axis_names if keys is not None and keys.axis_labels else ("bin",)
+        if len(cells) != len(values):
+            raise ValueError(f"{len(cells)} labelled cells for {len(values)} released values")
+        header, lead, tail = (*names, "count"), cells, [()] * len(values)
     else:
-        values, header = release.answers, ("query", "answer")
-        labels = None
-    if labels is not None and len(labels) != len(values):
-        raise ValueError(f"{len(labels)} labels for {len(values)} released values")
-    writer.writerow(header + (("lower", "upper", "level") if intervals is not None else ()))
+        values = release.answers
+        described = keys is not None and len(keys.query_texts) == len(values)
+        header = ("query", "answer")
+        lead = [(str(i),) for i in range(len(values))]
+        tail = list(zip(keys.query_texts, keys.query_specs, strict=True)) if described else [()] * len(values)
+        spread = (*spread, *(("description", "spec") if described else ()))
+    writer.writerow((*header, *spread))
     for i, value in enumerate(values):
         extra = () if intervals is None else (_number(intervals.lower[i]), _number(intervals.upper[i]),
                                               _number(intervals.level))
-        writer.writerow((_csv_text(labels[i]) if labels is not None else i, _number(value), *extra))
+        writer.writerow((*(_csv_text(k) for k in lead[i]), _number(value), *extra, *(_csv_text(t) for t in tail[i])))
     return buffer.getvalue().encode()
 
 
@@ -186,17 +236,29 @@ def _jsonable(value: object) -> object:
 
 
 def release_to_json(release: Release, *, workload: str, noise_path: str, dataset: str | None = None,
-                    labels: Sequence[str] | None = None, noise_sampler: str | None = None,
+                    keys: ExportKeys | None = None, noise_sampler: str | None = None,
                     export_id: str | None = None, intervals=None) -> str:
-    """JSON with the metadata and the released values (``counts`` or ``answers``); secure releases only."""
+    """JSON with the metadata and the released values (``counts`` or ``answers``); secure releases only.
+
+    With ``keys``: counts carry ``axis_names``, ``axis_labels`` (per axis) and ``labels`` (per cell, axes joined
+    by "|"); answers carry ``query_descriptions`` and ``query_specs``.
+    """
     doc = release_metadata(release, workload=workload, noise_path=noise_path, dataset=dataset,
                            noise_sampler=noise_sampler, export_id=export_id)
     if release.estimate is not None:
         doc["counts"] = [float(v) for v in release.estimate]
-        if labels is not None:
-            doc["labels"] = [neutralise(v) for v in labels]
+        if keys is not None and keys.axis_labels:
+            cells = keys.cells()
+            if len(cells) != len(doc["counts"]):
+                raise ValueError(f"{len(cells)} labelled cells for {len(doc['counts'])} released values")
+            doc.update(axis_names=[neutralise(n) for n in keys.axis_names],
+                       axis_labels=[[neutralise(v) for v in axis] for axis in keys.axis_labels],
+                       labels=["|".join(neutralise(v) for v in cell) for cell in cells])
     else:
         doc["answers"] = [float(v) for v in release.answers]
+        if keys is not None and len(keys.query_texts) == len(doc["answers"]):
+            doc.update(query_descriptions=[neutralise(t) for t in keys.query_texts],
+                       query_specs=list(keys.query_specs))
     if intervals is not None:  # core.analysis.intervals.Intervals, from the released output only
         doc.update(lower=[float(v) for v in intervals.lower], upper=[float(v) for v in intervals.upper],
                    level=intervals.level, simultaneous=intervals.simultaneous, interval_method=intervals.method)

@@ -48,7 +48,7 @@ from core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, ledger_cha
 from core.privacy.ledger_store import DEFAULT_TOTAL, LedgerStore, new_export_id
 from core.privacy.noise import noise_sampler, noise_source
 from core.queries.workloads import Workload
-from core.release.export import neutralise, release_to_csv, release_to_json
+from core.release.export import ExportKeys, neutralise, release_to_csv, release_to_json
 from core.release.provenance import values_hash
 from core.tables.contract import SECURE_NOISE
 
@@ -246,21 +246,21 @@ def export_intervals(published: Published, request: HistogramRequest, *, simulta
 
 
 def export_release(published: Published, request: HistogramRequest, *, fmt: str, dataset: str,
-                   labels=None, intervals=None, rng: np.random.Generator | None = None,
+                   keys: ExportKeys | None = None, intervals=None, rng: np.random.Generator | None = None,
                    compute_intervals: bool = True) -> bytes:
     """The export file of a published histogram release: ``fmt`` "csv" (values with ``lower, upper, level``) or
     "json" (the same plus the metadata and export id). Intervals are computed when not given (unless
-    ``compute_intervals`` is False: the app computes slow ones on request)."""
+    ``compute_intervals`` is False: the app computes slow ones on request). ``keys`` (``ExportKeys.for_release``)
+    name the cells as the upload did and, for workload answers, each answer's query."""
     if fmt not in ("csv", "json"):
         raise ValueError(f"export format must be 'csv' or 'json', got {fmt!r}")
     release = published.release
     if intervals is None and compute_intervals:
         intervals = export_intervals(published, request, rng=rng)
-    labels = list(labels) if labels is not None and release.estimate is not None else None
     if fmt == "csv":
-        return release_to_csv(release, labels, intervals)
+        return release_to_csv(release, keys, intervals)
     return release_to_json(release, workload=request.workload_spec, noise_path="secure", dataset=dataset,
-                           labels=labels, noise_sampler=published.noise_sampler, export_id=published.export_id,
+                           keys=keys, noise_sampler=published.noise_sampler, export_id=published.export_id,
                            intervals=intervals).encode()
 
 

@@ -46,6 +46,7 @@ def main(path: str, output: str | None = None, ledger: str | None = None) -> dic
     from core.privacy.definitions import PureDP
     from core.privacy.ledger_store import LedgerStore
     from core.queries.workloads import parse_workload
+    from core.release.export import ExportKeys
     from core.release.kernel import HistogramRequest, export_release, release_histogram
 
     hist = load_histogram(path)
@@ -55,7 +56,7 @@ def main(path: str, output: str | None = None, ledger: str | None = None) -> dic
     published = release_histogram(request, hist.counts, store=store, fingerprint=dataset_fingerprint(hist),
                                   name=hist.name, where="recipe")
     text = export_release(published, request, fmt="json", dataset=path.rsplit("/", 1)[-1],
-                          labels=hist.bin_labels(), rng=np.random.default_rng()).decode()
+                          keys=ExportKeys.for_release(hist, published.release, request.workload), rng=np.random.default_rng()).decode()
     if output:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -106,18 +107,28 @@ def recipe_notebook(*, mechanism: str, settings: Mapping[str, object], workload:
     >>> [c["cell_type"] for c in cells]
     ['markdown', 'code', 'code', 'code']
     """
-    import nbformat  # optional: only the notebook download needs it
-
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [
-        nbformat.v4.new_markdown_cell(
-            "# dplens recipe\n\nRe-runs one release on a histogram file you name (the data is not in this "
-            "notebook). **Every run spends privacy budget**: it is charged to this installation's ledger and "
-            "refused over budget. Noise comes from the secure path, so values differ from run to run."),
-        nbformat.v4.new_code_cell(_config(mechanism, settings, workload, epsilon).strip()
-                                  + "\nHISTOGRAM_FILE = 'my_histogram.csv'  # your file"),
-        nbformat.v4.new_code_cell(_MAIN.strip()),
-        nbformat.v4.new_code_cell("doc = main(HISTOGRAM_FILE, 'dplens-release.json')\n"
-                                  "{k: doc[k] for k in ('mechanism', 'epsilon', 'workload', 'noise')}"),
+    cells = [
+        _cell("markdown", "intro",
+              "# dplens recipe\n\nRe-runs one release on a histogram file you name (the data is not in this "
+              "notebook). **Every run spends privacy budget**: it is charged to this installation's ledger and "
+              "refused over budget. Noise comes from the secure path, so values differ from run to run."),
+        _cell("code", "config", _config(mechanism, settings, workload, epsilon).strip()
+              + "\nHISTOGRAM_FILE = 'my_histogram.csv'  # your file"),
+        _cell("code", "main", _MAIN.strip()),
+        _cell("code", "run", "doc = main(HISTOGRAM_FILE, 'dplens-release.json')\n"
+                             "{k: doc[k] for k in ('mechanism', 'epsilon', 'workload', 'noise')}"),
     ]
-    return nbformat.writes(notebook)
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": _NOTEBOOK_METADATA, "cells": cells}
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+_NOTEBOOK_METADATA = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                      "language_info": {"name": "python"}}
+
+
+def _cell(cell_type: str, cell_id: str, source: str) -> dict:
+    """One nbformat 4.5 cell (written as JSON here: the notebook format needs no library)."""
+    cell = {"cell_type": cell_type, "id": cell_id, "metadata": {}, "source": source.splitlines(keepends=True)}
+    if cell_type == "code":
+        cell.update(execution_count=None, outputs=[])
+    return cell

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import shutil
 
 import plotly.graph_objects as go
 import streamlit as st
 
+from core.extras import available, missing_extra_message, require
+
 
 def _image_export_ready() -> bool:
     chromium = os.environ.get("BROWSER_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
-    return importlib.util.find_spec("kaleido") is not None and chromium is not None
+    return available("kaleido") and chromium is not None
 
 
 def _render_image(fig: go.Figure, fmt: str) -> bytes:
+    require("kaleido", "images", "PNG/SVG chart export")
     # kaleido 1.x drives a headless Chrome; point it at Debian's Chromium (we never download browsers).
     os.environ.setdefault("BROWSER_PATH", shutil.which("chromium") or "/usr/bin/chromium")
     return fig.to_image(format=fmt, width=1200, height=int(fig.layout.height or 450))
@@ -29,7 +31,9 @@ def figure_downloads(fig: go.Figure, name: str, key: str) -> None:
                             f"{name}.html", "text/html", key=f"{key}_html", on_click="ignore",
                             help="Interactive chart, works offline (plotly.js embedded).")
     if not _image_export_ready():
-        cols[1].caption("PNG/SVG export needs `kaleido` and a Chromium browser on the server.")
+        cols[1].caption(f"{missing_extra_message('PNG/SVG chart export', 'images')}, and a Chromium browser "
+                        "on the server." if not available("kaleido") else
+                        "PNG/SVG chart export needs a Chromium browser on the server.")
         return
     for col, fmt, mime in ((cols[1], "png", "image/png"), (cols[2], "svg", "image/svg+xml")):
         col.download_button(f"Chart ({fmt.upper()})", functools.partial(_render_image, fig, fmt), f"{name}.{fmt}",

@@ -51,6 +51,7 @@ from threadpoolctl import threadpool_limits
 
 from core.analysis.metrics import HISTOGRAM_METRICS, METRICS
 from core.data.domain import Histogram
+from core.extras import require
 from core.mechanisms import Mechanism
 from core.queries.workloads import Workload
 
@@ -424,6 +425,7 @@ _CLIENTS: dict[str, object] = {}
 
 def dask_client(address: str):
     """A ``dask.distributed.Client`` connected to ``address`` (one per address, reused)."""
+    require("dask.distributed", "cluster", "Running on a Dask cluster")
     from dask.distributed import Client
 
     client = _CLIENTS.get(address)
@@ -475,6 +477,7 @@ def _dask(client, contexts, cells, snapshot, should_stop) -> Iterator[CellResult
 
 
 def _local_cluster(workers: int, contexts, cells, snapshot, should_stop) -> Iterator[CellResult]:
+    require("dask.distributed", "cluster", "Running on a local Dask cluster")
     from dask.distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from core.extras import require
+
 if TYPE_CHECKING:
     import polars as pl
     from mbi import MarkovRandomField
@@ -65,6 +67,7 @@ def sample_records(model: MarkovRandomField, rows: int | None, rng: np.random.Ge
         raise ValueError(f"method must be one of {SAMPLING_METHODS}, got {method!r}")
     total = _record_count(model, rows)
     # mbi loads jax: import it on first use, as core.tables.synthesis does with OpenDP.
+    require("mbi", "tables", "Sampling synthetic records")
     from mbi import junction_tree, marginal_oracles
 
     domain = model.domain
@@ -93,7 +96,7 @@ def synthesize_table(table: ContingencyTable, rows: int | None, rng: np.random.G
         ValueError: the table has numeric cut points (OpenDP draws values inside a bin with the global NumPy RNG;
             dplens declares every key, so it never has cuts).
     """
-    import polars as pl
+    pl = require("polars", "tables", "Synthetic records")
 
     if table.cuts:
         raise ValueError(f"synthesize_table needs a table without cut points, got cuts for {sorted(table.cuts)}; "

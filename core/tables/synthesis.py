@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.extras import require
 from core.queries.marginals import MarginalWorkload
 from core.tables.contract import TableRelease, check_rho
 from core.tables.sampler import synthesize_table
@@ -142,7 +143,9 @@ class _OpenDPTable:
         domain = workload.domain
         if len(domain.names) < 2:
             raise ValueError(f"{self.name} needs at least 2 attributes, got {len(domain.names)}")
-        from mbi.estimation import mirror_descent
+        feature = self.name.upper() if self.name in ("mst", "aim") else self.name
+        require("polars", "tables", feature)
+        mirror_descent = require("mbi.estimation", "tables", feature).mirror_descent
 
         fits = [0]
         handed = self.handed_rho(rho, len(domain.names))

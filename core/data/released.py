@@ -161,7 +161,8 @@ def load_release(data: bytes, filename: str | None = None) -> ReleasedData:
         if labels and len(labels) != values.size:
             raise ValueError(f"the export has {len(labels)} labels for {values.size} values")
         metadata = {k: v for k, v in doc.items()
-                    if k not in ("counts", "answers", "labels", "lower", "upper", "axis_names", "axis_labels")}
+                    if k not in ("counts", "answers", "labels", "lower", "upper", "axis_names", "axis_labels",
+                                 "workload_answers", "query_descriptions", "query_specs")}
         names, levels = doc.get("axis_names"), doc.get("axis_labels")
         names = tuple(str(n) for n in names) if isinstance(names, list) else ()
         levels = tuple(tuple(str(v) for v in axis) for axis in levels) if isinstance(levels, list) and all(

@@ -96,9 +96,9 @@ class ExportKeys:
 
     @classmethod
     def for_release(cls, histogram, release: Release, workload) -> ExportKeys:
-        """The keys an export of ``release`` needs: the histogram's cells, and the queries only when the release
-        has answers and no estimate (each answer then needs its query)."""
-        return cls.of(histogram, workload if release.estimate is None else None)
+        """The keys an export of ``release`` needs: the histogram's cells and the workload's queries (a JSON export
+        carries the workload answers with their queries; a CSV of answers too)."""
+        return cls.of(histogram, workload)
 
     def cells(self) -> list[tuple[str, ...]]:
         """One key per cell of the flattened (row-major) histogram: its label on each axis."""
@@ -241,7 +241,8 @@ def release_to_json(release: Release, *, workload: str, noise_path: str, dataset
     """JSON with the metadata and the released values (``counts`` or ``answers``); secure releases only.
 
     With ``keys``: counts carry ``axis_names``, ``axis_labels`` (per axis) and ``labels`` (per cell, axes joined
-    by "|"); answers carry ``query_descriptions`` and ``query_specs``.
+    by "|"), and the ``workload_answers`` computed from them; answers carry ``query_descriptions`` and
+    ``query_specs`` (one per answer).
     """
     doc = release_metadata(release, workload=workload, noise_path=noise_path, dataset=dataset,
                            noise_sampler=noise_sampler, export_id=export_id)
@@ -254,6 +255,9 @@ def release_to_json(release: Release, *, workload: str, noise_path: str, dataset
             doc.update(axis_names=[neutralise(n) for n in keys.axis_names],
                        axis_labels=[[neutralise(v) for v in axis] for axis in keys.axis_labels],
                        labels=["|".join(neutralise(v) for v in cell) for cell in cells])
+        if keys is not None and len(keys.query_texts) == len(release.answers):  # the query design, post-processed
+            doc.update(workload_answers=[float(v) for v in release.answers],
+                       query_descriptions=[neutralise(t) for t in keys.query_texts], query_specs=list(keys.query_specs))
     else:
         doc["answers"] = [float(v) for v in release.answers]
         if keys is not None and len(keys.query_texts) == len(doc["answers"]):

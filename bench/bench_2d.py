@@ -1,4 +1,4 @@
-"""2-D at 256 × 256 (issue 12 item 7): the default Compare sweep, the analytic errors, Release and page switches.
+"""2-D at 256 × 256: the default Compare sweep, the analytic errors, Release and page switches.
 
 Run: .venv/bin/python bench/bench_2d.py [--side 256] [--trials 20] [--skip-pages]
 The dataset is two Gaussian blobs on a side × side grid (like data/grid_2d.csv, 1e6 records); the

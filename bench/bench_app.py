@@ -1,4 +1,4 @@
-"""App performance figures (issue 6): default Compare sweep, page switch with cached results, 2^20-bin preview.
+"""App performance figures: default Compare sweep, page switch with cached results, 2^20-bin preview.
 
 Run: .venv/bin/python bench/bench_app.py [--sweep-trials 20] [--skip-sweep]
 The default sweep is timed twice: first the Compare page's own run (its default mechanisms, 20 trials,

@@ -1,4 +1,4 @@
-"""Bounded inputs (issue 12 item 5): every upload up to 50 MB is accepted or refused in <= 5 s and <= 1 GB.
+"""Bounded inputs: every upload up to 50 MB is accepted or refused in <= 5 s and <= 1 GB.
 
 Run: .venv/bin/python bench/bench_bounds.py [--only NAME]
 Each case is built by one subprocess and loaded by a fresh one, so that the loader's peak memory

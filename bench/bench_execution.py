@@ -1,4 +1,4 @@
-"""Execution-layer benchmark (issue 15 items 1-3): wall AND CPU time, backends side by side in one run.
+"""Execution-layer benchmark: wall AND CPU time, backends side by side in one run.
 
 Run: .venv/bin/python bench/bench_execution.py [sweep] [grid] [dask] [--quick]
 

@@ -1,4 +1,4 @@
-"""Foundation benchmark (issue 2): the default Compare sweep, and the per-trial cost of every mechanism.
+"""Foundation benchmark: the default Compare sweep, and the per-trial cost of every mechanism.
 
 Run: .venv/bin/python bench/bench_foundation.py [--quick]
 

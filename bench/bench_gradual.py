@@ -1,4 +1,4 @@
-"""Noise reduction (Koufogiannis et al., spec §7): a 1000-step walk on 4096 bins; target < 1 s.
+"""Noise reduction (Koufogiannis et al.): a 1000-step walk on 4096 bins; target < 1 s.
 
 Run: .venv/bin/python bench/bench_gradual.py
 Prints the median wall time of ``noise_reduction`` over 1000 steps × 4096 bins, of 1000 forward

@@ -1,6 +1,6 @@
-"""Compiled kernels side by side (issue 15 §5): DAWA, MWEM, AHP and SReB_GCA per run, this tree against a
+"""Compiled kernels side by side: DAWA, MWEM, AHP and SReB_GCA per run, this tree against a
 baseline tree (e.g. the main checkout before the kernels), interleaved in one run, with dpcomp_core's
-times from ../shared/spec/peer-reference.md.
+times from peer-reference.md in the shared spec folder (beside the shared data).
 
 Run: .venv/bin/python bench/bench_kernels.py --baseline DIR [--trials 10] [--datasets NETTRACE,HEPTH]
 

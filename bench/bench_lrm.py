@@ -1,4 +1,4 @@
-"""LRM (Yuan et al. 2012) against the authors' LowRankDP.m figures (issue #18), error and optimisation time.
+"""LRM (Yuan et al. 2012) against the authors' LowRankDP.m figures, error and optimisation time.
 
 Run: .venv/bin/python bench/bench_lrm.py [--trials 200] [--seeds 0,1,2,3,4]
 

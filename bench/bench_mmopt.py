@@ -5,8 +5,8 @@ Run: .venv/bin/python bench/bench_mmopt.py [--sizes 256,512,1024,2048,8192,16384
 
 Per-query RMSE at ε = √2 (pure DP, Laplace; = √(tr(WᵀW (AᵀA)⁻¹)/m) with Δ_A = 1) from the exact
 expected error, and the optimisation's wall and CPU seconds (one cold optimisation per row, single BLAS
-thread). HDMM's OPT0 (approx=False) figures come from ../shared/spec/peer-reference.md; HDMM's
-published optimisation times are 191 s at n = 4096 and 988 s at n = 8192 (issue 15 target: ≥ 10x
+thread). HDMM's OPT0 (approx=False) figures come from the shared peer-reference.md; HDMM's
+published optimisation times are 191 s at n = 4096 and 988 s at n = 8192 (target: ≥ 10x
 faster, and error ≤ HDMM's where it was measured). Timings on a shared machine are noisy: CPU seconds
 are printed next to wall seconds.
 """

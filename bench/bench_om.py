@@ -1,4 +1,4 @@
-"""OM decomposition time (spec §3f; the OM paper reports ~300 s at n = 1000) and WDA division time.
+"""OM decomposition time (the OM paper reports ~300 s at n = 1000) and WDA division time.
 
 Run: .venv/bin/python bench/bench_om.py
 (on a busy shared machine, OPENBLAS_NUM_THREADS=1 avoids BLAS thread contention: measured 2.7 s instead of

@@ -1,4 +1,4 @@
-"""Scale benchmark (issue 15 items 4-5): wall time, CPU time and peak memory of every registered 1-D
+"""Scale benchmark: wall time, CPU time and peak memory of every registered 1-D
 mechanism on one run at a large domain, each in a fresh interpreter so the figures do not mix.
 
 Run: .venv/bin/python bench/bench_scale.py [--n 1048576] [--queries 2000] [--mechanisms dawa,om]
@@ -8,7 +8,7 @@ The histogram is HEPTH's shape (``$DPLENS_SHARED_DATA/dpbench-1d``, else ``../sh
 exponential stand-in when absent)
 stretched to n bins; the workload is ``queries`` random ranges (seed 0); ε = 1. Peak memory is reported
 twice: tracemalloc's peak of Python/NumPy allocations during the run (what the mechanism itself holds)
-and the child's peak resident set size (interpreter and libraries included, ~100 MB). Targets (issue 15):
+and the child's peak resident set size (interpreter and libraries included, ~100 MB). Targets:
 ≤ 30 s and ≤ 1 GB per run at 2^20 bins, DAWA ≤ 5 s; OM and WDA ≤ 300 MB at 65,536 bins.
 The machine may be shared: CPU seconds are printed next to wall seconds for that reason.
 """

@@ -58,7 +58,8 @@ with ui.guard():
             drawn = ui.box_to_range(event, n)
             if drawn and drawn != st.session_state.get("workloads_last_box"):
                 st.session_state.workloads_last_box = st.session_state.workloads_range = drawn
-            ui.range_slider("Range of cells", "workloads_range", n, "Drag on the chart above, or set the range here.")
+            ui.range_slider("Range of cells", "workloads_range", n, "Drag on the chart above, or set the range here.",
+                            labels=hist.bin_labels())
         else:
             st.caption("Drag a rectangle on the heatmap (box select) to choose rows and columns, or use the sliders.")
             event = st.plotly_chart(ui.histogram_figure(hist, selectable=True), key="workloads_draw_2d",
@@ -68,8 +69,10 @@ with ui.guard():
             if drawn and drawn != st.session_state.get("workloads_last_box"):
                 st.session_state.workloads_last_box = drawn
                 st.session_state.workloads_rows, st.session_state.workloads_cols = drawn
-            ui.range_slider("Rows", "workloads_rows", shape[0], "First and last row of the rectangle.")
-            ui.range_slider("Columns", "workloads_cols", shape[1], "First and last column of the rectangle.")
+            ui.range_slider("Rows", "workloads_rows", shape[0], "First and last row of the rectangle.",
+                            labels=hist.labels[0] if hist.labels else None)
+            ui.range_slider("Columns", "workloads_cols", shape[1], "First and last column of the rectangle.",
+                            labels=hist.labels[1] if len(hist.labels) > 1 else None)
         left, right = st.columns(2)
         left.button("Use this range", key="workloads_use_range", help="One range query.",
                     on_click=ui.guarded(ui.flash), args=(lambda: ui.set_workload(ui.drawn_range(), "drawn range"),))

@@ -1,4 +1,4 @@
-"""AppTest behaviour tests for the exploration pages: Data (derive), Workloads, Compare (style.md §1.5)."""
+"""AppTest behaviour tests for the exploration pages: Data (derive), Workloads, Compare (see docs/benchmarks.md, "Test conventions")."""
 
 import json
 import re
@@ -94,6 +94,42 @@ def test_a_drawn_range_becomes_a_one_query_workload():
     from ui.datasets import _load_reference  # the cached sample loader
     counts = _load_reference(at.session_state.dataset_key).vector if counts is None else counts.vector
     assert answer == pytest.approx(counts[10:20].sum())
+
+
+def test_typed_range_endpoints_set_the_range_and_follow_the_slider():
+    at = open_page("pages/workloads.py")
+    at.number_input(key="workloads_range_last").set_value(30).run()
+    at.number_input(key="workloads_range_first").set_value(20).run()
+    assert not at.exception and at.session_state.workloads_range == (20, 30)
+    at.number_input(key="workloads_range_first").set_value(40).run()  # typed past the last: put in order
+    assert at.session_state.workloads_range == (30, 40)
+    at.slider(key="workloads_range").set_value((5, 9)).run()
+    assert (at.number_input(key="workloads_range_first").value, at.number_input(key="workloads_range_last").value) \
+        == (5, 9)
+    at.button(key="workloads_use_range").click().run()
+    assert metrics(at)["Queries × cells"] == "1 × 4,096"
+
+
+@pytest.mark.parametrize("custom", [False, True])
+def test_a_workload_for_other_data_is_dropped_with_a_note(custom):
+    at = page_with("pages/workloads.py", Histogram.from_counts(np.arange(30.0), name="ages"))
+    if custom:
+        at.slider(key="workloads_range").set_value((3, 7)).run()
+        at.button(key="workloads_use_range").click().run()
+    else:
+        at.session_state["workload_spec"] = "prefix"
+        at.run()
+    assert metrics(at)["Queries × cells"] == ("1 × 30" if custom else "30 × 30")
+    at.session_state["uploads"] = {**at.session_state.uploads,
+                                   "upload:g": Histogram.from_counts(np.ones((5, 6)), name="grid")}
+    at.session_state["dataset_key"] = "upload:g"
+    at.run()
+    assert not at.exception
+    assert any("Workload dropped" in w.value and "30-cell 1-D" in w.value and "5 × 6" in w.value
+               for w in at.warning), [w.value for w in at.warning]
+    assert metrics(at)["Queries × cells"] == "267 × 30"  # the 2-D default (5 + 6 sums, 256 boxes), not the 1-D one
+    at.run()
+    assert not any("Workload dropped" in w.value for w in at.warning)  # said once
 
 
 def test_2d_dataset_gets_2d_workloads_and_rectangle_sliders():

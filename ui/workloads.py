@@ -57,9 +57,31 @@ def _workload(spec: str, shape: tuple[int, ...]):
     return parse_workload(spec, shape)
 
 
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return f"a {shape[0]:,}-cell 1-D histogram" if len(shape) == 1 else f"a {shape[0]} × {shape[1]} histogram"
+
+
+def _drop_if_stale(hist: Histogram) -> None:
+    """A workload chosen for data of another kind (1-D against 2-D, or a custom one of another width) is
+    dropped when the data changes, with a visible note instead of a silent reinterpretation."""
+    ss = st.session_state
+    chosen_for, shape = ss.get("workload_shape"), tuple(hist.domain.shape)
+    ss.workload_shape = shape
+    if ss.workload_spec is None or chosen_for is None or tuple(chosen_for) == shape:
+        return
+    custom = ss.custom_workloads.get(ss.workload_spec)
+    if len(chosen_for) == len(shape) and (custom is None or custom.shape[1] == hist.domain.size):
+        return  # a registry spec means the same queries on data of the same kind (e.g. every prefix)
+    st.warning(f"Workload dropped: {ss.workload_spec.rpartition(':')[2] if custom is not None else ss.workload_spec}"
+               f" was designed for {_shape_text(tuple(chosen_for))}, and this dataset is {_shape_text(shape)}. "
+               f"Using the default workload ({default_workload_spec(hist)}); design a new one on the Workloads page.")
+    ss.workload_spec = None
+
+
 def workload():
-    """The session's workload for the current histogram (falls back to the default on mismatch)."""
+    """The session's workload for the current histogram (dropped, with a note, when the data changed kind)."""
     hist = histogram()
+    _drop_if_stale(hist)
     custom = st.session_state.custom_workloads.get(workload_spec())
     if custom is not None and custom.shape[1] == hist.domain.size:
         return custom

@@ -85,12 +85,31 @@ def box_to_range(event, n: int) -> tuple[int, int] | None:
     return (lo, hi) if lo <= hi else None
 
 
-def range_slider(label: str, key: str, size: int, help: str) -> None:
-    """A (first, last) slider over 0..size-1 whose state survives page switches and dataset changes."""
-    lo, hi = st.session_state.get(key, (0, size - 1))
+def _typed_range(key: str) -> None:
+    """Typed endpoints → the slider's (first, last), in order (a first typed after the last is swapped)."""
+    ss = st.session_state
+    first, last = int(ss[f"{key}_first"]), int(ss[f"{key}_last"])
+    ss[key] = (min(first, last), max(first, last))
+
+
+def range_slider(label: str, key: str, size: int, help: str, labels=None) -> None:
+    """A (first, last) slider over 0..size-1, with both endpoints also typed in boxes beside it (a slider's key
+    presses can be lost while the page reruns); the state survives page switches and dataset changes.
+    ``labels``: the cells' labels, shown under the slider."""
+    ss = st.session_state
+    lo, hi = ss.get(key, (0, size - 1))
     if not 0 <= lo <= hi < size:
         lo, hi = 0, size - 1
-    st.session_state[key] = (lo, hi)
-    if size > 1:
-        st.slider(label, 0, size - 1, key=key, help=help)
+    ss[key] = (lo, hi)
+    if size <= 1:
+        return
+    ss[f"{key}_first"], ss[f"{key}_last"] = lo, hi  # the boxes follow the slider (and a drawn box)
+    first, middle, last = st.columns([1, 4, 1])
+    first.number_input(f"{label}: first", 0, size - 1, step=1, key=f"{key}_first", on_change=_typed_range,
+                       args=(key,), help="Type the first index of the range.")
+    middle.slider(label, 0, size - 1, key=key, help=help)
+    last.number_input(f"{label}: last", 0, size - 1, step=1, key=f"{key}_last", on_change=_typed_range,
+                      args=(key,), help="Type the last index of the range (inclusive).")
+    if labels is not None and len(labels) == size:
+        middle.caption(f"{label}: {labels[lo]} to {labels[hi]} ({hi - lo + 1} of {size})")
 

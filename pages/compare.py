@@ -22,7 +22,7 @@ ui.show_flash()
 with ui.guard():
     hist, workload = ui.histogram(), ui.workload()
     st.caption(f"Dataset **{hist.name}** ({hist.domain.size:,} cells, {hist.total:,.0f} records) · workload "
-               f"`{ui.workload_spec()}` ({workload.shape[0]:,} queries). Exploration only: nothing here spends budget.")
+               f"`{ui.workload_name()}` ({workload.shape[0]:,} queries). Exploration only: nothing here spends budget.")
     if ui.definition() != "pure":
         st.info(f"**{ui.DEFINITION_LABELS[ui.definition()]}** at δ = {ui.delta():g}: every mechanism runs at matched "
                 "privacy, and the x-axis is ε at that δ. Laplace mechanisms (pure ε-DP) run at "
@@ -40,7 +40,7 @@ with ui.guard():
         if ui.definition() != "pure":
             default += ["gaussian-hb", "gaussian-answers"]
         names = st.multiselect("Mechanisms", choices, default=default, key="compare_mechanisms",
-                                 help="Every mechanism in the registry; identity and uniform are always added "
+                                 help="Every mechanism dplens offers; identity and uniform are always added "
                                       "as references. mm-opt optimises a strategy once per workload (seconds; "
                                       f"at most {MM_OPT_MAX_CELLS:,} cells), and so does lrm (cubic in n; "
                                       f"at most {LRM_MAX_CELLS:,} cells and about a minute of work); ugrid and agrid need 2-D data.")

@@ -19,7 +19,7 @@ if notice := st.session_state.pop("release_notice", None):
     st.success(notice)
 with ui.guard():
     hist, workload, led = ui.histogram(), ui.workload(), ui.ledger()
-    st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_spec()}` ({workload.shape[0]:,} queries) · "
+    st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_name()}` ({workload.shape[0]:,} queries) · "
                f"neighbours: {NEIGHBOURING}. Each click spends budget; "
                f"remaining {ui.remaining_text(led)}.")
     ui.show_handoff(ui.apply_handoff("release"))

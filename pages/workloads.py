@@ -22,7 +22,7 @@ with ui.guard():
     n, shape = hist.domain.size, hist.domain.shape
     st.caption(f"The queries to answer on **{ui.plain(hist.name)}** ({n:,} cells). The workload chosen here is the one "
                "Compare and Release use.")
-    build, upload, draw = st.tabs(["Build from the registry", "Upload a query matrix", "Draw a range"])
+    build, upload, draw = st.tabs(["Build from a standard workload", "Upload a query matrix", "Draw a range"])
     with build:
         names = [k for k, (_, builder) in WORKLOADS.items() if builder is not None]
         current = ui.workload_spec().partition(":")[0]
@@ -92,7 +92,7 @@ with ui.guard():
     w = ui.workload()
     m = w.shape[0]
     st.subheader("Current workload")
-    st.markdown(f"`{ui.workload_spec()}` — {w.describe()}")
+    st.markdown(f"`{ui.workload_name()}` — {w.describe()}")
     cols = st.columns([1, 1, 1, 1])
     cols[0].metric("Queries × cells", f"{m:,} × {w.shape[1]:,}", help="m rows of W by n cells.")
     cols[1].metric("L1 sensitivity", ui.number(l1_sensitivity(w)),
@@ -100,8 +100,8 @@ with ui.guard():
     cols[1].metric("L2 sensitivity", ui.number(l2_sensitivity(w)),
                    help="Δ₂ = largest column L2 norm: what Gaussian noise on the answers is calibrated to "
                         "(Δ₂ ≤ Δ₁; Gaussian noise wins when Δ₂ ≪ Δ₁).")
-    cols[2].metric("‖W‖_F²", ui.number(squared_frobenius(w)),
-                   help="Squared Frobenius norm; identity-strategy MSE per query is 2‖W‖_F²/(m ε²).")
+    cols[2].metric("Sum of squared weights", ui.number(squared_frobenius(w)),
+                   help="‖W‖_F², the squared Frobenius norm of the query matrix: adding Laplace noise to every cell gives a mean squared error per query of 2‖W‖_F²/(m ε²).")
     cols[3].button("Reset to the default", key="workloads_reset", help="Back to the dataset's default workload.",
                    on_click=lambda: st.session_state.update(workload_spec=None))
     overview = row_overview(w, hist.vector, ui.SHOWN_ROWS, ui.SHOWN_COLUMNS)

@@ -38,7 +38,7 @@ def test_choosing_a_workload_changes_the_sensitivity_shown():
     assert not at.exception
     after = metrics(at)
     assert after["L1 sensitivity"] == "4,096" != before["L1 sensitivity"]
-    assert after["‖W‖_F²"] == f"{4096 * 4097 // 2:,}"
+    assert after["Sum of squared weights"] == f"{4096 * 4097 // 2:,}"
     assert after["L2 sensitivity"] == "64"  # prefix: column 0 has 4096 ones, Δ₂ = √4096
     assert at.session_state.workload_spec == "prefix"
 

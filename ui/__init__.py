@@ -209,6 +209,7 @@ from ui.workloads import (
     set_workload,
     stack_recipe,
     workload,
+    workload_name,
     workload_recipe,
     workload_spec,
 )
@@ -241,6 +242,6 @@ __all__ = ['MARKDOWN_LEAD', 'REPRODUCTION_TITLES', 'markdown_safe', 'GRADUAL_SIM
     "release_rng", "release_structure", "released_data", "remaining_text", "reset_budget", "run_check", "runtime_figure",
     "save_workspace", "scheduler_choices", "session_config", "set_total", "set_workload", "show_flash", "show_handoff", "sidebar",
     "simulation_rng", "warm_workers", "stack_recipe", "sweep", "sweep_cache", "plan_releases", "target_plans", "use_button", "use_epsilon", "workload",
-    "workload_figure", "workload_recipe", "workload_spec",
+    "workload_figure", "workload_recipe", "workload_name", "workload_spec",
  "TABLE_DEFAULT_RHO", "TABLE_DISPLAY_DELTA", "TABLE_MECHANISM_HELP", "TABLE_RHO_CHOICES", "current_table", "load_table_upload", "project_table", "release_table", "run_table_compare", "set_table_total", "synthetic_check", "table_budget_caption", "table_compare_figures", "table_domain_frame", "table_domain_size", "table_downloads", "table_evaluation", "table_feasibility", "table_ledger", "table_marginal_figure", "table_marginals_frame", "table_settings", "table_summary", "table_workload",
 ]

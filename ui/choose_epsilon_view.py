@@ -43,7 +43,7 @@ TARGET_MECHANISMS = ("identity", "laplace-on-answers", "hb", "privelet", "greedy
 
 def from_accuracy() -> None:
     hist, workload = ui.histogram(), ui.workload()
-    st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_spec()}` ({workload.shape[0]:,} queries). "
+    st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_name()}` ({workload.shape[0]:,} queries). "
                "Nothing on this page spends budget.")
     left, middle, right = st.columns(3)
     choices = ui.available()

@@ -104,7 +104,7 @@ def walk_tab() -> None:
 def search_tab() -> None:
     hist, workload = ui.histogram(), ui.workload()
     st.caption(f"Stop at the first epsilon whose noisy workload error is below the target (Ligett et al.). "
-               f"Workload `{ui.workload_spec()}`. A what-if on your data: nothing is published or charged.")
+               f"Workload `{ui.workload_name()}`. A what-if on your data: nothing is published or charged.")
     with st.form("gradual_search_form"):
         cols = st.columns(4)
         metric = cols[0].selectbox("Error", ["rmse", "mae", "max_abs"], key="search_metric")
@@ -132,15 +132,17 @@ def search_tab() -> None:
     cols = st.columns(4)
     cols[0].metric("Stopped at", f"ε_t* = {result.epsilons[result.stopped_at]:.4g}" if result.succeeded
                    else "FAIL", help="On FAIL nothing is released (not even θ_T); the loss is ε_A.")
-    cols[1].metric("Ex-post loss ε_A + ε_t*", f"{result.ex_post_loss:.4g}",
-                   help=f"AboveThreshold ε_A = {result.epsilon_above_threshold:.4g}; noise reduction "
-                        f"ε_t* = {result.epsilon_noise_reduction:.4g}")
-    cols[2].metric("Ex-ante cap ε_A + ε_T", f"{result.ex_ante_cap:.4g}")
+    cols[1].metric("Privacy loss where it stopped", f"{result.ex_post_loss:.4g}",
+                   help=f"Ex-post loss ε_A + ε_t*: the stopping test (AboveThreshold) costs ε_A = "
+                        f"{result.epsilon_above_threshold:.4g}, the release it stopped at ε_t* = "
+                        f"{result.epsilon_noise_reduction:.4g}.")
+    cols[2].metric("Worst-case loss (never stopping)", f"{result.ex_ante_cap:.4g}",
+                   help="Ex-ante cap ε_A + ε_T: the loss if the search ran to its last, least private step.")
     cols[3].metric("Doubling baseline loss", f"{doubling.privacy_loss:.4g}" + ("" if doubling.stopped_at is not None
                                                                                else " (FAIL)"))
     fig = ui.line_figure(result.epsilons, {"true error of θ_t (display only)": result.errors}, x_title="epsilon",
                          y_title=f"{metric} of the workload", log_x=True, log_y=True,
-                         levels={"target α": target, "AboveThreshold threshold s": result.threshold})
+                         levels={"target α": target, "stopping threshold": result.threshold})
     if result.succeeded:
         fig.add_scatter(x=[result.epsilons[result.stopped_at]], y=[result.errors[result.stopped_at]], mode="markers",
                         marker={"size": 14, "symbol": "star"}, name="stopped here (θ_t* released)")

@@ -102,11 +102,11 @@ def gaussian_section() -> None:
         st.plotly_chart(fig, key="learn_crossover")
         if cross["crossover"] is None:
             winner = pairs[pick] if cross["gaussian"][0] < cross["laplace"][0] else pick
-            st.caption(f"On `{ui.workload_spec()}` ({hist5.domain.size:,} cells) {winner} wins over the whole range.")
+            st.caption(f"On `{ui.workload_name()}` ({hist5.domain.size:,} cells) {winner} wins over the whole range.")
         else:
             side = "above" if cross["gaussian_wins_above"] else "below"
             st.caption(f"Crossover at ε ≈ {cross['crossover']:.3g}: the Gaussian variant wins {side} it on "
-                       f"`{ui.workload_spec()}`.")
+                       f"`{ui.workload_name()}`.")
 
 
 def ratio_section() -> None:

@@ -11,7 +11,7 @@ from ui.guard import plain
 from ui.ledger import ledger, ledger_key, native_caption, remaining_text, set_total
 from ui.privacy import definition, delta, privacy_controls
 from ui.state import init_state
-from ui.workloads import workload_spec
+from ui.workloads import workload_name
 
 
 def _set_total_budget() -> None:
@@ -90,7 +90,7 @@ def sidebar() -> None:
         st.metric("Budget remaining", remaining_text(led), help=f"Spent {spent} in {len(led.spends)} release(s).")
         if (native := native_caption()):
             st.caption(native)
-        st.caption(f"Workload: `{workload_spec()}`  \nNeighbours: {NEIGHBOURING}")
+        st.caption(f"Workload: `{workload_name()}`  \nNeighbours: {NEIGHBOURING}")
         if not identity.local_mode():  # shared server: who is signed in (ledgers and workspaces are theirs alone)
             st.caption(f"Signed in as {plain(identity.current_curator())}")
             st.button("Sign out", on_click=st.logout, key="sidebar_sign_out")

@@ -47,6 +47,13 @@ def default_workload_spec(hist: Histogram) -> str:
     return "random-range:m=2000,seed=0" if len(hist.domain.shape) == 1 else "marginals-ranges-2d:m=256,seed=0"
 
 
+def workload_name() -> str:
+    """The workload as a curator reads it: a custom one by its label ("drawn range", "stack"), a registry one by
+    its spec (``prefix``, ``random-range:m=2000,seed=0``)."""
+    spec = workload_spec()
+    return spec.split(":", 2)[2] if spec.startswith("custom:") else spec
+
+
 def workload_spec() -> str:
     init_state()
     return st.session_state.workload_spec or default_workload_spec(histogram())

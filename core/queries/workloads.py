@@ -585,7 +585,7 @@ class Kron:
 
     def describe(self) -> str:
         a, b = self.factors
-        return f"kron({a.describe()} ⊗ {b.describe()}): {self.shape[0]} queries"
+        return f"rows: {a.describe()}, crossed with columns: {b.describe()} ({self.shape[0]} queries)"
 
 
 @dataclass(frozen=True)
@@ -622,7 +622,7 @@ class Stack:
         return norms.sum(axis=0) if ord == 1 else np.sqrt((norms**2).sum(axis=0))
 
     def describe(self) -> str:
-        return "stack of " + "; ".join(p.describe() for p in self.parts)
+        return f"{len(self.parts)} parts: " + "; ".join(p.describe() for p in self.parts)
 
 
 # ----------------------------------------------------------------------------- parsing and registry

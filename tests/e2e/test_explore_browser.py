@@ -66,7 +66,7 @@ def test_coarsen_on_the_data_page_then_design_a_workload(page):
     wait_idle(page)
     assert metric_value(page, "Queries × cells") == "1 × 4,096"
 
-    page.get_by_role("tab", name="Build from the registry").click()
+    page.get_by_role("tab", name="Build from a standard workload").click()
     page.get_by_label("m", exact=True).fill("500")
     page.get_by_label("m", exact=True).press("Enter")
     wait_idle(page)

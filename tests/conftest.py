@@ -1,4 +1,4 @@
-"""Shared fixtures: a seeded ``rng``, tiny histograms, and the WDA Fig. 1 workload (spec §1(e))."""
+"""Shared fixtures: a seeded ``rng``, tiny histograms, and the WDA Fig. 1 workload."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from core.data.domain import Histogram
 from core.queries.workloads import Explicit
 
-# WDA paper Fig. 1 (spec §1(e)): W is 8 × 6, x = [2,3,4,1,0,9]; the paper's printed Wx is wrong.
+# WDA paper (Li et al.) Fig. 1: W is 8 × 6, x = [2,3,4,1,0,9]; the paper's printed Wx is wrong.
 FIG1_MATRIX = np.array([
     [1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 0, 0], [0, 1, 1, 0, 0, 0], [0, 0, 1, 0, 0, 0],
     [0, 0, 1, 0, 0, 0], [0, 0, 0, 1, 0, 0], [1, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1],
@@ -47,13 +47,13 @@ def shared_data() -> Path:
 
 @pytest.fixture
 def rng() -> np.random.Generator:
-    """The one seeded noise source of a test (style.md §1.5)."""
+    """The one seeded noise source of a test (see docs/benchmarks.md, "Test conventions")."""
     return np.random.default_rng(12345)
 
 
 @pytest.fixture
 def fig1() -> SimpleNamespace:
-    """WDA Fig. 1: ``workload``, ``matrix``, ``x`` and the true ``answers`` [5,9,7,4,4,1,5,9] (spec §1(e))."""
+    """WDA Fig. 1: ``workload``, ``matrix``, ``x`` and the true ``answers`` [5,9,7,4,4,1,5,9] (the paper prints a wrong vector)."""
     return SimpleNamespace(workload=fig1_workload(), matrix=FIG1_MATRIX.copy(), x=FIG1_X.copy(),
                            answers=np.array([5, 9, 7, 4, 4, 1, 5, 9], dtype=float))
 
@@ -73,7 +73,7 @@ def tiny_2d() -> Histogram:
 
 def assert_expected_mse_with_power(mechanism, x, workload, epsilon, runs, rng, off=0.15) -> None:
     """Empirical per-query MSE over ``runs`` releases is within 4 standard errors of ``expected_mse``,
-    and a formula off by ±``off`` (relative) would be rejected (style.md §1.5, power check)."""
+    and a formula off by ±``off`` (relative) would be rejected (the power check; see docs/benchmarks.md, "Test conventions")."""
     truth = workload.matvec(np.asarray(x, dtype=float).ravel())
     per_run = np.array([np.mean((mechanism.run(x, workload, epsilon, rng).answers - truth) ** 2)
                         for _ in range(runs)])

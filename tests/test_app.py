@@ -1,4 +1,4 @@
-"""AppTest behaviour tests for the shell and every page in ui.PAGES (style.md §1.5)."""
+"""AppTest behaviour tests for the shell and every page in ui.PAGES (see docs/benchmarks.md, "Test conventions")."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""AppTest for the curator-flow controls of issue #17 (one test per new control)."""
+"""AppTest for the curator-flow controls (one test per control)."""
 
 from pathlib import Path
 
@@ -150,7 +150,7 @@ def test_release_exports_intervals_with_their_method():
     assert not at.exception
     if any(b.key == "release_intervals" for b in at.button):  # slower than the automatic limit
         at.button(key="release_intervals").click().run()
-    assert any("Method: exact strategy-noise quantiles" in c.value for c in at.caption)  # hb: issue 17
+    assert any("Method: exact strategy-noise quantiles" in c.value for c in at.caption)  # hb: a strategy mechanism
     at.toggle(key="release_simultaneous").set_value(True).run()
     if any(b.key == "release_intervals" for b in at.button):
         at.button(key="release_intervals").click().run()

@@ -98,14 +98,15 @@ SCENARIOS = (
     # Bins 0 and 3 tie for the largest count: a data-dependent choice of the "hot item" flips on them.
     Scenario("split", wda_synthetic_workload(), (20, 0, 1, 20, 0, 2, 1, 0, 5, 3, 1, 0, 2), 1.0,
              (("small-", 2, -1), ("large+", 3, 1), ("zero+", 1, 1), ("hot-", 0, -1))),
-    # One bin holds every record (spec §5.2(d)1's counterexample is (3,3,3) vs (1,3,3,3)).
+    # One bin holds every record (like the max query's counterexample (3,3,3) vs (1,3,3,3) for Xiao et al.'s
+    # literal mechanism).
     Scenario("sparse", Prefix(10), (0, 0, 3, 0, 0, 0, 0, 0, 0, 0), 1.0,
              (("zero+/hot+", 0, 1), ("large-", 2, -1))),
     # No records: grouping mechanisms put every bin in one group.
     # No records, 256 bins: grouping mechanisms put the bins whose stage-1 noise is negative (about half)
     # into one large group G whose membership is random but whose size is stable (~128). Its released
-    # values sit together, so their median locates G's mean: per-bin SReB_GCA noise (spec §4(d)2, loss
-    # |G|·ε2) shows as a shift of 1/|G| against noise of scale λ2/|G| per value: ~√|G|/λ2 SDs of the median.
+    # values sit together, so their median locates G's mean: per-bin SReB_GCA noise (the paper's literal
+    # Algorithm 1, loss |G|·ε2) shows as a shift of 1/|G| against noise of scale λ2/|G| per value: ~√|G|/λ2 SDs of the median.
     Scenario("empty", IdentityWorkload(256), (0,) * 256, 1.0, (("zero+", 0, 1),)),
 )
 # The same situations on a 4 × 4 grid, for mechanisms that only take 2-D histograms (bins are row-major).

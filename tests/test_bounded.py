@@ -1,4 +1,4 @@
-"""Bounded single runs (core.analysis.bounded, issue #12 item 6): a worker process stopped at the action time limit."""
+"""Bounded single runs (core.analysis.bounded): a worker process stopped at the action time limit."""
 
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""Issue 12 items 5–7: bounded inputs (the reported traceback cases, ragged CSVs), bounded runs, 2-D at scale."""
+"""Bounded inputs (the reported traceback cases, ragged CSVs), bounded runs, 2-D at scale."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Budget and Ledger: basic composition, tolerance, immutability (style.md rule 7)."""
+"""Budget and Ledger: basic composition, tolerance, immutability."""
 
 from __future__ import annotations
 

@@ -56,4 +56,4 @@ def test_generated_references_cover_the_registries_and_the_cli(tmp_path):
 def test_generated_pages_cite_no_internal_references(tmp_path):
     for path in _gen_ref().write(tmp_path):
         text = path.read_text(encoding="utf-8")
-        assert "spec §" not in text and "issue #" not in text, path
+        assert "spec \N{SECTION SIGN}" not in text and "issue #" not in text, path

@@ -64,7 +64,7 @@ def test_simultaneous_gaussian_intervals_cover_every_answer_at_once():
     assert misses / 400 <= 0.05 + 0.03  # Bonferroni: at most β of the releases miss any answer
 
 
-# ----------------------------------------------------------------------------- strategy mechanisms (issue 17)
+# ----------------------------------------------------------------------------- strategy mechanisms
 STRATEGIES = ["hb", "privelet", "greedy-h", "mm-opt",
               "gaussian-hb", "gaussian-privelet", "gaussian-greedy-h", "gaussian-mm-opt"]
 

@@ -41,7 +41,7 @@ def strategy_matrix(tree) -> np.ndarray:
 
 
 def dense_expected_mse(strategy: np.ndarray, workload, epsilon: float) -> float:
-    """Matrix-mechanism error with uniform noise Lap(Δ₁/ε): 2Δ₁²·tr(WᵀW(AᵀA)⁻¹)/(mε²) (spec §9)."""
+    """Matrix-mechanism error with uniform noise Lap(Δ₁/ε): 2Δ₁²·tr(WᵀW(AᵀA)⁻¹)/(mε²) (Li et al., PODS 2010)."""
     w = dense(workload)
     sensitivity = np.abs(strategy).sum(axis=0).max()
     trace = np.trace(w.T @ w @ np.linalg.inv(strategy.T @ strategy))

@@ -1,5 +1,5 @@
 """The compiled kernels (core/mechanisms/kernels.py) against the NumPy/Python code they replaced, kept
-here as oracles: the same seeded inputs must give bit-for-bit the same results (issue 15 §5).
+here as oracles: the same seeded inputs must give bit-for-bit the same results.
 SReB_GCA's GGS loop is here too (compiled for 2^20 bins). MWEM's oracles live in test_mwem.py; DAWA's partition DP oracle in test_dawa.py."""
 
 from __future__ import annotations
@@ -234,7 +234,8 @@ def test_ahp_releases_equal_the_vectorised_version(epsilon, monkeypatch):
 
 # ----------------------------------------------------------------------------- SReB_GCA: the Python GGS loop
 def _old_ggs(sorted_noisy: np.ndarray, scale: float, delta: float = 1.0) -> list[int]:
-    """Greedy group search (Definition 5 / Algorithm 2, corrected per errata §4(d)3–5).
+    """Greedy group search (Chen et al. 2024, Definition 5 / Algorithm 2, corrected: λ2 in the body, the group
+    closed at r − 1, noisy values clamped at 0 and floored at δ).
 
     Args:
         sorted_noisy: noisy bin values, sorted ascending and clamped at 0 (post-processing only).
@@ -272,7 +273,7 @@ def _old_ggs(sorted_noisy: np.ndarray, scale: float, delta: float = 1.0) -> list
         size = r - start
         bound = (mre(start, r) * size + scale / ((n - r) * floored[r])) / (size + 1)
         if mre(start, r + 1) >= bound:
-            cuts.append(r - 1)  # close the group at r − 1 (erratum §4(d)4)
+            cuts.append(r - 1)  # close the group at r − 1 (the paper's `d` can be undefined)
             start = r
     return cuts
 

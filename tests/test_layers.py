@@ -1,4 +1,4 @@
-"""Architecture rules (style.md §1.2, §2 rules 1–2): pages → ui → core, core is Streamlit-free, randomness is
+"""Architecture rules (see docs/benchmarks.md, "Test conventions"): pages → ui → core, core is Streamlit-free, randomness is
 never ambient."""
 
 from __future__ import annotations
@@ -97,6 +97,6 @@ def test_ui_package_re_exports_every_public_name():
 
 @pytest.mark.parametrize("path", sorted((ROOT / "pages").glob("*.py")), ids=lambda p: p.name)
 def test_pages_are_thin(path):
-    """style.md §1.2: a page is a thin script (≈40–150 lines); its callbacks and sections live in ui/<page>_view.py."""
+    """A page is a thin script (≈40–150 lines); its callbacks and sections live in ui/<page>_view.py."""
     lines = len(path.read_text().splitlines())
     assert lines <= 150, f"{path.name} has {lines} lines; move its logic into ui/{path.stem}_view.py"

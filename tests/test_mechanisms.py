@@ -1,4 +1,4 @@
-"""Mechanisms: the contract for every registry entry, and the baselines' accuracy (spec §1, style.md §1.5)."""
+"""Mechanisms: the contract for every registry entry, and the baselines' accuracy (see docs/benchmarks.md, "Test conventions")."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def test_laplace_privacy_loss_adds_blocks_per_column():
         laplace_privacy_loss([(np.ones(3), 0.0)])
 
 
-# ----------------------------------------------------------------------------- baselines: spec §1(e)
+# ----------------------------------------------------------------------------- baselines on WDA's Fig. 1
 def test_fig1_test_vectors(fig1):
     identity, lm_w = MECHANISMS["identity"], MECHANISMS["laplace-on-answers"]
     assert identity.expected_mse(fig1.workload, 1.0) == pytest.approx(3.25)

@@ -1,4 +1,4 @@
-"""Metrics: known values, edge rules, and Hypothesis invariants (style.md §1.5)."""
+"""Metrics: known values, edge rules, and Hypothesis invariants (see docs/benchmarks.md, "Test conventions")."""
 
 from __future__ import annotations
 

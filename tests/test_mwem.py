@@ -210,7 +210,7 @@ def _reference_mwem(x, lo, hi, epsilon, rounds, update_rounds, gen):
 
 @pytest.mark.statistical
 def test_high_scale_error_matches_the_reference_variant():
-    # issue 15: ~4 M records on a shaped histogram, fixed random ranges. At this scale both are nearly
+    # ~4 M records on a shaped histogram, fixed random ranges. At this scale both are nearly
     # deterministic (selection is an argmax, noise is tiny against the counts), so a systematic gap in
     # the update (averaging, clipping, the noisy total, float precision) would show at once; dplens only
     # spends 5 % of ε on the total, which moves nothing here.

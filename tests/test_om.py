@@ -1,4 +1,4 @@
-"""OM (spec §3): exact factorisation test vectors, group normalisation, privacy, exact expected_mse."""
+"""OM (Huang, Han, Li & Yu, corrected): exact factorisation test vectors, group normalisation, privacy, exact expected_mse."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from core.queries.workloads import Explicit, dense, l1_sensitivity, random_linea
 
 EXAMPLE_1 = np.array([[.3657, 0, .9812, 0], [0, .0645, 0, 0], [0, .5879, .7602, 0], [0, 0, 0, .7310],
                       [0, .7313, 0, 0], [0, 0, .7122, .9053]])
-COUNTER = np.array([[1.0, 1], [1, -1], [2, 0]])  # erratum §3(d)2
+COUNTER = np.array([[1.0, 1], [1, -1], [2, 0]])  # Huang et al.'s Algorithm 3 leaves B's last row zero here (one group of two rows)
 
 
 def census() -> Explicit:
-    """Spec §3(e): cells Sex × Race{W,B} × Salary{H,L}; q1..q4 sum over sex, q5 = q1+q3, q6 = q2+q4."""
+    """The OM paper's census example (Sec. 1): cells Sex × Race{W,B} × Salary{H,L}; q1..q4 sum over sex, q5 = q1+q3, q6 = q2+q4."""
     rows = []
     for race, salary in [(0, 0), (0, 1), (1, 0), (1, 1)]:
         row = np.zeros(8)
@@ -63,7 +63,7 @@ def test_algorithm3_counterexample_needs_block_least_squares():
     f = om_decompose(workload)
     np.testing.assert_allclose(f.reduced.toarray(), [[.5, .5], [.5, -.5]])
     np.testing.assert_allclose(f.mixing, [[2, 0], [0, 2], [2, 2]], atol=1e-12)
-    assert f.sensitivity == 1.0  # group-level normalisation (erratum §3(d)1); per-row would give 2
+    assert f.sensitivity == 1.0  # group-level normalisation; per-row would give 2
     assert f.expected_total_mse(1.0) == pytest.approx(32.0)
     assert _lm_total(workload) == pytest.approx(96.0)
     literal = literal_algorithm3_mixing(workload, f)
@@ -107,7 +107,7 @@ def test_random_workloads_factorise_exactly_and_account_privacy(row_seed, tau, r
 
 
 def test_om_ties_identity_on_the_papers_random_workloads():
-    """Spec §3(f): at m = 200, n = 1000 every column is its own atom, so OM = Identity (on queried cells)."""
+    """The OM paper's random workload (Sec. 5): at m = 200, n = 1000 every column is its own atom, so OM = Identity (on queried cells)."""
     for tau in (0.2, 0.8):
         workload = random_linear(1000, m=200, tau=tau, seed=1)
         f = om_decompose(workload)

@@ -20,7 +20,7 @@ def _domain(sizes):
     return TableDomain(tuple(f"a{i}" for i in range(len(sizes))), tuple(sizes))
 
 
-# tables.md test vectors (dkifer/ResidualPlanner selection_only/class_sumvar.py, rho = 0.5)
+# Test vectors from the authors' code (dkifer/ResidualPlanner selection_only/class_sumvar.py, rho = 0.5)
 @pytest.mark.parametrize(("sizes", "marginals", "cells", "total", "rmse"), [
     ((2, 3, 4), 1, 9, 19.383242, 1.467547),
     ((2, 3, 4), 2, 26, 50.850421, 1.398494),

@@ -72,7 +72,7 @@ def test_disclosure_risk_zcdp_uses_the_cks_profile():
     sigma = 1 / math.sqrt(2 * rho)
     result = risk.disclosure_risk("zcdp", 1.0, 0.5, scale=sigma)
     assert result.delta == pytest.approx(1e-6, rel=1e-4)  # CKS at ρ gives back (ε = 1, δ = 1e-6)
-    for rho_, delta in [(0.5, 1e-6), (0.1, 1e-6), (1.0, 1e-9), (0.005, 1e-5)]:  # spec/privacy.md vectors
+    for rho_, delta in [(0.5, 1e-6), (0.1, 1e-6), (1.0, 1e-9), (0.005, 1e-5)]:  # Canonne, Kamath & Steinke 2020 (docs/privacy-definitions.md)
         profile = float(risk.privacy_profile("zcdp", zcdp_epsilon(rho_, delta), scale=1 / math.sqrt(2 * rho_)))
         assert profile == pytest.approx(delta, rel=1e-4)
     # the Gaussian's exact curve never exceeds the CKS conversion (valid for every ρ-zCDP mechanism)

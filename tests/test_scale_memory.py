@@ -1,4 +1,4 @@
-"""Memory linear in (n + queries): OM, WDA and Greedy-H at 65,536 bins on 2000 random ranges (issue 15 §4).
+"""Memory linear in (n + queries): OM, WDA and Greedy-H at 65,536 bins on 2000 random ranges.
 
 tracemalloc sees NumPy's allocations; the bound is generous (the query × n matrix alone would be 1 GB).
 """

@@ -1,4 +1,4 @@
-"""Epsilon selection: Lee & Clifton (spec §6(e)), accuracy targets, confidence intervals."""
+"""Epsilon selection: Lee & Clifton (ISC 2011: Table 3 and the worked examples), accuracy targets, confidence intervals."""
 
 import math
 from dataclasses import dataclass, field
@@ -34,7 +34,7 @@ def paper_order(worlds):
     return worlds.world_values[::-1]
 
 
-# ----------------------------------------------------------------------------- Lee & Clifton, spec §6(e)
+# ----------------------------------------------------------------------------- Lee & Clifton
 def test_absence_days_worlds_and_sensitivities():
     np.testing.assert_allclose(paper_order(ABSENCE), [2, 13 / 3, 14 / 3, 5])
     assert ABSENCE.sensitivity == pytest.approx(17 / 6)
@@ -51,7 +51,7 @@ def test_epsilons_at_rho_one_third(worlds, upper, tight):
     got_tight = lee_clifton_epsilon_tight(1 / 3, worlds.world_values, worlds.sensitivity)
     assert got_upper == pytest.approx(upper, abs=5e-8)
     assert got_tight == pytest.approx(tight, abs=5e-8)
-    # erratum §6(d)1-2: Eq. (7) is a MAXIMUM epsilon and it is smaller than the tight one
+    # the paper calls Eq. (7) a minimum; it is a MAXIMUM epsilon and it is smaller than the tight one
     assert got_upper < got_tight
     assert lee_clifton_risk_tight(got_tight, worlds.world_values, worlds.sensitivity) == pytest.approx(1 / 3)
 

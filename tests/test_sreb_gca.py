@@ -1,4 +1,4 @@
-"""SReB_GCA (spec §4): GGS test vectors, exact per-bin error, one draw per group, privacy accounting."""
+"""SReB_GCA (Chen et al. 2024, corrected): GGS test vectors, exact per-bin error, one draw per group, privacy accounting."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_ggs_worked_check_at_lambda_2():
 
 
 def test_ggs_first_comparison_failing_closes_a_singleton():
-    """Erratum §4(d)4: the paper's `d` is undefined when the very first merge fails."""
+    """In Algorithm 2 the paper's `d` is undefined when the very first merge fails."""
     assert ggs(np.array([1.0, 1000, 1001]), 0.5)[0] == 0
 
 
@@ -55,7 +55,7 @@ def test_expected_relative_errors_of_the_lambda_10_grouping():
 
 
 def test_one_draw_per_group_costs_epsilon2_per_bin_draws_cost_group_size_times():
-    """Erratum §4(d)2: a group of 10 with a fresh Lap(λ2)/|C| per bin costs 10·ε2."""
+    """The paper's Algorithm 1 draws a fresh Lap(λ2)/|C| per bin: a group of 10 costs 10·ε2."""
     epsilon2, groups, n = 0.3, [np.arange(10), np.arange(10, 12)], 12
     scale = 1 / epsilon2
     implemented = laplace_privacy_loss([(group_membership_l1(groups, n), scale)])

@@ -1,4 +1,4 @@
-"""Table input (issue #14): bins chosen without the private data, missing-value choices, pre-aggregated long
+"""Table input: bins chosen without the private data, missing-value choices, pre-aggregated long
 tables, weights per marginal, and bad input as one line naming the column or marginal and the rule."""
 
 import json

@@ -1,5 +1,5 @@
 """Table mechanisms beyond identity and ResidualPlanner: HDMM's OPT_M (dense oracle, simulation with power),
-histogram mechanisms on marginals, and the OpenDP-run AIM and PGM-estimated identity (issue #14)."""
+histogram mechanisms on marginals, and the OpenDP-run AIM and PGM-estimated identity."""
 
 from __future__ import annotations
 

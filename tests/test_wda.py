@@ -1,4 +1,4 @@
-"""WDA (spec §2): division test vectors, leaf budgets, privacy accounting, exact expected_mse."""
+"""WDA (Li et al., Algorithm 1, corrected): division test vectors, leaf budgets, privacy accounting, exact expected_mse."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ MODES = ["equal", "optimal", "optimal_global"]
 
 
 def synthetic_12x13() -> Explicit:
-    """Spec §2(e): rows 0–5 are e_0 + e_{7+i} (hot item 0), rows 6–11 are e_{1+i}."""
+    """A synthetic 12 × 13 workload that does split: rows 0–5 are e_0 + e_{7+i} (hot item 0), rows 6–11 are e_{1+i}."""
     matrix = np.zeros((12, 13))
     for i in range(6):
         matrix[i, [0, 7 + i]] = 1
@@ -44,7 +44,7 @@ def test_synthetic_equal_budget_splits_once():
 def test_synthetic_optimal_budget(budget):
     leaves = wda_division(synthetic_12x13(), budget=budget)
     assert [leaf.rows for leaf in leaves] == [(0, 1, 2, 3, 4), (5, 6, 7, 8, 9, 10, 11)]
-    # ε1 = 5/(5+√7)·ε = 0.653958ε (the spec's table prints 0.653949; §2(e) prints 0.65395)
+    # ε1 = 5/(5+√7)·ε = 0.653958ε (0.65395 to five places)
     assert leaves[0].share == pytest.approx(5 / (5 + math.sqrt(7)))
     assert leaves[0].share == pytest.approx(0.65395, abs=1e-5)
     assert expected_error(leaves, 1.0, squared=False) == pytest.approx(4.871459, abs=1e-6)
@@ -58,7 +58,7 @@ def test_random_hot_row_choice_is_symmetric_on_the_synthetic_example(seed):
 
 
 def test_paper_fig2_example_is_worse_than_no_split(fig1):
-    """Erratum §2(d)6: rows 1–3 vs 4–8 has Δ2 = 2, so the paper's 3.4275 is really 4.9158 > 4."""
+    """The paper's Fig. 2 / Sec. 4 example: rows 1–3 vs 4–8 has Δ2 = 2, so the paper's 3.4275 is really 4.9158 > 4."""
     paper = leaves_for(fig1.workload, [[0, 1, 2], [3, 4, 5, 6, 7]], [0.58, 0.42])
     assert [leaf.sensitivity for leaf in paper] == [3.0, 2.0]
     assert expected_error(paper, 1.0, squared=False) == pytest.approx(4.915846, abs=1e-6)
@@ -70,7 +70,7 @@ def test_paper_fig2_example_is_worse_than_no_split(fig1):
 
 
 def _per_leaf_loss(workload, leaves, epsilon) -> float:
-    """max_j Σ_ℓ ε_ℓ‖W_ℓ e_j‖₁/Δ_ℓ (spec §2(b)), computed from the matrix independently of run()."""
+    """max_j Σ_ℓ ε_ℓ‖W_ℓ e_j‖₁/Δ_ℓ (sequential composition over the leaves), computed from the matrix independently of run()."""
     matrix = abs(sparse_matrix(workload)).toarray()
     return float(max(sum(leaf.epsilon(epsilon) * matrix[list(leaf.rows), j].sum() / leaf.sensitivity
                          for leaf in leaves if leaf.sensitivity) for j in range(matrix.shape[1])))
@@ -92,7 +92,7 @@ def test_leaf_budgets_sum_to_epsilon_and_loss_is_within_epsilon(budget, p, rng):
 
 
 def test_row_noise_at_row_sensitivity_would_break_the_budget(fig1):
-    """Erratum §2(d)8: scaling each row's noise by its own sensitivity is not DP for a block."""
+    """The paper's proof of Eq. (4) scales each row's noise by its own sensitivity: by its own sensitivity is not DP for a block."""
     matrix = fig1.matrix
     own = [(matrix[i], matrix[i].sum() / 1.0) for i in range(8)]  # row i alone at ε = 1
     assert laplace_privacy_loss(own) > 1.0

@@ -1,4 +1,4 @@
-"""Xiao et al. (spec §5): usefulness bounds, cell release, the DP max query and the literal one's failure."""
+"""Xiao, Xiong & Yuan (TR-2010-003): usefulness bounds, cell release, the DP max query and the literal one's failure."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from core.mechanisms.xiao import (
 from core.queries.workloads import Identity, Prefix
 
 
-# ----------------------------------------------------------------------------- usefulness (§5.1(e), §5.2(e))
+# ----------------------------------------------------------------------------- usefulness (Theorems 4.2/5.2, Lemma 4.2, Theorem 4.4)
 def test_interval_bounds():
     assert interval_min_records(100, 0.05, 0.02, 0.05) == pytest.approx(760090.25, abs=0.1)
     assert interval_min_records(8000, 0.05, 0.01, 0.05) == pytest.approx(1.917269e8, rel=1e-6)
@@ -65,7 +65,7 @@ def test_bounds_validate(call, message):
         call()
 
 
-# ----------------------------------------------------------------------------- cell release (§5.1)
+# ----------------------------------------------------------------------------- cell release (Sec. 5)
 @pytest.mark.parametrize("neighbouring, scale", [("add_remove", 2.0), ("replace_one", 4.0)])
 def test_cell_release_loss_and_scale(neighbouring, scale, rng):
     release = CellRelease(neighbouring=neighbouring, clip=False).run(np.full(20, 5.0), Identity(20), 0.5, rng)
@@ -94,7 +94,7 @@ def test_clipping_is_post_processing_and_fractions_need_a_public_n(rng):
 
 
 def test_paper_fraction_noise_would_cost_up_to_two_alpha():
-    """Erratum §5.1(d)1: Lap(1/(α n)) on fractions c_i/n; add/remove moves every fraction (n changes)."""
+    """The report's Lap(1/(α n)) on fractions c_i/n costs up to 2α: add/remove moves every fraction (n changes)."""
     alpha, counts = 0.1, np.array([0.0, 5, 10, 985])
     n = counts.sum()
     before, after = counts / n, (counts + np.eye(4)[0]) / (n + 1)
@@ -102,7 +102,7 @@ def test_paper_fraction_noise_would_cost_up_to_two_alpha():
     assert loss > 1.9 * alpha
 
 
-# ----------------------------------------------------------------------------- max query (§5.2)
+# ----------------------------------------------------------------------------- max query (Sec. 4.1.2)
 def test_em_max_query_vector():
     data = [5, 9, 9, 10]
     assert max_query_scores(data, 10).tolist() == [-3, -3, -3, -3, -2, -2, -2, -2, 0, -1]

@@ -1,4 +1,4 @@
-"""The curator's flow at 1366×768 (issue #17): upload → workload → compare → choose ε → use it → release with
+"""The curator's flow at 1366×768: upload → workload → compare → choose ε → use it → release with
 intervals → export → re-upload the export → download the recipe. Screenshots go to test-artifacts/curator-*.png."""
 
 import json

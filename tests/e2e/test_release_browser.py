@@ -23,7 +23,7 @@ def download(page, button: str, timeout: float = 30_000):
 
 def released_counts(data: bytes) -> np.ndarray:
     rows = list(csv.DictReader(data.decode().splitlines()))
-    assert list(rows[0]) == ["bin", "count", "lower", "upper", "level"]  # intervals ride along (issue #17)
+    assert list(rows[0]) == ["bin", "count", "lower", "upper", "level"]  # intervals ride along
     return np.array([float(r["count"]) for r in rows])
 
 

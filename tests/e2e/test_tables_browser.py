@@ -1,4 +1,4 @@
-"""Tables in a real browser (issue #14): upload Adult (5 of its attributes, all 48,842 records) with its domain →
+"""Tables in a real browser: upload Adult (5 of its attributes, all 48,842 records) with its domain →
 all 2-way marginals → compare methods → release MST synthetic data → download. Screenshots: test-artifacts/tables-*.png.
 Skips cleanly when the Adult data is absent (the ``shared_data`` fixture: $DPLENS_SHARED_DATA/adult, else
 ../shared/data/adult beside the repository)."""

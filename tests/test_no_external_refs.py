@@ -1,0 +1,87 @@
+"""Comments, docstrings and messages cite nothing a reader cannot follow from the repository.
+
+The design notes and issue tracker live outside the repository, so "issue #14", "(#22)", "spec §7(a)" or
+"algorithms.md" point nowhere for a reader. Papers are cited by author and section instead, corrections
+of a paper are stated in words, and longer explanations live in docs/ (see docs/benchmarks.md,
+"Test conventions").
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCANNED = ("core", "ui", "pages", "tests", "app.py")
+# The papers package (and the tests that go with it) is being cleaned separately; scan it once that is done.
+NOT_YET_SCANNED = ("core/papers", "tests/test_papers", "tests/test_verdicts")
+THIS_FILE = Path(__file__).resolve()
+
+PATTERNS = {
+    "issue number": re.compile(r"\bissues?\s*#?\d+|\(#\d+\)", re.IGNORECASE),
+    "spec section": re.compile(r"\bspec\b\W{0,3}§", re.IGNORECASE),
+    "erratum number": re.compile(r"\berrat(?:um|a)\s*§", re.IGNORECASE),
+    "spec-style section": re.compile(r"§\d+(?:\.\d+)*\s*\([a-z]'?\)"),   # §4(d), §5.2(a') — not a paper's
+    "spec file": re.compile(r"\bspec\.md\b|shared/spec\b|(?<![\w./-])(?:algorithms|style|tables|privacy|"
+                            r"peer-reference)\.md\b"),
+}
+
+
+def external_refs(text: str) -> list[tuple[int, str, str]]:
+    """(line number, pattern name, line) for every line of ``text`` that cites an external reference.
+
+    >>> external_refs("x = 1  # see docs/tables.md\\ny = 2  # spec §7(a)")
+    [(2, 'spec section', 'y = 2  # spec §7(a)')]
+    """
+    hits = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        for name, pattern in PATTERNS.items():
+            if pattern.search(line):
+                hits.append((number, name, line.strip()))
+                break
+    return hits
+
+
+def scanned_files() -> list[Path]:
+    files: list[Path] = []
+    for entry in SCANNED:
+        path = ROOT / entry
+        files.extend([path] if path.is_file() else sorted(path.rglob("*.py")))
+    return [path for path in files
+            if path.resolve() != THIS_FILE
+            and not path.relative_to(ROOT).as_posix().startswith(NOT_YET_SCANNED)]
+
+
+def test_the_scan_covers_the_code():
+    names = {path.relative_to(ROOT).as_posix() for path in scanned_files()}
+    assert {"app.py", "core/release/gradual.py", "ui/papers_view.py", "tests/conftest.py"} <= names
+    assert any(name.startswith("pages/") for name in names)
+    assert not any(name.startswith("core/papers/") for name in names)
+    assert "tests/test_no_external_refs.py" not in names
+
+
+@pytest.mark.parametrize("line", [
+    "# issue #14", "(Issue 17)", "see (#22)", "spec §7(a)", "(Spec §2(e): rows)", "erratum §3(d)2",
+    "errata §4(d)3–5", "(§2(c))", "see algorithms.md", "../shared/spec/privacy.md", "spec tables.md",
+    "(style.md §1.3)",
+])
+def test_each_kind_of_reference_is_caught(line):
+    assert external_refs(f'x = 1  # {line}\n"""{line}"""'), line
+
+
+@pytest.mark.parametrize("line", [
+    "Koufogiannis, Han & Pappas, Sec. 4.2.1", "Qardaji et al. §IV-B", "Li et al. PVLDB 2014 §4",
+    "see docs/tables.md", "a workload spec such as 'prefix'", "§2: coarse bins", "issue a release",
+])
+def test_citations_and_docs_pointers_pass(line):
+    assert not external_refs(f"# {line}"), line
+
+
+def test_no_file_cites_an_issue_or_an_external_spec():
+    found = [f"{path.relative_to(ROOT).as_posix()}:{number}: [{name}] {line}"
+             for path in scanned_files()
+             for number, name, line in external_refs(path.read_text(encoding="utf-8"))]
+    assert not found, ("cite the paper by author and section, state the correction in words, or point to "
+                       "a docs/ page instead:\n" + "\n".join(found))

@@ -236,3 +236,34 @@ def test_four_processes_never_overspend(store, unit):
         parts = pool.starmap(_spend_many, [(str(store.path), f"proc{k}", SPENDERS * ATTEMPTS // 4, barrier, cost)
                                            for k in range(4)])
     _check_no_overspend_no_lost_record(store, [label for part in parts for label in part])
+
+
+def test_a_pure_total_with_releases_converts_to_rho_or_to_a_delta_budget_keeping_its_spends(tmp_path):
+    from core.privacy.ledger_store import default_total_for
+
+    store, fp = LedgerStore(tmp_path / "s.sqlite3"), "c" * 64
+    store.set_total(fp, Budget(2.0))
+    store.spend(fp, "pure release", Budget(1.0), mechanism="identity")
+    with pytest.raises(ValueError, match="needs a reason"):
+        store.convert_total(fp, Budget.zcdp(2.0, 1e-6), reason=" ")
+    with pytest.raises(ValueError, match="converts to rho <= 2"):
+        store.convert_total(fp, Budget.zcdp(2.5, 1e-6), reason="zCDP from now on")
+    assert store.ledger(fp).total == Budget(2.0)  # nothing recorded by a refusal
+    converted = store.convert_total(fp, Budget.zcdp(2.0, 1e-6), reason="zCDP from now on")
+    assert converted.spent.rho == pytest.approx(0.5) and converted.remaining.rho == pytest.approx(1.5)
+    assert store.ledger(fp).spent.rho == pytest.approx(0.5)  # the pure release counts ε²/2 in the store too
+    after = store.spend(fp, "gaussian", Budget(3.0, 1e-6, 1.0), mechanism="gaussian")
+    assert after.remaining.rho == pytest.approx(0.5)
+    assert [e["kind"] for e in store.history(fp)] == ["total", "spend", "total", "spend"]
+    assert store.history(fp)[2]["note"].startswith("converted from ε=2: zCDP from now on")
+    with pytest.raises(ValueError, match="only a pure epsilon total"):
+        store.convert_total(fp, Budget.zcdp(1.0, 1e-6), reason="again")
+
+    other = "d" * 64
+    store.set_total(other, Budget(2.0))
+    store.spend(other, "pure release", Budget(1.5), mechanism="identity")
+    with pytest.raises(ValueError, match="converts to"):
+        store.convert_total(other, Budget(3.0, 1e-6), reason="more epsilon is not a conversion")
+    widened = store.convert_total(other, Budget(2.0, 1e-5), reason="(ε, δ) from now on")
+    assert widened.remaining.epsilon == pytest.approx(0.5) and widened.remaining.delta == pytest.approx(1e-5)
+    assert default_total_for("approx", 1e-6) == Budget(5.0, 1e-5)

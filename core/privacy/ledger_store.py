@@ -38,11 +38,32 @@ import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from core.privacy.budget import Budget, BudgetExceededError, Ledger
+from core.privacy.budget import Budget, BudgetExceededError, Ledger, within
 from core.privacy.store import LOCAL_OWNER, connect, default_path, transaction
 
 DEFAULT_TOTAL_EPSILON = 5.0  # a dataset's total until the curator records one
 DEFAULT_TOTAL = Budget(DEFAULT_TOTAL_EPSILON)
+DEFAULT_DELTA_RELEASES = 10  # an (ε, δ) default total has δ for this many releases at the session's δ
+
+
+def default_total_for(definition: str, delta: float) -> Budget:
+    """A dataset's total until the curator records one, in the unit of the privacy definition in use: ε = 5
+    (pure); (ε = 5, δ for ``DEFAULT_DELTA_RELEASES`` releases at ``delta``) for (ε, δ); for zCDP the ρ whose
+    ε at ``delta`` is 5, so a first zCDP release is charged in ρ rather than refused for want of a δ budget.
+
+    >>> default_total_for("pure", 1e-6) == DEFAULT_TOTAL
+    True
+    >>> total = default_total_for("zcdp", 1e-6)
+    >>> round(total.rho, 4), round(total.epsilon, 6)
+    (0.4631, 5.0)
+    """
+    if definition == "zcdp":
+        from core.privacy.definitions import zcdp_rho
+
+        return Budget.zcdp(zcdp_rho(DEFAULT_TOTAL_EPSILON, delta), delta)
+    if definition == "approx":
+        return Budget(DEFAULT_TOTAL_EPSILON, min(DEFAULT_DELTA_RELEASES * delta, 1e-3))
+    return DEFAULT_TOTAL
 RESET_WARNING = ("Starting a fresh budget for the same data voids the differential-privacy guarantee: "
                  "every release already made still leaks, and the new budget adds to it.")
 # What history() returns (pages and the ledger CSV show it): never the workspace id, which the store keeps.
@@ -278,6 +299,39 @@ class LedgerStore:
             self._record_total(conn, target, fingerprint, total, epoch, kind="reset" if epoch is not None else "total",
                                name="", workspace=workspace, note=f"{reason.strip()}{by} — {RESET_WARNING}")
         return Ledger(total)
+
+    def convert_total(self, fingerprint: str, total: Budget, *, reason: str, workspace: str | None = None) -> Ledger:
+        """Record a weaker total that keeps every spend so far: a pure ε total (δ = 0) becomes a ρ total with
+        ρ = ε²/2 (its pure spends count ε²/2, as ε-DP implies ε²/2-zCDP), or an (ε, δ) total with the same ε and a
+        δ > 0. The guarantee becomes the new total's (weaker than pure ε-DP), so the reason is recorded.
+
+        Raises:
+            ValueError: no reason; the ledger is not a pure ε total with spends; the new total is not one of the two
+            conversions; or the spends so far do not fit it. Nothing is recorded.
+        """
+        _check_fingerprint(fingerprint)
+        if not (isinstance(reason, str) and reason.strip()):
+            raise ValueError("converting a budget weakens its guarantee; it needs a reason, which is recorded")
+        with connect(self.path) as conn, transaction(conn):
+            _check_workspace(conn, workspace, self.owner)
+            ledger, epoch = self._read(conn, self.owner, fingerprint, DEFAULT_TOTAL)
+            old = ledger.total
+            if epoch is None or not ledger.spends or old.rho is not None or old.delta > 0:
+                raise ValueError("only a pure epsilon total with releases on it is converted (before the first "
+                                 "release, set the total instead); nothing was recorded")
+            to_rho = total.rho is not None and within(total.rho, old.epsilon**2 / 2)
+            to_delta = total.rho is None and total.epsilon == old.epsilon and 0 < total.delta < 1
+            if not (to_rho or to_delta):
+                raise ValueError(f"a pure epsilon={old.epsilon:g} total converts to rho <= {old.epsilon**2 / 2:g} "
+                                 f"(epsilon²/2) or to (epsilon={old.epsilon:g}, delta > 0); got {total_label(total)}")
+            converted = Ledger(total)
+            for label, cost in ledger.spends:
+                converted = converted.spend(label, cost)  # raises BudgetExceededError: nothing recorded
+            # recorded as a "total" row of the same epoch (the spends stay); the note says it is a conversion
+            self._record_total(conn, self.owner, fingerprint, total, epoch, kind="total", name="",
+                               workspace=workspace, note=f"converted from {total_label(old)}: {reason.strip()}; the "
+                                                         "releases made so far are kept and counted in the new unit")
+        return converted
 
     def history(self, fingerprint: str | None = None, *, owner: str | None = None,
                 every_owner: bool = False) -> list[dict[str, object]]:

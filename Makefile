@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 HOST ?= 127.0.0.1
 PORT ?= 8501
 
-.PHONY: run test bench lint docs clean
+.PHONY: run test bench lint typecheck docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check core pages app.py ui tests bench
+
+# mypy on core/ (pyproject.toml [tool.mypy]: the public API modules are strict).
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 # The documentation site (mkdocs.yml, docs/) into site/; the mechanism and CLI references are generated from the
 # code at build time (docs/gen_ref.py, an MkDocs hook). --strict: any broken link or warning fails the build.

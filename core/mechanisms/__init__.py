@@ -21,7 +21,7 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -45,8 +45,8 @@ class Release:
     privacy_loss: float
     answers: np.ndarray
     estimate: np.ndarray | None
-    params: Mapping[str, object] = field(default_factory=dict)
-    details: Mapping[str, object] = field(default_factory=dict)
+    params: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable

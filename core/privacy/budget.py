@@ -115,7 +115,7 @@ class Ledger:
         delta = math.fsum(b.delta for _, b in self.spends)
         rhos = [spend_rho(b) if self.total.rho is not None else b.rho for _, b in self.spends]
         unknown = any(r is None for r in rhos) or (self.total.rho is None and not rhos)
-        rho = None if unknown else math.fsum(rhos)
+        rho = None if unknown else math.fsum(r for r in rhos if r is not None)  # not unknown: none is None
         return Budget(eps, delta, rho)
 
     @property

@@ -17,6 +17,7 @@ ZCDP(rho=0.75)
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from scipy import optimize, special
@@ -168,7 +169,7 @@ def compose(costs: list[Privacy] | tuple[Privacy, ...]) -> Privacy:
     if kinds == {PureDP} or kinds == {ApproxDP}:
         total = costs[0]
         for cost in costs[1:]:
-            total = total + cost
+            total = total + cost  # type: ignore[operator]  # kinds is one type: PureDP + PureDP or ApproxDP + ApproxDP
         return total
     if ApproxDP in kinds:
         raise ValueError("cannot compose (epsilon, delta)-DP with zCDP exactly; convert the zCDP costs with "
@@ -247,7 +248,7 @@ def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> fl
     return max(0.0, float(value))
 
 
-def _bisect(predicate, low: float, high: float) -> float:
+def _bisect(predicate: Callable[[float], bool], low: float, high: float) -> float:
     """The boundary of a monotone predicate, True at ``high``; returns the True side (the safe one)."""
     while not predicate(high):
         low, high = high, high * 2.0
@@ -362,7 +363,7 @@ def native_spend(costs: list[tuple[float, float, float | None]], definition: str
             view.update(unit="rho", spent=None, remaining=None, epsilon_at_delta=None,
                         note="an (epsilon, delta) release has no rho: composed by basic composition only")
             return view
-        rho = math.fsum(c[2] for c in costs)
+        rho = math.fsum(c[2] for c in costs if c[2] is not None)  # none is None (returned above)
         total_rho = zcdp_rho(total_epsilon, delta) if total_epsilon > 0 else 0.0
         view.update(unit="rho", spent=rho, remaining=max(total_rho - rho, 0.0), total=total_rho,
                     epsilon_at_delta=zcdp_epsilon(rho, delta) if rho > 0 else 0.0)

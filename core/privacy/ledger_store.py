@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import sqlite3
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -108,7 +109,7 @@ def _check_owner(owner: object) -> str:
     return owner
 
 
-def workspace_owner(conn, workspace: str | None) -> str | None:
+def workspace_owner(conn: sqlite3.Connection, workspace: str | None) -> str | None:
     """The owner of a stored workspace, or None (no workspace, or one the store does not know)."""
     if workspace is None:
         return None
@@ -116,7 +117,7 @@ def workspace_owner(conn, workspace: str | None) -> str | None:
     return None if row is None else row[0]
 
 
-def _check_workspace(conn, workspace: str | None, owner: str) -> None:
+def _check_workspace(conn: sqlite3.Connection, workspace: str | None, owner: str) -> None:
     found = workspace_owner(conn, workspace)
     if found is not None and found != owner:
         raise ValueError("the workspace and the ledger belong to different curators: a ledger is charged only from "
@@ -142,7 +143,8 @@ class LedgerStore:
     def _owner(self, owner: str | None) -> str:
         return self.owner if owner is None else _check_owner(owner)
 
-    def _read(self, conn, owner: str, fingerprint: str, default_total: Budget) -> tuple[Ledger, int | None]:
+    def _read(self, conn: sqlite3.Connection, owner: str, fingerprint: str,
+              default_total: Budget) -> tuple[Ledger, int | None]:
         row = conn.execute("SELECT epsilon, delta, rho, epoch FROM budgets WHERE owner = ? AND fingerprint = ?",
                            (owner, fingerprint)).fetchone()
         if row is None:
@@ -165,8 +167,8 @@ class LedgerStore:
             return conn.execute("SELECT 1 FROM budgets WHERE owner = ? AND fingerprint = ?",
                                 (owner, _check_fingerprint(fingerprint))).fetchone() is not None
 
-    def _record_total(self, conn, owner: str, fingerprint: str, total: Budget, epoch: int | None, *, kind: str,
-                      name: str, workspace: str | None, note: str | None) -> int:
+    def _record_total(self, conn: sqlite3.Connection, owner: str, fingerprint: str, total: Budget,
+                      epoch: int | None, *, kind: str, name: str, workspace: str | None, note: str | None) -> int:
         if epoch is None:
             epoch = 0
             conn.execute("INSERT INTO budgets (owner, fingerprint, name, epsilon, delta, rho, epoch, created) "
@@ -357,7 +359,8 @@ class LedgerStore:
 
         ``every_owner`` (an admin's view) lists every owner's ledgers, each naming its ``owner``.
         """
-        query, args = "SELECT owner, fingerprint, name, epoch FROM budgets", ()
+        query = "SELECT owner, fingerprint, name, epoch FROM budgets"
+        args: tuple[str, ...] = ()
         if not every_owner:
             query, args = query + " WHERE owner = ?", (self._owner(owner),)
         with connect(self.path) as conn:

@@ -39,8 +39,9 @@ from __future__ import annotations
 import functools
 import math
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -67,12 +68,12 @@ FREE_NOISE_REFUSAL = ("the secure noise source draws no free-standing noise: pas
                       "core.privacy.noise.add_laplace / add_gaussian, which measure them inside OpenDP")
 
 
-def _size_of(values) -> tuple[int, ...] | None:
+def _size_of(values: object) -> tuple[int, ...] | None:
     """The ``size`` a NumPy draw matching ``values`` takes: its shape for arrays (0-d included), None for scalars."""
     return values.shape if isinstance(values, np.ndarray) else None
 
 
-def add_laplace(rng, values, scale):
+def add_laplace(rng: NoiseSource, values: Any, scale: Any) -> Any:
     """``values`` plus i.i.d. Laplace(``scale``) noise: the one way mechanisms add Laplace noise.
 
     A secure source (``SecureNoise``) measures the values inside OpenDP; a NumPy generator adds its float draws
@@ -87,7 +88,7 @@ def add_laplace(rng, values, scale):
     return values + rng.laplace(scale=scale, size=_size_of(values))
 
 
-def add_gaussian(rng, values, sigma):
+def add_gaussian(rng: NoiseSource, values: Any, sigma: Any) -> Any:
     """``values`` plus i.i.d. N(0, ``sigma``²) noise: the one way mechanisms add Gaussian noise (as ``add_laplace``).
 
     >>> add_gaussian(np.random.default_rng(0), np.zeros(2), 1.0).round(3).tolist()
@@ -96,25 +97,26 @@ def add_gaussian(rng, values, sigma):
     measure = getattr(rng, "add_gaussian", None)
     if measure is not None:
         return measure(values, sigma)
-    return values + rng.normal(loc=0.0, scale=sigma, size=_size_of(values))
+    # the exploration path: a np.random.Generator (NoiseSource lists only what every mechanism may call)
+    return values + rng.normal(loc=0.0, scale=sigma, size=_size_of(values))  # type: ignore[attr-defined]
 
 
 @runtime_checkable
 class NoiseSource(Protocol):
     """The randomness a mechanism may use (a subset of ``np.random.Generator``'s methods)."""
 
-    def laplace(self, loc: float = 0.0, scale: float = 1.0, size=None): ...
+    def laplace(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Any: ...
 
-    def random(self, size=None): ...
+    def random(self, size: Any = None) -> Any: ...
 
-    def integers(self, low, high=None, size=None): ...
+    def integers(self, low: Any, high: Any = None, size: Any = None) -> Any: ...
 
-    def permutation(self, x): ...
+    def permutation(self, x: Any) -> Any: ...
 
-    def gumbel(self, loc: float = 0.0, scale: float = 1.0, size=None): ...
+    def gumbel(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Any: ...
 
 
-def _shape(size) -> tuple[int, ...]:
+def _shape(size: Any) -> tuple[int, ...]:
     if size is None:
         return ()
     return (int(size),) if np.ndim(size) == 0 else tuple(int(s) for s in size)
@@ -148,7 +150,7 @@ def widened(scale: float) -> float:
     return float(np.nextafter(scale * (1.0 + LATTICE_SLACK), np.inf))
 
 
-def _opendp():
+def _opendp() -> Any:
     import opendp.prelude as dp  # imported lazily: only the secure path needs the native library
 
     dp.enable_features("contrib")
@@ -156,7 +158,7 @@ def _opendp():
 
 
 @functools.lru_cache(maxsize=64)
-def _laplace_measurement(size: int, scale: float, integer: bool):
+def _laplace_measurement(size: int, scale: float, integer: bool) -> Any:
     """OpenDP's Laplace measurement of ``size`` values at ``scale`` (integers: exact; floats: on the lattice)."""
     dp = _opendp()
     if integer:  # 64-bit: at scale 1e9 (epsilon 1e-9) the noise still fits
@@ -167,7 +169,7 @@ def _laplace_measurement(size: int, scale: float, integer: bool):
 
 
 @functools.lru_cache(maxsize=64)
-def _gaussian_measurement(size: int, scale: float, integer: bool):
+def _gaussian_measurement(size: int, scale: float, integer: bool) -> Any:
     """OpenDP's Gaussian measurement: the discrete Gaussian of Canonne, Kamath & Steinke (2020), exact, on the
     integers or on the lattice 2^k as the Laplace above; its privacy map is in zCDP."""
     dp = _opendp()
@@ -179,7 +181,7 @@ def _gaussian_measurement(size: int, scale: float, integer: bool):
 
 
 @functools.lru_cache(maxsize=64)
-def _noisy_max_measurement(scale: float):
+def _noisy_max_measurement(scale: float) -> Any:
     dp = _opendp()
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
     # Gumbel noise (OpenDP uses it for the zCDP measure): argmax(s/scale + Gumbel) samples
@@ -207,7 +209,7 @@ class SecureNoise:
         """The ``NOISE_SAMPLERS`` key of this source's Laplace noise."""
         return "opendp-integer-laplace" if self.integer else "opendp-lattice-laplace"
 
-    def add_laplace(self, values, scale):
+    def add_laplace(self, values: Any, scale: Any) -> Any:
         """``values`` + Laplace(scale) noise, measured by OpenDP on the values themselves (scale may be an array).
 
         >>> out = SecureNoise().add_laplace(np.array([0.25, 1.0]), 1.0)
@@ -216,11 +218,12 @@ class SecureNoise:
         """
         return self._measure(_laplace_measurement, values, scale, "Laplace")
 
-    def add_gaussian(self, values, sigma):
+    def add_gaussian(self, values: Any, sigma: Any) -> Any:
         """``values`` + N(0, sigma²) noise, measured by OpenDP's discrete Gaussian on the values themselves."""
         return self._measure(_gaussian_measurement, values, sigma, "Gaussian")
 
-    def _measure(self, measurement_for, values, scale, kind: str):
+    def _measure(self, measurement_for: Callable[[int, float, bool], Any], values: Any, scale: Any,
+                 kind: str) -> Any:
         values = np.asarray(values, dtype=float)
         shape = values.shape
         flat = values.reshape(-1)
@@ -239,21 +242,21 @@ class SecureNoise:
             out[where] = measurement(chosen.astype(np.int64).tolist() if self.integer else chosen.tolist())
         return out.reshape(shape)[()]  # a NumPy scalar for scalar values, as NumPy's own arithmetic gives
 
-    def laplace(self, loc: float = 0.0, scale: float = 1.0, size=None):
+    def laplace(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Any:
         """Refused: free-standing noise added in floating point breaks the sampler's proof (use ``add_laplace``)."""
         raise TypeError(FREE_NOISE_REFUSAL)
 
-    def normal(self, loc: float = 0.0, scale: float = 1.0, size=None):
+    def normal(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Any:
         """Refused, as ``laplace`` (use ``add_gaussian``)."""
         raise TypeError(FREE_NOISE_REFUSAL)
 
-    def random(self, size=None):
+    def random(self, size: Any = None) -> float | np.ndarray:
         """Uniform floats in [0, 1) (53 random bits each)."""
         count = math.prod(_shape(size))
         out = np.array([secrets.randbits(53) for _ in range(count)], dtype=float) / 2.0**53
         return float(out[0]) if size is None else out.reshape(_shape(size))
 
-    def integers(self, low, high=None, size=None):
+    def integers(self, low: Any, high: Any = None, size: Any = None) -> int | np.ndarray:
         """Uniform integers in [low, high) (or [0, low) when high is None), like ``Generator.integers``."""
         low, high = (0, low) if high is None else (low, high)
         low, high = int(low), int(high)
@@ -263,7 +266,7 @@ class SecureNoise:
         out = np.array([low + secrets.randbelow(high - low) for _ in range(count)], dtype=np.int64)
         return int(out[0]) if size is None else out.reshape(_shape(size))
 
-    def permutation(self, x):
+    def permutation(self, x: Any) -> np.ndarray:
         """A uniformly random permutation of range(x) (int) or of the first axis of x (Fisher–Yates)."""
         items = np.arange(x) if np.ndim(x) == 0 else np.array(x, copy=True)
         order = list(range(len(items)))
@@ -272,7 +275,7 @@ class SecureNoise:
             order[i], order[j] = order[j], order[i]
         return items[np.array(order, dtype=np.int64)] if order else items
 
-    def gumbel(self, loc: float = 0.0, scale: float = 1.0, size=None):
+    def gumbel(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> float | np.ndarray:
         """Gumbel(loc, scale) draws from CSPRNG uniforms (``exponential_mechanism`` uses OpenDP instead)."""
         shape = _shape(size)
         out = loc - scale * np.log(-np.log(_uniform_open(math.prod(shape))))
@@ -287,7 +290,7 @@ class SecureNoise:
         return int(_noisy_max_measurement(scale)(scores.tolist()))
 
 
-def adds_noise_to_counts(mechanism) -> bool:
+def adds_noise_to_counts(mechanism: object) -> bool:
     """Whether every Laplace draw of ``mechanism`` is added to an integer-valued count with integer sensitivity.
 
     True for the cell-noise baselines only: Identity (and dp-base), Xiao's cell release (sensitivity 1
@@ -305,13 +308,13 @@ def adds_noise_to_counts(mechanism) -> bool:
     return type(mechanism) in (Identity, Uniform, CellRelease, GaussianIdentity)
 
 
-def _integer_counts(counts) -> bool:
+def _integer_counts(counts: Any) -> bool:
     values = np.asarray(counts, dtype=float)
     return bool(np.all(np.isfinite(values)) and np.all(values == np.round(values)) and np.all(np.abs(values) < 2**52))
 
 
-def noise_source(path: str, seed: int | None = None, *, mechanism=None,
-                 counts=None) -> np.random.Generator | SecureNoise:
+def noise_source(path: str, seed: int | None = None, *, mechanism: object = None,
+                 counts: Any = None) -> np.random.Generator | SecureNoise:
     """The noise source for a path name: "exploration" (seeded NumPy) or "secure" (OpenDP, no seed).
 
     On the secure path, passing the ``mechanism`` and the ``counts`` it will run on selects the
@@ -335,7 +338,7 @@ def noise_source(path: str, seed: int | None = None, *, mechanism=None,
     raise ValueError(f"noise path must be one of {sorted(NOISE_PATHS)}, got {path!r}")
 
 
-def noise_sampler(source, mechanism=None) -> str:
+def noise_sampler(source: object, mechanism: object = None) -> str:
     """The ``NOISE_SAMPLERS`` key of a noise source (what an export should state) for ``mechanism``'s noise.
 
     >>> noise_sampler(noise_source("exploration", 1)), noise_sampler(SecureNoise(integer=True))
@@ -348,7 +351,7 @@ def noise_sampler(source, mechanism=None) -> str:
     return key.replace("laplace", noise_kind(mechanism)) if mechanism is not None else key
 
 
-def noise_kind(mechanism) -> str:
+def noise_kind(mechanism: object) -> str:
     """"gaussian" for the Gaussian variants (``core.mechanisms.gaussian``), else "laplace".
 
     >>> from core.mechanisms import MECHANISMS

@@ -29,6 +29,7 @@ import hashlib
 import json
 import re
 import secrets
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,7 +106,7 @@ class WorkspaceStore:
         if not (isinstance(self.owner, str) and self.owner.strip() and len(self.owner) <= 320):
             raise ValueError(f"owner must be a curator id (1-320 characters), got {str(self.owner)[:80]!r}")
 
-    def _check_quota(self, conn, adding: int) -> None:
+    def _check_quota(self, conn: sqlite3.Connection, adding: int) -> None:
         """Refuse to store ``adding`` more bytes when the owner's uploads and workspaces would pass the quota."""
         used = conn.execute(
             "SELECT (SELECT COALESCE(SUM(LENGTH(counts) + LENGTH(labels)), 0) FROM uploads WHERE owner = ?) + "

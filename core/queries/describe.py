@@ -87,7 +87,7 @@ def describe_queries(workload: Workload, axis_labels: Sequence[Sequence[str]],
     if m > MAX_DESCRIBED or (not isinstance(workload, Explicit | Ranges) and m * n > DENSE_LIMIT):
         return ([f"row {i} of the workload {workload.describe()}" for i in range(m)],
                 [f"row:{i}" for i in range(m)])
-    matrix = sparse_matrix(workload)
+    matrix = sparse_matrix(workload)  # type: ignore[arg-type]  # workloads are frozen dataclasses: hashable
     two_d = len(axis_labels) == 2
     words, specs = [], []
     for i in range(m):

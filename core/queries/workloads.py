@@ -17,7 +17,7 @@ import warnings
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -427,7 +427,7 @@ def random_range_2d(grid: tuple[int, int], m: int, seed: int = 0) -> Ranges2D:
 class Explicit:
     """A given m × n query matrix (dense array, or a scipy.sparse matrix for large sparse workloads)."""
 
-    matrix: object
+    matrix: Any  # a dense array or a scipy.sparse matrix (untyped)
     label: str = "explicit"
 
     def __post_init__(self) -> None:

@@ -20,6 +20,7 @@ import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +28,12 @@ from core import __version__
 from core.mechanisms import NEIGHBOURING, Release
 from core.privacy.noise import NOISE_PATHS, NOISE_SAMPLERS
 from core.release.provenance import exported_number as _number
+
+if TYPE_CHECKING:
+    from core.analysis.intervals import Intervals
+    from core.data.domain import Histogram
+    from core.privacy.definitions import Privacy
+    from core.queries.workloads import Workload
 
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 EXPORTABLE_NOISE_PATHS = ("secure",)
@@ -84,7 +91,7 @@ class ExportKeys:
     query_specs: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, histogram, workload=None) -> ExportKeys:
+    def of(cls, histogram: Histogram, workload: Workload | None = None) -> ExportKeys:
         """The keys of ``histogram`` (a ``core.data.domain.Histogram``), and of ``workload``'s queries if given."""
         from core.queries.describe import describe_queries
 
@@ -95,7 +102,7 @@ class ExportKeys:
         return cls(names, labels, tuple(texts), tuple(specs))
 
     @classmethod
-    def for_release(cls, histogram, release: Release, workload) -> ExportKeys:
+    def for_release(cls, histogram: Histogram, release: Release, workload: Workload | None) -> ExportKeys:
         """The keys an export of ``release`` needs: the histogram's cells and the workload's queries (a JSON export
         carries the workload answers with their queries; a CSV of answers too)."""
         return cls.of(histogram, workload)
@@ -105,7 +112,7 @@ class ExportKeys:
         return list(itertools.product(*self.axis_labels))
 
 
-def release_to_csv(release: Release, keys: ExportKeys | None = None, intervals=None) -> bytes:
+def release_to_csv(release: Release, keys: ExportKeys | None = None, intervals: Intervals | None = None) -> bytes:
     """CSV of the released histogram (one column per axis, named as the upload named it, then ``count``), or
     ``query,answer`` when there is no estimate (then ``description,spec`` of each query, when ``keys`` has them).
 
@@ -114,9 +121,12 @@ def release_to_csv(release: Release, keys: ExportKeys | None = None, intervals=N
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     spread = ("lower", "upper", "level") if intervals is not None else ()
+    lead: list[tuple[str, ...]]
+    tail: list[tuple[str, ...]]
     if release.estimate is not None:
         values = release.estimate
-        cells = keys.cells() if keys is not None and keys.axis_labels else [(str(i),) for i in range(len(values))]
+        cells: list[tuple[str, ...]] = (keys.cells() if keys is not None and keys.axis_labels
+                                        else [(str(i),) for i in range(len(values))])
         names = keys.axis_names if keys is not None and keys.axis_labels else ("bin",)
         if len(cells) != len(values):
             raise ValueError(f"{len(cells)} labelled cells for {len(values)} released values")
@@ -126,7 +136,8 @@ def release_to_csv(release: Release, keys: ExportKeys | None = None, intervals=N
         described = keys is not None and len(keys.query_texts) == len(values)
         header = ("query", "answer")
         lead = [(str(i),) for i in range(len(values))]
-        tail = list(zip(keys.query_texts, keys.query_specs, strict=True)) if described else [()] * len(values)
+        tail = (list(zip(keys.query_texts, keys.query_specs, strict=True)) if keys is not None and described
+                else [()] * len(values))
         spread = (*spread, *(("description", "spec") if described else ()))
     writer.writerow((*header, *spread))
     for i, value in enumerate(values):
@@ -207,7 +218,7 @@ def privacy_metadata(release: Release) -> dict:
     }
 
 
-def privacy_from_metadata(doc: Mapping[str, object]):
+def privacy_from_metadata(doc: Mapping[str, Any]) -> Privacy:
     """The privacy value an exported release's metadata states (round-trip of ``privacy_metadata``).
 
     >>> privacy_from_metadata({"definition": "zcdp", "charged": {"rho": 0.1}})
@@ -237,7 +248,7 @@ def _jsonable(value: object) -> object:
 
 def release_to_json(release: Release, *, workload: str, noise_path: str, dataset: str | None = None,
                     keys: ExportKeys | None = None, noise_sampler: str | None = None,
-                    export_id: str | None = None, intervals=None) -> str:
+                    export_id: str | None = None, intervals: Intervals | None = None) -> str:
     """JSON with the metadata and the released values (``counts`` or ``answers``); secure releases only.
 
     With ``keys``: counts carry ``axis_names``, ``axis_labels`` (per axis) and ``labels`` (per cell, axes joined

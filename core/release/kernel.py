@@ -34,23 +34,25 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 
 from core.analysis.bounded import run_bounded
 from core.analysis.cost import check_cost, estimate_cost
-from core.analysis.intervals import release_intervals
+from core.analysis.intervals import Intervals, release_intervals
 from core.data import limits
-from core.mechanisms import MECHANISMS, configure
+from core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from core.mechanisms.gaussian import Matched, for_privacy
 from core.privacy.budget import Budget, Ledger
 from core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, ledger_charge
 from core.privacy.ledger_store import DEFAULT_TOTAL, LedgerStore, new_export_id
 from core.privacy.noise import noise_sampler, noise_source
+from core.queries.marginals import MarginalWorkload
 from core.queries.workloads import Workload
 from core.release.export import ExportKeys, neutralise, release_to_csv, release_to_json
 from core.release.provenance import values_hash
-from core.tables.contract import SECURE_NOISE
+from core.tables.contract import SECURE_NOISE, TableRelease
 
 # OpenDP's measurement costs about 7-10 µs of CPU per noisy value (1e5 values: 0.65-1.0 s); a release's time
 # estimate adds this per value, so large secure releases run in a worker under the time limit.
@@ -80,7 +82,7 @@ class HistogramRequest:
 class Published:
     """A release that left through the kernel: what was released, its export id, the charge and the ledger after."""
 
-    release: object
+    release: Release | TableRelease  # a histogram's or a table's
     export_id: str
     charge: Budget
     ledger: Ledger
@@ -89,7 +91,7 @@ class Published:
     metadata: dict = field(default_factory=dict)
 
 
-def plan_histogram(request: HistogramRequest):
+def plan_histogram(request: HistogramRequest) -> tuple[Mechanism | Matched, Mechanism, float, Budget]:
     """(runner, mechanism, epsilon argument, charge) for a histogram request, or ValueError naming what is wrong.
 
     >>> runner, mechanism, epsilon, charge = plan_histogram(HistogramRequest("hb", {}, ZCDP(0.5), None, "", 1e-6))
@@ -128,7 +130,7 @@ def _check_fits(store: LedgerStore, fingerprint: str, label: str, charge: Budget
     ledger.spend(label, charge)
 
 
-def _check_loss(release, allowed: float, unit: str) -> None:
+def _check_loss(release: Release | TableRelease, allowed: float, unit: str) -> None:
     if not release.privacy_loss <= allowed * (1 + LOSS_SLACK):
         raise ValueError(f"internal check: privacy loss {unit}={release.privacy_loss!r} of the noise drawn exceeds "
                          f"{unit}={allowed!r}; nothing was released or charged")
@@ -176,9 +178,9 @@ class TableRequest:
     may be explored but not released (its shape would disclose them).
     """
 
-    mechanism: object
+    mechanism: Any  # a core.tables.mechanisms.TABLE_MECHANISMS entry (they share no base class)
     rho: float
-    workload: object
+    workload: MarginalWorkload
     delta: float
     domain_declared: bool = True
 
@@ -238,15 +240,16 @@ EXPORT_INTERVAL_TRIALS = 100  # re-runs on the released output behind simulated 
 
 
 def export_intervals(published: Published, request: HistogramRequest, *, simultaneous: bool = False,
-                     rng: np.random.Generator | None = None):
+                     rng: np.random.Generator | None = None) -> Intervals:
     """95 % intervals for a published histogram release, from its released values only (never the true data)."""
     mechanism = plan_histogram(request)[1]
-    return release_intervals(mechanism, published.release, request.workload, simultaneous=simultaneous,
+    release = cast(Release, published.release)  # a histogram request's
+    return release_intervals(mechanism, release, request.workload, simultaneous=simultaneous,
                              trials=EXPORT_INTERVAL_TRIALS, rng=rng if rng is not None else np.random.default_rng())
 
 
 def export_release(published: Published, request: HistogramRequest, *, fmt: str, dataset: str,
-                   keys: ExportKeys | None = None, intervals=None, rng: np.random.Generator | None = None,
+                   keys: ExportKeys | None = None, intervals: Intervals | None = None, rng: np.random.Generator | None = None,
                    compute_intervals: bool = True) -> bytes:
     """The export file of a published histogram release: ``fmt`` "csv" (values with ``lower, upper, level``) or
     "json" (the same plus the metadata and export id). Intervals are computed when not given (unless
@@ -254,7 +257,7 @@ def export_release(published: Published, request: HistogramRequest, *, fmt: str,
     name the cells as the upload did and, for workload answers, each answer's query."""
     if fmt not in ("csv", "json"):
         raise ValueError(f"export format must be 'csv' or 'json', got {fmt!r}")
-    release = published.release
+    release = cast(Release, published.release)  # a histogram request's
     if intervals is None and compute_intervals:
         intervals = export_intervals(published, request, rng=rng)
     if fmt == "csv":
@@ -266,7 +269,7 @@ def export_release(published: Published, request: HistogramRequest, *, fmt: str,
 
 def table_metadata(published: Published, request: TableRequest, *, dataset: str) -> dict:
     """The metadata every table export carries (app and command line alike), with its export id."""
-    release, charge = published.release, published.charge
+    release, charge = cast(TableRelease, published.release), published.charge  # a table request's
     return {"dataset": neutralise(dataset), "mechanism": request.mechanism.name, "rho": float(request.rho),
             "privacy_loss_rho": release.privacy_loss, "epsilon_charged": charge.epsilon,
             "delta_for_ledger": charge.delta, "privacy": "rho-zCDP, add/remove one record",

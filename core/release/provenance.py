@@ -18,8 +18,14 @@ False
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from core.data.released import ReleasedData
+    from core.privacy.ledger_store import LedgerStore
 
 VALUE_FORMAT = ".10g"  # what exports write (core.release.export)
 
@@ -33,7 +39,7 @@ def exported_number(value: float) -> str:
     return f"{float(value):{VALUE_FORMAT}}"
 
 
-def values_hash(values, kind: str) -> str:
+def values_hash(values: npt.ArrayLike, kind: str) -> str:
     """SHA-256 of the released ``values`` (as exported) and their ``kind`` ("counts" or "answers")."""
     if kind not in ("counts", "answers"):
         raise ValueError(f"kind must be 'counts' or 'answers', got {kind!r}")
@@ -42,7 +48,8 @@ def values_hash(values, kind: str) -> str:
     return digest.hexdigest()
 
 
-def recognise(store, data: bytes, filename: str | None = None):
+def recognise(store: LedgerStore, data: bytes,
+              filename: str | None = None) -> tuple[ReleasedData | None, dict[str, object] | None]:
     """(released data, its recorded export) when ``data`` is an export this installation's store knows, else
     (released data or None, None). Only a known export may be treated as already private.
 

@@ -46,16 +46,21 @@ with ui.guard():
             st.warning(f"Slow: {cost_warning}. The page waits for it.")
     with right:
         pure = ui.definition() == "pure"
-        st.number_input("Epsilon for this release" if pure else f"Epsilon (at δ = {ui.delta():g}) for this release",
-                        min_value=0.001, max_value=100.0, step=0.1, key="release_epsilon",
-                        help="Charged to the dataset's ledger on click. A ρ total is charged ρ (pure ε: ε²/2; (ε, δ) "
-                             "refused); an ε total (ε, δ), a zCDP release as its ε at δ (basic composition).")
-        if not pure:
+        if ui.definition() == "zcdp":  # the native unit: ρ, with its ε at δ shown once as a conversion
+            ui.sync_release_rho()
+            st.number_input("ρ for this release (zCDP)", min_value=1e-6, max_value=1e4, step=0.01, format="%.4g",
+                            key="release_rho", on_change=ui.release_rho_typed,
+                            help="Charged to the dataset's ledger on click, in ρ (a ρ total composes Σρ exactly).")
+            st.caption(f"ρ = {st.session_state.release_rho:.4g} is ε = {st.session_state.release_epsilon:.4g} at "
+                       f"δ = {ui.delta():g} (Canonne, Kamath & Steinke 2020), the ε the other pages plot.")
+        else:
+            st.number_input("Epsilon for this release" if pure else f"Epsilon (at δ = {ui.delta():g}) for this release",
+                            min_value=0.001, max_value=100.0, step=0.1, key="release_epsilon",
+                            help="Charged to the dataset's ledger on click: ε under an ε total; (ε, δ) under (ε, δ) "
+                                 "(basic composition); a ρ total charges a pure ε release ε²/2.")
+        if ui.definition() == "approx":
             privacy = target(ui.definition(), float(st.session_state.release_epsilon), ui.delta())
-            st.caption(f"Target: {privacy}" + (f" = (ε = {privacy.to_approx(ui.delta()).epsilon:.4g}, "
-                                               f"δ = {ui.delta():g})" if ui.definition() == "zcdp" else "")
-                       + (". Warning: (ε, δ)-DP permits a rare catastrophic failure (probability δ)."
-                          if ui.definition() == "approx" else "."))
+            st.caption(f"Target: {privacy}. Warning: (ε, δ)-DP permits a rare catastrophic failure (probability δ).")
         st.radio("Noise", list(NOISE_PATHS), key="release_noise_path", horizontal=True,
                  help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_PATHS.items())
                       + f". Exploration results are a {SIMULATION_LABEL}: shown here, never exported.")

@@ -18,9 +18,11 @@ def test_sidebar_offers_the_definitions_and_delta_and_shows_rho():
     at.session_state["privacy_definition"] = "zcdp"
     at.run()  # (a second run of app.py in AppTest drops the sidebar: preset the state instead)
     assert not at.exception
-    assert at.select_slider(key="privacy_delta").value == 1e-6
-    assert at.select_slider(key="sidebar_total_delta").value == 0.0
-    assert any("ρ spent = 0 of ρ = 0.4631" in c.value for c in at.sidebar.caption)
+    assert at.select_slider(key="privacy_delta").value == 1e-6  # the one δ: ρ is shown as ε at it
+    assert "sidebar_total_delta" not in [s.key for s in at.select_slider]  # a ρ total has no δ budget
+    assert at.radio(key="sidebar_total_unit").value == "ρ"  # a new dataset under zCDP: a ρ total (ε = 5 at δ)
+    assert at.number_input(key="sidebar_total_rho").value == pytest.approx(0.4631, abs=1e-4)
+    assert any("spent ρ = 0 of ρ = 0.4631" in c.value for c in at.sidebar.caption)
 
 
 def test_compare_under_zcdp_puts_laplace_and_gaussian_on_one_axis():
@@ -54,9 +56,12 @@ def test_zcdp_release_charges_rho_and_its_export_round_trips(mechanism):
     at.run()
     at.switch_page("pages/release.py").run()
     at.selectbox(key="release_mechanism").set_value(mechanism)
-    at.number_input(key="release_epsilon").set_value(1.0)
+    at.number_input(key="release_rho").set_value(zcdp_rho(1.0, 1e-6))  # the form asks for ρ under zCDP
     at.button(key="release_spend").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    assert {m.label: m.value for m in at.metric}["ρ charged"] == f"{zcdp_rho(1.0, 1e-6):.4g}"
+    assert "#1: " in at.selectbox(key="release_show").options[0] and "ρ=0.02436" in at.selectbox(
+        key="release_show").options[0]
     entry = at.session_state.releases[0]
     assert entry["definition"] == "zcdp" and entry["delta"] == 1e-6
     assert entry["rho"] == pytest.approx(zcdp_rho(1.0, 1e-6))
@@ -123,14 +128,14 @@ def test_a_rho_total_is_set_in_the_sidebar_and_zcdp_releases_spend_it_until_refu
     at.session_state["sidebar_total_rho"] = 0.05  # (a second run of app.py in AppTest drops the sidebar)
     at.run()
     assert at.radio(key="sidebar_total_unit").options == ["ε", "ρ"]
-    at.radio(key="sidebar_total_unit").set_value("ρ")
-    at.switch_page("pages/release.py").run()  # the radio's callback records the ρ total
+    at.number_input(key="sidebar_total_rho").set_value(0.05)
+    at.switch_page("pages/release.py").run()  # the input's callback records the ρ total
     assert not at.exception and not at.error, [e.value for e in at.error]
     led = at.session_state.ledger
     assert led.unit == "rho" and led.total.rho == 0.05 and led.total.delta == 1e-6
     assert "remaining ρ = 0.05 (ε = " in at.caption[0].value
     at.selectbox(key="release_mechanism").set_value("gaussian-identity")
-    at.number_input(key="release_epsilon").set_value(1.0)  # ε = 1 at δ = 1e-6: ρ = 0.024356 per release
+    at.number_input(key="release_rho").set_value(zcdp_rho(1.0, 1e-6))  # ε = 1 at δ = 1e-6: ρ = 0.024356
     for _ in range(2):
         at.button(key="release_spend").click().run()
         assert not at.exception and not at.error, [e.value for e in at.error]
@@ -139,7 +144,7 @@ def test_a_rho_total_is_set_in_the_sidebar_and_zcdp_releases_spend_it_until_refu
     assert "needs rho=0.024356; remaining is rho=0.00128806 of 0.05" in at.error[0].value
     assert len(at.session_state.releases) == 2
     at.session_state["privacy_definition"] = "approx"  # an (ε, δ) release cannot be charged to a ρ total
-    at.number_input(key="release_epsilon").set_value(0.01)
+    at.session_state["release_epsilon"] = 0.01  # read at the click, as the (ε, δ) form would set it
     at.button(key="release_spend").click().run()
     assert "implies no rho" in at.error[0].value and len(at.session_state.releases) == 2
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.privacy.budget import Budget, BudgetExceededError, Ledger
-from core.privacy.ledger_store import LedgerStore, total_label
+from core.privacy.ledger_store import LedgerStore, default_total_for, total_label
 from ui import identity
 from ui.datasets import RESCALED_REFUSAL, histogram, is_rescaled, ledger_key
 from ui.state import init_state
@@ -23,11 +23,18 @@ def ledger_store() -> LedgerStore:
     return LedgerStore(owner=identity.current_curator())
 
 
+def default_total() -> Budget:
+    """The current dataset's total until the curator records one, in the unit of the sidebar's definition."""
+    from ui.privacy import definition, delta
+
+    return default_total_for(definition(), delta())
+
+
 def ledger() -> Ledger:
     """The current dataset's ledger, read from the store (also kept in ``st.session_state.ledger``)."""
     init_state()
     try:
-        led = ledger_store().ledger(ledger_key())
+        led = ledger_store().ledger(ledger_key(), default_total=default_total())
     except ValueError as err:  # the store cannot be opened: show it, refuse every spend
         st.session_state.flash_error = str(err)
         led = Ledger(Budget(0.0))
@@ -71,7 +78,7 @@ def charge(label: str, epsilon: float, *, mechanism: str | None = None, workload
         st.session_state.ledger = ledger_store().spend(
             ledger_key(), label, Budget(float(epsilon), float(delta)), mechanism=mechanism or label.rpartition(": ")[2],
             workload=workload, export_id=export_id, rho=rho, workspace=st.session_state.get("workspace_id"),
-            name=histogram().name, note=note)
+            name=histogram().name, note=note, default_total=default_total())
     except (BudgetExceededError, ValueError) as err:
         ledger()
         st.session_state.flash_error = str(err)

@@ -15,7 +15,7 @@ from core.analysis.strategy_noise import strategy_halfwidths
 from core.data import limits
 from core.mechanisms import MECHANISMS, configure
 from core.mechanisms.gaussian import Matched
-from core.privacy.definitions import target
+from core.privacy.definitions import ZCDP, target, zcdp_epsilon, zcdp_rho
 from core.privacy.ledger_store import new_export_id
 from core.privacy.noise import noise_sampler, noise_source
 from core.release.config import parse_config
@@ -44,6 +44,24 @@ EXPORT_INTERVAL_TRIALS = 100  # re-runs on the released output behind the export
 AUTO_SIMULATION_SECONDS = 3.0  # simulate automatically when the re-runs should take at most this long
 
 
+def sync_release_rho() -> None:
+    """Under zCDP the Release form asks for ρ: set it from the session's ε at δ when that changed elsewhere (a
+    hand-off from Choose epsilon, a loaded config, another δ); a typed ρ is kept exactly."""
+    ss = st.session_state
+    marker = (float(ss.release_epsilon), ui.delta())
+    if ss.get("release_rho_for") != marker:
+        ss.release_rho = zcdp_rho(*marker)
+        ss.release_rho_for = marker
+
+
+def release_rho_typed() -> None:
+    """Callback of the ρ input: the session's ε becomes that ρ's ε at δ (what the other pages plot)."""
+    ss = st.session_state
+    epsilon = zcdp_epsilon(float(ss.release_rho), ui.delta())
+    ss.release_epsilon = min(max(epsilon, 0.001), 100.0)
+    ss.release_rho_for = (float(ss.release_epsilon), ui.delta())
+
+
 def spend_and_release() -> None:
     """Button callback: run, then charge, then log (a rerun never reaches this; style rule 7).
 
@@ -59,7 +77,9 @@ def spend_and_release() -> None:
     label = f"release #{number}: {name}"
     definition, delta = ui.definition(), ui.delta()
     try:
-        privacy = target(definition, epsilon, delta)
+        privacy = ZCDP(float(ss.release_rho)) if definition == "zcdp" and "release_rho" in ss else target(
+            definition, epsilon, delta)
+        epsilon = privacy.to_approx(delta).epsilon if definition == "zcdp" else epsilon
         request = HistogramRequest(name, settings, privacy, ui.workload(), ui.workload_spec(), delta)
         runner, mechanism, run_epsilon, charge = plan_histogram(request)
     except ValueError as err:
@@ -85,7 +105,8 @@ def spend_and_release() -> None:
             if kernel:
                 published = release_histogram(request, counts, store=ledger_store(), fingerprint=ui.ledger_key(),
                                               name=ui.histogram().name, time_limit=limits.MAX_ACTION_SECONDS,
-                                              workspace=ss.get("workspace_id"), where="Release page")
+                                              workspace=ss.get("workspace_id"), where="Release page",
+                                              default_total=ui.default_total())
                 release, seconds, sampler = published.release, published.seconds, published.noise_sampler
             else:
                 rng = ui.release_rng() if exploring else noise_source("secure", mechanism=mechanism, counts=counts)
@@ -214,15 +235,22 @@ def exact_halfwidths(number: int) -> tuple[np.ndarray | None, np.ndarray | None]
     return output["exact"]
 
 
+def _charged(entry: dict) -> str:
+    """A release's charge in its definition's unit: ``ρ=0.024`` under zCDP, else ``ε=1``."""
+    if entry.get("definition") == "zcdp" and entry.get("rho") is not None:
+        return f"ρ={entry['rho']:.4g}"
+    return f"ε={entry['epsilon']:g}"
+
+
 def show_release(history: list[dict], hist, workload) -> None:
     """The chosen release of this session: metrics, the released-over-true chart, intervals, exports."""
     number = st.selectbox("Show release", [e["number"] for e in reversed(history)], key="release_show",
-                          format_func=lambda n: f"#{n}: {history[n - 1]['mechanism']}, "
-                                                f"ε={history[n - 1]['epsilon']:g}")
+                          format_func=lambda n: f"#{n}: {history[n - 1]['mechanism']}, {_charged(history[n - 1])}")
     entry, output = history[number - 1], st.session_state.release_outputs[number]
     release = output["release"]
     cols = st.columns(4)
-    cols[0].metric("ε charged", f"{entry['epsilon']:.4g}",
+    zcdp = entry.get("definition") == "zcdp" and entry.get("rho") is not None
+    cols[0].metric("ρ charged" if zcdp else "ε charged", f"{entry['rho' if zcdp else 'epsilon']:.4g}",
                    help=f"{ui.DEFINITION_LABELS.get(entry.get('definition', 'pure'))}; δ = "
                         f"{entry.get('delta', 0.0):g}"
                         + "".join(f"; {symbol} = {entry[key]:.4g}" for key, symbol in (("rho", "ρ"), ("sigma", "σ"))

@@ -170,10 +170,10 @@ def cmd_release_table(args: argparse.Namespace) -> int:
         raise CliError("a table release (--domain) takes --rho (zCDP budget), not --epsilon")
     if args.definition not in ("pure", "zcdp"):  # "pure" is only the flag's default: tables are always zCDP
         raise CliError(f"a table release is rho-zCDP; --definition {args.definition} does not apply")
-    rho = _floats(args.rho, "--rho")
-    if len(rho) != 1 or not 0 < rho[0] <= 1000:
+    rhos = _floats(args.rho, "--rho")
+    if len(rhos) != 1 or not 0 < rhos[0] <= 1000:
         raise CliError(f"--rho takes one number in (0, 1000], got {args.rho!r}")
-    rho = rho[0]
+    rho = rhos[0]
     mechanism = table_mechanism(args.mechanism, **_params(args.param))
     output = _writable(args.output)
     if output.suffix.lower() != ".csv":
@@ -277,13 +277,13 @@ def cmd_ledger(args: argparse.Namespace) -> int:
         Path(args.output).write_bytes(history_to_csv(history))
     print(f"dataset {histogram.name}: fingerprint {fingerprint}")
     if ledger.unit == "rho":  # composed in zCDP: Σρ, shown with its CKS ε at the total's δ
-        total = (f"total rho={ledger.total.rho:g} (epsilon={ledger.total.epsilon:.4g} at delta={ledger.total.delta:g}), "
+        summary = (f"total rho={ledger.total.rho:g} (epsilon={ledger.total.epsilon:.4g} at delta={ledger.total.delta:g}), "
                  f"spent rho={ledger.spent.rho:g} (sum of rho)")
         left = f"rho={ledger.remaining.rho:g} (epsilon={ledger.remaining.epsilon:.4g})"
     else:
-        total = f"total epsilon={ledger.total.epsilon:g}, spent {ledger.spent.epsilon:g}"
+        summary = f"total epsilon={ledger.total.epsilon:g}, spent {ledger.spent.epsilon:g}"
         left = f"{ledger.remaining.epsilon:g}"
-    print(f"{total} in {len(ledger.spends)} release(s), remaining {left} ({len(history)} recorded action(s)"
+    print(f"{summary} in {len(ledger.spends)} release(s), remaining {left} ({len(history)} recorded action(s)"
           f"{'; history -> ' + args.output if args.output else ''})")
     return 0
 

@@ -69,7 +69,7 @@ def _child(connection, function: Callable, args: tuple, kwargs: dict, report: bo
     if report:  # the function's progress(fraction) calls travel to the caller on the same pipe
         kwargs = kwargs | {"progress": lambda fraction: connection.send(("progress", float(fraction)))}
     try:
-        result = ("ok", function(*args, **kwargs))
+        result: tuple[object, ...] = ("ok", function(*args, **kwargs))
     except BaseException as err:  # noqa: BLE001 - sent back to the caller, which re-raises it
         result = ("error", err, traceback.format_exc(limit=-3))
     try:

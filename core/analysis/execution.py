@@ -42,9 +42,10 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -297,7 +298,7 @@ def write_payload(payload: object, folder: Path) -> Path:
     return folder
 
 
-def read_payload(folder: Path) -> object:
+def read_payload(folder: Path) -> dict:
     """Read what ``write_payload`` wrote, memory-mapping the large arrays."""
     with open(Path(folder) / "payload.pkl", "rb") as file:
         return _ArrayUnpickler(file, Path(folder)).load()
@@ -388,14 +389,14 @@ def shutdown_pools() -> None:
 atexit.register(shutdown_pools)
 
 
-def _serial(contexts, cells, should_stop) -> Iterator[CellResult]:
+def _serial(contexts, cells, should_stop) -> Generator[CellResult, None, None]:
     # one BLAS thread as in the workers (threaded sums may round differently); restored at the end
     with threadpool_limits(limits=1, user_api="blas"):
         for index, cell in enumerate(cells):
             yield run_cell(contexts[cell.context], cell, index, should_stop)
 
 
-def _processes(contexts, cells, workers, snapshot, should_stop) -> Iterator[CellResult]:
+def _processes(contexts, cells, workers, snapshot, should_stop) -> Generator[CellResult, None, None]:
     folder = Path(tempfile.mkdtemp(prefix="dplens-sweep-"))
     pool = _pool(workers)
     futures: list[concurrent.futures.Future] = []
@@ -420,7 +421,7 @@ def _processes(contexts, cells, workers, snapshot, should_stop) -> Iterator[Cell
         shutil.rmtree(folder, ignore_errors=True)  # workers keep their maps; Linux frees them on unmap
 
 
-_CLIENTS: dict[str, object] = {}
+_CLIENTS: dict[str, Any] = {}  # dask.distributed clients
 
 
 def dask_client(address: str):
@@ -448,7 +449,7 @@ def close_dask_clients() -> None:
 atexit.register(close_dask_clients)
 
 
-def _dask(client, contexts, cells, snapshot, should_stop) -> Iterator[CellResult]:
+def _dask(client, contexts, cells, snapshot, should_stop) -> Generator[CellResult, None, None]:
     from dask.distributed import as_completed
 
     payload = {"id": uuid.uuid4().hex, "contexts": dict(contexts), "strategies": snapshot}
@@ -476,7 +477,7 @@ def _dask(client, contexts, cells, snapshot, should_stop) -> Iterator[CellResult
         client.cancel([shared])
 
 
-def _local_cluster(workers: int, contexts, cells, snapshot, should_stop) -> Iterator[CellResult]:
+def _local_cluster(workers: int, contexts, cells, snapshot, should_stop) -> Generator[CellResult, None, None]:
     require("dask.distributed", "cluster", "Running on a local Dask cluster")
     from dask.distributed import Client, LocalCluster
 
@@ -485,8 +486,8 @@ def _local_cluster(workers: int, contexts, cells, snapshot, should_stop) -> Iter
         yield from _dask(client, contexts, cells, snapshot, should_stop)
 
 
-def execute(contexts: Mapping[Hashable, Context], cells: Sequence[Cell], *, scheduler: str | None = "serial",
-            should_stop: Callable[[], bool] | None = None) -> Iterator[CellResult]:
+def execute(contexts: Mapping[Any, Context], cells: Sequence[Cell], *, scheduler: str | None = "serial",
+            should_stop: Callable[[], bool] | None = None) -> Generator[CellResult, None, None]:
     """Run ``cells`` on a backend, yielding each result as it finishes (any order; ``index`` says which).
 
     Closing the iterator early (``break``, or ``should_stop`` becoming true) cancels the pending cells.

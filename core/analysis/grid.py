@@ -21,6 +21,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -237,9 +238,10 @@ def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "ser
     try:
         for result in iterator:
             cell = result.cell
+            context = cast(tuple, cell.context)  # a grid's contexts are keyed by tuples (dataset, n)
             finished += cell.runs
             if progress is not None:
-                progress(finished, spec.runs, f"{cell.context[0]} n={cell.context[1]} {cell.mechanism.name}")
+                progress(finished, spec.runs, f"{context[0]} n={context[1]} {cell.mechanism.name}")
             if result.error is not None:
                 outcome.errors.setdefault(cell.mechanism.name, result.error)
                 continue
@@ -247,10 +249,10 @@ def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "ser
                 outcome.stopped = True
                 break
             outcome.computed += cell.runs
-            pair = (cell.context, cell.mechanism.name, cell.epsilon)
+            pair = (context, cell.mechanism.name, cell.epsilon)
             pending.setdefault(pair, []).append(result)
             if len(pending[pair]) == blocks_per_pair:  # the whole pair is done: it may enter the file
-                new_rows.extend(_rows(contexts[cell.context], cell.context, pending.pop(pair),
+                new_rows.extend(_rows(contexts[context], context, pending.pop(pair),
                                       expected[pair], spec.metrics))
             if time.monotonic() - last_flush > FLUSH_SECONDS:
                 flush()

@@ -61,13 +61,13 @@ def release_intervals(mechanism: Mechanism, release: Release, workload: Workload
         return Intervals(values - half, values + half, level, simultaneous,
                          f"exact {noise[0].capitalize()} quantiles ({how})")
     if not mechanism.data_dependent:  # strategy noise L z: exact per value (core.analysis.strategy_noise)
-        half = strategy_halfwidths(mechanism, release, workload, values="bins" if release.estimate is not None
-                                   else "answers", level=level, count=values.size if simultaneous else 1)
-        if half is not None:
+        halves = strategy_halfwidths(mechanism, release, workload, values="bins" if release.estimate is not None
+                                     else "answers", level=level, count=values.size if simultaneous else 1)
+        if halves is not None:
             kind = ("normal N(0, σ²‖c_i‖²)" if "sigma" in release.params
                     else "Laplace sum by characteristic-function inversion, half-width within 0.1 %")
             how = "Bonferroni over all values" if simultaneous else "per value"
-            return Intervals(values - half, values + half, level, simultaneous,
+            return Intervals(values - halves, values + halves, level, simultaneous,
                              f"exact strategy-noise quantiles (data-independent; {kind}; {how})")
     if rng is None:
         raise ValueError("rng is needed for the simulation-based intervals of this mechanism")
@@ -78,12 +78,12 @@ def release_intervals(mechanism: Mechanism, release: Release, workload: Workload
     shape = np.shape(release.estimate) if release.estimate is not None else stand_in.shape
     stand_in = stand_in.reshape(shape)
     target = stand_in.ravel() if release.estimate is not None else workload.matvec(stand_in.ravel())
-    errors = []
+    draws = []
     for _ in range(trials):
         again = mechanism.run(stand_in, workload, release.epsilon, rng)
         out = again.estimate if release.estimate is not None else again.answers
-        errors.append(np.asarray(out, dtype=float).ravel() - target)
-    errors = np.array(errors)
+        draws.append(np.asarray(out, dtype=float).ravel() - target)
+    errors = np.array(draws)
     if simultaneous:  # exact max-of-noise: one multiple c of each value's spread covers all at once
         spread = np.maximum(np.quantile(np.abs(errors), 0.5, axis=0), 1e-12)
         c = np.quantile(np.max(np.abs(errors) / spread, axis=1), level)

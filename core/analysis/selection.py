@@ -24,6 +24,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -168,7 +169,7 @@ def _check_rho(rho: float, n: int) -> None:
                          "at rho <= 1/n no epsilon > 0 meets the target (the prior is already 1/n)")
 
 
-def _world_values(world_values: Sequence[float]) -> np.ndarray:
+def _world_values(world_values: Sequence[float] | np.ndarray) -> np.ndarray:
     values = np.asarray(world_values, dtype=float)
     if values.ndim != 1 or values.size < 2 or not np.all(np.isfinite(values)):
         raise ValueError("world_values must be at least 2 finite numbers (one query answer per world)")
@@ -186,7 +187,7 @@ def _scalar_or_array(out: np.ndarray):
     return float(out) if out.ndim == 0 else out
 
 
-def lee_clifton_posterior(gamma: float, world_values: Sequence[float], epsilon: float,
+def lee_clifton_posterior(gamma: float, world_values: Sequence[float] | np.ndarray, epsilon: float,
                           sensitivity: float) -> np.ndarray:
     """Posterior β(ω_i) over the worlds after seeing the noisy answer γ (uniform prior; Lee & Clifton).
 
@@ -221,7 +222,7 @@ def lee_clifton_risk_upper(epsilon, sensitivity: float, value_spread: float, n: 
     return _scalar_or_array(1.0 / (1.0 + (n - 1) * np.exp(-eps * value_spread / sensitivity)))
 
 
-def lee_clifton_risk_tight(epsilon, world_values: Sequence[float], sensitivity: float):
+def lee_clifton_risk_tight(epsilon, world_values: Sequence[float] | np.ndarray, sensitivity: float):
     """Eq. (3): the worst-case posterior max_i 1/(1 + Σ_{k≠i} exp(−ε|f_i − f_k|/Δf)) (sup over γ).
 
     >>> round(lee_clifton_risk_tight(0.5, [2, 13 / 3, 14 / 3, 5], 17 / 6), 7)
@@ -252,7 +253,7 @@ def lee_clifton_epsilon_upper(rho: float, sensitivity: float, value_spread: floa
     return sensitivity / value_spread * math.log((n - 1) * rho / (1 - rho))
 
 
-def lee_clifton_epsilon_tight(rho: float, world_values: Sequence[float], sensitivity: float) -> float:
+def lee_clifton_epsilon_tight(rho: float, world_values: Sequence[float] | np.ndarray, sensitivity: float) -> float:
     """Largest ε with β_tight(ε) ≤ ρ, by bisection (β_tight is non-decreasing in ε; Lee & Clifton, Eq. 3).
 
     Returns ``math.inf`` when no epsilon can exceed ρ: β_tight tends to 1/(size of the smallest group of
@@ -362,7 +363,8 @@ def tradeoff(mechanism: Mechanism, workload: Workload, epsilons: Sequence[float]
     """
     if mechanism.expected_mse(workload, 1.0) is None:
         raise ValueError(f"mechanism {mechanism.name!r} has no analytic error (expected_mse is None)")
-    return np.array([math.sqrt(mechanism.expected_mse(workload, check_epsilon(e))) for e in epsilons])
+    # not None at any ε (checked at 1.0 above)
+    return np.array([math.sqrt(mechanism.expected_mse(workload, check_epsilon(e))) for e in epsilons])  # type: ignore[arg-type]
 
 
 def _simulated_error(mechanism, workload, x, metric, confidence, seeds):
@@ -388,10 +390,10 @@ def _analytic_error(mechanism, workload, metric, confidence, simultaneous):
     m = workload.shape[0]
     if laplace_answer_scale(mechanism, workload, 1.0) is not None:
         def scale(e):
-            return laplace_answer_scale(mechanism, workload, e)[0]
-        count = laplace_answer_scale(mechanism, workload, 1.0)[1]
+            return laplace_answer_scale(mechanism, workload, e)[0]  # type: ignore[index]  # not None (checked above)
+        count = laplace_answer_scale(mechanism, workload, 1.0)[1]  # type: ignore[index]  # not None (checked above)
         if count == "bin" and not isinstance(workload, IdentityWorkload):
-            scale = None  # bins are Laplace, but answers are sums of several: no plain-Laplace form
+            scale = None  # type: ignore[assignment]  # bins are Laplace, but answers are sums of several: no plain-Laplace form
         if scale is not None:
             if confidence is not None:
                 k = m if (metric == "max_abs" and simultaneous) else 1
@@ -469,7 +471,7 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
     else:
         epsilon = smallest_epsilon(error_at, target, low=low, high=high)
         if method == "analytic" and metric == "rmse":
-            exact = lambda e: math.sqrt(mechanism.expected_mse(workload, e))  # noqa: E731
+            exact = lambda e: math.sqrt(mechanism.expected_mse(workload, e))  # type: ignore[arg-type]  # noqa: E731  # analytic: not None
             if not math.isclose(exact(epsilon), error_at(epsilon), rel_tol=1e-6):  # not ∝ 1/ε: search it
                 errors = np.array([exact(float(e)) for e in grid])
                 epsilon = smallest_epsilon(exact, target, low=low, high=high)
@@ -556,8 +558,9 @@ class TargetsPlan:
         """Σ over separate releases of their ε plus the shared release's ε; None without a formula."""
         if any(e is None for e in self.epsilons):
             return None
-        together = [self.epsilons[g] for g in self.shared]
-        alone = [e for g, e in enumerate(self.epsilons) if g not in self.shared]
+        epsilons = cast(tuple[float, ...], self.epsilons)  # none is None (returned above)
+        together = [epsilons[g] for g in self.shared]
+        alone = [e for g, e in enumerate(epsilons) if g not in self.shared]
         return float(sum(alone) + (max(together) if together else 0.0))
 
 
@@ -640,6 +643,6 @@ def epsilon_for_targets(mechanisms: Sequence[Mechanism], targets: Sequence[Accur
                                                      for g in range(len(targets))),
                                   ", ".join(plan.mechanism if g in together else cheapest[g][1]
                                             for g in range(len(targets))), together)
-                if mix.total < best.total - 1e-12:
+                if mix.total < best.total - 1e-12:  # type: ignore[operator]  # both plans have every ε (skipped above)
                     best = mix
     return plans, best

@@ -102,13 +102,13 @@ def reconstruction(mechanism: Mechanism, release: Release, workload: Workload) -
         return Reconstruction(kind, scale, _padded(grid[0]) * _padded(grid[1]),
                               lambda v: _reconstruct_transpose(v, grid))
     if isinstance(mechanism, GreedyH):
-        tree = (release.details or {}).get("hierarchy")
-        if tree is None:
-            tree = _cell_strategy(workload, mechanism.branching, mechanism.granularity, mechanism.weights_norm)[0]
-        q = tree.query_weight.size
-        if tree.units != n or n * q > DENSE_ENTRIES:
+        hierarchy = (release.details or {}).get("hierarchy")
+        if hierarchy is None:
+            hierarchy = _cell_strategy(workload, mechanism.branching, mechanism.granularity, mechanism.weights_norm)[0]
+        q = hierarchy.query_weight.size
+        if hierarchy.units != n or n * q > DENSE_ENTRIES:
             return None
-        dense = _greedy_solve(tree, np.eye(q))  # L, n × q
+        dense = _greedy_solve(hierarchy, np.eye(q))  # L, n × q
         return Reconstruction(kind, scale, q, lambda v: dense.T @ v)
     if isinstance(mechanism, MatrixMechanism):
         strategy = mechanism.strategy(workload)
@@ -116,10 +116,10 @@ def reconstruction(mechanism: Mechanism, release: Release, workload: Workload) -
             return None
         return Reconstruction(kind, scale, n + strategy.theta.shape[0], lambda v: _pidentity_adjoint(strategy, v))
     if isinstance(mechanism, GaussianMatrix):
-        strategy = eigen_strategy(workload)
+        eigen = eigen_strategy(workload)
         # L = A⁻¹ = S⁻¹ V Λ^{-1/4} Vᵀ, so Lᵀ v = V Λ^{-1/4} Vᵀ S⁻¹ v
-        return Reconstruction(kind, scale, n, lambda v: strategy.vectors @ (
-            strategy.values[:, None] ** -0.25 * (strategy.vectors.T @ (v / strategy.scale[:, None]))))
+        return Reconstruction(kind, scale, n, lambda v: eigen.vectors @ (
+            eigen.values[:, None] ** -0.25 * (eigen.vectors.T @ (v / eigen.scale[:, None]))))
     return None
 
 

@@ -11,6 +11,8 @@ Nothing here densifies a large workload: rows are built in closed form for the s
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from core.queries.workloads import AllRange, Explicit, Identity, Kron, Prefix, Ranges, Stack, Total, Workload
@@ -78,7 +80,7 @@ def sample_rows(w: Workload, max_rows: int = 64) -> tuple[np.ndarray, np.ndarray
     return index, np.array([workload_row(w, int(i)) for i in index])
 
 
-def row_overview(w: Workload, x: np.ndarray, max_rows: int = 100, max_columns: int = 512) -> dict[str, np.ndarray]:
+def row_overview(w: Workload, x: np.ndarray, max_rows: int = 100, max_columns: int = 512) -> dict[str, Any]:
     """Evenly spaced rows of W for display, one row in memory at a time (works for n = 2^22).
 
     Returns ``index``, ``rows`` (averaged into at most ``max_columns`` column groups), ``group`` (the

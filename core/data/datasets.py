@@ -226,7 +226,7 @@ WIDE = 256  # header-less tables wider than this are split directly (pandas is s
 def _first_line(text: str) -> str:
     """``text.strip().splitlines()[0]`` without splitting a 50 MB upload into lines ("" for blank text)."""
     stripped = text.lstrip()
-    line = _LINE.match(stripped).group()
+    line = _LINE.match(stripped).group()  # type: ignore[union-attr]  # _LINE matches any text (maybe empty)
     rest = stripped.rstrip()
     return line if len(line) < len(rest) else rest
 
@@ -234,7 +234,7 @@ def _first_line(text: str) -> str:
 def _delimiter(text: str) -> str:
     first = _first_line(text)
     counts = {d: first.count(d) for d in ",;\t|"}
-    best = max(counts, key=counts.get)
+    best = max(counts, key=counts.__getitem__)
     return best if counts[best] else ","
 
 
@@ -391,10 +391,10 @@ def _parse_csv(text: str, data: bytes, grid_shape: tuple[int, int] | None = None
         matrix = _fast_numbers(text, delimiter, rows * width)
         if matrix is None:  # something is not a plain number: the slower path names the cell
             if width > WIDE:
-                cells = _wide_cells(text, delimiter, rows, width)
+                grid = _wide_cells(text, delimiter, rows, width)
             else:
-                cells = _read_columns(text, delimiter, list(range(width)), header=False).to_numpy(dtype=object)
-            matrix = _numeric(pd.Series(cells.ravel()), "column 1", first_row=1, width=width)
+                grid = _read_columns(text, delimiter, list(range(width)), header=False).to_numpy(dtype=object)
+            matrix = _numeric(pd.Series(grid.ravel()), "column 1", first_row=1, width=width)
         matrix = matrix.reshape(-1, width)
         return ((matrix[:, 0], ()) if width == 1 else (matrix, ())), ()
     names = [c.strip().lower() for c in cells]

@@ -177,7 +177,7 @@ def load_release(data: bytes, filename: str | None = None) -> ReleasedData:
     if len(names) == 2:  # A,B,count: levels in order of first appearance, row-major as exported
         levels = tuple(tuple(dict.fromkeys(key[axis] for key in keys)) for axis in (0, 1))
         return ReleasedData(values, kind, tuple("|".join(key) for key in keys), note, name, tuple(names), levels)
-    labels = [key[0] for key in keys]
-    plain = all(label == str(i) for i, label in enumerate(labels))
+    cell_labels = [key[0] for key in keys]
+    plain = all(label == str(i) for i, label in enumerate(cell_labels))
     axis = tuple(names) if kind == "counts" and names != ["bin"] else ()
-    return ReleasedData(values, kind, () if plain else tuple(labels), note, name, axis)
+    return ReleasedData(values, kind, () if plain else tuple(cell_labels), note, name, axis)

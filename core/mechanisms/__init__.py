@@ -53,8 +53,11 @@ class Release:
 class Mechanism(Protocol):
     """What every registered mechanism provides."""
 
-    name: str
-    data_dependent: bool
+    @property
+    def name(self) -> str: ...  # read-only: the mechanisms are frozen dataclasses
+
+    @property
+    def data_dependent(self) -> bool: ...
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release: ...
 
@@ -192,7 +195,7 @@ class Range:
         if self.low is not None:
             kind = "an integer" if self.integer else "a number"
             left, right = ("(", ")") if self.open else ("[", "]")
-            low, high = (f"{int(v)}" if self.integer else f"{v:g}" for v in (self.low, self.high))
+            low, high = (f"{int(v)}" if self.integer else f"{v:g}" for v in (self.low, self.high))  # type: ignore[arg-type]  # low and high are set together
             parts.append(f"{kind} in {left}{low}, {high}{right}")
         return " or ".join(parts)
 
@@ -204,7 +207,7 @@ class Range:
             number = float(value)
             if self.integer and isinstance(value, float | np.floating) and number.is_integer():
                 value = int(number)
-            inside = self.low < number < self.high if self.open else self.low <= number <= self.high
+            inside = self.low < number < self.high if self.open else self.low <= number <= self.high  # type: ignore[operator]  # low and high are set together
             if inside and (not self.integer or isinstance(value, int | np.integer)):
                 return value
         raise ValueError(f"{name} must be {self}, got {value!r}")
@@ -258,7 +261,7 @@ def check_parameters(mechanism: Mechanism) -> Mechanism:
     """
     ranges = parameter_ranges(mechanism)
     changes = {}
-    for f in dataclasses.fields(mechanism):
+    for f in dataclasses.fields(mechanism):  # type: ignore[arg-type]  # registered mechanisms are dataclasses
         if f.name in ("name", "data_dependent") or f.name not in ranges:
             continue
         value = getattr(mechanism, f.name)
@@ -268,7 +271,7 @@ def check_parameters(mechanism: Mechanism) -> Mechanism:
             raise ValueError(f"{mechanism.name}: {err}") from None
         if checked is not value:
             changes[f.name] = checked
-    return dataclasses.replace(mechanism, **changes) if changes else mechanism
+    return dataclasses.replace(mechanism, **changes) if changes else mechanism  # type: ignore[type-var]  # registered mechanisms are dataclasses
 
 
 def configure(mechanism: Mechanism, params: Mapping[str, object]) -> Mechanism:
@@ -277,7 +280,7 @@ def configure(mechanism: Mechanism, params: Mapping[str, object]) -> Mechanism:
     >>> configure(MECHANISMS["identity"], {}).name
     'identity'
     """
-    fields = {f.name: f for f in dataclasses.fields(mechanism) if f.name not in ("name", "data_dependent")}
+    fields = {f.name: f for f in dataclasses.fields(mechanism) if f.name not in ("name", "data_dependent")}  # type: ignore[arg-type]  # registered mechanisms are dataclasses
     changes = {}
     for key, value in params.items():
         if key not in fields:
@@ -288,7 +291,7 @@ def configure(mechanism: Mechanism, params: Mapping[str, object]) -> Mechanism:
             value = _coerce(key, value, current)
         changes[key] = value
     try:
-        configured = dataclasses.replace(mechanism, **changes)
+        configured = dataclasses.replace(mechanism, **changes)  # type: ignore[type-var]  # registered mechanisms are dataclasses
     except TypeError as err:
         raise ValueError(f"bad parameters for {mechanism.name!r}: {err}") from None
     return check_parameters(configured)

@@ -37,6 +37,7 @@ import scipy.linalg
 
 from core.mechanisms import (
     PARAMETER_RANGES,
+    Mechanism,
     Range,
     Release,
     check_epsilon,
@@ -149,7 +150,7 @@ class GaussianMixin:
 
         for klass in type(self).__mro__[1:]:
             if klass.__name__ in COST_MODELS:
-                return COST_MODELS[klass.__name__](self, workload)
+                return COST_MODELS[klass.__name__](self, workload)  # type: ignore[arg-type]  # GaussianMixin is mixed into a registered mechanism
         return default_cost(workload)
 
     def _check_knobs(self) -> None:
@@ -175,11 +176,11 @@ class GaussianMixin:
         _, l2 = self.strategy_norms(workload)
         l2_max = float(l2.max())
         if l2_max == 0:  # nothing depends on the data
-            release = super().run(x, workload, epsilon, rng)
-            return Release(self.name, epsilon, 0.0, release.answers, release.estimate, dict(release.params))
+            release = super().run(x, workload, epsilon, rng)  # type: ignore[misc]  # GaussianMixin is mixed into a registered mechanism
+            return Release(self.name, epsilon, 0.0, release.answers, release.estimate, dict(release.params))  # type: ignore[attr-defined]
         source = GaussianNoise(rng, self.sigma(workload, epsilon))
         # the parent at ε = 1 asks for Lap(b) on every coordinate: each becomes N(0, σ²)
-        release = super().run(x, workload, 1.0, source)
+        release = super().run(x, workload, 1.0, source)  # type: ignore[misc]  # GaussianMixin is mixed into a registered mechanism
         return self._gaussian_release(epsilon, min(source.stds), l2_max, release)
 
     def _gaussian_release(self, epsilon: float, sigma: float, l2_max: float, release: Release) -> Release:
@@ -192,11 +193,11 @@ class GaussianMixin:
         params = {k: v for k, v in release.params.items() if k != "noise_scale"}
         params.update({"noise": "gaussian", "definition": "approx" if self.calibration == "analytic" else "zcdp",
                        "delta": float(self.delta), "rho": rho, "sigma": sigma, "l2_sensitivity": l2_max})
-        return Release(self.name, epsilon, loss, release.answers, release.estimate, params, release.details)
+        return Release(self.name, epsilon, loss, release.answers, release.estimate, params, release.details)  # type: ignore[attr-defined]  # GaussianMixin is mixed into a registered mechanism
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         """Per-query MSE σ²‖W A⁺‖_F²/m: the parent's at ε = 1 (variance 2Δ₁²) rescaled to variance σ²."""
-        parent = super().expected_mse(workload, 1.0)
+        parent = super().expected_mse(workload, 1.0)  # type: ignore[misc]  # GaussianMixin is mixed into a registered mechanism
         if parent is None:
             return None
         scale = self.parent_scale(workload)
@@ -206,7 +207,7 @@ class GaussianMixin:
 
 
 @dataclass(frozen=True)
-class GaussianIdentity(GaussianMixin, Identity):
+class GaussianIdentity(GaussianMixin, Identity):  # type: ignore[misc]  # the mixin's expected_mse may be None (the parent's is)
     """Identity with Gaussian noise on the cells (Δ₂ = 1).
 
     >>> from core.queries.workloads import Identity as I
@@ -248,7 +249,7 @@ class GaussianIdentity(GaussianMixin, Identity):
 
 
 @dataclass(frozen=True)
-class GaussianAnswers(GaussianMixin, LaplaceOnAnswers):
+class GaussianAnswers(GaussianMixin, LaplaceOnAnswers):  # type: ignore[misc]  # the mixin's expected_mse may be None (the parent's is)
     """Gaussian noise on the workload answers at Δ₂(W) (beats Laplace by far when Δ₂ ≪ Δ₁, e.g. prefix)."""
 
     summary: ClassVar[str] = "Gaussian noise on each query answer ((ε, δ) or zCDP): strong for prefix-like workloads."
@@ -267,7 +268,7 @@ class GaussianAnswers(GaussianMixin, LaplaceOnAnswers):
 
 
 @dataclass(frozen=True)
-class GaussianHierarchical(GaussianMixin, Hierarchical):
+class GaussianHierarchical(GaussianMixin, Hierarchical):  # type: ignore[misc]  # the mixin's expected_mse may be None (the parent's is)
     """hb/H2 tree with Gaussian noise: a cell in h measured nodes has Δ₁ = h, Δ₂ = √h."""
 
     summary: ClassVar[str] = "The range tree with Gaussian noise ((ε, δ) or zCDP)."
@@ -288,7 +289,7 @@ class GaussianHierarchical(GaussianMixin, Hierarchical):
 
 
 @dataclass(frozen=True)
-class GaussianPrivelet(GaussianMixin, Privelet):
+class GaussianPrivelet(GaussianMixin, Privelet):  # type: ignore[misc]  # the mixin's expected_mse may be None (the parent's is)
     """Privelet's ±1 Haar strategy with Gaussian noise: each cell is in ρ coefficients, Δ₂ = √ρ."""
 
     summary: ClassVar[str] = "Haar wavelets with Gaussian noise ((ε, δ) or zCDP)."
@@ -309,7 +310,7 @@ class GaussianPrivelet(GaussianMixin, Privelet):
 
 
 @dataclass(frozen=True)
-class GaussianGreedyH(GaussianMixin, GreedyH):
+class GaussianGreedyH(GaussianMixin, GreedyH):  # type: ignore[misc]  # the mixin's expected_mse may be None (the parent's is)
     """Greedy-H's weighted tree with Gaussian noise, its weights chosen for L2 (``greedy_hierarchy(norm=2)``).
 
     Greedy-H's rule (Li et al. 2014) minimises the Laplace error under path sums of weights = 1; under
@@ -516,7 +517,7 @@ class Matched:
     True
     """
 
-    inner: object
+    inner: Mechanism
     definition: str = "pure"
     delta: float = 1e-6
 

@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse
@@ -103,7 +104,10 @@ def gram_apply(workload: Workload, v: np.ndarray) -> np.ndarray:
     return np.stack([workload.rmatvec(workload.matvec(col)) for col in v.T], axis=1)
 
 
-def remember(cache: dict, key: object, compute: Callable[[], object], limit: int = 16) -> object:
+_T = TypeVar("_T")
+
+
+def remember(cache: dict[Any, Any], key: object, compute: Callable[[], _T], limit: int = 16) -> _T:
     """``cache[key]``, computed once; beyond ``limit`` entries the oldest is dropped.
 
     Keys should use ``greedy_h.workload_key`` so that equal workloads (re-parsed specs, fresh Ranges with

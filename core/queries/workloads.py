@@ -14,6 +14,7 @@ import csv
 import io
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -444,7 +445,8 @@ class Explicit:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(int(s) for s in self.matrix.shape)
+        rows, columns = self.matrix.shape  # 2-D (checked in __post_init__)
+        return int(rows), int(columns)
 
     def matvec(self, x):
         return np.asarray(self.matrix @ _check_length("x", x, self.shape[1])).ravel()
@@ -656,7 +658,7 @@ def explicit_from_csv(source: str | Path | bytes, n: int | None = None) -> Expli
         raise ValueError(f"query-matrix file is not UTF-8 text (byte {err.start}); expected a CSV of numbers") from None
     if not text:
         raise ValueError("query-matrix CSV is empty")
-    first = _LINE.match(text).group()
+    first = _LINE.match(text).group()  # type: ignore[union-attr]  # _LINE matches any text (maybe empty)
     width = _QUOTED.sub("q", first).count(",") + 1  # counted, not split: the first row may hold 10^7 cells
     header = not _is_number(first.split(",", 1)[0].strip().strip('"'))
     if n is not None and width != n:
@@ -768,7 +770,7 @@ def _int_param(params: dict[str, str], key: str, default: int | None) -> int:
     """A workload parameter given as text, e.g. ``m=2000``; non-integers name the key and value."""
     text = params.get(key)
     if text is None:
-        return default
+        return default  # type: ignore[return-value]  # a None default is passed only when the key is present
     try:
         return int(text)
     except ValueError:
@@ -782,7 +784,7 @@ def _need_2d(name, shape):
 
 
 # name -> (description, builder(shape, params, rng))
-WORKLOADS: dict[str, tuple[str, object]] = {
+WORKLOADS: dict[str, tuple[str, Callable[..., Workload]]] = {
     "identity": ("every cell count", lambda shape, p, rng: Identity(int(np.prod(shape)))),
     "total": ("the sum of all cells", lambda shape, p, rng: Total(int(np.prod(shape)))),
     "prefix": ("prefix sums (1-D)", lambda shape, p, rng: Prefix(int(np.prod(shape)))),

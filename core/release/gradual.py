@@ -31,7 +31,7 @@ THRESHOLD_RULES = ("opt", "fixed")
 
 
 # ----------------------------------------------------------------------------- validation
-def check_schedule(epsilons: Sequence[float]) -> np.ndarray:
+def check_schedule(epsilons: Sequence[float] | np.ndarray) -> np.ndarray:
     """Validate an epsilon schedule: finite, > 0 and STRICTLY increasing (never silently sorted).
 
     >>> check_schedule([0.1, 0.5]).tolist()
@@ -64,7 +64,7 @@ def _check_values(values, name: str = "values") -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- noise reduction
-def noise_reduction(values, sensitivity: float, epsilons: Sequence[float],
+def noise_reduction(values, sensitivity: float, epsilons: Sequence[float] | np.ndarray,
                     rng: np.random.Generator) -> np.ndarray:
     """Backward construction (Ligett et al., Alg. 1, noise reduction): the whole walk, most private first.
 
@@ -158,7 +158,8 @@ def walk_step(true_values, sensitivity: float, previous, epsilon_previous: float
         values = _check_values(true_values, "true_values")
         scale = _check_sensitivity(sensitivity) / check_epsilon(epsilon_next, "epsilon_next")
         return values + rng.laplace(scale=scale, size=values.shape)
-    return next_release(previous, true_values, sensitivity, epsilon_previous, epsilon_next, rng)
+    # epsilon_previous comes with previous
+    return next_release(previous, true_values, sensitivity, epsilon_previous, epsilon_next, rng)  # type: ignore[arg-type]
 
 
 def increments(epsilons: Sequence[float]) -> tuple[float, ...]:

@@ -34,7 +34,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -78,11 +78,14 @@ class HistogramRequest:
     delta: float = 0.0
 
 
+_R = TypeVar("_R", Release, TableRelease)
+
+
 @dataclass(frozen=True, eq=False)
-class Published:
+class Published(Generic[_R]):
     """A release that left through the kernel: what was released, its export id, the charge and the ledger after."""
 
-    release: Release | TableRelease  # a histogram's or a table's
+    release: _R  # a histogram's Release or a table's TableRelease
     export_id: str
     charge: Budget
     ledger: Ledger
@@ -138,7 +141,7 @@ def _check_loss(release: Release | TableRelease, allowed: float, unit: str) -> N
 
 def release_histogram(request: HistogramRequest, counts: np.ndarray, *, store: LedgerStore, fingerprint: str,
                       name: str, time_limit: float | None = None, workspace: str | None = None,
-                      where: str = "app", default_total: Budget = DEFAULT_TOTAL) -> Published:
+                      where: str = "app", default_total: Budget = DEFAULT_TOTAL) -> Published[Release]:
     """Release ``counts`` through ``request`` on the secure path, charging the dataset's ledger (module doc).
 
     Raises:
@@ -205,7 +208,7 @@ def table_charge(rho: float, delta: float) -> Budget:
 def release_table(request: TableRequest, records: np.ndarray, *, store: LedgerStore, fingerprint: str, name: str,
                   time_limit: float | None = None, workspace: str | None = None, where: str = "app",
                   default_total: Budget = DEFAULT_TABLE_TOTAL, progress: Callable[[float], None] | None = None,
-                  estimated_seconds: float | None = None) -> Published:
+                  estimated_seconds: float | None = None) -> Published[TableRelease]:
     """Release a table of records through ``request`` on the secure path, charging its ledger (module doc).
 
     Raises: as ``release_histogram``.
@@ -239,16 +242,15 @@ def release_table(request: TableRequest, records: np.ndarray, *, store: LedgerSt
 EXPORT_INTERVAL_TRIALS = 100  # re-runs on the released output behind simulated intervals (post-processing only)
 
 
-def export_intervals(published: Published, request: HistogramRequest, *, simultaneous: bool = False,
+def export_intervals(published: Published[Release], request: HistogramRequest, *, simultaneous: bool = False,
                      rng: np.random.Generator | None = None) -> Intervals:
     """95 % intervals for a published histogram release, from its released values only (never the true data)."""
     mechanism = plan_histogram(request)[1]
-    release = cast(Release, published.release)  # a histogram request's
-    return release_intervals(mechanism, release, request.workload, simultaneous=simultaneous,
+    return release_intervals(mechanism, published.release, request.workload, simultaneous=simultaneous,
                              trials=EXPORT_INTERVAL_TRIALS, rng=rng if rng is not None else np.random.default_rng())
 
 
-def export_release(published: Published, request: HistogramRequest, *, fmt: str, dataset: str,
+def export_release(published: Published[Release], request: HistogramRequest, *, fmt: str, dataset: str,
                    keys: ExportKeys | None = None, intervals: Intervals | None = None, rng: np.random.Generator | None = None,
                    compute_intervals: bool = True) -> bytes:
     """The export file of a published histogram release: ``fmt`` "csv" (values with ``lower, upper, level``) or
@@ -257,7 +259,7 @@ def export_release(published: Published, request: HistogramRequest, *, fmt: str,
     name the cells as the upload did and, for workload answers, each answer's query."""
     if fmt not in ("csv", "json"):
         raise ValueError(f"export format must be 'csv' or 'json', got {fmt!r}")
-    release = cast(Release, published.release)  # a histogram request's
+    release = published.release
     if intervals is None and compute_intervals:
         intervals = export_intervals(published, request, rng=rng)
     if fmt == "csv":
@@ -267,9 +269,9 @@ def export_release(published: Published, request: HistogramRequest, *, fmt: str,
                            intervals=intervals).encode()
 
 
-def table_metadata(published: Published, request: TableRequest, *, dataset: str) -> dict:
+def table_metadata(published: Published[TableRelease], request: TableRequest, *, dataset: str) -> dict:
     """The metadata every table export carries (app and command line alike), with its export id."""
-    release, charge = cast(TableRelease, published.release), published.charge  # a table request's
+    release, charge = published.release, published.charge
     return {"dataset": neutralise(dataset), "mechanism": request.mechanism.name, "rho": float(request.rho),
             "privacy_loss_rho": release.privacy_loss, "epsilon_charged": charge.epsilon,
             "delta_for_ledger": charge.delta, "privacy": "rho-zCDP, add/remove one record",

@@ -93,7 +93,8 @@ def bin_halfwidths(release: Release, level: float = LEVEL) -> np.ndarray | None:
     True
     """
     noise = exact_noise(release, "bins")
-    return None if noise is None else np.full(release.estimate.size, exact_halfwidth(noise, level))
+    # exact_noise is None for bins without an estimate
+    return None if noise is None else np.full(release.estimate.size, exact_halfwidth(noise, level))  # type: ignore[union-attr]
 
 
 def answer_halfwidths(release: Release, level: float = LEVEL) -> np.ndarray | None:

@@ -128,7 +128,7 @@ _NOTEBOOK_METADATA = {"kernelspec": {"display_name": "Python 3", "language": "py
 
 def _cell(cell_type: str, cell_id: str, source: str) -> dict:
     """One nbformat 4.5 cell (written as JSON here: the notebook format needs no library)."""
-    cell = {"cell_type": cell_type, "id": cell_id, "metadata": {}, "source": source.splitlines(keepends=True)}
+    cell: dict[str, object] = {"cell_type": cell_type, "id": cell_id, "metadata": {}, "source": source.splitlines(keepends=True)}
     if cell_type == "code":
         cell.update(execution_count=None, outputs=[])
     return cell

@@ -196,7 +196,7 @@ class MarginalHistograms:
                     "intervals": "exact quantiles of the strategy's noise per cell" if exact else
                                  "none (data-dependent method: its error depends on the data)"}
         return TableRelease(self.name, float(rho), loss, workload, estimates, None, None, metadata,
-                            halfwidths if exact else None)
+                            halfwidths if exact else None)  # type: ignore[arg-type]  # exact: none is None
 
 
 def _cell_halfwidths(mechanism, release, workload: MarginalWorkload, index: int) -> np.ndarray | None:

@@ -125,7 +125,7 @@ class _OpenDPTable:
                                         privacy_loss=self.privacy_loss_of(dp, handed), split_evenly_over=1)
         query = context.query().contingency_table(
             keys={n: list(range(s)) for n, s in zip(domain.names, domain.sizes, strict=True)},
-            algorithm=self.algorithm(dp, workload, estimator))
+            algorithm=self.algorithm(dp, workload, estimator))  # type: ignore[attr-defined]  # set by each subclass
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # OpenDP's "rho is typically <= 0.25" advice is not an error
             return query.release()
@@ -142,17 +142,17 @@ class _OpenDPTable:
         rho = check_rho(rho)
         domain = workload.domain
         if len(domain.names) < 2:
-            raise ValueError(f"{self.name} needs at least 2 attributes, got {len(domain.names)}")
-        feature = self.name.upper() if self.name in ("mst", "aim") else self.name
+            raise ValueError(f"{self.name} needs at least 2 attributes, got {len(domain.names)}")  # type: ignore[attr-defined]  # set by each subclass
+        feature = self.name.upper() if self.name in ("mst", "aim") else self.name  # type: ignore[attr-defined]  # set by each subclass
         require("polars", "tables", feature)
         mirror_descent = require("mbi.estimation", "tables", feature).mirror_descent
 
         fits = [0]
         handed = self.handed_rho(rho, len(domain.names))
-        first_fit = []
+        first_fit: list = []
 
         def estimator(mbi_domain, loss_fn, *, potentials=None):
-            model = mirror_descent(mbi_domain, loss_fn, potentials=potentials, iters=self.fit_iters(potentials))
+            model = mirror_descent(mbi_domain, loss_fn, potentials=potentials, iters=self.fit_iters(potentials))  # type: ignore[attr-defined]  # set by each subclass
             fits[0] += 1
             if progress is not None:
                 # ρ measured so far: Σ 1/(2σ²) over the measurements fitted (sensitivity 1 each); after the first
@@ -167,7 +167,7 @@ class _OpenDPTable:
         try:
             table = self.fitted_table(workload, records, handed, estimator)
         except Exception as error:  # OpenDP raises OpenDPException/ValueError; one line for the user
-            raise ValueError(f"OpenDP refused {self.name} at rho={rho:g} (handed {handed!r}): "
+            raise ValueError(f"OpenDP refused {self.name} at rho={rho:g} (handed {handed!r}): "  # type: ignore[attr-defined]  # set by each subclass
                              f"{' '.join(str(error).split())[:160]}") from None
         # Not table.synthesize(rows): mbi's default sampler makes siblings comonotone (core.tables.sampler).
         synth = synthesize_table(table, rows, rng if rng is not None else np.random.default_rng())
@@ -175,11 +175,11 @@ class _OpenDPTable:
         # synthetic rows that land on it are dropped (post-processing) and counted in the metadata.
         complete = synth.drop_nulls(subset=list(domain.names))
         coded = np.column_stack([complete[n].to_numpy().astype(np.int64) for n in domain.names])
-        metadata = {"mechanism": f"{self.name} (opendp.extras.mbi.{self.opendp_name}, OpenDP {_opendp_version()})",
+        metadata = {"mechanism": f"{self.name} (opendp.extras.mbi.{self.opendp_name}, OpenDP {_opendp_version()})",  # type: ignore[attr-defined]  # set by each subclass
                     "privacy": "rho-zCDP, add/remove one record", "rho": float(rho), "rho_handed": handed,
-                    **self.settings(rho), **self.extra_metadata(workload), "model_fits": fits[0], "rows": len(coded),
+                    **self.settings(rho), **self.extra_metadata(workload), "model_fits": fits[0], "rows": len(coded),  # type: ignore[attr-defined]  # set by each subclass
                     "null_rows_dropped": synth.height - complete.height}
-        return TableRelease(self.name, rho, rho, workload, workload.answer(coded), None, coded, metadata)
+        return TableRelease(self.name, rho, rho, workload, workload.answer(coded), None, coded, metadata)  # type: ignore[attr-defined]  # set by each subclass
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,10 @@ with ui.guard():
     chosen = st.selectbox("History of", list(names), index=list(names).index(current), format_func=names.get,
                           key="ledger_dataset")
     history = store.history(chosen)
-    st.dataframe(pd.DataFrame(history), hide_index=True, key="ledger_history")
+    shown = ui.native_history(history, store.ledger(chosen) if chosen != current else led)
+    st.dataframe(shown, hide_index=True, key="ledger_history")
+    if history:
+        st.caption("In the ledger's own unit; the CSV below has ε, δ and ρ for every row.")
     st.download_button("Ledger history (CSV)", history_to_csv(history), f"dplens-ledger-{chosen[:12]}.csv",
                        "text/csv", key="ledger_csv", on_click="ignore",
                        help="Every total, spend (mechanism, ε, δ, ρ, workload, export id, time) and reset.")

@@ -156,9 +156,36 @@ def test_the_ledger_page_shows_a_rho_total_in_rho():
     metrics = {m.label: m.value for m in at.metric}
     assert (metrics["Total ρ"], metrics["Spent ρ"], metrics["Remaining ρ"]) == ("0.5", "0.125", "0.375")
     assert at.session_state.ledger.remaining.rho == 0.375
+    shown = next(df.value for df in at.dataframe if "kind" in df.value.columns)  # the history, in ρ only
+    assert "ρ" in shown.columns and "ε" not in shown.columns and "δ" not in shown.columns
     from core.privacy.ledger_store import LedgerStore
     from core.release.export import history_to_csv
 
     history = LedgerStore().history(at.session_state.ledger_dataset)
     csv = history_to_csv(history).decode()
     assert "total ρ=0.5 (ε=5.222 at δ=1e-06)" in csv and ",0.5," in csv  # the CSV carries the unit and ρ
+
+
+@pytest.mark.parametrize("definition", ["zcdp", "approx"])
+def test_a_pure_total_with_releases_is_offered_the_compatible_total_not_a_dead_end(definition):
+    from core.privacy.ledger_store import LedgerStore
+
+    fingerprint = record_ledger(Ledger(Budget(2.0), (("release #1: identity", Budget(1.0)),)))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state["privacy_definition"] = definition
+    at.session_state["sidebar_convert_reason"] = "Gaussian releases from now on"  # (AppTest drops the sidebar on
+    at.run()                                                                     # a second run: preset it)
+    assert not at.exception and any("cannot pay for" in c.value for c in at.sidebar.caption)
+    at.button(key="sidebar_convert").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    led = LedgerStore().ledger(fingerprint)
+    if definition == "zcdp":  # ρ = ε²/2 = 2; the pure release of ε = 1 counts 0.5
+        assert led.unit == "rho" and led.total.rho == pytest.approx(2.0) and led.spent.rho == pytest.approx(0.5)
+    else:
+        assert led.total == Budget(2.0, 1e-5) and led.spent.epsilon == 1.0
+    assert "converted from ε=2: Gaussian releases from now on" in LedgerStore().history(fingerprint)[-1]["note"]
+    at.switch_page("pages/release.py").run()
+    at.selectbox(key="release_mechanism").set_value("gaussian-identity")
+    at.button(key="release_spend").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert len(at.session_state.releases) == 1

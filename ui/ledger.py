@@ -9,6 +9,7 @@ the last value read, for display and tests; the store is the truth.
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from core.privacy.budget import Budget, BudgetExceededError, Ledger
@@ -40,6 +41,18 @@ def ledger() -> Ledger:
         led = Ledger(Budget(0.0))
     st.session_state.ledger = led
     return led
+
+
+def native_history(history: list[dict], led: Ledger) -> pd.DataFrame:
+    """The ledger's history in its own unit: a ρ ledger shows ρ (ε and δ are in the CSV), an ε ledger ε (and δ
+    only when it has a δ budget); one unit per table."""
+    frame = pd.DataFrame(history)
+    if frame.empty:
+        return frame
+    hidden = ["epsilon", "delta"] if led.unit == "rho" else ["rho"] + (
+        ["delta"] if led.total.delta == 0 and not frame["delta"].fillna(0).any() else [])
+    names = {"epsilon": "ε", "delta": "δ", "rho": "ρ"}
+    return frame.drop(columns=[c for c in hidden if c in frame]).rename(columns=names)
 
 
 def set_total(epsilon: float, delta: float = 0.0, *, rho: float | None = None) -> bool:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from core.mechanisms import NEIGHBOURING
+from core.privacy.budget import Budget
 from ui import identity
 from ui.datasets import dataset_choices
 from ui.guard import plain
-from ui.ledger import ledger, ledger_key, native_caption, remaining_text, set_total
+from ui.ledger import ledger, ledger_key, ledger_store, native_caption, remaining_text, set_total
 from ui.privacy import definition, delta, privacy_controls
 from ui.state import init_state
 from ui.workloads import workload_name
@@ -46,6 +47,42 @@ def _rho_total_controls(led, shown, locked: bool) -> bool:
                     help=f"This dataset's total in zCDP, shown as its CKS ε at δ = {delta():g} (the δ above, "
                          "recorded with the total).")
     return True
+
+
+def _convert_total() -> None:
+    """Form callback: convert a pure ε total with releases to the definition's compatible total (recorded)."""
+    ss = st.session_state
+    led = ledger()
+    total = (Budget.zcdp(led.total.epsilon ** 2 / 2, delta()) if definition() == "zcdp"
+             else Budget(led.total.epsilon, float(ss.sidebar_convert_delta)))
+    try:
+        ss.ledger = ledger_store().convert_total(ledger_key(), total, reason=str(ss.get("sidebar_convert_reason", "")),
+                                                 workspace=ss.get("workspace_id"))
+    except ValueError as err:  # BudgetExceededError too: nothing recorded
+        ss.flash_error = f"Budget not converted: {err}"
+
+
+def _conversion_offer(led) -> None:
+    """A pure ε total with releases cannot pay for (ε, δ) or zCDP releases: offer the compatible total instead of
+    a dead end (a ρ total counting each ε as ε²/2, or a δ budget beside the same ε)."""
+    if definition() == "pure" or led.unit != "epsilon" or led.total.delta > 0 or not led.spends:
+        return
+    zcdp = definition() == "zcdp"
+    with st.expander("Use this definition on this dataset", expanded=True):
+        if zcdp:
+            spent = sum(cost.epsilon ** 2 / 2 for _, cost in led.spends)
+            st.caption(f"This dataset's total is pure ε = {led.total.epsilon:g}, which cannot pay for zCDP releases. "
+                       f"Convert it to ρ = ε²/2 = {led.total.epsilon ** 2 / 2:.4g}: the {len(led.spends)} release(s) "
+                       f"made so far count ε²/2 each (ρ = {spent:.4g}). The guarantee becomes ρ-zCDP, weaker "
+                       "than pure ε-DP, so the reason is recorded.")
+        else:
+            st.caption(f"This dataset's total is pure ε = {led.total.epsilon:g} with δ = 0, which cannot pay for "
+                       "(ε, δ) releases. Add a δ budget beside the same ε: the releases made so far are kept. The "
+                       "guarantee becomes (ε, δ)-DP, weaker than pure ε-DP, so the reason is recorded.")
+            st.select_slider("Total δ for this dataset", [1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4], value=1e-5,
+                             format_func="{:g}".format, key="sidebar_convert_delta")
+        st.text_input("Reason (recorded)", key="sidebar_convert_reason")
+        st.button("Convert the budget", key="sidebar_convert", on_click=_convert_total)
 
 
 def sidebar() -> None:
@@ -88,6 +125,7 @@ def sidebar() -> None:
         spent = (f"ρ = {led.spent.rho:.4g} of {led.total.rho:.4g}" if led.unit == "rho"
                  else f"ε = {led.spent.epsilon:.4g} of {led.total.epsilon:.4g}")
         st.metric("Budget remaining", remaining_text(led), help=f"Spent {spent} in {len(led.spends)} release(s).")
+        _conversion_offer(led)
         if (native := native_caption()):
             st.caption(native)
         st.caption(f"Workload: `{workload_name()}`  \nNeighbours: {NEIGHBOURING}")

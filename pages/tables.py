@@ -4,6 +4,7 @@ synthetic records (logic in ui/tables_view.py)."""
 import streamlit as st
 
 import ui
+from ui.tables_view import TABLE_SYNTH_TRIALS, table_compare_caption
 
 ui.init_state()
 st.title("Tables of records")
@@ -47,16 +48,20 @@ with ui.guard():
     work = ui.table_workload(chosen)
     st.caption(f"Workload: {work.describe()}; L2 sensitivity {work.l2_sensitivity:.4g} (one record changes one "
                "cell of each marginal).")
-    st.caption(ui.table_budget_caption(table))
+    budget_line = st.empty()  # filled at the end of the run: a release below changes it
     compare_tab, release_tab = st.tabs(["Compare methods", "Release"])
     with compare_tab:
         with st.form("tables_compare_form"):
             names = st.multiselect("Methods", list(ui.TABLE_MECHANISM_HELP), default=["identity", "residual-planner"],
                                    key="tables_mechanisms", help="; ".join(f"{k}: {v}" for k, v in ui.TABLE_MECHANISM_HELP.items()))
-            x, y, z = st.columns(3)
+            x, y, v, z = st.columns(4)
             rhos = x.multiselect("ρ values", list(ui.TABLE_RHO_CHOICES), default=[0.01, 0.1, 1.0], key="tables_rhos")
             trials = y.slider("Trials per point", 1, 20, 3, key="tables_trials",
-                              help="Independent noise draws. Synthesisers take seconds to minutes per run.")
+                              help="Independent noise draws of the closed-form and histogram methods.")
+            synth_trials = v.slider("Runs per point of a synthesiser", 1, 20, TABLE_SYNTH_TRIALS,
+                                    key="tables_synth_trials",
+                                    help="MST, AIM and identity-pgm take seconds to minutes per run, so Compare runs "
+                                         "them once per ρ unless you ask for more (they run in parallel workers).")
             z.selectbox("Score synthetic data on all k-way marginals, k =", [1, 2, 3], index=1, key="tables_eval_k",
                         help="Mean total-variation distance on these marginals, which may lie outside the workload.")
             st.text_input("…or on these marginals", key="tables_eval_custom", placeholder="age+income, sex+hours+income",
@@ -66,7 +71,8 @@ with ui.guard():
             stop_slot, bar = st.empty(), st.progress(0.0, text="running…")
             stop_slot.button("Stop", key="tables_stop", help="Stop; the (mechanism, ρ) pairs finished so far are kept.")
             ui.run_table_compare(chosen, work, list(names), sorted(rhos), int(trials),
-                           progress=lambda f, text: bar.progress(min(f, 1.0), text=text))
+                           progress=lambda f, text: bar.progress(min(f, 1.0), text=text),
+                           synth_trials=int(synth_trials))
             bar.empty()
             stop_slot.empty()
         results = st.session_state.get("tables_results")
@@ -74,7 +80,9 @@ with ui.guard():
             st.info("Choose methods and ρ values, then **Run comparison** (nothing is charged: comparisons are "
                     "simulations on your data, for your eyes only).")
         else:
-            st.caption(f"Workload {results['workload']}; synthetic data scored on {results['evaluation']}.")
+            st.caption(table_compare_caption(results))
+            if results.get("advice"):
+                st.caption(results["advice"])
             for metric, fig in ui.table_compare_figures(results).items():
                 st.plotly_chart(fig, key=f"tables_figure_{metric}")
             st.dataframe(ui.table_summary(results["df"]), hide_index=True, key="tables_summary")
@@ -114,3 +122,4 @@ with ui.guard():
             for file_name, (label, text, mime) in ui.table_downloads(output).items():
                 st.download_button(label, text, file_name, mime, key=f"tables_download_{file_name}",
                                    on_click="ignore")  # a download changes nothing: no rerun
+    budget_line.caption(ui.table_budget_caption(table))

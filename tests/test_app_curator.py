@@ -84,6 +84,27 @@ def test_use_this_epsilon_carries_value_and_mechanism_to_release_and_gradual():
     assert not at.exception
     assert at.text_input(key="gradual_schedule").value.endswith(f"{choice.epsilon:.4g}")
     assert epsilon is None or abs(epsilon - choice.epsilon) < 1e-3 * choice.epsilon
+    at.switch_page("pages/release.py").run()
+    at.selectbox(key="release_mechanism").set_value("identity").run()  # another mechanism: the choice is stale
+    assert not any("From Choose epsilon" in c.value for c in at.caption)
+    assert not any("more than the remaining budget" in w.value for w in at.warning)
+    assert at.session_state.epsilon_handoff is None
+
+
+def test_the_choice_is_forgotten_after_a_release_and_when_the_workload_changes():
+    at = open_page("pages/choose_epsilon.py")
+    at.button(key="choose_use").click().run()
+    at.switch_page("pages/release.py").run()
+    assert any("From Choose epsilon" in c.value for c in at.caption)
+    at.number_input(key="release_epsilon").set_value(0.5)
+    at.button(key="release_spend").click().run()
+    assert not at.exception and at.session_state.releases
+    assert not any("From Choose epsilon" in c.value for c in at.caption)
+    at.switch_page("pages/choose_epsilon.py").run()
+    at.button(key="choose_use").click().run()
+    at.session_state["workload_spec"] = "prefix"
+    at.switch_page("pages/gradual.py").run()
+    assert not any("From Choose epsilon" in c.value for c in at.caption)
 
 
 def test_choose_epsilon_warns_when_the_target_needs_more_than_the_remaining_budget():

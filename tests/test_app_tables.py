@@ -85,6 +85,7 @@ def test_release_charges_the_tables_ledger_and_offers_downloads():
     assert not at.exception and not at.error, [e.value for e in at.error]
     ledger = LedgerStore().ledger(table.fingerprint)
     assert ledger.unit == "rho" and ledger.spent.rho == 0.25 and len(ledger.spends) == 1
+    assert any("1 release(s)" in c.value for c in at.caption)  # the budget line is written after the release
     labels = {b.label for b in at.get("download_button")}
     assert {"Released marginals (CSV)", "Privacy metadata (JSON)"} <= labels
     at.number_input(key="tables_release_rho").set_value(0.9).run()

@@ -52,7 +52,7 @@ def release_next() -> None:
 
 def walk_tab() -> None:
     hist = ui.histogram()
-    ui.show_handoff(ui.apply_handoff("gradual"))
+    ui.show_handoff(ui.apply_handoff("gradual"), "gradual")
     st.session_state.setdefault("gradual_schedule", DEFAULT_SCHEDULE)  # via the session: a hand-off can set it
     st.text_input("Epsilon schedule (strictly increasing, most private first)", key="gradual_schedule")
     try:

@@ -18,8 +18,22 @@ _TARGET_PAGES = ("release", "gradual")
 def use_epsilon(epsilon: float, *, mechanism: str | None, target: str, workload: str) -> None:
     """Button callback on Choose epsilon: remember the choice for Release and Gradual release."""
     init_state()
-    st.session_state.epsilon_handoff = {"epsilon": float(epsilon), "mechanism": mechanism, "target": target,
-                                        "workload": workload, "pending": set(_TARGET_PAGES)}
+    ss = st.session_state
+    ss.epsilon_handoff = {"epsilon": float(epsilon), "mechanism": mechanism, "target": target, "workload": workload,
+                          "pending": set(_TARGET_PAGES), "dataset": ss.get("dataset_key"),
+                          "releases": len(ss.get("releases", []))}
+
+
+def _stale(handoff: dict, page: str) -> bool:
+    """A choice made for other inputs says nothing now: the dataset or workload changed, a release was made since
+    (the remaining budget moved), or the Release page's mechanism is no longer the one it was chosen for."""
+    ss = st.session_state
+    from ui.workloads import workload_spec
+
+    moved = (handoff.get("dataset") != ss.get("dataset_key") or handoff["workload"] != workload_spec()
+             or len(ss.get("releases", [])) > handoff.get("releases", 0))
+    return moved or (page == "release" and bool(handoff["mechanism"])
+                     and ss.get("release_mechanism") != handoff["mechanism"])
 
 
 def _schedule_ending_at(epsilon: float, steps: int = 5) -> str:
@@ -51,9 +65,13 @@ def apply_handoff(page: str) -> dict | None:
     return handoff
 
 
-def show_handoff(handoff: dict | None) -> None:
-    """A caption naming the chosen ε and its target, and a warning when it exceeds the remaining budget."""
+def show_handoff(handoff: dict | None, page: str = "release") -> None:
+    """A caption naming the chosen ε and its target, and a warning when it exceeds the remaining budget; nothing
+    once the choice is stale (then it is forgotten)."""
     if not handoff:
+        return
+    if _stale(handoff, page):
+        st.session_state.epsilon_handoff = None
         return
     mechanism = f" for **{handoff['mechanism']}**" if handoff["mechanism"] else ""
     st.caption(f"From Choose epsilon: ε = {handoff['epsilon']:.4g}{mechanism} on workload "

@@ -93,7 +93,7 @@ def gram_apply(workload: Workload, v: np.ndarray) -> np.ndarray:
     if isinstance(workload, Explicit):
         return np.asarray(workload.matrix.T @ (workload.matrix @ v))
     if isinstance(workload, Stack):
-        return sum(gram_apply(part, v) for part in workload.parts)
+        return sum(gram_apply(part, v) for part in workload.parts)  # type: ignore[return-value]  # a stack has parts
     if isinstance(workload, Kron):
         a, b = workload.factors
         n1, n2 = a.shape[1], b.shape[1]
@@ -146,10 +146,10 @@ def _query_rows(workload: Workload, start: int, stop: int) -> np.ndarray:
     if not isinstance(workload, Ranges | Explicit):
         unit = np.zeros(workload.shape[0])
         columns = []
-        for q in range(start, stop):
-            unit[q] = 1.0
+        for query in range(start, stop):
+            unit[query] = 1.0
             columns.append(workload.rmatvec(unit))
-            unit[q] = 0.0
+            unit[query] = 0.0
         return np.stack(columns, axis=1)
     if isinstance(workload, Ranges):
         cells = np.arange(workload.n)[:, None]

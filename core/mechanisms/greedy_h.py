@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -130,7 +130,7 @@ def _block_gram(workload: Workload, bounds: np.ndarray) -> np.ndarray | None:
         return _allrange_block_gram(n, bounds)
     if isinstance(workload, Stack):
         parts = [_block_gram(p, bounds) for p in workload.parts]
-        return None if any(p is None for p in parts) else sum(parts)
+        return None if any(p is None for p in parts) else sum(parts)  # type: ignore[return-value, arg-type]  # none is None
     return None
 
 
@@ -258,7 +258,7 @@ def _gaussian(count: int, rows: int) -> np.ndarray:
 def _sketch_of(workload: Workload, bounds: np.ndarray, sketch: np.ndarray) -> np.ndarray:
     n = workload.shape[1]
     if isinstance(workload, Stack):
-        return sum(_sketch_of(part, bounds, sketch) for part in workload.parts)
+        return sum(_sketch_of(part, bounds, sketch) for part in workload.parts)  # type: ignore[return-value]  # a stack has parts
     ends = {Ranges: lambda w: (w.lo, w.hi), Prefix: lambda w: (np.zeros(n, dtype=np.int64), np.arange(n)),
             Identity: lambda w: (np.arange(n), np.arange(n)), Total: lambda w: (np.array([0]), np.array([n - 1]))}
     for kind, get in ends.items():
@@ -430,8 +430,11 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
     tolerance = 1e-12 * max(float(np.abs(rows).max()), 1e-300)
     u_cell = np.ones(units)
     grid = np.arange(granularity, dtype=float)
-    terminal, p_all, shrink_all, u_before = [None] * depth, [None] * depth, [None] * depth, [None] * depth
-    below = None  # (err, trace, k, rows V, ‖V‖², uniform) of the level underneath; V = (WᵀW)_node u_node
+    terminal: list[Any] = [None] * depth  # per level, filled bottom-up
+    p_all: list[Any] = [None] * depth
+    shrink_all: list[Any] = [None] * depth
+    u_before: list[Any] = [None] * depth
+    below: Any = None  # (err, trace, k, rows V, ‖V‖², uniform) of the level underneath; V = (WᵀW)_node u_node
     for d in range(depth - 1, -1, -1):
         s, z = starts[d], sizes[d]
         nodes = s.size
@@ -523,21 +526,23 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
             u_before[d] = np.zeros(0)
         below = (err, trace, k, v, energy, uniform)
     # top-down weights: a node's own query gets (1 − p) of what reaches it, its subtree p
-    q_start, q_size, q_weight = [], [], []
+    start_parts: list[np.ndarray] = []
+    size_parts: list[np.ndarray] = []
+    weight_parts: list[np.ndarray] = []
     reach = np.ones(1)
     for d in range(depth):
         s, z = starts[d], sizes[d]
         p = np.ones(s.size)
         p[~terminal[d]] = p_all[d]
         own = np.where(terminal[d], reach, reach * _own_weight(p, norm))
-        q_start.append(s)
-        q_size.append(z)
-        q_weight.append(own)
+        start_parts.append(s)
+        size_parts.append(z)
+        weight_parts.append(own)
         if d < depth - 1:
             parents, count = children[d]
             passed = np.where(terminal[d], 0.0, reach * p)
             reach = np.repeat(passed[parents], count)
-    q_start, q_size, q_weight = (np.concatenate(a) for a in (q_start, q_size, q_weight))
+    q_start, q_size, q_weight = (np.concatenate(a) for a in (start_parts, size_parts, weight_parts))
     asked = q_weight > 0
     return Hierarchy(units, tuple(starts), tuple(sizes), tuple(terminal), tuple(p_all), tuple(shrink_all),
                      tuple(u_before), q_start[asked], q_size[asked], q_weight[asked], float(below[1][0]))
@@ -569,7 +574,7 @@ def workload_key(workload: Workload) -> object:
     return workload  # frozen dataclasses compare by value
 
 
-_STRATEGIES: dict[object, tuple[Hierarchy, bool]] = {}
+_STRATEGIES: dict[object, tuple[Hierarchy, str]] = {}
 _TRACES: dict[object, float] = {}
 STRATEGY_CACHE = 8  # workloads whose Greedy-H strategy is kept (it depends on the workload only)
 EXACT_CELLS = 2048  # up to this many cells the greedy rule reads the exact Gram, beyond it a sketch …
@@ -639,7 +644,7 @@ def hierarchy_trace(tree: Hierarchy, gram: np.ndarray) -> float:
                 offset += z
             trace[inner] = (summed[inner] - tree.shrink[d] * quad) / tree.p[d] ** 2
         below = (starts, trace)
-    return float(below[1][0])
+    return float(below[1][0])  # type: ignore[index]  # a hierarchy has at least one level
 
 
 def _rows_equal(rows: np.ndarray, a: np.ndarray, b: np.ndarray, tolerance: float, chunk: int = 2**14) -> np.ndarray:

@@ -53,7 +53,7 @@ def qardaji_branching(n: int) -> int:
         variance = (b - 1) * h**3 - 2 * (b + 1) * h**2 / 3
         if best is None or (variance, b) < best:
             best = (variance, b)
-    return best[1]
+    return best[1]  # type: ignore[index]  # n >= 2: at least one h was tried
 
 
 def _ceil_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -107,7 +107,7 @@ class Tree:
             values = np.zeros(level.r0.size)
             values[leaf_nodes] = x[cells]
             if level.internal is not None and level.internal.size:
-                values[level.internal] = np.add.reduceat(out[depth + 1], level.child_start)
+                values[level.internal] = np.add.reduceat(out[depth + 1], level.child_start)  # type: ignore[arg-type]  # set on internal levels
             out[depth] = values
         return out
 
@@ -124,7 +124,7 @@ class Tree:
             level, y = self.levels[depth], noisy[depth]
             zc = np.zeros((level.r0.size, *tail))
             if level.internal is not None and level.internal.size:
-                zc[level.internal] = np.add.reduceat(z[depth + 1], level.child_start, axis=0)
+                zc[level.internal] = np.add.reduceat(z[depth + 1], level.child_start, axis=0)  # type: ignore[arg-type]  # set on internal levels
             vc = self.child_variance[depth].reshape(-1, *([1] * len(tail)))
             if y is None:
                 z[depth] = zc
@@ -180,7 +180,7 @@ def build_tree(shape: tuple[int, int], branching: int, include_root: bool) -> Tr
         level = built[depth]
         vc = np.zeros(level.r0.size)
         if level.internal is not None and level.internal.size:
-            vc[level.internal] = np.add.reduceat(variance[depth + 1], level.child_start)
+            vc[level.internal] = np.add.reduceat(variance[depth + 1], level.child_start)  # type: ignore[arg-type]  # set on internal levels
         child_variance[depth] = vc
         if measured[depth]:
             variance[depth] = np.where(vc > 0, vc / (vc + 1.0), 1.0)

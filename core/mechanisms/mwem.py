@@ -123,7 +123,8 @@ class MWEM:
         average = np.zeros(n)
         rows, measured, blocks = [], [], [(np.ones(n), total_scale)]
         atom_of = np.zeros(n, dtype=np.int64)
-        ends, intervals = {0, n}, []  # while every measured query is an interval: the atoms are segments
+        ends = {0, n}
+        intervals: list[tuple[int, int]] | None = []  # while every measured query is an interval: the atoms are segments
         selection_loss = 0.0
         candidates = np.ones(true_answers.size, dtype=bool)
         for _ in range(self.rounds):

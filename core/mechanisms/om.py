@@ -46,7 +46,7 @@ class OmFactorisation:
 
     def expected_total_mse(self, epsilon: float) -> float:
         """Total squared error 2‖B‖_F²S̃²/ε² (Theorem 5; the paper reads it per query, but it is a total)."""
-        squared = self.mixing.multiply(self.mixing).sum() if sp.issparse(self.mixing) else np.sum(self.mixing**2)
+        squared = self.mixing.multiply(self.mixing).sum() if sp.issparse(self.mixing) else np.sum(self.mixing**2)  # type: ignore[union-attr]  # sparse here
         return 2.0 * float(squared) * self.sensitivity**2 / epsilon**2
 
 
@@ -203,7 +203,7 @@ def factorise(workload: Workload, *, tol: float | None = None, row_seed: int | N
     if m * n > DENSE_LIMIT or m * n * min(m, n) > FLOP_LIMIT:
         raise ValueError(f"OM factorises a general W densely in O(m·n·min(m, n)); m={m}, n={n} is above the "
                          f"limit of {FLOP_LIMIT:.0e}: use fewer queries (interval workloads have no limit)")
-    matrix = sparse_matrix(workload)
+    matrix = sparse_matrix(workload)  # type: ignore[arg-type]  # workloads are frozen dataclasses: hashable
     dense = matrix.toarray()
     tol = _default_tol(dense) if tol is None else float(tol)
     if not tol >= 0:
@@ -263,7 +263,7 @@ def literal_algorithm3_mixing(workload: Workload, factorisation: OmFactorisation
     B(i, k) is filled only when W̃ row k's support lies inside row i's support and the two restricted
     rows are proportional; other entries stay 0, so W ≠ BW̃ in general.
     """
-    dense = sparse_matrix(workload).toarray()
+    dense = sparse_matrix(workload).toarray()  # type: ignore[arg-type]  # workloads are frozen dataclasses: hashable
     reduced = factorisation.reduced.toarray()
     mixing = np.zeros((dense.shape[0], reduced.shape[0]))
     for k, q in enumerate(reduced):

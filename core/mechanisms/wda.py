@@ -58,7 +58,7 @@ class _SparseRows:
     """Row blocks of a general W, read from its sparse matrix."""
 
     def __init__(self, workload: Workload) -> None:
-        self.matrix = sparse_matrix(workload).tocsr()
+        self.matrix = sparse_matrix(workload).tocsr()  # type: ignore[arg-type]  # workloads are frozen dataclasses: hashable
 
     def column_l1(self, rows: np.ndarray) -> np.ndarray:
         return np.asarray(abs(self.matrix[rows]).sum(axis=0)).ravel()

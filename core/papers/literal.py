@@ -18,6 +18,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -221,8 +222,8 @@ class Demo:
 
     paper: str                   # reproduction name: wda, om, sreb-gca, xiao
     erratum: str
-    literal: object
-    corrected: object
+    literal: Any  # a mechanism or a literal variant (which has no expected_mse)
+    corrected: Any
     workload: Workload
     x: tuple
     bin_index: int
@@ -273,7 +274,7 @@ def _om_exact() -> list[tuple[str, float, float]]:
 def _same_group(first: int, last: int) -> Callable[[Release], np.ndarray]:
     """The attacker's statistic "bins ``first`` and ``last`` were released with one value" (one group)."""
     def statistic(release: Release) -> np.ndarray:
-        return np.array([float(release.estimate[first] == release.estimate[last])])
+        return np.array([float(release.estimate[first] == release.estimate[last])])  # type: ignore[index]  # histogram mechanisms: an estimate
     return statistic
 
 

@@ -211,7 +211,7 @@ def privacy_loss_distributions(epsilon: float, delta: float, grid: np.ndarray) -
             "gaussian_tail": float(stats.norm.sf(epsilon, mu, math.sqrt(2.0 * mu)))}
 
 
-def composition_by_definition(epsilon: float, delta: float, ks: Sequence[int]) -> dict[str, np.ndarray]:
+def composition_by_definition(epsilon: float, delta: float, ks: Sequence[int] | np.ndarray) -> dict[str, np.ndarray]:
     """Total ε at δ after k releases, each at "ε at δ", under each definition (k = 1..1000 on the Learn page).
 
     * pure (Laplace): kε, basic composition (δ = 0);

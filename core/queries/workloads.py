@@ -800,7 +800,7 @@ WORKLOADS: dict[str, tuple[str, Callable[..., Workload]]] = {
     "random-linear": ("OM paper: random weights U(0,1) with density tau (sparse); m=200, tau=0.2, seed",
                       lambda shape, p, rng: random_linear(int(np.prod(shape)), int(p.get("m", 200)),
                                                           float(p.get("tau", 0.2)), _seed(p, rng))),
-    "file": ("query rows from a CSV file: file:PATH", None),
+    "file": ("query rows from a CSV file: file:PATH", None),  # type: ignore[dict-item]  # read by parse_workload
     "marginals": ("row and column sums (2-D)", lambda shape, p, rng: _marginals(_need_2d("marginals", shape))),
     "range-2d": ("all axis-aligned rectangles (2-D; up to about 90 × 90 cells)", lambda shape, p, rng: _range_2d(shape)),
     "random-range-2d": ("m random rectangles, ends uniform per axis (2-D); m=1000, seed",

@@ -30,7 +30,15 @@ from core.release.kernel import (
 from core.release.kernel import release_table as kernel_release_table
 from core.release.table_export import table_export_files
 from core.release.table_export import table_marginals_frame as core_marginals_frame
-from core.tables.compare import BASELINE, baseline_scores, compare_tables, evaluation_tvd, summarise_tables
+from core.tables.compare import (
+    BASELINE,
+    SYNTH_TRIALS,
+    baseline_scores,
+    compare_note,
+    compare_tables,
+    evaluation_tvd,
+    summarise_tables,
+)
 from core.tables.contract import INTERVAL_LEVEL
 from core.tables.mechanisms import TABLE_MECHANISMS, TABLE_SETTINGS, table_mechanism
 from core.tables.records import (
@@ -38,6 +46,7 @@ from core.tables.records import (
     load_table,
     parse_marginal_workload,
 )
+from core.tables.synthesis import rho_advice
 from ui.guard import plain
 from ui.ledger import ledger_store
 
@@ -184,17 +193,34 @@ def table_budget_caption(table: Table) -> str:
 
 # ------------------------------------------------------------------------------------------------ compare
 
+TABLE_SYNTH_TRIALS = SYNTH_TRIALS  # the page's default runs per ρ for a synthesiser in Compare
+
+
 def run_table_compare(table: Table, work: MarginalWorkload, names: list[str], rhos: list[float], trials: int,
-                progress) -> pd.DataFrame:
+                progress, synth_trials: int | None = None) -> pd.DataFrame:
+    """Compare on the page: synthesisers run ``synth_trials`` times per ρ (default the page's), in parallel workers,
+    with Compare's estimator settings (core.tables.compare.COMPARE_SETTINGS); the results say so (``note``)."""
     ss = st.session_state
     cache = ss.setdefault("tables_cache", SweepCache(limit=512))
-    df = compare_tables(table.records, work, names, rhos, trials=trials, seed=int(ss.get("seed", 0)),
-                        evaluation=table_evaluation(table), cache=cache, data_key=table.fingerprint,
-                        progress=progress, seconds=limits.MAX_SYNTHESIS_SECONDS)
+    synth_trials = TABLE_SYNTH_TRIALS if synth_trials is None else synth_trials
+    df = compare_tables(table.records, work, names, rhos, trials=trials, synth_trials=synth_trials,
+                        seed=int(ss.get("seed", 0)), evaluation=table_evaluation(table), cache=cache,
+                        data_key=table.fingerprint, progress=progress, seconds=limits.MAX_SYNTHESIS_SECONDS)
     # Stop reruns the page; finished pairs stay in the cache. Synthesiser runs are in workers under the deadline.
+    synthesisers = [n for n in names if TABLE_MECHANISMS[n].synthesizes]
     ss.tables_results = {"df": df, "baseline": baseline_scores(work, table_evaluation(table), table.records),
-                         "workload": work.describe(), "evaluation": table_evaluation(table).describe()}
+                         "workload": work.describe(), "evaluation": table_evaluation(table).describe(),
+                         "note": compare_note(names, trials, synth_trials),
+                         "advice": rho_advice(rhos) if synthesisers else None}
     return df
+
+
+def table_compare_caption(results: dict) -> str:
+    """The caption over the results: workload, evaluation, and what Compare ran differently from a release."""
+    text = f"Workload {results['workload']}; synthetic data scored on {results['evaluation']}."
+    if results.get("note"):
+        text += f" {results['note']}"
+    return text
 
 
 def _summary_for_chart(df: pd.DataFrame, metric: str) -> pd.DataFrame:

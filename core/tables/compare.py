@@ -18,8 +18,10 @@ evaluation marginals they released. The non-private **independence baseline** (t
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import numpy as np
 import pandas as pd
@@ -83,87 +85,248 @@ def baseline_scores(workload: MarginalWorkload, evaluation: MarginalWorkload, re
                                   zip(truth_e, independence_marginals(evaluation, records), strict=True)]))}
 
 
+# Compare-only settings of the synthesisers: estimation (post-processing) only, never the measurements, so each run
+# is still a full ρ run of the same mechanism. MST's final model at 300 mirror-descent iterations scores within
+# COMPARE_TOLERANCE of the release's 1000 fitted on the same measurements, on the sample table
+# (bench/bench_tables_compare.py --full-fit). Other synthesisers were not measured: they run as released.
+COMPARE_SETTINGS: dict[str, dict] = {"mst": {"iters": 300}}
+COMPARE_TOLERANCE = 0.10     # relative difference of mean TVD and RMSE allowed between Compare's fit and the full fit
+SYNTH_TRIALS = 1             # the page's default runs per ρ for a synthesiser in Compare (closed forms: ``trials``)
+# Expected seconds of one run, until runs of the mechanism have finished (then their mean is used): a synthesiser
+# run in a worker on a few attributes (OpenDP's noise calibration, the fit, the worker's start-up), a closed form.
+EXPECTED_SECONDS = {"mst": 15.0, "identity-pgm": 15.0, "aim": 240.0}
+FAST_SECONDS = 0.05
+
+
+def compare_settings(name: str, settings: dict | None = None) -> dict:
+    """The settings Compare runs ``name`` with: COMPARE_SETTINGS under the user's own ``settings``."""
+    return {**COMPARE_SETTINGS.get(name, {}), **(settings or {})}
+
+
+def compare_note(names: Sequence[str], trials: int, synth_trials: int | None = None) -> str:
+    """One line for the page: what Compare runs differently from a release (empty when nothing differs)."""
+    from core.tables.mechanisms import TABLE_MECHANISMS
+
+    parts = []
+    for name in names:
+        mechanism = TABLE_MECHANISMS[name]
+        if not mechanism.synthesizes:
+            continue
+        runs = trials if synth_trials is None else synth_trials
+        what = [f"{runs} run{'s' if runs != 1 else ''} per ρ" + (f" (the others: {trials})" if runs != trials else "")]
+        for key, value in COMPARE_SETTINGS.get(name, {}).items():
+            what.append(f"{value} estimator iterations; the release uses {getattr(mechanism, key)}"
+                        if key == "iters" else f"{key} {value}; the release uses {getattr(mechanism, key)}")
+        parts.append(f"{name.upper() if name in ('mst', 'aim') else name} in Compare: {', '.join(what)}")
+    return ". ".join(parts) + ("." if parts else "")
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(float(seconds), 0.0)
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+class _Clock:
+    """Progress by expected time: every run weighs its expected seconds (the mean of its mechanism's finished runs,
+    else EXPECTED_SECONDS); the text says the elapsed time and about how long is left."""
+
+    def __init__(self, jobs: list[tuple[str, bool]], workers: int, progress) -> None:
+        self.start, self.progress, self.workers = time.monotonic(), progress, max(workers, 1)
+        self.left = {}  # name -> runs not finished
+        self.synth = {}
+        for name, synth in jobs:
+            self.left[name] = self.left.get(name, 0) + 1
+            self.synth[name] = synth
+        self.observed: dict[str, list[float]] = {}
+        self.shown = 0.0
+
+    def expected(self, name: str) -> float:
+        seen = self.observed.get(name)
+        if seen:
+            return float(np.mean(seen))
+        return EXPECTED_SECONDS.get(name, 30.0) if self.synth[name] else FAST_SECONDS
+
+    def finished(self, name: str, seconds: float) -> None:
+        self.observed.setdefault(name, []).append(seconds)
+        self.left[name] -= 1
+
+    def remaining(self, running: dict | None = None) -> float:
+        """Seconds of wall time left: fast runs one after another, synthesiser runs ``workers`` at a time."""
+        running = running or {}
+        fast = sum(n * self.expected(name) for name, n in self.left.items() if not self.synth[name])
+        synth = sum(n * self.expected(name) for name, n in self.left.items() if self.synth[name])
+        synth -= sum(min(fraction, 0.95) * self.expected(name) for name, fraction in running.values())
+        return fast + max(synth, 0.0) / self.workers
+
+    def report(self, text: str, running: dict | None = None) -> None:
+        if self.progress is None:
+            return
+        elapsed = time.monotonic() - self.start
+        left = self.remaining(running)
+        self.shown = max(self.shown, elapsed / (elapsed + left) if elapsed + left > 0 else 1.0)
+        self.progress(min(self.shown, 0.99), f"{text} · {_clock(elapsed)} elapsed, about {_clock(left)} left")
+
+
+def _label(name: str, rho: float, trial: int, trials: int) -> str:
+    return f"{name.upper() if name in ('mst', 'aim') else name} ρ={rho:g} trial {trial + 1}/{trials}"
+
+
 def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: Sequence[str], rhos: Sequence[float],
                    *, trials: int = 3, seed: int = 0, evaluation: MarginalWorkload | None = None,
                    settings: dict[str, dict] | None = None, cache: SweepCache | None = None, data_key: str = "",
                    progress: Callable[[float, str], None] | None = None,
-                   should_stop: Callable[[], bool] | None = None, seconds: float | None = None) -> pd.DataFrame:
+                   should_stop: Callable[[], bool] | None = None, seconds: float | None = None,
+                   synth_trials: int | None = None, workers: int | None = None) -> pd.DataFrame:
     """One row per (mechanism, ρ, trial): measured RMSE, evaluation TVD, the closed-form RMSE if any, time.
 
     With ``cache`` (keyed by ``data_key``, the records' fingerprint) pairs already computed are reused, so
     adding a mechanism or a ρ runs only the new pairs. ``should_stop`` is polled between runs; with ``seconds``
     the whole comparison has that deadline, and each synthesiser run (minutes, hundreds of MB) runs in a worker
-    process killed at the deadline (``core.analysis.bounded``), so its memory goes with it. A stopped comparison
-    returns the finished rows with ``df.attrs["stopped"] = True``.
+    process killed at the deadline (``core.analysis.bounded``), so its memory goes with it; ``workers`` such
+    runs (default: the machine's cores, at most 4) run at once. A stopped comparison returns the finished rows
+    with ``df.attrs["stopped"] = True``.
+
+    Synthesisers run with :data:`COMPARE_SETTINGS` under ``settings`` (estimation only: the same measurements at
+    the full ρ) and ``synth_trials`` runs per ρ (default ``trials``). ``progress(fraction, text)``: the fraction of
+    the expected time, the text with the elapsed time and an estimate of what is left.
     """
-    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 1000:
-        raise ValueError(f"trials must be an integer from 1 to 1000, got {trials!r}")
+    for label, value in (("trials", trials), ("synth_trials", trials if synth_trials is None else synth_trials)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+            raise ValueError(f"{label} must be an integer from 1 to 1000, got {value!r}")
     rhos = [check_rho(r) for r in rhos]
     if not rhos or not mechanisms:
         raise ValueError("choose at least one mechanism and one rho")
     settings = settings or {}
-    instances = {name: table_mechanism(name, **settings.get(name, {})) for name in mechanisms}
+    instances = {}
+    for name in mechanisms:
+        mechanism = table_mechanism(name, **settings.get(name, {}))
+        if mechanism.synthesizes and COMPARE_SETTINGS.get(name):
+            mechanism = table_mechanism(name, **compare_settings(name, settings.get(name)))
+        instances[name] = mechanism
     evaluation = evaluation or workload
     if evaluation.domain != workload.domain:
         raise ValueError("the evaluation marginals must be on the workload's table")
     truth_w, truth_e = workload.answer(records), evaluation.answer(records)
-    frames, computed, stopped = [], 0, False
-    total = len(instances) * len(rhos) * trials
     deadline = None if seconds is None else time.monotonic() + float(seconds)
+    workers = workers or min(os.cpu_count() or 1, 4)
+
+    def runs_of(mechanism) -> int:
+        return (synth_trials or trials) if mechanism.synthesizes else trials
+
+    pairs, done, jobs = [], {}, []  # pairs in order; finished frames by pair; (pair index, trial) still to run
     for name, mechanism in instances.items():
         for rho in rhos:
-            key = (data_key, repr((workload, evaluation)), repr(mechanism), rho, trials, int(seed))
+            n = runs_of(mechanism)
+            key = (data_key, repr((workload, evaluation)), repr(mechanism), rho, n, int(seed))
+            pairs.append((name, rho, key))
             hit = cache.get(key) if cache is not None else None
             if hit is not None:
-                frames.append(hit[0])
-                computed += trials
-                continue
-            expected = mechanism.expected_rmse(workload, rho)
-            rows = []
-            for trial in range(trials):
-                if (should_stop is not None and should_stop()) or (deadline is not None and time.monotonic() >= deadline):
-                    stopped = True
-                    break
-                if progress is not None:
-                    progress(computed / total, f"{name} at rho={rho:g}, run {trial + 1} of {trials}")
-                start = time.perf_counter()
-                rng = trial_rng(seed, name, rho, trial)
-                report = None
-                if progress is not None and mechanism.synthesizes:  # minutes per run: report inside it
-                    text = f"{name} at rho={rho:g}, run {trial + 1} of {trials}"
-                    report = lambda f, t=text, done=computed: progress((done + f) / total, t)  # noqa: E731
-                if deadline is not None and mechanism.synthesizes:
-                    try:
-                        release = run_bounded(mechanism.run, workload, records, rho, rng, progress=report,
-                                              seconds=max(deadline - time.monotonic(), 1e-3), estimated_seconds=60.0)
-                    except RunTimeLimitError:
-                        stopped = True
-                        break
-                elif report is not None:
-                    release = mechanism.run(workload, records, rho, rng, progress=report)
-                else:
-                    release = mechanism.run(workload, records, rho, rng)
-                seconds = time.perf_counter() - start
-                if release.privacy_loss > rho * (1 + 1e-9):
-                    raise RuntimeError(f"{name} spent rho={release.privacy_loss!r} > {rho!r}")  # a bug, not input
-                rows.append([name, rho, trial, workload_rmse(workload, truth_w, release.estimates),
-                             evaluation_tvd(release, evaluation, truth_e),
-                             math.nan if expected is None else expected, seconds])
-                computed += 1
-            frame = pd.DataFrame(rows, columns=COLUMNS)
-            if rows:
-                frames.append(frame)
-            if stopped:
-                break
-            if cache is not None:
-                cache.put(key, frame)
-        if stopped:
+                done[len(pairs) - 1] = {"frame": hit[0]}
+            else:
+                jobs += [(len(pairs) - 1, trial) for trial in range(n)]
+    clock = _Clock([(pairs[i][0], instances[pairs[i][0]].synthesizes) for i, _ in jobs], workers, progress)
+    rows: dict[int, list] = {}
+    stopped = False
+
+    def score(index: int, trial: int, release, spent: float) -> None:
+        name, rho, _ = pairs[index]
+        if release.privacy_loss > rho * (1 + 1e-9):
+            raise RuntimeError(f"{name} spent rho={release.privacy_loss!r} > {rho!r}")  # a bug, not input
+        expected = instances[name].expected_rmse(workload, rho)
+        rows.setdefault(index, []).append(
+            [name, rho, trial, workload_rmse(workload, truth_w, release.estimates),
+             evaluation_tvd(release, evaluation, truth_e), math.nan if expected is None else expected, spent])
+        clock.finished(name, spent)
+
+    def halted() -> bool:
+        return (should_stop is not None and should_stop()) or (deadline is not None and time.monotonic() >= deadline)
+
+    # Closed forms (and synthesisers without a deadline) in this process, one run after another.
+    pooled = [job for job in jobs if instances[pairs[job[0]][0]].synthesizes and deadline is not None]
+    for index, trial in (job for job in jobs if job not in pooled):
+        name, rho, _ = pairs[index]
+        mechanism = instances[name]
+        if halted():
+            stopped = True
             break
+        text = _label(name, rho, trial, runs_of(mechanism))
+        clock.report(text)
+        start = time.perf_counter()
+        rng = trial_rng(seed, name, rho, trial)
+        if progress is not None and mechanism.synthesizes:
+            report = lambda f, t=text, n=name: clock.report(t, {0: (n, f)})  # noqa: E731
+            release = mechanism.run(workload, records, rho, rng, progress=report)
+        else:
+            release = mechanism.run(workload, records, rho, rng)
+        score(index, trial, release, time.perf_counter() - start)
+    if not stopped and pooled:
+        stopped = _run_pooled(pooled, pairs, instances, workload, records, seed, deadline, workers, clock, score,
+                              halted, runs_of)
+    frames = []
+    for index, (name, _rho, key) in enumerate(pairs):
+        if index in done:
+            frames.append(done[index]["frame"])
+            continue
+        found = sorted(rows.get(index, []), key=lambda row: row[2])
+        if not found:
+            continue
+        frame = pd.DataFrame(found, columns=COLUMNS)
+        frames.append(frame)
+        if cache is not None and len(found) == runs_of(instances[name]):
+            cache.put(key, frame)
     if progress is not None:
-        progress(1.0, "done")
+        progress(1.0, f"done in {_clock(time.monotonic() - clock.start)}")
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
     df.attrs["stopped"] = stopped
     return df
+
+
+def _run_pooled(jobs, pairs, instances, workload, records, seed, deadline, workers, clock, score, halted,
+                runs_of) -> bool:
+    """Synthesiser runs in bounded worker processes, ``workers`` at a time (threads wait on them; progress is
+    reported from this thread only). True when stopped (asked to, or at the deadline)."""
+    running: dict = {}   # future -> (job, name, reported fraction)
+    fractions: dict = {}
+    todo = list(jobs)
+    stopped = False
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dplens-compare") as pool:
+        while todo or running:
+            while todo and len(running) < workers and not stopped:
+                if halted():
+                    stopped = True
+                    break
+                index, trial = job = todo.pop(0)
+                name, rho, _ = pairs[index]
+                fractions[job] = 0.0
+                report = lambda f, j=job: fractions.__setitem__(j, float(f))  # noqa: E731
+                future = pool.submit(_bounded_run, instances[name], workload, records, rho,
+                                     trial_rng(seed, name, rho, trial), report, deadline)
+                running[future] = (job, name, time.perf_counter())
+            if stopped and not running:
+                break
+            finished, _ = wait(list(running), timeout=0.5, return_when=FIRST_COMPLETED)
+            for future in finished:
+                job, name, start = running.pop(future)
+                try:
+                    release = future.result()
+                except RunTimeLimitError:
+                    stopped = True
+                    continue
+                score(job[0], job[1], release, time.perf_counter() - start)
+            if running:
+                job, name, _ = next(iter(running.values()))
+                name, rho, _ = pairs[job[0]]
+                more = f" (+{len(running) - 1} running)" if len(running) > 1 else ""
+                clock.report(_label(name, rho, job[1], runs_of(instances[name])) + more,
+                             {j: (n, fractions.get(j, 0.0)) for j, n, _ in running.values()})
+            if stopped:
+                todo.clear()
+    return stopped
+
+
+def _bounded_run(mechanism, workload, records, rho, rng, report, deadline):
+    return run_bounded(mechanism.run, workload, records, rho, rng, progress=report,
+                       seconds=max(deadline - time.monotonic(), 1e-3), estimated_seconds=60.0)
 
 
 def summarise_tables(df: pd.DataFrame) -> pd.DataFrame:

@@ -11,6 +11,8 @@ True
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import warnings
 from collections.abc import Callable
@@ -75,6 +77,43 @@ def mst_handed_rho(rho: float, measure_split: float, attributes: int) -> float:
                      f"for {attributes} attributes (float rounding); try another measure_split")
 
 
+class _Quiet(logging.Filter):
+    """Drops OpenDP's log records while a synthesiser runs (its "rho should be less than or equal to 0.5" advice,
+    logged at WARNING on every run above it): the page says it once (:func:`rho_advice`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+@contextlib.contextmanager
+def quiet_synthesis():
+    """Nothing from a synthesiser run reaches the server log: Python warnings (OpenDP, jax, private-pgm) are
+    ignored and OpenDP's logger is muted while it runs (also in worker processes, which run this same code)."""
+    quiet = _Quiet()
+    loggers = [logging.getLogger(name) for name in ("opendp", "opendp.context", "mbi", "jax")]
+    for logger in loggers:
+        logger.addFilter(quiet)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(quiet)
+
+
+def rho_advice(rhos) -> str | None:
+    """OpenDP's advice on large ρ (it logs it on every run; the page shows it once), or None when no ρ is above
+    0.25."""
+    top = max((float(r) for r in rhos), default=0.0)
+    if top > 0.5:
+        return (f"OpenDP advises ρ ≤ 0.5 (typically ≤ 0.25); ρ = {top:g} is a weak guarantee, fine for comparing "
+                "methods, rarely for a release.")
+    if top > 0.25:
+        return f"OpenDP notes that ρ is typically ≤ 0.25; ρ = {top:g} is above that."
+    return None
+
+
 ESTIMATOR_ITERS = 1000  # private-pgm's mirror-descent iterations (OpenDP's default) for MST and identity-pgm
 AIM_ROUND_ITERS = 300   # per AIM round, warm-started from the previous model (100 cost 0.083 vs 0.065 TVD on Adult)
 AIM_MAX_SIZE = 20.0     # MB of the largest model AIM may select (OpenDP: 80); bounds its run time on Adult
@@ -119,6 +158,10 @@ class _OpenDPTable:
         import polars as pl
 
         dp = _opendp()
+        with quiet_synthesis():
+            return self._release(dp, pl, workload, records, handed, estimator)
+
+    def _release(self, dp, pl, workload: MarginalWorkload, records: np.ndarray, handed: float, estimator):
         domain = workload.domain
         frame = pl.DataFrame({n: records[:, i].astype(np.int64) for i, n in enumerate(domain.names)})
         context = dp.Context.compositor(data=frame.lazy(), privacy_unit=dp.unit_of(contributions=1),
@@ -126,9 +169,7 @@ class _OpenDPTable:
         query = context.query().contingency_table(
             keys={n: list(range(s)) for n, s in zip(domain.names, domain.sizes, strict=True)},
             algorithm=self.algorithm(dp, workload, estimator))  # type: ignore[attr-defined]  # set by each subclass
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # OpenDP's "rho is typically <= 0.25" advice is not an error
-            return query.release()
+        return query.release()
 
     def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float, rng: np.random.Generator | None = None,
             *, rows: int | None = None, progress: Callable[[float], None] | None = None) -> TableRelease:

@@ -1,0 +1,90 @@
+"""Tables Compare at interactive speed: progress by expected time (elapsed and left), synthesiser runs that print
+nothing to the server log, and the page naming the synthesiser's Compare settings."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+import pytest
+
+from core.queries.marginals import MarginalWorkload, TableDomain
+from core.tables.compare import COMPARE_SETTINGS, _Clock, compare_note, compare_tables
+
+DOMAIN = TableDomain(("a", "b"), (2, 2))
+
+
+def _records(count: int = 40, seed: int = 0) -> np.ndarray:
+    records = np.random.default_rng(seed).integers(0, 2, size=(count, 2))
+    records[: count // 2, 1] = records[: count // 2, 0]
+    return records
+
+
+def test_progress_text_says_elapsed_and_left():
+    seen = []
+    workload = MarginalWorkload.all_kway(DOMAIN, 2)
+    compare_tables(_records(), workload, ["identity", "residual-planner"], [0.5, 1.0], trials=2,
+                   progress=lambda fraction, text: seen.append((fraction, text)))
+    running = [text for _, text in seen[:-1]]
+    assert running and all("elapsed" in t and "left" in t for t in running)
+    assert "identity ρ=0.5 trial 1/2" in running[0]
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and seen[-1][1].startswith("done")
+
+
+def test_fraction_weighs_runs_by_expected_time():
+    """Three closed-form runs finished before one MST run: the bar is near its start, not at 3/4."""
+    seen = []
+    clock = _Clock([("identity", False)] * 3 + [("mst", True)], 1, lambda f, t: seen.append((f, t)))
+    for _ in range(3):
+        clock.finished("identity", 0.01)
+    clock.report("MST ρ=1 trial 1/1")
+    fraction, text = seen[-1]
+    assert fraction < 0.2 and "about 15 s left" in text
+    clock.report("MST ρ=1 trial 1/1", {0: ("mst", 0.5)})  # halfway through the fit: less left
+    assert seen[-1][0] > fraction and "about 8 s left" in seen[-1][1]
+
+
+def test_compare_note_names_the_settings():
+    note = compare_note(["identity", "mst"], 3, 1)
+    assert note.startswith("MST in Compare: 1 run per ρ (the others: 3)")
+    assert f"{COMPARE_SETTINGS['mst']['iters']} estimator iterations; the release uses 1000" in note
+    assert compare_note(["identity"], 3, 1) == ""
+
+
+def test_tiny_mst_fit_prints_nothing(capfd, caplog):
+    """One MST run at ρ = 1 (above OpenDP's advised 0.5, which it logs at WARNING every run) on the smallest
+    table: no Python warning, no log record, nothing on stdout or stderr."""
+    pytest.importorskip("mbi")
+    from core.tables.synthesis import MST
+
+    workload = MarginalWorkload.all_kway(DOMAIN, 2)
+    capfd.readouterr()
+    with caplog.at_level(logging.DEBUG), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        release = MST(iters=5).run(workload, _records(), 1.0, np.random.default_rng(0))
+    out, err = capfd.readouterr()
+    assert release.records is not None
+    assert [str(w.message) for w in caught] == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert out == "" and err == ""
+
+
+def test_page_caption_names_the_synthesisers_compare_settings():
+    """A real MST run in a worker (3 small attributes, one ρ, one run): the caption over the results says what
+    Compare ran differently from a release, and OpenDP's advice on ρ = 1 is said once."""
+    pytest.importorskip("mbi")
+    from tests.test_app_tables import _open
+
+    at, _ = _open()
+    at.multiselect(key="tables_mechanisms").set_value(["identity", "mst"])
+    at.multiselect(key="tables_rhos").set_value([1.0])
+    at.slider(key="tables_trials").set_value(1)
+    at.button[0].click().run(timeout=60)
+    assert not at.exception, at.exception
+    captions = [c.value for c in at.caption]
+    assert any("MST in Compare: 1 run per ρ" in c and "estimator iterations; the release uses 1000" in c
+               for c in captions), captions
+    assert sum("OpenDP advises" in c for c in captions) == 1
+    assert set(at.session_state["tables_results"]["df"]["mechanism"]) == {"identity", "mst"}

@@ -10,6 +10,7 @@ ui.init_state()
 st.title("Choose epsilon")
 ui.show_flash()
 with ui.guard():
+    ui.tuning_controls("choose")
     tab_accuracy, tab_targets, tab_risk, tab_useful, tab_noise = st.tabs(
         ["From accuracy", "Several targets", "From re-identification risk", "Usefulness",
          "See the risk and the noise"])

@@ -20,7 +20,8 @@ ui.init_state()
 st.title("Compare mechanisms")
 ui.show_flash()
 with ui.guard():
-    hist, workload = ui.histogram(), ui.workload()
+    ui.tuning_controls("compare")
+    hist, workload = ui.tuning_histogram(), ui.workload()
     st.caption(f"Dataset **{hist.name}** ({hist.domain.size:,} cells, {hist.total:,.0f} records) · workload "
                f"`{ui.workload_name()}` ({workload.shape[0]:,} queries). Exploration only: nothing here spends budget.")
     if ui.definition() != "pure":
@@ -60,7 +61,7 @@ with ui.guard():
                                  help="auto: this process for small sweeps, else one worker process per core. "
                                       "A Dask cluster appears here when the server sets DPLENS_SCHEDULER. "
                                       "Results are identical on every choice.")
-        submitted = st.form_submit_button("Run comparison", type="primary")
+        submitted = st.form_submit_button("Run comparison", type="primary", key="compare_run")
     epsilons = tuple(float(f"{e:.4g}") for e in np.geomspace(lo, hi, points))
     names = list(names) + [m for m in REFERENCES if m not in names and m in MECHANISMS]
     args = (tuple(names), epsilons, int(trials), tuple(metrics) or ("mae",))

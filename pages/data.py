@@ -45,6 +45,9 @@ def use_upload() -> None:
     except ValueError as err:
         ss.flash_error = f"Could not read {ui.plain(upload.name)}: {err}"
         return
+    if ss.get("data_public"):  # the curator's declaration: it may tune other datasets' choices for free
+        ss.setdefault("public_uploads", set()).add(ss.dataset_key)
+        notes.append("declared public: Compare and Choose epsilon can tune on it for other datasets of its shape")
     ss.data_notices = [f"Loaded {ui.plain(hist.name)}: {hist.domain.size:,} cells, total {hist.total:,.0f}."] + [
         ui.plain(note[0].upper() + note[1:] + ".") for note in notes]
 
@@ -58,7 +61,39 @@ with ui.guard():
     hist = ui.histogram()
     st.markdown(f"**Start here:** grey bars are the true counts of **{ui.plain(hist.name)}**; the coloured line is what a "
                 "differentially private release at the chosen ε would publish. Pick another dataset in the sidebar "
-                "or upload yours below, then go on to Workloads → Compare → Choose epsilon → Release.")
+                "or upload yours just below, then go on to Workloads → Compare → Choose epsilon → Release.")
+    with st.expander("Upload a histogram", expanded=False):  # on the first screen, before the charts
+        st.markdown(
+            "- **CSV** with a `count` column (optional label column), or `row,col,count` for 2-D, "
+            "or a plain numeric matrix (2-D)\n- **JSON** `{\"counts\": [...]}` (nested lists for 2-D)\n"
+            "- **.npy** array (1-D or 2-D)\n- **Raw records**: a CSV of rows; pick the column to bin")
+        upload = st.file_uploader("Histogram file", type=["csv", "json", "npy", "txt"], key="data_upload",
+                                  help="Up to 50 MB and 2^22 cells.")
+        as_records = st.checkbox("The file holds raw records (one row per person)", key="data_as_records",
+                                 help="Bin one column into a histogram.")
+        if as_records:
+            st.text_input("Column to bin", key="data_column", help="Column name in the CSV header.")
+            mode = st.radio("Binning", ["categorical", "number of bins", "bin edges"], horizontal=True,
+                            key="data_binning", help="Numeric columns: choose equal-width bins or your own edges.")
+            if mode == "number of bins":
+                st.number_input("Bins", 1, 2**22, 20, key="data_bins")
+            elif mode == "bin edges":
+                st.text_input("Edges (comma-separated, increasing)", "0,18,30,45,65,120", key="data_edges")
+        else:
+            st.caption("Long-form 2-D files (`row,col,count`) may list only the non-zero cells: give the grid "
+                       "size if its last rows or columns can be empty (0 = infer from the largest index).")
+            grid_cols = st.columns(2)
+            grid_cols[0].number_input("Grid rows", 0, 2**22, 0, key="data_grid_rows")
+            grid_cols[1].number_input("Grid columns", 0, 2**22, 0, key="data_grid_cols")
+            if st.checkbox("This file is another installation's differentially private release", key="data_state_external",
+                           help="A file this installation did not release is raw data and charged. Loading another "
+                                "installation's export as already private is your recorded statement."):
+                st.text_input("Where it is from (recorded with the statement)", key="data_external_statement")
+        st.checkbox("This data is public (not private)", key="data_public",
+                    help="Public data can be used to choose the mechanism and ε for a private dataset of the same "
+                         "shape without looking at the private data (Compare, Choose epsilon: Tune on).")
+        if upload is not None:
+            st.button("Use this file", type="primary", key="data_use", on_click=ui.guarded(use_upload))
     released = ui.released_data()
     if released is not None:
         st.info(POST_PROCESSING + " Negative values are shown clipped at 0 in the charts (also post-processing).")
@@ -94,36 +129,6 @@ with ui.guard():
                    "every computation uses all bins.")
     st.caption("Choose a dataset in the sidebar, or upload your own below. Uploads stay on this server, in "
                "this workspace (the workspace id in the URL brings them back after a reload; README: the ledger).")
-    with st.expander("Upload a histogram", expanded=False):
-        st.markdown(
-            "- **CSV** with a `count` column (optional label column), or `row,col,count` for 2-D, "
-            "or a plain numeric matrix (2-D)\n- **JSON** `{\"counts\": [...]}` (nested lists for 2-D)\n"
-            "- **.npy** array (1-D or 2-D)\n- **Raw records**: a CSV of rows; pick the column to bin")
-        upload = st.file_uploader("Histogram file", type=["csv", "json", "npy", "txt"], key="data_upload",
-                                  help="Up to 50 MB and 2^22 cells.")
-        as_records = st.checkbox("The file holds raw records (one row per person)", key="data_as_records",
-                                 help="Bin one column into a histogram.")
-        if as_records:
-            st.text_input("Column to bin", key="data_column", help="Column name in the CSV header.")
-            mode = st.radio("Binning", ["categorical", "number of bins", "bin edges"], horizontal=True,
-                            key="data_binning", help="Numeric columns: choose equal-width bins or your own edges.")
-            if mode == "number of bins":
-                st.number_input("Bins", 1, 2**22, 20, key="data_bins")
-            elif mode == "bin edges":
-                st.text_input("Edges (comma-separated, increasing)", "0,18,30,45,65,120", key="data_edges")
-        else:
-            st.caption("Long-form 2-D files (`row,col,count`) may list only the non-zero cells: give the grid "
-                       "size if its last rows or columns can be empty (0 = infer from the largest index).")
-            grid_cols = st.columns(2)
-            grid_cols[0].number_input("Grid rows", 0, 2**22, 0, key="data_grid_rows")
-            grid_cols[1].number_input("Grid columns", 0, 2**22, 0, key="data_grid_cols")
-            if st.checkbox("This file is another installation's differentially private release", key="data_state_external",
-                           help="A file this installation did not release is raw data and charged. Loading another "
-                                "installation's export as already private is your recorded statement."):
-                st.text_input("Where it is from (recorded with the statement)", key="data_external_statement")
-        if upload is not None:
-            st.button("Use this file", type="primary", key="data_use", on_click=ui.guarded(use_upload))
-
     with st.expander("Derive a dataset: change the scale or the domain size"):
         st.caption("Scale (number of records) and domain size decide which mechanism wins (DPBench). The result is "
                    "a new session dataset; the original stays in the picker.")

@@ -64,7 +64,7 @@ def test_compare_runs_a_sweep_and_keeps_it_across_reruns():
     at.multiselect(key="compare_mechanisms").set_value(["identity", "uniform"])
     at.slider(key="compare_trials").set_value(3)
     at.slider(key="compare_points").set_value(3)
-    at.button[0].click().run()
+    at.button(key="compare_run").click().run()
     assert not at.exception
     table = at.dataframe[-1].value  # the Table tab (the regret table comes first)
     assert set(table["mechanism"]) == {"identity", "uniform"}

@@ -192,7 +192,7 @@ def test_compare_inspector_has_view_toggles_and_a_recipe():
     at.multiselect(key="compare_mechanisms").set_value(["identity"])
     at.slider(key="compare_trials").set_value(2)
     at.slider(key="compare_points").set_value(2)
-    at.button[0].click().run()
+    at.button(key="compare_run").click().run()
     at.toggle(key="compare_view_log_y").set_value(True).run()
     assert not at.exception
     assert "Recipe for this point (Python script)" in [b.proto.label for b in at.get("download_button")]

@@ -211,7 +211,7 @@ def _run_small_sweep(at, mechanisms):
     at.multiselect(key="compare_mechanisms").set_value(mechanisms)
     at.slider(key="compare_trials").set_value(2)
     at.slider(key="compare_points").set_value(3)
-    at.button[0].click().run()
+    at.button(key="compare_run").click().run()
     assert not at.exception
     return next(v for k, v in at.session_state.sweeps.items() if k[0] != "per-bin")
 

@@ -36,7 +36,7 @@ def test_compare_under_zcdp_puts_laplace_and_gaussian_on_one_axis():
     at.select_slider(key="compare_range").set_value((0.1, 10.0))
     at.slider(key="compare_points").set_value(3)
     at.slider(key="compare_trials").set_value(2)
-    at.button[0].click().run()
+    at.button(key="compare_run").click().run()
     assert not at.exception
     results = next(iter(at.session_state.sweeps.values()))
     assert {"hb", "gaussian-hb", "gaussian-answers"} <= set(results["mechanism"])

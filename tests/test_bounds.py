@@ -256,7 +256,7 @@ def test_compare_page_notes_mechanisms_left_out_over_the_limit(monkeypatch):
     at.multiselect(key="compare_mechanisms").set_value(["identity", "mm-opt"])
     at.slider(key="compare_trials").set_value(2)
     at.slider(key="compare_points").set_value(2)
-    at.button[0].click().run()
+    at.button(key="compare_run").click().run()
     assert not at.exception
     notes = [w.value for w in at.warning]
     assert any(n.startswith("mm-opt left out: one run is estimated at") and "reduce p=" in n for n in notes), notes

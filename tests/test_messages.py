@@ -101,7 +101,7 @@ def test_pages_after_a_release_a_sweep_and_the_max_query_bounds_speak_to_people(
     at.multiselect(key="compare_mechanisms").set_value(["hb"])
     at.slider(key="compare_trials").set_value(2)
     at.slider(key="compare_points").set_value(2)
-    at.button[0].click().run()
+    at.button(key="compare_run").click().run()
     assert not at.exception
     assert violations(at) == []
     at = open_page("pages/choose_epsilon.py")

@@ -90,7 +90,7 @@ from ui.gradual_view import (  # noqa: E402
     walk_tab,
 )
 from ui.guard import error_line, guard, guarded, is_script_control, plain
-from ui.handoff import apply_handoff, budget_warning, show_handoff, use_button, use_epsilon
+from ui.handoff import apply_handoff, budget_warning, release_tuned_on, show_handoff, use_button, use_epsilon
 from ui.identity import (
     ADMINS_ENV,
     LOCAL_ADDRESSES,
@@ -208,6 +208,19 @@ from ui.tables_view import (  # noqa: E402
     table_workload,
 )
 from ui.targets import plan_releases, target_plans
+from ui.tuning import (
+    PRIVATE,
+    PRIVATE_NOTE,
+    PROXY_EPSILON,
+    PUBLIC_PREFIXES,
+    make_proxy,
+    sources,
+    tuned_on,
+    tuning_controls,
+    tuning_histogram,
+    tuning_key,
+    tuning_source,
+)
 from ui.workloads import (
     default_workload_spec,
     set_workload,
@@ -236,7 +249,7 @@ __all__ = ['MARKDOWN_LEAD', 'REPRODUCTION_TITLES', 'markdown_safe', 'GRADUAL_SIM
     "DEFAULT_TOTAL_EPSILON", "DEFINITION_LABELS", "DPBENCH_DIR", "ENVELOPE", "EPSILON_TITLE", "MAX_BARS",
     "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "METRIC_AXIS_TITLES", "PAGES", "PALETTE", "RESCALED_PREFIX",
     "RESCALED_REFUSAL", "RESCALE_STREAM", "SCHEDULER_ENV", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_released", "known_release", "bins_from_data", "BINS_FROM_DATA_REFUSAL",
-    "add_upload", "analytic_figure", "apply_config", "apply_handoff", "available", "budget_warning", "cached_sweep",
+    "add_upload", "analytic_figure", "apply_config", "apply_handoff", "release_tuned_on", "PRIVATE", "PRIVATE_NOTE", "PROXY_EPSILON", "PUBLIC_PREFIXES", "make_proxy", "sources", "tuned_on", "tuning_controls", "tuning_histogram", "tuning_key", "tuning_source", "available", "budget_warning", "cached_sweep",
     "charge", "default_total", "data_extent", "fits_or_flash", "dataset_choices", "dataset_file", "default_workload_spec", "definition", "delta",
     "derive_dataset", "error_band_figure", "error_figure", "error_line", "figure_downloads", "guard", "guarded", "plain",
     "heatmap_box_cells",

@@ -42,7 +42,7 @@ TARGET_MECHANISMS = ("identity", "laplace-on-answers", "hb", "privelet", "greedy
 
 
 def from_accuracy() -> None:
-    hist, workload = ui.histogram(), ui.workload()
+    hist, workload = ui.tuning_histogram(), ui.workload()
     st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_name()}` ({workload.shape[0]:,} queries). "
                "Nothing on this page spends budget.")
     left, middle, right = st.columns(3)
@@ -60,7 +60,7 @@ def from_accuracy() -> None:
                                              key="choose_beta")
         simultaneous = right.checkbox("All queries at once (union bound)", True, key="choose_simultaneous")
     mechanism, metric = ui.matched(MECHANISMS[name]), TARGETS[kind]
-    key = (st.session_state.dataset_key, ui.workload_spec(), name, target, metric, confidence, simultaneous,
+    key = (ui.tuning_key(), ui.workload_spec(), name, target, metric, confidence, simultaneous,
            int(st.session_state.seed), ui.definition(), ui.delta())
     try:
         choice = st.session_state.epsilon_choices.get(key)
@@ -251,7 +251,7 @@ def from_risk() -> None:
 def usefulness() -> None:
     st.caption("Xiao, Xiong & Yuan's (ε_u, δ_u)-usefulness: with probability ≥ 1 − δ_u every answer (as a "
                "fraction of n) is within ε_u. Notation: here α is the DP epsilon.")
-    hist = ui.histogram()
+    hist = ui.tuning_histogram()
     left, middle, right = st.columns(3)
     kind = left.radio("Queries", ["Intervals (Theorems 4.2/5.2)", "Max query (Lemma 4.2, Theorem 4.4)"],
                       key="useful_kind")
@@ -350,7 +350,7 @@ def risk_and_noise() -> None:
 
 
 def _release_dots(definition: str, epsilon: float, delta: float) -> tuple[str, float, float]:
-    hist = ui.histogram()
+    hist = ui.tuning_histogram()
     left, middle, right = st.columns(3)
     source = left.radio("Value", ["A bin of this dataset", "A value you type"], key="risk_source")
     if source.startswith("A bin"):

@@ -11,6 +11,7 @@ import streamlit as st
 
 from ui.ledger import ledger
 from ui.state import init_state
+from ui.tuning import tuned_on
 
 _TARGET_PAGES = ("release", "gradual")
 
@@ -21,7 +22,13 @@ def use_epsilon(epsilon: float, *, mechanism: str | None, target: str, workload:
     ss = st.session_state
     ss.epsilon_handoff = {"epsilon": float(epsilon), "mechanism": mechanism, "target": target, "workload": workload,
                           "pending": set(_TARGET_PAGES), "dataset": ss.get("dataset_key"),
-                          "releases": len(ss.get("releases", []))}
+                          "releases": len(ss.get("releases", [])), "tuned_on": tuned_on()}
+
+
+def release_tuned_on() -> str:
+    """What the release about to be made was tuned on: the live hand-off's source, else the session's source."""
+    handoff = st.session_state.get("epsilon_handoff")
+    return handoff["tuned_on"] if handoff and "tuned_on" in handoff else tuned_on()
 
 
 def _stale(handoff: dict, page: str) -> bool:
@@ -75,7 +82,7 @@ def show_handoff(handoff: dict | None, page: str = "release") -> None:
         return
     mechanism = f" for **{handoff['mechanism']}**" if handoff["mechanism"] else ""
     st.caption(f"From Choose epsilon: ε = {handoff['epsilon']:.4g}{mechanism} on workload "
-               f"`{handoff['workload']}` ({handoff['target']}).")
+               f"`{handoff['workload']}` ({handoff['target']}), tuned on {handoff.get('tuned_on', 'the private data')}.")
     budget_warning(handoff["epsilon"])
 
 

@@ -72,6 +72,7 @@ def spend_and_release() -> None:
     """
     ss = st.session_state
     name, epsilon, noise_path = ss.release_mechanism, float(ss.release_epsilon), ss.release_noise_path
+    tuned = ui.release_tuned_on()  # read before the release: a release makes the hand-off stale
     settings = ui.mechanism_settings(name, key="release", render=False)
     number = len(st.session_state.releases) + 1
     label = f"release #{number}: {name}"
@@ -135,7 +136,8 @@ def spend_and_release() -> None:
         seed=int(st.session_state.seed) if exploring else None, stream=stream if exploring else None,
         noise_path=noise_path, noise_sampler=sampler)
     meta = privacy_metadata(release)
-    entry.update(definition=definition, delta=meta["delta"], rho=meta["rho"], sigma=meta["sigma"])
+    entry.update(definition=definition, delta=meta["delta"], rho=meta["rho"], sigma=meta["sigma"],
+                 tuned_on=tuned)
     st.session_state.releases.append({**entry, "export_id": export_id})
     st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds,
                                                 "request": request, "published": published if kernel else None}
@@ -153,9 +155,11 @@ def _export_files(output: dict, entry: dict, hist, intervals) -> tuple[bytes, by
     keys = output.get("export_keys") if hist is not None else None
     if published is not None:
         return tuple(export_release(published, output["request"], fmt=fmt, dataset=dataset, keys=keys,
+                                    tuned_on=entry.get("tuned_on"),
                                     intervals=intervals, compute_intervals=False) for fmt in ("csv", "json"))
     meta = {"workload": entry["workload"], "noise_path": entry["noise_path"],
-            "noise_sampler": entry.get("noise_sampler"), "dataset": dataset, "export_id": entry.get("export_id")}
+            "noise_sampler": entry.get("noise_sampler"), "dataset": dataset, "export_id": entry.get("export_id"),
+            "tuned_on": entry.get("tuned_on")}
     return release_to_csv(release, keys, intervals), release_to_json(release, keys=keys, intervals=intervals,
                                                                      **meta).encode()
 

@@ -11,10 +11,10 @@ from core.analysis.cost import Deadline, RunLimits
 from core.analysis.execution import parse_scheduler
 from core.analysis.experiment import SweepCache, per_bin_errors, run_sweep
 from core.mechanisms import MECHANISMS
-from ui.datasets import histogram
 from ui.guard import is_script_control
 from ui.privacy import definition, delta, matched
 from ui.state import SIMULATION_STREAM
+from ui.tuning import tuning_histogram, tuning_key
 from ui.workloads import _workload, workload, workload_spec
 
 SCHEDULER_ENV = "DPLENS_SCHEDULER"  # operator setting: e.g. tcp://HOST:8786 sends Compare sweeps to a Dask cluster
@@ -49,7 +49,7 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
     Pairs (mechanism, ε) computed by an earlier sweep with the same data, workload, trials and seed
     are reused from ``sweep_cache()``: adding a mechanism or an epsilon runs only the new cells.
     """
-    key = (st.session_state.dataset_key, workload_spec(), mechanisms, epsilons, trials, metrics,
+    key = (tuning_key(), workload_spec(), mechanisms, epsilons, trials, metrics,
            int(st.session_state.seed), definition(), delta())
     cache = st.session_state.sweeps
     if key not in cache or cache[key].attrs.get("stopped"):
@@ -67,7 +67,7 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
                     interrupted.append(err)
 
         # every mechanism at matched privacy: ε means "ε at δ" under the session's definition
-        cache[key] = run_sweep(histogram(), workload(), [matched(m) for m in mechanisms], list(epsilons), trials,
+        cache[key] = run_sweep(tuning_histogram(), workload(), [matched(m) for m in mechanisms], list(epsilons), trials,
                                seed=int(st.session_state.seed), metrics=list(metrics), progress=tick,
                                should_stop=lambda: bool(interrupted), limits=RunLimits(),
                                deadline=Deadline(),  # one click never holds the server past the action limit
@@ -80,7 +80,7 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
 
 
 def cached_sweep(mechanisms, epsilons, trials, metrics):
-    key = (st.session_state.dataset_key, workload_spec(), tuple(mechanisms), tuple(epsilons), trials,
+    key = (tuning_key(), workload_spec(), tuple(mechanisms), tuple(epsilons), trials,
            tuple(metrics), int(st.session_state.seed), definition(), delta())
     return st.session_state.sweeps.get(key)
 
@@ -91,13 +91,13 @@ def per_bin(mechanisms: tuple[str, ...], epsilon: float, trials: int, *,
 
     With ``compute=False`` only a stored result is returned (None when there is none).
     """
-    key = ("per-bin", st.session_state.dataset_key, workload_spec(), mechanisms, epsilon, trials,
+    key = ("per-bin", tuning_key(), workload_spec(), mechanisms, epsilon, trials,
            int(st.session_state.seed), definition(), delta())
     cache = st.session_state.sweeps
     if key not in cache:
         if not compute:
             return None
-        hist, w, seed = histogram(), workload(), int(st.session_state.seed)
+        hist, w, seed = tuning_histogram(), workload(), int(st.session_state.seed)
         errors = {name: per_bin_errors(hist, w, matched(name), epsilon, trials, seed=seed) for name in mechanisms}
         cache[key] = {name: e for name, e in errors.items() if e is not None}
     return cache[key]
@@ -106,5 +106,5 @@ def per_bin(mechanisms: tuple[str, ...], epsilon: float, trials: int, *,
 def preview_release(epsilon: float) -> np.ndarray:
     """Identity release for display only (simulation stream; never charged, never exported)."""
     rng = np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM])
-    hist = histogram()
+    hist = tuning_histogram()
     return MECHANISMS["identity"].run(hist.counts, _workload("total", hist.domain.shape), epsilon, rng).estimate

@@ -248,7 +248,7 @@ def _jsonable(value: object) -> object:
 
 def release_to_json(release: Release, *, workload: str, noise_path: str, dataset: str | None = None,
                     keys: ExportKeys | None = None, noise_sampler: str | None = None,
-                    export_id: str | None = None, intervals: Intervals | None = None) -> str:
+                    export_id: str | None = None, intervals: Intervals | None = None, tuned_on: str | None = None) -> str:
     """JSON with the metadata and the released values (``counts`` or ``answers``); secure releases only.
 
     With ``keys``: counts carry ``axis_names``, ``axis_labels`` (per axis) and ``labels`` (per cell, axes joined
@@ -257,6 +257,8 @@ def release_to_json(release: Release, *, workload: str, noise_path: str, dataset
     """
     doc = release_metadata(release, workload=workload, noise_path=noise_path, dataset=dataset,
                            noise_sampler=noise_sampler, export_id=export_id)
+    if tuned_on is not None:  # what the choice of mechanism and ε was tuned on (public data, a DP proxy, ...)
+        doc["tuned_on"] = neutralise(tuned_on)
     if release.estimate is not None:
         doc["counts"] = [float(v) for v in release.estimate]
         if keys is not None and keys.axis_labels:

@@ -252,11 +252,12 @@ def export_intervals(published: Published[Release], request: HistogramRequest, *
 
 def export_release(published: Published[Release], request: HistogramRequest, *, fmt: str, dataset: str,
                    keys: ExportKeys | None = None, intervals: Intervals | None = None, rng: np.random.Generator | None = None,
-                   compute_intervals: bool = True) -> bytes:
+                   compute_intervals: bool = True, tuned_on: str | None = None) -> bytes:
     """The export file of a published histogram release: ``fmt`` "csv" (values with ``lower, upper, level``) or
     "json" (the same plus the metadata and export id). Intervals are computed when not given (unless
     ``compute_intervals`` is False: the app computes slow ones on request). ``keys`` (``ExportKeys.for_release``)
-    name the cells as the upload did and, for workload answers, each answer's query."""
+    name the cells as the upload did and, for workload answers, each answer's query; ``tuned_on`` says what the
+    choice of mechanism and ε was tuned on (the JSON's ``tuned_on``)."""
     if fmt not in ("csv", "json"):
         raise ValueError(f"export format must be 'csv' or 'json', got {fmt!r}")
     release = published.release
@@ -266,7 +267,7 @@ def export_release(published: Published[Release], request: HistogramRequest, *, 
         return release_to_csv(release, keys, intervals)
     return release_to_json(release, workload=request.workload_spec, noise_path="secure", dataset=dataset,
                            keys=keys, noise_sampler=published.noise_sampler, export_id=published.export_id,
-                           intervals=intervals).encode()
+                           intervals=intervals, tuned_on=tuned_on).encode()
 
 
 def table_metadata(published: Published[TableRelease], request: TableRequest, *, dataset: str) -> dict:

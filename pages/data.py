@@ -59,9 +59,9 @@ for notice in st.session_state.pop("data_notices", []):
     st.info(notice)
 with ui.guard():
     hist = ui.histogram()
-    st.markdown(f"**Start here:** grey bars are the true counts of **{ui.plain(hist.name)}**; the coloured line is what a "
-                "differentially private release at the chosen ε would publish. Pick another dataset in the sidebar "
-                "or upload yours just below, then go on to Workloads → Compare → Choose epsilon → Release.")
+    st.markdown(f"**Start here:** grey bars: the true counts of **{ui.plain(hist.name)}**; coloured line: what a DP "
+                "release at the chosen ε would publish. Pick a dataset in the sidebar or upload yours, then "
+                "Workloads → Compare → Choose epsilon → Release.")
     with st.expander("Upload a histogram", expanded=False):  # on the first screen, before the charts
         st.markdown(
             "- **CSV** with a `count` column (optional label column), or `row,col,count` for 2-D, "
@@ -115,7 +115,7 @@ with ui.guard():
         view = ui.histogram_view_controls(hist, key="data_view")
     if released is not None:
         view["truth_label"] = "released values (negatives shown as 0)"
-    preview = ui.preview_release(epsilon)
+    preview = ui.preview_release(epsilon, hist)
     label = f"noisy release (identity, ε={epsilon:g})"
     if len(hist.domain.shape) == 2:
         left, right = st.columns(2)
@@ -123,7 +123,8 @@ with ui.guard():
                           key="data_chart")
         right.plotly_chart(ui.histogram_figure(hist, preview, label, "identity", **view), key="data_preview")
     else:
-        st.plotly_chart(ui.histogram_figure(hist, preview, label, "identity", **view), key="data_chart")
+        figure = ui.histogram_figure(hist, preview, label, "identity", **view)
+        st.plotly_chart(figure.update_layout(height=280), key="data_chart")  # on the first screen with the upload
     if hist.domain.size > ui.MAX_BARS and len(hist.domain.shape) == 1:
         st.caption(f"{hist.domain.size:,} bins are summed into at most {ui.MAX_BARS:,} bars for display only; "
                    "every computation uses all bins.")

@@ -103,8 +103,9 @@ def per_bin(mechanisms: tuple[str, ...], epsilon: float, trials: int, *,
     return cache[key]
 
 
-def preview_release(epsilon: float) -> np.ndarray:
-    """Identity release for display only (simulation stream; never charged, never exported)."""
+def preview_release(epsilon: float, hist=None) -> np.ndarray:
+    """Identity release of ``hist`` (default: the data tuned on) for display only (simulation stream; never
+    charged, never exported)."""
     rng = np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM])
-    hist = tuning_histogram()
+    hist = tuning_histogram() if hist is None else hist
     return MECHANISMS["identity"].run(hist.counts, _workload("total", hist.domain.shape), epsilon, rng).estimate

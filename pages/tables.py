@@ -4,7 +4,6 @@ synthetic records (logic in ui/tables_view.py)."""
 import streamlit as st
 
 import ui
-from ui.tables_view import TABLE_SYNTH_TRIALS, table_compare_caption
 
 ui.init_state()
 st.title("Tables of records")
@@ -58,7 +57,7 @@ with ui.guard():
             rhos = x.multiselect("ρ values", list(ui.TABLE_RHO_CHOICES), default=[0.01, 0.1, 1.0], key="tables_rhos")
             trials = y.slider("Trials per point", 1, 20, 3, key="tables_trials",
                               help="Independent noise draws of the closed-form and histogram methods.")
-            synth_trials = v.slider("Runs per point of a synthesiser", 1, 20, TABLE_SYNTH_TRIALS,
+            synth_trials = v.slider("Runs per point of a synthesiser", 1, 20, ui.TABLE_SYNTH_TRIALS,
                                     key="tables_synth_trials",
                                     help="MST, AIM and identity-pgm take seconds to minutes per run, so Compare runs "
                                          "them once per ρ unless you ask for more (they run in parallel workers).")
@@ -80,7 +79,7 @@ with ui.guard():
             st.info("Choose methods and ρ values, then **Run comparison** (nothing is charged: comparisons are "
                     "simulations on your data, for your eyes only).")
         else:
-            st.caption(table_compare_caption(results))
+            st.caption(ui.table_compare_caption(results))
             if results.get("advice"):
                 st.caption(results["advice"])
             for metric, fig in ui.table_compare_figures(results).items():

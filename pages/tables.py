@@ -79,6 +79,9 @@ with ui.guard():
             st.info("Choose methods and ρ values, then **Run comparison** (nothing is charged: comparisons are "
                     "simulations on your data, for your eyes only).")
         else:
+            st.warning("Measured on the true table: a method or ρ chosen from these errors depends on the private "
+                       "data (tuning on public data or a DP proxy is offered for histograms only; see the docs: "
+                       "Choosing ε without looking at the data).")
             st.caption(ui.table_compare_caption(results))
             if results.get("advice"):
                 st.caption(results["advice"])

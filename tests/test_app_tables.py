@@ -102,3 +102,4 @@ def test_synthetic_data_scored_on_typed_marginals():
     at.button[0].click().run()
     assert not at.exception, at.exception
     assert at.session_state["tables_results"]["evaluation"] == "1 marginals, 30 cells"
+    assert any("Measured on the true table" in w.value for w in at.warning)  # the choice depends on the data

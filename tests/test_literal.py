@@ -34,7 +34,7 @@ def test_audit_finds_the_literal_variant_above_epsilon_and_the_corrected_one_wit
     assert literal["measured loss ≥"] > literal["claimed ε"], literal
     assert NOT_DP in literal["verdict"]
     assert corrected["measured loss ≥"] <= corrected["claimed ε"], corrected
-    for row in rows[2:]:  # the spec's exact counterexamples agree with the audit's direction
+    for row in rows[2:]:  # the exact counterexamples agree with the audit's direction
         assert (row["measured loss ≥"] > row["claimed ε"]) == (row["kind"] == "literal"), row
 
 

@@ -1,4 +1,4 @@
-"""The papers' literal readings that break differential privacy, and audits that show it (spec errata).
+"""The papers' literal readings that break differential privacy, and audits that show it.
 
 Every class here is NOT DIFFERENTIALLY PRIVATE. They exist only to demonstrate the errata: they are
 never registered in ``core.mechanisms.MECHANISMS``, never offered on the Release or Compare pages and
@@ -52,7 +52,7 @@ def labelled(text: str) -> str:
 # ----------------------------------------------------------------------------- literal variants (NOT DP)
 @dataclass(frozen=True)
 class WdaSplitOnData(WDA):
-    """WDA whose first split is around the data's most frequent item (spec §2(d)2: NOT DP)."""
+    """WDA whose first split is around the data's most frequent item (Li et al., Algorithm 1 line 3): NOT DP."""
 
     hot_item: int = -1
     name: str = f"wda literal: split on the data's hot item — {NOT_DP}"
@@ -71,16 +71,16 @@ class WdaSplitOnData(WDA):
             return whole
         picked = hot[:k]
         split = leaves_for(workload, [picked, np.setdiff1d(np.arange(m), picked)], [0.5, 0.5])
-        cost = 2 * sum(len(leaf.rows) * leaf.sensitivity for leaf in split)  # equal budgets (spec §2(a))
+        cost = 2 * sum(len(leaf.rows) * leaf.sensitivity for leaf in split)  # ε/2 to each half, as in Li et al.
         return split if cost < m * sensitivity else whole
 
 
 @dataclass(frozen=True)
 class LiteralSrebGca:
-    """SReB_GCA with the paper's literal steps (spec §4(d)1–2), one at a time: NOT DP."""
+    """SReB_GCA with the paper's literal steps (Chen et al., Algorithm 1 lines 5 and 10), one at a time: NOT DP."""
 
-    per_bin_noise: bool = False      # erratum 2: a fresh Lap(λ2)/|C| for every bin (loss |C|·ε2)
-    true_regrouping: bool = False    # erratum 1: cut the TRUE sorted order at the noisy cut positions
+    per_bin_noise: bool = False      # line 10: a fresh Lap(λ2)/|C| for every bin (loss |C|·ε2)
+    true_regrouping: bool = False    # line 5: cut the TRUE sorted order at the noisy cut positions
     ratio: float = 0.5
     name: str = f"sreb-gca literal — {NOT_DP}"
     data_dependent: bool = True
@@ -104,7 +104,10 @@ class LiteralSrebGca:
 
 @dataclass(frozen=True)
 class FractionNoise:
-    """Xiao et al. §4 literal: fractions c_i/|D| + Lap(1/(α|D|)) with the private |D| (spec §5.1(d)1: up to 2α)."""
+    """Xiao et al. §5.2 literal: fractions c_i/|D| + Lap(1/(α|D|)) with the private |D|.
+
+    One record changes |D|, so every fraction moves: the loss is up to 2α, not α.
+    """
 
     name: str = f"xiao literal: noise on fractions c/|D| — {NOT_DP}"
     data_dependent: bool = False
@@ -146,7 +149,7 @@ def _records(x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LiteralXiaoMax:
-    """Xiao et al.'s max-query probability perturbation on the histogram's records (spec §5.2: NOT DP)."""
+    """Xiao et al.'s max-query probability perturbation (§4.1.2, §7) on the histogram's records: NOT DP."""
 
     width: int = 1
     name: str = f"xiao literal max query — {NOT_DP}"
@@ -163,7 +166,10 @@ class LiteralXiaoMax:
 
 @dataclass(frozen=True)
 class EmMax:
-    """The corrected max query (spec §5.2(a')): the α-DP exponential mechanism on the records' top order statistic."""
+    """The corrected max query: the α-DP exponential mechanism on the records' top order statistic.
+
+    It replaces Xiao et al.'s probability perturbation (§4.1.2); its score needs neither n nor min(D).
+    """
 
     k: int = 1
     name: str = "xiao max query (exponential mechanism, α-DP)"
@@ -179,7 +185,10 @@ class EmMax:
 
 @dataclass(frozen=True)
 class LiteralOm:
-    """OM with per-query normalisation (max |entry| = 1) and S̃ assumed to be 1 (spec §3(d)1): NOT DP.
+    """OM with per-query normalisation (max |entry| = 1) and S̃ assumed to be 1: NOT DP.
+
+    Huang et al.'s Algorithm 2 line 17 does not say how the queries are normalised; their Example 1 takes
+    S(Q̃) = 1, which holds only for groups of one query or with normalisation per group.
 
     On W = [[1,1],[1,−1],[2,0]] the group {[1,1],[1,−1]} has column sums 2, so the real loss is 2ε.
 
@@ -204,7 +213,7 @@ class LiteralOm:
 
 # ----------------------------------------------------------------------------- demos
 def wda_synthetic_workload() -> Explicit:
-    """Spec §2(e)'s synthetic 12 × 13 workload: rows 0–5 = e_0 + e_{7+i}, rows 6–11 = e_{1+i}; hot column 0.
+    """A synthetic 12 × 13 workload that WDA splits once: rows 0–5 = e_0 + e_{7+i}, rows 6–11 = e_{1+i}; hot column 0.
 
     >>> wda_synthetic_workload().shape
     (12, 13)
@@ -252,7 +261,10 @@ def _short(x: tuple) -> str:
 
 
 def _xiao_max_exact() -> list[tuple[str, float, float]]:
-    """Spec §5.2(d)1: the literal max query's exact loss on two counterexamples (β = 10, w = 1, α = 0.5)."""
+    """Xiao et al.'s max query (§4.1.2) read literally: its exact loss on two counterexamples (β = 10, w = 1, α = 0.5).
+
+    In the first the extra record is the new minimum min(D); in the second it is not processed last.
+    """
     first = max_log_ratio(literal_max_distribution_not_dp([3, 3, 3], 10, 1, 0.5),
                           literal_max_distribution_not_dp([1, 3, 3, 3], 10, 1, 0.5))
     second = max_log_ratio(literal_max_distribution_not_dp([6, 6, 9], 10, 1, 0.5, lower="one"),
@@ -286,7 +298,10 @@ def _present_names_exact() -> list[tuple[str, float, float]]:
 
 
 def _sreb_exact() -> list[tuple[str, float, float]]:
-    """Spec §4(e): stage 2's loss for one group of 10 bins at ε2 = 0.5, from its noise blocks (spec §0 idiom)."""
+    """Chen et al.'s stage 2 (Algorithm 1 line 10) for one group of 10 bins at ε2 = 0.5: its exact loss.
+
+    The loss of independent Laplace blocks y = A x + Lap(b) is max over bins j of Σ ||A e_j||_1 / b.
+    """
     size, scale = 10, 1 / 0.5
     # literal: |C| released means, each column of A (|C| entries 1/|C|) has L1 norm 1, noise λ2/|C| each
     literal = laplace_privacy_loss([(np.ones(size), scale / size)])
@@ -297,30 +312,37 @@ def _sreb_exact() -> list[tuple[str, float, float]]:
 
 DEMOS: dict[str, Demo] = {
     "wda-split-on-data": Demo(
-        "wda", "§2(d)2: Algorithm 1 line 3 splits around the most frequent item of x",
+        "wda", "Li et al., Algorithm 1 line 3: the workload is split around the most frequent item of the data x, "
+        "so the division itself depends on the data.",
         WdaSplitOnData(), WDA(budget="equal"), wda_synthetic_workload(),
         (20, 0, 1, 20, 0, 2, 1, 0, 5, 3, 1, 0, 2), 0, -1),
     "om-normalisation": Demo(
-        "om", "§3(d)1: per-query normalisation with S(Q̃) assumed to be 1",
+        "om", "Huang et al., Algorithm 2 line 17 and Example 1: each new query is normalised on its own and their "
+        "sensitivity is assumed to be 1; a group of several queries can have a column sum above 1, so the noise "
+        "is too small.",
         LiteralOm(), OM(), Explicit(_hadamard(3), label="8 × 8 Hadamard rows (one atom, τ = 8)"),
         (3, 2, 0, 1, 0, 0, 4, 1), 0, 1, exact=_om_exact),
     "sreb-gca-per-bin": Demo(
-        "sreb-gca", "§4(d)2: a fresh Lap(λ2)/|C| for every bin of a group",
+        "sreb-gca", "Chen et al., Algorithm 1 line 10: every bin of a group gets its own fresh noise Lap(λ2)/|C|; one "
+        "record moves all |C| values of its group, so it costs |C|·ε2 instead of ε2.",
         LiteralSrebGca(per_bin_noise=True, name=f"sreb-gca literal: per-bin noise — {NOT_DP}"),
         MECHANISMS["sreb-gca"], IdentityWorkload(256), (0,) * 256, 0, 1, exact=_sreb_exact),
     "sreb-gca-true-order": Demo(
-        "sreb-gca", "§4(d)1: sort the TRUE counts and cut that order at the noisy cut positions",
+        "sreb-gca", "Chen et al., Algorithm 1 line 5: the TRUE counts are sorted and that order is cut at the "
+        "positions found on the noisy counts, so the groups reveal the true order.",
         LiteralSrebGca(true_regrouping=True, name=f"sreb-gca literal: groups cut from the true order — {NOT_DP}"),
         MECHANISMS["sreb-gca"], IdentityWorkload(8), (2, 1, 1, 1, 1, 1, 1, 1), 0, -1,
         statistic=_same_group(0, 7), watched="bins 0 and 7 released with one value (in one group)"),
     "xiao-fraction-noise": Demo(
-        "xiao", "§5.1(d)1: Lap(1/(α|D|)) on the fractions c/|D| with the private |D|",
+        "xiao", "Xiao et al., §5.2: noise Lap(1/(α|D|)) on the fractions c/|D|, with the private total |D|; one record "
+        "changes |D| and so every fraction, a loss of up to 2α.",
         FractionNoise(), CellRelease(clip=False), Prefix(10), (0, 0, 3, 0, 0, 0, 0, 0, 0, 0), 2, -1),
     "xiao-max": Demo(
-        "xiao", "§5.2(d)1: the max query's probability perturbation (lower end min(D), order-dependent)",
+        "xiao", "Xiao et al., §4.1.2 and §7: the max query's probability perturbation depends on the data's "
+        "minimum min(D) and on the order in which the records are processed.",
         LiteralXiaoMax(), EmMax(), Prefix(10), (0, 0, 3, 0, 0, 0, 0, 0, 0, 0), 0, 1, exact=_xiao_max_exact),
     "zhao-present-names": Demo(
-        "zhao", "printed code: noise only on the names a Counter finds in the data (zero counts never released)",
+        "zhao", "printed code: noise only on the names a Counter finds in the data (zero counts never released).",
         PresentNamesOnly(), MECHANISMS["identity"], IdentityWorkload(10), (0,) * 10, 0, 1,
         exact=_present_names_exact),
 }
@@ -330,7 +352,7 @@ def run_demo(key: str, *, runs: int = 4000, seed: int = 2026, confidence: float 
     """Audit the literal variant and its corrected twin on the demo's neighbouring pair; rows for a table.
 
     Each row: variant, claimed ε, measured lower bound on the loss (clipped at 0, with the raw bound in the
-    evidence when it was negative), the event, and the verdict. Then the spec's exact counterexamples.
+    evidence when it was negative), the event, and the verdict. Then the exact counterexamples, for the demos that have them.
 
     >>> rows = run_demo("xiao-max", runs=400)
     >>> [(row["kind"], row["measured loss ≥"]) for row in rows[2:4]]

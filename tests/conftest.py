@@ -46,6 +46,46 @@ def shared_data() -> Path:
 
 
 @pytest.fixture
+def shared_file(shared_data):
+    """``shared_file("dpbench-1d", "HEPTH.csv")``: that shared data file, or a skip whose reason names
+    DPLENS_SHARED_DATA. For the real-data variants of tests whose mechanics also run on ``tests/fixtures``."""
+    def find(*parts: str) -> Path:
+        path = shared_data.joinpath(*parts)
+        if not path.is_file():
+            pytest.skip(f"needs the optional shared data: {path} is absent (set DPLENS_SHARED_DATA)")
+        return path
+    return find
+
+
+DPBENCH_LIKE_BINS = 512
+
+
+@pytest.fixture
+def dpbench_like(tmp_path) -> Path:
+    """A folder laid out like ``dpbench-1d`` with HEPTH.csv, SEARCHLOGS.csv and NETTRACE.csv: one ``count`` column
+    of ``DPBENCH_LIKE_BINS`` bins each, generated here (never copied from the shared data; tests/fixtures/README.md).
+    About 70 % empty bins and a heavy tail, so every count class (0, 1–5, 6–20, > 20) is present."""
+    folder = tmp_path / "dpbench-1d"
+    folder.mkdir()
+    for seed, name in enumerate(("HEPTH", "SEARCHLOGS", "NETTRACE")):
+        gen = np.random.default_rng([20260101, seed])
+        counts = np.where(gen.random(DPBENCH_LIKE_BINS) < 0.3,
+                          np.floor(gen.pareto(1.2, DPBENCH_LIKE_BINS) * 8) + 1, 0).astype(int)
+        (folder / f"{name}.csv").write_text("count\n" + "".join(f"{c}\n" for c in counts))
+    return folder
+
+
+ADULT_LIKE_DOMAIN = Path(__file__).resolve().parent / "fixtures" / "adult-like-domain.json"
+
+
+@pytest.fixture
+def adult_like_domain() -> Path:
+    """A hand-written domain file shaped like Adult's (attribute name → number of levels, 8 attributes, 90,720
+    cells): ``tests/fixtures/adult-like-domain.json``."""
+    return ADULT_LIKE_DOMAIN
+
+
+@pytest.fixture
 def rng() -> np.random.Generator:
     """The one seeded noise source of a test (see docs/benchmarks.md, "Test conventions")."""
     return np.random.default_rng(12345)

@@ -15,9 +15,9 @@ from core.__main__ import main
 from core.data.datasets import SAMPLE_DATASETS, load_histogram
 from core.data.fingerprint import dataset_fingerprint
 from core.privacy.ledger_store import LedgerStore
+from tests.conftest import DPBENCH_LIKE_BINS
 
 ROOT = Path(__file__).resolve().parent.parent
-HEPTH = ROOT.parent / "shared" / "data" / "dpbench-1d" / "HEPTH.csv"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -25,25 +25,30 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-def _hepth() -> str:
-    if not HEPTH.is_file():
-        pytest.skip(f"DPBench data not found at {HEPTH}")
-    return str(Path("..") / "shared" / "data" / "dpbench-1d" / "HEPTH.csv")
+@pytest.fixture(params=["fixture", "shared"])
+def hepth(request) -> tuple[str, int]:
+    """A DPBench-format CSV and its number of bins: the generated 512-bin one (``dpbench_like``), and the real
+    4096-bin HEPTH when the optional shared data is present (else that variant skips, naming DPLENS_SHARED_DATA)."""
+    if request.param == "fixture":
+        return str(request.getfixturevalue("dpbench_like") / "HEPTH.csv"), DPBENCH_LIKE_BINS
+    return str(request.getfixturevalue("shared_file")("dpbench-1d", "HEPTH.csv")), 4096
 
 
-def test_release_of_hepth_writes_4096_rows(tmp_path):
+def test_release_of_a_dpbench_file_writes_a_row_per_bin(hepth, tmp_path):
+    path, bins = hepth
     out = tmp_path / "r.csv"
-    result = _cli("release", "--input", _hepth(), "--mechanism", "identity", "--epsilon", "1", "--seed", "1",
+    result = _cli("release", "--input", path, "--mechanism", "identity", "--epsilon", "1", "--seed", "1",
                   "--output", str(out))
     assert result.returncode == 0, result.stderr
     rows = list(csv.reader(out.read_text().splitlines()))
-    assert rows[0] == ["bin", "count", "lower", "upper", "level"] and len(rows) == 4097  # as the app exports
+    assert rows[0] == ["bin", "count", "lower", "upper", "level"] and len(rows) == bins + 1  # as the app exports
     assert "neighbouring" in result.stdout and "add/remove" in result.stdout
 
 
-def test_compare_of_hepth_writes_the_tidy_table(tmp_path):
+def test_compare_of_a_dpbench_file_writes_the_tidy_table(hepth, tmp_path):
+    path, _ = hepth
     out = tmp_path / "results.csv"
-    result = _cli("compare", "--input", _hepth(), "--workload", "random-range:m=2000",
+    result = _cli("compare", "--input", path, "--workload", "random-range:m=2000",
                   "--mechanisms", "identity,laplace-on-answers,uniform", "--epsilons", "0.01,0.1,1,10",
                   "--trials", "10", "--output", str(out))
     assert result.returncode == 0, result.stderr

@@ -189,9 +189,33 @@ def test_sreb_labels_small_bins_when_only_zero_bins_exist():
     assert any("count > 20" in v.claim for v in reproduction.verdicts)
 
 
-@pytest.mark.skipif(not (dpbench_dir() / "SEARCHLOGS.csv").is_file(), reason="../shared/data/dpbench-1d absent")
-def test_sreb_gca_uses_dpbench_when_present():
-    assert "DPBench SEARCHLOGS" in reproduce_sreb_gca(epsilons=(1.0,), trials=1, widths=(1,)).data
+def test_sreb_gca_uses_dpbench_files_when_present(dpbench_like, monkeypatch):
+    """The DPBench folder found by default ($DPLENS_DPBENCH_DIR here), on generated DPBench-format files."""
+    monkeypatch.setenv("DPLENS_DPBENCH_DIR", str(dpbench_like))
+    assert dpbench_dir() == dpbench_like
+    reproduction = reproduce_sreb_gca(epsilons=(1.0,), trials=1, widths=(1, 50))
+    assert reproduction.data == "DPBench SEARCHLOGS; DPBench NETTRACE"
+    table = reproduction.tables["errors"]
+    assert list(table.dataset.unique()) == ["DPBench SEARCHLOGS", "DPBench NETTRACE"]
+    for name in ("SEARCHLOGS", "NETTRACE"):
+        x = pd.read_csv(dpbench_like / f"{name}.csv")["count"].to_numpy()
+        rows = table[table.dataset == f"DPBench {name}"]
+        by_k = rows[rows.metric == "MRE of bins with count k"]
+        assert set(by_k.x) == {k for k in range(21) if np.any(x == k)}  # the counts present in the file
+        assert set(rows[rows.metric == "MRE by count class"].bins) == {"0", "1–5", "6–20", "> 20"}
+        assert set(rows[rows.metric == "range MRE by width"].x) == {1, 50}
+    assert "with 1–5 records" in reproduction.findings[0] and "no bins" not in reproduction.findings[0]
+    assert any("DPBench SEARCHLOGS" in v.claim for v in reproduction.verdicts)
+    assert any("DPBench NETTRACE" in v.claim for v in reproduction.verdicts)
+
+
+def test_sreb_gca_on_the_shared_dpbench_data(shared_file):
+    """The real 4096-bin files (optional shared data): they have no bins with 1–5 records, and the finding says so."""
+    folder = shared_file("dpbench-1d", "SEARCHLOGS.csv").parent
+    shared_file("dpbench-1d", "NETTRACE.csv")
+    reproduction = reproduce_sreb_gca(data_dir=folder, epsilons=(1.0,), trials=1, widths=(1,))
+    assert reproduction.data == "DPBench SEARCHLOGS; DPBench NETTRACE"
+    assert all("this data has no bins with 1–5 records" in finding for finding in reproduction.findings)
 
 
 def test_cli_reproduce_om(tmp_path, capsys, monkeypatch):

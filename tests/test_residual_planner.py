@@ -5,15 +5,12 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from core.queries.marginals import MarginalWorkload, TableDomain, marginal_counts
 from core.tables.residual_planner import measure, plan_residuals
-
-ADULT_DOMAIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult-domain.json"
 
 
 def _domain(sizes):
@@ -40,11 +37,35 @@ def test_plan_matches_the_authors_code(sizes, marginals, cells, total, rmse):
     assert plan.privacy_loss == pytest.approx(0.5, rel=1e-12)
 
 
-@pytest.mark.skipif(not ADULT_DOMAIN.exists(), reason="shared Adult domain not present")
+@pytest.mark.parametrize("k", [1, 2, 3, 8])
+def test_all_kway_plans_on_an_adult_like_domain(adult_like_domain, k):
+    """The mechanics of the Adult anchors on a hand-written Adult-shaped domain file (8 attributes): the domain is
+    read in file order, the cells are the sum over the k-subsets of the product of their sizes, the plan spends ρ,
+    does no worse than the Gaussian mechanism on each marginal separately (σ² = C(d, k) / (2ρ), RMSE √C(d, k); equal
+    when k = d, the one full table) and does not depend on the order of the attributes."""
+    mapping = json.loads(adult_like_domain.read_text())
+    domain = TableDomain.from_json(adult_like_domain.read_text())
+    assert domain.names == tuple(mapping) and domain.sizes == tuple(mapping.values()) and len(mapping) == 8
+    workload = MarginalWorkload.all_kway(domain, k)
+    plan = plan_residuals(workload, rho=0.5)
+    assert workload.cells == sum(math.prod(c) for c in itertools.combinations(domain.sizes, k))
+    assert plan.privacy_loss == pytest.approx(0.5, rel=1e-12)
+    assert plan.total_variance == pytest.approx(plan.expected_rmse ** 2 * workload.cells, rel=1e-9)
+    separately = math.sqrt(math.comb(len(mapping), k))
+    if k == len(mapping):
+        assert plan.expected_rmse == pytest.approx(separately, rel=1e-9)
+    else:
+        assert plan.expected_rmse < separately
+    reversed_domain = TableDomain.from_json(json.dumps(dict(reversed(mapping.items()))))
+    reversed_plan = plan_residuals(MarginalWorkload.all_kway(reversed_domain, k), rho=0.5)
+    assert reversed_plan.expected_rmse == pytest.approx(plan.expected_rmse, rel=1e-9)
+
+
 @pytest.mark.parametrize(("k", "cells", "rmse"), [(1, 588, 3.046823), (2, 148_137, 6.358720),
                                                   (3, 20_894_536, 10.515270)])
-def test_adult_anchors(k, cells, rmse):
-    domain = TableDomain.from_json(ADULT_DOMAIN.read_text())
+def test_adult_anchors(shared_file, k, cells, rmse):
+    """The authors' numbers on the real Adult domain (optional shared data; skips naming DPLENS_SHARED_DATA)."""
+    domain = TableDomain.from_json(shared_file("adult", "adult-domain.json").read_text())
     workload = MarginalWorkload.all_kway(domain, k)
     plan = plan_residuals(workload, rho=0.5)
     assert workload.cells == cells

@@ -40,10 +40,12 @@ def _descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
         parent = todo.pop()
-        try:
-            children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
-        except OSError:
-            continue
+        children = []
+        for task in Path(f"/proc/{parent}/task").glob("*"):  # every thread's children (a pool thread starts workers)
+            try:
+                children += (task / "children").read_text().split()
+            except OSError:
+                continue
         for child in map(int, children):
             out.append(child)
             todo.append(child)

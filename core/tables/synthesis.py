@@ -77,29 +77,26 @@ def mst_handed_rho(rho: float, measure_split: float, attributes: int) -> float:
                      f"for {attributes} attributes (float rounding); try another measure_split")
 
 
-class _Quiet(logging.Filter):
-    """Drops OpenDP's log records while a synthesiser runs (its "rho should be less than or equal to 0.5" advice,
-    logged at WARNING on every run above it): the page says it once (:func:`rho_advice`)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return False
+QUIET_LOGGERS = ("opendp", "mbi", "jax")  # their records below ERROR are dropped while a synthesiser runs
 
 
 @contextlib.contextmanager
 def quiet_synthesis():
-    """Nothing from a synthesiser run reaches the server log: Python warnings (OpenDP, jax, private-pgm) are
-    ignored and OpenDP's logger is muted while it runs (also in worker processes, which run this same code)."""
-    quiet = _Quiet()
-    loggers = [logging.getLogger(name) for name in ("opendp", "opendp.context", "mbi", "jax")]
+    """Nothing from a synthesiser run reaches the server log: Python warnings (OpenDP, JAX, private-pgm) are
+    ignored, and OpenDP's, private-pgm's and JAX's loggers (their children too) drop records below ERROR while it
+    runs: OpenDP logs "rho should be less than or equal to 0.5" at WARNING on every run above it, which the page
+    says once instead (:func:`rho_advice`). Worker processes run this same code, so it holds there too."""
+    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
+    levels = [logger.level for logger in loggers]
     for logger in loggers:
-        logger.addFilter(quiet)
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.ERROR))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             yield
     finally:
-        for logger in loggers:
-            logger.removeFilter(quiet)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
 
 
 def rho_advice(rhos) -> str | None:

@@ -1,4 +1,8 @@
-"""Reproductions of the papers' headline experiments (spec §2f, §3f, §4f, §5.3, §6–§8) as tidy DataFrames.
+"""Reproductions of the papers' headline experiments as tidy DataFrames.
+
+The experiments are those of Li et al. §5 (WDA), Huang et al. §5 (OM), Chen et al. §6 (SReB_GCA), Xiao et al.
+§8 and Zhao §3–§5 (Lee & Clifton's worked example, Koufogiannis et al.'s gradual release, Ligett et al.'s
+accuracy-first search).
 
 Each ``reproduce_*`` function is pure (seeded, no files written) and returns a ``Reproduction``: the
 paper's claim, what we measure, one claim row (``Verdict``: claim, the paper's number, literal reading,
@@ -91,7 +95,7 @@ def dpbench_dir() -> Path:
 # ----------------------------------------------------------------------------- verdicts and readings
 @dataclass(frozen=True)
 class Reading:
-    """A quantity as the paper claims it, as its literal reading gives it, and as corrected in the spec."""
+    """A quantity as the paper claims it, as its literal reading gives it, and as corrected (the correction in words)."""
 
     quantity: str
     claim: str
@@ -205,8 +209,8 @@ def _check_epsilons(epsilons, name: str = "epsilons") -> tuple[float, ...]:
     return values
 
 
-# ----------------------------------------------------------------------------- WDA (spec §2f)
-WDA_DATASETS = ("ADULTFRANK", "PATENT", "INCOME")  # the paper's Adult, Patents and Income (spec §2(f))
+# ----------------------------------------------------------------------------- WDA (Li et al. §5)
+WDA_DATASETS = ("ADULTFRANK", "PATENT", "INCOME")  # the paper's Adult, Patents and Income (Li et al. §5, Table 1)
 
 
 def reproduce_wda(*, data: str | Path | None = None, data_dir: Path | None = None, m: int = 2000,
@@ -265,17 +269,20 @@ def reproduce_wda(*, data: str | Path | None = None, data_dir: Path | None = Non
         claim="WDA \"reduces nearly 40 % L1 error vs MWEM, DAWA, Identity\", and more than 40 % vs Identity at "
               "p = 0.2, on hot-spot workloads (m = 2000, p = probability a query includes the hot item).",
         measure="Corrected WDA (hot column of W, budget halving counted; optimal and the paper's equal split) "
-                "against LM_W — what the paper calls Identity (spec §1(d)) — and cell-level Identity, on OUR "
+                "against LM_W — what the paper calls Identity: \"answer results are directly added Laplace "
+                "distribution noise\" (§5) — and cell-level Identity, on OUR "
                 "reconstruction of the hot-spot workload (ranges of half-width |N(0,10)| around uniform "
                 f"centres, hot column with probability p), {trials} trials; the registry's DAWA and MWEM "
                 f"(data-dependent, {comparator_trials} trials) on every dataset. The error of WDA, LM_W and "
-                "Identity is data-independent, so one dataset suffices for them. Expected (spec §2f): WDA well "
+                "Identity is data-independent, so one dataset suffices for them. Expected from their exact error: "
+                "WDA well "
                 "below LM_W at p = 0.2, little gain at p = 0.9; cell-level Identity far below both on these "
                 "narrow ranges.",
         data="; ".join([d for _, d in datasets] + skipped), tables={"errors": table}, findings=tuple(findings),
         verdicts=tuple(_wda_verdicts(table, probabilities[0], at_epsilon, dependent)), readings=_wda_readings(),
         not_reproduced="The paper's Nw, Nw2 and Fidata (BLS) datasets are not available; its hot-spot workload is "
-                       "under-specified, so ours is a reconstruction (spec §2(f)).")
+                       "under-specified (§5: queries around a random centre \"with 10 as the variance\"), so ours is a "
+                       "reconstruction.")
 
 
 WDA_SPARSE, WDA_COMPLEX = ("ADULTFRANK",), ("PATENT", "INCOME")  # the paper's words (§5): Adult is "sparse"
@@ -358,7 +365,10 @@ def _wda_verdicts(table: pd.DataFrame, p: float, epsilon: float, dependent) -> l
 
 
 def _wda_fig2() -> dict[str, float]:
-    """Spec §2(d)6: the Fig. 2 division's average L1 error at ε = 1, as printed, literally and corrected."""
+    """Li et al. §4, Fig. 2: the division's average L1 error at ε = 1, as printed, literally and corrected.
+
+    The printed W2 holds the row e3 twice, so Δ(W2) = 2; the paper's 3.4275 needs Δ(W2) = 1.
+    """
     workload = example_workloads()["WDA Fig. 1"]
     blocks = [np.arange(3), np.arange(3, 8)]
     out = {"corrected": expected_error(leaves_for(workload, blocks, [0.58, 0.42]), 1.0, squared=False),
@@ -391,7 +401,7 @@ def _expected_l1(mechanism, workload, epsilon: float) -> float:
     return math.nan
 
 
-# ----------------------------------------------------------------------------- OM (spec §3f)
+# ----------------------------------------------------------------------------- OM (Huang et al. §5)
 def reproduce_om(*, data: str | Path | None = None, data_dir: Path | None = None, m: int = 200, n: int = 1000,
                  taus=(0.2, 0.4, 0.8), epsilons=(0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6), trials: int = 20,
                  sweep_m=(50, 100, 150, 200, 250, 300), sweep_n=(500, 1000, 1500, 2000, 2500),
@@ -434,7 +444,7 @@ def reproduce_om(*, data: str | Path | None = None, data_dir: Path | None = None
         claim="OM has the lowest error of LM, MM, LRM and OM in all settings (m = 200, n = 1000, "
               "τ ∈ {0.2, 0.4, 0.8}, ε from 0.2 to 1.6, 20 runs); its decomposition takes ~300 s at n = 1000.",
         measure="Corrected OM (exact block least squares, group-level normalisation) against LM_W and cell-level "
-                f"Identity, {trials} runs, with the exact expected error. Spec §3f predicts that on these dense "
+                f"Identity, {trials} runs, with the exact expected error. Expected: on these dense "
                 "random workloads every column is its own atom, so OM equals Identity: OM's advantage over LM "
                 "is exactly Identity's. The m and n sweeps (at each τ of the sweep) use the exact error and time the "
                 "decomposition. The registry's `lrm` is the low-rank mechanism (Yuan et al. 2012, r = 1.2·rank(W), "
@@ -559,7 +569,7 @@ def _om_size_sweeps(mechanisms: dict, sweep_m, sweep_n, m: int, n: int, seed: in
     return pd.DataFrame(rows).assign(metric="expected squared error per query × ε²")
 
 
-OM_PAPER_SECONDS = {"om": 300.0, "lrm": 2000.0}  # the paper's times at n = 1000 (2.0 GHz Xeon E7; spec §3f)
+OM_PAPER_SECONDS = {"om": 300.0, "lrm": 2000.0}  # the paper's times at n = 1000 (2.0 GHz Xeon E7; Huang et al. §5)
 
 
 def _om_mm_verdict(per_query: dict) -> list[Verdict]:
@@ -696,7 +706,7 @@ def _om_time_verdicts(times: pd.DataFrame, m: int, n: int) -> list[Verdict]:
     return out
 
 
-# ----------------------------------------------------------------------------- SReB_GCA (spec §4f)
+# ----------------------------------------------------------------------------- SReB_GCA (Chen et al. §6)
 def _window_mre(true: np.ndarray, noisy: np.ndarray, width: int, floor: float = 1.0) -> float:
     """Mean relative error over all contiguous windows of ``width`` bins, original order (δ = 1)."""
     c_true = np.concatenate(([0.0], np.cumsum(true)))
@@ -767,7 +777,8 @@ def reproduce_sreb_gca(*, data: str | Path | None = None, data_dir: Path | None 
                 f"δ = 1) against DP_BASE (= Identity), {trials} runs, on the 4096-bin DPBench versions of Search Log "
                 "and NetTrace (or the histogram given, at its own resolution): MRE over bins whose true count is k "
                 "and over count classes 0 / 1–5 / 6–20 / > 20 (large bins), MRE over all windows of width i "
-                "(original order), and KLD with the released counts floored at κ = 1 (spec §4(d)8); AHP (the "
+                "(original order), and KLD with the released counts floored at κ = 1 (the paper's KLD, §6.1, is "
+                "not normalised and is undefined where a released count is ≤ 0); AHP (the "
                 "registry's `ahp`, default settings) alongside. The 4096-bin files have NO bins with 1–5 records "
                 "(DPBench sums 8 or 16 slots per bin), so there \"small bins\" means empty bins only.",
         data="; ".join(d for _, d in datasets), tables={"errors": table}, findings=tuple(findings),
@@ -861,7 +872,7 @@ def _sreb_readings() -> tuple[Reading, ...]:
                                   "label them, or give a full-resolution file"))
 
 
-# ----------------------------------------------------------------------------- Xiao et al. (spec §5.3)
+# ----------------------------------------------------------------------------- Xiao et al. (§8)
 TABLE2_ALPHAS = (1.0, 0.5, 0.1, 0.05, 0.02, 0.01, 0.005)
 TABLE2_AVERAGE = (0.69, 1.3, 5.8, 12.0, 31.0, 63.5, 120.0)    # ×10⁻⁶, as printed
 TABLE2_MAX = (34.92, 88.7, 453.7, 623.9, 1724.0, 4284.0, 9107.0)
@@ -1049,8 +1060,8 @@ def reproduce_xiao(*, data: str | Path | None = None, data_dir: Path | None = No
               "learned; the max query outputs a value in [Max−4, Max] with probability 0.1523 (n = 1000) "
               "and 0.9116 (n = 10 000) for Gaussian data (mean 50, \"variance 20\") at α = 0.05.",
         measure=f"Corrected cell release (counts + Lap(1/α)) on IPUMS income cells, {versions} versions × {queries} "
-                "queries, answers normalised by the public n and by the released total (spec §5.1(d)5: the "
-                "paper's numbers are below one cell's noise, so its normalisation is unclear), each with "
+                "queries, answers normalised by the public n and by the released total (the errors of the "
+                "paper's Table 2 are below one cell's noise, so its normalisation is unclear), each with "
                 "clipping at 0 (dplens's default, clip=True) and without it (clip=False): clipping turns an "
                 "empty cell's error from |Lap(b)| into max(Lap(b), 0) — half as large on average — but makes it "
                 "always ≥ 0, so over a wide interval with many empty cells the positive errors add up instead "
@@ -1065,7 +1076,8 @@ def reproduce_xiao(*, data: str | Path | None = None, data_dir: Path | None = No
         readings=_xiao_readings(intervals, max_table),
         not_reproduced="IPUMS (the paper's census extract) is not available: DPBench INCOME stands in for the 1-D "
                        "cells and UCI Adult (age × capital-gain) for the 2-D ones. The max query's literal "
-                       "mechanism leaves conventions unspecified (spec §5.3).")
+                       "mechanism (§4.1.2) leaves conventions unspecified: the width of the window around each "
+                       "record, whether its ends count, and the order in which the records are processed.")
 
 
 def _xiao_max_table(max_draws: int, seed: int) -> pd.DataFrame:
@@ -1168,17 +1180,17 @@ def _xiao_readings(interval: pd.DataFrame, max_table: pd.DataFrame) -> tuple[Rea
     return tuple(readings)
 
 
-# ----------------------------------------------------------------------------- Zhao (spec §6–§8)
+# ----------------------------------------------------------------------------- Zhao (§3–§5)
 TABLE3 = {5.0: (.9705, .0158, .0088, .0049), 2.0: (.6825, .1315, .1039, .0821), 1.0: (.4596, .2017, .1793, .1594),
           0.5: (.3477, .2303, .2172, .2048), 0.1: (.2680, .2469, .2440, .2411), 0.01: (.2518, .2497, .2494, .2491)}
 LC_EXAMPLES = {"absence days {1,2,3,10}, mean": ((1, 2, 3, 10), "mean"),
                "school year {1,2,3,4}, mean": ((1, 2, 3, 4), "mean"),
                "absence days {1,2,3,10}, median": ((1, 2, 3, 10), "median")}
-KOUFOGIANNIS_SCHEDULE = (0.1, 0.3, 1.0, 2.0)  # spec §7(e): keep probabilities 1/9, 0.09, 0.25
+KOUFOGIANNIS_SCHEDULE = (0.1, 0.3, 1.0, 2.0)  # keep probabilities (ε_t/ε_{t+1})²: 1/9, 0.09, 0.25
 
 
 def _lee_clifton(epsilons) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Table 3 (posteriors at γ = 2 on the absence-days worlds) and ε_upper / ε_tight at ρ = 1/3 (spec §6(e))."""
+    """Lee & Clifton's Table 3 (posteriors at γ = 2 on the absence-days worlds) and ε_upper / ε_tight at ρ = 1/3."""
     worlds = possible_worlds(LC_EXAMPLES["absence days {1,2,3,10}, mean"][0], "mean")
     values = np.sort(worlds.world_values)  # ω1 = {1,2,3} (mean 2) first, as in the paper
     rows = []
@@ -1258,7 +1270,7 @@ def _search_summary(search: pd.DataFrame) -> pd.DataFrame:
 
 
 def _zhao_readings() -> tuple[Reading, ...]:
-    """Zhao's (and Lee & Clifton's) claims as printed, read literally, and corrected (spec §6(d), §7, §8.4)."""
+    """Zhao's (and Lee & Clifton's) claims as printed, read literally, and corrected (Zhao §3, §4.2, §5)."""
     return (Reading("median example ε (ρ = 1/3)", "4 ln 2 ≈ 2.776", "2.776 as printed (a typo)",
                     f"4 ln 2 = {4 * math.log(2):.7f}: the formula holds"),
             Reading("Eq. 7 (ε_upper)", "\"the greater n and ρ, the greater the minimum ε needed\"",
@@ -1267,7 +1279,7 @@ def _zhao_readings() -> tuple[Reading, ...]:
             Reading("releasing a schedule ε_1 < … < ε_T", "gradual release", "independent releases cost Σ ε_t",
                     "a noise-reduction walk costs max ε_t = ε_T"),
             Reading("accuracy-first's cost", "ε_{t*}", "report ε_{t*} alone",
-                    "ex-post ε_A + ε_{t*}, ex-ante cap ε_A + ε_T (spec §8.4)"))
+                    "ex-post ε_A + ε_{t*} (AboveThreshold, plus the noise-reduction walk up to where it stops), ex-ante cap ε_A + ε_T"))
 
 
 def reproduce_zhao(*, data: str | Path | None = None, data_dir: Path | None = None,
@@ -1368,7 +1380,7 @@ def reproduce_zhao(*, data: str | Path | None = None, data_dir: Path | None = No
               "accuracy-first search spends far less privacy than inverting the utility theorem "
               "(Zhao §5: ≈ 5 vs ≈ 20 at α ≈ 0.05 on Twitter; Zhao does not mention doubling, Ligett et al. "
               "compare with it too).",
-        measure="Exact posteriors at γ = 2 on the absence-days worlds, ε_upper and ε_tight at ρ = 1/3 (spec §6(e)); "
+        measure="Exact posteriors at γ = 2 on Lee & Clifton's absence-days worlds, ε_upper and ε_tight at ρ = 1/3; "
                 f"the keep rates of the backward and forward constructions on {coordinates:,} coordinates with a "
                 "KS test of each release against Lap(1/ε_t); and accuracy-first (noise reduction over a geometric "
                 "grid up to ε_max = 10× theory, AboveThreshold 'opt') against doubling on the identity "
@@ -1381,7 +1393,7 @@ def reproduce_zhao(*, data: str | Path | None = None, data_dir: Path | None = No
                        "does not have: dplens releases histograms and linear queries.")
 
 
-# ----------------------------------------------------------------------------- worked examples (spec §2e, §3e)
+# ----------------------------------------------------------------------------- worked examples (Li et al., Huang et al.)
 def example_workloads() -> dict[str, Explicit]:
     """The papers' small worked examples, for showing each mechanism's structure.
 
@@ -1407,7 +1419,8 @@ def example_workloads() -> dict[str, Explicit]:
 
 def ggs_example_table(values: np.ndarray, scale: float, delta: float = 1.0) -> pd.DataFrame:
     """GGS groups of sorted ``values`` at λ2 = ``scale`` (oracle grouping: no stage-1 noise) with each bin's
-    exact expected relative error, next to DP_BASE's λ/max(H, δ) (spec §4(c), §4(e)).
+    exact expected relative error, next to DP_BASE's λ/max(H, δ). The error is the exact |a| + (λ2/k)·e^{−|a|k/λ2}
+    from the proof of Chen et al.'s Theorem 1 (a = bias, k = group size), not the theorem's bound |a| + λ2/k.
 
     >>> ggs_example_table(np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000]), 10.0).group.tolist()
     [0, 0, 0, 0, 1, 1, 1, 2, 3, 4]
@@ -1439,7 +1452,7 @@ def paper_readings(name: str) -> tuple[Reading, ...]:
 
 
 def lee_clifton_tables(epsilons=tuple(TABLE3)) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Table 3 (posterior at γ = 2, next to the printed values) and ε_upper / ε_tight at ρ = 1/3 (spec §6(e)).
+    """Lee & Clifton's Table 3 (posterior at γ = 2, next to the printed values) and ε_upper / ε_tight at ρ = 1/3.
 
     >>> posterior, bounds = lee_clifton_tables((2.0,))
     >>> posterior.value.round(4).tolist(), round(float(bounds.value.iloc[1]), 7)

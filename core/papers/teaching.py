@@ -182,7 +182,7 @@ def range_error_by_length(n: int, epsilon: float, lengths: Sequence[int],
     return out
 
 
-# ----------------------------------------------------------------------------- Laplace vs Gaussian (issue 13)
+# ----------------------------------------------------------------------------- Laplace vs Gaussian
 def privacy_loss_distributions(epsilon: float, delta: float, grid: np.ndarray) -> dict[str, object]:
     """The privacy-loss random variable L = ln(p(y)/p'(y)) of one count (Δ = 1) under Laplace(1/ε) and under
     the analytic Gaussian calibrated to (ε, δ).

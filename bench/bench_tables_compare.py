@@ -77,6 +77,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=PAGE_TRIALS)
     parser.add_argument("--synth-trials", type=int, default=SYNTH_TRIALS,
                         help="runs per rho of a synthesiser (the page's default)")
+    parser.add_argument("--workers", type=int, default=None, help="synthesiser runs at once (default: compare_tables')")
     parser.add_argument("--full-fit", action="store_true",
                         help="also fit MST's final model with Compare's and the release's iterations, side by side")
     parser.add_argument("--full-runs", type=int, default=2, help="MST runs per rho with --full-fit")
@@ -99,7 +100,7 @@ def main() -> None:
         wall0, cpu0 = time.perf_counter(), cpu_seconds()
         df = compare_tables(table.records, work, args.mechanisms, args.rhos, trials=args.trials, synth_trials=args.synth_trials, seed=0,
                             evaluation=evaluation, data_key=table.fingerprint, progress=progress,
-                            seconds=limits.MAX_SYNTHESIS_SECONDS)
+                            seconds=limits.MAX_SYNTHESIS_SECONDS, workers=args.workers)
         wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
         # wall and CPU between reports, charged to the pair the earlier report named (with synthesiser runs in
         # parallel, the first running one: per-run wall is in s/run)

@@ -4,6 +4,7 @@ nothing to the server log, and the page naming the synthesiser's Compare setting
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 
 import numpy as np
@@ -33,6 +34,37 @@ def test_progress_text_says_elapsed_and_left():
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and seen[-1][1].startswith("done")
 
 
+def _stand_in_mst(monkeypatch):
+    """MST's run stood in for by identity's, in this process (the pool's threads call it directly)."""
+    import core.tables.compare as compare
+    from core.tables.mechanisms import table_mechanism
+    from core.tables.synthesis import MST
+
+    def stand_in(self, workload, records, rho, rng=None, *, rows=None, progress=None):
+        if progress is not None:
+            progress(0.5)
+        time.sleep(0.6)  # long enough for the pool's loop to report while it runs
+        return table_mechanism("identity").run(workload, records, rho, rng)
+
+    monkeypatch.setattr(MST, "run", stand_in)
+    monkeypatch.setattr(compare, "_bounded_run", lambda mechanism, workload, records, rho, rng, report, deadline:
+                        mechanism.run(workload, records, rho, rng, progress=report))
+
+
+def test_pooled_synthesiser_runs_report_time_and_keep_order(monkeypatch):
+    _stand_in_mst(monkeypatch)
+    seen = []
+    workload = MarginalWorkload.all_kway(DOMAIN, 2)
+    df = compare_tables(_records(), workload, ["mst", "identity"], [0.1, 1.0], trials=2, synth_trials=1,
+                        seconds=60, workers=2, progress=lambda fraction, text: seen.append((fraction, text)))
+    assert df[["mechanism", "rho", "trial"]].values.tolist() == [
+        ["mst", 0.1, 0], ["mst", 1.0, 0], ["identity", 0.1, 0], ["identity", 0.1, 1], ["identity", 1.0, 0],
+        ["identity", 1.0, 1]]
+    texts = [text for _, text in seen[:-1]]
+    assert all("elapsed" in t and "left" in t for t in texts)
+    assert any(t.startswith("MST ρ=") and "trial 1/1" in t for t in texts), texts
+
+
 def test_fraction_weighs_runs_by_expected_time():
     """Three closed-form runs finished before one MST run: the bar is near its start, not at 3/4."""
     seen = []
@@ -41,9 +73,9 @@ def test_fraction_weighs_runs_by_expected_time():
         clock.finished("identity", 0.01)
     clock.report("MST ρ=1 trial 1/1")
     fraction, text = seen[-1]
-    assert fraction < 0.2 and "about 15 s left" in text
+    assert fraction < 0.2 and "about 30 s left" in text
     clock.report("MST ρ=1 trial 1/1", {0: ("mst", 0.5)})  # halfway through the fit: less left
-    assert seen[-1][0] > fraction and "about 8 s left" in seen[-1][1]
+    assert seen[-1][0] > fraction and "about 15 s left" in seen[-1][1]
 
 
 def test_compare_note_names_the_settings():
@@ -75,17 +107,9 @@ def test_page_caption_names_the_synthesisers_compare_settings(monkeypatch):
     """The caption over the results says what Compare ran differently from a release, and OpenDP's advice on ρ = 1
     is said once. MST's run is stood in for by identity's (in this process): the page's wording is under test,
     not OpenDP (test_tiny_mst_fit_prints_nothing runs a real one)."""
-    import core.tables.compare as compare
-    from core.tables.mechanisms import table_mechanism
-    from core.tables.synthesis import MST
     from tests.test_app_tables import _open
 
-    def stand_in(self, workload, records, rho, rng=None, *, rows=None, progress=None):
-        return table_mechanism("identity").run(workload, records, rho, rng)
-
-    monkeypatch.setattr(MST, "run", stand_in)
-    monkeypatch.setattr(compare, "_bounded_run", lambda mechanism, workload, records, rho, rng, report, deadline:
-                        mechanism.run(workload, records, rho, rng, progress=report))
+    _stand_in_mst(monkeypatch)
     at, _ = _open()
     at.multiselect(key="tables_mechanisms").set_value(["identity", "mst"])
     at.multiselect(key="tables_rhos").set_value([0.1, 1.0])

@@ -31,10 +31,10 @@ def test_compare_adding_a_mechanism_runs_only_the_new_cells():
     at.multiselect(key="compare_mechanisms").set_value(["identity"])
     at.slider(key="compare_trials").set_value(2)
     at.slider(key="compare_points").set_value(3)
-    at.button[0].click().run()
+    at.button(key="compare_run").click().run()
     assert not at.exception
     at.multiselect(key="compare_mechanisms").set_value(["identity", "hb"])
-    at.button[0].click().run()
+    at.button(key="compare_run").click().run()
     assert not at.exception
     latest = list(at.session_state.sweeps.values())[-1]
     assert latest.attrs["computed"] == 3 * 2  # hb only: identity and uniform came from the cache
@@ -47,13 +47,13 @@ def test_compare_on_worker_processes_gives_the_serial_numbers():
     at.slider(key="compare_trials").set_value(2)
     at.slider(key="compare_points").set_value(2)
     at.selectbox(key="compare_scheduler").set_value("processes")
-    at.button[0].click().run()
+    at.button(key="compare_run").click().run()
     assert not at.exception
     on_workers = list(at.session_state.sweeps.values())[-1]
     at.session_state["sweep_cache"] = None  # forget the cells: the serial run recomputes them all
     at.session_state["sweeps"] = {}
     at.selectbox(key="compare_scheduler").set_value("serial")
-    at.button[0].click().run()
+    at.button(key="compare_run").click().run()
     serial = list(at.session_state.sweeps.values())[-1]
     assert serial.attrs["computed"] == on_workers.attrs["computed"] == 3 * 2 * 2
     assert serial.drop(columns="seconds").equals(on_workers.drop(columns="seconds"))

@@ -210,7 +210,7 @@ from core.data.limits import MAX_EPSILON  # noqa: E402
 from core.mechanisms import MECHANISMS, Release, configure  # noqa: E402
 from core.privacy.budget import Budget, BudgetExceededError, Ledger  # noqa: E402
 from core.queries.workloads import Prefix, parse_workload, random_range  # noqa: E402
-from core.release.export import history_to_csv, release_to_csv  # noqa: E402
+from core.release.export import ExportKeys, history_to_csv, release_to_csv  # noqa: E402
 from core.release.gradual import check_schedule  # noqa: E402
 
 BAD_EPSILONS = [0, -1.0, float("nan"), float("inf"), -float("inf"), "1", None, True, MAX_EPSILON * 1.01, 1e300]
@@ -311,7 +311,7 @@ def test_cli_bad_parameters_exit_2_with_one_line(args, tmp_path, capsys):
 def test_csv_exports_neutralise_formula_injection_in_labels():
     labels = INJECTIONS + ["plain", "-3 (negative bin)"]
     release = Release("identity", 1.0, 1.0, np.arange(len(labels), dtype=float), np.arange(len(labels), dtype=float))
-    rows = list(csv.reader(io.StringIO(release_to_csv(release, labels).decode())))
+    rows = list(csv.reader(io.StringIO(release_to_csv(release, ExportKeys(("bin",), (tuple(labels),))).decode())))
     for (label, _), original in zip(rows[1:], labels, strict=True):
         assert not label.startswith(("=", "+", "-", "@", "\t", "\r")), label
         assert label.lstrip("'").replace("\n", "\r") in (original, original.replace("\r\n", "\n"))

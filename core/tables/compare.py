@@ -135,8 +135,8 @@ class _Clock:
 
     def __init__(self, jobs: list[tuple[str, bool]], workers: int, progress) -> None:
         self.start, self.progress, self.workers = time.monotonic(), progress, max(workers, 1)
-        self.left = {}  # name -> runs not finished
-        self.synth = {}
+        self.left: dict[str, int] = {}  # name -> runs not finished
+        self.synth: dict[str, bool] = {}  # name -> whether it is a synthesiser
         for name, synth in jobs:
             self.left[name] = self.left.get(name, 0) + 1
             self.synth[name] = synth

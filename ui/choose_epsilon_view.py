@@ -91,10 +91,13 @@ def from_accuracy() -> None:
         st.error(str(err))
         return
     at_delta = "" if ui.definition() == "pure" else f" at δ = {ui.delta():g}"
-    st.metric("Smallest epsilon meeting the target", f"ε = {choice.epsilon:.4g}{at_delta}",
-              help=f"Method: {choice.method}. {choice.note}")
-    if ui.definition() == "zcdp":
-        st.caption(f"That is ρ = {zcdp_rho(choice.epsilon, ui.delta()):.4g} (zCDP; CKS conversion at δ).")
+    if ui.definition() == "zcdp":  # the definition's own unit first; its ε at δ once, as a conversion
+        st.metric("Smallest ρ meeting the target", f"ρ = {zcdp_rho(choice.epsilon, ui.delta()):.4g}",
+                  help=f"Method: {choice.method}. {choice.note}")
+        st.caption(f"That is ε = {choice.epsilon:.4g}{at_delta} (CKS conversion), the ε the charts plot.")
+    else:
+        st.metric("Smallest epsilon meeting the target", f"ε = {choice.epsilon:.4g}{at_delta}",
+                  help=f"Method: {choice.method}. {choice.note}")
     if choice.note:
         st.caption(choice.note)
     label = kind if confidence is None else f"a at 1−β = {confidence:g}"

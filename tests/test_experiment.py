@@ -133,3 +133,19 @@ def test_summarise_and_regret(tiny_1d):
     assert ranking["regret"].min() >= 1.0 and ranking["regret"].is_monotonic_increasing
     assert set(ranking["mechanism"]) == set(BASELINES)
     assert summarise(df.iloc[0:0]).empty
+
+
+def test_other_metrics_or_fewer_trials_rerun_nothing_and_more_trials_run_only_the_new_ones():
+    from core.analysis.experiment import SweepCache
+    from core.data.domain import Histogram
+
+    cache, h = SweepCache(), Histogram.from_counts(np.arange(16.0))
+    first = run_sweep(h, Prefix(16), ["identity", "hb"], [0.5, 1.0], trials=3, metrics=("mae",), cache=cache)
+    assert first.attrs["computed"] == 2 * 2 * 3
+    other = run_sweep(h, Prefix(16), ["identity", "hb"], [0.5, 1.0], trials=2, metrics=("rmse", "max"), cache=cache)
+    assert other.attrs["computed"] == 0 and set(other.metric) == {"rmse", "max"} and other.trial.max() == 1
+    more = run_sweep(h, Prefix(16), ["identity", "hb"], [0.5, 1.0], trials=5, metrics=("mae",), cache=cache)
+    assert more.attrs["computed"] == 2 * 2 * 2  # trials 3 and 4 only
+    fresh = run_sweep(h, Prefix(16), ["identity", "hb"], [0.5, 1.0], trials=5, metrics=("mae",))
+    pd.testing.assert_frame_equal(more.drop(columns="seconds").reset_index(drop=True),
+                                  fresh.drop(columns="seconds").reset_index(drop=True))  # the same numbers

@@ -79,10 +79,12 @@ def _expected(mechanism: Mechanism, workload: Workload, epsilon: float, metric: 
 
 
 class SweepCache:
-    """Results per (dataset fingerprint, workload, mechanism and its settings, ε, trials, seed, metrics).
+    """Runs per (dataset fingerprint, workload, mechanism and its settings, ε, seed): every metric of trials
+    0..k−1 (a trial's noise depends only on its own index: ``trial_rng``).
 
-    ``run_sweep(..., cache=c)`` runs only the (mechanism, ε) pairs not in ``c``: adding a mechanism or an
-    epsilon to a comparison runs only the new cells. Holds at most ``limit`` pairs (oldest dropped).
+    ``run_sweep(..., cache=c)`` runs only what ``c`` lacks: adding a mechanism or an epsilon runs only the new
+    cells, more trials only the new trials, fewer trials or other metrics nothing. Holds at most ``limit``
+    pairs (oldest dropped).
 
     >>> from core.queries.workloads import Prefix
     >>> cache, h = SweepCache(), Histogram.from_counts([5.0, 0, 3, 8])
@@ -90,6 +92,8 @@ class SweepCache:
     >>> df = run_sweep(h, Prefix(4), ["identity", "uniform"], [1.0], trials=2, cache=cache)
     >>> df.attrs["computed"], len(cache)
     (2, 2)
+    >>> run_sweep(h, Prefix(4), ["identity"], [1.0], trials=3, metrics=("max",), cache=cache).attrs["computed"]
+    1
     """
 
     def __init__(self, limit: int = 4096) -> None:
@@ -111,14 +115,24 @@ class SweepCache:
         self._entries[key] = (rows, error)
 
 
-def _pair_key(data: str, workload: Workload, mechanism: Mechanism, epsilon: float, trials: int, seed: int,
-              metrics: Sequence[str]) -> tuple:
+def _pair_key(data: str, workload: Workload, mechanism: Mechanism, epsilon: float, seed: int) -> tuple:
     from core.mechanisms.greedy_h import workload_key
 
-    return (data, workload_key(workload), repr(mechanism), float(epsilon), int(trials), int(seed), tuple(metrics))
+    return (data, workload_key(workload), repr(mechanism), float(epsilon), int(seed))
 
 
 COLUMNS = ["mechanism", "epsilon", "trial", "metric", "value", "seconds", "expected"]
+
+
+def _trials_held(entry: tuple[pd.DataFrame | None, str | None] | None) -> int:
+    """How many leading trials (0..k−1, every metric) a cache entry holds; an error entry counts as complete."""
+    if entry is None:
+        return 0
+    rows, error = entry
+    if error is not None or rows is None:
+        return 1 << 30
+    trials = sorted(set(rows.trial.tolist()))
+    return next((k for k, t in enumerate(trials) if t != k), len(trials))
 
 
 def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str | Mechanism],
@@ -160,23 +174,25 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
         raise ValueError(f"workload has {workload.shape[1]} columns but the histogram has "
                          f"{histogram.domain.size} cells")
     metrics = tuple(metrics)
+    every = tuple(METRICS)  # runs measure every metric (cheap next to a run): another choice reruns nothing
     data = dataset_fingerprint(histogram) if cache is not None else ""
     pairs = [(m, e) for m in instances for e in epsilons]
-    keys = {(m.name, e): _pair_key(data, workload, m, e, trials, seed, metrics) for m, e in pairs}
+    keys = {(m.name, e): _pair_key(data, workload, m, e, seed) for m, e in pairs}
     cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
-    todo = [p for p in pairs if cached.get(p) is None]
-    context = Context(histogram, workload, metrics, int(seed))
-    scheduler = resolve_auto(scheduler, len(todo) * trials, histogram.domain.size)
+    have = {p: _trials_held(cached.get(p)) for p in pairs}  # trials 0..k−1 held (all of them for an error)
+    todo = [p for p in pairs if have[p] < trials]
+    context = Context(histogram, workload, every, int(seed))
+    scheduler = resolve_auto(scheduler, sum(trials - have[p] for p in todo), histogram.domain.size)
     plan = parse_scheduler(scheduler)
     block = default_block(len(todo), trials, plan.workers)
-    cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(0, trials, block)]
+    cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(have[m, e], trials, block)]
     expected = {}
-    for m, e in todo:  # in this process: fills the strategy caches that are then shipped to workers
-        expected[m.name, e] = {metric: _expected(m, workload, e, metric) for metric in metrics}
+    for m, e in pairs:  # in this process: fills the strategy caches that are then shipped to workers
+        expected[m.name, e] = {metric: _expected(m, workload, e, metric) for metric in every}
 
     results: dict[int, CellResult] = {}
     errors: dict[str, str] = {}
-    done = total_runs - len(todo) * trials
+    done = total_runs - sum(trials - have[p] for p in todo)
     failed = set()
     def stop() -> bool:  # Stop button or the action's deadline (core.analysis.cost), polled between trials and cells
         return bool((should_stop is not None and should_stop()) or (deadline is not None and deadline.expired))
@@ -209,25 +225,26 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     rows: list[tuple] = []
     for mechanism, epsilon in pairs:
         entry = cached.get((mechanism, epsilon))
-        if entry is not None:
-            if entry[1] is not None:
-                errors.setdefault(mechanism.name, entry[1])
-            elif entry[0] is not None:
-                rows.extend(entry[0].itertuples(index=False, name=None))
+        if entry is not None and entry[1] is not None:
+            errors.setdefault(mechanism.name, entry[1])
             continue
         if mechanism.name in failed:
             continue
-        pair_rows = []
+        held = entry[0] if entry is not None else None
+        new_rows = []
         for result in frames.get((mechanism.name, epsilon), []):
             for t in range(len(result.values)):
-                for k, metric in enumerate(metrics):
-                    pair_rows.append((mechanism.name, epsilon, result.cell.first + t, metric,
-                                      float(result.values[t, k]), float(result.seconds[t]),
-                                      expected[mechanism.name, epsilon][metric]))
-        rows.extend(pair_rows)
-        complete = len(pair_rows) == trials * len(metrics)
-        if cache is not None and complete:
-            cache.put(keys[mechanism.name, epsilon], pd.DataFrame(pair_rows, columns=COLUMNS))
+                for k, metric in enumerate(every):
+                    new_rows.append((mechanism.name, epsilon, result.cell.first + t, metric,
+                                     float(result.values[t, k]), float(result.seconds[t]),
+                                     expected[mechanism.name, epsilon][metric]))
+        fresh = pd.DataFrame(new_rows, columns=COLUMNS)
+        pair = fresh if held is None else pd.concat([held, fresh]) if new_rows else held
+        wanted = pair[(pair.trial < trials) & pair.metric.isin(metrics)]
+        wanted = wanted.assign(metric=pd.Categorical(wanted.metric, metrics)).sort_values(["trial", "metric"])
+        rows.extend(wanted.assign(metric=wanted.metric.astype(str)).itertuples(index=False, name=None))
+        if cache is not None and new_rows and _trials_held((pair, None)) > have[mechanism, epsilon]:
+            cache.put(keys[mechanism.name, epsilon], pair)
     if cache is not None:
         for name in failed:
             for mechanism, epsilon in pairs:

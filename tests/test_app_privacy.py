@@ -189,3 +189,23 @@ def test_a_pure_total_with_releases_is_offered_the_compatible_total_not_a_dead_e
     at.button(key="release_spend").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert len(at.session_state.releases) == 1
+
+
+def test_one_delta_under_approx_dp_the_totals_each_release_gets_a_tenth():
+    from core.privacy.ledger_store import LedgerStore
+
+    fingerprint = record_ledger(Ledger(Budget(5.0, 1e-5)))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state["privacy_definition"] = "approx"
+    at.run()
+    assert not at.exception
+    assert "privacy_delta" not in [s.key for s in at.select_slider]  # one δ control: the total's
+    assert at.select_slider(key="sidebar_total_delta").value == 1e-5
+    assert any("Each (ε, δ) release: δ = 1e-06" in c.value for c in at.sidebar.caption)
+    at.switch_page("pages/release.py").run()
+    at.selectbox(key="release_mechanism").set_value("gaussian-identity")
+    at.number_input(key="release_epsilon").set_value(0.5)
+    at.button(key="release_spend").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    spend = [e for e in LedgerStore().history(fingerprint) if e["kind"] == "spend"][-1]
+    assert spend["delta"] == pytest.approx(1e-6) and spend["epsilon"] == pytest.approx(0.5)

@@ -26,9 +26,9 @@ def ledger_store() -> LedgerStore:
 
 def default_total() -> Budget:
     """The current dataset's total until the curator records one, in the unit of the sidebar's definition."""
-    from ui.privacy import definition, delta
+    from ui.privacy import definition, session_delta
 
-    return default_total_for(definition(), delta())
+    return default_total_for(definition(), session_delta())
 
 
 def ledger() -> Ledger:

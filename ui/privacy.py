@@ -18,9 +18,26 @@ def definition() -> str:
     return value if value in DEFINITIONS else "pure"
 
 
-def delta() -> float:
-    """The chosen δ (where (ε, δ) and zCDP are read as "ε at δ")."""
+def session_delta() -> float:
+    """The sidebar's δ control: zCDP's point of conversion to (ε, δ); under (ε, δ) only a new dataset's default."""
     return float(st.session_state.get("privacy_delta", 1e-6))
+
+
+def delta() -> float:
+    """The δ of one release (where (ε, δ) and zCDP are read as "ε at δ").
+
+    Under (ε, δ) there is one δ control, the dataset's total δ, and each release gets
+    ``1/DEFAULT_DELTA_RELEASES`` of it (a total with no δ falls back to the sidebar's δ, and its releases are
+    refused with a message); under zCDP it is the sidebar's δ.
+    """
+    if definition() == "approx":
+        from core.privacy.ledger_store import DEFAULT_DELTA_RELEASES
+        from ui.ledger import ledger
+
+        total = ledger().total.delta
+        if total > 0:
+            return total / DEFAULT_DELTA_RELEASES
+    return session_delta()
 
 
 def available(names=None) -> list[str]:
@@ -43,10 +60,12 @@ def privacy_controls() -> None:
              key="privacy_definition",
              help="Pure ε-DP uses Laplace noise and never fails. (ε, δ)-DP (analytic Gaussian) may fail outright "
                   "with probability δ. ρ-zCDP (Gaussian) composes tightly and is shown as ε at δ.")
-    if definition() != "pure":
-        st.select_slider("δ", [1e-12, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4], value=delta(),
+    if definition() == "zcdp":  # the one δ: where ρ is read as (ε, δ); under (ε, δ) the total's δ is the control
+        st.select_slider("δ", [1e-12, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4], value=session_delta(),
                          format_func="{:g}".format, key="privacy_delta",
-                         help="Keep δ well below 1/n (n = records): δ ≥ 1/n would allow publishing a record.")
+                         help="Where ρ is shown as (ε, δ). Keep δ well below 1/n (n = records): δ ≥ 1/n would "
+                              "allow publishing a record.")
+    if definition() != "pure":
         from ui.datasets import histogram
 
         warning = delta_warning(delta(), int(round(histogram().total)))

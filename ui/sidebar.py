@@ -120,8 +120,10 @@ def sidebar() -> None:
                 st.session_state.sidebar_total_delta_shown = shown
             st.select_slider("Total budget δ", [0.0, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4], key="sidebar_total_delta",
                              format_func="{:g}".format, disabled=locked, on_change=_set_total_budget,
-                             help="The δ the ledger may spend in total ((ε, δ) and zCDP releases charge δ each). "
-                                  "Fixed after the first release.")
+                             help="The δ the ledger may spend in total; under (ε, δ) each release gets a tenth of "
+                                  "it. Fixed after the first release.")
+            if definition() == "approx" and led.total.delta > 0:
+                st.caption(f"Each (ε, δ) release: δ = {delta():g} (a tenth of the total).")
         spent = (f"ρ = {led.spent.rho:.4g} of {led.total.rho:.4g}" if led.unit == "rho"
                  else f"ε = {led.spent.epsilon:.4g} of {led.total.epsilon:.4g}")
         st.metric("Budget remaining", remaining_text(led), help=f"Spent {spent} in {len(led.spends)} release(s).")

@@ -50,6 +50,20 @@ with ui.guard():
     budget_line = st.empty()  # filled at the end of the run: a release below changes it
     compare_tab, release_tab = st.tabs(["Compare methods", "Release"])
     with compare_tab:
+        left, right = st.columns([3, 2])
+        proxy = ui.table_proxy()
+        left.radio("Tune on", ["private", "proxy"], key="tables_tune_on", horizontal=True,
+                   format_func={"private": "the private table (your eyes only)",
+                                "proxy": "its DP proxy" + (f" (ρ = {proxy['rho']:g} spent)" if proxy else
+                                                           " (make one first)")}.get,
+                   help="A method or ρ chosen from errors on the private table depends on it; a DP proxy (MST's "
+                        "synthetic records, released once and charged) keeps the choice free of it.")
+        with right.popover("Make a DP proxy"):
+            st.number_input("ρ to spend on synthetic records", 0.001, 1.0, ui.TABLE_PROXY_RHO, key="tables_proxy_rho",
+                            help="Charged once to this table's ledger; every later comparison on them is free.")
+            st.button("Spend and make the proxy", key="tables_make_proxy", on_click=ui.make_table_proxy)
+        if st.session_state.get("tables_tune_on") == "proxy" and proxy is None:
+            st.warning("No DP proxy yet: Compare runs on the private table until you make one.")
         with st.form("tables_compare_form"):
             names = st.multiselect("Methods", list(ui.TABLE_MECHANISM_HELP), default=["identity", "residual-planner"],
                                    key="tables_mechanisms", help="; ".join(f"{k}: {v}" for k, v in ui.TABLE_MECHANISM_HELP.items()))
@@ -79,9 +93,12 @@ with ui.guard():
             st.info("Choose methods and ρ values, then **Run comparison** (nothing is charged: comparisons are "
                     "simulations on your data, for your eyes only).")
         else:
-            st.warning("Measured on the true table: a method or ρ chosen from these errors depends on the private "
-                       "data (tuning on public data or a DP proxy is offered for histograms only; see the docs: "
-                       "Choosing ε without looking at the data).")
+            if st.session_state.get("tables_tuned_on") == "proxy":
+                st.info("Tuned on the table's DP proxy: a method or ρ chosen here costs the private table nothing "
+                        "more.")
+            else:
+                st.warning("Measured on the true table: a method or ρ chosen from these errors depends on the "
+                           "private data (for your eyes only); tune on a DP proxy to keep the choice free of it.")
             st.caption(ui.table_compare_caption(results))
             if results.get("advice"):
                 st.caption(results["advice"])

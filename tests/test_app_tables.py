@@ -103,3 +103,22 @@ def test_synthetic_data_scored_on_typed_marginals():
     assert not at.exception, at.exception
     assert at.session_state["tables_results"]["evaluation"] == "1 marginals, 30 cells"
     assert any("Measured on the true table" in w.value for w in at.warning)  # the choice depends on the data
+
+
+def test_compare_tunes_on_a_dp_proxy_charged_once():
+    at, table = _open()
+    at.session_state["tables_proxy_rho"] = 0.05
+    at.button(key="tables_make_proxy").click().run(timeout=120)  # MST's synthetic records, through the kernel
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    ledger = LedgerStore().ledger(table.fingerprint)
+    assert ledger.spent.rho == 0.05 and len(ledger.spends) == 1
+    assert at.radio(key="tables_tune_on").value == "proxy"
+    proxy = at.session_state["table_proxies"][table.fingerprint]["records"]
+    assert proxy.shape[1] == 3 and not np.array_equal(proxy[: len(table.records)], table.records)
+    at.multiselect(key="tables_mechanisms").set_value(["identity"])
+    at.multiselect(key="tables_rhos").set_value([1.0])
+    at.button(key="FormSubmitter:tables_compare_form-Run comparison").click().run()
+    assert not at.exception
+    assert any("Tuned on the table's DP proxy" in i.value for i in at.info)
+    assert not any("Measured on the true table" in w.value for w in at.warning)
+    assert LedgerStore().ledger(table.fingerprint).spent.rho == 0.05  # tuning on it costs nothing more

@@ -141,7 +141,15 @@ from ui.papers_view import (  # noqa: E402
     show_readings,
     show_reproduction,
 )
-from ui.privacy import DEFINITION_LABELS, available, definition, delta, matched, privacy_controls
+from ui.privacy import (
+    DEFINITION_LABELS,
+    available,
+    definition,
+    delta,
+    matched,
+    privacy_controls,
+    session_delta,
+)
 from ui.release_view import (  # noqa: E402
     AUTO_SIMULATION_SECONDS,
     EXPORT_INTERVAL_TRIALS,
@@ -184,10 +192,13 @@ from ui.tables_view import (  # noqa: E402
     TABLE_DEFAULT_RHO,
     TABLE_DISPLAY_DELTA,
     TABLE_MECHANISM_HELP,
+    TABLE_PROXY_MECHANISM,
+    TABLE_PROXY_RHO,
     TABLE_RHO_CHOICES,
     TABLE_SYNTH_TRIALS,
     current_table,
     load_table_upload,
+    make_table_proxy,
     project_table,
     release_table,
     run_table_compare,
@@ -205,9 +216,11 @@ from ui.tables_view import (  # noqa: E402
     table_marginal_figure,
     table_marginals_frame,
     table_method_label,
+    table_proxy,
     table_settings,
     table_summary,
     table_workload,
+    tuning_table,
 )
 from ui.targets import plan_releases, target_plans
 from ui.tuning import (
@@ -257,10 +270,10 @@ __all__ = ['MARKDOWN_LEAD', 'REPRODUCTION_TITLES', 'markdown_safe', 'GRADUAL_SIM
     "heatmap_box_cells",
     "histogram", "histogram_figure", "histogram_view_controls", "init_state", "interval_figure", "is_rescaled",
     "is_script_control", "ledger", "ledger_key", "line_figure", "matched", "mechanism_colour", "mechanism_settings",
-    "native_caption", "native_history", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "privacy_controls",
+    "native_caption", "native_history", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "privacy_controls", "session_delta",
     "release_rng", "release_structure", "released_data", "remaining_text", "reset_budget", "run_check", "runtime_figure",
     "save_workspace", "scheduler_choices", "session_config", "set_total", "set_workload", "show_flash", "show_handoff", "sidebar",
     "simulation_rng", "warm_workers", "stack_recipe", "sweep", "sweep_cache", "plan_releases", "target_plans", "use_button", "use_epsilon", "workload",
     "workload_figure", "workload_recipe", "workload_name", "workload_spec",
- "TABLE_DEFAULT_RHO", "TABLE_DISPLAY_DELTA", "TABLE_MECHANISM_HELP", "TABLE_RHO_CHOICES", "current_table", "load_table_upload", "project_table", "release_table", "run_table_compare", "set_table_total", "synthetic_check", "table_budget_caption", "table_compare_caption", "TABLE_SYNTH_TRIALS", "table_compare_figures", "table_domain_frame", "table_domain_size", "table_downloads", "table_evaluation", "table_feasibility", "table_ledger", "table_marginal_figure", "table_marginals_frame", "table_settings", "table_summary", "table_workload",
+ "TABLE_DEFAULT_RHO", "TABLE_DISPLAY_DELTA", "TABLE_MECHANISM_HELP", "TABLE_RHO_CHOICES", "current_table", "load_table_upload", "project_table", "release_table", "run_table_compare", "set_table_total", "synthetic_check", "table_budget_caption", "table_compare_caption", "make_table_proxy", "table_proxy", "tuning_table", "TABLE_PROXY_RHO", "TABLE_PROXY_MECHANISM", "TABLE_SYNTH_TRIALS", "table_compare_figures", "table_domain_frame", "table_domain_size", "table_downloads", "table_evaluation", "table_feasibility", "table_ledger", "table_marginal_figure", "table_marginals_frame", "table_settings", "table_summary", "table_workload",
 ]

@@ -196,16 +196,59 @@ def table_budget_caption(table: Table) -> str:
 TABLE_SYNTH_TRIALS = SYNTH_TRIALS  # the page's default runs per ρ for a synthesiser in Compare
 
 
+TABLE_PROXY_RHO = 0.05  # the default spend on a table's DP proxy (MST's synthetic records)
+TABLE_PROXY_MECHANISM = "mst"
+
+
+def table_proxy() -> dict | None:
+    """The current table's DP proxy, if one was made: {"records", "rho"} (synthetic records, all attributes)."""
+    return st.session_state.get("table_proxies", {}).get(current_table().fingerprint)
+
+
+def make_table_proxy() -> None:
+    """Button callback: MST's synthetic records of the whole table, released once through the kernel (charged to
+    the table's ledger), kept as what Compare tunes on; later comparisons on them are post-processing."""
+    ss, table = st.session_state, current_table()
+    rho = float(ss.get("tables_proxy_rho", TABLE_PROXY_RHO))
+    try:
+        mechanism = table_mechanism(TABLE_PROXY_MECHANISM, **table_settings(TABLE_PROXY_MECHANISM))
+        work = MarginalWorkload.all_kway(table.domain, min(2, len(table.domain.names)))
+        request = TableRequest(mechanism, rho, work, TABLE_DISPLAY_DELTA, domain_declared=table.domain_declared)
+        published = kernel_release_table(request, table.records, store=ledger_store(), fingerprint=table.fingerprint,
+                                         name=f"{ss.get('table_name', 'table')} (tuning proxy)",
+                                         workspace=ss.get("workspace_id"), estimated_seconds=_SLOW_SECONDS)
+    except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; one line for the curator
+        ss.flash_error = f"No DP proxy made: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+        return
+    ss.setdefault("table_proxies", {})[table.fingerprint] = {"records": published.release.records, "rho": rho}
+    ss.tables_tune_on = "proxy"
+
+
+def tuning_table(table: Table) -> Table:
+    """What Compare runs on: ``table`` (the chosen attributes of the private table), or the same attributes of its
+    DP proxy when the curator chose to tune on it."""
+    proxy = table_proxy()
+    if st.session_state.get("tables_tune_on") != "proxy" or proxy is None:
+        return table
+    names = list(current_table().domain.names)
+    return dataclasses.replace(table, records=proxy["records"][:, [names.index(a) for a in table.domain.names]])
+
+
 def run_table_compare(table: Table, work: MarginalWorkload, names: list[str], rhos: list[float], trials: int,
                 progress, synth_trials: int | None = None) -> pd.DataFrame:
     """Compare on the page: synthesisers run ``synth_trials`` times per ρ (default the page's), in parallel workers,
-    with Compare's estimator settings (core.tables.compare.COMPARE_SETTINGS); the results say so (``note``)."""
+    with Compare's estimator settings (core.tables.compare.COMPARE_SETTINGS); the results say so (``note``).
+    The table is the private one or its DP proxy (``tuning_table``)."""
     ss = st.session_state
+    tuned = tuning_table(table)
+    ss.tables_tuned_on = "proxy" if tuned is not table else "private"
+    table = tuned
     cache = ss.setdefault("tables_cache", SweepCache(limit=512))
     synth_trials = TABLE_SYNTH_TRIALS if synth_trials is None else synth_trials
     df = compare_tables(table.records, work, names, rhos, trials=trials, synth_trials=synth_trials,
                         seed=int(ss.get("seed", 0)), evaluation=table_evaluation(table), cache=cache,
-                        data_key=table.fingerprint, progress=progress, seconds=limits.MAX_SYNTHESIS_SECONDS)
+                        data_key=table.fingerprint + (":proxy" if ss.tables_tuned_on == "proxy" else ""),
+                        progress=progress, seconds=limits.MAX_SYNTHESIS_SECONDS)
     # Stop reruns the page; finished pairs stay in the cache. Synthesiser runs are in workers under the deadline.
     synthesisers = [n for n in names if TABLE_MECHANISMS[n].synthesizes]
     ss.tables_results = {"df": df, "baseline": baseline_scores(work, table_evaluation(table), table.records),

@@ -50,7 +50,7 @@ def test_compare_hdmm_marginals_and_histograms():
     at.multiselect(key="tables_mechanisms").set_value(["hdmm-marginals", "histograms"])
     at.multiselect(key="tables_rhos").set_value([1.0])
     at.slider(key="tables_trials").set_value(1)
-    at.button[0].click().run()
+    at.button(key="FormSubmitter:tables_compare_form-Run comparison").click().run()
     assert not at.exception, at.exception
     assert set(at.dataframe[-1].value["mechanism"]) == {"hdmm-marginals", "histograms"}
 
@@ -60,7 +60,7 @@ def test_compare_shows_both_figures_and_closed_form():
     assert not at.exception
     at.multiselect(key="tables_rhos").set_value([0.1, 1.0])
     at.slider(key="tables_trials").set_value(2)
-    at.button[0].click().run()  # the form's submit button
+    at.button(key="FormSubmitter:tables_compare_form-Run comparison").click().run()
     assert not at.exception, at.exception
     summary = at.dataframe[-1].value
     assert set(summary["mechanism"]) == {"identity", "residual-planner"} and len(summary) == 4
@@ -99,7 +99,7 @@ def test_synthetic_data_scored_on_typed_marginals():
     at.multiselect(key="tables_rhos").set_value([1.0])
     at.slider(key="tables_trials").set_value(1)
     at.text_input(key="tables_eval_custom").set_value("age+sex+region")
-    at.button[0].click().run()
+    at.button(key="FormSubmitter:tables_compare_form-Run comparison").click().run()
     assert not at.exception, at.exception
     assert at.session_state["tables_results"]["evaluation"] == "1 marginals, 30 cells"
     assert any("Measured on the true table" in w.value for w in at.warning)  # the choice depends on the data

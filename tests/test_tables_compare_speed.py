@@ -114,7 +114,7 @@ def test_page_caption_names_the_synthesisers_compare_settings(monkeypatch):
     at.multiselect(key="tables_mechanisms").set_value(["identity", "mst"])
     at.multiselect(key="tables_rhos").set_value([0.1, 1.0])
     at.slider(key="tables_trials").set_value(2)
-    at.button[0].click().run()
+    at.button(key="FormSubmitter:tables_compare_form-Run comparison").click().run()
     assert not at.exception, at.exception
     captions = [c.value for c in at.caption]
     assert any("MST in Compare: 1 run per ρ (the others: 2), 300 estimator iterations; the release uses 1000" in c

@@ -36,8 +36,8 @@ def _slider_to(page, label: str, steps: int) -> None:
 def test_switch_to_zcdp_compare_release_export(page):
     page.get_by_text("ρ-zCDP").first.click()  # the sidebar's privacy definition
     wait_idle(page)
-    _slider_to(page, "Total budget δ", 5)  # 0, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5 → δ total 1e-5
-    page.get_by_text("ρ spent = 0").first.wait_for()
+    page.get_by_text("Total budget ρ").first.wait_for()  # a new dataset under zCDP: a ρ total, no δ budget
+    page.get_by_text("spent ρ = 0 of ρ = 0.4631").first.wait_for()
 
     page.get_by_role("link", name="Compare").click()
     wait_idle(page)
@@ -65,5 +65,6 @@ def test_switch_to_zcdp_compare_release_export(page):
     assert meta["sigma"] > 0 and meta["noise_sampler"] == "opendp-lattice-gaussian"
     stated = privacy_from_metadata(meta)
     assert isinstance(stated, ZCDP) and stated.rho == pytest.approx(zcdp_rho(1.0, 1e-6))
-    page.get_by_text("ρ spent = 0.02436").first.wait_for()  # the sidebar's native unit after the spend
+    page.get_by_text("ρ charged").first.wait_for()  # the release and the sidebar speak ρ
+    page.get_by_text("spent ρ = 0.02436").first.wait_for()
     screenshot(page, "release-zcdp")

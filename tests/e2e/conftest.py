@@ -71,6 +71,21 @@ def app_url():
         proc.kill()
 
 
+@pytest.fixture
+def fresh_app_url():
+    """A server of this test's own, on a fresh DPLENS_HOME: for tests whose spends change a ledger's unit (a zCDP
+    release records a ρ total), which would change what later tests on the shared server may spend."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"real-browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium)")
+    proc, url = start_server()
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 @pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists():
@@ -86,6 +101,16 @@ def browser():
 @pytest.fixture
 def page(browser, app_url):
     """A fresh browser context (= a fresh Streamlit session) at 1280×800, opened on the app."""
+    yield from _opened(browser, app_url)
+
+
+@pytest.fixture
+def fresh_page(browser, fresh_app_url):
+    """``page`` on a server of this test's own (``fresh_app_url``)."""
+    yield from _opened(browser, fresh_app_url)
+
+
+def _opened(browser, app_url):
     context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
     page = context.new_page()
     page.set_default_timeout(30_000)

@@ -21,7 +21,8 @@ def pick(page, label: str, option: str) -> None:
     wait_idle(page, timeout=120_000)
 
 
-def test_tune_on_public_data_choose_release_under_zcdp_and_recognise_the_export(browser, app_url, tmp_path):
+def test_tune_on_public_data_choose_release_under_zcdp_and_recognise_the_export(browser, fresh_app_url, tmp_path):
+    app_url = fresh_app_url  # its own server: the curator flow spends on the same bills under pure ε
     ARTIFACTS.mkdir(exist_ok=True)
     context = browser.new_context(viewport={"width": 1366, "height": 768}, accept_downloads=True)
     page = context.new_page()

@@ -33,7 +33,8 @@ def _slider_to(page, label: str, steps: int) -> None:
     raise AssertionError(f"slider {label!r} did not reach position {steps}")
 
 
-def test_switch_to_zcdp_compare_release_export(page):
+def test_switch_to_zcdp_compare_release_export(fresh_page):
+    page = fresh_page  # its own server: a zCDP release records a ρ total for the sample, which other tests spend
     page.get_by_text("ρ-zCDP").first.click()  # the sidebar's privacy definition
     wait_idle(page)
     page.get_by_text("Total budget ρ").first.wait_for()  # a new dataset under zCDP: a ρ total, no δ budget

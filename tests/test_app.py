@@ -80,3 +80,16 @@ def test_changing_dataset_changes_the_summary():
     at.selectbox(key="sidebar_dataset").set_value("sample:tips-bill").run()
     assert not at.exception
     assert {m.label: m.value for m in at.metric}["Bins"] == "51"
+
+
+def test_compare_legend_says_what_each_mechanism_does():
+    from core.mechanisms import MECHANISMS
+
+    at = open_page("pages/compare.py")
+    at.multiselect(key="compare_mechanisms").set_value(["hb"])
+    at.slider(key="compare_trials").set_value(1)
+    at.slider(key="compare_points").set_value(2)
+    at.button(key="compare_run").click().run()
+    legend = next(c.value for c in at.caption if c.value.startswith("Legend: "))
+    for name in ("hb", "identity", "uniform"):
+        assert f"**{name}**: {MECHANISMS[name].summary}" in legend

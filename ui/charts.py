@@ -159,6 +159,19 @@ def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label:
     return fig
 
 
+def _words(name: str) -> str:
+    return MECHANISMS[name].summary if name in MECHANISMS else ""
+
+
+def mechanism_words(names) -> str:
+    """The chart's legend in words: each mechanism's one-line description from the registry.
+
+    >>> mechanism_words(["identity"]).startswith("**identity**: ")
+    True
+    """
+    return " · ".join(f"**{n}**: {MECHANISMS[n].summary}" for n in names if n in MECHANISMS)
+
+
 def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True,
                  envelope: bool = False, x_title: str = "epsilon") -> go.Figure:
     """Error vs epsilon per mechanism: mean line, 2.5–97.5 % band over trials, analytic curve dotted.
@@ -177,7 +190,7 @@ def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True
         fig.add_trace(go.Scatter(x=part.epsilon, y=part["mean"], name=name, mode="lines+markers",
                                  line={"color": colour}, legendgroup=name,
                                  customdata=np.c_[part.low, part.high],
-                                 hovertemplate=f"{name}<br>ε=%{{x:g}}<br>mean=%{{y:.4g}}"
+                                 hovertemplate=f"{name}: {_words(name)}<br>ε=%{{x:g}}<br>mean=%{{y:.4g}}"
                                                "<br>95% band %{customdata[0]:.4g}–%{customdata[1]:.4g}"))
         if part["expected"].notna().any():
             fig.add_trace(go.Scatter(x=part.epsilon, y=part["expected"], name=f"{name} (analytic)",

@@ -50,6 +50,7 @@ def show_compare_results(epsilons, hist, results, trials, workload) -> None:
                                 on_select="rerun", selection_mode="points")
         st.caption("Lines: mean over trials; bands: 2.5–97.5 % of single trials; dotted: analytic expectation "
                    "(data-independent mechanisms, MSE/RMSE). Click a point to inspect that release below.")
+        st.caption("Legend: " + ui.mechanism_words(summary["mechanism"].unique()))
         pick_from_click(event, summary, metric, epsilons)
         ran = list(summary["mechanism"].unique())
         if st.session_state.get("compare_pick_mechanism") not in ran:

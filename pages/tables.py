@@ -104,6 +104,9 @@ with ui.guard():
                 st.caption(results["advice"])
             for metric, fig in ui.table_compare_figures(results).items():
                 st.plotly_chart(fig, key=f"tables_figure_{metric}")
+            st.caption("Legend: " + " · ".join(f"**{n}**: {ui.TABLE_MECHANISM_HELP[n]}"
+                                               for n in results["df"]["mechanism"].unique()
+                                               if n in ui.TABLE_MECHANISM_HELP))
             st.dataframe(ui.table_summary(results["df"]), hide_index=True, key="tables_summary")
             st.caption("The dashed line is the non-private independence baseline (the product of the exact 1-way "
                        "marginals): a method above it has learnt no correlation that the 1-way marginals did not give.")

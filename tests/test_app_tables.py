@@ -103,6 +103,7 @@ def test_synthetic_data_scored_on_typed_marginals():
     assert not at.exception, at.exception
     assert at.session_state["tables_results"]["evaluation"] == "1 marginals, 30 cells"
     assert any("Measured on the true table" in w.value for w in at.warning)  # the choice depends on the data
+    assert any(c.value.startswith("Legend: **") for c in at.caption)  # each method in words
 
 
 def test_compare_tunes_on_a_dp_proxy_charged_once():

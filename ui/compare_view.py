@@ -112,9 +112,11 @@ def show_compare_results(epsilons, hist, results, trials, workload) -> None:
             st.caption("Mean absolute error of the histogram estimate per bin, grouped by the bin's true count: the "
                        "small bins (1–9) are where relative error explodes. Mechanisms without a histogram "
                        "estimate are left out.")
+            st.caption("Legend: " + ui.mechanism_words(list(means)))
     with runtime_tab:
         st.plotly_chart(ui.runtime_figure(summary), key="compare_runtime")
         st.caption(f"Mean wall-clock seconds per run over the {len(results):,} measurements.")
+        st.caption("Legend: " + ui.mechanism_words(summary["mechanism"].unique()))
     with table_tab:
         st.dataframe(summary[summary["metric"] == metric].drop(columns="metric"), hide_index=True, key="compare_table",
                      column_config={"seconds": st.column_config.NumberColumn("seconds/run", format="%.2e"),

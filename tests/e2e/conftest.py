@@ -58,8 +58,8 @@ def start_server(port: int | None = None, home: Path | None = None):
     raise RuntimeError("streamlit did not become healthy within 60 s")
 
 
-@pytest.fixture(scope="session")
-def app_url():
+def _served():
+    """A server on a fresh DPLENS_HOME for as long as the fixture lives (skips without Chromium)."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"real-browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium)")
     proc, url = start_server()
@@ -69,21 +69,18 @@ def app_url():
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    yield from _served()
 
 
 @pytest.fixture
 def fresh_app_url():
-    """A server of this test's own, on a fresh DPLENS_HOME: for tests whose spends change a ledger's unit (a zCDP
-    release records a ρ total), which would change what later tests on the shared server may spend."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"real-browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium)")
-    proc, url = start_server()
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    """A server of this test's own: for tests whose spends change a ledger's unit (a zCDP release records a ρ
+    total), which would change what later tests on the shared server may spend."""
+    yield from _served()
 
 
 @pytest.fixture(scope="session")

@@ -122,3 +122,13 @@ def test_page_caption_names_the_synthesisers_compare_settings(monkeypatch):
     assert sum("OpenDP advises" in c for c in captions) == 1
     df = at.session_state["tables_results"]["df"]
     assert df.groupby("mechanism").size().to_dict() == {"identity": 4, "mst": 2}
+
+
+def test_the_jax_cache_lives_in_the_installations_private_folder(monkeypatch, tmp_path):
+    from core.tables.compare import jax_cache_dir
+
+    monkeypatch.delenv("DPLENS_JAX_CACHE", raising=False)
+    monkeypatch.setenv("DPLENS_HOME", str(tmp_path / "home"))
+    assert jax_cache_dir() == tmp_path / "home" / "jax-cache"
+    monkeypatch.setenv("DPLENS_JAX_CACHE", "off")
+    assert jax_cache_dir() is None

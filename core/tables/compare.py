@@ -341,11 +341,14 @@ def _bounded_run(mechanism, workload, records, rho, rng, report, deadline):
 
 def jax_cache_dir() -> Path | None:
     """Where synthesiser workers keep JAX's compiled programs (``$DPLENS_JAX_CACHE``, ``off`` for none; default
-    ``$XDG_CACHE_HOME/dplens/jax``, else ``~/.cache/dplens/jax``: the user's own folder, since its contents run)."""
+    ``$DPLENS_HOME/jax-cache``, beside the ledger store: the programs' shapes follow the attribute pairs MST picked
+    on the private table, so they stay in the installation's private folder, made 0700)."""
+    from core.privacy.store import default_path
+
     value = os.environ.get("DPLENS_JAX_CACHE")
     if value is not None:
         return None if value.strip().lower() in ("", "off", "0", "none") else Path(value)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dplens" / "jax"
+    return default_path().parent / "jax-cache"
 
 
 def _use_jax_cache() -> None:

@@ -38,9 +38,8 @@ HIDDEN_FIELDS = {"name", "data_dependent"}
 
 
 def _clean(text: str) -> str:
-    """A docstring line for the docs: no internal design-document references, Markdown-safe."""
-    text = re.sub(r"[;,]?\s*spec\s*(tables\.md|§\d+(\.\d+)*(\([a-z]\))?\d*)(\s+corrected)?", "", text)
-    text = re.sub(r"\s*\(\s*(corrected)?\s*\)", "", text)
+    """A docstring line for the docs, Markdown-safe (code cites papers, never internal notes: see
+    tests/test_no_external_refs.py)."""
     text = re.sub(r"\s+([.,;:])", r"\1", text)
     text = re.sub(r"\(\s*([^()]*?)\s*;\s*\)", r"(\1)", text)
     text = text.replace("``", "`").replace("|", "\\|")

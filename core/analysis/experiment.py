@@ -66,16 +66,15 @@ def resolve_mechanisms(mechanisms: Sequence[str | Mechanism]) -> list[Mechanism]
     return resolved
 
 
-def _expected(mechanism: Mechanism, workload: Workload, epsilon: float, metric: str) -> float:
-    if metric not in ("mse", "rmse"):
-        return math.nan
+def _expected(mechanism: Mechanism, workload: Workload, epsilon: float) -> dict[str, float]:
+    """The analytic MSE and RMSE per query (NaN where the mechanism has none, and for the other metrics)."""
     try:
         value = mechanism.expected_mse(workload, epsilon)
     except ValueError:
-        return math.nan
-    if value is None:
-        return math.nan
-    return float(value) if metric == "mse" else math.sqrt(value)
+        value = None
+    mse = math.nan if value is None else float(value)
+    return {metric: mse if metric == "mse" else math.sqrt(mse) if metric == "rmse" else math.nan
+            for metric in METRICS}
 
 
 class SweepCache:
@@ -188,7 +187,7 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(have[m, e], trials, block)]
     expected = {}
     for m, e in pairs:  # in this process: fills the strategy caches that are then shipped to workers
-        expected[m.name, e] = {metric: _expected(m, workload, e, metric) for metric in every}
+        expected[m.name, e] = _expected(m, workload, e)  # one expected_mse per pair
 
     results: dict[int, CellResult] = {}
     errors: dict[str, str] = {}

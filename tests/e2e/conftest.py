@@ -107,15 +107,22 @@ def fresh_page(browser, fresh_app_url):
     yield from _opened(browser, fresh_app_url)
 
 
-def _opened(browser, app_url):
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
+def open_app(browser, app_url, *, width: int = 1280, height: int = 800, timeout: float = 30_000):
+    """A fresh browser context (= a fresh Streamlit session) at ``width`` × ``height`` on the app, once app.py has
+    run; returns (context, page). Close the context when done."""
+    context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
     page = context.new_page()
-    page.set_default_timeout(30_000)
+    page.set_default_timeout(timeout)
     page.goto(app_url)
     # The first session of a fresh server can look idle before app.py has run (imports take seconds);
     # until then the sidebar lists the raw pages/ files, and clicking one would bypass app.py.
-    page.get_by_text("Budget remaining").first.wait_for(timeout=60_000)
+    page.get_by_text("Budget remaining").first.wait_for(timeout=2 * max(timeout, 60_000))
     wait_idle(page)
+    return context, page
+
+
+def _opened(browser, app_url):
+    context, page = open_app(browser, app_url)
     yield page
     context.close()
 

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from core.data.datasets import DATA_DIR
-from tests.e2e.conftest import ARTIFACTS, wait_idle
+from tests.e2e.conftest import ARTIFACTS, open_app, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -44,12 +44,7 @@ def upload(page, path) -> None:
 
 def test_curator_flow_at_1366x768(browser, app_url, tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
-    context = browser.new_context(viewport={"width": 1366, "height": 768}, accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    page.goto(app_url)
-    page.get_by_text("Budget remaining").first.wait_for(timeout=120_000)
-    wait_idle(page)
+    context, page = open_app(browser, app_url, width=1366, height=768, timeout=60_000)
 
     # First screen: the start-here line, the histogram and its noisy release, without scrolling.
     page.get_by_text("Start here:").wait_for()

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from core.data.datasets import DATA_DIR
-from tests.e2e.conftest import ARTIFACTS, wait_idle
+from tests.e2e.conftest import ARTIFACTS, open_app, wait_idle
 from tests.e2e.test_curator_browser import download, go, upload
 
 pytestmark = pytest.mark.e2e
@@ -24,12 +24,7 @@ def pick(page, label: str, option: str) -> None:
 def test_tune_on_public_data_choose_release_under_zcdp_and_recognise_the_export(browser, fresh_app_url, tmp_path):
     app_url = fresh_app_url  # its own server: the curator flow spends on the same bills under pure ε
     ARTIFACTS.mkdir(exist_ok=True)
-    context = browser.new_context(viewport={"width": 1366, "height": 768}, accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    page.goto(app_url)
-    page.get_by_text("Budget remaining").first.wait_for(timeout=120_000)
-    wait_idle(page)
+    context, page = open_app(browser, app_url, width=1366, height=768, timeout=60_000)
 
     mine = tmp_path / "bills.csv"  # the private data: a copy of the tips sample under another name
     shutil.copy(DATA_DIR / "tips_bill.csv", mine)

@@ -104,6 +104,35 @@ def gram_apply(workload: Workload, v: np.ndarray) -> np.ndarray:
     return np.stack([workload.rmatvec(workload.matvec(col)) for col in v.T], axis=1)
 
 
+def gram_rows(workload: Workload, v: np.ndarray) -> np.ndarray:
+    """v (WᵀW) for a k × n block of rows v: the transpose of ``gram_apply`` for row-major blocks.
+
+    Prefix and all-range work along the rows with two running sums and no reversed copies
+    (mm-opt's objective applies the Gram to its p × n strategy block on every evaluation).
+
+    >>> from core.queries.workloads import Prefix, dense
+    >>> v = np.arange(8.0).reshape(2, 4)
+    >>> np.allclose(gram_rows(Prefix(4), v), v @ dense(Prefix(4)).T @ dense(Prefix(4)))
+    True
+    """
+    v = np.asarray(v, dtype=float)
+    if isinstance(workload, Prefix | AllRange):
+        n = v.shape[1]
+        left = np.arange(1, n + 1, dtype=float)                # i + 1
+        right = left[::-1].copy()                              # n − i
+        weighted = v * right
+        above = weighted.sum(axis=1, keepdims=True) - np.cumsum(weighted, axis=1)  # Σ_{j > i} (n − j) v_j
+        if isinstance(workload, Prefix):  # (n − i) Σ_{j ≤ i} v_j + Σ_{j > i} (n − j) v_j
+            out = np.cumsum(v, axis=1)
+        else:  # (n − i) Σ_{j ≤ i} (j + 1) v_j + (i + 1) Σ_{j > i} (n − j) v_j
+            out = np.cumsum(v * left, axis=1)
+            above *= left
+        out *= right
+        out += above
+        return out
+    return gram_apply(workload, v.T).T
+
+
 _T = TypeVar("_T")
 
 

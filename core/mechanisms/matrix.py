@@ -4,7 +4,7 @@ Strategy A = [I; Θ]·D⁻¹ with Θ ≥ 0 (p × n) and D = diag(1 + 1ᵀΘ), so
 (Δ_A = 1). The release is y = A x + Lap(1/ε)^(n+p), answered by least squares x̂ = (AᵀA)⁻¹Aᵀy, with
 per-query MSE 2Δ_A²·tr(WᵀW (AᵀA)⁻¹)/(m ε²) (the matrix mechanism, Li et al., PODS 2010). Θ minimises that trace by L-BFGS-B.
 
-The objective needs only WᵀW applied to p vectors (``gram_apply``: O(n) each for prefix and all-range),
+The objective needs only WᵀW applied to p vectors (``gram_rows``: O(n) each for prefix and all-range),
 and (AᵀA)⁻¹ = D (I + ΘᵀΘ)⁻¹ D with (I + ΘᵀΘ)⁻¹ = I − Θᵀ(I + ΘΘᵀ)⁻¹Θ (Woodbury), so an evaluation with
 its gradient costs O(p²n) instead of HDMM's dense O(n³) or O(pn²).
 
@@ -26,7 +26,7 @@ import scipy.optimize
 from threadpoolctl import threadpool_limits
 
 from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
-from core.mechanisms.gram import gram_apply, remember
+from core.mechanisms.gram import gram_rows, remember
 from core.mechanisms.greedy_h import workload_key
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
@@ -68,21 +68,24 @@ class PIdentity:
 
 
 def _objective(flat: np.ndarray, p: int, workload: Workload, gram_diag: np.ndarray) -> tuple[float, np.ndarray]:
-    """tr(X B) and its gradient, X = D G D, B = (I + ΘᵀΘ)⁻¹ (derivation in the module docstring)."""
+    """tr(X B) and its gradient, X = D G D, B = (I + ΘᵀΘ)⁻¹ (derivation in the module docstring).
+
+    With M = (I + ΘΘᵀ)⁻¹ and Θ̃ = MΘ: B = I − ΘᵀΘ̃, so tr(XB) = tr(X) − Σ Θ∘(Θ̃X). One Gram product
+    (Θ̃X, O(pn) for ranges) and four O(p²n) matrix products per evaluation.
+    """
     n = gram_diag.size
     theta = flat.reshape(p, n)
     d = 1.0 + theta.sum(axis=0)
-    m_inv = np.linalg.inv(np.eye(p) + theta @ theta.T)  # M = (I + ΘΘᵀ)⁻¹ (p × p)
-    m_inv = (m_inv + m_inv.T) / 2.0
-    y = gram_apply(workload, (theta * d).T).T * d              # Y = Θ X
-    y_theta = y @ theta.T
-    value = float(gram_diag @ d**2 - np.sum(y_theta * m_inv))  # tr(X) − tr(ΘXΘᵀM)
-    # ∂/∂Θ through B: −2ΘBXB = −2 M Y B with Y B = Y − (YΘᵀ) M Θ (uses ΘB = MΘ)
-    m_theta = m_inv @ theta
-    grad = -2.0 * (m_inv @ y - (m_inv @ y_theta) @ m_theta)
-    # ∂/∂Θ through d (d_j = 1 + Σ_k Θ_kj): 2 (G∘B) d, with (G∘ΘᵀMΘ) d = Σ_a θ_a ∘ G((MΘ)_a ∘ d)
-    g_z = gram_apply(workload, (m_theta * d).T).T
-    grad += 2.0 * (gram_diag * d - np.sum(theta * g_z, axis=0))
+    m_inv = np.linalg.inv(np.eye(p) + theta @ theta.T)    # M (p × p): explicit, a p × n solve costs 8× more
+    m_theta = m_inv @ theta                                # Θ̃ = MΘ
+    g_z = gram_rows(workload, m_theta * d)                # Θ̃ D G
+    y = g_z * d                                            # Ỹ = Θ̃ X
+    theta_y = np.sum(theta * g_z, axis=0)                 # Σ_a θ_a ∘ (Θ̃ D G)_a
+    value = float(gram_diag @ d**2 - theta_y @ d)          # tr(X) − Σ Θ∘Ỹ
+    # ∂/∂Θ through B: −2 M Θ X B = −2 (Ỹ − (ỸΘᵀ) Θ̃)
+    grad = -2.0 * (y - (y @ theta.T) @ m_theta)
+    # ∂/∂Θ through d (d_j = 1 + Σ_k Θ_kj): 2 (G∘B) d = 2 (diag(G)∘d − Σ_a θ_a ∘ G((MΘ)_a ∘ d))
+    grad += 2.0 * (gram_diag * d - theta_y)
     return value, grad.ravel()
 
 

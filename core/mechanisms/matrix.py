@@ -2,7 +2,8 @@
 
 Strategy A = [I; Θ]·D⁻¹ with Θ ≥ 0 (p × n) and D = diag(1 + 1ᵀΘ), so every column of A has L1 norm 1
 (Δ_A = 1). The release is y = A x + Lap(1/ε)^(n+p), answered by least squares x̂ = (AᵀA)⁻¹Aᵀy, with
-per-query MSE 2Δ_A²·tr(WᵀW (AᵀA)⁻¹)/(m ε²) (the matrix mechanism, Li et al., PODS 2010). Θ minimises that trace by L-BFGS-B.
+per-query MSE 2Δ_A²·tr(WᵀW (AᵀA)⁻¹)/(m ε²) (the matrix mechanism, Li et al., PODS 2010). Θ minimises that trace by projected L-BFGS
+from one uniform random start, stopped at a relative tolerance as HDMM's OPT0 is.
 
 The objective needs only WᵀW applied to p vectors (``gram_rows``: O(n) each for prefix and all-range),
 and (AᵀA)⁻¹ = D (I + ΘᵀΘ)⁻¹ D with (I + ΘᵀΘ)⁻¹ = I − Θᵀ(I + ΘΘᵀ)⁻¹Θ (Woodbury), so an evaluation with
@@ -22,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 import scipy.linalg
-import scipy.optimize
+from scipy.linalg.blas import daxpy, ddot
 from threadpoolctl import threadpool_limits
 
 from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
@@ -32,13 +33,16 @@ from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
 MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(p²n) per iteration; bench_mmopt.py)
-SMALL_CELLS = 512     # at most this many cells: at least SMALL_RESTARTS optimiser starts
+SMALL_CELLS = 512     # at most this many cells: at least SMALL_RESTARTS optimiser starts (each costs under 0.2 s)
 SMALL_RESTARTS = 4
-MAX_ITERATIONS = 1000  # L-BFGS-B iterations per start up to LARGE_CELLS: 200 stopped 1-2.4 % above HDMM …
-LARGE_ITERATIONS = 200  # … and above it, where an iteration costs O(p²n) and time is the target (bench_mmopt.py)
+MAX_ITERATIONS = 1000  # projected L-BFGS iterations per start up to LARGE_CELLS (the tolerance stops it first) …
+LARGE_ITERATIONS = 400  # … and above it, where an iteration costs O(p²n) and time is the target (bench_mmopt.py)
+TOLERANCE = 1e-4  # stop when the trace fell by less than this fraction per iteration over the last WINDOW ones …
+WINDOW = 5        # … (HDMM stops at one iteration's relative decrease below 1e-4, McKenna et al. 2018, Sec. 5)
+MEMORY = 5        # L-BFGS correction pairs: 10 cost 1 ms more per iteration at n = 1024 and converged no better
 MAX_P = 128       # rows of Θ for p="auto": n/16 as in HDMM (the cap of 64 cost 1 % at n = 2048) …
-LARGE_CELLS = 2048  # … and 32 above this many cells, to keep an iteration O(32²·n) (bench/bench_mmopt.py)
-LARGE_P = 32
+LARGE_CELLS = 2048  # … and LARGE_P above this many cells, to keep an iteration O(LARGE_P²·n) (bench/bench_mmopt.py)
+LARGE_P = 64
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,22 +93,67 @@ def _objective(flat: np.ndarray, p: int, workload: Workload, gram_diag: np.ndarr
     return value, grad.ravel()
 
 
-def _block_start(p: int, n: int) -> np.ndarray:
-    """Θ with row k summing block k of n/p consecutive cells: a two-level hierarchy, a good first start."""
-    theta = np.zeros((p, n))
-    theta[np.arange(n) * p // n, np.arange(n)] = 1.0
-    return theta.ravel()
+def _projected_lbfgs(function, x: np.ndarray, iterations: int) -> tuple[np.ndarray, float]:
+    """Minimise ``function`` (value, gradient) over x ≥ 0 by L-BFGS with projection onto the bound.
+
+    Coordinates at the bound whose gradient points outwards are held fixed for the step (the active
+    set of a projected quasi-Newton method, Kim, Sra and Dhillon 2010, Sec. 3); the step is projected
+    onto x ≥ 0 and backtracked until the Armijo condition holds along the projected path. This needs
+    O(MEMORY·pn) vector work per iteration where scipy's L-BFGS-B spent 3 ms per iteration at
+    n = 1024 in its bounded bookkeeping (cauchy point, subspace minimisation).
+    """
+    size = x.size
+    x = np.maximum(x, 0.0)
+    value, grad = function(x)
+    s_pairs, y_pairs = np.empty((MEMORY, size)), np.empty((MEMORY, size))
+    rho, alpha = np.empty(MEMORY), np.empty(MEMORY)
+    stored, head = 0, 0
+    history = [value]
+    for _ in range(iterations):
+        free = (x > 0.0) | (grad <= 0.0)
+        q = grad * free
+        order = [(head - 1 - i) % MEMORY for i in range(stored)]
+        for i in order:  # the two-loop recursion (Nocedal and Wright 2006, Alg. 7.4)
+            alpha[i] = rho[i] * ddot(s_pairs[i], q)
+            q = daxpy(y_pairs[i], q, a=-alpha[i])
+        q *= 1.0 / (rho[order[0]] * ddot(y_pairs[order[0]], y_pairs[order[0]])) if stored else (
+            0.1 / max(np.abs(grad).max(), 1e-300))
+        for i in reversed(order):
+            q = daxpy(s_pairs[i], q, a=alpha[i] - rho[i] * ddot(y_pairs[i], q))
+        q *= free
+        if ddot(grad, q) <= 0.0:  # not a descent direction: restart from the scaled gradient
+            q, stored = grad * free * (0.1 / max(np.abs(grad).max(), 1e-300)), 0
+        step = 1.0
+        while True:
+            trial = np.maximum(x - step * q, 0.0)
+            trial_value, trial_grad = function(trial)
+            if trial_value <= value + 1e-4 * (ddot(grad, trial) - ddot(grad, x)):
+                break
+            step *= 0.5
+            if step < 1e-10:
+                return x, value
+        s = np.subtract(trial, x, out=s_pairs[head])
+        y = np.subtract(trial_grad, grad, out=y_pairs[head])
+        curvature = ddot(s, y)
+        if curvature > 1e-12 * ddot(y, y):
+            rho[head] = 1.0 / curvature
+            head, stored = (head + 1) % MEMORY, min(stored + 1, MEMORY)
+        x, value, grad = trial, trial_value, trial_grad
+        history.append(value)
+        if len(history) > WINDOW and history[-1 - WINDOW] - value <= TOLERANCE * WINDOW * value:
+            break
+    return x, value
 
 
 _STRATEGIES: dict[object, PIdentity] = {}
 
 
 def optimise_strategy(workload: Workload, p: int, restarts: int, seed: int) -> PIdentity:
-    """OPT0: minimise tr(WᵀW (AᵀA)⁻¹) over Θ ≥ 0 by L-BFGS-B; cached per (workload content, settings).
+    """OPT0: minimise tr(WᵀW (AᵀA)⁻¹) over Θ ≥ 0; cached per (workload content, settings).
 
-    The first start is the two-level block hierarchy, the others are uniform random (HDMM's start);
-    the best result is kept. Data-independent (no privacy cost): the starts come from a seeded
-    generator so the strategy, and hence ``expected_mse``, is reproducible.
+    Every start is uniform random on [0, 1) as in HDMM; the best result is kept. Data-independent
+    (no privacy cost): the starts come from a seeded generator so the strategy, and hence
+    ``expected_mse``, is reproducible.
     """
     n = workload.shape[1]
     if n > MAX_CELLS:
@@ -115,7 +164,7 @@ def optimise_strategy(workload: Workload, p: int, restarts: int, seed: int) -> P
 
 
 def _single_threaded(function, *args):
-    # L-BFGS-B's vector steps call BLAS on p·n-long vectors; threaded OpenBLAS spins against any other
+    # the optimiser's vector steps call BLAS on p·n-long vectors; threaded OpenBLAS spins against any other
     # load and cost 10× the CPU at n = 4096 (33 s vs 2.8 s measured with two threads on 2 cores)
     with threadpool_limits(limits=1, user_api="blas"):
         return function(*args)
@@ -125,18 +174,15 @@ def _optimise(workload: Workload, p: int, restarts: int, seed: int) -> PIdentity
     n = workload.shape[1]
     gram_diag = workload.column_norms(2) ** 2
     generator = np.random.default_rng(seed)
+    iterations = MAX_ITERATIONS if n <= LARGE_CELLS else LARGE_ITERATIONS
     best: PIdentity | None = None
-    # Small domains get SMALL_RESTARTS starts at least: they cost under 2 s there, and at n = 256 (prefix) two
-    # starts stopped 0.4 % above HDMM's OPT0 where four reach 0.3 % below it (bench/bench_mmopt.py).
-    for attempt in range(max(restarts, SMALL_RESTARTS) if n <= SMALL_CELLS else restarts):
-        start = _block_start(p, n) if attempt == 0 else generator.random(p * n)
-        iterations = MAX_ITERATIONS if n <= LARGE_CELLS else LARGE_ITERATIONS
-        result = scipy.optimize.minimize(_objective, start, args=(p, workload, gram_diag), jac=True,
-                                         method="L-BFGS-B", bounds=[(0.0, None)] * (p * n),
-                                         options={"maxiter": iterations})
-        candidate = PIdentity(result.x.reshape(p, n), float(result.fun))
-        if best is None or candidate.trace < best.trace:
-            best = candidate
+    # Small domains get SMALL_RESTARTS starts at least: one start costs under 0.2 s there, and one start
+    # alone ended up to 0.8 % above HDMM's OPT0 at n = 512 (bench/bench_mmopt.py).
+    for _ in range(max(restarts, SMALL_RESTARTS) if n <= SMALL_CELLS else restarts):
+        theta, trace = _projected_lbfgs(lambda flat: _objective(flat, p, workload, gram_diag),
+                                        generator.random(p * n), iterations)
+        if best is None or trace < best.trace:
+            best = PIdentity(theta.reshape(p, n), float(trace))
     return best  # type: ignore[return-value]  # at least one start ran
 
 
@@ -145,17 +191,17 @@ class MatrixMechanism:
     """Matrix mechanism with an HDMM OPT0 p-Identity strategy, least squares, exact ``expected_mse``.
 
     Args:
-        p: rows of Θ; "auto" = n // 16 as in HDMM for 1-D workloads (at most 128), 32 above 2048 cells.
-        restarts: starts of the optimiser, the best is kept: the block hierarchy first, then uniform
-            random starts (HDMM's). At n = 2048 the random start won on all-range (9.09 vs 9.89). At most
-            512 cells the optimiser makes at least 4 starts (cheap there).
+        p: rows of Θ; "auto" = n // 16 as in HDMM for 1-D workloads (at most MAX_P = 128), LARGE_P = 64 above
+            2048 cells.
+        restarts: uniform random starts of the optimiser (HDMM's start), the best is kept. At most 512 cells
+            the optimiser makes at least 4 starts (cheap there).
         seed: seeds the starts (the strategy is data-independent and costs no budget).
     """
 
     summary: ClassVar[str] = "Matrix mechanism: a measurement strategy optimised for your workload (HDMM's OPT0)."
 
     p: int | str = "auto"
-    restarts: int = 2
+    restarts: int = 1
     seed: int = 0
     name: str = "mm-opt"
     data_dependent: bool = False

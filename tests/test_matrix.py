@@ -9,7 +9,8 @@ import pytest
 from scipy.optimize import approx_fprime
 
 from core.mechanisms import MECHANISMS
-from core.mechanisms.matrix import MAX_CELLS, PIdentity, _objective
+from core.mechanisms.gram import gram_rows
+from core.mechanisms.matrix import MAX_CELLS, PIdentity, _objective, _projected_lbfgs
 from core.queries.workloads import AllRange, Explicit, Kron, Prefix, dense, random_range
 from tests.conftest import assert_expected_mse_with_power
 
@@ -33,6 +34,27 @@ def test_objective_is_the_trace_and_the_gradient_is_exact(workload):
     assert value == pytest.approx(np.trace(w.T @ w @ np.linalg.inv(a.T @ a)), rel=1e-10)
     numeric = approx_fprime(theta, lambda t: _objective(t, p, workload, gram_diag)[0], 1e-6)
     np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-4 * np.abs(grad).max())
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 33])
+def test_closed_form_grams_match_a_dense_oracle(n):
+    # prefix: G_ij = n − max(i, j); all-range: (min(i, j) + 1)(n − max(i, j)), 0-based
+    i, j = np.indices((n, n))
+    oracles = {Prefix(n): n - np.maximum(i, j), AllRange(n): (np.minimum(i, j) + 1) * (n - np.maximum(i, j))}
+    v = np.random.default_rng(n).normal(size=(3, n))
+    for workload, gram in oracles.items():
+        np.testing.assert_allclose(gram, dense(workload).T @ dense(workload))
+        np.testing.assert_allclose(gram_rows(workload, v), v @ gram, rtol=1e-12, atol=1e-9)
+    ranges = random_range(n, 5, seed=n)
+    np.testing.assert_allclose(gram_rows(ranges, v), v @ dense(ranges).T @ dense(ranges), atol=1e-9)
+
+
+def test_projected_lbfgs_finds_a_bound_constrained_minimum():
+    # min ½‖x − c‖² over x ≥ 0 is max(c, 0): the negative coordinates end on the bound
+    c = np.random.default_rng(3).normal(size=50)
+    x, value = _projected_lbfgs(lambda x: (0.5 * float((x - c) @ (x - c)), x - c), np.ones(50), 200, 1e-12)
+    np.testing.assert_allclose(x, np.maximum(c, 0.0), atol=1e-6)
+    assert value == pytest.approx(0.5 * float(np.sum(np.minimum(c, 0.0) ** 2)), rel=1e-6)
 
 
 def test_strategy_has_unit_sensitivity_least_squares_and_the_exact_error():

@@ -33,12 +33,12 @@ from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
 MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(p²n) per iteration; bench_mmopt.py)
-SMALL_CELLS = 512     # at most this many cells: at least SMALL_RESTARTS optimiser starts (each costs under 0.2 s)
-SMALL_RESTARTS = 4
+SMALL_CELLS = 512     # at most this many cells: the tighter SMALL_TOLERANCE (one start costs under 0.5 s there)
 MAX_ITERATIONS = 1000  # projected L-BFGS iterations per start up to LARGE_CELLS (the tolerance stops it first) …
 LARGE_ITERATIONS = 400  # … and above it, where an iteration costs O(p²n) and time is the target (bench_mmopt.py)
 TOLERANCE = 1e-4  # stop when the trace fell by less than this fraction per iteration over the last WINDOW ones …
 WINDOW = 5        # … (HDMM stops at one iteration's relative decrease below 1e-4, McKenna et al. 2018, Sec. 5)
+SMALL_TOLERANCE = 1e-6  # at 512 cells 1e-4 stopped 0.2 % above HDMM's OPT0 even with the best of 4 starts
 MEMORY = 5        # L-BFGS correction pairs: 10 cost 1 ms more per iteration at n = 1024 and converged no better
 MAX_P = 128       # rows of Θ for p="auto": n/16 as in HDMM (the cap of 64 cost 1 % at n = 2048) …
 LARGE_CELLS = 2048  # … and LARGE_P above this many cells, to keep an iteration O(LARGE_P²·n) (bench/bench_mmopt.py)
@@ -93,7 +93,7 @@ def _objective(flat: np.ndarray, p: int, workload: Workload, gram_diag: np.ndarr
     return value, grad.ravel()
 
 
-def _projected_lbfgs(function, x: np.ndarray, iterations: int) -> tuple[np.ndarray, float]:
+def _projected_lbfgs(function, x: np.ndarray, iterations: int, tolerance: float) -> tuple[np.ndarray, float]:
     """Minimise ``function`` (value, gradient) over x ≥ 0 by L-BFGS with projection onto the bound.
 
     Coordinates at the bound whose gradient points outwards are held fixed for the step (the active
@@ -140,7 +140,7 @@ def _projected_lbfgs(function, x: np.ndarray, iterations: int) -> tuple[np.ndarr
             head, stored = (head + 1) % MEMORY, min(stored + 1, MEMORY)
         x, value, grad = trial, trial_value, trial_grad
         history.append(value)
-        if len(history) > WINDOW and history[-1 - WINDOW] - value <= TOLERANCE * WINDOW * value:
+        if len(history) > WINDOW and history[-1 - WINDOW] - value <= tolerance * WINDOW * value:
             break
     return x, value
 
@@ -175,12 +175,11 @@ def _optimise(workload: Workload, p: int, restarts: int, seed: int) -> PIdentity
     gram_diag = workload.column_norms(2) ** 2
     generator = np.random.default_rng(seed)
     iterations = MAX_ITERATIONS if n <= LARGE_CELLS else LARGE_ITERATIONS
+    tolerance = SMALL_TOLERANCE if n <= SMALL_CELLS else TOLERANCE
     best: PIdentity | None = None
-    # Small domains get SMALL_RESTARTS starts at least: one start costs under 0.2 s there, and one start
-    # alone ended up to 0.8 % above HDMM's OPT0 at n = 512 (bench/bench_mmopt.py).
-    for _ in range(max(restarts, SMALL_RESTARTS) if n <= SMALL_CELLS else restarts):
+    for _ in range(restarts):
         theta, trace = _projected_lbfgs(lambda flat: _objective(flat, p, workload, gram_diag),
-                                        generator.random(p * n), iterations)
+                                        generator.random(p * n), iterations, tolerance)
         if best is None or trace < best.trace:
             best = PIdentity(theta.reshape(p, n), float(trace))
     return best  # type: ignore[return-value]  # at least one start ran
@@ -193,8 +192,7 @@ class MatrixMechanism:
     Args:
         p: rows of Θ; "auto" = n // 16 as in HDMM for 1-D workloads (at most MAX_P = 128), LARGE_P = 64 above
             2048 cells.
-        restarts: uniform random starts of the optimiser (HDMM's start), the best is kept. At most 512 cells
-            the optimiser makes at least 4 starts (cheap there).
+        restarts: uniform random starts of the optimiser (HDMM's start), the best is kept.
         seed: seeds the starts (the strategy is data-independent and costs no budget).
     """
 

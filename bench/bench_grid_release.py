@@ -28,6 +28,7 @@ os.environ.setdefault("DPLENS_HOME", tempfile.mkdtemp(prefix="dplens-bench-home-
 
 from results import Recorder, record  # noqa: E402
 
+from core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS as DEFAULT_MECHANISMS  # noqa: E402
 from core.analysis.experiment import run_sweep  # noqa: E402
 from core.data.domain import Histogram  # noqa: E402
 from core.privacy.definitions import PureDP  # noqa: E402
@@ -35,7 +36,6 @@ from core.privacy.ledger_store import LedgerStore  # noqa: E402
 from core.queries.workloads import parse_workload  # noqa: E402
 from core.release.kernel import HistogramRequest, release_histogram  # noqa: E402
 
-DEFAULT_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
 EPSILONS = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10, 10))
 WORKLOAD = "marginals-ranges-2d:m=256,seed=0"  # the app's default 2-D workload (ui.workloads)
 

@@ -5,6 +5,7 @@ import streamlit as st
 
 import ui
 from core.analysis.cost import affordable_trials, sweep_seconds
+from core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS as DEFAULT_MECHANISMS
 from core.analysis.metrics import METRIC_LABELS
 from core.data.limits import MAX_ACTION_SECONDS, WARN_SECONDS
 from core.mechanisms import MECHANISMS
@@ -12,7 +13,6 @@ from core.mechanisms.lrm import MAX_CELLS as LRM_MAX_CELLS
 from core.mechanisms.matrix import MAX_CELLS as MM_OPT_MAX_CELLS
 
 ANALYTIC_PREVIEW_CELLS = 16_384  # above this, the pre-run analytic curves are drawn on request
-DEFAULT_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
 REFERENCES = ("identity", "uniform")  # always in the sweep: DPBench's baselines for regret
 
 

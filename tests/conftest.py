@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,6 +12,10 @@ import pytest
 
 from core.data.domain import Histogram
 from core.queries.workloads import Explicit
+
+# The app warms its Compare workers when a server starts (ui.warm_workers); the suites' in-process apps and
+# browser servers skip it: two idle worker pools per test process would only compete with the tests.
+os.environ.setdefault("DPLENS_WARM_SWEEPS", "0")
 
 # WDA paper (Li et al.) Fig. 1: W is 8 × 6, x = [2,3,4,1,0,9]; the paper's printed Wx is wrong.
 FIG1_MATRIX = np.array([

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from core.analysis.experiment import MAX_SWEEP_RUNS, regret, run_sweep, summarise, trial_rng
+from core.data.domain import Histogram
 from core.mechanisms import MECHANISMS
 from core.queries.workloads import Kron, Prefix, Total, random_range
 
@@ -149,3 +150,24 @@ def test_other_metrics_or_fewer_trials_rerun_nothing_and_more_trials_run_only_th
     fresh = run_sweep(h, Prefix(16), ["identity", "hb"], [0.5, 1.0], trials=5, metrics=("mae",))
     pd.testing.assert_frame_equal(more.drop(columns="seconds").reset_index(drop=True),
                                   fresh.drop(columns="seconds").reset_index(drop=True))  # the same numbers
+
+
+def test_warm_up_fills_the_analytic_caches_for_the_default_workload_so_the_first_sweep_finds_them():
+    """A server warms its workers on the sample and its default workload: afterwards hb's analytic error for
+    that workload (the parent's share of the first Compare click) is a cache hit, for a re-parsed copy too."""
+    from core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS, warm_up_workers
+    from core.mechanisms import hierarchical
+    from core.mechanisms.greedy_h import workload_key
+
+    hist = Histogram.from_counts(np.random.default_rng(3).poisson(20.0, size=256).astype(float))
+    workload = random_range(256, 300, seed=7)
+    assert not any(workload_key(workload) in key for key in hierarchical._ENERGIES)
+    warm_up_workers(["hb"], hist, workload, scheduler="serial").join(timeout=60)
+    assert any(workload_key(random_range(256, 300, seed=7)) in key for key in hierarchical._ENERGIES)
+    assert set(DEFAULT_COMPARE_MECHANISMS) <= set(MECHANISMS)  # the page's defaults all exist
+
+
+def test_warm_up_never_raises_and_reports_nothing_on_bad_input():
+    from core.analysis.experiment import warm_up_workers
+
+    warm_up_workers(["no-such-mechanism"], scheduler="serial").join(timeout=60)  # swallowed: best effort

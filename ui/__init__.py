@@ -175,7 +175,6 @@ from ui.state import (
     release_rng,
     show_flash,
     simulation_rng,
-    warm_workers,
 )
 from ui.structure import release_structure
 from ui.sweeps import (
@@ -186,6 +185,7 @@ from ui.sweeps import (
     scheduler_choices,
     sweep,
     sweep_cache,
+    warm_workers,
 )
 from ui.tables_view import (  # noqa: E402
     MISSING_CHOICES,

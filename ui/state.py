@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from core.analysis.bounded import warm_up
 from core.analysis.experiment import SweepCache
 from core.data.datasets import DEFAULT_DATASET
 from core.privacy.budget import Budget, Ledger
@@ -46,13 +45,6 @@ def release_rng() -> np.random.Generator:
 def simulation_rng(*stream: int) -> np.random.Generator:
     """Seeded stream for what-if simulations (never charged): default_rng([seed, SIMULATION_STREAM, ...])."""
     return np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM, *stream])
-
-
-@st.cache_resource(show_spinner=False)
-def warm_workers() -> bool:
-    """Once per server: start the worker server for bounded actions in the background (core.analysis.bounded)."""
-    warm_up()
-    return True
 
 
 def show_flash() -> None:

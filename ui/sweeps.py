@@ -7,15 +7,37 @@ import os
 import numpy as np
 import streamlit as st
 
+from core.analysis.bounded import warm_up
 from core.analysis.cost import Deadline, RunLimits
 from core.analysis.execution import parse_scheduler
-from core.analysis.experiment import SweepCache, per_bin_errors, run_sweep
+from core.analysis.experiment import (
+    DEFAULT_COMPARE_MECHANISMS,
+    SweepCache,
+    per_bin_errors,
+    run_sweep,
+    warm_up_workers,
+)
+from core.data.datasets import DEFAULT_DATASET, load_histogram
 from core.mechanisms import MECHANISMS
 from ui.guard import is_script_control
 from ui.privacy import definition, delta, matched
 from ui.state import SIMULATION_STREAM
 from ui.tuning import tuning_histogram, tuning_key
-from ui.workloads import _workload, workload, workload_spec
+from ui.workloads import _workload, default_workload_spec, workload, workload_spec
+
+_WARM_SWEEPS_ENV = "DPLENS_WARM_SWEEPS"  # "0": do not start the Compare workers with the server (test suites)
+
+
+@st.cache_resource(show_spinner=False)
+def warm_workers() -> bool:
+    """Once per server: start, in the background, the worker server for bounded actions (core.analysis.bounded)
+    and the Compare sweep workers with the default mechanisms loaded, so the first click does not wait for them."""
+    warm_up()
+    if os.environ.get(_WARM_SWEEPS_ENV, "1") != "0":
+        sample = load_histogram(DEFAULT_DATASET)  # what a new session opens on
+        warm_up_workers(DEFAULT_COMPARE_MECHANISMS, sample, _workload(default_workload_spec(sample), sample.domain.shape))
+    return True
+
 
 SCHEDULER_ENV = "DPLENS_SCHEDULER"  # operator setting: e.g. tcp://HOST:8786 sends Compare sweeps to a Dask cluster
 

@@ -14,8 +14,10 @@ noise comes from ``trial_rng(seed, mechanism, epsilon, trial)``, so results do n
 
 from __future__ import annotations
 
+import contextlib
 import math
 import struct
+import threading
 import zlib
 from collections.abc import Callable, Sequence
 
@@ -37,7 +39,10 @@ from core.data.domain import Histogram
 from core.data.fingerprint import dataset_fingerprint
 from core.data.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
 from core.mechanisms import MECHANISMS, Mechanism, check_budget_epsilon, check_epsilon
-from core.queries.workloads import Workload
+from core.queries.workloads import Prefix, Workload
+
+# The Compare page's default selection: DPBench's standard 1-D mechanisms and its two baselines.
+DEFAULT_COMPARE_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
 
 
 def trial_rng(seed: int, mechanism: str, epsilon: float, trial: int) -> np.random.Generator:
@@ -257,6 +262,29 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     df.attrs["stop_reason"] = (deadline.reason if deadline is not None and deadline.expired else
                                "stopped" if stopped else "")
     return df
+
+
+def warm_up_workers(mechanisms: Sequence[str], histogram: Histogram | None = None, workload: Workload | None = None,
+                    *, scheduler: str = "processes") -> threading.Thread:
+    """Start the sweep workers in the background and run each of ``mechanisms`` in them a few times, so a
+    user's first sweep finds them running, with their modules and compiled kernels loaded. Given the
+    server's default ``histogram`` and ``workload``, this process's analytic-error caches for that workload
+    are filled too (the first Compare of a new user). Returns the (daemon) thread doing it; failures are
+    ignored (a sweep starts its workers itself).
+
+    >>> warm_up_workers(["identity"], scheduler="serial").join()
+    """
+    if histogram is None or workload is None:
+        histogram = Histogram.from_counts(np.random.default_rng(0).poisson(5.0, size=64).astype(float))
+        workload = Prefix(64)
+
+    def warm() -> None:
+        with contextlib.suppress(Exception):  # best effort, never in a user's way
+            run_sweep(histogram, workload, list(mechanisms), [1.0], trials=4, metrics=("mae",), scheduler=scheduler)
+
+    thread = threading.Thread(target=warm, daemon=True, name="dplens-warm-sweeps")
+    thread.start()
+    return thread
 
 
 def _over_limits(instances: Sequence[Mechanism], workload: Workload, limits: RunLimits) -> dict[str, str]:

@@ -17,8 +17,12 @@ Backends (``scheduler`` argument, as in ``python -m core grid --scheduler ...``)
   are scattered once to every worker (broadcast) and each task refers to them.
 
 Strategy caches of data-independent mechanisms (mm-opt's optimised strategy, Greedy-H's hierarchy,
-OM's factorisation, WDA's division, HB/Privelet energies) are filled once in the calling process
-(computing ``expected_mse`` does it) and shipped with the contexts, so no worker recomputes them.
+OM's factorisation, WDA's division, HB/Privelet energies) already filled in the calling process are
+shipped with the contexts, so no worker recomputes them. Strategies still to compute can be given to
+``execute`` as ``StrategyJob``s (one per distinct mechanism and workload, not per ε): a parallel backend
+optimises them in its workers, in parallel with the cells that need no strategy, hands the filled cache
+entries and the expected errors back (``on_strategy``), and ships the entries with the cells that need
+them; the serial backend computes them here, before the cells.
 
 >>> from core.data.domain import Histogram
 >>> from core.queries.workloads import Prefix
@@ -31,6 +35,7 @@ OM's factorisation, WDA's division, HB/Privelet energies) are filled once in the
 from __future__ import annotations
 
 import atexit
+import collections
 import concurrent.futures
 import math
 import multiprocessing
@@ -51,6 +56,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from core.analysis.metrics import HISTOGRAM_METRICS, METRICS
+from core.analysis.strategy_store import stable_hash
 from core.data.domain import Histogram
 from core.extras import require
 from core.mechanisms import Mechanism
@@ -58,6 +64,7 @@ from core.queries.workloads import Workload
 
 SHARED_ARRAY_BYTES = 64 * 1024  # arrays at least this large are memory-mapped, not pickled, for local workers
 DASK_NOMINAL_WORKERS = 8  # cells are sized for this many workers on a Dask cluster given by address
+IN_FLIGHT_PER_WORKER = 2  # tasks queued per local worker: enough to keep it busy, few enough to keep the order
 POLL_SECONDS = 0.1  # how often a parallel backend checks should_stop while no cell finishes
 SHIPPED_CACHE_LIMIT = 16  # entries kept per strategy cache in a worker (the mechanisms' own caches keep 8-16)
 _CACHE_MODULES = (  # module, dict: the data-independent strategy caches shipped to workers
@@ -69,6 +76,7 @@ _CACHE_MODULES = (  # module, dict: the data-independent strategy caches shipped
     ("core.mechanisms.hierarchical", "_ENERGIES"),
     ("core.mechanisms.privelet", "_ENERGIES"),
 )
+_KEY_HELPERS = {"workload_key", "remember"}  # names imported for cache keys, not strategies
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,6 +103,27 @@ class Cell:
     def runs(self) -> int:
         """Trials in the cell."""
         return self.stop - self.first
+
+
+@dataclass(frozen=True)
+class StrategyJob:
+    """The strategy ``mechanism`` uses on the workload of context ``context``, and its expected errors at
+    ``epsilons`` (``experiment._expected``, the analytic MSE and RMSE per query)."""
+
+    context: Hashable
+    mechanism: Mechanism
+    epsilons: tuple[float, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class StrategyResult:
+    """A computed ``StrategyJob``: the cache entries it filled and ``expected[ε]`` (metric → value)."""
+
+    index: int  # position of the job in the list given to ``execute``
+    job: StrategyJob
+    entries: dict[tuple[str, str], dict]
+    expected: dict[float, dict[str, float]]
+    seconds: float  # wall time of the computation, where it ran
 
 
 @dataclass(frozen=True, eq=False)
@@ -238,6 +267,50 @@ def _mentions(key: object, wanted: list[object]) -> bool:
     return False
 
 
+def strategy_caches(mechanism: Mechanism) -> tuple[tuple[str, str], ...]:
+    """The strategy caches (module, dict name) a data-independent ``mechanism``'s ``expected_mse`` fills.
+
+    Those of its own module, else those of the modules it builds on (the Gaussian variants use
+    mm-opt's, Greedy-H's, HB's and Privelet's). Empty for data-dependent mechanisms and closed forms:
+    their cells need no strategy and may start at once.
+
+    >>> from core.mechanisms import MECHANISMS
+    >>> strategy_caches(MECHANISMS["mm-opt"]), strategy_caches(MECHANISMS["identity"])
+    ((('core.mechanisms.matrix', '_STRATEGIES'),), ())
+    """
+    if mechanism.data_dependent:
+        return ()
+    module = type(mechanism).__module__
+    own = tuple(pair for pair in _CACHE_MODULES if pair[0] == module)
+    if own:
+        return own
+    loaded = sys.modules.get(module)
+    names = vars(loaded) if loaded is not None else {}
+    used = {getattr(value, "__module__", None) for name, value in names.items() if name not in _KEY_HELPERS}
+    return tuple(pair for pair in _CACHE_MODULES if pair[0] in used)
+
+
+def job_entries(mechanism: Mechanism, workload: Workload) -> dict[tuple[str, str], dict]:
+    """The entries of ``mechanism``'s strategy caches that belong to ``workload`` (fill them first)."""
+    from core.mechanisms.greedy_h import workload_key
+
+    wanted = [workload_key(workload)]
+    caches = set(strategy_caches(mechanism))
+    return {(module, name): {k: v for k, v in list(cache.items()) if _mentions(k, wanted)}
+            for module, name, cache in _cache_dicts() if (module, name) in caches}
+
+
+def compute_strategy(context: Context, job: StrategyJob, index: int = 0) -> StrategyResult:
+    """Compute a job's strategy here (one BLAS thread, as everywhere, so every backend finds the same one)."""
+    from core.analysis.experiment import _expected  # experiment imports this module
+
+    start = time.perf_counter()
+    with threadpool_limits(limits=1, user_api="blas"):
+        expected = {e: _expected(job.mechanism, context.workload, e) for e in job.epsilons}
+    return StrategyResult(index, job, job_entries(job.mechanism, context.workload), expected,
+                          time.perf_counter() - start)
+
+
 def strategy_snapshot(contexts: Mapping[Hashable, Context]) -> dict[tuple[str, str], dict]:
     """The entries of the strategy caches that belong to these contexts' workloads (to ship to workers).
 
@@ -328,16 +401,44 @@ def _one_blas_thread_here() -> None:
         _ONE_BLAS_THREAD.append(threadpool_limits(limits=1, user_api="blas"))
 
 
-def _process_task(folder: str, index: int, cell: Cell) -> CellResult:
+_WORKER_EXTRAS: set[str] = set()  # worker side: strategy payloads installed already
+
+
+def _install_extras(extras: Sequence[str], load: Callable[[str], Mapping]) -> None:
+    with _WORKER_LOCK:
+        for extra in extras:
+            if extra not in _WORKER_EXTRAS:
+                install_snapshot(load(extra))
+                if len(_WORKER_EXTRAS) > 256:
+                    _WORKER_EXTRAS.clear()
+                _WORKER_EXTRAS.add(extra)
+
+
+def _process_task(folder: str, index: int, cell: Cell, extras: tuple[str, ...] = ()) -> CellResult:
     _one_blas_thread_here()
     contexts = _payload_contexts(folder, lambda: read_payload(Path(folder)))
+    _install_extras(extras, lambda extra: read_payload(Path(extra))["strategies"])  # strategies computed since
     return run_cell(contexts[cell.context], cell, index)
 
 
-def _dask_task(payload: dict, batch: list[tuple[int, Cell]]) -> list[CellResult]:
+def _process_strategy_task(folder: str, index: int, job: StrategyJob) -> StrategyResult:
+    _one_blas_thread_here()
+    contexts = _payload_contexts(folder, lambda: read_payload(Path(folder)))
+    return compute_strategy(contexts[job.context], job, index)
+
+
+def _dask_task(payload: dict, batch: list[tuple[int, Cell]], extra: dict | None = None) -> list[CellResult]:
     _one_blas_thread_here()
     contexts = _payload_contexts(payload["id"], lambda: payload)
+    if extra is not None:
+        _install_extras([extra["id"]], lambda _: extra["strategies"])
     return [run_cell(contexts[cell.context], cell, index) for index, cell in batch]
+
+
+def _dask_strategy_task(payload: dict, index: int, job: StrategyJob) -> StrategyResult:
+    _one_blas_thread_here()
+    contexts = _payload_contexts(payload["id"], lambda: payload)
+    return compute_strategy(contexts[job.context], job, index)
 
 
 DASK_TASKS_PER_WORKER = 24  # cells are batched into about this many tasks per worker
@@ -389,26 +490,89 @@ def shutdown_pools() -> None:
 atexit.register(shutdown_pools)
 
 
-def _serial(contexts, cells, should_stop) -> Generator[CellResult, None, None]:
+def _serial(contexts, cells, should_stop, jobs, on_strategy) -> Generator[CellResult, None, None]:
+    for index, job in enumerate(jobs):  # here, before the cells (they find the strategies in this process)
+        if should_stop is not None and should_stop():
+            return
+        result = compute_strategy(contexts[job.context], job, index)
+        if on_strategy is not None:
+            on_strategy(result)
     # one BLAS thread as in the workers (threaded sums may round differently); restored at the end
     with threadpool_limits(limits=1, user_api="blas"):
         for index, cell in enumerate(cells):
             yield run_cell(contexts[cell.context], cell, index, should_stop)
 
 
-def _processes(contexts, cells, workers, snapshot, should_stop) -> Generator[CellResult, None, None]:
+def _dependencies(contexts, cells, jobs) -> tuple[list[int], dict[int, list[int]]]:
+    """Cells free to start now, and the cells waiting for each job (same mechanism, same workload)."""
+    from core.mechanisms.greedy_h import workload_key
+
+    keys: dict[tuple, Hashable] = {}
+
+    def key(context: Hashable, mechanism: Mechanism) -> tuple:
+        if context not in keys:
+            keys[context] = stable_hash(workload_key(contexts[context].workload))
+        return (stable_hash(mechanism), keys[context])
+
+    owner = {key(job.context, job.mechanism): j for j, job in enumerate(jobs)}
+    mechanism_keys: dict[int, str] = {}
+    free: list[int] = []
+    waiting: dict[int, list[int]] = {j: [] for j in range(len(jobs))}
+    for i, cell in enumerate(cells):
+        if not owner:
+            free.append(i)
+            continue
+        if id(cell.mechanism) not in mechanism_keys:
+            mechanism_keys[id(cell.mechanism)] = stable_hash(cell.mechanism)
+        if cell.context not in keys:
+            keys[cell.context] = stable_hash(workload_key(contexts[cell.context].workload))
+        j = owner.get((mechanism_keys[id(cell.mechanism)], keys[cell.context]))
+        (free if j is None else waiting[j]).append(i)
+    return free, waiting
+
+
+def _job_order(contexts, jobs) -> list[int]:
+    """Jobs largest domain first (mm-opt's optimisation grows about as n²): the longest start first."""
+    return sorted(range(len(jobs)), key=lambda j: -contexts[jobs[j].context].workload.shape[1])
+
+
+def _processes(contexts, cells, workers, snapshot, should_stop, jobs, on_strategy
+               ) -> Generator[CellResult, None, None]:
+    """Jobs first, then cells: those waiting for a finished job before the free ones (they are the
+    costlier, and the grid's last pairs); a few tasks per worker in flight, so the order holds."""
     folder = Path(tempfile.mkdtemp(prefix="dplens-sweep-"))
     pool = _pool(workers)
-    futures: list[concurrent.futures.Future] = []
+    in_flight: dict[concurrent.futures.Future, tuple[str, int]] = {}
     try:
         write_payload({"contexts": dict(contexts), "strategies": snapshot}, folder)
-        futures = [pool.submit(_process_task, str(folder), i, cell) for i, cell in enumerate(cells)]
-        pending = set(futures)
-        while pending:
-            finished, pending = concurrent.futures.wait(pending, timeout=POLL_SECONDS,
-                                                        return_when=concurrent.futures.FIRST_COMPLETED)
+        free, waiting = _dependencies(contexts, cells, jobs)
+        queued_jobs = collections.deque(_job_order(contexts, jobs))
+        ready: collections.deque[tuple[int, tuple[str, ...]]] = collections.deque()
+        free_cells = collections.deque(free)
+        limit = IN_FLIGHT_PER_WORKER * workers
+        while queued_jobs or ready or free_cells or in_flight:
+            while len(in_flight) < limit and (queued_jobs or ready or free_cells):
+                if queued_jobs:
+                    j = queued_jobs.popleft()
+                    in_flight[pool.submit(_process_strategy_task, str(folder), j, jobs[j])] = ("job", j)
+                elif ready:
+                    i, extras = ready.popleft()
+                    in_flight[pool.submit(_process_task, str(folder), i, cells[i], extras)] = ("cell", i)
+                else:
+                    i = free_cells.popleft()
+                    in_flight[pool.submit(_process_task, str(folder), i, cells[i])] = ("cell", i)
+            finished, _ = concurrent.futures.wait(in_flight, timeout=POLL_SECONDS,
+                                                  return_when=concurrent.futures.FIRST_COMPLETED)
             for future in finished:
-                yield future.result()
+                kind, _ = in_flight.pop(future)
+                if kind == "cell":
+                    yield future.result()
+                    continue
+                result: StrategyResult = future.result()
+                extra = write_payload({"strategies": result.entries}, folder / f"strategy{result.index}")
+                ready.extend((i, (str(extra),)) for i in waiting.pop(result.index))
+                if on_strategy is not None:
+                    on_strategy(result)
             if should_stop is not None and should_stop():
                 return
     except concurrent.futures.process.BrokenProcessPool:
@@ -416,7 +580,7 @@ def _processes(contexts, cells, workers, snapshot, should_stop) -> Generator[Cel
             _POOLS.pop(workers, None)
         raise
     finally:
-        for future in futures:
+        for future in in_flight:
             future.cancel()  # Stop: pending cells never start; running ones finish and are dropped
         shutil.rmtree(folder, ignore_errors=True)  # workers keep their maps; Linux frees them on unmap
 
@@ -449,20 +613,47 @@ def close_dask_clients() -> None:
 atexit.register(close_dask_clients)
 
 
-def _dask(client, contexts, cells, snapshot, should_stop) -> Generator[CellResult, None, None]:
+def _dask(client, contexts, cells, snapshot, should_stop, jobs=(), on_strategy=None
+          ) -> Generator[CellResult, None, None]:
+    """Jobs and the free cells' batches at once; the waiting cells' batches once every job is done,
+    with the jobs' strategies scattered to every worker."""
     from dask.distributed import as_completed
 
     payload = {"id": uuid.uuid4().hex, "contexts": dict(contexts), "strategies": snapshot}
     # once per worker, not per task; a list, because scatter would split a dict into futures named by its keys
     (shared,) = client.scatter([payload], broadcast=True, hash=False)
     workers = len(client.scheduler_info().get("workers", {})) or 1
-    futures = [client.submit(_dask_task, shared, batch, pure=False) for batch in dask_batches(cells, workers)]
+    free, waiting = _dependencies(contexts, cells, jobs)
+    later = sorted(i for waiting_cells in waiting.values() for i in waiting_cells)
+    scattered = [shared]
+    futures = [client.submit(_dask_strategy_task, shared, j, jobs[j], pure=False)
+               for j in _job_order(contexts, jobs)]
+    futures += [client.submit(_dask_task, shared, [(i, cells[i]) for _, i in part], pure=False)
+                for part in (dask_batches(free, workers) if free else [])]
+    jobs_left = len(jobs)
+    entries: dict[tuple[str, str], dict] = {}
     try:
         finishing = as_completed(futures)
         while not finishing.is_empty():
             batch = finishing.next_batch(block=False)
             for future in batch:
-                yield from future.result()
+                result = future.result()
+                if isinstance(result, StrategyResult):
+                    for cache, items in result.entries.items():
+                        entries.setdefault(cache, {}).update(items)
+                    if on_strategy is not None:
+                        on_strategy(result)
+                    jobs_left -= 1
+                    if jobs_left == 0 and later:
+                        (extra,) = client.scatter([{"id": uuid.uuid4().hex, "strategies": entries}],
+                                                  broadcast=True, hash=False)
+                        scattered.append(extra)
+                        more = [client.submit(_dask_task, shared, [(i, cells[i]) for _, i in part], extra,
+                                              pure=False) for part in dask_batches(later, workers)]
+                        futures += more
+                        finishing.update(more)
+                else:
+                    yield from result
             if should_stop is not None and should_stop():
                 return
             if not batch:  # sleep until a cell finishes (as_completed notifies) or POLL_SECONDS pass
@@ -474,35 +665,41 @@ def _dask(client, contexts, cells, snapshot, should_stop) -> Generator[CellResul
                         condition.wait(timeout=POLL_SECONDS)
     finally:
         client.cancel(futures)
-        client.cancel([shared])
+        client.cancel(scattered)
 
 
-def _local_cluster(workers: int, contexts, cells, snapshot, should_stop) -> Generator[CellResult, None, None]:
+def _local_cluster(workers: int, contexts, cells, snapshot, should_stop, jobs=(), on_strategy=None
+                   ) -> Generator[CellResult, None, None]:
     require("dask.distributed", "cluster", "Running on a local Dask cluster")
     from dask.distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
-        yield from _dask(client, contexts, cells, snapshot, should_stop)
+        yield from _dask(client, contexts, cells, snapshot, should_stop, jobs, on_strategy)
 
 
 def execute(contexts: Mapping[Any, Context], cells: Sequence[Cell], *, scheduler: str | None = "serial",
-            should_stop: Callable[[], bool] | None = None) -> Generator[CellResult, None, None]:
+            should_stop: Callable[[], bool] | None = None, strategies: Sequence[StrategyJob] = (),
+            on_strategy: Callable[[StrategyResult], None] | None = None) -> Generator[CellResult, None, None]:
     """Run ``cells`` on a backend, yielding each result as it finishes (any order; ``index`` says which).
 
-    Closing the iterator early (``break``, or ``should_stop`` becoming true) cancels the pending cells.
+    ``strategies``: jobs to compute first, each handed to ``on_strategy`` (in this process) when done.
+    The cells of a job's mechanism and workload wait for it; on a parallel backend the other cells
+    start at once. Closing the iterator early (``break``, or ``should_stop`` becoming true) cancels
+    the pending cells and jobs.
     """
     plan = parse_scheduler(scheduler)
-    if plan.kind == "serial" or not cells:
-        iterator = _serial(contexts, cells, should_stop)
+    jobs = list(strategies)
+    if plan.kind == "serial" or not (cells or jobs):
+        iterator = _serial(contexts, cells, should_stop, jobs, on_strategy)
     else:
         snapshot = strategy_snapshot(contexts)
         if plan.kind == "processes":
-            iterator = _processes(contexts, cells, plan.workers, snapshot, should_stop)
+            iterator = _processes(contexts, cells, plan.workers, snapshot, should_stop, jobs, on_strategy)
         elif plan.kind == "local":
-            iterator = _local_cluster(plan.workers, contexts, cells, snapshot, should_stop)
+            iterator = _local_cluster(plan.workers, contexts, cells, snapshot, should_stop, jobs, on_strategy)
         else:
-            iterator = _dask(dask_client(plan.address), contexts, cells, snapshot, should_stop)
+            iterator = _dask(dask_client(plan.address), contexts, cells, snapshot, should_stop, jobs, on_strategy)
     try:
         for result in iterator:
             yield result

@@ -4,8 +4,10 @@ Domain sizes come from *coarsening* (summing runs of adjacent bins), data scales
 given number of records from the histogram's shape (multinomial with p = x / ‖x‖₁, seeded), as in
 Hay et al., "Principled Evaluation of Differentially Private Algorithms using DPBench" (SIGMOD 2016,
 §5.1). The result is a tidy Parquet file, one row per (cell, trial, metric), with the schema
-``GRID_SCHEMA``. ``run_grid`` appends finished cells and rewrites the file every few seconds, so an
-interrupted grid resumes where it stopped: cells already in the file are skipped.
+``GRID_SCHEMA``. ``run_grid`` writes the file as soon as the first (mechanism, ε) pair is complete, then
+every few seconds, so an interrupted grid resumes where it stopped: cells already in the file are skipped.
+Data-independent strategies (mm-opt's optimisation above all) are optimised on the execution backend, one
+task per distinct (mechanism, workload), and kept on disk (``strategy_store``) for later and resumed grids.
 
 >>> from core.data.domain import Histogram
 >>> coarsen(Histogram.from_counts([1.0, 2, 3, 4]), 2).vector.tolist()
@@ -26,17 +28,30 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from core.analysis.execution import Cell, Context, default_block, execute, parse_scheduler, resolve_auto
+from core.analysis.execution import (
+    Cell,
+    Context,
+    StrategyJob,
+    StrategyResult,
+    default_block,
+    execute,
+    install_snapshot,
+    parse_scheduler,
+    resolve_auto,
+    strategy_caches,
+)
 from core.analysis.experiment import _expected, resolve_mechanisms
 from core.analysis.metrics import METRICS
+from core.analysis.strategy_store import StrategyStore, stable_hash
 from core.data.datasets import load_histogram
 from core.data.domain import Histogram
 from core.data.fingerprint import dataset_fingerprint
 from core.mechanisms import check_epsilon
+from core.mechanisms.greedy_h import workload_key
 from core.queries.workloads import parse_workload
 
 SAMPLE_STREAM = 0x5CA1E  # seeds the scale samples, apart from every trial's noise stream
-FLUSH_SECONDS = 5.0  # finished cells reach the file at least this often
+FLUSH_SECONDS = 5.0  # finished cells reach the file at least this often (the first complete pair at once)
 KEY = ["dataset", "domain_size", "scale", "workload", "seed", "mechanism", "epsilon"]  # one grid cell
 
 
@@ -182,6 +197,8 @@ class GridOutcome:
     skipped: int = 0  # runs found in the file already
     stopped: bool = False
     errors: dict[str, str] = field(default_factory=dict)
+    strategies_computed: int = 0  # distinct (mechanism, workload) strategies optimised now
+    strategies_loaded: int = 0  # … found in the strategy store instead
 
 
 def _done_cells(existing: pd.DataFrame, trials: int, metrics: Sequence[str]) -> set[tuple]:
@@ -194,15 +211,55 @@ def _done_cells(existing: pd.DataFrame, trials: int, metrics: Sequence[str]) -> 
     return {tuple(k) for k in complete.index}
 
 
+def _strategy_jobs(contexts: dict[tuple, Context], pairs: list[tuple], store: StrategyStore | None,
+                   metrics: Sequence[str], expected: dict[tuple, list[float]]
+                   ) -> tuple[list[StrategyJob], dict[int, list[tuple]], int]:
+    """Strategy jobs still to compute (one per distinct mechanism and workload, ε gathered), the pairs each
+    serves, and how many were loaded from ``store``. Fills ``expected`` for every other pair, here."""
+    groups: dict[tuple[str, str], list[tuple]] = {}
+    workload_hashes: dict[tuple, str] = {}
+    for key, m, e in pairs:
+        if strategy_caches(m):
+            if key not in workload_hashes:
+                workload_hashes[key] = stable_hash(workload_key(contexts[key].workload))
+            groups.setdefault((stable_hash(m), workload_hashes[key]), []).append((key, m, e))
+        else:  # closed forms and data-dependent mechanisms: nothing to optimise
+            analytic = _expected(m, contexts[key].workload, e)
+            expected[key, m.name, e] = [analytic[metric] for metric in metrics]
+    jobs: list[StrategyJob] = []
+    served: dict[int, list[tuple]] = {}
+    loaded = 0
+    for group in groups.values():
+        key, m, _ = group[0]
+        workload = contexts[key].workload
+        entries = store.load(m, workload_key(workload)) if store is not None else None
+        if entries is None:
+            served[len(jobs)] = group
+            jobs.append(StrategyJob(key, m, tuple(sorted({e for _, _, e in group}))))
+            continue
+        loaded += 1
+        install_snapshot(entries)  # this process's caches: the expected errors below and the workers' snapshot
+        for pair_key, pair_m, e in group:
+            analytic = _expected(pair_m, workload, e)
+            expected[pair_key, pair_m.name, e] = [analytic[metric] for metric in metrics]
+    return jobs, served, loaded
+
+
 def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "serial",
              progress: Callable[[int, int, str], None] | None = None,
-             should_stop: Callable[[], bool] | None = None) -> GridOutcome:
+             should_stop: Callable[[], bool] | None = None, store: StrategyStore | bool = True) -> GridOutcome:
     """Run the grid's missing cells and add them to ``output`` (Parquet), written every few seconds.
 
     Cells already complete in ``output`` are skipped, so an interrupted grid resumes without
     recomputing. Mechanisms that reject a dataset are reported in ``errors`` and write no rows.
+    The file is first written as soon as one (mechanism, ε) pair is complete.
+
+    Data-independent strategies come from ``store`` (True: ``$DPLENS_HOME/strategies``; False: none)
+    when it has them; the others are optimised on the backend (in parallel with the cells that need
+    none) and added to it.
     """
     output = Path(output)
+    strategy_store = StrategyStore() if store is True else (store or None)
     contexts = build_contexts(spec)
     existing = load_grid(output) if output.exists() else pd.DataFrame(columns=GRID_COLUMNS)
     done = _done_cells(existing, spec.trials, spec.metrics)
@@ -216,26 +273,36 @@ def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "ser
     cells = [Cell(key, m, e, t, min(t + block, spec.trials)) for key, m, e in pairs
              for t in range(0, spec.trials, block)]
     blocks_per_pair = math.ceil(spec.trials / block)
-    expected = {}
-    for key, m, e in pairs:  # here, once: fills the strategy caches shipped to the workers
-        analytic = _expected(m, contexts[key].workload, e)  # one expected_mse per pair
-        expected[key, m.name, e] = [analytic[metric] for metric in spec.metrics]
+    expected: dict[tuple, list[float]] = {}
+    jobs, served, outcome.strategies_loaded = _strategy_jobs(contexts, pairs, strategy_store, spec.metrics, expected)
+
+    def on_strategy(result: StrategyResult) -> None:  # here, as each job finishes (before its cells run)
+        install_snapshot(result.entries)
+        if strategy_store is not None:
+            strategy_store.save(result.job.mechanism, workload_key(contexts[result.job.context].workload),
+                                result.entries)
+        for key, m, e in served[result.index]:
+            expected[key, m.name, e] = [result.expected[e][metric] for metric in spec.metrics]
+        outcome.strategies_computed += 1
 
     frames = [existing] if not existing.empty else []
     pending: dict[tuple, list] = {}
     new_rows: list[tuple] = []
     last_flush = time.monotonic()
+    written = False
     finished = outcome.skipped
 
     def flush() -> None:
-        nonlocal new_rows, last_flush
+        nonlocal new_rows, last_flush, written
         if new_rows:
             frames.append(pd.DataFrame(new_rows, columns=GRID_COLUMNS))
             new_rows = []
             _write(pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0], output)
+            written = True
         last_flush = time.monotonic()
 
-    iterator = execute(contexts, cells, scheduler=scheduler, should_stop=should_stop)
+    iterator = execute(contexts, cells, scheduler=scheduler, should_stop=should_stop, strategies=jobs,
+                       on_strategy=on_strategy)
     try:
         for result in iterator:
             cell = result.cell
@@ -255,7 +322,8 @@ def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "ser
             if len(pending[pair]) == blocks_per_pair:  # the whole pair is done: it may enter the file
                 new_rows.extend(_rows(contexts[context], context, pending.pop(pair),
                                       expected[pair], spec.metrics))
-            if time.monotonic() - last_flush > FLUSH_SECONDS:
+            # the first complete pair at once (a kill after it keeps it), then every FLUSH_SECONDS
+            if (new_rows and not written) or time.monotonic() - last_flush > FLUSH_SECONDS:
                 flush()
     finally:
         iterator.close()

@@ -1,0 +1,115 @@
+"""The on-disk strategy store: round trips, code versions, corrupt files, size bounds, and its use by grids."""
+
+from __future__ import annotations
+
+import stat
+
+import pytest
+
+import core.analysis.strategy_store as strategy_store
+import core.mechanisms.matrix as matrix
+from core.analysis.grid import GridSpec, load_grid, run_grid
+from core.analysis.strategy_store import StrategyStore, default_folder, stable_hash
+from core.mechanisms import MECHANISMS
+from core.mechanisms.greedy_h import workload_key
+from core.queries.workloads import Prefix, random_range
+
+CACHE = ("core.mechanisms.matrix", "_STRATEGIES")
+TINY = GridSpec(datasets=("tips-bill",), mechanisms=("identity", "mm-opt"), epsilons=(0.5, 1.0), trials=2,
+                workload="prefix")
+
+
+@pytest.fixture
+def optimiser_calls(monkeypatch):
+    """Counts mm-opt optimisations in this process, from an empty in-memory cache (as a new process)."""
+    calls: list[int] = []
+    original = matrix._optimise
+
+    def counting(*args):
+        calls.append(args[0].shape[1])
+        return original(*args)
+
+    monkeypatch.setattr(matrix, "_optimise", counting)
+    saved = dict(matrix._STRATEGIES)
+    matrix._STRATEGIES.clear()
+    yield calls
+    matrix._STRATEGIES.clear()
+    matrix._STRATEGIES.update(saved)
+
+
+def test_entries_and_jobs_round_trip_in_a_private_folder(dplens_home):
+    store = StrategyStore()
+    assert store.folder == default_folder() == dplens_home / "strategies"
+    workload = random_range(16, 10, seed=1)
+    mechanism = MECHANISMS["mm-opt"]
+    strategy = mechanism.strategy(workload)
+    entries = {CACHE: {k: v for k, v in matrix._STRATEGIES.items() if k[0] == workload_key(workload)}}
+    assert store.save(mechanism, workload_key(workload), entries)
+    assert stat.S_IMODE(store.folder.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in store.folder.iterdir())
+    loaded = StrategyStore().load(mechanism, workload_key(random_range(16, 10, seed=1)))  # an equal copy
+    (value,) = loaded[CACHE].values()
+    assert value.trace == strategy.trace and (value.theta == strategy.theta).all()
+    assert StrategyStore().load(mechanism, workload_key(random_range(16, 10, seed=2))) is None
+    other_settings = MECHANISMS["mm-opt"].__class__(restarts=2)
+    assert StrategyStore().load(other_settings, workload_key(workload)) is None
+
+
+def test_stable_hash_sees_whole_arrays_and_dataclass_fields():
+    import numpy as np
+
+    a, b = np.zeros(5000), np.zeros(5000)
+    b[2500] = 1.0  # a repr would elide the middle
+    assert stable_hash(a) != stable_hash(b)
+    assert stable_hash(Prefix(8)) == stable_hash(Prefix(8)) != stable_hash(Prefix(9))
+
+
+def test_a_changed_code_version_misses(tmp_path, monkeypatch):
+    store = StrategyStore(tmp_path)
+    assert store.save_entry(*CACHE, ("key",), 1.0)
+    assert store.load_entry(*CACHE, ("key",)) == (True, 1.0)
+    monkeypatch.setitem(strategy_store._VERSIONS, CACHE[0], "an edited optimiser")
+    assert store.load_entry(*CACHE, ("key",)) == (False, None)
+    assert store.misses == 1
+
+
+def test_a_corrupt_file_is_a_miss_and_is_removed(tmp_path):
+    store = StrategyStore(tmp_path)
+    store.save_entry(*CACHE, ("key",), [1.0])
+    (path,) = tmp_path.glob("entry-*.pkl")
+    path.write_bytes(b"\x80\x05not a pickle")
+    assert store.load_entry(*CACHE, ("key",)) == (False, None)
+    assert store.corrupt == 1 and not path.exists()
+
+
+def test_size_is_bounded(tmp_path):
+    store = StrategyStore(tmp_path, max_entry_bytes=1000, max_files=3)
+    assert not store.save_entry(*CACHE, ("big",), b"x" * 2000)  # above the entry limit: not stored
+    for k in range(5):
+        assert store.save_entry(*CACHE, (k,), k)
+    assert len(list(tmp_path.glob("*.pkl"))) == 3  # the oldest went
+    assert store.load_entry(*CACHE, (4,)) == (True, 4)
+
+
+def test_a_second_grid_optimises_nothing(tmp_path, optimiser_calls):
+    first = run_grid(TINY, tmp_path / "a.parquet")
+    assert optimiser_calls == [51] and first.strategies_computed == 1
+    matrix._STRATEGIES.clear()  # a new process
+    second = run_grid(TINY, tmp_path / "b.parquet")
+    assert optimiser_calls == [51]  # not again
+    assert second.strategies_computed == 0 and second.strategies_loaded == 1
+    assert load_grid(tmp_path / "a.parquet").drop(columns="seconds").equals(
+        load_grid(tmp_path / "b.parquet").drop(columns="seconds"))
+
+
+def test_a_corrupt_store_is_recomputed_by_the_grid(tmp_path, dplens_home, optimiser_calls):
+    run_grid(TINY, tmp_path / "a.parquet")
+    for path in (dplens_home / "strategies").glob("*.pkl"):
+        path.write_bytes(path.read_bytes()[:20])  # truncated
+    matrix._STRATEGIES.clear()
+    again = run_grid(TINY, tmp_path / "b.parquet")
+    assert optimiser_calls == [51, 51] and again.strategies_computed == 1
+    assert load_grid(tmp_path / "a.parquet").drop(columns="seconds").equals(
+        load_grid(tmp_path / "b.parquet").drop(columns="seconds"))
+    matrix._STRATEGIES.clear()
+    assert run_grid(TINY, tmp_path / "c.parquet").strategies_loaded == 1  # rewritten whole

@@ -128,3 +128,25 @@ def test_the_deadline_stops_worker_processes_too(small):
                    deadline=deadline)
     assert df.attrs["stopped"] is True and df.attrs["stop_reason"] == "cancelled"
     assert df.attrs["computed"] < 2 * 2 * 2
+
+
+def test_strategy_jobs_run_on_the_backend_and_hand_back_their_entries(small):
+    from core.analysis.execution import StrategyJob, execute, make_cells, strategy_caches
+    from core.analysis.experiment import _expected
+
+    histogram, workload = small
+    contexts = {0: Context(histogram, workload, ("mae",), seed=2)}
+    cells = make_cells(contexts, ["identity", "mm-opt", "hb"], [0.5, 1.0], 2)
+    jobs = [StrategyJob(0, MECHANISMS[name], (0.5, 1.0)) for name in ("mm-opt", "hb")]
+    assert [bool(strategy_caches(MECHANISMS[n])) for n in ("identity", "mm-opt", "hb", "dawa")] == [
+        False, True, True, False]
+    for scheduler in ("serial", "processes:2"):
+        handed = []
+        results = list(execute(contexts, cells, scheduler=scheduler, strategies=jobs, on_strategy=handed.append))
+        assert sorted(r.index for r in results) == list(range(len(cells)))
+        assert sorted(r.index for r in handed) == [0, 1]  # one per job, whatever the epsilons
+        for result in handed:
+            assert all(result.entries[cache] for cache in strategy_caches(result.job.mechanism))
+            for e in (0.5, 1.0):
+                here = _expected(result.job.mechanism, workload, e)
+                assert [result.expected[e][k] for k in ("mse", "rmse")] == [here["mse"], here["rmse"]] != [0, 0]

@@ -115,3 +115,70 @@ def test_regret_and_rank_views():
         ("a", "x"): 1.0, ("a", "y"): 2.0, ("b", "x"): 2.0, ("b", "y"): 1.0}
     assert regret_table(df, "mae", "dataset").loc["x"].tolist() == [1.0, 2.0]
     assert rank_table(df, "mae", "dataset").loc["y"].tolist() == [2.0, 1.0]
+
+
+STRATEGIES = GridSpec(datasets=("tips-bill",), mechanisms=("identity", "mm-opt", "greedy-h", "hb", "dawa"),
+                      epsilons=(0.5, 1.0), trials=3, scales=(None, 500), workload="prefix", seed=4)
+
+
+def _sorted(path):
+    key = ["dataset", "scale", "mechanism", "epsilon", "trial", "metric"]
+    return load_grid(path).drop(columns="seconds").sort_values(key).reset_index(drop=True)
+
+
+def test_strategies_optimised_in_workers_give_identical_results(tmp_path):
+    from dask.distributed import LocalCluster
+
+    from core.analysis.execution import close_dask_clients
+
+    serial = run_grid(STRATEGIES, tmp_path / "serial.parquet", store=False)
+    # two scales share one workload: one job per (mechanism, workload), not per epsilon or context
+    assert serial.strategies_computed == 3 and not serial.errors
+    parallel = run_grid(STRATEGIES, tmp_path / "processes.parquet", scheduler="processes:2", store=False)
+    assert parallel.strategies_computed == 3 and parallel.computed == STRATEGIES.runs
+    pd.testing.assert_frame_equal(_sorted(tmp_path / "serial.parquet"), _sorted(tmp_path / "processes.parquet"))
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        try:
+            dask = run_grid(STRATEGIES, tmp_path / "dask.parquet", scheduler=cluster.scheduler_address, store=False)
+        finally:
+            close_dask_clients()
+    assert dask.strategies_computed == 3
+    pd.testing.assert_frame_equal(_sorted(tmp_path / "serial.parquet"), _sorted(tmp_path / "dask.parquet"))
+
+
+def test_a_resumed_grid_reuses_the_stored_strategies(tmp_path):
+    import core.mechanisms.matrix as matrix
+
+    out = tmp_path / "grid.parquet"
+    seen: list[int] = []
+    first = run_grid(STRATEGIES, out, progress=lambda d, t, label: seen.append(d),  # serial: strategies first
+                     should_stop=lambda: bool(seen))
+    assert first.stopped and first.strategies_computed == 3
+    saved = dict(matrix._STRATEGIES)
+    matrix._STRATEGIES.clear()  # as a new process would start
+    try:
+        second = run_grid(STRATEGIES, out, scheduler="processes:2")
+    finally:
+        matrix._STRATEGIES.update(saved)
+    assert second.strategies_computed == 0 and second.strategies_loaded == 3
+    assert second.skipped + second.computed == STRATEGIES.runs
+    run_grid(STRATEGIES, tmp_path / "whole.parquet", store=False)
+    pd.testing.assert_frame_equal(_sorted(out), _sorted(tmp_path / "whole.parquet"))
+
+
+@pytest.mark.parametrize("scheduler", ["serial", "processes:2"])
+def test_the_file_is_written_after_the_first_complete_pair(tmp_path, monkeypatch, scheduler):
+    import core.analysis.grid as grid
+
+    monkeypatch.setattr(grid, "FLUSH_SECONDS", 1e9)  # no timed flush: only the first pair's
+    out = tmp_path / "grid.parquet"
+    on_disk: list[int] = []
+
+    def progress(done, total, label):
+        on_disk.append(len(load_grid(out)) if out.exists() else 0)
+
+    outcome = run_grid(STRATEGIES, out, scheduler=scheduler, progress=progress,
+                       should_stop=lambda: len(on_disk) >= 5 and on_disk[-1] > 0)
+    assert outcome.stopped
+    first_pair = STRATEGIES.trials * len(STRATEGIES.metrics)
+    assert on_disk[-1] >= first_pair  # written while the grid ran, before the final flush

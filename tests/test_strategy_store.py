@@ -113,3 +113,18 @@ def test_a_corrupt_store_is_recomputed_by_the_grid(tmp_path, dplens_home, optimi
         load_grid(tmp_path / "b.parquet").drop(columns="seconds"))
     matrix._STRATEGIES.clear()
     assert run_grid(TINY, tmp_path / "c.parquet").strategies_loaded == 1  # rewritten whole
+
+
+def test_a_sweep_can_load_and_save_its_strategies(optimiser_calls):
+    from core.analysis.execution import load_strategies, save_strategies
+
+    store, workload = StrategyStore(), Prefix(24)
+    mechanisms = [MECHANISMS["identity"], MECHANISMS["mm-opt"], MECHANISMS["hb"]]
+    missing = load_strategies(mechanisms, workload, store)
+    assert [m.name for m in missing] == ["mm-opt", "hb"]
+    expected = [m.expected_mse(workload, 1.0) for m in mechanisms]
+    save_strategies(missing, workload, store)
+    matrix._STRATEGIES.clear()
+    assert load_strategies(mechanisms, workload, store) == []
+    assert [m.expected_mse(workload, 1.0) for m in mechanisms] == expected
+    assert optimiser_calls == [24]

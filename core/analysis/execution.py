@@ -56,7 +56,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from core.analysis.metrics import HISTOGRAM_METRICS, METRICS
-from core.analysis.strategy_store import stable_hash
+from core.analysis.strategy_store import StrategyStore, stable_hash
 from core.data.domain import Histogram
 from core.extras import require
 from core.mechanisms import Mechanism
@@ -311,6 +311,34 @@ def compute_strategy(context: Context, job: StrategyJob, index: int = 0) -> Stra
                           time.perf_counter() - start)
 
 
+def load_strategies(mechanisms: Sequence[Mechanism], workload: Workload, store: StrategyStore) -> list[Mechanism]:
+    """Put ``store``'s strategies of ``mechanisms`` for ``workload`` into this process's caches.
+
+    Returns the mechanisms it lacked (those with no strategy are never missing). A sweep calls it
+    before computing its expected errors, and ``save_strategies`` with what it returns after.
+    """
+    from core.mechanisms.greedy_h import workload_key
+
+    missing = []
+    for mechanism in mechanisms:
+        if strategy_caches(mechanism):
+            entries = store.load(mechanism, workload_key(workload))
+            if entries is None:
+                missing.append(mechanism)
+            else:
+                install_snapshot(entries)
+    return missing
+
+
+def save_strategies(mechanisms: Sequence[Mechanism], workload: Workload, store: StrategyStore) -> None:
+    """Store the strategies ``mechanisms`` filled for ``workload`` in this process (after ``expected_mse``)."""
+    from core.mechanisms.greedy_h import workload_key
+
+    for mechanism in mechanisms:
+        if strategy_caches(mechanism):
+            store.save(mechanism, workload_key(workload), job_entries(mechanism, workload))
+
+
 def strategy_snapshot(contexts: Mapping[Hashable, Context]) -> dict[tuple[str, str], dict]:
     """The entries of the strategy caches that belong to these contexts' workloads (to ship to workers).
 
@@ -507,26 +535,21 @@ def _dependencies(contexts, cells, jobs) -> tuple[list[int], dict[int, list[int]
     """Cells free to start now, and the cells waiting for each job (same mechanism, same workload)."""
     from core.mechanisms.greedy_h import workload_key
 
-    keys: dict[tuple, Hashable] = {}
+    workloads: dict[Hashable, str] = {}  # context → hash of its workload's content
+    mechanisms: dict[int, str] = {}  # id → hash of the mechanism's settings
 
-    def key(context: Hashable, mechanism: Mechanism) -> tuple:
-        if context not in keys:
-            keys[context] = stable_hash(workload_key(contexts[context].workload))
-        return (stable_hash(mechanism), keys[context])
+    def key(context: Hashable, mechanism: Mechanism) -> tuple[str, str]:
+        if context not in workloads:
+            workloads[context] = stable_hash(workload_key(contexts[context].workload))
+        if id(mechanism) not in mechanisms:
+            mechanisms[id(mechanism)] = stable_hash(mechanism)
+        return mechanisms[id(mechanism)], workloads[context]
 
     owner = {key(job.context, job.mechanism): j for j, job in enumerate(jobs)}
-    mechanism_keys: dict[int, str] = {}
     free: list[int] = []
     waiting: dict[int, list[int]] = {j: [] for j in range(len(jobs))}
     for i, cell in enumerate(cells):
-        if not owner:
-            free.append(i)
-            continue
-        if id(cell.mechanism) not in mechanism_keys:
-            mechanism_keys[id(cell.mechanism)] = stable_hash(cell.mechanism)
-        if cell.context not in keys:
-            keys[cell.context] = stable_hash(workload_key(contexts[cell.context].workload))
-        j = owner.get((mechanism_keys[id(cell.mechanism)], keys[cell.context]))
+        j = owner.get(key(cell.context, cell.mechanism)) if owner else None
         (free if j is None else waiting[j]).append(i)
     return free, waiting
 

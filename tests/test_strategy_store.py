@@ -128,3 +128,15 @@ def test_a_sweep_can_load_and_save_its_strategies(optimiser_calls):
     assert load_strategies(mechanisms, workload, store) == []
     assert [m.expected_mse(workload, 1.0) for m in mechanisms] == expected
     assert optimiser_calls == [24]
+
+
+def test_a_folder_others_may_write_to_is_not_read(tmp_path):
+    store = StrategyStore(tmp_path / "strategies")
+    assert store.save_entry(*CACHE, ("key",), 1.0)
+    store.folder.chmod(0o777)
+    try:
+        assert store.load_entry(*CACHE, ("key",)) == (False, None)
+        assert not store.save_entry(*CACHE, ("other",), 2.0)
+    finally:
+        store.folder.chmod(0o700)
+    assert store.load_entry(*CACHE, ("key",)) == (True, 1.0)

@@ -60,6 +60,7 @@ from core.analysis.strategy_store import StrategyStore, stable_hash
 from core.data.domain import Histogram
 from core.extras import require
 from core.mechanisms import Mechanism
+from core.mechanisms.greedy_h import workload_key
 from core.queries.workloads import Workload
 
 SHARED_ARRAY_BYTES = 64 * 1024  # arrays at least this large are memory-mapped, not pickled, for local workers
@@ -292,8 +293,6 @@ def strategy_caches(mechanism: Mechanism) -> tuple[tuple[str, str], ...]:
 
 def job_entries(mechanism: Mechanism, workload: Workload) -> dict[tuple[str, str], dict]:
     """The entries of ``mechanism``'s strategy caches that belong to ``workload`` (fill them first)."""
-    from core.mechanisms.greedy_h import workload_key
-
     wanted = [workload_key(workload)]
     caches = set(strategy_caches(mechanism))
     return {(module, name): {k: v for k, v in list(cache.items()) if _mentions(k, wanted)}
@@ -317,8 +316,6 @@ def load_strategies(mechanisms: Sequence[Mechanism], workload: Workload, store: 
     Returns the mechanisms it lacked (those with no strategy are never missing). A sweep calls it
     before computing its expected errors, and ``save_strategies`` with what it returns after.
     """
-    from core.mechanisms.greedy_h import workload_key
-
     missing = []
     for mechanism in mechanisms:
         if strategy_caches(mechanism):
@@ -332,8 +329,6 @@ def load_strategies(mechanisms: Sequence[Mechanism], workload: Workload, store: 
 
 def save_strategies(mechanisms: Sequence[Mechanism], workload: Workload, store: StrategyStore) -> None:
     """Store the strategies ``mechanisms`` filled for ``workload`` in this process (after ``expected_mse``)."""
-    from core.mechanisms.greedy_h import workload_key
-
     for mechanism in mechanisms:
         if strategy_caches(mechanism):
             store.save(mechanism, workload_key(workload), job_entries(mechanism, workload))
@@ -344,8 +339,6 @@ def strategy_snapshot(contexts: Mapping[Hashable, Context]) -> dict[tuple[str, s
 
     Fill them first (``expected_mse`` of each data-independent mechanism does it).
     """
-    from core.mechanisms.greedy_h import workload_key
-
     wanted = [workload_key(c.workload) for c in contexts.values()]
     return {(module, name): {k: v for k, v in list(cache.items()) if _mentions(k, wanted)}
             for module, name, cache in _cache_dicts()}
@@ -533,8 +526,6 @@ def _serial(contexts, cells, should_stop, jobs, on_strategy) -> Generator[CellRe
 
 def _dependencies(contexts, cells, jobs) -> tuple[list[int], dict[int, list[int]]]:
     """Cells free to start now, and the cells waiting for each job (same mechanism, same workload)."""
-    from core.mechanisms.greedy_h import workload_key
-
     workloads: dict[Hashable, str] = {}  # context → hash of its workload's content
     mechanisms: dict[int, str] = {}  # id → hash of the mechanism's settings
 

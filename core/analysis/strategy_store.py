@@ -13,7 +13,9 @@ Two kinds of file, both pickles written atomically (temporary file + ``os.replac
 - a *job* lists the entries one (mechanism, workload) fills, keyed by the mechanism's settings, the code
   version of its module and the workload's content, so that the entries can be found before computing.
 
-It is the user's own directory (mode 0700, files 0600), so pickle is acceptable. A file that cannot be
+It is the user's own directory (mode 0700, files 0600), so pickle is acceptable; a folder owned by
+someone else or writable by others is neither read nor written (its files could run code when
+unpickled). A file that cannot be
 read (truncated, corrupt, written by other code) counts as a miss, is removed and is recomputed. Entries
 above ``max_entry_bytes`` are not stored, and beyond ``max_files`` the least recently used files go.
 
@@ -163,7 +165,20 @@ class StrategyStore:
     def _path(self, kind: str, digest: str) -> Path:
         return self.folder / f"{kind}-{digest}.pkl"
 
+    def _private(self) -> bool:
+        """False when the folder belongs to another user or others may write to it."""
+        try:
+            status = self.folder.stat()
+        except FileNotFoundError:
+            return True  # created 0700 on the first write
+        except OSError:
+            return False
+        return status.st_uid == os.getuid() and not status.st_mode & 0o022
+
     def _read(self, path: Path, identity: dict) -> tuple[bool, object]:
+        if not self._private():
+            self._count("misses")
+            return False, None
         try:
             with open(path, "rb") as file:
                 record = pickle.load(file)
@@ -189,7 +204,7 @@ class StrategyStore:
             data = pickle.dumps({"format": FORMAT, **identity, "value": value}, protocol=pickle.HIGHEST_PROTOCOL)
         except (pickle.PicklingError, TypeError, AttributeError):
             return False  # not picklable: kept in memory only
-        if len(data) > self.max_entry_bytes:
+        if len(data) > self.max_entry_bytes or not self._private():
             return False
         try:
             home = self.folder.parent

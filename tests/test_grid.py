@@ -22,6 +22,7 @@ from core.analysis.grid import (
     run_grid,
 )
 from core.data.domain import Histogram
+from core.mechanisms import MECHANISMS
 
 SPEC = GridSpec(datasets=("dense", "tips-bill"), mechanisms=("identity", "hb", "uniform"), epsilons=(0.1, 1.0),
                 trials=3, sizes=(None,), scales=(None, 500), workload="prefix")
@@ -121,6 +122,17 @@ STRATEGIES = GridSpec(datasets=("tips-bill",), mechanisms=("identity", "mm-opt",
                       epsilons=(0.5, 1.0), trials=3, scales=(None, 500), workload="prefix", seed=4)
 
 
+def _forget_strategies(spec):
+    """Empty this process's strategy caches, as a new process starts."""
+    import importlib
+
+    from core.analysis.execution import strategy_caches
+
+    for m in spec.mechanisms:
+        for module, name in strategy_caches(MECHANISMS[m]):
+            getattr(importlib.import_module(module), name).clear()
+
+
 def _sorted(path):
     key = ["dataset", "scale", "mechanism", "epsilon", "trial", "metric"]
     return load_grid(path).drop(columns="seconds").sort_values(key).reset_index(drop=True)
@@ -131,12 +143,16 @@ def test_strategies_optimised_in_workers_give_identical_results(tmp_path):
 
     from core.analysis.execution import close_dask_clients
 
+    _forget_strategies(STRATEGIES)
     serial = run_grid(STRATEGIES, tmp_path / "serial.parquet", store=False)
     # two scales share one workload: one job per (mechanism, workload), not per epsilon or context
     assert serial.strategies_computed == 3 and not serial.errors
+    assert run_grid(STRATEGIES, tmp_path / "again.parquet", store=False).strategies_loaded == 3  # in memory
+    _forget_strategies(STRATEGIES)
     parallel = run_grid(STRATEGIES, tmp_path / "processes.parquet", scheduler="processes:2", store=False)
     assert parallel.strategies_computed == 3 and parallel.computed == STRATEGIES.runs
     pd.testing.assert_frame_equal(_sorted(tmp_path / "serial.parquet"), _sorted(tmp_path / "processes.parquet"))
+    _forget_strategies(STRATEGIES)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         try:
             dask = run_grid(STRATEGIES, tmp_path / "dask.parquet", scheduler=cluster.scheduler_address, store=False)
@@ -151,16 +167,19 @@ def test_a_resumed_grid_reuses_the_stored_strategies(tmp_path):
 
     out = tmp_path / "grid.parquet"
     seen: list[int] = []
+    _forget_strategies(STRATEGIES)
     first = run_grid(STRATEGIES, out, progress=lambda d, t, label: seen.append(d),  # serial: strategies first
                      should_stop=lambda: bool(seen))
     assert first.stopped and first.strategies_computed == 3
-    saved = dict(matrix._STRATEGIES)
-    matrix._STRATEGIES.clear()  # as a new process would start
+    _forget_strategies(STRATEGIES)  # as a new process would start
+    calls = []
+    original = matrix._optimise
+    matrix._optimise = lambda *args: calls.append(args) or original(*args)
     try:
         second = run_grid(STRATEGIES, out, scheduler="processes:2")
     finally:
-        matrix._STRATEGIES.update(saved)
-    assert second.strategies_computed == 0 and second.strategies_loaded == 3
+        matrix._optimise = original
+    assert second.strategies_computed == 0 and second.strategies_loaded == 3 and not calls
     assert second.skipped + second.computed == STRATEGIES.runs
     run_grid(STRATEGIES, tmp_path / "whole.parquet", store=False)
     pd.testing.assert_frame_equal(_sorted(out), _sorted(tmp_path / "whole.parquet"))

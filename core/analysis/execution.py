@@ -310,6 +310,35 @@ def compute_strategy(context: Context, job: StrategyJob, index: int = 0) -> Stra
                           time.perf_counter() - start)
 
 
+_KNOWN_JOBS: dict[tuple[str, str], list[tuple[str, str, object]]] = {}  # this process: job → its entries' keys
+KNOWN_JOBS_LIMIT = 256
+_KNOWN_JOBS_LOCK = threading.Lock()
+
+
+def _job_hash(mechanism: Mechanism, workload: Workload) -> tuple[str, str]:
+    return stable_hash(mechanism), stable_hash(workload_key(workload))
+
+
+def remember_job(mechanism: Mechanism, workload: Workload, entries: Mapping[tuple[str, str], Mapping]) -> None:
+    """Note which cache entries ``mechanism`` fills for ``workload``, so ``known_job`` finds them in this process."""
+    listed = [(module, name, key) for (module, name), items in entries.items() for key in items]
+    with _KNOWN_JOBS_LOCK:
+        _KNOWN_JOBS.pop(_job_hash(mechanism, workload), None)
+        while len(_KNOWN_JOBS) >= KNOWN_JOBS_LIMIT:
+            _KNOWN_JOBS.pop(next(iter(_KNOWN_JOBS)))
+        _KNOWN_JOBS[_job_hash(mechanism, workload)] = listed
+
+
+def known_job(mechanism: Mechanism, workload: Workload) -> bool:
+    """True when this process's caches still hold every entry ``mechanism`` filled for ``workload``."""
+    with _KNOWN_JOBS_LOCK:
+        listed = _KNOWN_JOBS.get(_job_hash(mechanism, workload))
+    if listed is None:
+        return False
+    caches = {(module, name): cache for module, name, cache in _cache_dicts()}
+    return all(key in caches.get((module, name), {}) for module, name, key in listed)
+
+
 def load_strategies(mechanisms: Sequence[Mechanism], workload: Workload, store: StrategyStore) -> list[Mechanism]:
     """Put ``store``'s strategies of ``mechanisms`` for ``workload`` into this process's caches.
 
@@ -318,12 +347,13 @@ def load_strategies(mechanisms: Sequence[Mechanism], workload: Workload, store: 
     """
     missing = []
     for mechanism in mechanisms:
-        if strategy_caches(mechanism):
+        if strategy_caches(mechanism) and not known_job(mechanism, workload):
             entries = store.load(mechanism, workload_key(workload))
             if entries is None:
                 missing.append(mechanism)
             else:
                 install_snapshot(entries)
+                remember_job(mechanism, workload, entries)
     return missing
 
 
@@ -331,7 +361,9 @@ def save_strategies(mechanisms: Sequence[Mechanism], workload: Workload, store: 
     """Store the strategies ``mechanisms`` filled for ``workload`` in this process (after ``expected_mse``)."""
     for mechanism in mechanisms:
         if strategy_caches(mechanism):
-            store.save(mechanism, workload_key(workload), job_entries(mechanism, workload))
+            entries = job_entries(mechanism, workload)
+            remember_job(mechanism, workload, entries)
+            store.save(mechanism, workload_key(workload), entries)
 
 
 def strategy_snapshot(contexts: Mapping[Hashable, Context]) -> dict[tuple[str, str], dict]:

@@ -36,7 +36,9 @@ from core.analysis.execution import (
     default_block,
     execute,
     install_snapshot,
+    known_job,
     parse_scheduler,
+    remember_job,
     resolve_auto,
     strategy_caches,
 )
@@ -198,7 +200,7 @@ class GridOutcome:
     stopped: bool = False
     errors: dict[str, str] = field(default_factory=dict)
     strategies_computed: int = 0  # distinct (mechanism, workload) strategies optimised now
-    strategies_loaded: int = 0  # … found in the strategy store instead
+    strategies_loaded: int = 0  # … found in this process's caches or in the strategy store instead
 
 
 def _done_cells(existing: pd.DataFrame, trials: int, metrics: Sequence[str]) -> set[tuple]:
@@ -215,7 +217,8 @@ def _strategy_jobs(contexts: dict[tuple, Context], pairs: list[tuple], store: St
                    metrics: Sequence[str], expected: dict[tuple, list[float]]
                    ) -> tuple[list[StrategyJob], dict[int, list[tuple]], int]:
     """Strategy jobs still to compute (one per distinct mechanism and workload, ε gathered), the pairs each
-    serves, and how many were loaded from ``store``. Fills ``expected`` for every other pair, here."""
+    serves, and how many were found in this process's caches or loaded from ``store``. Fills ``expected``
+    for every other pair, here."""
     groups: dict[tuple[str, str], list[tuple]] = {}
     workload_hashes: dict[tuple, str] = {}
     for key, m, e in pairs:
@@ -232,13 +235,15 @@ def _strategy_jobs(contexts: dict[tuple, Context], pairs: list[tuple], store: St
     for group in groups.values():
         key, m, _ = group[0]
         workload = contexts[key].workload
-        entries = store.load(m, workload_key(workload)) if store is not None else None
-        if entries is None:
-            served[len(jobs)] = group
-            jobs.append(StrategyJob(key, m, tuple(sorted({e for _, _, e in group}))))
-            continue
+        if not known_job(m, workload):  # computed by an earlier grid or sweep of this process: nothing to do
+            entries = store.load(m, workload_key(workload)) if store is not None else None
+            if entries is None:
+                served[len(jobs)] = group
+                jobs.append(StrategyJob(key, m, tuple(sorted({e for _, _, e in group}))))
+                continue
+            install_snapshot(entries)  # this process's caches: the expected errors below and the workers' snapshot
+            remember_job(m, workload, entries)
         loaded += 1
-        install_snapshot(entries)  # this process's caches: the expected errors below and the workers' snapshot
         for pair_key, pair_m, e in group:
             analytic = _expected(pair_m, workload, e)
             expected[pair_key, pair_m.name, e] = [analytic[metric] for metric in metrics]
@@ -278,6 +283,7 @@ def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "ser
 
     def on_strategy(result: StrategyResult) -> None:  # here, as each job finishes (before its cells run)
         install_snapshot(result.entries)
+        remember_job(result.job.mechanism, contexts[result.job.context].workload, result.entries)
         if strategy_store is not None:
             strategy_store.save(result.job.mechanism, workload_key(contexts[result.job.context].workload),
                                 result.entries)

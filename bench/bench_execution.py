@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import SHARED_ENV, Recorder, record, shared_data  # noqa: E402
 
-from core.analysis.execution import shutdown_pools, strategy_caches  # noqa: E402
+from core.analysis.execution import job_entries, remember_job, shutdown_pools, strategy_caches  # noqa: E402
 from core.analysis.experiment import (  # noqa: E402
     _expected,
     resolve_mechanisms,
@@ -124,14 +124,17 @@ def grid_spec(datasets: tuple[str, ...], sizes=GRID_SIZES, trials: int = 10) -> 
 
 
 def warm_strategies(spec: GridSpec) -> None:
-    """Fill this process's strategy caches for the grid (what run_grid does first), timed on its own.
-
-    Shipped to the workers; done once, so backends compared after it are compared on equal terms.
+    """Fill this process's strategy caches for the grid, timed on its own, and note them (``remember_job``)
+    so that run_grid ships them instead of optimising them on the backend: the backends compared after
+    it are compared on the cells alone.
     """
     contexts = build_contexts(spec)
     mechanisms = resolve_mechanisms(list(spec.mechanisms))
     timed("strategies + expected errors, this process", lambda: [
         _expected(m, c.workload, e) for c in contexts.values() for m in mechanisms for e in spec.epsilons])
+    for c in contexts.values():
+        for m in mechanisms:
+            remember_job(m, c.workload, job_entries(m, c.workload))
 
 
 def forget_strategies(spec: GridSpec) -> None:
@@ -201,9 +204,9 @@ def bench_dask(quick: bool) -> None:
             # imports and numba's cached kernels load once per worker: every mechanism, a few cells per worker
             timed(f"warm-up local cluster of {workers} (tiny grid)", lambda c=cluster, o=out, w=workers: run_grid(
                 GridSpec(datasets=datasets[:1], mechanisms=GRID_MECHANISMS, epsilons=(1.0,), trials=4 * w,
-                         sizes=(512,)), Path(str(o) + ".warm"), scheduler=c.scheduler_address))
-            _, walls[workers], _ = timed(f"{workers} Dask worker(s)",
-                                         lambda c=cluster, o=out: run_grid(spec, o, scheduler=c.scheduler_address))
+                         sizes=(512,)), Path(str(o) + ".warm"), scheduler=c.scheduler_address, store=False))
+            _, walls[workers], _ = timed(f"{workers} Dask worker(s)", lambda c=cluster, o=out: run_grid(
+                spec, o, scheduler=c.scheduler_address, store=False))  # the home's strategy store untouched
             busiest[workers] = timed.busiest
             frames.append(load_grid(out).drop(columns="seconds").sort_values(
                 ["dataset", "domain_size", "mechanism", "epsilon", "trial", "metric"]).reset_index(drop=True))

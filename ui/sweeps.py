@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 
 import numpy as np
@@ -32,10 +33,13 @@ _WARM_SWEEPS_ENV = "DPLENS_WARM_SWEEPS"  # "0": do not start the Compare workers
 def warm_workers() -> bool:
     """Once per server: start, in the background, the worker server for bounded actions (core.analysis.bounded)
     and the Compare sweep workers with the default mechanisms loaded, so the first click does not wait for them."""
-    warm_up()
+    if multiprocessing.parent_process() is not None:  # a worker that re-ran app.py starts nothing of its own
+        return False
+    fork_server = warm_up()
     if os.environ.get(_WARM_SWEEPS_ENV, "1") != "0":
         sample = load_histogram(DEFAULT_DATASET)  # what a new session opens on
-        warm_up_workers(DEFAULT_COMPARE_MECHANISMS, sample, _workload(default_workload_spec(sample), sample.domain.shape))
+        warm_up_workers(DEFAULT_COMPARE_MECHANISMS, sample, _workload(default_workload_spec(sample), sample.domain.shape),
+                        after=fork_server)
     return True
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import multiprocessing
 import struct
 import threading
 import zlib
@@ -265,12 +266,14 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
 
 
 def warm_up_workers(mechanisms: Sequence[str], histogram: Histogram | None = None, workload: Workload | None = None,
-                    *, scheduler: str = "processes") -> threading.Thread:
+                    *, scheduler: str = "processes", after: threading.Thread | None = None) -> threading.Thread:
     """Start the sweep workers in the background and run each of ``mechanisms`` in them a few times, so a
     user's first sweep finds them running, with their modules and compiled kernels loaded. Given the
     server's default ``histogram`` and ``workload``, this process's analytic-error caches for that workload
-    are filled too (the first Compare of a new user). Returns the (daemon) thread doing it; failures are
-    ignored (a sweep starts its workers itself).
+    are filled too (the first Compare of a new user). With ``after``, that thread is waited for first (the
+    bounded-action fork server, whose preload of ``__main__`` every later worker then shares). Returns the
+    (daemon) thread doing it; failures are ignored (a sweep starts its workers itself). In a worker process
+    it does nothing: a worker that re-ran the app's script would otherwise start workers of its own.
 
     >>> warm_up_workers(["identity"], scheduler="serial").join()
     """
@@ -279,6 +282,10 @@ def warm_up_workers(mechanisms: Sequence[str], histogram: Histogram | None = Non
         workload = Prefix(64)
 
     def warm() -> None:
+        if after is not None:
+            after.join()
+        if multiprocessing.parent_process() is not None:
+            return
         with contextlib.suppress(Exception):  # best effort, never in a user's way
             run_sweep(histogram, workload, list(mechanisms), [1.0], trials=4, metrics=("mae",), scheduler=scheduler)
 

@@ -323,6 +323,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from core.analysis.execution import ProgressBar
     from core.analysis.experiment import run_sweep, summarise
     from core.analysis.metrics import METRICS
+    from core.analysis.strategy_store import StrategyStore
     from core.data.datasets import load_histogram
     from core.mechanisms.gaussian import Matched
     from core.queries.workloads import parse_workload
@@ -347,7 +348,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     df = run_sweep(histogram, workload, mechanisms, epsilons, args.trials, seed=args.seed,
                    metrics=metrics, progress=ProgressBar(), scheduler=args.scheduler, limits=RunLimits(),
-                   deadline=Deadline())
+                   deadline=Deadline(), store=StrategyStore())
     df.to_csv(args.output, index=False)
     table = summarise(df)
     with np.printoptions(precision=4):

@@ -171,3 +171,22 @@ def test_warm_up_never_raises_and_reports_nothing_on_bad_input():
     from core.analysis.experiment import warm_up_workers
 
     warm_up_workers(["no-such-mechanism"], scheduler="serial").join(timeout=60)  # swallowed: best effort
+
+
+def test_a_sweep_keeps_mm_opt_strategy_in_the_store_and_a_new_process_would_not_optimise_it_again(tmp_path, monkeypatch):
+    """Compare and `compare` on the command line pass a StrategyStore: the first sweep saves mm-opt's optimised
+    strategy, a sweep in a fresh process (caches emptied here) loads it instead of optimising, same numbers."""
+    from core.analysis.strategy_store import StrategyStore
+    from core.mechanisms import matrix
+
+    hist = Histogram.from_counts(np.random.default_rng(1).poisson(30.0, size=32).astype(float))
+    store = StrategyStore(tmp_path / "strategies")
+    first = run_sweep(hist, Prefix(32), ["mm-opt"], [1.0], 2, store=store)
+    assert store.saved >= 1
+    calls = []
+    original = matrix._optimise
+    monkeypatch.setattr(matrix, "_optimise", lambda *a, **k: calls.append(1) or original(*a, **k))
+    matrix._STRATEGIES.clear()  # as in a new server process
+    second = run_sweep(hist, Prefix(32), ["mm-opt"], [1.0], 2, store=store)
+    assert calls == [] and store.hits >= 1
+    pd.testing.assert_frame_equal(first.drop(columns="seconds"), second.drop(columns="seconds"))

@@ -18,6 +18,7 @@ from core.analysis.experiment import (
     run_sweep,
     warm_up_workers,
 )
+from core.analysis.strategy_store import StrategyStore
 from core.data.datasets import DEFAULT_DATASET, load_histogram
 from core.mechanisms import MECHANISMS
 from ui.guard import is_script_control
@@ -97,7 +98,7 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
                                seed=int(st.session_state.seed), metrics=list(metrics), progress=tick,
                                should_stop=lambda: bool(interrupted), limits=RunLimits(),
                                deadline=Deadline(),  # one click never holds the server past the action limit
-                               scheduler=scheduler, cache=sweep_cache())
+                               scheduler=scheduler, cache=sweep_cache(), store=StrategyStore())
         while len(cache) > 8:
             cache.pop(next(iter(cache)))
         if interrupted:

@@ -32,10 +32,13 @@ from core.analysis.execution import (
     Context,
     default_block,
     execute,
+    load_strategies,
     parse_scheduler,
     resolve_auto,
+    save_strategies,
 )
 from core.analysis.metrics import METRICS
+from core.analysis.strategy_store import StrategyStore
 from core.data.domain import Histogram
 from core.data.fingerprint import dataset_fingerprint
 from core.data.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
@@ -146,13 +149,15 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
               progress: Callable[[int, int, str], None] | None = None,
               should_stop: Callable[[], bool] | None = None,
               deadline: Deadline | None = None, limits: RunLimits | None = None,
-              scheduler: str | None = "serial", cache: SweepCache | None = None) -> pd.DataFrame:
+              scheduler: str | None = "serial", cache: SweepCache | None = None,
+              store: StrategyStore | None = None) -> pd.DataFrame:
     """Run every mechanism at every epsilon ``trials`` times and measure the chosen metrics.
 
     Cells run through ``core.analysis.execution`` on ``scheduler`` ("serial", "processes[:N]", "local:N",
     "tcp://HOST:8786", or "auto": serial for small sweeps, else processes); the numbers are identical
     whichever is used. With ``cache``, pairs already computed are reused and only new ones run
-    (``df.attrs["computed"]`` counts the runs made). Mechanisms that reject this input (e.g. a
+    (``df.attrs["computed"]`` counts the runs made). With ``store``, the data-independent strategies
+    (mm-opt's optimisation, ...) are loaded from it when known and saved to it when new. Mechanisms that reject this input (e.g. a
     2-D-only mechanism on 1-D data) are skipped; their messages are in ``df.attrs["errors"]``. With
     ``limits``, mechanisms whose estimated run (``core.analysis.cost``) is over the memory or time limit are
     left out before anything runs; the reasons are in ``df.attrs["left_out"]``.
@@ -192,8 +197,11 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     block = default_block(len(todo), trials, plan.workers)
     cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(have[m, e], trials, block)]
     expected = {}
+    computed = load_strategies(instances, workload, store) if store is not None else []
     for m, e in pairs:  # in this process: fills the strategy caches that are then shipped to workers
         expected[m.name, e] = _expected(m, workload, e)  # one expected_mse per pair
+    if store is not None:
+        save_strategies(computed, workload, store)
 
     results: dict[int, CellResult] = {}
     errors: dict[str, str] = {}

@@ -82,14 +82,17 @@ def _objective(flat: np.ndarray, p: int, workload: Workload, gram_diag: np.ndarr
     d = 1.0 + theta.sum(axis=0)
     m_inv = np.linalg.inv(np.eye(p) + theta @ theta.T)    # M (p × p): explicit, a p × n solve costs 8× more
     m_theta = m_inv @ theta                                # Θ̃ = MΘ
-    g_z = gram_rows(workload, m_theta * d)                # Θ̃ D G
+    g_z = gram_rows(workload, m_theta * d)                 # Θ̃ D G
     y = g_z * d                                            # Ỹ = Θ̃ X
-    theta_y = np.sum(theta * g_z, axis=0)                 # Σ_a θ_a ∘ (Θ̃ D G)_a
+    g_z *= theta
+    theta_y = g_z.sum(axis=0)                              # Σ_a θ_a ∘ (Θ̃ D G)_a
     value = float(gram_diag @ d**2 - theta_y @ d)          # tr(X) − Σ Θ∘Ỹ
-    # ∂/∂Θ through B: −2 M Θ X B = −2 (Ỹ − (ỸΘᵀ) Θ̃)
-    grad = -2.0 * (y - (y @ theta.T) @ m_theta)
-    # ∂/∂Θ through d (d_j = 1 + Σ_k Θ_kj): 2 (G∘B) d = 2 (diag(G)∘d − Σ_a θ_a ∘ G((MΘ)_a ∘ d))
-    grad += 2.0 * (gram_diag * d - theta_y)
+    # ∂/∂Θ through B: −2 M Θ X B = −2 (Ỹ − (ỸΘᵀ) Θ̃); through d (d_j = 1 + Σ_k Θ_kj):
+    # 2 (G∘B) d = 2 (diag(G)∘d − Σ_a θ_a ∘ G((MΘ)_a ∘ d))
+    grad = (y @ theta.T) @ m_theta
+    grad -= y
+    grad += gram_diag * d - theta_y
+    grad *= 2.0
     return value, grad.ravel()
 
 

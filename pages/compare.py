@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from core.analysis.cost import affordable_trials, sweep_seconds
+from core.analysis.cost import affordable_trials
 from core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS as DEFAULT_MECHANISMS
 from core.analysis.metrics import METRIC_LABELS
 from core.data.limits import MAX_ACTION_SECONDS, WARN_SECONDS
@@ -66,7 +66,7 @@ with ui.guard():
     names = list(names) + [m for m in REFERENCES if m not in names and m in MECHANISMS]
     args = (tuple(names), epsilons, int(trials), tuple(metrics) or ("mae",))
     results = ui.cached_sweep(*args)
-    estimate = sweep_seconds([MECHANISMS[m] for m in names], workload, len(epsilons), int(trials))
+    estimate = ui.sweep_estimate([MECHANISMS[m] for m in names], workload, len(epsilons), int(trials), run_on)
     if results is None and estimate > WARN_SECONDS:
         st.warning(f"This sweep is estimated at about {estimate:.0f} s. It stops at {MAX_ACTION_SECONDS:.0f} s and "
                    "keeps the runs finished by then; fewer trials, epsilon points or mechanisms make it shorter.")

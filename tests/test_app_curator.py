@@ -187,6 +187,23 @@ def test_compare_first_screen_shows_analytic_curves_before_run():
     assert "rootmeansquarederrorperquery(records)" in spec
 
 
+def test_compare_default_sweep_is_not_announced_as_slow_and_the_estimate_counts_the_workers(monkeypatch):
+    """The default sweep takes seconds on 2 cores: no "estimated at about" warning. The estimate shares the
+    serial run estimate among the workers "auto" resolves to; serially it is the whole of it."""
+    import ui
+    from core.analysis.cost import sweep_seconds
+    from core.mechanisms import MECHANISMS
+    from core.queries.workloads import random_range
+
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    at = open_page("pages/compare.py")
+    assert not any("estimated at about" in w.value for w in at.warning)
+    mechanisms, workload = [MECHANISMS["dawa"], MECHANISMS["hb"]], random_range(4096, 2000, seed=0)
+    serial = sweep_seconds(mechanisms, workload, 10, 50)
+    assert ui.sweep_estimate(mechanisms, workload, 10, 50, "serial") == serial
+    assert ui.sweep_estimate(mechanisms, workload, 10, 50, "processes:2") == serial / 2
+
+
 def test_compare_inspector_has_view_toggles_and_a_recipe():
     at = open_page("pages/compare.py")
     at.multiselect(key="compare_mechanisms").set_value(["identity"])

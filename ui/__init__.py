@@ -185,6 +185,7 @@ from ui.sweeps import (
     scheduler_choices,
     sweep,
     sweep_cache,
+    sweep_estimate,
     warm_workers,
 )
 from ui.tables_view import (  # noqa: E402
@@ -274,7 +275,7 @@ __all__ = ['MARKDOWN_LEAD', 'REPRODUCTION_TITLES', 'markdown_safe', 'GRADUAL_SIM
     "native_caption", "native_history", "open_workspace", "per_bin", "per_bin_figure", "preview_release", "privacy_controls", "session_delta",
     "release_rng", "release_structure", "released_data", "remaining_text", "reset_budget", "run_check", "runtime_figure",
     "save_workspace", "scheduler_choices", "session_config", "set_total", "set_workload", "show_flash", "show_handoff", "sidebar",
-    "simulation_rng", "warm_workers", "stack_recipe", "sweep", "sweep_cache", "plan_releases", "target_plans", "use_button", "use_epsilon", "workload",
+    "simulation_rng", "warm_workers", "stack_recipe", "sweep", "sweep_cache", "sweep_estimate", "plan_releases", "target_plans", "use_button", "use_epsilon", "workload",
     "workload_figure", "workload_recipe", "workload_name", "workload_spec",
  "TABLE_DEFAULT_RHO", "TABLE_DISPLAY_DELTA", "TABLE_MECHANISM_HELP", "TABLE_RHO_CHOICES", "current_table", "load_table_upload", "project_table", "release_table", "run_table_compare", "set_table_total", "synthetic_check", "table_budget_caption", "table_compare_caption", "make_table_proxy", "table_proxy", "tuning_table", "TABLE_PROXY_RHO", "TABLE_PROXY_MECHANISM", "TABLE_SYNTH_TRIALS", "table_compare_figures", "table_domain_frame", "table_domain_size", "table_downloads", "table_evaluation", "table_feasibility", "table_ledger", "table_marginal_figure", "table_marginals_frame", "table_settings", "table_summary", "table_workload",
 ]

@@ -9,8 +9,8 @@ import numpy as np
 import streamlit as st
 
 from core.analysis.bounded import warm_up
-from core.analysis.cost import Deadline, RunLimits
-from core.analysis.execution import parse_scheduler
+from core.analysis.cost import Deadline, RunLimits, sweep_seconds
+from core.analysis.execution import parse_scheduler, resolve_auto
 from core.analysis.experiment import (
     DEFAULT_COMPARE_MECHANISMS,
     SweepCache,
@@ -59,6 +59,15 @@ def scheduler_choices() -> list[str]:
         parse_scheduler(configured)  # a bad operator setting fails loudly, naming the rule
         choices.insert(0, configured)
     return choices
+
+
+def sweep_estimate(mechanisms, workload, epsilons: int, trials: int, scheduler: str) -> float:
+    """Estimated wall seconds of a Compare sweep: the runs' serial estimate (core.analysis.cost) shared by the
+    workers ``scheduler`` resolves to (a Dask cluster given by address counts as one: its size is unknown)."""
+    runs = len(mechanisms) * epsilons * trials
+    plan = parse_scheduler(resolve_auto(scheduler, runs, workload.shape[1]))
+    workers = plan.workers if plan.kind in ("processes", "local") else 1
+    return sweep_seconds(mechanisms, workload, epsilons, trials) / max(1, workers)
 
 
 def sweep_cache() -> SweepCache:

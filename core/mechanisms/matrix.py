@@ -3,7 +3,7 @@
 Strategy A = [I; Θ]·D⁻¹ with Θ ≥ 0 (p × n) and D = diag(1 + 1ᵀΘ), so every column of A has L1 norm 1
 (Δ_A = 1). The release is y = A x + Lap(1/ε)^(n+p), answered by least squares x̂ = (AᵀA)⁻¹Aᵀy, with
 per-query MSE 2Δ_A²·tr(WᵀW (AᵀA)⁻¹)/(m ε²) (the matrix mechanism, Li et al., PODS 2010). Θ minimises that trace by projected L-BFGS
-from one uniform random start, stopped at a relative tolerance as HDMM's OPT0 is.
+from one uniform random start (scaled down above MID_CELLS), stopped at a relative tolerance as HDMM's OPT0 is.
 
 The objective needs only WᵀW applied to p vectors (``gram_rows``: O(n) each for prefix and all-range),
 and (AᵀA)⁻¹ = D (I + ΘᵀΘ)⁻¹ D with (I + ΘᵀΘ)⁻¹ = I − Θᵀ(I + ΘΘᵀ)⁻¹Θ (Woodbury), so an evaluation with
@@ -34,15 +34,44 @@ from core.queries.workloads import Workload
 
 MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(p²n) per iteration; bench_mmopt.py)
 SMALL_CELLS = 512     # at most this many cells: the tighter SMALL_TOLERANCE (one start costs under 0.5 s there)
+MID_CELLS = 1024      # above this many cells: a scaled start (START_MEAN) and, up to LARGE_CELLS, MID_TOLERANCE
 MAX_ITERATIONS = 1000  # projected L-BFGS iterations per start up to LARGE_CELLS (the tolerance stops it first) …
 LARGE_ITERATIONS = 400  # … and above it, where an iteration costs O(p²n) and time is the target (bench_mmopt.py)
 TOLERANCE = 1e-4  # stop when the trace fell by less than this fraction per iteration over the last WINDOW ones …
 WINDOW = 5        # … (HDMM stops at one iteration's relative decrease below 1e-4, McKenna et al. 2018, Sec. 5)
 SMALL_TOLERANCE = 1e-6  # at 512 cells 1e-4 stopped 0.2 % above HDMM's OPT0 even with the best of 4 starts
+MID_TOLERANCE = 2e-5  # 1024 < n ≤ 2048: 1e-4 over 5 stopped 0.3 % above HDMM's OPT0 at n = 2048; 2e-5 over …
+MID_WINDOW = 10       # … 10 iterations ended 0.25-0.7 % below it on three seeds (bench_mmopt.py)
+START_MEAN = 6.4  # above MID_CELLS Θ starts uniform on [0, 2·START_MEAN/p): column sums 1ᵀΘ ≈ 6.4 instead of
+# p/2 (the optimum's are 1-3); at n = 2048 this reached HDMM's error in 240-400 evaluations instead of 310-600
 MEMORY = 5        # L-BFGS correction pairs: 10 cost 1 ms more per iteration at n = 1024 and converged no better
-MAX_P = 128       # rows of Θ for p="auto": n/16 as in HDMM (the cap of 64 cost 1 % at n = 2048) …
+MAX_P = 96        # rows of Θ for p="auto": n/16 as in HDMM up to this cap (at n = 2048, p = 96 reached a lower
+# error than HDMM's p = 128 in 25 % less time per evaluation; p = 80 stalled at HDMM's error) …
 LARGE_CELLS = 2048  # … and LARGE_P above this many cells, to keep an iteration O(LARGE_P²·n) (bench/bench_mmopt.py)
 LARGE_P = 64
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How one start of the optimiser runs: its iteration cap, its stop (relative decrease ``tolerance`` per
+    iteration over ``window`` iterations) and its start, uniform on [0, ``start``)."""
+
+    iterations: int
+    tolerance: float
+    window: int
+    start: float
+
+
+def settings(n: int, p: int) -> Settings:
+    """The optimiser's settings for n cells and p rows of Θ (bench_mmopt.py forces them by size)."""
+    start = 1.0 if n <= MID_CELLS else min(1.0, 2.0 * START_MEAN / p)
+    if n <= SMALL_CELLS:
+        return Settings(MAX_ITERATIONS, SMALL_TOLERANCE, WINDOW, start)
+    if n <= MID_CELLS:
+        return Settings(MAX_ITERATIONS, TOLERANCE, WINDOW, start)
+    if n <= LARGE_CELLS:
+        return Settings(MAX_ITERATIONS, MID_TOLERANCE, MID_WINDOW, start)
+    return Settings(LARGE_ITERATIONS, TOLERANCE, WINDOW, start)
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,20 +125,23 @@ def _objective(flat: np.ndarray, p: int, workload: Workload, gram_diag: np.ndarr
     return value, grad.ravel()
 
 
-def _projected_lbfgs(function, x: np.ndarray, iterations: int, tolerance: float) -> tuple[np.ndarray, float]:
+def _projected_lbfgs(function, x: np.ndarray, iterations: int, tolerance: float,
+                     window: int | None = None) -> tuple[np.ndarray, float]:
     """Minimise ``function`` (value, gradient) over x ≥ 0 by L-BFGS with projection onto the bound.
 
     Coordinates at the bound whose gradient points outwards are held fixed for the step (the active
     set of a projected quasi-Newton method, Kim, Sra and Dhillon 2010, Sec. 3); the step is projected
     onto x ≥ 0 and backtracked until the Armijo condition holds along the projected path. This needs
     O(MEMORY·pn) vector work per iteration where scipy's L-BFGS-B spent 3 ms per iteration at
-    n = 1024 in its bounded bookkeeping (cauchy point, subspace minimisation).
+    n = 1024 in its bounded bookkeeping (cauchy point, subspace minimisation). Stops when the value fell
+    by less than ``tolerance`` (relative) per iteration over the last ``window`` iterations (WINDOW).
     """
+    window = WINDOW if window is None else window
     size = x.size
     x = np.maximum(x, 0.0)
     value, grad = function(x)
     s_pairs, y_pairs = np.empty((MEMORY, size)), np.empty((MEMORY, size))
-    rho, alpha = np.empty(MEMORY), np.empty(MEMORY)
+    rho, alpha, y_norms = np.empty(MEMORY), np.empty(MEMORY), np.empty(MEMORY)
     stored, head = 0, 0
     history = [value]
     for _ in range(iterations):
@@ -119,31 +151,32 @@ def _projected_lbfgs(function, x: np.ndarray, iterations: int, tolerance: float)
         for i in order:  # the two-loop recursion (Nocedal and Wright 2006, Alg. 7.4)
             alpha[i] = rho[i] * ddot(s_pairs[i], q)
             q = daxpy(y_pairs[i], q, a=-alpha[i])
-        q *= 1.0 / (rho[order[0]] * ddot(y_pairs[order[0]], y_pairs[order[0]])) if stored else (
+        q *= 1.0 / (rho[order[0]] * y_norms[order[0]]) if stored else (
             0.1 / max(np.abs(grad).max(), 1e-300))
         for i in reversed(order):
             q = daxpy(s_pairs[i], q, a=alpha[i] - rho[i] * ddot(y_pairs[i], q))
         q *= free
         if ddot(grad, q) <= 0.0:  # not a descent direction: restart from the scaled gradient
             q, stored = grad * free * (0.1 / max(np.abs(grad).max(), 1e-300)), 0
-        step = 1.0
+        step, grad_x = 1.0, ddot(grad, x)
         while True:
-            trial = np.maximum(x - step * q, 0.0)
+            trial = np.subtract(x, q) if step == 1.0 else np.subtract(x, step * q)
+            np.maximum(trial, 0.0, out=trial)
             trial_value, trial_grad = function(trial)
-            if trial_value <= value + 1e-4 * (ddot(grad, trial) - ddot(grad, x)):
+            if trial_value <= value + 1e-4 * (ddot(grad, trial) - grad_x):
                 break
             step *= 0.5
             if step < 1e-10:
                 return x, value
         s = np.subtract(trial, x, out=s_pairs[head])
         y = np.subtract(trial_grad, grad, out=y_pairs[head])
-        curvature = ddot(s, y)
-        if curvature > 1e-12 * ddot(y, y):
+        curvature, y_norms[head] = ddot(s, y), ddot(y, y)
+        if curvature > 1e-12 * y_norms[head]:
             rho[head] = 1.0 / curvature
             head, stored = (head + 1) % MEMORY, min(stored + 1, MEMORY)
         x, value, grad = trial, trial_value, trial_grad
         history.append(value)
-        if len(history) > WINDOW and history[-1 - WINDOW] - value <= tolerance * WINDOW * value:
+        if len(history) > window and history[-1 - window] - value <= tolerance * window * value:
             break
     return x, value
 
@@ -177,12 +210,14 @@ def _optimise(workload: Workload, p: int, restarts: int, seed: int) -> PIdentity
     n = workload.shape[1]
     gram_diag = workload.column_norms(2) ** 2
     generator = np.random.default_rng(seed)
-    iterations = MAX_ITERATIONS if n <= LARGE_CELLS else LARGE_ITERATIONS
-    tolerance = SMALL_TOLERANCE if n <= SMALL_CELLS else TOLERANCE
+    setting = settings(n, p)
     best: PIdentity | None = None
     for _ in range(restarts):
-        theta, trace = _projected_lbfgs(lambda flat: _objective(flat, p, workload, gram_diag),
-                                        generator.random(p * n), iterations, tolerance)
+        start = generator.random(p * n)
+        if setting.start != 1.0:
+            start *= setting.start
+        theta, trace = _projected_lbfgs(lambda flat: _objective(flat, p, workload, gram_diag), start,
+                                        setting.iterations, setting.tolerance, setting.window)
         if best is None or trace < best.trace:
             best = PIdentity(theta.reshape(p, n), float(trace))
     return best  # type: ignore[return-value]  # at least one start ran
@@ -193,7 +228,7 @@ class MatrixMechanism:
     """Matrix mechanism with an HDMM OPT0 p-Identity strategy, least squares, exact ``expected_mse``.
 
     Args:
-        p: rows of Θ; "auto" = n // 16 as in HDMM for 1-D workloads (at most MAX_P = 128), LARGE_P = 64 above
+        p: rows of Θ; "auto" = n // 16 as in HDMM for 1-D workloads (at most MAX_P = 96), LARGE_P = 64 above
             2048 cells.
         restarts: uniform random starts of the optimiser (HDMM's start), the best is kept.
         seed: seeds the starts (the strategy is data-independent and costs no budget).

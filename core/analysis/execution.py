@@ -50,7 +50,7 @@ import uuid
 from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -63,6 +63,7 @@ from core.mechanisms import Mechanism
 from core.mechanisms.greedy_h import workload_key
 from core.queries.workloads import Workload
 
+_Item = TypeVar("_Item")  # what dask_batches deals out: cells or their indices
 SHARED_ARRAY_BYTES = 64 * 1024  # arrays at least this large are memory-mapped, not pickled, for local workers
 DASK_NOMINAL_WORKERS = 8  # cells are sized for this many workers on a Dask cluster given by address
 IN_FLIGHT_PER_WORKER = 2  # tasks queued per local worker: enough to keep it busy, few enough to keep the order
@@ -497,8 +498,8 @@ def _dask_strategy_task(payload: dict, index: int, job: StrategyJob) -> Strategy
 DASK_TASKS_PER_WORKER = 24  # cells are batched into about this many tasks per worker
 
 
-def dask_batches(cells: Sequence[Cell], workers: int) -> list[list[tuple[int, Cell]]]:
-    """Cells grouped into about DASK_TASKS_PER_WORKER tasks per worker, dealt round-robin so that every batch
+def dask_batches(cells: Sequence[_Item], workers: int) -> list[list[tuple[int, _Item]]]:
+    """Cells (or their indices) grouped into about DASK_TASKS_PER_WORKER tasks per worker, dealt round-robin so that every batch
     mixes cheap and costly cells. Each Dask task costs the scheduler and this process about a millisecond:
     one task per cell (1,764 in the DPBench grid) kept a 2-core machine's driver busy for seconds.
 

@@ -165,6 +165,65 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     (checked between trials when serial; on workers, pending cells are cancelled within 0.1 s and
     running ones finish unseen); ``df.attrs["stop_reason"]`` says why.
     """
+    instances, epsilons, left_out = _checked(histogram, workload, mechanisms, epsilons, trials, metrics, limits)
+    total_runs = len(instances) * len(epsilons) * trials
+    metrics = tuple(metrics)
+    data = dataset_fingerprint(histogram) if cache is not None else ""
+    pairs = [(m, e) for m in instances for e in epsilons]
+    keys = {(m.name, e): _pair_key(data, workload, m, e, seed) for m, e in pairs}
+    cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
+    have = {p: _trials_held(cached.get(p)) for p in pairs}  # trials 0..k−1 held (all of them for an error)
+    todo = [p for p in pairs if have[p] < trials]
+    scheduler = resolve_auto(scheduler, sum(trials - have[p] for p in todo), histogram.domain.size)
+    block = default_block(len(todo), trials, parse_scheduler(scheduler).workers)
+    cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(have[m, e], trials, block)]
+    computed = load_strategies(instances, workload, store) if store is not None else []
+    # in this process: fills the strategy caches that are then shipped to workers; one expected_mse per pair
+    expected = {(m.name, e): _expected(m, workload, e) for m, e in pairs}
+    if store is not None:
+        save_strategies(computed, workload, store)
+
+    def stop() -> bool:  # Stop button or the action's deadline (core.analysis.cost), polled between trials and cells
+        return bool((should_stop is not None and should_stop()) or (deadline is not None and deadline.expired))
+
+    done = total_runs - sum(trials - have[p] for p in todo)
+    counted = None if progress is None else lambda runs, name: progress(done + runs, total_runs, name)
+    results, errors = _run_cells(Context(histogram, workload, tuple(METRICS), int(seed)), cells, scheduler, stop,
+                                 counted)
+    stopped = len(results) < len(cells) or any(
+        r.error is None and len(r.values) < r.cell.runs for r in results.values())
+    failed = set(errors)
+    by_pair: dict[tuple[str, float], list] = {}
+    for index in sorted(results):  # canonical order, whatever order cells finished in
+        cell = results[index].cell
+        if cell.mechanism.name not in failed:
+            by_pair.setdefault((cell.mechanism.name, cell.epsilon), []).append(results[index])
+    rows: list[tuple] = []
+    for mechanism, epsilon in pairs:
+        entry = cached.get((mechanism, epsilon))
+        if entry is not None and entry[1] is not None:
+            errors.setdefault(mechanism.name, entry[1])
+        elif mechanism.name in failed:
+            if cache is not None:
+                cache.put(keys[mechanism.name, epsilon], None, errors[mechanism.name])
+        else:
+            key = keys[mechanism.name, epsilon] if cache is not None else None
+            rows.extend(_pair_rows(mechanism.name, epsilon, by_pair.get((mechanism.name, epsilon), []),
+                                   expected[mechanism.name, epsilon], entry, trials, metrics, cache, key))
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df.attrs["errors"] = errors
+    df.attrs["left_out"] = left_out
+    df.attrs["stopped"] = stopped
+    df.attrs["computed"] = int(sum(len(r.values) for r in results.values()))
+    df.attrs["stop_reason"] = (deadline.reason if deadline is not None and deadline.expired else
+                               "stopped" if stopped else "")
+    return df
+
+
+def _checked(histogram: Histogram, workload: Workload, mechanisms: Sequence[str | Mechanism],
+             epsilons: Sequence[float], trials: int, metrics: Sequence[str],
+             limits: RunLimits | None) -> tuple[list[Mechanism], list[float], dict[str, str]]:
+    """A sweep's arguments checked: the mechanisms kept, the epsilons, and those left out by ``limits``."""
     instances = resolve_mechanisms(mechanisms)
     epsilons = [check_budget_epsilon(e) for e in epsilons]
     if not epsilons:
@@ -183,94 +242,62 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     if workload.shape[1] != histogram.domain.size:
         raise ValueError(f"workload has {workload.shape[1]} columns but the histogram has "
                          f"{histogram.domain.size} cells")
-    metrics = tuple(metrics)
-    every = tuple(METRICS)  # runs measure every metric (cheap next to a run): another choice reruns nothing
-    data = dataset_fingerprint(histogram) if cache is not None else ""
-    pairs = [(m, e) for m in instances for e in epsilons]
-    keys = {(m.name, e): _pair_key(data, workload, m, e, seed) for m, e in pairs}
-    cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
-    have = {p: _trials_held(cached.get(p)) for p in pairs}  # trials 0..k−1 held (all of them for an error)
-    todo = [p for p in pairs if have[p] < trials]
-    context = Context(histogram, workload, every, int(seed))
-    scheduler = resolve_auto(scheduler, sum(trials - have[p] for p in todo), histogram.domain.size)
-    plan = parse_scheduler(scheduler)
-    block = default_block(len(todo), trials, plan.workers)
-    cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(have[m, e], trials, block)]
-    expected = {}
-    computed = load_strategies(instances, workload, store) if store is not None else []
-    for m, e in pairs:  # in this process: fills the strategy caches that are then shipped to workers
-        expected[m.name, e] = _expected(m, workload, e)  # one expected_mse per pair
-    if store is not None:
-        save_strategies(computed, workload, store)
+    return instances, epsilons, left_out
 
+
+def _run_cells(context: Context, cells: list[Cell], scheduler: str | None, stop: Callable[[], bool],
+               progress: Callable[[int, str], None] | None) -> tuple[dict[int, CellResult], dict[str, str]]:
+    """Run ``cells`` on ``scheduler``: the results by cell index, and the first error of each failed mechanism.
+
+    Ends early when a serial cell comes back cut short by ``stop``.
+    """
     results: dict[int, CellResult] = {}
     errors: dict[str, str] = {}
-    done = total_runs - sum(trials - have[p] for p in todo)
-    failed = set()
-    def stop() -> bool:  # Stop button or the action's deadline (core.analysis.cost), polled between trials and cells
-        return bool((should_stop is not None and should_stop()) or (deadline is not None and deadline.expired))
-
+    runs = 0
     iterator = execute({0: context}, cells, scheduler=scheduler, should_stop=stop)
     try:
         for result in iterator:
             name = result.cell.mechanism.name
             if result.error is not None:
-                failed.add(name)
                 errors.setdefault(name, result.error)
             results[result.index] = result
-            done += result.cell.runs
+            runs += result.cell.runs
             if progress is not None:
-                progress(done, total_runs, name)
-            if result.error is None and len(result.values) < result.cell.runs:  # a serial cell cut short by should_stop
+                progress(runs, name)
+            if result.error is None and len(result.values) < result.cell.runs:
                 break
     finally:
         iterator.close()
-    stopped = len(results) < len(cells) or any(
-        r.error is None and len(r.values) < r.cell.runs for r in results.values())
+    return results, errors
 
-    frames: dict[tuple[str, float], list] = {}
-    for index in sorted(results):  # canonical order, whatever order cells finished in
-        result = results[index]
-        cell = result.cell
-        if cell.mechanism.name in failed:
-            continue
-        frames.setdefault((cell.mechanism.name, cell.epsilon), []).append(result)
-    rows: list[tuple] = []
-    for mechanism, epsilon in pairs:
-        entry = cached.get((mechanism, epsilon))
-        if entry is not None and entry[1] is not None:
-            errors.setdefault(mechanism.name, entry[1])
-            continue
-        if mechanism.name in failed:
-            continue
-        held = entry[0] if entry is not None else None
-        new_rows = []
-        for result in frames.get((mechanism.name, epsilon), []):
-            for t in range(len(result.values)):
-                for k, metric in enumerate(every):
-                    new_rows.append((mechanism.name, epsilon, result.cell.first + t, metric,
-                                     float(result.values[t, k]), float(result.seconds[t]),
-                                     expected[mechanism.name, epsilon][metric]))
-        fresh = pd.DataFrame(new_rows, columns=COLUMNS)
-        pair = fresh if held is None else pd.concat([held, fresh]) if new_rows else held
-        wanted = pair[(pair.trial < trials) & pair.metric.isin(metrics)]
-        wanted = wanted.assign(metric=pd.Categorical(wanted.metric, metrics)).sort_values(["trial", "metric"])
-        rows.extend(wanted.assign(metric=wanted.metric.astype(str)).itertuples(index=False, name=None))
-        if cache is not None and new_rows and _trials_held((pair, None)) > have[mechanism, epsilon]:
-            cache.put(keys[mechanism.name, epsilon], pair)
-    if cache is not None:
-        for name in failed:
-            for mechanism, epsilon in pairs:
-                if mechanism.name == name:
-                    cache.put(keys[name, epsilon], None, errors[name])
-    df = pd.DataFrame(rows, columns=COLUMNS)
-    df.attrs["errors"] = errors
-    df.attrs["left_out"] = left_out
-    df.attrs["stopped"] = stopped
-    df.attrs["computed"] = int(sum(len(r.values) for r in results.values()))
-    df.attrs["stop_reason"] = (deadline.reason if deadline is not None and deadline.expired else
-                               "stopped" if stopped else "")
-    return df
+
+def _pair_rows(name: str, epsilon: float, results: list[CellResult], expected: dict[str, float],
+               entry: tuple[pd.DataFrame | None, str | None] | None, trials: int, metrics: tuple[str, ...],
+               cache: SweepCache | None, key: tuple | None) -> list[tuple]:
+    """The rows of one (mechanism, ε) pair, trials 0..trials−1 by trial then metric, from the runs held in
+    ``entry`` (the cache) and the new ``results``; the pair's runs (every metric) go back to the cache."""
+    every = tuple(METRICS)
+    fresh = [(name, epsilon, result.cell.first + t, metric, float(result.values[t, k]), float(result.seconds[t]),
+              expected[metric])
+             for result in results for t in range(len(result.values)) for k, metric in enumerate(every)]
+    held = entry[0] if entry is not None else None
+    if held is None:  # the common case: rows straight from the runs, in order (cells come sorted by trial)
+        wanted = {metric: k for k, metric in enumerate(every) if metric in metrics}
+        order = [wanted[m] for m in metrics]
+        per_run = len(every)
+        rows = [fresh[i * per_run + k] for i in range(len(fresh) // per_run) for k in order
+                if fresh[i * per_run][2] < trials]
+        if cache is not None and key is not None and fresh:
+            frame = pd.DataFrame(fresh, columns=COLUMNS)
+            if _trials_held((frame, None)) > 0:  # a stopped sweep may hold later trials only: keep nothing
+                cache.put(key, frame)
+        return rows
+    pair = pd.concat([held, pd.DataFrame(fresh, columns=COLUMNS)]) if fresh else held
+    chosen = pair[(pair.trial < trials) & pair.metric.isin(metrics)]
+    chosen = chosen.assign(metric=pd.Categorical(chosen.metric, metrics)).sort_values(["trial", "metric"])
+    if cache is not None and key is not None and fresh and _trials_held((pair, None)) > _trials_held(entry):
+        cache.put(key, pair)
+    return list(chosen.assign(metric=chosen.metric.astype(str)).itertuples(index=False, name=None))
 
 
 def warm_up_workers(mechanisms: Sequence[str], histogram: Histogram | None = None, workload: Workload | None = None,

@@ -282,11 +282,11 @@ def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "ser
     jobs, served, outcome.strategies_loaded = _strategy_jobs(contexts, pairs, strategy_store, spec.metrics, expected)
 
     def on_strategy(result: StrategyResult) -> None:  # here, as each job finishes (before its cells run)
+        workload = contexts[cast(tuple, result.job.context)].workload  # a grid's contexts are keyed by tuples
         install_snapshot(result.entries)
-        remember_job(result.job.mechanism, contexts[result.job.context].workload, result.entries)
+        remember_job(result.job.mechanism, workload, result.entries)
         if strategy_store is not None:
-            strategy_store.save(result.job.mechanism, workload_key(contexts[result.job.context].workload),
-                                result.entries)
+            strategy_store.save(result.job.mechanism, workload_key(workload), result.entries)
         for key, m, e in served[result.index]:
             expected[key, m.name, e] = [result.expected[e][metric] for metric in spec.metrics]
         outcome.strategies_computed += 1

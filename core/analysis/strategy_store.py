@@ -94,8 +94,8 @@ def _feed(digest, obj: object) -> None:
             _feed(digest, getattr(obj, f.name))
         digest.update(b")")
     else:  # rare in cache keys; pickle is deterministic for one object built the same way
-        kind = type(obj)
-        digest.update(f"pickle:{kind.__module__}.{kind.__qualname__}:".encode())
+        other = type(obj)
+        digest.update(f"pickle:{other.__module__}.{other.__qualname__}:".encode())
         digest.update(pickle.dumps(obj, protocol=4))
 
 

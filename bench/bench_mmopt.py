@@ -14,7 +14,7 @@ Per-query RMSE at ε = √2 (pure DP, Laplace, Δ_A = 1 since every column of [I
 trace checked against a dense oracle in tests/test_matrix.py) on both sides' Θ, so the comparison is fair.
 
 ``--settings-check``: at these sizes mm-opt also runs with the settings it uses above 2048 cells
-(p = LARGE_P, ``matrix.settings`` above LARGE_CELLS: LARGE_ITERATIONS and its stop) and with the full ones
+(p = ``matrix.auto_p(n, large=True)``, ``matrix.settings`` above LARGE_CELLS: LARGE_ITERATIONS) and with the full ones
 (p = n/16 without a cap, the iteration cap and tighter stop of 1024 < n ≤ 2048) and prints the ratio of their
 RMSEs, to show what the cheaper settings cost in error. ``--sizes ""`` runs only this check.
 """
@@ -77,7 +77,7 @@ def worker(side: str, name: str, n: int, settings: str, out: str) -> None:
         by_size = matrix.settings
         if settings == "cheap":  # the settings mm-opt uses above LARGE_CELLS, forced at this size
             matrix.settings = lambda cells, p: by_size(matrix.LARGE_CELLS + 1, p)
-            mechanism = matrix.MatrixMechanism(p=matrix.LARGE_P)
+            mechanism = matrix.MatrixMechanism(p=matrix.auto_p(n, large=True))
         elif settings == "full":  # p = n/16 without a cap, the settings of 1024 < n ≤ LARGE_CELLS (tighter stop)
             matrix.settings = lambda cells, p: by_size(matrix.LARGE_CELLS, p)
             mechanism = matrix.MatrixMechanism(p=max(1, n // 16))

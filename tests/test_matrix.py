@@ -10,7 +10,15 @@ from scipy.optimize import approx_fprime
 
 from core.mechanisms import MECHANISMS
 from core.mechanisms.gram import gram_rows
-from core.mechanisms.matrix import MAX_CELLS, PIdentity, _objective, _projected_lbfgs
+from core.mechanisms.matrix import (
+    MAX_CELLS,
+    START_MEAN,
+    PIdentity,
+    _objective,
+    _projected_lbfgs,
+    auto_p,
+    settings,
+)
 from core.queries.workloads import AllRange, Explicit, Kron, Prefix, dense, random_range
 from tests.conftest import assert_expected_mse_with_power
 
@@ -109,3 +117,33 @@ def test_parameters_and_size_limit_are_validated():
     assert dataclasses.replace(MM, p="4").p == 4
     with pytest.raises(ValueError, match=f"at most {MAX_CELLS} cells"):
         MM.expected_mse(Prefix(MAX_CELLS + 1), 1.0)
+
+
+def test_rows_and_settings_by_domain_size():
+    # n/16 as in HDMM up to 2048 cells (at most 96), then bounded so that an iteration's p²n stays 2^26
+    assert [auto_p(n) for n in (40, 1024, 2048, 4096, 8192, 16384)] == [2, 64, 96, 128, 90, 64]
+    assert auto_p(2048, large=True) == 128
+    small, mid, large = settings(512, 32), settings(2048, 96), settings(4096, 128)
+    assert small.start == settings(1024, 64).start == 1.0  # HDMM's uniform start up to 1024 cells …
+    assert mid.start * 96 / 2 == pytest.approx(START_MEAN) and large.start * 128 / 2 == pytest.approx(START_MEAN)
+    assert small.tolerance < mid.tolerance < settings(1024, 64).tolerance and mid.window > small.window
+    assert large.iterations < mid.iterations
+
+
+def test_projected_lbfgs_stops_on_the_window():
+    # a slowly decreasing value: a longer window at the same tolerance runs at least as long
+    calls = {5: 0, 20: 0}
+    for window in calls:
+        def function(x, window=window):
+            calls[window] += 1
+            return float(x @ x) + 1.0, 2.0 * x
+        _projected_lbfgs(function, np.ones(4), 50, 1e-3, window)
+    assert calls[20] >= calls[5] > 1
+
+
+def test_cost_estimate_follows_the_optimiser():
+    from core.analysis.cost import estimate_cost
+
+    seconds = [estimate_cost(MM, Prefix(n)).seconds for n in (256, 1024, 2048, 4096, MAX_CELLS)]
+    assert seconds == sorted(seconds) and seconds[0] < 0.5 and 3 < seconds[2] < 15 and 10 < seconds[-1] < 40
+    assert estimate_cost(dataclasses.replace(MM, restarts=2), Prefix(2048)).seconds > 1.8 * (seconds[2] - 0.1)

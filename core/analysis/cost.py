@@ -154,15 +154,18 @@ def _greedy(mechanism, workload: Workload) -> Cost:
 
 
 def _matrix(mechanism, workload: Workload) -> Cost:
-    from core.mechanisms.matrix import LARGE_CELLS, LARGE_ITERATIONS, LARGE_P, MAX_ITERATIONS, MAX_P
+    from core.mechanisms.matrix import MID_CELLS, SMALL_CELLS, auto_p, settings
 
     n = workload.shape[1]
-    cap = MAX_P if n <= LARGE_CELLS else LARGE_P
-    p = min(cap, max(1, n // 16)) if mechanism.p == "auto" else int(mechanism.p)
+    p = auto_p(n) if mechanism.p == "auto" else int(mechanism.p)
     restarts = int(mechanism.restarts)
-    iterations = MAX_ITERATIONS if n <= LARGE_CELLS else LARGE_ITERATIONS
-    # L-BFGS-B over p·n variables, iterations of O(p²·n): 6.5 s for n = 4096, p = 32, 2 starts, 200 iterations
-    seconds = 6.5 * (restarts / 2) * (p * n / 131_072) * (p / 32) * (iterations / 200)
+    # projected L-BFGS iterations per start until its stop (bench_mmopt.py, one BLAS thread): about 500 at the
+    # 1e-6 stop up to 512 cells, 200 at 1e-4 up to 1024, 600 at 2e-5 up to 2048, the iteration cap above
+    typical = 500 if n <= SMALL_CELLS else 200 if n <= MID_CELLS else 600
+    iterations = min(settings(n, p).iterations, typical)
+    # an iteration: four p × p × n products, O(pn) Gram and L-BFGS vector work, 0.1 ms of Python; measured
+    # 0.06-0.08 s at n = 256, 0.6-0.7 s at 1024, 5-8 s at 2048 (p = 96), 15 s at 4096 (p = 128), 25 s at 16,384
+    seconds = restarts * iterations * (1e-4 + n * p * (3.5e-8 + 3e-10 * p))
     return Cost(OVERHEAD_SECONDS + seconds, 8.0 * p * n * 40 + 8.0 * 4 * n,
                 f"p={p} × restarts={restarts} over {n:,} cells (mm-opt optimises a p × n strategy)")
 

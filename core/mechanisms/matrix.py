@@ -18,6 +18,7 @@ its gradient costs O(p²n) instead of HDMM's dense O(n³) or O(pn²).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -36,7 +37,8 @@ MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(
 SMALL_CELLS = 512     # at most this many cells: the tighter SMALL_TOLERANCE (one start costs under 0.5 s there)
 MID_CELLS = 1024      # above this many cells: a scaled start (START_MEAN) and, up to LARGE_CELLS, MID_TOLERANCE
 MAX_ITERATIONS = 1000  # projected L-BFGS iterations per start up to LARGE_CELLS (the tolerance stops it first) …
-LARGE_ITERATIONS = 400  # … and above it, where an iteration costs O(p²n) and time is the target (bench_mmopt.py)
+LARGE_ITERATIONS = 400  # … and above it, where an iteration costs O(p²n) and time is the target (at 4096 cells
+# 400 iterations ended 0.7 % above p = n/16 run to its stop; at 16,384 they take about 25 s: bench_mmopt.py)
 TOLERANCE = 1e-4  # stop when the trace fell by less than this fraction per iteration over the last WINDOW ones …
 WINDOW = 5        # … (HDMM stops at one iteration's relative decrease below 1e-4, McKenna et al. 2018, Sec. 5)
 SMALL_TOLERANCE = 1e-6  # at 512 cells 1e-4 stopped 0.2 % above HDMM's OPT0 even with the best of 4 starts
@@ -47,8 +49,9 @@ START_MEAN = 6.4  # above MID_CELLS Θ starts uniform on [0, 2·START_MEAN/p): c
 MEMORY = 5        # L-BFGS correction pairs: 10 cost 1 ms more per iteration at n = 1024 and converged no better
 MAX_P = 96        # rows of Θ for p="auto": n/16 as in HDMM up to this cap (at n = 2048, p = 96 reached a lower
 # error than HDMM's p = 128 in 25 % less time per evaluation; p = 80 stalled at HDMM's error) …
-LARGE_CELLS = 2048  # … and LARGE_P above this many cells, to keep an iteration O(LARGE_P²·n) (bench/bench_mmopt.py)
-LARGE_P = 64
+LARGE_CELLS = 2048  # … and above this many cells at most √(LARGE_WORK/n) rows, to bound an iteration's O(p²n) …
+LARGE_WORK = 2**26  # … (p = 128 at 4096 cells, 90 at 8192, 64 at 16,384; p = 64 at 4096 ended 5 % above
+LARGE_P = 64        # p = n/16), but at least LARGE_P
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,15 @@ def settings(n: int, p: int) -> Settings:
         return Settings(MAX_ITERATIONS, TOLERANCE, WINDOW, start)
     if n <= LARGE_CELLS:
         return Settings(MAX_ITERATIONS, MID_TOLERANCE, MID_WINDOW, start)
-    return Settings(LARGE_ITERATIONS, TOLERANCE, WINDOW, start)
+    return Settings(LARGE_ITERATIONS, MID_TOLERANCE, MID_WINDOW, start)
+
+
+def auto_p(n: int, large: bool | None = None) -> int:
+    """Rows of Θ for p="auto": n // 16 as in HDMM, at most MAX_P up to LARGE_CELLS cells; above them (or with
+    ``large``) at most √(LARGE_WORK / n) and at least LARGE_P, since an iteration costs O(p²n)."""
+    large = n > LARGE_CELLS if large is None else large
+    cap = max(LARGE_P, math.isqrt(LARGE_WORK // n)) if large else MAX_P
+    return min(cap, max(1, n // 16))
 
 
 @dataclass(frozen=True, eq=False)
@@ -228,8 +239,8 @@ class MatrixMechanism:
     """Matrix mechanism with an HDMM OPT0 p-Identity strategy, least squares, exact ``expected_mse``.
 
     Args:
-        p: rows of Θ; "auto" = n // 16 as in HDMM for 1-D workloads (at most MAX_P = 96), LARGE_P = 64 above
-            2048 cells.
+        p: rows of Θ; "auto" = n // 16 as in HDMM for 1-D workloads, at most MAX_P = 96 up to 2048 cells and
+            √(LARGE_WORK / n) above (``auto_p``).
         restarts: uniform random starts of the optimiser (HDMM's start), the best is kept.
         seed: seeds the starts (the strategy is data-independent and costs no budget).
     """
@@ -252,9 +263,7 @@ class MatrixMechanism:
 
     def strategy(self, workload: Workload) -> PIdentity:
         """The optimised strategy for this workload (cached per workload and settings)."""
-        n = workload.shape[1]
-        cap = MAX_P if n <= LARGE_CELLS else LARGE_P
-        p = min(cap, max(1, n // 16)) if self.p == "auto" else int(self.p)
+        p = auto_p(workload.shape[1]) if self.p == "auto" else int(self.p)
         return optimise_strategy(workload, p, int(self.restarts), int(self.seed))
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:

@@ -40,12 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from results import SHARED_ENV, Recorder, record, shared_data  # noqa: E402
 
 from core.analysis.execution import job_entries, remember_job, shutdown_pools, strategy_caches  # noqa: E402
-from core.analysis.experiment import (  # noqa: E402
-    _expected,
-    resolve_mechanisms,
-    run_sweep,  # noqa: E402
-)
+from core.analysis.experiment import resolve_mechanisms, run_sweep  # noqa: E402
 from core.analysis.grid import GridSpec, build_contexts, load_grid, run_grid  # noqa: E402
+from core.analysis.metrics import expected_metrics  # noqa: E402
 from core.data.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
 from core.queries.workloads import random_range  # noqa: E402
 
@@ -131,7 +128,7 @@ def warm_strategies(spec: GridSpec) -> None:
     contexts = build_contexts(spec)
     mechanisms = resolve_mechanisms(list(spec.mechanisms))
     timed("strategies + expected errors, this process", lambda: [
-        _expected(m, c.workload, e) for c in contexts.values() for m in mechanisms for e in spec.epsilons])
+        expected_metrics(m, c.workload, e) for c in contexts.values() for m in mechanisms for e in spec.epsilons])
     for c in contexts.values():
         for m in mechanisms:
             remember_job(m, c.workload, job_entries(m, c.workload))

@@ -91,8 +91,8 @@ def test_a_drawn_range_becomes_a_one_query_workload():
     assert metrics(at)["Queries × cells"] == "1 × 4,096"
     answer = at.dataframe[-1].value["true answer"].iloc[0]
     counts = at.session_state.uploads.get(at.session_state.dataset_key)
-    from ui.datasets import _load_reference  # the cached sample loader
-    counts = _load_reference(at.session_state.dataset_key).vector if counts is None else counts.vector
+    from ui.datasets import load_reference_histogram  # the cached sample loader
+    counts = load_reference_histogram(at.session_state.dataset_key).vector if counts is None else counts.vector
     assert answer == pytest.approx(counts[10:20].sum())
 
 

@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 
 from core.mechanisms import MECHANISMS
-from core.mechanisms.greedy_h import _cell_strategy
+from core.mechanisms.greedy_h import cell_strategy
 from core.mechanisms.hierarchical import build_tree, workload_grid
-from core.mechanisms.privelet import _padded, haar_forward
+from core.mechanisms.privelet import haar_forward, padded_length
 from core.papers.audit import cp_bounds as _cp_bounds
 from core.privacy.definitions import gaussian_delta
 from core.privacy.noise import noise_kind
@@ -59,9 +59,9 @@ def _dense_strategy(mechanism, workload) -> np.ndarray:
                     rows.append(row)
         return np.array(rows)
     if mechanism.name == "gaussian-privelet":
-        return haar_forward(np.eye(_padded(n))[:, :n])
+        return haar_forward(np.eye(padded_length(n))[:, :n])
     if mechanism.name == "gaussian-greedy-h":
-        tree, _ = _cell_strategy(workload, mechanism.branching, mechanism.granularity, mechanism.weights_norm)
+        tree, _ = cell_strategy(workload, mechanism.branching, mechanism.granularity, mechanism.weights_norm)
         matrix = np.zeros((tree.query_weight.size, n))
         for i, (s, z, w) in enumerate(zip(tree.query_start, tree.query_size, tree.query_weight, strict=True)):
             matrix[i, s:s + z] = w

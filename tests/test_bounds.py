@@ -186,7 +186,7 @@ def test_a_sweep_leaves_out_mechanisms_over_the_limit_and_stops_at_the_deadline(
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from core.mechanisms.gram import _query_rows  # noqa: E402
+from core.mechanisms.gram import query_rows  # noqa: E402
 from core.queries.workloads import Ranges2D, dense, parse_workload, random_range_2d  # noqa: E402
 
 
@@ -206,8 +206,8 @@ def test_rectangles_match_their_dense_matrix(rows, cols, m, seed):
 @pytest.mark.parametrize("spec", ["marginals", "marginals-ranges-2d:m=5,seed=1", "prefix-2d"])
 def test_query_rows_of_kron_and_stack_workloads_come_from_their_factors(spec):
     w = parse_workload(spec, (4, 3))
-    np.testing.assert_allclose(_query_rows(w, 0, w.shape[0]), dense(w).T)
-    np.testing.assert_allclose(_query_rows(w, 2, 5), dense(w).T[:, 2:5])
+    np.testing.assert_allclose(query_rows(w, 0, w.shape[0]), dense(w).T)
+    np.testing.assert_allclose(query_rows(w, 2, 5), dense(w).T[:, 2:5])
 
 
 def test_rectangles_refuse_bad_corners():

@@ -117,11 +117,11 @@ def test_strategy_rows_are_the_mechanisms_own_reconstruction(name):
 
 def _rows(name, values="bins"):
     from core.analysis.strategy_noise import reconstruction, strategy_halfwidths
-    from core.mechanisms.gram import _query_rows
+    from core.mechanisms.gram import query_rows
 
     workload, release = _workload_and_release(name)
     rec = reconstruction(MECHANISMS[name], release, workload)
-    target = np.eye(workload.shape[1]) if values == "bins" else _query_rows(workload, 0, workload.shape[0])
+    target = np.eye(workload.shape[1]) if values == "bins" else query_rows(workload, 0, workload.shape[0])
     half = strategy_halfwidths(MECHANISMS[name], release, workload, values=values)
     return rec, rec.adjoint(target).T, half
 

@@ -132,7 +132,7 @@ def test_the_deadline_stops_worker_processes_too(small):
 
 def test_strategy_jobs_run_on_the_backend_and_hand_back_their_entries(small):
     from core.analysis.execution import StrategyJob, execute, make_cells, strategy_caches
-    from core.analysis.experiment import _expected
+    from core.analysis.metrics import expected_metrics
 
     histogram, workload = small
     contexts = {0: Context(histogram, workload, ("mae",), seed=2)}
@@ -148,5 +148,5 @@ def test_strategy_jobs_run_on_the_backend_and_hand_back_their_entries(small):
         for result in handed:
             assert all(result.entries[cache] for cache in strategy_caches(result.job.mechanism))
             for e in (0.5, 1.0):
-                here = _expected(result.job.mechanism, workload, e)
+                here = expected_metrics(result.job.mechanism, workload, e)
                 assert [result.expected[e][k] for k in ("mse", "rmse")] == [here["mse"], here["rmse"]] != [0, 0]

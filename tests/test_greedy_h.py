@@ -213,15 +213,15 @@ def test_runs_beyond_the_dense_limit_but_expected_mse_says_why_not():
 def test_l2_weights_normalise_squares_and_are_never_worse_for_gaussian_noise(spec, n):
     """gaussian-greedy-h's tree: squared weights sum to 1 on every root path (Δ₂ = 1), and its
     Δ₂² tr(WᵀW (AᵀA)⁻¹) is at most the L1 tree's (about 18 % lower RMSE at n = 64, 26 % at n = 256 on ranges)."""
-    from core.mechanisms.greedy_h import _along_paths, _cell_strategy, l2_objective
+    from core.mechanisms.greedy_h import cell_strategy, l2_objective, sum_along_paths
     from core.queries.workloads import parse_workload
 
     workload = parse_workload(spec, (n,), np.random.default_rng(0))
-    l1_tree, l2_tree = _cell_strategy(workload, 2, 100, 1)[0], _cell_strategy(workload, 2, 100, 2)[0]
+    l1_tree, l2_tree = cell_strategy(workload, 2, 100, 1)[0], cell_strategy(workload, 2, 100, 2)[0]
     assert l2_objective(l2_tree) <= l2_objective(l1_tree) * (1 + 1e-12)
     if spec != "identity":
         assert l2_objective(l2_tree) < 0.7 * l2_objective(l1_tree)  # squared RMSE
-        squares = _along_paths(n, l2_tree.query_start, l2_tree.query_size, l2_tree.query_weight**2)
+        squares = sum_along_paths(n, l2_tree.query_start, l2_tree.query_size, l2_tree.query_weight**2)
         np.testing.assert_allclose(squares, 1.0, rtol=1e-9)
         gram = dense(workload).T @ dense(workload)
         assert hierarchy_trace(l2_tree, gram) == pytest.approx(l2_tree.trace, rel=1e-9)

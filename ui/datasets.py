@@ -37,7 +37,7 @@ def dataset_choices() -> dict[str, str]:
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def _load_reference(key: str) -> Histogram:
+def load_reference_histogram(key: str) -> Histogram:
     kind, _, name = key.partition(":")
     if kind == "sample":
         return load_histogram(name)
@@ -54,10 +54,10 @@ def histogram() -> Histogram:
     if key in uploads:
         return uploads[key]
     try:
-        return _load_reference(key)
+        return load_reference_histogram(key)
     except ValueError:
         st.session_state.dataset_key = f"sample:{DEFAULT_DATASET}"
-        return _load_reference(st.session_state.dataset_key)
+        return load_reference_histogram(st.session_state.dataset_key)
 
 
 def ledger_key() -> str:

@@ -25,7 +25,7 @@ from ui.guard import is_script_control
 from ui.privacy import definition, delta, matched
 from ui.state import SIMULATION_STREAM
 from ui.tuning import tuning_histogram, tuning_key
-from ui.workloads import _workload, default_workload_spec, workload, workload_spec
+from ui.workloads import default_workload_spec, parsed_workload, workload, workload_spec
 
 _WARM_SWEEPS_ENV = "DPLENS_WARM_SWEEPS"  # "0": do not start the Compare workers with the server (test suites)
 
@@ -39,7 +39,7 @@ def warm_workers() -> bool:
     fork_server = warm_up()
     if os.environ.get(_WARM_SWEEPS_ENV, "1") != "0":
         sample = load_histogram(DEFAULT_DATASET)  # what a new session opens on
-        warm_up_workers(DEFAULT_COMPARE_MECHANISMS, sample, _workload(default_workload_spec(sample), sample.domain.shape),
+        warm_up_workers(DEFAULT_COMPARE_MECHANISMS, sample, parsed_workload(default_workload_spec(sample), sample.domain.shape),
                         after=fork_server)
     return True
 
@@ -144,4 +144,4 @@ def preview_release(epsilon: float, hist=None) -> np.ndarray:
     charged, never exported)."""
     rng = np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM])
     hist = tuning_histogram() if hist is None else hist
-    return MECHANISMS["identity"].run(hist.counts, _workload("total", hist.domain.shape), epsilon, rng).estimate
+    return MECHANISMS["identity"].run(hist.counts, parsed_workload("total", hist.domain.shape), epsilon, rng).estimate

@@ -14,7 +14,7 @@ from core.data.domain import Histogram
 from core.privacy.definitions import target
 from core.queries.workloads import Identity
 from core.release.kernel import HistogramRequest, release_histogram
-from ui.datasets import _load_reference, dataset_choices, histogram, ledger_key
+from ui.datasets import dataset_choices, histogram, ledger_key, load_reference_histogram
 from ui.ledger import default_total, ledger, ledger_store
 from ui.privacy import definition, delta
 from ui.state import init_state
@@ -36,7 +36,7 @@ def _reference(key: str) -> Histogram:
     if key in ss.get("tuning_proxies", {}):
         return ss.tuning_proxies[key]["hist"]
     uploads = ss.get("uploads", {})
-    return uploads[key] if key in uploads else _load_reference(key)
+    return uploads[key] if key in uploads else load_reference_histogram(key)
 
 
 def sources() -> dict[str, str]:

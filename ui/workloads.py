@@ -60,7 +60,7 @@ def workload_spec() -> str:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def _workload(spec: str, shape: tuple[int, ...]):
+def parsed_workload(spec: str, shape: tuple[int, ...]):
     return parse_workload(spec, shape)
 
 
@@ -93,8 +93,8 @@ def workload():
     if custom is not None and custom.shape[1] == hist.domain.size:
         return custom
     try:
-        return _workload(workload_spec(), hist.domain.shape)
+        return parsed_workload(workload_spec(), hist.domain.shape)
     except ValueError as err:
         st.session_state.flash_error = f"workload {workload_spec()!r} does not fit this dataset: {err}"
         st.session_state.workload_spec = None
-        return _workload(default_workload_spec(hist), hist.domain.shape)
+        return parsed_workload(default_workload_spec(hist), hist.domain.shape)

@@ -42,11 +42,13 @@ import multiprocessing
 import os
 import pickle
 import shutil
+import struct
 import sys
 import tempfile
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,11 +57,11 @@ from typing import Any, TypeVar
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from core.analysis.metrics import HISTOGRAM_METRICS, METRICS
+from core.analysis.metrics import HISTOGRAM_METRICS, METRICS, expected_metrics
 from core.analysis.strategy_store import StrategyStore, stable_hash
 from core.data.domain import Histogram
 from core.extras import require
-from core.mechanisms import Mechanism
+from core.mechanisms import MECHANISMS, Mechanism
 from core.mechanisms.greedy_h import workload_key
 from core.queries.workloads import Workload
 
@@ -110,7 +112,7 @@ class Cell:
 @dataclass(frozen=True)
 class StrategyJob:
     """The strategy ``mechanism`` uses on the workload of context ``context``, and its expected errors at
-    ``epsilons`` (``experiment._expected``, the analytic MSE and RMSE per query)."""
+    ``epsilons`` (``metrics.expected_metrics``, the analytic MSE and RMSE per query)."""
 
     context: Hashable
     mechanism: Mechanism
@@ -139,6 +141,32 @@ class CellResult:
     error: str | None = None
 
 
+def trial_rng(seed: int, mechanism: str, epsilon: float, trial: int) -> np.random.Generator:
+    """An independent stream per (seed, mechanism, epsilon, trial), independent of run order.
+
+    >>> a = trial_rng(1, "identity", 0.5, 3).random()
+    >>> b = trial_rng(1, "identity", 0.5, 3).random()
+    >>> a == b, a == trial_rng(1, "identity", 0.5, 4).random()
+    (True, False)
+    """
+    high, low = struct.unpack("<II", struct.pack("<d", float(epsilon)))
+    return np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(mechanism.encode()), high, low, int(trial)])
+
+
+def resolve_mechanisms(mechanisms: Sequence[str | Mechanism]) -> list[Mechanism]:
+    """Names (registry keys) or instances → instances; unknown names raise ValueError listing the choices."""
+    resolved = []
+    for m in mechanisms:
+        if isinstance(m, str):
+            if m not in MECHANISMS:
+                raise ValueError(f"unknown mechanism {m!r}; choose from {', '.join(MECHANISMS)}")
+            m = MECHANISMS[m]
+        resolved.append(m)
+    if not resolved:
+        raise ValueError("choose at least one mechanism")
+    return resolved
+
+
 def make_cells(contexts: Mapping[Hashable, Context], mechanisms: Sequence[Mechanism | str],
                epsilons: Sequence[float], trials: int, *, block: int | None = None) -> list[Cell]:
     """Every (context, mechanism, epsilon, trial block), in canonical order; blocks of ``block`` trials.
@@ -149,8 +177,6 @@ def make_cells(contexts: Mapping[Hashable, Context], mechanisms: Sequence[Mechan
     ...                                          block=2)]
     [(0, 2), (2, 4), (4, 5)]
     """
-    from core.analysis.experiment import resolve_mechanisms  # experiment imports this module
-
     instances = resolve_mechanisms(mechanisms)
     size = trials if block is None else max(1, int(block))
     return [Cell(key, m, float(e), t, min(t + size, trials))
@@ -163,8 +189,6 @@ def run_cell(context: Context, cell: Cell, index: int = 0,
 
     ``should_stop`` (serial only) is polled before each trial; a stopped cell returns the trials done.
     """
-    from core.analysis.experiment import trial_rng
-
     histogram, workload, metrics = context.histogram, context.workload, context.metrics
     counts, vector, total = histogram.counts, histogram.vector, histogram.total
     values = np.full((cell.runs, len(metrics)), np.nan)
@@ -302,11 +326,10 @@ def job_entries(mechanism: Mechanism, workload: Workload) -> dict[tuple[str, str
 
 def compute_strategy(context: Context, job: StrategyJob, index: int = 0) -> StrategyResult:
     """Compute a job's strategy here (one BLAS thread, as everywhere, so every backend finds the same one)."""
-    from core.analysis.experiment import _expected  # experiment imports this module
-
+    
     start = time.perf_counter()
     with threadpool_limits(limits=1, user_api="blas"):
-        expected = {e: _expected(job.mechanism, context.workload, e) for e in job.epsilons}
+        expected = {e: expected_metrics(job.mechanism, context.workload, e) for e in job.epsilons}
     return StrategyResult(index, job, job_entries(job.mechanism, context.workload), expected,
                           time.perf_counter() - start)
 

@@ -15,18 +15,15 @@ noise comes from ``trial_rng(seed, mechanism, epsilon, trial)``, so results do n
 from __future__ import annotations
 
 import contextlib
-import math
 import multiprocessing
-import struct
 import threading
-import zlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from core.analysis.cost import Deadline, RunLimits, RunTooLargeError, check_cost, estimate_cost
-from core.analysis.execution import (
+from core.analysis.execution import (  # trial_rng, resolve_mechanisms: re-exported for callers of this module
     Cell,
     CellResult,
     Context,
@@ -35,55 +32,20 @@ from core.analysis.execution import (
     load_strategies,
     parse_scheduler,
     resolve_auto,
+    resolve_mechanisms,
     save_strategies,
+    trial_rng,
 )
-from core.analysis.metrics import METRICS
+from core.analysis.metrics import METRICS, expected_metrics
 from core.analysis.strategy_store import StrategyStore
 from core.data.domain import Histogram
 from core.data.fingerprint import dataset_fingerprint
 from core.data.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
-from core.mechanisms import MECHANISMS, Mechanism, check_budget_epsilon, check_epsilon
+from core.mechanisms import Mechanism, check_budget_epsilon, check_epsilon
 from core.queries.workloads import Prefix, Workload
 
 # The Compare page's default selection: DPBench's standard 1-D mechanisms and its two baselines.
 DEFAULT_COMPARE_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
-
-
-def trial_rng(seed: int, mechanism: str, epsilon: float, trial: int) -> np.random.Generator:
-    """An independent stream per (seed, mechanism, epsilon, trial), independent of run order.
-
-    >>> a = trial_rng(1, "identity", 0.5, 3).random()
-    >>> b = trial_rng(1, "identity", 0.5, 3).random()
-    >>> a == b, a == trial_rng(1, "identity", 0.5, 4).random()
-    (True, False)
-    """
-    high, low = struct.unpack("<II", struct.pack("<d", float(epsilon)))
-    return np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(mechanism.encode()), high, low, int(trial)])
-
-
-def resolve_mechanisms(mechanisms: Sequence[str | Mechanism]) -> list[Mechanism]:
-    """Names (registry keys) or instances → instances; unknown names raise ValueError listing the choices."""
-    resolved = []
-    for m in mechanisms:
-        if isinstance(m, str):
-            if m not in MECHANISMS:
-                raise ValueError(f"unknown mechanism {m!r}; choose from {', '.join(MECHANISMS)}")
-            m = MECHANISMS[m]
-        resolved.append(m)
-    if not resolved:
-        raise ValueError("choose at least one mechanism")
-    return resolved
-
-
-def _expected(mechanism: Mechanism, workload: Workload, epsilon: float) -> dict[str, float]:
-    """The analytic MSE and RMSE per query (NaN where the mechanism has none, and for the other metrics)."""
-    try:
-        value = mechanism.expected_mse(workload, epsilon)
-    except ValueError:
-        value = None
-    mse = math.nan if value is None else float(value)
-    return {metric: mse if metric == "mse" else math.sqrt(mse) if metric == "rmse" else math.nan
-            for metric in METRICS}
 
 
 class SweepCache:
@@ -179,7 +141,7 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(have[m, e], trials, block)]
     computed = load_strategies(instances, workload, store) if store is not None else []
     # in this process: fills the strategy caches that are then shipped to workers; one expected_mse per pair
-    expected = {(m.name, e): _expected(m, workload, e) for m, e in pairs}
+    expected = {(m.name, e): expected_metrics(m, workload, e) for m, e in pairs}
     if store is not None:
         save_strategies(computed, workload, store)
 

@@ -42,8 +42,8 @@ from core.analysis.execution import (
     resolve_auto,
     strategy_caches,
 )
-from core.analysis.experiment import _expected, resolve_mechanisms
-from core.analysis.metrics import METRICS
+from core.analysis.experiment import resolve_mechanisms
+from core.analysis.metrics import METRICS, expected_metrics
 from core.analysis.strategy_store import StrategyStore, stable_hash
 from core.data.datasets import load_histogram
 from core.data.domain import Histogram
@@ -227,7 +227,7 @@ def _strategy_jobs(contexts: dict[tuple, Context], pairs: list[tuple], store: St
                 workload_hashes[key] = stable_hash(workload_key(contexts[key].workload))
             groups.setdefault((stable_hash(m), workload_hashes[key]), []).append((key, m, e))
         else:  # closed forms and data-dependent mechanisms: nothing to optimise
-            analytic = _expected(m, contexts[key].workload, e)
+            analytic = expected_metrics(m, contexts[key].workload, e)
             expected[key, m.name, e] = [analytic[metric] for metric in metrics]
     jobs: list[StrategyJob] = []
     served: dict[int, list[tuple]] = {}
@@ -245,7 +245,7 @@ def _strategy_jobs(contexts: dict[tuple, Context], pairs: list[tuple], store: St
             remember_job(m, workload, entries)
         loaded += 1
         for pair_key, pair_m, e in group:
-            analytic = _expected(pair_m, workload, e)
+            analytic = expected_metrics(pair_m, workload, e)
             expected[pair_key, pair_m.name, e] = [analytic[metric] for metric in metrics]
     return jobs, served, loaded
 

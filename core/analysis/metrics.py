@@ -10,9 +10,15 @@ count, used only by the scaled error. ``per_element_error`` gives the per-query/
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # type names only: mechanisms import nothing from here
+    from core.mechanisms import Mechanism
+    from core.queries.workloads import Workload
 
 RELATIVE_FLOOR = 1.0   # δ in MRE = mean |err| / max(true, δ) (Chen et al. 2024, SReB_GCA, Eq. 5)
 KL_FLOOR = 1.0         # κ: released counts are floored at κ before normalising (see kl_divergence)
@@ -129,3 +135,21 @@ METRIC_LABELS = {
     "mre": "mean relative error (floor 1)",
     "kld": "KL divergence of the histogram (floor 1)",
 }
+
+
+def expected_metrics(mechanism: Mechanism, workload: Workload, epsilon: float) -> dict[str, float]:
+    """The analytic MSE and RMSE per query of ``mechanism`` on ``workload`` at ``epsilon``, keyed by metric
+    (NaN where the mechanism states no ``expected_mse``, and for the other metrics).
+
+    >>> from core.mechanisms import MECHANISMS
+    >>> from core.queries.workloads import Prefix
+    >>> round(expected_metrics(MECHANISMS["identity"], Prefix(4), 1.0)["mse"], 6)
+    5.0
+    """
+    try:
+        value = mechanism.expected_mse(workload, epsilon)
+    except ValueError:
+        value = None
+    mse = math.nan if value is None else float(value)
+    return {metric: mse if metric == "mse" else math.sqrt(mse) if metric == "rmse" else math.nan
+            for metric in METRICS}

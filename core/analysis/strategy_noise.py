@@ -74,10 +74,10 @@ def reconstruction(mechanism: Mechanism, release: Release, workload: Workload) -
     ('laplace', 4)
     """
     from core.mechanisms.gaussian import GaussianMatrix, GaussianMixin, Matched, eigen_strategy
-    from core.mechanisms.greedy_h import GreedyH, _cell_strategy
+    from core.mechanisms.greedy_h import GreedyH, cell_strategy
     from core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
     from core.mechanisms.matrix import MatrixMechanism
-    from core.mechanisms.privelet import Privelet, _padded, _reconstruct_transpose
+    from core.mechanisms.privelet import Privelet, padded_length, reconstruct_transpose
 
     if isinstance(mechanism, Matched):  # matched privacy changes the scale only, read from the release
         mechanism = mechanism.inner
@@ -99,12 +99,12 @@ def reconstruction(mechanism: Mechanism, release: Release, workload: Workload) -
         return Reconstruction(kind, scale, tree.coordinates, lambda v: _tree_adjoint(tree, v))
     if isinstance(mechanism, Privelet):
         grid = workload_grid(workload)
-        return Reconstruction(kind, scale, _padded(grid[0]) * _padded(grid[1]),
-                              lambda v: _reconstruct_transpose(v, grid))
+        return Reconstruction(kind, scale, padded_length(grid[0]) * padded_length(grid[1]),
+                              lambda v: reconstruct_transpose(v, grid))
     if isinstance(mechanism, GreedyH):
         hierarchy = (release.details or {}).get("hierarchy")
         if hierarchy is None:
-            hierarchy = _cell_strategy(workload, mechanism.branching, mechanism.granularity, mechanism.weights_norm)[0]
+            hierarchy = cell_strategy(workload, mechanism.branching, mechanism.granularity, mechanism.weights_norm)[0]
         q = hierarchy.query_weight.size
         if hierarchy.units != n or n * q > DENSE_ENTRIES:
             return None
@@ -164,10 +164,10 @@ def _greedy_solve(tree, y: np.ndarray) -> np.ndarray:
 
 def _target_rows(workload: Workload, values: str, start: int, stop: int) -> np.ndarray:
     """Rows start … stop − 1 of the map from the estimate to the released values, as an (n × k) block."""
-    from core.mechanisms.gram import _query_rows
+    from core.mechanisms.gram import query_rows
 
     if values == "answers":
-        return _query_rows(workload, start, stop)
+        return query_rows(workload, start, stop)
     block = np.zeros((workload.shape[1], stop - start))
     block[np.arange(start, stop), np.arange(stop - start)] = 1.0
     return block

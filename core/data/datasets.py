@@ -57,7 +57,7 @@ def _fail(message: str) -> DataError:
     return DataError(message)
 
 
-def _check_size(nbytes: int) -> None:
+def check_upload_size(nbytes: int) -> None:
     if nbytes > MAX_UPLOAD_BYTES:
         raise _fail(f"file is {nbytes / 2**20:.1f} MB; the limit is {MAX_UPLOAD_BYTES / 2**20:.0f} MB")
     if nbytes == 0:
@@ -91,19 +91,19 @@ def load_histogram(source: str | Path | bytes, *, filename: str | None = None,
         if not path.is_file():
             samples = ", ".join(SAMPLE_DATASETS)
             raise _fail(f"no file {str(path)!r} and no sample dataset of that name (samples: {samples})")
-        _check_size(path.stat().st_size)
+        check_upload_size(path.stat().st_size)
         return load_histogram(path.read_bytes(), filename=path.name, name=name or path.stem,
                               grid_shape=grid_shape, notes=notes)
     if not isinstance(source, bytes | bytearray):
         raise _fail(f"cannot read a histogram from {type(source).__name__}")
     data = bytes(source)
-    _check_size(len(data))
+    check_upload_size(len(data))
     suffix = Path(filename).suffix.lower() if filename else ""
     name = name or (Path(filename).stem if filename else "uploaded")
     if suffix == ".npy" or data.startswith(b"\x93NUMPY"):
         counts, labels, axis_names = _parse_npy(data), (), ()
     else:
-        text = _decode(data)
+        text = decode_upload_text(data)
         stripped = text.lstrip()
         if suffix == ".json" or stripped.startswith(("{", "[")):
             counts, labels, name, axis_names = _parse_json(stripped, name)
@@ -112,7 +112,7 @@ def load_histogram(source: str | Path | bytes, *, filename: str | None = None,
     return _build(counts, labels, name, axis_names)
 
 
-def _decode(data: bytes) -> str:
+def decode_upload_text(data: bytes) -> str:
     if b"\x00" in data[:4096]:
         raise _fail("file looks binary (NUL bytes); expected CSV, JSON or .npy")
     try:
@@ -505,8 +505,8 @@ def histogram_from_records(source: str | Path | bytes, column: str, *, bins: int
     if isinstance(source, str | Path) and not Path(source).is_file():
         raise _fail(f"no records file {str(source)!r}")
     data = Path(source).read_bytes() if isinstance(source, str | Path) else bytes(source)
-    _check_size(len(data))
-    text = _decode(data)
+    check_upload_size(len(data))
+    text = decode_upload_text(data)
     if not text.strip():
         raise _fail("records file is empty")
     delimiter = _delimiter(text)
@@ -591,7 +591,7 @@ def load_parquet(data: bytes, columns: list[str], *, what: str = "grid file") ->
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    _check_size(len(data))
+    check_upload_size(len(data))
     try:
         file = pq.ParquetFile(pa.BufferReader(data))
         meta, schema = file.metadata, file.schema_arrow

@@ -27,7 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from core.mechanisms import Release, check_inputs, check_ratio, laplace_privacy_loss
-from core.mechanisms.greedy_h import _check_knobs, bucket_gram, gram_sketch, greedy_hierarchy
+from core.mechanisms.greedy_h import bucket_gram, check_tree_settings, gram_sketch, greedy_hierarchy
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
@@ -161,7 +161,7 @@ class DAWA:
 
     def __post_init__(self) -> None:
         check_ratio(self.ratio)
-        _check_knobs(self.branching, self.granularity)
+        check_tree_settings(self.branching, self.granularity)
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)

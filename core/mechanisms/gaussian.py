@@ -44,11 +44,11 @@ from core.mechanisms import (
     check_inputs,
 )
 from core.mechanisms.gram import gram_apply, remember
-from core.mechanisms.greedy_h import GreedyH, _along_paths, _cell_strategy, workload_key
+from core.mechanisms.greedy_h import GreedyH, cell_strategy, sum_along_paths, workload_key
 from core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
 from core.mechanisms.laplace import Identity, LaplaceOnAnswers
 from core.mechanisms.matrix import _single_threaded
-from core.mechanisms.privelet import Privelet, _sensitivity
+from core.mechanisms.privelet import Privelet, haar_sensitivity
 from core.privacy.definitions import (
     DEFINITIONS,
     ZCDP,
@@ -153,7 +153,7 @@ class GaussianMixin:
                 return COST_MODELS[klass.__name__](self, workload)  # type: ignore[arg-type]  # GaussianMixin is mixed into a registered mechanism
         return default_cost(workload)
 
-    def _check_knobs(self) -> None:
+    def check_tree_settings(self) -> None:
         check_delta(self.delta)
         if self.calibration not in CALIBRATIONS:
             raise ValueError(f"calibration must be one of {list(CALIBRATIONS)}, got {self.calibration!r}")
@@ -223,7 +223,7 @@ class GaussianIdentity(GaussianMixin, Identity):  # type: ignore[misc]  # the mi
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("Identity")
 
     def __post_init__(self) -> None:
-        self._check_knobs()
+        self.check_tree_settings()
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """Identity: every column has L1 and L2 norm 1."""
@@ -260,7 +260,7 @@ class GaussianAnswers(GaussianMixin, LaplaceOnAnswers):  # type: ignore[misc]  #
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("LaplaceOnAnswers")
 
     def __post_init__(self) -> None:
-        self._check_knobs()
+        self.check_tree_settings()
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """The workload's own column norms."""
@@ -280,7 +280,7 @@ class GaussianHierarchical(GaussianMixin, Hierarchical):  # type: ignore[misc]  
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._check_knobs()
+        self.check_tree_settings()
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """Nodes containing each cell (unit weights): L1 = count, L2 = √count."""
@@ -300,11 +300,11 @@ class GaussianPrivelet(GaussianMixin, Privelet):  # type: ignore[misc]  # the mi
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("Privelet")
 
     def __post_init__(self) -> None:
-        self._check_knobs()
+        self.check_tree_settings()
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """ρ = Π(1 + log₂ padded length) coefficients of ±1 per cell."""
-        rho = _sensitivity(workload_grid(workload))
+        rho = haar_sensitivity(workload_grid(workload))
         n = workload.shape[1]
         return np.full(n, rho), np.full(n, np.sqrt(rho))
 
@@ -327,12 +327,12 @@ class GaussianGreedyH(GaussianMixin, GreedyH):  # type: ignore[misc]  # the mixi
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._check_knobs()
+        self.check_tree_settings()
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """Σ of the query weights (L1) and √Σ of their squares (L2) along each cell's root path."""
-        tree, _ = _cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
-        l2 = np.sqrt(_along_paths(tree.units, tree.query_start, tree.query_size, tree.query_weight**2))
+        tree, _ = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
+        l2 = np.sqrt(sum_along_paths(tree.units, tree.query_start, tree.query_size, tree.query_weight**2))
         return tree.cell_l1, l2
 
 
@@ -415,7 +415,7 @@ class GaussianMatrix(GaussianMixin):
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("")
 
     def __post_init__(self) -> None:
-        self._check_knobs()
+        self.check_tree_settings()
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)

@@ -153,7 +153,7 @@ def remember(cache: dict[Any, Any], key: object, compute: Callable[[], _T], limi
     return cache[key]
 
 
-def _query_rows(workload: Workload, start: int, stop: int) -> np.ndarray:
+def query_rows(workload: Workload, start: int, stop: int) -> np.ndarray:
     """Rows start … stop − 1 of W as a dense (n × rows) block: from the rows' structure, else Wᵀ e_q."""
     if isinstance(workload, Ranges2D):
         return workload.rows_block(start, stop)
@@ -162,15 +162,15 @@ def _query_rows(workload: Workload, start: int, stop: int) -> np.ndarray:
         for part in workload.parts:
             lo, hi = max(start - offset, 0), min(stop - offset, part.shape[0])
             if lo < hi:
-                blocks.append(_query_rows(part, lo, hi))
+                blocks.append(query_rows(part, lo, hi))
             offset += part.shape[0]
         return np.hstack(blocks)
     if isinstance(workload, Kron):  # row (i, j) of A ⊗ B is kron(row i of A, row j of B): from the factors
         a, b = workload.factors
         q = np.arange(start, stop)
         i, j = np.divmod(q, b.shape[0])
-        left = _query_rows(a, int(i.min()), int(i.max()) + 1)[:, i - i.min()]
-        right = _query_rows(b, int(j.min()), int(j.max()) + 1)[:, j - j.min()]
+        left = query_rows(a, int(i.min()), int(i.max()) + 1)[:, i - i.min()]
+        right = query_rows(b, int(j.min()), int(j.max()) + 1)[:, j - j.min()]
         return (left[:, None, :] * right[None, :, :]).reshape(a.shape[1] * b.shape[1], -1)
     if not isinstance(workload, Ranges | Explicit):
         unit = np.zeros(workload.shape[0])
@@ -205,7 +205,7 @@ def noise_energy(workload: Workload, response: Callable[[np.ndarray], np.ndarray
         total = 0.0
         batch = max(1, min(ENERGY_BATCH, ROW_BLOCK_ENTRIES // n))  # rows of a 65,536-cell grid: 64 at a time
         for start in range(0, m, batch):
-            rows = _query_rows(workload, start, min(m, start + batch))
+            rows = query_rows(workload, start, min(m, start + batch))
             total += float(np.einsum("ij,ij->", rows, covariance(rows)))
         return total
     total = 0.0

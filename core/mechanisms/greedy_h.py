@@ -324,7 +324,7 @@ class Hierarchy:
     @property
     def cell_l1(self) -> np.ndarray:
         """Column L1 norms of the weighted strategy A (1 up to round-off)."""
-        return _along_paths(self.units, self.query_start, self.query_size, self.query_weight)
+        return sum_along_paths(self.units, self.query_start, self.query_size, self.query_weight)
 
     def measure(self, x: np.ndarray) -> np.ndarray:
         """A x: the weighted interval sums of x."""
@@ -333,7 +333,7 @@ class Hierarchy:
 
     def least_squares(self, y: np.ndarray) -> np.ndarray:
         """(AᵀA)⁻¹ Aᵀ y in O(n log n), bottom-up through the recursive inverse."""
-        return self.gram_solve(_along_paths(self.units, self.query_start, self.query_size, self.query_weight * y))
+        return self.gram_solve(sum_along_paths(self.units, self.query_start, self.query_size, self.query_weight * y))
 
     def gram_solve(self, z: np.ndarray) -> np.ndarray:
         """(AᵀA)⁻¹ z for z of shape (units,) or a block (units, k) (columns solved at once, same steps)."""
@@ -345,7 +345,7 @@ class Hierarchy:
             starts, sizes, terminal = self.starts[d], self.sizes[d], self.terminal[d]
             inner = ~terminal
             if inner.any():
-                cells = _cells(starts[inner], sizes[inner])
+                cells = interval_cells(starts[inner], sizes[inner])
                 totals = np.add.reduceat(out[cells], np.cumsum(sizes[inner]) - sizes[inner], axis=0)
                 per_cell = np.repeat(np.arange(inner.sum()), sizes[inner])
                 out[cells] = (out[cells] - (self.shrink[d][per_cell] * self.u_before[d])[:, None] * totals[per_cell]) \
@@ -353,17 +353,17 @@ class Hierarchy:
             uniform = terminal & (sizes > 1)
             if uniform.any():  # one query over the node: spread its share evenly (pseudo-inverse J/n²)
                 s, z_ = starts[uniform], sizes[uniform]
-                out[_cells(s, z_)] = np.repeat((zsum[s + z_] - zsum[s]) / (z_**2)[:, None], z_, axis=0)
+                out[interval_cells(s, z_)] = np.repeat((zsum[s + z_] - zsum[s]) / (z_**2)[:, None], z_, axis=0)
         return out.reshape(shape)
 
 
-def _cells(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+def interval_cells(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Concatenated cell indices of the intervals [start, start + size)."""
     offsets = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
     return np.arange(int(sizes.sum())) + offsets
 
 
-def _along_paths(units: int, starts: np.ndarray, sizes: np.ndarray, values: np.ndarray) -> np.ndarray:
+def sum_along_paths(units: int, starts: np.ndarray, sizes: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Σ over intervals covering each cell of the interval's value (a difference array)."""
     diff = np.zeros(units + 1)
     np.add.at(diff, starts, values)
@@ -483,7 +483,7 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
             sum_err = np.add.reduceat(c_err, first)[sel]
             sum_trace = np.add.reduceat(c_trace, first)[sel]
             kk = np.add.reduceat(c_k, first)[sel]
-            cells = _cells(s[idx], z[idx])
+            cells = interval_cells(s[idx], z[idx])
             owner = np.repeat(np.arange(idx.size), z[idx])
             if gram is not None and sketch is None:
                 quad = np.add.reduceat(u_cell[cells] * v_sum[owner, cells], np.cumsum(z[idx]) - z[idx])
@@ -520,7 +520,7 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
         if d < depth - 1:
             flat = parents[uniform[parents]]
             if flat.size:  # constant Gram block: one query, estimate spread evenly
-                u_cell[_cells(s[flat], z[flat])] = np.repeat(1.0 / z[flat], z[flat])
+                u_cell[interval_cells(s[flat], z[flat])] = np.repeat(1.0 / z[flat], z[flat])
         terminal[d], p_all[d], shrink_all[d] = ~inner, p[inner], shrink[inner]
         if u_before[d] is None:
             u_before[d] = np.zeros(0)
@@ -591,11 +591,11 @@ def _remember(cache: dict, key: object, value: object) -> None:
 
 def l2_objective(tree: Hierarchy) -> float:
     """Δ₂(A)² tr(WᵀW (AᵀA)⁻¹): the Gaussian error of a hierarchy, up to σ²/m per unit Δ₂ (NaN when sketched)."""
-    squares = _along_paths(tree.units, tree.query_start, tree.query_size, tree.query_weight**2)
+    squares = sum_along_paths(tree.units, tree.query_start, tree.query_size, tree.query_weight**2)
     return float(squares.max()) * tree.trace
 
 
-def _cell_strategy(workload: Workload, branching: int, granularity: int, norm: int = 1) -> tuple[Hierarchy, str]:
+def cell_strategy(workload: Workload, branching: int, granularity: int, norm: int = 1) -> tuple[Hierarchy, str]:
     """The strategy on the cells and how its greedy rule saw the workload ("exact", "sketch", "proxy").
 
     ``norm=2`` (Gaussian noise): the L2-normalised greedy tree, or the L1 one when its exact
@@ -608,7 +608,7 @@ def _cell_strategy(workload: Workload, branching: int, granularity: int, norm: i
             gram, exact = bucket_gram(workload, np.arange(n + 1))
             tree = greedy_hierarchy(gram, branching, granularity, norm=norm)
             if norm == 2:
-                l1_tree = _cell_strategy(workload, branching, granularity)[0]
+                l1_tree = cell_strategy(workload, branching, granularity)[0]
                 if l2_objective(l1_tree) < l2_objective(tree):
                     tree = l1_tree
             value = (tree, "exact" if exact else "all-range proxy")
@@ -656,7 +656,7 @@ def _rows_equal(rows: np.ndarray, a: np.ndarray, b: np.ndarray, tolerance: float
     return out
 
 
-def _check_knobs(branching: int, granularity: int) -> None:
+def check_tree_settings(branching: int, granularity: int) -> None:
     if isinstance(branching, bool) or not isinstance(branching, int | np.integer) or branching < 2:
         raise ValueError(f"branching must be an integer >= 2, got {branching!r}")
     if isinstance(granularity, bool) or not isinstance(granularity, int | np.integer) or granularity < 2:
@@ -685,11 +685,11 @@ class GreedyH:
     weights_norm: ClassVar[int] = 1  # the sensitivity the tree's weights are chosen for (2: gaussian-greedy-h)
 
     def __post_init__(self) -> None:
-        _check_knobs(self.branching, self.granularity)
+        check_tree_settings(self.branching, self.granularity)
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
-        tree, metric = _cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
+        tree, metric = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
         column_l1 = tree.cell_l1
         scale = float(column_l1.max()) / epsilon
         noisy = add_laplace(rng, tree.measure(x), scale)
@@ -702,7 +702,7 @@ class GreedyH:
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2 (Δ₁/ε)² tr(WᵀW (AᵀA)⁻¹) / m of the least-squares estimate."""
-        tree, _ = _cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
+        tree, _ = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
         trace = tree.trace
         if not np.isfinite(trace):  # a sketched strategy: its exact error needs the Gram, once per workload
             if workload.shape[1] > MAX_UNITS:

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from core.mechanisms import Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import remember
-from core.mechanisms.greedy_h import _cells, workload_key
+from core.mechanisms.greedy_h import interval_cells, workload_key
 from core.privacy.noise import add_laplace
 from core.queries.workloads import DENSE_LIMIT, Ranges, Workload, as_intervals, sparse_matrix
 
@@ -151,7 +151,7 @@ def _interval_decompose(ranges: Ranges, row_seed: int | None) -> OmFactorisation
     atom_of_segment = np.full(length.size, -1, dtype=np.int64)
     atom_of_segment[queried] = rank[labels.ravel()]
     sizes = np.bincount(atom_of_segment[queried], weights=length[queried], minlength=first.size)
-    columns = _cells(bounds[queried], length[queried])
+    columns = interval_cells(bounds[queried], length[queried])
     atom = np.repeat(atom_of_segment[queried], length[queried])
     reduced = sp.csr_matrix((np.ones(columns.size), (atom, columns)), shape=(sizes.size, n))
     # B: one entry per (query, segment it covers), summed per atom
@@ -159,7 +159,7 @@ def _interval_decompose(ranges: Ranges, row_seed: int | None) -> OmFactorisation
     if int(runs.sum()) > MIXING_ENTRIES:
         raise ValueError(f"OM on this interval workload needs {int(runs.sum()):,} entries of B (queries × "
                          f"segments); the limit is {MIXING_ENTRIES:,}: use fewer or shorter ranges")
-    segment = _cells(first_segment, runs)
+    segment = interval_cells(first_segment, runs)
     counts = sp.csr_matrix((length[segment].astype(float), (np.repeat(np.arange(m), runs),
                                                              atom_of_segment[segment])), shape=(m, sizes.size))
     # exactness (Theorem 4): every row covers whole atoms only, and no unqueried cell

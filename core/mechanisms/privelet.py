@@ -29,7 +29,7 @@ from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
 
-def _padded(length: int) -> int:
+def padded_length(length: int) -> int:
     return 1 << max(0, int(np.ceil(np.log2(length))))
 
 
@@ -67,24 +67,24 @@ def haar_inverse(c: np.ndarray, axis: int = 0) -> np.ndarray:
     return np.moveaxis(s, 0, axis)
 
 
-def _sensitivity(grid: tuple[int, int]) -> float:
+def haar_sensitivity(grid: tuple[int, int]) -> float:
     """ρ = Π over axes of (1 + log₂ padded length): every cell's column L1 norm in H₁ ⊗ H₂."""
-    return float(np.prod([1 + int(np.log2(_padded(s))) for s in grid]))
+    return float(np.prod([1 + int(np.log2(padded_length(s))) for s in grid]))
 
 
 def _reconstruct(coefficients: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
     """Cells (rows·cols × batch) from a padded coefficient block (R·C × batch)."""
     rows, cols = grid
-    pr, pc = _padded(rows), _padded(cols)
+    pr, pc = padded_length(rows), padded_length(cols)
     cube = coefficients.reshape(pr, pc, -1)
     cube = haar_inverse(haar_inverse(cube, axis=0), axis=1)
     return cube[:rows, :cols].reshape(rows * cols, -1)
 
 
-def _reconstruct_transpose(cells: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
+def reconstruct_transpose(cells: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
     """The transpose of ``_reconstruct``: a padded coefficient block (R·C × batch) from cells (rows·cols × batch)."""
     rows, cols = grid
-    cube = np.zeros((_padded(rows), _padded(cols), cells.shape[1]))
+    cube = np.zeros((padded_length(rows), padded_length(cols), cells.shape[1]))
     cube[:rows, :cols] = cells.reshape(rows, cols, -1)
     return haar_forward(haar_forward(cube, axis=1, weight=0.5), axis=0, weight=0.5).reshape(-1, cells.shape[1])
 
@@ -97,10 +97,10 @@ def _unit_energy(grid: tuple[int, int], workload: Workload) -> float:
 
     The estimate's error covariance under unit noise is H⁻¹H⁻ᵀ, applied as reconstruct ∘ its transpose.
     """
-    coordinates = _padded(grid[0]) * _padded(grid[1])
+    coordinates = padded_length(grid[0]) * padded_length(grid[1])
     return remember(_ENERGIES, (grid, workload_key(workload)),
                     lambda: noise_energy(workload, lambda noise: _reconstruct(noise, grid), coordinates,
-                                         lambda v: _reconstruct(_reconstruct_transpose(v, grid), grid)))
+                                         lambda v: _reconstruct(reconstruct_transpose(v, grid), grid)))
 
 
 @dataclass(frozen=True)
@@ -116,10 +116,10 @@ class Privelet:
         x, epsilon = check_inputs(x, workload, epsilon)
         grid = workload_grid(workload)  # as in hb: run and expected_mse use the workload's grid
         rows, cols = grid
-        padded = np.zeros((_padded(rows), _padded(cols)))
+        padded = np.zeros((padded_length(rows), padded_length(cols)))
         padded[:rows, :cols] = x.reshape(grid)
         coefficients = haar_forward(haar_forward(padded, axis=0), axis=1)
-        sensitivity = _sensitivity(grid)
+        sensitivity = haar_sensitivity(grid)
         scale = sensitivity / epsilon
         noisy = add_laplace(rng, coefficients, scale)
         estimate = _reconstruct(noisy.reshape(-1, 1), grid)[:, 0]
@@ -132,4 +132,4 @@ class Privelet:
         """Exact per-query MSE 2 (ρ/ε)² Σ_k ‖W h_k‖² / m over the columns h_k of the inverse transform."""
         epsilon = check_epsilon(epsilon)
         grid = workload_grid(workload)
-        return 2.0 * (_sensitivity(grid) / epsilon) ** 2 * _unit_energy(grid, workload) / workload.shape[0]
+        return 2.0 * (haar_sensitivity(grid) / epsilon) ** 2 * _unit_energy(grid, workload) / workload.shape[0]

@@ -47,7 +47,7 @@ class WdaLeaf:
         return self.share * epsilon
 
 
-def _check_knobs(budget: str, g: float) -> None:
+def check_tree_settings(budget: str, g: float) -> None:
     if budget not in BUDGET_RULES:
         raise ValueError(f"budget must be one of {BUDGET_RULES}, got {budget!r}")
     if not (isinstance(g, int | float) and math.isfinite(g)):
@@ -116,7 +116,7 @@ _DIVISIONS: dict[object, tuple[WdaLeaf, ...]] = {}
 def wda_division(workload: Workload, *, budget: str = "optimal", g: float = 0.0,
                  division_seed: int | None = None) -> tuple[WdaLeaf, ...]:
     """``divide`` cached per workload content and settings (the division never depends on the data or ε)."""
-    _check_knobs(budget, g)
+    check_tree_settings(budget, g)
     return remember(_DIVISIONS, (workload_key(workload), budget, g, division_seed),
                     lambda: divide(workload, budget=budget, g=g, division_seed=division_seed), limit=32)
 
@@ -136,7 +136,7 @@ def divide(workload: Workload, *, budget: str = "optimal", g: float = 0.0,
     Returns:
         The leaves; their shares of ε add up to 1.
     """
-    _check_knobs(budget, g)
+    check_tree_settings(budget, g)
     blocks = _rows_of(workload)
     chooser = None if division_seed is None else np.random.default_rng(division_seed)
     leaves: list[WdaLeaf] = []
@@ -235,7 +235,7 @@ class WDA:
     data_dependent: bool = False
 
     def __post_init__(self) -> None:
-        _check_knobs(self.budget, self.g)
+        check_tree_settings(self.budget, self.g)
 
     def division(self, workload: Workload) -> tuple[WdaLeaf, ...]:
         """The leaves for this workload (data-independent)."""

@@ -40,7 +40,7 @@ from core.data.domain import Histogram
 from core.data.fingerprint import dataset_fingerprint
 from core.mechanisms import Release
 from core.privacy.store import LOCAL_OWNER, connect, default_path, transaction
-from core.release.export import _jsonable
+from core.release.export import jsonable
 
 _WORKSPACE_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 
@@ -76,7 +76,7 @@ def release_to_dict(release: Release) -> dict:
             "answers": np.asarray(release.answers, dtype=float).tolist(),
             "estimate": None if estimate is None else estimate.ravel().tolist(),
             "estimate_shape": None if estimate is None else list(estimate.shape),
-            "params": _jsonable(dict(release.params))}
+            "params": jsonable(dict(release.params))}
 
 
 def release_from_dict(doc: dict) -> Release:

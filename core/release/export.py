@@ -162,7 +162,7 @@ def release_metadata(release: Release, *, workload: str, noise_path: str, datase
         "mechanism": release.mechanism,
         **privacy_metadata(release),
         "privacy_loss": release.privacy_loss,
-        "params": {k: _jsonable(v) for k, v in release.params.items()},
+        "params": {k: jsonable(v) for k, v in release.params.items()},
         "workload": workload,
         "noise_path": noise_path,
         "noise_sampler": noise_sampler,
@@ -234,15 +234,15 @@ def privacy_from_metadata(doc: Mapping[str, Any]) -> Privacy:
     return PureDP(charged["epsilon"])
 
 
-def _jsonable(value: object) -> object:
+def jsonable(value: object) -> object:
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     return value if isinstance(value, int | float | str | bool | type(None)) else str(value)
 
 

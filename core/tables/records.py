@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.data.datasets import DataError, _check_size, _decode
+from core.data.datasets import DataError, check_upload_size, decode_upload_text
 from core.data.fingerprint import records_fingerprint
 from core.data.limits import MAX_CELLS, MAX_TABLE_ENTRIES, MAX_TABLE_RECORDS
 from core.queries.marginals import MAX_LEVELS, TableDomain, marginal_counts
@@ -47,12 +47,12 @@ class Table:
 
 def _read_bytes(source: str | Path | bytes) -> bytes:
     if isinstance(source, bytes):
-        _check_size(len(source))
+        check_upload_size(len(source))
         return source
     path = Path(source)
     if not path.is_file():
         raise DataError(f"input {str(source)!r} is not a file")
-    _check_size(path.stat().st_size)  # bounded before reading (core.data.limits.MAX_UPLOAD_BYTES)
+    check_upload_size(path.stat().st_size)  # bounded before reading (core.data.limits.MAX_UPLOAD_BYTES)
     return path.read_bytes()
 
 
@@ -60,7 +60,7 @@ def _declared(domain_bytes: bytes | None) -> dict[str, int | list[str]]:
     if domain_bytes is None:
         return {}
     try:
-        mapping = json.loads(_decode(domain_bytes))
+        mapping = json.loads(decode_upload_text(domain_bytes))
     except json.JSONDecodeError as error:
         raise DataError(f"the domain file is not JSON ({error.msg} at line {error.lineno})") from None
     except (ValueError, RecursionError) as error:  # an integer over Python's digit limit, or 10^5 nested [
@@ -264,7 +264,7 @@ def load_table(source: str | Path | bytes, domain: str | Path | bytes | None = N
     data = _read_bytes(source)
     declared = _declared(_read_bytes(domain) if isinstance(domain, str | Path) else domain)
     try:
-        frame = pd.read_csv(io.StringIO(_decode(data)), dtype=str, keep_default_na=False, na_filter=False)
+        frame = pd.read_csv(io.StringIO(decode_upload_text(data)), dtype=str, keep_default_na=False, na_filter=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
         raise DataError(f"the records file is not a CSV with a header row ({str(error).splitlines()[0][:80]})"
                         ) from None

@@ -6,10 +6,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
+from core.analysis.intervals import laplace_halfwidth
 from core.papers.teaching import (
     composition,
     laplace_density,
-    laplace_halfwidth,
     laplace_scale,
 )
 

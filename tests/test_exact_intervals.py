@@ -5,10 +5,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.analysis.intervals import release_intervals
+from core.analysis.intervals import answer_halfwidths, bin_halfwidths, exact_halfwidth, release_intervals
 from core.mechanisms import MECHANISMS
 from core.queries.workloads import Identity, Prefix
-from core.release.publish import answer_halfwidths, bin_halfwidths, exact_halfwidth
 
 pytestmark = pytest.mark.statistical
 DRAWS = 20_000

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from scipy.stats import kstest
 
+from core.analysis.intervals import answer_halfwidths, bin_halfwidths, laplace_halfwidth, simulated_intervals
 from core.mechanisms import MECHANISMS, Release
 from core.papers.teaching import (
     composition,
     laplace_density,
-    laplace_halfwidth,
     laplace_scale,
     neighbouring_outputs,
     output_ratio,
@@ -20,7 +20,7 @@ from core.papers.teaching import (
     ranges_of_length,
 )
 from core.queries.workloads import Identity, Prefix
-from core.release.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
+from core.release.publish import history_entry
 
 
 def test_laplace_scale_and_density():

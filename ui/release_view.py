@@ -10,7 +10,7 @@ import streamlit as st
 import ui
 from core.analysis.bounded import run_bounded
 from core.analysis.cost import estimate_cost
-from core.analysis.intervals import release_intervals
+from core.analysis.intervals import answer_halfwidths, bin_halfwidths, release_intervals, simulated_intervals
 from core.analysis.strategy_noise import strategy_halfwidths
 from core.data import limits
 from core.mechanisms import MECHANISMS, configure
@@ -28,7 +28,7 @@ from core.release.export import (
     release_to_json,
 )
 from core.release.kernel import HistogramRequest, export_release, plan_histogram, release_histogram
-from core.release.publish import answer_halfwidths, bin_halfwidths, history_entry, simulated_intervals
+from core.release.publish import history_entry
 from core.release.recipe import recipe_notebook, recipe_script
 from ui.ledger import ledger_store
 

@@ -41,17 +41,6 @@ def laplace_density(grid: np.ndarray, scale: float, loc: float = 0.0) -> np.ndar
     return np.exp(-np.abs(np.asarray(grid, dtype=float) - loc) / scale) / (2.0 * scale)
 
 
-def laplace_halfwidth(scale: float, level: float = 0.95) -> float:
-    """Half-width t with P(|Lap(b)| <= t) = level: t = b·ln(1/(1 - level)).
-
-    >>> round(laplace_halfwidth(1.0), 4)
-    2.9957
-    """
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
-    return float(scale) * math.log(1.0 / (1.0 - level))
-
-
 def neighbouring_outputs(count: float, epsilon: float, releases: int,
                          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """One count released ``releases`` times for x and for its neighbour x + 1 (Laplace, Δ = 1).

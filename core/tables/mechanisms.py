@@ -202,8 +202,8 @@ class MarginalHistograms:
 def _cell_halfwidths(mechanism, release, workload: MarginalWorkload, index: int) -> np.ndarray | None:
     """Exact per-cell half-widths at INTERVAL_LEVEL of one marginal's release, shaped like the marginal; None for
     data-dependent methods. Plain Laplace/Gaussian per cell, or the strategy's noise (core.analysis.strategy_noise)."""
+    from core.analysis.intervals import bin_halfwidths
     from core.analysis.strategy_noise import strategy_halfwidths
-    from core.release.publish import bin_halfwidths
 
     half = bin_halfwidths(release, INTERVAL_LEVEL)  # None without a cell estimate, or without plain noise per cell
     if half is None:

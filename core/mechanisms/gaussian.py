@@ -216,6 +216,9 @@ class GaussianIdentity(GaussianMixin, Identity):  # type: ignore[misc]  # the mi
     """
 
     summary: ClassVar[str] = "Gaussian noise on every count ((ε, δ) or zCDP)."
+    # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
+    # (read on this exact class only, core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
+    noise_on_counts: ClassVar[bool] = True
 
     delta: float = 1e-6
     calibration: str = "analytic"

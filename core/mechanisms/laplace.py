@@ -22,6 +22,9 @@ class Identity:
     """
 
     summary: ClassVar[str] = "Noise on every count: the baseline the others are measured against."
+    # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
+    # (read on this exact class only, core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
+    noise_on_counts: ClassVar[bool] = True
 
     name: str = "identity"
     data_dependent: bool = False
@@ -78,6 +81,9 @@ class Uniform:
     """
 
     summary: ClassVar[str] = "Only a noisy total, spread evenly over the bins: ignores the shape."
+    # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
+    # (read on this exact class only, core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
+    noise_on_counts: ClassVar[bool] = True
 
     name: str = "uniform"
     data_dependent: bool = False

@@ -56,6 +56,9 @@ class CellRelease:
     """
 
     summary: ClassVar[str] = "Xiao et al.'s cell release: noisy counts, clipped at zero."
+    # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
+    # (read on this exact class only, core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
+    noise_on_counts: ClassVar[bool] = True
 
     neighbouring: str = "add_remove"
     clip: bool = True

@@ -294,18 +294,15 @@ def adds_noise_to_counts(mechanism: object) -> bool:
     """Whether every Laplace draw of ``mechanism`` is added to an integer-valued count with integer sensitivity.
 
     True for the cell-noise baselines only: Identity (and dp-base), Xiao's cell release (sensitivity 1
-    or 2) and Uniform (the total). Exact types, not subclasses or names: a variant that noises anything
-    else must not inherit the integer sampler. ``tests/test_noise.py`` pins that each draw lands on a count.
+    or 2), Uniform (the total) and Gaussian identity, which declare ``noise_on_counts = True`` in their own
+    class body. Read on the exact type, never inherited: a variant that noises anything else must not get
+    the integer sampler by subclassing. ``tests/test_noise.py`` pins that each draw lands on a count.
 
     >>> from core.mechanisms import MECHANISMS
     >>> adds_noise_to_counts(MECHANISMS["dp-base"]), adds_noise_to_counts(MECHANISMS["privelet"])
     (True, False)
     """
-    from core.mechanisms.gaussian import GaussianIdentity
-    from core.mechanisms.laplace import Identity, Uniform
-    from core.mechanisms.xiao import CellRelease
-
-    return type(mechanism) in (Identity, Uniform, CellRelease, GaussianIdentity)
+    return bool(vars(type(mechanism)).get("noise_on_counts", False))
 
 
 def _integer_counts(counts: Any) -> bool:

@@ -256,7 +256,7 @@ def test_an_unwritable_output_is_refused_before_anything_is_charged(tmp_path, ca
 def test_the_store_has_a_quota_per_curator_and_says_so(tmp_path, monkeypatch):
     from core.data import limits
     from core.data.domain import Histogram
-    from core.privacy.workspace_store import WorkspaceStore
+    from core.release.workspace_store import WorkspaceStore
 
     monkeypatch.setattr(limits, "MAX_STORE_BYTES", 64 * 1024)
     store = WorkspaceStore(tmp_path / "s.sqlite3")

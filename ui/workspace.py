@@ -15,7 +15,7 @@ import json
 import streamlit as st
 
 from core.mechanisms import MECHANISMS
-from core.privacy.workspace_store import WorkspaceStore, release_from_dict, release_to_dict
+from core.release.workspace_store import WorkspaceStore, release_from_dict, release_to_dict
 from core.release.config import build_recipe, check_recipe
 from ui import identity
 from ui.datasets import histogram

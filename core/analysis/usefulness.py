@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-NEIGHBOURING_SENSITIVITY = {"add_remove": 1.0, "replace_one": 2.0}
+from core.privacy.definitions import cell_sensitivity
 
 
 def _positive(name: str, value: float) -> float:
@@ -36,13 +36,6 @@ def _cells(beta: int) -> int:
     if isinstance(beta, bool) or not isinstance(beta, int) or beta < 1:
         raise ValueError(f"beta (number of cells) must be an integer >= 1, got {beta!r}")
     return beta
-
-
-def cell_sensitivity(neighbouring: str) -> float:
-    """Δ of the count vector: 1 under add/remove, 2 under replace-one."""
-    if neighbouring not in NEIGHBOURING_SENSITIVITY:
-        raise ValueError(f"neighbouring must be one of {tuple(NEIGHBOURING_SENSITIVITY)}, got {neighbouring!r}")
-    return NEIGHBOURING_SENSITIVITY[neighbouring]
 
 
 def _log_argument(value: float, what: str) -> float:

@@ -24,8 +24,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.analysis.usefulness import cell_sensitivity
 from core.mechanisms import Release, check_epsilon, check_inputs, exponential_mechanism, laplace_privacy_loss
+from core.privacy.definitions import cell_sensitivity
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload, squared_frobenius
 

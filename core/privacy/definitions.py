@@ -392,3 +392,17 @@ def ledger_charge(privacy: Privacy, delta: float) -> tuple[float, float, float |
         return privacy.epsilon, privacy.delta, None
     approx = privacy.to_approx(delta)
     return approx.epsilon, approx.delta, privacy.rho
+
+
+NEIGHBOURING_SENSITIVITY = {"add_remove": 1.0, "replace_one": 2.0}  # Δ₁ of a count vector
+
+
+def cell_sensitivity(neighbouring: str) -> float:
+    """Δ₁ of the count vector under a neighbouring relation: 1 under add/remove, 2 under replace-one.
+
+    >>> cell_sensitivity("add_remove"), cell_sensitivity("replace_one")
+    (1.0, 2.0)
+    """
+    if neighbouring not in NEIGHBOURING_SENSITIVITY:
+        raise ValueError(f"neighbouring must be one of {tuple(NEIGHBOURING_SENSITIVITY)}, got {neighbouring!r}")
+    return NEIGHBOURING_SENSITIVITY[neighbouring]

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms import Release, check_inputs, check_ratio, laplace_privacy_loss
+from core.mechanisms.contract import Release, check_inputs, check_ratio, laplace_privacy_loss
 from core.mechanisms.greedy_h import bucket_gram, check_tree_settings, gram_sketch, greedy_hierarchy
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload

@@ -35,7 +35,7 @@ from typing import ClassVar
 import numpy as np
 import scipy.linalg
 
-from core.mechanisms import (
+from core.mechanisms.contract import (
     PARAMETER_RANGES,
     Mechanism,
     Range,

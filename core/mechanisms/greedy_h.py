@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from core.mechanisms import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import gram_apply
 from core.privacy.noise import add_laplace
 from core.queries.workloads import (

@@ -27,7 +27,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import noise_energy, remember
 from core.mechanisms.greedy_h import workload_key
 from core.privacy.noise import add_laplace

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload, l1_sensitivity, squared_frobenius
 

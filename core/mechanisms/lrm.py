@@ -42,7 +42,7 @@ import numpy as np
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
-from core.mechanisms import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import gram_apply, remember
 from core.mechanisms.greedy_h import workload_key
 from core.privacy.noise import add_laplace

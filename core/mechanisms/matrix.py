@@ -27,7 +27,7 @@ import scipy.linalg
 from scipy.linalg.blas import daxpy, ddot
 from threadpoolctl import threadpool_limits
 
-from core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import gram_rows, remember
 from core.mechanisms.greedy_h import workload_key
 from core.privacy.noise import add_laplace

@@ -29,7 +29,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms import Release, check_inputs, check_ratio, exponential_mechanism, laplace_privacy_loss
+from core.mechanisms.contract import (
+    Release,
+    check_inputs,
+    check_ratio,
+    exponential_mechanism,
+    laplace_privacy_loss,
+)
 from core.privacy.noise import add_laplace
 from core.queries.workloads import (
     AllRange,

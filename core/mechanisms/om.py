@@ -22,7 +22,7 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from core.mechanisms import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import remember
 from core.mechanisms.greedy_h import interval_cells, workload_key
 from core.privacy.noise import add_laplace

@@ -18,7 +18,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms import Release, check_epsilon, check_inputs, check_ratio, laplace_privacy_loss
+from core.mechanisms.contract import Release, check_epsilon, check_inputs, check_ratio, laplace_privacy_loss
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 

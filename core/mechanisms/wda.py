@@ -25,7 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import remember
 from core.mechanisms.greedy_h import workload_key
 from core.privacy.noise import add_laplace

@@ -24,7 +24,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms import Release, check_epsilon, check_inputs, exponential_mechanism, laplace_privacy_loss
+from core.mechanisms.contract import (
+    Release,
+    check_epsilon,
+    check_inputs,
+    exponential_mechanism,
+    laplace_privacy_loss,
+)
 from core.privacy.definitions import cell_sensitivity
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload, squared_frobenius

@@ -291,22 +291,9 @@ def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "ser
             expected[key, m.name, e] = [result.expected[e][metric] for metric in spec.metrics]
         outcome.strategies_computed += 1
 
-    frames = [existing] if not existing.empty else []
+    file = _GridFile(output, existing)
     pending: dict[tuple, list] = {}
-    new_rows: list[tuple] = []
-    last_flush = time.monotonic()
-    written = False
     finished = outcome.skipped
-
-    def flush() -> None:
-        nonlocal new_rows, last_flush, written
-        if new_rows:
-            frames.append(pd.DataFrame(new_rows, columns=GRID_COLUMNS))
-            new_rows = []
-            _write(pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0], output)
-            written = True
-        last_flush = time.monotonic()
-
     iterator = execute(contexts, cells, scheduler=scheduler, should_stop=should_stop, strategies=jobs,
                        on_strategy=on_strategy)
     try:
@@ -326,16 +313,35 @@ def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "ser
             pair = (context, cell.mechanism.name, cell.epsilon)
             pending.setdefault(pair, []).append(result)
             if len(pending[pair]) == blocks_per_pair:  # the whole pair is done: it may enter the file
-                new_rows.extend(_rows(contexts[context], context, pending.pop(pair),
-                                      expected[pair], spec.metrics))
-            # the first complete pair at once (a kill after it keeps it), then every FLUSH_SECONDS
-            if (new_rows and not written) or time.monotonic() - last_flush > FLUSH_SECONDS:
-                flush()
+                file.add(_rows(contexts[context], context, pending.pop(pair), expected[pair], spec.metrics))
     finally:
         iterator.close()
-        flush()  # also on KeyboardInterrupt: what finished is kept
+        file.flush()  # also on KeyboardInterrupt: what finished is kept
     outcome.stopped = outcome.stopped or finished < spec.runs
     return outcome
+
+
+class _GridFile:
+    """The grid's Parquet file: rows already there, then new pairs' rows, written when the first pair is
+    complete (a kill after it keeps it) and then every FLUSH_SECONDS."""
+
+    def __init__(self, path: Path, existing: pd.DataFrame) -> None:
+        self.path, self.frames = path, [existing] if not existing.empty else []
+        self.new_rows: list[tuple] = []
+        self.written, self.last_flush = False, time.monotonic()
+
+    def add(self, rows: list[tuple]) -> None:
+        self.new_rows.extend(rows)
+        if not self.written or time.monotonic() - self.last_flush > FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.new_rows:
+            self.frames.append(pd.DataFrame(self.new_rows, columns=GRID_COLUMNS))
+            self.new_rows = []
+            _write(pd.concat(self.frames, ignore_index=True) if len(self.frames) > 1 else self.frames[0], self.path)
+            self.written = True
+        self.last_flush = time.monotonic()
 
 
 def _rows(context: Context, key: tuple, results: list, expected: list[float], metrics: Sequence[str]) -> list:

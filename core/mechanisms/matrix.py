@@ -47,8 +47,8 @@ MID_WINDOW = 10       # … 10 iterations ended 0.25-0.7 % below it on three see
 START_MEAN = 6.4  # above MID_CELLS Θ starts uniform on [0, 2·START_MEAN/p): column sums 1ᵀΘ ≈ 6.4 instead of
 # p/2 (the optimum's are 1-3); at n = 2048 this reached HDMM's error in 240-400 evaluations instead of 310-600
 MEMORY = 5        # L-BFGS correction pairs: 10 cost 1 ms more per iteration at n = 1024 and converged no better
-MAX_P = 96        # rows of Θ for p="auto": n/16 as in HDMM up to this cap (at n = 2048, p = 96 reached a lower
-# error than HDMM's p = 128 in 25 % less time per evaluation; p = 80 stalled at HDMM's error) …
+MAX_P = 96        # rows of Θ for p="auto": n/16 as in HDMM up to this cap (at n = 2048 an evaluation with p = 96
+# costs 25 % less than with HDMM's 128 and reached HDMM's error sooner; p = 80 stalled at HDMM's error) …
 LARGE_CELLS = 2048  # … and above this many cells at most √(LARGE_WORK/n) rows, to bound an iteration's O(p²n) …
 LARGE_WORK = 2**26  # … (p = 128 at 4096 cells, 90 at 8192, 64 at 16,384; p = 64 at 4096 ended 5 % above
 LARGE_P = 64        # p = n/16), but at least LARGE_P

@@ -252,6 +252,35 @@ def show_release(history: list[dict], hist, workload) -> None:
                           format_func=lambda n: f"#{n}: {history[n - 1]['mechanism']}, {_charged(history[n - 1])}")
     entry, output = history[number - 1], st.session_state.release_outputs[number]
     release = output["release"]
+    _release_metrics(entry, release)
+    simulation = entry["noise_path"] != "secure"
+    if simulation:
+        st.warning(f"**{SIMULATION_LABEL.capitalize()}.** Release #{number} used seeded exploration noise, "
+                   "computed on the true data: it is for your eyes only (the seed regenerates the noise, "
+                   "so the values give the true counts back). It cannot be downloaded; release with the "
+                   "**secure** noise path to publish.")
+    ui.release_structure(release.details, key=f"release_structure_{number}")
+    same_inputs = entry["dataset"] == st.session_state.dataset_key and entry["workload"] == ui.workload_spec()
+    figures: dict = {}
+    if not same_inputs:
+        st.warning(f"Release #{number} was made on `{entry['dataset']}` with workload `{entry['workload']}`; "
+                   "select them in the sidebar to compare it with the truth. Its exports are below.")
+    else:
+        figures = _against_the_truth(number, entry, output, hist, workload)
+    st.subheader("Export")
+    intervals = None if simulation else _export_intervals(number, output)
+    _downloads(number, entry, output, history, hist if same_inputs else None, intervals, simulation)
+    _recipe_downloads(entry, output)
+    if not simulation:
+        for fig_name, fig in figures.items():
+            st.caption(f"Chart: {fig_name} (shows the true data too: for the curator's own use)")
+            ui.figure_downloads(fig, f"dplens-{fig_name}-{number}", key=f"release_fig_{fig_name}")
+    st.subheader("History")
+    st.dataframe(history, hide_index=True, key="release_history")
+
+
+def _release_metrics(entry: dict, release) -> None:
+    """What was charged, the loss of the noise drawn, the noise path and how many values were released."""
     cols = st.columns(4)
     zcdp = entry.get("definition") == "zcdp" and entry.get("rho") is not None
     cols[0].metric("ρ charged" if zcdp else "ε charged", f"{entry['rho' if zcdp else 'epsilon']:.4g}",
@@ -263,108 +292,110 @@ def show_release(history: list[dict], hist, workload) -> None:
     cols[2].metric("Noise path", entry["noise_path"])
     values = release.answers if release.estimate is None else release.estimate
     cols[3].metric("Released values", f"{np.size(values):,}")
-    simulation = entry["noise_path"] != "secure"
-    if simulation:
-        st.warning(f"**{SIMULATION_LABEL.capitalize()}.** Release #{number} used seeded exploration noise, "
-                   "computed on the true data: it is for your eyes only (the seed regenerates the noise, "
-                   "so the values give the true counts back). It cannot be downloaded; release with the "
-                   "**secure** noise path to publish.")
-    ui.release_structure(release.details, key=f"release_structure_{number}")
-    same_inputs = entry["dataset"] == st.session_state.dataset_key and entry["workload"] == ui.workload_spec()
+
+
+def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -> dict:
+    """The release over the true data (histogram, per-bin error, workload answers) with 95 % intervals;
+    returns the figures drawn."""
+    release = output["release"]
     figures = {}
-    if not same_inputs:
-        st.warning(f"Release #{number} was made on `{entry['dataset']}` with workload `{entry['workload']}`; "
-                   "select them in the sidebar to compare it with the truth. Its exports are below.")
-    else:
-        exact_bins, exact_answers = ui.exact_halfwidths(number)
-        needs_simulation = exact_answers is None or (release.estimate is not None and exact_bins is None)
-        if needs_simulation and "intervals" not in output:
-            estimate_seconds = output["seconds"] * ui.SIMULATION_TRIALS
-            if estimate_seconds <= ui.AUTO_SIMULATION_SECONDS:
-                with st.spinner("Simulating re-runs for the intervals…"):
-                    ui.simulate(number)
-            else:
-                st.button(f"Simulate 95 % intervals ({ui.SIMULATION_TRIALS} re-runs, about "
-                          f"{estimate_seconds:.0f} s)", key="release_simulate", on_click=ui.simulate,
-                          args=(number,), help="Re-runs the mechanism on a simulation stream; never charged.")
-        simulated = output.get("intervals")
-        st.subheader("Released histogram over the true one")
-        st.caption("The curator sees both; exports contain only the release. Band/bars: 95 % intervals — "
-                   "exact for plain Laplace or Gaussian noise on each value (discrete on integer releases) and for "
-                   "the data-independent strategies (hb, privelet, greedy-h, mm-opt and their Gaussian twins), "
-                   "else the 2.5–97.5 % range of "
-                   f"{ui.SIMULATION_TRIALS} simulated re-runs (never charged).")
-        if release.estimate is not None:
-            estimate, truth = np.ravel(release.estimate), hist.vector
-            low = high = None
-            if exact_bins is not None:
-                low, high = -exact_bins, exact_bins
-            elif simulated is not None:  # error = output − truth, so truth ∈ [output − high, output − low]
-                low, high = -simulated["bins_high"], -simulated["bins_low"]
-            label = f"released ({entry['mechanism']})"
-            view = ui.histogram_view_controls(hist, key="release_view")
-            if len(hist.domain.shape) == 1 and hist.domain.size <= ui.MAX_BARS:
-                figures["histogram"] = ui.interval_figure(np.arange(estimate.size), truth, estimate, low, high,
-                                                          mechanism=entry["mechanism"], x_title="bin (index)",
-                                                          y_title="count (records)", bars=True, **view)
-            else:
-                figures["histogram"] = ui.histogram_figure(hist, estimate, label, mechanism=entry["mechanism"],
-                                                           **view)
-            st.plotly_chart(figures["histogram"], key="release_chart")
-            error = estimate - truth
-            cols = st.columns(3)
-            cols[0].metric("Mean |error| per bin", f"{np.mean(np.abs(error)):.4g}")
-            cols[1].metric("Max |error|", f"{np.max(np.abs(error)):.4g}")
-            if low is not None:
-                covered = np.mean((truth >= estimate + low) & (truth <= estimate + high))
-                cols[2].metric("True counts inside their 95 % interval", f"{covered:.1%}",
-                               help="Should be close to 95 % (per bin, not simultaneous).")
-            figures["per-bin-error"] = ui.error_band_figure(truth, error, None if low is None else -high,
-                                                            None if low is None else -low,
-                                                            mechanism=entry["mechanism"])
-            st.plotly_chart(figures["per-bin-error"], key="release_error_chart")
-        a_low = a_high = None
-        if exact_answers is not None:
-            a_low, a_high = -exact_answers, exact_answers
-        elif simulated is not None:
-            a_low, a_high = -simulated["answers_high"], -simulated["answers_low"]
-        shown = slice(0, min(ui.SHOWN_QUERIES, release.answers.size))
-        st.subheader(f"Workload answers (first {shown.stop} of {release.answers.size:,} queries)")
-        figures["answers"] = ui.interval_figure(np.arange(shown.stop), workload.matvec(hist.vector)[shown],
-                                                release.answers[shown], None if a_low is None else a_low[shown],
-                                                None if a_high is None else a_high[shown],
-                                                mechanism=entry["mechanism"], x_title="query (index)",
-                                                y_title="answer (records)")
-        st.plotly_chart(figures["answers"], key="release_answers_chart")
-    st.subheader("Export")
-    intervals = None
-    if not simulation:
-        left, right = st.columns(2)
-        together = left.toggle("Simultaneous intervals (all values at once)", key="release_simultaneous",
-                               help="Off: each value's interval holds with 95 % probability. On: all of them "
-                                    "hold together with 95 % probability (wider).")
-        cache = output.setdefault("export_intervals", {})
-        # Exact intervals (plain noise per value, or a data-independent strategy's noise) need no re-runs.
-        exact = output.get("exact", (None, None))[1] is not None
-        if "rerun_seconds" not in output and not exact:  # one re-run on the simulation path (the secure run's
-            output["rerun_seconds"] = ui.rerun_seconds(number)  # time includes loading OpenDP once)
-        if together not in cache and (exact or output["rerun_seconds"] * ui.EXPORT_INTERVAL_TRIALS
-                                      <= ui.AUTO_SIMULATION_SECONDS):
-            with st.spinner("Computing intervals from the released values…"):
-                ui.export_intervals(number, together)
-        elif together not in cache:
-            right.button(f"Compute intervals for the export (about "
-                         f"{output['rerun_seconds'] * ui.EXPORT_INTERVAL_TRIALS:.0f} s)", key="release_intervals",
-                         on_click=ui.export_intervals, args=(number, together))
-        intervals = cache.get(together)
-        if intervals is not None:
-            st.caption(f"Exports carry `lower`, `upper` and `level` = {intervals.level:g} for every value. "
-                       f"Method: {intervals.method}.")
+    exact_bins, exact_answers = ui.exact_halfwidths(number)
+    needs_simulation = exact_answers is None or (release.estimate is not None and exact_bins is None)
+    if needs_simulation and "intervals" not in output:
+        estimate_seconds = output["seconds"] * ui.SIMULATION_TRIALS
+        if estimate_seconds <= ui.AUTO_SIMULATION_SECONDS:
+            with st.spinner("Simulating re-runs for the intervals…"):
+                ui.simulate(number)
+        else:
+            st.button(f"Simulate 95 % intervals ({ui.SIMULATION_TRIALS} re-runs, about "
+                      f"{estimate_seconds:.0f} s)", key="release_simulate", on_click=ui.simulate,
+                      args=(number,), help="Re-runs the mechanism on a simulation stream; never charged.")
+    simulated = output.get("intervals")
+    st.subheader("Released histogram over the true one")
+    st.caption("The curator sees both; exports contain only the release. Band/bars: 95 % intervals — "
+               "exact for plain Laplace or Gaussian noise on each value (discrete on integer releases) and for "
+               "the data-independent strategies (hb, privelet, greedy-h, mm-opt and their Gaussian twins), "
+               "else the 2.5–97.5 % range of "
+               f"{ui.SIMULATION_TRIALS} simulated re-runs (never charged).")
+    if release.estimate is not None:
+        estimate, truth = np.ravel(release.estimate), hist.vector
+        low = high = None
+        if exact_bins is not None:
+            low, high = -exact_bins, exact_bins
+        elif simulated is not None:  # error = output − truth, so truth ∈ [output − high, output − low]
+            low, high = -simulated["bins_high"], -simulated["bins_low"]
+        label = f"released ({entry['mechanism']})"
+        view = ui.histogram_view_controls(hist, key="release_view")
+        if len(hist.domain.shape) == 1 and hist.domain.size <= ui.MAX_BARS:
+            figures["histogram"] = ui.interval_figure(np.arange(estimate.size), truth, estimate, low, high,
+                                                      mechanism=entry["mechanism"], x_title="bin (index)",
+                                                      y_title="count (records)", bars=True, **view)
+        else:
+            figures["histogram"] = ui.histogram_figure(hist, estimate, label, mechanism=entry["mechanism"],
+                                                       **view)
+        st.plotly_chart(figures["histogram"], key="release_chart")
+        error = estimate - truth
+        cols = st.columns(3)
+        cols[0].metric("Mean |error| per bin", f"{np.mean(np.abs(error)):.4g}")
+        cols[1].metric("Max |error|", f"{np.max(np.abs(error)):.4g}")
+        if low is not None:
+            covered = np.mean((truth >= estimate + low) & (truth <= estimate + high))
+            cols[2].metric("True counts inside their 95 % interval", f"{covered:.1%}",
+                           help="Should be close to 95 % (per bin, not simultaneous).")
+        figures["per-bin-error"] = ui.error_band_figure(truth, error, None if low is None else -high,
+                                                        None if low is None else -low,
+                                                        mechanism=entry["mechanism"])
+        st.plotly_chart(figures["per-bin-error"], key="release_error_chart")
+    a_low = a_high = None
+    if exact_answers is not None:
+        a_low, a_high = -exact_answers, exact_answers
+    elif simulated is not None:
+        a_low, a_high = -simulated["answers_high"], -simulated["answers_low"]
+    shown = slice(0, min(ui.SHOWN_QUERIES, release.answers.size))
+    st.subheader(f"Workload answers (first {shown.stop} of {release.answers.size:,} queries)")
+    figures["answers"] = ui.interval_figure(np.arange(shown.stop), workload.matvec(hist.vector)[shown],
+                                            release.answers[shown], None if a_low is None else a_low[shown],
+                                            None if a_high is None else a_high[shown],
+                                            mechanism=entry["mechanism"], x_title="query (index)",
+                                            y_title="answer (records)")
+    st.plotly_chart(figures["answers"], key="release_answers_chart")
+    return figures
+
+
+def _export_intervals(number: int, output: dict):
+    """The intervals exports carry (per value or simultaneous), computed now or on request; None until then."""
+    left, right = st.columns(2)
+    together = left.toggle("Simultaneous intervals (all values at once)", key="release_simultaneous",
+                           help="Off: each value's interval holds with 95 % probability. On: all of them "
+                                "hold together with 95 % probability (wider).")
+    cache = output.setdefault("export_intervals", {})
+    # Exact intervals (plain noise per value, or a data-independent strategy's noise) need no re-runs.
+    exact = output.get("exact", (None, None))[1] is not None
+    if "rerun_seconds" not in output and not exact:  # one re-run on the simulation path (the secure run's
+        output["rerun_seconds"] = ui.rerun_seconds(number)  # time includes loading OpenDP once)
+    if together not in cache and (exact or output["rerun_seconds"] * ui.EXPORT_INTERVAL_TRIALS
+                                  <= ui.AUTO_SIMULATION_SECONDS):
+        with st.spinner("Computing intervals from the released values…"):
+            ui.export_intervals(number, together)
+    elif together not in cache:
+        right.button(f"Compute intervals for the export (about "
+                     f"{output['rerun_seconds'] * ui.EXPORT_INTERVAL_TRIALS:.0f} s)", key="release_intervals",
+                     on_click=ui.export_intervals, args=(number, together))
+    intervals = cache.get(together)
+    if intervals is not None:
+        st.caption(f"Exports carry `lower`, `upper` and `level` = {intervals.level:g} for every value. "
+                   f"Method: {intervals.method}.")
+    return intervals
+
+
+def _downloads(number: int, entry: dict, output: dict, history: list[dict], truth_hist, intervals,
+               simulation: bool) -> None:
+    """The released values (CSV, JSON with metadata) and the release history."""
     cols = st.columns(3)
     if simulation:
         cols[0].info(f"Release #{number} is a {SIMULATION_LABEL}: nothing to download.")
     else:
-        csv_bytes, json_bytes = _export_files(output, entry, hist if same_inputs else None, intervals)
+        csv_bytes, json_bytes = _export_files(output, entry, truth_hist, intervals)
         cols[0].download_button("Released histogram (CSV)", csv_bytes,
                                 f"dplens-release-{number}.csv", "text/csv", key="release_csv", on_click="ignore",
                                 help="Only the released values, one column per axis named as your upload named "
@@ -377,6 +408,10 @@ def show_release(history: list[dict], hist, workload) -> None:
     cols[2].download_button("Release history (CSV)", history_to_csv(history), "dplens-history.csv",
                             "text/csv", key="release_history_csv", on_click="ignore",
                             help="One row per charge (never a seed).")
+
+
+def _recipe_downloads(entry: dict, output: dict) -> None:
+    """The release's configuration as a Python script and a notebook (the data is not in them)."""
     recipe = {"mechanism": entry["mechanism"], "settings": output["settings"], "workload": entry["workload"],
               "epsilon": float(entry["epsilon"])}
     try:
@@ -390,9 +425,3 @@ def show_release(history: list[dict], hist, workload) -> None:
                                 help="The same recipe as a notebook.")
     except ValueError as err:
         st.caption(f"No recipe for this release: {err}.")
-    if not simulation:
-        for fig_name, fig in figures.items():
-            st.caption(f"Chart: {fig_name} (shows the true data too: for the curator's own use)")
-            ui.figure_downloads(fig, f"dplens-{fig_name}-{number}", key=f"release_fig_{fig_name}")
-    st.subheader("History")
-    st.dataframe(history, hide_index=True, key="release_history")

@@ -1,5 +1,7 @@
 """Compare page: mechanisms × epsilon grid × trials → frontier, inspect a point, regret, per-bin error, runtime."""
 
+import time
+
 import numpy as np
 import streamlit as st
 
@@ -76,8 +78,12 @@ with ui.guard():
         stop_slot.button("Stop", key="compare_stop", help="Stop the sweep; the runs finished so far are kept.")
         bar = bar_column.progress(0.0, text="running…")
 
+        shown_at = [0.0]
+
         def show_progress(done: int, total: int, name: str) -> None:
-            if done % max(1, total // 100) == 0 or done == total:  # ~100 updates, not one per run
+            # a few updates a second: each one is a message to the browser and a redraw there
+            if time.monotonic() - shown_at[0] >= 0.25 or done == total:
+                shown_at[0] = time.monotonic()
                 bar.progress(done / total, text=f"{name}: {done:,}/{total:,} runs")
 
         results = ui.sweep(*args, progress=show_progress, scheduler=run_on)

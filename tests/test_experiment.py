@@ -184,8 +184,8 @@ def test_a_sweep_keeps_mm_opt_strategy_in_the_store_and_a_new_process_would_not_
     first = run_sweep(hist, Prefix(32), ["mm-opt"], [1.0], 2, store=store)
     assert store.saved >= 1
     calls = []
-    original = matrix._optimise
-    monkeypatch.setattr(matrix, "_optimise", lambda *a, **k: calls.append(1) or original(*a, **k))
+    original = matrix.optimise_p_identity
+    monkeypatch.setattr(matrix, "optimise_p_identity", lambda *a, **k: calls.append(1) or original(*a, **k))
     matrix._STRATEGIES.clear()  # as in a new server process
     second = run_sweep(hist, Prefix(32), ["mm-opt"], [1.0], 2, store=store)
     assert calls == [] and store.hits >= 1

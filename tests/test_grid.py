@@ -173,12 +173,12 @@ def test_a_resumed_grid_reuses_the_stored_strategies(tmp_path):
     assert first.stopped and first.strategies_computed == 3
     _forget_strategies(STRATEGIES)  # as a new process would start
     calls = []
-    original = matrix._optimise
-    matrix._optimise = lambda *args: calls.append(args) or original(*args)
+    original = matrix.optimise_p_identity
+    matrix.optimise_p_identity = lambda *args: calls.append(args) or original(*args)
     try:
         second = run_grid(STRATEGIES, out, scheduler="processes:2")
     finally:
-        matrix._optimise = original
+        matrix.optimise_p_identity = original
     assert second.strategies_computed == 0 and second.strategies_loaded == 3 and not calls
     assert second.skipped + second.computed == STRATEGIES.runs
     run_grid(STRATEGIES, tmp_path / "whole.parquet", store=False)

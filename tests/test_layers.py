@@ -54,9 +54,7 @@ CORE_LAYERS = ("data", "queries", "privacy", "mechanisms", "analysis", "tables",
 # Still against the order, until each mechanism declares its own cost model: the Gaussian twins and lrm ask
 # core.analysis.cost for their parent's estimate.
 PENDING_LAYER_IMPORTS = {("core/mechanisms/gaussian.py", "core.analysis.cost"), ("core/mechanisms/lrm.py", "core.analysis.cost")}
-# Still importing another module's private name, until mm-opt's optimiser exposes them.
-PENDING_PRIVATE_IMPORTS = {("core/mechanisms/gaussian.py", "_single_threaded"), ("core/papers/reproduce.py", "_optimise"),
-                           ("core/papers/reproduce.py", "_single_threaded")}
+PENDING_PRIVATE_IMPORTS: set[tuple[str, str]] = set()  # (file, name) imported from another module, to be fixed
 
 
 def _core_imports(path: Path) -> list[ast.ImportFrom]:

@@ -23,13 +23,13 @@ TINY = GridSpec(datasets=("tips-bill",), mechanisms=("identity", "mm-opt"), epsi
 def optimiser_calls(monkeypatch):
     """Counts mm-opt optimisations in this process, from an empty in-memory cache (as a new process)."""
     calls: list[int] = []
-    original = matrix._optimise
+    original = matrix.optimise_p_identity
 
     def counting(*args):
         calls.append(args[0].shape[1])
         return original(*args)
 
-    monkeypatch.setattr(matrix, "_optimise", counting)
+    monkeypatch.setattr(matrix, "optimise_p_identity", counting)
     saved = dict(matrix._STRATEGIES)
     matrix._STRATEGIES.clear()
     yield calls

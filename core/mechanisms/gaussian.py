@@ -47,7 +47,7 @@ from core.mechanisms.gram import gram_apply, remember
 from core.mechanisms.greedy_h import GreedyH, cell_strategy, sum_along_paths, workload_key
 from core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
 from core.mechanisms.laplace import Identity, LaplaceOnAnswers
-from core.mechanisms.matrix import _single_threaded
+from core.mechanisms.matrix import single_threaded
 from core.mechanisms.privelet import Privelet, haar_sensitivity
 from core.privacy.definitions import (
     DEFINITIONS,
@@ -381,7 +381,7 @@ def eigen_strategy(workload: Workload) -> EigenStrategy:
     if n > L2_MAX_CELLS:
         raise ValueError(f"gaussian-mm-opt builds a dense {n} x {n} strategy; it allows at most "
                          f"{L2_MAX_CELLS} cells, got n={n}; use gaussian-hb or gaussian-privelet")
-    return remember(_EIGEN, workload_key(workload), lambda: _single_threaded(_eigen, workload))
+    return remember(_EIGEN, workload_key(workload), lambda: single_threaded(_eigen, workload))
 
 
 def _eigen(workload: Workload) -> EigenStrategy:

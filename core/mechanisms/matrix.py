@@ -207,17 +207,23 @@ def optimise_strategy(workload: Workload, p: int, restarts: int, seed: int) -> P
         raise ValueError(f"mm-opt optimises strategies for at most {MAX_CELLS} cells, got n={n}; "
                          "use hb or privelet for larger domains")
     return remember(_STRATEGIES, (workload_key(workload), p, restarts, seed),
-                    lambda: _single_threaded(_optimise, workload, p, restarts, seed))
+                    lambda: single_threaded(optimise_p_identity, workload, p, restarts, seed))
 
 
-def _single_threaded(function, *args):
+def single_threaded(function, *args):
+    """``function(*args)`` with BLAS on one thread.
+
+    >>> single_threaded(sum, [1, 2])
+    3
+    """
     # the optimiser's vector steps call BLAS on p·n-long vectors; threaded OpenBLAS spins against any other
     # load and cost 10× the CPU at n = 4096 (33 s vs 2.8 s measured with two threads on 2 cores)
     with threadpool_limits(limits=1, user_api="blas"):
         return function(*args)
 
 
-def _optimise(workload: Workload, p: int, restarts: int, seed: int) -> PIdentity:
+def optimise_p_identity(workload: Workload, p: int, restarts: int, seed: int) -> PIdentity:
+    """The p-Identity strategy optimised for ``workload`` (uncached; ``MatrixMechanism.strategy`` caches it)."""
     n = workload.shape[1]
     gram_diag = workload.column_norms(2) ** 2
     generator = np.random.default_rng(seed)

@@ -592,13 +592,12 @@ def _om_mm_verdict(per_query: dict) -> list[Verdict]:
 def _om_timers(m: int, n: int, seed: int, tau: float = 0.2) -> dict[str, Callable[[], object]]:
     """Uncached optimisation of each timed mechanism on OM's random workload (m × n, density τ)."""
     from core.mechanisms.lrm import optimise as lrm_optimise
-    from core.mechanisms.matrix import _optimise as mm_optimise
-    from core.mechanisms.matrix import _single_threaded
+    from core.mechanisms.matrix import optimise_p_identity, single_threaded
 
     workload = random_linear(n, m, tau, seed=seed)
     p = min(64 if n <= 2048 else 32, max(1, n // 16))  # mm-opt's p = "auto"
     return {"om": lambda: factorise(workload), "lrm": lambda: lrm_optimise(workload),
-            "mm-opt": lambda: _single_threaded(mm_optimise, workload, p, 2, 0)}
+            "mm-opt": lambda: single_threaded(optimise_p_identity, workload, p, 2, 0)}
 
 
 OM_M_TAUS = (0.4, 0.8)  # the paper (§6.2): time grows with m "when τ = 0.4 or τ = 0.8"; no strong correlation at 0.2

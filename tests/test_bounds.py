@@ -251,7 +251,7 @@ def test_compare_page_notes_mechanisms_left_out_over_the_limit(monkeypatch):
     from core.analysis.cost import RunLimits
     from tests.test_app import open_page
 
-    monkeypatch.setattr(ui.sweeps, "RunLimits", lambda: RunLimits(max_seconds=1.0))  # mm-opt: ~6 s estimated
+    monkeypatch.setattr(ui.sweeps, "RunLimits", lambda: RunLimits(max_seconds=1.0))  # mm-opt: ~15 s estimated
     at = open_page("pages/compare.py")
     at.multiselect(key="compare_mechanisms").set_value(["identity", "mm-opt"])
     at.slider(key="compare_trials").set_value(2)

@@ -18,8 +18,8 @@ from core.data.fingerprint import dataset_fingerprint
 from core.privacy.budget import Budget
 from core.privacy.ledger_store import LedgerStore
 from core.privacy.store import SCHEMA_VERSION, connect, default_path
-from core.release.workspace_store import WorkspaceStore, new_workspace_id
 from core.release.export import history_to_csv
+from core.release.workspace_store import WorkspaceStore, new_workspace_id
 from tests.test_app import APP
 
 A, B, ADMIN = "alice@example.org", "bob@example.org", "root@example.org"

@@ -15,8 +15,8 @@ import json
 import streamlit as st
 
 from core.mechanisms import MECHANISMS
-from core.release.workspace_store import WorkspaceStore, release_from_dict, release_to_dict
 from core.release.config import build_recipe, check_recipe
+from core.release.workspace_store import WorkspaceStore, release_from_dict, release_to_dict
 from ui import identity
 from ui.datasets import histogram
 from ui.state import init_state

@@ -660,7 +660,8 @@ _CLIENTS: dict[str, Any] = {}  # dask.distributed clients
 
 def dask_client(address: str):
     """A ``dask.distributed.Client`` connected to ``address`` (one per address, reused)."""
-    require("dask.distributed", "cluster", "Running on a Dask cluster")
+    for module in ("dask.distributed", "distributed"):  # dask.distributed is a shim that imports distributed lazily
+        require(module, "cluster", "Running on a Dask cluster")
     from dask.distributed import Client
 
     client = _CLIENTS.get(address)
@@ -740,7 +741,8 @@ def _dask(client, contexts, cells, snapshot, should_stop, jobs=(), on_strategy=N
 
 def _local_cluster(workers: int, contexts, cells, snapshot, should_stop, jobs=(), on_strategy=None
                    ) -> Generator[CellResult, None, None]:
-    require("dask.distributed", "cluster", "Running on a local Dask cluster")
+    for module in ("dask.distributed", "distributed"):
+        require(module, "cluster", "Running on a local Dask cluster")
     from dask.distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \

@@ -31,7 +31,10 @@ from core.tables.mechanisms import TABLE_MECHANISMS
 
 TRIALS = 20
 CHANCE_LIMIT = 16       # P(Binomial(20, 1/2) >= 17) = 0.0013: "at chance" unless the attacker wins 17+
-POWER_LIMIT = 19        # the old way must lose to the attack (nearly) every time
+# The old way must lose to the attack: the same boundary, from the other side. OpenDP's secure noise cannot be
+# seeded, so the count is random: lrm's attack wins about 19 of 20 (18 seen), so demanding 19 failed about one run
+# in eight; at 17, a mechanism the attack really beats 97 % of the time fails with probability about 2e-4.
+POWER_LIMIT = CHANCE_LIMIT + 1
 
 
 @pytest.mark.parametrize("size", [1, 7, 4096, 2**22])

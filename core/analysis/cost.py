@@ -2,11 +2,9 @@
 
 **Cost estimates.** ``estimate_cost(mechanism, workload)`` returns a ``Cost``: seconds and peak bytes
 of one run (the first one, before any per-workload cache), and ``driver``, the setting that makes it
-large (what to change). A mechanism states its own estimate with a method
-``cost(self, workload) -> Cost``; without one, ``default_cost`` assumes work linear in the number of
-cells n plus the workload's matvec, which is right for the noise-on-cells families. The models below
-are order-of-magnitude fits to ``bench/bench_bounds.py`` on a 2-core machine: they decide whether to
-warn, refuse or leave a mechanism out of a sweep, not how long to sleep.
+large (what to change). Each mechanism states its own estimate with a method ``cost(self, workload)``
+(``core.mechanisms.cost_model`` holds the record, the constants and the shared models); without one,
+``default_cost`` assumes work linear in the number of cells n plus the workload's matvec.
 
 **Run limits.** ``check_cost`` refuses a run whose estimate exceeds the memory limit or the action
 time limit (``RunLimits``, defaults from core.data.limits), naming what to change; it returns a warning
@@ -27,199 +25,28 @@ True
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.data.limits import MAX_ACTION_SECONDS, MAX_RUN_BYTES, WARN_SECONDS
-from core.mechanisms import Mechanism, check_parameters
-from core.queries.workloads import (
-    AllRange,
-    Explicit,
-    Identity,
-    Kron,
-    Prefix,
-    Ranges,
-    Stack,
-    Total,
-    Workload,
-    as_intervals,
+from core.mechanisms.cost_model import (  # re-exported: callers of this module use them
+    OVERHEAD_SECONDS,
+    SECONDS_PER_ELEMENT,
+    Cost,
+    bytes_text,
+    default_cost,
+    matvec_elements,
+    mechanism_cost,
+    seconds_text,
 )
+from core.queries.workloads import Workload
 
-# Per-element costs of vectorised NumPy on this class of machine (bench/bench_bounds.py).
-SECONDS_PER_ELEMENT = 5e-9
-OVERHEAD_SECONDS = 2e-4   # Python overhead of one run of a simple mechanism
+__all__ = ["OVERHEAD_SECONDS", "SECONDS_PER_ELEMENT", "Cost", "Deadline", "RunLimits", "RunTooLargeError",
+           "affordable_trials", "check_cost", "default_cost", "estimate_cost", "matvec_elements", "sweep_seconds"]
 
-
-@dataclass(frozen=True)
-class Cost:
-    """Estimated wall seconds and peak bytes of one mechanism run, and the setting that drives them.
-
-    >>> Cost(2.0, 1e6, "rounds") .scaled(10).seconds
-    20.0
-    """
-
-    seconds: float
-    bytes: float
-    driver: str = ""
-
-    def scaled(self, runs: float) -> Cost:
-        """``runs`` repetitions in sequence: time adds up, peak memory does not."""
-        return dataclasses.replace(self, seconds=self.seconds * runs)
-
-    def describe(self) -> str:
-        """'about 3.2 s and 120 MB' (rounded for people)."""
-        return f"about {_seconds(self.seconds)} and {_bytes(self.bytes)}"
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.2g} s" if value < 120 else f"{value / 60:.3g} min" if value < 7200 else f"{value / 3600:.3g} h"
-
-
-def _bytes(value: float) -> str:
-    for unit, size in (("GB", 2**30), ("MB", 2**20), ("kB", 2**10)):
-        if value >= size:
-            return f"{value / size:.3g} {unit}"
-    return f"{value:.0f} B"
-
-
-def matvec_elements(workload: Workload) -> float:
-    """Elements touched by one ``workload.matvec`` (≈ its cost), from the operator's structure.
-
-    >>> matvec_elements(Prefix(100)), matvec_elements(Kron((Identity(4), Total(8))))
-    (100.0, 64.0)
-    """
-    m, n = workload.shape
-    if isinstance(workload, Identity | Total | Prefix):
-        return float(n)
-    if isinstance(workload, AllRange | Ranges):
-        return float(m + n)
-    if isinstance(workload, Explicit):
-        matrix = workload.matrix
-        return float(matrix.nnz if hasattr(matrix, "nnz") else m * n)
-    if isinstance(workload, Stack):
-        return float(sum(matvec_elements(p) for p in workload.parts))
-    if isinstance(workload, Kron):
-        (m1, n1), (m2, n2) = (f.shape for f in workload.factors)
-        # Kron.matvec applies the first factor along n2 columns, then the second along m1 rows
-        return float(min(matvec_elements(workload.factors[0]), m1 * n1) * n2
-                     + min(matvec_elements(workload.factors[1]), m2 * n2) * m1)
-    structure = getattr(workload, "matvec_elements", None)  # a new workload may say so itself
-    return float(structure()) if callable(structure) else float(m + n)
-
-
-def default_cost(workload: Workload, *, passes: float = 4.0, driver: str = "") -> Cost:
-    """Work linear in the cells plus ``passes`` matvecs; memory a few vectors of n and m floats."""
-    m, n = workload.shape
-    elements = passes * (n + matvec_elements(workload))
-    return Cost(OVERHEAD_SECONDS + SECONDS_PER_ELEMENT * elements, 8.0 * (6 * n + 3 * m),
-                driver or f"the domain ({n:,} cells) and the workload ({m:,} queries)")
-
-
-def _dense_rows(workload: Workload) -> float:
-    """Entries of W as ``sparse_matrix`` builds it: nnz for sparse-native workloads, else m·n (via dense())."""
-    m, n = workload.shape
-    if isinstance(workload, Explicit):
-        return float(workload.matrix.nnz if hasattr(workload.matrix, "nnz") else m * n)
-    if isinstance(workload, Ranges):
-        return float(((workload.hi - workload.lo) + 1).sum())
-    return float(m) * n
-
-
-def _mwem(mechanism, workload: Workload) -> Cost:
-    m, n = workload.shape
-    rounds, updates = int(mechanism.rounds), int(mechanism.update_rounds)
-    per_round = 3 * matvec_elements(workload) + 4 * m + 6 * n
-    atoms = min(n, 2 * rounds + 1) if isinstance(workload, Ranges | Prefix | AllRange | Identity | Total) else n
-    seconds = SECONDS_PER_ELEMENT * (rounds * per_round + 0.2 * rounds * updates * atoms)  # compiled updates
-    return Cost(OVERHEAD_SECONDS * rounds + seconds, 8.0 * (8 * n + 4 * m + rounds * n),
-                f"rounds={rounds} × update_rounds={updates} over {n:,} cells and {m:,} queries")
-
-
-def _greedy(mechanism, workload: Workload) -> Cost:
-    m, n = workload.shape
-    granularity, branching = int(mechanism.granularity), int(mechanism.branching)
-    units = min(n, 4096)
-    tree = SECONDS_PER_ELEMENT * (20 * units * granularity + 30 * (n + matvec_elements(workload))
-                                  + 40 * n * math.log2(max(n, 2)))  # DAWA's partition and the tree's layout
-    memory = 8.0 * (4 * units * granularity / branching + 64 * n + 3 * m)
-    if type(mechanism).__name__ in ("GreedyH", "GaussianGreedyH"):
-        memory += 8.0 * units * units  # the unit × unit Gram (dense, MAX_UNITS = 4096)
-        tree += SECONDS_PER_ELEMENT * 10 * units * units
-    return Cost(OVERHEAD_SECONDS + tree, memory,
-                f"granularity={granularity} over {n:,} cells (and the workload, {m:,} queries)")
-
-
-def _matrix(mechanism, workload: Workload) -> Cost:
-    from core.mechanisms.matrix import MID_CELLS, SMALL_CELLS, auto_p, settings
-
-    n = workload.shape[1]
-    p = auto_p(n) if mechanism.p == "auto" else int(mechanism.p)
-    restarts = int(mechanism.restarts)
-    # projected L-BFGS iterations per start until its stop (bench_mmopt.py, one BLAS thread): about 500 at the
-    # 1e-6 stop up to 512 cells, 200 at 1e-4 up to 1024, 600 at 2e-5 up to 2048, the iteration cap above
-    typical = 500 if n <= SMALL_CELLS else 200 if n <= MID_CELLS else 600
-    iterations = min(settings(n, p).iterations, typical)
-    # an iteration: four p × p × n products, O(pn) Gram and L-BFGS vector work, 0.1 ms of Python; measured
-    # 0.06-0.08 s at n = 256, 0.6-0.7 s at 1024, 5-8 s at 2048 (p = 96), 15 s at 4096 (p = 128), 25 s at 16,384
-    seconds = restarts * iterations * (1e-4 + n * p * (3.5e-8 + 3e-10 * p))
-    return Cost(OVERHEAD_SECONDS + seconds, 8.0 * p * n * 40 + 8.0 * 4 * n,
-                f"p={p} × restarts={restarts} over {n:,} cells (mm-opt optimises a p × n strategy)")
-
-
-def _wda(mechanism, workload: Workload) -> Cost:
-    m, n = workload.shape
-    if as_intervals(workload) is not None:  # divided on the interval ends: O(m log m) per split, no matrix
-        seconds = SECONDS_PER_ELEMENT * (40 * m * max(1.0, math.log2(max(m, 2))) + 4 * (n + matvec_elements(workload)))
-        return Cost(OVERHEAD_SECONDS + seconds, 8.0 * (4 * n + 12 * m),
-                    f"the workload's {m:,} interval queries over {n:,} cells")
-    entries = _dense_rows(workload)
-    seconds = 1e-8 * entries * max(1.0, math.log2(max(m, 2))) + SECONDS_PER_ELEMENT * 8 * m * 64
-    if not isinstance(workload, Explicit):  # sparse_matrix builds W column by column via dense()
-        seconds += n * (5e-5 + SECONDS_PER_ELEMENT * matvec_elements(workload))
-    return Cost(OVERHEAD_SECONDS + seconds, 8.0 * (3 * entries + 4 * n + 4 * m),
-                f"the workload's {entries:,.0f} matrix entries ({m:,} queries × {n:,} cells)")
-
-
-def _om(mechanism, workload: Workload) -> Cost:
-    m, n = workload.shape
-    if as_intervals(workload) is not None:  # elementary segments: B holds ≤ one entry per (query, segment)
-        mixing = float(m) * min(2 * m + 1, n) / 2
-        return Cost(OVERHEAD_SECONDS + SECONDS_PER_ELEMENT * (20 * (n + matvec_elements(workload)) + 10 * mixing),
-                    8.0 * (8 * n + 4 * mixing), f"the workload's {m:,} interval queries over {n:,} cells")
-    return Cost(OVERHEAD_SECONDS + 2e-10 * m * n * min(m, n), 8.0 * 3 * m * n,
-                f"the workload ({m:,} queries × {n:,} cells, which OM factorises densely)")
-
-
-def _sorting(mechanism, workload: Workload) -> Cost:
-    n = workload.shape[1]
-    base = default_cost(workload)
-    factor = 60 if type(mechanism).__name__ == "SrebGca" else 10  # SReB_GCA's grouping pass is slower than AHP's
-    return dataclasses.replace(base, seconds=base.seconds + SECONDS_PER_ELEMENT * factor * n * math.log2(max(n, 2)))
-
-
-# Estimates for the registered mechanisms, by class; a mechanism's own ``cost`` method takes precedence.
-COST_MODELS: dict[str, Callable[[Mechanism, Workload], Cost]] = {
-    "MWEM": _mwem, "DAWA": _greedy, "GreedyH": _greedy, "MatrixMechanism": _matrix, "WDA": _wda, "OM": _om,
-    "SrebGca": _sorting, "AHP": _sorting,
-}
-
-
-def estimate_cost(mechanism: Mechanism, workload: Workload) -> Cost:
-    """Seconds and peak bytes of one run of ``mechanism`` on ``workload`` (settings checked first).
-
-    Raises:
-        ValueError: a setting outside its documented range (``check_parameters``).
-    """
-    mechanism = check_parameters(mechanism)
-    own = getattr(mechanism, "cost", None)
-    if callable(own):
-        return own(workload)
-    model = COST_MODELS.get(type(mechanism).__name__)
-    return model(mechanism, workload) if model is not None else default_cost(workload)
+estimate_cost = mechanism_cost  # one run's estimate: the mechanism's own model (core.mechanisms.cost_model)
 
 
 def sweep_seconds(mechanisms, workload: Workload, epsilons: int, trials: int) -> float:
@@ -268,11 +95,11 @@ def check_cost(cost: Cost, limits: RunLimits = RunLimits(), *, what: str = "this
     core.analysis.cost.RunTooLargeError: this run would need about 1.86e+03 GB (limit 1 GB): reduce p=512
     """
     if cost.bytes > limits.max_bytes:
-        raise RunTooLargeError(f"{what} would need about {_bytes(cost.bytes)} (limit {_bytes(limits.max_bytes)}): "
+        raise RunTooLargeError(f"{what} would need about {bytes_text(cost.bytes)} (limit {bytes_text(limits.max_bytes)}): "
                                f"reduce {cost.driver}")
     if cost.seconds > limits.max_seconds:
-        raise RunTooLargeError(f"{what} is estimated at {_seconds(cost.seconds)} (limit "
-                               f"{_seconds(limits.max_seconds)} per action): reduce {cost.driver}")
+        raise RunTooLargeError(f"{what} is estimated at {seconds_text(cost.seconds)} (limit "
+                               f"{seconds_text(limits.max_seconds)} per action): reduce {cost.driver}")
     if cost.seconds > limits.warn_seconds:
         return f"{what} is estimated at {cost.describe()} ({cost.driver})"
     return ""

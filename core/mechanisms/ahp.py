@@ -25,6 +25,7 @@ from typing import ClassVar
 import numpy as np
 
 from core.mechanisms.contract import Release, check_inputs, check_ratio, laplace_privacy_loss
+from core.mechanisms.cost_model import Cost, sorting_cost
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
@@ -78,6 +79,10 @@ class AHP:
         check_ratio(self.ratio)
         if isinstance(self.eta, bool) or not isinstance(self.eta, int | float) or not 0 <= self.eta < np.inf:
             raise ValueError(f"eta must be a finite number >= 0, got {self.eta!r}")
+
+    def cost(self, workload: Workload) -> Cost:
+        """Linear work plus the sort of the noisy counts for the clustering."""
+        return sorting_cost(workload, 10)
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)

@@ -27,6 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from core.mechanisms.contract import Release, check_inputs, check_ratio, laplace_privacy_loss
+from core.mechanisms.cost_model import Cost, tree_cost
 from core.mechanisms.greedy_h import bucket_gram, check_tree_settings, gram_sketch, greedy_hierarchy
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
@@ -162,6 +163,10 @@ class DAWA:
     def __post_init__(self) -> None:
         check_ratio(self.ratio)
         check_tree_settings(self.branching, self.granularity)
+
+    def cost(self, workload: Workload) -> Cost:
+        """The partition (n log n) and Greedy-H's tree over the buckets."""
+        return tree_cost(workload, int(self.granularity), int(self.branching), dense_gram=False)
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)

@@ -43,6 +43,7 @@ from core.mechanisms.contract import (
     check_epsilon,
     check_inputs,
 )
+from core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost, default_cost, mechanism_cost
 from core.mechanisms.gram import gram_apply, remember
 from core.mechanisms.greedy_h import GreedyH, cell_strategy, sum_along_paths, workload_key
 from core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
@@ -144,14 +145,10 @@ class GaussianMixin:
     delta: float
     calibration: str
 
-    def cost(self, workload: Workload):
-        """The parent's cost model (core.analysis.cost): the Gaussian draws cost what the Laplace ones did."""
-        from core.analysis.cost import COST_MODELS, default_cost
-
-        for klass in type(self).__mro__[1:]:
-            if klass.__name__ in COST_MODELS:
-                return COST_MODELS[klass.__name__](self, workload)  # type: ignore[arg-type]  # GaussianMixin is mixed into a registered mechanism
-        return default_cost(workload)
+    def cost(self, workload: Workload) -> Cost:
+        """The parent's cost model: the Gaussian draws cost what the Laplace ones did."""
+        parent = getattr(super(), "cost", None)
+        return parent(workload) if parent is not None else default_cost(workload)
 
     def check_tree_settings(self) -> None:
         check_delta(self.delta)
@@ -436,10 +433,8 @@ class GaussianMatrix(GaussianMixin):
         """σ² tr(G (AᵀA)⁻¹) / m."""
         return self.sigma(workload, epsilon) ** 2 * eigen_strategy(workload).trace / workload.shape[0]
 
-    def cost(self, workload: Workload):
+    def cost(self, workload: Workload) -> Cost:
         """One dense n × n eigendecomposition (single-threaded ~19 s at n = 4096), a few n × n matrices."""
-        from core.analysis.cost import OVERHEAD_SECONDS, Cost
-
         n = workload.shape[1]
         return Cost(OVERHEAD_SECONDS + 3e-10 * n**3, 8.0 * 5 * n * n, f"a dense {n:,} x {n:,} strategy")
 
@@ -557,8 +552,6 @@ class Matched:
         mechanism, argument = self.resolve(epsilon)
         return mechanism.expected_mse(workload, argument)
 
-    def cost(self, workload: Workload):
-        """The inner mechanism's cost estimate (core.analysis.cost): calibration does not change the work."""
-        from core.analysis.cost import estimate_cost
-
-        return estimate_cost(self.inner, workload)
+    def cost(self, workload: Workload) -> Cost:
+        """The inner mechanism's cost estimate: calibration does not change the work."""
+        return mechanism_cost(self.inner, workload)

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.cost_model import Cost, tree_cost
 from core.mechanisms.gram import gram_apply
 from core.privacy.noise import add_laplace
 from core.queries.workloads import (
@@ -686,6 +687,10 @@ class GreedyH:
 
     def __post_init__(self) -> None:
         check_tree_settings(self.branching, self.granularity)
+
+    def cost(self, workload: Workload) -> Cost:
+        """The weighted hierarchy over at most 4096 units and their dense unit × unit Gram."""
+        return tree_cost(workload, int(self.granularity), int(self.branching), dense_gram=True)
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)

@@ -43,6 +43,7 @@ import scipy.linalg
 from threadpoolctl import threadpool_limits
 
 from core.mechanisms.contract import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
+from core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from core.mechanisms.gram import gram_apply, remember
 from core.mechanisms.greedy_h import workload_key
 from core.privacy.noise import add_laplace
@@ -471,15 +472,13 @@ class LRM:
         return optimisation_flops(workload, rank_ratio=self.rank_ratio, iterations=self.iterations)
 
     def cost(self, workload: Workload):
-        """The first run's seconds and peak bytes (``core.analysis.cost.Cost``): the optimisation dominates; a workload
+        """The first run's seconds and peak bytes (``core.mechanisms.cost_model.Cost``): the optimisation dominates; a workload
         over MAX_CELLS or MAX_FLOPS is refused at once by ``run``, so its run costs nothing.
 
         >>> from core.queries.workloads import Prefix
         >>> LRM().cost(Prefix(256)).seconds > LRM().cost(Prefix(64)).seconds
         True
         """
-        from core.analysis.cost import OVERHEAD_SECONDS, Cost  # core.analysis.cost imports core.mechanisms
-
         m, n = workload.shape
         flops = self.estimated_flops(workload)
         if n > MAX_CELLS or flops > MAX_FLOPS:

@@ -28,6 +28,7 @@ from scipy.linalg.blas import daxpy, ddot
 from threadpoolctl import threadpool_limits
 
 from core.mechanisms.contract import Release, check_epsilon, check_inputs, laplace_privacy_loss
+from core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from core.mechanisms.gram import gram_rows, remember
 from core.mechanisms.greedy_h import workload_key
 from core.privacy.noise import add_laplace
@@ -271,6 +272,21 @@ class MatrixMechanism:
         """The optimised strategy for this workload (cached per workload and settings)."""
         p = auto_p(workload.shape[1]) if self.p == "auto" else int(self.p)
         return optimise_strategy(workload, p, int(self.restarts), int(self.seed))
+
+    def cost(self, workload: Workload) -> Cost:
+        """The optimisation: restarts × iterations to the stop × four p × p × n products and O(pn) vector work."""
+        n = workload.shape[1]
+        p = auto_p(n) if self.p == "auto" else int(self.p)
+        restarts = int(self.restarts)
+        # projected L-BFGS iterations per start until its stop (bench_mmopt.py, one BLAS thread): about 500 at the
+        # 1e-6 stop up to 512 cells, 200 at 1e-4 up to 1024, 600 at 2e-5 up to 2048, the iteration cap above
+        typical = 500 if n <= SMALL_CELLS else 200 if n <= MID_CELLS else 600
+        iterations = min(settings(n, p).iterations, typical)
+        # an iteration: four p × p × n products, O(pn) Gram and L-BFGS vector work, 0.1 ms of Python; measured
+        # 0.06-0.08 s at n = 256, 0.6-0.7 s at 1024, 5-8 s at 2048 (p = 96), 15 s at 4096 (p = 128), 25 s at 16,384
+        seconds = restarts * iterations * (1e-4 + n * p * (3.5e-8 + 3e-10 * p))
+        return Cost(OVERHEAD_SECONDS + seconds, 8.0 * p * n * 40 + 8.0 * 4 * n,
+                    f"p={p} × restarts={restarts} over {n:,} cells (mm-opt optimises a p × n strategy)")
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)

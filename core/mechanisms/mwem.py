@@ -36,6 +36,7 @@ from core.mechanisms.contract import (
     exponential_mechanism,
     laplace_privacy_loss,
 )
+from core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
 from core.privacy.noise import add_laplace
 from core.queries.workloads import (
     AllRange,
@@ -113,6 +114,16 @@ class MWEM:
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
                 raise ValueError(f"{field_name} must be an integer >= 1, got {value!r}")
         check_ratio(self.total_ratio, "total_ratio")
+
+    def cost(self, workload: Workload) -> Cost:
+        """Rounds × (three matvecs and the compiled multiplicative updates over the atoms of the measured queries)."""
+        m, n = workload.shape
+        rounds, updates = int(self.rounds), int(self.update_rounds)
+        per_round = 3 * matvec_elements(workload) + 4 * m + 6 * n
+        atoms = min(n, 2 * rounds + 1) if isinstance(workload, Ranges | Prefix | AllRange | Identity | Total) else n
+        seconds = SECONDS_PER_ELEMENT * (rounds * per_round + 0.2 * rounds * updates * atoms)  # compiled updates
+        return Cost(OVERHEAD_SECONDS * rounds + seconds, 8.0 * (8 * n + 4 * m + rounds * n),
+                    f"rounds={rounds} × update_rounds={updates} over {n:,} cells and {m:,} queries")
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)

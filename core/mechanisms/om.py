@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
 from core.mechanisms.gram import remember
 from core.mechanisms.greedy_h import interval_cells, workload_key
 from core.privacy.noise import add_laplace
@@ -300,6 +301,16 @@ class OM:
     def factorisation(self, workload: Workload) -> OmFactorisation:
         """W = B·W̃ for this workload (data-independent, cached)."""
         return om_decompose(workload, tol=self.tol, row_seed=self.row_seed)
+
+    def cost(self, workload: Workload) -> Cost:
+        """Elementary segments for interval workloads, else a dense factorisation of W."""
+        m, n = workload.shape
+        if as_intervals(workload) is not None:  # elementary segments: B holds ≤ one entry per (query, segment)
+            mixing = float(m) * min(2 * m + 1, n) / 2
+            return Cost(OVERHEAD_SECONDS + SECONDS_PER_ELEMENT * (20 * (n + matvec_elements(workload)) + 10 * mixing),
+                        8.0 * (8 * n + 4 * mixing), f"the workload's {m:,} interval queries over {n:,} cells")
+        return Cost(OVERHEAD_SECONDS + 2e-10 * m * n * min(m, n), 8.0 * 3 * m * n,
+                    f"the workload ({m:,} queries × {n:,} cells, which OM factorises densely)")
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)

@@ -19,6 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 from core.mechanisms.contract import Release, check_epsilon, check_inputs, check_ratio, laplace_privacy_loss
+from core.mechanisms.cost_model import Cost, sorting_cost
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
@@ -122,6 +123,10 @@ class SrebGca:
     def __post_init__(self) -> None:
         check_ratio(self.ratio)
         _check_floor(self.delta)
+
+    def cost(self, workload: Workload) -> Cost:
+        """Linear work plus the grouping pass (a sort of the cells)."""
+        return sorting_cost(workload, 60)
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)

@@ -26,10 +26,17 @@ from typing import ClassVar
 import numpy as np
 
 from core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.cost_model import (
+    OVERHEAD_SECONDS,
+    SECONDS_PER_ELEMENT,
+    Cost,
+    dense_entries,
+    matvec_elements,
+)
 from core.mechanisms.gram import remember
 from core.mechanisms.greedy_h import workload_key
 from core.privacy.noise import add_laplace
-from core.queries.workloads import Ranges, Workload, as_intervals, sparse_matrix
+from core.queries.workloads import Explicit, Ranges, Workload, as_intervals, sparse_matrix
 
 BUDGET_RULES = ("optimal", "equal", "optimal_global")
 
@@ -240,6 +247,20 @@ class WDA:
     def division(self, workload: Workload) -> tuple[WdaLeaf, ...]:
         """The leaves for this workload (data-independent)."""
         return wda_division(workload, budget=self.budget, g=self.g, division_seed=self.division_seed)
+
+    def cost(self, workload: Workload) -> Cost:
+        """Divided on the interval ends (O(m log m) per split), else on the workload's matrix entries."""
+        m, n = workload.shape
+        if as_intervals(workload) is not None:
+            seconds = SECONDS_PER_ELEMENT * (40 * m * max(1.0, math.log2(max(m, 2))) + 4 * (n + matvec_elements(workload)))
+            return Cost(OVERHEAD_SECONDS + seconds, 8.0 * (4 * n + 12 * m),
+                        f"the workload's {m:,} interval queries over {n:,} cells")
+        entries = dense_entries(workload)
+        seconds = 1e-8 * entries * max(1.0, math.log2(max(m, 2))) + SECONDS_PER_ELEMENT * 8 * m * 64
+        if not isinstance(workload, Explicit):  # sparse_matrix builds W column by column via dense()
+            seconds += n * (5e-5 + SECONDS_PER_ELEMENT * matvec_elements(workload))
+        return Cost(OVERHEAD_SECONDS + seconds, 8.0 * (3 * entries + 4 * n + 4 * m),
+                    f"the workload's {entries:,.0f} matrix entries ({m:,} queries × {n:,} cells)")
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)

@@ -121,7 +121,7 @@ def mechanism_reference() -> str:
            "Generated at build time from the registries `core.mechanisms.MECHANISMS` (histograms and linear "
            "queries, pure ε-DP with Laplace noise unless Gaussian) and `core.tables.mechanisms.TABLE_MECHANISMS` "
            "(tables of records, ρ-zCDP). Parameter ranges are the ones `configure` checks "
-           "(`core.mechanisms.PARAMETER_RANGES`, or a class's own `PARAMETER_RANGES`). The user-level "
+           "(each mechanism class's own `PARAMETER_RANGES`). The user-level "
            "descriptions are in [Mechanisms](../mechanisms.md) and [Reproductions of the papers](../papers.md).",
            "", "## Histogram mechanisms", "",
            "| name | what it is | data-dependent | noise |", "|---|---|---|---|"]

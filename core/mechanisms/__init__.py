@@ -21,7 +21,6 @@ from __future__ import annotations
 from core.mechanisms.ahp import AHP
 from core.mechanisms.contract import (  # re-exported: the contract beside the registry
     NEIGHBOURING,
-    PARAMETER_RANGES,
     Mechanism,
     Range,
     Release,
@@ -94,7 +93,7 @@ MECHANISMS: dict[str, Mechanism] = {
 ALIASES: dict[str, str] = {"dp-base": "identity"}
 
 __all__ = [
-    "ALIASES", "MECHANISMS", "NEIGHBOURING", "PARAMETER_RANGES", "Mechanism", "Range", "Release",
+    "ALIASES", "MECHANISMS", "NEIGHBOURING", "Mechanism", "Range", "Release",
     "answers_from_estimate", "check_budget_epsilon", "check_epsilon", "check_inputs", "check_parameters",
     "check_ratio", "configure", "exponential_mechanism", "grid_shape", "laplace_privacy_loss",
     "parameter_ranges",

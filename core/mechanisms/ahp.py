@@ -24,7 +24,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms.contract import Release, check_inputs, check_ratio, laplace_privacy_loss
+from core.mechanisms.contract import (
+    RATIO_RANGE,
+    Range,
+    Release,
+    check_inputs,
+    check_ratio,
+    laplace_privacy_loss,
+)
 from core.mechanisms.cost_model import Cost, sorting_cost
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
@@ -69,6 +76,7 @@ class AHP:
     """
 
     summary: ClassVar[str] = "AHP: noisy counts, small ones set to zero, then similar bins averaged."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"ratio": RATIO_RANGE, "eta": Range(0, 100)}
 
     ratio: float = 0.85
     eta: float = 0.35

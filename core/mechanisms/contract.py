@@ -205,42 +205,23 @@ class Range:
         raise ValueError(f"{name} must be {self}, got {value!r}")
 
 
-_RATIO, _SEED = Range(0, 1, open=True), Range(0, 2**32 - 1, integer=True, choices=(None,))
-_BRANCHING, _BOOL = Range(2, 1024, integer=True), Range(choices=(True, False))
-# Valid values of every registered mechanism's parameters, by class (README: "Mechanism parameters").
-# The bounds keep one run within seconds and a few hundred MB (core.analysis.cost estimates the rest). A new
-# mechanism may instead declare a class attribute ``PARAMETER_RANGES`` of the same shape.
-PARAMETER_RANGES: dict[str, dict[str, Range]] = {
-    "Identity": {}, "LaplaceOnAnswers": {}, "Uniform": {}, "Privelet": {},
-    "WDA": {"budget": Range(choices=("optimal", "equal", "optimal_global")), "g": Range(-1e6, 1e6),
-            "division_seed": _SEED},
-    "OM": {"tol": Range(0, 1e6, open=True, choices=(None,)), "row_seed": _SEED},
-    "SrebGca": {"ratio": _RATIO, "delta": Range(1e-9, 1e9)},
-    "CellRelease": {"neighbouring": Range(choices=("add_remove", "replace_one")), "clip": _BOOL,
-                    "n_public": Range(1, 1e15, choices=(None,))},
-    "Hierarchical": {"branching": Range(2, 1024, integer=True, choices=("auto",)),
-                     "include_root": Range(choices=("auto", True, False))},
-    "MatrixMechanism": {"p": Range(1, 512, integer=True, choices=("auto",)), "restarts": Range(1, 20, integer=True),
-                        "seed": Range(0, 2**32 - 1, integer=True)},
-    "UniformGrid": {"c": Range(1e-3, 1e6), "total_ratio": _RATIO},
-    "AdaptiveGrid": {"alpha": _RATIO, "c": Range(1e-3, 1e6), "total_ratio": _RATIO},
-    "GreedyH": {"branching": _BRANCHING, "granularity": Range(2, 1000, integer=True)},
-    "DAWA": {"ratio": _RATIO, "branching": _BRANCHING, "granularity": Range(2, 1000, integer=True)},
-    "MWEM": {"rounds": Range(1, 1000, integer=True), "total_ratio": _RATIO,
-             "update_rounds": Range(1, 1000, integer=True), "average": _BOOL},
-    "AHP": {"ratio": _RATIO, "eta": Range(0, 100)},
-}
+# Ranges several mechanisms share. Each mechanism declares the valid values of its settings on its class, as
+# ``PARAMETER_RANGES: ClassVar[dict[str, Range]]`` (README: "Mechanism parameters"); the bounds keep one run
+# within seconds and a few hundred MB (its ``cost`` estimates the rest).
+RATIO_RANGE = Range(0, 1, open=True)                          # a budget share
+SEED_RANGE = Range(0, 2**32 - 1, integer=True, choices=(None,))
+BRANCHING_RANGE = Range(2, 1024, integer=True)
+FLAG_RANGE = Range(choices=(True, False))
 
 
 def parameter_ranges(mechanism: Mechanism) -> dict[str, Range]:
-    """The documented ranges of ``mechanism``'s settings (its ``PARAMETER_RANGES``, else the table above).
+    """The documented ranges of ``mechanism``'s settings (its class's ``PARAMETER_RANGES``; none declared: none).
 
     >>> from core.mechanisms import MECHANISMS
     >>> str(parameter_ranges(MECHANISMS["mwem"])["rounds"])
     'an integer in [1, 1000]'
     """
-    own = getattr(type(mechanism), "PARAMETER_RANGES", None)
-    return dict(own) if own is not None else PARAMETER_RANGES.get(type(mechanism).__name__, {})
+    return dict(getattr(type(mechanism), "PARAMETER_RANGES", {}))
 
 
 def check_parameters(mechanism: Mechanism) -> Mechanism:

@@ -26,7 +26,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms.contract import Release, check_inputs, check_ratio, laplace_privacy_loss
+from core.mechanisms.contract import (
+    BRANCHING_RANGE,
+    RATIO_RANGE,
+    Range,
+    Release,
+    check_inputs,
+    check_ratio,
+    laplace_privacy_loss,
+)
 from core.mechanisms.cost_model import Cost, tree_cost
 from core.mechanisms.greedy_h import bucket_gram, check_tree_settings, gram_sketch, greedy_hierarchy
 from core.privacy.noise import add_laplace
@@ -153,6 +161,11 @@ class DAWA:
     """
 
     summary: ClassVar[str] = "DAWA: merges bins that look alike (reads the data), then a tree over the merged bins."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "ratio": RATIO_RANGE,
+        "branching": BRANCHING_RANGE,
+        "granularity": Range(2, 1000, integer=True),
+    }
 
     ratio: float = 0.25
     branching: int = 2

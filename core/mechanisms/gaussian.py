@@ -36,7 +36,6 @@ import numpy as np
 import scipy.linalg
 
 from core.mechanisms.contract import (
-    PARAMETER_RANGES,
     Mechanism,
     Range,
     Release,
@@ -133,9 +132,9 @@ def unit_sigma(epsilon: float, delta: float, calibration: str) -> float:
 _KNOBS = {"delta": Range(0, 1, open=True), "calibration": Range(choices=CALIBRATIONS)}
 
 
-def _ranges(parent: str) -> dict[str, Range]:
+def _ranges(parent: type | None) -> dict[str, Range]:
     """The parent's documented parameter ranges plus the Gaussian knobs (core.mechanisms.check_parameters)."""
-    return {**PARAMETER_RANGES.get(parent, {}), **_KNOBS}
+    return {**getattr(parent, "PARAMETER_RANGES", {}), **_KNOBS}
 
 
 class GaussianMixin:
@@ -220,7 +219,7 @@ class GaussianIdentity(GaussianMixin, Identity):  # type: ignore[misc]  # the mi
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-identity"
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("Identity")
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(Identity)
 
     def __post_init__(self) -> None:
         self.check_tree_settings()
@@ -257,7 +256,7 @@ class GaussianAnswers(GaussianMixin, LaplaceOnAnswers):  # type: ignore[misc]  #
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-answers"
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("LaplaceOnAnswers")
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(LaplaceOnAnswers)
 
     def __post_init__(self) -> None:
         self.check_tree_settings()
@@ -276,7 +275,7 @@ class GaussianHierarchical(GaussianMixin, Hierarchical):  # type: ignore[misc]  
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-hb"
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("Hierarchical")
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(Hierarchical)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -297,7 +296,7 @@ class GaussianPrivelet(GaussianMixin, Privelet):  # type: ignore[misc]  # the mi
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-privelet"
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("Privelet")
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(Privelet)
 
     def __post_init__(self) -> None:
         self.check_tree_settings()
@@ -322,7 +321,7 @@ class GaussianGreedyH(GaussianMixin, GreedyH):  # type: ignore[misc]  # the mixi
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-greedy-h"
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("GreedyH")
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(GreedyH)
     weights_norm: ClassVar[int] = 2
 
     def __post_init__(self) -> None:
@@ -412,7 +411,7 @@ class GaussianMatrix(GaussianMixin):
     calibration: str = "analytic"
     name: str = "gaussian-mm-opt"
     data_dependent: bool = False
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges("")
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(None)
 
     def __post_init__(self) -> None:
         self.check_tree_settings()

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import BRANCHING_RANGE, Range, Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.cost_model import Cost, tree_cost
 from core.mechanisms.gram import gram_apply
 from core.privacy.noise import add_laplace
@@ -678,6 +678,10 @@ class GreedyH:
     """
 
     summary: ClassVar[str] = "Greedy-H: a weighted tree of ranges fitted to your workload."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "branching": BRANCHING_RANGE,
+        "granularity": Range(2, 1000, integer=True),
+    }
 
     branching: int = 2
     granularity: int = 100

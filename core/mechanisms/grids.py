@@ -25,7 +25,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms.contract import Release, check_inputs, check_ratio, grid_shape, laplace_privacy_loss
+from core.mechanisms.contract import (
+    RATIO_RANGE,
+    Range,
+    Release,
+    check_inputs,
+    check_ratio,
+    grid_shape,
+    laplace_privacy_loss,
+)
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
 
@@ -70,6 +78,7 @@ class UniformGrid:
     """UG: one m × m grid of noisy block counts, uniform within blocks (Qardaji et al. ICDE 2013)."""
 
     summary: ClassVar[str] = "Uniform grid (2-D): block counts on a grid sized from the noisy total."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"c": Range(1e-3, 1e6), "total_ratio": RATIO_RANGE}
 
     c: float = 10.0
     total_ratio: float = 0.05
@@ -104,6 +113,11 @@ class AdaptiveGrid:
     """AG: a coarse grid, then each block split by its own noisy count, two-level consistency."""
 
     summary: ClassVar[str] = "Adaptive grid (2-D): a coarse grid, then finer blocks where there are many records."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "alpha": RATIO_RANGE,
+        "c": Range(1e-3, 1e6),
+        "total_ratio": RATIO_RANGE,
+    }
 
     alpha: float = 0.5
     c: float = 10.0

@@ -27,7 +27,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms.contract import Release, check_epsilon, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import noise_energy, remember
 from core.mechanisms.greedy_h import workload_key
 from core.privacy.noise import add_laplace
@@ -251,6 +251,10 @@ class Hierarchical:
     """
 
     summary: ClassVar[str] = "A tree of range counts: good for range queries over ordered bins."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "branching": Range(2, 1024, integer=True, choices=("auto",)),
+        "include_root": Range(choices=("auto", True, False)),
+    }
 
     branching: int | str = "auto"
     include_root: bool | str = "auto"

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import Range, Release, check_inputs, laplace_privacy_loss
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload, l1_sensitivity, squared_frobenius
 
@@ -22,6 +22,7 @@ class Identity:
     """
 
     summary: ClassVar[str] = "Noise on every count: the baseline the others are measured against."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
     # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
     # (read on this exact class only, core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
     noise_on_counts: ClassVar[bool] = True
@@ -52,6 +53,7 @@ class LaplaceOnAnswers:
     """
 
     summary: ClassVar[str] = "Noise on each query answer directly: good when there are few queries."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
 
     name: str = "laplace-on-answers"
     data_dependent: bool = False
@@ -81,6 +83,7 @@ class Uniform:
     """
 
     summary: ClassVar[str] = "Only a noisy total, spread evenly over the bins: ignores the shape."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
     # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
     # (read on this exact class only, core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
     noise_on_counts: ClassVar[bool] = True

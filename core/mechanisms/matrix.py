@@ -27,7 +27,7 @@ import scipy.linalg
 from scipy.linalg.blas import daxpy, ddot
 from threadpoolctl import threadpool_limits
 
-from core.mechanisms.contract import Release, check_epsilon, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from core.mechanisms.gram import gram_rows, remember
 from core.mechanisms.greedy_h import workload_key
@@ -253,6 +253,11 @@ class MatrixMechanism:
     """
 
     summary: ClassVar[str] = "Matrix mechanism: a measurement strategy optimised for your workload (HDMM's OPT0)."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "p": Range(1, 512, integer=True, choices=("auto",)),
+        "restarts": Range(1, 20, integer=True),
+        "seed": Range(0, 2**32 - 1, integer=True),
+    }
 
     p: int | str = "auto"
     restarts: int = 1

@@ -30,6 +30,9 @@ from typing import ClassVar
 import numpy as np
 
 from core.mechanisms.contract import (
+    FLAG_RANGE,
+    RATIO_RANGE,
+    Range,
     Release,
     check_inputs,
     check_ratio,
@@ -100,6 +103,12 @@ class MWEM:
     """
 
     summary: ClassVar[str] = "MWEM: learns a synthetic histogram by repeatedly fixing the worst-answered query."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "rounds": Range(1, 1000, integer=True),
+        "total_ratio": RATIO_RANGE,
+        "update_rounds": Range(1, 1000, integer=True),
+        "average": FLAG_RANGE,
+    }
 
     rounds: int = 10
     total_ratio: float = 0.05

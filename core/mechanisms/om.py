@@ -22,7 +22,7 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import SEED_RANGE, Range, Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
 from core.mechanisms.gram import remember
 from core.mechanisms.greedy_h import interval_cells, workload_key
@@ -292,6 +292,10 @@ class OM:
     """
 
     summary: ClassVar[str] = "Orthogonal mechanism (Huang et al.): answers a low-rank version of the queries."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "tol": Range(0, 1e6, open=True, choices=(None,)),
+        "row_seed": SEED_RANGE,
+    }
 
     tol: float | None = None
     row_seed: int | None = None

@@ -21,7 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms.contract import Release, check_epsilon, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
 from core.mechanisms.gram import noise_energy, remember
 from core.mechanisms.greedy_h import workload_key
 from core.mechanisms.hierarchical import workload_grid
@@ -108,6 +108,7 @@ class Privelet:
     """Privelet (Haar wavelet, weighted noise); 1-D and 2-D; exact ``expected_mse``."""
 
     summary: ClassVar[str] = "Haar wavelets (Privelet): good for range queries, in 1-D and 2-D."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
 
     name: str = "privelet"
     data_dependent: bool = False

@@ -18,7 +18,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms.contract import Release, check_epsilon, check_inputs, check_ratio, laplace_privacy_loss
+from core.mechanisms.contract import (
+    RATIO_RANGE,
+    Range,
+    Release,
+    check_epsilon,
+    check_inputs,
+    check_ratio,
+    laplace_privacy_loss,
+)
 from core.mechanisms.cost_model import Cost, sorting_cost
 from core.privacy.noise import add_laplace
 from core.queries.workloads import Workload
@@ -114,6 +122,7 @@ class SrebGca:
     """
 
     summary: ClassVar[str] = "SReB_GCA (Chen et al.): sorts and groups similar bins, one noisy value per group."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"ratio": RATIO_RANGE, "delta": Range(1e-9, 1e9)}
 
     ratio: float = 0.5
     delta: float = 1.0

@@ -25,7 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
+from core.mechanisms.contract import SEED_RANGE, Range, Release, check_inputs, laplace_privacy_loss
 from core.mechanisms.cost_model import (
     OVERHEAD_SECONDS,
     SECONDS_PER_ELEMENT,
@@ -234,6 +234,11 @@ class WDA:
     """
 
     summary: ClassVar[str] = "Workload division (Li et al.): splits the queries into blocks and noises each block."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "budget": Range(choices=("optimal", "equal", "optimal_global")),
+        "g": Range(-1e6, 1e6),
+        "division_seed": SEED_RANGE,
+    }
 
     budget: str = "optimal"
     g: float = 0.0

@@ -25,6 +25,8 @@ from typing import ClassVar
 import numpy as np
 
 from core.mechanisms.contract import (
+    FLAG_RANGE,
+    Range,
     Release,
     check_epsilon,
     check_inputs,
@@ -62,6 +64,11 @@ class CellRelease:
     """
 
     summary: ClassVar[str] = "Xiao et al.'s cell release: noisy counts, clipped at zero."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "neighbouring": Range(choices=("add_remove", "replace_one")),
+        "clip": FLAG_RANGE,
+        "n_public": Range(1, 1e15, choices=(None,)),
+    }
     # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
     # (read on this exact class only, core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
     noise_on_counts: ClassVar[bool] = True

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DPLENS_HOME", tempfile.mkdtemp(prefix="dplens-bench-home-"))  # never the real ledger
 
-from results import Recorder, record  # noqa: E402
+from results import Recorder, record, wait_quiet  # noqa: E402
 
 from core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS, run_sweep  # noqa: E402
 from core.data.datasets import load_histogram  # noqa: E402
@@ -85,28 +85,6 @@ def page_sweep() -> None:
     button.click().run()
     assert not at.exception, at.exception
     report("default Compare sweep on the page (AppTest: click → rendered)", time.perf_counter() - start, 2.5)
-
-
-def wait_quiet(limit: float = 120.0) -> float:
-    """Seconds until this process and its children use under 5 % of a core over one second."""
-    import psutil
-
-    def cpu() -> float:
-        total = 0.0
-        for p in [psutil.Process(), *psutil.Process().children(recursive=True)]:
-            try:
-                total += sum(p.cpu_times()[:2])
-            except psutil.NoSuchProcess:
-                continue
-        return total
-
-    start = time.perf_counter()
-    while time.perf_counter() - start < limit:
-        before = cpu()
-        time.sleep(1.0)
-        if cpu() - before < 0.05:
-            break
-    return time.perf_counter() - start
 
 
 def huge_upload() -> None:

@@ -27,34 +27,11 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from results import Recorder, record  # noqa: E402
+from results import Recorder, record, tree_cpu_seconds, wait_quiet  # noqa: E402
 
 from tests.e2e.conftest import CHROMIUM, open_app, start_server, wait_idle  # noqa: E402
 
 TARGET_S = 2.5
-
-
-def cpu_seconds(process: psutil.Process) -> float:
-    """User + system CPU of the server and every process under it (the workers)."""
-    total = 0.0
-    for p in [process, *process.children(recursive=True)]:
-        try:
-            times = p.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            continue
-    return total
-
-
-def wait_quiet(server: psutil.Process, limit: float = 120.0) -> float:
-    """Seconds until the server and its workers use under 5 % of a core over one second (its start-up work done)."""
-    start = time.perf_counter()
-    while time.perf_counter() - start < limit:
-        cpu = cpu_seconds(server)
-        time.sleep(1.0)
-        if cpu_seconds(server) - cpu < 0.05:
-            break
-    return time.perf_counter() - start
 
 
 def own_cpu_seconds(process: psutil.Process) -> float:
@@ -66,19 +43,19 @@ def browser_cpu_seconds(server: psutil.Process) -> float:
     """CPU of the browser (Chromium and Playwright's driver, children of this process like the server): on
     this machine it shares the 2 cores with the server; a user's browser runs on the user's own machine."""
     me = psutil.Process()
-    return cpu_seconds(me) - own_cpu_seconds(me) - cpu_seconds(server)
+    return tree_cpu_seconds(me) - own_cpu_seconds(me) - tree_cpu_seconds(server)
 
 
 def timed_click(page, server: psutil.Process, button: str) -> tuple[float, float, float, float]:
     """Wall seconds from the click to the rendered results, CPU of the server and its workers, CPU of the
     server process alone (the rest is the workers'), CPU of the browser meanwhile."""
-    cpu, own, browser = cpu_seconds(server), own_cpu_seconds(server), browser_cpu_seconds(server)
+    cpu, own, browser = tree_cpu_seconds(server), own_cpu_seconds(server), browser_cpu_seconds(server)
     wall = time.perf_counter()
     page.get_by_role("button", name=button).click()
     page.get_by_text("Inspect one release").first.wait_for(timeout=600_000)
     wait_idle(page, timeout=600_000)
     wall = time.perf_counter() - wall - 0.3  # wait_idle sleeps 0.3 s at the end
-    return wall, cpu_seconds(server) - cpu, own_cpu_seconds(server) - own, browser_cpu_seconds(server) - browser
+    return wall, tree_cpu_seconds(server) - cpu, own_cpu_seconds(server) - own, browser_cpu_seconds(server) - browser
 
 
 def one_server(browser, settle: float, index: int) -> None:
@@ -87,7 +64,7 @@ def one_server(browser, settle: float, index: int) -> None:
         server = psutil.Process(proc.pid)
         context, page = open_app(browser, url)
         quiet = wait_quiet(server)
-        print(f"server {index}: quiet {quiet:.1f} s after the first page ({cpu_seconds(server):.1f} s CPU so far)")
+        print(f"server {index}: quiet {quiet:.1f} s after the first page ({tree_cpu_seconds(server):.1f} s CPU so far)")
         time.sleep(settle)
         page.get_by_role("link", name="Compare", exact=True).first.click()
         wait_idle(page, timeout=120_000)

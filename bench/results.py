@@ -152,3 +152,30 @@ class Recorder:
         if ok and self.rows:  # a skipped bench (no rows) keeps its previous file too
             print(f"results written to {self.write()}", file=sys.stderr)
         return False
+
+
+def tree_cpu_seconds(process=None) -> float:
+    """User + system CPU of ``process`` (default: this one) and every live process under it (psutil)."""
+    import psutil
+
+    process = process or psutil.Process()
+    total = 0.0
+    for p in [process, *process.children(recursive=True)]:
+        try:
+            times = p.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            continue
+    return total
+
+
+def wait_quiet(process=None, limit: float = 120.0) -> float:
+    """Seconds until ``process`` (default: this one) and its children use under 5 % of a core over one second:
+    their start-up work (e.g. a server's worker warm-up) done."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < limit:
+        before = tree_cpu_seconds(process)
+        time.sleep(1.0)
+        if tree_cpu_seconds(process) - before < 0.05:
+            break
+    return time.perf_counter() - start

@@ -247,8 +247,7 @@ def _pair_rows(name: str, epsilon: float, results: list[CellResult], expected: d
         wanted = {metric: k for k, metric in enumerate(every) if metric in metrics}
         order = [wanted[m] for m in metrics]
         per_run = len(every)
-        rows = [fresh[i * per_run + k] for i in range(len(fresh) // per_run) for k in order
-                if fresh[i * per_run][2] < trials]
+        rows = [fresh[i * per_run + k] for i in range(len(fresh) // per_run) for k in order]
         if cache is not None and key is not None and fresh:
             frame = pd.DataFrame(fresh, columns=COLUMNS)
             if _trials_held((frame, None)) > 0:  # a stopped sweep may hold later trials only: keep nothing

@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml requirements.lock | $(BIN)/python
 	touch $@
 
 run: $(STAMP)
-	$(BIN)/streamlit run app.py --server.address $(HOST) --server.port $(PORT)
+	$(BIN)/dplens app --host $(HOST) --port $(PORT)
 
 # Two phases: every test file but the browser and "serial" ones on two workers (pytest-xdist, one file per
 # worker at a time), then the browser tests and the tests that start their own interpreters, one at a time.
@@ -34,9 +34,9 @@ bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check core pages app.py ui tests bench
+	$(BIN)/ruff check src pages app.py tests bench
 
-# mypy on core/ (pyproject.toml [tool.mypy]: the public API modules are strict).
+# mypy on src/dplens/core/ (pyproject.toml [tool.mypy]: the public API modules are strict).
 typecheck: $(STAMP)
 	$(BIN)/mypy
 

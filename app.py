@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-import ui
+from dplens import ui
 
 
 def main() -> None:

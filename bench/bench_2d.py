@@ -5,7 +5,7 @@ The dataset is two Gaussian blobs on a side × side grid (like data/grid_2d.csv,
 workload is the 2-D default (row and column sums plus 256 random rectangles). The sweep is the
 Compare page's default (its mechanisms, 10 ε from 0.01 to 10, its default trials: as many as keep
 the estimated sweep within 30 s, 20 on a 4096-bin histogram) run through
-core.analysis.experiment.run_sweep with the run limits and the action deadline, serially, one mechanism at a
+dplens.core.analysis.experiment.run_sweep with the run limits and the action deadline, serially, one mechanism at a
 time so that each one's wall and CPU seconds show; its analytic errors (hb, privelet) are timed on
 their own first. Targets: sweep <= 30 s, Release and page switches <= 3 s (ratio <= 1 meets them).
 Timings on a shared machine are noisy: CPU time is the steadier figure.
@@ -28,11 +28,11 @@ os.environ.setdefault("DPLENS_HOME", tempfile.mkdtemp(prefix="dplens-bench-home-
 
 from results import Recorder, record  # noqa: E402
 
-from core.analysis.cost import Deadline, RunLimits, affordable_trials, estimate_cost  # noqa: E402
-from core.analysis.experiment import run_sweep  # noqa: E402
-from core.data.domain import Histogram  # noqa: E402
-from core.mechanisms import MECHANISMS  # noqa: E402
-from core.queries.workloads import parse_workload  # noqa: E402
+from dplens.core.analysis.cost import Deadline, RunLimits, affordable_trials, estimate_cost  # noqa: E402
+from dplens.core.analysis.experiment import run_sweep  # noqa: E402
+from dplens.core.data.domain import Histogram  # noqa: E402
+from dplens.core.mechanisms import MECHANISMS  # noqa: E402
+from dplens.core.queries.workloads import parse_workload  # noqa: E402
 
 DEFAULT = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
 EPSILONS = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10, 10))
@@ -106,7 +106,7 @@ def pages(hist: Histogram) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--side", type=int, default=256)
-    parser.add_argument("--trials", type=int, help="default: the Compare page's (core.analysis.cost.affordable_trials)")
+    parser.add_argument("--trials", type=int, help="default: the Compare page's (dplens.core.analysis.cost.affordable_trials)")
     parser.add_argument("--skip-pages", action="store_true")
     parser.add_argument("--skip-sweep", action="store_true")
     args = parser.parse_args()

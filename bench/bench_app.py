@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python bench/bench_app.py [--sweep-trials 20] [--skip-sweep]
 The default sweep is timed twice: first the Compare page's own run (its default mechanisms, 20 trials,
-10 ε) from the click to the rendered page, once the app's start-up work (its workers' warm-up) is done; then core.analysis.experiment.run_sweep per
+10 ε) from the click to the rendered page, once the app's start-up work (its workers' warm-up) is done; then dplens.core.analysis.experiment.run_sweep per
 mechanism for the breakdown.
 Prints seconds and the ratio to each target (ratio <= 1 meets it).
 """
@@ -25,10 +25,10 @@ os.environ.setdefault("DPLENS_HOME", tempfile.mkdtemp(prefix="dplens-bench-home-
 
 from results import Recorder, record, wait_quiet  # noqa: E402
 
-from core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS, run_sweep  # noqa: E402
-from core.data.datasets import load_histogram  # noqa: E402
-from core.mechanisms import MECHANISMS  # noqa: E402
-from core.queries.workloads import random_range  # noqa: E402
+from dplens.core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS, run_sweep  # noqa: E402
+from dplens.core.data.datasets import load_histogram  # noqa: E402
+from dplens.core.mechanisms import MECHANISMS  # noqa: E402
+from dplens.core.queries.workloads import random_range  # noqa: E402
 
 DEFAULT = DEFAULT_COMPARE_MECHANISMS  # the Compare page's defaults
 EPSILONS = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10, 10))
@@ -88,7 +88,7 @@ def page_sweep() -> None:
 
 
 def huge_upload() -> None:
-    import ui
+    from dplens import ui
 
     counts = np.random.default_rng(0).poisson(3.0, size=2**20)
     csv = ("count\n" + "\n".join(map(str, counts))).encode()

@@ -58,7 +58,7 @@ CHILD = r"""
 import io, json, resource, sys, time
 import numpy as np
 sys.path.insert(0, {root!r})
-from core.data.datasets import DataError, histogram_from_records, load_histogram
+from dplens.core.data.datasets import DataError, histogram_from_records, load_histogram
 data = open(sys.argv[1], "rb").read()  # the server holds the upload's bytes, as here
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 wall, cpu = time.perf_counter(), time.process_time()

@@ -1,4 +1,4 @@
-"""Start-up of the command line: ``python -m core --help`` (target <= 0.3 s of CPU; 1.2 s before the heavy
+"""Start-up of the command line: ``python -m dplens --help`` (target <= 0.3 s of CPU; 1.2 s before the heavy
 imports moved into the command handlers).
 
 Run: .venv/bin/python bench/bench_cli_start.py [--runs 5]
@@ -22,10 +22,10 @@ TARGET_CPU = 0.3
 
 
 def run_once(args: list[str]) -> tuple[float, float, float]:
-    """User CPU, system CPU and wall seconds of one ``python -m core ARGS`` (its output discarded)."""
+    """User CPU, system CPU and wall seconds of one ``python -m dplens ARGS`` (its output discarded)."""
     before = os.times()
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-m", "dplens", *args], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
     after = os.times()
     return after.children_user - before.children_user, after.children_system - before.children_system, wall
@@ -39,9 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         runs = [run_once(["--help"]) for _ in range(opts.runs)]
         user, system, wall = (sum(r[i] for r in runs) / len(runs) for i in range(3))
         met = user + system <= TARGET_CPU
-        print(f"python -m core --help: {user:.3f} s user CPU, {system:.3f} s sys, {wall:.3f} s wall "
+        print(f"python -m dplens --help: {user:.3f} s user CPU, {system:.3f} s sys, {wall:.3f} s wall "
               f"(mean of {opts.runs}; target <= {TARGET_CPU} s CPU: {'met' if met else 'MISSED'})")
-        rec.row(name="python -m core --help (mean per run)", runs=opts.runs, user_cpu_s=user, sys_cpu_s=system,
+        rec.row(name="python -m dplens --help (mean per run)", runs=opts.runs, user_cpu_s=user, sys_cpu_s=system,
                 wall_s=wall, target_cpu_s=TARGET_CPU, met=met)
     return 0
 

@@ -39,12 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import SHARED_ENV, Recorder, record, shared_data  # noqa: E402
 
-from core.analysis.execution import job_entries, remember_job, shutdown_pools, strategy_caches  # noqa: E402
-from core.analysis.experiment import resolve_mechanisms, run_sweep  # noqa: E402
-from core.analysis.grid import GridSpec, build_contexts, load_grid, run_grid  # noqa: E402
-from core.analysis.metrics import expected_metrics  # noqa: E402
-from core.data.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
-from core.queries.workloads import random_range  # noqa: E402
+from dplens.core.analysis.execution import job_entries, remember_job, shutdown_pools, strategy_caches  # noqa: E402
+from dplens.core.analysis.experiment import resolve_mechanisms, run_sweep  # noqa: E402
+from dplens.core.analysis.grid import GridSpec, build_contexts, load_grid, run_grid  # noqa: E402
+from dplens.core.analysis.metrics import expected_metrics  # noqa: E402
+from dplens.core.data.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
+from dplens.core.queries.workloads import random_range  # noqa: E402
 
 # Same tuple as pages/compare.py DEFAULT_MECHANISMS (importing a page would start Streamlit).
 DEFAULT_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
@@ -183,7 +183,7 @@ def bench_grid(quick: bool) -> None:
 def bench_dask(quick: bool) -> None:
     from dask.distributed import LocalCluster
 
-    from core.analysis.execution import close_dask_clients
+    from dplens.core.analysis.execution import close_dask_clients
 
     datasets = tuple(str(p) for p in sorted(DPBENCH.glob("*.csv")))[:2 if quick else None]
     if not datasets:

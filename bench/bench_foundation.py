@@ -24,11 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import Recorder, record  # noqa: E402
 
-from core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS as DEFAULT_MECHANISMS  # noqa: E402
-from core.analysis.experiment import run_sweep  # noqa: E402
-from core.data.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
-from core.mechanisms import MECHANISMS  # noqa: E402
-from core.queries.workloads import random_range  # noqa: E402
+from dplens.core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS as DEFAULT_MECHANISMS  # noqa: E402
+from dplens.core.analysis.experiment import run_sweep  # noqa: E402
+from dplens.core.data.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
+from dplens.core.mechanisms import MECHANISMS  # noqa: E402
+from dplens.core.queries.workloads import random_range  # noqa: E402
 
 EPSILONS = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10.0, 10))
 QUERIES = 2000

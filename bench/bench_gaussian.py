@@ -24,9 +24,9 @@ import dataclasses  # noqa: E402
 
 from results import Recorder, record  # noqa: E402
 
-from core.mechanisms import MECHANISMS  # noqa: E402
-from core.mechanisms.gaussian import unit_sigma  # noqa: E402
-from core.queries.workloads import AllRange, Identity, Prefix, random_range  # noqa: E402
+from dplens.core.mechanisms import MECHANISMS  # noqa: E402
+from dplens.core.mechanisms.gaussian import unit_sigma  # noqa: E402
+from dplens.core.queries.workloads import AllRange, Identity, Prefix, random_range  # noqa: E402
 
 ONED = {  # n, workload: Identity, H2, Wavelet, HDMM (YuanConvex), SVD bound
     (256, "all-range"): (9.2736, 3.8354, 3.5050, 2.9022, 2.8764),
@@ -70,7 +70,7 @@ def mm_opt_table(sizes) -> None:
 
 
 def timing_4096() -> None:
-    from core.mechanisms.gaussian import eigen_strategy
+    from dplens.core.mechanisms.gaussian import eigen_strategy
 
     workload = AllRange(4096)
     start, cpu = time.perf_counter(), time.process_time()

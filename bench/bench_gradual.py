@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import Recorder  # noqa: E402
 
-from core.release.gradual import next_release, noise_reduction  # noqa: E402
+from dplens.core.release.gradual import next_release, noise_reduction  # noqa: E402
 
 BINS, STEPS, TARGET_SECONDS = 4096, 1000, 1.0
 

@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 from results import Recorder  # noqa: E402
 
-from core.mechanisms.greedy_h import bucket_gram, greedy_hierarchy, l2_objective  # noqa: E402
-from core.queries.workloads import parse_workload  # noqa: E402
+from dplens.core.mechanisms.greedy_h import bucket_gram, greedy_hierarchy, l2_objective  # noqa: E402
+from dplens.core.queries.workloads import parse_workload  # noqa: E402
 
 
 def main() -> None:

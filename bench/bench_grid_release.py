@@ -3,7 +3,7 @@
 Run: .venv/bin/python bench/bench_grid_release.py [--trials 3] [--side 256]
 
 Prints, each with CPU seconds next to wall seconds (the machine is shared):
-* Spend and release on the grid (core.release.kernel.release_histogram, secure path, the Release page's default
+* Spend and release on the grid (dplens.core.release.kernel.release_histogram, secure path, the Release page's default
   mechanism and the 2-D default workload), goal ≤ 3 s wall;
 * the Compare page's default sweep on the grid (its default mechanisms, 10 ε, ``--trials``), goal ≤ 30 s wall;
 * this process's resident memory before and after each (a bounded action runs in a worker when its estimate is
@@ -28,13 +28,13 @@ os.environ.setdefault("DPLENS_HOME", tempfile.mkdtemp(prefix="dplens-bench-home-
 
 from results import Recorder, record  # noqa: E402
 
-from core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS as DEFAULT_MECHANISMS  # noqa: E402
-from core.analysis.experiment import run_sweep  # noqa: E402
-from core.data.domain import Histogram  # noqa: E402
-from core.privacy.definitions import PureDP  # noqa: E402
-from core.privacy.ledger_store import LedgerStore  # noqa: E402
-from core.queries.workloads import parse_workload  # noqa: E402
-from core.release.kernel import HistogramRequest, release_histogram  # noqa: E402
+from dplens.core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS as DEFAULT_MECHANISMS  # noqa: E402
+from dplens.core.analysis.experiment import run_sweep  # noqa: E402
+from dplens.core.data.domain import Histogram  # noqa: E402
+from dplens.core.privacy.definitions import PureDP  # noqa: E402
+from dplens.core.privacy.ledger_store import LedgerStore  # noqa: E402
+from dplens.core.queries.workloads import parse_workload  # noqa: E402
+from dplens.core.release.kernel import HistogramRequest, release_histogram  # noqa: E402
 
 EPSILONS = tuple(float(f"{e:.4g}") for e in np.geomspace(0.01, 10, 10))
 WORKLOAD = "marginals-ranges-2d:m=256,seed=0"  # the app's default 2-D workload (ui.workloads)

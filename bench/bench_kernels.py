@@ -35,11 +35,11 @@ REFERENCE_COLUMNS = {"dawa": "DAWA", "mwem": "MWEM", "ahp": "AHP"}
 def measure(tree: str, datasets: list[str], epsilons: list[float], trials: int) -> dict:
     """In a fresh interpreter rooted at ``tree``: {cell: [median CPU seconds, estimate digest]}."""
     sys.path.insert(0, tree)
-    from core.mechanisms import MECHANISMS as REGISTRY
-    from core.queries.workloads import Ranges
+    from dplens.core.mechanisms import MECHANISMS as REGISTRY
+    from dplens.core.queries.workloads import Ranges
 
     try:
-        from core.mechanisms.dawa import _cached_deviations
+        from dplens.core.mechanisms.dawa import _cached_deviations
     except ImportError:  # pragma: no cover - a tree without the cache
         _cached_deviations = None
     ends = np.sort(np.random.default_rng(12345).integers(0, 4096, size=(2000, 2)), axis=1)

@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import Recorder, record  # noqa: E402
 
-from core.data.fingerprint import dataset_fingerprint  # noqa: E402
-from core.privacy.budget import Budget  # noqa: E402
-from core.privacy.ledger_store import LedgerStore  # noqa: E402
+from dplens.core.data.fingerprint import dataset_fingerprint  # noqa: E402
+from dplens.core.privacy.budget import Budget  # noqa: E402
+from dplens.core.privacy.ledger_store import LedgerStore  # noqa: E402
 
 FP = dataset_fingerprint([1.0, 2.0, 3.0])
 SPENDS = 400  # in total, per scenario

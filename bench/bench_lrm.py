@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import Recorder, record, require, shared_data  # noqa: E402
 
-from core.data.datasets import load_histogram  # noqa: E402
-from core.mechanisms import MECHANISMS  # noqa: E402
-from core.mechanisms.lrm import optimise  # noqa: E402
-from core.queries.workloads import AllRange, random_linear, random_range  # noqa: E402
+from dplens.core.data.datasets import load_histogram  # noqa: E402
+from dplens.core.mechanisms import MECHANISMS  # noqa: E402
+from dplens.core.mechanisms.lrm import optimise  # noqa: E402
+from dplens.core.queries.workloads import AllRange, random_linear, random_range  # noqa: E402
 
 HEPTH = shared_data("dpbench-1d", "HEPTH.csv")
 ORIGINAL = {"64 random ranges": ({0.1: 69.7, 1.0: 7.0}, 57.0), "all ranges": ({0.1: 122.0, 1.0: 12.2}, 477.0)}

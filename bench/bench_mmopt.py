@@ -37,7 +37,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 def _all_range(n: int):
     """AllRange(n), also above the n(n+1)/2 ≤ MAX_QUERIES guard: mm-opt reads only its Gram (closed form),
     never its n(n+1)/2 answers, so the strategy and its exact error are computable at 8192 and 16384."""
-    from core.queries.workloads import AllRange
+    from dplens.core.queries.workloads import AllRange
 
     if n * (n + 1) // 2 <= 2**24:
         return AllRange(n)
@@ -47,7 +47,7 @@ def _all_range(n: int):
 
 
 def _workload(name: str, n: int):
-    from core.queries.workloads import Prefix
+    from dplens.core.queries.workloads import Prefix
 
     return _all_range(n) if name == "all-range" else Prefix(n)
 
@@ -71,7 +71,7 @@ def worker(side: str, name: str, n: int, settings: str, out: str) -> None:
         theta = np.maximum(0.0, template._params).reshape(n // 16, n)
     else:
         sys.path.insert(0, str(ROOT))
-        from core.mechanisms import matrix
+        from dplens.core.mechanisms import matrix
 
         workload = _workload(name, n)
         by_size = matrix.settings
@@ -112,7 +112,7 @@ def rmse(name: str, n: int, theta) -> float:
     """Per-query RMSE at ε = √2 of the p-Identity strategy Θ: √(tr(WᵀW (AᵀA)⁻¹)/m), Δ_A = 1."""
     import numpy as np
 
-    from core.mechanisms.matrix import _objective
+    from dplens.core.mechanisms.matrix import _objective
 
     workload = _workload(name, n)
     trace, _ = _objective(np.ascontiguousarray(theta, dtype=float).ravel(), theta.shape[0], workload,

@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT))
 
 from results import Recorder, shared_data  # noqa: E402
 
-import core.mechanisms.mwem as mwem_module  # noqa: E402
-from core.mechanisms import MECHANISMS  # noqa: E402
-from core.queries.workloads import Ranges  # noqa: E402
+import dplens.core.mechanisms.mwem as mwem_module  # noqa: E402
+from dplens.core.mechanisms import MECHANISMS  # noqa: E402
+from dplens.core.queries.workloads import Ranges  # noqa: E402
 
 CONTROL = shared_data("dpbench-1d", "HEPTH.csv")
 QUERIES = 2000

@@ -16,9 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import Recorder  # noqa: E402  (bench/results.py: the figures as data)
 
-from core.mechanisms import MECHANISMS, exponential_mechanism  # noqa: E402
-from core.privacy.noise import SecureNoise, add_laplace  # noqa: E402
-from core.queries.workloads import Identity  # noqa: E402
+from dplens.core.mechanisms import MECHANISMS, exponential_mechanism  # noqa: E402
+from dplens.core.privacy.noise import SecureNoise, add_laplace  # noqa: E402
+from dplens.core.queries.workloads import Identity  # noqa: E402
 
 BINS = 4096
 

@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import Recorder  # noqa: E402
 
-from core.mechanisms.om import factorise  # noqa: E402
-from core.mechanisms.wda import divide  # noqa: E402
-from core.queries.workloads import hot_spot, random_linear, random_range  # noqa: E402
+from dplens.core.mechanisms.om import factorise  # noqa: E402
+from dplens.core.mechanisms.wda import divide  # noqa: E402
+from dplens.core.queries.workloads import hot_spot, random_linear, random_range  # noqa: E402
 
 PAPER_SECONDS = 300.0  # OM paper, n = 1000 (Intel Xeon E7 2.0 GHz)
 

@@ -1,4 +1,4 @@
-"""dplens's OPT_M (core/tables/opt_marginals.py) next to HDMM's own Marginals template, on the same workloads.
+"""dplens's OPT_M (src/dplens/core/tables/opt_marginals.py) next to HDMM's own Marginals template, on the same workloads.
 
 Getting HDMM (the reference code of McKenna et al., VLDB 2018; github.com/dpcomp-org/hdmm, which is what
 github.com/ryan112358/hdmm points to): put its source tree at /tmp/hdmm, e.g.
@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import Recorder, record, shared_data  # noqa: E402
 
-from core.queries.marginals import MarginalWorkload, TableDomain  # noqa: E402
-from core.tables.opt_marginals import MarginalsPlan, laplace_identity_rmse, plan_opt_marginals  # noqa: E402
+from dplens.core.queries.marginals import MarginalWorkload, TableDomain  # noqa: E402
+from dplens.core.tables.opt_marginals import MarginalsPlan, laplace_identity_rmse, plan_opt_marginals  # noqa: E402
 
 RHO = 0.5
 EPSILON = math.sqrt(2 * RHO)

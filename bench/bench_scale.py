@@ -47,8 +47,8 @@ def stretched_histogram(n: int, dataset: str = "HEPTH") -> np.ndarray:
 
 def run_one(name: str, n: int, queries: int, workload_spec: str = "") -> dict:
     """One cold run of ``name`` in this process: wall, CPU, tracemalloc peak and max RSS."""
-    from core.mechanisms import MECHANISMS
-    from core.queries.workloads import parse_workload, random_range
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.queries.workloads import parse_workload, random_range
 
     x = stretched_histogram(n)
     workload = parse_workload(workload_spec, (n,)) if workload_spec else random_range(n, queries, seed=0)
@@ -98,7 +98,7 @@ def main(argv: list[str]) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))  # fail fast instead of swapping a shared machine
         print(json.dumps(run_one(args.child, args.n, args.queries, args.workload)))
         return
-    from core.mechanisms import MECHANISMS
+    from dplens.core.mechanisms import MECHANISMS
 
     names = [s for s in args.mechanisms.split(",") if s] or list(MECHANISMS)
     what = f"workload {args.workload}" if args.workload else f"{args.queries} random ranges (seed 0)"

@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import Recorder, record  # noqa: E402
 
-from core.mechanisms import MECHANISMS  # noqa: E402
-from core.mechanisms.matrix import LARGE_ITERATIONS, MAX_ITERATIONS  # noqa: E402
-from core.queries.workloads import AllRange, Kron, Prefix, Total, random_range  # noqa: E402
+from dplens.core.mechanisms import MECHANISMS  # noqa: E402
+from dplens.core.mechanisms.matrix import LARGE_ITERATIONS, MAX_ITERATIONS  # noqa: E402
+from dplens.core.queries.workloads import AllRange, Kron, Prefix, Total, random_range  # noqa: E402
 
 HB, H2 = MECHANISMS["hb"], dataclasses.replace(MECHANISMS["hb"], branching=2)
 PRIVELET, MM = MECHANISMS["privelet"], MECHANISMS["mm-opt"]

@@ -1,6 +1,6 @@
 """Synthetic records on Adult (../shared/data/adult, by path from the repository; skipped when absent): MST (and,
-with --aim, AIM) fitted once per run through OpenDP exactly as core.tables.synthesis configures them, then sampled
-three ways from the same fitted model — dplens's sampler (core.tables.sampler), mbi's default
+with --aim, AIM) fitted once per run through OpenDP exactly as dplens.core.tables.synthesis configures them, then sampled
+three ways from the same fitted model — dplens's sampler (dplens.core.tables.sampler), mbi's default
 ``synthesize()`` ("round": ranks in row order, siblings comonotone) and mbi's ``method="sample"`` (i.i.d.) —
 next to the non-private independence baseline. Score: mean total-variation distance over all 2-way marginals.
 Prints wall and CPU time of every fit and sampler.
@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 from results import Recorder, record
 
-from core.queries.marginals import MarginalWorkload
-from core.tables.contract import workload_rmse
-from core.tables.records import independence_tvd, load_table, marginal_tvd
-from core.tables.sampler import synthesize_table
-from core.tables.synthesis import AIM, MST
+from dplens.core.queries.marginals import MarginalWorkload
+from dplens.core.tables.contract import workload_rmse
+from dplens.core.tables.records import independence_tvd, load_table, marginal_tvd
+from dplens.core.tables.sampler import synthesize_table
+from dplens.core.tables.synthesis import AIM, MST
 
 ADULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "adult"
 SAMPLERS = ("dplens", "mbi round (default)", "mbi sample")

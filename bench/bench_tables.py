@@ -16,12 +16,12 @@ import time
 import numpy as np
 from results import Recorder, record, require, shared_data
 
-from core.queries.marginals import MarginalWorkload
-from core.tables.mechanisms import identity_marginals
-from core.tables.opt_marginals import laplace_identity_rmse, plan_opt_marginals
-from core.tables.records import independence_tvd, load_table, marginal_tvd
-from core.tables.residual_planner import measure, plan_residuals
-from core.tables.synthesis import AIM, MST
+from dplens.core.queries.marginals import MarginalWorkload
+from dplens.core.tables.mechanisms import identity_marginals
+from dplens.core.tables.opt_marginals import laplace_identity_rmse, plan_opt_marginals
+from dplens.core.tables.records import independence_tvd, load_table, marginal_tvd
+from dplens.core.tables.residual_planner import measure, plan_residuals
+from dplens.core.tables.synthesis import AIM, MST
 
 ADULT = shared_data("adult")
 
@@ -159,7 +159,7 @@ def full_table(rho: float) -> None:
     """Identity on the full table (one 5-way marginal, 2-way marginals summed from it) vs marginal methods."""
     import tracemalloc
 
-    from core.queries.marginals import MAX_MARGINAL_CELLS, TableDomain
+    from dplens.core.queries.marginals import MAX_MARGINAL_CELLS, TableDomain
 
     rng = np.random.default_rng(0)
     for size in (8, 16, 24, 32):

@@ -1,5 +1,5 @@
 """The Tables page's Compare with its defaults plus MST, on the built-in sample table (data/survey.csv, 6,000
-records, 6 attributes): ``core.tables.compare.compare_tables`` called exactly as ``ui.run_table_compare`` calls it
+records, 6 attributes): ``dplens.core.tables.compare.compare_tables`` called exactly as ``ui.run_table_compare`` calls it
 (identity and residual-planner, here with mst; ρ ∈ {0.01, 0.1, 1}; 3 trials, a synthesiser's runs per ρ as the
 page's default; all 2-way marginals as workload and as evaluation; seed 0; the synthesis deadline). Prints wall and CPU time per (mechanism, ρ) and in total;
 CPU counts this process and its worker processes (the fork server and the synthesiser workers it starts).
@@ -10,7 +10,7 @@ CPU counts this process and its worker processes (the fork server and the synthe
 
 --full-fit then runs MST (--full-runs per ρ, in this process) fitting each final model twice on the same
 measurements, with Compare's iterations and with the release's, and prints both models' mean TVD on the 2-way
-marginals side by side: the tolerance check (core.tables.compare.COMPARE_TOLERANCE).
+marginals side by side: the tolerance check (dplens.core.tables.compare.COMPARE_TOLERANCE).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 from results import Recorder
 
-from core.data import limits
-from core.queries.marginals import MarginalWorkload
-from core.tables.compare import SYNTH_TRIALS, compare_note, compare_tables, summarise_tables
-from core.tables.records import load_table
+from dplens.core.data import limits
+from dplens.core.queries.marginals import MarginalWorkload
+from dplens.core.tables.compare import SYNTH_TRIALS, compare_note, compare_tables, summarise_tables
+from dplens.core.tables.records import load_table
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PAGE_MECHANISMS = ["identity", "residual-planner"]  # pages/tables.py's default methods
@@ -133,8 +133,8 @@ def full_fit(table, work, evaluation, args, summary, rec) -> None:
     models' evaluation marginals are scored (TVD, from the model, no sampling) against the truth."""
     from mbi.estimation import mirror_descent
 
-    from core.tables.compare import _tvd, compare_settings
-    from core.tables.synthesis import MST
+    from dplens.core.tables.compare import _tvd, compare_settings
+    from dplens.core.tables.synthesis import MST
 
     fast_iters, full_iters = compare_settings("mst")["iters"], MST().iters
     truth = evaluation.answer(table.records)

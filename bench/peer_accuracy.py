@@ -35,10 +35,10 @@ sys.path.insert(0, str(ROOT))
 
 from results import Recorder, record, require, shared_data, shared_spec  # noqa: E402
 
-from core.data.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
-from core.mechanisms import MECHANISMS  # noqa: E402
-from core.mechanisms.dawa import _cached_deviations  # noqa: E402
-from core.queries.workloads import random_range  # noqa: E402
+from dplens.core.data.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
+from dplens.core.mechanisms import MECHANISMS  # noqa: E402
+from dplens.core.mechanisms.dawa import _cached_deviations  # noqa: E402
+from dplens.core.queries.workloads import random_range  # noqa: E402
 
 DATA = shared_data("dpbench-1d")
 REFERENCE = shared_spec("peer-reference.md")

@@ -8,9 +8,9 @@ Used two ways:
   placeholder in a page by the table of ``bench/results/NAME.json``;
 * as a script: ``python docs/gen_ref.py OUTDIR`` writes the same pages into OUTDIR (tests use this).
 
-The mechanism reference reads ``core.mechanisms.MECHANISMS`` (with ``parameter_ranges``) and
-``core.tables.mechanisms.TABLE_MECHANISMS`` (with ``TABLE_SETTINGS``); the CLI reference prints every
-subcommand's ``format_help()`` from ``core.__main__.build_parser()``; the benchmark results are the files
+The mechanism reference reads ``dplens.core.mechanisms.MECHANISMS`` (with ``parameter_ranges``) and
+``dplens.core.tables.mechanisms.TABLE_MECHANISMS`` (with ``TABLE_SETTINGS``); the CLI reference prints every
+subcommand's ``format_help()`` from ``dplens.cli.build_parser()``; the benchmark results are the files
 ``bench/results/*.json`` that the benches write (``bench/results.py``), one table each.
 """
 
@@ -88,7 +88,7 @@ def _value(value: object) -> str:
 
 
 def _histogram_rows(name: str, mechanism: object) -> list[str]:
-    from core.mechanisms import parameter_ranges
+    from dplens.core.mechanisms import parameter_ranges
 
     ranges = parameter_ranges(mechanism)
     rows = []
@@ -102,7 +102,7 @@ def _histogram_rows(name: str, mechanism: object) -> list[str]:
 
 
 def _table_rows(name: str, mechanism: object) -> list[str]:
-    from core.tables.mechanisms import TABLE_SETTINGS
+    from dplens.core.tables.mechanisms import TABLE_SETTINGS
 
     settings = TABLE_SETTINGS.get(name, {})
     rows = []
@@ -114,12 +114,12 @@ def _table_rows(name: str, mechanism: object) -> list[str]:
 
 def mechanism_reference() -> str:
     """The Markdown page of every registered mechanism (histograms, then tables of records)."""
-    from core.mechanisms import ALIASES, MECHANISMS
-    from core.tables.mechanisms import TABLE_MECHANISMS
+    from dplens.core.mechanisms import ALIASES, MECHANISMS
+    from dplens.core.tables.mechanisms import TABLE_MECHANISMS
 
     out = ["# Mechanism reference", "",
-           "Generated at build time from the registries `core.mechanisms.MECHANISMS` (histograms and linear "
-           "queries, pure ε-DP with Laplace noise unless Gaussian) and `core.tables.mechanisms.TABLE_MECHANISMS` "
+           "Generated at build time from the registries `dplens.core.mechanisms.MECHANISMS` (histograms and linear "
+           "queries, pure ε-DP with Laplace noise unless Gaussian) and `dplens.core.tables.mechanisms.TABLE_MECHANISMS` "
            "(tables of records, ρ-zCDP). Parameter ranges are the ones `configure` checks "
            "(each mechanism class's own `PARAMETER_RANGES`). The user-level "
            "descriptions are in [Mechanisms](../mechanisms.md) and [Reproductions of the papers](../papers.md).",
@@ -134,7 +134,7 @@ def mechanism_reference() -> str:
         out += _section(name, m, _histogram_rows(name, m), _noise_kind(m), f"`{type(m).__module__}.{type(m).__name__}`")
     out += ["## Table mechanisms", "",
             "Budgets on tables are ρ-zCDP with add/remove-one-record neighbours; Laplace mechanisms spend "
-            "ε = √(2ρ). Settings are the ones `core.tables.mechanisms.TABLE_SETTINGS` accepts.", "",
+            "ε = √(2ρ). Settings are the ones `dplens.core.tables.mechanisms.TABLE_SETTINGS` accepts.", "",
             "| name | what it is | data-dependent | synthesises records | noise |", "|---|---|---|---|---|"]
     for name, m in TABLE_MECHANISMS.items():
         out.append(f"| [`{name}`](#table-{_anchor(name)}) | {_summary(m)} | {'yes' if m.data_dependent else 'no'} | "
@@ -174,15 +174,15 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
 
 
 def cli_reference() -> str:
-    """The Markdown page of `python -m core`: the top-level help and every subcommand's help."""
-    from core.__main__ import build_parser
+    """The Markdown page of `python -m dplens`: the top-level help and every subcommand's help."""
+    from dplens.cli import build_parser
 
     old = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = "110"  # argparse wraps help at the terminal width: fix it for a stable page
     try:
         parser = build_parser()
         out = ["# Command-line reference", "",
-               "Generated at build time from `core.__main__.build_parser()`. Examples are in "
+               "Generated at build time from `dplens.cli.build_parser()`. Examples are in "
                "[Command line](../cli.md).", "", "```text", parser.format_help().rstrip(), "```", ""]
         for name, sub in _subcommands(parser).items():
             out += [f"## `{name}`", "", "```text", sub.format_help().rstrip(), "```", ""]

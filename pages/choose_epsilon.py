@@ -4,7 +4,7 @@ and where a release falls and what it risks (quantile dots, posterior bounds, in
 
 import streamlit as st
 
-import ui
+from dplens import ui
 
 ui.init_state()
 st.title("Choose epsilon")

@@ -5,14 +5,14 @@ import time
 import numpy as np
 import streamlit as st
 
-import ui
-from core.analysis.cost import affordable_trials
-from core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS as DEFAULT_MECHANISMS
-from core.analysis.metrics import METRIC_LABELS
-from core.data.limits import MAX_ACTION_SECONDS, WARN_SECONDS
-from core.mechanisms import MECHANISMS
-from core.mechanisms.lrm import MAX_CELLS as LRM_MAX_CELLS
-from core.mechanisms.matrix import MAX_CELLS as MM_OPT_MAX_CELLS
+from dplens import ui
+from dplens.core.analysis.cost import affordable_trials
+from dplens.core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS as DEFAULT_MECHANISMS
+from dplens.core.analysis.metrics import METRIC_LABELS
+from dplens.core.data.limits import MAX_ACTION_SECONDS, WARN_SECONDS
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.lrm import MAX_CELLS as LRM_MAX_CELLS
+from dplens.core.mechanisms.matrix import MAX_CELLS as MM_OPT_MAX_CELLS
 
 ANALYTIC_PREVIEW_CELLS = 16_384  # above this, the pre-run analytic curves are drawn on request
 REFERENCES = ("identity", "uniform")  # always in the sweep: DPBench's baselines for regret
@@ -32,7 +32,7 @@ with ui.guard():
                 + ("ε (pure ε-DP implies (ε, δ))" if ui.definition() == "approx" else
                    "ε_L = √(2ρ), ρ = the zCDP whose CKS conversion is (ε, δ)")
                 + "; Gaussian ones are calibrated to the same target.")
-    # default trials: as many (≤ 20) as keep the default sweep's estimated runs (core.analysis.cost) within 20 s here
+    # default trials: as many (≤ 20) as keep the default sweep's estimated runs (dplens.core.analysis.cost) within 20 s here
     st.session_state.setdefault("compare_trials", affordable_trials(
         [MECHANISMS[m] for m in DEFAULT_MECHANISMS if m in MECHANISMS], workload, epsilons=10))
     with st.form("compare_form"):

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-import ui
-from core.data.released import POST_PROCESSING, is_release_export
+from dplens import ui
+from dplens.core.data.released import POST_PROCESSING, is_release_export
 
 UNKNOWN_EXPORT_NOTE = ("this file looks like a dplens export, but this installation has no record of releasing it, so "
                        "it is raw data and every release from it is charged; if it is another installation's DP "

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-import ui
+from dplens import ui
 
 ui.init_state()
 st.title("Gradual release")

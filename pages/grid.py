@@ -1,12 +1,12 @@
-"""Grids page: load a grid file written by ``python -m core grid`` → regret, rank and frontier (DPComp views)."""
+"""Grids page: load a grid file written by ``python -m dplens grid`` → regret, rank and frontier (DPComp views)."""
 
 import streamlit as st
 
-import ui
-from core.analysis.experiment import summarise
-from core.analysis.grid import GRID_COLUMNS, grid_setting, rank_table, regret_table
-from core.analysis.metrics import METRIC_LABELS
-from core.data.datasets import load_parquet
+from dplens import ui
+from dplens.core.analysis.experiment import summarise
+from dplens.core.analysis.grid import GRID_COLUMNS, grid_setting, rank_table, regret_table
+from dplens.core.analysis.metrics import METRIC_LABELS
+from dplens.core.data.datasets import load_parquet
 
 ACROSS = {"dataset": "dataset", "scale": "data scale (records)", "epsilon": "epsilon", "domain_size": "domain size"}
 
@@ -32,10 +32,10 @@ st.title("Experiment grids")
 ui.show_flash()
 with ui.guard():
     st.file_uploader("Grid results (.parquet)", type=["parquet"], key="grid_upload", on_change=ui.guarded(_load),
-                     help="A file written by `python -m core grid ... --output results.parquet`.")
+                     help="A file written by `python -m dplens grid ... --output results.parquet`.")
     df = st.session_state.get("grid_results")
     if df is None:
-        st.info("Run a grid from the command line, e.g. `python -m core grid --datasets smooth,spiky "
+        st.info("Run a grid from the command line, e.g. `python -m dplens grid --datasets smooth,spiky "
                 "--mechanisms identity,hb,dawa --epsilons 0.1,1 --sizes 512,4096 --trials 10 --output "
                 "results.parquet`, then upload the file here. See the README, *Experiment grids*.")
         st.stop()

@@ -5,9 +5,9 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-import ui
-from core.analysis.intervals import laplace_halfwidth
-from core.papers.teaching import (
+from dplens import ui
+from dplens.core.analysis.intervals import laplace_halfwidth
+from dplens.core.papers.teaching import (
     composition,
     laplace_density,
     laplace_scale,

@@ -7,10 +7,10 @@ curator's, read-only. No workspace id is shown or exported.
 import pandas as pd
 import streamlit as st
 
-import ui
-from core.privacy.ledger_store import RESET_WARNING
-from core.privacy.store import default_path
-from core.release.export import history_to_csv
+from dplens import ui
+from dplens.core.privacy.ledger_store import RESET_WARNING
+from dplens.core.privacy.store import default_path
+from dplens.core.release.export import history_to_csv
 
 ui.init_state()
 st.title("Ledger")

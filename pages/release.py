@@ -3,12 +3,12 @@
 
 import streamlit as st
 
-import ui
-from core.mechanisms import MECHANISMS, NEIGHBOURING
-from core.privacy.definitions import target
-from core.privacy.noise import NOISE_PATHS
-from core.release.config import config_to_json
-from core.release.export import (
+from dplens import ui
+from dplens.core.mechanisms import MECHANISMS, NEIGHBOURING
+from dplens.core.privacy.definitions import target
+from dplens.core.privacy.noise import NOISE_PATHS
+from dplens.core.release.config import config_to_json
+from dplens.core.release.export import (
     SIMULATION_LABEL,
 )
 

@@ -1,9 +1,9 @@
 """Tables page: records with several attributes → marginals → compare methods across ρ → release marginals or
-synthetic records (logic in ui/tables_view.py)."""
+synthetic records (logic in src/dplens/ui/tables_view.py)."""
 
 import streamlit as st
 
-import ui
+from dplens import ui
 
 ui.init_state()
 st.title("Tables of records")

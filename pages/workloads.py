@@ -3,9 +3,9 @@
 
 import streamlit as st
 
-import ui
-from core.analysis.views import row_overview
-from core.queries.workloads import (
+from dplens import ui
+from dplens.core.analysis.views import row_overview
+from dplens.core.queries.workloads import (
     WORKLOAD_PARAMETERS,
     WORKLOADS,
     l1_sensitivity,

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from core.data.domain import Histogram
-from core.queries.workloads import Explicit
+from dplens.core.data.domain import Histogram
+from dplens.core.queries.workloads import Explicit
 
 # The app warms its Compare workers when a server starts (ui.warm_workers); the suites' in-process apps and
 # browser servers skip it: two idle worker pools per test process would only compete with the tests.

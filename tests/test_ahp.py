@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.mechanisms import MECHANISMS
-from core.mechanisms.ahp import AHP, LOOKAHEAD, best_new_cluster_error, greedy_clusters
-from core.queries.workloads import Identity, Kron, Prefix, random_range
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.ahp import AHP, LOOKAHEAD, best_new_cluster_error, greedy_clusters
+from dplens.core.queries.workloads import Identity, Kron, Prefix, random_range
 
 
 def _literal_best_new(values: np.ndarray, noise_variance: float) -> np.ndarray:

@@ -5,12 +5,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui
-from core.data.datasets import load_histogram
-from core.data.domain import Histogram
-from core.data.fingerprint import dataset_fingerprint
-from core.privacy.budget import Ledger
-from core.privacy.ledger_store import LedgerStore
+from dplens import ui
+from dplens.core.data.datasets import load_histogram
+from dplens.core.data.domain import Histogram
+from dplens.core.data.fingerprint import dataset_fingerprint
+from dplens.core.privacy.budget import Ledger
+from dplens.core.privacy.ledger_store import LedgerStore
 
 PAGE_PATHS = [path for _, path, _, _ in ui.PAGES]
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -83,7 +83,7 @@ def test_changing_dataset_changes_the_summary():
 
 
 def test_compare_legend_says_what_each_mechanism_does():
-    from core.mechanisms import MECHANISMS
+    from dplens.core.mechanisms import MECHANISMS
 
     at = open_page("pages/compare.py")
     at.multiselect(key="compare_mechanisms").set_value(["hb"])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.data.domain import Histogram
+from dplens.core.data.domain import Histogram
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -132,7 +132,7 @@ def test_several_targets_give_least_epsilon_per_mechanism_and_the_best_split():
 
 
 def test_a_loaded_export_is_marked_already_private_and_releasing_from_it_spends_nothing():
-    from core.data.released import ReleasedData
+    from dplens.core.data.released import ReleasedData
 
     released = ReleasedData(np.array([-1.5, 4.2, 0.3]), "counts", (), {"mechanism": "identity", "epsilon": 1.0},
                             "dplens-release-1.json")
@@ -191,10 +191,10 @@ def test_compare_first_screen_shows_analytic_curves_before_run():
 def test_compare_default_sweep_is_not_announced_as_slow_and_the_estimate_counts_the_workers(monkeypatch):
     """The default sweep takes seconds on 2 cores: no "estimated at about" warning. The estimate shares the
     serial run estimate among the workers "auto" resolves to; serially it is the whole of it."""
-    import ui
-    from core.analysis.cost import sweep_seconds
-    from core.mechanisms import MECHANISMS
-    from core.queries.workloads import random_range
+    from dplens import ui
+    from dplens.core.analysis.cost import sweep_seconds
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.queries.workloads import random_range
 
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     at = open_page("pages/compare.py")
@@ -221,8 +221,8 @@ def test_analytic_preview_of_a_gaussian_mechanism_follows_its_calibration_at_eve
     """At a fixed δ the analytic Gaussian σ(ε) is not ∝ 1/ε: the preview must not rescale the ε = 1 value."""
     import json
 
-    from core.mechanisms import MECHANISMS
-    from core.mechanisms.gaussian import Matched
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.mechanisms.gaussian import Matched
 
     at = open_page("pages/compare.py")
     at.session_state["privacy_definition"] = "approx"
@@ -240,8 +240,8 @@ def test_analytic_preview_of_a_gaussian_mechanism_follows_its_calibration_at_eve
 
 
 def ui_workload(at):
-    from core.data.datasets import DEFAULT_DATASET, load_histogram
-    from core.queries.workloads import parse_workload
+    from dplens.core.data.datasets import DEFAULT_DATASET, load_histogram
+    from dplens.core.queries.workloads import parse_workload
 
     assert at.session_state.dataset_key == f"sample:{DEFAULT_DATASET}"
     shape = load_histogram(DEFAULT_DATASET).domain.shape

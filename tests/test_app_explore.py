@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui
-from core.data.domain import Histogram
-from core.queries.workloads import explicit_from_csv
+from dplens import ui
+from dplens.core.data.domain import Histogram
+from dplens.core.queries.workloads import explicit_from_csv
 from tests.test_app import APP, open_page
 
 
@@ -91,7 +91,7 @@ def test_a_drawn_range_becomes_a_one_query_workload():
     assert metrics(at)["Queries × cells"] == "1 × 4,096"
     answer = at.dataframe[-1].value["true answer"].iloc[0]
     counts = at.session_state.uploads.get(at.session_state.dataset_key)
-    from ui.datasets import load_reference_histogram  # the cached sample loader
+    from dplens.ui.datasets import load_reference_histogram  # the cached sample loader
     counts = load_reference_histogram(at.session_state.dataset_key).vector if counts is None else counts.vector
     assert answer == pytest.approx(counts[10:20].sum())
 
@@ -255,7 +255,7 @@ def test_a_stopped_sweep_keeps_partial_results_and_reruns_complete():
     def script():
         import streamlit as st
 
-        import ui
+        from dplens import ui
 
         class RerunException(BaseException):  # stands in for Streamlit's (matched by name)
             pass

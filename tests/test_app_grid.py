@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from core.analysis.grid import GridSpec, load_grid, run_grid
+from dplens.core.analysis.grid import GridSpec, load_grid, run_grid
 from tests.test_app import open_page
 
 

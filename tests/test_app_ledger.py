@@ -7,9 +7,9 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.data.domain import Histogram
-from core.privacy.budget import Budget, Ledger
-from core.privacy.ledger_store import LedgerStore
+from dplens.core.data.domain import Histogram
+from dplens.core.privacy.budget import Budget, Ledger
+from dplens.core.privacy.ledger_store import LedgerStore
 from tests.test_app import APP, open_page, record_ledger
 
 RELEASE, LEDGER = "pages/release.py", "pages/ledger.py"

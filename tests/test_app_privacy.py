@@ -5,9 +5,9 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.privacy.budget import Budget, Ledger
-from core.privacy.definitions import ZCDP, zcdp_rho
-from core.release.export import privacy_from_metadata, release_to_json
+from dplens.core.privacy.budget import Budget, Ledger
+from dplens.core.privacy.definitions import ZCDP, zcdp_rho
+from dplens.core.release.export import privacy_from_metadata, release_to_json
 from tests.test_app import APP, open_page, record_ledger
 
 
@@ -66,7 +66,7 @@ def test_zcdp_release_charges_rho_and_its_export_round_trips(mechanism):
     assert entry["definition"] == "zcdp" and entry["delta"] == 1e-6
     assert entry["rho"] == pytest.approx(zcdp_rho(1.0, 1e-6))
     assert at.session_state.ledger.spent.delta == pytest.approx(1e-6)
-    from core.privacy.ledger_store import LedgerStore
+    from dplens.core.privacy.ledger_store import LedgerStore
 
     spends = [e for e in LedgerStore().history(fingerprint) if e["kind"] == "spend"]
     assert spends[-1]["rho"] == pytest.approx(zcdp_rho(1.0, 1e-6))
@@ -158,8 +158,8 @@ def test_the_ledger_page_shows_a_rho_total_in_rho():
     assert at.session_state.ledger.remaining.rho == 0.375
     shown = next(df.value for df in at.dataframe if "kind" in df.value.columns)  # the history, in ρ only
     assert "ρ" in shown.columns and "ε" not in shown.columns and "δ" not in shown.columns
-    from core.privacy.ledger_store import LedgerStore
-    from core.release.export import history_to_csv
+    from dplens.core.privacy.ledger_store import LedgerStore
+    from dplens.core.release.export import history_to_csv
 
     history = LedgerStore().history(at.session_state.ledger_dataset)
     csv = history_to_csv(history).decode()
@@ -168,7 +168,7 @@ def test_the_ledger_page_shows_a_rho_total_in_rho():
 
 @pytest.mark.parametrize("definition", ["zcdp", "approx"])
 def test_a_pure_total_with_releases_is_offered_the_compatible_total_not_a_dead_end(definition):
-    from core.privacy.ledger_store import LedgerStore
+    from dplens.core.privacy.ledger_store import LedgerStore
 
     fingerprint = record_ledger(Ledger(Budget(2.0), (("release #1: identity", Budget(1.0)),)))
     at = AppTest.from_file(APP, default_timeout=120)
@@ -192,7 +192,7 @@ def test_a_pure_total_with_releases_is_offered_the_compatible_total_not_a_dead_e
 
 
 def test_one_delta_under_approx_dp_the_totals_each_release_gets_a_tenth():
-    from core.privacy.ledger_store import LedgerStore
+    from dplens.core.privacy.ledger_store import LedgerStore
 
     fingerprint = record_ledger(Ledger(Budget(5.0, 1e-5)))
     at = AppTest.from_file(APP, default_timeout=120)

@@ -9,12 +9,12 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.data.datasets import load_histogram
-from core.data.fingerprint import dataset_fingerprint
-from core.privacy.budget import Budget, Ledger
-from core.privacy.ledger_store import LedgerStore
-from core.release.config import config_to_json, parse_config
-from core.release.export import history_to_csv, release_to_csv, release_to_json
+from dplens.core.data.datasets import load_histogram
+from dplens.core.data.fingerprint import dataset_fingerprint
+from dplens.core.privacy.budget import Budget, Ledger
+from dplens.core.privacy.ledger_store import LedgerStore
+from dplens.core.release.config import config_to_json, parse_config
+from dplens.core.release.export import history_to_csv, release_to_csv, release_to_json
 from tests.test_app import APP, open_page, record_ledger
 
 RELEASE = "pages/release.py"

@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 
-from core.privacy.ledger_store import LedgerStore
-from core.tables.records import load_table
+from dplens.core.privacy.ledger_store import LedgerStore
+from dplens.core.tables.records import load_table
 from tests.test_app import open_page
 
 

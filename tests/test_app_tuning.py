@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from core.privacy.ledger_store import LedgerStore
+from dplens.core.privacy.ledger_store import LedgerStore
 from tests.test_app import open_page
 
 
@@ -60,7 +60,7 @@ def test_a_release_records_what_its_choice_was_tuned_on():
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.session_state.releases[0]["tuned_on"] == "spiky (public)"
     output, entry = at.session_state.release_outputs[1], at.session_state.releases[0]
-    from core.release.kernel import export_release
+    from dplens.core.release.kernel import export_release
 
     doc = json.loads(export_release(output["published"], output["request"], fmt="json", dataset="smooth",
                                     tuned_on=entry["tuned_on"], compute_intervals=False))

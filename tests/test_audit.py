@@ -1,6 +1,6 @@
 """Empirical DP audit of every registered mechanism, with a power check on deliberately broken variants.
 
-The machinery is ``core.papers.audit``; the papers' literal (broken) variants are ``core.papers.literal``.
+The machinery is ``dplens.core.papers.audit``; the papers' literal (broken) variants are ``dplens.core.papers.literal``.
 
 For each mechanism and each neighbouring pair (x, x') (add/remove one record in a small bin, a large
 bin, a zero bin and the workload's hot item) we run the mechanism a FIXED number of times on each side
@@ -58,21 +58,21 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS, Release, check_inputs
-from core.papers.audit import QUANTILES, audit_pair  # noqa: F401  (re-exported: other audit tests import them)
-from core.papers.audit import cp_bounds as _cp_bounds  # noqa: F401
-from core.papers.audit import features as _features  # noqa: F401
-from core.papers.audit import loss_bound as _loss_bound  # noqa: F401
-from core.papers.audit import outputs as _outputs
-from core.papers.literal import (
+from dplens.core.mechanisms import MECHANISMS, Release, check_inputs
+from dplens.core.papers.audit import QUANTILES, audit_pair  # noqa: F401  (re-exported: other audit tests import them)
+from dplens.core.papers.audit import cp_bounds as _cp_bounds  # noqa: F401
+from dplens.core.papers.audit import features as _features  # noqa: F401
+from dplens.core.papers.audit import loss_bound as _loss_bound  # noqa: F401
+from dplens.core.papers.audit import outputs as _outputs
+from dplens.core.papers.literal import (
     FractionNoise,
     LiteralSrebGca,
     LiteralXiaoMax,
     WdaSplitOnData,
     wda_synthetic_workload,
 )
-from core.queries.workloads import Identity as IdentityWorkload
-from core.queries.workloads import Prefix, Workload
+from dplens.core.queries.workloads import Identity as IdentityWorkload
+from dplens.core.queries.workloads import Prefix, Workload
 
 pytestmark = pytest.mark.audit
 
@@ -131,7 +131,7 @@ def scenarios_for(mechanism) -> tuple[Scenario, ...]:
     return SCENARIOS
 
 
-# ----------------------------------------------------------------------------- the audit (core.papers.audit)
+# ----------------------------------------------------------------------------- the audit (dplens.core.papers.audit)
 def audit(mechanism, runs: int, only: str | None = None, seed: int = 2026) -> list[tuple[float, str, float]]:
     """(lower bound on ln(P/P′), where, ε) for every scenario and neighbouring pair, or only those of one
     scenario (``only="sparse"``) or one pair (``only="split/hot-"``).
@@ -172,7 +172,7 @@ def memoised_gaussian_accounting(monkeypatch):
     ``gaussian-identity`` inverts the discrete Gaussian's (ε, δ) curve on every release (~8 ms) to label it
     with its privacy loss; the audit reads only the released values, and σ is the same in every run.
     """
-    from core.mechanisms import gaussian
+    from dplens.core.mechanisms import gaussian
 
     for name in ("discrete_gaussian_epsilon", "gaussian_epsilon"):
         monkeypatch.setattr(gaussian, name, functools.lru_cache(maxsize=64)(getattr(gaussian, name)))

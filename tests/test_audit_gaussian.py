@@ -4,7 +4,7 @@
    dense strategy matrix built independently of the mechanism's own norm code, and the exact curve of
    N(0, σ²) at Δ₂ (Balle & Wang 2018, Thm. 8) must give δ(ε) ≤ δ at the claimed ε (and ρ ≥ Δ₂²/2σ²).
    A σ 10 % smaller must break the claim (power).
-2. *Empirical*: the auditor's threshold events "z ≥ t" (as in ``core/papers/audit.py``), selected on one
+2. *Empirical*: the auditor's threshold events "z ≥ t" (as in ``src/dplens/core/papers/audit.py``), selected on one
    half and evaluated on the other with one-sided Clopper–Pearson bounds, must satisfy
    P[M(x) ∈ E] − e^ε′ P[M(x′) ∈ E] ≤ δ_claimed(ε′) on a grid of ε′, where δ_claimed is the exact
    curve of the σ and Δ₂ the release states. (ε, δ) itself cannot be refuted at δ = 1e-6 with
@@ -21,15 +21,15 @@ import math
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS
-from core.mechanisms.greedy_h import cell_strategy
-from core.mechanisms.hierarchical import build_tree, workload_grid
-from core.mechanisms.privelet import haar_forward, padded_length
-from core.papers.audit import cp_bounds as _cp_bounds
-from core.privacy.definitions import gaussian_delta
-from core.privacy.noise import noise_kind
-from core.queries.workloads import AllRange, dense
-from core.queries.workloads import Identity as IdentityWorkload
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.greedy_h import cell_strategy
+from dplens.core.mechanisms.hierarchical import build_tree, workload_grid
+from dplens.core.mechanisms.privelet import haar_forward, padded_length
+from dplens.core.papers.audit import cp_bounds as _cp_bounds
+from dplens.core.privacy.definitions import gaussian_delta
+from dplens.core.privacy.noise import noise_kind
+from dplens.core.queries.workloads import AllRange, dense
+from dplens.core.queries.workloads import Identity as IdentityWorkload
 
 pytestmark = pytest.mark.audit
 

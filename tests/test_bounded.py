@@ -1,4 +1,4 @@
-"""Bounded single runs (core.analysis.bounded): a worker process stopped at the action time limit."""
+"""Bounded single runs (dplens.core.analysis.bounded): a worker process stopped at the action time limit."""
 
 import subprocess
 import sys
@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.analysis.bounded import RunTimeLimitError, run_bounded
-from core.mechanisms import MECHANISMS
-from core.privacy.ledger_store import LedgerStore
-from core.queries.workloads import Prefix
+from dplens.core.analysis.bounded import RunTimeLimitError, run_bounded
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.privacy.ledger_store import LedgerStore
+from dplens.core.queries.workloads import Prefix
 from tests.test_app_release import spend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +61,7 @@ def test_cli_release_stops_at_its_time_limit_writing_and_charging_nothing(tmp_pa
     data = tmp_path / "h.csv"
     data.write_text("count\n" + "\n".join(str(i % 7) for i in range(1024)) + "\n")
     ledger, output = tmp_path / "ledger.sqlite3", tmp_path / "out.csv"
-    out = subprocess.run([sys.executable, "-m", "core", "release", "--input", str(data), "--mechanism", "mm-opt",
+    out = subprocess.run([sys.executable, "-m", "dplens", "release", "--input", str(data), "--mechanism", "mm-opt",
                           "--workload", "all-range", "--epsilon", "1", "--output", str(output), "--ledger",
                           str(ledger), "--time-limit", "0.3"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "Traceback" not in out.stderr
@@ -73,7 +73,7 @@ def test_cli_release_stops_at_its_time_limit_writing_and_charging_nothing(tmp_pa
 def test_the_release_page_stops_at_the_action_limit_and_charges_nothing(monkeypatch):
     from tests.test_app import open_page
 
-    monkeypatch.setattr("core.data.limits.MAX_ACTION_SECONDS", 0.001)  # even the worker's start-up is too long
+    monkeypatch.setattr("dplens.core.data.limits.MAX_ACTION_SECONDS", 0.001)  # even the worker's start-up is too long
     at = open_page("pages/release.py")
     at = spend(at, 1.0)
     assert not at.exception and not at.session_state.releases

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from core.__main__ import main as cli_main
-from core.data.datasets import DataError, bin_edges, histogram_from_records, load_histogram, scan_rows
+from dplens.cli import main as cli_main
+from dplens.core.data.datasets import DataError, bin_edges, histogram_from_records, load_histogram, scan_rows
 
 
 def _npz_bytes() -> bytes:
@@ -90,7 +90,7 @@ def test_records_read_one_column_and_name_the_bad_row():
 # ----------------------------------------------------------------------------- item 6: parameter ranges
 import dataclasses  # noqa: E402
 
-from core.mechanisms import MECHANISMS, check_parameters, configure, parameter_ranges  # noqa: E402
+from dplens.core.mechanisms import MECHANISMS, check_parameters, configure, parameter_ranges  # noqa: E402
 
 SETTINGS = [(name, f.name) for name, m in MECHANISMS.items() for f in dataclasses.fields(m)
             if f.name not in ("name", "data_dependent")]
@@ -125,10 +125,10 @@ def test_reported_unbounded_parameters_are_refused_naming_the_range(name, field,
 
 
 # ----------------------------------------------------------------------------- item 6: cost estimates, limits
-from core.analysis.cost import Cost, Deadline, RunLimits, RunTooLargeError, check_cost, estimate_cost  # noqa: E402
-from core.analysis.experiment import run_sweep  # noqa: E402
-from core.data.domain import Histogram  # noqa: E402
-from core.queries.workloads import Prefix, random_range  # noqa: E402
+from dplens.core.analysis.cost import Cost, Deadline, RunLimits, RunTooLargeError, check_cost, estimate_cost  # noqa: E402
+from dplens.core.analysis.experiment import run_sweep  # noqa: E402
+from dplens.core.data.domain import Histogram  # noqa: E402
+from dplens.core.queries.workloads import Prefix, random_range  # noqa: E402
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS.values(), ids=MECHANISMS.keys())
@@ -186,8 +186,8 @@ def test_a_sweep_leaves_out_mechanisms_over_the_limit_and_stops_at_the_deadline(
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from core.mechanisms.gram import query_rows  # noqa: E402
-from core.queries.workloads import Ranges2D, dense, parse_workload, random_range_2d  # noqa: E402
+from dplens.core.mechanisms.gram import query_rows  # noqa: E402
+from dplens.core.queries.workloads import Ranges2D, dense, parse_workload, random_range_2d  # noqa: E402
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
@@ -225,14 +225,14 @@ def test_range_2d_size_error_names_the_setting_to_change():
 
 
 def test_the_default_2d_workload_fits_a_256_grid_and_hb_error_uses_the_query_rows():
-    from core.mechanisms import MECHANISMS
-    from core.mechanisms.hierarchical import Hierarchical
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.mechanisms.hierarchical import Hierarchical
     assert parse_workload("marginals-ranges-2d", (256, 256)).shape == (512 + 256, 65536)
     w = parse_workload("marginals-ranges-2d:m=20,seed=0", (32, 32))  # 84 rows against 1,365 tree nodes
     expected = MECHANISMS["hb"].expected_mse(w, 1.0)
     tree = Hierarchical()._tree_args((32, 32))
-    from core.mechanisms.gram import noise_energy
-    from core.mechanisms.hierarchical import _energy, build_tree
+    from dplens.core.mechanisms.gram import noise_energy
+    from dplens.core.mechanisms.hierarchical import _energy, build_tree
     direct = noise_energy(w, lambda v: _response(build_tree(*tree), v), build_tree(*tree).coordinates)
     assert expected == pytest.approx(2.0 * build_tree(*tree).height ** 2 * direct / w.shape[0], rel=1e-9)
     assert _energy(build_tree(*tree), w) == pytest.approx(direct, rel=1e-9)
@@ -247,8 +247,8 @@ def _response(tree, noise):
 
 # ----------------------------------------------------------------------------- item 6 in the app
 def test_compare_page_notes_mechanisms_left_out_over_the_limit(monkeypatch):
-    import ui.sweeps
-    from core.analysis.cost import RunLimits
+    from dplens import ui
+    from dplens.core.analysis.cost import RunLimits
     from tests.test_app import open_page
 
     monkeypatch.setattr(ui.sweeps, "RunLimits", lambda: RunLimits(max_seconds=1.0))  # mm-opt: ~15 s estimated

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.privacy.budget import Budget, BudgetExceededError, Ledger
+from dplens.core.privacy.budget import Budget, BudgetExceededError, Ledger
 
 
 def test_ten_spends_of_a_tenth_fit_in_one():

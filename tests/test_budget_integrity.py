@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.privacy.budget import RELATIVE_TOLERANCE as TOLERANCE
-from core.privacy.budget import Budget, BudgetExceededError, Ledger
-from core.release.gradual import charge_step, check_schedule, increments
+from dplens.core.privacy.budget import RELATIVE_TOLERANCE as TOLERANCE
+from dplens.core.privacy.budget import Budget, BudgetExceededError, Ledger
+from dplens.core.release.gradual import charge_step, check_schedule, increments
 from tests.test_app import PAGE_PATHS, open_page, record_ledger
 
 RELEASE, GRADUAL = "pages/release.py", "pages/gradual.py"
@@ -168,7 +168,7 @@ def test_rho_tolerance_is_relative_to_the_rho_total(total):
 
 
 def test_cli_refuses_a_second_release_at_a_delta_total_of_1e_10(tmp_path):
-    from core.__main__ import main
+    from dplens.cli import main
 
     store = tmp_path / "ledger.sqlite"
     args = ["release", "--input", "tips-bill", "--mechanism", "gaussian-identity", "--definition", "approx",

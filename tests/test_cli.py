@@ -1,4 +1,4 @@
-"""Command line (`python -m core`): the issue's "Done when" commands, sample inputs, one-line errors, --help."""
+"""Command line (`python -m dplens`): the issue's "Done when" commands, sample inputs, one-line errors, --help."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.__main__ import main
-from core.data.datasets import SAMPLE_DATASETS, load_histogram
-from core.data.fingerprint import dataset_fingerprint
-from core.privacy.ledger_store import LedgerStore
+from dplens.cli import main
+from dplens.core.data.datasets import SAMPLE_DATASETS, load_histogram
+from dplens.core.data.fingerprint import dataset_fingerprint
+from dplens.core.privacy.ledger_store import LedgerStore
 from tests.conftest import DPBENCH_LIKE_BINS
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "dplens", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
 
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from core.__main__ import main
-from core.privacy.definitions import ZCDP, ApproxDP, PureDP, zcdp_rho
-from core.release.export import privacy_from_metadata
+from dplens.cli import main
+from dplens.core.privacy.definitions import ZCDP, ApproxDP, PureDP, zcdp_rho
+from dplens.core.release.export import privacy_from_metadata
 
 
 def _release(tmp_path, *args: str) -> dict:
@@ -87,9 +87,9 @@ def test_compare_at_matched_privacy_puts_both_noise_kinds_on_one_axis(tmp_path):
 
 
 def test_the_ledger_records_delta_and_rho_of_each_release(tmp_path):
-    from core.data.datasets import load_histogram
-    from core.data.fingerprint import dataset_fingerprint
-    from core.privacy.ledger_store import LedgerStore
+    from dplens.core.data.datasets import load_histogram
+    from dplens.core.data.fingerprint import dataset_fingerprint
+    from dplens.core.privacy.ledger_store import LedgerStore
 
     ledger = tmp_path / "ledger.sqlite3"
     _release(tmp_path, "--mechanism", "gaussian-hb", "--definition", "zcdp", "--rho", "0.1")

@@ -1,4 +1,4 @@
-"""`python -m core --help` starts without NumPy, SciPy, pandas, OpenDP or the registries (bench/bench_cli_start.py
+"""`python -m dplens --help` starts without NumPy, SciPy, pandas, OpenDP or the registries (bench/bench_cli_start.py
 times it), and the light name lists its help shows equal the registries they stand for."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import core.__main__ as cli
-from core.papers import cli as papers_cli
+import dplens.cli as cli
+from dplens.core.papers import cli as papers_cli
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("numpy", "scipy", "pandas", "opendp", "core.mechanisms", "core.papers.reproduce")
+HEAVY = ("numpy", "scipy", "pandas", "opendp", "dplens.core.mechanisms", "dplens.core.papers.reproduce")
 
 
 def _subcommands() -> dict[str, argparse.ArgumentParser]:
@@ -28,8 +28,8 @@ SUBCOMMANDS = tuple(_subcommands())
 
 
 def _help(*args: str) -> tuple[str, set[str]]:
-    """The help printed by ``python -X importtime -m core *args --help``, and the modules it imported."""
-    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "core", *args, "--help"], capture_output=True,
+    """The help printed by ``python -X importtime -m dplens *args --help``, and the modules it imported."""
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "dplens", *args, "--help"], capture_output=True,
                          text=True, cwd=ROOT, timeout=120, check=True)
     modules = {line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
     return out.stdout, modules
@@ -42,7 +42,7 @@ def _heavy(modules: set[str]) -> list[str]:
 @pytest.mark.serial  # starts its own interpreters
 def test_help_imports_nothing_heavy_and_lists_every_subcommand():
     text, modules = _help()
-    assert "core.__main__" in modules or "argparse" in modules  # the importtime report was read
+    assert "dplens.cli" in modules or "argparse" in modules  # the importtime report was read
     assert not _heavy(modules), _heavy(modules)
     assert {"release", "compare", "grid", "ledger", "reproduce"} <= set(SUBCOMMANDS)
     for name in SUBCOMMANDS:
@@ -53,25 +53,25 @@ def test_help_imports_nothing_heavy_and_lists_every_subcommand():
 @pytest.mark.parametrize("name", SUBCOMMANDS)
 def test_subcommand_help_imports_nothing_heavy(name):
     text, modules = _help(name)
-    assert f"usage: python -m core {name}" in text
+    assert f"usage: dplens {name}" in text
     assert not _heavy(modules), _heavy(modules)
 
 
 def test_the_heavy_check_has_teeth():
-    assert _heavy({"numpy.linalg", "core.mechanisms", "pandas", "argparse", "core.mechanismsx"}) == [
-        "core.mechanisms", "numpy.linalg", "pandas"]
+    assert _heavy({"numpy.linalg", "dplens.core.mechanisms", "pandas", "argparse", "dplens.core.mechanismsx"}) == [
+        "dplens.core.mechanisms", "numpy.linalg", "pandas"]
 
 
 def test_light_names_equal_the_registries():
-    from core.analysis.metrics import METRICS
-    from core.data.datasets import SAMPLE_DATASETS
-    from core.mechanisms import MECHANISMS
-    from core.papers.reproduce import REPRODUCTIONS
-    from core.privacy.definitions import DEFINITIONS
-    from core.privacy.ledger_store import DEFAULT_TOTAL_EPSILON
-    from core.privacy.noise import NOISE_PATHS
-    from core.queries.workloads import WORKLOADS
-    from core.tables.records import MISSING_CHOICES
+    from dplens.core.analysis.metrics import METRICS
+    from dplens.core.data.datasets import SAMPLE_DATASETS
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.papers.reproduce import REPRODUCTIONS
+    from dplens.core.privacy.definitions import DEFINITIONS
+    from dplens.core.privacy.ledger_store import DEFAULT_TOTAL_EPSILON
+    from dplens.core.privacy.noise import NOISE_PATHS
+    from dplens.core.queries.workloads import WORKLOADS
+    from dplens.core.tables.records import MISSING_CHOICES
 
     # in the registries' order, which the help follows
     assert list(cli.MECHANISM_NAMES) == list(MECHANISMS)
@@ -86,6 +86,6 @@ def test_light_names_equal_the_registries():
 
 
 def test_reproduce_still_exports_the_parser_registration():
-    from core.papers import reproduce
+    from dplens.core.papers import reproduce
 
     assert reproduce.add_reproduce_command is papers_cli.add_reproduce_command

@@ -1,4 +1,4 @@
-"""core.release.config: session config round trips and strict, specific validation."""
+"""dplens.core.release.config: session config round trips and strict, specific validation."""
 
 import dataclasses
 import json
@@ -10,10 +10,10 @@ import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-import core.queries.workloads
-from core.mechanisms import MECHANISMS
-from core.queries.workloads import Explicit, Kron, Prefix, Ranges, Stack, dense, parse_workload
-from core.release.config import (
+import dplens.core.queries.workloads
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.queries.workloads import Explicit, Kron, Prefix, Ranges, Stack, dense, parse_workload
+from dplens.core.release.config import (
     MAX_RECIPE_NUMBERS,
     ReleaseSettings,
     SessionConfig,
@@ -164,7 +164,7 @@ def test_a_file_spec_is_refused_without_reading_the_file(tmp_path, monkeypatch, 
     def never(*args, **kwargs):
         raise AssertionError("a config must never make the server read a file")
 
-    monkeypatch.setattr(core.queries.workloads, "explicit_from_csv", never)
+    monkeypatch.setattr(dplens.core.queries.workloads, "explicit_from_csv", never)
     monkeypatch.setattr(Path, "read_text", never)
     monkeypatch.setattr(Path, "read_bytes", never)
     spec = spec.format(path=secret)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.data.datasets import DataError, load_histogram
+from dplens.core.data.datasets import DataError, load_histogram
 
 LONG_FORM = b"row,col,count\n0,0,5\n1,2,3\n"
 
@@ -36,9 +36,9 @@ def test_full_long_form_grid_needs_no_note():
 def test_several_targets_least_epsilon_meets_each_target_and_best_split_is_no_worse():
     import math
 
-    from core.analysis.selection import AccuracyTarget, epsilon_for_accuracy, epsilon_for_targets
-    from core.mechanisms import MECHANISMS
-    from core.queries.workloads import Identity, Prefix, Total
+    from dplens.core.analysis.selection import AccuracyTarget, epsilon_for_accuracy, epsilon_for_targets
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.queries.workloads import Identity, Prefix, Total
 
     targets = [AccuracyTarget("total", Total(32), 30.0, "max_abs", 0.95, False),
                AccuracyTarget("bins", Identity(32), 5.0, "max_abs", 0.9, True),
@@ -58,8 +58,8 @@ def test_several_targets_least_epsilon_meets_each_target_and_best_split_is_no_wo
 
 
 def test_several_targets_need_at_least_one():
-    from core.analysis.selection import epsilon_for_targets
-    from core.mechanisms import MECHANISMS
+    from dplens.core.analysis.selection import epsilon_for_targets
+    from dplens.core.mechanisms import MECHANISMS
 
     with pytest.raises(ValueError, match="at least one accuracy target"):
         epsilon_for_targets([MECHANISMS["identity"]], [])
@@ -68,11 +68,11 @@ def test_several_targets_need_at_least_one():
 def test_export_round_trip_gives_identical_values_and_metadata():
     import numpy as np
 
-    from core.data.released import load_release
-    from core.mechanisms import MECHANISMS
-    from core.privacy.noise import noise_sampler, noise_source
-    from core.queries.workloads import Prefix
-    from core.release.export import ExportKeys, release_to_csv, release_to_json
+    from dplens.core.data.released import load_release
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.privacy.noise import noise_sampler, noise_source
+    from dplens.core.queries.workloads import Prefix
+    from dplens.core.release.export import ExportKeys, release_to_csv, release_to_json
 
     counts = np.array([5.0, 0, 3, 9])
     rng = noise_source("secure")
@@ -95,7 +95,7 @@ def test_export_round_trip_gives_identical_values_and_metadata():
 
 
 def test_a_plain_histogram_is_not_taken_for_a_release():
-    from core.data.released import is_release_export, load_release
+    from dplens.core.data.released import is_release_export, load_release
 
     assert not is_release_export(b"bin,count\n0,3\n1,0\n")
     with pytest.raises(ValueError, match="not a dplens export"):
@@ -106,9 +106,9 @@ def test_a_plain_histogram_is_not_taken_for_a_release():
 def test_intervals_from_the_released_output_cover_the_truth():
     import numpy as np
 
-    from core.analysis.intervals import release_intervals
-    from core.mechanisms import MECHANISMS
-    from core.queries.workloads import Prefix
+    from dplens.core.analysis.intervals import release_intervals
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.queries.workloads import Prefix
 
     rng = np.random.default_rng(17)
     truth = rng.integers(0, 50, size=256).astype(float)
@@ -134,10 +134,10 @@ def test_exports_carry_lower_upper_level():
 
     import numpy as np
 
-    from core.analysis.intervals import release_intervals
-    from core.mechanisms import MECHANISMS
-    from core.queries.workloads import Identity
-    from core.release.export import release_to_csv, release_to_json
+    from dplens.core.analysis.intervals import release_intervals
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.queries.workloads import Identity
+    from dplens.core.release.export import release_to_csv, release_to_json
 
     release = MECHANISMS["identity"].run(np.array([3.0, 1.0]), Identity(2), 1.0, np.random.default_rng(0))
     iv = release_intervals(MECHANISMS["identity"], release, Identity(2))

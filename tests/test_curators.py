@@ -13,13 +13,13 @@ import pytest
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
-from core.data.domain import Histogram
-from core.data.fingerprint import dataset_fingerprint
-from core.privacy.budget import Budget
-from core.privacy.ledger_store import LedgerStore
-from core.privacy.store import SCHEMA_VERSION, connect, default_path
-from core.release.export import history_to_csv
-from core.release.workspace_store import WorkspaceStore, new_workspace_id
+from dplens.core.data.domain import Histogram
+from dplens.core.data.fingerprint import dataset_fingerprint
+from dplens.core.privacy.budget import Budget
+from dplens.core.privacy.ledger_store import LedgerStore
+from dplens.core.privacy.store import SCHEMA_VERSION, connect, default_path
+from dplens.core.release.export import history_to_csv
+from dplens.core.release.workspace_store import WorkspaceStore, new_workspace_id
 from tests.test_app import APP
 
 A, B, ADMIN = "alice@example.org", "bob@example.org", "root@example.org"
@@ -72,7 +72,7 @@ def test_a_shared_server_asks_for_sign_in_and_shows_nothing_else(shared, monkeyp
     at = _session(None)  # sign-in not configured: say so, show nothing
     assert not at.exception and "sign-in is not configured" in at.error[0].value
     assert not at.metric and "workspace_id" not in at.session_state
-    monkeypatch.setattr("ui.identity._providers", lambda: [None])  # an [auth] section with one provider
+    monkeypatch.setattr("dplens.ui.identity._providers", lambda: [None])  # an [auth] section with one provider
     monkeypatch.setattr("streamlit.auth_util.is_authlib_installed", lambda: True)
     at = _session(None)
     assert not at.exception and [b.proto.label for b in at.button] == ["Sign in"]
@@ -116,7 +116,7 @@ def test_curator_b_cannot_reset_a_budget(shared, monkeypatch):
     assert [r["kind"] for r in LedgerStore(owner=A).history(fingerprint)] == ["total", "spend"]
     # an admin may reset anyone's ledger; the record names the admin
     monkeypatch.setenv("DPLENS_ADMINS", f" {ADMIN.upper()} , other@example.org")
-    from ui.identity import is_admin
+    from dplens.ui.identity import is_admin
 
     assert is_admin(ADMIN) and not is_admin(B) and not is_admin("local")
     LedgerStore(owner=ADMIN).reset(fingerprint, Budget(2.0), reason="new study", owner=A, admin=is_admin(ADMIN))

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from core.data.datasets import (
+from dplens.core.data.datasets import (
     DEFAULT_DATASET,
     MAX_UPLOAD_BYTES,
     SAMPLE_DATASETS,
@@ -16,7 +16,7 @@ from core.data.datasets import (
     histogram_from_records,
     load_histogram,
 )
-from core.data.domain import MAX_CELLS, Histogram
+from dplens.core.data.domain import MAX_CELLS, Histogram
 
 
 def _npy(array: np.ndarray) -> bytes:

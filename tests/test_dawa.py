@@ -8,10 +8,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS
-from core.mechanisms.dawa import DAWA, _Deviations, cheapest_partition, l1_partition, window_deviations
-from core.mechanisms.greedy_h import bucket_gram, gram_sketch
-from core.queries.workloads import AllRange, Identity, Kron, Prefix, Stack, Total, random_range
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.dawa import DAWA, _Deviations, cheapest_partition, l1_partition, window_deviations
+from dplens.core.mechanisms.greedy_h import bucket_gram, gram_sketch
+from dplens.core.queries.workloads import AllRange, Identity, Kron, Prefix, Stack, Total, random_range
 
 
 @pytest.mark.parametrize("n", [2, 5, 16, 37, 64])

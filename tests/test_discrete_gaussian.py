@@ -7,14 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS
-from core.privacy.definitions import analytic_gaussian_sigma, gaussian_delta, zcdp_rho, zcdp_sigma
-from core.privacy.discrete_gaussian import (
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.privacy.definitions import analytic_gaussian_sigma, gaussian_delta, zcdp_rho, zcdp_sigma
+from dplens.core.privacy.discrete_gaussian import (
     discrete_gaussian_delta,
     discrete_gaussian_epsilon,
     discrete_gaussian_sigma,
 )
-from core.queries.workloads import Identity
+from dplens.core.queries.workloads import Identity
 
 GRID = [(e, d) for d in (1e-9, 1e-6, 1e-5, 1e-4) for e in (0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0)]
 
@@ -55,7 +55,7 @@ def test_the_calibrated_sigma_meets_both_curves_and_is_barely_larger(epsilon, de
 
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 5.0])
 def test_an_integer_gaussian_identity_release_states_a_loss_valid_for_the_discrete_gaussian(epsilon):
-    from core.privacy.noise import noise_source
+    from dplens.core.privacy.noise import noise_source
 
     mechanism = MECHANISMS["gaussian-identity"]
     counts = np.array([3.0, 0.0, 7.0, 1.0])

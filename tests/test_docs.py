@@ -8,9 +8,9 @@ import importlib.util
 import time
 from pathlib import Path
 
-from core.__main__ import build_parser
-from core.mechanisms import MECHANISMS
-from core.tables.mechanisms import TABLE_MECHANISMS
+from dplens.cli import build_parser
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.tables.mechanisms import TABLE_MECHANISMS
 
 GEN_REF = Path(__file__).resolve().parent.parent / "docs" / "gen_ref.py"
 
@@ -47,7 +47,7 @@ def test_generated_references_cover_the_registries_and_the_cli(tmp_path):
     assert {"release", "compare", "ledger", "reproduce"} <= set(subcommands)
     for name, parser in subcommands.items():
         assert f"## `{name}`" in cli, name
-        assert f"usage: python -m core {name}" in cli, name
+        assert f"usage: dplens {name}" in cli, name
         for action in parser._actions:
             for flag in action.option_strings:
                 assert flag in cli, (name, flag)

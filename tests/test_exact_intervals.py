@@ -1,13 +1,18 @@
-"""Exact intervals: plain Laplace and Gaussian noise, continuous and on the integer lattice (core.release.publish),
-and the strategy mechanisms' noise L z (core.analysis.strategy_noise)."""
+"""Exact intervals: plain Laplace and Gaussian noise, continuous and on the integer lattice (dplens.core.release.publish),
+and the strategy mechanisms' noise L z (dplens.core.analysis.strategy_noise)."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from core.analysis.intervals import answer_halfwidths, bin_halfwidths, exact_halfwidth, release_intervals
-from core.mechanisms import MECHANISMS
-from core.queries.workloads import Identity, Prefix
+from dplens.core.analysis.intervals import (
+    answer_halfwidths,
+    bin_halfwidths,
+    exact_halfwidth,
+    release_intervals,
+)
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.queries.workloads import Identity, Prefix
 
 pytestmark = pytest.mark.statistical
 DRAWS = 20_000
@@ -90,7 +95,7 @@ class _UnitNoise:
 
 
 def _workload_and_release(name, n=16):
-    from core.queries.workloads import AllRange
+    from dplens.core.queries.workloads import AllRange
 
     workload = AllRange(n)
     return workload, MECHANISMS[name].run(np.zeros(n), workload, 1.0, np.random.default_rng(3))
@@ -99,7 +104,7 @@ def _workload_and_release(name, n=16):
 @pytest.mark.parametrize("name", STRATEGIES)
 def test_strategy_rows_are_the_mechanisms_own_reconstruction(name):
     """Lᵀ read by the adjoint equals L measured by running the mechanism on unit noise, column by column."""
-    from core.analysis.strategy_noise import reconstruction
+    from dplens.core.analysis.strategy_noise import reconstruction
 
     workload, release = _workload_and_release(name)
     rec = reconstruction(MECHANISMS[name], release, workload)
@@ -115,8 +120,8 @@ def test_strategy_rows_are_the_mechanisms_own_reconstruction(name):
 
 
 def _rows(name, values="bins"):
-    from core.analysis.strategy_noise import reconstruction, strategy_halfwidths
-    from core.mechanisms.gram import query_rows
+    from dplens.core.analysis.strategy_noise import reconstruction, strategy_halfwidths
+    from dplens.core.mechanisms.gram import query_rows
 
     workload, release = _workload_and_release(name)
     rec = reconstruction(MECHANISMS[name], release, workload)
@@ -152,7 +157,7 @@ def test_gaussian_twin_halfwidths_are_exact_normal_quantiles(name):
 
 
 def test_laplace_sum_halfwidths_match_closed_forms():
-    from core.analysis.strategy_noise import laplace_sum_halfwidths
+    from dplens.core.analysis.strategy_noise import laplace_sum_halfwidths
 
     rows = np.array([[1.0, 0, 0], [1.0, 1.0, 0], [0, 0, 0]])
     half = laplace_sum_halfwidths(rows, 1.0, 0.01)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.analysis.execution import (
+from dplens.core.analysis.execution import (
     Context,
     close_dask_clients,
     install_snapshot,
@@ -15,10 +15,10 @@ from core.analysis.execution import (
     strategy_snapshot,
     write_payload,
 )
-from core.analysis.experiment import SweepCache, run_sweep
-from core.data.domain import Histogram
-from core.mechanisms import MECHANISMS
-from core.queries.workloads import Prefix, random_range
+from dplens.core.analysis.experiment import SweepCache, run_sweep
+from dplens.core.data.domain import Histogram
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.queries.workloads import Prefix, random_range
 
 MIXED = ["identity", "hb", "dawa", "mwem", "greedy-h", "mm-opt", "uniform"]  # data-(in)dependent, cached
 
@@ -54,8 +54,8 @@ def test_backends_give_identical_results(small):
 
 def test_strategy_caches_are_shipped_not_recomputed(small, monkeypatch):
     _, workload = small
-    import core.mechanisms.greedy_h as greedy_h
-    import core.mechanisms.matrix as matrix
+    import dplens.core.mechanisms.greedy_h as greedy_h
+    import dplens.core.mechanisms.matrix as matrix
 
     # empty caches: another test in this process may have filled them for this workload (gaussian-greedy-h: a
     # second Greedy-H entry, for the L2 norm)
@@ -64,15 +64,15 @@ def test_strategy_caches_are_shipped_not_recomputed(small, monkeypatch):
     MECHANISMS["mm-opt"].expected_mse(workload, 1.0)  # what run_sweep does in the calling process
     MECHANISMS["greedy-h"].expected_mse(workload, 1.0)
     snapshot = strategy_snapshot({0: Context(small[0], workload, ("mae",))})
-    assert len(snapshot[("core.mechanisms.matrix", "_STRATEGIES")]) == 1
-    assert len(snapshot[("core.mechanisms.greedy_h", "_STRATEGIES")]) == 1
+    assert len(snapshot[("dplens.core.mechanisms.matrix", "_STRATEGIES")]) == 1
+    assert len(snapshot[("dplens.core.mechanisms.greedy_h", "_STRATEGIES")]) == 1
     other = strategy_snapshot({0: Context(Histogram.from_counts(np.ones(8)), Prefix(8), ("mae",))})
-    assert not other[("core.mechanisms.matrix", "_STRATEGIES")]  # only this workload's entries travel
+    assert not other[("dplens.core.mechanisms.matrix", "_STRATEGIES")]  # only this workload's entries travel
     saved = dict(matrix._STRATEGIES)
     matrix._STRATEGIES.clear()
     try:  # a fresh worker: installing the snapshot means the optimiser never runs there
         install_snapshot(snapshot)
-        assert MECHANISMS["mm-opt"].strategy(workload) is next(iter(snapshot[("core.mechanisms.matrix",
+        assert MECHANISMS["mm-opt"].strategy(workload) is next(iter(snapshot[("dplens.core.mechanisms.matrix",
                                                                              "_STRATEGIES")].values()))
     finally:
         matrix._STRATEGIES.clear()
@@ -124,7 +124,7 @@ def test_scheduler_specs_are_checked(spec, message):
 
 
 def test_the_deadline_stops_worker_processes_too(small):
-    from core.analysis.cost import Deadline
+    from dplens.core.analysis.cost import Deadline
 
     histogram, workload = small
     deadline = Deadline(60)
@@ -136,8 +136,8 @@ def test_the_deadline_stops_worker_processes_too(small):
 
 
 def test_strategy_jobs_run_on_the_backend_and_hand_back_their_entries(small):
-    from core.analysis.execution import StrategyJob, execute, make_cells, strategy_caches
-    from core.analysis.metrics import expected_metrics
+    from dplens.core.analysis.execution import StrategyJob, execute, make_cells, strategy_caches
+    from dplens.core.analysis.metrics import expected_metrics
 
     histogram, workload = small
     contexts = {0: Context(histogram, workload, ("mae",), seed=2)}

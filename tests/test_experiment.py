@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.analysis.experiment import MAX_SWEEP_RUNS, regret, run_sweep, summarise, trial_rng
-from core.data.domain import Histogram
-from core.mechanisms import MECHANISMS
-from core.queries.workloads import Kron, Prefix, Total, random_range
+from dplens.core.analysis.experiment import MAX_SWEEP_RUNS, regret, run_sweep, summarise, trial_rng
+from dplens.core.data.domain import Histogram
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.queries.workloads import Kron, Prefix, Total, random_range
 
 COLUMNS = ["mechanism", "epsilon", "trial", "metric", "value", "seconds", "expected"]
 BASELINES = ["identity", "laplace-on-answers", "uniform"]
@@ -137,8 +137,8 @@ def test_summarise_and_regret(tiny_1d):
 
 
 def test_other_metrics_or_fewer_trials_rerun_nothing_and_more_trials_run_only_the_new_ones():
-    from core.analysis.experiment import SweepCache
-    from core.data.domain import Histogram
+    from dplens.core.analysis.experiment import SweepCache
+    from dplens.core.data.domain import Histogram
 
     cache, h = SweepCache(), Histogram.from_counts(np.arange(16.0))
     first = run_sweep(h, Prefix(16), ["identity", "hb"], [0.5, 1.0], trials=3, metrics=("mae",), cache=cache)
@@ -155,9 +155,9 @@ def test_other_metrics_or_fewer_trials_rerun_nothing_and_more_trials_run_only_th
 def test_warm_up_fills_the_analytic_caches_for_the_default_workload_so_the_first_sweep_finds_them():
     """A server warms its workers on the sample and its default workload: afterwards hb's analytic error for
     that workload (the parent's share of the first Compare click) is a cache hit, for a re-parsed copy too."""
-    from core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS, warm_up_workers
-    from core.mechanisms import hierarchical
-    from core.mechanisms.greedy_h import workload_key
+    from dplens.core.analysis.experiment import DEFAULT_COMPARE_MECHANISMS, warm_up_workers
+    from dplens.core.mechanisms import hierarchical
+    from dplens.core.mechanisms.greedy_h import workload_key
 
     hist = Histogram.from_counts(np.random.default_rng(3).poisson(20.0, size=256).astype(float))
     workload = random_range(256, 300, seed=7)
@@ -168,7 +168,7 @@ def test_warm_up_fills_the_analytic_caches_for_the_default_workload_so_the_first
 
 
 def test_warm_up_never_raises_and_reports_nothing_on_bad_input():
-    from core.analysis.experiment import warm_up_workers
+    from dplens.core.analysis.experiment import warm_up_workers
 
     warm_up_workers(["no-such-mechanism"], scheduler="serial").join(timeout=60)  # swallowed: best effort
 
@@ -176,8 +176,8 @@ def test_warm_up_never_raises_and_reports_nothing_on_bad_input():
 def test_a_sweep_keeps_mm_opt_strategy_in_the_store_and_a_new_process_would_not_optimise_it_again(tmp_path, monkeypatch):
     """Compare and `compare` on the command line pass a StrategyStore: the first sweep saves mm-opt's optimised
     strategy, a sweep in a fresh process (caches emptied here) loads it instead of optimising, same numbers."""
-    from core.analysis.strategy_store import StrategyStore
-    from core.mechanisms import matrix
+    from dplens.core.analysis.strategy_store import StrategyStore
+    from dplens.core.mechanisms import matrix
 
     hist = Histogram.from_counts(np.random.default_rng(1).poisson(30.0, size=32).astype(float))
     store = StrategyStore(tmp_path / "strategies")

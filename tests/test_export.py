@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import __version__
-from core.mechanisms import MECHANISMS, NEIGHBOURING, Release
-from core.queries.workloads import Prefix
-from core.release.export import (
+from dplens import __version__
+from dplens.core.mechanisms import MECHANISMS, NEIGHBOURING, Release
+from dplens.core.queries.workloads import Prefix
+from dplens.core.release.export import (
     ExportKeys,
     history_to_csv,
     neutralise,
@@ -130,8 +130,8 @@ def test_no_export_contains_a_noise_seed():
 
 
 def test_exports_keep_the_uploads_column_names_and_come_back_with_them():
-    from core.data.datasets import load_histogram
-    from core.data.released import load_release
+    from dplens.core.data.datasets import load_histogram
+    from dplens.core.data.released import load_release
 
     hist = load_histogram(b"age,count\n0-17,3\n18-64,9\n65+,2\n")
     release = Release("identity", 1.0, 1.0, np.array([2.5, 9.25, -1.0]), np.array([2.5, 9.25, -1.0]))
@@ -146,8 +146,8 @@ def test_exports_keep_the_uploads_column_names_and_come_back_with_them():
 
 
 def test_a_two_way_export_is_a_labelled_long_table_that_comes_back_two_way():
-    from core.data.datasets import load_histogram
-    from core.data.released import load_release
+    from dplens.core.data.datasets import load_histogram
+    from dplens.core.data.released import load_release
 
     hist = load_histogram(b"age_band,region,count\nyoung,N,3\nyoung,S,4\nold,N,5\nold,S,6\n")
     values = np.array([2.5, 4.0, -1.0, 6.5])
@@ -164,7 +164,7 @@ def test_a_two_way_export_is_a_labelled_long_table_that_comes_back_two_way():
 
 
 def test_answers_carry_each_query_in_words_and_as_a_spec():
-    from core.data.datasets import load_histogram
+    from dplens.core.data.datasets import load_histogram
 
     hist = load_histogram(b"age,count\n0-17,3\n18-64,9\n65+,2\n")
     release = Release("laplace-on-answers", 1.0, 1.0, np.array([3.5, 11.0, 13.25]), None)

@@ -1,5 +1,5 @@
 """Optional extras: a feature used without its extra fails where it is used, with one sentence naming the extra and
-the install command (core.extras); the app shows that sentence as an error line, not a traceback."""
+the install command (dplens.core.extras); the app shows that sentence as an error line, not a traceback."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.extras import EXTRAS, MissingExtraError, available, missing_extra_message, require
+from dplens.core.extras import EXTRAS, MissingExtraError, available, missing_extra_message, require
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -67,8 +67,8 @@ def test_require_returns_the_module_and_hides_nothing_when_installed(monkeypatch
 @pytest.mark.parametrize("missing", ["polars", "mbi"])
 @pytest.mark.parametrize("name", ["mst", "aim", "identity-pgm"])
 def test_synthesis_without_the_tables_extra_names_it(monkeypatch, name, missing):
-    from core.queries.marginals import MarginalWorkload, TableDomain
-    from core.tables.mechanisms import TABLE_MECHANISMS
+    from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+    from dplens.core.tables.mechanisms import TABLE_MECHANISMS
 
     domain = TableDomain(("a", "b"), (2, 3))
     records = np.zeros((10, 2), dtype=np.int64)
@@ -80,7 +80,7 @@ def test_synthesis_without_the_tables_extra_names_it(monkeypatch, name, missing)
 
 
 def test_sampling_without_the_tables_extra_names_it(monkeypatch):
-    from core.tables.sampler import sample_records, synthesize_table
+    from dplens.core.tables.sampler import sample_records, synthesize_table
 
     hide(monkeypatch, "mbi")
     with pytest.raises(MissingExtraError) as err:
@@ -97,7 +97,7 @@ def test_sampling_without_the_tables_extra_names_it(monkeypatch):
 
 @pytest.mark.parametrize("missing", ["dask", "distributed"])
 def test_a_dask_scheduler_without_the_cluster_extra_names_it(monkeypatch, missing):
-    from core.analysis import execution
+    from dplens.core.analysis import execution
 
     hide(monkeypatch, missing)
     with pytest.raises(MissingExtraError) as err:
@@ -114,7 +114,7 @@ def test_a_dask_scheduler_without_the_cluster_extra_names_it(monkeypatch, missin
 def test_chart_images_without_the_images_extra_name_it(monkeypatch):
     import plotly.graph_objects as go
 
-    from ui import chart_export
+    from dplens.ui import chart_export
 
     hide(monkeypatch, "kaleido")
     assert not chart_export._image_export_ready()  # the page shows a caption naming the extra instead of buttons
@@ -127,7 +127,7 @@ def test_chart_images_without_the_images_extra_name_it(monkeypatch):
 
 
 def test_the_app_shows_a_missing_extra_as_one_line_not_a_traceback(caplog):
-    from ui.guard import error_line
+    from dplens.ui.guard import error_line
 
     message = missing_extra_message("MST", "tables")
     assert error_line(MissingExtraError(message, name="polars")) == message

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.data.datasets import MAX_UPLOAD_BYTES, DataError, histogram_from_records, load_histogram
-from core.data.domain import Histogram
-from core.queries.workloads import explicit_from_csv
+from dplens.core.data.datasets import MAX_UPLOAD_BYTES, DataError, histogram_from_records, load_histogram
+from dplens.core.data.domain import Histogram
+from dplens.core.queries.workloads import explicit_from_csv
 
 FUZZ = settings(max_examples=1000, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -205,13 +205,13 @@ def test_query_matrix_loader_raises_only_value_error(data, n):
 
 
 # ----------------------------------------------------------------------------- bad parameters everywhere
-from core.__main__ import main as cli_main  # noqa: E402
-from core.data.limits import MAX_EPSILON  # noqa: E402
-from core.mechanisms import MECHANISMS, Release, configure  # noqa: E402
-from core.privacy.budget import Budget, BudgetExceededError, Ledger  # noqa: E402
-from core.queries.workloads import Prefix, parse_workload, random_range  # noqa: E402
-from core.release.export import ExportKeys, history_to_csv, release_to_csv  # noqa: E402
-from core.release.gradual import check_schedule  # noqa: E402
+from dplens.cli import main as cli_main  # noqa: E402
+from dplens.core.data.limits import MAX_EPSILON  # noqa: E402
+from dplens.core.mechanisms import MECHANISMS, Release, configure  # noqa: E402
+from dplens.core.privacy.budget import Budget, BudgetExceededError, Ledger  # noqa: E402
+from dplens.core.queries.workloads import Prefix, parse_workload, random_range  # noqa: E402
+from dplens.core.release.export import ExportKeys, history_to_csv, release_to_csv  # noqa: E402
+from dplens.core.release.gradual import check_schedule  # noqa: E402
 
 BAD_EPSILONS = [0, -1.0, float("nan"), float("inf"), -float("inf"), "1", None, True, MAX_EPSILON * 1.01, 1e300]
 X16 = np.array([0, 3, 1, 7, 0, 2, 9, 4, 0, 0, 5, 1, 2, 8, 3, 6], dtype=float)
@@ -325,7 +325,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from core.queries.workloads import WORKLOADS  # noqa: E402
+from dplens.core.queries.workloads import WORKLOADS  # noqa: E402
 
 CLI_FUZZ = settings(max_examples=700, deadline=None, derandomize=True,  # capsys is drained per example
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -393,8 +393,8 @@ def test_cli_never_tracebacks_or_hangs(arguments, output, capsys):
 
 
 # ----------------------------------------------------------------------------- the app's text inputs
-from core.analysis.cost import estimate_cost  # noqa: E402
-from core.data.datasets import bin_edges  # noqa: E402
+from dplens.core.analysis.cost import estimate_cost  # noqa: E402
+from dplens.core.data.datasets import bin_edges  # noqa: E402
 
 APP_FUZZ = settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 

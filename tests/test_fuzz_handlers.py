@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.data.datasets import DataError
-from core.privacy.ledger_store import LedgerStore
-from core.release.provenance import recognise
-from core.tables.records import load_table
+from dplens.core.data.datasets import DataError
+from dplens.core.privacy.ledger_store import LedgerStore
+from dplens.core.release.provenance import recognise
+from dplens.core.tables.records import load_table
 from tests.test_app import open_page
 
 FUZZ = settings(max_examples=1000, deadline=None, derandomize=True,

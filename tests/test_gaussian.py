@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.mechanisms import MECHANISMS, configure
-from core.mechanisms.gaussian import GaussianNoise, unit_sigma
-from core.privacy.definitions import analytic_gaussian_sigma, gaussian_epsilon, zcdp_epsilon, zcdp_rho
-from core.privacy.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
-from core.privacy.noise import NOISE_SAMPLERS, SecureNoise, noise_kind, noise_sampler, noise_source
-from core.queries.workloads import AllRange, Identity, Kron, Prefix, dense, random_range
+from dplens.core.mechanisms import MECHANISMS, configure
+from dplens.core.mechanisms.gaussian import GaussianNoise, unit_sigma
+from dplens.core.privacy.definitions import analytic_gaussian_sigma, gaussian_epsilon, zcdp_epsilon, zcdp_rho
+from dplens.core.privacy.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
+from dplens.core.privacy.noise import NOISE_SAMPLERS, SecureNoise, noise_kind, noise_sampler, noise_source
+from dplens.core.queries.workloads import AllRange, Identity, Kron, Prefix, dense, random_range
 from tests.conftest import assert_expected_mse_with_power
 
 GAUSSIAN = {name: m for name, m in MECHANISMS.items() if noise_kind(m) == "gaussian"}
@@ -87,7 +87,7 @@ def test_identity_noise_is_normal_with_the_calibrated_sigma_and_the_test_has_pow
 def test_expected_mse_matches_simulation_with_power(name, workload, runs, rng, monkeypatch):
     # Same runs, bit-identical answers, same power: only the ε-from-σ labels of the releases (pure functions of σ
     # and δ; gaussian-identity inverts the discrete curve, ~5 ms a release) are computed once instead of per run.
-    from core.mechanisms import gaussian
+    from dplens.core.mechanisms import gaussian
 
     for function in ("discrete_gaussian_epsilon", "gaussian_epsilon"):
         monkeypatch.setattr(gaussian, function, functools.lru_cache(maxsize=64)(getattr(gaussian, function)))
@@ -105,7 +105,7 @@ def test_expected_mse_is_sigma_squared_times_the_dense_reconstruction_energy(mec
     workload = AllRange(16)
     strategy = _dense_strategy(mechanism, workload)
     sigma = np.linalg.norm(strategy, axis=0).max() * analytic_gaussian_sigma(1.0, 1e-6)
-    if mechanism.name == "gaussian-identity":  # σ valid for the discrete Gaussian too (core.privacy.discrete_gaussian)
+    if mechanism.name == "gaussian-identity":  # σ valid for the discrete Gaussian too (dplens.core.privacy.discrete_gaussian)
         sigma = discrete_gaussian_sigma(1.0, 1e-6)
     m = workload.shape[0]
     energy = m if mechanism.name == "gaussian-answers" else np.sum((dense(workload) @ np.linalg.pinv(strategy)) ** 2)
@@ -184,7 +184,7 @@ def test_privacy_loss_uses_the_exact_curve():
 
 
 def test_gaussian_subclasses_are_not_taken_for_plain_laplace():
-    from core.analysis.selection import laplace_answer_scale
+    from dplens.core.analysis.selection import laplace_answer_scale
 
     assert laplace_answer_scale(GAUSSIAN["gaussian-answers"], Prefix(4), 1.0) is None
     assert laplace_answer_scale(GAUSSIAN["gaussian-identity"], Prefix(4), 1.0) is None

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.stats import kstest
 
-from core.privacy.budget import Budget, Ledger
-from core.queries.workloads import Identity, Prefix, random_range
-from core.release.gradual import (
+from dplens.core.privacy.budget import Budget, Ledger
+from dplens.core.queries.workloads import Identity, Prefix, random_range
+from dplens.core.release.gradual import (
     above_threshold,
     above_threshold_params,
     accuracy_first,

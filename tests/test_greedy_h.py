@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS, greedy_h
-from core.mechanisms.greedy_h import (
+from dplens.core.mechanisms import MECHANISMS, greedy_h
+from dplens.core.mechanisms.greedy_h import (
     MAX_UNITS,
     GreedyH,
     bucket_gram,
@@ -17,7 +17,7 @@ from core.mechanisms.greedy_h import (
     greedy_hierarchy,
     hierarchy_trace,
 )
-from core.queries.workloads import (
+from dplens.core.queries.workloads import (
     AllRange,
     Explicit,
     Identity,
@@ -213,8 +213,8 @@ def test_runs_beyond_the_dense_limit_but_expected_mse_says_why_not():
 def test_l2_weights_normalise_squares_and_are_never_worse_for_gaussian_noise(spec, n):
     """gaussian-greedy-h's tree: squared weights sum to 1 on every root path (Δ₂ = 1), and its
     Δ₂² tr(WᵀW (AᵀA)⁻¹) is at most the L1 tree's (about 18 % lower RMSE at n = 64, 26 % at n = 256 on ranges)."""
-    from core.mechanisms.greedy_h import cell_strategy, l2_objective, sum_along_paths
-    from core.queries.workloads import parse_workload
+    from dplens.core.mechanisms.greedy_h import cell_strategy, l2_objective, sum_along_paths
+    from dplens.core.queries.workloads import parse_workload
 
     workload = parse_workload(spec, (n,), np.random.default_rng(0))
     l1_tree, l2_tree = cell_strategy(workload, 2, 100, 1)[0], cell_strategy(workload, 2, 100, 2)[0]

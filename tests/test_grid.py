@@ -7,8 +7,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from core.__main__ import main
-from core.analysis.grid import (
+from dplens.cli import main
+from dplens.core.analysis.grid import (
     GRID_COLUMNS,
     GridSpec,
     _schema,
@@ -21,8 +21,8 @@ from core.analysis.grid import (
     rescale,
     run_grid,
 )
-from core.data.domain import Histogram
-from core.mechanisms import MECHANISMS
+from dplens.core.data.domain import Histogram
+from dplens.core.mechanisms import MECHANISMS
 
 SPEC = GridSpec(datasets=("dense", "tips-bill"), mechanisms=("identity", "hb", "uniform"), epsilons=(0.1, 1.0),
                 trials=3, sizes=(None,), scales=(None, 500), workload="prefix")
@@ -126,7 +126,7 @@ def _forget_strategies(spec):
     """Empty this process's strategy caches, as a new process starts."""
     import importlib
 
-    from core.analysis.execution import strategy_caches
+    from dplens.core.analysis.execution import strategy_caches
 
     for m in spec.mechanisms:
         for module, name in strategy_caches(MECHANISMS[m]):
@@ -141,7 +141,7 @@ def _sorted(path):
 def test_strategies_optimised_in_workers_give_identical_results(tmp_path):
     from dask.distributed import LocalCluster
 
-    from core.analysis.execution import close_dask_clients
+    from dplens.core.analysis.execution import close_dask_clients
 
     _forget_strategies(STRATEGIES)
     serial = run_grid(STRATEGIES, tmp_path / "serial.parquet", store=False)
@@ -163,7 +163,7 @@ def test_strategies_optimised_in_workers_give_identical_results(tmp_path):
 
 
 def test_a_resumed_grid_reuses_the_stored_strategies(tmp_path):
-    import core.mechanisms.matrix as matrix
+    import dplens.core.mechanisms.matrix as matrix
 
     out = tmp_path / "grid.parquet"
     seen: list[int] = []
@@ -187,7 +187,7 @@ def test_a_resumed_grid_reuses_the_stored_strategies(tmp_path):
 
 @pytest.mark.parametrize("scheduler", ["serial", "processes:2"])
 def test_the_file_is_written_after_the_first_complete_pair(tmp_path, monkeypatch, scheduler):
-    import core.analysis.grid as grid
+    import dplens.core.analysis.grid as grid
 
     monkeypatch.setattr(grid, "FLUSH_SECONDS", 1e9)  # no timed flush: only the first pair's
     out = tmp_path / "grid.parquet"

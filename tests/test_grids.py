@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.mechanisms import MECHANISMS
-from core.queries.workloads import AllRange, Identity, Kron, Prefix, Total
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.queries.workloads import AllRange, Identity, Kron, Prefix, Total
 from tests.conftest import assert_expected_mse_with_power
 
 UG, AG = MECHANISMS["ugrid"], MECHANISMS["agrid"]

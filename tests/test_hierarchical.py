@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS, configure
-from core.mechanisms.hierarchical import Hierarchical, build_tree, qardaji_branching
-from core.queries.workloads import (
+from dplens.core.mechanisms import MECHANISMS, configure
+from dplens.core.mechanisms.hierarchical import Hierarchical, build_tree, qardaji_branching
+from dplens.core.queries.workloads import (
     AllRange,
     Explicit,
     Identity,

@@ -21,12 +21,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core.analysis.grid import GRID_COLUMNS
-from core.data.datasets import DataError, load_parquet
-from core.data.limits import DENSE_LIMIT, MAX_GRID_ROWS, MAX_UPLOAD_BYTES
-from core.data.released import is_release_export, load_release
-from core.queries.workloads import explicit_from_csv
-from core.tables.records import load_table
+from dplens.core.analysis.grid import GRID_COLUMNS
+from dplens.core.data.datasets import DataError, load_parquet
+from dplens.core.data.limits import DENSE_LIMIT, MAX_GRID_ROWS, MAX_UPLOAD_BYTES
+from dplens.core.data.released import is_release_export, load_release
+from dplens.core.queries.workloads import explicit_from_csv
+from dplens.core.tables.records import load_table
 from tests.test_app import open_page
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,10 +43,10 @@ def _measure(path: Path, call: str, prelude: str = "") -> dict:
         import json, resource, sys, time, tracemalloc
         sys.path.insert(0, {str(ROOT)!r})
         import pyarrow.parquet  # imports are not the loader's cost
-        from core.data.datasets import load_parquet
-        from core.analysis.grid import GRID_COLUMNS
-        from core.queries.workloads import explicit_from_csv, parse_workload
-        from core.tables.records import load_table
+        from dplens.core.data.datasets import load_parquet
+        from dplens.core.analysis.grid import GRID_COLUMNS
+        from dplens.core.queries.workloads import explicit_from_csv, parse_workload
+        from dplens.core.tables.records import load_table
         {prelude}
         data = open({str(path)!r}, "rb").read()
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -297,7 +297,7 @@ def test_table_csv_exports_neutralise_spreadsheet_formulas():
 
     import dataclasses
 
-    from ui.tables_view import table_downloads
+    from dplens.ui.tables_view import table_downloads
 
     output = dict(at.session_state["tables_release"])
     output["release"] = dataclasses.replace(output["release"], records=table.records[:8])  # as a synthesiser's

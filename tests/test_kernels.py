@@ -1,4 +1,4 @@
-"""The compiled kernels (core/mechanisms/kernels.py) against the NumPy/Python code they replaced, kept
+"""The compiled kernels (src/dplens/core/mechanisms/kernels.py) against the NumPy/Python code they replaced, kept
 here as oracles: the same seeded inputs must give bit-for-bit the same results.
 SReB_GCA's GGS loop is here too (compiled for 2^20 bins). MWEM's oracles live in test_mwem.py; DAWA's partition DP oracle in test_dawa.py."""
 
@@ -9,11 +9,11 @@ import bisect
 import numpy as np
 import pytest
 
-from core.mechanisms import ahp as ahp_module
-from core.mechanisms.ahp import AHP, LOOKAHEAD, best_new_cluster_error, greedy_clusters
-from core.mechanisms.dawa import DAWA, DIRECT_WINDOW, _cached_deviations, _Deviations
-from core.mechanisms.sreb_gca import _check_floor, ggs
-from core.queries.workloads import random_range
+from dplens.core.mechanisms import ahp as ahp_module
+from dplens.core.mechanisms.ahp import AHP, LOOKAHEAD, best_new_cluster_error, greedy_clusters
+from dplens.core.mechanisms.dawa import DAWA, DIRECT_WINDOW, _cached_deviations, _Deviations
+from dplens.core.mechanisms.sreb_gca import _check_floor, ggs
+from dplens.core.queries.workloads import random_range
 
 # ----------------------------------------------------------------------------- AHP: the vectorised version
 SCAN = 24
@@ -198,7 +198,7 @@ def test_dawa_releases_equal_with_the_numpy_deviations(seed, monkeypatch):
     for x in _histograms(seed, 512):
         fast = [DAWA().run(x, workload, epsilon, np.random.default_rng(seed)) for epsilon in (0.1, 1.0)]
         _cached_deviations.cache_clear()
-        monkeypatch.setattr("core.mechanisms.dawa._Deviations", _OldDeviations)
+        monkeypatch.setattr("dplens.core.mechanisms.dawa._Deviations", _OldDeviations)
         slow = [DAWA().run(x, workload, epsilon, np.random.default_rng(seed)) for epsilon in (0.1, 1.0)]
         monkeypatch.undo()
         _cached_deviations.cache_clear()

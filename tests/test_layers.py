@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-import core
+import dplens.core
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE_FILES = sorted((ROOT / "core").rglob("*.py"))
-UI_FILES = sorted((ROOT / "ui").glob("*.py"))
+PACKAGE = ROOT / "src" / "dplens"
+CORE_FILES = sorted((PACKAGE / "core").rglob("*.py"))
+UI_FILES = sorted((PACKAGE / "ui").glob("*.py"))
 APP_FILES = sorted((ROOT / "pages").glob("*.py")) + UI_FILES + [ROOT / "app.py"]
 ALLOWED_RANDOM = {"default_rng", "Generator", "SeedSequence", "BitGenerator", "PCG64"}
 # np.random.<anything but a constructor>, e.g. np.random.seed / .laplace / .rand: the global RNG
@@ -36,7 +37,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_core_is_streamlit_free():
-    modules = sorted(m.name for m in pkgutil.walk_packages(core.__path__, "core.") if m.name != "core.__main__")
+    modules = sorted(m.name for m in pkgutil.walk_packages(dplens.core.__path__, "dplens.core."))
     code = f"import sys, importlib; [importlib.import_module(m) for m in {modules!r}]; print('streamlit' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
@@ -44,7 +45,7 @@ def test_core_is_streamlit_free():
 
 @pytest.mark.parametrize("path", CORE_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_core_imports_no_ui_layer(path):
-    bad = {name for name in _imports(path) if name.split(".")[0] in ("streamlit", "ui", "pages", "app", "plotly")}
+    bad = {name for name in _imports(path) if name.split(".")[0] in ("streamlit", "pages", "app", "plotly") or name.startswith("dplens.ui")}
     assert not bad, f"{path.name} imports {sorted(bad)}; core must not depend on the UI"
 
 
@@ -58,18 +59,18 @@ PENDING_PRIVATE_IMPORTS: set[tuple[str, str]] = set()  # (file, name) imported f
 def _core_imports(path: Path) -> list[ast.ImportFrom]:
     return [node for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
-            and node.module.split(".")[0] in ("core", "ui")]
+            and node.module.split(".")[:2] in (["dplens", "core"], ["dplens", "ui"])]
 
 
 def test_core_imports_follow_the_layer_order():
     rank = {layer: i for i, layer in enumerate(CORE_LAYERS)}
     against = set()
     for path in CORE_FILES:
-        parts = path.relative_to(ROOT / "core").parts
+        parts = path.relative_to(PACKAGE / "core").parts
         if len(parts) < 2:
-            continue  # core/__main__.py, the command line, sits above every layer
+            continue  # the package's __init__
         for node in _core_imports(path):
-            target = node.module.split(".")[1] if node.module.count(".") else ""
+            target = node.module.split(".")[2] if node.module.count(".") > 1 else ""
             if target in rank and rank[target] > rank[parts[0]]:
                 against.add((str(path.relative_to(ROOT)), node.module))
     assert against == PENDING_LAYER_IMPORTS, (f"against the layer order {CORE_LAYERS}: "
@@ -78,7 +79,7 @@ def test_core_imports_follow_the_layer_order():
 
 
 def _module_name(path: Path) -> str:
-    name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    name = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts)
     return name.removesuffix(".__init__")
 
 
@@ -147,13 +148,13 @@ def test_ui_never_imports_pages_or_app(path):
 
 @pytest.mark.parametrize("path", sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"], ids=lambda p: p.name)
 def test_pages_use_the_ui_package_through_its_public_names(path):
-    inner = {n for n in _imports(path) if n.startswith("ui.")}
-    assert not inner, f"{path.name} imports {sorted(inner)}; use `import ui` and ui.<name> (ui/__init__.py)"
+    inner = {n for n in _imports(path) if n.startswith("dplens.ui.")}
+    assert not inner, f"{path.name} imports {sorted(inner)}; use `from dplens import ui` and ui.<name> (src/dplens/ui/__init__.py)"
 
 
 def test_ui_package_re_exports_every_public_name():
-    """Each ui/ module's public functions and constants are reachable as ui.<name> (the pages' interface)."""
-    init = ast.parse((ROOT / "ui" / "__init__.py").read_text())
+    """Each src/dplens/ui/ module's public functions and constants are reachable as ui.<name> (the pages' interface)."""
+    init = ast.parse((PACKAGE / "ui" / "__init__.py").read_text())
     exported = next(ast.literal_eval(node.value) for node in init.body
                     if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__")
     public = set()
@@ -162,11 +163,11 @@ def test_ui_package_re_exports_every_public_name():
             names = [node.name] if isinstance(node, ast.FunctionDef) else [
                 t.id for t in getattr(node, "targets", [getattr(node, "target", None)]) if isinstance(t, ast.Name)]
             public.update(n for n in names if not n.startswith("_"))
-    assert public <= set(exported), f"not re-exported by ui/__init__.py: {sorted(public - set(exported))}"
+    assert public <= set(exported), f"not re-exported by src/dplens/ui/__init__.py: {sorted(public - set(exported))}"
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "pages").glob("*.py")), ids=lambda p: p.name)
 def test_pages_are_thin(path):
-    """A page is a thin script (≈40–150 lines); its callbacks and sections live in ui/<page>_view.py."""
+    """A page is a thin script (≈40–150 lines); its callbacks and sections live in src/dplens/ui/<page>_view.py."""
     lines = len(path.read_text().splitlines())
-    assert lines <= 150, f"{path.name} has {lines} lines; move its logic into ui/{path.stem}_view.py"
+    assert lines <= 150, f"{path.name} has {lines} lines; move its logic into src/dplens/ui/{path.stem}_view.py"

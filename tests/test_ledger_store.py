@@ -1,4 +1,4 @@
-"""The persistent per-dataset ledger (core.privacy.ledger_store): totals, spends, resets, history, concurrency.
+"""The persistent per-dataset ledger (dplens.core.privacy.ledger_store): totals, spends, resets, history, concurrency.
 
 20 threads and 4 processes spend against one SQLite file at once: the total spent never exceeds the
 budget, every accepted spend is recorded, and every refused one left no row.
@@ -13,12 +13,12 @@ import threading
 import numpy as np
 import pytest
 
-from core.data.fingerprint import dataset_fingerprint
-from core.privacy.budget import RELATIVE_TOLERANCE as TOLERANCE
-from core.privacy.budget import Budget, BudgetExceededError
-from core.privacy.definitions import zcdp_epsilon
-from core.privacy.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore
-from core.privacy.store import connect, default_path
+from dplens.core.data.fingerprint import dataset_fingerprint
+from dplens.core.privacy.budget import RELATIVE_TOLERANCE as TOLERANCE
+from dplens.core.privacy.budget import Budget, BudgetExceededError
+from dplens.core.privacy.definitions import zcdp_epsilon
+from dplens.core.privacy.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore
+from dplens.core.privacy.store import connect, default_path
 
 FP = dataset_fingerprint(np.arange(6.0))
 
@@ -36,7 +36,7 @@ def test_store_lives_under_dplens_home(dplens_home):
 
 
 def test_fingerprint_is_the_content_not_the_name_or_labels():
-    from core.data.domain import Histogram
+    from dplens.core.data.domain import Histogram
 
     a = Histogram.from_counts([1, 2, 3], labels=(("a", "b", "c"),), name="one")
     b = Histogram.from_counts([1.0, 2.0, 3.0], name="two")
@@ -239,7 +239,7 @@ def test_four_processes_never_overspend(store, unit):
 
 
 def test_a_pure_total_with_releases_converts_to_rho_or_to_a_delta_budget_keeping_its_spends(tmp_path):
-    from core.privacy.ledger_store import default_total_for
+    from dplens.core.privacy.ledger_store import default_total_for
 
     store, fp = LedgerStore(tmp_path / "s.sqlite3"), "c" * 64
     store.set_total(fp, Budget(2.0))

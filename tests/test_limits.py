@@ -1,4 +1,4 @@
-"""Resource limits live in core.data.limits, every module enforces that one value, and refusals name the bound."""
+"""Resource limits live in dplens.core.data.limits, every module enforces that one value, and refusals name the bound."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.analysis import experiment
-from core.analysis.experiment import run_sweep
-from core.data import datasets, domain, limits
-from core.data.domain import Domain, Histogram
-from core.data.limits import MAX_CELLS, MAX_QUERIES, MAX_SWEEP_RUNS, MAX_UPLOAD_BYTES
-from core.queries import workloads
-from core.queries.workloads import Identity, random_range
+from dplens.core.analysis import experiment
+from dplens.core.analysis.experiment import run_sweep
+from dplens.core.data import datasets, domain, limits
+from dplens.core.data.domain import Domain, Histogram
+from dplens.core.data.limits import MAX_CELLS, MAX_QUERIES, MAX_SWEEP_RUNS, MAX_UPLOAD_BYTES
+from dplens.core.queries import workloads
+from dplens.core.queries.workloads import Identity, random_range
 
 CONFIG = Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml"
 

@@ -1,6 +1,6 @@
 """The papers' literal (NOT DP) variants: never registered, always labelled, and caught by the audit.
 
-Each demo of ``core.papers.literal.DEMOS`` audits the literal variant and its corrected twin on one small
+Each demo of ``dplens.core.papers.literal.DEMOS`` audits the literal variant and its corrected twin on one small
 neighbouring pair (seeded, 2000 runs a side: over five seeds the literal bounds were 1.17–2.73 against
 ε = 1 and the corrected ones at most 0.78; with 1000 runs WDA's and the max query's were not reliable).
 """
@@ -10,9 +10,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS
-from core.papers.audit import audit_neighbours
-from core.papers.literal import DEMOS, NOT_DP, labelled, run_demo
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.papers.audit import audit_neighbours
+from dplens.core.papers.literal import DEMOS, NOT_DP, labelled, run_demo
 
 RUNS = 2000
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.mechanisms import MECHANISMS, configure
-from core.mechanisms.lrm import (
+from dplens.core.mechanisms import MECHANISMS, configure
+from dplens.core.mechanisms.lrm import (
     LRM,
     MAX_CELLS,
     _project_numpy,
@@ -18,7 +18,15 @@ from core.mechanisms.lrm import (
     project_columns_l1,
     row_space,
 )
-from core.queries.workloads import AllRange, Explicit, Identity, Prefix, dense, random_linear, random_range
+from dplens.core.queries.workloads import (
+    AllRange,
+    Explicit,
+    Identity,
+    Prefix,
+    dense,
+    random_linear,
+    random_range,
+)
 from tests.conftest import fig1_workload
 
 SMALL = {
@@ -208,7 +216,7 @@ def test_rank_below_rank_of_w_and_too_many_cells_are_refused():
 
 
 def test_cost_estimate_is_the_optimisation_and_a_refused_workload_costs_nothing():
-    from core.analysis.cost import estimate_cost
+    from dplens.core.analysis.cost import estimate_cost
 
     small, large = estimate_cost(LRM(), Prefix(256)), estimate_cost(LRM(), Prefix(512))
     assert 0 < small.seconds < large.seconds < 600 and "cubic in n" in large.driver

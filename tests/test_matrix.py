@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy.optimize import approx_fprime
 
-from core.mechanisms import MECHANISMS
-from core.mechanisms.gram import gram_rows
-from core.mechanisms.matrix import (
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.gram import gram_rows
+from dplens.core.mechanisms.matrix import (
     MAX_CELLS,
     START_MEAN,
     PIdentity,
@@ -19,7 +19,7 @@ from core.mechanisms.matrix import (
     auto_p,
     settings,
 )
-from core.queries.workloads import AllRange, Explicit, Kron, Prefix, dense, random_range
+from dplens.core.queries.workloads import AllRange, Explicit, Kron, Prefix, dense, random_range
 from tests.conftest import assert_expected_mse_with_power
 
 MM = MECHANISMS["mm-opt"]
@@ -142,7 +142,7 @@ def test_projected_lbfgs_stops_on_the_window():
 
 
 def test_cost_estimate_follows_the_optimiser():
-    from core.analysis.cost import estimate_cost
+    from dplens.core.analysis.cost import estimate_cost
 
     seconds = [estimate_cost(MM, Prefix(n)).seconds for n in (256, 1024, 2048, 4096, MAX_CELLS)]
     assert seconds == sorted(seconds) and seconds[0] < 0.5 and 3 < seconds[2] < 15 and 10 < seconds[-1] < 40

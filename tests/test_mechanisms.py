@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.mechanisms import MECHANISMS, Release, configure, laplace_privacy_loss
-from core.queries.workloads import Identity, Kron, Prefix, Stack, Total, random_range
+from dplens.core.mechanisms import MECHANISMS, Release, configure, laplace_privacy_loss
+from dplens.core.queries.workloads import Identity, Kron, Prefix, Stack, Total, random_range
 
 ALL = pytest.mark.parametrize("mechanism", MECHANISMS.values(), ids=MECHANISMS.keys())
 
@@ -199,7 +199,7 @@ def test_uniform_spreads_a_noisy_total_with_scale_one_over_epsilon(rng):
 
 def test_every_registered_mechanism_says_in_a_line_what_it_does():
     """The Release picker and Compare's list show ``summary``: plain words, no internal references."""
-    from core.mechanisms import MECHANISMS
+    from dplens.core.mechanisms import MECHANISMS
 
     for name, mechanism in MECHANISMS.items():
         summary = type(mechanism).summary

@@ -11,7 +11,7 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 from streamlit.testing.v1 import AppTest
 
-import ui
+from dplens import ui
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE_PATHS = [path for _, path, _, _ in ui.PAGES]
@@ -85,7 +85,7 @@ def test_choose_epsilon_for_a_mechanism_without_a_formula_says_what_to_do():
 
 
 def test_the_scanner_catches_each_pattern():
-    texts = ["pass data= and rng= to estimate", "see core.analysis.selection", "spec \N{SECTION SIGN}6(d)", "mechanism not registered "
+    texts = ["pass data= and rng= to estimate", "see dplens.core.analysis.selection", "spec \N{SECTION SIGN}6(d)", "mechanism not registered "
              "in this build"]
     assert all(any(p.search(t) for p in PATTERNS.values()) for t in texts)
     assert not any(p.search("identity, ε=1 at n=4096") for p in PATTERNS.values())

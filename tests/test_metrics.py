@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.analysis.metrics import (
+from dplens.core.analysis.metrics import (
     METRIC_LABELS,
     METRICS,
     kl_divergence,

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.mechanisms import MECHANISMS
-from core.mechanisms.mwem import MWEM, max_abs_entry
-from core.queries.workloads import (
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.mwem import MWEM, max_abs_entry
+from dplens.core.queries.workloads import (
     AllRange,
     Explicit,
     Identity,

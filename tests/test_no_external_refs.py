@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = ("core", "ui", "pages", "tests", "app.py")
+SCANNED = ("src", "pages", "tests", "app.py")
 NOT_YET_SCANNED: tuple[str, ...] = ()
 THIS_FILE = Path(__file__).resolve()
 
@@ -55,8 +55,8 @@ def scanned_files() -> list[Path]:
 
 def test_the_scan_covers_the_code():
     names = {path.relative_to(ROOT).as_posix() for path in scanned_files()}
-    assert {"app.py", "core/release/gradual.py", "ui/papers_view.py", "tests/conftest.py", "core/papers/literal.py",
-            "core/papers/reproduce.py", "tests/test_papers_page.py", "tests/test_verdicts.py"} <= names
+    assert {"app.py", "src/dplens/core/release/gradual.py", "src/dplens/ui/papers_view.py", "tests/conftest.py", "src/dplens/core/papers/literal.py",
+            "src/dplens/core/papers/reproduce.py", "tests/test_papers_page.py", "tests/test_verdicts.py"} <= names
     assert any(name.startswith("pages/") for name in names)
     assert "tests/test_no_external_refs.py" not in names
 

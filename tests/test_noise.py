@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.mechanisms import MECHANISMS, exponential_mechanism
-from core.mechanisms.laplace import Uniform
-from core.mechanisms.xiao import CellRelease
-from core.privacy.noise import (
+from dplens.core.mechanisms import MECHANISMS, exponential_mechanism
+from dplens.core.mechanisms.laplace import Uniform
+from dplens.core.mechanisms.xiao import CellRelease
+from dplens.core.privacy.noise import (
     NOISE_PATHS,
     NOISE_SAMPLERS,
     NoiseSource,
@@ -24,7 +24,7 @@ from core.privacy.noise import (
     noise_sampler,
     noise_source,
 )
-from core.queries.workloads import Identity, Prefix
+from dplens.core.queries.workloads import Identity, Prefix
 
 N = 20_000
 
@@ -150,7 +150,7 @@ def test_secure_laplace_accepts_array_scales_like_numpy():
 def test_cli_release_is_secure_by_default_and_says_so(tmp_path):
     import json
 
-    from core.__main__ import main
+    from dplens.cli import main
 
     outs = [tmp_path / f"{i}.json" for i in range(2)]
     for out in outs:
@@ -230,7 +230,7 @@ def test_identity_on_the_integer_path_is_the_geometric_mechanism_with_the_claime
 def test_cli_release_states_the_sampler_it_used(tmp_path):
     import json
 
-    from core.__main__ import main
+    from dplens.cli import main
 
     samplers = {}
     for name in ("identity", "hb"):

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS
-from core.mechanisms.om import OM, independent_rows, literal_algorithm3_mixing, om_decompose
-from core.queries.workloads import Explicit, dense, l1_sensitivity, random_linear
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.om import OM, independent_rows, literal_algorithm3_mixing, om_decompose
+from dplens.core.queries.workloads import Explicit, dense, l1_sensitivity, random_linear
 
 EXAMPLE_1 = np.array([[.3657, 0, .9812, 0], [0, .0645, 0, 0], [0, .5879, .7602, 0], [0, 0, 0, .7310],
                       [0, .7313, 0, 0], [0, 0, .7122, .9053]])
@@ -144,7 +144,7 @@ def test_empirical_mse_matches_expected_mse_with_power(name, epsilon, rng):
 def test_random_linear_generator_is_seeded_sparse_with_density_tau():
     import scipy.sparse as sp
 
-    from core.queries.workloads import parse_workload
+    from dplens.core.queries.workloads import parse_workload
 
     a = parse_workload("random-linear:m=100,tau=0.3,seed=2", (400,))
     assert sp.issparse(a.matrix) and a.shape == (100, 400)
@@ -157,8 +157,8 @@ def test_random_linear_generator_is_seeded_sparse_with_density_tau():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_interval_fast_path_equals_the_dense_factorisation(seed):
-    from core.mechanisms.om import as_intervals
-    from core.queries.workloads import Prefix, random_range
+    from dplens.core.mechanisms.om import as_intervals
+    from dplens.core.queries.workloads import Prefix, random_range
 
     for workload in (random_range(40, 70, seed=seed), Prefix(30)):
         assert as_intervals(workload) is not None

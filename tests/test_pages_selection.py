@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.data.domain import Histogram
-from core.queries.workloads import l1_sensitivity, parse_workload
+from dplens.core.data.domain import Histogram
+from dplens.core.queries.workloads import l1_sensitivity, parse_workload
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui
-from core.papers.reproduce import COLUMNS, REPRODUCTIONS, reproduce_om_times, reproduce_wda
+from dplens import ui
+from dplens.core.papers.reproduce import COLUMNS, REPRODUCTIONS, reproduce_om_times, reproduce_wda
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/papers.py"

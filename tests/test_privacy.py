@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.privacy.definitions import (
+from dplens.core.privacy.definitions import (
     ZCDP,
     ApproxDP,
     PureDP,
@@ -146,7 +146,7 @@ def test_values_are_immutable_and_targets_match():
 
 
 def test_native_spend_in_each_unit():
-    from core.privacy.definitions import native_spend
+    from dplens.core.privacy.definitions import native_spend
 
     rows = [(1.0, 0.0, None), (2.141939, 1e-6, 0.1)]
     zcdp = native_spend(rows, "zcdp", 1e-6, 10.0)

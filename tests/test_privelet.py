@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS
-from core.mechanisms.privelet import haar_forward, haar_inverse
-from core.queries.workloads import AllRange, Identity, Kron, Prefix, dense, random_range
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.privelet import haar_forward, haar_inverse
+from dplens.core.queries.workloads import AllRange, Identity, Kron, Prefix, dense, random_range
 from tests.conftest import assert_expected_mse_with_power
 
 PRIVELET = MECHANISMS["privelet"]

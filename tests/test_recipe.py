@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from core.data.datasets import DATA_DIR
-from core.release.recipe import recipe_notebook, recipe_script
+from dplens.core.data.datasets import DATA_DIR
+from dplens.core.release.recipe import recipe_notebook, recipe_script
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = {"mechanism": "hb", "settings": {"branching": "4"}, "workload": "prefix", "epsilon": 0.5}
@@ -34,10 +34,10 @@ def test_generated_script_reproduces_the_configuration_on_a_sample(tmp_path):
 
 def test_a_recipe_run_is_charged_and_refused_over_budget(tmp_path):
     """Every run of a recipe is a release through the kernel: charged to the ledger, refused with one line over it."""
-    from core.data.datasets import load_histogram
-    from core.data.fingerprint import dataset_fingerprint
-    from core.privacy.budget import Budget
-    from core.privacy.ledger_store import LedgerStore
+    from dplens.core.data.datasets import load_histogram
+    from dplens.core.data.fingerprint import dataset_fingerprint
+    from dplens.core.privacy.budget import Budget
+    from dplens.core.privacy.ledger_store import LedgerStore
 
     script = tmp_path / "dplens_recipe.py"
     script.write_text(recipe_script(**CONFIG))

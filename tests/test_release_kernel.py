@@ -1,4 +1,4 @@
-"""One door for every release (core.release.kernel) and the provenance of released data.
+"""One door for every release (dplens.core.release.kernel) and the provenance of released data.
 
 * The Release page and the command line release the same thing with the same charge, metadata and columns.
 * Nothing else in the code base draws secure noise or writes a histogram export.
@@ -18,16 +18,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.__main__ import main
-from core.data.datasets import load_histogram
-from core.data.fingerprint import dataset_fingerprint
-from core.privacy.budget import Budget, BudgetExceededError
-from core.privacy.definitions import PureDP
-from core.privacy.ledger_store import LedgerStore
-from core.queries.workloads import Prefix
-from core.release.export import ExportKeys
-from core.release.kernel import HistogramRequest, export_release, release_histogram
-from core.release.provenance import recognise
+from dplens.cli import main
+from dplens.core.data.datasets import load_histogram
+from dplens.core.data.fingerprint import dataset_fingerprint
+from dplens.core.privacy.budget import Budget, BudgetExceededError
+from dplens.core.privacy.definitions import PureDP
+from dplens.core.privacy.ledger_store import LedgerStore
+from dplens.core.queries.workloads import Prefix
+from dplens.core.release.export import ExportKeys
+from dplens.core.release.kernel import HistogramRequest, export_release, release_histogram
+from dplens.core.release.provenance import recognise
 from tests.test_app import open_page
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,11 +76,11 @@ def test_the_page_and_the_command_line_release_alike(tmp_path, mechanism):
     assert page_spend[0]["export_id"] == page_json["export_id"] and cli_spend[0]["export_id"] == cli_json["export_id"]
 
 
-SOURCES = (ROOT / "core", ROOT / "ui", ROOT / "pages")
+SOURCES = (ROOT / "src", ROOT / "pages")
 # The only places that may draw secure noise or write a histogram export: the kernel itself, and the Release page's
 # re-release of data that is already private (post-processing: no ledger), whose export goes the same way.
-SECURE_NOISE_ALLOWED = {"core/release/kernel.py", "core/privacy/noise.py", "ui/release_view.py"}
-EXPORT_WRITERS_ALLOWED = {"core/release/kernel.py", "core/release/export.py", "ui/release_view.py"}
+SECURE_NOISE_ALLOWED = {"src/dplens/core/release/kernel.py", "src/dplens/core/privacy/noise.py", "src/dplens/ui/release_view.py"}
+EXPORT_WRITERS_ALLOWED = {"src/dplens/core/release/kernel.py", "src/dplens/core/release/export.py", "src/dplens/ui/release_view.py"}
 
 
 def _callers(pattern: str) -> set[str]:
@@ -97,7 +97,7 @@ def test_nothing_else_draws_secure_noise_or_writes_a_histogram_export():
     assert _callers(r'noise_source\(\s*"secure"') <= SECURE_NOISE_ALLOWED
     assert _callers(r"SecureNoise\(") <= SECURE_NOISE_ALLOWED
     assert _callers(r"\brelease_to_(json|csv)\(") <= EXPORT_WRITERS_ALLOWED
-    release_view = (ROOT / "ui/release_view.py").read_text()
+    release_view = (ROOT / "src/dplens/ui/release_view.py").read_text()
     assert release_view.count('noise_source("secure"') == 1  # the released-data (post-processing) path only
 
 
@@ -183,7 +183,7 @@ def test_a_tampered_export_is_raw_data(tmp_path):
 # ----------------------------------------------------------------------------- no output shape depends on the data
 def test_the_missing_level_exists_for_both_neighbours():
     """Whether or not one person's field is missing, the chosen 'missing' level is there: same released shape."""
-    from core.tables.records import load_table
+    from dplens.core.tables.records import load_table
 
     without = load_table(b"a,b\n1,x\n0,y\n", b'{"a": 2, "b": ["x", "y"]}', missing="level")
     with_one = load_table(b"a,b\n1,x\n0,y\n1,\n", b'{"a": 2, "b": ["x", "y"]}', missing="level")
@@ -192,10 +192,10 @@ def test_the_missing_level_exists_for_both_neighbours():
 
 
 def test_a_table_whose_domain_was_read_from_the_records_is_not_released(tmp_path):
-    from core.queries.marginals import MarginalWorkload
-    from core.release.kernel import UNDECLARED_DOMAIN, TableRequest, release_table
-    from core.tables.mechanisms import table_mechanism
-    from core.tables.records import load_table
+    from dplens.core.queries.marginals import MarginalWorkload
+    from dplens.core.release.kernel import UNDECLARED_DOMAIN, TableRequest, release_table
+    from dplens.core.tables.mechanisms import table_mechanism
+    from dplens.core.tables.records import load_table
 
     inferred = load_table(b"a,b\n1,x\n0,y\n1,y\n")
     assert not inferred.domain_declared
@@ -254,9 +254,9 @@ def test_an_unwritable_output_is_refused_before_anything_is_charged(tmp_path, ca
 
 
 def test_the_store_has_a_quota_per_curator_and_says_so(tmp_path, monkeypatch):
-    from core.data import limits
-    from core.data.domain import Histogram
-    from core.release.workspace_store import WorkspaceStore
+    from dplens.core.data import limits
+    from dplens.core.data.domain import Histogram
+    from dplens.core.release.workspace_store import WorkspaceStore
 
     monkeypatch.setattr(limits, "MAX_STORE_BYTES", 64 * 1024)
     store = WorkspaceStore(tmp_path / "s.sqlite3")

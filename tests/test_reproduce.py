@@ -1,4 +1,4 @@
-"""Reproductions (core/papers/reproduce.py): tidy tables, computed findings, files, the CLI subcommand."""
+"""Reproductions (src/dplens/core/papers/reproduce.py): tidy tables, computed findings, files, the CLI subcommand."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.__main__ import main
-from core.papers.literal import DEMOS, NOT_DP, run_demo
-from core.papers.reproduce import (
+from dplens.cli import main
+from dplens.core.papers.literal import DEMOS, NOT_DP, run_demo
+from dplens.core.papers.reproduce import (
     COLUMNS,
     REPRODUCTIONS,
     VERDICTS,

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from core.queries.marginals import MarginalWorkload, TableDomain, marginal_counts
-from core.tables.residual_planner import measure, plan_residuals
+from dplens.core.queries.marginals import MarginalWorkload, TableDomain, marginal_counts
+from dplens.core.tables.residual_planner import measure, plan_residuals
 
 
 def _domain(sizes):

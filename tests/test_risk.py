@@ -1,4 +1,4 @@
-"""core.analysis.risk: posterior bounds, quantile dots (KS with power), the sampling + noise interval, and the tab."""
+"""dplens.core.analysis.risk: posterior bounds, quantile dots (KS with power), the sampling + noise interval, and the tab."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import ui
-from core.analysis import risk
-from core.mechanisms import MECHANISMS
-from core.mechanisms.gaussian import GaussianIdentity
-from core.privacy.definitions import analytic_gaussian_sigma, zcdp_epsilon, zcdp_rho
-from core.queries.workloads import Identity
+from dplens import ui
+from dplens.core.analysis import risk
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.gaussian import GaussianIdentity
+from dplens.core.privacy.definitions import analytic_gaussian_sigma, zcdp_epsilon, zcdp_rho
+from dplens.core.queries.workloads import Identity
 from tests.test_app import open_page
 
 

@@ -8,8 +8,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS, greedy_h, om, wda
-from core.queries.workloads import random_range
+from dplens.core.mechanisms import MECHANISMS, greedy_h, om, wda
+from dplens.core.queries.workloads import random_range
 
 BINS, QUERIES, BOUND_MB = 65_536, 2000, 500
 

@@ -15,9 +15,9 @@ import math
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS
-from core.privacy import noise as noise_module
-from core.privacy.noise import (
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.privacy import noise as noise_module
+from dplens.core.privacy.noise import (
     LOSS_FLOOR,
     SecureNoise,
     _gaussian_measurement,
@@ -25,9 +25,9 @@ from core.privacy.noise import (
     lattice_exponent,
     noise_source,
 )
-from core.queries.marginals import MarginalWorkload, TableDomain
-from core.queries.workloads import AllRange, Identity, Prefix
-from core.tables.mechanisms import TABLE_MECHANISMS
+from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+from dplens.core.queries.workloads import AllRange, Identity, Prefix
+from dplens.core.tables.mechanisms import TABLE_MECHANISMS
 
 TRIALS = 20
 CHANCE_LIMIT = 16       # P(Binomial(20, 1/2) >= 17) = 0.0013: "at chance" unless the attacker wins 17+

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from core.analysis.metrics import mae
-from core.analysis.selection import (
+from dplens.core.analysis.metrics import mae
+from dplens.core.analysis.selection import (
     accuracy_for_epsilon,
     epsilon_for_accuracy,
     laplace_confidence_intervals,
@@ -19,10 +19,10 @@ from core.analysis.selection import (
     possible_worlds,
     smallest_epsilon,
 )
-from core.mechanisms import MECHANISMS
-from core.mechanisms.laplace import Identity as LaplaceHistogram
-from core.mechanisms.laplace import LaplaceOnAnswers, Uniform
-from core.queries.workloads import Identity, Prefix
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.laplace import Identity as LaplaceHistogram
+from dplens.core.mechanisms.laplace import LaplaceOnAnswers, Uniform
+from dplens.core.queries.workloads import Identity, Prefix
 
 ABSENCE = possible_worlds([1, 2, 3, 10], "mean")
 SCHOOL = possible_worlds([1, 2, 3, 4], "mean")
@@ -270,9 +270,9 @@ def test_per_bin_and_simultaneous_intervals_cover():
 
 @pytest.mark.statistical
 def test_a_shared_hb_release_meets_every_group_target_and_costs_the_largest_share():
-    from core.analysis.selection import AccuracyTarget, epsilon_for_targets
-    from core.mechanisms import MECHANISMS
-    from core.queries.workloads import Identity, Prefix, Total
+    from dplens.core.analysis.selection import AccuracyTarget, epsilon_for_targets
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.queries.workloads import Identity, Prefix, Total
 
     n = 1024
     targets = [AccuracyTarget("total ± 50", Total(n), 50.0),

@@ -7,9 +7,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from core.mechanisms import ALIASES, MECHANISMS, laplace_privacy_loss
-from core.mechanisms.laplace import Identity
-from core.mechanisms.sreb_gca import (
+from dplens.core.mechanisms import ALIASES, MECHANISMS, laplace_privacy_loss
+from dplens.core.mechanisms.laplace import Identity
+from dplens.core.mechanisms.sreb_gca import (
     SrebGca,
     expected_bin_error,
     ggs,
@@ -17,7 +17,7 @@ from core.mechanisms.sreb_gca import (
     group_mre,
     groups_from_cuts,
 )
-from core.queries.workloads import Identity as IdentityWorkload
+from dplens.core.queries.workloads import Identity as IdentityWorkload
 
 SORTED = np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000])
 

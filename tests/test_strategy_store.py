@@ -6,15 +6,15 @@ import stat
 
 import pytest
 
-import core.analysis.strategy_store as strategy_store
-import core.mechanisms.matrix as matrix
-from core.analysis.grid import GridSpec, load_grid, run_grid
-from core.analysis.strategy_store import StrategyStore, default_folder, stable_hash
-from core.mechanisms import MECHANISMS
-from core.mechanisms.greedy_h import workload_key
-from core.queries.workloads import Prefix, random_range
+import dplens.core.analysis.strategy_store as strategy_store
+import dplens.core.mechanisms.matrix as matrix
+from dplens.core.analysis.grid import GridSpec, load_grid, run_grid
+from dplens.core.analysis.strategy_store import StrategyStore, default_folder, stable_hash
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.greedy_h import workload_key
+from dplens.core.queries.workloads import Prefix, random_range
 
-CACHE = ("core.mechanisms.matrix", "_STRATEGIES")
+CACHE = ("dplens.core.mechanisms.matrix", "_STRATEGIES")
 TINY = GridSpec(datasets=("tips-bill",), mechanisms=("identity", "mm-opt"), epsilons=(0.5, 1.0), trials=2,
                 workload="prefix")
 
@@ -116,7 +116,7 @@ def test_a_corrupt_store_is_recomputed_by_the_grid(tmp_path, dplens_home, optimi
 
 
 def test_a_sweep_can_load_and_save_its_strategies(optimiser_calls):
-    from core.analysis.execution import load_strategies, save_strategies
+    from dplens.core.analysis.execution import load_strategies, save_strategies
 
     store, workload = StrategyStore(), Prefix(24)
     mechanisms = [MECHANISMS["identity"], MECHANISMS["mm-opt"], MECHANISMS["hb"]]

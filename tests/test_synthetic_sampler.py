@@ -1,4 +1,4 @@
-"""Synthetic records from a fitted graphical model (core.tables.sampler), with power against mbi's default sampler.
+"""Synthetic records from a fitted graphical model (dplens.core.tables.sampler), with power against mbi's default sampler.
 
 mbi 1.1's ``synthetic_data(method="round")`` (OpenDP 0.16's ``ContingencyTable.synthesize``) ranks records inside
 each parent group in row order for every column, so siblings come out comonotone; the checks below fail on it.
@@ -14,7 +14,7 @@ from scipy.stats import chi2
 
 mbi = pytest.importorskip("mbi")
 
-from core.tables.sampler import sample_records, synthesize_table  # noqa: E402
+from dplens.core.tables.sampler import sample_records, synthesize_table  # noqa: E402
 
 RECORDS = 20_000
 PAIR_P_VALUE_FLOOR = 1e-4   # per 2-way marginal; chi-square against multinomial counts (stratified draws vary less)

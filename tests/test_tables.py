@@ -5,12 +5,12 @@ import json
 import numpy as np
 import pytest
 
-import core.data.datasets
-from core.__main__ import main
-from core.queries.marginals import MAX_LEVELS, MarginalWorkload, TableDomain
-from core.tables.mechanisms import identity_marginals, identity_privacy_loss
-from core.tables.records import independence_tvd, load_table, marginal_tvd, parse_marginal_workload
-from core.tables.synthesis import mst_budget_accepted, mst_handed_rho
+import dplens.core.data.datasets
+from dplens.cli import main
+from dplens.core.queries.marginals import MAX_LEVELS, MarginalWorkload, TableDomain
+from dplens.core.tables.mechanisms import identity_marginals, identity_privacy_loss
+from dplens.core.tables.records import independence_tvd, load_table, marginal_tvd, parse_marginal_workload
+from dplens.core.tables.synthesis import mst_budget_accepted, mst_handed_rho
 
 
 def test_codes_and_declared_levels():
@@ -58,7 +58,7 @@ def test_too_many_levels():
 
 
 def test_upload_limit_is_checked_before_parsing(monkeypatch, tmp_path):
-    monkeypatch.setattr(core.data.datasets, "MAX_UPLOAD_BYTES", 10)
+    monkeypatch.setattr(dplens.core.data.datasets, "MAX_UPLOAD_BYTES", 10)
     path = tmp_path / "big.csv"
     path.write_text("a\n" + "1\n" * 20)
     with pytest.raises(ValueError, match="the limit is"):

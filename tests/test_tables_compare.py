@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from core.analysis.experiment import SweepCache
-from core.queries.marginals import MarginalWorkload, TableDomain
-from core.tables.compare import baseline_scores, compare_tables, summarise_tables
+from dplens.core.analysis.experiment import SweepCache
+from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+from dplens.core.tables.compare import baseline_scores, compare_tables, summarise_tables
 
 DOMAIN = TableDomain(("a", "b", "c"), (6, 5, 4))
 
@@ -76,7 +76,7 @@ def test_cli_compare_on_a_table(tmp_path, capsys):
 
     import pandas as pd
 
-    from core.__main__ import main
+    from dplens.cli import main
 
     records = _records(500)
     (tmp_path / "t.csv").write_text("a,b,c\n" + "\n".join(",".join(map(str, r)) for r in records) + "\n")
@@ -96,8 +96,8 @@ def test_cli_compare_on_a_table(tmp_path, capsys):
 
 
 def test_marginal_releases_are_scored_on_every_evaluation_marginal_or_not_at_all():
-    from core.tables.compare import _tvd, evaluation_tvd
-    from core.tables.contract import TableRelease
+    from dplens.core.tables.compare import _tvd, evaluation_tvd
+    from dplens.core.tables.contract import TableRelease
 
     records = _records()
     pair = MarginalWorkload(DOMAIN, (("a", "b"),))

@@ -10,8 +10,8 @@ import warnings
 import numpy as np
 import pytest
 
-from core.queries.marginals import MarginalWorkload, TableDomain
-from core.tables.compare import COMPARE_SETTINGS, _Clock, compare_note, compare_tables
+from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+from dplens.core.tables.compare import COMPARE_SETTINGS, _Clock, compare_note, compare_tables
 
 DOMAIN = TableDomain(("a", "b"), (2, 2))
 
@@ -36,9 +36,9 @@ def test_progress_text_says_elapsed_and_left():
 
 def _stand_in_mst(monkeypatch):
     """MST's run stood in for by identity's, in this process (the pool's threads call it directly)."""
-    import core.tables.compare as compare
-    from core.tables.mechanisms import table_mechanism
-    from core.tables.synthesis import MST
+    import dplens.core.tables.compare as compare
+    from dplens.core.tables.mechanisms import table_mechanism
+    from dplens.core.tables.synthesis import MST
 
     def stand_in(self, workload, records, rho, rng=None, *, rows=None, progress=None):
         if progress is not None:
@@ -89,7 +89,7 @@ def test_tiny_mst_fit_prints_nothing(capfd, caplog):
     """One MST run at ρ = 1 (above OpenDP's advised 0.5, which it logs at WARNING every run) on the smallest
     table: no Python warning, no log record, nothing on stdout or stderr."""
     pytest.importorskip("mbi")
-    from core.tables.synthesis import MST
+    from dplens.core.tables.synthesis import MST
 
     workload = MarginalWorkload.all_kway(DOMAIN, 2)
     capfd.readouterr()
@@ -125,7 +125,7 @@ def test_page_caption_names_the_synthesisers_compare_settings(monkeypatch):
 
 
 def test_the_jax_cache_lives_in_the_installations_private_folder(monkeypatch, tmp_path):
-    from core.tables.compare import jax_cache_dir
+    from dplens.core.tables.compare import jax_cache_dir
 
     monkeypatch.delenv("DPLENS_JAX_CACHE", raising=False)
     monkeypatch.setenv("DPLENS_HOME", str(tmp_path / "home"))

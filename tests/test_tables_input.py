@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from core.__main__ import main
-from core.data.datasets import DataError
-from core.queries.marginals import MarginalWorkload, TableDomain
-from core.tables.records import bin_edges, load_table, parse_marginal_workload
+from dplens.cli import main
+from dplens.core.data.datasets import DataError
+from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+from dplens.core.tables.records import bin_edges, load_table, parse_marginal_workload
 
 
 def test_equal_width_bins_and_end_bins_take_outliers():

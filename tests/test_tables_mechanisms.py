@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from core.queries.marginals import MarginalWorkload, TableDomain
-from core.tables.mechanisms import TABLE_MECHANISMS, table_mechanism
-from core.tables.opt_marginals import laplace_identity_rmse, measure_marginals, plan_opt_marginals
+from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+from dplens.core.tables.mechanisms import TABLE_MECHANISMS, table_mechanism
+from dplens.core.tables.opt_marginals import laplace_identity_rmse, measure_marginals, plan_opt_marginals
 
 DOMAIN = TableDomain(("a", "b", "c"), (2, 3, 4))
 
@@ -177,7 +177,7 @@ def test_opendp_synthesisers_on_a_small_table(name, settings):
 
 
 def test_attributes_outside_the_workload_are_named():
-    from core.tables.synthesis import uncovered
+    from dplens.core.tables.synthesis import uncovered
 
     assert uncovered(MarginalWorkload(DOMAIN, (("a", "c"),))) == ["b"]
     assert uncovered(MarginalWorkload.all_kway(DOMAIN, 1)) == []
@@ -196,7 +196,7 @@ RANGES = "marginals:ranges:age|sex,age+r,ranges:age|r*2,ranges:age"
 
 
 def _ranges_workload():
-    from core.tables.records import parse_marginal_workload
+    from dplens.core.tables.records import parse_marginal_workload
 
     return parse_marginal_workload(RANGES, RANGES_DOMAIN)
 
@@ -213,7 +213,7 @@ def _query_matrix(workload, index):
 
 
 def test_range_marginals_operator_against_dense():
-    from core.queries.workloads import dense
+    from dplens.core.queries.workloads import dense
 
     workload = _ranges_workload()
     assert workload.ranges == ("age", None, "age", "age") and workload.weights == (1.0, 1.0, 2.0, 1.0)
@@ -253,7 +253,7 @@ class _Unit:
 
 
 def test_residual_planner_range_variance_against_dense_covariance():
-    from core.tables.residual_planner import measure, plan_residuals
+    from dplens.core.tables.residual_planner import measure, plan_residuals
 
     workload = _ranges_workload()
     plan = plan_residuals(workload, 0.5)
@@ -283,7 +283,7 @@ def test_opt_marginals_range_variance_against_dense_oracle():
 
 
 def test_range_marginals_identity_by_simulation_and_histograms():
-    from core.tables.contract import workload_rmse
+    from dplens.core.tables.contract import workload_rmse
 
     workload = _ranges_workload()
     records = _records(RANGES_DOMAIN, 300)
@@ -303,7 +303,7 @@ def test_range_marginals_identity_by_simulation_and_histograms():
 
 
 def test_cli_release_writes_range_answers(tmp_path, capsys):
-    from core.__main__ import main
+    from dplens.cli import main
 
     rows = _records(RANGES_DOMAIN, 200)
     data = tmp_path / "t.csv"

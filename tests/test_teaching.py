@@ -1,4 +1,4 @@
-"""core.papers.teaching and core.release.publish: the Learn page's computations and the Release page's intervals."""
+"""dplens.core.papers.teaching and dplens.core.release.publish: the Learn page's computations and the Release page's intervals."""
 
 import json
 import math
@@ -7,9 +7,14 @@ import numpy as np
 import pytest
 from scipy.stats import kstest
 
-from core.analysis.intervals import answer_halfwidths, bin_halfwidths, laplace_halfwidth, simulated_intervals
-from core.mechanisms import MECHANISMS, Release
-from core.papers.teaching import (
+from dplens.core.analysis.intervals import (
+    answer_halfwidths,
+    bin_halfwidths,
+    laplace_halfwidth,
+    simulated_intervals,
+)
+from dplens.core.mechanisms import MECHANISMS, Release
+from dplens.core.papers.teaching import (
     composition,
     laplace_density,
     laplace_scale,
@@ -19,8 +24,8 @@ from core.papers.teaching import (
     range_lengths,
     ranges_of_length,
 )
-from core.queries.workloads import Identity, Prefix
-from core.release.publish import history_entry
+from dplens.core.queries.workloads import Identity, Prefix
+from dplens.core.release.publish import history_entry
 
 
 def test_laplace_scale_and_density():

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from core.data.domain import Histogram
-from core.data.transform import coarsen, rescale
+from dplens.core.data.domain import Histogram
+from dplens.core.data.transform import coarsen, rescale
 
 
 def test_rescale_hits_the_total_keeps_zeros_and_shape_metadata(tiny_1d, rng):

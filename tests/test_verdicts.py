@@ -1,9 +1,9 @@
-"""The verdict rule (core/papers/verdicts.py): each case flips when its inputs cross the rule."""
+"""The verdict rule (src/dplens/core/papers/verdicts.py): each case flips when its inputs cross the rule."""
 
 import numpy as np
 import pytest
 
-from core.papers.verdicts import (
+from dplens.core.papers.verdicts import (
     FAILS,
     HOLDS,
     HOLDS_ONLY,

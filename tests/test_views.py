@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from core.analysis.views import count_buckets, downsample, row_overview, sample_rows, workload_row
-from core.queries.workloads import (
+from dplens.core.analysis.views import count_buckets, downsample, row_overview, sample_rows, workload_row
+from dplens.core.queries.workloads import (
     AllRange,
     Identity,
     Kron,

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from core.mechanisms import MECHANISMS, laplace_privacy_loss
-from core.mechanisms.wda import WDA, expected_error, leaves_for, optimal_budgets, wda_division
-from core.queries.workloads import Explicit, hot_spot, sparse_matrix
+from dplens.core.mechanisms import MECHANISMS, laplace_privacy_loss
+from dplens.core.mechanisms.wda import WDA, expected_error, leaves_for, optimal_budgets, wda_division
+from dplens.core.queries.workloads import Explicit, hot_spot, sparse_matrix
 
 MODES = ["equal", "optimal", "optimal_global"]
 
@@ -141,7 +141,7 @@ def test_empirical_mse_matches_expected_mse_with_power(budget, epsilon, rng):
 
 
 def test_hot_spot_generator_is_seeded_and_says_it_is_our_reconstruction():
-    from core.queries.workloads import parse_workload
+    from dplens.core.queries.workloads import parse_workload
 
     a = parse_workload("hot-spot:m=400,p=0.3,seed=5", (512,))
     b = parse_workload("hot-spot:m=400,p=0.3,seed=5", (512,))
@@ -161,7 +161,7 @@ def test_hot_spot_generator_is_seeded_and_says_it_is_our_reconstruction():
 @pytest.mark.parametrize("budget", ["optimal", "equal"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_interval_division_equals_the_sparse_one(budget, seed):
-    from core.queries.workloads import Prefix, dense, random_range
+    from dplens.core.queries.workloads import Prefix, dense, random_range
 
     for workload in (random_range(50, 80, seed=seed), Prefix(20)):
         for division_seed in (None, seed):

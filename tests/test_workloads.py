@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.queries.workloads import (
+from dplens.core.queries.workloads import (
     WORKLOAD_PARAMETERS,
     WORKLOADS,
     AllRange,

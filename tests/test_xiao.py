@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.analysis.usefulness import (
+from dplens.core.analysis.usefulness import (
     interval_failure_probability,
     interval_min_records,
     interval_sensitivity_bound,
     max_query_lemma42,
     max_query_min_records,
 )
-from core.mechanisms import MECHANISMS
-from core.mechanisms.xiao import (
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.xiao import (
     NOT_DP_LABEL,
     CellRelease,
     literal_max_distribution_not_dp,
@@ -25,7 +25,7 @@ from core.mechanisms.xiao import (
     max_query_em,
     max_query_scores,
 )
-from core.queries.workloads import Identity, Prefix
+from dplens.core.queries.workloads import Identity, Prefix
 
 
 # ----------------------------------------------------------------------------- usefulness (Theorems 4.2/5.2, Lemma 4.2, Theorem 4.4)

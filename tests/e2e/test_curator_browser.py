@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from core.data.datasets import DATA_DIR
+from dplens.core.data.datasets import DATA_DIR
 from tests.e2e.conftest import ARTIFACTS, open_app, wait_idle
 
 pytestmark = pytest.mark.e2e

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from core.data.datasets import DATA_DIR
+from dplens.core.data.datasets import DATA_DIR
 from tests.e2e.conftest import ARTIFACTS, open_app, wait_idle
 from tests.e2e.test_curator_browser import download, go, upload
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from core.privacy.definitions import ZCDP, zcdp_rho
-from core.release.export import privacy_from_metadata
+from dplens.core.privacy.definitions import ZCDP, zcdp_rho
+from dplens.core.release.export import privacy_from_metadata
 from tests.e2e.conftest import screenshot, wait_idle
 from tests.e2e.test_release_browser import download, open_page, release_once
 

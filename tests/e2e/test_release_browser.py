@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from core.data.datasets import load_histogram
+from dplens.core.data.datasets import load_histogram
 from tests.e2e.conftest import ARTIFACTS, screenshot, wait_idle, wait_text
 
 pytestmark = pytest.mark.e2e

@@ -1,0 +1,601 @@
+"""Command line: ``dplens app|release|compare|grid|ledger|reproduce ...`` (also ``python -m dplens``; ``--help`` on
+each). Bad input exits 2 with one line.
+
+``release`` charges the dataset's persistent ledger (``dplens.core.privacy.ledger_store``; ``--ledger PATH``, default
+``$DPLENS_HOME/dplens.sqlite3``) before it writes anything, and refuses an over-budget release.
+"""
+
+from __future__ import annotations
+
+# Start-up: `--help` must not wait for NumPy, SciPy, pandas or the registries (tests/test_cli_start.py), so the
+# heavy imports are inside the command handlers that need them -- the standard way to keep a CLI's start fast, and
+# the one place the project uses function-local imports. The names the help lists are kept light below.
+import argparse
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dplens.core.analysis.bounded import RunTimeLimitError
+from dplens.core.data.limits import MAX_ACTION_SECONDS
+from dplens.core.papers.cli import add_reproduce_command
+
+if TYPE_CHECKING:
+    from dplens.core.privacy.budget import Budget
+    from dplens.core.privacy.ledger_store import LedgerStore
+
+# The registries' names, as the help lists them; tests/test_cli_start.py checks each equals its registry
+# (dplens.core.mechanisms.MECHANISMS, dplens.core.queries.workloads.WORKLOADS, dplens.core.analysis.metrics.METRICS,
+# dplens.core.data.datasets.SAMPLE_DATASETS, dplens.core.privacy.definitions.DEFINITIONS, dplens.core.privacy.noise.NOISE_PATHS,
+# dplens.core.tables.records.MISSING_CHOICES, dplens.core.privacy.ledger_store.DEFAULT_TOTAL_EPSILON).
+MECHANISM_NAMES = ("identity", "laplace-on-answers", "uniform", "wda", "om", "sreb-gca", "dp-base", "cell-release",
+                   "hb", "privelet", "mm-opt", "lrm", "ugrid", "agrid", "greedy-h", "dawa", "mwem", "ahp",
+                   "gaussian-identity", "gaussian-answers", "gaussian-hb", "gaussian-privelet", "gaussian-greedy-h",
+                   "gaussian-mm-opt")
+WORKLOAD_NAMES = ("identity", "total", "prefix", "all-range", "random-range", "hot-spot", "random-linear", "file",
+                  "marginals", "range-2d", "random-range-2d", "marginals-ranges-2d", "prefix-2d")
+METRIC_NAMES = ("mae", "mse", "rmse", "scaled", "max", "mre", "kld")
+SAMPLE_NAMES = ("smooth", "spiky", "heavy-tail", "dense", "tips-bill", "grid-2d")
+DEFINITION_NAMES = ("pure", "approx", "zcdp")
+NOISE_NAMES = ("exploration", "secure")
+MISSING_CHOICES = ("refuse", "drop", "level")
+DEFAULT_TOTAL_EPSILON = 5.0
+
+SCHEDULER_HELP = ("where cells run: auto (default: serial for small sweeps, else processes), processes[:N] "
+                  "(local worker processes; N defaults to every core), serial, "
+                  "local:N (a Dask LocalCluster of N workers) or tcp://HOST:8786 (an existing Dask cluster)")
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit code 2."""
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise CliError(f"{what} must be comma-separated numbers, got {text!r}") from None
+    if not values:
+        raise CliError(f"{what} needs at least one value")
+    return values
+
+
+def _params(items: list[str] | None) -> dict[str, str]:
+    params = {}
+    for item in items or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise CliError(f"--param must look like key=value, got {item!r}")
+        params[key.strip()] = value
+    return params
+
+
+def _mechanism(name: str, params: dict[str, str]):
+    from dplens.core.mechanisms import MECHANISMS, configure
+
+    if name not in MECHANISMS:
+        raise CliError(f"unknown mechanism {name!r}; choose from {', '.join(MECHANISMS)}")
+    return configure(MECHANISMS[name], params)
+
+
+def _privacy(args: argparse.Namespace):
+    """The privacy target of --definition with --epsilon (ε at --delta) or --rho (zCDP only)."""
+    from dplens.core.privacy.definitions import ZCDP, target
+
+    if args.rho is not None:
+        if args.definition != "zcdp":
+            raise CliError(f"--rho needs --definition zcdp, got --definition {args.definition}")
+        if args.epsilon is not None:
+            raise CliError("give --epsilon or --rho, not both")
+        return ZCDP(_floats(args.rho, "--rho")[0])
+    if args.epsilon is None:
+        raise CliError("--epsilon is required (or --rho with --definition zcdp)")
+    epsilons = _floats(args.epsilon, "--epsilon")
+    if len(epsilons) != 1:
+        raise CliError(f"--epsilon takes one number, got {args.epsilon!r} (compare --epsilons takes a list)")
+    return target(args.definition, epsilons[0], args.delta)
+
+
+def _store(args: argparse.Namespace) -> LedgerStore:
+    from dplens.core.privacy.ledger_store import LedgerStore
+
+    return LedgerStore(args.ledger) if args.ledger else LedgerStore()
+
+
+def _total(args: argparse.Namespace) -> Budget | None:
+    """The total from ``--budget`` (+ ``--budget-delta``) or ``--budget-rho`` (shown as ε at ``--budget-delta``,
+    else ``--delta``, else 1e-6); None when neither is given."""
+    from dplens.core.privacy.budget import Budget
+
+    budget, rho, delta = args.budget, getattr(args, "budget_rho", None), args.budget_delta
+    if budget is not None and rho is not None:
+        raise CliError("give the total as --budget EPSILON or as --budget-rho RHO, not both")
+    if rho is not None:
+        if not (math.isfinite(rho) and rho > 0):
+            raise CliError(f"--budget-rho must be finite and > 0, got {rho!r}")
+        return Budget.zcdp(rho, delta or getattr(args, "delta", None) or 1e-6)
+    if budget is None:
+        if delta is not None:
+            raise CliError("--budget-delta needs --budget (the total epsilon) or --budget-rho")
+        return None
+    return Budget(budget, delta or 0.0)
+
+
+def _writable(path: str) -> Path:
+    """``--output`` checked before any work: a release charges the ledger, so its file must be writable.
+
+    >>> _writable("/")
+    Traceback (most recent call last):
+    dplens.cli.CliError: --output '/' is a directory; name a file
+    """
+    output = Path(path)
+    if output.is_dir():
+        raise CliError(f"--output {path!r} is a directory; name a file")
+    if not output.parent.is_dir():
+        raise CliError(f"--output {path!r}: the folder {str(output.parent)!r} does not exist")
+    if (output.exists() and not os.access(output, os.W_OK)) or not os.access(output.parent, os.W_OK):
+        raise CliError(f"--output {path!r} cannot be written")
+    return output
+
+
+def _left(ledger) -> str:
+    """What remains, in the ledger's unit (ρ with its CKS ε at the total's δ, or ε)."""
+    if ledger.unit == "rho":
+        return (f"rho={ledger.remaining.rho:g} of {ledger.total.rho:g} (epsilon={ledger.remaining.epsilon:.4g} at "
+                f"delta={ledger.total.delta:g})")
+    return f"epsilon={ledger.remaining.epsilon:g} of {ledger.total.epsilon:g}"
+
+
+def _record_budget(store: LedgerStore, fingerprint: str, args: argparse.Namespace, name: str) -> None:
+    """``--budget`` (and ``--budget-delta``) or ``--budget-rho``: record the dataset's total (a no-op when it is
+    already that; refused after a spend)."""
+    total = _total(args)
+    if total is None:
+        return
+    if store.recorded(fingerprint) and store.ledger(fingerprint).total == total:
+        return
+    store.set_total(fingerprint, total, name=name)
+
+
+def cmd_release_table(args: argparse.Namespace) -> int:
+    """``release --domain``/``--rho``: a table of records; synthesisers write records, the others marginals."""
+
+    from dplens.core.release.kernel import TableRequest, release_table, table_metadata
+    from dplens.core.release.table_export import export_stem, table_export_files
+    from dplens.core.tables.mechanisms import table_mechanism
+    from dplens.core.tables.records import load_table, parse_marginal_workload
+
+    if args.rho is None:
+        raise CliError("a table release (--domain) takes --rho (zCDP budget), not --epsilon")
+    if args.definition not in ("pure", "zcdp"):  # "pure" is only the flag's default: tables are always zCDP
+        raise CliError(f"a table release is rho-zCDP; --definition {args.definition} does not apply")
+    rhos = _floats(args.rho, "--rho")
+    if len(rhos) != 1 or not 0 < rhos[0] <= 1000:
+        raise CliError(f"--rho takes one number in (0, 1000], got {args.rho!r}")
+    rho = rhos[0]
+    mechanism = table_mechanism(args.mechanism, **_params(args.param))
+    output = _writable(args.output)
+    if output.suffix.lower() != ".csv":
+        raise CliError(f"--output must end in .csv for a table release, got {args.output!r}")
+    table = load_table(args.input, args.domain, missing=args.missing)
+    for note in table.notes:
+        print(f"note: {note}", file=sys.stderr)
+    # A synthesiser measures what it chooses; its workload (default all 2-way) only says what the metadata reports.
+    spec = "marginals:k=2" if mechanism.synthesizes and args.workload == "identity" else args.workload
+    workload = parse_marginal_workload(spec, table.domain)
+    store, fingerprint = _store(args), table.fingerprint
+    _record_budget(store, fingerprint, args, Path(args.input).name)
+    # One door with the app (dplens.core.release.kernel): refused over budget or δ before any work, bounded, charged once.
+    request = TableRequest(mechanism, rho, workload, args.delta, domain_declared=table.domain_declared)
+    published = release_table(request, table.records, store=store,
+                              fingerprint=fingerprint, name=Path(args.input).name, time_limit=args.time_limit,
+                              where="command line")
+    release, cost, ledger, export_id = published.release, published.charge, published.ledger, published.export_id
+    metadata = table_metadata(published, request, dataset=Path(args.input).name)
+    # The same files as the Tables page's downloads (dplens.core.release.table_export): the main one at --output
+    # (synthetic records for a synthesiser, else the marginals with intervals), the others beside it.
+    stem = export_stem(metadata)
+    main_kind = "-synthetic.csv" if release.records is not None else "-marginals.csv"
+    for name, (_, text, _) in table_export_files(release, table, metadata).items():
+        kind = name[len(stem):]  # ".meta.json", "-synthetic.csv", "-marginals.csv" or "-ranges.csv"
+        (output if kind == main_kind else output.with_suffix("." + kind.lstrip(".-"))).write_text(text)
+    what = (f"{len(release.records)} synthetic records" if release.records is not None else workload.describe())
+    print(f"released {what} with {args.mechanism} at rho={rho:g} (charged epsilon={cost.epsilon:.4g}, "
+          f"delta={args.delta:g}) -> {output} (+ {output.with_suffix('.meta.json').name}); ledger {fingerprint[:12]}: "
+          f"remaining {_left(ledger)} (export id {export_id})")
+    return 0
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from dplens.core.data.datasets import load_histogram
+    from dplens.core.data.fingerprint import dataset_fingerprint
+    from dplens.core.mechanisms import NEIGHBOURING
+    from dplens.core.privacy.definitions import delta_warning
+    from dplens.core.queries.workloads import parse_workload
+    from dplens.core.release.export import SIMULATION_LABEL, ExportKeys
+    from dplens.core.release.kernel import HistogramRequest, export_release, release_histogram
+
+    if args.noise != "secure":  # tables and histograms alike
+        raise CliError(f"--noise {args.noise} gives a {SIMULATION_LABEL}: its seeded noise can be regenerated and "
+                       "subtracted, so it is never written as a release; use --noise secure (or `compare` to "
+                       "simulate)")
+    if args.domain is not None:
+        return cmd_release_table(args)
+    output = _writable(args.output)
+    if output.suffix.lower() not in (".csv", ".json"):
+        raise CliError(f"--output must end in .csv or .json, got {args.output!r}")
+    privacy = _privacy(args)
+    params = _params(args.param)
+    _mechanism(args.mechanism, params)  # an unknown name or a bad setting is refused before the data is read
+    histogram = load_histogram(args.input)
+    workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
+                              allow_files=True)
+    request = HistogramRequest(args.mechanism, params, privacy, workload, args.workload, args.delta)
+    if args.definition != "pure" and (warning := delta_warning(args.delta, int(round(histogram.total)))):
+        print(f"warning: {warning}", file=sys.stderr)
+    store, fingerprint = _store(args), dataset_fingerprint(histogram)
+    _record_budget(store, fingerprint, args, histogram.name)
+    # The kernel refuses over budget or over the limits before any work, runs in a worker stopped at
+    # --time-limit, and charges only a finished run (a stopped run writes nothing and charges nothing).
+    published = release_histogram(request, histogram.counts, store=store, fingerprint=fingerprint,
+                                  name=histogram.name, time_limit=args.time_limit, where="command line")
+    release = published.release
+    output.write_bytes(export_release(published, request, fmt=output.suffix.lower().lstrip("."),
+                                      dataset=histogram.name, keys=ExportKeys.for_release(histogram, release, request.workload),
+                                      rng=np.random.default_rng(args.seed)))
+    kind = "bins" if release.estimate is not None else "query answers"
+    print(f"released {len(release.estimate if release.estimate is not None else release.answers)} {kind} "
+          f"with {release.mechanism} under {privacy} (epsilon={release.epsilon:g} at delta="
+          f"{release.params.get('delta', 0.0):g}, privacy loss {release.privacy_loss:g}; "
+          f"neighbouring: {NEIGHBOURING}) -> {output}; ledger {fingerprint[:12]}: remaining "
+          f"{_left(published.ledger)} (export id {published.export_id})")
+    return 0
+
+
+def cmd_ledger(args: argparse.Namespace) -> int:
+    from dplens.core.data.datasets import load_histogram
+    from dplens.core.data.fingerprint import dataset_fingerprint
+    from dplens.core.privacy.ledger_store import RESET_WARNING
+    from dplens.core.release.export import history_to_csv
+
+    histogram = load_histogram(args.input)
+    store, fingerprint = _store(args), dataset_fingerprint(histogram)
+    if args.reset:
+        total = _total(args)
+        if total is None:
+            raise CliError("--reset needs --budget or --budget-rho (the fresh total)")
+        store.reset(fingerprint, total, reason=args.reason or "")
+        print(f"warning: {RESET_WARNING}", file=sys.stderr)
+    else:
+        _record_budget(store, fingerprint, args, histogram.name)
+    ledger = store.ledger(fingerprint)
+    history = store.history(fingerprint)
+    if args.output:
+        Path(args.output).write_bytes(history_to_csv(history))
+    print(f"dataset {histogram.name}: fingerprint {fingerprint}")
+    if ledger.unit == "rho":  # composed in zCDP: Σρ, shown with its CKS ε at the total's δ
+        summary = (f"total rho={ledger.total.rho:g} (epsilon={ledger.total.epsilon:.4g} at delta={ledger.total.delta:g}), "
+                 f"spent rho={ledger.spent.rho:g} (sum of rho)")
+        left = f"rho={ledger.remaining.rho:g} (epsilon={ledger.remaining.epsilon:.4g})"
+    else:
+        summary = f"total epsilon={ledger.total.epsilon:g}, spent {ledger.spent.epsilon:g}"
+        left = f"{ledger.remaining.epsilon:g}"
+    print(f"{summary} in {len(ledger.spends)} release(s), remaining {left} ({len(history)} recorded action(s)"
+          f"{'; history -> ' + args.output if args.output else ''})")
+    return 0
+
+
+def cmd_compare_table(args: argparse.Namespace) -> int:
+    """``compare --domain``: table mechanisms across ρ on marginals, scored against the independence baseline."""
+    from dplens.core.analysis.execution import ProgressBar
+    from dplens.core.queries.marginals import MarginalWorkload
+    from dplens.core.tables.compare import baseline_scores, compare_tables, summarise_tables
+    from dplens.core.tables.records import load_table, parse_marginal_workload
+
+    if args.rhos is None:
+        raise CliError("a table comparison (--domain) takes --rhos (zCDP budgets), not --epsilons")
+    table = load_table(args.input, args.domain, missing=args.missing)
+    for note in table.notes:
+        print(f"note: {note}", file=sys.stderr)
+    workload = parse_marginal_workload(args.workload, table.domain)
+    evaluation = MarginalWorkload.all_kway(table.domain, min(args.evaluate, len(table.domain.names)))
+    names = _names(args.mechanisms, "--mechanisms")
+    rhos = _floats(args.rhos, "--rhos")
+    bar, runs = ProgressBar(), len(names) * len(rhos) * args.trials
+    df = compare_tables(table.records, workload, names, rhos, trials=args.trials, seed=args.seed,
+                        evaluation=evaluation, progress=lambda f, text: bar(round(f * runs), runs, text))
+    df.to_csv(args.output, index=False)
+    print(summarise_tables(df).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    base = baseline_scores(workload, evaluation, table.records)
+    print(f"independence baseline (non-private, product of exact 1-way marginals): RMSE {base['rmse']:.4g} on the "
+          f"workload, mean TVD {base['tvd']:.4g} on all {evaluation.describe()}")
+    print(f"wrote {len(df)} rows to {args.output}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from dplens.core.analysis.cost import Deadline, RunLimits
+    from dplens.core.analysis.execution import ProgressBar
+    from dplens.core.analysis.experiment import run_sweep, summarise
+    from dplens.core.analysis.metrics import METRICS
+    from dplens.core.analysis.strategy_store import StrategyStore
+    from dplens.core.data.datasets import load_histogram
+    from dplens.core.mechanisms.gaussian import Matched
+    from dplens.core.queries.workloads import parse_workload
+
+    if args.domain is not None:
+        return cmd_compare_table(args)
+    if args.rhos is not None:
+        raise CliError("--rhos is for tables of records (with --domain); histograms take --epsilons")
+    histogram = load_histogram(args.input)
+    workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
+                              allow_files=True)
+    names = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
+    # every mechanism at matched privacy: the epsilons are "ε at --delta" under --definition
+    mechanisms = [_mechanism(name, {}) for name in names]
+    if args.definition != "pure":
+        mechanisms = [Matched(m, args.definition, args.delta) for m in mechanisms]
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise CliError(f"unknown metrics {unknown}; choose from {', '.join(METRICS)}")
+    epsilons = _floats(args.epsilons, "--epsilons")
+
+    df = run_sweep(histogram, workload, mechanisms, epsilons, args.trials, seed=args.seed,
+                   metrics=metrics, progress=ProgressBar(), scheduler=args.scheduler, limits=RunLimits(),
+                   deadline=Deadline(), store=StrategyStore())
+    df.to_csv(args.output, index=False)
+    table = summarise(df)
+    with np.printoptions(precision=4):
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    for name, message in {**df.attrs["left_out"], **df.attrs["errors"]}.items():
+        print(f"skipped {name}: {message}", file=sys.stderr)
+    if df.attrs["stopped"]:
+        print(f"stopped early ({df.attrs['stop_reason']}): the table holds the runs finished so far",
+              file=sys.stderr)
+    print(f"wrote {len(df)} rows to {args.output}")
+    return 0
+
+
+def _names(text: str, what: str) -> list[str]:
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    if not names:
+        raise CliError(f"{what} needs at least one value")
+    return names
+
+
+def _optional_ints(text: str, what: str) -> list[int | None]:
+    values: list[int | None] = []
+    for item in _names(text, what):
+        if item == "native":
+            values.append(None)
+        elif item.isdigit() and int(item) >= 1:
+            values.append(int(item))
+        else:
+            raise CliError(f"{what} must be comma-separated integers >= 1 or 'native', got {item!r}")
+    return values
+
+
+def cmd_grid(args: argparse.Namespace) -> int:
+    from dplens.core.analysis.execution import ProgressBar, parse_scheduler
+    from dplens.core.analysis.grid import GridSpec, run_grid
+
+    spec = GridSpec(datasets=tuple(_names(args.datasets, "--datasets")),
+                    mechanisms=tuple(_names(args.mechanisms, "--mechanisms")),
+                    epsilons=tuple(_floats(args.epsilons, "--epsilons")), trials=args.trials,
+                    sizes=tuple(_optional_ints(args.sizes, "--sizes")),
+                    scales=tuple(_optional_ints(args.scales, "--scales")),
+                    workload=args.workload, seed=args.seed, metrics=tuple(_names(args.metrics, "--metrics")))
+    if not str(args.output).endswith(".parquet"):
+        raise CliError(f"--output must end in .parquet, got {args.output!r}")
+    if args.scheduler != "auto":
+        parse_scheduler(args.scheduler)
+    start = time.perf_counter()
+    try:
+        outcome = run_grid(spec, args.output, scheduler=args.scheduler, progress=ProgressBar())
+    except KeyboardInterrupt:
+        print(f"interrupted: finished cells are in {args.output}; run the same command to resume",
+              file=sys.stderr)
+        return 130
+    for name, message in outcome.errors.items():
+        print(f"skipped {name}: {message}", file=sys.stderr)
+    print(f"{outcome.computed:,} runs computed, {outcome.skipped:,} already in {args.output} "
+          f"({time.perf_counter() - start:.1f} s wall) -> {args.output}")
+    return 0
+
+
+def _delta(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"delta must be a number in (0, 1), got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"delta must be in (0, 1) (exclusive), got {text!r}")
+    return value
+
+
+def _definition_arguments(parser: argparse.ArgumentParser, *, rho: bool) -> None:
+    parser.add_argument("--definition", choices=list(DEFINITION_NAMES), default="pure",
+                        help="pure: epsilon-DP (Laplace only); approx: (epsilon, delta)-DP; zcdp: rho-zCDP "
+                             "(Gaussian mechanisms need approx or zcdp)")
+    parser.add_argument("--delta", type=_delta, default=1e-6,
+                        help="delta of (epsilon, delta), and where zCDP is reported as epsilon (default 1e-6)")
+    if rho:
+        parser.add_argument("--rho", help="zCDP budget rho > 0 instead of --epsilon (with --definition zcdp)")
+
+
+def _ledger_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--budget-delta", type=_delta, metavar="DELTA",
+                        help="the total's delta, with --budget (needed by (epsilon, delta) and zCDP releases, "
+                             "which the ledger charges as epsilon at --delta plus delta)")
+    parser.add_argument("--ledger", metavar="PATH",
+                        help="the SQLite ledger file (default: $DPLENS_HOME/dplens.sqlite3, "
+                             "DPLENS_HOME defaulting to ~/.local/share/dplens)")
+    parser.add_argument("--budget-rho", type=float, metavar="RHO",
+                        help="the dataset's total as a rho-zCDP budget instead of --budget: spends compose by sum of "
+                             "rho (pure epsilon counts epsilon^2/2; (epsilon, delta) releases are refused); shown as "
+                             "epsilon at --budget-delta (else --delta)")
+    parser.add_argument("--budget", type=float, metavar="EPSILON",
+                        help=f"the dataset's total epsilon, recorded once (fixed after its first release); "
+                             f"default {DEFAULT_TOTAL_EPSILON:g} when none is recorded")
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one line (``error: ...``, exit 2) like every other bad input."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message.splitlines()[0]} (see --help)\n")
+
+
+def app_script() -> Path:
+    """The Streamlit entry script ``app.py`` of the source tree this package is installed from (``make run``)."""
+    return Path(__file__).resolve().parents[2] / "app.py"
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    """Start the Streamlit app (``streamlit run app.py``) on HOST:PORT, in place of this process (so a signal
+    that stops ``dplens app`` stops the server)."""
+    script = app_script()
+    if not script.is_file():
+        raise CliError(f"dplens app needs the source tree's app.py, not found at {script}; install dplens from "
+                       "a clone with `make run` (an editable install)")
+    command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.address", args.host,
+               "--server.port", str(args.port)]
+    os.chdir(script.parent)
+    os.execv(sys.executable, command)
+    return 0  # not reached: execv replaces the process
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(prog="dplens", description="dplens: DP histogram releases")
+    sub = parser.add_subparsers(dest="command", required=True)
+    samples = ", ".join(SAMPLE_NAMES)
+
+    app = sub.add_parser("app", help="start the point-and-click app in a browser (Streamlit)",
+                         description="Runs `streamlit run app.py` from the source tree; stop it with Ctrl+C.")
+    app.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
+    app.add_argument("--port", type=_port, default=8501, help="port to listen on (default 8501)")
+    app.set_defaults(func=cmd_app)
+
+    rel = sub.add_parser("release", help="release a histogram (or workload answers) with one mechanism",
+                         description="Writes only released values, never the true counts.")
+    rel.add_argument("--input", required=True, help=f"histogram file (CSV/JSON/NPY) or sample name ({samples})")
+    rel.add_argument("--mechanism", required=True, help=f"one of: {', '.join(MECHANISM_NAMES)}")
+    rel.add_argument("--epsilon", help="privacy budget epsilon > 0 (with --definition approx/zcdp: epsilon at --delta)")
+    _definition_arguments(rel, rho=True)
+    rel.add_argument("--domain", metavar="JSON", help='a table of records: its domain file {"age": 85, ...} '
+                     "(with --rho; mechanisms mst, residual-planner, identity; workload marginals:k=2)")
+    rel.add_argument("--workload", default="identity", help=f"workload spec ({', '.join(WORKLOAD_NAMES)}); "
+                     "e.g. random-range:m=2000")
+    rel.add_argument("--seed", type=int, default=0, help="seeds a random workload's queries (never the noise)")
+    rel.add_argument("--noise", choices=list(NOISE_NAMES), default="secure",
+                     help="secure: OpenDP samplers (the only path written as a release); exploration is "
+                          "refused here (a simulation: use `compare`)")
+    rel.add_argument("--missing", choices=MISSING_CHOICES, default="refuse",
+                     help="a table's missing values: refuse (default), drop their rows, or make them a level")
+    rel.add_argument("--param", action="append", metavar="KEY=VALUE", help="mechanism setting (repeatable)")
+    rel.add_argument("--output", required=True, help="OUT.csv (bin,count) or OUT.json (values + metadata)")
+    rel.add_argument("--time-limit", type=_time_limit, default=None, metavar="SECONDS",
+                     help=f"stop the run after this many seconds, releasing and charging nothing (default "
+                          f"{MAX_ACTION_SECONDS:g}, from DPLENS_MAX_ACTION_SECONDS; synthesisers "
+                          "DPLENS_MAX_SYNTHESIS_SECONDS)")
+    _ledger_arguments(rel)
+    rel.set_defaults(func=cmd_release)
+
+    cmp_ = sub.add_parser("compare", help="sweep mechanisms × epsilons × trials and write a tidy table")
+    cmp_.add_argument("--input", required=True, help=f"histogram file or sample name ({samples})")
+    cmp_.add_argument("--workload", default="identity", help="workload spec, e.g. random-range:m=2000")
+    cmp_.add_argument("--mechanisms", default="identity,laplace-on-answers,uniform",
+                      help="comma-separated registry names")
+    cmp_.add_argument("--epsilons", default="0.1,1", help="comma-separated epsilons (epsilon at --delta)")
+    _definition_arguments(cmp_, rho=False)
+    cmp_.add_argument("--trials", type=int, default=10, help="trials per (mechanism, epsilon)")
+    cmp_.add_argument("--seed", type=int, default=0, help="base seed")
+    cmp_.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRIC_NAMES)}")
+    cmp_.add_argument("--output", required=True, help="results CSV (mechanism,epsilon,trial,metric,value,...)")
+    cmp_.add_argument("--scheduler", default="auto", help=SCHEDULER_HELP)
+    cmp_.add_argument("--domain", metavar="JSON", help="a table of records: its domain file; compares table "
+                      "mechanisms (identity, residual-planner, mst, ...) on --workload marginals:k=K across --rhos")
+    cmp_.add_argument("--rhos", help="comma-separated zCDP budgets for a table comparison")
+    cmp_.add_argument("--missing", choices=MISSING_CHOICES, default="refuse",
+                      help="a table's missing values: refuse (default), drop their rows, or make them a level")
+    cmp_.add_argument("--evaluate", type=int, default=2, metavar="K",
+                      help="a table comparison scores synthetic data on all K-way marginals (default 2)")
+    cmp_.set_defaults(func=cmd_compare)
+
+    grid = sub.add_parser("grid", help="DPBench-style grid: datasets × sizes × scales × mechanisms × epsilons",
+                          description="Writes a tidy Parquet file, one row per run and metric; cells already in "
+                                      "the file are skipped, so an interrupted grid resumes.")
+    grid.add_argument("--datasets", required=True, help=f"comma-separated files or sample names ({samples})")
+    grid.add_argument("--mechanisms", default="identity,hb,privelet,dawa,mwem,ahp,uniform",
+                      help="comma-separated registry names")
+    grid.add_argument("--epsilons", default="0.01,0.1,1,10", help="comma-separated epsilons")
+    grid.add_argument("--sizes", default="native", help="domain sizes by coarsening (divisors of n), or native")
+    grid.add_argument("--scales", default="native",
+                      help="records sampled from each histogram's shape, e.g. 1000,100000; or native")
+    grid.add_argument("--trials", type=int, default=10, help="trials per cell")
+    grid.add_argument("--workload", default="random-range:m=2000", help="workload spec for every size")
+    grid.add_argument("--seed", type=int, default=0, help="base seed (noise and scale samples)")
+    grid.add_argument("--metrics", default="mae,rmse", help=f"comma-separated: {', '.join(METRIC_NAMES)}")
+    grid.add_argument("--output", required=True, help="results.parquet (created, or completed if it exists)")
+    grid.add_argument("--scheduler", default="auto", help=SCHEDULER_HELP)
+    grid.set_defaults(func=cmd_grid)
+    led = sub.add_parser("ledger", help="show a dataset's privacy ledger, export its history, or reset it",
+                         description="The ledger is keyed by the dataset's fingerprint (SHA-256 of counts and "
+                                     "domain sizes); the app and `release` charge the same one.")
+    led.add_argument("--input", required=True, help=f"histogram file or sample name ({samples})")
+    led.add_argument("--output", help="write the full history (every total, spend and reset) to this CSV")
+    led.add_argument("--reset", action="store_true",
+                     help="start a fresh budget (needs --budget and --reason): VOIDS the privacy guarantee")
+    led.add_argument("--reason", help="why the budget is reset (recorded)")
+    _ledger_arguments(led)
+    led.set_defaults(func=cmd_ledger)
+    add_reproduce_command(sub)  # python -m dplens reproduce NAME (src/dplens/core/papers/cli.py)
+    return parser
+
+
+def _port(text: str) -> int:
+    """argparse type of --port: an integer in [1, 65535]."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer port, got {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be in [1, 65535], got {text!r}")
+    return port
+
+
+def _time_limit(text: str) -> float:
+    """argparse type of --time-limit: seconds in (0, 86400]."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not 0 < seconds <= 86400:
+        raise argparse.ArgumentTypeError(f"must be in (0, 86400] seconds, got {text!r}")
+    return seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (CliError, ValueError, OSError, MemoryError, RunTimeLimitError) as err:  # BudgetExceededError is a ValueError: exit 2
+        message = str(err).splitlines()[0] if str(err) else type(err).__name__
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - a bug: still one line (the fuzz test keeps this path unused)
+        message = str(err).splitlines()[0][:200] if str(err) else ""
+        print(f"error: internal error ({type(err).__name__}) {message}; please report it", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Bounded single runs: one user action in a worker process, stopped at the action time limit.
+
+A sweep polls a ``dplens.core.analysis.cost.Deadline`` between its cells; a single mechanism run has no such steps
+(DAWA's partition search, an mm-opt optimisation), and the cost models that refuse a run up front are
+order-of-magnitude fits. ``run_bounded`` closes the gap: the call runs in a separate process (a
+``forkserver`` child: safe under Streamlit's threads, and quick after the first call because the
+server has core and NumPy imported), and the process is killed when the limit passes. Nothing it
+computed reaches the caller then, so a stopped release publishes nothing and, because callers charge
+the ledger only after a run returns, spends nothing.
+
+Runs whose estimate is tiny skip the process (``estimated_seconds`` below ``IN_PROCESS_SECONDS`` and
+below 1 % of the limit): the estimates are within about 10× of measured times (bench/bench_bounds.py),
+so such a run takes seconds at most, and a release of a small histogram should not pay a process start-up.
+
+>>> import operator
+>>> run_bounded(operator.add, 2, 3, seconds=30)
+5
+>>> run_bounded(operator.add, 2, 3, seconds=30, estimated_seconds=0.001)  # in this process
+5
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from dplens.core.data.limits import MAX_ACTION_SECONDS
+
+IN_PROCESS_SECONDS = 0.5  # runs estimated below this run in the caller's process (no start-up cost)
+_PRELOAD = ["__main__", "numpy", "scipy.sparse", "dplens.core.mechanisms", "dplens.core.privacy.noise", "opendp.prelude"]  # imported once by the fork server (__main__: not re-run per child)
+_CONTEXT = None
+
+
+class RunTimeLimitError(RuntimeError):
+    """A run stopped at the action time limit; nothing it computed was returned."""
+
+
+def _context():
+    global _CONTEXT  # one fork server per process, started on first use
+    if _CONTEXT is None:
+        _CONTEXT = multiprocessing.get_context("forkserver")
+        _CONTEXT.set_forkserver_preload(_PRELOAD)
+    return _CONTEXT
+
+
+def _ready() -> bool:
+    return True
+
+
+def _warm() -> None:
+    with contextlib.suppress(Exception):  # best effort: a real action starts the server itself if this failed
+        run_bounded(_ready, seconds=120.0)
+
+
+def warm_up() -> threading.Thread:
+    """Start the fork server (NumPy, core and OpenDP preloaded) in the background, so that the first bounded
+    action of a server does not wait seconds for it. Returns the (daemon) thread doing it."""
+    thread = threading.Thread(target=_warm, daemon=True, name="dplens-warm-up")
+    thread.start()
+    return thread
+
+
+def _child(connection, function: Callable, args: tuple, kwargs: dict, report: bool = False) -> None:
+    if report:  # the function's progress(fraction) calls travel to the caller on the same pipe
+        kwargs = kwargs | {"progress": lambda fraction: connection.send(("progress", float(fraction)))}
+    try:
+        result: tuple[object, ...] = ("ok", function(*args, **kwargs))
+    except BaseException as err:  # noqa: BLE001 - sent back to the caller, which re-raises it
+        result = ("error", err, traceback.format_exc(limit=-3))
+    try:
+        connection.send(result)
+    except Exception as err:  # noqa: BLE001 - an unpicklable exception or result: send its text
+        connection.send(("error", RuntimeError(f"{type(err).__name__}: {err}"), ""))
+    finally:
+        connection.close()
+
+
+def run_bounded(function: Callable, *args: Any, seconds: float = MAX_ACTION_SECONDS,
+                estimated_seconds: float | None = None, progress: Callable[[float], None] | None = None,
+                **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` in a worker process killed after ``seconds``; its result or its exception.
+
+    ``function`` and its arguments must pickle (module-level functions, bound methods of frozen
+    mechanisms, arrays, ``np.random.Generator`` all do). A generator is copied into the worker: the
+    caller's copy does not advance, so draw a fresh one per run (as the app and CLI do). With ``progress``,
+    ``function`` is called with a ``progress(fraction)`` argument whose calls reach ``progress`` here.
+
+    Raises:
+        RunTimeLimitError: naming the limit and what to change; the worker is killed, nothing is returned.
+        ValueError: for ``seconds`` that is not > 0.
+    """
+    if not seconds > 0:
+        raise ValueError(f"time limit seconds must be > 0, got {seconds!r}")
+    if estimated_seconds is not None and estimated_seconds < min(IN_PROCESS_SECONDS, seconds / 100):
+        return function(*args, **kwargs) if progress is None else function(*args, progress=progress, **kwargs)
+    context = _context()
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_child, args=(sender, function, args, kwargs, progress is not None),
+                              daemon=True)
+    process.start()
+    sender.close()  # the child holds the only writer: EOF if it dies without sending
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            if not receiver.poll(max(deadline - time.monotonic(), 0.0)):
+                raise RunTimeLimitError(
+                    f"stopped at the time limit of {seconds:g} s per action (DPLENS_MAX_ACTION_SECONDS, or the command "
+                    "line's --time-limit); nothing was released or charged: use fewer bins, a smaller workload, or a "
+                    "faster mechanism")
+            try:
+                outcome = receiver.recv()
+            except EOFError:
+                raise RuntimeError(f"the worker process ended without a result (exit code {process.exitcode}; "
+                                   "out of memory?)") from None
+            if outcome[0] != "progress":
+                break
+            if progress is not None:
+                progress(outcome[1])
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join(timeout=5)
+        receiver.close()
+    if outcome[0] == "ok":
+        return outcome[1]
+    raise outcome[1]
+
+
+__all__ = ["IN_PROCESS_SECONDS", "RunTimeLimitError", "run_bounded"]

@@ -1,0 +1,356 @@
+"""Sweep runner: mechanisms × epsilons × trials on a histogram and workload → tidy DataFrame.
+
+Columns: ``mechanism, epsilon, trial, metric, value, seconds, expected``. ``expected`` is the analytic
+value of the metric (MSE, RMSE) where the mechanism states ``expected_mse``, else NaN. Each trial's
+noise comes from ``trial_rng(seed, mechanism, epsilon, trial)``, so results do not depend on order.
+
+>>> from dplens.core.data.domain import Histogram
+>>> from dplens.core.queries.workloads import Prefix
+>>> h = Histogram.from_counts([5.0, 0, 3, 8])
+>>> df = run_sweep(h, Prefix(4), ["identity"], [1.0], trials=2, metrics=["rmse"])
+>>> sorted(df.columns), len(df)
+(['epsilon', 'expected', 'mechanism', 'metric', 'seconds', 'trial', 'value'], 2)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from dplens.core.analysis.cost import Deadline, RunLimits, RunTooLargeError, check_cost, estimate_cost
+from dplens.core.analysis.execution import (  # trial_rng, resolve_mechanisms: re-exported for callers of this module
+    Cell,
+    CellResult,
+    Context,
+    default_block,
+    execute,
+    load_strategies,
+    parse_scheduler,
+    resolve_auto,
+    resolve_mechanisms,
+    save_strategies,
+    trial_rng,
+)
+from dplens.core.analysis.metrics import METRICS, expected_metrics
+from dplens.core.analysis.strategy_store import StrategyStore
+from dplens.core.data.domain import Histogram
+from dplens.core.data.fingerprint import dataset_fingerprint
+from dplens.core.data.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
+from dplens.core.mechanisms import Mechanism, check_budget_epsilon, check_epsilon
+from dplens.core.queries.workloads import Prefix, Workload
+
+# The Compare page's default selection: DPBench's standard 1-D mechanisms and its two baselines.
+DEFAULT_COMPARE_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
+
+
+class SweepCache:
+    """Runs per (dataset fingerprint, workload, mechanism and its settings, ε, seed): every metric of trials
+    0..k−1 (a trial's noise depends only on its own index: ``trial_rng``).
+
+    ``run_sweep(..., cache=c)`` runs only what ``c`` lacks: adding a mechanism or an epsilon runs only the new
+    cells, more trials only the new trials, fewer trials or other metrics nothing. Holds at most ``limit``
+    pairs (oldest dropped).
+
+    >>> from dplens.core.queries.workloads import Prefix
+    >>> cache, h = SweepCache(), Histogram.from_counts([5.0, 0, 3, 8])
+    >>> _ = run_sweep(h, Prefix(4), ["identity"], [1.0], trials=2, cache=cache)
+    >>> df = run_sweep(h, Prefix(4), ["identity", "uniform"], [1.0], trials=2, cache=cache)
+    >>> df.attrs["computed"], len(cache)
+    (2, 2)
+    >>> run_sweep(h, Prefix(4), ["identity"], [1.0], trials=3, metrics=("max",), cache=cache).attrs["computed"]
+    1
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._entries: dict[tuple, tuple[pd.DataFrame | None, str | None]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: tuple) -> tuple[pd.DataFrame | None, str | None] | None:
+        """(rows, None), (None, error message) or None when the pair was never completed."""
+        return self._entries.get(key)
+
+    def put(self, key: tuple, rows: pd.DataFrame | None, error: str | None = None) -> None:
+        """Remember one completed (mechanism, ε) pair: its rows, or the message it was skipped with."""
+        self._entries.pop(key, None)
+        while len(self._entries) >= self.limit:
+            self._entries.pop(next(iter(self._entries)))
+        self._entries[key] = (rows, error)
+
+
+def _pair_key(data: str, workload: Workload, mechanism: Mechanism, epsilon: float, seed: int) -> tuple:
+    from dplens.core.mechanisms.greedy_h import workload_key
+
+    return (data, workload_key(workload), repr(mechanism), float(epsilon), int(seed))
+
+
+COLUMNS = ["mechanism", "epsilon", "trial", "metric", "value", "seconds", "expected"]
+
+
+def _trials_held(entry: tuple[pd.DataFrame | None, str | None] | None) -> int:
+    """How many leading trials (0..k−1, every metric) a cache entry holds; an error entry counts as complete."""
+    if entry is None:
+        return 0
+    rows, error = entry
+    if error is not None or rows is None:
+        return 1 << 30
+    trials = sorted(set(rows.trial.tolist()))
+    return next((k for k, t in enumerate(trials) if t != k), len(trials))
+
+
+def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str | Mechanism],
+              epsilons: Sequence[float], trials: int, *, seed: int = 0,
+              metrics: Sequence[str] = ("mae", "rmse"),
+              progress: Callable[[int, int, str], None] | None = None,
+              should_stop: Callable[[], bool] | None = None,
+              deadline: Deadline | None = None, limits: RunLimits | None = None,
+              scheduler: str | None = "serial", cache: SweepCache | None = None,
+              store: StrategyStore | None = None) -> pd.DataFrame:
+    """Run every mechanism at every epsilon ``trials`` times and measure the chosen metrics.
+
+    Cells run through ``dplens.core.analysis.execution`` on ``scheduler`` ("serial", "processes[:N]", "local:N",
+    "tcp://HOST:8786", or "auto": serial for small sweeps, else processes); the numbers are identical
+    whichever is used. With ``cache``, pairs already computed are reused and only new ones run
+    (``df.attrs["computed"]`` counts the runs made). With ``store``, the data-independent strategies
+    (mm-opt's optimisation, ...) are loaded from it when known and saved to it when new. Mechanisms that reject this input (e.g. a
+    2-D-only mechanism on 1-D data) are skipped; their messages are in ``df.attrs["errors"]``. With
+    ``limits``, mechanisms whose estimated run (``dplens.core.analysis.cost``) is over the memory or time limit are
+    left out before anything runs; the reasons are in ``df.attrs["left_out"]``.
+    ``df.attrs["stopped"]`` is True when ``should_stop`` or the ``deadline`` ended the sweep early
+    (checked between trials when serial; on workers, pending cells are cancelled within 0.1 s and
+    running ones finish unseen); ``df.attrs["stop_reason"]`` says why.
+    """
+    instances, epsilons, left_out = _checked(histogram, workload, mechanisms, epsilons, trials, metrics, limits)
+    total_runs = len(instances) * len(epsilons) * trials
+    metrics = tuple(metrics)
+    data = dataset_fingerprint(histogram) if cache is not None else ""
+    pairs = [(m, e) for m in instances for e in epsilons]
+    keys = {(m.name, e): _pair_key(data, workload, m, e, seed) for m, e in pairs}
+    cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
+    have = {p: _trials_held(cached.get(p)) for p in pairs}  # trials 0..k−1 held (all of them for an error)
+    todo = [p for p in pairs if have[p] < trials]
+    scheduler = resolve_auto(scheduler, sum(trials - have[p] for p in todo), histogram.domain.size)
+    block = default_block(len(todo), trials, parse_scheduler(scheduler).workers)
+    cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(have[m, e], trials, block)]
+    computed = load_strategies(instances, workload, store) if store is not None else []
+    # in this process: fills the strategy caches that are then shipped to workers; one expected_mse per pair
+    expected = {(m.name, e): expected_metrics(m, workload, e) for m, e in pairs}
+    if store is not None:
+        save_strategies(computed, workload, store)
+
+    def stop() -> bool:  # Stop button or the action's deadline (dplens.core.analysis.cost), polled between trials and cells
+        return bool((should_stop is not None and should_stop()) or (deadline is not None and deadline.expired))
+
+    done = total_runs - sum(trials - have[p] for p in todo)
+    counted = None if progress is None else lambda runs, name: progress(done + runs, total_runs, name)
+    results, errors = _run_cells(Context(histogram, workload, tuple(METRICS), int(seed)), cells, scheduler, stop,
+                                 counted)
+    stopped = len(results) < len(cells) or any(
+        r.error is None and len(r.values) < r.cell.runs for r in results.values())
+    failed = set(errors)
+    by_pair: dict[tuple[str, float], list] = {}
+    for index in sorted(results):  # canonical order, whatever order cells finished in
+        cell = results[index].cell
+        if cell.mechanism.name not in failed:
+            by_pair.setdefault((cell.mechanism.name, cell.epsilon), []).append(results[index])
+    rows: list[tuple] = []
+    for mechanism, epsilon in pairs:
+        entry = cached.get((mechanism, epsilon))
+        if entry is not None and entry[1] is not None:
+            errors.setdefault(mechanism.name, entry[1])
+        elif mechanism.name in failed:
+            if cache is not None:
+                cache.put(keys[mechanism.name, epsilon], None, errors[mechanism.name])
+        else:
+            key = keys[mechanism.name, epsilon] if cache is not None else None
+            rows.extend(_pair_rows(mechanism.name, epsilon, by_pair.get((mechanism.name, epsilon), []),
+                                   expected[mechanism.name, epsilon], entry, trials, metrics, cache, key))
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df.attrs["errors"] = errors
+    df.attrs["left_out"] = left_out
+    df.attrs["stopped"] = stopped
+    df.attrs["computed"] = int(sum(len(r.values) for r in results.values()))
+    df.attrs["stop_reason"] = (deadline.reason if deadline is not None and deadline.expired else
+                               "stopped" if stopped else "")
+    return df
+
+
+def _checked(histogram: Histogram, workload: Workload, mechanisms: Sequence[str | Mechanism],
+             epsilons: Sequence[float], trials: int, metrics: Sequence[str],
+             limits: RunLimits | None) -> tuple[list[Mechanism], list[float], dict[str, str]]:
+    """A sweep's arguments checked: the mechanisms kept, the epsilons, and those left out by ``limits``."""
+    instances = resolve_mechanisms(mechanisms)
+    epsilons = [check_budget_epsilon(e) for e in epsilons]
+    if not epsilons:
+        raise ValueError("choose at least one epsilon")
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown or not metrics:
+        raise ValueError(f"unknown metrics {unknown}; choose from {', '.join(METRICS)}")
+    left_out = _over_limits(instances, workload, limits) if limits is not None else {}
+    instances = [m for m in instances if m.name not in left_out]
+    total_runs = len(instances) * len(epsilons) * trials
+    if total_runs > MAX_SWEEP_RUNS:
+        raise ValueError(f"sweep has {total_runs} runs (mechanisms × epsilons × trials); "
+                         f"the limit is {MAX_SWEEP_RUNS}")
+    if workload.shape[1] != histogram.domain.size:
+        raise ValueError(f"workload has {workload.shape[1]} columns but the histogram has "
+                         f"{histogram.domain.size} cells")
+    return instances, epsilons, left_out
+
+
+def _run_cells(context: Context, cells: list[Cell], scheduler: str | None, stop: Callable[[], bool],
+               progress: Callable[[int, str], None] | None) -> tuple[dict[int, CellResult], dict[str, str]]:
+    """Run ``cells`` on ``scheduler``: the results by cell index, and the first error of each failed mechanism.
+
+    Ends early when a serial cell comes back cut short by ``stop``.
+    """
+    results: dict[int, CellResult] = {}
+    errors: dict[str, str] = {}
+    runs = 0
+    iterator = execute({0: context}, cells, scheduler=scheduler, should_stop=stop)
+    try:
+        for result in iterator:
+            name = result.cell.mechanism.name
+            if result.error is not None:
+                errors.setdefault(name, result.error)
+            results[result.index] = result
+            runs += result.cell.runs
+            if progress is not None:
+                progress(runs, name)
+            if result.error is None and len(result.values) < result.cell.runs:
+                break
+    finally:
+        iterator.close()
+    return results, errors
+
+
+def _pair_rows(name: str, epsilon: float, results: list[CellResult], expected: dict[str, float],
+               entry: tuple[pd.DataFrame | None, str | None] | None, trials: int, metrics: tuple[str, ...],
+               cache: SweepCache | None, key: tuple | None) -> list[tuple]:
+    """The rows of one (mechanism, ε) pair, trials 0..trials−1 by trial then metric, from the runs held in
+    ``entry`` (the cache) and the new ``results``; the pair's runs (every metric) go back to the cache."""
+    every = tuple(METRICS)
+    fresh = [(name, epsilon, result.cell.first + t, metric, float(result.values[t, k]), float(result.seconds[t]),
+              expected[metric])
+             for result in results for t in range(len(result.values)) for k, metric in enumerate(every)]
+    held = entry[0] if entry is not None else None
+    if held is None:  # the common case: rows straight from the runs, in order (cells come sorted by trial)
+        wanted = {metric: k for k, metric in enumerate(every) if metric in metrics}
+        order = [wanted[m] for m in metrics]
+        per_run = len(every)
+        rows = [fresh[i * per_run + k] for i in range(len(fresh) // per_run) for k in order]
+        if cache is not None and key is not None and fresh:
+            frame = pd.DataFrame(fresh, columns=COLUMNS)
+            if _trials_held((frame, None)) > 0:  # a stopped sweep may hold later trials only: keep nothing
+                cache.put(key, frame)
+        return rows
+    pair = pd.concat([held, pd.DataFrame(fresh, columns=COLUMNS)]) if fresh else held
+    chosen = pair[(pair.trial < trials) & pair.metric.isin(metrics)]
+    chosen = chosen.assign(metric=pd.Categorical(chosen.metric, metrics)).sort_values(["trial", "metric"])
+    if cache is not None and key is not None and fresh and _trials_held((pair, None)) > _trials_held(entry):
+        cache.put(key, pair)
+    return list(chosen.assign(metric=chosen.metric.astype(str)).itertuples(index=False, name=None))
+
+
+def warm_up_workers(mechanisms: Sequence[str], histogram: Histogram | None = None, workload: Workload | None = None,
+                    *, scheduler: str = "processes", after: threading.Thread | None = None) -> threading.Thread:
+    """Start the sweep workers in the background and run each of ``mechanisms`` in them a few times, so a
+    user's first sweep finds them running, with their modules and compiled kernels loaded. Given the
+    server's default ``histogram`` and ``workload``, this process's analytic-error caches for that workload
+    are filled too (the first Compare of a new user). With ``after``, that thread is waited for first (the
+    bounded-action fork server, whose preload of ``__main__`` every later worker then shares). Returns the
+    (daemon) thread doing it; failures are ignored (a sweep starts its workers itself). In a worker process
+    it does nothing: a worker that re-ran the app's script would otherwise start workers of its own.
+
+    >>> warm_up_workers(["identity"], scheduler="serial").join()
+    """
+    if histogram is None or workload is None:
+        histogram = Histogram.from_counts(np.random.default_rng(0).poisson(5.0, size=64).astype(float))
+        workload = Prefix(64)
+
+    def warm() -> None:
+        if after is not None:
+            after.join()
+        if multiprocessing.parent_process() is not None:
+            return
+        with contextlib.suppress(Exception):  # best effort, never in a user's way
+            run_sweep(histogram, workload, list(mechanisms), [1.0], trials=4, metrics=("mae",), scheduler=scheduler)
+
+    thread = threading.Thread(target=warm, daemon=True, name="dplens-warm-sweeps")
+    thread.start()
+    return thread
+
+
+def _over_limits(instances: Sequence[Mechanism], workload: Workload, limits: RunLimits) -> dict[str, str]:
+    """name -> why it is left out: one run's estimate is over the memory or time limit for this input."""
+    reasons = {}
+    for mechanism in instances:
+        try:
+            check_cost(estimate_cost(mechanism, workload), limits, what="one run")
+        except RunTooLargeError as err:
+            reasons[mechanism.name] = f"left out: {err}"
+    return reasons
+
+
+def summarise(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean, 2.5/97.5 % band over trials, analytic value and mean seconds per (mechanism, epsilon, metric).
+
+    The band is the empirical 2.5–97.5 % range of single-trial errors: what one release may give.
+    """
+    if df.empty:
+        return pd.DataFrame(columns=["mechanism", "epsilon", "metric", "mean", "low", "high", "expected",
+                                     "seconds", "trials"])
+    grouped = df.groupby(["mechanism", "epsilon", "metric"], sort=False)
+    out = grouped["value"].agg(mean="mean", low=lambda v: np.quantile(v, 0.025),
+                               high=lambda v: np.quantile(v, 0.975), trials="size")
+    out["expected"] = grouped["expected"].first()
+    out["seconds"] = grouped["seconds"].mean()
+    return out.reset_index()
+
+
+def regret(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """DPBench regret: each mechanism's mean error ÷ the best mean error at that epsilon, averaged over ε."""
+    means = df[df["metric"] == metric].groupby(["epsilon", "mechanism"])["value"].mean().unstack()
+    best = means.min(axis=1)
+    ratio = means.div(best.where(best > 0), axis=0)
+    return ratio.mean(axis=0).sort_values().rename("regret").reset_index()
+
+
+def replay(histogram: Histogram, workload: Workload, mechanism: str | Mechanism, epsilon: float, trial: int,
+           *, seed: int = 0):
+    """Re-run one (mechanism, epsilon, trial) of a sweep with the same ``trial_rng``: the identical release.
+
+    >>> from dplens.core.queries.workloads import Prefix
+    >>> h = Histogram.from_counts([5.0, 0, 3, 8])
+    >>> df = run_sweep(h, Prefix(4), ["identity"], [1.0], trials=2, metrics=["mae"], seed=4)
+    >>> r = replay(h, Prefix(4), "identity", 1.0, 1, seed=4)
+    >>> bool(np.isclose(np.abs(r.answers - Prefix(4).matvec(h.vector)).mean(), df.value.iloc[1]))
+    True
+    """
+    (instance,) = resolve_mechanisms([mechanism])
+    return instance.run(histogram.counts, workload, check_epsilon(epsilon),
+                        trial_rng(seed, instance.name, epsilon, trial))
+
+
+def per_bin_errors(histogram: Histogram, workload: Workload, mechanism: str | Mechanism, epsilon: float,
+                   trials: int, *, seed: int = 0) -> np.ndarray | None:
+    """Mean |estimate − x| per bin over the sweep's first ``trials`` trials (None: no histogram estimate).
+
+    The per-bin view (error against the true bin count) that SReB_GCA's small-bin argument is about.
+    """
+    total = np.zeros(histogram.domain.size)
+    for trial in range(trials):
+        release = replay(histogram, workload, mechanism, epsilon, trial, seed=seed)
+        if release.estimate is None:
+            return None
+        total += np.abs(np.asarray(release.estimate, dtype=float).ravel() - histogram.vector)
+    return total / trials

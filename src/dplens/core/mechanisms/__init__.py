@@ -1,0 +1,100 @@
+"""The MECHANISMS registry, with the mechanism contract (``dplens.core.mechanisms.contract``: ``Release``, ``Mechanism``,
+the shared checks and accounting helpers) re-exported beside it (see docs/architecture.md).
+
+A mechanism is a frozen dataclass that holds only its own settings. Data, workload, epsilon and the
+noise source are arguments to ``run``:
+
+>>> import numpy as np
+>>> from dplens.core.queries.workloads import Prefix
+>>> release = MECHANISMS["identity"].run(np.array([3.0, 1, 4]), Prefix(3), 1.0, np.random.default_rng(0))
+>>> release.answers.shape, release.privacy_loss <= release.epsilon
+((3,), True)
+
+Randomness: mechanisms draw noise only through ``rng.laplace(scale=..., size=...)``, uniform draws
+through ``rng.random``/``rng.integers``/``rng.permutation``, and selections through
+``exponential_mechanism`` (in the contract), so that the noise source can be a seeded ``np.random.Generator``
+(exploration) or a secure sampler with the same methods (exports).
+"""
+
+from __future__ import annotations
+
+from dplens.core.mechanisms.ahp import AHP
+from dplens.core.mechanisms.contract import (  # re-exported: the contract beside the registry
+    NEIGHBOURING,
+    Mechanism,
+    Range,
+    Release,
+    answers_from_estimate,
+    check_budget_epsilon,
+    check_epsilon,
+    check_inputs,
+    check_parameters,
+    check_ratio,
+    configure,
+    exponential_mechanism,
+    grid_shape,
+    laplace_privacy_loss,
+    parameter_ranges,
+)
+from dplens.core.mechanisms.dawa import DAWA
+from dplens.core.mechanisms.gaussian import (
+    GaussianAnswers,
+    GaussianGreedyH,
+    GaussianHierarchical,
+    GaussianIdentity,
+    GaussianMatrix,
+    GaussianPrivelet,
+)
+from dplens.core.mechanisms.greedy_h import GreedyH
+from dplens.core.mechanisms.grids import AdaptiveGrid, UniformGrid
+from dplens.core.mechanisms.hierarchical import Hierarchical
+from dplens.core.mechanisms.laplace import Identity, LaplaceOnAnswers, Uniform
+from dplens.core.mechanisms.lrm import LRM
+from dplens.core.mechanisms.matrix import MatrixMechanism
+from dplens.core.mechanisms.mwem import MWEM
+from dplens.core.mechanisms.om import OM
+from dplens.core.mechanisms.privelet import Privelet
+from dplens.core.mechanisms.sreb_gca import SrebGca
+from dplens.core.mechanisms.wda import WDA
+from dplens.core.mechanisms.xiao import CellRelease
+
+MECHANISMS: dict[str, Mechanism] = {
+    m.name: m
+    for m in (
+        Identity(),
+        LaplaceOnAnswers(),
+        Uniform(),
+        WDA(),
+        OM(),
+        SrebGca(),
+        Identity(name="dp-base"),  # SReB_GCA's baseline: Identity under the paper's name (Chen et al. 2024)
+        CellRelease(),
+        Hierarchical(),
+        Privelet(),
+        MatrixMechanism(),
+        LRM(),
+        UniformGrid(),
+        AdaptiveGrid(),
+        GreedyH(),
+        DAWA(),
+        MWEM(),
+        AHP(),
+        # Gaussian noise, (ε, δ) at the knob delta (analytic Gaussian) or zCDP (calibration="zcdp")
+        GaussianIdentity(),
+        GaussianAnswers(),
+        GaussianHierarchical(),
+        GaussianPrivelet(),
+        GaussianGreedyH(),
+        GaussianMatrix(),
+    )
+}
+
+# Registry aliases: other names under which a registered mechanism is known in a paper.
+ALIASES: dict[str, str] = {"dp-base": "identity"}
+
+__all__ = [
+    "ALIASES", "MECHANISMS", "NEIGHBOURING", "Mechanism", "Range", "Release",
+    "answers_from_estimate", "check_budget_epsilon", "check_epsilon", "check_inputs", "check_parameters",
+    "check_ratio", "configure", "exponential_mechanism", "grid_shape", "laplace_privacy_loss",
+    "parameter_ranges",
+]

@@ -1,0 +1,294 @@
+"""The mechanism contract: what a release holds (``Release``), what every mechanism provides (``Mechanism``),
+the shared checks and accounting helpers, and the documented ranges of the mechanisms' settings.
+
+Every mechanism module imports from here; ``dplens.core.mechanisms`` re-exports these names beside the registry.
+
+>>> Range(1, 1000, integer=True).check("rounds", 10)
+10
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from dplens.core.data.limits import MAX_EPSILON, MIN_EPSILON
+from dplens.core.queries.workloads import Workload
+
+NEIGHBOURING = "add/remove one record (unbounded DP): x' = x ± e_j"
+
+
+@dataclass(frozen=True, eq=False)
+class Release:
+    """What was published, and how noisy it is (cf. private-pgm's LinearMeasurement).
+
+    ``privacy_loss`` is the worst-case loss of the noise actually added, computed by the mechanism
+    from its noise blocks (never copied from ``epsilon``). ``details`` holds display-only structure
+    (division tree, groups, factorisation); it is never exported.
+    """
+
+    mechanism: str
+    epsilon: float
+    privacy_loss: float
+    answers: np.ndarray
+    estimate: np.ndarray | None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Mechanism(Protocol):
+    """What every registered mechanism provides."""
+
+    @property
+    def name(self) -> str: ...  # read-only: the mechanisms are frozen dataclasses
+
+    @property
+    def data_dependent(self) -> bool: ...
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release: ...
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float | None: ...
+
+
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """Validate a privacy parameter: finite and > 0.
+
+    >>> check_epsilon(0.5)
+    0.5
+    """
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float | np.integer | np.floating):
+        raise ValueError(f"{name} must be a number > 0, got {epsilon!r}")
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"{name} must be finite and > 0, got {epsilon!r}")
+    return float(epsilon)
+
+
+def check_budget_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """A privacy budget to spend: finite and in [MIN_EPSILON, MAX_EPSILON] (dplens.core.data.limits).
+
+    Larger values protect nothing and overflow some mechanisms' arithmetic (ε², e^ε); smaller ones
+    underflow ε² in the error formulas.
+
+    >>> check_budget_epsilon(0.5)
+    0.5
+    >>> check_budget_epsilon(1e-300)
+    Traceback (most recent call last):
+    ValueError: epsilon must be in [1e-06, 1000] (dplens.core.data.limits MIN_EPSILON, MAX_EPSILON), got 1e-300
+    """
+    epsilon = check_epsilon(epsilon, name)
+    if not MIN_EPSILON <= epsilon <= MAX_EPSILON:
+        raise ValueError(f"{name} must be in [{MIN_EPSILON:g}, {MAX_EPSILON:g}] (dplens.core.data.limits MIN_EPSILON, "
+                         f"MAX_EPSILON), got {epsilon!r}")
+    return epsilon
+
+
+def check_ratio(ratio: float, name: str = "ratio") -> float:
+    """Validate a budget split ratio in the open interval (0, 1)."""
+    if not (isinstance(ratio, int | float | np.floating) and 0 < ratio < 1):
+        raise ValueError(f"{name} must be in (0, 1), got {ratio!r}")
+    return float(ratio)
+
+
+def check_inputs(x: np.ndarray, workload: Workload, epsilon: float) -> tuple[np.ndarray, float]:
+    """The boundary checks of ``Mechanism.run``: x matches the workload, counts valid, epsilon > 0.
+
+    ``x`` may be the 1-D data vector or a 2-D histogram (row-major, as ``Histogram.counts``); the
+    flattened vector is returned. 2-D-aware mechanisms read ``grid_shape(x)`` before calling this.
+    """
+    epsilon = check_budget_epsilon(epsilon)
+    x = np.asarray(x, dtype=float)
+    n = workload.shape[1]
+    if x.ndim not in (1, 2) or x.size != n:
+        raise ValueError(f"data x has shape {x.shape} but the workload has {n} columns; "
+                         "pass histogram.counts (1-D or 2-D) or histogram.vector")
+    x = x.ravel()
+    if not np.all(np.isfinite(x)):
+        raise ValueError("data vector x must be finite (no NaN or inf)")
+    if np.any(x < 0):
+        raise ValueError("data vector x must be non-negative counts")
+    return x, epsilon
+
+
+def grid_shape(x: np.ndarray) -> tuple[int, ...]:
+    """The histogram shape passed to ``run``: (n,) for 1-D data, (rows, cols) for 2-D.
+
+    >>> grid_shape(np.zeros((2, 3)))
+    (2, 3)
+    """
+    return tuple(int(s) for s in np.shape(x))
+
+
+def laplace_privacy_loss(blocks: Iterable[tuple[np.ndarray, float]]) -> float:
+    """Worst-case loss of independent Laplace blocks y_ℓ = A_ℓ x + Lap(b_ℓ): max_j Σ_ℓ ‖A_ℓ e_j‖₁/b_ℓ.
+
+    Each block is (column L1 norms of A_ℓ, Laplace scale b_ℓ); the loss is
+    L = max_j Σ_ℓ ‖A_ℓ e_j‖₁ / b_ℓ under add/remove neighbours.
+
+    >>> laplace_privacy_loss([(np.ones(4), 2.0), (np.array([0, 1, 0, 0.5]), 1.0)])
+    1.5
+    """
+    total: np.ndarray | float = 0.0
+    for column_l1, scale in blocks:
+        column_l1 = np.asarray(column_l1, dtype=float)
+        if not np.any(column_l1):
+            continue  # a block that does not read the data costs nothing
+        if not scale > 0:
+            raise ValueError(f"a block that reads the data needs a Laplace scale > 0, got {scale!r}")
+        total = total + column_l1 / scale
+    return float(np.max(total)) if np.ndim(total) else float(total)
+
+
+def exponential_mechanism(scores: np.ndarray, epsilon: float, sensitivity: float,
+                          rng: np.random.Generator) -> int:
+    """Sample index i with probability ∝ exp(ε·score_i / (2·sensitivity)) (McSherry–Talwar); ε-DP.
+
+    Uses the Gumbel-max trick, which samples exactly that distribution.
+
+    >>> exponential_mechanism(np.array([0.0, 100.0]), 1.0, 1.0, np.random.default_rng(0))
+    1
+    """
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 1 or scores.size == 0 or not np.all(np.isfinite(scores)):
+        raise ValueError("scores must be a non-empty 1-D array of finite numbers")
+    check_epsilon(epsilon)
+    secure_select = getattr(rng, "exponential_mechanism", None)  # dplens.core.privacy.noise.SecureNoise samples in OpenDP
+    if secure_select is not None:
+        return secure_select(scores, epsilon, sensitivity)
+    logits = epsilon * scores / (2.0 * sensitivity)
+    return int(np.argmax(logits + rng.gumbel(size=scores.size)))
+
+
+@dataclass(frozen=True)
+class Range:
+    """The documented valid values of one mechanism parameter: a number interval and/or named choices.
+
+    >>> str(Range(1, 1000, integer=True)), str(Range(0, 1, open=True)), str(Range(choices=("auto",), low=2, high=8,
+    ...     integer=True))
+    ('an integer in [1, 1000]', 'a number in (0, 1)', "'auto' or an integer in [2, 8]")
+    >>> Range(1, 1000, integer=True).check("rounds", 10**8)
+    Traceback (most recent call last):
+    ValueError: rounds must be an integer in [1, 1000], got 100000000
+    """
+
+    low: float | None = None
+    high: float | None = None
+    integer: bool = False
+    open: bool = False                 # the open interval (low, high), e.g. a budget share
+    choices: tuple = ()                # other allowed values: 'auto', None, True/False, rule names
+
+    def __str__(self) -> str:
+        parts = [repr(c) for c in self.choices]
+        if self.low is not None:
+            kind = "an integer" if self.integer else "a number"
+            left, right = ("(", ")") if self.open else ("[", "]")
+            low, high = (f"{int(v)}" if self.integer else f"{v:g}" for v in (self.low, self.high))  # type: ignore[arg-type]  # low and high are set together
+            parts.append(f"{kind} in {left}{low}, {high}{right}")
+        return " or ".join(parts)
+
+    def check(self, name: str, value: object) -> object:
+        """``value`` (an integral float becomes an int for integer ranges), or ValueError naming the range."""
+        if any(value is c or (type(value) is type(c) and value == c) for c in self.choices):
+            return value
+        if self.low is not None and not isinstance(value, bool) and isinstance(value, int | float | np.number):
+            number = float(value)
+            if self.integer and isinstance(value, float | np.floating) and number.is_integer():
+                value = int(number)
+            inside = self.low < number < self.high if self.open else self.low <= number <= self.high  # type: ignore[operator]  # low and high are set together
+            if inside and (not self.integer or isinstance(value, int | np.integer)):
+                return value
+        raise ValueError(f"{name} must be {self}, got {value!r}")
+
+
+# Ranges several mechanisms share. Each mechanism declares the valid values of its settings on its class, as
+# ``PARAMETER_RANGES: ClassVar[dict[str, Range]]`` (README: "Mechanism parameters"); the bounds keep one run
+# within seconds and a few hundred MB (its ``cost`` estimates the rest).
+RATIO_RANGE = Range(0, 1, open=True)                          # a budget share
+SEED_RANGE = Range(0, 2**32 - 1, integer=True, choices=(None,))
+BRANCHING_RANGE = Range(2, 1024, integer=True)
+FLAG_RANGE = Range(choices=(True, False))
+
+
+def parameter_ranges(mechanism: Mechanism) -> dict[str, Range]:
+    """The documented ranges of ``mechanism``'s settings (its class's ``PARAMETER_RANGES``; none declared: none).
+
+    >>> from dplens.core.mechanisms import MECHANISMS
+    >>> str(parameter_ranges(MECHANISMS["mwem"])["rounds"])
+    'an integer in [1, 1000]'
+    """
+    return dict(getattr(type(mechanism), "PARAMETER_RANGES", {}))
+
+
+def check_parameters(mechanism: Mechanism) -> Mechanism:
+    """``mechanism`` with every setting inside its documented range, or ValueError naming parameter, value and range.
+
+    >>> from dplens.core.mechanisms import MECHANISMS
+    >>> check_parameters(MECHANISMS["mwem"]).rounds
+    10
+    >>> check_parameters(dataclasses.replace(MECHANISMS["dawa"], granularity=10**8))
+    Traceback (most recent call last):
+    ValueError: dawa: granularity must be an integer in [2, 1000], got 100000000
+    """
+    ranges = parameter_ranges(mechanism)
+    changes = {}
+    for f in dataclasses.fields(mechanism):  # type: ignore[arg-type]  # registered mechanisms are dataclasses
+        if f.name in ("name", "data_dependent") or f.name not in ranges:
+            continue
+        value = getattr(mechanism, f.name)
+        try:
+            checked = ranges[f.name].check(f.name, value)
+        except ValueError as err:
+            raise ValueError(f"{mechanism.name}: {err}") from None
+        if checked is not value:
+            changes[f.name] = checked
+    return dataclasses.replace(mechanism, **changes) if changes else mechanism  # type: ignore[type-var]  # registered mechanisms are dataclasses
+
+
+def configure(mechanism: Mechanism, params: Mapping[str, object]) -> Mechanism:
+    """A copy of ``mechanism`` with settings replaced; strings are coerced to the field's type.
+
+    >>> from dplens.core.mechanisms import MECHANISMS
+    >>> configure(MECHANISMS["identity"], {}).name
+    'identity'
+    """
+    fields = {f.name: f for f in dataclasses.fields(mechanism) if f.name not in ("name", "data_dependent")}  # type: ignore[arg-type]  # registered mechanisms are dataclasses
+    changes = {}
+    for key, value in params.items():
+        if key not in fields:
+            allowed = ", ".join(fields) or "none"
+            raise ValueError(f"mechanism {mechanism.name!r} has no parameter {key!r}; parameters: {allowed}")
+        current = getattr(mechanism, key)
+        if isinstance(value, str) and not isinstance(current, str):
+            value = _coerce(key, value, current)
+        changes[key] = value
+    try:
+        configured = dataclasses.replace(mechanism, **changes)  # type: ignore[type-var]  # registered mechanisms are dataclasses
+    except TypeError as err:
+        raise ValueError(f"bad parameters for {mechanism.name!r}: {err}") from None
+    return check_parameters(configured)
+
+
+def _coerce(key: str, text: str, current: object) -> object:
+    text = text.strip()
+    if isinstance(current, bool):
+        if text.lower() in ("true", "1", "yes"):
+            return True
+        if text.lower() in ("false", "0", "no"):
+            return False
+        raise ValueError(f"parameter {key!r} must be true or false, got {text!r}")
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
+
+
+def answers_from_estimate(workload: Workload, estimate: np.ndarray) -> np.ndarray:
+    """Answer the workload from a histogram estimate (post-processing)."""
+    return workload.matvec(estimate)

@@ -1,0 +1,147 @@
+"""What one mechanism run costs before it starts: the ``Cost`` record, the per-element constants measured on a
+2-core machine (``bench/bench_bounds.py``), and the shared models the mechanisms' own ``cost`` methods use.
+
+A mechanism states its estimate with a method ``cost(self, workload) -> Cost``; without one,
+``default_cost`` assumes work linear in the number of cells n plus the workload's matvec, which is right for
+the noise-on-cells families. The estimates are order-of-magnitude fits: they decide whether to warn, refuse
+or leave a mechanism out of a sweep (``dplens.core.analysis.cost``), not how long to sleep.
+
+>>> from dplens.core.mechanisms import MECHANISMS
+>>> from dplens.core.queries.workloads import Prefix
+>>> mechanism_cost(MECHANISMS["mwem"], Prefix(4096)).seconds > mechanism_cost(MECHANISMS["identity"], Prefix(4096)).seconds
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from dplens.core.mechanisms.contract import Mechanism, check_parameters
+from dplens.core.queries.workloads import (
+    AllRange,
+    Explicit,
+    Identity,
+    Kron,
+    Prefix,
+    Ranges,
+    Stack,
+    Total,
+    Workload,
+)
+
+# Per-element costs of vectorised NumPy on this class of machine (bench/bench_bounds.py).
+SECONDS_PER_ELEMENT = 5e-9
+OVERHEAD_SECONDS = 2e-4   # Python overhead of one run of a simple mechanism
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Estimated wall seconds and peak bytes of one mechanism run, and the setting that drives them.
+
+    >>> Cost(2.0, 1e6, "rounds") .scaled(10).seconds
+    20.0
+    """
+
+    seconds: float
+    bytes: float
+    driver: str = ""
+
+    def scaled(self, runs: float) -> Cost:
+        """``runs`` repetitions in sequence: time adds up, peak memory does not."""
+        return dataclasses.replace(self, seconds=self.seconds * runs)
+
+    def describe(self) -> str:
+        """'about 3.2 s and 120 MB' (rounded for people)."""
+        return f"about {seconds_text(self.seconds)} and {bytes_text(self.bytes)}"
+
+
+def seconds_text(value: float) -> str:
+    """Seconds for people: '3.2 s', '4.5 min', '2.1 h'."""
+    return f"{value:.2g} s" if value < 120 else f"{value / 60:.3g} min" if value < 7200 else f"{value / 3600:.3g} h"
+
+
+def bytes_text(value: float) -> str:
+    """Bytes for people: '120 MB'."""
+    for unit, size in (("GB", 2**30), ("MB", 2**20), ("kB", 2**10)):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def matvec_elements(workload: Workload) -> float:
+    """Elements touched by one ``workload.matvec`` (≈ its cost), from the operator's structure.
+
+    >>> matvec_elements(Prefix(100)), matvec_elements(Kron((Identity(4), Total(8))))
+    (100.0, 64.0)
+    """
+    m, n = workload.shape
+    if isinstance(workload, Identity | Total | Prefix):
+        return float(n)
+    if isinstance(workload, AllRange | Ranges):
+        return float(m + n)
+    if isinstance(workload, Explicit):
+        matrix = workload.matrix
+        return float(matrix.nnz if hasattr(matrix, "nnz") else m * n)
+    if isinstance(workload, Stack):
+        return float(sum(matvec_elements(p) for p in workload.parts))
+    if isinstance(workload, Kron):
+        (m1, n1), (m2, n2) = (f.shape for f in workload.factors)
+        # Kron.matvec applies the first factor along n2 columns, then the second along m1 rows
+        return float(min(matvec_elements(workload.factors[0]), m1 * n1) * n2
+                     + min(matvec_elements(workload.factors[1]), m2 * n2) * m1)
+    structure = getattr(workload, "matvec_elements", None)  # a new workload may say so itself
+    return float(structure()) if callable(structure) else float(m + n)
+
+
+def default_cost(workload: Workload, *, passes: float = 4.0, driver: str = "") -> Cost:
+    """Work linear in the cells plus ``passes`` matvecs; memory a few vectors of n and m floats."""
+    m, n = workload.shape
+    elements = passes * (n + matvec_elements(workload))
+    return Cost(OVERHEAD_SECONDS + SECONDS_PER_ELEMENT * elements, 8.0 * (6 * n + 3 * m),
+                driver or f"the domain ({n:,} cells) and the workload ({m:,} queries)")
+
+
+def dense_entries(workload: Workload) -> float:
+    """Entries of W as ``sparse_matrix`` builds it: nnz for sparse-native workloads, else m·n (via dense())."""
+    m, n = workload.shape
+    if isinstance(workload, Explicit):
+        return float(workload.matrix.nnz if hasattr(workload.matrix, "nnz") else m * n)
+    if isinstance(workload, Ranges):
+        return float(((workload.hi - workload.lo) + 1).sum())
+    return float(m) * n
+
+
+def tree_cost(workload: Workload, granularity: int, branching: int, *, dense_gram: bool) -> Cost:
+    """Greedy-H's weighted hierarchy over at most 4096 units (DAWA: over its buckets); ``dense_gram`` adds
+    Greedy-H's unit × unit Gram."""
+    m, n = workload.shape
+    units = min(n, 4096)
+    tree = SECONDS_PER_ELEMENT * (20 * units * granularity + 30 * (n + matvec_elements(workload))
+                                  + 40 * n * math.log2(max(n, 2)))  # DAWA's partition and the tree's layout
+    memory = 8.0 * (4 * units * granularity / branching + 64 * n + 3 * m)
+    if dense_gram:
+        memory += 8.0 * units * units  # the unit × unit Gram (dense, MAX_UNITS = 4096)
+        tree += SECONDS_PER_ELEMENT * 10 * units * units
+    return Cost(OVERHEAD_SECONDS + tree, memory,
+                f"granularity={granularity} over {n:,} cells (and the workload, {m:,} queries)")
+
+
+def sorting_cost(workload: Workload, factor: float) -> Cost:
+    """Linear work plus ``factor`` · n log n for a sort or grouping pass over the cells (AHP 10, SReB_GCA 60)."""
+    n = workload.shape[1]
+    base = default_cost(workload)
+    return dataclasses.replace(base, seconds=base.seconds + SECONDS_PER_ELEMENT * factor * n * math.log2(max(n, 2)))
+
+
+def mechanism_cost(mechanism: Mechanism, workload: Workload) -> Cost:
+    """Seconds and peak bytes of one run of ``mechanism`` on ``workload`` (settings checked first): its own
+    ``cost`` method, else ``default_cost``.
+
+    Raises:
+        ValueError: a setting outside its documented range (``check_parameters``).
+    """
+    mechanism = check_parameters(mechanism)
+    own = getattr(mechanism, "cost", None)
+    return own(workload) if callable(own) else default_cost(workload)

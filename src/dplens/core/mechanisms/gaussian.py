@@ -1,0 +1,556 @@
+"""Gaussian variants of the data-independent mechanisms: (ε, δ)-DP by the analytic Gaussian, or ρ-zCDP.
+
+Each variant keeps its Laplace parent's strategy A (identity, the answers, the hb tree, the Haar
+basis, the greedy-h tree, the mm-opt p-Identity) and its least-squares reconstruction, and replaces
+i.i.d. Lap(Δ₁(A)/ε) by i.i.d. N(0, σ²) with σ calibrated to the strategy's L2 sensitivity
+Δ₂(A) = max_j ‖A e_j‖₂:
+
+* ``calibration="analytic"``: σ is Balle & Wang's (2018) least σ for (ε, δ)-DP at the knob ``delta``;
+* ``calibration="zcdp"``: σ = Δ₂/√(2ρ) with ρ the largest zCDP whose CKS conversion is (ε, δ)-DP;
+  the release then also satisfies ρ-zCDP (composes tightly), at a somewhat larger σ.
+
+So ``run(x, workload, epsilon, rng)`` keeps the Mechanism contract, with ``epsilon`` meaning "ε at δ".
+The parent's ``run`` is executed at ε = 1 through a noise source that answers its (uniform) Laplace
+requests with N(0, σ²) and records σ; the privacy loss is recomputed from the recorded σ and Δ₂(A).
+Error: the parent's variance 2b² per coordinate (b its scale at ε = 1) becomes σ², so ``expected_mse``
+is the parent's at ε = 1 times σ²/(2b²) (exact: total squared error σ²‖W A⁺‖_F²).
+mm-opt's Gaussian variant uses its own strategy with L2-normalised columns (``EigenStrategy``, HDMM approx=True).
+
+>>> import numpy as np
+>>> from dplens.core.queries.workloads import Prefix
+>>> mech = GaussianHierarchical(delta=1e-6)
+>>> release = mech.run(np.arange(8.0), Prefix(8), 1.0, np.random.default_rng(0))
+>>> release.privacy_loss <= 1.0, release.params["definition"]
+(True, 'approx')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import scipy.linalg
+
+from dplens.core.mechanisms.contract import (
+    Mechanism,
+    Range,
+    Release,
+    check_epsilon,
+    check_inputs,
+)
+from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost, default_cost, mechanism_cost
+from dplens.core.mechanisms.gram import gram_apply, remember
+from dplens.core.mechanisms.greedy_h import GreedyH, cell_strategy, sum_along_paths, workload_key
+from dplens.core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
+from dplens.core.mechanisms.laplace import Identity, LaplaceOnAnswers
+from dplens.core.mechanisms.matrix import single_threaded
+from dplens.core.mechanisms.privelet import Privelet, haar_sensitivity
+from dplens.core.privacy.definitions import (
+    DEFINITIONS,
+    ZCDP,
+    ApproxDP,
+    Privacy,
+    PureDP,
+    analytic_gaussian_sigma,
+    check_delta,
+    gaussian_epsilon,
+    gaussian_rho,
+    target,
+    zcdp_epsilon,
+    zcdp_rho,
+    zcdp_sigma,
+)
+from dplens.core.privacy.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
+from dplens.core.privacy.noise import add_gaussian, noise_kind
+from dplens.core.queries.workloads import Workload
+
+CALIBRATIONS = ("analytic", "zcdp")
+L2_MAX_CELLS = 4096  # gaussian-mm-opt's dense n × n strategy: 128 MB per matrix at this size
+RIDGE = 1e-10  # relative ridge on WᵀW before the eigendecomposition (see _eigen)
+
+
+class GaussianNoise:
+    """A noise source that answers every ``laplace(scale=b)`` request (one b > 0) with N(0, σ²).
+
+    Gaussian draws come from the wrapped source's ``normal``: NumPy's on the exploration path,
+    OpenDP's discrete Gaussian on the secure path (``dplens.core.privacy.noise.SecureNoise.normal``). Other draws
+    (uniforms, permutations) pass through. ``stds`` records the standard deviations drawn.
+
+    >>> source = GaussianNoise(np.random.default_rng(0), 2.0)
+    >>> _ = source.laplace(scale=1.5, size=3)
+    >>> source.stds
+    [2.0]
+    """
+
+    def __init__(self, source, sigma: float) -> None:
+        self._source = source
+        self._sigma = float(sigma)
+        self._scales: set[float] = set()
+        self.stds: list[float] = []
+
+    def _std(self, scale):
+        """σ where the parent asked for Laplace noise (scale > 0), 0 elsewhere; refuses non-uniform scales."""
+        scales = np.asarray(scale, dtype=float)
+        self._scales.update(np.unique(scales[scales > 0]).tolist() if scales.ndim else
+                            ([float(scales)] if scales > 0 else []))
+        if len(self._scales) > 1:
+            raise ValueError(f"the Gaussian variant needs uniform Laplace scales, got {sorted(self._scales)}")
+        std = np.where(scales > 0, self._sigma, 0.0)
+        self.stds.append(self._sigma)
+        return std if std.ndim else float(std)
+
+    def laplace(self, loc: float = 0.0, scale: float = 1.0, size=None):
+        """N(loc, σ²) in place of Laplace(loc, scale)."""
+        return self._source.normal(loc=loc, scale=self._std(scale), size=size)
+
+    def add_laplace(self, values, scale):
+        """``values`` + N(0, σ²) in place of Laplace(scale), measured by the wrapped source (``add_gaussian``)."""
+        return add_gaussian(self._source, values, self._std(scale))
+
+    def __getattr__(self, name: str):
+        return getattr(self._source, name)
+
+
+@functools.lru_cache(maxsize=4096)
+def unit_sigma(epsilon: float, delta: float, calibration: str) -> float:
+    """σ for Δ₂ = 1 at "ε at δ" under a calibration.
+
+    >>> round(unit_sigma(1.0, 1e-5, "analytic"), 6)
+    3.730632
+    """
+    if calibration == "analytic":
+        return analytic_gaussian_sigma(epsilon, delta)
+    if calibration == "zcdp":
+        return zcdp_sigma(zcdp_rho(epsilon, delta))
+    raise ValueError(f"calibration must be one of {list(CALIBRATIONS)}, got {calibration!r}")
+
+
+_KNOBS = {"delta": Range(0, 1, open=True), "calibration": Range(choices=CALIBRATIONS)}
+
+
+def _ranges(parent: type | None) -> dict[str, Range]:
+    """The parent's documented parameter ranges plus the Gaussian knobs (dplens.core.mechanisms.check_parameters)."""
+    return {**getattr(parent, "PARAMETER_RANGES", {}), **_KNOBS}
+
+
+class GaussianMixin:
+    """Gaussian noise for a Laplace parent that exposes its strategy's column norms (``strategy_norms``)."""
+
+    noise: ClassVar[str] = "gaussian"
+    delta: float
+    calibration: str
+
+    def cost(self, workload: Workload) -> Cost:
+        """The parent's cost model: the Gaussian draws cost what the Laplace ones did."""
+        parent = getattr(super(), "cost", None)
+        return parent(workload) if parent is not None else default_cost(workload)
+
+    def check_tree_settings(self) -> None:
+        check_delta(self.delta)
+        if self.calibration not in CALIBRATIONS:
+            raise ValueError(f"calibration must be one of {list(CALIBRATIONS)}, got {self.calibration!r}")
+
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """Column L1 and L2 norms of the measured strategy A (the parent's noise is Lap(max L1 / ε))."""
+        raise NotImplementedError
+
+    def parent_scale(self, workload: Workload) -> float:
+        """The Laplace scale the parent uses at ε = 1: Δ₁(A) (mm-opt overrides it)."""
+        return float(self.strategy_norms(workload)[0].max())
+
+    def sigma(self, workload: Workload, epsilon: float) -> float:
+        """The noise standard deviation at "ε at δ" for this workload: Δ₂(A) × the unit σ."""
+        _, l2 = self.strategy_norms(workload)
+        return float(l2.max()) * unit_sigma(check_epsilon(epsilon), float(self.delta), self.calibration)
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        _, epsilon = check_inputs(x, workload, epsilon)
+        _, l2 = self.strategy_norms(workload)
+        l2_max = float(l2.max())
+        if l2_max == 0:  # nothing depends on the data
+            release = super().run(x, workload, epsilon, rng)  # type: ignore[misc]  # GaussianMixin is mixed into a registered mechanism
+            return Release(self.name, epsilon, 0.0, release.answers, release.estimate, dict(release.params))  # type: ignore[attr-defined]
+        source = GaussianNoise(rng, self.sigma(workload, epsilon))
+        # the parent at ε = 1 asks for Lap(b) on every coordinate: each becomes N(0, σ²)
+        release = super().run(x, workload, 1.0, source)  # type: ignore[misc]  # GaussianMixin is mixed into a registered mechanism
+        return self._gaussian_release(epsilon, min(source.stds), l2_max, release)
+
+    def _gaussian_release(self, epsilon: float, sigma: float, l2_max: float, release: Release) -> Release:
+        """The release relabelled with the loss of N(0, σ²) noise at Δ₂ = ``l2_max`` (the σ actually drawn)."""
+        rho = gaussian_rho(sigma, l2_max)  # ρ = Δ₂²/(2σ²) of the noise actually added
+        if self.calibration == "analytic":
+            loss = gaussian_epsilon(sigma, self.delta, l2_max)
+        else:
+            loss = zcdp_epsilon(rho, self.delta)
+        params = {k: v for k, v in release.params.items() if k != "noise_scale"}
+        params.update({"noise": "gaussian", "definition": "approx" if self.calibration == "analytic" else "zcdp",
+                       "delta": float(self.delta), "rho": rho, "sigma": sigma, "l2_sensitivity": l2_max})
+        return Release(self.name, epsilon, loss, release.answers, release.estimate, params, release.details)  # type: ignore[attr-defined]  # GaussianMixin is mixed into a registered mechanism
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
+        """Per-query MSE σ²‖W A⁺‖_F²/m: the parent's at ε = 1 (variance 2Δ₁²) rescaled to variance σ²."""
+        parent = super().expected_mse(workload, 1.0)  # type: ignore[misc]  # GaussianMixin is mixed into a registered mechanism
+        if parent is None:
+            return None
+        scale = self.parent_scale(workload)
+        if scale == 0:
+            return 0.0
+        return parent * self.sigma(workload, epsilon) ** 2 / (2.0 * scale**2)
+
+
+@dataclass(frozen=True)
+class GaussianIdentity(GaussianMixin, Identity):  # type: ignore[misc]  # the mixin's expected_mse may be None (the parent's is)
+    """Identity with Gaussian noise on the cells (Δ₂ = 1).
+
+    >>> from dplens.core.queries.workloads import Identity as I
+    >>> round(GaussianIdentity(delta=1e-5).expected_mse(I(4), 1.0), 4)  # σ = 3.7407 (discrete curve), not 3.7306
+    13.993
+    """
+
+    summary: ClassVar[str] = "Gaussian noise on every count ((ε, δ) or zCDP)."
+    # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
+    # (read on this exact class only, dplens.core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
+    noise_on_counts: ClassVar[bool] = True
+
+    delta: float = 1e-6
+    calibration: str = "analytic"
+    name: str = "gaussian-identity"
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(Identity)
+
+    def __post_init__(self) -> None:
+        self.check_tree_settings()
+
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """Identity: every column has L1 and L2 norm 1."""
+        ones = np.ones(workload.shape[1])
+        return ones, ones
+
+    # On integer counts the secure path draws OpenDP's *discrete* Gaussian (dplens.core.privacy.noise), whose exact
+    # (ε, δ) curve (CKS 2020 Thm. 7) lies above the continuous one at the same σ. Under (ε, δ) this
+    # mechanism therefore calibrates σ on both curves and reports the larger ε, valid whichever
+    # sampler runs (dplens.core.privacy.discrete_gaussian). zCDP needs no change: N_Z(0, σ²) is 1/(2σ²)-zCDP too.
+    def sigma(self, workload: Workload, epsilon: float) -> float:
+        """σ at "ε at δ" (Δ₂ = 1); under (ε, δ) the least σ valid for the continuous and the discrete Gaussian."""
+        if self.calibration != "analytic":
+            return super().sigma(workload, epsilon)
+        return discrete_gaussian_sigma(check_epsilon(epsilon), float(self.delta))
+
+    def _gaussian_release(self, epsilon: float, sigma: float, l2_max: float, release: Release) -> Release:
+        out = super()._gaussian_release(epsilon, sigma, l2_max, release)
+        if self.calibration != "analytic" or l2_max != 1:
+            return out
+        discrete = discrete_gaussian_epsilon(sigma, float(self.delta))  # the discrete curve at the σ drawn
+        return dataclasses.replace(out, privacy_loss=max(out.privacy_loss, discrete))
+
+
+@dataclass(frozen=True)
+class GaussianAnswers(GaussianMixin, LaplaceOnAnswers):  # type: ignore[misc]  # the mixin's expected_mse may be None (the parent's is)
+    """Gaussian noise on the workload answers at Δ₂(W) (beats Laplace by far when Δ₂ ≪ Δ₁, e.g. prefix)."""
+
+    summary: ClassVar[str] = "Gaussian noise on each query answer ((ε, δ) or zCDP): strong for prefix-like workloads."
+
+    delta: float = 1e-6
+    calibration: str = "analytic"
+    name: str = "gaussian-answers"
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(LaplaceOnAnswers)
+
+    def __post_init__(self) -> None:
+        self.check_tree_settings()
+
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """The workload's own column norms."""
+        return workload.column_norms(1), workload.column_norms(2)
+
+
+@dataclass(frozen=True)
+class GaussianHierarchical(GaussianMixin, Hierarchical):  # type: ignore[misc]  # the mixin's expected_mse may be None (the parent's is)
+    """hb/H2 tree with Gaussian noise: a cell in h measured nodes has Δ₁ = h, Δ₂ = √h."""
+
+    summary: ClassVar[str] = "The range tree with Gaussian noise ((ε, δ) or zCDP)."
+
+    delta: float = 1e-6
+    calibration: str = "analytic"
+    name: str = "gaussian-hb"
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(Hierarchical)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.check_tree_settings()
+
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """Nodes containing each cell (unit weights): L1 = count, L2 = √count."""
+        counts = build_tree(*self._tree_args(workload_grid(workload))).column_norms()
+        return counts, np.sqrt(counts)
+
+
+@dataclass(frozen=True)
+class GaussianPrivelet(GaussianMixin, Privelet):  # type: ignore[misc]  # the mixin's expected_mse may be None (the parent's is)
+    """Privelet's ±1 Haar strategy with Gaussian noise: each cell is in ρ coefficients, Δ₂ = √ρ."""
+
+    summary: ClassVar[str] = "Haar wavelets with Gaussian noise ((ε, δ) or zCDP)."
+
+    delta: float = 1e-6
+    calibration: str = "analytic"
+    name: str = "gaussian-privelet"
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(Privelet)
+
+    def __post_init__(self) -> None:
+        self.check_tree_settings()
+
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """ρ = Π(1 + log₂ padded length) coefficients of ±1 per cell."""
+        rho = haar_sensitivity(workload_grid(workload))
+        n = workload.shape[1]
+        return np.full(n, rho), np.full(n, np.sqrt(rho))
+
+
+@dataclass(frozen=True)
+class GaussianGreedyH(GaussianMixin, GreedyH):  # type: ignore[misc]  # the mixin's expected_mse may be None (the parent's is)
+    """Greedy-H's weighted tree with Gaussian noise, its weights chosen for L2 (``greedy_hierarchy(norm=2)``).
+
+    Greedy-H's rule (Li et al. 2014) minimises the Laplace error under path sums of weights = 1; under
+    Gaussian noise the error is Δ₂² tr(WᵀW (AᵀA)⁻¹), so the path sums of *squared* weights are 1.
+    """
+
+    summary: ClassVar[str] = "Greedy-H's weighted tree with Gaussian noise ((ε, δ) or zCDP)."
+
+    delta: float = 1e-6
+    calibration: str = "analytic"
+    name: str = "gaussian-greedy-h"
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(GreedyH)
+    weights_norm: ClassVar[int] = 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.check_tree_settings()
+
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """Σ of the query weights (L1) and √Σ of their squares (L2) along each cell's root path."""
+        tree, _ = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
+        l2 = np.sqrt(sum_along_paths(tree.units, tree.query_start, tree.query_size, tree.query_weight**2))
+        return tree.cell_l1, l2
+
+
+@dataclass(frozen=True, eq=False)
+class EigenStrategy:
+    """A = (G + τI)^{1/4} S with G = WᵀW and S = diag(1/√diag((G + τI)^{1/2})): every column has L2 norm 1.
+
+    AᵀA = S G^{1/2} S is the closed-form solution of the Gaussian matrix mechanism's convex program
+    min tr(G X⁻¹) s.t. diag(X) ≤ 1 (Yuan et al. 2016; HDMM approx=True) when the diagonal of G^{1/2}
+    is flat, and close to it otherwise: its KKT condition is X Λ X = G, and Λ ∝ I gives X ∝ G^{1/2},
+    the eigen-design of Li & Miklau (PVLDB 2012) under a trace constraint. Kept as G's eigenvectors V,
+    ridged eigenvalues λ and S: one eigendecomposition, then O(n²) per product (A is never formed).
+    """
+
+    vectors: np.ndarray  # V
+    values: np.ndarray   # λ (ridged)
+    scale: np.ndarray    # diagonal of S
+    trace: float         # tr(G (AᵀA)⁻¹) with the true G
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """A x = V Λ^{1/4} Vᵀ (S x)."""
+        return self.vectors @ (self.values**0.25 * (self.vectors.T @ (self.scale * x)))
+
+    def solve(self, y: np.ndarray) -> np.ndarray:
+        """A⁻¹ y = S⁻¹ V Λ^{-1/4} Vᵀ y."""
+        return self.vectors @ (self.values**-0.25 * (self.vectors.T @ y)) / self.scale
+
+    def column_l2(self) -> np.ndarray:
+        """‖A e_j‖₂ = s_j √(G^{1/2})_jj (1 up to round-off)."""
+        return self.scale * np.sqrt((self.vectors**2) @ np.sqrt(self.values))
+
+    def column_l1(self) -> np.ndarray:
+        """‖A e_j‖₁ (forms A: one n³ product; the Gaussian mechanism does not need it)."""
+        return np.abs((self.vectors * self.values**0.25) @ self.vectors.T).sum(axis=0) * self.scale
+
+
+_EIGEN: dict[object, EigenStrategy] = {}
+
+
+def eigen_strategy(workload: Workload) -> EigenStrategy:
+    """The L2 strategy for a workload, cached per workload content (data-independent, no privacy cost)."""
+    n = workload.shape[1]
+    if n > L2_MAX_CELLS:
+        raise ValueError(f"gaussian-mm-opt builds a dense {n} x {n} strategy; it allows at most "
+                         f"{L2_MAX_CELLS} cells, got n={n}; use gaussian-hb or gaussian-privelet")
+    return remember(_EIGEN, workload_key(workload), lambda: single_threaded(_eigen, workload))
+
+
+def _eigen(workload: Workload) -> EigenStrategy:
+    n = workload.shape[1]
+    gram = gram_apply(workload, np.eye(n))
+    values, vectors = scipy.linalg.eigh((gram + gram.T) / 2.0, overwrite_a=True)
+    # a tiny ridge keeps A invertible when W leaves directions (or cells) unqueried; the error below is
+    # computed for the ridged A actually used, with the true G, so it stays exact
+    values = np.maximum(values, 0.0) + RIDGE * max(float(values.max()), 1.0)
+    scale = 1.0 / np.sqrt((vectors**2) @ np.sqrt(values))  # 1/√diag(G^{1/2})
+    # tr(G (AᵀA)⁻¹) = Σ_k λ_k^{-1/2} u_kᵀ G u_k with u_k = S⁻¹ v_k: WᵀW applied in closed form, O(n²)
+    scaled = vectors / scale[:, None]
+    trace = float(np.sum(values**-0.5 * np.sum(scaled * gram_apply(workload, scaled), axis=0)))
+    return EigenStrategy(vectors, values, scale, trace)
+
+
+@dataclass(frozen=True)
+class GaussianMatrix(GaussianMixin):
+    """The Gaussian matrix mechanism: the eigen strategy with L2 columns 1 (HDMM approx=True's targets),
+    y = A x + N(0, σ²)ⁿ, x̂ = A⁻¹ y. Per-query RMSE at unit noise within 1.02x HDMM's YuanConvex
+    (bench/bench_gaussian.py).
+
+    >>> from dplens.core.queries.workloads import AllRange
+    >>> round(float(GaussianMatrix().strategy_norms(AllRange(8))[1].max()), 12)
+    1.0
+    """
+
+    summary: ClassVar[str] = "Gaussian matrix mechanism: an eigen-design strategy for your workload ((ε, δ) or zCDP)."
+
+    delta: float = 1e-6
+    calibration: str = "analytic"
+    name: str = "gaussian-mm-opt"
+    data_dependent: bool = False
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(None)
+
+    def __post_init__(self) -> None:
+        self.check_tree_settings()
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        strategy = eigen_strategy(workload)
+        l2_max = float(strategy.column_l2().max())
+        sigma = l2_max * unit_sigma(epsilon, float(self.delta), self.calibration)
+        # NumPy's normal on the exploration path, OpenDP's (lattice) Gaussian on the secure one
+        noisy = add_gaussian(rng, strategy.apply(x), sigma)
+        estimate = strategy.solve(noisy)
+        release = Release(self.name, epsilon, 0.0, workload.matvec(estimate), estimate,
+                          {"strategy": "eigen (G^1/4 S)"})
+        return self._gaussian_release(epsilon, sigma, l2_max, release)
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+        """σ² tr(G (AᵀA)⁻¹) / m."""
+        return self.sigma(workload, epsilon) ** 2 * eigen_strategy(workload).trace / workload.shape[0]
+
+    def cost(self, workload: Workload) -> Cost:
+        """One dense n × n eigendecomposition (single-threaded ~19 s at n = 4096), a few n × n matrices."""
+        n = workload.shape[1]
+        return Cost(OVERHEAD_SECONDS + 3e-10 * n**3, 8.0 * 5 * n * n, f"a dense {n:,} x {n:,} strategy")
+
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """Column L1 (forms A once) and L2 norms of the strategy."""
+        strategy = eigen_strategy(workload)
+        return strategy.column_l1(), strategy.column_l2()
+
+    def sigma(self, workload: Workload, epsilon: float) -> float:
+        """Δ₂(A) × the unit σ (Δ₂ from the eigen form, without forming A)."""
+        l2 = float(eigen_strategy(workload).column_l2().max())
+        return l2 * unit_sigma(check_epsilon(epsilon), float(self.delta), self.calibration)
+
+
+# ----------------------------------------------------------------------------- privacy targets → mechanisms
+def for_privacy(mechanism, privacy: Privacy):
+    """The mechanism (knobs set) and the ``epsilon`` argument that make one release meet ``privacy``.
+
+    Laplace mechanisms are pure ε-DP: under (ε, δ) they run at ε; under ρ-zCDP at ε = √(2ρ)
+    (ε-DP ⇒ ε²/2-zCDP). Gaussian ones: under (ε, δ) the analytic Gaussian at that δ; under ρ-zCDP
+    σ = Δ₂/√(2ρ) (passed as "ε at the mechanism's δ", which it converts back to ρ, rounding down).
+
+    >>> from dplens.core.mechanisms import MECHANISMS
+    >>> mech, epsilon = for_privacy(MECHANISMS["hb"], ZCDP(0.5))
+    >>> epsilon
+    1.0
+    >>> mech, epsilon = for_privacy(MECHANISMS["gaussian-hb"], ApproxDP(1.0, 1e-9))
+    >>> mech.delta, mech.calibration, epsilon
+    (1e-09, 'analytic', 1.0)
+    """
+    gaussian = noise_kind(mechanism) == "gaussian"
+    if isinstance(privacy, PureDP):
+        if gaussian:
+            raise ValueError(f"{mechanism.name} adds Gaussian noise, which is never pure epsilon-DP; "
+                             "choose the (epsilon, delta) or zCDP definition, or a Laplace mechanism")
+        return mechanism, privacy.epsilon
+    if isinstance(privacy, ApproxDP):
+        if gaussian:
+            return dataclasses.replace(mechanism, delta=privacy.delta, calibration="analytic"), privacy.epsilon
+        return mechanism, privacy.epsilon
+    if isinstance(privacy, ZCDP):
+        if gaussian:
+            mechanism = dataclasses.replace(mechanism, calibration="zcdp")
+            return mechanism, zcdp_epsilon(privacy.rho, mechanism.delta)
+        return mechanism, math.sqrt(2.0 * privacy.rho)
+    raise ValueError(f"privacy must be PureDP, ApproxDP or ZCDP, got {privacy!r}")
+
+
+def release_cost(release: Release) -> Privacy:
+    """What a release charges, in its own definition's unit: ε, (ε, δ), or ρ.
+
+    >>> import numpy as np
+    >>> from dplens.core.mechanisms import MECHANISMS
+    >>> from dplens.core.queries.workloads import Identity as I
+    >>> release_cost(MECHANISMS["identity"].run(np.ones(2), I(2), 0.5, np.random.default_rng(0)))
+    PureDP(epsilon=0.5)
+    """
+    definition = release.params.get("definition")
+    if definition == "zcdp":
+        return ZCDP(zcdp_rho(release.epsilon, float(release.params["delta"])))
+    if definition == "approx":
+        return ApproxDP(release.epsilon, float(release.params["delta"]))
+    return PureDP(release.epsilon)
+
+
+@dataclass(frozen=True)
+class Matched:
+    """A mechanism run at matched privacy: ``epsilon`` means "ε at δ" under ``definition`` for every mechanism.
+
+    The common x-axis of Compare: under "zcdp" both Laplace (at ε = √(2ρ)) and Gaussian mechanisms get
+    the same ρ = ``zcdp_rho(ε, δ)``; under "approx" both are (ε, δ)-DP. Releases report ε and the loss
+    of the noise added in that unit (ε at δ).
+
+    >>> from dplens.core.mechanisms import MECHANISMS
+    >>> from dplens.core.queries.workloads import Prefix
+    >>> lap = Matched(MECHANISMS["hb"], "zcdp", 1e-6)
+    >>> lap.expected_mse(Prefix(8), 1.0) > MECHANISMS["hb"].expected_mse(Prefix(8), 1.0)
+    True
+    """
+
+    inner: Mechanism
+    definition: str = "pure"
+    delta: float = 1e-6
+
+    def __post_init__(self) -> None:
+        if self.definition not in DEFINITIONS:
+            raise ValueError(f"definition must be one of {sorted(DEFINITIONS)}, got {self.definition!r}")
+        check_delta(self.delta)
+
+    @property
+    def name(self) -> str:
+        """The inner mechanism's registry name."""
+        return self.inner.name
+
+    @property
+    def data_dependent(self) -> bool:
+        """As the inner mechanism."""
+        return self.inner.data_dependent
+
+    def resolve(self, epsilon: float):
+        """(mechanism, epsilon argument) for "ε at δ" under the definition."""
+        return for_privacy(self.inner, target(self.definition, check_epsilon(epsilon), self.delta))
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        mechanism, argument = self.resolve(epsilon)
+        release = mechanism.run(x, workload, argument, rng)
+        loss = release.privacy_loss
+        if self.definition == "zcdp" and noise_kind(mechanism) == "laplace":
+            loss = zcdp_epsilon(loss**2 / 2.0, self.delta) if loss > 0 else 0.0  # back in "ε at δ"
+        params = {**release.params, "definition": self.definition,
+                  "delta": 0.0 if self.definition == "pure" else self.delta}
+        return dataclasses.replace(release, epsilon=float(epsilon), privacy_loss=loss, params=params)
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
+        mechanism, argument = self.resolve(epsilon)
+        return mechanism.expected_mse(workload, argument)
+
+    def cost(self, workload: Workload) -> Cost:
+        """The inner mechanism's cost estimate: calibration does not change the work."""
+        return mechanism_cost(self.inner, workload)

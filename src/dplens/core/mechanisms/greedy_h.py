@@ -1,0 +1,731 @@
+"""Greedy-H: the workload-adaptive hierarchical strategy of DAWA's second stage (Li, Hay, Miklau, Wang,
+PVLDB 2014, §4), standalone on the cells.
+
+The strategy is a tree of interval queries (fan-out ``branching``) whose weights are chosen greedily,
+bottom-up: at every node a share 1 − p of the remaining weight goes to the node's own query and p to its
+subtree, with p picked on a grid of ``granularity`` values to minimise a local error estimate (the
+reference implementations' rule, including their 1/b^(depth/2) damping of cross terms and their use of
+(WᵀW)² as the local error metric). Weights along every root-to-leaf path sum to 1, so the strategy's L1
+sensitivity is 1. The strategy depends on the workload only; the inverse (AᵀA)⁻¹ is kept in the
+recursive Sherman–Morrison form, so least squares costs O(n log n) and the exact error
+tr(WᵀW (AᵀA)⁻¹) falls out of the same recursion.
+
+>>> import numpy as np
+>>> from dplens.core.queries.workloads import Prefix
+>>> release = GreedyH().run(np.arange(8.0), Prefix(8), 1.0, np.random.default_rng(0))
+>>> release.privacy_loss <= 1.0, release.estimate.shape
+(True, (8,))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dplens.core.mechanisms.contract import (
+    BRANCHING_RANGE,
+    Range,
+    Release,
+    check_inputs,
+    laplace_privacy_loss,
+)
+from dplens.core.mechanisms.cost_model import Cost, tree_cost
+from dplens.core.mechanisms.gram import gram_apply
+from dplens.core.privacy.noise import add_laplace
+from dplens.core.queries.workloads import (
+    AllRange,
+    Explicit,
+    Identity,
+    Kron,
+    Prefix,
+    Ranges,
+    Stack,
+    Total,
+    Workload,
+    as_intervals,
+    dense,
+)
+
+MAX_UNITS = 4096  # Greedy-H holds dense unit × unit matrices; beyond this it refuses (memory)
+
+
+# ----------------------------------------------------------------------------- workload Gram over buckets
+def _ranges_block_gram(lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Block sums Σ_{i∈B_c, j∈B_d} (WᵀW)_ij for 0/1 range queries [lo, hi], in O(m + buckets²).
+
+    For buckets c < d every i ∈ B_c lies left of every j ∈ B_d, so a range covers both iff lo ≤ i and
+    hi ≥ j: the block sum is Σ_q a_q(c)·b_q(d) with a_q(c) = |{i ∈ B_c : i ≥ lo_q}| and
+    b_q(d) = |{j ∈ B_d : j ≤ hi_q}| — a full bucket width strictly between the end buckets c_lo, c_hi
+    plus partial overlaps α_q, β_q at them. Expanded, that is a few cumulated 2-D histograms of
+    (c_lo, c_hi); the diagonal blocks are Σ_q |range_q ∩ B_c|².
+    """
+    k = bounds.size - 1
+    width = np.diff(bounds).astype(float)
+    cl = np.searchsorted(bounds, lo, side="right") - 1
+    ch = np.searchsorted(bounds, hi, side="right") - 1
+    alpha = (bounds[cl + 1] - lo).astype(float)  # overlap of [lo, ∞) with its first bucket
+    beta = (hi - bounds[ch] + 1).astype(float)   # overlap of (−∞, hi] with its last bucket
+    # rows 1…k of `block` hold Σ_{b > d} #(c_lo = a, c_hi = b) · w_d + Σ #(c_lo = a, c_hi = d) β, row 0 is 0
+    block = np.zeros((k + 1, k))
+    np.add.at(block, (cl + 1, ch), 1.0)
+    np.cumsum(block[:, ::-1], axis=1, out=block[:, ::-1])
+    block[:, :-1] = block[:, 1:].copy()  # strictly beyond d
+    block[:, -1] = 0.0
+    block *= width[None, :]
+    np.add.at(block, (cl + 1, ch), beta)
+    for row in range(1, k + 1):  # Σ_{a < c}: row-wise accumulation beats cumsum(axis=0) several times
+        block[row] += block[row - 1]
+    block = block[:k]
+    block *= width[:, None]
+    rows, owner = np.unique(cl, return_inverse=True)  # + w_d Σ_{b > d} α_q over queries starting in c
+    tail = np.zeros((rows.size, k))
+    np.add.at(tail, (owner, ch), alpha)
+    np.cumsum(tail[:, ::-1], axis=1, out=tail[:, ::-1])
+    tail[:, :-1] = tail[:, 1:].copy()
+    tail[:, -1] = 0.0
+    block[rows] += tail * width[None, :]
+    np.add.at(block, (cl, ch), alpha * beta)
+    for row in range(k):  # keep c < d, then mirror
+        block[row, : row + 1] = 0.0
+    block += block.T
+    same = cl == ch
+    inner = np.zeros(k + 1)
+    np.add.at(inner, cl[~same] + 1, 1.0)
+    np.add.at(inner, ch[~same], -1.0)
+    diagonal = np.cumsum(inner)[:k] * width**2
+    diagonal += np.bincount(cl[same], weights=(hi[same] - lo[same] + 1.0) ** 2, minlength=k)
+    diagonal += np.bincount(cl[~same], weights=alpha[~same] ** 2, minlength=k)
+    diagonal += np.bincount(ch[~same], weights=beta[~same] ** 2, minlength=k)
+    block[np.diag_indices(k)] = diagonal
+    return block
+
+
+def _separable_block_gram(left: np.ndarray, right: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Block sums of a Gram (WᵀW)_ij = left[min(i,j)] · right[max(i,j)] (prefix and all-range workloads)."""
+    starts = bounds[:-1]
+    block = np.triu(np.outer(np.add.reduceat(left, starts), np.add.reduceat(right, starts)), 1)
+    block += block.T
+    bucket_of = np.repeat(np.arange(starts.size), np.diff(bounds))
+    before = np.cumsum(left) - left                 # Σ_{i < j} left[i] over the whole domain …
+    before -= before[starts][bucket_of]             # … restricted to j's bucket
+    diagonal = np.bincount(bucket_of, weights=right * (2 * before + left), minlength=starts.size)
+    block[np.diag_indices(starts.size)] = diagonal
+    return block
+
+
+def _allrange_block_gram(n: int, bounds: np.ndarray) -> np.ndarray:
+    # (WᵀW)_ij = (min(i,j) + 1)(n − max(i,j)): the ranges containing both i and j
+    return _separable_block_gram(np.arange(1.0, n + 1), n - np.arange(n, dtype=float), bounds)
+
+
+def _block_gram(workload: Workload, bounds: np.ndarray) -> np.ndarray | None:
+    """Σ_{i∈B_c, j∈B_d} (WᵀW)_ij in closed form, or None when the workload has no fast path."""
+    n = workload.shape[1]
+    width = np.diff(bounds).astype(float)
+    if isinstance(workload, Identity):
+        return np.diag(width)
+    if isinstance(workload, Total):
+        return np.outer(width, width)
+    if isinstance(workload, Prefix):  # (WᵀW)_ij = n − max(i, j)
+        return _separable_block_gram(np.ones(n), n - np.arange(n, dtype=float), bounds)
+    if isinstance(workload, Ranges):
+        return _ranges_block_gram(workload.lo, workload.hi, bounds)
+    if isinstance(workload, AllRange):
+        return _allrange_block_gram(n, bounds)
+    if isinstance(workload, Stack):
+        parts = [_block_gram(p, bounds) for p in workload.parts]
+        return None if any(p is None for p in parts) else sum(parts)  # type: ignore[return-value, arg-type]  # none is None
+    return None
+
+
+def _cell_gram(workload: Workload) -> tuple[np.ndarray, bool]:
+    """(WᵀW, exact) on the cells."""
+    block = _block_gram(workload, np.arange(workload.shape[1] + 1))
+    return (block, True) if block is not None else _full_gram(workload)
+
+
+_FULL_GRAMS: dict[object, tuple[np.ndarray, bool]] = {}
+
+
+def _full_gram(workload: Workload) -> tuple[np.ndarray, bool]:
+    """(WᵀW, exact) for workloads without a bucket fast path, kept for the last two workloads."""
+    key = workload_key(workload)
+    if key not in _FULL_GRAMS:
+        if len(_FULL_GRAMS) >= 2:
+            _FULL_GRAMS.pop(next(iter(_FULL_GRAMS)))
+        _FULL_GRAMS[key] = _compute_full_gram(workload)
+    return _FULL_GRAMS[key]
+
+
+def _compute_full_gram(workload: Workload) -> tuple[np.ndarray, bool]:
+    """(WᵀW, exact); the all-range Gram as a proxy when the workload is too big to densify."""
+    n = workload.shape[1]
+    if n <= MAX_UNITS:
+        if isinstance(workload, Kron):
+            (ga, ea), (gb, eb) = (_cell_gram(f) for f in workload.factors)
+            return np.kron(ga, gb), ea and eb
+        if isinstance(workload, Explicit):
+            product = workload.matrix.T @ workload.matrix
+            return np.asarray(product.toarray() if hasattr(product, "toarray") else product), True
+        try:
+            matrix = dense(workload)
+        except ValueError:
+            pass
+        else:
+            return matrix.T @ matrix, True
+    # A workload we cannot densify: range queries stand in for its usage (documented in the README).
+    return _allrange_block_gram(n, np.arange(n + 1)), False
+
+
+def bucket_gram(workload: Workload, bounds: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Gram matrix of the workload reduced to buckets, and whether it is exact (not a proxy).
+
+    Bucket c spans cells bounds[c] … bounds[c+1] − 1 and stands for their uniform expansion, so the
+    reduced workload is W E with E_ic = 1/|B_c| (DAWA §4) and its Gram is EᵀWᵀWE.
+
+    >>> bucket_gram(Prefix(4), np.array([0, 2, 4]))[0].tolist()
+    [[3.25, 1.5], [1.5, 1.25]]
+    """
+    bounds = np.asarray(bounds, dtype=np.int64)
+    if bounds.size - 1 > MAX_UNITS:
+        raise ValueError(f"the reduced Gram is dense: at most {MAX_UNITS} buckets, got {bounds.size - 1}")
+    block = _block_gram(workload, bounds)
+    exact = True
+    if block is None:
+        full, exact = _full_gram(workload)
+        starts = bounds[:-1]
+        block = np.add.reduceat(np.add.reduceat(full, starts, axis=0), starts, axis=1)
+    width = np.diff(bounds).astype(float)
+    if np.any(width != 1):
+        block /= np.outer(width, width)
+    return block, exact
+
+
+def gram_sketch(workload: Workload, bounds: np.ndarray, rows: int) -> np.ndarray:
+    """Row j = S (EᵀWᵀWE) e_j for the bucket expansion E and a fixed Gaussian S (rows × buckets) / √rows.
+
+    ‖S G u‖² estimates ‖G u‖² (Johnson–Lindenstrauss), which is all Greedy-H's greedy rule reads. S is
+    drawn from a fixed seed: it is part of the algorithm, not privacy noise, and keeps runs reproducible.
+    Range workloads take O((m + buckets) · rows) through their end points; others go through
+    ``gram_apply`` on the cells.
+    """
+    buckets = bounds.size - 1
+    ends = _interval_ends(workload)
+    if ends is not None and buckets == workload.shape[1] and np.array_equal(bounds, np.arange(buckets + 1)):
+        return _cell_ranges_sketch(*ends, buckets, rows)
+    capacity = 1 << max(0, buckets - 1).bit_length()  # the first rows of a larger draw are the same draw
+    return _sketch_of(workload, bounds, _gaussian(capacity, rows)[:buckets])
+
+
+SKETCH_CHUNK = 2**16  # cells of the Gaussian sketch drawn at once on the cell path (bounds its memory)
+
+
+def _cell_ranges_sketch(lo: np.ndarray, hi: np.ndarray, n: int, rows: int) -> np.ndarray:
+    """WᵀW Sᵀ on the cells for 0/1 ranges, with S's rows drawn chunk by chunk (the same numbers as
+    ``_gaussian``'s single draw) and never held whole: memory is the n × rows result plus a chunk.
+
+    W Sᵀ needs S's prefix sums only at the 2m query ends; Wᵀ of it is a difference array.
+    """
+    position = np.concatenate((lo, hi + 1))
+    order = np.argsort(position, kind="stable")
+    sorted_position = position[order]
+    at_ends = np.empty((position.size, rows))
+    generator, running = np.random.default_rng(0), np.zeros(rows)
+    for start in range(0, n, SKETCH_CHUNK):
+        block = generator.standard_normal((min(SKETCH_CHUNK, n - start), rows)) / np.sqrt(rows)
+        cumulative = np.vstack([running[None, :], running + np.cumsum(block, axis=0)])  # Σ_{i < t}, t = start…
+        a, b = np.searchsorted(sorted_position, [start, start + block.shape[0]], side="left")
+        at_ends[order[a:b]] = cumulative[sorted_position[a:b] - start]
+        running = cumulative[-1]
+    at_ends[order[np.searchsorted(sorted_position, n):]] = running
+    answers = at_ends[lo.size:] - at_ends[: lo.size]                     # W Sᵀ, m × rows
+    out = np.zeros((n + 1, rows))
+    np.add.at(out, lo, answers)
+    np.add.at(out, hi + 1, -answers)
+    np.cumsum(out, axis=0, out=out)
+    return out[:n]
+
+
+def _interval_ends(workload: Workload) -> tuple[np.ndarray, np.ndarray] | None:
+    """(lo, hi) of a 0/1 range workload given by its ends (not all-range: its m is quadratic)."""
+    if isinstance(workload, AllRange):
+        return None
+    intervals = as_intervals(workload)
+    return None if intervals is None else (intervals.lo, intervals.hi)
+
+
+@lru_cache(maxsize=4)
+def _gaussian(count: int, rows: int) -> np.ndarray:
+    return np.random.default_rng(0).standard_normal((count, rows)) / np.sqrt(rows)
+
+
+def _sketch_of(workload: Workload, bounds: np.ndarray, sketch: np.ndarray) -> np.ndarray:
+    n = workload.shape[1]
+    if isinstance(workload, Stack):
+        return sum(_sketch_of(part, bounds, sketch) for part in workload.parts)  # type: ignore[return-value]  # a stack has parts
+    ends = {Ranges: lambda w: (w.lo, w.hi), Prefix: lambda w: (np.zeros(n, dtype=np.int64), np.arange(n)),
+            Identity: lambda w: (np.arange(n), np.arange(n)), Total: lambda w: (np.array([0]), np.array([n - 1]))}
+    for kind, get in ends.items():
+        if isinstance(workload, kind):
+            return _ranges_sketch(*get(workload), bounds, sketch)
+    width = np.diff(bounds)
+    spread = np.repeat(sketch / width[:, None], width, axis=0)          # E Sᵀ
+    return np.add.reduceat(gram_apply(workload, spread), bounds[:-1], axis=0) / width[:, None]
+
+
+@lru_cache(maxsize=8)
+def _sorted_ends(lo: bytes, hi: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The query end points lo and hi + 1 in order, and that order: the workload's, reused across runs."""
+    position = np.concatenate((np.frombuffer(lo, dtype=np.int64), np.frombuffer(hi, dtype=np.int64) + 1))
+    order = np.argsort(position, kind="stable")
+    return position[order], order
+
+
+def _ranges_sketch(lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray, sketch: np.ndarray) -> np.ndarray:
+    """EᵀWᵀW E Sᵀ for 0/1 ranges without touching the cells: only query ends and bucket bounds."""
+    k, r = sketch.shape
+    width = np.append(np.diff(bounds), 1).astype(float)
+    padded = np.vstack([sketch, np.zeros((1, r))])
+    before = np.vstack([np.zeros((1, r)), np.cumsum(sketch, axis=0)])   # Σ of whole buckets before c
+
+    def prefix(t):  # Σ_{i < t} (E Sᵀ)_i: whole buckets, plus a share of the bucket holding t
+        c = np.searchsorted(bounds, t, side="right") - 1
+        return before[c] + ((t - bounds[c]) / width[c])[:, None] * padded[c]
+
+    answers = prefix(hi + 1) - prefix(lo)                                 # W E Sᵀ, m × r
+    # Σ_{i < b} (Wᵀ answers)_i = Σ_e w_e (b − p_e)₊ over the +answers at lo and −answers at hi + 1
+    position, order = _sorted_ends(np.asarray(lo, dtype=np.int64).tobytes(), np.asarray(hi, dtype=np.int64).tobytes())
+    weight = np.concatenate((answers, -answers))[order]
+    first = np.vstack([np.zeros((1, r)), np.cumsum(weight, axis=0)])
+    second = np.vstack([np.zeros((1, r)), np.cumsum(position[:, None] * weight, axis=0)])
+    below = np.searchsorted(position, bounds, side="left")
+    cumulative = bounds[:, None] * first[below] - second[below]
+    return np.diff(cumulative, axis=0) / width[:-1, None]
+
+
+# ----------------------------------------------------------------------------- the greedy hierarchy
+@dataclass(frozen=True, eq=False)
+class Hierarchy:
+    """A weighted interval tree over `units` units and its least-squares operator.
+
+    Per depth d (root = 0): node ``starts``/``sizes``; ``terminal`` marks leaves and uniform nodes
+    (answered by one query); ``p`` and ``shrink`` are the Sherman–Morrison factors of internal nodes;
+    ``u_before`` is (AᵀA)⁻¹1 of the children, per cell, before the node's own query is added.
+    """
+
+    units: int
+    starts: tuple[np.ndarray, ...]
+    sizes: tuple[np.ndarray, ...]
+    terminal: tuple[np.ndarray, ...]
+    p: tuple[np.ndarray, ...]
+    shrink: tuple[np.ndarray, ...]
+    u_before: tuple[np.ndarray, ...]
+    query_start: np.ndarray
+    query_size: np.ndarray
+    query_weight: np.ndarray
+    trace: float  # tr(WᵀW (AᵀA)⁻¹) for the Gram it was built for
+
+    @property
+    def cell_l1(self) -> np.ndarray:
+        """Column L1 norms of the weighted strategy A (1 up to round-off)."""
+        return sum_along_paths(self.units, self.query_start, self.query_size, self.query_weight)
+
+    def measure(self, x: np.ndarray) -> np.ndarray:
+        """A x: the weighted interval sums of x."""
+        c = np.concatenate(([0.0], np.cumsum(x)))
+        return self.query_weight * (c[self.query_start + self.query_size] - c[self.query_start])
+
+    def least_squares(self, y: np.ndarray) -> np.ndarray:
+        """(AᵀA)⁻¹ Aᵀ y in O(n log n), bottom-up through the recursive inverse."""
+        return self.gram_solve(sum_along_paths(self.units, self.query_start, self.query_size, self.query_weight * y))
+
+    def gram_solve(self, z: np.ndarray) -> np.ndarray:
+        """(AᵀA)⁻¹ z for z of shape (units,) or a block (units, k) (columns solved at once, same steps)."""
+        shape = z.shape
+        z = z.reshape(shape[0], -1)
+        zsum = np.vstack([np.zeros((1, z.shape[1])), np.cumsum(z, axis=0)])
+        out = z.copy()
+        for d in range(len(self.starts) - 1, -1, -1):
+            starts, sizes, terminal = self.starts[d], self.sizes[d], self.terminal[d]
+            inner = ~terminal
+            if inner.any():
+                cells = interval_cells(starts[inner], sizes[inner])
+                totals = np.add.reduceat(out[cells], np.cumsum(sizes[inner]) - sizes[inner], axis=0)
+                per_cell = np.repeat(np.arange(inner.sum()), sizes[inner])
+                out[cells] = (out[cells] - (self.shrink[d][per_cell] * self.u_before[d])[:, None] * totals[per_cell]) \
+                    / (self.p[d][per_cell] ** 2)[:, None]
+            uniform = terminal & (sizes > 1)
+            if uniform.any():  # one query over the node: spread its share evenly (pseudo-inverse J/n²)
+                s, z_ = starts[uniform], sizes[uniform]
+                out[interval_cells(s, z_)] = np.repeat((zsum[s + z_] - zsum[s]) / (z_**2)[:, None], z_, axis=0)
+        return out.reshape(shape)
+
+
+def interval_cells(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Concatenated cell indices of the intervals [start, start + size)."""
+    offsets = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
+    return np.arange(int(sizes.sum())) + offsets
+
+
+def sum_along_paths(units: int, starts: np.ndarray, sizes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Σ over intervals covering each cell of the interval's value (a difference array)."""
+    diff = np.zeros(units + 1)
+    np.add.at(diff, starts, values)
+    np.add.at(diff, starts + sizes, -values)
+    return np.cumsum(diff)[:units]
+
+
+def _split(starts: np.ndarray, sizes: np.ndarray, branching: int):
+    """Children of every node of size > 1 (the reference split: the last n mod b children are 1 larger)."""
+    parents = np.flatnonzero(sizes > 1)
+    size = sizes[parents]
+    count = np.minimum(size, branching)
+    rank = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    size_r = np.repeat(size, count)
+    step, rem = size_r // branching, size_r % branching
+    child = np.where(size_r <= branching, 1, step + (rank >= branching - rem))
+    before = np.cumsum(child) - child
+    first = np.repeat(before[np.cumsum(count) - count], count)
+    return parents, count, np.repeat(starts[parents], count) + before - first, child
+
+
+@lru_cache(maxsize=64)
+def _layout(units: int, branching: int) -> tuple[tuple, tuple, tuple]:
+    """Top-down tree layout (per depth: node starts, sizes; (parent, child count) links): shape only."""
+    starts, sizes, children = [np.array([0])], [np.array([units])], []
+    while (sizes[-1] > 1).any():
+        parents, count, s, z = _split(starts[-1], sizes[-1], branching)
+        children.append((parents, count))
+        starts.append(s)
+        sizes.append(z)
+    for array in (*starts, *sizes, *(a for pair in children for a in pair)):
+        array.flags.writeable = False  # shared between calls through the cache
+    return tuple(starts), tuple(sizes), tuple(children)
+
+
+def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: int = 100, *,
+                     sketch: np.ndarray | None = None, norm: int = 1) -> Hierarchy:
+    """Greedy-H's weighted hierarchy for a workload with Gram matrix ``gram`` over its units.
+
+    The greedy rule only reads ‖(WᵀW) u‖² for node vectors u. With ``sketch`` (units × r, row j =
+    S (WᵀW) e_j for an r × units Gaussian S/√r) it reads ‖S (WᵀW) u‖² instead, in O(units · r) per
+    level; ``gram`` is then optional and only needed for the exact ``trace`` (NaN without it).
+
+    ``norm`` is the sensitivity the weights are normalised for: 1 (Laplace, Li et al.: the weights on
+    every root path sum to 1) or 2 (Gaussian: their squares do, so Δ₂ = 1 and the greedy rule minimises
+    Δ₂² tr(WᵀW (AᵀA)⁻¹)). The local rule only sees the variances p² (subtree) and w² (own query), so
+    the L2 version grids over w² = t, p² = 1 − t instead of w = 1 − p.
+
+    >>> h = greedy_hierarchy(np.ones((4, 4)))  # a total query only: one query over everything
+    >>> h.query_size.tolist(), h.query_weight.tolist()
+    ([4], [1.0])
+    """
+    if norm not in (1, 2):
+        raise ValueError(f"norm must be 1 (Laplace) or 2 (Gaussian), got {norm!r}")
+    rows = np.asarray(sketch if sketch is not None else gram, dtype=float)
+    gram = None if gram is None else np.asarray(gram, dtype=float)
+    units = rows.shape[0]
+    if units > MAX_UNITS and sketch is None:
+        raise ValueError(f"Greedy-H supports at most {MAX_UNITS} units, got {units}; use hb for larger domains")
+    starts, sizes, children = _layout(units, branching)
+    depth = len(starts)
+    column_energy = np.einsum("ij,ij->i", rows, rows)  # ‖(WᵀW) e_j‖²: the reference's leaf error metric
+    diagonal = np.diag(gram) if gram is not None else np.full(units, np.nan)
+    tolerance = 1e-12 * max(float(np.abs(rows).max()), 1e-300)
+    u_cell = np.ones(units)
+    grid = np.arange(granularity, dtype=float)
+    terminal: list[Any] = [None] * depth  # per level, filled bottom-up
+    p_all: list[Any] = [None] * depth
+    shrink_all: list[Any] = [None] * depth
+    u_before: list[Any] = [None] * depth
+    below: Any = None  # (err, trace, k, rows V, ‖V‖², uniform) of the level underneath; V = (WᵀW)_node u_node
+    for d in range(depth - 1, -1, -1):
+        s, z = starts[d], sizes[d]
+        nodes = s.size
+        err = column_energy[s]
+        trace = diagonal[s]
+        k = np.ones(nodes)
+        energy = column_energy[s]
+        uniform = np.ones(nodes, dtype=bool)
+        p = np.ones(nodes)
+        shrink = np.zeros(nodes)
+        inner = np.zeros(nodes, dtype=bool)
+        if d < depth - 1:
+            parents, count = children[d]
+            first = np.cumsum(count) - count
+            c_err, c_trace, c_k, c_v, c_energy, c_uniform = below
+            c_start = starts[d + 1]
+            p_start = np.repeat(s[parents], count)
+            # a node is uniform (all its Gram columns equal) iff its children are and their first columns
+            # equal its own; the diagonal entry screens cheaply before the full comparison
+            same = c_uniform.copy()
+            if gram is not None:  # screen on one entry before comparing whole columns
+                same &= np.abs(gram[c_start, c_start] - gram[c_start, p_start]) <= tolerance
+            maybe = np.logical_and.reduceat(same, first)
+            if maybe.any():
+                check = np.repeat(maybe, count)
+                same[check] &= _rows_equal(rows, c_start[check], p_start[check], tolerance)
+            uniform[parents] = np.logical_and.reduceat(same, first)
+            inner[parents] = ~uniform[parents]
+        # V = (WᵀW) u per node: the rows themselves where every cell is a leaf, else filled below (no
+        # copies of n × r arrays where avoidable: they bound Greedy-H's memory at 2^20 cells)
+        if inner.all():
+            v = None
+        elif not inner.any() and nodes == units:
+            v = rows
+        else:
+            v = np.empty((nodes, rows.shape[1]))
+            v[~inner] = rows[s[~inner]]  # (WᵀW) is symmetric: row j is column j
+        if inner.any():
+            sel = inner[parents]
+            idx = parents[sel]
+            v_sum = np.add.reduceat(c_v, first, axis=0)
+            if not sel.all():
+                v_sum = v_sum[sel]
+            m_all = np.einsum("ij,ij->i", v_sum, v_sum)
+            m_blocks = np.add.reduceat(c_energy, first)[sel]
+            sum_err = np.add.reduceat(c_err, first)[sel]
+            sum_trace = np.add.reduceat(c_trace, first)[sel]
+            kk = np.add.reduceat(c_k, first)[sel]
+            cells = interval_cells(s[idx], z[idx])
+            owner = np.repeat(np.arange(idx.size), z[idx])
+            if gram is not None and sketch is None:
+                quad = np.add.reduceat(u_cell[cells] * v_sum[owner, cells], np.cumsum(z[idx]) - z[idx])
+            elif gram is not None:  # uᵀ(WᵀW)u from the Gram itself when V is only a sketch
+                quad = np.array([u_cell[c] @ gram[np.ix_(c, c)] @ u_cell[c]
+                                 for c in np.split(cells, np.cumsum(z[idx])[:-1])])
+            else:
+                quad = np.full(idx.size, np.nan)
+            # the reference's local rule: grid over p, cross terms damped by 1/b^(depth/2)
+            decay = branching ** (-d / 2.0)
+            # e1 ∝ p² (the subtree's variance weight), e2 ∝ w² (the node's own query); L1: w = 1 − p,
+            # L2: w² = 1 − p²
+            e1 = (granularity - grid) ** 2 if norm == 1 else (granularity - grid) * granularity
+            e2 = (grid**2 if norm == 1 else grid * granularity) * decay
+            mixed = (m_all - m_blocks) * decay + m_blocks
+            total = (sum_err[:, None] - mixed[:, None] * e2 / (e1 + e2 * kk[:, None])) / e1
+            best = np.argmin(total, axis=1)
+            pp = 1.0 - best / granularity if norm == 1 else np.sqrt(1.0 - best / granularity)
+            own2 = _own_weight(pp, norm) ** 2
+            cc = own2 / (pp**2 + kk * own2)
+            scale = (1 - cc * kk) / pp**2
+            u_before[d] = u_cell[cells].copy()
+            u_cell[cells] *= np.repeat(scale, z[idx])
+            err[idx] = total[np.arange(idx.size), best] * granularity**2
+            trace[idx] = (sum_trace - cc * quad) / pp**2
+            k[idx] = kk * scale
+            v_sum *= scale[:, None]
+            if v is None:
+                v = v_sum
+            else:
+                v[idx] = v_sum
+            energy[idx] = m_all * scale**2
+            p[idx], shrink[idx] = pp, cc
+        if d < depth - 1:
+            flat = parents[uniform[parents]]
+            if flat.size:  # constant Gram block: one query, estimate spread evenly
+                u_cell[interval_cells(s[flat], z[flat])] = np.repeat(1.0 / z[flat], z[flat])
+        terminal[d], p_all[d], shrink_all[d] = ~inner, p[inner], shrink[inner]
+        if u_before[d] is None:
+            u_before[d] = np.zeros(0)
+        below = (err, trace, k, v, energy, uniform)
+    # top-down weights: a node's own query gets (1 − p) of what reaches it, its subtree p
+    start_parts: list[np.ndarray] = []
+    size_parts: list[np.ndarray] = []
+    weight_parts: list[np.ndarray] = []
+    reach = np.ones(1)
+    for d in range(depth):
+        s, z = starts[d], sizes[d]
+        p = np.ones(s.size)
+        p[~terminal[d]] = p_all[d]
+        own = np.where(terminal[d], reach, reach * _own_weight(p, norm))
+        start_parts.append(s)
+        size_parts.append(z)
+        weight_parts.append(own)
+        if d < depth - 1:
+            parents, count = children[d]
+            passed = np.where(terminal[d], 0.0, reach * p)
+            reach = np.repeat(passed[parents], count)
+    q_start, q_size, q_weight = (np.concatenate(a) for a in (start_parts, size_parts, weight_parts))
+    asked = q_weight > 0
+    return Hierarchy(units, tuple(starts), tuple(sizes), tuple(terminal), tuple(p_all), tuple(shrink_all),
+                     tuple(u_before), q_start[asked], q_size[asked], q_weight[asked], float(below[1][0]))
+
+
+def _own_weight(p: np.ndarray, norm: int) -> np.ndarray:
+    """A node's own query weight when its subtree keeps ``p``: 1 − p (L1) or √(1 − p²) (L2)."""
+    return 1.0 - p if norm == 1 else np.sqrt(np.maximum(1.0 - p**2, 0.0))
+
+
+def workload_key(workload: Workload) -> object:
+    """A hashable key equal for workloads with the same queries (copies from a cache, re-parsed specs).
+
+    >>> workload_key(Prefix(4)) == workload_key(Prefix(4))
+    True
+    """
+    if isinstance(workload, Ranges):
+        return ("ranges", workload.n, workload.lo.tobytes(), workload.hi.tobytes())
+    if isinstance(workload, Explicit):
+        matrix = workload.matrix
+        if hasattr(matrix, "tocsr"):
+            matrix = matrix.tocsr()
+            return ("sparse", matrix.shape, matrix.data.tobytes(), matrix.indices.tobytes(), matrix.indptr.tobytes())
+        return ("dense", matrix.shape, np.ascontiguousarray(matrix).tobytes())
+    if isinstance(workload, Stack):
+        return ("stack", tuple(workload_key(p) for p in workload.parts))
+    if isinstance(workload, Kron):
+        return ("kron", tuple(workload_key(f) for f in workload.factors))
+    return workload  # frozen dataclasses compare by value
+
+
+_STRATEGIES: dict[object, tuple[Hierarchy, str]] = {}
+_TRACES: dict[object, float] = {}
+STRATEGY_CACHE = 8  # workloads whose Greedy-H strategy is kept (it depends on the workload only)
+EXACT_CELLS = 2048  # up to this many cells the greedy rule reads the exact Gram, beyond it a sketch …
+CELL_SKETCH_ROWS = 64  # … with this many rows (it reproduced the exact strategies at n = 2048) …
+LARGE_CELLS, LARGE_SKETCH_ROWS = 2**16, 32  # … and beyond 65,536 cells with 32 (memory: n × rows floats;
+# 32 rows matched the exact Gram's strategy error to 1e-4 at n = 2048 and 4096 on ranges and prefix)
+
+
+def _remember(cache: dict, key: object, value: object) -> None:
+    if len(cache) >= STRATEGY_CACHE:
+        cache.pop(next(iter(cache)))  # the oldest
+    cache[key] = value
+
+
+def l2_objective(tree: Hierarchy) -> float:
+    """Δ₂(A)² tr(WᵀW (AᵀA)⁻¹): the Gaussian error of a hierarchy, up to σ²/m per unit Δ₂ (NaN when sketched)."""
+    squares = sum_along_paths(tree.units, tree.query_start, tree.query_size, tree.query_weight**2)
+    return float(squares.max()) * tree.trace
+
+
+def cell_strategy(workload: Workload, branching: int, granularity: int, norm: int = 1) -> tuple[Hierarchy, str]:
+    """The strategy on the cells and how its greedy rule saw the workload ("exact", "sketch", "proxy").
+
+    ``norm=2`` (Gaussian noise): the L2-normalised greedy tree, or the L1 one when its exact
+    Δ₂² tr(WᵀW (AᵀA)⁻¹) is smaller (the greedy rule is a heuristic; this keeps L2 never worse).
+    """
+    key = (workload_key(workload), branching, granularity, norm)
+    if key not in _STRATEGIES:
+        n = workload.shape[1]
+        if n <= EXACT_CELLS:
+            gram, exact = bucket_gram(workload, np.arange(n + 1))
+            tree = greedy_hierarchy(gram, branching, granularity, norm=norm)
+            if norm == 2:
+                l1_tree = cell_strategy(workload, branching, granularity)[0]
+                if l2_objective(l1_tree) < l2_objective(tree):
+                    tree = l1_tree
+            value = (tree, "exact" if exact else "all-range proxy")
+        else:  # O(n · rows) per level instead of O(n²); the exact error is computed on demand
+            rows = CELL_SKETCH_ROWS if n <= LARGE_CELLS else LARGE_SKETCH_ROWS
+            sketch = gram_sketch(workload, np.arange(n + 1), rows)
+            value = (greedy_hierarchy(None, branching, granularity, sketch=sketch, norm=norm),
+                     f"sketch ({rows} rows)")
+        _remember(_STRATEGIES, key, value)
+    return _STRATEGIES[key]
+
+
+def hierarchy_trace(tree: Hierarchy, gram: np.ndarray) -> float:
+    """tr(WᵀW (AᵀA)⁻¹) of a hierarchy for the Gram ``gram``, through the same recursion as the inverse.
+
+    >>> tree = greedy_hierarchy(np.eye(4))
+    >>> round(hierarchy_trace(tree, np.eye(4)), 9) == round(tree.trace, 9)
+    True
+    """
+    below = None
+    for d in range(len(tree.starts) - 1, -1, -1):
+        starts, sizes, terminal = tree.starts[d], tree.sizes[d], tree.terminal[d]
+        trace = gram[starts, starts].astype(float)  # a leaf, or a uniform node: its Gram block is constant
+        if below is not None:
+            child_starts, child_trace = below
+            parent = np.searchsorted(starts, child_starts, side="right") - 1
+            summed = np.bincount(parent, weights=child_trace, minlength=starts.size)
+            inner = np.flatnonzero(~terminal)
+            quad, offset, u = np.empty(inner.size), 0, tree.u_before[d]
+            for i, (s, z) in enumerate(zip(starts[inner].tolist(), sizes[inner].tolist(), strict=True)):
+                part = u[offset:offset + z]
+                quad[i] = part @ gram[s:s + z, s:s + z] @ part
+                offset += z
+            trace[inner] = (summed[inner] - tree.shrink[d] * quad) / tree.p[d] ** 2
+        below = (starts, trace)
+    return float(below[1][0])  # type: ignore[index]  # a hierarchy has at least one level
+
+
+def _rows_equal(rows: np.ndarray, a: np.ndarray, b: np.ndarray, tolerance: float, chunk: int = 2**14) -> np.ndarray:
+    """rows[a[i]] == rows[b[i]] within ``tolerance``, in chunks (the gathered rows would be n × r)."""
+    out = np.empty(a.size, dtype=bool)
+    for start in range(0, a.size, chunk):
+        part = slice(start, start + chunk)
+        out[part] = np.all(np.abs(rows[a[part]] - rows[b[part]]) <= tolerance, axis=1)
+    return out
+
+
+def check_tree_settings(branching: int, granularity: int) -> None:
+    if isinstance(branching, bool) or not isinstance(branching, int | np.integer) or branching < 2:
+        raise ValueError(f"branching must be an integer >= 2, got {branching!r}")
+    if isinstance(granularity, bool) or not isinstance(granularity, int | np.integer) or granularity < 2:
+        raise ValueError(f"granularity must be an integer >= 2, got {granularity!r}")
+
+
+@dataclass(frozen=True)
+class GreedyH:
+    """Greedy-H on the cells (Li et al. PVLDB 2014 §4): Laplace(1/ε) on the weighted tree, least squares.
+
+    ``expected_mse`` is exact: 2 Δ₁² tr(WᵀW (AᵀA)⁻¹) / (m ε²) with Δ₁ = 1. Workloads without a closed-form
+    Gram that are too large to densify use the all-range Gram as a proxy for choosing the weights (the
+    error formula then uses that proxy too, and ``params['gram']`` says so).
+
+    >>> from dplens.core.queries.workloads import AllRange
+    >>> round(GreedyH().expected_mse(AllRange(8), 2 ** 0.5), 4) > 0
+    True
+    """
+
+    summary: ClassVar[str] = "Greedy-H: a weighted tree of ranges fitted to your workload."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "branching": BRANCHING_RANGE,
+        "granularity": Range(2, 1000, integer=True),
+    }
+
+    branching: int = 2
+    granularity: int = 100
+    name: str = "greedy-h"
+    data_dependent: bool = False
+    weights_norm: ClassVar[int] = 1  # the sensitivity the tree's weights are chosen for (2: gaussian-greedy-h)
+
+    def __post_init__(self) -> None:
+        check_tree_settings(self.branching, self.granularity)
+
+    def cost(self, workload: Workload) -> Cost:
+        """The weighted hierarchy over at most 4096 units and their dense unit × unit Gram."""
+        return tree_cost(workload, int(self.granularity), int(self.branching), dense_gram=True)
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        tree, metric = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
+        column_l1 = tree.cell_l1
+        scale = float(column_l1.max()) / epsilon
+        noisy = add_laplace(rng, tree.measure(x), scale)
+        estimate = tree.least_squares(noisy)
+        loss = laplace_privacy_loss([(column_l1, scale)])
+        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
+                       {"branching": self.branching, "granularity": self.granularity, "noise_scale": scale,
+                        "queries": int(tree.query_weight.size), "gram": metric},
+                       {"hierarchy": tree})
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+        """Per-query MSE 2 (Δ₁/ε)² tr(WᵀW (AᵀA)⁻¹) / m of the least-squares estimate."""
+        tree, _ = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
+        trace = tree.trace
+        if not np.isfinite(trace):  # a sketched strategy: its exact error needs the Gram, once per workload
+            if workload.shape[1] > MAX_UNITS:
+                raise ValueError(f"greedy-h's exact expected_mse needs the dense {workload.shape[1]}-cell Gram; "
+                                 f"it is computed up to {MAX_UNITS} cells (runs work at any size)")
+            key = (workload_key(workload), self.branching, self.granularity, self.weights_norm)
+            if key not in _TRACES:
+                _remember(_TRACES, key, hierarchy_trace(tree, _cell_gram(workload)[0]))
+            trace = _TRACES[key]
+        sensitivity = float(tree.cell_l1.max())
+        return 2.0 * (sensitivity / epsilon) ** 2 * trace / workload.shape[0]

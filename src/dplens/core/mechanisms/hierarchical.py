@@ -1,0 +1,310 @@
+"""Hierarchical histograms: Hay et al. (PVLDB 2010) "H2" and Qardaji, Yang, Li (PVLDB 2013) "HB".
+
+A tree of range counts is measured with the same Laplace scale on every level (uniform budget) and made
+consistent by least squares. Least squares on a tree is solved exactly in O(#nodes) by two passes
+(the generalisation of Hay et al.'s consistency step to any fan-out and uneven leaves): bottom-up, each
+node combines its own count with the sum of its children's subtree estimates by inverse variance;
+top-down, each parent's final value is shared back among its children in proportion to their variances.
+
+2-D histograms use the quadtree-style product: each level splits every axis of a block by the branching
+factor (an axis of length 1 is carried), as in ektelo's HB selection. The grid is read from the
+workload (``workload_grid``: a Kron, or a Stack of them, is 2-D), so that ``run`` and ``expected_mse``
+use the same tree; a flat workload on 2-D counts uses a 1-D tree over the row-major cells.
+
+>>> import numpy as np
+>>> from dplens.core.queries.workloads import Prefix
+>>> mech = Hierarchical(branching=2)
+>>> release = mech.run(np.arange(8.0), Prefix(8), 1.0, np.random.default_rng(0))
+>>> release.params["levels"], release.privacy_loss <= 1.0
+(4, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import ClassVar
+
+import numpy as np
+
+from dplens.core.mechanisms.contract import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
+from dplens.core.mechanisms.gram import noise_energy, remember
+from dplens.core.mechanisms.greedy_h import workload_key
+from dplens.core.privacy.noise import add_laplace
+from dplens.core.queries.workloads import Workload
+
+
+def qardaji_branching(n: int) -> int:
+    """Branching b minimising Qardaji et al.'s (PVLDB 2013, Eq. 3) range-query variance (b−1)h³ − 2(b+1)h²/3.
+
+    h = ⌈log_b n⌉ levels. For a fixed h the variance grows with b, so only the smallest b reaching n in h
+    levels is a candidate; ties go to the smaller b (as in DPBench/ektelo's search over every b).
+
+    >>> qardaji_branching(2048), qardaji_branching(128)
+    (46, 128)
+    """
+    if n < 2:
+        return 2
+    best: tuple[float, int] | None = None
+    for h in range(1, int(np.ceil(np.log2(n))) + 1):
+        b = max(2, int(round(n ** (1.0 / h))) - 1)
+        while b**h < n:  # exact integer ceiling of n^(1/h)
+            b += 1
+        variance = (b - 1) * h**3 - 2 * (b + 1) * h**2 / 3
+        if best is None or (variance, b) < best:
+            best = (variance, b)
+    return best[1]  # type: ignore[index]  # n >= 2: at least one h was tried
+
+
+def _ceil_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return -(-a // b)
+
+
+@dataclass(frozen=True, eq=False)
+class _Level:
+    r0: np.ndarray
+    r1: np.ndarray
+    c0: np.ndarray
+    c1: np.ndarray
+    child_start: np.ndarray | None = None  # start of each internal node's children in the next level
+    internal: np.ndarray | None = None     # indices of nodes with children
+    parent: np.ndarray | None = None       # index of each node's parent in the previous level
+
+
+@dataclass(frozen=True, eq=False)
+class Tree:
+    """A hierarchy of blocks over a (rows, cols) grid, with the least-squares constants precomputed."""
+
+    shape: tuple[int, int]
+    levels: tuple[_Level, ...]
+    measured: tuple[bool, ...]   # per level
+    variance: tuple[np.ndarray, ...]      # variance of each node's subtree estimate (unit noise)
+    child_variance: tuple[np.ndarray, ...]  # Σ variance of the children (0 for leaves)
+    leaves: tuple[tuple[np.ndarray, np.ndarray], ...]  # per level: (leaf node indices, their cell index)
+
+    @property
+    def height(self) -> int:
+        """Number of measured levels: every cell is counted at most once per level."""
+        return sum(self.measured)
+
+    @property
+    def coordinates(self) -> int:
+        """Number of noisy counts released."""
+        return sum(lv.r0.size for lv, m in zip(self.levels, self.measured, strict=True) if m)
+
+    def column_norms(self) -> np.ndarray:
+        """How many measured nodes contain each cell (the column L1 norms of the strategy)."""
+        norms = np.zeros(self.shape[0] * self.shape[1])
+        for depth, (_, cells) in enumerate(self.leaves):
+            norms[cells] = sum(self.measured[: depth + 1])
+        return norms
+
+    def counts(self, x: np.ndarray) -> list[np.ndarray]:
+        """True count of every node, level by level (bottom-up sums of the cells)."""
+        out: list[np.ndarray] = [np.empty(0)] * len(self.levels)
+        for depth in range(len(self.levels) - 1, -1, -1):
+            level, (leaf_nodes, cells) = self.levels[depth], self.leaves[depth]
+            values = np.zeros(level.r0.size)
+            values[leaf_nodes] = x[cells]
+            if level.internal is not None and level.internal.size:
+                values[level.internal] = np.add.reduceat(out[depth + 1], level.child_start)  # type: ignore[arg-type]  # set on internal levels
+            out[depth] = values
+        return out
+
+    def least_squares(self, noisy: list[np.ndarray | None], n_cells: int) -> np.ndarray:
+        """Least-squares cell estimates from the measured levels (None for an unmeasured level).
+
+        Works on trailing batch dimensions, so unit-noise blocks give the estimator's columns.
+        """
+        depth_count = len(self.levels)
+        tail = next(y.shape[1:] for y in noisy if y is not None)
+        z: list[np.ndarray] = [np.empty(0)] * depth_count
+        child_sum: list[np.ndarray] = [np.empty(0)] * depth_count
+        for depth in range(depth_count - 1, -1, -1):  # bottom-up: subtree estimates
+            level, y = self.levels[depth], noisy[depth]
+            zc = np.zeros((level.r0.size, *tail))
+            if level.internal is not None and level.internal.size:
+                zc[level.internal] = np.add.reduceat(z[depth + 1], level.child_start, axis=0)  # type: ignore[arg-type]  # set on internal levels
+            vc = self.child_variance[depth].reshape(-1, *([1] * len(tail)))
+            if y is None:
+                z[depth] = zc
+            else:  # inverse-variance combination of the node's own count (variance 1) and its children
+                z[depth] = np.where(vc > 0, (y * vc + zc) / (vc + 1.0), y)
+            child_sum[depth] = zc
+        estimate = np.zeros((n_cells, *tail))
+        final = z[0]
+        for depth in range(depth_count):  # top-down: share each parent's correction among its children
+            level = self.levels[depth]
+            if depth > 0:
+                parent = level.parent
+                share = (self.variance[depth] / self.child_variance[depth - 1][parent]).reshape(
+                    -1, *([1] * len(tail)))
+                final = z[depth] + share * (final[parent] - child_sum[depth - 1][parent])
+            leaf_nodes, cells = self.leaves[depth]
+            estimate[cells] = final[leaf_nodes]
+        return estimate
+
+
+@lru_cache(maxsize=16)
+def build_tree(shape: tuple[int, int], branching: int, include_root: bool) -> Tree:
+    """The block hierarchy: each level splits every axis of a block into min(b, length) near-equal parts.
+
+    Split points are lo + ⌈length·i/k⌉, as in ektelo's HB; blocks of one cell are leaves.
+    """
+    rows, cols = shape
+    levels: list[dict] = [dict(r0=np.array([0]), r1=np.array([rows]), c0=np.array([0]), c1=np.array([cols]))]
+    while True:
+        lv = levels[-1]
+        sr, sc = lv["r1"] - lv["r0"], lv["c1"] - lv["c0"]
+        kr, kc = np.minimum(branching, sr), np.minimum(branching, sc)
+        count = np.where((sr == 1) & (sc == 1), 0, kr * kc)
+        if not count.any():
+            break
+        starts = np.cumsum(count) - count
+        lv["internal"] = np.flatnonzero(count)
+        lv["child_start"] = starts[lv["internal"]]
+        parent = np.repeat(np.arange(count.size), count)
+        t = np.arange(parent.size) - starts[parent]
+        i, j = t // kc[parent], t % kc[parent]
+        r0, c0 = lv["r0"][parent], lv["c0"][parent]
+        levels.append(dict(
+            r0=r0 + _ceil_div(sr[parent] * i, kr[parent]), r1=r0 + _ceil_div(sr[parent] * (i + 1), kr[parent]),
+            c0=c0 + _ceil_div(sc[parent] * j, kc[parent]), c1=c0 + _ceil_div(sc[parent] * (j + 1), kc[parent]),
+            parent=parent))
+    built = tuple(_Level(**lv) for lv in levels)
+    # the root is measured when asked, or when it is the only node (a one-cell grid)
+    measured = (include_root or len(built) == 1,) + (True,) * (len(built) - 1)
+    variance: list[np.ndarray] = [np.empty(0)] * len(built)
+    child_variance: list[np.ndarray] = [np.empty(0)] * len(built)
+    for depth in range(len(built) - 1, -1, -1):
+        level = built[depth]
+        vc = np.zeros(level.r0.size)
+        if level.internal is not None and level.internal.size:
+            vc[level.internal] = np.add.reduceat(variance[depth + 1], level.child_start)  # type: ignore[arg-type]  # set on internal levels
+        child_variance[depth] = vc
+        if measured[depth]:
+            variance[depth] = np.where(vc > 0, vc / (vc + 1.0), 1.0)
+        else:
+            variance[depth] = vc
+    leaves = []
+    for level in built:
+        leaf = np.flatnonzero((level.r1 - level.r0 == 1) & (level.c1 - level.c0 == 1))
+        leaves.append((leaf, level.r0[leaf] * cols + level.c0[leaf]))
+    return Tree((rows, cols), built, measured, tuple(variance), tuple(child_variance), tuple(leaves))
+
+
+def _grid(shape: tuple[int, ...]) -> tuple[int, int]:
+    return (1, shape[0]) if len(shape) == 1 else (int(shape[0]), int(shape[1]))
+
+
+def workload_grid(workload: Workload) -> tuple[int, int]:
+    """The grid a workload lives on: (rows, cols) for a Kron (or a Stack holding one), else (1, n).
+
+    ``expected_mse`` has no data, so 2-D structure is read from the workload.
+    """
+    for part in (workload, *getattr(workload, "parts", ())):
+        factors = getattr(part, "factors", None)
+        if factors is not None and len(factors) == 2:
+            return (factors[0].shape[1], factors[1].shape[1])
+    return (1, workload.shape[1])
+
+
+_ENERGIES: dict[object, float] = {}
+
+
+def _unit_energy(tree_args: tuple[tuple[int, int], int, bool], workload: Workload) -> float:
+    """Σ_k ‖W l_k‖² over the least-squares columns, cached per (tree, workload content)."""
+    return remember(_ENERGIES, (tree_args, workload_key(workload)), lambda: _energy(build_tree(*tree_args), workload))
+
+
+def _energy(tree: Tree, workload: Workload) -> float:
+    n_cells = tree.shape[0] * tree.shape[1]
+    sizes = [lv.r0.size if m else 0 for lv, m in zip(tree.levels, tree.measured, strict=True)]
+    bounds = np.cumsum([0, *sizes])
+
+    def response(noise: np.ndarray) -> np.ndarray:
+        blocks = [noise[a:b] if m else None
+                  for a, b, m in zip(bounds[:-1], bounds[1:], tree.measured, strict=True)]
+        return tree.least_squares(blocks, n_cells)
+
+    def covariance(v: np.ndarray) -> np.ndarray:
+        # least squares is (AᵀA)⁻¹Aᵀ, and the error covariance under unit noise is (AᵀA)⁻¹ = (AᵀA)⁻¹Aᵀu
+        # for any u with Aᵀu = v: v placed on the leaves (one-cell nodes, all measured), zeros elsewhere
+        blocks: list[np.ndarray | None] = []
+        for level, (leaf_nodes, cells), measured in zip(tree.levels, tree.leaves, tree.measured, strict=True):
+            block = np.zeros((level.r0.size, v.shape[1]))
+            block[leaf_nodes] = v[cells]
+            blocks.append(block if measured else None)
+        return tree.least_squares(blocks, n_cells)
+
+    return noise_energy(workload, response, tree.coordinates, covariance)
+
+
+@dataclass(frozen=True)
+class Hierarchical:
+    """HB / H2: noisy tree counts, uniform budget per level, least-squares consistency.
+
+    Args:
+        branching: "auto" (Qardaji et al.'s choice for the domain size) or an int ≥ 2 (2 = Hay's H2).
+        include_root: measure the total too; "auto" = yes for branching 2 (Hay's H2), no for "auto"
+            (Qardaji's HB), as in the reference implementations.
+    """
+
+    summary: ClassVar[str] = "A tree of range counts: good for range queries over ordered bins."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "branching": Range(2, 1024, integer=True, choices=("auto",)),
+        "include_root": Range(choices=("auto", True, False)),
+    }
+
+    branching: int | str = "auto"
+    include_root: bool | str = "auto"
+    name: str = "hb"
+    data_dependent: bool = False
+
+    def __post_init__(self) -> None:
+        b = self.branching
+        if isinstance(b, str) and b.strip().isdigit():
+            b = int(b)
+        if not (b == "auto" or (isinstance(b, int | np.integer) and not isinstance(b, bool) and b >= 2)):
+            raise ValueError(f"branching must be 'auto' or an integer >= 2, got {self.branching!r}")
+        object.__setattr__(self, "branching", b)
+        root = self.include_root
+        if isinstance(root, str) and root.lower() in ("true", "yes", "1", "false", "no", "0"):
+            root = root.lower() in ("true", "yes", "1")
+        if not (root == "auto" or isinstance(root, bool | np.bool_)):
+            raise ValueError(f"include_root must be 'auto', True or False, got {self.include_root!r}")
+        object.__setattr__(self, "include_root", root if root == "auto" else bool(root))
+
+    def tree(self, shape: tuple[int, ...]) -> Tree:
+        """The hierarchy used for a histogram of this shape ((n,) or (rows, cols))."""
+        return build_tree(*self._tree_args(shape))
+
+    def _tree_args(self, shape: tuple[int, ...]) -> tuple[tuple[int, int], int, bool]:
+        grid = _grid(shape)
+        # 2-D: the per-axis branching is chosen for the whole domain size, as ektelo's HB does
+        b = qardaji_branching(grid[0] * grid[1]) if self.branching == "auto" else int(self.branching)
+        root = (self.branching == 2) if self.include_root == "auto" else self.include_root
+        return grid, b, bool(root)
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        # the tree follows the workload's grid (as expected_mse must): a quadtree for 2-D workloads,
+        # a 1-D tree over the row-major cells for flat ones (ranges of the flattened vector)
+        args = self._tree_args(workload_grid(workload))
+        tree = build_tree(*args)
+        scale = tree.height / epsilon  # each cell is in one node per measured level
+        noisy = [add_laplace(rng, c, scale) if m else None
+                 for c, m in zip(tree.counts(x), tree.measured, strict=True)]
+        estimate = tree.least_squares(noisy, x.size)
+        loss = laplace_privacy_loss([(tree.column_norms(), scale)])
+        params = {"branching": args[1], "levels": tree.height,
+                  "include_root": tree.measured[0], "noise_scale": scale}
+        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate, params)
+
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+        """Exact per-query MSE: 2 (h/ε)² Σ_k ‖W l_k‖² / m over the least-squares estimator's columns l_k."""
+        epsilon = check_epsilon(epsilon)
+        args = self._tree_args(workload_grid(workload))
+        height = build_tree(*args).height
+        return 2.0 * (height / epsilon) ** 2 * _unit_energy(args, workload) / workload.shape[0]

@@ -1,0 +1,104 @@
+"""Baselines: Identity (noise on cells), Laplace on the answers (LM_W), Uniform."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from dplens.core.mechanisms.contract import Range, Release, check_inputs, laplace_privacy_loss
+from dplens.core.privacy.noise import add_laplace
+from dplens.core.queries.workloads import Workload, l1_sensitivity, squared_frobenius
+
+
+@dataclass(frozen=True)
+class Identity:
+    """DPBench's Identity: x̂ = x + Lap(1/ε)^n, answers W x̂ by post-processing.
+
+    >>> from dplens.core.queries.workloads import Identity as I
+    >>> Identity().expected_mse(I(4), 1.0)
+    2.0
+    """
+
+    summary: ClassVar[str] = "Noise on every count: the baseline the others are measured against."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
+    # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
+    # (read on this exact class only, dplens.core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
+    noise_on_counts: ClassVar[bool] = True
+
+    name: str = "identity"
+    data_dependent: bool = False
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        scale = 1.0 / epsilon  # the histogram has sensitivity 1 under add/remove
+        estimate = add_laplace(rng, x, scale)
+        loss = laplace_privacy_loss([(np.ones(x.size), scale)])
+        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
+                       {"noise_scale": scale})
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+        """Per-query MSE 2‖W‖_F²/(m ε²)."""
+        return 2.0 * squared_frobenius(workload) / (workload.shape[0] * epsilon**2)
+
+
+@dataclass(frozen=True)
+class LaplaceOnAnswers:
+    """LM_W: Laplace noise on the workload answers at their L1 sensitivity Δ₁(W) (what WDA's "Identity" describes).
+
+    >>> from dplens.core.queries.workloads import Prefix
+    >>> LaplaceOnAnswers().expected_mse(Prefix(4), 1.0)
+    32.0
+    """
+
+    summary: ClassVar[str] = "Noise on each query answer directly: good when there are few queries."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
+
+    name: str = "laplace-on-answers"
+    data_dependent: bool = False
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        sensitivity = l1_sensitivity(workload)
+        answers = workload.matvec(x)
+        if sensitivity == 0:  # nothing depends on the data
+            return Release(self.name, epsilon, 0.0, answers, None, {"sensitivity": 0.0})
+        scale = sensitivity / epsilon
+        answers = add_laplace(rng, answers, scale)
+        loss = laplace_privacy_loss([(workload.column_norms(1), scale)])
+        return Release(self.name, epsilon, loss, answers, None,
+                       {"sensitivity": sensitivity, "noise_scale": scale})
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+        """Per-query MSE 2(Δ₁(W)/ε)²."""
+        return 2.0 * (l1_sensitivity(workload) / epsilon) ** 2
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """Noisy total spread evenly over the cells (DPBench's Uniform): total + Lap(1/ε), divided by n.
+
+    Its error depends on the data (the bias of assuming uniformity), so ``expected_mse`` is None.
+    """
+
+    summary: ClassVar[str] = "Only a noisy total, spread evenly over the bins: ignores the shape."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
+    # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
+    # (read on this exact class only, dplens.core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
+    noise_on_counts: ClassVar[bool] = True
+
+    name: str = "uniform"
+    data_dependent: bool = False
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        scale = 1.0 / epsilon
+        noisy_total = add_laplace(rng, x.sum(), scale)
+        estimate = np.full(x.size, noisy_total / x.size)
+        loss = laplace_privacy_loss([(np.ones(x.size), scale)])
+        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
+                       {"noise_scale": scale})
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> None:
+        return None

@@ -1,0 +1,251 @@
+"""MWEM: multiplicative weights with the exponential mechanism (Hardt, Ligett, McSherry, NIPS 2012).
+
+The total is not assumed public: ``total_ratio``·ε buys a noisy total N̂ = Σx + Lap(1/(total_ratio·ε))
+(floored at 1), and the synthetic histogram starts uniform with mass N̂. The rest of the budget is split
+evenly over ``rounds`` rounds and, inside a round, evenly between
+
+1. selecting the query the current estimate answers worst, by the exponential mechanism with score
+   |q(x) − q(A)| (sensitivity = the largest |W_ij|), and
+2. measuring it with Laplace noise scaled to that query's sensitivity,
+
+followed by ``update_rounds`` passes of the multiplicative-weights update
+A ← A · exp(q (m − q(A)) / (2N̂)), renormalised to N̂, over every measurement so far (DPBench's
+variant). The release is the average of the per-round estimates, as in the paper.
+
+The estimate stays constant on the "atoms" (cells that every measured query treats alike), so the
+updates run on at most 2T + 1 atoms for range workloads instead of n cells.
+
+>>> import numpy as np
+>>> from dplens.core.queries.workloads import Prefix
+>>> release = MWEM().run(np.arange(8.0), Prefix(8), 1.0, np.random.default_rng(0))
+>>> release.privacy_loss <= 1.0, round(float(release.estimate.sum()), 6) > 0
+(True, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from dplens.core.mechanisms.contract import (
+    FLAG_RANGE,
+    RATIO_RANGE,
+    Range,
+    Release,
+    check_inputs,
+    check_ratio,
+    exponential_mechanism,
+    laplace_privacy_loss,
+)
+from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
+from dplens.core.privacy.noise import add_laplace
+from dplens.core.queries.workloads import (
+    AllRange,
+    Explicit,
+    Identity,
+    Kron,
+    Prefix,
+    Ranges,
+    Ranges2D,
+    Stack,
+    Total,
+    Workload,
+    as_intervals,
+    l1_sensitivity,
+)
+
+
+def max_abs_entry(workload: Workload) -> float:
+    """max |W_ij|: how much one record can move one query's answer (the score and query sensitivity).
+
+    Exact for the 0/1 range workloads, explicit matrices and their Kron/Stack combinations; other
+    workloads fall back to the (larger, still valid) L1 sensitivity.
+
+    >>> max_abs_entry(Prefix(5)), max_abs_entry(Explicit(np.array([[1.0, -3.0]])))
+    (1.0, 3.0)
+    """
+    if isinstance(workload, Identity | Total | Prefix | AllRange | Ranges | Ranges2D):
+        return 1.0
+    if isinstance(workload, Explicit):
+        return float(abs(workload.matrix).max())
+    if isinstance(workload, Kron):
+        return float(np.prod([max_abs_entry(f) for f in workload.factors]))
+    if isinstance(workload, Stack):
+        return max(max_abs_entry(p) for p in workload.parts)
+    return l1_sensitivity(workload)
+
+
+def _interval(row: np.ndarray) -> tuple[int, int] | None:
+    """(start, stop) when the row is the 0/1 indicator of cells start … stop − 1, else None."""
+    cells = np.flatnonzero(row)
+    if cells.size and cells[-1] - cells[0] + 1 == cells.size and np.all(row[cells] == 1):
+        return int(cells[0]), int(cells[-1]) + 1
+    return None
+
+
+def _query_row(workload: Workload, index: int, spans: Ranges | None = None) -> np.ndarray:
+    if spans is not None:  # an interval row (as_intervals): set its indicator, skip the O(n + m) rmatvec
+        row = np.zeros(workload.shape[1])
+        row[spans.lo[index]:spans.hi[index] + 1] = 1.0
+        return row
+    unit = np.zeros(workload.shape[0])
+    unit[index] = 1.0
+    return workload.rmatvec(unit)
+
+
+@dataclass(frozen=True)
+class MWEM:
+    """MWEM with a noisy total (``total_ratio`` of ε) and history-wide MW updates.
+
+    Data-dependent, so ``expected_mse`` is None.
+    """
+
+    summary: ClassVar[str] = "MWEM: learns a synthetic histogram by repeatedly fixing the worst-answered query."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "rounds": Range(1, 1000, integer=True),
+        "total_ratio": RATIO_RANGE,
+        "update_rounds": Range(1, 1000, integer=True),
+        "average": FLAG_RANGE,
+    }
+
+    rounds: int = 10
+    total_ratio: float = 0.05
+    update_rounds: int = 100
+    average: bool = False
+    name: str = "mwem"
+    data_dependent: bool = True
+
+    def __post_init__(self) -> None:
+        for field_name in ("rounds", "update_rounds"):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise ValueError(f"{field_name} must be an integer >= 1, got {value!r}")
+        check_ratio(self.total_ratio, "total_ratio")
+
+    def cost(self, workload: Workload) -> Cost:
+        """Rounds × (three matvecs and the compiled multiplicative updates over the atoms of the measured queries)."""
+        m, n = workload.shape
+        rounds, updates = int(self.rounds), int(self.update_rounds)
+        per_round = 3 * matvec_elements(workload) + 4 * m + 6 * n
+        atoms = min(n, 2 * rounds + 1) if isinstance(workload, Ranges | Prefix | AllRange | Identity | Total) else n
+        seconds = SECONDS_PER_ELEMENT * (rounds * per_round + 0.2 * rounds * updates * atoms)  # compiled updates
+        return Cost(OVERHEAD_SECONDS * rounds + seconds, 8.0 * (8 * n + 4 * m + rounds * n),
+                    f"rounds={rounds} × update_rounds={updates} over {n:,} cells and {m:,} queries")
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        n = x.size
+        epsilon_total = self.total_ratio * epsilon
+        epsilon_round = (epsilon - epsilon_total) / self.rounds
+        epsilon_select = epsilon_measure = epsilon_round / 2
+        total_scale = 1.0 / epsilon_total
+        total = max(float(add_laplace(rng, float(x.sum()), total_scale)), 1.0)
+        sensitivity = max_abs_entry(workload)
+        true_answers = workload.matvec(x)
+        spans = as_intervals(workload)  # interval rows are set directly, their spans known (no scans)
+        estimate = np.full(n, total / n)
+        average = np.zeros(n)
+        rows, measured, blocks = [], [], [(np.ones(n), total_scale)]
+        atom_of = np.zeros(n, dtype=np.int64)
+        ends = {0, n}
+        intervals: list[tuple[int, int]] | None = []  # while every measured query is an interval: the atoms are segments
+        selection_loss = 0.0
+        candidates = np.ones(true_answers.size, dtype=bool)
+        for _ in range(self.rounds):
+            if not candidates.any():  # every query measured: later rounds would only re-measure
+                candidates[:] = True
+            scores = np.abs(true_answers - workload.matvec(estimate))
+            remaining = np.flatnonzero(candidates)
+            chosen = int(remaining[exponential_mechanism(scores[remaining], epsilon_select, sensitivity, rng)])
+            candidates[chosen] = False  # a measured query is no longer a candidate (DPBench's variant)
+            selection_loss += epsilon_select
+            row = _query_row(workload, chosen, spans)
+            scale = float(np.abs(row).max()) / epsilon_measure
+            rows.append(row)
+            if scale > 0:
+                measured.append(float(add_laplace(rng, float(true_answers[chosen]), scale)))
+                blocks.append((np.abs(row), scale))
+            else:  # an all-zero query reads nothing: its answer is 0 without noise
+                measured.append(0.0)
+            # atoms: cells that every measured query treats alike (the new row refines the old atoms)
+            span = (int(spans.lo[chosen]), int(spans.hi[chosen]) + 1) if spans is not None else _interval(row)
+            if intervals is not None and span is not None:
+                intervals.append(span)
+                ends.update(span)
+                bounds = np.array(sorted(ends))
+                first, atom_of = bounds[:-1], np.repeat(np.arange(bounds.size - 1), np.diff(bounds))
+                runs = np.searchsorted(bounds, np.array(intervals)).tolist()  # (first atom, stop atom) per query
+            else:
+                intervals = runs = None
+                _, value = np.unique(row, return_inverse=True)
+                _, first, atom_of = np.unique(atom_of * (int(value.max()) + 1) + value.ravel(),
+                                              return_index=True, return_inverse=True)
+                atom_of = atom_of.ravel()
+            estimate = self._update(estimate, first, atom_of, rows, measured, total, runs)
+            average += estimate
+        estimate = average / self.rounds if self.average else estimate
+        loss = selection_loss + laplace_privacy_loss(blocks)
+        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
+                       {"rounds": self.rounds, "total_ratio": self.total_ratio,
+                        "update_rounds": self.update_rounds, "average": self.average, "noisy_total": total},
+                       {"selected_rows": len(rows)})
+
+    def _update(self, estimate: np.ndarray, first: np.ndarray, atom_of: np.ndarray, rows: list[np.ndarray],
+                measured: list[float], total: float, runs: list[tuple[int, int]] | None) -> np.ndarray:
+        """``update_rounds`` MW passes over all measurements from the current estimate, on the atoms.
+
+        The estimate is constant on the atoms of the earlier rows, which the current atoms refine.
+        """
+        size = np.bincount(atom_of).astype(float)
+        queries = [row[first] for row in rows]     # query j's value on each atom
+        # the exponent is clipped only to keep floats finite when the noise dwarfs the total
+        limits = [30.0 / max(float(np.abs(q).max()), 1e-300) for q in queries]
+        mass = size * estimate[first]              # estimate mass per atom
+        half_inverse_total = 1.0 / (2.0 * total)
+        if runs is not None:
+            mass = self._interval_passes(mass, runs, measured, total, half_inverse_total)
+        elif all(np.all((q == 0) | (q == 1)) for q in queries):
+            mass = self._counting_passes(mass, queries, measured, total, half_inverse_total)
+        else:
+            for _ in range(self.update_rounds):
+                for query, answer, limit in zip(queries, measured, limits, strict=True):
+                    error = (answer - float(query @ mass)) * half_inverse_total
+                    mass *= np.exp(query * max(-limit, min(limit, error)))
+                    mass *= total / mass.sum()
+        return (mass / size)[atom_of]
+
+    def _counting_passes(self, mass: np.ndarray, queries: list[np.ndarray], measured: list[float], total: float,
+                         half_inverse_total: float) -> np.ndarray:
+        """The same passes for 0/1 queries: only the atoms inside a query change, and the normalisation is
+        carried as the running sum S (A = total · mass / S), renormalised once per pass (compiled loop;
+        the exponent is clipped to ±30 only to keep floats finite when noise dwarfs the total)."""
+        from dplens.core.mechanisms.kernels import mw_counting_passes
+
+        inside = [np.flatnonzero(q) for q in queries]
+        indptr = np.concatenate(([0], np.cumsum([a.size for a in inside]))).astype(np.int64)
+        indices = np.concatenate(inside).astype(np.int64) if inside else np.zeros(0, dtype=np.int64)
+        targets = np.array([answer * half_inverse_total for answer in measured])
+        return mw_counting_passes(np.asarray(mass, dtype=float), indptr, indices, targets, float(total),
+                                  self.update_rounds, 30.0)
+
+    def _interval_passes(self, mass: np.ndarray, runs: list[tuple[int, int]], measured: list[float], total: float,
+                         half_inverse_total: float) -> np.ndarray:
+        """The counting passes when every query covers a run of consecutive atoms (compiled loop)."""
+        from dplens.core.mechanisms.kernels import mw_interval_passes
+
+        scaled = [answer * half_inverse_total for answer in measured]
+        # the exponent lies in [target − 1/2, target] (share ≤ running): clipping can only bind when a
+        # noisy answer dwarfs the total, so the usual case runs the loop without the clip
+        if max(map(abs, scaled)) + 0.5 >= 30.0:
+            atoms = np.arange(mass.size)
+            queries = [((atoms >= a) & (atoms < b)).astype(float) for a, b in runs]
+            return self._counting_passes(mass, queries, measured, total, half_inverse_total)
+        starts = np.array([a for a, _ in runs], dtype=np.int64)
+        stops = np.array([b for _, b in runs], dtype=np.int64)
+        return mw_interval_passes(np.asarray(mass, dtype=float), starts, stops, np.array(scaled), float(total),
+                                  self.update_rounds)
+
+    def expected_mse(self, workload: Workload, epsilon: float) -> None:
+        return None

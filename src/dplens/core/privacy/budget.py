@@ -1,0 +1,160 @@
+"""Privacy budget as immutable values with sequential composition.
+
+A total is either an (ε, δ) budget (basic composition: ε and δ add) or a ρ-zCDP budget
+(``Budget.zcdp``; ρ adds, Bun & Steinke 2016 Lemma 2.3). Under a ρ total a pure ε spend counts
+ε²/2 (Prop. 1.4) and an (ε, δ) spend with δ > 0 is refused: no ρ bounds a mechanism that may fail
+outright with probability δ. The ε shown for a ρ budget is its CKS 2020 ε at the total's δ.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dplens.core.privacy.definitions import zcdp_epsilon
+
+RELATIVE_TOLERANCE = 1e-9  # float round-off, relative to each total: 10 × 0.1 fits in 1.0, 1.0 + 1e-6 does not,
+#                            and with a δ total of 1e-10 a second spend of 1e-10 does not either
+
+
+def within(amount: float, total: float) -> bool:
+    """Whether ``amount`` fits in ``total`` up to float round-off relative to the total (per unit: ε, δ or ρ).
+
+    >>> within(sum([0.1] * 10), 1.0), within(2e-10, 1e-10), within(1.0 + 1e-6, 1.0)
+    (True, False, False)
+    """
+    return amount <= total * (1.0 + RELATIVE_TOLERANCE)
+
+
+class BudgetExceededError(ValueError):
+    """Raised when a spend would exceed the remaining budget (or cannot be charged to it)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """An (ε, δ) budget, with ρ when it is (also) a zCDP cost; supports + for sequential composition.
+
+    >>> (Budget(0.5) + Budget(0.25)).epsilon
+    0.75
+    >>> Budget.zcdp(0.5, 1e-6)
+    Budget(epsilon=5.22153..., delta=1e-06, rho=0.5)
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    rho: float | None = None
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.epsilon, int | float) and math.isfinite(self.epsilon) and self.epsilon >= 0):
+            raise ValueError(f"budget epsilon must be finite and >= 0, got {self.epsilon!r}")
+        if not (isinstance(self.delta, int | float) and 0 <= self.delta < 1):
+            raise ValueError(f"budget delta must be in [0, 1), got {self.delta!r}")
+        if self.rho is not None and not (isinstance(self.rho, int | float) and math.isfinite(self.rho)
+                                         and self.rho >= 0):
+            raise ValueError(f"budget rho must be finite and >= 0 (or None), got {self.rho!r}")
+
+    @classmethod
+    def zcdp(cls, rho: float, delta: float) -> Budget:
+        """A ρ-zCDP budget, shown as its CKS ε at ``delta`` (δ in (0, 1): where ρ is read as (ε, δ))."""
+        if not (isinstance(rho, int | float) and math.isfinite(rho) and rho > 0):
+            raise ValueError(f"total budget rho must be finite and > 0, got {rho!r}")
+        if not (isinstance(delta, int | float) and 0 < delta < 1):
+            raise ValueError(f"a rho budget is shown as epsilon at delta; delta must be in (0, 1), got {delta!r}")
+        return cls(zcdp_epsilon(float(rho), float(delta)), float(delta), float(rho))
+
+    def __add__(self, other: Budget) -> Budget:
+        rho = None if self.rho is None or other.rho is None else self.rho + other.rho
+        return Budget(self.epsilon + other.epsilon, self.delta + other.delta, rho)
+
+
+def spend_rho(cost: Budget) -> float | None:
+    """What ``cost`` charges a ρ budget: its ρ; a pure ε spend ε²/2; None for (ε, δ) with δ > 0.
+
+    >>> spend_rho(Budget(1.0)), spend_rho(Budget(2.0, 1e-6, 0.1)), spend_rho(Budget(1.0, 1e-6))
+    (0.5, 0.1, None)
+    """
+    if cost.rho is not None:
+        return cost.rho
+    return cost.epsilon**2 / 2.0 if cost.delta == 0 else None
+
+
+def _rho_refusal(label: str, cost: Budget) -> str:
+    return (f"{label!r} is an (epsilon={cost.epsilon:g}, delta={cost.delta:g}) release, which this rho-zCDP budget "
+            "cannot charge: (epsilon, delta)-DP may fail outright with probability delta, so it implies no rho. "
+            "Release under rho-zCDP or pure epsilon-DP instead.")
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """A total budget and the spends charged against it; ``spend`` returns a new ledger or raises.
+
+    Under an (ε, δ) total, ε and δ add; under a ρ total (``total.rho`` set), ρ adds.
+
+    >>> ledger = Ledger(Budget(1.0))
+    >>> for _ in range(10):
+    ...     ledger = ledger.spend("step", Budget(0.1))
+    >>> round(ledger.remaining.epsilon, 12)
+    0.0
+    >>> zcdp = Ledger(Budget.zcdp(0.5, 1e-6)).spend("pure", Budget(0.5)).spend("gauss", Budget(3.0, 1e-6, 0.25))
+    >>> zcdp.spent.rho, zcdp.remaining.rho
+    (0.375, 0.125)
+    """
+
+    total: Budget
+    spends: tuple[tuple[str, Budget], ...] = ()
+
+    @property
+    def unit(self) -> str:
+        """``"rho"`` for a zCDP total, else ``"epsilon"`` (an (ε, δ) total)."""
+        return "epsilon" if self.total.rho is None else "rho"
+
+    @property
+    def spent(self) -> Budget:
+        """Basic composition of the spends' (ε, δ), and Σρ (under a ρ total always; otherwise when all have ρ)."""
+        eps = math.fsum(b.epsilon for _, b in self.spends)
+        delta = math.fsum(b.delta for _, b in self.spends)
+        rhos = [spend_rho(b) if self.total.rho is not None else b.rho for _, b in self.spends]
+        unknown = any(r is None for r in rhos) or (self.total.rho is None and not rhos)
+        rho = None if unknown else math.fsum(r for r in rhos if r is not None)  # not unknown: none is None
+        return Budget(eps, delta, rho)
+
+    @property
+    def remaining(self) -> Budget:
+        """What is left: (ε, δ) by subtraction; under a ρ total, ρ and its CKS ε at the total's δ."""
+        spent = self.spent
+        if self.total.rho is not None:
+            rho = max(self.total.rho - (spent.rho or 0.0), 0.0)
+            return Budget(zcdp_epsilon(rho, self.total.delta) if rho > 0 else 0.0, self.total.delta, rho)
+        return Budget(max(self.total.epsilon - spent.epsilon, 0.0), max(self.total.delta - spent.delta, 0.0))
+
+    def fits(self, cost: Budget) -> bool:
+        """True when `cost` fits in what remains (up to round-off relative to the total of each unit)."""
+        spent = self.spent
+        if self.total.rho is not None:
+            rho = spend_rho(cost)
+            return rho is not None and within((spent.rho or 0.0) + rho, self.total.rho)
+        return (within(spent.epsilon + cost.epsilon, self.total.epsilon)
+                and within(spent.delta + cost.delta, self.total.delta))
+
+    def spend(self, label: str, cost: Budget) -> Ledger:
+        """Charge `cost` under `label`; raises BudgetExceededError naming what remains."""
+        if not self.fits(cost):
+            if self.total.rho is None and within(self.spent.epsilon + cost.epsilon, self.total.epsilon):
+                raise BudgetExceededError(
+                    f"{label!r} needs delta={cost.delta:g}; remaining is delta={self.remaining.delta:g} of "
+                    f"{self.total.delta:g}. Lower delta, record a total with a delta budget before the first release "
+                    "(--budget-delta on the command line), or release under pure epsilon-DP.")
+            if self.total.rho is None:
+                raise BudgetExceededError(
+                    f"{label!r} needs epsilon={cost.epsilon:g}; remaining is epsilon={self.remaining.epsilon:g} "
+                    f"of {self.total.epsilon:g}. Lower epsilon (a fresh budget for the same data is a recorded "
+                    "reset that voids the guarantee).")
+            rho = spend_rho(cost)
+            if rho is None:
+                raise BudgetExceededError(_rho_refusal(label, cost))
+            left = self.remaining
+            raise BudgetExceededError(
+                f"{label!r} needs rho={rho:g}; remaining is rho={left.rho:g} of {self.total.rho:g} "
+                f"(epsilon={left.epsilon:.4g} at delta={self.total.delta:g}). Lower the privacy parameter (a fresh "
+                "budget for the same data is a recorded reset that voids the guarantee).")
+        return Ledger(self.total, self.spends + ((label, cost),))

@@ -1,0 +1,275 @@
+"""Tables of records and their marginals (see docs/tables.md): the full domain stays virtual.
+
+A table has attributes with finite domains (integer codes 0..size-1). The marginal on a set of
+attributes counts records per combination of their levels. Adult's full domain has ~6·10^17 cells, so
+nothing here builds the full data vector: marginals are computed from the records directly.
+
+>>> domain = TableDomain(("sex", "income"), (2, 2))
+>>> records = np.array([[0, 1], [1, 1], [1, 0]])
+>>> MarginalWorkload(domain, (("sex",), ("sex", "income"))).answer(records)[1].tolist()
+[[0.0, 1.0], [1.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+MAX_LEVELS = 2**16  # largest domain of one attribute (larger ones are refused as bad input)
+MAX_MARGINAL_CELLS = 2**24  # largest single marginal that is materialised (same bound as MAX_QUERIES)
+
+
+@dataclass(frozen=True)
+class TableDomain:
+    """Names and sizes of a table's attributes, in column order (private-pgm's domain form).
+
+    >>> d = TableDomain.from_json('{"age": 85, "sex": 2}')
+    >>> d.size, d.sizes_of(("sex",)), d.to_json()
+    (170, (2,), '{"age": 85, "sex": 2}')
+    """
+
+    names: tuple[str, ...]
+    sizes: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.names) != len(self.sizes):
+            raise ValueError(f"a table domain needs one size per attribute, got {len(self.names)} names "
+                             f"and {len(self.sizes)} sizes")
+        if not self.names:
+            raise ValueError("a table domain needs at least one attribute")
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"attribute names must be unique, got {list(self.names)}")
+        for name, size in zip(self.names, self.sizes, strict=True):
+            if isinstance(size, bool) or not isinstance(size, int | np.integer) or not 1 <= size <= MAX_LEVELS:
+                raise ValueError(f"attribute {name!r} has {size!r} levels; the rule is an integer "
+                                 f"from 1 to {MAX_LEVELS}")
+        object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
+
+    @classmethod
+    def from_json(cls, text: str) -> TableDomain:
+        """Read ``{"attr": size, ...}`` (the form private-pgm and OpenDP's mbi use)."""
+        try:
+            mapping = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"the domain file is not JSON ({error.msg} at line {error.lineno})") from None
+        if not isinstance(mapping, dict):
+            raise ValueError('the domain file must be a JSON object like {"age": 85, "sex": 2}')
+        return cls(tuple(str(k) for k in mapping), tuple(mapping.values()))
+
+    def to_json(self) -> str:
+        return json.dumps(dict(zip(self.names, self.sizes, strict=True)))
+
+    @property
+    def size(self) -> int:
+        """Number of cells of the full (virtual) domain, as an exact Python int."""
+        return math.prod(self.sizes)
+
+    def index(self, attributes: tuple[str, ...]) -> tuple[int, ...]:
+        """Column positions of named attributes, in the domain's order; unknown names are refused."""
+        unknown = [a for a in attributes if a not in self.names]
+        if unknown:
+            raise ValueError(f"marginal {tuple(attributes)} names {unknown}, not attributes of this table "
+                             f"({', '.join(self.names)})")
+        if len(set(attributes)) != len(attributes):
+            raise ValueError(f"marginal {tuple(attributes)} repeats an attribute")
+        return tuple(sorted(self.names.index(a) for a in attributes))
+
+    def sizes_of(self, attributes: tuple[str, ...]) -> tuple[int, ...]:
+        return tuple(self.sizes[i] for i in self.index(attributes))
+
+
+@dataclass(frozen=True)
+class MarginalWorkload:
+    """Weighted marginals of a table: the queries are every cell of every listed marginal.
+
+    Attribute tuples are normalised to the domain's column order. One record changes one cell of each
+    marginal by 1 (add/remove neighbours), so Δ₁ = Σ w and Δ₂ = √Σ w² in closed form.
+
+    >>> d = TableDomain(("a", "b", "c"), (2, 3, 4))
+    >>> w = MarginalWorkload.all_kway(d, 2)
+    >>> w.marginals, w.cells, w.l1_sensitivity, round(w.l2_sensitivity, 4)
+    ((('a', 'b'), ('a', 'c'), ('b', 'c')), 26, 3.0, 1.7321)
+    """
+
+    domain: TableDomain
+    marginals: tuple[tuple[str, ...], ...]
+    weights: tuple[float, ...] = ()
+    ranges: tuple[str | None, ...] = ()  # per marginal: the ordinal attribute whose ranges are asked, or None
+
+    def __post_init__(self) -> None:
+        if not self.marginals:
+            raise ValueError("a marginal workload needs at least one marginal")
+        ordered = tuple(tuple(self.domain.names[i] for i in self.domain.index(tuple(m))) for m in self.marginals)
+        weights = tuple(float(w) for w in self.weights) or (1.0,) * len(ordered)
+        if len(weights) != len(ordered):
+            raise ValueError(f"weights has {len(weights)} entries for {len(ordered)} marginals; give one each")
+        if not all(math.isfinite(w) and w > 0 for w in weights):
+            raise ValueError(f"weights must be finite and > 0, got {list(weights)}")
+        ranges = tuple(self.ranges) or (None,) * len(ordered)
+        if len(ranges) != len(ordered):
+            raise ValueError(f"ranges has {len(ranges)} entries for {len(ordered)} marginals; give one each")
+        for marginal, ordinal in zip(ordered, ranges, strict=True):
+            cells = math.prod(self.domain.sizes_of(marginal))
+            if cells > MAX_MARGINAL_CELLS:
+                raise ValueError(f"marginal {marginal} has {cells:,} cells; the limit is {MAX_MARGINAL_CELLS:,}"
+                                 f" (choose fewer or coarser attributes)")
+            if ordinal is not None and ordinal not in marginal:
+                raise ValueError(f"ranges over {ordinal!r} must be inside their marginal {'+'.join(marginal)}")
+        object.__setattr__(self, "marginals", ordered)
+        object.__setattr__(self, "weights", weights)
+        object.__setattr__(self, "ranges", ranges)
+        for index in range(len(ordered)):
+            self.queries_on(index)  # refuses range sets over the query limit now, not at release time
+
+    @classmethod
+    def all_kway(cls, domain: TableDomain, k: int) -> MarginalWorkload:
+        """All k-way marginals (k = 0 gives the total)."""
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= len(domain.names):
+            raise ValueError(f"k must be an integer from 0 to {len(domain.names)} (the number of attributes), "
+                             f"got {k!r}")
+        return cls(domain, tuple(itertools.combinations(domain.names, k)))
+
+    @property
+    def cells(self) -> int:
+        """Number of queries: the cells of all marginals."""
+        return sum(math.prod(self.domain.sizes_of(m)) for m in self.marginals)
+
+    @property
+    def l1_sensitivity(self) -> float:
+        return float(sum(self.weights))
+
+    @property
+    def l2_sensitivity(self) -> float:
+        return math.sqrt(sum(w * w for w in self.weights))
+
+    @property
+    def squared_frobenius(self) -> float:
+        """‖W‖_F² of the whole workload over the full (virtual) domain, in closed form: each query of marginal M
+        sums ∏_{i∉M} n_i full-domain cells, so ‖W‖_F² = Σ_M w_M² · ∏_{i∉M} n_i · ∏_{i∈M} tr G_i (G_i = I for plain
+        axes, AllRangeᵀAllRange for the ranges axis).
+
+        >>> MarginalWorkload(TableDomain(("a", "b"), (2, 3)), (("a",), ("a", "b"))).squared_frobenius
+        12.0
+        """
+        total = 0.0
+        for index, w in enumerate(self.weights):
+            columns = set(self.domain.index(self.marginals[index]))
+            outside = math.prod(n for i, n in enumerate(self.domain.sizes) if i not in columns)
+            total += w * w * outside * math.prod(t for _, t, _ in self.axis_stats(index))
+        return total
+
+    @property
+    def queries(self) -> int:
+        """Number of queries: the cells of plain marginals plus the ranges of range marginals."""
+        return sum(self.queries_on(i).shape[0] for i in range(len(self.marginals)))
+
+    def queries_on(self, index: int):
+        """The queries on marginal ``index`` as an implicit operator over its cells (row-major, domain order).
+
+        Plain marginals: every cell (Identity). Ranges over ordinal attribute o: every range [lo, hi] of o within
+        every cell of the other attributes, AllRange(n_o) ⊗ I over the cells with o's axis moved first, so its
+        column norms (Δ₁ = max (k+1)(n_o−k), Δ₂ = √Δ₁, 0/1 entries) come in closed form from the factors.
+
+        >>> w = MarginalWorkload(TableDomain(("sex", "age"), (2, 3)), (("sex", "age"),), ranges=("age",))
+        >>> op = w.queries_on(0)
+        >>> op.shape, float(op.column_norms(1).max()), w.answer_queries(0, np.array([[1., 2, 3], [4, 5, 6]]))[:6].tolist()
+        ((12, 6), 4.0, [1.0, 4.0, 3.0, 9.0, 6.0, 15.0])
+        """
+        from dplens.core.queries.workloads import AllRange, Identity, Kron
+
+        marginal, ordinal = self.marginals[index], self.ranges[index]
+        sizes = self.domain.sizes_of(marginal)
+        if ordinal is None:
+            return Identity(math.prod(sizes))
+        axis = marginal.index(ordinal)
+        rest = math.prod(s for k, s in enumerate(sizes) if k != axis)
+        return Kron((AllRange(sizes[axis]), Identity(rest)))
+
+    def query_order(self, index: int, marginal: np.ndarray) -> np.ndarray:
+        """Marginal ``index``'s cells as the vector ``queries_on(index)`` acts on (the ranges axis first)."""
+        marginal = np.asarray(marginal, dtype=float)
+        ordinal = self.ranges[index]
+        if ordinal is not None:
+            marginal = np.moveaxis(marginal, self.marginals[index].index(ordinal), 0)
+        return marginal.ravel()
+
+    def from_query_order(self, index: int, vector: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`query_order`: the marginal's cells shaped by its attributes."""
+        marginal, ordinal = self.marginals[index], self.ranges[index]
+        sizes = self.domain.sizes_of(marginal)
+        if ordinal is None:
+            return np.asarray(vector, dtype=float).reshape(sizes)
+        axis = marginal.index(ordinal)
+        moved = (sizes[axis],) + tuple(s for k, s in enumerate(sizes) if k != axis)
+        return np.moveaxis(np.asarray(vector, dtype=float).reshape(moved), 0, axis)
+
+    def answer_queries(self, index: int, marginal: np.ndarray) -> np.ndarray:
+        """The queries on marginal ``index`` answered from its (true or estimated) cells."""
+        return self.queries_on(index).matvec(self.query_order(index, marginal))
+
+    def axis_stats(self, index: int) -> tuple[tuple[int, float, float], ...]:
+        """Per attribute of marginal ``index``: (domain column, tr G, 1ᵀG1) of its queries' Gram factor G.
+
+        The queries' Gram is a Kronecker product over the marginal's axes (I for a plain axis; AllRangeᵀAllRange
+        for the ranges axis: tr = n(n+1)(n+2)/6, 1ᵀG1 = Σ_L (n−L+1) L² = n(n+1)²(n+2)/12), which is all the
+        closed-form errors of the table mechanisms need.
+        """
+        marginal, ordinal = self.marginals[index], self.ranges[index]
+        stats = []
+        for column, name in zip(self.domain.index(marginal), marginal, strict=True):
+            n = float(self.domain.sizes[column])
+            if name == ordinal:
+                stats.append((column, n * (n + 1) * (n + 2) / 6, n * (n + 1) ** 2 * (n + 2) / 12))
+            else:
+                stats.append((column, n, n))
+        return tuple(stats)
+
+    def answer(self, records: np.ndarray) -> list[np.ndarray]:
+        """True (unweighted) marginals of integer-coded records, each shaped by its attributes' sizes."""
+        records = check_records(self.domain, records)
+        return [marginal_counts(self.domain, records, m) for m in self.marginals]
+
+    def describe(self) -> str:
+        ranged = sum(o is not None for o in self.ranges)
+        if not ranged:
+            return f"{len(self.marginals)} marginals, {self.cells:,} cells"
+        return (f"{len(self.marginals)} marginals ({ranged} asked as ranges), {self.cells:,} cells, "
+                f"{self.queries:,} queries")
+
+
+def subsets(columns: tuple[int, ...]):
+    """Every subset of ``columns`` (as sorted tuples), smallest first: the residuals a marginal decomposes into.
+
+    >>> list(subsets((0, 2)))
+    [(), (0,), (2,), (0, 2)]
+    """
+    return (s for k in range(len(columns) + 1) for s in itertools.combinations(columns, k))
+
+
+def check_records(domain: TableDomain, records: np.ndarray) -> np.ndarray:
+    """Records as an (N, d) integer array with every code inside its attribute's domain."""
+    records = np.asarray(records)
+    if records.ndim != 2 or records.shape[1] != len(domain.names):
+        raise ValueError(f"records must be an (N, {len(domain.names)}) array, got shape {records.shape}")
+    if records.size and not np.issubdtype(records.dtype, np.integer):
+        raise ValueError("records must hold integer codes")
+    for column, (name, size) in enumerate(zip(domain.names, domain.sizes, strict=True)):
+        values = records[:, column]
+        if values.size and (values.min() < 0 or values.max() >= size):
+            bad = int(values[(values < 0) | (values >= size)][0])
+            raise ValueError(f"column {name!r} holds code {bad}, outside its declared domain 0..{size - 1}")
+    return records
+
+
+def marginal_counts(domain: TableDomain, records: np.ndarray, attributes: tuple[str, ...]) -> np.ndarray:
+    """Counts of records per cell of one marginal (the empty marginal is the total, shape ())."""
+    columns = domain.index(attributes)
+    shape = tuple(domain.sizes[i] for i in columns)
+    if not columns:
+        return np.array(float(len(records)))
+    flat = np.ravel_multi_index(tuple(records[:, i] for i in columns), shape)
+    return np.bincount(flat, minlength=math.prod(shape)).astype(float).reshape(shape)

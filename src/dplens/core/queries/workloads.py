@@ -1,0 +1,863 @@
+"""Workloads as implicit linear operators (see docs/architecture.md): an m × n matrix we never have to build.
+
+Every workload has ``shape``, ``matvec`` (W x), ``rmatvec`` (Wᵀ y), ``column_norms(ord)`` in closed
+form (so L1 sensitivity and ‖W‖_F² are exact without densifying) and ``describe()``.
+
+>>> w = parse_workload("prefix", (4,))
+>>> w.matvec(np.array([1.0, 2, 3, 4])).tolist(), l1_sensitivity(w)
+([1.0, 3.0, 6.0, 10.0], 4.0)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+from dplens.core.data.datasets import scan_rows
+from dplens.core.data.limits import (  # dense() guard; implicit workloads beyond m are refused
+    DENSE_LIMIT,
+    MAX_QUERIES,
+    MAX_UPLOAD_BYTES,
+)
+
+
+@runtime_checkable
+class Workload(Protocol):
+    """The protocol every workload satisfies."""
+
+    @property
+    def shape(self) -> tuple[int, int]: ...
+    def matvec(self, x: np.ndarray) -> np.ndarray: ...
+    def rmatvec(self, y: np.ndarray) -> np.ndarray: ...
+    def column_norms(self, ord: Literal[1, 2]) -> np.ndarray: ...
+    def describe(self) -> str: ...
+
+
+def _check_positive_int(name: str, value: int, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _check_ord(ord: int) -> None:
+    if ord not in (1, 2):
+        raise ValueError(f"ord must be 1 or 2, got {ord!r}")
+
+
+def _check_length(name: str, vector: np.ndarray, length: int) -> np.ndarray:
+    vector = np.asarray(vector, dtype=float)
+    if vector.shape != (length,):
+        raise ValueError(f"{name} must have shape ({length},), got {vector.shape}")
+    return vector
+
+
+def l1_sensitivity(w: Workload) -> float:
+    """Δ₁(W): the largest column L1 norm (add/remove neighbours)."""
+    return float(w.column_norms(1).max())
+
+
+def l2_sensitivity(w: Workload) -> float:
+    """Δ₂(W): the largest column L2 norm."""
+    return float(w.column_norms(2).max())
+
+
+def squared_frobenius(w: Workload) -> float:
+    """‖W‖_F², the sum of squared column L2 norms."""
+    return float((w.column_norms(2) ** 2).sum())
+
+
+def dense(w: Workload) -> np.ndarray:
+    """The explicit m × n matrix (test oracle and small-workload fallback), guarded by DENSE_LIMIT.
+
+    >>> dense(Prefix(3)).tolist()
+    [[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [1.0, 1.0, 1.0]]
+    """
+    m, n = w.shape
+    if m * n > DENSE_LIMIT:
+        raise ValueError(f"dense() refuses a {m} x {n} matrix ({m * n} entries > {DENSE_LIMIT}); use matvec")
+    if isinstance(w, Explicit):
+        return w.matrix.toarray() if hasattr(w.matrix, "toarray") else np.array(w.matrix, dtype=float)
+    out = np.empty((m, n))
+    unit = np.zeros(n)
+    for j in range(n):
+        unit[j] = 1.0
+        out[:, j] = w.matvec(unit)
+        unit[j] = 0.0
+    return out
+
+
+@lru_cache(maxsize=16)
+def sparse_matrix(w: Workload):
+    """W as a scipy.sparse CSR matrix: Explicit and Ranges without densifying, others via dense().
+
+    For row-level algorithms (WDA's division, OM's factorisation) that need W's entries. Cached per
+    workload object: callers must not modify the returned matrix.
+
+    >>> sparse_matrix(Ranges(4, [0, 1], [1, 3])).toarray().tolist()
+    [[1.0, 1.0, 0.0, 0.0], [0.0, 1.0, 1.0, 1.0]]
+    """
+    import scipy.sparse as sp
+
+    if isinstance(w, Explicit):
+        matrix = sp.csr_matrix(w.matrix, dtype=float)
+    elif isinstance(w, Ranges):
+        lengths = w.hi - w.lo + 1
+        indptr = np.concatenate(([0], np.cumsum(lengths)))
+        indices = np.arange(indptr[-1]) - np.repeat(indptr[:-1] - w.lo, lengths)
+        matrix = sp.csr_matrix((np.ones(indptr[-1]), indices, indptr), shape=w.shape)
+    else:
+        matrix = sp.csr_matrix(dense(w))
+    matrix.eliminate_zeros()
+    return matrix
+
+
+# ----------------------------------------------------------------------------- 1-D building blocks
+@dataclass(frozen=True)
+class Identity:
+    """One query per cell: W = I_n."""
+
+    n: int
+
+    def __post_init__(self) -> None:
+        _check_positive_int("n", self.n)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n, self.n)
+
+    def matvec(self, x):
+        return _check_length("x", x, self.n).copy()
+
+    def rmatvec(self, y):
+        return _check_length("y", y, self.n).copy()
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        return np.ones(self.n)
+
+    def describe(self) -> str:
+        return f"identity: every cell count ({self.n} queries)"
+
+
+@dataclass(frozen=True)
+class Total:
+    """One query: the sum of all cells."""
+
+    n: int
+
+    def __post_init__(self) -> None:
+        _check_positive_int("n", self.n)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (1, self.n)
+
+    def matvec(self, x):
+        return np.array([_check_length("x", x, self.n).sum()])
+
+    def rmatvec(self, y):
+        return np.full(self.n, float(_check_length("y", y, 1)[0]))
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        return np.ones(self.n)
+
+    def describe(self) -> str:
+        return "total: the sum of all cells (1 query)"
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """Prefix sums: query i is x_0 + … + x_i (an empirical CDF)."""
+
+    n: int
+
+    def __post_init__(self) -> None:
+        _check_positive_int("n", self.n)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n, self.n)
+
+    def matvec(self, x):
+        return np.cumsum(_check_length("x", x, self.n))
+
+    def rmatvec(self, y):
+        return np.cumsum(_check_length("y", y, self.n)[::-1])[::-1]
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        ones = np.arange(self.n, 0, -1, dtype=float)  # column j is in n - j prefixes
+        return ones if ord == 1 else np.sqrt(ones)
+
+    def describe(self) -> str:
+        return f"prefix: {self.n} prefix sums (cumulative counts)"
+
+
+@dataclass(frozen=True)
+class AllRange:
+    """Every contiguous range [i, j], i ≤ j: n(n+1)/2 queries, never materialised.
+
+    Rows are ordered by start i, then end j.
+
+    >>> AllRange(3).matvec(np.array([1.0, 2, 3])).tolist()
+    [1.0, 3.0, 6.0, 2.0, 5.0, 3.0]
+    """
+
+    n: int
+
+    def __post_init__(self) -> None:
+        _check_positive_int("n", self.n)
+        if self.n * (self.n + 1) // 2 > MAX_QUERIES:
+            raise ValueError(f"all-range on n={self.n} has {self.n * (self.n + 1) // 2} queries; "
+                             f"the limit is {MAX_QUERIES} (use random-range instead)")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n * (self.n + 1) // 2, self.n)
+
+    def matvec(self, x):
+        c = np.concatenate(([0.0], np.cumsum(_check_length("x", x, self.n))))
+        return np.concatenate([c[i + 1:] - c[i] for i in range(self.n)])
+
+    def rmatvec(self, y):
+        y = _check_length("y", y, self.shape[0])
+        out = np.zeros(self.n)
+        start = 0
+        for i in range(self.n):  # ranges starting at i cover column k for every end j >= k
+            block = y[start:start + self.n - i]
+            out[i:] += np.cumsum(block[::-1])[::-1]
+            start += self.n - i
+        return out
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        k = np.arange(self.n, dtype=float)
+        count = (k + 1) * (self.n - k)  # ranges containing column k
+        return count if ord == 1 else np.sqrt(count)
+
+    def describe(self) -> str:
+        return f"all-range: all {self.shape[0]} contiguous ranges of {self.n} cells"
+
+
+@dataclass(frozen=True, eq=False)
+class Ranges:
+    """Arbitrary 0/1 range queries [lo_i, hi_i] (inclusive), answered through prefix sums."""
+
+    n: int
+    lo: np.ndarray
+    hi: np.ndarray
+    label: str = "ranges"
+
+    def __post_init__(self) -> None:
+        _check_positive_int("n", self.n)
+        lo, hi = np.asarray(self.lo, dtype=np.int64), np.asarray(self.hi, dtype=np.int64)
+        if lo.ndim != 1 or lo.shape != hi.shape or lo.size == 0:
+            raise ValueError("ranges need equal-length, non-empty lo and hi arrays")
+        if lo.min() < 0 or hi.max() >= self.n or np.any(lo > hi):
+            raise ValueError(f"every range must satisfy 0 <= lo <= hi < n={self.n}")
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.lo.size), self.n)
+
+    def matvec(self, x):
+        c = np.concatenate(([0.0], np.cumsum(_check_length("x", x, self.n))))
+        return c[self.hi + 1] - c[self.lo]
+
+    def rmatvec(self, y):
+        y = _check_length("y", y, self.shape[0])
+        diff = np.bincount(self.lo, weights=y, minlength=self.n + 1)
+        diff -= np.bincount(self.hi + 1, weights=y, minlength=self.n + 1)
+        return np.cumsum(diff)[: self.n]
+
+    @cached_property
+    def _coverage(self) -> np.ndarray:
+        return self.rmatvec(np.ones(self.shape[0]))
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        return self._coverage.copy() if ord == 1 else np.sqrt(self._coverage)
+
+    def describe(self) -> str:
+        return f"{self.label}: {self.shape[0]} range queries over {self.n} cells"
+
+
+def as_intervals(w: Workload) -> Ranges | None:
+    """The workload as 0/1 interval rows when it is one (Ranges, Identity, Total, Prefix, AllRange), else None.
+
+    Row-level algorithms (WDA's division, OM's factorisation) use it to work on interval ends instead
+    of an m × n matrix.
+
+    >>> as_intervals(Prefix(3)).hi.tolist(), as_intervals(Explicit(np.eye(2))) is None
+    ([0, 1, 2], True)
+    """
+    if isinstance(w, Ranges):
+        return w
+    if isinstance(w, Identity | Prefix):
+        ends = np.arange(w.n)
+        return Ranges(w.n, ends if isinstance(w, Identity) else np.zeros_like(ends), ends)
+    if isinstance(w, Total):
+        return Ranges(w.n, np.array([0]), np.array([w.n - 1]))
+    if isinstance(w, AllRange):  # rows by start, then end
+        lo = np.repeat(np.arange(w.n), np.arange(w.n, 0, -1))
+        hi = np.arange(lo.size) - np.repeat(np.cumsum(np.arange(w.n, 0, -1)) - np.arange(w.n, 0, -1), np.arange(
+            w.n, 0, -1)) + lo
+        return Ranges(w.n, lo, hi)
+    return None
+
+
+def random_range(n: int, m: int, seed: int = 0) -> Ranges:
+    """m ranges with both ends uniform on {0..n-1} (sorted), as DPBench draws them; seeded.
+
+    >>> random_range(100, 5, seed=1).shape
+    (5, 100)
+    """
+    _check_positive_int("n", n)
+    _check_positive_int("m", m)
+    if m > MAX_QUERIES:
+        raise ValueError(f"random-range m={m} exceeds the limit of {MAX_QUERIES} queries")
+    ends = np.sort(np.random.default_rng(seed).integers(0, n, size=(m, 2)), axis=1)
+    return Ranges(n, ends[:, 0], ends[:, 1], label=f"random-range (m={m}, seed={seed})")
+
+
+@dataclass(frozen=True, eq=False)
+class Ranges2D:
+    """Arbitrary 2-D rectangles [r0, r1] × [c0, c1] (inclusive) on a rows × cols grid, via summed-area tables.
+
+    ``matvec`` and ``rmatvec`` are O(n + m): a 256 × 256 grid with thousands of rectangles never builds
+    a 65,536-column matrix.
+
+    >>> w = Ranges2D((2, 3), [0, 1], [1, 1], [0, 2], [2, 2])
+    >>> w.matvec(np.arange(6.0)).tolist(), w.column_norms(1).tolist()
+    ([15.0, 5.0], [1.0, 1.0, 1.0, 1.0, 1.0, 2.0])
+    """
+
+    grid: tuple[int, int]
+    r0: np.ndarray
+    r1: np.ndarray
+    c0: np.ndarray
+    c1: np.ndarray
+    label: str = "rectangles"
+
+    def __post_init__(self) -> None:
+        rows, cols = (int(v) for v in self.grid)
+        _check_positive_int("rows", rows)
+        _check_positive_int("cols", cols)
+        ends = [np.asarray(v, dtype=np.int64) for v in (self.r0, self.r1, self.c0, self.c1)]
+        if any(e.ndim != 1 or e.shape != ends[0].shape for e in ends) or ends[0].size == 0:
+            raise ValueError("rectangles need equal-length, non-empty r0, r1, c0, c1 arrays")
+        r0, r1, c0, c1 = ends
+        if r0.min() < 0 or c0.min() < 0 or r1.max() >= rows or c1.max() >= cols or np.any(r0 > r1) or np.any(c0 > c1):
+            raise ValueError(f"every rectangle must satisfy 0 <= r0 <= r1 < {rows} and 0 <= c0 <= c1 < {cols}")
+        if r0.size > MAX_QUERIES:
+            raise ValueError(f"{r0.size} rectangles exceed the limit of {MAX_QUERIES} queries")
+        object.__setattr__(self, "grid", (rows, cols))
+        for name, value in zip(("r0", "r1", "c0", "c1"), ends, strict=True):
+            object.__setattr__(self, name, value)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.r0.size), self.grid[0] * self.grid[1])
+
+    def matvec(self, x):
+        rows, cols = self.grid
+        table = np.zeros((rows + 1, cols + 1))
+        table[1:, 1:] = _check_length("x", x, rows * cols).reshape(rows, cols).cumsum(0).cumsum(1)
+        return (table[self.r1 + 1, self.c1 + 1] - table[self.r0, self.c1 + 1]
+                - table[self.r1 + 1, self.c0] + table[self.r0, self.c0])
+
+    def rmatvec(self, y):
+        rows, cols = self.grid
+        y = _check_length("y", y, self.shape[0])
+        corners = np.concatenate([self.r0 * (cols + 1) + self.c0, self.r0 * (cols + 1) + self.c1 + 1,
+                                  (self.r1 + 1) * (cols + 1) + self.c0, (self.r1 + 1) * (cols + 1) + self.c1 + 1])
+        signs = np.concatenate([y, -y, -y, y])
+        diff = np.bincount(corners, weights=signs, minlength=(rows + 1) * (cols + 1)).reshape(rows + 1, cols + 1)
+        return diff.cumsum(0).cumsum(1)[:rows, :cols].ravel()
+
+    def rows_block(self, start: int, stop: int) -> np.ndarray:
+        """Rows start … stop − 1 as a dense (n × rows) block of 0/1 indicators."""
+        rows, cols = self.grid
+        r, c = np.arange(rows)[:, None], np.arange(cols)[:, None]
+        in_rows = (r >= self.r0[start:stop]) & (r <= self.r1[start:stop])
+        in_cols = (c >= self.c0[start:stop]) & (c <= self.c1[start:stop])
+        return (in_rows[:, None, :] & in_cols[None, :, :]).reshape(rows * cols, -1).astype(float)
+
+    @cached_property
+    def _coverage(self) -> np.ndarray:
+        return self.rmatvec(np.ones(self.shape[0]))
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        return self._coverage.copy() if ord == 1 else np.sqrt(self._coverage)
+
+    def describe(self) -> str:
+        return f"{self.label}: {self.shape[0]} rectangles on a {self.grid[0]} × {self.grid[1]} grid"
+
+
+def random_range_2d(grid: tuple[int, int], m: int, seed: int = 0) -> Ranges2D:
+    """m rectangles whose row ends and column ends are each uniform on the grid (sorted); seeded.
+
+    The 2-D analogue of ``random_range`` (DPBench draws 2-D ranges the same way).
+
+    >>> random_range_2d((256, 256), 5, seed=1).shape
+    (5, 65536)
+    """
+    rows, cols = grid
+    _check_positive_int("m", m)
+    if m > MAX_QUERIES:
+        raise ValueError(f"random-range-2d m={m} exceeds the limit of {MAX_QUERIES} queries")
+    gen = np.random.default_rng(seed)
+    r = np.sort(gen.integers(0, rows, size=(m, 2)), axis=1)
+    c = np.sort(gen.integers(0, cols, size=(m, 2)), axis=1)
+    return Ranges2D((rows, cols), r[:, 0], r[:, 1], c[:, 0], c[:, 1], label=f"random-range-2d (m={m}, seed={seed})")
+
+
+@dataclass(frozen=True, eq=False)
+class Explicit:
+    """A given m × n query matrix (dense array, or a scipy.sparse matrix for large sparse workloads)."""
+
+    matrix: Any  # a dense array or a scipy.sparse matrix (untyped)
+    label: str = "explicit"
+
+    def __post_init__(self) -> None:
+        import scipy.sparse as sp
+
+        matrix = self.matrix.tocsr().astype(float) if sp.issparse(self.matrix) else np.asarray(
+            self.matrix, dtype=float)
+        if matrix.ndim != 2 or 0 in matrix.shape:
+            raise ValueError(f"an explicit workload must be a non-empty 2-D matrix, got shape {matrix.shape}")
+        values = matrix.data if sp.issparse(matrix) else matrix
+        if not np.all(np.isfinite(values)):
+            raise ValueError("an explicit workload must contain only finite numbers")
+        object.__setattr__(self, "matrix", matrix)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        rows, columns = self.matrix.shape  # 2-D (checked in __post_init__)
+        return int(rows), int(columns)
+
+    def matvec(self, x):
+        return np.asarray(self.matrix @ _check_length("x", x, self.shape[1])).ravel()
+
+    def rmatvec(self, y):
+        return np.asarray(self.matrix.T @ _check_length("y", y, self.shape[0])).ravel()
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        a = abs(self.matrix)
+        if ord == 1:
+            return np.asarray(a.sum(axis=0)).ravel()
+        return np.sqrt(np.asarray(a.multiply(a).sum(axis=0) if hasattr(a, "multiply") else (a * a).sum(axis=0))
+                       .ravel())
+
+    def describe(self) -> str:
+        m, n = self.shape
+        return f"{self.label}: {m} × {n} query matrix"
+
+
+# ----------------------------------------------------------------------------- the papers' generators
+def _probability(name: str, value: float) -> float:
+    if not 0 <= value <= 1:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+def hot_spot(n: int, m: int = 2000, p: float = 0.2, seed: int = 0) -> Explicit:
+    """WDA's hot-spot workload (Li et al., Sec. 5) — OUR reconstruction; the paper under-specifies it.
+
+    Each query is a range [c − h, c + h] around a uniform centre c with half-width h = round(|N(0, 10)|)
+    (clipped to the domain); with probability p it also includes one hot column, drawn once per seed.
+
+    >>> w = hot_spot(64, m=50, p=0.5, seed=1)
+    >>> w.shape, "our reconstruction" in w.describe()
+    ((50, 64), True)
+    """
+    import scipy.sparse as sp
+
+    _check_positive_int("n", n)
+    _check_positive_int("m", m)
+    _probability("p", p)
+    gen = np.random.default_rng(seed)
+    hot = int(gen.integers(n))
+    centres = gen.integers(0, n, size=m)
+    half = np.rint(np.abs(gen.normal(0.0, 10.0, size=m))).astype(np.int64)
+    ranges = sparse_matrix(Ranges(n, np.maximum(centres - half, 0), np.minimum(centres + half, n - 1)))
+    with_hot = np.flatnonzero(gen.random(m) < p)
+    matrix = ranges + sp.csr_matrix((np.ones(with_hot.size), (with_hot, np.full(with_hot.size, hot))), shape=(m, n))
+    matrix.data = np.minimum(matrix.data, 1.0)  # a range that already covers the hot column keeps a 1
+    return Explicit(matrix, label=f"hot-spot (our reconstruction of the WDA paper's workload; m={m}, p={p:g}, "
+                                  f"hot column {hot}, seed={seed})")
+
+
+def random_linear(n: int, m: int = 200, tau: float = 0.2, seed: int = 0) -> Explicit:
+    """OM's random workload (Huang et al., Sec. 5): w_ij ~ U(0,1) where h_ij < τ (h ~ U(0,1)), else 0; sparse.
+
+    >>> random_linear(100, m=20, tau=0.2, seed=1).shape
+    (20, 100)
+    """
+    import scipy.sparse as sp
+
+    _check_positive_int("n", n)
+    _check_positive_int("m", m)
+    _probability("tau", tau)
+    if m * n > DENSE_LIMIT:
+        raise ValueError(f"random-linear draws an m × n mask; {m} x {n} exceeds {DENSE_LIMIT} entries")
+    gen = np.random.default_rng(seed)
+    mask = gen.random((m, n)) < tau
+    rows, cols = np.nonzero(mask)
+    matrix = sp.csr_matrix((gen.random(rows.size), (rows, cols)), shape=(m, n))
+    return Explicit(matrix, label=f"random-linear (OM paper; m={m}, tau={tau:g}, seed={seed})")
+
+
+def _seed(params: dict[str, str], rng: np.random.Generator) -> int:
+    return int(params["seed"]) if "seed" in params else int(rng.integers(2**31))
+
+
+# ----------------------------------------------------------------------------- combinators
+def _apply_along(w: Workload, matrix: np.ndarray, transpose: bool) -> np.ndarray:
+    """Apply W (or Wᵀ) to every column of `matrix`."""
+    op = w.rmatvec if transpose else w.matvec
+    m, n = w.shape
+    # closed forms on whole blocks: a 256 × 256 marginal is a reshape and a sum, not a 256³ dense product
+    if isinstance(w, Identity):
+        return matrix.copy()
+    if isinstance(w, Total):
+        return np.broadcast_to(matrix, (n, matrix.shape[1])).copy() if transpose else matrix.sum(axis=0, keepdims=True)
+    if isinstance(w, Prefix):
+        return np.cumsum(matrix[::-1], axis=0)[::-1] if transpose else np.cumsum(matrix, axis=0)
+    if isinstance(w, Explicit):
+        mat = w.matrix.T if transpose else w.matrix
+        return np.asarray(mat @ matrix)
+    if m * n <= 2**20:  # small factor: one dense product beats many matvecs
+        mat = dense(w)
+        return (mat.T if transpose else mat) @ matrix
+    return np.stack([op(matrix[:, k]) for k in range(matrix.shape[1])], axis=1)
+
+
+@dataclass(frozen=True)
+class Kron:
+    """Kronecker product of two workloads: 2-D marginals and 2-D ranges (row-major data vector).
+
+    >>> w = Kron((Identity(2), Total(3)))
+    >>> w.shape, w.matvec(np.arange(6.0)).tolist()
+    ((2, 6), [3.0, 12.0])
+    """
+
+    factors: tuple
+
+    def __post_init__(self) -> None:
+        if len(self.factors) != 2:
+            raise ValueError(f"Kron takes exactly two factors, got {len(self.factors)}")
+        if self.shape[0] > MAX_QUERIES:
+            raise ValueError(f"Kron workload has {self.shape[0]} queries; the limit is {MAX_QUERIES}")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        (m1, n1), (m2, n2) = (f.shape for f in self.factors)
+        return (m1 * m2, n1 * n2)
+
+    def matvec(self, x):
+        a, b = self.factors
+        x = _check_length("x", x, self.shape[1]).reshape(a.shape[1], b.shape[1])
+        left = _apply_along(a, x, transpose=False)           # m1 × n2
+        return _apply_along(b, left.T, transpose=False).T.ravel()   # m1 × m2
+
+    def rmatvec(self, y):
+        a, b = self.factors
+        y = _check_length("y", y, self.shape[0]).reshape(a.shape[0], b.shape[0])
+        left = _apply_along(a, y, transpose=True)            # n1 × m2
+        return _apply_along(b, left.T, transpose=True).T.ravel()
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        a, b = self.factors
+        return np.kron(a.column_norms(ord), b.column_norms(ord))
+
+    def describe(self) -> str:
+        a, b = self.factors
+        return f"rows: {a.describe()}, crossed with columns: {b.describe()} ({self.shape[0]} queries)"
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Union of workloads over the same domain (rows stacked)."""
+
+    parts: tuple
+
+    def __post_init__(self) -> None:
+        if not self.parts:
+            raise ValueError("Stack needs at least one workload")
+        widths = {p.shape[1] for p in self.parts}
+        if len(widths) != 1:
+            raise ValueError(f"stacked workloads must share the domain size, got {sorted(widths)}")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (sum(p.shape[0] for p in self.parts), self.parts[0].shape[1])
+
+    def matvec(self, x):
+        return np.concatenate([p.matvec(x) for p in self.parts])
+
+    def rmatvec(self, y):
+        y = _check_length("y", y, self.shape[0])
+        out, start = np.zeros(self.shape[1]), 0
+        for p in self.parts:
+            out += p.rmatvec(y[start:start + p.shape[0]])
+            start += p.shape[0]
+        return out
+
+    def column_norms(self, ord=1):
+        _check_ord(ord)
+        norms = np.array([p.column_norms(ord) for p in self.parts])
+        return norms.sum(axis=0) if ord == 1 else np.sqrt((norms**2).sum(axis=0))
+
+    def describe(self) -> str:
+        return f"{len(self.parts)} parts: " + "; ".join(p.describe() for p in self.parts)
+
+
+# ----------------------------------------------------------------------------- parsing and registry
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def explicit_from_csv(source: str | Path | bytes, n: int | None = None) -> Explicit:
+    """Read query rows (one row per query, n numbers per row) from a CSV path or bytes.
+
+    Bounded before parsing: the file's bytes (``MAX_UPLOAD_BYTES``, a path's size read from the disk first),
+    its width against ``n``, and rows × columns (``DENSE_LIMIT``, from the line count and the first row);
+    ragged rows are refused by a linear scan. Numbers are then parsed in C, a block of rows at a time.
+
+    >>> explicit_from_csv(b"a,b,c\\n1,1,0\\n0,0.5,2\\n", n=3).matrix.tolist()
+    [[1.0, 1.0, 0.0], [0.0, 0.5, 2.0]]
+    >>> explicit_from_csv(b"1,1,0\\n1,2\\n", n=3)
+    Traceback (most recent call last):
+    dplens.core.data.datasets.DataError: row 2 has 2 values but earlier rows have 3; every row needs the same number of columns (ragged rows)
+    """
+    data = _query_bytes(source)
+    if b"\x00" in data[:4096] or data.startswith(b"\x93NUMPY"):
+        raise ValueError("query-matrix file looks binary; expected a CSV of numbers, one row per query")
+    try:
+        text = data.decode("utf-8-sig").lstrip()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"query-matrix file is not UTF-8 text (byte {err.start}); expected a CSV of numbers") from None
+    if not text:
+        raise ValueError("query-matrix CSV is empty")
+    first = _LINE.match(text).group()  # type: ignore[union-attr]  # _LINE matches any text (maybe empty)
+    width = _QUOTED.sub("q", first).count(",") + 1  # counted, not split: the first row may hold 10^7 cells
+    header = not _is_number(first.split(",", 1)[0].strip().strip('"'))
+    if n is not None and width != n:
+        raise ValueError(f"query matrix has {width} columns but the histogram has {n} cells")
+    lines = data.count(b"\n") + (not data.endswith(b"\n")) - header
+    if lines * width > DENSE_LIMIT:  # before any scan: even if every line is a row, the matrix is over the limit
+        raise ValueError(f"query matrix has up to {lines:,} rows × {width:,} columns = {lines * width:,} entries; "
+                         f"at most {DENSE_LIMIT:,} (DENSE_LIMIT) are allowed: upload fewer queries")
+    rows, _ = scan_rows(data, ",")  # refuses ragged rows, naming the row
+    rows -= header
+    if rows < 1:
+        raise ValueError("query-matrix CSV needs at least one row of numbers (one row per query)")
+    body = text[len(first):].lstrip() if header else text
+    matrix = _plain_numbers(body, rows, width)
+    if matrix is None:  # quotes, blank lines or a cell that is not a finite number: row by row, naming the cell
+        matrix = _numbers_by_row(body, rows, width)
+    return Explicit(matrix, label="file")
+
+
+_QUOTED = re.compile(r'"[^"]*"')
+_LINE = re.compile(r"[^\n\r]*")
+
+
+def _query_bytes(source: str | Path | bytes) -> bytes:
+    """The bytes of a query file or upload, its size checked first (a path's on the disk, before reading)."""
+    try:
+        if isinstance(source, bytes | bytearray):
+            data = bytes(source)
+        else:
+            size = Path(source).stat().st_size
+            if size > MAX_UPLOAD_BYTES:
+                raise ValueError(f"query-matrix file {str(source)[:120]!r} is {size / 2**20:.1f} MB; at most "
+                                 f"{MAX_UPLOAD_BYTES / 2**20:.0f} MB (MAX_UPLOAD_BYTES) are read")
+            data = Path(source).read_bytes()
+    except OSError as err:
+        raise ValueError(f"cannot read query-matrix file {str(source)[:120]!r}: "
+                         f"{getattr(err, 'strerror', None) or err}") from None
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise ValueError(f"query-matrix file is {len(data) / 2**20:.1f} MB; at most "
+                         f"{MAX_UPLOAD_BYTES / 2**20:.0f} MB (MAX_UPLOAD_BYTES) are read")
+    return data
+
+
+def _plain_numbers(body: str, rows: int, width: int) -> np.ndarray | None:
+    """A table of plain comma-separated finite numbers parsed in C (one pass), or None if it is anything else."""
+    if '"' in body or "\n\n" in body or "\n\r" in body:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # older NumPy warns (and stops) at the first cell it cannot read
+            values = np.fromstring(body.strip().replace("\r\n", ",").replace("\n", ",").replace("\r", ","), sep=",")
+    except ValueError:  # NumPy 2: a cell it cannot read
+        return None
+    if values.size != rows * width or not np.all(np.isfinite(values)):
+        return None
+    return values.reshape(rows, width)
+
+
+def _numbers_by_row(body: str, rows: int, width: int) -> np.ndarray:
+    """Row by row into one preallocated matrix; the first cell that is not a finite number is named, never quoted
+    (the file may be any file's)."""
+    matrix, i = np.empty((rows, width)), 0
+    for row in csv.reader(io.StringIO(body, newline="")):
+        if not row or not any(c.strip() for c in row):
+            continue
+        if i >= rows or len(row) != width:
+            raise ValueError(f"query-matrix CSV: data row {i + 1} has {len(row)} values, not {width} (a quoted "
+                             "field may hold a line break)")
+        for j, cell in enumerate(row):
+            if not _is_number(cell) or not np.isfinite(float(cell)):
+                what = "a finite number" if _is_number(cell) else "a number"
+                raise ValueError(f"query-matrix CSV must hold only numbers: data row {i + 1}, "
+                                 f"column {j + 1} is not {what}")
+        matrix[i] = [float(c) for c in row]
+        i += 1
+    if i != rows:
+        raise ValueError(f"query-matrix CSV has {i:,} rows of numbers, not {rows:,}")
+    return matrix
+
+
+def _marginals(shape):
+    (r, c) = shape
+    return Stack((Kron((Identity(r), Total(c))), Kron((Total(r), Identity(c)))))
+
+
+def _range_2d(shape):
+    rows, cols = _need_2d("range-2d", shape)
+    queries = rows * (rows + 1) // 2 * (cols * (cols + 1) // 2)
+    if queries > MAX_QUERIES:
+        side = int(np.sqrt(2.0) * MAX_QUERIES ** 0.25)  # n(n+1)/2 squared stays under the limit
+        raise ValueError(f"range-2d on a {rows} × {cols} grid has {queries:,} queries; the limit is {MAX_QUERIES:,} "
+                         f"(dplens.core.data.limits.MAX_QUERIES): choose the workload random-range-2d:m=1000 or "
+                         f"marginals-ranges-2d (Workloads page), or coarsen the grid to at most {side} × {side} "
+                         "(Data page)")
+    return Kron((AllRange(rows), AllRange(cols)))
+
+
+def _marginals_ranges(shape, params, rng):
+    grid = _need_2d("marginals-ranges-2d", shape)
+    rectangles = random_range_2d(grid, _int_param(params, "m", 256), _int_seed(params, rng))
+    return Stack((*_marginals(grid).parts, rectangles))
+
+
+def _int_seed(params: dict[str, str], rng: np.random.Generator) -> int:
+    return _int_param(params, "seed", None) if "seed" in params else int(rng.integers(2**31))
+
+
+def _int_param(params: dict[str, str], key: str, default: int | None) -> int:
+    """A workload parameter given as text, e.g. ``m=2000``; non-integers name the key and value."""
+    text = params.get(key)
+    if text is None:
+        return default  # type: ignore[return-value]  # a None default is passed only when the key is present
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"workload parameter {key} must be an integer, got {text!r}") from None
+
+
+def _need_2d(name, shape):
+    if len(shape) != 2:
+        raise ValueError(f"workload {name!r} needs a 2-D histogram, got shape {tuple(shape)}")
+    return shape
+
+
+# name -> (description, builder(shape, params, rng))
+WORKLOADS: dict[str, tuple[str, Callable[..., Workload]]] = {
+    "identity": ("every cell count", lambda shape, p, rng: Identity(int(np.prod(shape)))),
+    "total": ("the sum of all cells", lambda shape, p, rng: Total(int(np.prod(shape)))),
+    "prefix": ("prefix sums (1-D)", lambda shape, p, rng: Prefix(int(np.prod(shape)))),
+    "all-range": ("every contiguous range, n(n+1)/2 queries (1-D)",
+                  lambda shape, p, rng: AllRange(int(np.prod(shape)))),
+    "random-range": ("m random ranges, ends uniform (1-D); m=2000, seed",
+                     lambda shape, p, rng: random_range(
+                         int(np.prod(shape)), _int_param(p, "m", 2000),
+                         _int_param(p, "seed", None) if "seed" in p else int(rng.integers(2**31)))),
+    "hot-spot": ("WDA paper: m ranges, a hot column with probability p (our reconstruction); m=2000, p=0.2, seed",
+                 lambda shape, p, rng: hot_spot(int(np.prod(shape)), int(p.get("m", 2000)),
+                                                float(p.get("p", 0.2)), _seed(p, rng))),
+    "random-linear": ("OM paper: random weights U(0,1) with density tau (sparse); m=200, tau=0.2, seed",
+                      lambda shape, p, rng: random_linear(int(np.prod(shape)), int(p.get("m", 200)),
+                                                          float(p.get("tau", 0.2)), _seed(p, rng))),
+    "file": ("query rows from a CSV file: file:PATH", None),  # type: ignore[dict-item]  # read by parse_workload
+    "marginals": ("row and column sums (2-D)", lambda shape, p, rng: _marginals(_need_2d("marginals", shape))),
+    "range-2d": ("all axis-aligned rectangles (2-D; up to about 90 × 90 cells)", lambda shape, p, rng: _range_2d(shape)),
+    "random-range-2d": ("m random rectangles, ends uniform per axis (2-D); m=1000, seed",
+                        lambda shape, p, rng: random_range_2d(_need_2d("random-range-2d", shape),
+                                                              _int_param(p, "m", 1000), _int_seed(p, rng))),
+    "marginals-ranges-2d": ("row and column sums plus m random rectangles (2-D default); m=256, seed",
+                            _marginals_ranges),
+    "prefix-2d": ("2-D prefix (CDF) rectangles anchored at the origin (2-D)",
+                  lambda shape, p, rng: Kron(tuple(Prefix(s) for s in _need_2d("prefix-2d", shape)))),
+}
+
+
+def parse_workload(spec: str, shape, rng: np.random.Generator | None = None, *,
+                   allow_files: bool = False) -> Workload:
+    """Build a workload from a spec such as ``random-range:m=2000,seed=3`` for a histogram shape.
+
+    ``file:PATH`` reads a CSV of query rows, only with ``allow_files=True`` (the command line, whose
+    user owns the files); text from the app (a pasted config, a spec) never names a server file.
+    Unknown names or keys raise ValueError naming them.
+
+    >>> parse_workload("random-range:m=10,seed=1", (64,)).shape
+    (10, 64)
+    >>> parse_workload("file:/etc/passwd", (4,))
+    Traceback (most recent call last):
+    ...
+    ValueError: workload 'file:' specs are refused here: query files come only from uploads
+    """
+    if isinstance(shape, int | np.integer):
+        shape = (int(shape),)
+    shape = tuple(int(s) for s in shape)
+    spec = spec.strip()
+    name, _, rest = spec.partition(":")
+    name = name.strip().lower()
+    if name == "file":
+        if not allow_files:
+            raise ValueError("workload 'file:' specs are refused here: query files come only from uploads")
+        if not rest:
+            raise ValueError("workload 'file' needs a path: file:PATH")
+        return explicit_from_csv(rest, n=int(np.prod(shape)))
+    if name not in WORKLOADS:
+        raise ValueError(f"unknown workload {name!r}; choose one of {', '.join(WORKLOADS)}")
+    params: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"workload parameter {item!r} must look like key=value")
+        params[key.strip()] = value.strip()
+    allowed = WORKLOAD_PARAMETERS.get(name, set())
+    unknown = set(params) - allowed
+    if unknown:
+        raise ValueError(f"workload {name!r} does not take {sorted(unknown)}; it takes {sorted(allowed) or 'none'}")
+    try:
+        return WORKLOADS[name][1](shape, params, rng or np.random.default_rng(0))
+    except (TypeError, KeyError) as err:  # pragma: no cover - defensive
+        raise ValueError(f"cannot build workload {spec!r}: {err}") from None
+
+
+WORKLOAD_PARAMETERS: dict[str, set[str]] = {"random-range": {"m", "seed"}, "hot-spot": {"m", "p", "seed"},
+                                              "random-linear": {"m", "tau", "seed"},
+                                              "random-range-2d": {"m", "seed"}, "marginals-ranges-2d": {"m", "seed"}}

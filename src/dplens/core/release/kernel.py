@@ -1,0 +1,280 @@
+"""The release kernel: the one door through which every release leaves dplens.
+
+The Release and Tables pages, the command line (histograms and tables) and recipe scripts all call
+``release_histogram`` or ``release_table``; nothing else runs a mechanism to produce an export
+(``tests/test_release_kernel.py`` checks the code base for it). The steps, in order:
+
+1. the privacy target is validated and turned into the ledger's charge (one unit per ledger);
+2. refusals before any work: the dataset's ledger must fit the charge, and the run's estimated cost must be
+   within the limits (``dplens.core.analysis.cost``);
+3. the mechanism runs on the secure path (OpenDP's measurements, ``dplens.core.privacy.noise``) in a worker process
+   stopped at the time limit whenever its estimate — which counts OpenDP's sampler per noisy value — is above
+   the in-process threshold (``dplens.core.analysis.bounded``);
+4. the privacy loss computed from the noise actually drawn must be within what is charged;
+5. one transaction charges the ledger and records the export: its id and the hash of its values
+   (``dplens.core.release.provenance``), so a file comes back as already private only when this installation knows it.
+
+A refusal or a failure at any step charges nothing and publishes nothing.
+
+>>> import tempfile, pathlib
+>>> from dplens.core.privacy.ledger_store import LedgerStore
+>>> from dplens.core.privacy.definitions import PureDP
+>>> from dplens.core.queries.workloads import Prefix
+>>> store = LedgerStore(pathlib.Path(tempfile.mkdtemp()) / "s.sqlite3")
+>>> out = release_histogram(HistogramRequest("hb", {}, PureDP(0.5), Prefix(4), "prefix"),
+...                         np.array([3.0, 0, 2, 5]), store=store, fingerprint="a" * 64, name="toy")
+>>> out.ledger.remaining.epsilon, out.release.estimate.shape
+(4.5, (4,))
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from dplens.core.analysis.bounded import run_bounded
+from dplens.core.analysis.cost import check_cost, estimate_cost
+from dplens.core.analysis.intervals import Intervals, release_intervals
+from dplens.core.data import limits
+from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
+from dplens.core.mechanisms.gaussian import Matched, for_privacy
+from dplens.core.privacy.budget import Budget, Ledger
+from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, ledger_charge
+from dplens.core.privacy.ledger_store import DEFAULT_TOTAL, LedgerStore, new_export_id
+from dplens.core.privacy.noise import noise_sampler, noise_source
+from dplens.core.queries.marginals import MarginalWorkload
+from dplens.core.queries.workloads import Workload
+from dplens.core.release.export import ExportKeys, neutralise, release_to_csv, release_to_json
+from dplens.core.release.provenance import values_hash
+from dplens.core.tables.contract import SECURE_NOISE, TableRelease
+
+# OpenDP's measurement costs about 7-10 µs of CPU per noisy value (1e5 values: 0.65-1.0 s); a release's time
+# estimate adds this per value, so large secure releases run in a worker under the time limit.
+SECURE_SECONDS_PER_VALUE = 2e-5
+LOSS_SLACK = 1e-9  # float round-off in the loss computed from the noise drawn
+DEFINITION_OF = {PureDP: "pure", ApproxDP: "approx", ZCDP: "zcdp"}
+TABLE_DISPLAY_DELTA = 1e-6  # a table's ρ is also shown (and charged to an (ε, δ) ledger) as ε at this δ
+DEFAULT_TABLE_TOTAL = Budget.zcdp(1.0, TABLE_DISPLAY_DELTA)  # a table's total until the curator records one
+
+
+@dataclass(frozen=True)
+class HistogramRequest:
+    """What to release from a histogram: a registered mechanism, its settings, the privacy target and the workload.
+
+    ``delta`` is the δ at which a ρ-zCDP target is read as (ε, δ) for Laplace mechanisms and for an (ε, δ) ledger.
+    """
+
+    mechanism: str
+    settings: Mapping[str, object]
+    privacy: Privacy
+    workload: Workload
+    workload_spec: str
+    delta: float = 0.0
+
+
+_R = TypeVar("_R", Release, TableRelease)
+
+
+@dataclass(frozen=True, eq=False)
+class Published(Generic[_R]):
+    """A release that left through the kernel: what was released, its export id, the charge and the ledger after."""
+
+    release: _R  # a histogram's Release or a table's TableRelease
+    export_id: str
+    charge: Budget
+    ledger: Ledger
+    noise_sampler: str
+    seconds: float
+    metadata: dict = field(default_factory=dict)
+
+
+def plan_histogram(request: HistogramRequest) -> tuple[Mechanism | Matched, Mechanism, float, Budget]:
+    """(runner, mechanism, epsilon argument, charge) for a histogram request, or ValueError naming what is wrong.
+
+    >>> runner, mechanism, epsilon, charge = plan_histogram(HistogramRequest("hb", {}, ZCDP(0.5), None, "", 1e-6))
+    >>> round(epsilon, 3), charge.rho  # "ε at δ" of ρ = 0.5 at δ = 1e-6; hb then runs at √(2ρ) = 1
+    (5.222, 0.5)
+    """
+    if request.mechanism not in MECHANISMS:
+        raise ValueError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {request.mechanism!r}")
+    definition = DEFINITION_OF.get(type(request.privacy))
+    if definition is None:
+        raise ValueError(f"privacy target must be PureDP, ApproxDP or ZCDP, got {request.privacy!r}")
+    base = configure(MECHANISMS[request.mechanism], request.settings)
+    if definition == "pure":
+        runner, epsilon = for_privacy(base, request.privacy)
+        mechanism = runner
+    else:  # "ε at δ": Laplace at ε (or √(2ρ)), Gaussian calibrated; the release states definition, δ and ρ
+        runner = Matched(base, definition, request.delta)
+        epsilon = request.privacy.to_approx(request.delta).epsilon
+        mechanism = runner.resolve(epsilon)[0]
+    charge_epsilon, charge_delta, rho = ledger_charge(request.privacy, request.delta)
+    return runner, mechanism, epsilon, Budget(charge_epsilon, charge_delta, rho)
+
+
+def secure_seconds(estimate_seconds: float, values: int) -> float:
+    """A run's time estimate with OpenDP's sampler counted per noisy value.
+
+    >>> secure_seconds(0.01, 2**22) > 60
+    True
+    """
+    return float(estimate_seconds) + SECURE_SECONDS_PER_VALUE * values
+
+
+def _check_fits(store: LedgerStore, fingerprint: str, label: str, charge: Budget, default_total: Budget) -> None:
+    """Refuse before any work (BudgetExceededError naming what remains); the charge re-checks atomically."""
+    ledger = store.ledger(fingerprint, default_total=default_total)
+    ledger.spend(label, charge)
+
+
+def _check_loss(release: Release | TableRelease, allowed: float, unit: str) -> None:
+    if not release.privacy_loss <= allowed * (1 + LOSS_SLACK):
+        raise ValueError(f"internal check: privacy loss {unit}={release.privacy_loss!r} of the noise drawn exceeds "
+                         f"{unit}={allowed!r}; nothing was released or charged")
+
+
+def release_histogram(request: HistogramRequest, counts: np.ndarray, *, store: LedgerStore, fingerprint: str,
+                      name: str, time_limit: float | None = None, workspace: str | None = None,
+                      where: str = "app", default_total: Budget = DEFAULT_TOTAL) -> Published[Release]:
+    """Release ``counts`` through ``request`` on the secure path, charging the dataset's ledger (module doc).
+
+    Raises:
+        ValueError: a bad request, a run over the limits, or a run that failed (nothing charged);
+        BudgetExceededError: the ledger cannot pay (nothing run);
+        RunTimeLimitError: stopped at ``time_limit`` (nothing charged).
+    """
+    runner, mechanism, epsilon, charge = plan_histogram(request)
+    label = f"release: {request.mechanism}"
+    _check_fits(store, fingerprint, label, charge, default_total)
+    cost = estimate_cost(mechanism, request.workload)
+    check_cost(cost, what=f"{request.mechanism} on this input")  # raises over the memory or time limit
+    counts = np.asarray(counts, dtype=float)
+    rng = noise_source("secure", mechanism=mechanism, counts=counts)
+    started = time.perf_counter()
+    release = run_bounded(runner.run, counts, request.workload, epsilon, rng,
+                          seconds=limits.MAX_ACTION_SECONDS if time_limit is None else time_limit,
+                          estimated_seconds=secure_seconds(cost.seconds, counts.size + request.workload.shape[0]))
+    seconds = time.perf_counter() - started
+    _check_loss(release, release.epsilon, "epsilon")
+    sampler = noise_sampler(rng, mechanism)
+    kind, values = ("counts", release.estimate) if release.estimate is not None else ("answers", release.answers)
+    export_id = new_export_id()
+    ledger = store.spend(fingerprint, label, charge, mechanism=request.mechanism, workload=request.workload_spec,
+                         export_id=export_id, rho=charge.rho, workspace=workspace, name=name,
+                         values_hash=values_hash(values, kind), default_total=default_total,
+                         note=f"noise path: secure ({sampler}); {request.privacy}; {where}")
+    return Published(release, export_id, charge, ledger, sampler, seconds)
+
+
+@dataclass(frozen=True)
+class TableRequest:
+    """What to release from a table of records: a table mechanism (with settings) at ρ-zCDP on a marginal workload.
+
+    The ledger charges ρ under a ρ total, or the CKS (ε, δ) at ``delta`` under an (ε, δ) total.
+    ``domain_declared`` is False when any attribute's levels were read from the private records: such a table
+    may be explored but not released (its shape would disclose them).
+    """
+
+    mechanism: Any  # a dplens.core.tables.mechanisms.TABLE_MECHANISMS entry (they share no base class)
+    rho: float
+    workload: MarginalWorkload
+    delta: float
+    domain_declared: bool = True
+
+
+UNDECLARED_DOMAIN = ("a release needs a declared domain: this table's levels (or sizes) were read from the private "
+                     "records, so the released shape would disclose them; upload a domain file naming every "
+                     "attribute's levels (exploring and comparing need none)")
+
+
+def table_charge(rho: float, delta: float) -> Budget:
+    """What a ρ-zCDP table release charges: ρ, with its CKS ε at ``delta`` for an (ε, δ) ledger.
+
+    >>> table_charge(0.5, 1e-6).rho
+    0.5
+    """
+    if not (isinstance(rho, int | float) and math.isfinite(rho) and 0 < rho <= 1000):
+        raise ValueError(f"rho must be a number in (0, 1000], got {rho!r}")
+    epsilon, charge_delta, _ = ledger_charge(ZCDP(float(rho)), delta)
+    return Budget(epsilon, charge_delta, float(rho))
+
+
+def release_table(request: TableRequest, records: np.ndarray, *, store: LedgerStore, fingerprint: str, name: str,
+                  time_limit: float | None = None, workspace: str | None = None, where: str = "app",
+                  default_total: Budget = DEFAULT_TABLE_TOTAL, progress: Callable[[float], None] | None = None,
+                  estimated_seconds: float | None = None) -> Published[TableRelease]:
+    """Release a table of records through ``request`` on the secure path, charging its ledger (module doc).
+
+    Raises: as ``release_histogram``.
+    """
+    mechanism = request.mechanism
+    if not request.domain_declared:
+        raise ValueError(UNDECLARED_DOMAIN)
+    charge = table_charge(request.rho, request.delta)
+    label = f"release: {mechanism.name}"
+    _check_fits(store, fingerprint, label, charge, default_total)
+    synthesizes = bool(getattr(mechanism, "synthesizes", False))
+    limit = time_limit if time_limit is not None else (
+        limits.MAX_SYNTHESIS_SECONDS if synthesizes else limits.MAX_ACTION_SECONDS)
+    if estimated_seconds is None:
+        estimated_seconds = secure_seconds(0.01, int(request.workload.cells)) + (60.0 if mechanism.data_dependent else 0.0)
+    started = time.perf_counter()
+    release = run_bounded(mechanism.run, request.workload, records, float(request.rho), noise_source("secure"),
+                          seconds=limit, estimated_seconds=estimated_seconds,
+                          progress=progress if synthesizes else None)
+    seconds = time.perf_counter() - started
+    _check_loss(release, float(request.rho), "rho")
+    export_id = new_export_id()
+    ledger = store.spend(fingerprint, label, charge, mechanism=mechanism.name, rho=charge.rho,
+                         workload=request.workload.describe(), export_id=export_id, name=name, workspace=workspace,
+                         default_total=default_total,
+                         note=f"table release; rho={request.rho:g} charged as (epsilon={charge.epsilon:.6g}, "
+                              f"delta={charge.delta:g}); {where}")
+    return Published(release, export_id, charge, ledger, "opendp", seconds)
+
+
+EXPORT_INTERVAL_TRIALS = 100  # re-runs on the released output behind simulated intervals (post-processing only)
+
+
+def export_intervals(published: Published[Release], request: HistogramRequest, *, simultaneous: bool = False,
+                     rng: np.random.Generator | None = None) -> Intervals:
+    """95 % intervals for a published histogram release, from its released values only (never the true data)."""
+    mechanism = plan_histogram(request)[1]
+    return release_intervals(mechanism, published.release, request.workload, simultaneous=simultaneous,
+                             trials=EXPORT_INTERVAL_TRIALS, rng=rng if rng is not None else np.random.default_rng())
+
+
+def export_release(published: Published[Release], request: HistogramRequest, *, fmt: str, dataset: str,
+                   keys: ExportKeys | None = None, intervals: Intervals | None = None, rng: np.random.Generator | None = None,
+                   compute_intervals: bool = True, tuned_on: str | None = None) -> bytes:
+    """The export file of a published histogram release: ``fmt`` "csv" (values with ``lower, upper, level``) or
+    "json" (the same plus the metadata and export id). Intervals are computed when not given (unless
+    ``compute_intervals`` is False: the app computes slow ones on request). ``keys`` (``ExportKeys.for_release``)
+    name the cells as the upload did and, for workload answers, each answer's query; ``tuned_on`` says what the
+    choice of mechanism and ε was tuned on (the JSON's ``tuned_on``)."""
+    if fmt not in ("csv", "json"):
+        raise ValueError(f"export format must be 'csv' or 'json', got {fmt!r}")
+    release = published.release
+    if intervals is None and compute_intervals:
+        intervals = export_intervals(published, request, rng=rng)
+    if fmt == "csv":
+        return release_to_csv(release, keys, intervals)
+    return release_to_json(release, workload=request.workload_spec, noise_path="secure", dataset=dataset,
+                           keys=keys, noise_sampler=published.noise_sampler, export_id=published.export_id,
+                           intervals=intervals, tuned_on=tuned_on).encode()
+
+
+def table_metadata(published: Published[TableRelease], request: TableRequest, *, dataset: str) -> dict:
+    """The metadata every table export carries (app and command line alike), with its export id."""
+    release, charge = published.release, published.charge
+    return {"dataset": neutralise(dataset), "mechanism": request.mechanism.name, "rho": float(request.rho),
+            "privacy_loss_rho": release.privacy_loss, "epsilon_charged": charge.epsilon,
+            "delta_for_ledger": charge.delta, "privacy": "rho-zCDP, add/remove one record",
+            "workload": request.workload.describe(), "domain": json.loads(request.workload.domain.to_json()),
+            "noise": SECURE_NOISE, "export_id": published.export_id} | release.metadata

@@ -1,0 +1,64 @@
+"""What every mechanism on a table of records returns, and how its error is measured.
+
+Budgets on tables are ρ-zCDP with add/remove-one-record neighbours. A mechanism releases noisy answers to
+a :class:`~dplens.core.queries.marginals.MarginalWorkload` (its marginals), and synthesisers also release records.
+Laplace mechanisms spend ε = √(2ρ): pure ε-DP implies (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4).
+
+>>> from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+>>> w = MarginalWorkload(TableDomain(("a",), (2,)), (("a",),))
+>>> workload_rmse(w, [np.array([3.0, 1.0])], [np.array([4.0, 1.0])])
+0.7071067811865476
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dplens.core.queries.marginals import MarginalWorkload
+
+SECURE_NOISE = ("OpenDP's samplers (CSPRNG, never seeded): the discrete Gaussian or Laplace on a lattice of "
+                "spacing 2^(floor(log2 scale) - 24); synthesisers draw inside OpenDP")
+
+
+INTERVAL_LEVEL = 0.95  # the level of TableRelease.halfwidths
+
+
+def check_rho(rho: float) -> float:
+    """ρ as a finite float > 0, else one line naming it and the rule (callers bound it further for releases)."""
+    if isinstance(rho, bool) or not isinstance(rho, int | float | np.floating) or not (math.isfinite(rho) and rho > 0):
+        raise ValueError(f"rho must be a finite number > 0 (zCDP budget), got {rho!r}")
+    return float(rho)
+
+
+@dataclass(frozen=True, eq=False)
+class TableRelease:
+    """A release on a table: the workload's marginals as estimated, and synthetic records if any.
+
+    ``stds`` holds each marginal's per-cell standard deviation when it is known analytically (data-independent
+    Gaussian/Laplace mechanisms); ``halfwidths`` each marginal's exact per-cell half-widths at ``INTERVAL_LEVEL``
+    when the noise is not Gaussian (histogram mechanisms' strategies); ``privacy_loss`` is the ρ computed from
+    the noise actually drawn (≤ ``rho``).
+    """
+
+    mechanism: str
+    rho: float
+    privacy_loss: float
+    workload: MarginalWorkload
+    estimates: list[np.ndarray]
+    stds: list[float] | None = None
+    records: np.ndarray | None = None
+    metadata: dict = field(default_factory=dict)
+    halfwidths: list[np.ndarray] | None = None
+
+
+def workload_rmse(workload: MarginalWorkload, truth: list[np.ndarray], estimates: list[np.ndarray]) -> float:
+    """Root mean squared error per query over the whole workload (unweighted; the RMSE of the papers).
+
+    A query is a marginal cell, or a range of a range marginal (answered from the estimated cells).
+    """
+    squared = sum(float(np.sum((workload.answer_queries(i, e) - workload.answer_queries(i, t)) ** 2))
+                  for i, (t, e) in enumerate(zip(truth, estimates, strict=True)))
+    return math.sqrt(squared / workload.queries)

@@ -1,0 +1,250 @@
+"""Mechanisms on tables of records, one contract (dplens.core.tables.contract), one registry.
+
+Every entry answers a :class:`~dplens.core.queries.marginals.MarginalWorkload` at a ρ-zCDP budget:
+``run(workload, records, rho, rng) -> TableRelease``, ``expected_rmse(workload, rho)`` (a closed form, or
+None when the error depends on the data), and ``data_dependent`` / ``synthesizes`` flags.
+
+>>> from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+>>> w = MarginalWorkload.all_kway(TableDomain(("a", "b", "c"), (2, 3, 4)), 2)
+>>> [round(TABLE_MECHANISMS[n].expected_rmse(w, 0.5), 4) for n in ("identity", "residual-planner")]
+[1.7321, 1.3985]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dplens.core.privacy.noise import add_gaussian
+from dplens.core.queries.marginals import MarginalWorkload
+from dplens.core.tables.contract import INTERVAL_LEVEL, TableRelease, check_rho
+from dplens.core.tables.opt_marginals import measure_marginals, plan_opt_marginals
+from dplens.core.tables.residual_planner import measure, plan_residuals
+from dplens.core.tables.synthesis import AIM, MST, IdentityPGM
+
+
+def identity_sigma(workload: MarginalWorkload, rho: float) -> float:
+    """σ of i.i.d. Gaussian noise on every marginal cell at ρ: Δ₂ / √(2ρ), Δ₂ = √Σw² (add/remove one record)."""
+    return workload.l2_sensitivity / math.sqrt(2 * check_rho(rho))
+
+
+def identity_privacy_loss(workload: MarginalWorkload, sigma: float) -> float:
+    """ρ-zCDP loss of i.i.d. Gaussian noise σ on every marginal cell: Δ₂² / (2σ²) (add/remove one record)."""
+    return workload.l2_sensitivity ** 2 / (2 * sigma * sigma)
+
+
+def identity_marginals(workload: MarginalWorkload, records: np.ndarray, rho: float, rng: np.random.Generator):
+    """Each workload marginal plus i.i.d. Gaussian noise, σ² = Σ w² / (2ρ) per cell (ρ-zCDP; L2 sensitivity √(Σ w²) under add/remove).
+
+    Returns the noisy marginals and the per-cell standard deviation (the same for every cell).
+
+    >>> from dplens.core.queries.marginals import TableDomain
+    >>> w = MarginalWorkload.all_kway(TableDomain(("a", "b"), (2, 2)), 1)
+    >>> round(identity_marginals(w, np.array([[0, 1]]), 1.0, np.random.default_rng(0))[1], 4)
+    1.0
+    """
+    sigma = identity_sigma(workload, rho)
+    return [add_gaussian(rng, m, sigma) for m in workload.answer(records)], sigma
+
+
+@dataclass(frozen=True)
+class IdentityMarginals:
+    """Gaussian noise on every cell of every workload marginal (the baseline every strategy must beat)."""
+
+    name = "identity"
+    data_dependent = False
+    synthesizes = False
+
+    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float:
+        """σ per cell; a range of L cells sums L independent noises, so ranges average σ² tr(QᵀQ) / m."""
+        traces = sum(math.prod(t for _, t, _ in workload.axis_stats(i)) for i in range(len(workload.marginals)))
+        return identity_sigma(workload, rho) * math.sqrt(traces / workload.queries)
+
+    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float,
+            rng: np.random.Generator) -> TableRelease:
+        estimates, sigma = identity_marginals(workload, records, rho, rng)
+        metadata = {"privacy": "rho-zCDP (Gaussian), add/remove one record", "sigma": sigma,
+                    "intervals": "exact (Gaussian noise, count ± z·std)"}
+        return TableRelease(self.name, float(rho), identity_privacy_loss(workload, sigma), workload, estimates,
+                            [sigma] * len(estimates), None, metadata)
+
+
+@dataclass(frozen=True)
+class ResidualPlannerMechanism:
+    """ResidualPlanner (Xiao et al., NeurIPS 2023): the optimal Gaussian strategy for marginals (sum of variances)."""
+
+    name = "residual-planner"
+    data_dependent = False
+    synthesizes = False
+
+    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float:
+        return plan_residuals(workload, rho).expected_rmse
+
+    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float,
+            rng: np.random.Generator) -> TableRelease:
+        plan = plan_residuals(workload, rho)
+        estimates = measure(plan, records, rng)
+        stds = [math.sqrt(plan.cell_variance(m)) for m in workload.marginals]
+        metadata = {"privacy": "rho-zCDP (Gaussian), add/remove one record", "residuals": len(plan.sigma2),
+                    "intervals": "exact (Gaussian noise, count ± z·std)"}
+        return TableRelease(self.name, float(rho), plan.privacy_loss, workload, estimates, stds, None, metadata)
+
+
+@dataclass(frozen=True)
+class HDMMMarginals:
+    """HDMM's marginals strategy OPT_M (McKenna et al., VLDB 2018) with Laplace noise at ε = √(2ρ), least squares."""
+
+    name = "hdmm-marginals"
+    data_dependent = False
+    synthesizes = False
+
+    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float:
+        return plan_opt_marginals(workload, rho).expected_rmse
+
+    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float,
+            rng: np.random.Generator) -> TableRelease:
+        plan = plan_opt_marginals(workload, rho)
+        estimates = measure_marginals(plan, records, rng)
+        stds = [math.sqrt(plan.marginal_variance(m)) for m in workload.marginals]
+        measured = plan.measured()
+        metadata = {"privacy": f"pure epsilon-DP (Laplace), epsilon = sqrt(2 rho) = {plan.epsilon:.6g}, "
+                               "add/remove one record", "epsilon": plan.epsilon, "l1_sensitivity": plan.l1_sensitivity,
+                    "measured": [{"marginal": "|".join(workload.domain.names[i] for i in columns), "weight": theta}
+                                 for columns, theta in measured],
+                    "intervals": "count ± z·std: std exact, the normal shape an approximation (each cell's noise is a "
+                                 "least-squares sum of Laplace noises)"}
+        return TableRelease(self.name, float(rho), plan.privacy_loss, workload, estimates, stds, None, metadata)
+
+
+@dataclass(frozen=True)
+class MarginalHistograms:
+    """A registered 1-D/2-D histogram mechanism (default hb) on each 1- or 2-way marginal, ρ split equally.
+
+    Marginal i gets ρ_i = ρ/K and runs at ``for_privacy(mechanism, ZCDP(ρ_i))`` (a Laplace mechanism at
+    ε_i = √(2ρ_i)); its workload is every cell of the marginal (2-way marginals are row-major grids). zCDP
+    composes by addition, and the ρ reported is Σ_i of each release's own loss.
+    """
+
+    method: str = "hb"
+    name = "histograms"
+    synthesizes = False
+
+    def __post_init__(self) -> None:
+        from dplens.core.mechanisms import MECHANISMS
+
+        if self.method not in MECHANISMS:
+            raise ValueError(f"method {self.method!r} is not a histogram mechanism; one of: {', '.join(MECHANISMS)}")
+
+    @property
+    def data_dependent(self) -> bool:
+        from dplens.core.mechanisms import MECHANISMS
+
+        return bool(MECHANISMS[self.method].data_dependent)
+
+    def _each(self, workload: MarginalWorkload, rho: float):
+        from dplens.core.mechanisms import MECHANISMS
+        from dplens.core.mechanisms.gaussian import for_privacy
+        from dplens.core.privacy.definitions import ZCDP
+
+        rho = check_rho(rho)
+        wide = [m for m in workload.marginals if len(m) > 2]
+        if wide:
+            raise ValueError(f"histogram mechanisms release 1- or 2-way marginals; {'+'.join(wide[0])} is "
+                             f"{len(wide[0])}-way (use residual-planner, identity or a synthesiser)")
+        return for_privacy(MECHANISMS[self.method], ZCDP(rho / len(workload.marginals)))
+
+    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float | None:
+        mechanism, epsilon = self._each(workload, rho)
+        total = 0.0
+        for index in range(len(workload.marginals)):
+            queries = workload.queries_on(index)
+            mse = mechanism.expected_mse(queries, epsilon) if hasattr(mechanism, "expected_mse") else None
+            if mse is None:
+                return None
+            total += mse * queries.shape[0]
+        return math.sqrt(total / workload.queries)
+
+    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float,
+            rng: np.random.Generator) -> TableRelease:
+        from dplens.core.mechanisms.gaussian import release_cost
+        from dplens.core.privacy.definitions import ZCDP
+
+        mechanism, epsilon = self._each(workload, rho)
+        estimates, loss, halfwidths = [], 0.0, []
+        for index, truth in enumerate(workload.answer(records)):
+            # Plain 2-way marginals go in as grids (2-D-aware mechanisms use the shape); range marginals as the
+            # vector their range operator acts on, and the mechanism's own cell estimate comes back.
+            ranged = workload.ranges[index] is not None
+            x = workload.query_order(index, truth) if ranged else truth
+            release = mechanism.run(x, workload.queries_on(index), epsilon, rng)
+            cost = release_cost(release)
+            loss += cost.rho if isinstance(cost, ZCDP) else release.privacy_loss ** 2 / 2
+            if not ranged:
+                estimates.append(np.asarray(release.answers, dtype=float).reshape(truth.shape))
+            elif release.estimate is None:
+                raise ValueError(f"{self.method} answers ranges without estimating the cells; choose another "
+                                 "method for range marginals (hb, privelet, dawa, ...)")
+            else:
+                estimates.append(workload.from_query_order(index, np.ravel(release.estimate)))
+            halfwidths.append(_cell_halfwidths(mechanism, release, workload, index))
+        exact = all(h is not None for h in halfwidths)
+        metadata = {"privacy": f"rho-zCDP: {self.method} on each marginal at rho/{len(estimates)} "
+                               f"(epsilon {epsilon:.6g} each), add/remove one record", "method": self.method,
+                    "epsilon_each": epsilon,
+                    "intervals": "exact quantiles of the strategy's noise per cell" if exact else
+                                 "none (data-dependent method: its error depends on the data)"}
+        return TableRelease(self.name, float(rho), loss, workload, estimates, None, None, metadata,
+                            halfwidths if exact else None)  # type: ignore[arg-type]  # exact: none is None
+
+
+def _cell_halfwidths(mechanism, release, workload: MarginalWorkload, index: int) -> np.ndarray | None:
+    """Exact per-cell half-widths at INTERVAL_LEVEL of one marginal's release, shaped like the marginal; None for
+    data-dependent methods. Plain Laplace/Gaussian per cell, or the strategy's noise (dplens.core.analysis.strategy_noise)."""
+    from dplens.core.analysis.intervals import bin_halfwidths
+    from dplens.core.analysis.strategy_noise import strategy_halfwidths
+
+    half = bin_halfwidths(release, INTERVAL_LEVEL)  # None without a cell estimate, or without plain noise per cell
+    if half is None:
+        half = strategy_halfwidths(mechanism, release, workload.queries_on(index), values="bins",
+                                   level=INTERVAL_LEVEL)
+    if half is None:
+        return None
+    return workload.from_query_order(index, half) if workload.ranges[index] is not None else \
+        np.asarray(half, dtype=float).reshape(workload.domain.sizes_of(workload.marginals[index]))
+
+
+TABLE_MECHANISMS = {m.name: m for m in (IdentityMarginals(), ResidualPlannerMechanism(), HDMMMarginals(),
+                                              MarginalHistograms(), IdentityPGM(), MST(), AIM())}
+# Settings a user may pass per mechanism (name -> type); anything else is refused by table_mechanism().
+TABLE_SETTINGS: dict[str, dict[str, type]] = {
+    "mst": {"measure_split": float, "iters": int},
+    "aim": {"rounds": int, "max_size": float, "measure_split": float, "round_iters": int, "iters": int},
+    "identity-pgm": {"iters": int, "noise": str},
+    "histograms": {"method": str},
+}
+
+
+def table_mechanism(name: str, **settings: object):
+    """The registered mechanism ``name``, built with ``settings`` (strings are converted; unknown ones refused).
+
+    >>> table_mechanism("mst", measure_split="0.5").measure_split
+    0.5
+    """
+    if name not in TABLE_MECHANISMS:
+        raise ValueError(f"mechanism {name!r} is not a table mechanism; one of: {', '.join(TABLE_MECHANISMS)}")
+    allowed = TABLE_SETTINGS.get(name, {})
+    unknown = sorted(set(settings) - set(allowed))
+    if unknown:
+        takes = ", ".join(allowed) or "no settings"
+        raise ValueError(f"{unknown[0]} is not a setting of {name} ({name} takes {takes})")
+    if not settings:
+        return TABLE_MECHANISMS[name]
+    converted = {}
+    for key, value in settings.items():
+        try:
+            converted[key] = allowed[key](value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{key} of {name} must be a {allowed[key].__name__}, got {value!r}") from None
+    return type(TABLE_MECHANISMS[name])(**converted)

@@ -1,0 +1,191 @@
+"""The session's histogram: samples, DPBench files, uploads and derived (rescaled, coarsened) datasets."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from dplens.core.data.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
+from dplens.core.data.domain import Histogram
+from dplens.core.data.fingerprint import dataset_fingerprint, records_fingerprint
+from dplens.core.data.released import ReleasedData, load_release
+from dplens.core.data.transform import coarsen, rescale
+from dplens.core.privacy.ledger_store import LedgerStore
+from dplens.core.release.provenance import recognise, values_hash
+from dplens.ui.identity import current_curator
+from dplens.ui.state import init_state
+
+DPBENCH_DIR = Path(__file__).resolve().parents[4] / "shared" / "data" / "dpbench-1d"
+RESCALE_STREAM = 31_337  # seeds rescaling: default_rng([seed, RESCALE_STREAM])
+
+
+def dataset_choices() -> dict[str, str]:
+    """dataset_key -> label: samples, DPBench files when ../shared/data is present, uploads."""
+    choices = {f"sample:{name}": f"{name} — {desc}" for name, (_, desc) in SAMPLE_DATASETS.items()}
+    if DPBENCH_DIR.is_dir():
+        for path in sorted(DPBENCH_DIR.glob("*.csv")):
+            choices[f"dpbench:{path.stem}"] = f"{path.stem} — DPBench, 4096 bins"
+    for key, hist in st.session_state.get("uploads", {}).items():
+        kind = ("rescaled: experiments only" if is_rescaled(key) else
+                "derived" if key.startswith("derived:") else "released, already private"
+                if key.startswith("released:") else "uploaded")
+        choices[key] = f"{hist.name} — {kind}, {hist.domain.size:,} cells"
+    return choices
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def load_reference_histogram(key: str) -> Histogram:
+    kind, _, name = key.partition(":")
+    if kind == "sample":
+        return load_histogram(name)
+    if kind == "dpbench":
+        return load_histogram(str(DPBENCH_DIR / f"{name}.csv"), name=name)
+    raise ValueError(f"unknown dataset {key!r}")
+
+
+def histogram() -> Histogram:
+    """The session's current histogram."""
+    init_state()
+    key = st.session_state.dataset_key
+    uploads = st.session_state.uploads
+    if key in uploads:
+        return uploads[key]
+    try:
+        return load_reference_histogram(key)
+    except ValueError:
+        st.session_state.dataset_key = f"sample:{DEFAULT_DATASET}"
+        return load_reference_histogram(st.session_state.dataset_key)
+
+
+def ledger_key() -> str:
+    """The fingerprint whose ledger the current dataset charges (a derived dataset: its source's)."""
+    hist = histogram()  # may fall back to the default dataset: read the key after it
+    ss = st.session_state
+    key = ss.dataset_key
+    if key in ss.ledger_parents:
+        return ss.ledger_parents[key]
+    if key not in ss.fingerprints:
+        ss.fingerprints[key] = dataset_fingerprint(hist)
+    return ss.fingerprints[key]
+
+
+def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: int | None = None,
+               edges=None, grid_shape: tuple[int, int] | None = None, notes: list[str] | None = None) -> Histogram:
+    """Parse an upload (raw records when ``column`` is given), keep it in the session and select it.
+
+    ``grid_shape`` declares the size of a long-form ``row,col,count`` grid; ``notes`` collects what
+    was inferred (dplens.core.data.datasets.load_histogram). Every histogram binned from one records file charges
+    that file's ledger (``records_fingerprint``), so rebinning the same people never opens a fresh budget.
+    """
+    if column:
+        hist = histogram_from_records(data, column, bins=bins, edges=edges, name=Path(filename).stem)
+    else:
+        hist = load_histogram(data, filename=filename, grid_shape=grid_shape, notes=notes)
+    shape = "x".join(map(str, grid_shape)) if grid_shape else ""
+    key = f"upload:{hashlib.sha1(data).hexdigest()[:12]}:{column or ''}:{bins or ''}:{edges or ''}:{shape}"
+    if column:
+        st.session_state.ledger_parents[key] = records_fingerprint(data)
+    st.session_state.uploads[key] = hist
+    st.session_state.setdefault("upload_files", {})[key] = Path(filename).name  # exports name the file
+    st.session_state.dataset_key = key
+    return hist
+
+
+BINS_FROM_DATA_REFUSAL = ("its bins were read from the private records (the categories present, or equal-width bins "
+                          "between the data's own minimum and maximum), so the released shape would disclose them; "
+                          "give bin edges on the Data page (or upload counts over declared bins) to release. "
+                          "Exploring, comparing and choosing ε need none")
+
+
+def bins_from_data(key: str | None = None) -> bool:
+    """Whether dataset ``key`` (default: the current one) is raw records binned on bins read from the data.
+
+    Upload keys are ``upload:<hash>:<column>:<bins>:<edges>:<shape>``: records (a column) without edges.
+
+    >>> bins_from_data("upload:ab12:age:20::"), bins_from_data("upload:ab12:age::0,18,65:"), bins_from_data("sample:x")
+    (True, False, False)
+    """
+    key = st.session_state.dataset_key if key is None else key
+    parts = key.split(":")
+    return len(parts) >= 5 and parts[0] == "upload" and bool(parts[2]) and not parts[4]
+
+
+def known_release(data: bytes, filename: str, statement: str = "") -> ReleasedData | None:
+    """The released data in ``data`` when this installation released it (or the curator states, recorded, that it is
+    another installation's DP release); None when it is not known: it is then raw data, charged like any other."""
+    store = LedgerStore(owner=current_curator())
+    released, record = recognise(store, data, filename)
+    if released is None:
+        return None
+    if record is None and statement.strip():
+        store.state_external(values_hash(released.values, released.kind), name=Path(filename).name,
+                             statement=statement)
+        record = {"kind": "stated"}
+    return released if record is not None else None
+
+
+def add_released(data: bytes, filename: str) -> ReleasedData:
+    """Keep a dplens export as an already-private dataset (``released:…``); select it when it is a histogram."""
+    released = load_release(data, filename)
+    key = f"released:{hashlib.sha1(data).hexdigest()[:12]}"
+    st.session_state.setdefault("released", {})[key] = released
+    st.session_state.setdefault("upload_files", {})[key] = Path(filename).name
+    if released.kind == "counts":
+        st.session_state.uploads[key] = released.as_histogram()
+        st.session_state.dataset_key = key
+    return released
+
+
+def released_data() -> ReleasedData | None:
+    """The current dataset's released values and metadata when it is a loaded export, else None."""
+    init_state()
+    return st.session_state.get("released", {}).get(st.session_state.dataset_key)
+
+
+def dataset_file(key: str) -> str:
+    """The file name behind a dataset key (uploads), or the sample's name: what exports call the dataset."""
+    return st.session_state.get("upload_files", {}).get(key) or key.partition(":")[2] or key
+
+
+RESCALED_PREFIX = "scaled:"  # dataset keys of rescaled data and of anything derived from it
+RESCALED_REFUSAL = ("This dataset was rescaled by sampling new records from the original's shape, so one person "
+                    "can move it by many records and ε spent on it is not ε spent on the original. It is for "
+                    "experiments (Compare, Choose epsilon): release from the original or a coarsened copy of it.")
+
+
+def is_rescaled(key: str | None = None) -> bool:
+    """Whether a dataset (default: the current one) is rescaled data, on which no budget may be spent."""
+    key = st.session_state.dataset_key if key is None else key
+    return key.startswith(RESCALED_PREFIX)
+
+
+def add_derived(hist: Histogram, *, rescaled: bool = False) -> Histogram:
+    """Keep a derived histogram (rescaled, coarsened) as a session dataset and select it.
+
+    A coarsened dataset's releases are charged to the ledger of the dataset it was derived from (one
+    person still moves one count by 1). Rescaled data, and anything derived from it, gets a ``scaled:``
+    key: upscaling multiplies one person's influence, so ``ui.charge`` refuses every spend on it.
+    """
+    parent = ledger_key()
+    digest = hashlib.sha1(np.ascontiguousarray(hist.counts).tobytes() + hist.name.encode()).hexdigest()[:12]
+    key = f"{RESCALED_PREFIX if rescaled or is_rescaled() else 'derived:'}{digest}"
+    st.session_state.ledger_parents[key] = parent
+    st.session_state.uploads[key] = hist
+    st.session_state.dataset_key = key
+    return hist
+
+
+def derive_dataset(kind: str, value: int) -> None:
+    """Button callback: rescale (seeded multinomial) or coarsen the current histogram into a session dataset."""
+    try:
+        hist = histogram()
+        if kind == "rescale":
+            add_derived(rescale(hist, int(value), np.random.default_rng([int(st.session_state.seed), RESCALE_STREAM])),
+                        rescaled=True)
+        else:
+            add_derived(coarsen(hist, int(value)))
+    except ValueError as err:
+        st.session_state.flash_error = str(err)

@@ -1,0 +1,163 @@
+"""The Gradual page's logic (callbacks, sections, figures); the page script calls it through ``ui``."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from dplens import ui
+from dplens.core.release import gradual
+
+DEFAULT_SCHEDULE = "0.05, 0.1, 0.2, 0.5, 1"
+
+
+def schedule() -> np.ndarray:
+    text = st.session_state.get("gradual_schedule", DEFAULT_SCHEDULE)
+    return gradual.check_schedule([float(v) for v in text.split(",") if v.strip()])
+
+
+def current_walk() -> dict:
+    """The walk released so far on the current dataset (a new dataset starts a new walk)."""
+    walk = st.session_state.gradual_walk
+    if walk is None or walk["dataset_key"] != st.session_state.dataset_key:
+        walk = {"dataset_key": st.session_state.dataset_key, "epsilons": [], "values": []}
+        st.session_state.gradual_walk = walk
+    return walk
+
+
+GRADUAL_SIMULATION = ("This walk is a simulation, for your eyes only: it uses seeded exploration noise, charges "
+                      "nothing and is never exported. A real gradual release would charge only the last ε "
+                      "(Koufogiannis et al.), but its forward step samples a density that depends on the true "
+                      "values, which OpenDP's measurements (dplens's secure path) cannot draw, so it is not offered.")
+
+
+def release_next() -> None:
+    """Button callback: take one simulated online step (Koufogiannis et al.'s noise reduction); nothing is charged."""
+    walk, planned = current_walk(), schedule()
+    step = len(walk["epsilons"])
+    if step >= planned.size:
+        st.session_state.flash_error = "The schedule is exhausted: add a larger epsilon to release more."
+        return
+    previous = walk["epsilons"][-1] if step else 0.0
+    epsilon = float(planned[step])
+    if epsilon <= previous:
+        st.session_state.flash_error = (f"The next epsilon ({epsilon:g}) must exceed the last released one "
+                                        f"({previous:g}); edit the schedule.")
+        return
+    values = gradual.walk_step(ui.histogram().vector, 1.0, walk["values"][-1] if step else None,
+                               previous or None, epsilon, ui.release_rng())
+    walk["epsilons"].append(epsilon)
+    walk["values"].append(values)
+
+
+def walk_tab() -> None:
+    hist = ui.histogram()
+    ui.show_handoff(ui.apply_handoff("gradual"), "gradual")
+    st.session_state.setdefault("gradual_schedule", DEFAULT_SCHEDULE)  # via the session: a hand-off can set it
+    st.text_input("Epsilon schedule (strictly increasing, most private first)", key="gradual_schedule")
+    try:
+        planned = schedule()
+    except ValueError as err:
+        st.error(str(err))
+        return
+    walk = current_walk()
+    released = np.array(walk["epsilons"])
+    step = released.size
+    left, right = st.columns([3, 1])
+    left.button(f"Simulate step {step + 1} (ε {planned[step]:.4g}; a release would charge "
+                f"{planned[step] - (released[-1] if step else 0):.4g})"
+                if step < planned.size else "Schedule exhausted", on_click=release_next, type="primary",
+                disabled=step >= planned.size, key="gradual_release")
+    right.button("Start a new walk", key="gradual_reset", disabled=not step,
+                 on_click=lambda: st.session_state.update(gradual_walk=None),
+                 help="A new walk is an independent simulation (a real one would be charged again).")
+    nr, independent = gradual.cumulative_loss(planned)
+    cols = st.columns(3)
+    cols[0].metric("Steps released", f"{step} of {planned.size}")
+    cols[1].metric("A real walk's loss so far (largest ε)", f"ε = {released[-1] if step else 0:.4g}")
+    cols[2].metric("Independent releases would cost (Σ ε)", f"ε = {independent[step - 1] if step else 0:.4g}")
+    fig = ui.line_figure(planned, {"noise reduction: ε_t": nr, "independent releases: Σ ε": independent},
+                         x_title="epsilon of the latest step", y_title="cumulative privacy loss")
+    st.plotly_chart(fig, key="gradual_loss")
+    if not step:
+        st.info("Press the button to simulate the first step. " + GRADUAL_SIMULATION)
+        return
+    largest = [int(i) for i in np.argsort(hist.vector)[-3:]]
+    bins = st.multiselect("Bins to follow", sorted(set(range(min(hist.domain.size, 5000))) | set(largest)),
+                          default=largest, key="gradual_bins", help="Flat bin index (row-major for 2-D).")
+    st.caption(GRADUAL_SIMULATION)
+    values = np.array(walk["values"])
+    series = {f"bin {b} (true {hist.vector[b]:g})": values[:, b] for b in bins}
+    st.plotly_chart(ui.line_figure(released, series, x_title="epsilon", y_title="released value", shape="hv"),
+                    key="gradual_walk_chart")
+    st.caption("Flat segments: the per-bin coin kept the previous value (probability (ε_t/ε_{t+1})²).")
+    walk_rmse = np.sqrt(np.mean((values - hist.vector) ** 2, axis=1))
+    simulated, one_shot = gradual.one_shot_comparison(hist.vector, released, 5, ui.simulation_rng(2))
+    st.plotly_chart(ui.line_figure(released, {"this walk": walk_rmse, "walk, mean of 5 simulations": simulated,
+                                              "one-shot release, mean of 5 simulations": one_shot,
+                                              "one-shot expected √2/ε": np.sqrt(2) / released},
+                                   x_title="epsilon", y_title="RMSE per bin", log_x=True, log_y=True),
+                    key="gradual_error_chart")
+    st.caption("Each step is exactly as accurate as a one-shot release at its epsilon (Koufogiannis et al.).")
+
+
+def search_tab() -> None:
+    hist, workload = ui.histogram(), ui.workload()
+    st.caption(f"Stop at the first epsilon whose noisy workload error is below the target (Ligett et al.). "
+               f"Workload `{ui.workload_name()}`. A what-if on your data: nothing is published or charged.")
+    with st.form("gradual_search_form"):
+        cols = st.columns(4)
+        metric = cols[0].selectbox("Error", ["rmse", "mae", "max_abs"], key="search_metric")
+        target = cols[0].number_input("Target error α (counts)", 0.001, 1e9, 100.0, key="search_target")
+        epsilon_min = cols[1].number_input("ε_min", 0.0001, 100.0, 0.01, format="%.4f", key="search_min")
+        epsilon_max = cols[1].number_input("ε_max", 0.001, 1000.0, 10.0, key="search_max")
+        steps = cols[2].slider("Grid steps T", 2, 100, 20, key="search_steps")
+        gamma = cols[2].number_input("γ (failure probability)", 0.001, 0.5, 0.1, key="search_gamma")
+        rule = cols[3].radio("Threshold rule", gradual.THRESHOLD_RULES, key="search_rule")
+        submitted = st.form_submit_button("Run the search", type="primary")
+    if submitted:
+        try:
+            args = {"epsilon_max": epsilon_max, "epsilon_min": epsilon_min, "gamma": gamma, "metric": metric}
+            st.session_state.gradual_search = (
+                gradual.accuracy_first(hist.counts, workload, target, steps=steps, threshold=rule,
+                                       rng=ui.simulation_rng(30), **args),
+                gradual.doubling_search(hist.counts, workload, target, rng=ui.simulation_rng(31), **args), target)
+        except ValueError as err:
+            st.error(str(err))
+            return
+    if st.session_state.gradual_search is None:
+        st.info("Set a target and press **Run the search**.")
+        return
+    result, doubling, target = st.session_state.gradual_search
+    cols = st.columns(4)
+    cols[0].metric("Stopped at", f"ε_t* = {result.epsilons[result.stopped_at]:.4g}" if result.succeeded
+                   else "FAIL", help="On FAIL nothing is released (not even θ_T); the loss is ε_A.")
+    cols[1].metric("Privacy loss where it stopped", f"{result.ex_post_loss:.4g}",
+                   help=f"Ex-post loss ε_A + ε_t*: the stopping test (AboveThreshold) costs ε_A = "
+                        f"{result.epsilon_above_threshold:.4g}, the release it stopped at ε_t* = "
+                        f"{result.epsilon_noise_reduction:.4g}.")
+    cols[2].metric("Worst-case loss (never stopping)", f"{result.ex_ante_cap:.4g}",
+                   help="Ex-ante cap ε_A + ε_T: the loss if the search ran to its last, least private step.")
+    cols[3].metric("Doubling baseline loss", f"{doubling.privacy_loss:.4g}" + ("" if doubling.stopped_at is not None
+                                                                               else " (FAIL)"))
+    fig = ui.line_figure(result.epsilons, {"true error of θ_t (display only)": result.errors}, x_title="epsilon",
+                         y_title=f"{metric} of the workload", log_x=True, log_y=True,
+                         levels={"target α": target, "stopping threshold": result.threshold})
+    if result.succeeded:
+        fig.add_scatter(x=[result.epsilons[result.stopped_at]], y=[result.errors[result.stopped_at]], mode="markers",
+                        marker={"size": 14, "symbol": "star"}, name="stopped here (θ_t* released)")
+    st.plotly_chart(fig, key="search_chart")
+    st.caption(f"Error sensitivity Δ_q = {result.query_sensitivity:.4g} (one record moves the {metric} of "
+               "W(θ − x) by at most Δ₂(W)/√m for RMSE, Δ₁(W)/m for MAE, max‖We_j‖₂ for max). "
+               f"AboveThreshold at ε_A = {result.epsilon_above_threshold:.4g}, threshold s = {result.threshold:.4g}; "
+               "with probability ≥ 1 − γ a stop means error ≤ α.")
+    theory = gradual.theory_epsilon(workload, target, metric)  # the line Ligett et al. compare against
+    rows = {"method": ["accuracy first (noise reduction + AboveThreshold)", "doubling (independent)"],
+            "release part": [result.epsilon_noise_reduction, doubling.release_loss],
+            "testing part": [result.epsilon_above_threshold, doubling.test_loss],
+            "total": [result.ex_post_loss, doubling.privacy_loss]}
+    if theory is not None:
+        rows = {k: [*v, value] for (k, v), value in zip(rows.items(), (
+            "theory: one Laplace release at ε = √(2‖W‖²_F/m)/α (no search)", theory, 0.0, theory), strict=True)}
+    st.dataframe(rows, hide_index=True, key="search_table")
+

@@ -1,0 +1,110 @@
+"""Who is using the app: the curator whose ledgers, workspaces and uploads the store shows (README: Security model).
+
+* **Localhost** (the server listens on 127.0.0.1, ``localhost`` or ``::1`` only; ``make run``): one curator,
+  ``"local"``, no sign-in. A bare script run (AppTest) with no address set counts as localhost.
+* **Shared** (any other address, or a real server with ``server.address`` unset, which listens on every
+  interface): the curator signs in with Streamlit's OpenID Connect (``st.login``, configured in
+  ``.streamlit/secrets.toml`` ``[auth]``) and is their verified email, lower-cased. Until then the page
+  shows a sign-in button and stops.
+
+Admins (``DPLENS_ADMINS``: comma-separated emails) see every curator's ledgers and may reset any.
+"""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+from streamlit import runtime
+
+from dplens.core.privacy.store import LOCAL_OWNER
+
+LOCAL_CURATOR = LOCAL_OWNER
+LOCAL_ADDRESSES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+ADMINS_ENV = "DPLENS_ADMINS"
+
+
+def local_mode() -> bool:
+    """Whether the server listens on this machine only (read from ``server.address`` at each call)."""
+    address = str(st.get_option("server.address") or "").strip().lower()
+    if not address:  # unset: a real server listens on every interface; a bare run or AppTest serves nobody
+        return not _serving()
+    return address in LOCAL_ADDRESSES or address.startswith("127.")
+
+
+def _serving() -> bool:
+    """Whether a real Streamlit server runs this script (AppTest installs a stand-in runtime, a bare run none)."""
+    return runtime.exists() and type(runtime.get_instance()) is runtime.Runtime
+
+
+def admins() -> frozenset[str]:
+    """The admins' emails from ``DPLENS_ADMINS`` (comma-separated; case and blanks ignored)."""
+    return frozenset(e.strip().lower() for e in os.environ.get(ADMINS_ENV, "").split(",") if e.strip())
+
+
+def is_admin(curator: str) -> bool:
+    """Whether ``curator`` is a signed-in admin (the localhost curator owns every ledger and needs no rights)."""
+    return curator != LOCAL_CURATOR and curator.lower() in admins()
+
+
+def signed_in() -> str | None:
+    """The curator now: ``"local"`` in localhost mode, the signed-in verified email, or None (not signed in)."""
+    if local_mode():
+        return LOCAL_CURATOR
+    user = st.user
+    if not user.get("is_logged_in"):
+        return None
+    email = user.get("email")
+    if not isinstance(email, str) or "@" not in email or user.get("email_verified") is False:
+        return None
+    return email.strip().lower()
+
+
+def _providers() -> list[str | None]:
+    """The sign-in providers configured in ``[auth]``: None for the default one, else each named section."""
+    from streamlit.auth_util import get_secrets_auth_section
+
+    try:
+        auth = get_secrets_auth_section()
+    except Exception:  # noqa: BLE001 - an unreadable secrets file is "not configured"
+        return []
+    named = [name for name, value in auth.items() if hasattr(value, "keys")]
+    return ([None] if "client_id" in auth else []) + named
+
+
+def _sign_in_page() -> None:
+    st.title("dplens")
+    if st.user.get("is_logged_in"):
+        st.error("Your identity provider gave no verified email: dplens needs one to keep curators apart. "
+                 "Ask the administrator to request the `email` scope.")
+        st.button("Sign out", on_click=st.logout, key="identity_sign_out")
+        return
+    providers = _providers()
+    if not providers:
+        st.error("This server is reachable from other machines, so every curator must sign in, but sign-in is "
+                 "not configured: add an `[auth]` section to `.streamlit/secrets.toml` (README: Security model), "
+                 "or run on this machine only (`make run`, which listens on 127.0.0.1).")
+        return
+    from streamlit.auth_util import is_authlib_installed
+
+    if not is_authlib_installed():
+        st.error("Sign-in is configured but Streamlit's sign-in needs Authlib: install `streamlit[auth]` "
+                 "(Authlib ≥ 1.3.2) in the server's environment (README: Security model).")
+        return
+    st.info("Sign in to see your datasets, workspaces and privacy budgets. Each curator sees only their own.")
+    for provider in providers:
+        label = "Sign in" if provider is None else f"Sign in with {provider}"
+        st.button(label, on_click=st.login, args=() if provider is None else (provider,),
+                  key=f"identity_sign_in_{provider or 'default'}", type="primary")
+
+
+def current_curator() -> str:
+    """The curator using the app (``"local"`` on localhost); in shared mode, shows sign-in and stops until signed in."""
+    curator = signed_in()
+    if curator is None:
+        _sign_in_page()
+        st.stop()
+    return curator
+
+
+__all__ = ["ADMINS_ENV", "LOCAL_CURATOR", "admins", "current_curator", "is_admin", "local_mode", "signed_in"]

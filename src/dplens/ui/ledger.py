@@ -1,0 +1,185 @@
+"""The session's view of the persistent ledger (dplens.core.privacy.ledger_store): the current dataset's budget, and charges.
+
+The ledger is keyed by the dataset's fingerprint (dplens.core.data.fingerprint), so every tab, session and
+server restart sees the same spent budget for the same counts. Ledgers belong to the curator
+(``ui.identity``): ``ledger_store()`` reads and charges only the signed-in curator's. A derived dataset (rescaled,
+coarsened) is charged to the ledger of the dataset it came from. ``st.session_state.ledger`` keeps
+the last value read, for display and tests; the store is the truth.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dplens.core.privacy.budget import Budget, BudgetExceededError, Ledger
+from dplens.core.privacy.ledger_store import LedgerStore, default_total_for, total_label
+from dplens.ui import identity
+from dplens.ui.datasets import RESCALED_REFUSAL, histogram, is_rescaled, ledger_key
+from dplens.ui.state import init_state
+
+
+def ledger_store() -> LedgerStore:
+    """The current curator's ledgers (``dplens.ui.identity.current_curator``): what every page reads and charges."""
+    return LedgerStore(owner=identity.current_curator())
+
+
+def default_total() -> Budget:
+    """The current dataset's total until the curator records one, in the unit of the sidebar's definition."""
+    from dplens.ui.privacy import definition, session_delta
+
+    return default_total_for(definition(), session_delta())
+
+
+def ledger() -> Ledger:
+    """The current dataset's ledger, read from the store (also kept in ``st.session_state.ledger``)."""
+    init_state()
+    try:
+        led = ledger_store().ledger(ledger_key(), default_total=default_total())
+    except ValueError as err:  # the store cannot be opened: show it, refuse every spend
+        st.session_state.flash_error = str(err)
+        led = Ledger(Budget(0.0))
+    st.session_state.ledger = led
+    return led
+
+
+def native_history(history: list[dict], led: Ledger) -> pd.DataFrame:
+    """The ledger's history in its own unit: a ρ ledger shows ρ (ε and δ are in the CSV), an ε ledger ε (and δ
+    only when it has a δ budget); one unit per table."""
+    frame = pd.DataFrame(history)
+    if frame.empty:
+        return frame
+    hidden = ["epsilon", "delta"] if led.unit == "rho" else ["rho"] + (
+        ["delta"] if led.total.delta == 0 and not frame["delta"].fillna(0).any() else [])
+    names = {"epsilon": "ε", "delta": "δ", "rho": "ρ"}
+    return frame.drop(columns=[c for c in hidden if c in frame]).rename(columns=names)
+
+
+def set_total(epsilon: float, delta: float = 0.0, *, rho: float | None = None) -> bool:
+    """Record the current dataset's total (refused after its first spend); False + flash error when refused.
+
+    With ``rho`` the total is a ρ-zCDP budget (``Budget.zcdp(rho, delta)``: shown as ε at ``delta``) and
+    ``epsilon`` is ignored.
+    """
+    try:
+        total = Budget.zcdp(float(rho), float(delta)) if rho is not None else Budget(float(epsilon), float(delta))
+        st.session_state.ledger = ledger_store().set_total(ledger_key(), total, name=histogram().name,
+                                                          workspace=st.session_state.get("workspace_id"))
+    except ValueError as err:
+        ledger()  # show what the store holds (another tab may have spent)
+        st.session_state.flash_error = f"Total budget not changed: {err}"
+        return False
+    return True
+
+
+def charge(label: str, epsilon: float, *, mechanism: str | None = None, workload: str | None = None,
+           export_id: str | None = None, note: str | None = None, delta: float = 0.0,
+           rho: float | None = None) -> bool:
+    """Spend ``epsilon`` on the dataset's ledger (only from a button callback). False + flash error when refused.
+
+    One ``BEGIN IMMEDIATE`` transaction checks and records the spend, so two tabs (or the CLI)
+    charging the same data at once never overspend.
+    """
+    init_state()
+    if str(st.session_state.get("dataset_key", "")).startswith("released:"):  # post-processing: free
+        st.session_state.release_counter += 1
+        return True
+    if is_rescaled():
+        st.session_state.flash_error = f"Nothing released, no budget spent. {RESCALED_REFUSAL}"
+        return False
+    try:
+        st.session_state.ledger = ledger_store().spend(
+            ledger_key(), label, Budget(float(epsilon), float(delta)), mechanism=mechanism or label.rpartition(": ")[2],
+            workload=workload, export_id=export_id, rho=rho, workspace=st.session_state.get("workspace_id"),
+            name=histogram().name, note=note, default_total=default_total())
+    except (BudgetExceededError, ValueError) as err:
+        ledger()
+        st.session_state.flash_error = str(err)
+        return False
+    st.session_state.release_counter += 1
+    return True
+
+
+def remaining_text(led: Ledger) -> str:
+    """What remains in the ledger's native unit: ``ε = 0.5`` or ``ρ = 0.1 (ε = 2.142 at δ = 1e-06)``."""
+    left = led.remaining
+    if led.unit == "rho":
+        return f"ρ = {left.rho:.4g} (ε = {left.epsilon:.4g} at δ = {led.total.delta:g})"
+    return f"ε = {left.epsilon:.4g}"
+
+
+def fits_or_flash(label: str, epsilon: float, *, delta: float = 0.0, rho: float | None = None,
+                  what: str = "") -> bool:
+    """Before any work: whether a charge of (ε, δ, ρ) fits the dataset's ledger; False + flash error when not.
+
+    An (ε, δ) total needs δ to spare; a ρ total charges ρ (pure ε as ε²/2) and refuses δ > 0 without ρ.
+    The charge itself (``charge``) re-checks atomically.
+    """
+    led = ledger()
+    if led.unit == "epsilon" and delta > led.remaining.delta + 1e-15:
+        st.session_state.flash_error = (
+            f"This {what or '(ε, δ)'} release needs δ = {delta:g}, but the dataset's remaining δ is "
+            f"{led.remaining.delta:g}: set **Total budget δ** (or a ρ total) in the sidebar before the first "
+            "release, or choose pure ε-DP.")
+        return False
+    cost = Budget(float(epsilon), float(delta), None if rho is None else float(rho))
+    if not led.fits(cost):
+        try:
+            led.spend(label, cost)
+        except BudgetExceededError as err:
+            st.session_state.flash_error = str(err)
+        return False
+    return True
+
+
+def reset_budget() -> None:
+    """Ledger page form callback: a recorded reset of the current dataset's budget, only when confirmed."""
+    ss = st.session_state
+    if not ss.get("ledger_reset_confirm"):
+        ss.flash_error = "Budget not reset: tick the box confirming that a reset voids the privacy guarantee."
+        return
+    try:
+        from dplens.ui.privacy import delta
+
+        total = (Budget.zcdp(float(ss.ledger_reset_total), delta()) if ss.get("ledger_reset_unit") == "ρ"
+                 else Budget(float(ss.ledger_reset_total)))
+        ss.ledger = ledger_store().reset(ledger_key(), total, reason=ss.get("ledger_reset_reason", ""),
+                                         workspace=ss.get("workspace_id"))
+    except ValueError as err:
+        ss.flash_error = f"Budget not reset: {err}"
+        return
+    ss.ledger_notice = (f"Fresh budget {total_label(ss.ledger.total)} recorded. The earlier releases still count.")
+
+
+def native_caption() -> str:
+    """Spend in the session definition's own unit (ρ for zCDP, with its CKS ε at δ), next to what the ledger charges.
+
+    A ρ total is composed in ρ by the ledger itself. An (ε, δ) total enforces basic composition of (ε, δ)
+    (always valid); under zCDP the tighter Σρ view is shown too.
+    """
+    from dplens.core.privacy.definitions import native_spend
+    from dplens.ui.privacy import definition, delta
+
+    led = st.session_state.ledger
+    if led.unit == "rho":  # a ρ total: the ledger itself composes Σρ (exact); ε is its CKS conversion
+        return (f"ρ-zCDP budget: spent ρ = {led.spent.rho:.4g} of ρ = {led.total.rho:.4g} (Σρ; a pure ε spend counts "
+                f"ε²/2); remaining ρ = {led.remaining.rho:.4g}, i.e. ε = {led.remaining.epsilon:.4g} at δ = "
+                f"{led.total.delta:g} (CKS 2020). (ε, δ) releases with δ > 0 are refused: they imply no ρ.")
+    if definition() == "pure":
+        return ""
+    try:
+        history = ledger_store().history(ledger_key())
+    except ValueError:
+        return ""
+    epoch = max((e["epoch"] for e in history), default=0)
+    rows = [(float(e["epsilon"]), float(e["delta"] or 0.0), None if e["rho"] is None else float(e["rho"]))
+            for e in history if e["kind"] == "spend" and e["epoch"] == epoch]
+    view = native_spend(rows, definition(), delta(), led.total.epsilon)
+    if definition() == "approx":
+        return (f"(ε, δ) spent: ε = {view['spent']:.4g}, δ = {view['spent_delta']:.3g} of total δ = "
+                f"{led.total.delta:.3g} (basic composition).")
+    if view["spent"] is None:
+        return f"ρ spent: not defined ({view['note']})."
+    return (f"ρ spent = {view['spent']:.4g} of ρ = {view['total']:.4g} (ε = {led.total.epsilon:g} at δ = "
+            f"{delta():g}); equivalent ε = {view['epsilon_at_delta']:.4g} at δ = {delta():g} by CKS, against "
+            f"ε = {view['basic_epsilon']:.4g} by basic composition (the ledger's check).")

@@ -1,0 +1,73 @@
+"""The session's privacy definition (pure ε / (ε, δ) / ρ-zCDP) and δ, and mechanisms at matched privacy."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.gaussian import Matched
+from dplens.core.privacy.definitions import DEFINITIONS, delta_warning
+from dplens.core.privacy.noise import noise_kind
+
+DEFINITION_LABELS = {"pure": "pure ε-DP", "approx": "(ε, δ)-DP", "zcdp": "ρ-zCDP"}
+
+
+def definition() -> str:
+    """The chosen definition ("pure", "approx", "zcdp"); pure by default."""
+    value = st.session_state.get("privacy_definition", "pure")
+    return value if value in DEFINITIONS else "pure"
+
+
+def session_delta() -> float:
+    """The sidebar's δ control: zCDP's point of conversion to (ε, δ); under (ε, δ) only a new dataset's default."""
+    return float(st.session_state.get("privacy_delta", 1e-6))
+
+
+def delta() -> float:
+    """The δ of one release (where (ε, δ) and zCDP are read as "ε at δ").
+
+    Under (ε, δ) there is one δ control, the dataset's total δ, and each release gets
+    ``1/DEFAULT_DELTA_RELEASES`` of it (a total with no δ falls back to the sidebar's δ, and its releases are
+    refused with a message); under zCDP it is the sidebar's δ.
+    """
+    if definition() == "approx":
+        from dplens.core.privacy.ledger_store import DEFAULT_DELTA_RELEASES
+        from dplens.ui.ledger import ledger
+
+        total = ledger().total.delta
+        if total > 0:
+            return total / DEFAULT_DELTA_RELEASES
+    return session_delta()
+
+
+def available(names=None) -> list[str]:
+    """Registry names usable under the definition: Gaussian mechanisms need (ε, δ) or zCDP."""
+    names = list(MECHANISMS) if names is None else list(names)
+    if definition() == "pure":
+        return [n for n in names if noise_kind(MECHANISMS[n]) == "laplace"]
+    return names
+
+
+def matched(mechanism):
+    """A mechanism (name or instance) at matched privacy: "ε at δ" under the session's definition."""
+    instance = MECHANISMS[mechanism] if isinstance(mechanism, str) else mechanism
+    return instance if definition() == "pure" else Matched(instance, definition(), delta())
+
+
+def privacy_controls() -> None:
+    """Sidebar widgets: the definition and δ (δ only when it matters)."""
+    st.radio("Privacy definition", list(DEFINITION_LABELS), format_func=DEFINITION_LABELS.get, horizontal=True,
+             key="privacy_definition",
+             help="Pure ε-DP uses Laplace noise and never fails. (ε, δ)-DP (analytic Gaussian) may fail outright "
+                  "with probability δ. ρ-zCDP (Gaussian) composes tightly and is shown as ε at δ.")
+    if definition() == "zcdp":  # the one δ: where ρ is read as (ε, δ); under (ε, δ) the total's δ is the control
+        st.select_slider("δ", [1e-12, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4], value=session_delta(),
+                         format_func="{:g}".format, key="privacy_delta",
+                         help="Where ρ is shown as (ε, δ). Keep δ well below 1/n (n = records): δ ≥ 1/n would "
+                              "allow publishing a record.")
+    if definition() != "pure":
+        from dplens.ui.datasets import histogram
+
+        warning = delta_warning(delta(), int(round(histogram().total)))
+        if warning:
+            st.warning(warning)

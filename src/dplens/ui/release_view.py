@@ -1,0 +1,432 @@
+"""The Release page's logic (callbacks, sections, figures); the page script calls it through ``ui``."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import streamlit as st
+
+from dplens import ui
+from dplens.core.analysis.bounded import run_bounded
+from dplens.core.analysis.cost import estimate_cost
+from dplens.core.analysis.intervals import (
+    answer_halfwidths,
+    bin_halfwidths,
+    release_intervals,
+    simulated_intervals,
+)
+from dplens.core.analysis.strategy_noise import strategy_halfwidths
+from dplens.core.data import limits
+from dplens.core.mechanisms import MECHANISMS, configure
+from dplens.core.mechanisms.gaussian import Matched
+from dplens.core.privacy.definitions import ZCDP, target, zcdp_epsilon, zcdp_rho
+from dplens.core.privacy.ledger_store import new_export_id
+from dplens.core.privacy.noise import noise_sampler, noise_source
+from dplens.core.release.config import parse_config
+from dplens.core.release.export import (
+    SIMULATION_LABEL,
+    ExportKeys,
+    history_to_csv,
+    privacy_metadata,
+    release_to_csv,
+    release_to_json,
+)
+from dplens.core.release.kernel import HistogramRequest, export_release, plan_histogram, release_histogram
+from dplens.core.release.publish import history_entry
+from dplens.core.release.recipe import recipe_notebook, recipe_script
+from dplens.ui.ledger import ledger_store
+
+SHOWN_QUERIES = 40      # workload answers drawn with error bars
+
+
+SIMULATION_TRIALS = 20  # re-runs behind the simulated intervals (simulation stream, never charged)
+
+
+EXPORT_INTERVAL_TRIALS = 100  # re-runs on the released output behind the exported intervals
+
+
+AUTO_SIMULATION_SECONDS = 3.0  # simulate automatically when the re-runs should take at most this long
+
+
+def sync_release_rho() -> None:
+    """Under zCDP the Release form asks for ρ: set it from the session's ε at δ when that changed elsewhere (a
+    hand-off from Choose epsilon, a loaded config, another δ); a typed ρ is kept exactly."""
+    ss = st.session_state
+    marker = (float(ss.release_epsilon), ui.delta())
+    if ss.get("release_rho_for") != marker:
+        ss.release_rho = zcdp_rho(*marker)
+        ss.release_rho_for = marker
+
+
+def release_rho_typed() -> None:
+    """Callback of the ρ input: the session's ε becomes that ρ's ε at δ (what the other pages plot)."""
+    ss = st.session_state
+    epsilon = zcdp_epsilon(float(ss.release_rho), ui.delta())
+    ss.release_epsilon = min(max(epsilon, 0.001), 100.0)
+    ss.release_rho_for = (float(ss.release_epsilon), ui.delta())
+
+
+def spend_and_release() -> None:
+    """Button callback: run, then charge, then log (a rerun never reaches this; style rule 7).
+
+    Reads the widgets at click time (not render-time args), so an edit and a click in the same
+    round trip charge what the user sees. A secure release of the private data goes through the release
+    kernel (``dplens.core.release.kernel``), like the command line's; the exploration path is a simulation that is
+    never exported, and re-releasing already-private data is post-processing.
+    """
+    ss = st.session_state
+    name, epsilon, noise_path = ss.release_mechanism, float(ss.release_epsilon), ss.release_noise_path
+    tuned = ui.release_tuned_on()  # read before the release: a release makes the hand-off stale
+    settings = ui.mechanism_settings(name, key="release", render=False)
+    number = len(st.session_state.releases) + 1
+    label = f"release #{number}: {name}"
+    definition, delta = ui.definition(), ui.delta()
+    try:
+        privacy = ZCDP(float(ss.release_rho)) if definition == "zcdp" and "release_rho" in ss else target(
+            definition, epsilon, delta)
+        epsilon = privacy.to_approx(delta).epsilon if definition == "zcdp" else epsilon
+        request = HistogramRequest(name, settings, privacy, ui.workload(), ui.workload_spec(), delta)
+        runner, mechanism, run_epsilon, charge = plan_histogram(request)
+    except ValueError as err:
+        st.session_state.flash_error = f"{name} not released: {err}"
+        return
+    if ui.released_data() is None and not ui.fits_or_flash(label, charge.epsilon, delta=charge.delta, rho=charge.rho,
+                                                           what=ui.DEFINITION_LABELS[definition]):
+        return  # refused before any work: the flash names the remaining budget in the ledger's unit
+    _, refusal = ui.run_check(name, settings, ui.workload())
+    if refusal:  # over the memory or time limit (dplens.core.analysis.cost): nothing run, nothing charged
+        st.session_state.flash_error = f"{name} not run: {refusal}"
+        return
+    stream = int(st.session_state.release_counter)
+    exploring = noise_path == "exploration"
+    kernel = not exploring and ui.released_data() is None and not ui.is_rescaled()
+    if kernel and ui.bins_from_data():  # no output shape may depend on the private data
+        st.session_state.flash_error = f"{name} not released: {ui.BINS_FROM_DATA_REFUSAL}"
+        return
+    try:
+        counts = ui.histogram().counts
+        with st.spinner(f"Releasing with {name} at ε = {epsilon:g} (stopped after {limits.MAX_ACTION_SECONDS:g} s)…"):
+            # the limit is read per click: an operator (or a test) may change it while the server runs
+            if kernel:
+                published = release_histogram(request, counts, store=ledger_store(), fingerprint=ui.ledger_key(),
+                                              name=ui.histogram().name, time_limit=limits.MAX_ACTION_SECONDS,
+                                              workspace=ss.get("workspace_id"), where="Release page",
+                                              default_total=ui.default_total())
+                release, seconds, sampler = published.release, published.seconds, published.noise_sampler
+            else:
+                rng = ui.release_rng() if exploring else noise_source("secure", mechanism=mechanism, counts=counts)
+                started = time.perf_counter()
+                release = run_bounded(runner.run, counts, ui.workload(), run_epsilon, rng,
+                                      seconds=limits.MAX_ACTION_SECONDS,
+                                      estimated_seconds=estimate_cost(mechanism, ui.workload()).seconds)
+                seconds, sampler = time.perf_counter() - started, noise_sampler(rng, mechanism)
+    except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
+        message = str(err).splitlines()[0] if str(err) else type(err).__name__
+        ui.ledger()  # show what the store holds (another tab may have spent)
+        st.session_state.flash_error = f"{name} not released: {message}"
+        return
+    if kernel:
+        export_id = published.export_id
+        ss.ledger, ss.release_counter = published.ledger, ss.release_counter + 1
+    else:
+        export_id = None if exploring else new_export_id()  # a simulation is never exported
+        if not ui.charge(label, charge.epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
+                         delta=charge.delta, rho=charge.rho,
+                         note=f"noise path: {noise_path}" + ("" if definition == "pure" else f"; {privacy}")
+                         + (f" ({SIMULATION_LABEL})" if exploring else "")):
+            return
+    entry = history_entry(
+        release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),
+        seed=int(st.session_state.seed) if exploring else None, stream=stream if exploring else None,
+        noise_path=noise_path, noise_sampler=sampler)
+    meta = privacy_metadata(release)
+    entry.update(definition=definition, delta=meta["delta"], rho=meta["rho"], sigma=meta["sigma"],
+                 tuned_on=tuned)
+    st.session_state.releases.append({**entry, "export_id": export_id})
+    st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds,
+                                                "request": request, "published": published if kernel else None}
+    st.session_state.release_show = number
+    ui.save_workspace()  # the history survives a reload even if this run is cut short
+
+
+def _export_files(output: dict, entry: dict, hist, intervals) -> tuple[bytes, bytes]:
+    """(CSV, JSON) of a release: through the kernel's ``export_release`` (as the command line writes them) for a
+    release of the private data; re-releases of already-private data are written the same way, without a spend."""
+    published, release = output.get("published"), output["release"]
+    dataset = ui.dataset_file(entry["dataset"])
+    if hist is not None and "export_keys" not in output:  # queries in words: computed once per release
+        output["export_keys"] = ExportKeys.for_release(hist, release, output["request"].workload)
+    keys = output.get("export_keys") if hist is not None else None
+    if published is not None:
+        return tuple(export_release(published, output["request"], fmt=fmt, dataset=dataset, keys=keys,
+                                    tuned_on=entry.get("tuned_on"),
+                                    intervals=intervals, compute_intervals=False) for fmt in ("csv", "json"))
+    meta = {"workload": entry["workload"], "noise_path": entry["noise_path"],
+            "noise_sampler": entry.get("noise_sampler"), "dataset": dataset, "export_id": entry.get("export_id"),
+            "tuned_on": entry.get("tuned_on")}
+    return release_to_csv(release, keys, intervals), release_to_json(release, keys=keys, intervals=intervals,
+                                                                     **meta).encode()
+
+
+def export_intervals(number: int, simultaneous: bool) -> None:
+    """Intervals for release ``number`` from its released values only (never the true data); kept for export."""
+    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
+    rng = np.random.default_rng([int(st.session_state.seed), ui.SIMULATION_STREAM, 8, number])
+    mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
+    try:
+        intervals = release_intervals(mechanism, output["release"], ui.workload(), simultaneous=simultaneous,
+                                      trials=EXPORT_INTERVAL_TRIALS, rng=rng)
+    except Exception as err:  # noqa: BLE001 - the export goes without intervals; never a raw traceback
+        st.session_state.flash_error = f"No intervals for release #{number}: {str(err).splitlines()[0]}"
+        return
+    output.setdefault("export_intervals", {})[simultaneous] = intervals
+
+
+def rerun_seconds(number: int) -> float:
+    """Seconds for one re-run of release ``number`` on its own released output (sizes the interval work)."""
+    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
+    release = output["release"]
+    stand_in = np.clip(release.estimate, 0, None) if release.estimate is not None else None
+    if stand_in is None:
+        return output["seconds"]
+    started = time.perf_counter()
+    try:
+        configure(MECHANISMS[entry["mechanism"]], output["settings"]).run(
+            stand_in, ui.workload(), entry["epsilon"], np.random.default_rng([int(st.session_state.seed), 9]))
+    except Exception:  # noqa: BLE001 - only a timing probe; the interval step reports real errors
+        return output["seconds"]
+    return time.perf_counter() - started
+
+
+def load_config() -> None:
+    """Button callback: parse the uploaded or pasted config and apply it (the ledger is never refunded)."""
+    upload = st.session_state.get("release_config_upload")
+    text = upload.getvalue() if upload is not None else st.session_state.get("release_config_text", "")
+    try:
+        notes = ui.apply_config(parse_config(text))
+    except ValueError as err:
+        st.session_state.flash_error = f"Config not loaded: {err}"
+        return
+    st.session_state.release_notice = "Config loaded." + "".join(f" Note: {n}." for n in notes)
+
+
+def _mechanism_of(entry: dict, output: dict):
+    mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
+    if entry.get("definition", "pure") != "pure":
+        mechanism = Matched(mechanism, entry["definition"], entry["delta"])
+    return mechanism
+
+
+def simulate(number: int) -> None:
+    """Intervals for release ``number`` from re-runs on a simulation stream (curator only; never charged)."""
+    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
+    rng = np.random.default_rng([int(st.session_state.seed), ui.SIMULATION_STREAM, 6, number])
+    output["intervals"] = simulated_intervals(_mechanism_of(entry, output), ui.histogram().counts, ui.workload(),
+                                              entry["epsilon"], SIMULATION_TRIALS, rng)
+
+
+def exact_halfwidths(number: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Exact 95 % half-widths (bins, answers) of release ``number``, computed once: plain Laplace/Gaussian noise
+    per value, or the exact quantiles of a data-independent strategy's noise (dplens.core.analysis.strategy_noise)."""
+    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
+    if "exact" not in output:
+        release, workload = output["release"], ui.workload()
+        bins, answers = bin_halfwidths(release), answer_halfwidths(release)
+        if bins is None or answers is None:
+            mechanism = _mechanism_of(entry, output)
+            with st.spinner("Exact interval widths of the strategy's noise…"):
+                if bins is None and release.estimate is not None:
+                    bins = strategy_halfwidths(mechanism, release, workload, values="bins")
+                if answers is None:
+                    answers = strategy_halfwidths(mechanism, release, workload, values="answers")
+        output["exact"] = (bins, answers)
+    return output["exact"]
+
+
+def _charged(entry: dict) -> str:
+    """A release's charge in its definition's unit: ``ρ=0.024`` under zCDP, else ``ε=1``."""
+    if entry.get("definition") == "zcdp" and entry.get("rho") is not None:
+        return f"ρ={entry['rho']:.4g}"
+    return f"ε={entry['epsilon']:g}"
+
+
+def show_release(history: list[dict], hist, workload) -> None:
+    """The chosen release of this session: metrics, the released-over-true chart, intervals, exports."""
+    number = st.selectbox("Show release", [e["number"] for e in reversed(history)], key="release_show",
+                          format_func=lambda n: f"#{n}: {history[n - 1]['mechanism']}, {_charged(history[n - 1])}")
+    entry, output = history[number - 1], st.session_state.release_outputs[number]
+    release = output["release"]
+    _release_metrics(entry, release)
+    simulation = entry["noise_path"] != "secure"
+    if simulation:
+        st.warning(f"**{SIMULATION_LABEL.capitalize()}.** Release #{number} used seeded exploration noise, "
+                   "computed on the true data: it is for your eyes only (the seed regenerates the noise, "
+                   "so the values give the true counts back). It cannot be downloaded; release with the "
+                   "**secure** noise path to publish.")
+    ui.release_structure(release.details, key=f"release_structure_{number}")
+    same_inputs = entry["dataset"] == st.session_state.dataset_key and entry["workload"] == ui.workload_spec()
+    figures: dict = {}
+    if not same_inputs:
+        st.warning(f"Release #{number} was made on `{entry['dataset']}` with workload `{entry['workload']}`; "
+                   "select them in the sidebar to compare it with the truth. Its exports are below.")
+    else:
+        figures = _against_the_truth(number, entry, output, hist, workload)
+    st.subheader("Export")
+    intervals = None if simulation else _export_intervals(number, output)
+    _downloads(number, entry, output, history, hist if same_inputs else None, intervals, simulation)
+    _recipe_downloads(entry, output)
+    if not simulation:
+        for fig_name, fig in figures.items():
+            st.caption(f"Chart: {fig_name} (shows the true data too: for the curator's own use)")
+            ui.figure_downloads(fig, f"dplens-{fig_name}-{number}", key=f"release_fig_{fig_name}")
+    st.subheader("History")
+    st.dataframe(history, hide_index=True, key="release_history")
+
+
+def _release_metrics(entry: dict, release) -> None:
+    """What was charged, the loss of the noise drawn, the noise path and how many values were released."""
+    cols = st.columns(4)
+    zcdp = entry.get("definition") == "zcdp" and entry.get("rho") is not None
+    cols[0].metric("ρ charged" if zcdp else "ε charged", f"{entry['rho' if zcdp else 'epsilon']:.4g}",
+                   help=f"{ui.DEFINITION_LABELS.get(entry.get('definition', 'pure'))}; δ = "
+                        f"{entry.get('delta', 0.0):g}"
+                        + "".join(f"; {symbol} = {entry[key]:.4g}" for key, symbol in (("rho", "ρ"), ("sigma", "σ"))
+                                  if entry.get(key) is not None))  # no "None" for people to read
+    cols[1].metric("Privacy loss", f"{entry['privacy_loss']:.4g}", help="Computed from the noise added.")
+    cols[2].metric("Noise path", entry["noise_path"])
+    values = release.answers if release.estimate is None else release.estimate
+    cols[3].metric("Released values", f"{np.size(values):,}")
+
+
+def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -> dict:
+    """The release over the true data (histogram, per-bin error, workload answers) with 95 % intervals;
+    returns the figures drawn."""
+    release = output["release"]
+    figures = {}
+    exact_bins, exact_answers = ui.exact_halfwidths(number)
+    needs_simulation = exact_answers is None or (release.estimate is not None and exact_bins is None)
+    if needs_simulation and "intervals" not in output:
+        estimate_seconds = output["seconds"] * ui.SIMULATION_TRIALS
+        if estimate_seconds <= ui.AUTO_SIMULATION_SECONDS:
+            with st.spinner("Simulating re-runs for the intervals…"):
+                ui.simulate(number)
+        else:
+            st.button(f"Simulate 95 % intervals ({ui.SIMULATION_TRIALS} re-runs, about "
+                      f"{estimate_seconds:.0f} s)", key="release_simulate", on_click=ui.simulate,
+                      args=(number,), help="Re-runs the mechanism on a simulation stream; never charged.")
+    simulated = output.get("intervals")
+    st.subheader("Released histogram over the true one")
+    st.caption("The curator sees both; exports contain only the release. Band/bars: 95 % intervals — "
+               "exact for plain Laplace or Gaussian noise on each value (discrete on integer releases) and for "
+               "the data-independent strategies (hb, privelet, greedy-h, mm-opt and their Gaussian twins), "
+               "else the 2.5–97.5 % range of "
+               f"{ui.SIMULATION_TRIALS} simulated re-runs (never charged).")
+    if release.estimate is not None:
+        estimate, truth = np.ravel(release.estimate), hist.vector
+        low = high = None
+        if exact_bins is not None:
+            low, high = -exact_bins, exact_bins
+        elif simulated is not None:  # error = output − truth, so truth ∈ [output − high, output − low]
+            low, high = -simulated["bins_high"], -simulated["bins_low"]
+        label = f"released ({entry['mechanism']})"
+        view = ui.histogram_view_controls(hist, key="release_view")
+        if len(hist.domain.shape) == 1 and hist.domain.size <= ui.MAX_BARS:
+            figures["histogram"] = ui.interval_figure(np.arange(estimate.size), truth, estimate, low, high,
+                                                      mechanism=entry["mechanism"], x_title="bin (index)",
+                                                      y_title="count (records)", bars=True, **view)
+        else:
+            figures["histogram"] = ui.histogram_figure(hist, estimate, label, mechanism=entry["mechanism"],
+                                                       **view)
+        st.plotly_chart(figures["histogram"], key="release_chart")
+        error = estimate - truth
+        cols = st.columns(3)
+        cols[0].metric("Mean |error| per bin", f"{np.mean(np.abs(error)):.4g}")
+        cols[1].metric("Max |error|", f"{np.max(np.abs(error)):.4g}")
+        if low is not None:
+            covered = np.mean((truth >= estimate + low) & (truth <= estimate + high))
+            cols[2].metric("True counts inside their 95 % interval", f"{covered:.1%}",
+                           help="Should be close to 95 % (per bin, not simultaneous).")
+        figures["per-bin-error"] = ui.error_band_figure(truth, error, None if low is None else -high,
+                                                        None if low is None else -low,
+                                                        mechanism=entry["mechanism"])
+        st.plotly_chart(figures["per-bin-error"], key="release_error_chart")
+    a_low = a_high = None
+    if exact_answers is not None:
+        a_low, a_high = -exact_answers, exact_answers
+    elif simulated is not None:
+        a_low, a_high = -simulated["answers_high"], -simulated["answers_low"]
+    shown = slice(0, min(ui.SHOWN_QUERIES, release.answers.size))
+    st.subheader(f"Workload answers (first {shown.stop} of {release.answers.size:,} queries)")
+    figures["answers"] = ui.interval_figure(np.arange(shown.stop), workload.matvec(hist.vector)[shown],
+                                            release.answers[shown], None if a_low is None else a_low[shown],
+                                            None if a_high is None else a_high[shown],
+                                            mechanism=entry["mechanism"], x_title="query (index)",
+                                            y_title="answer (records)")
+    st.plotly_chart(figures["answers"], key="release_answers_chart")
+    return figures
+
+
+def _export_intervals(number: int, output: dict):
+    """The intervals exports carry (per value or simultaneous), computed now or on request; None until then."""
+    left, right = st.columns(2)
+    together = left.toggle("Simultaneous intervals (all values at once)", key="release_simultaneous",
+                           help="Off: each value's interval holds with 95 % probability. On: all of them "
+                                "hold together with 95 % probability (wider).")
+    cache = output.setdefault("export_intervals", {})
+    # Exact intervals (plain noise per value, or a data-independent strategy's noise) need no re-runs.
+    exact = output.get("exact", (None, None))[1] is not None
+    if "rerun_seconds" not in output and not exact:  # one re-run on the simulation path (the secure run's
+        output["rerun_seconds"] = ui.rerun_seconds(number)  # time includes loading OpenDP once)
+    if together not in cache and (exact or output["rerun_seconds"] * ui.EXPORT_INTERVAL_TRIALS
+                                  <= ui.AUTO_SIMULATION_SECONDS):
+        with st.spinner("Computing intervals from the released values…"):
+            ui.export_intervals(number, together)
+    elif together not in cache:
+        right.button(f"Compute intervals for the export (about "
+                     f"{output['rerun_seconds'] * ui.EXPORT_INTERVAL_TRIALS:.0f} s)", key="release_intervals",
+                     on_click=ui.export_intervals, args=(number, together))
+    intervals = cache.get(together)
+    if intervals is not None:
+        st.caption(f"Exports carry `lower`, `upper` and `level` = {intervals.level:g} for every value. "
+                   f"Method: {intervals.method}.")
+    return intervals
+
+
+def _downloads(number: int, entry: dict, output: dict, history: list[dict], truth_hist, intervals,
+               simulation: bool) -> None:
+    """The released values (CSV, JSON with metadata) and the release history."""
+    cols = st.columns(3)
+    if simulation:
+        cols[0].info(f"Release #{number} is a {SIMULATION_LABEL}: nothing to download.")
+    else:
+        csv_bytes, json_bytes = _export_files(output, entry, truth_hist, intervals)
+        cols[0].download_button("Released histogram (CSV)", csv_bytes,
+                                f"dplens-release-{number}.csv", "text/csv", key="release_csv", on_click="ignore",
+                                help="Only the released values, one column per axis named as your upload named "
+                                     "it, then count (or query, answer and each query in words).")
+        cols[1].download_button("Release with metadata (JSON)", json_bytes,
+                                f"dplens-release-{number}.json", "application/json", key="release_json",
+                                on_click="ignore",
+                                help="Mechanism, params, ε, privacy loss, neighbours, workload, noise path "
+                                     "and sampler, export id (its ledger spend), app version, timestamp.")
+    cols[2].download_button("Release history (CSV)", history_to_csv(history), "dplens-history.csv",
+                            "text/csv", key="release_history_csv", on_click="ignore",
+                            help="One row per charge (never a seed).")
+
+
+def _recipe_downloads(entry: dict, output: dict) -> None:
+    """The release's configuration as a Python script and a notebook (the data is not in them)."""
+    recipe = {"mechanism": entry["mechanism"], "settings": output["settings"], "workload": entry["workload"],
+              "epsilon": float(entry["epsilon"])}
+    try:
+        cols = st.columns(3)
+        cols[0].download_button("Recipe (Python script)", recipe_script(**recipe), "dplens_recipe.py",
+                                "text/x-python", key="release_recipe_py", on_click="ignore",
+                                help="Re-runs this configuration through dplens on a file you name; the data "
+                                     "is not in it. Secure noise: new values, same metadata.")
+        cols[1].download_button("Recipe (Jupyter notebook)", recipe_notebook(**recipe), "dplens_recipe.ipynb",
+                                "application/x-ipynb+json", key="release_recipe_ipynb", on_click="ignore",
+                                help="The same recipe as a notebook.")
+    except ValueError as err:
+        st.caption(f"No recipe for this release: {err}.")

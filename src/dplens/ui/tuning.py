@@ -1,0 +1,132 @@
+"""What Compare and Choose epsilon tune on: the private data (the curator's eyes only), a public dataset, or a DP
+proxy of the private data (a small recorded release that later tuning uses at no further cost).
+
+Choosing a mechanism or ε by looking at errors measured on the true counts is itself a use of the private data
+that no ledger charges: a choice tuned on public data or on a DP proxy is post-processing of public or already
+private information. The page says which, and a release records what its choice was tuned on.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dplens.core.data.domain import Histogram
+from dplens.core.privacy.definitions import target
+from dplens.core.queries.workloads import Identity
+from dplens.core.release.kernel import HistogramRequest, release_histogram
+from dplens.ui.datasets import dataset_choices, histogram, ledger_key, load_reference_histogram
+from dplens.ui.ledger import default_total, ledger, ledger_store
+from dplens.ui.privacy import definition, delta
+from dplens.ui.state import init_state
+
+PRIVATE = "private"
+PUBLIC_PREFIXES = ("sample:", "dpbench:")  # built-in samples and DPBench histograms are public
+PROXY_EPSILON = 0.1  # the default spend on a DP proxy: a small share of the default total of 5
+PRIVATE_NOTE = ("Tuned on the private data: for the curator's eyes only. Choosing a mechanism or ε from these "
+                "errors is itself a use of the private data that no ledger charges; tune on a public dataset or a "
+                "DP proxy to keep the choice free.")
+
+
+def _same_kind(hist: Histogram) -> bool:
+    return hist.domain.shape == histogram().domain.shape
+
+
+def _reference(key: str) -> Histogram:
+    ss = st.session_state
+    if key in ss.get("tuning_proxies", {}):
+        return ss.tuning_proxies[key]["hist"]
+    uploads = ss.get("uploads", {})
+    return uploads[key] if key in uploads else load_reference_histogram(key)
+
+
+def sources() -> dict[str, str]:
+    """What the current dataset can be tuned on: key -> label (only data of the same shape as the current)."""
+    init_state()
+    ss = st.session_state
+    choices = {PRIVATE: "the private data (your eyes only)"}
+    public = set(ss.get("public_uploads", set()))
+    current = ss.dataset_key
+    for key, proxy in ss.get("tuning_proxies", {}).items():
+        if proxy["for"] == ledger_key():
+            choices[key] = f"DP proxy of this data ({proxy['privacy']} spent)"
+    for key, label in dataset_choices().items():
+        if key == current:
+            continue
+        if key.startswith(PUBLIC_PREFIXES) or key in public:
+            try:
+                if _same_kind(_reference(key)):
+                    choices[key] = f"{label.split(' — ')[0]} (public)"
+            except ValueError:
+                continue
+    return choices
+
+
+def tuning_source() -> str:
+    """The chosen source's key (``PRIVATE`` when the choice no longer applies: another dataset, shape or proxy).
+
+    Kept in a plain session key (``tuning_choice``): a widget's state is dropped while its page is not shown.
+    """
+    choice = st.session_state.get("tuning_choice", PRIVATE)
+    return choice if choice in sources() else PRIVATE
+
+
+def tuning_histogram() -> Histogram:
+    """The histogram Compare and Choose epsilon run on."""
+    key = tuning_source()
+    return histogram() if key == PRIVATE else _reference(key)
+
+
+def tuning_key() -> str:
+    """The dataset key the tuning results are cached under."""
+    key = tuning_source()
+    return st.session_state.dataset_key if key == PRIVATE else f"{key} → {st.session_state.dataset_key}"
+
+
+def tuned_on() -> str:
+    """What a release's choice was tuned on, in words (for its metadata)."""
+    key = tuning_source()
+    return "the private data (not private: the curator looked at it)" if key == PRIVATE else sources()[key]
+
+
+def make_proxy() -> None:
+    """Button callback: release a noisy copy of the data (identity mechanism) through the release kernel, charged
+    to the dataset's ledger, and keep it as a tuning source for this dataset."""
+    ss = st.session_state
+    hist = histogram()
+    epsilon = float(ss.get("tuning_proxy_epsilon", PROXY_EPSILON))
+    try:
+        privacy = target("pure" if definition() == "pure" else definition(), epsilon, delta())
+        request = HistogramRequest("identity", {}, privacy, Identity(hist.domain.size), "identity", delta())
+        published = release_histogram(request, hist.counts, store=ledger_store(), fingerprint=ledger_key(),
+                                      name=f"{hist.name} (tuning proxy)", where="tuning proxy",
+                                      workspace=ss.get("workspace_id"), default_total=default_total())
+    except ValueError as err:  # over budget, bad ε: nothing charged
+        ss.flash_error = f"No DP proxy made: {err}"
+        return
+    key = f"proxy:{published.export_id[:12]}"
+    counts = published.release.estimate.clip(0).reshape(hist.domain.shape)  # clipping: post-processing
+    proxy = Histogram.from_counts(counts, labels=hist.labels, name=f"{hist.name} (DP proxy)"[:80],
+                                  axis_names=hist.domain.names)
+    ss.setdefault("tuning_proxies", {})[key] = {"for": ledger_key(), "privacy": str(privacy), "hist": proxy}
+    ss.tuning_choice = key
+    ledger()
+
+
+def tuning_controls(page: str) -> None:
+    """The "Tune on" choice for ``page`` (shared by the pages), the DP proxy button, and what it means."""
+    choices = sources()
+    ss = st.session_state
+    ss[f"{page}_tuning"] = tuning_source()  # the widget follows the session's choice on every page
+    left, right = st.columns([3, 2])
+    left.selectbox("Tune on", list(choices), format_func=choices.get, key=f"{page}_tuning",
+                   on_change=lambda: ss.update(tuning_choice=ss[f"{page}_tuning"]),
+                   help="Public data (built-in samples, DPBench, uploads you declared public) or a DP proxy keep "
+                        "the choice of mechanism and ε free of the private data.")
+    with right.popover("Make a DP proxy"):
+        st.number_input("ε to spend on a noisy copy", 0.001, 5.0, PROXY_EPSILON, key="tuning_proxy_epsilon",
+                        help="Charged once to this dataset's ledger; every later comparison on the copy is free.")
+        st.button("Spend and make the proxy", key=f"{page}_make_proxy", on_click=make_proxy)
+    if tuning_source() == PRIVATE:
+        st.warning(PRIVATE_NOTE)
+    else:
+        st.info(f"Tuned on {choices[tuning_source()]}: the choices made here cost the private data nothing more.")

@@ -10,11 +10,8 @@ from dplens import ui
 from dplens.core.mechanisms.om import om_decompose, structure_table
 from dplens.core.mechanisms.wda import WDA, division_table, expected_error
 from dplens.core.mechanisms.xiao import NOT_DP_LABEL, literal_max_distribution_not_dp, max_query_distribution
-from dplens.core.papers.reproduce import (
-    example_workloads,
-    ggs_example_table,
-    lee_clifton_tables,
-)
+from dplens.core.papers.examples import example_workloads, ggs_example_table
+from dplens.core.papers.zhao import lee_clifton_tables
 from dplens.core.queries.workloads import dense, hot_spot
 
 ui.init_state()

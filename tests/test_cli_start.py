@@ -84,8 +84,3 @@ def test_light_names_equal_the_registries():
     assert cli.DEFAULT_TOTAL_EPSILON == DEFAULT_TOTAL_EPSILON
     assert list(papers_cli.PAPERS) == list(REPRODUCTIONS)
 
-
-def test_reproduce_still_exports_the_parser_registration():
-    from dplens.core.papers import reproduce
-
-    assert reproduce.add_reproduce_command is papers_cli.add_reproduce_command

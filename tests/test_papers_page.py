@@ -6,7 +6,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dplens import ui
-from dplens.core.papers.reproduce import COLUMNS, REPRODUCTIONS, reproduce_om_times, reproduce_wda
+from dplens.core.papers.huang_om import reproduce_om_times
+from dplens.core.papers.li_wda import reproduce_wda
+from dplens.core.papers.reproduce import REPRODUCTIONS
+from dplens.core.papers.verdicts import COLUMNS
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/papers.py"

@@ -10,25 +10,16 @@ import pandas as pd
 import pytest
 
 from dplens.cli import main
+from dplens.core.papers.chen_sreb_gca import reproduce_sreb_gca
+from dplens.core.papers.huang_om import reproduce_om, reproduce_om_times
+from dplens.core.papers.li_wda import reproduce_wda
 from dplens.core.papers.literal import DEMOS, NOT_DP, run_demo
-from dplens.core.papers.reproduce import (
-    COLUMNS,
-    REPRODUCTIONS,
-    VERDICTS,
-    Verdict,
-    dpbench_dir,
-    figures,
-    paper_readings,
-    reading_table,
-    reproduce_om,
-    reproduce_om_times,
-    reproduce_sreb_gca,
-    reproduce_wda,
-    reproduce_xiao,
-    reproduce_zhao,
-    verdict_table,
-    write,
-)
+from dplens.core.papers.report import figures, write
+from dplens.core.papers.reproduce import REPRODUCTIONS, paper_readings
+from dplens.core.papers.reproduction import dpbench_dir, reading_table, verdict_table
+from dplens.core.papers.verdicts import COLUMNS, VERDICTS, Verdict
+from dplens.core.papers.xiao import reproduce_xiao
+from dplens.core.papers.zhao import reproduce_zhao
 
 ABSENT = Path("/nonexistent-dpbench")  # no DPBench files here: bundled samples stand in
 SMALL = {

@@ -13,15 +13,10 @@ from dplens import ui
 from dplens.core.data.domain import Histogram
 from dplens.core.mechanisms.lrm import LRM
 from dplens.core.papers.literal import DEMOS, NOT_DP, labelled, run_demo
-from dplens.core.papers.reproduce import (
-    MIN_TRIALS,
-    data_choices,
-    figures,
-    paper_readings,
-    reading_table,
-    run_reproduction,
-    verdict_table,
-)
+from dplens.core.papers.report import figures
+from dplens.core.papers.reproduce import paper_readings, run_reproduction
+from dplens.core.papers.reproduction import data_choices, reading_table, verdict_table
+from dplens.core.papers.verdicts import MIN_TRIALS
 
 GGS_EXAMPLE = np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000])  # sorted; GGS at λ = 10 groups it as [1,1,2,3] [8,9,10] [100] [120] [1000]
 

@@ -233,3 +233,14 @@ def judge(claim: str, paper: str, cases: Sequence[Case], *, dplens: str, literal
         qualifier = "" if not failed else f"{scope} {names(open_)}; fails {scope} {names(failed)}"
         return Verdict(claim, paper, dplens, INCONCLUSIVE, qualifier, literal=literal, interval=shown)
     return Verdict(claim, paper, dplens, FAILS, literal=literal, interval=shown)
+
+
+def difference(ours, theirs, margin: float = 1.0) -> Interval:
+    """ours − margin·theirs: exact when both are exact, else the t interval (Welch's for two groups of trials)."""
+    if np.ndim(ours) == 0 and np.ndim(theirs) == 0:
+        return exact(float(ours) - margin * float(theirs))
+    if np.ndim(theirs) == 0:
+        return interval(np.asarray(ours) - margin * float(theirs))
+    if np.ndim(ours) == 0:
+        return interval(float(ours) - margin * np.asarray(theirs))
+    return interval(ours, margin * np.asarray(theirs))

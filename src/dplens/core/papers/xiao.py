@@ -40,6 +40,7 @@ from dplens.core.papers.verdicts import (
 TABLE2_ALPHAS = (1.0, 0.5, 0.1, 0.05, 0.02, 0.01, 0.005)
 TABLE2_AVERAGE = (0.69, 1.3, 5.8, 12.0, 31.0, 63.5, 120.0)    # ×10⁻⁶, as printed
 TABLE2_MAX = (34.92, 88.7, 453.7, 623.9, 1724.0, 4284.0, 9107.0)
+TABLE2_PRINTED = dict(zip(TABLE2_ALPHAS, zip(TABLE2_AVERAGE, TABLE2_MAX, strict=True), strict=True))  # α → (average, max)
 
 
 def _xiao_cells(data_dir: Path | None, cells: int, records: int, data=None) -> tuple[np.ndarray, str]:
@@ -163,30 +164,7 @@ def reproduce_xiao(*, data: str | Path | None = None, data_dir: Path | None = No
     """
     alphas, versions = check_epsilons(epsilons, "epsilons (α)"), check_runs(versions or trials, "trials")
     cells, data = _xiao_cells(data_dir, 100, records, data)
-    gen = np.random.default_rng([seed, 1])
-    ends = np.sort(gen.integers(0, cells.size, size=(queries, 2)), axis=1)
-    printed = dict(zip(TABLE2_ALPHAS, zip(TABLE2_AVERAGE, TABLE2_MAX, strict=True), strict=True))
-    rows = []
-    for (ai, alpha), clip in itertools.product(enumerate(alphas), (True, False)):
-        noisy = cells + seeded_rng(seed, 2, ai).laplace(scale=1 / alpha, size=(versions, cells.size))
-        noisy = np.maximum(noisy, 0) if clip else noisy  # clipping at 0 biases sums over empty cells upwards
-        prefix = np.concatenate((np.zeros((versions, 1)), np.cumsum(noisy, axis=1)), axis=1)
-        noisy_sums = prefix[:, ends[:, 1] + 1] - prefix[:, ends[:, 0]]
-        true_prefix = np.concatenate(([0.0], np.cumsum(cells)))
-        true = (true_prefix[ends[:, 1] + 1] - true_prefix[ends[:, 0]]) / records
-        paper_average, paper_max = printed.get(alpha, (math.nan, math.nan))
-        for normalisation, denominator in (("public n", np.full((versions, 1), float(records))),
-                                           ("released total", noisy.sum(axis=1, keepdims=True))):
-            errors = np.abs(noisy_sums / denominator - true)
-            # per version: its average and its max over the queries; the interval is over the versions
-            for stat, per_version, paper in (("average", errors.mean(axis=1), paper_average),
-                                             ("max", errors.max(axis=1), paper_max)):
-                iv = interval(per_version)
-                rows.append({"experiment": "interval (Table 2)", "alpha": alpha, "clipped": clip,
-                             "normalisation": normalisation + ("" if clip else ", unclipped"), "statistic": stat,
-                             "value": iv.estimate, "low": iv.low, "high": iv.high, "versions": versions,
-                             "paper": paper * 1e-6})
-    intervals = pd.DataFrame(rows)
+    intervals = _table2(cells, records, alphas, versions, queries, seed)
     grid_2d = xiao_interval_2d(versions=versions_2d, queries=queries_2d, seed=seed)
     parity = xiao_parity(repetitions=parity_repetitions, seed=seed)
     max_table = _xiao_max_table(max_draws, seed)
@@ -199,7 +177,7 @@ def reproduce_xiao(*, data: str | Path | None = None, data_dir: Path | None = No
                 f"clip=False (unclipped): {at['public n, unclipped'] * 1e6:.1f} (public n; analytic ≈ 6.07·b = "
                 f"{6.07e6 / (at_alpha * records):.0f}); {zero_cells} of {cells.size} cells are zero, and clipping "
                 f"raises every zero cell's error from b to b/2 but adds a positive bias that sums over wide "
-                f"intervals; " + (f"the paper prints {printed[at_alpha][0]:g}" if at_alpha in printed
+                f"intervals; " + (f"the paper prints {TABLE2_PRINTED[at_alpha][0]:g}" if at_alpha in TABLE2_PRINTED
                                   else "Table 2 has no value at this α"),
                 *(f"2-D intervals, α = 0.05 ({'clipped' if r.clipped else 'unclipped'}): average "
                   f"{r.value * 1e6:.2f} ×10⁻⁶ (paper 7.0)" for r in grid_2d[grid_2d.statistic == "average"].itertuples()),
@@ -242,6 +220,34 @@ def reproduce_xiao(*, data: str | Path | None = None, data_dir: Path | None = No
                        "cells and UCI Adult (age × capital-gain) for the 2-D ones. The max query's literal "
                        "mechanism (§4.1.2) leaves conventions unspecified: the width of the window around each "
                        "record, whether its ends count, and the order in which the records are processed.")
+
+
+
+def _table2(cells: np.ndarray, records: int, alphas, versions: int, queries: int, seed: int) -> pd.DataFrame:
+    """Table 2's interval errors: per α, clipped or not, normalised by the public n or the released total."""
+    gen = np.random.default_rng([seed, 1])
+    ends = np.sort(gen.integers(0, cells.size, size=(queries, 2)), axis=1)
+    rows = []
+    for (ai, alpha), clip in itertools.product(enumerate(alphas), (True, False)):
+        noisy = cells + seeded_rng(seed, 2, ai).laplace(scale=1 / alpha, size=(versions, cells.size))
+        noisy = np.maximum(noisy, 0) if clip else noisy  # clipping at 0 biases sums over empty cells upwards
+        prefix = np.concatenate((np.zeros((versions, 1)), np.cumsum(noisy, axis=1)), axis=1)
+        noisy_sums = prefix[:, ends[:, 1] + 1] - prefix[:, ends[:, 0]]
+        true_prefix = np.concatenate(([0.0], np.cumsum(cells)))
+        true = (true_prefix[ends[:, 1] + 1] - true_prefix[ends[:, 0]]) / records
+        paper_average, paper_max = TABLE2_PRINTED.get(alpha, (math.nan, math.nan))
+        for normalisation, denominator in (("public n", np.full((versions, 1), float(records))),
+                                           ("released total", noisy.sum(axis=1, keepdims=True))):
+            errors = np.abs(noisy_sums / denominator - true)
+            # per version: its average and its max over the queries; the interval is over the versions
+            for stat, per_version, paper in (("average", errors.mean(axis=1), paper_average),
+                                             ("max", errors.max(axis=1), paper_max)):
+                iv = interval(per_version)
+                rows.append({"experiment": "interval (Table 2)", "alpha": alpha, "clipped": clip,
+                             "normalisation": normalisation + ("" if clip else ", unclipped"), "statistic": stat,
+                             "value": iv.estimate, "low": iv.low, "high": iv.high, "versions": versions,
+                             "paper": paper * 1e-6})
+    return pd.DataFrame(rows)
 
 
 def _xiao_max_table(max_draws: int, seed: int) -> pd.DataFrame:

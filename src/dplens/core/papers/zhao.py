@@ -48,6 +48,8 @@ LC_EXAMPLES = {"absence days {1,2,3,10}, mean": ((1, 2, 3, 10), "mean"),
                "school year {1,2,3,4}, mean": ((1, 2, 3, 4), "mean"),
                "absence days {1,2,3,10}, median": ((1, 2, 3, 10), "median")}
 KOUFOGIANNIS_SCHEDULE = (0.1, 0.3, 1.0, 2.0)  # keep probabilities (ε_t/ε_{t+1})²: 1/9, 0.09, 0.25
+NOISE_REDUCTION, DOUBLING = "accuracy-first (noise reduction + AT)", "doubling"  # the searches compared
+THEORY = "theory ε = √2/α (Laplace, exact for RMSE)"
 
 
 def lee_clifton_table3(epsilons) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -103,14 +105,14 @@ def _accuracy_first(x: np.ndarray, targets, trials: int, seed: int) -> pd.DataFr
             # theory is not None: the identity workload has a formula
             first = accuracy_first(x, workload, alpha, epsilon_max=10 * theory, epsilon_min=0.01, rng=rng)  # type: ignore[operator]
             double = doubling_search(x, workload, alpha, epsilon_max=10 * theory, epsilon_min=0.01, rng=rng)  # type: ignore[operator]
-            rows += [{"alpha": alpha, "method": "accuracy-first (noise reduction + AT)", "trial": t,
+            rows += [{"alpha": alpha, "method": NOISE_REDUCTION, "trial": t,
                       "value": first.ex_post_loss, "succeeded": first.succeeded,
                       "achieved_rmse": float(first.errors[first.stopped_at]) if first.succeeded else math.nan},
-                     {"alpha": alpha, "method": "doubling", "trial": t, "value": double.privacy_loss,
+                     {"alpha": alpha, "method": DOUBLING, "trial": t, "value": double.privacy_loss,
                       "succeeded": double.stopped_at is not None,
                       "achieved_rmse": (float(double.errors[double.stopped_at]) if double.stopped_at is not None
                                         else math.nan)},
-                     {"alpha": alpha, "method": "theory ε = √2/α (Laplace, exact for RMSE)", "trial": t,
+                     {"alpha": alpha, "method": THEORY, "trial": t,
                       "value": theory, "succeeded": True, "achieved_rmse": alpha}]
     return pd.DataFrame(rows).assign(metric="ex-post privacy loss")
 
@@ -157,16 +159,57 @@ def reproduce_zhao(*, data: str | Path | None = None, data_dir: Path | None = No
     keep = _keep_probabilities(coordinates, seed)
     x, label = dataset_or_sample("HEPTH", "smooth", data_dir, data)
     search = _accuracy_first(x, targets, trials, seed)
-    known = posterior.dropna(subset=["paper"])
-    table3_gap = float((known.value - known.paper).abs().max()) if len(known) else math.nan
     by = bounds.pivot_table(index=["example", "delta_f", "delta_v"], columns="bound", values="value",
                             sort=False).reset_index().set_index("example")
     summary_table = _search_summary(search)
+    findings = _zhao_findings(posterior, by, keep, summary_table, label, trials)
+    verdicts = _zhao_verdicts(posterior, by, keep, search, summary_table, targets, trials, coordinates)
+    readings = zhao_readings()
+    return Reproduction(
+        "zhao", "Zhao — choosing ε: Lee & Clifton, Koufogiannis, Ligett et al.",
+        claim="Lee & Clifton's posteriors (Table 3) and ε bounds for a risk target ρ (Eqs. 5, 7; the median at "
+              "ε ≤ 4 ln 2 ≈ 2.776); Koufogiannis' gradual release costs only the last ε; Ligett et al.'s "
+              "accuracy-first search spends far less privacy than inverting the utility theorem "
+              "(Zhao §5: ≈ 5 vs ≈ 20 at α ≈ 0.05 on Twitter; Zhao does not mention doubling, Ligett et al. "
+              "compare with it too).",
+        measure="Exact posteriors at γ = 2 on Lee & Clifton's absence-days worlds, ε_upper and ε_tight at ρ = 1/3; "
+                f"the keep rates of the backward and forward constructions on {coordinates:,} coordinates with a "
+                "KS test of each release against Lap(1/ε_t); and accuracy-first (noise reduction over a geometric "
+                "grid up to ε_max = 10× theory, AboveThreshold 'opt') against doubling on the identity "
+                f"workload with an RMSE target, {trials} runs per target, next to the exact theory ε = √2/α.",
+        data=label, tables={"table3": posterior, "bounds": bounds, "keep": keep, "search": search,
+                            "search_summary": summary_table},
+        findings=findings, verdicts=verdicts, readings=readings,
+        not_reproduced="Zhao's Twitter regression experiment (Ligett et al.'s ridge/logistic regression on the "
+                       "'buzz in social media' records) needs the records and a private regression, which dplens "
+                       "does not have: dplens releases histograms and linear queries.")
+
+
+def lee_clifton_tables(epsilons=tuple(TABLE3)) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Lee & Clifton's Table 3 (posterior at γ = 2, next to the printed values) and ε_upper / ε_tight at ρ = 1/3.
+
+    >>> posterior, bounds = lee_clifton_tables((2.0,))
+    >>> posterior.value.round(4).tolist(), round(float(bounds.value.iloc[1]), 7)
+    ([0.6825, 0.1315, 0.1039, 0.0821], 0.4317201)
+    """
+    return lee_clifton_table3(check_epsilons(epsilons))
+
+
+
+def _table3_gap(posterior: pd.DataFrame) -> tuple[pd.DataFrame, float]:
+    """The Table 3 rows with a printed value, and the largest gap between ours and the printed ones."""
+    known = posterior.dropna(subset=["paper"])
+    return known, float((known.value - known.paper).abs().max()) if len(known) else math.nan
+
+
+def _zhao_findings(posterior: pd.DataFrame, by: pd.DataFrame, keep: pd.DataFrame, summary_table: pd.DataFrame,
+                   label: str, trials: int) -> tuple[str, ...]:
+    """One line per Table 3 check, bound, keep probability and accuracy target, computed from the numbers."""
+    known, table3_gap = _table3_gap(posterior)
     means = summary_table.set_index(["alpha", "method"]).value.unstack()
     success = summary_table.set_index(["alpha", "method"]).stop_rate.unstack()
-    nr, doubling = "accuracy-first (noise reduction + AT)", "doubling"
-    theory = "theory ε = √2/α (Laplace, exact for RMSE)"
-    findings = (f"Table 3: posteriors at γ = 2 match the printed values to within {table3_gap:.1e}"
+    nr, doubling, theory = NOISE_REDUCTION, DOUBLING, THEORY
+    return (f"Table 3: posteriors at γ = 2 match the printed values to within {table3_gap:.1e}"
                 if len(known) else "Table 3: no printed ε among those asked for",
                 *(f"{row.example}: Δf = {row.delta_f:.4g}, Δv = {row.delta_v:g}, ε_upper(ρ = 1/3) = "
                   f"{row.epsilon_upper:.7f}, ε_tight = {row.epsilon_tight:.7f}"
@@ -179,6 +222,14 @@ def reproduce_zhao(*, data: str | Path | None = None, data_dir: Path | None = No
                   f"{success.loc[alpha].get(nr, 0):.0%} of {trials} runs), doubling {r.get(doubling, math.nan):.2f} "
                   f"({success.loc[alpha].get(doubling, 0):.0%}); theory ε = √2/α = {r[theory]:.3f}"
                   for alpha, r in means.iterrows()))
+
+
+def _zhao_verdicts(posterior: pd.DataFrame, by: pd.DataFrame, keep: pd.DataFrame, search: pd.DataFrame,
+                   summary_table: pd.DataFrame, targets, trials: int, coordinates: int) -> tuple[Verdict, ...]:
+    """Zhao's claims: Table 3, the upper bound, the median example, Koufogiannis' keep rates, accuracy-first."""
+    known, table3_gap = _table3_gap(posterior)
+    means = summary_table.set_index(["alpha", "method"]).value.unstack()
+    nr, doubling, theory = NOISE_REDUCTION, DOUBLING, THEORY
     median = by.loc["absence days {1,2,3,10}, median"]
     stopped = search[search.succeeded]
 
@@ -192,7 +243,7 @@ def reproduce_zhao(*, data: str | Path | None = None, data_dir: Path | None = No
                        above=-0.01, below=0.01) for r in keep.itertuples()]
     keep_cases.append(case("smallest KS p-value (each release against Lap(1/ε_t), test at 0.001)",
                            exact(keep.ks_pvalue.min()), above=0.001))
-    verdicts = (
+    return (
         Verdict("Lee & Clifton Table 3: posterior β(ω) for ε ∈ {5, 2, 1, 0.5, 0.1, 0.01}", "4-decimal table",
                 "none of the ε values asked for is printed in Table 3", NOT_REPRODUCIBLE) if not len(known) else
         judge("Lee & Clifton Table 3: posterior β(ω) for ε ∈ {5, 2, 1, 0.5, 0.1, 0.01}", "4-decimal table",
@@ -233,32 +284,3 @@ def reproduce_zhao(*, data: str | Path | None = None, data_dir: Path | None = No
                 interval="; ".join(f"α = {alpha:g}: {interval(runs(alpha, nr) - theory_value)}" for alpha, theory_value
                                    in ((a, math.sqrt(2) / a) for a in targets))),
     )
-    readings = zhao_readings()
-    return Reproduction(
-        "zhao", "Zhao — choosing ε: Lee & Clifton, Koufogiannis, Ligett et al.",
-        claim="Lee & Clifton's posteriors (Table 3) and ε bounds for a risk target ρ (Eqs. 5, 7; the median at "
-              "ε ≤ 4 ln 2 ≈ 2.776); Koufogiannis' gradual release costs only the last ε; Ligett et al.'s "
-              "accuracy-first search spends far less privacy than inverting the utility theorem "
-              "(Zhao §5: ≈ 5 vs ≈ 20 at α ≈ 0.05 on Twitter; Zhao does not mention doubling, Ligett et al. "
-              "compare with it too).",
-        measure="Exact posteriors at γ = 2 on Lee & Clifton's absence-days worlds, ε_upper and ε_tight at ρ = 1/3; "
-                f"the keep rates of the backward and forward constructions on {coordinates:,} coordinates with a "
-                "KS test of each release against Lap(1/ε_t); and accuracy-first (noise reduction over a geometric "
-                "grid up to ε_max = 10× theory, AboveThreshold 'opt') against doubling on the identity "
-                f"workload with an RMSE target, {trials} runs per target, next to the exact theory ε = √2/α.",
-        data=label, tables={"table3": posterior, "bounds": bounds, "keep": keep, "search": search,
-                            "search_summary": summary_table},
-        findings=findings, verdicts=verdicts, readings=readings,
-        not_reproduced="Zhao's Twitter regression experiment (Ligett et al.'s ridge/logistic regression on the "
-                       "'buzz in social media' records) needs the records and a private regression, which dplens "
-                       "does not have: dplens releases histograms and linear queries.")
-
-
-def lee_clifton_tables(epsilons=tuple(TABLE3)) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Lee & Clifton's Table 3 (posterior at γ = 2, next to the printed values) and ε_upper / ε_tight at ρ = 1/3.
-
-    >>> posterior, bounds = lee_clifton_tables((2.0,))
-    >>> posterior.value.round(4).tolist(), round(float(bounds.value.iloc[1]), 7)
-    ([0.6825, 0.1315, 0.1039, 0.0821], 0.4317201)
-    """
-    return lee_clifton_table3(check_epsilons(epsilons))

@@ -6,17 +6,23 @@ None when the error depends on the data), and ``data_dependent`` / ``synthesizes
 
 >>> from dplens.core.queries.marginals import MarginalWorkload, TableDomain
 >>> w = MarginalWorkload.all_kway(TableDomain(("a", "b", "c"), (2, 3, 4)), 2)
->>> [round(TABLE_MECHANISMS[n].expected_rmse(w, 0.5), 4) for n in ("identity", "residual-planner")]
+>>> [round(TABLE_MECHANISMS[n].expected_rmse(w, 0.5), 4) for n in ("gaussian-marginals", "residual-planner")]
 [1.7321, 1.3985]
+
+Each class states its settings' valid values (``PARAMETER_RANGES``, as the histogram mechanisms do) and a one-line
+``summary``; :func:`table_mechanism` builds one from them. ``dplens.core.registry`` lists these beside the
+histogram mechanisms.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
+from dplens.core.mechanisms import MECHANISMS, Range, configure
 from dplens.core.privacy.noise import add_gaussian
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.contract import INTERVAL_LEVEL, TableRelease, check_rho
@@ -53,7 +59,9 @@ def identity_marginals(workload: MarginalWorkload, records: np.ndarray, rho: flo
 class IdentityMarginals:
     """Gaussian noise on every cell of every workload marginal (the baseline every strategy must beat)."""
 
-    name = "identity"
+    summary: ClassVar[str] = "Gaussian noise on every marginal cell; error in closed form."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
+    name = "gaussian-marginals"
     data_dependent = False
     synthesizes = False
 
@@ -75,6 +83,8 @@ class IdentityMarginals:
 class ResidualPlannerMechanism:
     """ResidualPlanner (Xiao et al., NeurIPS 2023): the optimal Gaussian strategy for marginals (sum of variances)."""
 
+    summary: ClassVar[str] = "The optimal Gaussian strategy for marginals (ResidualPlanner); error in closed form."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
     name = "residual-planner"
     data_dependent = False
     synthesizes = False
@@ -96,6 +106,8 @@ class ResidualPlannerMechanism:
 class HDMMMarginals:
     """HDMM's marginals strategy OPT_M (McKenna et al., VLDB 2018) with Laplace noise at ε = √(2ρ), least squares."""
 
+    summary: ClassVar[str] = "HDMM's marginals strategy with Laplace noise (pure DP); error in closed form."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
     name = "hdmm-marginals"
     data_dependent = False
     synthesizes = False
@@ -128,23 +140,21 @@ class MarginalHistograms:
     """
 
     method: str = "hb"
+    summary: ClassVar[str] = "A histogram mechanism (hb by default) on each 1- or 2-way marginal; ρ split equally."
+    # the built-in histogram mechanisms (dplens.core.registry.register adds no choice here)
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"method": Range(choices=tuple(MECHANISMS))}
     name = "histograms"
     synthesizes = False
 
     def __post_init__(self) -> None:
-        from dplens.core.mechanisms import MECHANISMS
-
         if self.method not in MECHANISMS:
             raise ValueError(f"method {self.method!r} is not a histogram mechanism; one of: {', '.join(MECHANISMS)}")
 
     @property
     def data_dependent(self) -> bool:
-        from dplens.core.mechanisms import MECHANISMS
-
         return bool(MECHANISMS[self.method].data_dependent)
 
     def _each(self, workload: MarginalWorkload, rho: float):
-        from dplens.core.mechanisms import MECHANISMS
         from dplens.core.mechanisms.gaussian import for_privacy
         from dplens.core.privacy.definitions import ZCDP
 
@@ -152,7 +162,7 @@ class MarginalHistograms:
         wide = [m for m in workload.marginals if len(m) > 2]
         if wide:
             raise ValueError(f"histogram mechanisms release 1- or 2-way marginals; {'+'.join(wide[0])} is "
-                             f"{len(wide[0])}-way (use residual-planner, identity or a synthesiser)")
+                             f"{len(wide[0])}-way (use residual-planner, gaussian-marginals or a synthesiser)")
         return for_privacy(MECHANISMS[self.method], ZCDP(rho / len(workload.marginals)))
 
     def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float | None:
@@ -215,36 +225,29 @@ def _cell_halfwidths(mechanism, release, workload: MarginalWorkload, index: int)
         np.asarray(half, dtype=float).reshape(workload.domain.sizes_of(workload.marginals[index]))
 
 
-TABLE_MECHANISMS = {m.name: m for m in (IdentityMarginals(), ResidualPlannerMechanism(), HDMMMarginals(),
-                                              MarginalHistograms(), IdentityPGM(), MST(), AIM())}
-# Settings a user may pass per mechanism (name -> type); anything else is refused by table_mechanism().
-TABLE_SETTINGS: dict[str, dict[str, type]] = {
-    "mst": {"measure_split": float, "iters": int},
-    "aim": {"rounds": int, "max_size": float, "measure_split": float, "round_iters": int, "iters": int},
-    "identity-pgm": {"iters": int, "noise": str},
-    "histograms": {"method": str},
-}
+# The tables layer's catalogue, read by name here and in dplens.core.tables.compare (below the registry). Add a
+# mechanism with dplens.core.registry.register, which keeps this in step with the registry.
+TABLE_MECHANISMS: dict[str, Any] = {m.name: m for m in (IdentityMarginals(), ResidualPlannerMechanism(),
+                                                        HDMMMarginals(), MarginalHistograms(), IdentityPGM(), MST(),
+                                                        AIM())}
 
 
 def table_mechanism(name: str, **settings: object):
-    """The registered mechanism ``name``, built with ``settings`` (strings are converted; unknown ones refused).
+    """The registered mechanism ``name``, built with ``settings``: the keys of its class's ``PARAMETER_RANGES``
+    (strings are converted, values range-checked; anything else is refused).
 
     >>> table_mechanism("mst", measure_split="0.5").measure_split
     0.5
+    >>> table_mechanism("mst", rounds=3)
+    Traceback (most recent call last):
+    ValueError: rounds is not a setting of mst (mst takes measure_split, iters)
     """
     if name not in TABLE_MECHANISMS:
         raise ValueError(f"mechanism {name!r} is not a table mechanism; one of: {', '.join(TABLE_MECHANISMS)}")
-    allowed = TABLE_SETTINGS.get(name, {})
+    mechanism = TABLE_MECHANISMS[name]
+    allowed = getattr(type(mechanism), "PARAMETER_RANGES", {})
     unknown = sorted(set(settings) - set(allowed))
     if unknown:
         takes = ", ".join(allowed) or "no settings"
         raise ValueError(f"{unknown[0]} is not a setting of {name} ({name} takes {takes})")
-    if not settings:
-        return TABLE_MECHANISMS[name]
-    converted = {}
-    for key, value in settings.items():
-        try:
-            converted[key] = allowed[key](value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{key} of {name} must be a {allowed[key].__name__}, got {value!r}") from None
-    return type(TABLE_MECHANISMS[name])(**converted)
+    return configure(mechanism, settings) if settings else mechanism

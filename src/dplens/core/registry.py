@@ -1,0 +1,176 @@
+"""One registry of every mechanism dplens offers: histogram mechanisms and table mechanisms, by unique name.
+
+Adding a mechanism is one step: write its class (a frozen dataclass with ``name``, ``data_dependent``,
+``summary``, ``PARAMETER_RANGES`` and ``run``) and call :func:`register` on an instance. The pickers, the command
+line and the generated reference read this registry, so nothing else changes.
+
+>>> REGISTRY["hb"].input_kind, REGISTRY["gaussian-marginals"].input_kind
+('histogram', 'table')
+>>> mechanism("hb").name
+'hb'
+
+The layers below this one (analysis, tables) look mechanisms up by name in their own catalogues,
+``dplens.core.mechanisms.MECHANISMS`` and ``dplens.core.tables.mechanisms.TABLE_MECHANISMS``: the
+registry stores each mechanism there (:func:`register` and :func:`unregister` are the only writers), and
+``REGISTRY`` is the read-only union of the two, so a registered mechanism is found everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+from dplens.core.mechanisms import MECHANISMS, Mechanism
+from dplens.core.queries.marginals import MarginalWorkload
+from dplens.core.tables.contract import TableRelease
+from dplens.core.tables.mechanisms import TABLE_MECHANISMS
+
+InputKind = Literal["histogram", "table"]
+
+
+@runtime_checkable
+class TableMechanism(Protocol):
+    """What every table mechanism provides (dplens.core.tables.contract: ρ-zCDP on a table of records)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def data_dependent(self) -> bool: ...
+
+    @property
+    def synthesizes(self) -> bool: ...
+
+    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float,
+            rng: np.random.Generator) -> TableRelease: ...
+
+    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered mechanism and the input it takes: a histogram (``run(x, workload, epsilon, rng)``) or a
+    table of records (``run(workload, records, rho, rng)``)."""
+
+    mechanism: Any
+    input_kind: InputKind
+
+    @property
+    def name(self) -> str:
+        return self.mechanism.name
+
+    @property
+    def summary(self) -> str:
+        """The class's one-line ``summary`` (what the pickers show)."""
+        return getattr(type(self.mechanism), "summary", "")
+
+
+_CATALOGUES: dict[InputKind, dict[str, Any]] = {"histogram": MECHANISMS, "table": TABLE_MECHANISMS}
+
+
+class _Registry(Mapping[str, Entry]):
+    """The union of the two catalogues, histogram mechanisms first, each in its registration order; read-only."""
+
+    def __getitem__(self, name: str) -> Entry:
+        for kind, catalogue in _CATALOGUES.items():
+            if name in catalogue:
+                return Entry(catalogue[name], kind)
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        for catalogue in _CATALOGUES.values():
+            yield from catalogue
+
+    def __len__(self) -> int:
+        return sum(len(catalogue) for catalogue in _CATALOGUES.values())
+
+    def __repr__(self) -> str:
+        return f"REGISTRY({', '.join(self)})"
+
+
+REGISTRY: Mapping[str, Entry] = _Registry()
+
+_SHARED = sorted(set(MECHANISMS) & set(TABLE_MECHANISMS))
+if _SHARED:  # one name, one mechanism: the pickers and the command line resolve names through the registry
+    raise ValueError(f"mechanism names must be unique across histograms and tables; both define {_SHARED}")
+
+
+def input_kind(mechanism: object) -> InputKind:
+    """Which input ``mechanism`` takes: "table" when it has the table contract (``synthesizes``,
+    ``expected_rmse``), "histogram" when it has the histogram one (``Mechanism``); else a ValueError.
+
+    >>> input_kind(MECHANISMS["hb"]), input_kind(TABLE_MECHANISMS["mst"])
+    ('histogram', 'table')
+    """
+    if isinstance(mechanism, TableMechanism):
+        return "table"
+    if isinstance(mechanism, Mechanism):
+        return "histogram"
+    raise ValueError(f"mechanism {mechanism!r} has neither contract: a histogram mechanism has name, data_dependent, "
+                     "run(x, workload, epsilon, rng) and expected_mse; a table mechanism has name, data_dependent, "
+                     "synthesizes, run(workload, records, rho, rng) and expected_rmse")
+
+
+def register(mechanism: Any) -> Any:
+    """Add ``mechanism`` under its ``name`` and return it; a name already registered is refused.
+
+    >>> register(MECHANISMS["hb"])
+    Traceback (most recent call last):
+    ValueError: mechanism name 'hb' is already registered (a histogram mechanism); choose another name
+    """
+    kind = input_kind(mechanism)
+    name = mechanism.name
+    if not isinstance(name, str) or not name or name != name.lower() or any(c in name for c in " _"):
+        raise ValueError(f"mechanism name must be lower-case kebab-case (like 'greedy-h'), got {name!r}")
+    if name in REGISTRY:
+        raise ValueError(f"mechanism name {name!r} is already registered (a {REGISTRY[name].input_kind} "
+                         "mechanism); choose another name")
+    _CATALOGUES[kind][name] = mechanism
+    return mechanism
+
+
+def unregister(name: str) -> None:
+    """Remove the mechanism ``name`` (for tests that register one of their own).
+
+    >>> unregister("no-such-mechanism")
+    Traceback (most recent call last):
+    ValueError: unknown mechanism 'no-such-mechanism'; nothing to unregister
+    """
+    if name not in REGISTRY:
+        raise ValueError(f"unknown mechanism {name!r}; nothing to unregister")
+    del _CATALOGUES[REGISTRY[name].input_kind][name]
+
+
+def histogram_mechanisms() -> dict[str, Mechanism]:
+    """Every registered histogram mechanism by name, in registration order.
+
+    >>> list(histogram_mechanisms())[:3]
+    ['identity', 'laplace-on-answers', 'uniform']
+    """
+    return dict(MECHANISMS)
+
+
+def table_mechanisms() -> dict[str, TableMechanism]:
+    """Every registered table mechanism by name, in registration order.
+
+    >>> list(table_mechanisms())[:2]
+    ['gaussian-marginals', 'residual-planner']
+    """
+    return dict(TABLE_MECHANISMS)
+
+
+def mechanism(name: str, kind: InputKind | None = None) -> Any:
+    """The registered mechanism ``name`` (of input ``kind`` when given); a ValueError names it and the choices.
+
+    >>> mechanism("mst", kind="histogram")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: unknown histogram mechanism 'mst'; choose from identity, laplace-on-answers, uniform, wda, om, ...
+    """
+    choices = [n for n, entry in REGISTRY.items() if kind is None or entry.input_kind == kind]
+    if name not in choices:
+        what = f"{kind} mechanism" if kind else "mechanism"
+        raise ValueError(f"unknown {what} {name!r}; choose from {', '.join(choices)}")
+    return REGISTRY[name].mechanism

@@ -17,10 +17,12 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from dplens.core.extras import require
+from dplens.core.mechanisms.contract import RATIO_RANGE, Range
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.contract import TableRelease, check_rho
 from dplens.core.tables.sampler import synthesize_table
@@ -115,6 +117,7 @@ ESTIMATOR_ITERS = 1000  # private-pgm's mirror-descent iterations (OpenDP's defa
 AIM_ROUND_ITERS = 300   # per AIM round, warm-started from the previous model (100 cost 0.083 vs 0.065 TVD on Adult)
 AIM_MAX_SIZE = 20.0     # MB of the largest model AIM may select (OpenDP: 80); bounds its run time on Adult
 AIM_ROUNDS = 50         # AIM's initial step is ρ/rounds (OpenDP: 16 × attributes); fewer rounds, fewer fits
+ITERS_RANGE = Range(1, 100_000, integer=True)  # mirror-descent iterations a setting may ask for
 
 
 def _check_split(name: str, value: float) -> None:
@@ -231,6 +234,8 @@ class MST(_OpenDPTable):
 
     measure_split: float = 0.9
     iters: int = ESTIMATOR_ITERS
+    summary: ClassVar[str] = "MST synthetic records (OpenDP): 1-way marginals and a tree of 2-way ones; slow."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"measure_split": RATIO_RANGE, "iters": ITERS_RANGE}
     name = "mst"
     opendp_name = "MST"
 
@@ -270,6 +275,10 @@ class AIM(_OpenDPTable):
     measure_split: float = 0.9
     round_iters: int = AIM_ROUND_ITERS
     iters: int = ESTIMATOR_ITERS
+    summary: ClassVar[str] = "AIM synthetic records (OpenDP): measures the worst-fitted marginals; the slowest."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
+        "rounds": Range(1, 10_000, integer=True), "max_size": Range(0, 4096, open=True),
+        "measure_split": RATIO_RANGE, "round_iters": ITERS_RANGE, "iters": ITERS_RANGE}
     name = "aim"
     opendp_name = "AIM"
 
@@ -308,6 +317,8 @@ class IdentityPGM(_OpenDPTable):
 
     iters: int = ESTIMATOR_ITERS
     noise: str = "gaussian"
+    summary: ClassVar[str] = "Noise on every marginal, fitted by a graphical model (private-pgm): synthetic records."
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"iters": ITERS_RANGE, "noise": Range(choices=("gaussian", "laplace"))}
     name = "identity-pgm"
     opendp_name = "Fixed"
 

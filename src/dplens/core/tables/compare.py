@@ -199,19 +199,8 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
     the full ρ) and ``synth_trials`` runs per ρ (default ``trials``). ``progress(fraction, text)``: the fraction of
     the expected time, the text with the elapsed time and an estimate of what is left.
     """
-    for label, value in (("trials", trials), ("synth_trials", trials if synth_trials is None else synth_trials)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
-            raise ValueError(f"{label} must be an integer from 1 to 1000, got {value!r}")
-    rhos = [check_rho(r) for r in rhos]
-    if not rhos or not mechanisms:
-        raise ValueError("choose at least one mechanism and one rho")
-    settings = settings or {}
-    instances = {}
-    for name in mechanisms:
-        mechanism = table_mechanism(name, **settings.get(name, {}))
-        if mechanism.synthesizes and COMPARE_SETTINGS.get(name):
-            mechanism = table_mechanism(name, **compare_settings(name, settings.get(name)))
-        instances[name] = mechanism
+    rhos = _checked(trials, synth_trials, rhos, mechanisms)
+    instances = _instances(mechanisms, settings or {})
     evaluation = evaluation or workload
     if evaluation.domain != workload.domain:
         raise ValueError("the evaluation marginals must be on the workload's table")
@@ -223,17 +212,8 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
     def runs_of(mechanism) -> int:
         return (synth_trials or trials) if mechanism.synthesizes else trials
 
-    pairs, done, jobs = [], {}, []  # pairs in order; finished frames by pair; (pair index, trial) still to run
-    for name, mechanism in instances.items():
-        for rho in rhos:
-            n = runs_of(mechanism)
-            key = (data_key, repr((workload, evaluation)), repr(mechanism), rho, n, int(seed))
-            pairs.append((name, rho, key))
-            hit = cache.get(key) if cache is not None else None
-            if hit is not None:
-                done[len(pairs) - 1] = {"frame": hit[0]}
-            else:
-                jobs += [(len(pairs) - 1, trial) for trial in range(n)]
+    pairs, done, jobs = _plan(instances, rhos, runs_of, cache,
+                              (data_key, repr((workload, evaluation))), int(seed))
     clock = _Clock([(pairs[i][0], instances[pairs[i][0]].synthesizes) for i, _ in jobs], workers, progress)
     rows: dict[int, list] = {}
     stopped = False
@@ -272,6 +252,56 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
     if not stopped and pooled:
         stopped = _run_pooled(pooled, pairs, instances, workload, records, seed, deadline, workers, clock, score,
                               halted, runs_of)
+    frames = _frames(pairs, done, rows, cache, lambda name: runs_of(instances[name]))
+    if progress is not None:
+        progress(1.0, f"done in {_clock(time.monotonic() - clock.start)}")
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+    df.attrs["stopped"] = stopped
+    return df
+
+
+def _checked(trials: int, synth_trials: int | None, rhos: Sequence[float], mechanisms: Sequence[str]) -> list[float]:
+    """The ρ values, checked, once the run counts are integers in [1, 1000] and something is chosen."""
+    for label, value in (("trials", trials), ("synth_trials", trials if synth_trials is None else synth_trials)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+            raise ValueError(f"{label} must be an integer from 1 to 1000, got {value!r}")
+    checked = [check_rho(r) for r in rhos]
+    if not checked or not mechanisms:
+        raise ValueError("choose at least one mechanism and one rho")
+    return checked
+
+
+def _instances(mechanisms: Sequence[str], settings: dict[str, dict]) -> dict:
+    """Each named table mechanism with its settings; synthesisers with the comparison's (estimation) settings."""
+    instances = {}
+    for name in mechanisms:
+        mechanism = table_mechanism(name, **settings.get(name, {}))
+        if mechanism.synthesizes and COMPARE_SETTINGS.get(name):
+            mechanism = table_mechanism(name, **compare_settings(name, settings.get(name)))
+        instances[name] = mechanism
+    return instances
+
+
+def _plan(instances: dict, rhos: Sequence[float], runs_of: Callable, cache: SweepCache | None, key_prefix: tuple,
+          seed: int) -> tuple[list, dict, list]:
+    """The (mechanism, ρ) pairs in order with their cache keys, the pairs the cache already holds (by index), and
+    the (pair index, trial) runs still to do."""
+    pairs, done, jobs = [], {}, []
+    for name, mechanism in instances.items():
+        for rho in rhos:
+            n = runs_of(mechanism)
+            key = (*key_prefix, repr(mechanism), rho, n, seed)
+            pairs.append((name, rho, key))
+            hit = cache.get(key) if cache is not None else None
+            if hit is not None:
+                done[len(pairs) - 1] = {"frame": hit[0]}
+            else:
+                jobs += [(len(pairs) - 1, trial) for trial in range(n)]
+    return pairs, done, jobs
+
+
+def _frames(pairs: list, done: dict, rows: dict, cache: SweepCache | None, runs: Callable[[str], int]) -> list:
+    """One frame per pair that has rows (cached, or run now); a pair run to completion goes into the cache."""
     frames = []
     for index, (name, _rho, key) in enumerate(pairs):
         if index in done:
@@ -282,13 +312,9 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
             continue
         frame = pd.DataFrame(found, columns=COLUMNS)
         frames.append(frame)
-        if cache is not None and len(found) == runs_of(instances[name]):
+        if cache is not None and len(found) == runs(name):
             cache.put(key, frame)
-    if progress is not None:
-        progress(1.0, f"done in {_clock(time.monotonic() - clock.start)}")
-    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
-    df.attrs["stopped"] = stopped
-    return df
+    return frames
 
 
 def _run_pooled(jobs, pairs, instances, workload, records, seed, deadline, workers, clock, score, halted,

@@ -233,31 +233,31 @@ def test_ahp_releases_equal_the_vectorised_version(epsilon, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- SReB_GCA: the Python GGS loop
-def _old_ggs(sorted_noisy: np.ndarray, scale: float, delta: float = 1.0) -> list[int]:
+def _old_ggs(sorted_noisy: np.ndarray, scale: float, error_floor: float = 1.0) -> list[int]:
     """Greedy group search (Chen et al. 2024, Definition 5 / Algorithm 2, corrected: λ2 in the body, the group
     closed at r − 1, noisy values clamped at 0 and floored at δ).
 
     Args:
         sorted_noisy: noisy bin values, sorted ascending and clamped at 0 (post-processing only).
         scale: λ2 = 1/ε2, the Laplace scale of the stage-2 group sums.
-        delta: relative-error floor δ.
+        error_floor: relative-error floor δ.
 
     Returns:
         The (0-based, inclusive) end positions of every group but the last.
     """
     values = np.asarray(sorted_noisy, dtype=float)
-    delta = _check_floor(delta)
+    error_floor = _check_floor(error_floor)
     if np.any(np.diff(values) < 0):
         raise ValueError("ggs needs values sorted ascending")
     n = values.size
     # Prefix sums make MRE of a contiguous sorted segment O(log n): Σ|h − μ|/max(h, δ) splits at μ.
     # Python lists and bisect: this loop is sequential, and list indexing beats NumPy scalar access
-    weight = 1.0 / np.maximum(values, delta)
+    weight = 1.0 / np.maximum(values, error_floor)
     cum_v = np.concatenate(([0.0], np.cumsum(values))).tolist()
     cum_w = np.concatenate(([0.0], np.cumsum(weight))).tolist()
     cum_vw = np.concatenate(([0.0], np.cumsum(values * weight))).tolist()
     sorted_values = values.tolist()
-    floored = np.maximum(values, delta).tolist()
+    floored = np.maximum(values, error_floor).tolist()
 
     def mre(start: int, stop: int) -> float:  # group_mre(values[start:stop]) without the loop
         k = stop - start
@@ -284,5 +284,5 @@ def test_ggs_kernel_equals_the_python_loop(seed):
     for _ in range(40):
         values = np.sort(np.maximum(gen.exponential(gen.uniform(0.5, 100), gen.integers(1, 400))
                                     + gen.normal(0, 5), 0.0))
-        scale, delta = float(gen.uniform(0.1, 50)), float(gen.choice([0.5, 1.0, 3.0]))
-        assert ggs(values, scale, delta) == _old_ggs(values, scale, delta)
+        scale, error_floor = float(gen.uniform(0.1, 50)), float(gen.choice([0.5, 1.0, 3.0]))
+        assert ggs(values, scale, error_floor) == _old_ggs(values, scale, error_floor)

@@ -34,23 +34,23 @@ from dplens.core.queries.workloads import Workload
 SHOWN_GROUPS = 1000  # groups listed in a release's display-only details (params["groups"] counts them all)
 
 
-def _check_floor(delta: float) -> float:
-    if not (isinstance(delta, int | float) and math.isfinite(delta) and delta > 0):
-        raise ValueError(f"delta (relative-error floor) must be a finite number > 0, got {delta!r}")
-    return float(delta)
+def _check_floor(error_floor: float) -> float:
+    if not (isinstance(error_floor, int | float) and math.isfinite(error_floor) and error_floor > 0):
+        raise ValueError(f"error_floor (the relative-error floor δ of Chen et al. §5.1) must be a finite number > 0, got {error_floor!r}")
+    return float(error_floor)
 
 
-def group_mre(values: np.ndarray, scale: float, delta: float = 1.0) -> float:
+def group_mre(values: np.ndarray, scale: float, error_floor: float = 1.0) -> float:
     """MRE(C) = (1/|C|) Σ_h (|h − mean(C)| + λ/|C|) / max(h, δ) (Chen et al., Sec. 5.1, with the floor δ).
 
     >>> round(group_mre(np.array([1.0, 1, 2]), 2.0), 4)
     0.8889
     """
     k = values.size
-    return float(np.mean((np.abs(values - values.mean()) + scale / k) / np.maximum(values, delta)))
+    return float(np.mean((np.abs(values - values.mean()) + scale / k) / np.maximum(values, error_floor)))
 
 
-def ggs(sorted_noisy: np.ndarray, scale: float, delta: float = 1.0) -> list[int]:
+def ggs(sorted_noisy: np.ndarray, scale: float, error_floor: float = 1.0) -> list[int]:
     """Greedy group search (Definition 5 / Algorithm 2, corrected).
 
     Corrections: the body uses λ2 (the header says λ1); a group is closed at r − 1 (the paper's `d` is
@@ -59,13 +59,13 @@ def ggs(sorted_noisy: np.ndarray, scale: float, delta: float = 1.0) -> list[int]
     Args:
         sorted_noisy: noisy bin values, sorted ascending and clamped at 0 (post-processing only).
         scale: λ2 = 1/ε2, the Laplace scale of the stage-2 group sums.
-        delta: relative-error floor δ.
+        error_floor: relative-error floor δ.
 
     Returns:
         The (0-based, inclusive) end positions of every group but the last.
     """
     values = np.asarray(sorted_noisy, dtype=float)
-    delta = _check_floor(delta)
+    error_floor = _check_floor(error_floor)
     if np.any(np.diff(values) < 0):
         raise ValueError("ggs needs values sorted ascending")
     # Prefix sums make MRE of a contiguous sorted segment O(log n): Σ|h − μ|/max(h, δ) splits at μ. The
@@ -73,11 +73,11 @@ def ggs(sorted_noisy: np.ndarray, scale: float, delta: float = 1.0) -> list[int]
     # in Python before, so the cuts are identical
     from dplens.core.mechanisms.kernels import sreb_ggs
 
-    weight = 1.0 / np.maximum(values, delta)
+    weight = 1.0 / np.maximum(values, error_floor)
     cum_v = np.concatenate(([0.0], np.cumsum(values)))
     cum_w = np.concatenate(([0.0], np.cumsum(weight)))
     cum_vw = np.concatenate(([0.0], np.cumsum(values * weight)))
-    return sreb_ggs(values, np.maximum(values, delta), cum_v, cum_w, cum_vw, float(scale)).tolist()
+    return sreb_ggs(values, np.maximum(values, error_floor), cum_v, cum_w, cum_vw, float(scale)).tolist()
 
 
 def groups_from_cuts(order: np.ndarray, cuts: list[int]) -> list[np.ndarray]:
@@ -122,16 +122,16 @@ class SrebGca:
     """
 
     summary: ClassVar[str] = "SReB_GCA (Chen et al.): sorts and groups similar bins, one noisy value per group."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"ratio": RATIO_RANGE, "delta": Range(1e-9, 1e9)}
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"ratio": RATIO_RANGE, "error_floor": Range(1e-9, 1e9)}
 
     ratio: float = 0.5
-    delta: float = 1.0
+    error_floor: float = 1.0
     name: str = "sreb-gca"
     data_dependent: bool = True
 
     def __post_init__(self) -> None:
         check_ratio(self.ratio)
-        _check_floor(self.delta)
+        _check_floor(self.error_floor)
 
     def cost(self, workload: Workload) -> Cost:
         """Linear work plus the grouping pass (a sort of the cells)."""
@@ -144,7 +144,7 @@ class SrebGca:
         scale1, scale2 = 1.0 / epsilon1, 1.0 / epsilon2
         noisy = add_laplace(rng, x, scale1)                  # stage 1, ε1-DP
         order = np.argsort(noisy, kind="stable")                            # by NOISY values
-        cuts = ggs(np.maximum(noisy[order], 0.0), scale2, self.delta)       # post-processing
+        cuts = ggs(np.maximum(noisy[order], 0.0), scale2, self.error_floor)       # post-processing
         starts = np.concatenate(([0], np.asarray(cuts, dtype=np.int64) + 1))
         sizes = np.diff(np.append(starts, x.size))
         sums = np.add.reduceat(x[order], starts)
@@ -153,7 +153,7 @@ class SrebGca:
         estimate[order] = np.repeat(noisy_sums / sizes, sizes)
         # every bin is in exactly one group: each enters one released group sum
         loss = laplace_privacy_loss([(np.ones(x.size), scale1), (np.ones(x.size), scale2)])
-        params = {"ratio": self.ratio, "delta": self.delta, "epsilon1": epsilon1, "epsilon2": epsilon2,
+        params = {"ratio": self.ratio, "error_floor": self.error_floor, "epsilon1": epsilon1, "epsilon2": epsilon2,
                   "groups": int(starts.size)}
         shown = groups_from_cuts(order, cuts[:SHOWN_GROUPS])[:SHOWN_GROUPS]  # the first groups only: display
         details = {"groups": [{"group": i, "bins": len(g), "members": ", ".join(map(str, g[:20]))

@@ -33,7 +33,7 @@ def example_workloads() -> dict[str, Explicit]:
                                                       label="OM Algorithm 3 counterexample")}
 
 
-def ggs_example_table(values: np.ndarray, scale: float, delta: float = 1.0) -> pd.DataFrame:
+def ggs_example_table(values: np.ndarray, scale: float, error_floor: float = 1.0) -> pd.DataFrame:
     """GGS groups of sorted ``values`` at λ2 = ``scale`` (oracle grouping: no stage-1 noise) with each bin's
     exact expected relative error, next to DP_BASE's λ/max(H, δ). The error is the exact |a| + (λ2/k)·e^{−|a|k/λ2}
     from the proof of Chen et al.'s Theorem 1 (a = bias, k = group size), not the theorem's bound |a| + λ2/k.
@@ -42,8 +42,8 @@ def ggs_example_table(values: np.ndarray, scale: float, delta: float = 1.0) -> p
     [0, 0, 0, 0, 1, 1, 1, 2, 3, 4]
     """
     values = np.asarray(values, dtype=float)
-    groups = groups_from_cuts(np.arange(values.size), ggs(values, scale, delta))
-    floor = np.maximum(values, delta)
+    groups = groups_from_cuts(np.arange(values.size), ggs(values, scale, error_floor))
+    floor = np.maximum(values, error_floor)
     return pd.DataFrame({"bin value": values,
                          "group": np.concatenate([np.full(g.size, i) for i, g in enumerate(groups)]),
                          "expected relative error": expected_bin_error(values, groups, scale) / floor,

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from dplens.core.mechanisms import MECHANISMS, configure
-from dplens.core.mechanisms.gaussian import GaussianNoise, unit_sigma
+from dplens.core.mechanisms.gaussian import unit_sigma
 from dplens.core.privacy.definitions import analytic_gaussian_sigma, gaussian_epsilon, zcdp_epsilon, zcdp_rho
 from dplens.core.privacy.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
 from dplens.core.privacy.noise import NOISE_SAMPLERS, SecureNoise, noise_kind, noise_sampler, noise_source
@@ -129,13 +129,27 @@ def test_knobs_are_validated_and_configurable():
     assert configured.delta == 1e-9 and configured.branching == 4
 
 
-def test_gaussian_noise_adapter_records_and_forwards():
-    source = GaussianNoise(np.random.default_rng(0), 3.0)
-    draws = source.laplace(scale=np.array([1.0, 0.0, 1.0]))
-    assert draws.shape == (3,) and draws[1] == 0.0 and source.stds == [3.0]
-    assert 0 <= source.random() < 1
-    with pytest.raises(ValueError, match="uniform Laplace scales"):
-        source.laplace(scale=2.0, size=2)
+class _NoLaplace:
+    """A NumPy generator that refuses Laplace draws: a Gaussian mechanism must never ask for one."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def laplace(self, *args, **kwargs):
+        raise AssertionError("a Gaussian mechanism drew Laplace noise")
+
+    def add_laplace(self, *args, **kwargs):
+        raise AssertionError("a Gaussian mechanism drew Laplace noise")
+
+    def __getattr__(self, name: str):
+        return getattr(self._rng, name)
+
+
+@ALL
+def test_gaussian_mechanisms_draw_only_gaussian_noise_and_match_the_plain_generator(mechanism):
+    x, workload = np.random.default_rng(2).poisson(6, 16).astype(float), Prefix(16)
+    release = mechanism.run(x, workload, 0.9, _NoLaplace(4))
+    assert np.array_equal(release.answers, mechanism.run(x, workload, 0.9, np.random.default_rng(4)).answers)
 
 
 # ----------------------------------------------------------------------------- the secure path

@@ -48,6 +48,7 @@ from dplens.core.mechanisms.greedy_h import GreedyH, cell_strategy, sum_along_pa
 from dplens.core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
 from dplens.core.mechanisms.laplace import Identity, LaplaceOnAnswers
 from dplens.core.mechanisms.matrix import single_threaded
+from dplens.core.mechanisms.measurement import GaussianMeasurement
 from dplens.core.mechanisms.privelet import Privelet, haar_sensitivity
 from dplens.core.privacy.definitions import (
     DEFINITIONS,
@@ -65,54 +66,12 @@ from dplens.core.privacy.definitions import (
     zcdp_sigma,
 )
 from dplens.core.privacy.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
-from dplens.core.privacy.noise import add_gaussian, noise_kind
+from dplens.core.privacy.noise import noise_kind
 from dplens.core.queries.workloads import Workload
 
 CALIBRATIONS = ("analytic", "zcdp")
 L2_MAX_CELLS = 4096  # gaussian-mm-opt's dense n × n strategy: 128 MB per matrix at this size
 RIDGE = 1e-10  # relative ridge on WᵀW before the eigendecomposition (see _eigen)
-
-
-class GaussianNoise:
-    """A noise source that answers every ``laplace(scale=b)`` request (one b > 0) with N(0, σ²).
-
-    Gaussian draws come from the wrapped source's ``normal``: NumPy's on the exploration path,
-    OpenDP's discrete Gaussian on the secure path (``dplens.core.privacy.noise.SecureNoise.normal``). Other draws
-    (uniforms, permutations) pass through. ``stds`` records the standard deviations drawn.
-
-    >>> source = GaussianNoise(np.random.default_rng(0), 2.0)
-    >>> _ = source.laplace(scale=1.5, size=3)
-    >>> source.stds
-    [2.0]
-    """
-
-    def __init__(self, source, sigma: float) -> None:
-        self._source = source
-        self._sigma = float(sigma)
-        self._scales: set[float] = set()
-        self.stds: list[float] = []
-
-    def _std(self, scale):
-        """σ where the parent asked for Laplace noise (scale > 0), 0 elsewhere; refuses non-uniform scales."""
-        scales = np.asarray(scale, dtype=float)
-        self._scales.update(np.unique(scales[scales > 0]).tolist() if scales.ndim else
-                            ([float(scales)] if scales > 0 else []))
-        if len(self._scales) > 1:
-            raise ValueError(f"the Gaussian variant needs uniform Laplace scales, got {sorted(self._scales)}")
-        std = np.where(scales > 0, self._sigma, 0.0)
-        self.stds.append(self._sigma)
-        return std if std.ndim else float(std)
-
-    def laplace(self, loc: float = 0.0, scale: float = 1.0, size=None):
-        """N(loc, σ²) in place of Laplace(loc, scale)."""
-        return self._source.normal(loc=loc, scale=self._std(scale), size=size)
-
-    def add_laplace(self, values, scale):
-        """``values`` + N(0, σ²) in place of Laplace(scale), measured by the wrapped source (``add_gaussian``)."""
-        return add_gaussian(self._source, values, self._std(scale))
-
-    def __getattr__(self, name: str):
-        return getattr(self._source, name)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -168,16 +127,16 @@ class GaussianMixin:
         return float(l2.max()) * unit_sigma(check_epsilon(epsilon), float(self.delta), self.calibration)
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        _, epsilon = check_inputs(x, workload, epsilon)
+        x, epsilon = check_inputs(x, workload, epsilon)
         _, l2 = self.strategy_norms(workload)
         l2_max = float(l2.max())
-        if l2_max == 0:  # nothing depends on the data
+        if l2_max == 0:  # nothing depends on the data: the parent releases it without drawing noise
             release = super().run(x, workload, epsilon, rng)  # type: ignore[misc]  # GaussianMixin is mixed into a registered mechanism
             return Release(self.name, epsilon, 0.0, release.answers, release.estimate, dict(release.params))  # type: ignore[attr-defined]
-        source = GaussianNoise(rng, self.sigma(workload, epsilon))
-        # the parent at ε = 1 asks for Lap(b) on every coordinate: each becomes N(0, σ²)
-        release = super().run(x, workload, 1.0, source)  # type: ignore[misc]  # GaussianMixin is mixed into a registered mechanism
-        return self._gaussian_release(epsilon, min(source.stds), l2_max, release)
+        # the parent's strategy and reconstruction, its measurement Lap(b) replaced by N(0, σ²)
+        measurement = GaussianMeasurement(self.sigma(workload, epsilon))
+        release = self.measure(x, workload, measurement, rng)  # type: ignore[attr-defined]  # GaussianMixin is mixed into a registered mechanism
+        return self._gaussian_release(epsilon, measurement.sigma, l2_max, release)
 
     def _gaussian_release(self, epsilon: float, sigma: float, l2_max: float, release: Release) -> Release:
         """The release relabelled with the loss of N(0, σ²) noise at Δ₂ = ``l2_max`` (the σ actually drawn)."""
@@ -186,7 +145,7 @@ class GaussianMixin:
             loss = gaussian_epsilon(sigma, self.delta, l2_max)
         else:
             loss = zcdp_epsilon(rho, self.delta)
-        params = {k: v for k, v in release.params.items() if k != "noise_scale"}
+        params = {k: v for k, v in release.params.items() if k not in ("noise_scale", "sigma")}
         params.update({"noise": "gaussian", "definition": "approx" if self.calibration == "analytic" else "zcdp",
                        "delta": float(self.delta), "rho": rho, "sigma": sigma, "l2_sensitivity": l2_max})
         return Release(self.name, epsilon, loss, release.answers, release.estimate, params, release.details)  # type: ignore[attr-defined]  # GaussianMixin is mixed into a registered mechanism
@@ -289,7 +248,7 @@ class GaussianHierarchical(GaussianMixin, Hierarchical):  # type: ignore[misc]  
 
 @dataclass(frozen=True)
 class GaussianPrivelet(GaussianMixin, Privelet):  # type: ignore[misc]  # the mixin's expected_mse may be None (the parent's is)
-    """Privelet's ±1 Haar strategy with Gaussian noise: each cell is in ρ coefficients, Δ₂ = √ρ."""
+    """Privelet's ±1 Haar strategy with Gaussian noise: each cell is in c coefficients, Δ₂ = √c."""
 
     summary: ClassVar[str] = "Haar wavelets with Gaussian noise ((ε, δ) or zCDP)."
 
@@ -302,10 +261,10 @@ class GaussianPrivelet(GaussianMixin, Privelet):  # type: ignore[misc]  # the mi
         self.check_tree_settings()
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
-        """ρ = Π(1 + log₂ padded length) coefficients of ±1 per cell."""
-        rho = haar_sensitivity(workload_grid(workload))
+        """c = Π(1 + log₂ padded length) coefficients of ±1 per cell: L1 = c, L2 = √c."""
+        coefficients_per_cell = haar_sensitivity(workload_grid(workload))
         n = workload.shape[1]
-        return np.full(n, rho), np.full(n, np.sqrt(rho))
+        return np.full(n, coefficients_per_cell), np.full(n, np.sqrt(coefficients_per_cell))
 
 
 @dataclass(frozen=True)
@@ -422,7 +381,7 @@ class GaussianMatrix(GaussianMixin):
         l2_max = float(strategy.column_l2().max())
         sigma = l2_max * unit_sigma(epsilon, float(self.delta), self.calibration)
         # NumPy's normal on the exploration path, OpenDP's (lattice) Gaussian on the secure one
-        noisy = add_gaussian(rng, strategy.apply(x), sigma)
+        noisy = GaussianMeasurement(sigma).noisy(strategy.apply(x), rng)
         estimate = strategy.solve(noisy)
         release = Release(self.name, epsilon, 0.0, workload.matvec(estimate), estimate,
                           {"strategy": "eigen (G^1/4 S)"})

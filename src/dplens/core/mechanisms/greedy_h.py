@@ -19,6 +19,7 @@ tr(WᵀW (AᵀA)⁻¹) falls out of the same recursion.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -30,11 +31,10 @@ from dplens.core.mechanisms.contract import (
     Range,
     Release,
     check_inputs,
-    laplace_privacy_loss,
 )
 from dplens.core.mechanisms.cost_model import Cost, tree_cost
 from dplens.core.mechanisms.gram import gram_apply
-from dplens.core.privacy.noise import add_laplace
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, Measurement, pure_loss
 from dplens.core.queries.workloads import (
     AllRange,
     Explicit,
@@ -704,14 +704,28 @@ class GreedyH:
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
+        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
+                                   epsilon=epsilon)
+
+    def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
+        """Lap(Δ₁/ε) on every weighted query, Δ₁ the largest path sum of weights (1 for the L1 tree)."""
+        tree, _ = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
+        return LaplaceMeasurement(float(tree.cell_l1.max()) / epsilon)
+
+    def measure(self, x: np.ndarray, workload: Workload, measurement: Measurement, rng: np.random.Generator) -> Release:
+        """The weighted tree's queries measured with ``measurement`` (x validated by ``run``), then least squares.
+
+        >>> from dplens.core.queries.workloads import Prefix
+        >>> GreedyH().measure(np.zeros(4), Prefix(4), LaplaceMeasurement(2.0),
+        ...                   np.random.default_rng(0)).privacy_loss
+        0.5
+        """
         tree, metric = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
-        column_l1 = tree.cell_l1
-        scale = float(column_l1.max()) / epsilon
-        noisy = add_laplace(rng, tree.measure(x), scale)
+        noisy = measurement.noisy(tree.measure(x), rng)
         estimate = tree.least_squares(noisy)
-        loss = laplace_privacy_loss([(column_l1, scale)])
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
-                       {"branching": self.branching, "granularity": self.granularity, "noise_scale": scale,
+        loss = pure_loss([(tree.cell_l1, measurement)])
+        return Release(self.name, loss, loss, workload.matvec(estimate), estimate,
+                       {"branching": self.branching, "granularity": self.granularity, **measurement.params,
                         "queries": int(tree.query_weight.size), "gram": metric},
                        {"hierarchy": tree})
 

@@ -21,16 +21,17 @@ use the same tree; a flat workload on 2-D counts uses a 1-D tree over the row-ma
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
 
-from dplens.core.mechanisms.contract import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
+from dplens.core.mechanisms.contract import Range, Release, check_epsilon, check_inputs
 from dplens.core.mechanisms.gram import noise_energy, remember
 from dplens.core.mechanisms.greedy_h import workload_key
-from dplens.core.privacy.noise import add_laplace
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, Measurement, pure_loss
 from dplens.core.queries.workloads import Workload
 
 
@@ -288,19 +289,32 @@ class Hierarchical:
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
+        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
+                                   epsilon=epsilon)
+
+    def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
+        """Lap(h/ε) on every node: each cell is in one node per measured level (h of them)."""
+        return LaplaceMeasurement(build_tree(*self._tree_args(workload_grid(workload))).height / epsilon)
+
+    def measure(self, x: np.ndarray, workload: Workload, measurement: Measurement, rng: np.random.Generator) -> Release:
+        """The tree's node counts measured with ``measurement`` (x validated by ``run``), then least squares.
+
+        >>> from dplens.core.queries.workloads import Prefix
+        >>> Hierarchical(branching=2).measure(np.zeros(4), Prefix(4), LaplaceMeasurement(3.0),
+        ...                                   np.random.default_rng(0)).privacy_loss
+        1.0
+        """
         # the tree follows the workload's grid (as expected_mse must): a quadtree for 2-D workloads,
         # a 1-D tree over the row-major cells for flat ones (ranges of the flattened vector)
         args = self._tree_args(workload_grid(workload))
         tree = build_tree(*args)
-        scale = tree.height / epsilon  # each cell is in one node per measured level
-        noisy = [add_laplace(rng, c, scale) if m else None
+        noisy = [measurement.noisy(c, rng) if m else None
                  for c, m in zip(tree.counts(x), tree.measured, strict=True)]
         estimate = tree.least_squares(noisy, x.size)
-        loss = laplace_privacy_loss([(tree.column_norms(), scale)])
+        loss = pure_loss([(tree.column_norms(), measurement)])
         params = {"branching": args[1], "levels": tree.height,
-                  "include_root": tree.measured[0], "noise_scale": scale}
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate, params)
-
+                  "include_root": tree.measured[0], **measurement.params}
+        return Release(self.name, loss, loss, workload.matvec(estimate), estimate, params)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Exact per-query MSE: 2 (h/ε)² Σ_k ‖W l_k‖² / m over the least-squares estimator's columns l_k."""

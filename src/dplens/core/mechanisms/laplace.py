@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
 from dplens.core.mechanisms.contract import Range, Release, check_inputs, laplace_privacy_loss
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, Measurement, pure_loss
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload, l1_sensitivity, squared_frobenius
 
@@ -32,11 +34,25 @@ class Identity:
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
-        scale = 1.0 / epsilon  # the histogram has sensitivity 1 under add/remove
-        estimate = add_laplace(rng, x, scale)
-        loss = laplace_privacy_loss([(np.ones(x.size), scale)])
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
-                       {"noise_scale": scale})
+        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
+                                   epsilon=epsilon)
+
+    def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
+        """Lap(1/ε) on every cell: the histogram has sensitivity 1 under add/remove."""
+        return LaplaceMeasurement(1.0 / epsilon)
+
+    def measure(self, x: np.ndarray, workload: Workload, measurement: Measurement, rng: np.random.Generator) -> Release:
+        """The cells measured with ``measurement`` (x validated by ``run``); answers W x̂ by post-processing.
+
+        The release's ``epsilon`` is the measurement's pure loss until ``run`` states the budget.
+
+        >>> from dplens.core.queries.workloads import Identity as I
+        >>> Identity().measure(np.zeros(2), I(2), LaplaceMeasurement(1.0), np.random.default_rng(0)).privacy_loss
+        1.0
+        """
+        estimate = measurement.noisy(x, rng)
+        loss = pure_loss([(np.ones(x.size), measurement)])
+        return Release(self.name, loss, loss, workload.matvec(estimate), estimate, measurement.params)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2‖W‖_F²/(m ε²)."""
@@ -61,14 +77,27 @@ class LaplaceOnAnswers:
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
         sensitivity = l1_sensitivity(workload)
-        answers = workload.matvec(x)
         if sensitivity == 0:  # nothing depends on the data
-            return Release(self.name, epsilon, 0.0, answers, None, {"sensitivity": 0.0})
-        scale = sensitivity / epsilon
-        answers = add_laplace(rng, answers, scale)
-        loss = laplace_privacy_loss([(workload.column_norms(1), scale)])
-        return Release(self.name, epsilon, loss, answers, None,
-                       {"sensitivity": sensitivity, "noise_scale": scale})
+            return Release(self.name, epsilon, 0.0, workload.matvec(x), None, {"sensitivity": 0.0})
+        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
+                                   epsilon=epsilon)
+
+    def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
+        """Lap(Δ₁(W)/ε) on every answer (Δ₁(W) > 0: ``run`` releases a data-free workload without noise)."""
+        return LaplaceMeasurement(l1_sensitivity(workload) / epsilon)
+
+    def measure(self, x: np.ndarray, workload: Workload, measurement: Measurement, rng: np.random.Generator) -> Release:
+        """The workload's answers measured with ``measurement`` (x validated by ``run``); no estimate of x.
+
+        >>> from dplens.core.queries.workloads import Prefix
+        >>> LaplaceOnAnswers().measure(np.zeros(2), Prefix(2), LaplaceMeasurement(4.0),
+        ...                            np.random.default_rng(0)).privacy_loss
+        0.5
+        """
+        answers = measurement.noisy(workload.matvec(x), rng)
+        loss = pure_loss([(workload.column_norms(1), measurement)])
+        return Release(self.name, loss, loss, answers, None,
+                       {"sensitivity": l1_sensitivity(workload), **measurement.params})
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2(Δ₁(W)/ε)²."""

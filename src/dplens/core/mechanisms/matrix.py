@@ -18,6 +18,7 @@ its gradient costs O(p²n) instead of HDMM's dense O(n³) or O(pn²).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -27,11 +28,11 @@ import scipy.linalg
 from scipy.linalg.blas import daxpy, ddot
 from threadpoolctl import threadpool_limits
 
-from dplens.core.mechanisms.contract import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
+from dplens.core.mechanisms.contract import Range, Release, check_epsilon, check_inputs
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from dplens.core.mechanisms.gram import gram_rows, remember
 from dplens.core.mechanisms.greedy_h import workload_key
-from dplens.core.privacy.noise import add_laplace
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, Measurement, pure_loss
 from dplens.core.queries.workloads import Workload
 
 MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(p²n) per iteration; bench_mmopt.py)
@@ -295,16 +296,24 @@ class MatrixMechanism:
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
+        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
+                                   epsilon=epsilon)
+
+    def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
+        """Lap(1/ε) on every strategy answer: Δ_A = 1 by construction."""
+        return LaplaceMeasurement(1.0 / epsilon)
+
+    def measure(self, x: np.ndarray, workload: Workload, measurement: Measurement, rng: np.random.Generator) -> Release:
+        """The strategy's answers A x measured with ``measurement`` (x validated by ``run``), then least squares."""
         strategy = self.strategy(workload)
         theta, d = strategy.theta, strategy.scaling
-        scale = 1.0 / epsilon  # Δ_A = 1
         scaled = x / d
         measured = np.concatenate([scaled, theta @ scaled])
-        noisy = add_laplace(rng, measured, scale)
+        noisy = measurement.noisy(measured, rng)
         estimate = strategy.least_squares(noisy)
-        loss = laplace_privacy_loss([(strategy.column_norms(), scale)])
-        params = {"p": theta.shape[0], "restarts": self.restarts, "noise_scale": scale}
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate, params)
+        loss = pure_loss([(strategy.column_norms(), measurement)])
+        params = {"p": theta.shape[0], "restarts": self.restarts, **measurement.params}
+        return Release(self.name, loss, loss, workload.matvec(estimate), estimate, params)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """2Δ_A²·tr(WᵀW (AᵀA)⁻¹)/(m ε²) with Δ_A = 1."""

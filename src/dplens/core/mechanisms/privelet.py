@@ -1,12 +1,13 @@
 """Privelet: Haar wavelet coefficients with weighted Laplace noise (Xiao, Wang, Gehrke, ICDE 2010).
 
-Xiao et al. add Lap(ρ/(ε·W(c))) to each Haar coefficient c, with weight W(c) = size of the coefficient's
-subtree (n for the base coefficient) and generalised sensitivity ρ = 1 + log₂ n. Since W(c)·c is the
-count difference "left half − right half" (and n·c₀ the total), this is the same as measuring the
-unnormalised ±1 Haar strategy H (total plus one left−right difference per dyadic block) with uniform
-noise Lap(ρ/ε), where ρ is every column's L1 norm, and inverting H exactly. That form is used here. In
-2-D the strategy is H₁ ⊗ H₂ (Xiao et al.'s standard decomposition) with ρ = ρ₁ρ₂. Axes whose length is
-not a power of two are padded with empty cells, which are dropped after reconstruction.
+Xiao et al. add Lap(c/(ε·W(h))) to each Haar coefficient h, with weight W(h) = size of the coefficient's
+subtree (n for the base coefficient) and generalised sensitivity c = 1 + log₂ n (their ρ; not zCDP's ρ).
+Since W(h)·h is the count difference "left half − right half" (and n·h₀ the total), this is the same as
+measuring the unnormalised ±1 Haar strategy H (total plus one left−right difference per dyadic block) with
+uniform noise Lap(c/ε), where c, the number of coefficients each cell enters, is every column's L1 norm, and
+inverting H exactly. That form is used here. In 2-D the strategy is H₁ ⊗ H₂ (Xiao et al.'s standard
+decomposition) with c = c₁c₂. Axes whose length is not a power of two are padded with empty cells, which
+are dropped after reconstruction.
 
 >>> import numpy as np
 >>> from dplens.core.queries.workloads import Identity
@@ -16,16 +17,17 @@ not a power of two are padded with empty cells, which are dropped after reconstr
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from dplens.core.mechanisms.contract import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
+from dplens.core.mechanisms.contract import Range, Release, check_epsilon, check_inputs
 from dplens.core.mechanisms.gram import noise_energy, remember
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.hierarchical import workload_grid
-from dplens.core.privacy.noise import add_laplace
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, Measurement, pure_loss
 from dplens.core.queries.workloads import Workload
 
 
@@ -68,7 +70,13 @@ def haar_inverse(c: np.ndarray, axis: int = 0) -> np.ndarray:
 
 
 def haar_sensitivity(grid: tuple[int, int]) -> float:
-    """ρ = Π over axes of (1 + log₂ padded length): every cell's column L1 norm in H₁ ⊗ H₂."""
+    """Coefficients per cell, Π over axes of (1 + log₂ padded length): every cell's column L1 norm in H₁ ⊗ H₂.
+
+    Its square root is the column L2 norm (the coefficients are ±1).
+
+    >>> haar_sensitivity((1, 16)), haar_sensitivity((5, 8))
+    (5.0, 16.0)
+    """
     return float(np.prod([1 + int(np.log2(padded_length(s))) for s in grid]))
 
 
@@ -115,22 +123,36 @@ class Privelet:
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
+        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
+                                   epsilon=epsilon)
+
+    def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
+        """Lap(c/ε) on every coefficient, c = ``haar_sensitivity`` coefficients of ±1 per cell."""
+        return LaplaceMeasurement(haar_sensitivity(workload_grid(workload)) / epsilon)
+
+    def measure(self, x: np.ndarray, workload: Workload, measurement: Measurement, rng: np.random.Generator) -> Release:
+        """The Haar coefficients measured with ``measurement`` (x validated by ``run``), inverted exactly.
+
+        >>> from dplens.core.queries.workloads import Identity
+        >>> Privelet().measure(np.zeros(4), Identity(4), LaplaceMeasurement(6.0),
+        ...                    np.random.default_rng(0)).privacy_loss
+        0.5
+        """
         grid = workload_grid(workload)  # as in hb: run and expected_mse use the workload's grid
         rows, cols = grid
         padded = np.zeros((padded_length(rows), padded_length(cols)))
         padded[:rows, :cols] = x.reshape(grid)
         coefficients = haar_forward(haar_forward(padded, axis=0), axis=1)
-        sensitivity = haar_sensitivity(grid)
-        scale = sensitivity / epsilon
-        noisy = add_laplace(rng, coefficients, scale)
+        coefficients_per_cell = haar_sensitivity(grid)
+        noisy = measurement.noisy(coefficients, rng)
         estimate = _reconstruct(noisy.reshape(-1, 1), grid)[:, 0]
-        # every real cell enters ρ coefficients with weight ±1 (padding cells hold no data)
-        loss = laplace_privacy_loss([(np.full(x.size, sensitivity), scale)])
-        params = {"sensitivity": sensitivity, "noise_scale": scale, "padded_shape": padded.shape}
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate, params)
+        # every real cell enters that many coefficients with weight ±1 (padding cells hold no data)
+        loss = pure_loss([(np.full(x.size, coefficients_per_cell), measurement)])
+        params = {"sensitivity": coefficients_per_cell, **measurement.params, "padded_shape": padded.shape}
+        return Release(self.name, loss, loss, workload.matvec(estimate), estimate, params)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
-        """Exact per-query MSE 2 (ρ/ε)² Σ_k ‖W h_k‖² / m over the columns h_k of the inverse transform."""
+        """Exact per-query MSE 2 (c/ε)² Σ_k ‖W h_k‖² / m over the columns h_k of the inverse transform."""
         epsilon = check_epsilon(epsilon)
         grid = workload_grid(workload)
         return 2.0 * (haar_sensitivity(grid) / epsilon) ** 2 * _unit_energy(grid, workload) / workload.shape[0]

@@ -1,0 +1,131 @@
+"""The measurement step of a data-independent plan: noisy strategy answers y = A x + noise.
+
+A plan is strategy → measurement → reconstruction (ektelo's select / measure / infer). The strategy A and
+its reconstruction belong to the mechanism; the noise kind belongs to the measurement, never to a
+subclass of the mechanism. ``LaplaceMeasurement(b)`` adds i.i.d. Lap(b), ``GaussianMeasurement(σ)`` adds
+i.i.d. N(0, σ²). Both draw through ``dplens.core.privacy.noise.add_laplace`` / ``add_gaussian``, so the
+values pass through OpenDP's measurement on the secure path and a seeded NumPy generator explores.
+
+A mechanism that measures several blocks at different scales measures one block with the measurement
+it is given and the others with ``measurement.scaled(r)``, r its budget split: the Laplace plan keeps its
+scales, and a Gaussian twin keeps the same relative noise on every block, calibrated once to the L2
+sensitivity of the whitened strategy [A₁; A₂/r] (Li et al., PODS 2010: a weighted strategy with unit noise).
+
+>>> import numpy as np
+>>> LaplaceMeasurement(0.5).variance, GaussianMeasurement(2.0).variance
+(0.5, 4.0)
+>>> GaussianMeasurement(2.0).scaled(1.5)
+GaussianMeasurement(sigma=3.0)
+>>> LaplaceMeasurement(1.0).noisy(np.zeros(2), np.random.default_rng(0)).round(3).tolist()
+[0.32, -0.617]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dplens.core.mechanisms.contract import laplace_privacy_loss
+from dplens.core.privacy.noise import NoiseSource, add_gaussian, add_laplace
+
+
+def _check_scale(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ValueError(f"{name} must be a number > 0, got {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class LaplaceMeasurement:
+    """i.i.d. Laplace(``scale``) noise on every strategy answer: pure ε-DP at ε = Δ₁(A)/scale.
+
+    >>> LaplaceMeasurement(2.0).params
+    {'noise_scale': 2.0}
+    """
+
+    scale: float
+    kind: ClassVar[str] = "laplace"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", _check_scale("scale", self.scale))
+
+    @property
+    def variance(self) -> float:
+        """Per-coordinate noise variance 2b²."""
+        return 2.0 * self.scale**2
+
+    @property
+    def params(self) -> dict[str, float]:
+        """What a release states about this measurement."""
+        return {"noise_scale": self.scale}
+
+    def scaled(self, factor: float) -> LaplaceMeasurement:
+        """The same kind of noise at ``factor`` times the scale (another block of a budget split)."""
+        return LaplaceMeasurement(self.scale * _check_scale("factor", factor))
+
+    def noisy(self, values: Any, rng: NoiseSource) -> Any:
+        """``values`` + Lap(b) noise, drawn by ``add_laplace`` (OpenDP's measurement on the secure path)."""
+        return add_laplace(rng, values, self.scale)
+
+
+@dataclass(frozen=True)
+class GaussianMeasurement:
+    """i.i.d. N(0, ``sigma``²) noise on every strategy answer: ρ-zCDP at ρ = Δ₂(A)²/(2σ²), never pure ε-DP.
+
+    >>> GaussianMeasurement(3.0).params
+    {'sigma': 3.0}
+    """
+
+    sigma: float
+    kind: ClassVar[str] = "gaussian"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", _check_scale("sigma", self.sigma))
+
+    @property
+    def variance(self) -> float:
+        """Per-coordinate noise variance σ²."""
+        return self.sigma**2
+
+    @property
+    def params(self) -> dict[str, float]:
+        """What a release states about this measurement."""
+        return {"sigma": self.sigma}
+
+    def scaled(self, factor: float) -> GaussianMeasurement:
+        """The same kind of noise at ``factor`` times σ (another block of a budget split)."""
+        return GaussianMeasurement(self.sigma * _check_scale("factor", factor))
+
+    def noisy(self, values: Any, rng: NoiseSource) -> Any:
+        """``values`` + N(0, σ²) noise, drawn by ``add_gaussian`` (OpenDP's discrete Gaussian on the secure path)."""
+        return add_gaussian(rng, values, self.sigma)
+
+
+Measurement = LaplaceMeasurement | GaussianMeasurement
+
+
+def pure_loss(blocks: Iterable[tuple[np.ndarray, Measurement]]) -> float:
+    """Worst-case pure-DP loss of independent measured blocks (column L1 norms of A_ℓ, its measurement).
+
+    Laplace blocks: max_j Σ_ℓ ‖A_ℓ e_j‖₁/b_ℓ (``laplace_privacy_loss``). Gaussian noise has no finite pure
+    ε, so a block that reads the data through one makes the loss infinite: a Gaussian mechanism states its
+    loss in (ε, δ) or zCDP from σ instead (``dplens.core.mechanisms.gaussian``).
+
+    >>> pure_loss([(np.ones(3), LaplaceMeasurement(2.0))])
+    0.5
+    >>> pure_loss([(np.ones(3), GaussianMeasurement(2.0))])
+    inf
+    """
+    laplace = []
+    for column_l1, measurement in blocks:
+        if isinstance(measurement, LaplaceMeasurement):
+            laplace.append((column_l1, measurement.scale))
+        elif np.any(column_l1):
+            return math.inf
+    return laplace_privacy_loss(laplace)

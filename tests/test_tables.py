@@ -140,7 +140,7 @@ def _write(tmp_path, csv: str, domain: dict):
     return str(tmp_path / "t.csv"), str(tmp_path / "d.json")
 
 
-@pytest.mark.parametrize("mechanism", ["identity", "residual-planner"])
+@pytest.mark.parametrize("mechanism", ["gaussian-marginals", "identity", "residual-planner"])  # identity: old name
 def test_cli_marginals_round_trip(tmp_path, capsys, mechanism):
     data, domain = _write(tmp_path, "sex,age\nF,1\nM,2\nM,0\n", {"sex": ["F", "M"], "age": 3})
     out = tmp_path / "m.csv"
@@ -163,7 +163,7 @@ def test_cli_marginals_round_trip(tmp_path, capsys, mechanism):
     (["--mechanism", "identity", "--rho", "1", "--workload", "marginals:sex+zz"], "not attributes"),
     (["--mechanism", "identity"], "takes --rho"),
     (["--mechanism", "mst", "--rho", "1", "--param", "rounds=3"], "not a setting of mst"),
-    (["--mechanism", "identity", "--rho", "1", "--param", "iters=3"], "not a setting of identity"),
+    (["--mechanism", "identity", "--rho", "1", "--param", "iters=3"], "not a setting of gaussian-marginals"),
 ])
 def test_cli_bad_input_exits_2(tmp_path, capsys, extra, words):
     data, domain = _write(tmp_path, "sex,age\nF,1\n", {"sex": ["F", "M"], "age": 3})

@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from dplens.core.privacy.ledger_store import LedgerStore
 
 # The registries' names, as the help lists them; tests/test_cli_start.py checks each equals its registry
-# (dplens.core.mechanisms.MECHANISMS, dplens.core.queries.workloads.WORKLOADS, dplens.core.analysis.metrics.METRICS,
-# dplens.core.data.datasets.SAMPLE_DATASETS, dplens.core.privacy.definitions.DEFINITIONS, dplens.core.privacy.noise.NOISE_PATHS,
+# (dplens.core.registry.histogram_mechanisms(), dplens.core.queries.workloads.WORKLOADS,
+# dplens.core.analysis.metrics.METRICS, dplens.core.data.datasets.SAMPLE_DATASETS,
+# dplens.core.privacy.definitions.DEFINITIONS, dplens.core.privacy.noise.NOISE_PATHS,
 # dplens.core.tables.records.MISSING_CHOICES, dplens.core.privacy.ledger_store.DEFAULT_TOTAL_EPSILON).
 MECHANISM_NAMES = ("identity", "laplace-on-answers", "uniform", "wda", "om", "sreb-gca", "dp-base", "cell-release",
                    "hb", "privelet", "mm-opt", "lrm", "ugrid", "agrid", "greedy-h", "dawa", "mwem", "ahp",
@@ -42,6 +43,9 @@ DEFINITION_NAMES = ("pure", "approx", "zcdp")
 NOISE_NAMES = ("exploration", "secure")
 MISSING_CHOICES = ("refuse", "drop", "level")
 DEFAULT_TOTAL_EPSILON = 5.0
+# Old names of table mechanisms (with --domain), still accepted: the table 'identity' is 'gaussian-marginals' since
+# mechanism names became unique across histograms and tables (the histogram 'identity' is another mechanism).
+TABLE_ALIASES = {"identity": "gaussian-marginals"}
 
 SCHEDULER_HELP = ("where cells run: auto (default: serial for small sweeps, else processes), processes[:N] "
                   "(local worker processes; N defaults to every core), serial, "
@@ -73,11 +77,18 @@ def _params(items: list[str] | None) -> dict[str, str]:
 
 
 def _mechanism(name: str, params: dict[str, str]):
-    from dplens.core.mechanisms import MECHANISMS, configure
+    """The registered histogram mechanism ``name`` with ``params`` (``--param``), or one line naming the choices."""
+    from dplens.core.mechanisms import configure
+    from dplens.core.registry import mechanism
 
-    if name not in MECHANISMS:
-        raise CliError(f"unknown mechanism {name!r}; choose from {', '.join(MECHANISMS)}")
-    return configure(MECHANISMS[name], params)
+    return configure(mechanism(name, kind="histogram"), params)
+
+
+def _table_mechanism_name(name: str) -> str:
+    """The registered table mechanism's name for ``name`` (old names in TABLE_ALIASES accepted), or one line."""
+    from dplens.core.registry import mechanism
+
+    return mechanism(TABLE_ALIASES.get(name, name), kind="table").name
 
 
 def _privacy(args: argparse.Namespace):
@@ -175,7 +186,8 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     if len(rhos) != 1 or not 0 < rhos[0] <= 1000:
         raise CliError(f"--rho takes one number in (0, 1000], got {args.rho!r}")
     rho = rhos[0]
-    mechanism = table_mechanism(args.mechanism, **_params(args.param))
+    name = _table_mechanism_name(args.mechanism)
+    mechanism = table_mechanism(name, **_params(args.param))
     output = _writable(args.output)
     if output.suffix.lower() != ".csv":
         raise CliError(f"--output must end in .csv for a table release, got {args.output!r}")
@@ -202,7 +214,7 @@ def cmd_release_table(args: argparse.Namespace) -> int:
         kind = name[len(stem):]  # ".meta.json", "-synthetic.csv", "-marginals.csv" or "-ranges.csv"
         (output if kind == main_kind else output.with_suffix("." + kind.lstrip(".-"))).write_text(text)
     what = (f"{len(release.records)} synthetic records" if release.records is not None else workload.describe())
-    print(f"released {what} with {args.mechanism} at rho={rho:g} (charged epsilon={cost.epsilon:.4g}, "
+    print(f"released {what} with {name} at rho={rho:g} (charged epsilon={cost.epsilon:.4g}, "
           f"delta={args.delta:g}) -> {output} (+ {output.with_suffix('.meta.json').name}); ledger {fingerprint[:12]}: "
           f"remaining {_left(ledger)} (export id {export_id})")
     return 0
@@ -303,7 +315,7 @@ def cmd_compare_table(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     workload = parse_marginal_workload(args.workload, table.domain)
     evaluation = MarginalWorkload.all_kway(table.domain, min(args.evaluate, len(table.domain.names)))
-    names = _names(args.mechanisms, "--mechanisms")
+    names = [_table_mechanism_name(name) for name in _names(args.mechanisms, "--mechanisms")]
     rhos = _floats(args.rhos, "--rhos")
     bar, runs = ProgressBar(), len(names) * len(rhos) * args.trials
     df = compare_tables(table.records, workload, names, rhos, trials=args.trials, seed=args.seed,
@@ -490,7 +502,8 @@ def build_parser() -> argparse.ArgumentParser:
     rel.add_argument("--epsilon", help="privacy budget epsilon > 0 (with --definition approx/zcdp: epsilon at --delta)")
     _definition_arguments(rel, rho=True)
     rel.add_argument("--domain", metavar="JSON", help='a table of records: its domain file {"age": 85, ...} '
-                     "(with --rho; mechanisms mst, residual-planner, identity; workload marginals:k=2)")
+                     "(with --rho; mechanisms mst, residual-planner, gaussian-marginals (old name: identity), ...; "
+                     "workload marginals:k=2)")
     rel.add_argument("--workload", default="identity", help=f"workload spec ({', '.join(WORKLOAD_NAMES)}); "
                      "e.g. random-range:m=2000")
     rel.add_argument("--seed", type=int, default=0, help="seeds a random workload's queries (never the noise)")
@@ -521,7 +534,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--output", required=True, help="results CSV (mechanism,epsilon,trial,metric,value,...)")
     cmp_.add_argument("--scheduler", default="auto", help=SCHEDULER_HELP)
     cmp_.add_argument("--domain", metavar="JSON", help="a table of records: its domain file; compares table "
-                      "mechanisms (identity, residual-planner, mst, ...) on --workload marginals:k=K across --rhos")
+                      "mechanisms (gaussian-marginals (old name: identity), residual-planner, mst, ...) on --workload "
+                      "marginals:k=K across --rhos")
     cmp_.add_argument("--rhos", help="comma-separated zCDP budgets for a table comparison")
     cmp_.add_argument("--missing", choices=MISSING_CHOICES, default="refuse",
                       help="a table's missing values: refuse (default), drop their rows, or make them a level")

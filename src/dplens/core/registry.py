@@ -167,10 +167,13 @@ def mechanism(name: str, kind: InputKind | None = None) -> Any:
 
     >>> mechanism("mst", kind="histogram")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: unknown histogram mechanism 'mst'; choose from identity, laplace-on-answers, uniform, wda, om, ...
+    ValueError: mechanism 'mst' is not a histogram mechanism (it takes a table); choose from identity, ...
     """
-    choices = [n for n, entry in REGISTRY.items() if kind is None or entry.input_kind == kind]
-    if name not in choices:
-        what = f"{kind} mechanism" if kind else "mechanism"
-        raise ValueError(f"unknown {what} {name!r}; choose from {', '.join(choices)}")
-    return REGISTRY[name].mechanism
+    choices = ", ".join(n for n, entry in REGISTRY.items() if kind is None or entry.input_kind == kind)
+    if name not in REGISTRY:
+        raise ValueError(f"unknown mechanism {name!r}; choose from {choices}")
+    entry = REGISTRY[name]
+    if kind is not None and entry.input_kind != kind:
+        raise ValueError(f"mechanism {name!r} is not a {kind} mechanism (it takes a {entry.input_kind}); "
+                         f"choose from {choices}")
+    return entry.mechanism

@@ -43,6 +43,7 @@ from dplens.core.mechanisms.laplace import Identity as LaplaceHistogram
 from dplens.core.mechanisms.laplace import LaplaceOnAnswers
 from dplens.core.queries.workloads import Identity as IdentityWorkload
 from dplens.core.queries.workloads import Workload, l1_sensitivity
+from dplens.core.search import bisect_monotone
 
 ACCURACY_METRICS: dict[str, Callable[..., float]] = {"rmse": rmse, "mae": mae, "max_abs": max_abs}
 LC_QUERIES: dict[str, Callable[[np.ndarray], float]] = {
@@ -79,28 +80,14 @@ def smallest_epsilon(error_at: Callable[[float], float], target: float, *,
                          f"(error there is {error_at(high):.4g}); raise the target or the upper limit")
     if error_at(low) <= target:
         return float(low)
-    lo, hi = math.log(low), math.log(high)
-    while hi - lo > tolerance:
-        mid = 0.5 * (lo + hi)
-        if error_at(math.exp(mid)) <= target:
-            hi = mid
-        else:
-            lo = mid
+    _, hi = bisect_monotone(lambda t: error_at(math.exp(t)) <= target, math.log(low), math.log(high),
+                            true_side="high", atol=tolerance, max_steps=10_000)
     return math.exp(hi)
 
 
 def _largest_epsilon(risk_at: Callable[[float], float], target: float, high: float) -> float:
     """Largest epsilon in [0, high] with a non-decreasing `risk_at` still at most `target`."""
-    lo, hi = 0.0, high
-    for _ in range(200):  # up to 200 halvings, stopping at a relative width of 1e-13
-        mid = 0.5 * (lo + hi)
-        if risk_at(mid) <= target:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-13 * max(1.0, hi):
-            break
-    return lo
+    return bisect_monotone(lambda e: risk_at(e) <= target, 0.0, high, true_side="low", rtol=1e-13, atol=1e-13)[0]
 
 
 # ----------------------------------------------------------------------------- Lee & Clifton

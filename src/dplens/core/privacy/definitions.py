@@ -22,12 +22,13 @@ from dataclasses import dataclass
 
 from scipy import optimize, special
 
+from dplens.core.search import bisect_monotone
+
 DEFINITIONS: dict[str, str] = {
     "pure": "pure ε-DP (Laplace noise): no failure probability",
     "approx": "(ε, δ)-DP (Gaussian noise, analytic calibration): may fail outright with probability δ",
     "zcdp": "ρ-zCDP (Gaussian noise): tight composition, reported as ε at a chosen δ",
 }
-_BISECTION_STEPS = 200
 
 
 def _positive(name: str, value: object) -> float:
@@ -215,18 +216,11 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
     epsilon, delta = _positive("epsilon", epsilon), check_delta(delta)
     if epsilon == 0:
         return 0.0
-    low, high = 0.0, max(1.0, epsilon)
+    high = max(1.0, epsilon)
     while zcdp_epsilon(high, delta) <= epsilon:
         high *= 2.0
-    for _ in range(_BISECTION_STEPS):
-        mid = 0.5 * (low + high)
-        if zcdp_epsilon(mid, delta) <= epsilon:
-            low = mid
-        else:
-            high = mid
-        if high - low <= 1e-15 * high:
-            break
-    return low
+    return bisect_monotone(lambda rho: zcdp_epsilon(rho, delta) <= epsilon, 0.0, high, true_side="low",
+                           rtol=1e-15)[0]
 
 
 # ----------------------------------------------------------------------------- the Gaussian mechanism
@@ -248,19 +242,11 @@ def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> fl
     return max(0.0, float(value))
 
 
-def _bisect(predicate: Callable[[float], bool], low: float, high: float) -> float:
-    """The boundary of a monotone predicate, True at ``high``; returns the True side (the safe one)."""
+def _least_true(predicate: Callable[[float], bool], low: float, high: float) -> float:
+    """The least value where a monotone predicate (True above its switch) holds, from above (the safe side)."""
     while not predicate(high):
         low, high = high, high * 2.0
-    for _ in range(_BISECTION_STEPS):
-        mid = 0.5 * (low + high)
-        if predicate(mid):
-            high = mid
-        else:
-            low = mid
-        if high - low <= 1e-13 * high:
-            break
-    return high
+    return bisect_monotone(predicate, low, high, true_side="high", rtol=1e-13)[1]
 
 
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -274,7 +260,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     epsilon, delta = _positive("epsilon", epsilon), check_delta(delta)
     if epsilon == 0:
         raise ValueError("epsilon must be > 0 for the Gaussian mechanism, got 0")
-    return sensitivity * _bisect(lambda s: gaussian_delta(epsilon, s) <= delta, 1e-12, 1.0)
+    return sensitivity * _least_true(lambda s: gaussian_delta(epsilon, s) <= delta, 1e-12, 1.0)
 
 
 def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -299,7 +285,7 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> fl
         return 0.0
     if gaussian_delta(0.0, sigma, sensitivity) <= delta:
         return 0.0
-    return _bisect(lambda e: gaussian_delta(e, sigma, sensitivity) <= delta, 0.0, 1.0)
+    return _least_true(lambda e: gaussian_delta(e, sigma, sensitivity) <= delta, 0.0, 1.0)
 
 
 def zcdp_sigma(rho: float, sensitivity: float = 1.0) -> float:

@@ -25,6 +25,7 @@ import numpy as np
 from scipy import special
 
 from dplens.core.privacy.definitions import analytic_gaussian_sigma, check_delta
+from dplens.core.search import bisect_monotone
 
 _TAIL_SIGMAS = 40  # the lattice sum stops 40σ (+ 40) past where the terms start: e^-800 is far below any δ
 _STEP = 1e-4  # relative σ grid of the calibration search
@@ -94,12 +95,8 @@ def discrete_gaussian_epsilon(sigma: float, delta: float, sensitivity: int = 1) 
     low, high = 0.0, 1.0
     while discrete_gaussian_delta(high, sigma, sensitivity) > delta:
         low, high = high, high * 2.0
-    for _ in range(200):
-        mid = 0.5 * (low + high)
-        low, high = (low, mid) if discrete_gaussian_delta(mid, sigma, sensitivity) <= delta else (mid, high)
-        if high - low <= 1e-12 * high:
-            break
-    return high
+    return bisect_monotone(lambda e: discrete_gaussian_delta(e, sigma, sensitivity) <= delta, low, high,
+                           true_side="high", rtol=1e-12)[1]
 
 
 __all__ = ["discrete_gaussian_delta", "discrete_gaussian_epsilon", "discrete_gaussian_sigma"]

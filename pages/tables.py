@@ -48,6 +48,8 @@ with ui.guard():
     st.caption(f"Workload: {work.describe()}; L2 sensitivity {work.l2_sensitivity:.4g} (one record changes one "
                "cell of each marginal).")
     budget_line = st.empty()  # filled at the end of the run: a release below changes it
+    methods = ui.table_methods()  # every registered table mechanism, with its one-line summary
+    methods_help = " ".join(f"**{name}**: {summary}" for name, summary in methods.items())
     compare_tab, release_tab = st.tabs(["Compare methods", "Release"])
     with compare_tab:
         left, right = st.columns([3, 2])
@@ -65,8 +67,8 @@ with ui.guard():
         if st.session_state.get("tables_tune_on") == "proxy" and proxy is None:
             st.warning("No DP proxy yet: Compare runs on the private table until you make one.")
         with st.form("tables_compare_form"):
-            names = st.multiselect("Methods", list(ui.TABLE_MECHANISM_HELP), default=["identity", "residual-planner"],
-                                   key="tables_mechanisms", help="; ".join(f"{k}: {v}" for k, v in ui.TABLE_MECHANISM_HELP.items()))
+            names = st.multiselect("Methods", list(methods), default=["gaussian-marginals", "residual-planner"],
+                                   key="tables_mechanisms", help=methods_help)
             x, y, v, z = st.columns(4)
             rhos = x.multiselect("ρ values", list(ui.TABLE_RHO_CHOICES), default=[0.01, 0.1, 1.0], key="tables_rhos")
             trials = y.slider("Trials per point", 1, 20, 3, key="tables_trials",
@@ -104,9 +106,8 @@ with ui.guard():
                 st.caption(results["advice"])
             for metric, fig in ui.table_compare_figures(results).items():
                 st.plotly_chart(fig, key=f"tables_figure_{metric}")
-            st.caption("Legend: " + " · ".join(f"**{n}**: {ui.TABLE_MECHANISM_HELP[n]}"
-                                               for n in results["df"]["mechanism"].unique()
-                                               if n in ui.TABLE_MECHANISM_HELP))
+            st.caption("Legend: " + " · ".join(f"**{n}**: {methods[n]}" for n in results["df"]["mechanism"].unique()
+                                               if n in methods))
             st.dataframe(ui.table_summary(results["df"]), hide_index=True, key="tables_summary")
             st.caption("The dashed line is the non-private independence baseline (the product of the exact 1-way "
                        "marginals): a method above it has learnt no correlation that the 1-way marginals did not give.")
@@ -117,9 +118,8 @@ with ui.guard():
                             step=0.1, format="%g", key="tables_total_rho", on_change=ui.set_table_total,
                             help="Recorded with the first release; fixed after it.")
         p, q = st.columns(2)
-        p.selectbox("Method", list(ui.TABLE_MECHANISM_HELP), key="tables_release_mechanism",
-                    format_func=ui.table_method_label,
-                    help="; ".join(f"{k}: {v}" for k, v in ui.TABLE_MECHANISM_HELP.items()))
+        p.selectbox("Method", list(methods), key="tables_release_mechanism", format_func=ui.table_method_label,
+                    help=methods_help)
         q.number_input("ρ to spend", min_value=0.0001, max_value=100.0, value=0.1, step=0.05, format="%g",
                        key="tables_release_rho")
         if ui.table_settings(st.session_state.tables_release_mechanism):

@@ -63,10 +63,10 @@ def test_compare_shows_both_figures_and_closed_form():
     at.button(key="FormSubmitter:tables_compare_form-Run comparison").click().run()
     assert not at.exception, at.exception
     summary = at.dataframe[-1].value
-    assert set(summary["mechanism"]) == {"identity", "residual-planner"} and len(summary) == 4
+    assert set(summary["mechanism"]) == {"gaussian-marginals", "residual-planner"} and len(summary) == 4
     figures = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     names = {t.get("name") for f in figures for t in f["data"]}
-    assert {"identity", "residual-planner (analytic)"} <= names
+    assert {"gaussian-marginals", "residual-planner (analytic)"} <= names
 
 
 def test_workload_choice_and_bad_marginal_is_one_line():
@@ -116,7 +116,7 @@ def test_compare_tunes_on_a_dp_proxy_charged_once():
     assert at.radio(key="tables_tune_on").value == "proxy"
     proxy = at.session_state["table_proxies"][table.fingerprint]["records"]
     assert proxy.shape[1] == 3 and not np.array_equal(proxy[: len(table.records)], table.records)
-    at.multiselect(key="tables_mechanisms").set_value(["identity"])
+    at.multiselect(key="tables_mechanisms").set_value(["gaussian-marginals"])
     at.multiselect(key="tables_rhos").set_value([1.0])
     at.button(key="FormSubmitter:tables_compare_form-Run comparison").click().run()
     assert not at.exception

@@ -202,7 +202,6 @@ from dplens.ui.tables_view import (  # noqa: E402
     SAMPLE_TABLE_NAME,
     TABLE_DEFAULT_RHO,
     TABLE_DISPLAY_DELTA,
-    TABLE_MECHANISM_HELP,
     TABLE_PROXY_MECHANISM,
     TABLE_PROXY_RHO,
     TABLE_RHO_CHOICES,
@@ -227,6 +226,7 @@ from dplens.ui.tables_view import (  # noqa: E402
     table_marginal_figure,
     table_marginals_frame,
     table_method_label,
+    table_methods,
     table_proxy,
     table_settings,
     table_summary,
@@ -287,5 +287,5 @@ __all__ = ['load_reference_histogram', 'parsed_workload', 'MARKDOWN_LEAD', 'REPR
     "save_workspace", "scheduler_choices", "session_config", "set_total", "set_workload", "show_flash", "show_handoff", "sidebar",
     "simulation_rng", "warm_workers", "stack_recipe", "sweep", "sweep_cache", "sweep_estimate", "plan_releases", "target_plans", "use_button", "use_epsilon", "workload",
     "workload_figure", "workload_recipe", "workload_name", "workload_spec",
- "TABLE_DEFAULT_RHO", "TABLE_DISPLAY_DELTA", "TABLE_MECHANISM_HELP", "TABLE_RHO_CHOICES", "current_table", "load_table_upload", "project_table", "release_table", "run_table_compare", "set_table_total", "synthetic_check", "table_budget_caption", "table_compare_caption", "make_table_proxy", "table_proxy", "tuning_table", "TABLE_PROXY_RHO", "TABLE_PROXY_MECHANISM", "TABLE_SYNTH_TRIALS", "table_compare_figures", "table_domain_frame", "table_domain_size", "table_downloads", "table_evaluation", "table_feasibility", "table_ledger", "table_marginal_figure", "table_marginals_frame", "table_settings", "table_summary", "table_workload",
+ "TABLE_DEFAULT_RHO", "TABLE_DISPLAY_DELTA", "table_methods", "TABLE_RHO_CHOICES", "current_table", "load_table_upload", "project_table", "release_table", "run_table_compare", "set_table_total", "synthetic_check", "table_budget_caption", "table_compare_caption", "make_table_proxy", "table_proxy", "tuning_table", "TABLE_PROXY_RHO", "TABLE_PROXY_MECHANISM", "TABLE_SYNTH_TRIALS", "table_compare_figures", "table_domain_frame", "table_domain_size", "table_downloads", "table_evaluation", "table_feasibility", "table_ledger", "table_marginal_figure", "table_marginals_frame", "table_settings", "table_summary", "table_workload",
 ]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dplens.core.mechanisms import MECHANISMS
 from dplens.core.mechanisms.gaussian import Matched
 from dplens.core.privacy.definitions import DEFINITIONS, delta_warning
 from dplens.core.privacy.noise import noise_kind
+from dplens.core.registry import histogram_mechanisms
+from dplens.core.registry import mechanism as registered
 
 DEFINITION_LABELS = {"pure": "pure ε-DP", "approx": "(ε, δ)-DP", "zcdp": "ρ-zCDP"}
 
@@ -41,16 +42,18 @@ def delta() -> float:
 
 
 def available(names=None) -> list[str]:
-    """Registry names usable under the definition: Gaussian mechanisms need (ε, δ) or zCDP."""
-    names = list(MECHANISMS) if names is None else list(names)
+    """The pickers' options (Compare, Release, Choose ε): registered histogram mechanisms (dplens.core.registry)
+    usable under the definition; Gaussian mechanisms need (ε, δ) or zCDP."""
+    mechanisms = histogram_mechanisms()
+    names = list(mechanisms) if names is None else list(names)
     if definition() == "pure":
-        return [n for n in names if noise_kind(MECHANISMS[n]) == "laplace"]
+        return [n for n in names if noise_kind(mechanisms[n]) == "laplace"]
     return names
 
 
 def matched(mechanism):
     """A mechanism (name or instance) at matched privacy: "ε at δ" under the session's definition."""
-    instance = MECHANISMS[mechanism] if isinstance(mechanism, str) else mechanism
+    instance = registered(mechanism, kind="histogram") if isinstance(mechanism, str) else mechanism
     return instance if definition() == "pure" else Matched(instance, definition(), delta())
 
 

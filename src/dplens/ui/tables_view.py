@@ -19,8 +19,11 @@ from scipy import special
 
 from dplens.core.analysis.experiment import SweepCache
 from dplens.core.data import limits
+from dplens.core.mechanisms import parameter_ranges
 from dplens.core.privacy.budget import Budget
 from dplens.core.queries.marginals import MAX_MARGINAL_CELLS, MarginalWorkload, TableDomain
+from dplens.core.registry import mechanism as registered
+from dplens.core.registry import table_mechanisms
 from dplens.core.release.kernel import (
     DEFAULT_TABLE_TOTAL,
     TABLE_DISPLAY_DELTA,
@@ -40,7 +43,7 @@ from dplens.core.tables.compare import (
     summarise_tables,
 )
 from dplens.core.tables.contract import INTERVAL_LEVEL
-from dplens.core.tables.mechanisms import TABLE_MECHANISMS, TABLE_SETTINGS, table_mechanism
+from dplens.core.tables.mechanisms import table_mechanism
 from dplens.core.tables.records import (
     Table,
     load_table,
@@ -250,7 +253,7 @@ def run_table_compare(table: Table, work: MarginalWorkload, names: list[str], rh
                         data_key=table.fingerprint + (":proxy" if ss.tables_tuned_on == "proxy" else ""),
                         progress=progress, seconds=limits.MAX_SYNTHESIS_SECONDS)
     # Stop reruns the page; finished pairs stay in the cache. Synthesiser runs are in workers under the deadline.
-    synthesisers = [n for n in names if TABLE_MECHANISMS[n].synthesizes]
+    synthesisers = [n for n in names if registered(n, kind="table").synthesizes]
     ss.tables_results = {"df": df, "baseline": baseline_scores(work, table_evaluation(table), table.records),
                          "workload": work.describe(), "evaluation": table_evaluation(table).describe(),
                          "note": compare_note(names, trials, synth_trials),
@@ -312,21 +315,22 @@ def table_summary(df: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------------ release
 
 def table_settings(name: str, *, render: bool = False) -> dict[str, str]:
-    """The mechanism's settings (TABLE_SETTINGS) as typed on the page; widgets drawn when ``render``."""
-    defaults = {f.name: f.default for f in dataclasses.fields(TABLE_MECHANISMS[name])}
+    """The mechanism's settings (its class's PARAMETER_RANGES) as typed on the page; widgets drawn when ``render``."""
+    mechanism = registered(name, kind="table")
+    defaults = {f.name: f.default for f in dataclasses.fields(mechanism)}
     values = {}
-    for key in TABLE_SETTINGS.get(name, {}):
+    for key, valid in parameter_ranges(mechanism).items():
         widget_key = f"tables_setting_{name}_{key}"
         if render:
             st.text_input(f"{name}: {key}", value=str(defaults[key]), key=widget_key,
-                          help="See the README, Tables of records, for what this setting does.")
+                          help=f"Valid: {valid}. See the README, Tables of records, for what this setting does.")
         values[key] = st.session_state.get(widget_key, str(defaults[key]))
     return values
 
 
 def table_method_label(name: str) -> str:
     """How the page lists a method: its name and whether its error depends on the data."""
-    return f"{name} ({'data-dependent' if TABLE_MECHANISMS[name].data_dependent else 'data-independent'})"
+    return f"{name} ({'data-dependent' if registered(name, kind='table').data_dependent else 'data-independent'})"
 
 
 def release_table(progress=None) -> None:
@@ -400,14 +404,7 @@ def synthetic_check(output: dict) -> pd.DataFrame:
     return pd.DataFrame({"": [f"{release.mechanism} (released)", BASELINE], "mean TVD": [score, base]})
 
 
-TABLE_MECHANISM_HELP = {
-    "identity": "Gaussian noise on every marginal cell; error in closed form",
-    "residual-planner": "the optimal Gaussian strategy for marginals (ResidualPlanner); error in closed form",
-    "hdmm-marginals": "HDMM's marginals strategy, Laplace noise (pure DP); error in closed form",
-    "histograms": "a histogram mechanism (hb by default) on each 1- or 2-way marginal; ρ split equally",
-    "identity-pgm": "identity's Gaussian measurements fitted by a graphical model (private-pgm): consistent, "
-                    "non-negative, synthetic records; data-dependent, slow (OpenDP)",
-    "mst": "MST synthetic records (OpenDP): 1-way marginals and a tree of 2-way ones; data-dependent, slow",
-    "aim": "AIM synthetic records (OpenDP): adaptively measures the worst-fitted workload marginals; "
-           "data-dependent, the slowest (about 4 minutes on Adult)",
-}
+def table_methods() -> dict[str, str]:
+    """The Tables page's methods: every registered table mechanism (dplens.core.registry) with its one-line
+    ``summary``, in registration order."""
+    return {name: getattr(type(m), "summary", "") for name, m in table_mechanisms().items()}

@@ -165,7 +165,8 @@ def test_opendp_synthesisers_on_a_small_table(name, settings):
     workload = MarginalWorkload.all_kway(domain, 2)
     seen = []
     release = table_mechanism(name, **settings).run(workload, records, 2.0, None, progress=seen.append)
-    assert release.mechanism == name and release.privacy_loss == 2.0
+    assert release.mechanism == name and 0 < release.privacy_loss <= 2.0 * (1 + 1e-9)
+    assert release.privacy_loss == pytest.approx(2.0, rel=1e-9)  # from the σ OpenDP drew
     assert release.metadata["rho_handed"] <= 2.0 and release.metadata["model_fits"] >= 1
     assert seen and all(0 <= f < 1 for f in seen)
     assert release.records.shape[1] == 2 and 200 <= len(release.records) <= 400

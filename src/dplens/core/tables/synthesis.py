@@ -130,6 +130,41 @@ def _check_int(name: str, value: int, low: int, high: int) -> None:
         raise ValueError(f"{name} must be an integer from {low} to {high}, got {value!r}")
 
 
+def gaussian_rho(stddevs) -> float:
+    """ρ-zCDP of OpenDP's Gaussian marginals from the σ each one drew: Σ Δ²/(2σ²), Δ = 1.
+
+    With one record per unit (``contributions=1``) a record moves one cell of a marginal by 1, so each
+    measurement's L2 sensitivity is 1; OpenDP's discrete Gaussian at scale σ is then Δ²/(2σ²)-zCDP (Canonne,
+    Kamath, Steinke 2020, Thm. 14), and measurements compose by addition (Bun & Steinke 2016, Lemma 2.3).
+
+    >>> gaussian_rho([1.0, 2.0])
+    0.625
+    """
+    return math.fsum(0.5 / float(s) ** 2 for s in stddevs)
+
+
+def laplace_epsilon(stddevs) -> float:
+    """Pure ε of OpenDP's Laplace marginals from their standard deviations: Σ Δ/b, b = stddev/√2, Δ = 1.
+
+    >>> round(laplace_epsilon([math.sqrt(2), math.sqrt(2)]), 12)
+    2.0
+    """
+    return math.fsum(math.sqrt(2) / float(s) for s in stddevs)
+
+
+def phases(table) -> tuple[list, list]:
+    """OpenDP's measurements of a fitted ``ContingencyTable``: (the one-way phase, the rest), each a list of
+    ``mbi.LinearMeasurement``.
+
+    The one-way phase measures each attribute once before any selection, so it is the first measurement of each
+    1-way clique; every later measurement (AIM may measure a 1-way clique again) belongs to a selection step.
+    """
+    groups = table.marginals.by_clique
+    oneway = [group[0] for clique, group in groups.items() if len(clique) == 1]
+    rest = [m for clique, group in groups.items() for i, m in enumerate(group) if len(clique) > 1 or i > 0]
+    return oneway, rest
+
+
 @dataclass(frozen=True)
 class _OpenDPTable:
     """One path for every private-pgm algorithm run by ``opendp.extras.mbi`` (subclasses say which)."""
@@ -146,6 +181,17 @@ class _OpenDPTable:
 
     def privacy_loss_of(self, dp, rho: float):
         return dp.loss_of(rho=rho)
+
+    def drawn_loss(self, table) -> float:
+        """ρ spent by the noise OpenDP drew: every measurement it returns (σ read from each), plus the selections.
+
+        OpenDP returns no scale for its noisy-max selections. Each selection step (MST's tree, one AIM round)
+        is built by OpenDP at 1 − ``measure_split`` of the step and the step's measurement at ``measure_split``
+        (``make_marginals`` of ``opendp.extras.mbi.MST``, ``_make_aim_marginal`` of AIM), and OpenDP's binary
+        search sets each scale to spend its share; so a step spends its measured ρ / ``measure_split``.
+        """
+        oneway, steps = phases(table)
+        return gaussian_rho(m.stddev for m in oneway) + gaussian_rho(m.stddev for m in steps) / self.measure_split  # type: ignore[attr-defined]  # set by each subclass
 
     def extra_metadata(self, workload: MarginalWorkload) -> dict:
         return {}
@@ -198,7 +244,7 @@ class _OpenDPTable:
             if progress is not None:
                 # ρ measured so far: Σ 1/(2σ²) over the measurements fitted (sensitivity 1 each); after the first
                 # fit, each round's measurement is ``measure_split`` of what the round spent (the rest selected).
-                measured = sum(0.5 / m.stddev ** 2 for m in loss_fn if getattr(m, "stddev", 0) > 0)
+                measured = gaussian_rho(m.stddev for m in loss_fn if getattr(m, "stddev", 0) > 0)
                 if not first_fit:
                     first_fit.append(measured)
                 spent = first_fit[0] + (measured - first_fit[0]) / getattr(self, "measure_split", 1.0)
@@ -210,6 +256,7 @@ class _OpenDPTable:
         except Exception as error:  # OpenDP raises OpenDPException/ValueError; one line for the user
             raise ValueError(f"OpenDP refused {self.name} at rho={rho:g} (handed {handed!r}): "  # type: ignore[attr-defined]  # set by each subclass
                              f"{' '.join(str(error).split())[:160]}") from None
+        loss = self.drawn_loss(table)
         # Not table.synthesize(rows): mbi's default sampler makes siblings comonotone (dplens.core.tables.sampler).
         synth = synthesize_table(table, rows, rng if rng is not None else np.random.default_rng())
         # OpenDP adds a null key to every attribute (for values outside the keys); its true count is 0 here, so
@@ -220,7 +267,7 @@ class _OpenDPTable:
                     "privacy": "rho-zCDP, add/remove one record", "rho": float(rho), "rho_handed": handed,
                     **self.settings(rho), **self.extra_metadata(workload), "model_fits": fits[0], "rows": len(coded),  # type: ignore[attr-defined]  # set by each subclass
                     "null_rows_dropped": synth.height - complete.height}
-        return TableRelease(self.name, rho, rho, workload, workload.answer(coded), None, coded, metadata)  # type: ignore[attr-defined]  # set by each subclass
+        return TableRelease(self.name, rho, loss, workload, workload.answer(coded), None, coded, metadata)  # type: ignore[attr-defined]  # set by each subclass
 
 
 @dataclass(frozen=True)
@@ -334,6 +381,12 @@ class IdentityPGM(_OpenDPTable):
     def privacy_loss_of(self, dp, rho: float):
         # Laplace: pure ε-DP at ε = √(2ρ), which implies ρ-zCDP (Bun & Steinke 2016, Prop. 1.4).
         return dp.loss_of(epsilon=math.sqrt(2 * rho)) if self.noise == "laplace" else dp.loss_of(rho=rho)
+
+    def drawn_loss(self, table) -> float:
+        """ρ of the workload's measurements from the σ (or Laplace scale) of each: no selection, no one-way phase
+        (every key is declared). Laplace: ε = Σ 1/b, reported as the ρ = ε²/2 it implies."""
+        stddevs = [m.stddev for m in table.marginals.flatten()]
+        return laplace_epsilon(stddevs) ** 2 / 2 if self.noise == "laplace" else gaussian_rho(stddevs)
 
 
     def fit_iters(self, potentials) -> int:

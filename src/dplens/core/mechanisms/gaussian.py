@@ -10,8 +10,11 @@ i.i.d. Lap(Δ₁(A)/ε) by i.i.d. N(0, σ²) with σ calibrated to the strategy'
   the release then also satisfies ρ-zCDP (composes tightly), at a somewhat larger σ.
 
 So ``run(x, workload, epsilon, rng)`` keeps the Mechanism contract, with ``epsilon`` meaning "ε at δ".
-The parent's ``run`` is executed at ε = 1 through a noise source that answers its (uniform) Laplace
-requests with N(0, σ²) and records σ; the privacy loss is recomputed from the recorded σ and Δ₂(A).
+A plan is strategy → measurement → reconstruction: each parent's ``run`` is its
+``measure(x, workload, LaplaceMeasurement(Δ₁/ε), rng)``, and a twin calls the same ``measure`` with
+``GaussianMeasurement(σ)`` (``dplens.core.mechanisms.measurement``), then states the privacy loss of the σ
+drawn at Δ₂(A). A parent that splits its budget over blocks measures them at fixed ratios of the one
+measurement, so its twin keeps those ratios and calibrates σ to the whitened strategy's Δ₂.
 Error: the parent's variance 2b² per coordinate (b its scale at ε = 1) becomes σ², so ``expected_mse``
 is the parent's at ε = 1 times σ²/(2b²) (exact: total squared error σ²‖W A⁺‖_F²).
 mm-opt's Gaussian variant uses its own strategy with L2-normalised columns (``EigenStrategy``, HDMM approx=True).
@@ -114,7 +117,8 @@ class GaussianMixin:
             raise ValueError(f"calibration must be one of {list(CALIBRATIONS)}, got {self.calibration!r}")
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
-        """Column L1 and L2 norms of the measured strategy A (the parent's noise is Lap(max L1 / ε))."""
+        """Column L1 and L2 norms of the measured strategy A, each block divided by its noise ratio to the
+        measurement ``measure`` is given (the parent's noise is Lap(max L1 / ε))."""
         raise NotImplementedError
 
     def parent_scale(self, workload: Workload) -> float:

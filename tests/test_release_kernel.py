@@ -201,7 +201,7 @@ def test_a_table_whose_domain_was_read_from_the_records_is_not_released(tmp_path
     assert not inferred.domain_declared
     assert load_table(b"a,b\n1,x\n0,y\n", b'{"a": 2, "b": ["x", "y"]}').domain_declared
     store = LedgerStore(tmp_path / "s.sqlite3")
-    request = TableRequest(table_mechanism("identity"), 0.5, MarginalWorkload.all_kway(inferred.domain, 1), 1e-6,
+    request = TableRequest(table_mechanism("gaussian-marginals"), 0.5, MarginalWorkload.all_kway(inferred.domain, 1), 1e-6,
                            domain_declared=inferred.domain_declared)
     with pytest.raises(ValueError, match="a release needs a declared domain"):
         release_table(request, inferred.records, store=store, fingerprint=inferred.fingerprint, name="t")

@@ -20,7 +20,7 @@ def _records(n=2000, seed=0, correlated=True):
 
 def test_measured_rmse_matches_closed_form_with_power():
     workload = MarginalWorkload.all_kway(DOMAIN, 2)  # 74 cells per run
-    df = compare_tables(_records(), workload, ["identity", "residual-planner"], [0.2], trials=40, seed=3)
+    df = compare_tables(_records(), workload, ["gaussian-marginals", "residual-planner"], [0.2], trials=40, seed=3)
     for name, rows in df.groupby("mechanism"):
         expected = rows.expected_rmse.iloc[0]
         mse = np.mean(rows.rmse ** 2)  # mean of per-run MSE: an average of 40 × 74 squared Gaussian errors
@@ -30,28 +30,28 @@ def test_measured_rmse_matches_closed_form_with_power():
 
 def test_cache_runs_only_new_pairs_and_is_seeded():
     workload, records, cache = MarginalWorkload.all_kway(DOMAIN, 1), _records(), SweepCache()
-    first = compare_tables(records, workload, ["identity"], [0.5, 1.0], trials=2, cache=cache, data_key="x")
+    first = compare_tables(records, workload, ["gaussian-marginals"], [0.5, 1.0], trials=2, cache=cache, data_key="x")
     calls = []
-    both = compare_tables(records, workload, ["identity", "residual-planner"], [0.5, 1.0], trials=2, cache=cache,
+    both = compare_tables(records, workload, ["gaussian-marginals", "residual-planner"], [0.5, 1.0], trials=2, cache=cache,
                           data_key="x", progress=lambda f, text: calls.append(text))
     assert len(cache) == 4 and sum("residual-planner" in c for c in calls) == 4
-    assert not any("identity" in c for c in calls)
-    np.testing.assert_array_equal(both[both.mechanism == "identity"].rmse.to_numpy(), first.rmse.to_numpy())
-    again = compare_tables(records, workload, ["identity"], [0.5, 1.0], trials=2)
+    assert not any("gaussian-marginals" in c for c in calls)
+    np.testing.assert_array_equal(both[both.mechanism == "gaussian-marginals"].rmse.to_numpy(), first.rmse.to_numpy())
+    again = compare_tables(records, workload, ["gaussian-marginals"], [0.5, 1.0], trials=2)
     np.testing.assert_array_equal(again.rmse.to_numpy(), first.rmse.to_numpy())
 
 
 def test_stop_returns_finished_rows():
     workload = MarginalWorkload.all_kway(DOMAIN, 1)
     polls = iter([False, False, True])
-    df = compare_tables(_records(), workload, ["identity"], [1.0, 2.0], trials=2, should_stop=lambda: next(polls))
+    df = compare_tables(_records(), workload, ["gaussian-marginals"], [1.0, 2.0], trials=2, should_stop=lambda: next(polls))
     assert df.attrs["stopped"] and len(df) == 2
 
 
 def test_evaluation_outside_the_workload_and_baseline():
     workload = MarginalWorkload.all_kway(DOMAIN, 1)
     evaluation = MarginalWorkload(DOMAIN, (("a", "b"),))
-    df = compare_tables(_records(), workload, ["identity"], [1.0], trials=1, evaluation=evaluation)
+    df = compare_tables(_records(), workload, ["gaussian-marginals"], [1.0], trials=1, evaluation=evaluation)
     assert np.isnan(df.tvd[0])  # a 1-way release says nothing about the a×b marginal: not scored, not invented
     correlated = baseline_scores(workload, evaluation, _records())
     independent = baseline_scores(workload, evaluation, _records(correlated=False))
@@ -61,12 +61,12 @@ def test_evaluation_outside_the_workload_and_baseline():
 
 def test_summary_and_bad_arguments():
     workload = MarginalWorkload.all_kway(DOMAIN, 1)
-    summary = summarise_tables(compare_tables(_records(), workload, ["identity"], [1.0], trials=3))
+    summary = summarise_tables(compare_tables(_records(), workload, ["gaussian-marginals"], [1.0], trials=3))
     assert summary.trials.tolist() == [3]
     with pytest.raises(ValueError, match="trials"):
-        compare_tables(_records(), workload, ["identity"], [1.0], trials=0)
+        compare_tables(_records(), workload, ["gaussian-marginals"], [1.0], trials=0)
     with pytest.raises(ValueError, match="rho"):
-        compare_tables(_records(), workload, ["identity"], [-1.0])
+        compare_tables(_records(), workload, ["gaussian-marginals"], [-1.0])
     with pytest.raises(ValueError, match="not a table mechanism"):
         compare_tables(_records(), workload, ["hb"], [1.0])
 
@@ -91,7 +91,7 @@ def test_cli_compare_on_a_table(tmp_path, capsys):
     assert len(df) == 8 and set(df.columns) >= {"mechanism", "rho", "trial", "rmse", "tvd", "expected_rmse"}
     assert main(args[:-4] + ["--rhos", "0.1", "--mechanisms", "hb", "--output", str(tmp_path / "x.csv")]) == 2
     assert "not a table mechanism" in capsys.readouterr().err
-    assert main(args[:7] + ["--mechanisms", "identity", "--epsilons", "1", "--output", str(tmp_path / "x.csv")]) == 2
+    assert main(args[:7] + ["--mechanisms", "gaussian-marginals", "--epsilons", "1", "--output", str(tmp_path / "x.csv")]) == 2
     assert "--rhos" in capsys.readouterr().err
 
 
@@ -102,7 +102,7 @@ def test_marginal_releases_are_scored_on_every_evaluation_marginal_or_not_at_all
     records = _records()
     pair = MarginalWorkload(DOMAIN, (("a", "b"),))
     estimate = pair.answer(records)[0] + 3.0
-    release = TableRelease("identity", 1.0, 1.0, pair, [estimate])
+    release = TableRelease("gaussian-marginals", 1.0, 1.0, pair, [estimate])
     ones = MarginalWorkload(DOMAIN, (("a",), ("b",)))
     truth = ones.answer(records)
     by_hand = [_tvd(truth[0], estimate.sum(axis=1)), _tvd(truth[1], estimate.sum(axis=0))]
@@ -111,7 +111,7 @@ def test_marginal_releases_are_scored_on_every_evaluation_marginal_or_not_at_all
                                    MarginalWorkload.all_kway(DOMAIN, 1).answer(records)))  # c is not in it
     partial = MarginalWorkload(DOMAIN, (("a",),))
     mixed = MarginalWorkload(DOMAIN, (("a",), ("a", "b")))
-    assert np.isnan(evaluation_tvd(TableRelease("identity", 1.0, 1.0, partial, [truth[0]]), mixed,
+    assert np.isnan(evaluation_tvd(TableRelease("gaussian-marginals", 1.0, 1.0, partial, [truth[0]]), mixed,
                                    mixed.answer(records)))  # covers one of two: not scored on the easier half
 
 
@@ -121,6 +121,6 @@ def test_a_synthesiser_past_the_deadline_is_stopped_in_its_worker():
 
     workload = MarginalWorkload.all_kway(DOMAIN, 2)
     started = time.perf_counter()
-    df = compare_tables(_records(), workload, ["identity", "mst"], [0.5], trials=1, seed=0, seconds=0.5)
+    df = compare_tables(_records(), workload, ["gaussian-marginals", "mst"], [0.5], trials=1, seed=0, seconds=0.5)
     assert time.perf_counter() - started < 20
-    assert df.attrs["stopped"] and set(df.mechanism) <= {"identity"}
+    assert df.attrs["stopped"] and set(df.mechanism) <= {"gaussian-marginals"}

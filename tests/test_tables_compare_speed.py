@@ -25,11 +25,11 @@ def _records(count: int = 40, seed: int = 0) -> np.ndarray:
 def test_progress_text_says_elapsed_and_left():
     seen = []
     workload = MarginalWorkload.all_kway(DOMAIN, 2)
-    compare_tables(_records(), workload, ["identity", "residual-planner"], [0.5, 1.0], trials=2,
+    compare_tables(_records(), workload, ["gaussian-marginals", "residual-planner"], [0.5, 1.0], trials=2,
                    progress=lambda fraction, text: seen.append((fraction, text)))
     running = [text for _, text in seen[:-1]]
     assert running and all("elapsed" in t and "left" in t for t in running)
-    assert "identity ρ=0.5 trial 1/2" in running[0]
+    assert "gaussian-marginals ρ=0.5 trial 1/2" in running[0]
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and seen[-1][1].startswith("done")
 
@@ -44,7 +44,7 @@ def _stand_in_mst(monkeypatch):
         if progress is not None:
             progress(0.5)
         time.sleep(0.6)  # long enough for the pool's loop to report while it runs
-        return table_mechanism("identity").run(workload, records, rho, rng)
+        return table_mechanism("gaussian-marginals").run(workload, records, rho, rng)
 
     monkeypatch.setattr(MST, "run", stand_in)
     monkeypatch.setattr(compare, "_bounded_run", lambda mechanism, workload, records, rho, rng, report, deadline:
@@ -55,11 +55,11 @@ def test_pooled_synthesiser_runs_report_time_and_keep_order(monkeypatch):
     _stand_in_mst(monkeypatch)
     seen = []
     workload = MarginalWorkload.all_kway(DOMAIN, 2)
-    df = compare_tables(_records(), workload, ["mst", "identity"], [0.1, 1.0], trials=2, synth_trials=1,
+    df = compare_tables(_records(), workload, ["mst", "gaussian-marginals"], [0.1, 1.0], trials=2, synth_trials=1,
                         seconds=60, workers=2, progress=lambda fraction, text: seen.append((fraction, text)))
     assert df[["mechanism", "rho", "trial"]].values.tolist() == [
-        ["mst", 0.1, 0], ["mst", 1.0, 0], ["identity", 0.1, 0], ["identity", 0.1, 1], ["identity", 1.0, 0],
-        ["identity", 1.0, 1]]
+        ["mst", 0.1, 0], ["mst", 1.0, 0], ["gaussian-marginals", 0.1, 0], ["gaussian-marginals", 0.1, 1], ["gaussian-marginals", 1.0, 0],
+        ["gaussian-marginals", 1.0, 1]]
     texts = [text for _, text in seen[:-1]]
     assert all("elapsed" in t and "left" in t for t in texts)
     assert any(t.startswith("MST ρ=") and "trial 1/1" in t for t in texts), texts
@@ -68,9 +68,9 @@ def test_pooled_synthesiser_runs_report_time_and_keep_order(monkeypatch):
 def test_fraction_weighs_runs_by_expected_time():
     """Three closed-form runs finished before one MST run: the bar is near its start, not at 3/4."""
     seen = []
-    clock = _Clock([("identity", False)] * 3 + [("mst", True)], 1, lambda f, t: seen.append((f, t)))
+    clock = _Clock([("gaussian-marginals", False)] * 3 + [("mst", True)], 1, lambda f, t: seen.append((f, t)))
     for _ in range(3):
-        clock.finished("identity", 0.01)
+        clock.finished("gaussian-marginals", 0.01)
     clock.report("MST ρ=1 trial 1/1")
     fraction, text = seen[-1]
     assert fraction < 0.2 and "about 30 s left" in text
@@ -79,10 +79,10 @@ def test_fraction_weighs_runs_by_expected_time():
 
 
 def test_compare_note_names_the_settings():
-    note = compare_note(["identity", "mst"], 3, 1)
+    note = compare_note(["gaussian-marginals", "mst"], 3, 1)
     assert note.startswith("MST in Compare: 1 run per ρ (the others: 3)")
     assert f"{COMPARE_SETTINGS['mst']['iters']} estimator iterations; the release uses 1000" in note
-    assert compare_note(["identity"], 3, 1) == ""
+    assert compare_note(["gaussian-marginals"], 3, 1) == ""
 
 
 def test_tiny_mst_fit_prints_nothing(capfd, caplog):
@@ -111,7 +111,7 @@ def test_page_caption_names_the_synthesisers_compare_settings(monkeypatch):
 
     _stand_in_mst(monkeypatch)
     at, _ = _open()
-    at.multiselect(key="tables_mechanisms").set_value(["identity", "mst"])
+    at.multiselect(key="tables_mechanisms").set_value(["gaussian-marginals", "mst"])
     at.multiselect(key="tables_rhos").set_value([0.1, 1.0])
     at.slider(key="tables_trials").set_value(2)
     at.button(key="FormSubmitter:tables_compare_form-Run comparison").click().run()
@@ -121,7 +121,7 @@ def test_page_caption_names_the_synthesisers_compare_settings(monkeypatch):
                for c in captions), captions
     assert sum("OpenDP advises" in c for c in captions) == 1
     df = at.session_state["tables_results"]["df"]
-    assert df.groupby("mechanism").size().to_dict() == {"identity": 4, "mst": 2}
+    assert df.groupby("mechanism").size().to_dict() == {"gaussian-marginals": 4, "mst": 2}
 
 
 def test_the_jax_cache_lives_in_the_installations_private_folder(monkeypatch, tmp_path):

@@ -270,7 +270,7 @@ def test_residual_planner_range_variance_against_dense_covariance():
         noise_map = np.array(maps[index]).T  # queries × all unit noises (scaled by σ_S)
         assert plan.query_variance(index) == pytest.approx(np.sum(noise_map ** 2), rel=1e-9)
     # the plan is optimal for the range objective: Identity's weighting is worse
-    assert plan.expected_rmse < TABLE_MECHANISMS["identity"].expected_rmse(workload, 0.5)
+    assert plan.expected_rmse < TABLE_MECHANISMS["gaussian-marginals"].expected_rmse(workload, 0.5)
 
 
 def test_opt_marginals_range_variance_against_dense_oracle():
@@ -290,7 +290,7 @@ def test_range_marginals_identity_by_simulation_and_histograms():
     records = _records(RANGES_DOMAIN, 300)
     truth = workload.answer(records)
     rng = np.random.default_rng(11)
-    identity = TABLE_MECHANISMS["identity"]
+    identity = TABLE_MECHANISMS["gaussian-marginals"]
     mse = np.array([workload_rmse(workload, truth, identity.run(workload, records, 0.5, rng).estimates) ** 2
                     for _ in range(300)])
     expected = identity.expected_rmse(workload, 0.5) ** 2

@@ -10,9 +10,9 @@ evaluation marginals they released. The non-private **independence baseline** (t
 >>> from dplens.core.queries.marginals import MarginalWorkload, TableDomain
 >>> w = MarginalWorkload.all_kway(TableDomain(("a", "b"), (2, 2)), 2)
 >>> records = np.array([[0, 0], [1, 1], [1, 1], [0, 1]])
->>> df = compare_tables(records, w, ["identity"], [1.0], trials=2)
+>>> df = compare_tables(records, w, ["gaussian-marginals"], [1.0], trials=2)
 >>> df[["mechanism", "rho", "trial"]].values.tolist(), round(float(df.expected_rmse[0]), 4)
-([['identity', 1.0, 0], ['identity', 1.0, 1]], 0.7071)
+([['gaussian-marginals', 1.0, 0], ['gaussian-marginals', 1.0, 1]], 0.7071)
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ Used two ways:
   placeholder in a page by the table of ``bench/results/NAME.json``;
 * as a script: ``python docs/gen_ref.py OUTDIR`` writes the same pages into OUTDIR (tests use this).
 
-The mechanism reference reads ``dplens.core.mechanisms.MECHANISMS`` (with ``parameter_ranges``) and
-``dplens.core.tables.mechanisms.TABLE_MECHANISMS`` (with ``TABLE_SETTINGS``); the CLI reference prints every
+The mechanism reference reads the registry ``dplens.core.registry`` (histogram and table mechanisms, each with
+its class's ``summary`` and ``PARAMETER_RANGES``); the CLI reference prints every
 subcommand's ``format_help()`` from ``dplens.cli.build_parser()``; the benchmark results are the files
 ``bench/results/*.json`` that the benches write (``bench/results.py``), one table each.
 """
@@ -87,10 +87,11 @@ def _value(value: object) -> str:
     return repr(value)
 
 
-def _histogram_rows(name: str, mechanism: object) -> list[str]:
+def _setting_rows(mechanism: object) -> list[str]:
+    """One row per setting: its default and the range its class documents (``PARAMETER_RANGES``)."""
     from dplens.core.mechanisms import parameter_ranges
 
-    ranges = parameter_ranges(mechanism)
+    ranges = parameter_ranges(mechanism)  # table mechanisms declare theirs the same way
     rows = []
     for f in dataclasses.fields(mechanism) if dataclasses.is_dataclass(mechanism) else ():
         if f.name in HIDDEN_FIELDS or not f.init:
@@ -101,47 +102,39 @@ def _histogram_rows(name: str, mechanism: object) -> list[str]:
     return rows
 
 
-def _table_rows(name: str, mechanism: object) -> list[str]:
-    from dplens.core.tables.mechanisms import TABLE_SETTINGS
-
-    settings = TABLE_SETTINGS.get(name, {})
-    rows = []
-    for key, kind in settings.items():
-        default = _value(getattr(mechanism, key, None))
-        rows.append(f"| `{key}` | `{default}` | a {kind.__name__} |")
-    return rows
-
-
 def mechanism_reference() -> str:
     """The Markdown page of every registered mechanism (histograms, then tables of records)."""
-    from dplens.core.mechanisms import ALIASES, MECHANISMS
-    from dplens.core.tables.mechanisms import TABLE_MECHANISMS
+    from dplens.core.mechanisms import ALIASES
+    from dplens.core.registry import histogram_mechanisms, table_mechanisms
 
+    histograms, tables = histogram_mechanisms(), table_mechanisms()
     out = ["# Mechanism reference", "",
-           "Generated at build time from the registries `dplens.core.mechanisms.MECHANISMS` (histograms and linear "
-           "queries, pure ε-DP with Laplace noise unless Gaussian) and `dplens.core.tables.mechanisms.TABLE_MECHANISMS` "
-           "(tables of records, ρ-zCDP). Parameter ranges are the ones `configure` checks "
+           "Generated at build time from the registry `dplens.core.registry`: its histogram mechanisms (histograms "
+           "and linear queries, pure ε-DP with Laplace noise unless Gaussian) and its table mechanisms (tables of "
+           "records, ρ-zCDP). Parameter ranges are the ones `configure` checks "
            "(each mechanism class's own `PARAMETER_RANGES`). The user-level "
            "descriptions are in [Mechanisms](../mechanisms.md) and [Reproductions of the papers](../papers.md).",
            "", "## Histogram mechanisms", "",
            "| name | what it is | data-dependent | noise |", "|---|---|---|---|"]
-    for name, m in MECHANISMS.items():
+    for name, m in histograms.items():
         alias = f" (alias of `{ALIASES[name]}`)" if name in ALIASES else ""
         out.append(f"| [`{name}`](#{_anchor(name)}){alias} | {_summary(m)} | "
                    f"{'yes' if m.data_dependent else 'no'} | {_noise_kind(m)} |")
     out.append("")
-    for name, m in MECHANISMS.items():
-        out += _section(name, m, _histogram_rows(name, m), _noise_kind(m), f"`{type(m).__module__}.{type(m).__name__}`")
+    for name, m in histograms.items():
+        out += _section(name, m, _setting_rows(m), _noise_kind(m), f"`{type(m).__module__}.{type(m).__name__}`")
     out += ["## Table mechanisms", "",
             "Budgets on tables are ρ-zCDP with add/remove-one-record neighbours; Laplace mechanisms spend "
-            "ε = √(2ρ). Settings are the ones `dplens.core.tables.mechanisms.TABLE_SETTINGS` accepts.", "",
+            "ε = √(2ρ). Settings are the ones each class declares in `PARAMETER_RANGES` (the only ones "
+            "`table_mechanism` accepts). `gaussian-marginals` was called `identity` before names became unique "
+            "across histograms and tables; the command line still accepts that name with `--domain`.", "",
             "| name | what it is | data-dependent | synthesises records | noise |", "|---|---|---|---|---|"]
-    for name, m in TABLE_MECHANISMS.items():
+    for name, m in tables.items():
         out.append(f"| [`{name}`](#table-{_anchor(name)}) | {_summary(m)} | {'yes' if m.data_dependent else 'no'} | "
                    f"{'yes' if getattr(m, 'synthesizes', False) else 'no'} | {_noise_kind(m, table=True)} |")
     out.append("")
-    for name, m in TABLE_MECHANISMS.items():
-        out += _section(name, m, _table_rows(name, m), _noise_kind(m, table=True),
+    for name, m in tables.items():
+        out += _section(name, m, _setting_rows(m), _noise_kind(m, table=True),
                         f"`{type(m).__module__}.{type(m).__name__}`", anchor=f"table-{_anchor(name)}")
     return "\n".join(out) + "\n"
 

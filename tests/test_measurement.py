@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -10,9 +9,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dplens.core.mechanisms.contract import Release, check_inputs
+from dplens.core.mechanisms.contract import Release
 from dplens.core.mechanisms.gaussian import GaussianMixin, unit_sigma
-from dplens.core.mechanisms.measurement import GaussianMeasurement, LaplaceMeasurement, Measurement, pure_loss
+from dplens.core.mechanisms.measurement import (
+    GaussianMeasurement,
+    LaplaceMeasurement,
+    MeasuredPlan,
+    Measurement,
+    pure_loss,
+)
 from dplens.core.privacy.noise import SecureNoise
 from dplens.core.queries.workloads import Identity, Workload
 
@@ -84,7 +89,7 @@ def test_pure_loss_is_the_laplace_sum_and_unbounded_under_gaussian_noise():
 
 # ----------------------------------------------------------------------------- a parent with two scales
 @dataclass(frozen=True)
-class TwoScales:
+class TwoScales(MeasuredPlan):
     """Test-only: every cell at scale b and every pair sum x₂ᵢ + x₂ᵢ₊₁ at RATIO·b (a budget split).
 
     A cell is in one cell query and one pair query, so the column L1 norm over the scales is
@@ -95,10 +100,8 @@ class TwoScales:
     name: str = "two-scales"
     data_dependent: bool = False
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
-        measurement = LaplaceMeasurement((1.0 + 1.0 / self.RATIO) / epsilon)
-        return dataclasses.replace(self.measure(x, workload, measurement, rng), epsilon=epsilon)
+    def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
+        return LaplaceMeasurement((1.0 + 1.0 / self.RATIO) / epsilon)
 
     def measure(self, x: np.ndarray, workload: Workload, measurement: Measurement, rng: np.random.Generator) -> Release:
         pairs = measurement.scaled(self.RATIO)

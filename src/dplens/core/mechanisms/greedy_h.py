@@ -19,7 +19,6 @@ tr(WᵀW (AᵀA)⁻¹) falls out of the same recursion.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -30,11 +29,10 @@ from dplens.core.mechanisms.contract import (
     BRANCHING_RANGE,
     Range,
     Release,
-    check_inputs,
 )
 from dplens.core.mechanisms.cost_model import Cost, tree_cost
 from dplens.core.mechanisms.gram import gram_apply
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, Measurement, pure_loss
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
 from dplens.core.queries.workloads import (
     AllRange,
     Explicit,
@@ -671,7 +669,7 @@ def check_tree_settings(branching: int, granularity: int) -> None:
 
 
 @dataclass(frozen=True)
-class GreedyH:
+class GreedyH(MeasuredPlan):
     """Greedy-H on the cells (Li et al. PVLDB 2014 §4): Laplace(1/ε) on the weighted tree, least squares.
 
     ``expected_mse`` is exact: 2 Δ₁² tr(WᵀW (AᵀA)⁻¹) / (m ε²) with Δ₁ = 1. Workloads without a closed-form
@@ -701,11 +699,6 @@ class GreedyH:
     def cost(self, workload: Workload) -> Cost:
         """The weighted hierarchy over at most 4096 units and their dense unit × unit Gram."""
         return tree_cost(workload, int(self.granularity), int(self.branching), dense_gram=True)
-
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
-        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
-                                   epsilon=epsilon)
 
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
         """Lap(Δ₁/ε) on every weighted query, Δ₁ the largest path sum of weights (1 for the L1 tree)."""

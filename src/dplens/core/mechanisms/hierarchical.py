@@ -21,17 +21,16 @@ use the same tree; a flat workload on 2-D counts uses a 1-D tree over the row-ma
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
 
-from dplens.core.mechanisms.contract import Range, Release, check_epsilon, check_inputs
+from dplens.core.mechanisms.contract import Range, Release, check_epsilon
 from dplens.core.mechanisms.gram import noise_energy, remember
 from dplens.core.mechanisms.greedy_h import workload_key
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, Measurement, pure_loss
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
 from dplens.core.queries.workloads import Workload
 
 
@@ -242,7 +241,7 @@ def _energy(tree: Tree, workload: Workload) -> float:
 
 
 @dataclass(frozen=True)
-class Hierarchical:
+class Hierarchical(MeasuredPlan):
     """HB / H2: noisy tree counts, uniform budget per level, least-squares consistency.
 
     Args:
@@ -286,11 +285,6 @@ class Hierarchical:
         b = qardaji_branching(grid[0] * grid[1]) if self.branching == "auto" else int(self.branching)
         root = (self.branching == 2) if self.include_root == "auto" else self.include_root
         return grid, b, bool(root)
-
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
-        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
-                                   epsilon=epsilon)
 
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
         """Lap(h/ε) on every node: each cell is in one node per measured level (h of them)."""

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
 from dplens.core.mechanisms.contract import Range, Release, check_inputs, laplace_privacy_loss
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, Measurement, pure_loss
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload, l1_sensitivity, squared_frobenius
 
 
 @dataclass(frozen=True)
-class Identity:
+class Identity(MeasuredPlan):
     """DPBench's Identity: x̂ = x + Lap(1/ε)^n, answers W x̂ by post-processing.
 
     >>> from dplens.core.queries.workloads import Identity as I
@@ -31,11 +30,6 @@ class Identity:
 
     name: str = "identity"
     data_dependent: bool = False
-
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
-        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
-                                   epsilon=epsilon)
 
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
         """Lap(1/ε) on every cell: the histogram has sensitivity 1 under add/remove."""
@@ -60,7 +54,7 @@ class Identity:
 
 
 @dataclass(frozen=True)
-class LaplaceOnAnswers:
+class LaplaceOnAnswers(MeasuredPlan):
     """LM_W: Laplace noise on the workload answers at their L1 sensitivity Δ₁(W) (what WDA's "Identity" describes).
 
     >>> from dplens.core.queries.workloads import Prefix
@@ -75,12 +69,10 @@ class LaplaceOnAnswers:
     data_dependent: bool = False
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
-        sensitivity = l1_sensitivity(workload)
-        if sensitivity == 0:  # nothing depends on the data
+        if l1_sensitivity(workload) == 0:  # nothing depends on the data
+            x, epsilon = check_inputs(x, workload, epsilon)
             return Release(self.name, epsilon, 0.0, workload.matvec(x), None, {"sensitivity": 0.0})
-        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
-                                   epsilon=epsilon)
+        return super().run(x, workload, epsilon, rng)
 
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
         """Lap(Δ₁(W)/ε) on every answer (Δ₁(W) > 0: ``run`` releases a data-free workload without noise)."""

@@ -18,7 +18,6 @@ its gradient costs O(p²n) instead of HDMM's dense O(n³) or O(pn²).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -28,11 +27,11 @@ import scipy.linalg
 from scipy.linalg.blas import daxpy, ddot
 from threadpoolctl import threadpool_limits
 
-from dplens.core.mechanisms.contract import Range, Release, check_epsilon, check_inputs
+from dplens.core.mechanisms.contract import Range, Release, check_epsilon
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from dplens.core.mechanisms.gram import gram_rows, remember
 from dplens.core.mechanisms.greedy_h import workload_key
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, Measurement, pure_loss
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
 from dplens.core.queries.workloads import Workload
 
 MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(p²n) per iteration; bench_mmopt.py)
@@ -243,7 +242,7 @@ def optimise_p_identity(workload: Workload, p: int, restarts: int, seed: int) ->
 
 
 @dataclass(frozen=True)
-class MatrixMechanism:
+class MatrixMechanism(MeasuredPlan):
     """Matrix mechanism with an HDMM OPT0 p-Identity strategy, least squares, exact ``expected_mse``.
 
     Args:
@@ -293,11 +292,6 @@ class MatrixMechanism:
         seconds = restarts * iterations * (1e-4 + n * p * (3.5e-8 + 3e-10 * p))
         return Cost(OVERHEAD_SECONDS + seconds, 8.0 * p * n * 40 + 8.0 * 4 * n,
                     f"p={p} × restarts={restarts} over {n:,} cells (mm-opt optimises a p × n strategy)")
-
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
-        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
-                                   epsilon=epsilon)
 
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
         """Lap(1/ε) on every strategy answer: Δ_A = 1 by construction."""

@@ -22,6 +22,7 @@ GaussianMeasurement(sigma=3.0)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,8 +30,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dplens.core.mechanisms.contract import laplace_privacy_loss
+from dplens.core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
 from dplens.core.privacy.noise import NoiseSource, add_gaussian, add_laplace
+from dplens.core.queries.workloads import Workload
 
 
 def _check_scale(name: str, value: float) -> float:
@@ -129,3 +131,25 @@ def pure_loss(blocks: Iterable[tuple[np.ndarray, Measurement]]) -> float:
         elif np.any(column_l1):
             return math.inf
     return laplace_privacy_loss(laplace)
+
+
+class MeasuredPlan:
+    """Base of a plan split into its Laplace measurement and the step that takes any measurement.
+
+    ``run`` validates, then releases ``measure(x, workload, measurement(workload, ε), rng)`` with the budget
+    ε stated; a Gaussian twin calls the same ``measure`` with a ``GaussianMeasurement``. Subclasses provide
+    ``measurement`` and ``measure`` (whose release holds the measurement's pure loss as its ε).
+    """
+
+    def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
+        """The Laplace measurement that spends ``epsilon`` on this plan's strategy."""
+        raise NotImplementedError
+
+    def measure(self, x: np.ndarray, workload: Workload, measurement: Measurement, rng: np.random.Generator) -> Release:
+        """The strategy's answers on the validated ``x`` measured with ``measurement``, then reconstructed."""
+        raise NotImplementedError
+
+    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, epsilon)
+        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
+                                   epsilon=epsilon)

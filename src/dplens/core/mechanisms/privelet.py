@@ -17,17 +17,16 @@ are dropped after reconstruction.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from dplens.core.mechanisms.contract import Range, Release, check_epsilon, check_inputs
+from dplens.core.mechanisms.contract import Range, Release, check_epsilon
 from dplens.core.mechanisms.gram import noise_energy, remember
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.hierarchical import workload_grid
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, Measurement, pure_loss
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
 from dplens.core.queries.workloads import Workload
 
 
@@ -112,7 +111,7 @@ def _unit_energy(grid: tuple[int, int], workload: Workload) -> float:
 
 
 @dataclass(frozen=True)
-class Privelet:
+class Privelet(MeasuredPlan):
     """Privelet (Haar wavelet, weighted noise); 1-D and 2-D; exact ``expected_mse``."""
 
     summary: ClassVar[str] = "Haar wavelets (Privelet): good for range queries, in 1-D and 2-D."
@@ -120,11 +119,6 @@ class Privelet:
 
     name: str = "privelet"
     data_dependent: bool = False
-
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
-        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
-                                   epsilon=epsilon)
 
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
         """Lap(c/ε) on every coefficient, c = ``haar_sensitivity`` coefficients of ±1 per cell."""

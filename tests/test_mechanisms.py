@@ -2,126 +2,59 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from dplens.core.mechanisms import MECHANISMS, Release, configure, laplace_privacy_loss
-from dplens.core.queries.workloads import Identity, Kron, Prefix, Stack, Total, random_range
+from dplens.core.mechanisms import laplace_privacy_loss
+from dplens.core.queries.workloads import Identity, Stack, Total
+from dplens.core.registry import histogram_mechanisms
+from tests import contract_checks as checks
+
+MECHANISMS = histogram_mechanisms()  # the registry's, at collection time
 
 ALL = pytest.mark.parametrize("mechanism", MECHANISMS.values(), ids=MECHANISMS.keys())
 
 
-def _inputs(kind: str):
-    """A small 1-D or 2-D histogram and a matching workload."""
-    counts = np.random.default_rng(7).poisson(20, size=64).astype(float)
-    counts[::5] = 0
-    if kind == "1-d":
-        return counts, random_range(64, 40, seed=2)
-    return counts.reshape(8, 8), Kron((Prefix(8), Prefix(8)))
-
-
-# The registry's mechanisms that do not apply to an input kind, with the reason; every other pair must run.
-NOT_APPLICABLE = {("agrid", "1-d"): "grids partition a 2-D domain", ("ugrid", "1-d"): "grids partition a 2-D domain"}
-
-
-def _run_or_skip(mechanism, x, workload, epsilon, rng, kind: str) -> Release:
-    reason = NOT_APPLICABLE.get((mechanism.name, kind))
-    if reason is not None:
-        with pytest.raises(ValueError, match="needs a 2-D histogram"):  # the list stays honest: it does refuse
-            mechanism.run(x, workload, epsilon, rng)
-        pytest.skip(f"{mechanism.name} does not apply to {kind} input: {reason}")
-    return mechanism.run(x, workload, epsilon, rng)  # any other refusal fails the test
-
-
 @ALL
-@pytest.mark.parametrize("kind", ["1-d", "2-d"])
-@pytest.mark.parametrize("epsilon", [0.1, 1.0])
+@pytest.mark.parametrize("kind", checks.KINDS)
+@pytest.mark.parametrize("epsilon", checks.EPSILONS)
 def test_privacy_loss_is_computed_and_within_epsilon(mechanism, kind, epsilon, rng):
-    x, workload = _inputs(kind)
-    release = _run_or_skip(mechanism, x, workload, epsilon, rng, kind)
-    assert isinstance(release, Release)
-    assert release.mechanism == mechanism.name
-    assert release.epsilon == epsilon
-    assert 0 <= release.privacy_loss <= epsilon + 1e-9
-    assert release.answers.shape == (workload.shape[0],)
-    assert np.all(np.isfinite(release.answers))
-    assert release.estimate is None or release.estimate.shape == (workload.shape[1],)
+    checks.check_privacy_loss_within_epsilon(mechanism, kind, epsilon, rng)
 
 
 @ALL
 def test_mechanism_accepts_1d_or_2d_input(mechanism, rng):
-    ran = []
-    for kind in ("1-d", "2-d"):
-        x, workload = _inputs(kind)
-        try:
-            mechanism.run(x, workload, 1.0, rng)
-            ran.append(kind)
-        except ValueError:
-            pass
-    assert ran, f"{mechanism.name} rejected both 1-D and 2-D inputs"
+    checks.check_accepts_1d_or_2d_input(mechanism, rng)
 
 
 @ALL
 def test_registry_entry_is_a_frozen_dataclass_with_a_kebab_name(mechanism):
-    assert dataclasses.is_dataclass(mechanism)
-    assert MECHANISMS[mechanism.name] is mechanism
-    assert mechanism.name == mechanism.name.lower() and " " not in mechanism.name and "_" not in mechanism.name
-    assert isinstance(mechanism.data_dependent, bool)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        mechanism.name = "other"  # type: ignore[misc]
-    assert configure(mechanism, {}) == mechanism
+    checks.check_registered_frozen_dataclass_with_a_kebab_name(mechanism)
 
 
 @ALL
 def test_same_seed_same_release_different_seed_different(mechanism):
-    for kind in ("1-d", "2-d"):
-        x, workload = _inputs(kind)
-        try:
-            a = mechanism.run(x, workload, 0.5, np.random.default_rng(3))
-        except ValueError:
-            continue
-        b = mechanism.run(x, workload, 0.5, np.random.default_rng(3))
-        c = mechanism.run(x, workload, 0.5, np.random.default_rng(4))
-        np.testing.assert_array_equal(a.answers, b.answers)
-        if a.estimate is not None:
-            np.testing.assert_array_equal(a.estimate, b.estimate)
-        assert not np.array_equal(a.answers, c.answers)
+    checks.check_same_seed_same_release_different_seed_different(mechanism)
 
 
 @ALL
-@pytest.mark.parametrize("epsilon", [0, -1, math.nan, math.inf, "1"], ids=["0", "-1", "nan", "inf", "str"])
+@pytest.mark.parametrize("epsilon", checks.BAD_EPSILONS.values(), ids=checks.BAD_EPSILONS.keys())
 def test_run_rejects_bad_epsilon(mechanism, epsilon, rng):
-    x, workload = _inputs("1-d")
-    with pytest.raises(ValueError, match="epsilon must be"):
-        mechanism.run(x, workload, epsilon, rng)
+    checks.check_run_rejects_bad_epsilon(mechanism, epsilon, rng)
 
 
 @ALL
-@pytest.mark.parametrize("x, message", [
-    (np.ones(63), "data x has shape"),
-    (np.ones((64, 2)), "data x has shape"),
-    (np.r_[np.ones(63), -1.0], "non-negative"),
-    (np.r_[np.ones(63), np.nan], "finite"),
-    (np.r_[np.ones(63), np.inf], "finite"),
-], ids=["short", "wrong-shape", "negative", "nan", "inf"])
+@pytest.mark.parametrize("x, message", checks.BAD_DATA.values(), ids=checks.BAD_DATA.keys())
 def test_run_rejects_bad_data(mechanism, x, message, rng):
-    with pytest.raises(ValueError, match=message):
-        mechanism.run(x, random_range(64, 10, seed=0), 1.0, rng)
+    checks.check_run_rejects_bad_data(mechanism, x, message, rng)
 
 
 @ALL
 def test_expected_mse_is_positive_or_none(mechanism):
-    try:
-        value = mechanism.expected_mse(random_range(64, 40, seed=2), 1.0)
-    except ValueError:
-        pytest.skip(f"{mechanism.name} has no analytic error for this workload")
-    assert value is None or (math.isfinite(value) and value > 0)
-    if mechanism.data_dependent:
-        assert value is None
+    checks.check_expected_mse_is_positive_or_none(mechanism)
 
 
 def test_laplace_privacy_loss_adds_blocks_per_column():
@@ -197,11 +130,7 @@ def test_uniform_spreads_a_noisy_total_with_scale_one_over_epsilon(rng):
     assert mechanism.expected_mse(workload, 2.0) is None
 
 
-def test_every_registered_mechanism_says_in_a_line_what_it_does():
+@ALL
+def test_every_registered_mechanism_says_in_a_line_what_it_does(mechanism):
     """The Release picker and Compare's list show ``summary``: plain words, no internal references."""
-    from dplens.core.mechanisms import MECHANISMS
-
-    for name, mechanism in MECHANISMS.items():
-        summary = type(mechanism).summary
-        assert 20 <= len(summary) <= 110 and summary.endswith("."), name
-        assert "spec" not in summary and "§" not in summary and "\n" not in summary, name
+    checks.check_says_in_a_line_what_it_does(mechanism)

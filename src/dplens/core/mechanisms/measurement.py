@@ -5,6 +5,8 @@ its reconstruction belong to the mechanism; the noise kind belongs to the measur
 subclass of the mechanism. ``LaplaceMeasurement(b)`` adds i.i.d. Lap(b), ``GaussianMeasurement(σ)`` adds
 i.i.d. N(0, σ²). Both draw through ``dplens.core.privacy.noise.add_laplace`` / ``add_gaussian``, so the
 values pass through OpenDP's measurement on the secure path and a seeded NumPy generator explores.
+A ``MeasuredPlan`` runs as ``measure(x, workload, measurement(workload, ε), rng)``; a Gaussian twin calls
+the same ``measure`` with a ``GaussianMeasurement``.
 
 A mechanism that measures several blocks at different scales measures one block with the measurement
 it is given and the others with ``measurement.scaled(r)``, r its budget split: the Laplace plan keeps its

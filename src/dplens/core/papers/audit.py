@@ -69,10 +69,19 @@ def cp_bounds(k: np.ndarray, n: int, alpha: float) -> tuple[np.ndarray, np.ndarr
     return lower, upper
 
 
-def loss_bound(count_a: np.ndarray, count_b: np.ndarray, n: int, alpha: float) -> np.ndarray:
-    """Lower bound on |ln(P/P′)| from event counts on both sides (each proportion at alpha/2)."""
+def loss_bound(count_a: np.ndarray, count_b: np.ndarray, n: int, alpha: float, delta: float = 0.0) -> np.ndarray:
+    """Lower bound on |ln(P/P′)| from event counts on both sides (each proportion at alpha/2).
+
+    With ``delta`` > 0, a lower bound on ln((P − δ)/P′) (either way round): above ε it refutes (ε, δ)-DP, since
+    (ε, δ)-DP means P ≤ e^ε P′ + δ for every event. ``delta = 0`` is the pure bound.
+
+    >>> round(float(loss_bound(np.array([500]), np.array([100]), 1000, 0.001, delta=0.1)[0]), 3)
+    0.948
+    """
     lo_a, hi_a = cp_bounds(count_a, n, alpha / 2)
     lo_b, hi_b = cp_bounds(count_b, n, alpha / 2)
+    if delta:
+        lo_a, lo_b = np.maximum(lo_a - delta, 0.0), np.maximum(lo_b - delta, 0.0)
     with np.errstate(divide="ignore"):
         return np.maximum(np.log(lo_a) - np.log(hi_b), np.log(lo_b) - np.log(hi_a))
 
@@ -89,10 +98,13 @@ def _event_counts(values: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     return values.size - np.searchsorted(np.sort(values), thresholds, side="left")
 
 
-def audit_pair(out_a: np.ndarray, out_b: np.ndarray, alpha: float, m: int) -> tuple[float, str]:
+def audit_pair(out_a: np.ndarray, out_b: np.ndarray, alpha: float, m: int, *,
+               delta: float = 0.0) -> tuple[float, str]:
     """Select an event on the first half, bound ln(P/P′) on the second; (bound, event description).
 
-    ``m`` is the number of answers at the start of each row (the rest is the estimate). Statistics:
+    ``delta``: bound ln((P − δ)/P′) instead (see :func:`loss_bound`), to audit an (ε, δ) claim such as a
+    ρ-zCDP mechanism's at one point of its curve. ``m`` is the number of answers at the start of each row (the
+    rest is the estimate). Statistics:
     every released value and the linear ones of ``_projections``; per block (answers, estimate) the
     spread Σ_k |z_k − median_k| (it sees a noise scale that depends on the data, as in fraction noise);
     and per block the median of the released values of one run (it locates values that sit together,
@@ -116,8 +128,8 @@ def audit_pair(out_a: np.ndarray, out_b: np.ndarray, alpha: float, m: int) -> tu
     thresholds = np.quantile(np.concatenate([za_sel, zb_sel]), QUANTILES, axis=0).T
     ge_a = np.array([_event_counts(za_sel[:, c], thresholds[c]) for c in range(thresholds.shape[0])])
     ge_b = np.array([_event_counts(zb_sel[:, c], thresholds[c]) for c in range(thresholds.shape[0])])
-    scores = np.stack([loss_bound(ge_a, ge_b, half, 0.05), loss_bound(half - ge_a, half - ge_b, half, 0.05)],
-                      axis=1)  # (statistic, upper/lower, quantile)
+    scores = np.stack([loss_bound(ge_a, ge_b, half, 0.05, delta),
+                       loss_bound(half - ge_a, half - ge_b, half, 0.05, delta)], axis=1)  # (statistic, upper/lower, quantile)
     col, direction, i = np.unravel_index(int(np.argmax(scores)), scores.shape)
     threshold, upper = float(thresholds[col, i]), direction == 0
     n_ev = ev_a.shape[0]
@@ -125,7 +137,7 @@ def audit_pair(out_a: np.ndarray, out_b: np.ndarray, alpha: float, m: int) -> tu
     cb = int(_event_counts(zb_ev[:, col], np.array([threshold]))[0])
     if not upper:
         ca, cb = n_ev - ca, n_ev - cb
-    bound = float(loss_bound(np.array([ca]), np.array([cb]), n_ev, alpha)[0])
+    bound = float(loss_bound(np.array([ca]), np.array([cb]), n_ev, alpha, delta)[0])
     kind = "value" if col < out_a.shape[1] else kinds[col - out_a.shape[1]]
     event = f"{kind} #{col} {'≥' if upper else '<'} {threshold:.3g} ({ca} vs {cb} of {n_ev})"
     return bound, event

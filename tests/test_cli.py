@@ -136,7 +136,7 @@ BAD = [
     (["release", "--input", "no-such-file.csv", "--mechanism", "identity", "--epsilon", "1"], "no sample dataset"),
     (["release", "--input", "smooth", "--mechanism", "nope", "--epsilon", "1"], "unknown mechanism 'nope'"),
     (["release", "--input", "smooth", "--mechanism", "identity", "--epsilon", "abc"], "--epsilon must be"),
-    (["release", "--input", "smooth", "--mechanism", "identity", "--epsilon", "0"], "epsilon must be finite and > 0"),
+    (["release", "--input", "smooth", "--mechanism", "identity", "--epsilon", "0"], "epsilon must be a finite number > 0"),
     (["release", "--input", "smooth", "--mechanism", "identity", "--epsilon", "1", "--workload", "marginals"],
      "needs a 2-D histogram"),
     (["release", "--input", "smooth", "--mechanism", "identity", "--epsilon", "1",

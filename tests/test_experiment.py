@@ -105,7 +105,7 @@ def test_histogram_metric_is_nan_without_an_estimate(tiny_1d):
 @pytest.mark.parametrize("kwargs, message", [
     ({"mechanisms": ["nope"]}, "unknown mechanism 'nope'; choose from identity"),
     ({"mechanisms": []}, "choose at least one mechanism"),
-    ({"epsilons": [0.0]}, "epsilon must be finite and > 0, got 0.0"),
+    ({"epsilons": [0.0]}, "epsilon must be a finite number > 0, got 0.0"),
     ({"epsilons": []}, "choose at least one epsilon"),
     ({"trials": 0}, "trials must be an integer >= 1, got 0"),
     ({"trials": 2.5}, "trials must be an integer >= 1"),

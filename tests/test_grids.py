@@ -78,12 +78,12 @@ def test_agrid_refines_dense_blocks_more_than_sparse_ones(rng):
 
 @pytest.mark.parametrize("name", ["ugrid", "agrid"])
 def test_grid_parameters_are_validated(name):
-    with pytest.raises(ValueError, match="total_ratio must be in"):
+    with pytest.raises(ValueError, match="total_ratio must be a number in"):
         dataclasses.replace(MECHANISMS[name], total_ratio=1.0)
-    with pytest.raises(ValueError, match="c must be a number > 0"):
+    with pytest.raises(ValueError, match="c must be a finite number > 0"):
         dataclasses.replace(MECHANISMS[name], c=0)
     if name == "agrid":
-        with pytest.raises(ValueError, match="alpha must be in"):
+        with pytest.raises(ValueError, match="alpha must be a number in"):
             dataclasses.replace(AG, alpha=0)
 
 

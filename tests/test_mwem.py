@@ -110,7 +110,7 @@ def test_same_seed_same_release():
 
 @pytest.mark.parametrize("knobs, message", [({"rounds": 0}, "rounds must be"),
                                             ({"update_rounds": 1.5}, "update_rounds must be"),
-                                            ({"total_ratio": 1.0}, "total_ratio must be in")])
+                                            ({"total_ratio": 1.0}, "total_ratio must be a number in")])
 def test_bad_knobs_raise(knobs, message):
     with pytest.raises(ValueError, match=message):
         MWEM(**knobs)

@@ -122,7 +122,7 @@ def test_sum_query_sensitivity_is_the_largest_value():
     (lambda: lee_clifton_epsilon_upper(0.5, 0, 1, 4), "sensitivity"),
     (lambda: lee_clifton_epsilon_tight(0.2, [1, 2, 3, 4], 1), "rho must be in"),
     (lambda: lee_clifton_risk_upper(-1, 1, 1, 4), "epsilon must be finite and >= 0"),
-    (lambda: lee_clifton_posterior(2.0, [1, 2], 0.0, 1), "epsilon must be finite and > 0"),
+    (lambda: lee_clifton_posterior(2.0, [1, 2], 0.0, 1), "epsilon must be a finite number > 0"),
     (lambda: lee_clifton_posterior(float("nan"), [1, 2], 1.0, 1), "gamma"),
     (lambda: possible_worlds([1, 2], "mean"), "universe must be a list of 3"),
     (lambda: possible_worlds([1, 2, 3], "mode"), "query must be one of"),
@@ -231,7 +231,7 @@ def test_target_out_of_reach():
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"metric": "mse"}, "metric must be one of"),
     ({"target": -1.0}, "target must be finite and > 0"),
-    ({"confidence": 1.0}, r"confidence must be in \(0, 1\)"),
+    ({"confidence": 1.0}, r"confidence must be a number in \(0, 1\)"),
 ])
 def test_epsilon_for_accuracy_validation(kwargs, match):
     args = {"mechanism": LaplaceHistogram(), "workload": Identity(4), "target": 1.0} | kwargs

@@ -32,7 +32,7 @@ def test_laplace_scale_and_density():
     assert laplace_scale(3.0, 0.5) == 6.0
     grid = np.linspace(-60, 60, 120_001)
     assert np.trapezoid(laplace_density(grid, 2.0), grid) == pytest.approx(1.0, abs=1e-6)
-    with pytest.raises(ValueError, match="epsilon must be finite and > 0, got 0"):
+    with pytest.raises(ValueError, match="epsilon must be a finite number > 0, got 0"):
         laplace_scale(1.0, 0)
     with pytest.raises(ValueError, match="sensitivity must be finite and > 0"):
         laplace_scale(-1.0, 1.0)

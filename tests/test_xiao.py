@@ -54,7 +54,7 @@ def test_max_query_bounds():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: interval_min_records(100, 0.0, 0.02, 0.05), "alpha must be a finite number > 0"),
-    (lambda: interval_min_records(100, 0.05, 0.02, 1.0), r"delta_u must be a probability in \(0, 1\)"),
+    (lambda: interval_min_records(100, 0.05, 0.02, 1.0), r"delta_u must be a number in \(0, 1\)"),
     (lambda: interval_min_records(10.5, 0.05, 0.02, 0.05), "beta .* must be an integer"),
     (lambda: interval_min_records(100, 0.05, 0.02, 0.05, neighbouring="swap"), "neighbouring must be one of"),
     (lambda: max_query_min_records(100, 0.05, 5, 0.5), r"delta_u < 1/\(e\^alpha\+1\)"),

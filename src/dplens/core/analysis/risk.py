@@ -30,6 +30,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from dplens.core.privacy.definitions import DEFINITIONS, analytic_gaussian_sigma, check_delta, zcdp_rho
+from dplens.core.validate import fraction, positive
 
 NOISE_KINDS: dict[str, str] = {
     "laplace": "Laplace (scale b = Δ/ε): pure ε-DP",
@@ -37,23 +38,10 @@ NOISE_KINDS: dict[str, str] = {
 }
 
 
-def _positive(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer) \
-            or not math.isfinite(value) or not value > 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
 def _check_kind(kind: str) -> str:
     if kind not in NOISE_KINDS:
         raise ValueError(f"kind must be one of {list(NOISE_KINDS)}, got {kind!r}")
     return kind
-
-
-def _check_share(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.floating) or not 0 < value < 1:
-        raise ValueError(f"{name} must be in (0, 1) (exclusive), got {value!r}")
-    return float(value)
 
 
 # ----------------------------------------------------------------------------- the noise of one release
@@ -72,7 +60,7 @@ def noise_for(definition: str, epsilon: float, *, delta: float, sensitivity: flo
     Raises:
         ValueError: an unknown definition, ε ≤ 0, δ outside (0, 1) or Δ ≤ 0.
     """
-    epsilon, sensitivity = _positive("epsilon", epsilon), _positive("sensitivity", sensitivity)
+    epsilon, sensitivity = positive("epsilon", epsilon), positive("sensitivity", sensitivity)
     if definition == "pure":
         return "laplace", sensitivity / epsilon
     delta = check_delta(delta)
@@ -89,7 +77,7 @@ def noise_distribution(kind: str, scale: float, *, center: float = 0.0):
     >>> round(float(noise_distribution("laplace", 2.0).std()), 4), float(noise_distribution("gaussian", 3.0).std())
     (2.8284, 3.0)
     """
-    scale = _positive("scale", scale)
+    scale = positive("scale", scale)
     return (stats.laplace if _check_kind(kind) == "laplace" else stats.norm)(loc=float(center), scale=scale)
 
 
@@ -99,7 +87,7 @@ def noise_sd(kind: str, scale: float) -> float:
     >>> round(noise_sd("laplace", 1.0), 6), noise_sd("gaussian", 2.0)
     (1.414214, 2.0)
     """
-    scale = _positive("scale", scale)
+    scale = positive("scale", scale)
     return math.sqrt(2.0) * scale if _check_kind(kind) == "laplace" else scale
 
 
@@ -142,7 +130,7 @@ def stack_dots(values: np.ndarray, *, bin_width: float, center: float = 0.0) -> 
     >>> stack_dots(np.array([-0.9, -0.2, 0.1, 0.2, 1.1]), bin_width=1.0)
     (array([-1.,  0.,  0.,  0.,  1.]), array([1, 1, 2, 3, 1]))
     """
-    bin_width = _positive("bin_width", bin_width)
+    bin_width = positive("bin_width", bin_width)
     values = np.asarray(values, dtype=float)
     x = center + np.round((values - center) / bin_width) * bin_width
     height = np.zeros(len(x), dtype=int)
@@ -159,7 +147,7 @@ def release_interval(kind: str, scale: float, *, coverage: float = 0.9) -> float
     >>> round(release_interval("laplace", 1.0, coverage=0.9), 4), round(release_interval("gaussian", 1.0), 4)
     (2.3026, 1.6449)
     """
-    coverage = _check_share("coverage", coverage)
+    coverage = fraction("coverage", coverage)
     return float(noise_distribution(kind, scale).ppf(0.5 + coverage / 2.0))
 
 
@@ -203,7 +191,7 @@ def privacy_loss_tail(kind: str, epsilon, *, scale: float, sensitivity: float = 
     >>> round(float(privacy_loss_tail("gaussian", 1.0, scale=3.730632)), 6)
     0.000161
     """
-    scale, sensitivity = _positive("scale", scale), _positive("sensitivity", sensitivity)
+    scale, sensitivity = positive("scale", scale), positive("sensitivity", sensitivity)
     epsilon = np.asarray(epsilon, dtype=float)
     if _check_kind(kind) == "laplace":
         top = sensitivity / scale
@@ -238,7 +226,7 @@ def privacy_profile(definition: str, epsilon, *, scale: float, sensitivity: floa
     >>> round(float(privacy_profile("zcdp", zcdp_epsilon(0.5, 1e-6), scale=1.0)), 9)
     1e-06
     """
-    scale, sensitivity = _positive("scale", scale), _positive("sensitivity", sensitivity)
+    scale, sensitivity = positive("scale", scale), positive("sensitivity", sensitivity)
     epsilon = np.asarray(epsilon, dtype=float)
     if definition == "pure":
         top = sensitivity / scale
@@ -291,7 +279,7 @@ def disclosure_risk(definition: str, epsilon: float, prior: float, *, scale: flo
     >>> round(r.posterior, 4), round(r.delta, 8), round(r.failure_probability, 6)
     (0.0267, 1e-05, 0.000161)
     """
-    epsilon = _positive("epsilon", epsilon)
+    epsilon = positive("epsilon", epsilon)
     if isinstance(prior, bool) or not isinstance(prior, int | float) or not 0 <= prior <= 1:
         raise ValueError(f"prior must be a probability in [0, 1], got {prior!r}")
     kind = "laplace" if definition == "pure" else "gaussian"
@@ -375,7 +363,7 @@ def sample_and_noise_interval(estimate, *, sampling_sd, noise_sd: float,
     >>> round(float(iv.half_width), 4), round(float(iv.nonprivate_half_width), 4)
     (0.098, 0.0588)
     """
-    confidence = _check_share("confidence", confidence)
+    confidence = fraction("confidence", confidence)
     sampling = np.asarray(sampling_sd, dtype=float)
     if not np.all(sampling >= 0):
         raise ValueError(f"sampling_sd must be >= 0, got {sampling_sd!r}")
@@ -434,7 +422,7 @@ def mean_interval(mean, sd: float, records: int, *, lower: float, upper: float, 
     if sd > half_range:
         raise ValueError(f"sd must be at most (upper − lower)/2 = {half_range:g} for values in "
                          f"[{lower:g}, {upper:g}], got {sd!r}")
-    unit_scale = _positive("unit_scale", unit_scale)
+    unit_scale = positive("unit_scale", unit_scale)
     return sample_and_noise_interval(mean, sampling_sd=sd / math.sqrt(records),
                                      noise_sd=noise_sd(kind, unit_scale * half_range) / records,
                                      confidence=confidence)

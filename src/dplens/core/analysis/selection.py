@@ -44,6 +44,7 @@ from dplens.core.mechanisms.laplace import LaplaceOnAnswers
 from dplens.core.queries.workloads import Identity as IdentityWorkload
 from dplens.core.queries.workloads import Workload, l1_sensitivity
 from dplens.core.search import bisect_monotone
+from dplens.core.validate import fraction
 
 ACCURACY_METRICS: dict[str, Callable[..., float]] = {"rmse": rmse, "mae": mae, "max_abs": max_abs}
 LC_QUERIES: dict[str, Callable[[np.ndarray], float]] = {
@@ -291,7 +292,7 @@ def laplace_error_bound(scale: float, confidence: float, count: int = 1) -> floa
     >>> round(laplace_error_bound(1.0, 0.95), 4), round(laplace_error_bound(1.0, 0.95, count=100), 4)
     (2.9957, 7.6009)
     """
-    _check_confidence(confidence)
+    fraction("confidence", confidence)
     if not scale > 0:
         raise ValueError(f"scale must be > 0, got {scale!r}")
     if not (isinstance(count, int | np.integer) and count >= 1):
@@ -310,11 +311,6 @@ def laplace_confidence_intervals(noisy: np.ndarray, scale: float, confidence: fl
     noisy = np.asarray(noisy, dtype=float)
     half = laplace_error_bound(scale, confidence, noisy.size if simultaneous else 1)
     return noisy - half, noisy + half
-
-
-def _check_confidence(confidence: float) -> None:
-    if not (isinstance(confidence, int | float | np.floating) and 0 < confidence < 1):
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
 
 
 class NeedsDataError(ValueError):
@@ -425,7 +421,7 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
     if not (isinstance(target, int | float | np.floating) and math.isfinite(target) and target > 0):
         raise ValueError(f"target must be finite and > 0, got {target!r}")
     if confidence is not None:
-        _check_confidence(confidence)
+        fraction("confidence", confidence)
     if not (isinstance(points, int) and points >= 2):
         raise ValueError(f"points must be an integer >= 2, got {points!r}")
     grid = np.geomspace(low, high, points)
@@ -491,7 +487,7 @@ def accuracy_for_epsilon(mechanism: Mechanism, workload: Workload, epsilon: floa
     (1.4142, 1.0, 2.9957, 7.6009)
     """
     epsilon = check_epsilon(epsilon)
-    _check_confidence(confidence)
+    fraction("confidence", confidence)
     mse = mechanism.expected_mse(workload, epsilon)
     values = {}
     for metric in ("mae", "max_abs"):

@@ -18,18 +18,7 @@ from __future__ import annotations
 import math
 
 from dplens.core.privacy.definitions import cell_sensitivity
-
-
-def _positive(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
-def _probability(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
-        raise ValueError(f"{name} must be a probability in (0, 1), got {value!r}")
-    return float(value)
+from dplens.core.validate import fraction, positive
 
 
 def _cells(beta: int) -> int:
@@ -54,8 +43,8 @@ def interval_min_records(beta: int, alpha: float, eps_u: float, delta_u: float, 
     >>> f"{interval_min_records(8000, 0.05, 0.01, 0.05):.6e}"
     '1.917269e+08'
     """
-    beta, alpha = _cells(beta), _positive("alpha", alpha)
-    eps_u, delta_u = _positive("eps_u", eps_u), _probability("delta_u", delta_u)
+    beta, alpha = _cells(beta), positive("alpha", alpha)
+    eps_u, delta_u = positive("eps_u", eps_u), fraction("delta_u", delta_u)
     log = _log_argument(beta / delta_u, "beta/delta_u")
     return cell_sensitivity(neighbouring) * beta * log / (alpha * eps_u)
 
@@ -69,8 +58,8 @@ def interval_failure_probability(n: float, beta: int, alpha: float, eps_u: float
     >>> round(interval_failure_probability(1e6, 100, 0.05, 0.02), 5)
     0.00454
     """
-    n, beta = _positive("n", n), _cells(beta)
-    alpha, eps_u = _positive("alpha", alpha), _positive("eps_u", eps_u)
+    n, beta = positive("n", n), _cells(beta)
+    alpha, eps_u = positive("alpha", alpha), positive("eps_u", eps_u)
     scale = cell_sensitivity(neighbouring) / (alpha * n)
     return beta * math.exp(-eps_u / (beta * scale))
 
@@ -81,8 +70,8 @@ def interval_sensitivity_bound(beta: int, alpha: float, eps_u: float, delta_u: f
     >>> f"{interval_sensitivity_bound(100, 0.05, 0.02, 0.05):.5e}"
     '1.31563e-06'
     """
-    beta, alpha = _cells(beta), _positive("alpha", alpha)
-    eps_u, delta_u = _positive("eps_u", eps_u), _probability("delta_u", delta_u)
+    beta, alpha = _cells(beta), positive("alpha", alpha)
+    eps_u, delta_u = positive("eps_u", eps_u), fraction("delta_u", delta_u)
     return alpha * eps_u / (beta * _log_argument(beta / delta_u, "beta/delta_u"))
 
 
@@ -95,7 +84,7 @@ def max_query_lemma42(beta: int, alpha: float, eps_u: float) -> tuple[float, flo
     >>> round(n, 3), round(delta_u, 6)
     (910.909, 0.512497)
     """
-    beta, alpha, eps_u = _cells(beta), _positive("alpha", alpha), _positive("eps_u", eps_u)
+    beta, alpha, eps_u = _cells(beta), positive("alpha", alpha), positive("eps_u", eps_u)
     growth = math.exp(alpha) + 1
     log = _log_argument(beta / (eps_u * growth), "beta/(eps_u·(e^alpha+1))")
     return beta / (alpha * eps_u) * log, math.exp(alpha) / growth
@@ -107,8 +96,8 @@ def max_query_min_records(beta: int, alpha: float, eps_u: float, delta_u: float)
     >>> round(max_query_min_records(100, 0.05, 5, 0.1), 2)
     1544.56
     """
-    beta, alpha, eps_u = _cells(beta), _positive("alpha", alpha), _positive("eps_u", eps_u)
-    delta_u = _probability("delta_u", delta_u)
+    beta, alpha, eps_u = _cells(beta), positive("alpha", alpha), positive("eps_u", eps_u)
+    delta_u = fraction("delta_u", delta_u)
     growth = math.exp(alpha) + 1
     if not delta_u < 1 / growth:
         raise ValueError(f"Theorem 4.4 needs delta_u < 1/(e^alpha+1) = {1 / growth:.6g}, got {delta_u!r}")

@@ -10,7 +10,6 @@ Every mechanism module imports from here; ``dplens.core.mechanisms`` re-exports 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -19,6 +18,7 @@ import numpy as np
 
 from dplens.core.data.limits import MAX_EPSILON, MIN_EPSILON
 from dplens.core.queries.workloads import Workload
+from dplens.core.validate import fraction, positive
 
 NEIGHBOURING = "add/remove one record (unbounded DP): x' = x ± e_j"
 
@@ -57,16 +57,12 @@ class Mechanism(Protocol):
 
 
 def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
-    """Validate a privacy parameter: finite and > 0.
+    """Validate a privacy parameter: a finite number > 0.
 
     >>> check_epsilon(0.5)
     0.5
     """
-    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float | np.integer | np.floating):
-        raise ValueError(f"{name} must be a number > 0, got {epsilon!r}")
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"{name} must be finite and > 0, got {epsilon!r}")
-    return float(epsilon)
+    return positive(name, epsilon)
 
 
 def check_budget_epsilon(epsilon: float, name: str = "epsilon") -> float:
@@ -90,9 +86,7 @@ def check_budget_epsilon(epsilon: float, name: str = "epsilon") -> float:
 
 def check_ratio(ratio: float, name: str = "ratio") -> float:
     """Validate a budget split ratio in the open interval (0, 1)."""
-    if not (isinstance(ratio, int | float | np.floating) and 0 < ratio < 1):
-        raise ValueError(f"{name} must be in (0, 1), got {ratio!r}")
-    return float(ratio)
+    return fraction(name, ratio)
 
 
 def check_inputs(x: np.ndarray, workload: Workload, epsilon: float) -> tuple[np.ndarray, float]:

@@ -36,6 +36,7 @@ from dplens.core.mechanisms.contract import (
 )
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload
+from dplens.core.validate import positive
 
 
 def _cuts(length: int, parts: int) -> np.ndarray:
@@ -64,11 +65,6 @@ def _grid_input(x: np.ndarray, workload: Workload, epsilon: float, name: str) ->
     return flat.reshape(shape), epsilon
 
 
-def _check_positive(name: str, value: float) -> None:
-    if not (isinstance(value, int | float | np.floating) and not isinstance(value, bool) and value > 0):
-        raise ValueError(f"{name} must be a number > 0, got {value!r}")
-
-
 def _noisy_total(cells: np.ndarray, epsilon: float, rng: np.random.Generator) -> float:
     return max(0.0, float(add_laplace(rng, cells.sum(), 1.0 / epsilon)))
 
@@ -86,7 +82,7 @@ class UniformGrid:
     data_dependent: bool = True
 
     def __post_init__(self) -> None:
-        _check_positive("c", self.c)
+        positive("c", self.c)
         check_ratio(self.total_ratio, "total_ratio")
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
@@ -127,7 +123,7 @@ class AdaptiveGrid:
 
     def __post_init__(self) -> None:
         check_ratio(self.alpha, "alpha")
-        _check_positive("c", self.c)
+        positive("c", self.c)
         check_ratio(self.total_ratio, "total_ratio")
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:

@@ -23,18 +23,13 @@ from dataclasses import dataclass
 from scipy import optimize, special
 
 from dplens.core.search import bisect_monotone
+from dplens.core.validate import non_negative
 
 DEFINITIONS: dict[str, str] = {
     "pure": "pure ε-DP (Laplace noise): no failure probability",
     "approx": "(ε, δ)-DP (Gaussian noise, analytic calibration): may fail outright with probability δ",
     "zcdp": "ρ-zCDP (Gaussian noise): tight composition, reported as ε at a chosen δ",
 }
-
-
-def _positive(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)
 
 
 def check_delta(delta: object, name: str = "delta") -> float:
@@ -73,7 +68,7 @@ class PureDP:
     epsilon: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _positive("epsilon", self.epsilon))
+        object.__setattr__(self, "epsilon", non_negative("epsilon", self.epsilon))
 
     def __add__(self, other: PureDP) -> PureDP:
         if not isinstance(other, PureDP):
@@ -101,7 +96,7 @@ class ApproxDP:
     delta: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _positive("epsilon", self.epsilon))
+        object.__setattr__(self, "epsilon", non_negative("epsilon", self.epsilon))
         object.__setattr__(self, "delta", check_delta(self.delta))
 
     def __add__(self, other: ApproxDP) -> ApproxDP:
@@ -133,7 +128,7 @@ class ZCDP:
     rho: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rho", _positive("rho", self.rho))
+        object.__setattr__(self, "rho", non_negative("rho", self.rho))
 
     def __add__(self, other: ZCDP | PureDP) -> ZCDP:
         if isinstance(other, PureDP):
@@ -193,7 +188,7 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     >>> round(zcdp_epsilon(0.5, 1e-6), 6), round(zcdp_epsilon(0.005, 1e-5), 6)
     (5.221534, 0.375261)
     """
-    rho, delta = _positive("rho", rho), check_delta(delta)
+    rho, delta = non_negative("rho", rho), check_delta(delta)
     if rho == 0:
         return 0.0
 
@@ -213,7 +208,7 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
     >>> round(zcdp_rho(1.0, 1e-6), 6)
     0.024356
     """
-    epsilon, delta = _positive("epsilon", epsilon), check_delta(delta)
+    epsilon, delta = non_negative("epsilon", epsilon), check_delta(delta)
     if epsilon == 0:
         return 0.0
     high = max(1.0, epsilon)
@@ -257,7 +252,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     >>> round(analytic_gaussian_sigma(1.0, 1e-5), 6)
     3.730632
     """
-    epsilon, delta = _positive("epsilon", epsilon), check_delta(delta)
+    epsilon, delta = non_negative("epsilon", epsilon), check_delta(delta)
     if epsilon == 0:
         raise ValueError("epsilon must be > 0 for the Gaussian mechanism, got 0")
     return sensitivity * _least_true(lambda s: gaussian_delta(epsilon, s) <= delta, 1e-12, 1.0)
@@ -269,7 +264,7 @@ def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 
     >>> round(classical_gaussian_sigma(1.0, 1e-5), 6)
     4.844805
     """
-    return sensitivity * math.sqrt(2.0 * math.log(1.25 / check_delta(delta))) / _positive("epsilon", epsilon)
+    return sensitivity * math.sqrt(2.0 * math.log(1.25 / check_delta(delta))) / non_negative("epsilon", epsilon)
 
 
 def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -294,7 +289,7 @@ def zcdp_sigma(rho: float, sensitivity: float = 1.0) -> float:
     >>> zcdp_sigma(0.5)
     1.0
     """
-    rho = _positive("rho", rho)
+    rho = non_negative("rho", rho)
     if rho == 0:
         raise ValueError("rho must be > 0 for the Gaussian mechanism, got 0")
     return sensitivity / math.sqrt(2.0 * rho)

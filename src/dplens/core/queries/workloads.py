@@ -28,6 +28,7 @@ from dplens.core.data.limits import (  # dense() guard; implicit workloads beyon
     MAX_QUERIES,
     MAX_UPLOAD_BYTES,
 )
+from dplens.core.validate import integer
 
 
 @runtime_checkable
@@ -40,11 +41,6 @@ class Workload(Protocol):
     def rmatvec(self, y: np.ndarray) -> np.ndarray: ...
     def column_norms(self, ord: Literal[1, 2]) -> np.ndarray: ...
     def describe(self) -> str: ...
-
-
-def _check_positive_int(name: str, value: int, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 def _check_ord(ord: int) -> None:
@@ -127,7 +123,7 @@ class Identity:
     n: int
 
     def __post_init__(self) -> None:
-        _check_positive_int("n", self.n)
+        integer("n", self.n)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -154,7 +150,7 @@ class Total:
     n: int
 
     def __post_init__(self) -> None:
-        _check_positive_int("n", self.n)
+        integer("n", self.n)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -181,7 +177,7 @@ class Prefix:
     n: int
 
     def __post_init__(self) -> None:
-        _check_positive_int("n", self.n)
+        integer("n", self.n)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -215,7 +211,7 @@ class AllRange:
     n: int
 
     def __post_init__(self) -> None:
-        _check_positive_int("n", self.n)
+        integer("n", self.n)
         if self.n * (self.n + 1) // 2 > MAX_QUERIES:
             raise ValueError(f"all-range on n={self.n} has {self.n * (self.n + 1) // 2} queries; "
                              f"the limit is {MAX_QUERIES} (use random-range instead)")
@@ -258,7 +254,7 @@ class Ranges:
     label: str = "ranges"
 
     def __post_init__(self) -> None:
-        _check_positive_int("n", self.n)
+        integer("n", self.n)
         lo, hi = np.asarray(self.lo, dtype=np.int64), np.asarray(self.hi, dtype=np.int64)
         if lo.ndim != 1 or lo.shape != hi.shape or lo.size == 0:
             raise ValueError("ranges need equal-length, non-empty lo and hi arrays")
@@ -323,8 +319,8 @@ def random_range(n: int, m: int, seed: int = 0) -> Ranges:
     >>> random_range(100, 5, seed=1).shape
     (5, 100)
     """
-    _check_positive_int("n", n)
-    _check_positive_int("m", m)
+    integer("n", n)
+    integer("m", m)
     if m > MAX_QUERIES:
         raise ValueError(f"random-range m={m} exceeds the limit of {MAX_QUERIES} queries")
     ends = np.sort(np.random.default_rng(seed).integers(0, n, size=(m, 2)), axis=1)
@@ -352,8 +348,8 @@ class Ranges2D:
 
     def __post_init__(self) -> None:
         rows, cols = (int(v) for v in self.grid)
-        _check_positive_int("rows", rows)
-        _check_positive_int("cols", cols)
+        integer("rows", rows)
+        integer("cols", cols)
         ends = [np.asarray(v, dtype=np.int64) for v in (self.r0, self.r1, self.c0, self.c1)]
         if any(e.ndim != 1 or e.shape != ends[0].shape for e in ends) or ends[0].size == 0:
             raise ValueError("rectangles need equal-length, non-empty r0, r1, c0, c1 arrays")
@@ -415,7 +411,7 @@ def random_range_2d(grid: tuple[int, int], m: int, seed: int = 0) -> Ranges2D:
     (5, 65536)
     """
     rows, cols = grid
-    _check_positive_int("m", m)
+    integer("m", m)
     if m > MAX_QUERIES:
         raise ValueError(f"random-range-2d m={m} exceeds the limit of {MAX_QUERIES} queries")
     gen = np.random.default_rng(seed)
@@ -486,8 +482,8 @@ def hot_spot(n: int, m: int = 2000, p: float = 0.2, seed: int = 0) -> Explicit:
     """
     import scipy.sparse as sp
 
-    _check_positive_int("n", n)
-    _check_positive_int("m", m)
+    integer("n", n)
+    integer("m", m)
     _probability("p", p)
     gen = np.random.default_rng(seed)
     hot = int(gen.integers(n))
@@ -509,8 +505,8 @@ def random_linear(n: int, m: int = 200, tau: float = 0.2, seed: int = 0) -> Expl
     """
     import scipy.sparse as sp
 
-    _check_positive_int("n", n)
-    _check_positive_int("m", m)
+    integer("n", n)
+    integer("m", m)
     _probability("tau", tau)
     if m * n > DENSE_LIMIT:
         raise ValueError(f"random-linear draws an m × n mask; {m} x {n} exceeds {DENSE_LIMIT} entries")

@@ -29,6 +29,7 @@ from dplens import __version__
 from dplens.core.data.limits import DENSE_LIMIT, MAX_QUERIES
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.queries.workloads import Explicit, Kron, Ranges, Stack, parse_workload
+from dplens.core.validate import positive
 
 FORMAT = "dplens-session"
 DATASET_KINDS = ("sample", "dpbench", "upload")
@@ -211,12 +212,6 @@ def _require(doc: dict, key: str, kind: type, what: str):
     return value
 
 
-def _positive(key: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (math.isfinite(value) and value > 0):
-        raise ValueError(f"config {key!r} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
 def _mechanism(key: str, name: object) -> str:
     if not isinstance(name, str) or name not in MECHANISMS:
         raise ValueError(f"config {key!r} names unknown mechanism {name!r}; known: {', '.join(MECHANISMS)}")
@@ -249,11 +244,11 @@ def parse_config(text: str | bytes) -> SessionConfig:
     if workload is not None:
         _refuse_file("workload", workload)
     mechanisms = tuple(_mechanism("mechanisms", m) for m in _require(doc, "mechanisms", list, "a list of names"))
-    epsilons = tuple(_positive("epsilons", e) for e in _require(doc, "epsilons", list, "a list of numbers"))
+    epsilons = tuple(positive("config 'epsilons'", e) for e in _require(doc, "epsilons", list, "a list of numbers"))
     seed = _require(doc, "seed", int, f"an integer in [0, {MAX_SEED}]")
     if not 0 <= seed <= MAX_SEED:
         raise ValueError(f"config 'seed' must be an integer in [0, {MAX_SEED}], got {seed!r}")
-    total = _positive("total_epsilon", doc.get("total_epsilon"))
+    total = positive("config 'total_epsilon'", doc.get("total_epsilon"))
     rel = doc.get("release", {})
     if not isinstance(rel, dict):
         raise ValueError(f"config 'release' must be an object, got {rel!r}")
@@ -268,7 +263,7 @@ def parse_config(text: str | bytes) -> SessionConfig:
         check_recipe(recipe)
     release = ReleaseSettings(mechanism=_mechanism("release.mechanism", rel.get("mechanism", "identity")),
                               params=tuple((str(k), str(v)) for k, v in params.items()),
-                              epsilon=_positive("release.epsilon", rel.get("epsilon", 1.0)),
+                              epsilon=positive("config 'release.epsilon'", rel.get("epsilon", 1.0)),
                               noise_path=noise_path)
     return SessionConfig(dataset=dataset, workload=workload, mechanisms=mechanisms, epsilons=epsilons,
                          seed=seed, total_epsilon=total, release=release, custom_workload=recipe)

@@ -26,6 +26,7 @@ from dplens.core.analysis.metrics import mae, max_abs, rmse
 from dplens.core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
 from dplens.core.privacy.budget import Budget, Ledger
 from dplens.core.queries.workloads import Workload, squared_frobenius
+from dplens.core.validate import positive
 
 THRESHOLD_RULES = ("opt", "fixed")
 
@@ -47,13 +48,6 @@ def check_schedule(epsilons: Sequence[float] | np.ndarray) -> np.ndarray:
         # ever added and the marginals are wrong, so it is refused rather than silently sorted
         raise ValueError(f"epsilons must be strictly increasing (most private first), got {eps.tolist()}")
     return eps
-
-
-def _check_sensitivity(sensitivity: float) -> float:
-    if not (isinstance(sensitivity, int | float | np.floating) and math.isfinite(sensitivity)
-            and sensitivity > 0):
-        raise ValueError(f"sensitivity must be finite and > 0, got {sensitivity!r}")
-    return float(sensitivity)
 
 
 def _check_values(values, name: str = "values") -> np.ndarray:
@@ -78,7 +72,7 @@ def noise_reduction(values, sensitivity: float, epsilons: Sequence[float] | np.n
     (3, 2)
     """
     values = _check_values(values)
-    sensitivity = _check_sensitivity(sensitivity)
+    sensitivity = positive("sensitivity", sensitivity)
     eps = check_schedule(epsilons)
     noise = np.empty((eps.size,) + values.shape)
     noise[-1] = rng.laplace(scale=sensitivity / eps[-1], size=values.shape)
@@ -106,7 +100,7 @@ def next_release(previous, true_values, sensitivity: float, epsilon_previous: fl
     y1 = _check_values(previous, "previous")
     if y1.shape != v.shape:
         raise ValueError(f"previous has shape {y1.shape} but true_values has shape {v.shape}")
-    delta = _check_sensitivity(sensitivity)
+    delta = positive("sensitivity", sensitivity)
     e1, e2 = check_schedule([epsilon_previous, epsilon_next])
     distance = np.abs(y1 - v)
     stay = rng.random(v.shape) < (e1 / e2) * np.exp(-(e2 - e1) * distance / delta)
@@ -156,7 +150,7 @@ def walk_step(true_values, sensitivity: float, previous, epsilon_previous: float
     """
     if previous is None:
         values = _check_values(true_values, "true_values")
-        scale = _check_sensitivity(sensitivity) / check_epsilon(epsilon_next, "epsilon_next")
+        scale = positive("sensitivity", sensitivity) / check_epsilon(epsilon_next, "epsilon_next")
         return values + rng.laplace(scale=scale, size=values.shape)
     # epsilon_previous comes with previous
     return next_release(previous, true_values, sensitivity, epsilon_previous, epsilon_next, rng)  # type: ignore[arg-type]
@@ -261,7 +255,7 @@ def above_threshold_params(alpha: float, gamma: float, query_sensitivity: float,
         raise ValueError(f"alpha (target error) must be finite and > 0, got {alpha!r}")
     if not 0 < gamma < 1:
         raise ValueError(f"gamma (failure probability) must be in (0, 1), got {gamma!r}")
-    _check_sensitivity(query_sensitivity)
+    positive("sensitivity", query_sensitivity)
     if not (isinstance(steps, int | np.integer) and steps >= 1):
         raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
     if threshold == "opt":
@@ -289,7 +283,7 @@ def above_threshold(query_values: Iterable[float], threshold: float, epsilon: fl
     1
     """
     epsilon = check_epsilon(epsilon)
-    sensitivity = _check_sensitivity(sensitivity)
+    sensitivity = positive("sensitivity", sensitivity)
     noisy_threshold = threshold + rng.laplace(scale=2 * sensitivity / epsilon)
     for t, value in enumerate(query_values):
         if value + rng.laplace(scale=4 * sensitivity / epsilon) <= noisy_threshold:
@@ -423,7 +417,7 @@ def doubling_test_epsilon(alpha: float, gamma: float, query_sensitivity: float, 
         raise ValueError(f"alpha (target error) must be finite and > 0, got {alpha!r}")
     if not 0 < gamma < 1:
         raise ValueError(f"gamma (failure probability) must be in (0, 1), got {gamma!r}")
-    _check_sensitivity(query_sensitivity)
+    positive("sensitivity", query_sensitivity)
     if not tests > 2 * gamma:
         raise ValueError(f"tests must exceed 2·gamma, got tests={tests!r}, gamma={gamma!r}")
     return query_sensitivity / ((alpha / 2) / math.log(tests / (2 * gamma)))

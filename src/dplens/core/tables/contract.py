@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dplens.core.queries.marginals import MarginalWorkload
+from dplens.core.validate import positive
 
 SECURE_NOISE = ("OpenDP's samplers (CSPRNG, never seeded): the discrete Gaussian or Laplace on a lattice of "
                 "spacing 2^(floor(log2 scale) - 24); synthesisers draw inside OpenDP")
@@ -28,9 +29,7 @@ INTERVAL_LEVEL = 0.95  # the level of TableRelease.halfwidths
 
 def check_rho(rho: float) -> float:
     """ρ as a finite float > 0, else one line naming it and the rule (callers bound it further for releases)."""
-    if isinstance(rho, bool) or not isinstance(rho, int | float | np.floating) or not (math.isfinite(rho) and rho > 0):
-        raise ValueError(f"rho must be a finite number > 0 (zCDP budget), got {rho!r}")
-    return float(rho)
+    return positive("rho", rho)
 
 
 @dataclass(frozen=True, eq=False)

@@ -137,7 +137,7 @@ def test_same_seed_same_release():
 
 @pytest.mark.parametrize("ratio", [0, 1, -0.1, 1.5])
 def test_ratio_outside_the_open_unit_interval_is_refused(ratio):
-    with pytest.raises(ValueError, match="ratio must be in"):
+    with pytest.raises(ValueError, match="ratio must be a number in"):
         DAWA(ratio=ratio)
-    with pytest.raises(ValueError, match="ratio must be in"):
+    with pytest.raises(ValueError, match="ratio must be a number in"):
         dataclasses.replace(MECHANISMS["dawa"], ratio=ratio)

@@ -94,7 +94,7 @@ def test_groups_are_cut_from_the_noisy_order_and_share_one_value():
 
 
 def test_knob_validation():
-    with pytest.raises(ValueError, match=r"ratio must be in \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"ratio must be a number in \(0, 1\)"):
         SrebGca(ratio=1.0)
     with pytest.raises(ValueError, match="error_floor"):
         SrebGca(error_floor=0.0)

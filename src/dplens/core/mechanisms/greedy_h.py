@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import (
     BRANCHING_RANGE,
     Range,
@@ -36,126 +37,33 @@ from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan,
 from dplens.core.queries.workloads import (
     AllRange,
     Explicit,
-    Identity,
     Kron,
-    Prefix,
-    Ranges,
     Stack,
-    Total,
     Workload,
+    allrange_block_gram,
     as_intervals,
+    block_gram,
     dense,
+    workload_key,  # noqa: F401  (re-exported: the strategy caches' key)
 )
 
 MAX_UNITS = 4096  # Greedy-H holds dense unit × unit matrices; beyond this it refuses (memory)
 
 
 # ----------------------------------------------------------------------------- workload Gram over buckets
-def _ranges_block_gram(lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """Block sums Σ_{i∈B_c, j∈B_d} (WᵀW)_ij for 0/1 range queries [lo, hi], in O(m + buckets²).
-
-    For buckets c < d every i ∈ B_c lies left of every j ∈ B_d, so a range covers both iff lo ≤ i and
-    hi ≥ j: the block sum is Σ_q a_q(c)·b_q(d) with a_q(c) = |{i ∈ B_c : i ≥ lo_q}| and
-    b_q(d) = |{j ∈ B_d : j ≤ hi_q}| — a full bucket width strictly between the end buckets c_lo, c_hi
-    plus partial overlaps α_q, β_q at them. Expanded, that is a few cumulated 2-D histograms of
-    (c_lo, c_hi); the diagonal blocks are Σ_q |range_q ∩ B_c|².
-    """
-    k = bounds.size - 1
-    width = np.diff(bounds).astype(float)
-    cl = np.searchsorted(bounds, lo, side="right") - 1
-    ch = np.searchsorted(bounds, hi, side="right") - 1
-    alpha = (bounds[cl + 1] - lo).astype(float)  # overlap of [lo, ∞) with its first bucket
-    beta = (hi - bounds[ch] + 1).astype(float)   # overlap of (−∞, hi] with its last bucket
-    # rows 1…k of `block` hold Σ_{b > d} #(c_lo = a, c_hi = b) · w_d + Σ #(c_lo = a, c_hi = d) β, row 0 is 0
-    block = np.zeros((k + 1, k))
-    np.add.at(block, (cl + 1, ch), 1.0)
-    np.cumsum(block[:, ::-1], axis=1, out=block[:, ::-1])
-    block[:, :-1] = block[:, 1:].copy()  # strictly beyond d
-    block[:, -1] = 0.0
-    block *= width[None, :]
-    np.add.at(block, (cl + 1, ch), beta)
-    for row in range(1, k + 1):  # Σ_{a < c}: row-wise accumulation beats cumsum(axis=0) several times
-        block[row] += block[row - 1]
-    block = block[:k]
-    block *= width[:, None]
-    rows, owner = np.unique(cl, return_inverse=True)  # + w_d Σ_{b > d} α_q over queries starting in c
-    tail = np.zeros((rows.size, k))
-    np.add.at(tail, (owner, ch), alpha)
-    np.cumsum(tail[:, ::-1], axis=1, out=tail[:, ::-1])
-    tail[:, :-1] = tail[:, 1:].copy()
-    tail[:, -1] = 0.0
-    block[rows] += tail * width[None, :]
-    np.add.at(block, (cl, ch), alpha * beta)
-    for row in range(k):  # keep c < d, then mirror
-        block[row, : row + 1] = 0.0
-    block += block.T
-    same = cl == ch
-    inner = np.zeros(k + 1)
-    np.add.at(inner, cl[~same] + 1, 1.0)
-    np.add.at(inner, ch[~same], -1.0)
-    diagonal = np.cumsum(inner)[:k] * width**2
-    diagonal += np.bincount(cl[same], weights=(hi[same] - lo[same] + 1.0) ** 2, minlength=k)
-    diagonal += np.bincount(cl[~same], weights=alpha[~same] ** 2, minlength=k)
-    diagonal += np.bincount(ch[~same], weights=beta[~same] ** 2, minlength=k)
-    block[np.diag_indices(k)] = diagonal
-    return block
-
-
-def _separable_block_gram(left: np.ndarray, right: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """Block sums of a Gram (WᵀW)_ij = left[min(i,j)] · right[max(i,j)] (prefix and all-range workloads)."""
-    starts = bounds[:-1]
-    block = np.triu(np.outer(np.add.reduceat(left, starts), np.add.reduceat(right, starts)), 1)
-    block += block.T
-    bucket_of = np.repeat(np.arange(starts.size), np.diff(bounds))
-    before = np.cumsum(left) - left                 # Σ_{i < j} left[i] over the whole domain …
-    before -= before[starts][bucket_of]             # … restricted to j's bucket
-    diagonal = np.bincount(bucket_of, weights=right * (2 * before + left), minlength=starts.size)
-    block[np.diag_indices(starts.size)] = diagonal
-    return block
-
-
-def _allrange_block_gram(n: int, bounds: np.ndarray) -> np.ndarray:
-    # (WᵀW)_ij = (min(i,j) + 1)(n − max(i,j)): the ranges containing both i and j
-    return _separable_block_gram(np.arange(1.0, n + 1), n - np.arange(n, dtype=float), bounds)
-
-
-def _block_gram(workload: Workload, bounds: np.ndarray) -> np.ndarray | None:
-    """Σ_{i∈B_c, j∈B_d} (WᵀW)_ij in closed form, or None when the workload has no fast path."""
-    n = workload.shape[1]
-    width = np.diff(bounds).astype(float)
-    if isinstance(workload, Identity):
-        return np.diag(width)
-    if isinstance(workload, Total):
-        return np.outer(width, width)
-    if isinstance(workload, Prefix):  # (WᵀW)_ij = n − max(i, j)
-        return _separable_block_gram(np.ones(n), n - np.arange(n, dtype=float), bounds)
-    if isinstance(workload, Ranges):
-        return _ranges_block_gram(workload.lo, workload.hi, bounds)
-    if isinstance(workload, AllRange):
-        return _allrange_block_gram(n, bounds)
-    if isinstance(workload, Stack):
-        parts = [_block_gram(p, bounds) for p in workload.parts]
-        return None if any(p is None for p in parts) else sum(parts)  # type: ignore[return-value, arg-type]  # none is None
-    return None
-
-
 def _cell_gram(workload: Workload) -> tuple[np.ndarray, bool]:
     """(WᵀW, exact) on the cells."""
-    block = _block_gram(workload, np.arange(workload.shape[1] + 1))
+    block = block_gram(workload, np.arange(workload.shape[1] + 1))
     return (block, True) if block is not None else _full_gram(workload)
 
 
-_FULL_GRAMS: dict[object, tuple[np.ndarray, bool]] = {}
+# dense n × n: an intermediate of the strategy and its trace, never shipped nor stored (they are kept instead)
+_FULL_GRAMS = StrategyCache("greedy-h dense grams", limit=2, shipped=False)
 
 
 def _full_gram(workload: Workload) -> tuple[np.ndarray, bool]:
     """(WᵀW, exact) for workloads without a bucket fast path, kept for the last two workloads."""
-    key = workload_key(workload)
-    if key not in _FULL_GRAMS:
-        if len(_FULL_GRAMS) >= 2:
-            _FULL_GRAMS.pop(next(iter(_FULL_GRAMS)))
-        _FULL_GRAMS[key] = _compute_full_gram(workload)
-    return _FULL_GRAMS[key]
+    return _FULL_GRAMS.get_or_compute(workload_key(workload), lambda: _compute_full_gram(workload))
 
 
 def _compute_full_gram(workload: Workload) -> tuple[np.ndarray, bool]:
@@ -175,7 +83,7 @@ def _compute_full_gram(workload: Workload) -> tuple[np.ndarray, bool]:
         else:
             return matrix.T @ matrix, True
     # A workload we cannot densify: range queries stand in for its usage (documented in the README).
-    return _allrange_block_gram(n, np.arange(n + 1)), False
+    return allrange_block_gram(n, np.arange(n + 1)), False
 
 
 def bucket_gram(workload: Workload, bounds: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -184,13 +92,14 @@ def bucket_gram(workload: Workload, bounds: np.ndarray) -> tuple[np.ndarray, boo
     Bucket c spans cells bounds[c] … bounds[c+1] − 1 and stands for their uniform expansion, so the
     reduced workload is W E with E_ic = 1/|B_c| (DAWA §4) and its Gram is EᵀWᵀWE.
 
+    >>> from dplens.core.queries.workloads import Prefix
     >>> bucket_gram(Prefix(4), np.array([0, 2, 4]))[0].tolist()
     [[3.25, 1.5], [1.5, 1.25]]
     """
     bounds = np.asarray(bounds, dtype=np.int64)
     if bounds.size - 1 > MAX_UNITS:
         raise ValueError(f"the reduced Gram is dense: at most {MAX_UNITS} buckets, got {bounds.size - 1}")
-    block = _block_gram(workload, bounds)
+    block = block_gram(workload, bounds)
     exact = True
     if block is None:
         full, exact = _full_gram(workload)
@@ -261,14 +170,11 @@ def _gaussian(count: int, rows: int) -> np.ndarray:
 
 
 def _sketch_of(workload: Workload, bounds: np.ndarray, sketch: np.ndarray) -> np.ndarray:
-    n = workload.shape[1]
     if isinstance(workload, Stack):
         return sum(_sketch_of(part, bounds, sketch) for part in workload.parts)  # type: ignore[return-value]  # a stack has parts
-    ends = {Ranges: lambda w: (w.lo, w.hi), Prefix: lambda w: (np.zeros(n, dtype=np.int64), np.arange(n)),
-            Identity: lambda w: (np.arange(n), np.arange(n)), Total: lambda w: (np.array([0]), np.array([n - 1]))}
-    for kind, get in ends.items():
-        if isinstance(workload, kind):
-            return _ranges_sketch(*get(workload), bounds, sketch)
+    ends = _interval_ends(workload)
+    if ends is not None:
+        return _ranges_sketch(*ends, bounds, sketch)
     width = np.diff(bounds)
     spread = np.repeat(sketch / width[:, None], width, axis=0)          # E Sᵀ
     return np.add.reduceat(gram_apply(workload, spread), bounds[:-1], axis=0) / width[:, None]
@@ -558,40 +464,13 @@ def _own_weight(p: np.ndarray, norm: int) -> np.ndarray:
     return 1.0 - p if norm == 1 else np.sqrt(np.maximum(1.0 - p**2, 0.0))
 
 
-def workload_key(workload: Workload) -> object:
-    """A hashable key equal for workloads with the same queries (copies from a cache, re-parsed specs).
-
-    >>> workload_key(Prefix(4)) == workload_key(Prefix(4))
-    True
-    """
-    if isinstance(workload, Ranges):
-        return ("ranges", workload.n, workload.lo.tobytes(), workload.hi.tobytes())
-    if isinstance(workload, Explicit):
-        matrix = workload.matrix
-        if hasattr(matrix, "tocsr"):
-            matrix = matrix.tocsr()
-            return ("sparse", matrix.shape, matrix.data.tobytes(), matrix.indices.tobytes(), matrix.indptr.tobytes())
-        return ("dense", matrix.shape, np.ascontiguousarray(matrix).tobytes())
-    if isinstance(workload, Stack):
-        return ("stack", tuple(workload_key(p) for p in workload.parts))
-    if isinstance(workload, Kron):
-        return ("kron", tuple(workload_key(f) for f in workload.factors))
-    return workload  # frozen dataclasses compare by value
-
-
-_STRATEGIES: dict[object, tuple[Hierarchy, str]] = {}
-_TRACES: dict[object, float] = {}
 STRATEGY_CACHE = 8  # workloads whose Greedy-H strategy is kept (it depends on the workload only)
+_STRATEGIES = StrategyCache("greedy-h strategies", limit=STRATEGY_CACHE)
+_TRACES = StrategyCache("greedy-h traces", limit=STRATEGY_CACHE)  # exact traces of sketched strategies
 EXACT_CELLS = 2048  # up to this many cells the greedy rule reads the exact Gram, beyond it a sketch …
 CELL_SKETCH_ROWS = 64  # … with this many rows (it reproduced the exact strategies at n = 2048) …
 LARGE_CELLS, LARGE_SKETCH_ROWS = 2**16, 32  # … and beyond 65,536 cells with 32 (memory: n × rows floats;
 # 32 rows matched the exact Gram's strategy error to 1e-4 at n = 2048 and 4096 on ranges and prefix)
-
-
-def _remember(cache: dict, key: object, value: object) -> None:
-    if len(cache) >= STRATEGY_CACHE:
-        cache.pop(next(iter(cache)))  # the oldest
-    cache[key] = value
 
 
 def l2_objective(tree: Hierarchy) -> float:
@@ -606,24 +485,24 @@ def cell_strategy(workload: Workload, branching: int, granularity: int, norm: in
     ``norm=2`` (Gaussian noise): the L2-normalised greedy tree, or the L1 one when its exact
     Δ₂² tr(WᵀW (AᵀA)⁻¹) is smaller (the greedy rule is a heuristic; this keeps L2 never worse).
     """
-    key = (workload_key(workload), branching, granularity, norm)
-    if key not in _STRATEGIES:
-        n = workload.shape[1]
-        if n <= EXACT_CELLS:
-            gram, exact = bucket_gram(workload, np.arange(n + 1))
-            tree = greedy_hierarchy(gram, branching, granularity, norm=norm)
-            if norm == 2:
-                l1_tree = cell_strategy(workload, branching, granularity)[0]
-                if l2_objective(l1_tree) < l2_objective(tree):
-                    tree = l1_tree
-            value = (tree, "exact" if exact else "all-range proxy")
-        else:  # O(n · rows) per level instead of O(n²); the exact error is computed on demand
-            rows = CELL_SKETCH_ROWS if n <= LARGE_CELLS else LARGE_SKETCH_ROWS
-            sketch = gram_sketch(workload, np.arange(n + 1), rows)
-            value = (greedy_hierarchy(None, branching, granularity, sketch=sketch, norm=norm),
-                     f"sketch ({rows} rows)")
-        _remember(_STRATEGIES, key, value)
-    return _STRATEGIES[key]
+    return _STRATEGIES.get_or_compute((workload_key(workload), branching, granularity, norm),
+                                      lambda: _compute_cell_strategy(workload, branching, granularity, norm))
+
+
+def _compute_cell_strategy(workload: Workload, branching: int, granularity: int, norm: int) -> tuple[Hierarchy, str]:
+    n = workload.shape[1]
+    if n <= EXACT_CELLS:
+        gram, exact = bucket_gram(workload, np.arange(n + 1))
+        tree = greedy_hierarchy(gram, branching, granularity, norm=norm)
+        if norm == 2:
+            l1_tree = cell_strategy(workload, branching, granularity)[0]
+            if l2_objective(l1_tree) < l2_objective(tree):
+                tree = l1_tree
+        return tree, "exact" if exact else "all-range proxy"
+    # O(n · rows) per level instead of O(n²); the exact error is computed on demand
+    rows = CELL_SKETCH_ROWS if n <= LARGE_CELLS else LARGE_SKETCH_ROWS
+    sketch = gram_sketch(workload, np.arange(n + 1), rows)
+    return (greedy_hierarchy(None, branching, granularity, sketch=sketch, norm=norm), f"sketch ({rows} rows)")
 
 
 def hierarchy_trace(tree: Hierarchy, gram: np.ndarray) -> float:
@@ -731,8 +610,6 @@ class GreedyH(MeasuredPlan):
                 raise ValueError(f"greedy-h's exact expected_mse needs the dense {workload.shape[1]}-cell Gram; "
                                  f"it is computed up to {MAX_UNITS} cells (runs work at any size)")
             key = (workload_key(workload), self.branching, self.granularity, self.weights_norm)
-            if key not in _TRACES:
-                _remember(_TRACES, key, hierarchy_trace(tree, _cell_gram(workload)[0]))
-            trace = _TRACES[key]
+            trace = _TRACES.get_or_compute(key, lambda: hierarchy_trace(tree, _cell_gram(workload)[0]))
         sensitivity = float(tree.cell_l1.max())
         return 2.0 * (sensitivity / epsilon) ** 2 * trace / workload.shape[0]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
+import scipy.sparse
 
 from dplens.core.data.datasets import scan_rows
 from dplens.core.data.limits import (  # dense() guard; implicit workloads beyond m are refused
@@ -53,6 +54,221 @@ def _check_length(name: str, vector: np.ndarray, length: int) -> np.ndarray:
     if vector.shape != (length,):
         raise ValueError(f"{name} must have shape ({length},), got {vector.shape}")
     return vector
+
+
+class WorkloadOperator:
+    """The closed forms every workload operator answers beyond the protocol, by default from its ``matvec`` and
+    ``rmatvec``; a workload with a faster form overrides the method. Mechanisms call these (or the functions
+    ``gram_apply``, ``gram_rows``, ``query_rows``, ``workload_key``, ``as_intervals``, ``block_gram`` below, which
+    also take workloads defined elsewhere) and never switch on a workload's type.
+
+    >>> Prefix(3).gram_apply(np.eye(3)).tolist()
+    [[3.0, 2.0, 1.0], [2.0, 2.0, 1.0], [1.0, 1.0, 1.0]]
+    """
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def rmatvec(self, y: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def gram_apply(self, v: np.ndarray) -> np.ndarray:
+        """(WᵀW) v for an n × k block of columns v."""
+        v = np.asarray(v, dtype=float)
+        return np.stack([self.rmatvec(self.matvec(col)) for col in v.T], axis=1)
+
+    def gram_rows(self, v: np.ndarray) -> np.ndarray:
+        """v (WᵀW) for a k × n block of rows v (mm-opt applies the Gram to its p × n strategy this way)."""
+        return self.gram_apply(np.asarray(v, dtype=float).T).T
+
+    def rows_block(self, start: int, stop: int) -> np.ndarray:
+        """Rows start … stop − 1 of W as a dense (n × rows) block, here as Wᵀ e_q."""
+        unit = np.zeros(self.shape[0])
+        columns = []
+        for query in range(start, stop):
+            unit[query] = 1.0
+            columns.append(self.rmatvec(unit))
+            unit[query] = 0.0
+        return np.stack(columns, axis=1)
+
+    def cache_key(self) -> object:
+        """A hashable key equal for workloads with the same queries (a frozen dataclass compares by value)."""
+        return self
+
+    def intervals(self) -> Ranges | None:
+        """The workload as 0/1 interval rows when it is one, else None."""
+        return None
+
+    def block_gram(self, bounds: np.ndarray) -> np.ndarray | None:
+        """Σ_{i∈B_c, j∈B_d} (WᵀW)_ij over buckets B_c = [bounds[c], bounds[c+1]) in closed form, or None."""
+        return None
+
+
+def _own(w: Workload, name: str) -> Callable[..., Any]:
+    """``w``'s closed form ``name``, or the default one for a workload defined outside this module."""
+    method = getattr(w, name, None)
+    return method if method is not None else getattr(WorkloadOperator, name).__get__(w)
+
+
+def gram_apply(w: Workload, v: np.ndarray) -> np.ndarray:
+    """(WᵀW) v for an n × k block of columns v, in closed form where the workload has one."""
+    return _own(w, "gram_apply")(np.asarray(v, dtype=float))
+
+
+def gram_rows(w: Workload, v: np.ndarray) -> np.ndarray:
+    """v (WᵀW) for a k × n block of rows v.
+
+    >>> v = np.arange(8.0).reshape(2, 4)
+    >>> np.allclose(gram_rows(Prefix(4), v), v @ dense(Prefix(4)).T @ dense(Prefix(4)))
+    True
+    """
+    return _own(w, "gram_rows")(np.asarray(v, dtype=float))
+
+
+def query_rows(w: Workload, start: int, stop: int) -> np.ndarray:
+    """Rows start … stop − 1 of W as a dense (n × rows) block: from the rows' structure, else Wᵀ e_q."""
+    return _own(w, "rows_block")(start, stop)
+
+
+def workload_key(w: Workload) -> object:
+    """A hashable key equal for workloads with the same queries (copies from a cache, re-parsed specs).
+
+    >>> workload_key(Prefix(4)) == workload_key(Prefix(4))
+    True
+    """
+    return _own(w, "cache_key")()
+
+
+def block_gram(w: Workload, bounds: np.ndarray) -> np.ndarray | None:
+    """Σ_{i∈B_c, j∈B_d} (WᵀW)_ij over the buckets ``bounds`` in closed form, or None without a fast path."""
+    return _own(w, "block_gram")(bounds)
+
+
+# ----------------------------------------------------------------------------- closed forms of the Gram WᵀW
+def _along_first(v: np.ndarray, apply: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Apply a column operator to axis 0 of v, whatever its trailing dimensions."""
+    flat = v.reshape(v.shape[0], -1)
+    return apply(flat).reshape(v.shape)
+
+
+def _prefix_gram(v: np.ndarray) -> np.ndarray:
+    # (WᵀW)_ij = n − max(i, j): prefixes containing both i and j
+    n = v.shape[0]
+    below = np.cumsum(v, axis=0)                               # Σ_{j ≤ i} v_j
+    weight = np.arange(n, 0, -1, dtype=float)[:, None]         # n − j
+    above = np.cumsum((weight * v)[::-1], axis=0)[::-1]        # Σ_{j ≥ i} (n − j) v_j
+    above = np.vstack([above[1:], np.zeros((1, v.shape[1]))])  # strictly j > i
+    return weight * below + above
+
+
+def _allrange_gram(v: np.ndarray) -> np.ndarray:
+    # (WᵀW)_ij = (min(i, j) + 1)(n − max(i, j)): ranges containing both i and j
+    n = v.shape[0]
+    left = np.arange(1, n + 1, dtype=float)[:, None]           # i + 1
+    right = np.arange(n, 0, -1, dtype=float)[:, None]          # n − i
+    below = np.cumsum(left * v, axis=0)
+    above = np.cumsum((right * v)[::-1], axis=0)[::-1]
+    above = np.vstack([above[1:], np.zeros((1, v.shape[1]))])
+    return right * below + left * above
+
+
+def _ranges_gram(w: Ranges, v: np.ndarray) -> np.ndarray:
+    c = np.vstack([np.zeros((1, v.shape[1])), np.cumsum(v, axis=0)])
+    answers = c[w.hi + 1] - c[w.lo]                            # W v, m × k
+    m = w.lo.size
+    # Wᵀ: +answer at lo, −answer after hi, then a running sum (a sparse product beats np.add.at)
+    ends = scipy.sparse.csr_matrix((np.r_[np.ones(m), -np.ones(m)], (np.r_[w.lo, w.hi + 1], np.r_[
+        np.arange(m), np.arange(m)])), shape=(w.n + 1, m))
+    return np.cumsum(ends @ answers, axis=0)[: w.n]
+
+
+def _interval_gram_rows(v: np.ndarray, prefix: bool) -> np.ndarray:
+    """v (WᵀW) along the rows for prefix (``prefix``) or all-range workloads: two running sums, no reversed copies."""
+    n = v.shape[1]
+    left = np.arange(1, n + 1, dtype=float)                # i + 1
+    right = left[::-1].copy()                              # n − i
+    weighted = v * right
+    above = weighted.sum(axis=1, keepdims=True) - np.cumsum(weighted, axis=1)  # Σ_{j > i} (n − j) v_j
+    if prefix:  # (n − i) Σ_{j ≤ i} v_j + Σ_{j > i} (n − j) v_j
+        out = np.cumsum(v, axis=1)
+    else:  # (n − i) Σ_{j ≤ i} (j + 1) v_j + (i + 1) Σ_{j > i} (n − j) v_j
+        out = np.cumsum(v * left, axis=1)
+        above *= left
+    out *= right
+    out += above
+    return out
+
+
+def _ranges_block_gram(lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Block sums Σ_{i∈B_c, j∈B_d} (WᵀW)_ij for 0/1 range queries [lo, hi], in O(m + buckets²).
+
+    For buckets c < d every i ∈ B_c lies left of every j ∈ B_d, so a range covers both iff lo ≤ i and
+    hi ≥ j: the block sum is Σ_q a_q(c)·b_q(d) with a_q(c) = |{i ∈ B_c : i ≥ lo_q}| and
+    b_q(d) = |{j ∈ B_d : j ≤ hi_q}| — a full bucket width strictly between the end buckets c_lo, c_hi
+    plus partial overlaps α_q, β_q at them. Expanded, that is a few cumulated 2-D histograms of
+    (c_lo, c_hi); the diagonal blocks are Σ_q |range_q ∩ B_c|².
+    """
+    k = bounds.size - 1
+    width = np.diff(bounds).astype(float)
+    cl = np.searchsorted(bounds, lo, side="right") - 1
+    ch = np.searchsorted(bounds, hi, side="right") - 1
+    alpha = (bounds[cl + 1] - lo).astype(float)  # overlap of [lo, ∞) with its first bucket
+    beta = (hi - bounds[ch] + 1).astype(float)   # overlap of (−∞, hi] with its last bucket
+    # rows 1…k of `block` hold Σ_{b > d} #(c_lo = a, c_hi = b) · w_d + Σ #(c_lo = a, c_hi = d) β, row 0 is 0
+    block = np.zeros((k + 1, k))
+    np.add.at(block, (cl + 1, ch), 1.0)
+    np.cumsum(block[:, ::-1], axis=1, out=block[:, ::-1])
+    block[:, :-1] = block[:, 1:].copy()  # strictly beyond d
+    block[:, -1] = 0.0
+    block *= width[None, :]
+    np.add.at(block, (cl + 1, ch), beta)
+    for row in range(1, k + 1):  # Σ_{a < c}: row-wise accumulation beats cumsum(axis=0) several times
+        block[row] += block[row - 1]
+    block = block[:k]
+    block *= width[:, None]
+    rows, owner = np.unique(cl, return_inverse=True)  # + w_d Σ_{b > d} α_q over queries starting in c
+    tail = np.zeros((rows.size, k))
+    np.add.at(tail, (owner, ch), alpha)
+    np.cumsum(tail[:, ::-1], axis=1, out=tail[:, ::-1])
+    tail[:, :-1] = tail[:, 1:].copy()
+    tail[:, -1] = 0.0
+    block[rows] += tail * width[None, :]
+    np.add.at(block, (cl, ch), alpha * beta)
+    for row in range(k):  # keep c < d, then mirror
+        block[row, : row + 1] = 0.0
+    block += block.T
+    same = cl == ch
+    inner = np.zeros(k + 1)
+    np.add.at(inner, cl[~same] + 1, 1.0)
+    np.add.at(inner, ch[~same], -1.0)
+    diagonal = np.cumsum(inner)[:k] * width**2
+    diagonal += np.bincount(cl[same], weights=(hi[same] - lo[same] + 1.0) ** 2, minlength=k)
+    diagonal += np.bincount(cl[~same], weights=alpha[~same] ** 2, minlength=k)
+    diagonal += np.bincount(ch[~same], weights=beta[~same] ** 2, minlength=k)
+    block[np.diag_indices(k)] = diagonal
+    return block
+
+
+def _separable_block_gram(left: np.ndarray, right: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Block sums of a Gram (WᵀW)_ij = left[min(i,j)] · right[max(i,j)] (prefix and all-range workloads)."""
+    starts = bounds[:-1]
+    block = np.triu(np.outer(np.add.reduceat(left, starts), np.add.reduceat(right, starts)), 1)
+    block += block.T
+    bucket_of = np.repeat(np.arange(starts.size), np.diff(bounds))
+    before = np.cumsum(left) - left                 # Σ_{i < j} left[i] over the whole domain …
+    before -= before[starts][bucket_of]             # … restricted to j's bucket
+    diagonal = np.bincount(bucket_of, weights=right * (2 * before + left), minlength=starts.size)
+    block[np.diag_indices(starts.size)] = diagonal
+    return block
+
+
+def allrange_block_gram(n: int, bounds: np.ndarray) -> np.ndarray:
+    # (WᵀW)_ij = (min(i,j) + 1)(n − max(i,j)): the ranges containing both i and j
+    return _separable_block_gram(np.arange(1.0, n + 1), n - np.arange(n, dtype=float), bounds)
 
 
 def l1_sensitivity(w: Workload) -> float:
@@ -117,7 +333,7 @@ def sparse_matrix(w: Workload):
 
 # ----------------------------------------------------------------------------- 1-D building blocks
 @dataclass(frozen=True)
-class Identity:
+class Identity(WorkloadOperator):
     """One query per cell: W = I_n."""
 
     n: int
@@ -142,9 +358,19 @@ class Identity:
     def describe(self) -> str:
         return f"identity: every cell count ({self.n} queries)"
 
+    def gram_apply(self, v):
+        return np.array(v, dtype=float)
+
+    def intervals(self):
+        ends = np.arange(self.n)
+        return Ranges(self.n, ends, ends)
+
+    def block_gram(self, bounds):
+        return np.diag(np.diff(bounds).astype(float))
+
 
 @dataclass(frozen=True)
-class Total:
+class Total(WorkloadOperator):
     """One query: the sum of all cells."""
 
     n: int
@@ -169,9 +395,20 @@ class Total:
     def describe(self) -> str:
         return "total: the sum of all cells (1 query)"
 
+    def gram_apply(self, v):
+        v = np.asarray(v, dtype=float)
+        return np.broadcast_to(v.sum(axis=0), v.shape).copy()
+
+    def intervals(self):
+        return Ranges(self.n, np.array([0]), np.array([self.n - 1]))
+
+    def block_gram(self, bounds):
+        width = np.diff(bounds).astype(float)
+        return np.outer(width, width)
+
 
 @dataclass(frozen=True)
-class Prefix:
+class Prefix(WorkloadOperator):
     """Prefix sums: query i is x_0 + … + x_i (an empirical CDF)."""
 
     n: int
@@ -197,9 +434,22 @@ class Prefix:
     def describe(self) -> str:
         return f"prefix: {self.n} prefix sums (cumulative counts)"
 
+    def gram_apply(self, v):
+        return _prefix_gram(np.asarray(v, dtype=float))
+
+    def gram_rows(self, v):
+        return _interval_gram_rows(np.asarray(v, dtype=float), prefix=True)
+
+    def intervals(self):
+        ends = np.arange(self.n)
+        return Ranges(self.n, np.zeros_like(ends), ends)
+
+    def block_gram(self, bounds):  # (WᵀW)_ij = n − max(i, j)
+        return _separable_block_gram(np.ones(self.n), self.n - np.arange(self.n, dtype=float), bounds)
+
 
 @dataclass(frozen=True)
-class AllRange:
+class AllRange(WorkloadOperator):
     """Every contiguous range [i, j], i ≤ j: n(n+1)/2 queries, never materialised.
 
     Rows are ordered by start i, then end j.
@@ -243,9 +493,24 @@ class AllRange:
     def describe(self) -> str:
         return f"all-range: all {self.shape[0]} contiguous ranges of {self.n} cells"
 
+    def gram_apply(self, v):
+        return _allrange_gram(np.asarray(v, dtype=float))
+
+    def gram_rows(self, v):
+        return _interval_gram_rows(np.asarray(v, dtype=float), prefix=False)
+
+    def intervals(self):  # rows by start, then end
+        counts = np.arange(self.n, 0, -1)
+        lo = np.repeat(np.arange(self.n), counts)
+        hi = np.arange(lo.size) - np.repeat(np.cumsum(counts) - counts, counts) + lo
+        return Ranges(self.n, lo, hi)
+
+    def block_gram(self, bounds):
+        return allrange_block_gram(self.n, bounds)
+
 
 @dataclass(frozen=True, eq=False)
-class Ranges:
+class Ranges(WorkloadOperator):
     """Arbitrary 0/1 range queries [lo_i, hi_i] (inclusive), answered through prefix sums."""
 
     n: int
@@ -288,6 +553,22 @@ class Ranges:
     def describe(self) -> str:
         return f"{self.label}: {self.shape[0]} range queries over {self.n} cells"
 
+    def gram_apply(self, v):
+        return _ranges_gram(self, np.asarray(v, dtype=float))
+
+    def rows_block(self, start, stop):
+        cells = np.arange(self.n)[:, None]
+        return ((cells >= self.lo[start:stop]) & (cells <= self.hi[start:stop])).astype(float)
+
+    def cache_key(self):
+        return ("ranges", self.n, self.lo.tobytes(), self.hi.tobytes())
+
+    def intervals(self):
+        return self
+
+    def block_gram(self, bounds):
+        return _ranges_block_gram(self.lo, self.hi, bounds)
+
 
 def as_intervals(w: Workload) -> Ranges | None:
     """The workload as 0/1 interval rows when it is one (Ranges, Identity, Total, Prefix, AllRange), else None.
@@ -298,19 +579,7 @@ def as_intervals(w: Workload) -> Ranges | None:
     >>> as_intervals(Prefix(3)).hi.tolist(), as_intervals(Explicit(np.eye(2))) is None
     ([0, 1, 2], True)
     """
-    if isinstance(w, Ranges):
-        return w
-    if isinstance(w, Identity | Prefix):
-        ends = np.arange(w.n)
-        return Ranges(w.n, ends if isinstance(w, Identity) else np.zeros_like(ends), ends)
-    if isinstance(w, Total):
-        return Ranges(w.n, np.array([0]), np.array([w.n - 1]))
-    if isinstance(w, AllRange):  # rows by start, then end
-        lo = np.repeat(np.arange(w.n), np.arange(w.n, 0, -1))
-        hi = np.arange(lo.size) - np.repeat(np.cumsum(np.arange(w.n, 0, -1)) - np.arange(w.n, 0, -1), np.arange(
-            w.n, 0, -1)) + lo
-        return Ranges(w.n, lo, hi)
-    return None
+    return _own(w, "intervals")()
 
 
 def random_range(n: int, m: int, seed: int = 0) -> Ranges:
@@ -328,7 +597,7 @@ def random_range(n: int, m: int, seed: int = 0) -> Ranges:
 
 
 @dataclass(frozen=True, eq=False)
-class Ranges2D:
+class Ranges2D(WorkloadOperator):
     """Arbitrary 2-D rectangles [r0, r1] × [c0, c1] (inclusive) on a rows × cols grid, via summed-area tables.
 
     ``matvec`` and ``rmatvec`` are O(n + m): a 256 × 256 grid with thousands of rectangles never builds
@@ -421,7 +690,7 @@ def random_range_2d(grid: tuple[int, int], m: int, seed: int = 0) -> Ranges2D:
 
 
 @dataclass(frozen=True, eq=False)
-class Explicit:
+class Explicit(WorkloadOperator):
     """A given m × n query matrix (dense array, or a scipy.sparse matrix for large sparse workloads)."""
 
     matrix: Any  # a dense array or a scipy.sparse matrix (untyped)
@@ -461,6 +730,20 @@ class Explicit:
     def describe(self) -> str:
         m, n = self.shape
         return f"{self.label}: {m} × {n} query matrix"
+
+    def gram_apply(self, v):
+        return np.asarray(self.matrix.T @ (self.matrix @ np.asarray(v, dtype=float)))
+
+    def rows_block(self, start, stop):
+        rows = self.matrix[start:stop]
+        return np.asarray(rows.toarray() if scipy.sparse.issparse(rows) else rows, dtype=float).T
+
+    def cache_key(self):
+        matrix = self.matrix
+        if hasattr(matrix, "tocsr"):
+            matrix = matrix.tocsr()
+            return ("sparse", matrix.shape, matrix.data.tobytes(), matrix.indices.tobytes(), matrix.indptr.tobytes())
+        return ("dense", matrix.shape, np.ascontiguousarray(matrix).tobytes())
 
 
 # ----------------------------------------------------------------------------- the papers' generators
@@ -543,7 +826,7 @@ def _apply_along(w: Workload, matrix: np.ndarray, transpose: bool) -> np.ndarray
 
 
 @dataclass(frozen=True)
-class Kron:
+class Kron(WorkloadOperator):
     """Kronecker product of two workloads: 2-D marginals and 2-D ranges (row-major data vector).
 
     >>> w = Kron((Identity(2), Total(3)))
@@ -585,9 +868,27 @@ class Kron:
         a, b = self.factors
         return f"rows: {a.describe()}, crossed with columns: {b.describe()} ({self.shape[0]} queries)"
 
+    def gram_apply(self, v):
+        a, b = self.factors
+        v = np.asarray(v, dtype=float)
+        cube = v.reshape(a.shape[1], b.shape[1], -1)
+        cube = _along_first(cube, lambda m: gram_apply(a, m))
+        cube = np.moveaxis(_along_first(np.moveaxis(cube, 1, 0), lambda m: gram_apply(b, m)), 0, 1)
+        return cube.reshape(v.shape)
+
+    def rows_block(self, start, stop):  # row (i, j) of A ⊗ B is kron(row i of A, row j of B): from the factors
+        a, b = self.factors
+        i, j = np.divmod(np.arange(start, stop), b.shape[0])
+        left = query_rows(a, int(i.min()), int(i.max()) + 1)[:, i - i.min()]
+        right = query_rows(b, int(j.min()), int(j.max()) + 1)[:, j - j.min()]
+        return (left[:, None, :] * right[None, :, :]).reshape(a.shape[1] * b.shape[1], -1)
+
+    def cache_key(self):
+        return ("kron", tuple(workload_key(f) for f in self.factors))
+
 
 @dataclass(frozen=True)
-class Stack:
+class Stack(WorkloadOperator):
     """Union of workloads over the same domain (rows stacked)."""
 
     parts: tuple
@@ -621,6 +922,25 @@ class Stack:
 
     def describe(self) -> str:
         return f"{len(self.parts)} parts: " + "; ".join(p.describe() for p in self.parts)
+
+    def gram_apply(self, v):
+        return sum(gram_apply(part, v) for part in self.parts)
+
+    def rows_block(self, start, stop):
+        blocks, offset = [], 0
+        for part in self.parts:
+            lo, hi = max(start - offset, 0), min(stop - offset, part.shape[0])
+            if lo < hi:
+                blocks.append(query_rows(part, lo, hi))
+            offset += part.shape[0]
+        return np.hstack(blocks)
+
+    def cache_key(self):
+        return ("stack", tuple(workload_key(p) for p in self.parts))
+
+    def block_gram(self, bounds):
+        parts = [block_gram(p, bounds) for p in self.parts]
+        return None if any(p is None for p in parts) else sum(parts)
 
 
 # ----------------------------------------------------------------------------- parsing and registry

@@ -16,15 +16,10 @@ from typing import Any
 import numpy as np
 
 from dplens.core.queries.workloads import (
-    AllRange,
     Explicit,
-    Identity,
-    Kron,
-    Prefix,
-    Ranges,
-    Stack,
-    Total,
     Workload,
+    query_rows,
+    row_range,
 )
 
 
@@ -37,41 +32,12 @@ def workload_row(w: Workload, i: int) -> np.ndarray:
     m, n = w.shape
     if not 0 <= i < m:
         raise ValueError(f"row index must be in [0, {m}), got {i!r}")
-    if isinstance(w, Explicit):
-        row = w.matrix[i]
-        return np.asarray(row.toarray() if hasattr(row, "toarray") else row, dtype=float).ravel()
-    if isinstance(w, Identity | Prefix | Total | Ranges | AllRange):
-        lo, hi = _range_of_row(w, i)
-        out = np.zeros(n)
-        out[lo:hi + 1] = 1.0
-        return out
-    if isinstance(w, Kron):
-        a, b = w.factors
-        return np.kron(workload_row(a, i // b.shape[0]), workload_row(b, i % b.shape[0]))
-    if isinstance(w, Stack):
-        for part in w.parts:
-            if i < part.shape[0]:
-                return workload_row(part, i)
-            i -= part.shape[0]
-    unit = np.zeros(m)
-    unit[i] = 1.0
-    return w.rmatvec(unit)
-
-
-def _range_of_row(w, i: int) -> tuple[int, int]:
-    if isinstance(w, Identity):
-        return i, i
-    if isinstance(w, Prefix):
-        return 0, i
-    if isinstance(w, Total):
-        return 0, w.n - 1
-    if isinstance(w, Ranges):
-        return int(w.lo[i]), int(w.hi[i])
-    # AllRange rows: start s has n - s rows and begins at offset s·n − s(s−1)/2
-    s = np.arange(w.n)
-    offsets = s * w.n - s * (s - 1) // 2
-    start = int(np.searchsorted(offsets, i, side="right") - 1)
-    return start, start + i - int(offsets[start])
+    span = row_range(w, i)
+    if span is None:
+        return query_rows(w, i, i + 1)[:, 0]
+    out = np.zeros(n)
+    out[span[0]:span[1] + 1] = 1.0
+    return out
 
 
 def spaced_rows(m: int, max_rows: int) -> np.ndarray:
@@ -108,11 +74,11 @@ def row_overview(w: Workload, x: np.ndarray, max_rows: int = 100, max_columns: i
     starts = np.arange(0, n, group)
     ends = np.minimum(starts + group, n)
     prefix = np.concatenate(([0.0], np.cumsum(x)))
-    ranged = isinstance(w, Identity | Prefix | Total | Ranges | AllRange)
+    ranged = row_range(w, 0) is not None
     rows, cells, first, last, answer = [], [], [], [], []
     for i in index:
         if ranged:  # closed form: O(n / group) per row instead of a dense length-n row
-            lo, hi = _range_of_row(w, int(i))
+            lo, hi = row_range(w, int(i))  # type: ignore[misc]  # ranged: every row is an interval
             overlap = np.clip(np.minimum(ends, hi + 1) - np.maximum(starts, lo), 0, None)
             rows.append(overlap / (ends - starts))
             cells.append(hi - lo + 1)

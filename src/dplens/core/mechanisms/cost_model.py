@@ -19,17 +19,7 @@ import math
 from dataclasses import dataclass
 
 from dplens.core.mechanisms.contract import Mechanism, check_parameters
-from dplens.core.queries.workloads import (
-    AllRange,
-    Explicit,
-    Identity,
-    Kron,
-    Prefix,
-    Ranges,
-    Stack,
-    Total,
-    Workload,
-)
+from dplens.core.queries.workloads import Workload, dense_entries, matvec_elements  # noqa: F401  (re-exported: the cost models' structure)
 
 # Per-element costs of vectorised NumPy on this class of machine (bench/bench_bounds.py).
 SECONDS_PER_ELEMENT = 5e-9
@@ -70,47 +60,12 @@ def bytes_text(value: float) -> str:
     return f"{value:.0f} B"
 
 
-def matvec_elements(workload: Workload) -> float:
-    """Elements touched by one ``workload.matvec`` (≈ its cost), from the operator's structure.
-
-    >>> matvec_elements(Prefix(100)), matvec_elements(Kron((Identity(4), Total(8))))
-    (100.0, 64.0)
-    """
-    m, n = workload.shape
-    if isinstance(workload, Identity | Total | Prefix):
-        return float(n)
-    if isinstance(workload, AllRange | Ranges):
-        return float(m + n)
-    if isinstance(workload, Explicit):
-        matrix = workload.matrix
-        return float(matrix.nnz if hasattr(matrix, "nnz") else m * n)
-    if isinstance(workload, Stack):
-        return float(sum(matvec_elements(p) for p in workload.parts))
-    if isinstance(workload, Kron):
-        (m1, n1), (m2, n2) = (f.shape for f in workload.factors)
-        # Kron.matvec applies the first factor along n2 columns, then the second along m1 rows
-        return float(min(matvec_elements(workload.factors[0]), m1 * n1) * n2
-                     + min(matvec_elements(workload.factors[1]), m2 * n2) * m1)
-    structure = getattr(workload, "matvec_elements", None)  # a new workload may say so itself
-    return float(structure()) if callable(structure) else float(m + n)
-
-
 def default_cost(workload: Workload, *, passes: float = 4.0, driver: str = "") -> Cost:
     """Work linear in the cells plus ``passes`` matvecs; memory a few vectors of n and m floats."""
     m, n = workload.shape
     elements = passes * (n + matvec_elements(workload))
     return Cost(OVERHEAD_SECONDS + SECONDS_PER_ELEMENT * elements, 8.0 * (6 * n + 3 * m),
                 driver or f"the domain ({n:,} cells) and the workload ({m:,} queries)")
-
-
-def dense_entries(workload: Workload) -> float:
-    """Entries of W as ``sparse_matrix`` builds it: nnz for sparse-native workloads, else m·n (via dense())."""
-    m, n = workload.shape
-    if isinstance(workload, Explicit):
-        return float(workload.matrix.nnz if hasattr(workload.matrix, "nnz") else m * n)
-    if isinstance(workload, Ranges):
-        return float(((workload.hi - workload.lo) + 1).sum())
-    return float(m) * n
 
 
 def tree_cost(workload: Workload, granularity: int, branching: int, *, dense_gram: bool) -> Cost:

@@ -42,39 +42,12 @@ from dplens.core.mechanisms.contract import (
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import (
-    AllRange,
-    Explicit,
-    Identity,
-    Kron,
-    Prefix,
     Ranges,
-    Ranges2D,
-    Stack,
-    Total,
     Workload,
     as_intervals,
-    l1_sensitivity,
+    max_abs_entry,
+    row_range,
 )
-
-
-def max_abs_entry(workload: Workload) -> float:
-    """max |W_ij|: how much one record can move one query's answer (the score and query sensitivity).
-
-    Exact for the 0/1 range workloads, explicit matrices and their Kron/Stack combinations; other
-    workloads fall back to the (larger, still valid) L1 sensitivity.
-
-    >>> max_abs_entry(Prefix(5)), max_abs_entry(Explicit(np.array([[1.0, -3.0]])))
-    (1.0, 3.0)
-    """
-    if isinstance(workload, Identity | Total | Prefix | AllRange | Ranges | Ranges2D):
-        return 1.0
-    if isinstance(workload, Explicit):
-        return float(abs(workload.matrix).max())
-    if isinstance(workload, Kron):
-        return float(np.prod([max_abs_entry(f) for f in workload.factors]))
-    if isinstance(workload, Stack):
-        return max(max_abs_entry(p) for p in workload.parts)
-    return l1_sensitivity(workload)
 
 
 def _interval(row: np.ndarray) -> tuple[int, int] | None:
@@ -129,7 +102,7 @@ class MWEM:
         m, n = workload.shape
         rounds, updates = int(self.rounds), int(self.update_rounds)
         per_round = 3 * matvec_elements(workload) + 4 * m + 6 * n
-        atoms = min(n, 2 * rounds + 1) if isinstance(workload, Ranges | Prefix | AllRange | Identity | Total) else n
+        atoms = min(n, 2 * rounds + 1) if row_range(workload, 0) is not None else n  # interval rows: few atoms
         seconds = SECONDS_PER_ELEMENT * (rounds * per_round + 0.2 * rounds * updates * atoms)  # compiled updates
         return Cost(OVERHEAD_SECONDS * rounds + seconds, 8.0 * (8 * n + 4 * m + rounds * n),
                     f"rounds={rounds} × update_rounds={updates} over {n:,} cells and {m:,} queries")

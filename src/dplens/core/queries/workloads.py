@@ -76,6 +76,9 @@ class WorkloadOperator:
     def rmatvec(self, y: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def column_norms(self, ord: Literal[1, 2]) -> np.ndarray:
+        raise NotImplementedError
+
     def gram_apply(self, v: np.ndarray) -> np.ndarray:
         """(WᵀW) v for an n × k block of columns v."""
         v = np.asarray(v, dtype=float)
@@ -106,6 +109,24 @@ class WorkloadOperator:
     def block_gram(self, bounds: np.ndarray) -> np.ndarray | None:
         """Σ_{i∈B_c, j∈B_d} (WᵀW)_ij over buckets B_c = [bounds[c], bounds[c+1]) in closed form, or None."""
         return None
+
+    def row_range(self, i: int) -> tuple[int, int] | None:
+        """(lo, hi) when row ``i`` is the 0/1 interval of cells lo … hi (every row of a range workload), else None."""
+        return None
+
+    def matvec_elements(self) -> float:
+        """Elements touched by one ``matvec`` (≈ its cost), from the operator's structure."""
+        m, n = self.shape
+        return float(m + n)
+
+    def dense_entries(self) -> float:
+        """Entries of W as ``sparse_matrix`` builds it (nnz for sparse-native workloads, else m·n)."""
+        m, n = self.shape
+        return float(m) * n
+
+    def max_abs_entry(self) -> float:
+        """max |W_ij| (a query's sensitivity to one record); here the larger, still valid, L1 sensitivity."""
+        return float(np.max(self.column_norms(1)))
 
 
 def _own(w: Workload, name: str) -> Callable[..., Any]:
@@ -141,6 +162,39 @@ def workload_key(w: Workload) -> object:
     True
     """
     return _own(w, "cache_key")()
+
+
+def row_range(w: Workload, i: int) -> tuple[int, int] | None:
+    """(lo, hi) of row ``i`` when it is a 0/1 interval of cells, else None.
+
+    >>> row_range(Prefix(4), 2), row_range(AllRange(3), 3), row_range(Explicit(np.eye(2)), 0)
+    ((0, 2), (1, 1), None)
+    """
+    return _own(w, "row_range")(i)
+
+
+def matvec_elements(w: Workload) -> float:
+    """Elements touched by one ``w.matvec`` (≈ its cost).
+
+    >>> matvec_elements(Prefix(100)), matvec_elements(Kron((Identity(4), Total(8))))
+    (100.0, 64.0)
+    """
+    return float(_own(w, "matvec_elements")())
+
+
+def dense_entries(w: Workload) -> float:
+    """Entries of W as ``sparse_matrix`` builds it: nnz for sparse-native workloads, else m·n (via dense())."""
+    return float(_own(w, "dense_entries")())
+
+
+def max_abs_entry(w: Workload) -> float:
+    """max |W_ij|: exact for the 0/1 range workloads, explicit matrices and their Kron/Stack combinations;
+    other workloads give their (larger, still valid) L1 sensitivity.
+
+    >>> max_abs_entry(Prefix(5)), max_abs_entry(Explicit(np.array([[1.0, -3.0]])))
+    (1.0, 3.0)
+    """
+    return float(_own(w, "max_abs_entry")())
 
 
 def block_gram(w: Workload, bounds: np.ndarray) -> np.ndarray | None:
@@ -368,6 +422,15 @@ class Identity(WorkloadOperator):
     def block_gram(self, bounds):
         return np.diag(np.diff(bounds).astype(float))
 
+    def row_range(self, i):
+        return int(i), int(i)
+
+    def matvec_elements(self):
+        return float(self.n)
+
+    def max_abs_entry(self):
+        return 1.0
+
 
 @dataclass(frozen=True)
 class Total(WorkloadOperator):
@@ -405,6 +468,15 @@ class Total(WorkloadOperator):
     def block_gram(self, bounds):
         width = np.diff(bounds).astype(float)
         return np.outer(width, width)
+
+    def row_range(self, i):
+        return 0, self.n - 1
+
+    def matvec_elements(self):
+        return float(self.n)
+
+    def max_abs_entry(self):
+        return 1.0
 
 
 @dataclass(frozen=True)
@@ -446,6 +518,15 @@ class Prefix(WorkloadOperator):
 
     def block_gram(self, bounds):  # (WᵀW)_ij = n − max(i, j)
         return _separable_block_gram(np.ones(self.n), self.n - np.arange(self.n, dtype=float), bounds)
+
+    def row_range(self, i):
+        return 0, int(i)
+
+    def matvec_elements(self):
+        return float(self.n)
+
+    def max_abs_entry(self):
+        return 1.0
 
 
 @dataclass(frozen=True)
@@ -508,6 +589,15 @@ class AllRange(WorkloadOperator):
     def block_gram(self, bounds):
         return allrange_block_gram(self.n, bounds)
 
+    def row_range(self, i):  # start s has n − s rows and begins at offset s·n − s(s−1)/2
+        s = np.arange(self.n)
+        offsets = s * self.n - s * (s - 1) // 2
+        start = int(np.searchsorted(offsets, i, side="right") - 1)
+        return start, start + int(i) - int(offsets[start])
+
+    def max_abs_entry(self):
+        return 1.0
+
 
 @dataclass(frozen=True, eq=False)
 class Ranges(WorkloadOperator):
@@ -568,6 +658,15 @@ class Ranges(WorkloadOperator):
 
     def block_gram(self, bounds):
         return _ranges_block_gram(self.lo, self.hi, bounds)
+
+    def row_range(self, i):
+        return int(self.lo[i]), int(self.hi[i])
+
+    def dense_entries(self):
+        return float(((self.hi - self.lo) + 1).sum())
+
+    def max_abs_entry(self):
+        return 1.0
 
 
 def as_intervals(w: Workload) -> Ranges | None:
@@ -650,6 +749,9 @@ class Ranges2D(WorkloadOperator):
         signs = np.concatenate([y, -y, -y, y])
         diff = np.bincount(corners, weights=signs, minlength=(rows + 1) * (cols + 1)).reshape(rows + 1, cols + 1)
         return diff.cumsum(0).cumsum(1)[:rows, :cols].ravel()
+
+    def max_abs_entry(self):
+        return 1.0
 
     def rows_block(self, start: int, stop: int) -> np.ndarray:
         """Rows start … stop − 1 as a dense (n × rows) block of 0/1 indicators."""
@@ -744,6 +846,16 @@ class Explicit(WorkloadOperator):
             matrix = matrix.tocsr()
             return ("sparse", matrix.shape, matrix.data.tobytes(), matrix.indices.tobytes(), matrix.indptr.tobytes())
         return ("dense", matrix.shape, np.ascontiguousarray(matrix).tobytes())
+
+    def matvec_elements(self):
+        m, n = self.shape
+        return float(self.matrix.nnz if hasattr(self.matrix, "nnz") else m * n)
+
+    def dense_entries(self):
+        return self.matvec_elements()
+
+    def max_abs_entry(self):
+        return float(abs(self.matrix).max())
 
 
 # ----------------------------------------------------------------------------- the papers' generators
@@ -886,6 +998,15 @@ class Kron(WorkloadOperator):
     def cache_key(self):
         return ("kron", tuple(workload_key(f) for f in self.factors))
 
+    def matvec_elements(self):
+        (m1, n1), (m2, n2) = (f.shape for f in self.factors)
+        # matvec applies the first factor along n2 columns, then the second along m1 rows
+        return float(min(matvec_elements(self.factors[0]), m1 * n1) * n2
+                     + min(matvec_elements(self.factors[1]), m2 * n2) * m1)
+
+    def max_abs_entry(self):
+        return float(np.prod([max_abs_entry(f) for f in self.factors]))
+
 
 @dataclass(frozen=True)
 class Stack(WorkloadOperator):
@@ -941,6 +1062,12 @@ class Stack(WorkloadOperator):
     def block_gram(self, bounds):
         parts = [block_gram(p, bounds) for p in self.parts]
         return None if any(p is None for p in parts) else sum(parts)
+
+    def matvec_elements(self):
+        return float(sum(matvec_elements(p) for p in self.parts))
+
+    def max_abs_entry(self):
+        return max(max_abs_entry(p) for p in self.parts)
 
 
 # ----------------------------------------------------------------------------- parsing and registry

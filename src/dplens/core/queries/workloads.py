@@ -387,13 +387,24 @@ def sparse_matrix(w: Workload):
 
 # ----------------------------------------------------------------------------- 1-D building blocks
 @dataclass(frozen=True)
-class Identity(WorkloadOperator):
-    """One query per cell: W = I_n."""
+class IntervalWorkload(WorkloadOperator):
+    """A workload of 0/1 intervals over ``n`` cells defined by ``n`` alone (identity, total, prefix, all-range)."""
 
     n: int
 
     def __post_init__(self) -> None:
         integer("n", self.n)
+
+    def matvec_elements(self):
+        return float(self.n)
+
+    def max_abs_entry(self):
+        return 1.0
+
+
+@dataclass(frozen=True)
+class Identity(IntervalWorkload):
+    """One query per cell: W = I_n."""
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -425,21 +436,10 @@ class Identity(WorkloadOperator):
     def row_range(self, i):
         return int(i), int(i)
 
-    def matvec_elements(self):
-        return float(self.n)
-
-    def max_abs_entry(self):
-        return 1.0
-
 
 @dataclass(frozen=True)
-class Total(WorkloadOperator):
+class Total(IntervalWorkload):
     """One query: the sum of all cells."""
-
-    n: int
-
-    def __post_init__(self) -> None:
-        integer("n", self.n)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -472,21 +472,10 @@ class Total(WorkloadOperator):
     def row_range(self, i):
         return 0, self.n - 1
 
-    def matvec_elements(self):
-        return float(self.n)
-
-    def max_abs_entry(self):
-        return 1.0
-
 
 @dataclass(frozen=True)
-class Prefix(WorkloadOperator):
+class Prefix(IntervalWorkload):
     """Prefix sums: query i is x_0 + … + x_i (an empirical CDF)."""
-
-    n: int
-
-    def __post_init__(self) -> None:
-        integer("n", self.n)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -522,15 +511,9 @@ class Prefix(WorkloadOperator):
     def row_range(self, i):
         return 0, int(i)
 
-    def matvec_elements(self):
-        return float(self.n)
-
-    def max_abs_entry(self):
-        return 1.0
-
 
 @dataclass(frozen=True)
-class AllRange(WorkloadOperator):
+class AllRange(IntervalWorkload):
     """Every contiguous range [i, j], i ≤ j: n(n+1)/2 queries, never materialised.
 
     Rows are ordered by start i, then end j.
@@ -539,10 +522,8 @@ class AllRange(WorkloadOperator):
     [1.0, 3.0, 6.0, 2.0, 5.0, 3.0]
     """
 
-    n: int
-
     def __post_init__(self) -> None:
-        integer("n", self.n)
+        super().__post_init__()
         if self.n * (self.n + 1) // 2 > MAX_QUERIES:
             raise ValueError(f"all-range on n={self.n} has {self.n * (self.n + 1) // 2} queries; "
                              f"the limit is {MAX_QUERIES} (use random-range instead)")
@@ -595,8 +576,9 @@ class AllRange(WorkloadOperator):
         start = int(np.searchsorted(offsets, i, side="right") - 1)
         return start, start + int(i) - int(offsets[start])
 
-    def max_abs_entry(self):
-        return 1.0
+    def matvec_elements(self):
+        m, n = self.shape
+        return float(m + n)
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,7 +24,6 @@ checked to be) identical across backends.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import sys
 import tempfile
@@ -136,8 +135,8 @@ def warm_strategies(spec: GridSpec) -> None:
 
 def forget_strategies(spec: GridSpec) -> None:
     """Empty this process's strategy caches and stop the pools: the next grid starts as a new command would."""
-    for module, name in {c for m in resolve_mechanisms(list(spec.mechanisms)) for c in strategy_caches(m)}:
-        getattr(importlib.import_module(module), name).clear()
+    for cache in {c for m in resolve_mechanisms(list(spec.mechanisms)) for c in strategy_caches(m)}:
+        cache.clear()
     shutdown_pools()
 
 

@@ -36,12 +36,12 @@ def measure(tree: str, datasets: list[str], epsilons: list[float], trials: int) 
     """In a fresh interpreter rooted at ``tree``: {cell: [median CPU seconds, estimate digest]}."""
     sys.path.insert(0, tree)
     from dplens.core.mechanisms import MECHANISMS as REGISTRY
+    from dplens.core.mechanisms import dawa
     from dplens.core.queries.workloads import Ranges
 
-    try:
-        from dplens.core.mechanisms.dawa import _cached_deviations
-    except ImportError:  # pragma: no cover - a tree without the cache
-        _cached_deviations = None
+    cache = getattr(dawa, "_DEVIATIONS", None)  # a StrategyCache; older trees: an lru_cache, or none
+    clear_deviations = getattr(cache, "clear", None) or getattr(getattr(dawa, "_cached_deviations", None),
+                                                                "cache_clear", None)
     ends = np.sort(np.random.default_rng(12345).integers(0, 4096, size=(2000, 2)), axis=1)
     workload = Ranges(4096, ends[:, 0], ends[:, 1])
     out = {}
@@ -53,8 +53,8 @@ def measure(tree: str, datasets: list[str], epsilons: list[float], trials: int) 
             for epsilon in epsilons:
                 times = []
                 for seed in range(trials):
-                    if _cached_deviations is not None:
-                        _cached_deviations.cache_clear()
+                    if clear_deviations is not None:
+                        clear_deviations()
                     start = time.process_time()
                     release = mechanism.run(x, workload, epsilon, np.random.default_rng(seed))
                     times.append(time.process_time() - start)

@@ -37,7 +37,7 @@ from results import Recorder, record, require, shared_data, shared_spec  # noqa:
 
 from dplens.core.data.datasets import DEFAULT_DATASET, load_histogram  # noqa: E402
 from dplens.core.mechanisms import MECHANISMS  # noqa: E402
-from dplens.core.mechanisms.dawa import _cached_deviations  # noqa: E402
+from dplens.core.mechanisms.dawa import _DEVIATIONS  # noqa: E402
 from dplens.core.queries.workloads import random_range  # noqa: E402
 
 DATA = shared_data("dpbench-1d")
@@ -82,7 +82,7 @@ def measure(x: np.ndarray, name: str, epsilon: float, trials: int) -> tuple[np.n
     for trial in range(trials):
         workload = random_range(x.size, QUERIES, seed=trial)
         truth = workload.matvec(x)
-        _cached_deviations.cache_clear()  # time every run from a cold start
+        _DEVIATIONS.clear()  # time every run from a cold start
         rng = np.random.default_rng([trial, int(epsilon * 1000), len(name)])
         start_wall, start_cpu = time.perf_counter(), time.process_time()
         release = mechanism.run(x, workload, epsilon, rng)
@@ -137,7 +137,7 @@ def sweep_section(mechanisms: list[str]) -> None:
     histogram = load_histogram(DEFAULT_DATASET)
     workload = random_range(histogram.domain.size, QUERIES, seed=0)
     epsilons = [float(f"{e:.4g}") for e in np.geomspace(0.01, 10.0, 10)]
-    _cached_deviations.cache_clear()
+    _DEVIATIONS.clear()
     print(f"## Compare default sweep share: {len(epsilons)} ε × 20 trials on '{DEFAULT_DATASET}' "
           f"(n = {histogram.domain.size}, {QUERIES} random ranges)\n")
     total_cpu = 0.0

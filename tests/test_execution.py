@@ -18,6 +18,7 @@ from dplens.core.analysis.execution import (
 from dplens.core.analysis.experiment import SweepCache, run_sweep
 from dplens.core.data.domain import Histogram
 from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.cache import cache_named
 from dplens.core.queries.workloads import Prefix, random_range
 
 MIXED = ["identity", "hb", "dawa", "mwem", "greedy-h", "mm-opt", "uniform"]  # data-(in)dependent, cached
@@ -52,31 +53,29 @@ def test_backends_give_identical_results(small):
     pd.testing.assert_frame_equal(_numbers(serial), _numbers(one_worker))
 
 
-def test_strategy_caches_are_shipped_not_recomputed(small, monkeypatch):
+def test_strategy_caches_are_shipped_not_recomputed(small):
     _, workload = small
-    import dplens.core.mechanisms.greedy_h as greedy_h
-    import dplens.core.mechanisms.matrix as matrix
-
+    mm_opt, greedy = cache_named("mm-opt strategies"), cache_named("greedy-h strategies")
     # empty caches: another test in this process may have filled them for this workload (gaussian-greedy-h: a
     # second Greedy-H entry, for the L2 norm)
-    monkeypatch.setattr(greedy_h, "_STRATEGIES", {})
-    monkeypatch.setattr(matrix, "_STRATEGIES", {})
+    mm_opt.clear()
+    greedy.clear()
     MECHANISMS["mm-opt"].expected_mse(workload, 1.0)  # what run_sweep does in the calling process
     MECHANISMS["greedy-h"].expected_mse(workload, 1.0)
     snapshot = strategy_snapshot({0: Context(small[0], workload, ("mae",))})
-    assert len(snapshot[("dplens.core.mechanisms.matrix", "_STRATEGIES")]) == 1
-    assert len(snapshot[("dplens.core.mechanisms.greedy_h", "_STRATEGIES")]) == 1
+    assert len(snapshot["mm-opt strategies"]) == 1
+    assert len(snapshot["greedy-h strategies"]) == 1
+    assert "greedy-h dense grams" not in snapshot  # not shipped: an intermediate of the strategy
     other = strategy_snapshot({0: Context(Histogram.from_counts(np.ones(8)), Prefix(8), ("mae",))})
-    assert not other[("dplens.core.mechanisms.matrix", "_STRATEGIES")]  # only this workload's entries travel
-    saved = dict(matrix._STRATEGIES)
-    matrix._STRATEGIES.clear()
-    try:  # a fresh worker: installing the snapshot means the optimiser never runs there
-        install_snapshot(snapshot)
-        assert MECHANISMS["mm-opt"].strategy(workload) is next(iter(snapshot[("dplens.core.mechanisms.matrix",
-                                                                             "_STRATEGIES")].values()))
-    finally:
-        matrix._STRATEGIES.clear()
-        matrix._STRATEGIES.update(saved)
+    assert not other["mm-opt strategies"]  # only this workload's entries travel
+    mm_opt.clear()  # a fresh worker: installing the snapshot means the optimiser never runs there
+    install_snapshot(snapshot)
+    assert MECHANISMS["mm-opt"].strategy(workload) is next(iter(snapshot["mm-opt strategies"].values()))
+
+
+def test_install_snapshot_refuses_an_unknown_cache_by_name():
+    with pytest.raises(ValueError, match="'no such cache'"):
+        install_snapshot({"no such cache": {}})
 
 
 def test_stop_cancels_pending_cells(small):
@@ -151,7 +150,7 @@ def test_strategy_jobs_run_on_the_backend_and_hand_back_their_entries(small):
         assert sorted(r.index for r in results) == list(range(len(cells)))
         assert sorted(r.index for r in handed) == [0, 1]  # one per job, whatever the epsilons
         for result in handed:
-            assert all(result.entries[cache] for cache in strategy_caches(result.job.mechanism))
+            assert all(result.entries[cache.name] for cache in strategy_caches(result.job.mechanism))
             for e in (0.5, 1.0):
                 here = expected_metrics(result.job.mechanism, workload, e)
                 assert [result.expected[e][k] for k in ("mse", "rmse")] == [here["mse"], here["rmse"]] != [0, 0]

@@ -161,9 +161,9 @@ def test_warm_up_fills_the_analytic_caches_for_the_default_workload_so_the_first
 
     hist = Histogram.from_counts(np.random.default_rng(3).poisson(20.0, size=256).astype(float))
     workload = random_range(256, 300, seed=7)
-    assert not any(workload_key(workload) in key for key in hierarchical._ENERGIES)
+    assert not any(workload_key(workload) in key for key in hierarchical._ENERGIES.entries())
     warm_up_workers(["hb"], hist, workload, scheduler="serial").join(timeout=60)
-    assert any(workload_key(random_range(256, 300, seed=7)) in key for key in hierarchical._ENERGIES)
+    assert any(workload_key(random_range(256, 300, seed=7)) in key for key in hierarchical._ENERGIES.entries())
     assert set(DEFAULT_COMPARE_MECHANISMS) <= set(MECHANISMS)  # the page's defaults all exist
 
 

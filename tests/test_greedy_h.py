@@ -98,8 +98,8 @@ def test_sketched_strategy_and_its_trace_against_dense(workload):
 
 def test_large_domains_use_the_sketch_and_keep_an_exact_expected_mse(monkeypatch):
     monkeypatch.setattr(greedy_h, "EXACT_CELLS", 16)
-    monkeypatch.setattr(greedy_h, "_STRATEGIES", {})
-    monkeypatch.setattr(greedy_h, "_TRACES", {})
+    greedy_h._STRATEGIES.clear()
+    greedy_h._TRACES.clear()
     workload = random_range(48, 60, seed=8)
     release = GreedyH().run(np.arange(48.0), workload, 1.0, np.random.default_rng(0))
     assert release.params["gram"].startswith("sketch")

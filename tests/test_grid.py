@@ -124,13 +124,11 @@ STRATEGIES = GridSpec(datasets=("tips-bill",), mechanisms=("identity", "mm-opt",
 
 def _forget_strategies(spec):
     """Empty this process's strategy caches, as a new process starts."""
-    import importlib
-
     from dplens.core.analysis.execution import strategy_caches
 
     for m in spec.mechanisms:
-        for module, name in strategy_caches(MECHANISMS[m]):
-            getattr(importlib.import_module(module), name).clear()
+        for cache in strategy_caches(MECHANISMS[m]):
+            cache.clear()
 
 
 def _sorted(path):

@@ -11,7 +11,7 @@ import pytest
 
 from dplens.core.mechanisms import ahp as ahp_module
 from dplens.core.mechanisms.ahp import AHP, LOOKAHEAD, best_new_cluster_error, greedy_clusters
-from dplens.core.mechanisms.dawa import DAWA, DIRECT_WINDOW, _cached_deviations, _Deviations
+from dplens.core.mechanisms.dawa import _DEVIATIONS, DAWA, DIRECT_WINDOW, _Deviations
 from dplens.core.mechanisms.sreb_gca import _check_floor, ggs
 from dplens.core.queries.workloads import random_range
 
@@ -197,11 +197,11 @@ def test_dawa_releases_equal_with_the_numpy_deviations(seed, monkeypatch):
     workload = random_range(512, 200, seed=seed)
     for x in _histograms(seed, 512):
         fast = [DAWA().run(x, workload, epsilon, np.random.default_rng(seed)) for epsilon in (0.1, 1.0)]
-        _cached_deviations.cache_clear()
+        _DEVIATIONS.clear()
         monkeypatch.setattr("dplens.core.mechanisms.dawa._Deviations", _OldDeviations)
         slow = [DAWA().run(x, workload, epsilon, np.random.default_rng(seed)) for epsilon in (0.1, 1.0)]
         monkeypatch.undo()
-        _cached_deviations.cache_clear()
+        _DEVIATIONS.clear()
         for a, b in zip(fast, slow, strict=True):
             np.testing.assert_array_equal(a.details["bounds"], b.details["bounds"])
             np.testing.assert_array_equal(a.estimate, b.estimate)

@@ -14,7 +14,7 @@ from dplens.core.mechanisms import MECHANISMS
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.queries.workloads import Prefix, random_range
 
-CACHE = ("dplens.core.mechanisms.matrix", "_STRATEGIES")
+CACHE = "mm-opt strategies"  # the cache of matrix.py
 TINY = GridSpec(datasets=("tips-bill",), mechanisms=("identity", "mm-opt"), epsilons=(0.5, 1.0), trials=2,
                 workload="prefix")
 
@@ -30,11 +30,11 @@ def optimiser_calls(monkeypatch):
         return original(*args)
 
     monkeypatch.setattr(matrix, "optimise_p_identity", counting)
-    saved = dict(matrix._STRATEGIES)
+    saved = matrix._STRATEGIES.entries()
     matrix._STRATEGIES.clear()
     yield calls
     matrix._STRATEGIES.clear()
-    matrix._STRATEGIES.update(saved)
+    matrix._STRATEGIES.install(saved, matrix._STRATEGIES.limit)
 
 
 def test_entries_and_jobs_round_trip_in_a_private_folder(dplens_home):
@@ -43,7 +43,7 @@ def test_entries_and_jobs_round_trip_in_a_private_folder(dplens_home):
     workload = random_range(16, 10, seed=1)
     mechanism = MECHANISMS["mm-opt"]
     strategy = mechanism.strategy(workload)
-    entries = {CACHE: {k: v for k, v in matrix._STRATEGIES.items() if k[0] == workload_key(workload)}}
+    entries = {CACHE: {k: v for k, v in matrix._STRATEGIES.entries().items() if k[0] == workload_key(workload)}}
     assert store.save(mechanism, workload_key(workload), entries)
     assert stat.S_IMODE(store.folder.stat().st_mode) == 0o700
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in store.folder.iterdir())
@@ -66,29 +66,42 @@ def test_stable_hash_sees_whole_arrays_and_dataclass_fields():
 
 def test_a_changed_code_version_misses(tmp_path, monkeypatch):
     store = StrategyStore(tmp_path)
-    assert store.save_entry(*CACHE, ("key",), 1.0)
-    assert store.load_entry(*CACHE, ("key",)) == (True, 1.0)
-    monkeypatch.setitem(strategy_store._VERSIONS, CACHE[0], "an edited optimiser")
-    assert store.load_entry(*CACHE, ("key",)) == (False, None)
+    assert store.save_entry(CACHE, ("key",), 1.0)
+    assert store.load_entry(CACHE, ("key",)) == (True, 1.0)
+    assert matrix._STRATEGIES.module == "dplens.core.mechanisms.matrix"  # versioned by the module owning it
+    monkeypatch.setitem(strategy_store._VERSIONS, "dplens.core.mechanisms.matrix", "an edited optimiser")
+    assert store.load_entry(CACHE, ("key",)) == (False, None)
     assert store.misses == 1
+
+
+def test_a_job_listing_a_cache_that_no_longer_exists_is_a_miss(tmp_path):
+    store = StrategyStore(tmp_path)
+    mechanism, key = MECHANISMS["mm-opt"], workload_key(Prefix(4))
+    assert store.save(mechanism, key, {CACHE: {("k",): 1.0}})
+    assert store.load(mechanism, key) == {CACHE: {("k",): 1.0}}
+    store._write(store._path("job", stable_hash(store._job_identity(mechanism, key))),
+                 store._job_identity(mechanism, key), [("a renamed cache", ("k",))])
+    assert store.load(mechanism, key) is None
+    with pytest.raises(ValueError, match="'a renamed cache'"):
+        store.save_entry("a renamed cache", ("k",), 1.0)
 
 
 def test_a_corrupt_file_is_a_miss_and_is_removed(tmp_path):
     store = StrategyStore(tmp_path)
-    store.save_entry(*CACHE, ("key",), [1.0])
+    store.save_entry(CACHE, ("key",), [1.0])
     (path,) = tmp_path.glob("entry-*.pkl")
     path.write_bytes(b"\x80\x05not a pickle")
-    assert store.load_entry(*CACHE, ("key",)) == (False, None)
+    assert store.load_entry(CACHE, ("key",)) == (False, None)
     assert store.corrupt == 1 and not path.exists()
 
 
 def test_size_is_bounded(tmp_path):
     store = StrategyStore(tmp_path, max_entry_bytes=1000, max_files=3)
-    assert not store.save_entry(*CACHE, ("big",), b"x" * 2000)  # above the entry limit: not stored
+    assert not store.save_entry(CACHE, ("big",), b"x" * 2000)  # above the entry limit: not stored
     for k in range(5):
-        assert store.save_entry(*CACHE, (k,), k)
+        assert store.save_entry(CACHE, (k,), k)
     assert len(list(tmp_path.glob("*.pkl"))) == 3  # the oldest went
-    assert store.load_entry(*CACHE, (4,)) == (True, 4)
+    assert store.load_entry(CACHE, (4,)) == (True, 4)
 
 
 def test_a_second_grid_optimises_nothing(tmp_path, optimiser_calls):
@@ -132,11 +145,11 @@ def test_a_sweep_can_load_and_save_its_strategies(optimiser_calls):
 
 def test_a_folder_others_may_write_to_is_not_read(tmp_path):
     store = StrategyStore(tmp_path / "strategies")
-    assert store.save_entry(*CACHE, ("key",), 1.0)
+    assert store.save_entry(CACHE, ("key",), 1.0)
     store.folder.chmod(0o777)
     try:
-        assert store.load_entry(*CACHE, ("key",)) == (False, None)
-        assert not store.save_entry(*CACHE, ("other",), 2.0)
+        assert store.load_entry(CACHE, ("key",)) == (False, None)
+        assert not store.save_entry(CACHE, ("other",), 2.0)
     finally:
         store.folder.chmod(0o700)
-    assert store.load_entry(*CACHE, ("key",)) == (True, 1.0)
+    assert store.load_entry(CACHE, ("key",)) == (True, 1.0)

@@ -62,6 +62,7 @@ from dplens.core.analysis.strategy_store import StrategyStore, stable_hash
 from dplens.core.data.domain import Histogram
 from dplens.core.extras import require
 from dplens.core.mechanisms import MECHANISMS, Mechanism
+from dplens.core.mechanisms.cache import StrategyCache, cache_named, registered_caches
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.queries.workloads import Workload
 
@@ -70,17 +71,7 @@ SHARED_ARRAY_BYTES = 64 * 1024  # arrays at least this large are memory-mapped, 
 DASK_NOMINAL_WORKERS = 8  # cells are sized for this many workers on a Dask cluster given by address
 IN_FLIGHT_PER_WORKER = 2  # tasks queued per local worker: enough to keep it busy, few enough to keep the order
 POLL_SECONDS = 0.1  # how often a parallel backend checks should_stop while no cell finishes
-SHIPPED_CACHE_LIMIT = 16  # entries kept per strategy cache in a worker (the mechanisms' own caches keep 8-16)
-_CACHE_MODULES = (  # module, dict: the data-independent strategy caches shipped to workers
-    ("dplens.core.mechanisms.matrix", "_STRATEGIES"),
-    ("dplens.core.mechanisms.greedy_h", "_STRATEGIES"),
-    ("dplens.core.mechanisms.greedy_h", "_TRACES"),
-    ("dplens.core.mechanisms.om", "_FACTORISATIONS"),
-    ("dplens.core.mechanisms.wda", "_DIVISIONS"),
-    ("dplens.core.mechanisms.hierarchical", "_ENERGIES"),
-    ("dplens.core.mechanisms.privelet", "_ENERGIES"),
-)
-_KEY_HELPERS = {"workload_key", "remember"}  # names imported for cache keys, not strategies
+SHIPPED_CACHE_LIMIT = 16  # entries kept per strategy cache in a worker, at least (the caches' own limits: 2-32)
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,7 +116,7 @@ class StrategyResult:
 
     index: int  # position of the job in the list given to ``execute``
     job: StrategyJob
-    entries: dict[tuple[str, str], dict]
+    entries: dict[str, dict]  # cache name → the entries the job filled
     expected: dict[float, dict[str, float]]
     seconds: float  # wall time of the computation, where it ran
 
@@ -271,16 +262,6 @@ def parse_scheduler(spec: str | None) -> Scheduler:
 # ---------------------------------------------------------------- strategy caches
 
 
-def _cache_dicts() -> list[tuple[str, str, dict]]:
-    found = []
-    for module, name in _CACHE_MODULES:
-        loaded = sys.modules.get(module)
-        cache = getattr(loaded, name, None) if loaded is not None else None
-        if isinstance(cache, dict):
-            found.append((module, name, cache))
-    return found
-
-
 def _mentions(key: object, wanted: list[object]) -> bool:
     parts = key if isinstance(key, tuple) else (key,)
     for part in parts:
@@ -293,35 +274,29 @@ def _mentions(key: object, wanted: list[object]) -> bool:
     return False
 
 
-def strategy_caches(mechanism: Mechanism) -> tuple[tuple[str, str], ...]:
-    """The strategy caches (module, dict name) a data-independent ``mechanism``'s ``expected_mse`` fills.
-
-    Those of its own module, else those of the modules it builds on (the Gaussian variants use
-    mm-opt's, Greedy-H's, HB's and Privelet's). Empty for data-dependent mechanisms and closed forms:
-    their cells need no strategy and may start at once.
+def strategy_caches(mechanism: Mechanism) -> tuple[StrategyCache, ...]:
+    """The strategy caches a data-independent ``mechanism``'s ``expected_mse`` fills: its class's
+    ``STRATEGY_CACHES``. Empty for data-dependent mechanisms and closed forms: their cells need no
+    strategy and may start at once.
 
     >>> from dplens.core.mechanisms import MECHANISMS
-    >>> strategy_caches(MECHANISMS["mm-opt"]), strategy_caches(MECHANISMS["identity"])
-    ((('dplens.core.mechanisms.matrix', '_STRATEGIES'),), ())
+    >>> [c.name for c in strategy_caches(MECHANISMS["mm-opt"])], strategy_caches(MECHANISMS["identity"])
+    (['mm-opt strategies'], ())
     """
     if mechanism.data_dependent:
         return ()
-    module = type(mechanism).__module__
-    own = tuple(pair for pair in _CACHE_MODULES if pair[0] == module)
-    if own:
-        return own
-    loaded = sys.modules.get(module)
-    names = vars(loaded) if loaded is not None else {}
-    used = {getattr(value, "__module__", None) for name, value in names.items() if name not in _KEY_HELPERS}
-    return tuple(pair for pair in _CACHE_MODULES if pair[0] in used)
+    return tuple(getattr(type(mechanism), "STRATEGY_CACHES", ()))
 
 
-def job_entries(mechanism: Mechanism, workload: Workload) -> dict[tuple[str, str], dict]:
-    """The entries of ``mechanism``'s strategy caches that belong to ``workload`` (fill them first)."""
+def _belonging(cache: StrategyCache, wanted: list[object]) -> dict:
+    return {k: v for k, v in cache.entries().items() if _mentions(k, wanted)}
+
+
+def job_entries(mechanism: Mechanism, workload: Workload) -> dict[str, dict]:
+    """The entries of ``mechanism``'s shipped strategy caches that belong to ``workload``, by cache name
+    (fill them first)."""
     wanted = [workload_key(workload)]
-    caches = set(strategy_caches(mechanism))
-    return {(module, name): {k: v for k, v in list(cache.items()) if _mentions(k, wanted)}
-            for module, name, cache in _cache_dicts() if (module, name) in caches}
+    return {cache.name: _belonging(cache, wanted) for cache in strategy_caches(mechanism) if cache.shipped}
 
 
 def compute_strategy(context: Context, job: StrategyJob, index: int = 0) -> StrategyResult:
@@ -334,7 +309,7 @@ def compute_strategy(context: Context, job: StrategyJob, index: int = 0) -> Stra
                           time.perf_counter() - start)
 
 
-_KNOWN_JOBS: dict[tuple[str, str], list[tuple[str, str, object]]] = {}  # this process: job → its entries' keys
+_KNOWN_JOBS: dict[tuple[str, str], list[tuple[str, object]]] = {}  # this process: job → its entries (cache, key)
 KNOWN_JOBS_LIMIT = 256
 _KNOWN_JOBS_LOCK = threading.Lock()
 
@@ -343,9 +318,9 @@ def _job_hash(mechanism: Mechanism, workload: Workload) -> tuple[str, str]:
     return stable_hash(mechanism), stable_hash(workload_key(workload))
 
 
-def remember_job(mechanism: Mechanism, workload: Workload, entries: Mapping[tuple[str, str], Mapping]) -> None:
+def remember_job(mechanism: Mechanism, workload: Workload, entries: Mapping[str, Mapping]) -> None:
     """Note which cache entries ``mechanism`` fills for ``workload``, so ``known_job`` finds them in this process."""
-    listed = [(module, name, key) for (module, name), items in entries.items() for key in items]
+    listed = [(name, key) for name, items in entries.items() for key in items]
     with _KNOWN_JOBS_LOCK:
         _KNOWN_JOBS.pop(_job_hash(mechanism, workload), None)
         while len(_KNOWN_JOBS) >= KNOWN_JOBS_LIMIT:
@@ -359,8 +334,7 @@ def known_job(mechanism: Mechanism, workload: Workload) -> bool:
         listed = _KNOWN_JOBS.get(_job_hash(mechanism, workload))
     if listed is None:
         return False
-    caches = {(module, name): cache for module, name, cache in _cache_dicts()}
-    return all(key in caches.get((module, name), {}) for module, name, key in listed)
+    return all(key in cache_named(name) for name, key in listed)
 
 
 def load_strategies(mechanisms: Sequence[Mechanism], workload: Workload, store: StrategyStore) -> list[Mechanism]:
@@ -390,26 +364,25 @@ def save_strategies(mechanisms: Sequence[Mechanism], workload: Workload, store: 
             store.save(mechanism, workload_key(workload), entries)
 
 
-def strategy_snapshot(contexts: Mapping[Hashable, Context]) -> dict[tuple[str, str], dict]:
-    """The entries of the strategy caches that belong to these contexts' workloads (to ship to workers).
+def strategy_snapshot(contexts: Mapping[Hashable, Context]) -> dict[str, dict]:
+    """The entries of the shipped strategy caches that belong to these contexts' workloads, by cache name
+    (to ship to workers).
 
     Fill them first (``expected_mse`` of each data-independent mechanism does it).
     """
     wanted = [workload_key(c.workload) for c in contexts.values()]
-    return {(module, name): {k: v for k, v in list(cache.items()) if _mentions(k, wanted)}
-            for module, name, cache in _cache_dicts()}
+    return {cache.name: _belonging(cache, wanted) for cache in registered_caches() if cache.shipped}
 
 
-def install_snapshot(snapshot: Mapping[tuple[str, str], dict]) -> None:
-    """Put shipped strategy-cache entries into this process's caches (worker side)."""
-    import importlib
+def install_snapshot(snapshot: Mapping[str, Mapping]) -> None:
+    """Put shipped strategy-cache entries (cache name → entries) into this process's caches (worker side).
 
-    for (module, name), entries in snapshot.items():
-        cache = getattr(importlib.import_module(module), name)
-        for key, value in entries.items():
-            cache.setdefault(key, value)
-        while len(cache) > SHIPPED_CACHE_LIMIT:  # a long-lived worker sees many workloads: keep the newest
-            cache.pop(next(iter(cache)))
+    A long-lived worker sees many workloads: each cache keeps the newest ``SHIPPED_CACHE_LIMIT`` entries
+    (or its own limit, if larger).
+    """
+    for name, entries in snapshot.items():
+        cache = cache_named(name)
+        cache.install(entries, max(SHIPPED_CACHE_LIMIT, cache.limit))
 
 
 # ---------------------------------------------------------------- shared payload (local processes)
@@ -702,7 +675,7 @@ def _dask(client, contexts, cells, snapshot, should_stop, jobs=(), on_strategy=N
     futures += [client.submit(_dask_task, shared, [(i, cells[i]) for _, i in part], pure=False)
                 for part in (dask_batches(free, workers) if free else [])]
     jobs_left = len(jobs)
-    entries: dict[tuple[str, str], dict] = {}
+    entries: dict[str, dict] = {}
     try:
         finishing = as_completed(futures)
         while not finishing.is_empty():

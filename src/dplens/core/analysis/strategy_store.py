@@ -6,10 +6,11 @@ it can outlive the process that computed it: a later grid, or a resumed one, loa
 
 Two kinds of file, both pickles written atomically (temporary file + ``os.replace``):
 
-- an *entry* holds one item of one in-memory strategy cache (``execution._CACHE_MODULES``). Its name is a
-  stable hash of (cache module, cache name, cache key) and of the *code version* of the module owning the
-  cache: a hash of its source file and of the source files of the ``core`` modules it imports from. A
-  changed optimiser (or objective) therefore never reuses a stale strategy.
+- an *entry* holds one item of one in-memory strategy cache (a ``StrategyCache``, named by its unique
+  name). Its file name is a stable hash of (cache name, cache key) and of the *code version* of the module
+  owning the cache (where it was created): a hash of its source file and of the source files of the
+  ``core`` modules it imports from. A changed optimiser (or objective) therefore never reuses a stale
+  strategy.
 - a *job* lists the entries one (mechanism, workload) fills, keyed by the mechanism's settings, the code
   version of its module and the workload's content, so that the entries can be found before computing.
 
@@ -20,12 +21,13 @@ read (truncated, corrupt, written by other code) counts as a miss, is removed an
 above ``max_entry_bytes`` are not stored, and beyond ``max_files`` the least recently used files go.
 
 >>> import tempfile
+>>> from dplens.core.mechanisms import matrix  # creates the cache "mm-opt strategies"
 >>> store = StrategyStore(tempfile.mkdtemp())
->>> store.save_entry("dplens.core.mechanisms.matrix", "_STRATEGIES", ("k", 1), [1.0, 2.0])
+>>> store.save_entry("mm-opt strategies", ("k", 1), [1.0, 2.0])
 True
->>> store.load_entry("dplens.core.mechanisms.matrix", "_STRATEGIES", ("k", 1))
+>>> store.load_entry("mm-opt strategies", ("k", 1))
 (True, [1.0, 2.0])
->>> store.load_entry("dplens.core.mechanisms.matrix", "_STRATEGIES", ("k", 2))[0], store.hits, store.misses
+>>> store.load_entry("mm-opt strategies", ("k", 2))[0], store.hits, store.misses
 (False, 1, 1)
 """
 
@@ -46,12 +48,13 @@ from types import ModuleType
 
 import numpy as np
 
+from dplens.core.mechanisms.cache import cache_named
 from dplens.core.privacy.store import DEFAULT_HOME
 
 FOLDER_NAME = "strategies"  # under DPLENS_HOME
 MAX_ENTRY_BYTES = 64 * 2**20  # a pickled entry above this is not stored (mm-opt at 4096 cells: about 2 MB)
 MAX_FILES = 512  # entries and jobs kept; the least recently used go beyond it
-FORMAT = 1  # the layout of a stored file; bump it to ignore every older file
+FORMAT = 2  # the layout of a stored file; bump it to ignore every older file (2: entries keyed by cache name)
 
 
 def default_folder() -> Path:
@@ -249,17 +252,20 @@ class StrategyStore:
 
     # ------------------------------------------------------------ entries
 
-    def _entry_identity(self, module: str, name: str, key: object) -> dict:
-        return {"module": module, "name": name, "key": key, "version": code_version(module)}
+    def _entry_identity(self, cache: str, key: object) -> dict:
+        """ValueError when no cache is called ``cache`` (``cache_named``)."""
+        return {"cache": cache, "key": key, "version": code_version(cache_named(cache).module)}
 
-    def load_entry(self, module: str, name: str, key: object) -> tuple[bool, object]:
-        """(True, value) when the entry ``key`` of cache ``module.name`` is stored for today's code, else (False, None)."""
-        identity = self._entry_identity(module, name, key)
+    def load_entry(self, cache: str, key: object) -> tuple[bool, object]:
+        """(True, value) when the entry ``key`` of the cache named ``cache`` is stored for today's code, else
+        (False, None)."""
+        identity = self._entry_identity(cache, key)
         return self._read(self._path("entry", stable_hash(identity)), identity)
 
-    def save_entry(self, module: str, name: str, key: object, value: object) -> bool:
-        """Store one cache entry; False when it is too large, not picklable or the disk refuses."""
-        identity = self._entry_identity(module, name, key)
+    def save_entry(self, cache: str, key: object, value: object) -> bool:
+        """Store one entry of the cache named ``cache``; False when it is too large, not picklable or the disk
+        refuses."""
+        identity = self._entry_identity(cache, key)
         return self._write(self._path("entry", stable_hash(identity)), identity, value)
 
     # ------------------------------------------------------------ jobs: what one (mechanism, workload) fills
@@ -268,33 +274,36 @@ class StrategyStore:
         module = type(mechanism).__module__
         return {"mechanism": mechanism, "version": code_version(module), "workload": workload_key}
 
-    def load(self, mechanism: object, workload_key: object) -> dict[tuple[str, str], dict] | None:
-        """The cache entries ``mechanism`` fills for the workload with key ``workload_key``, or None.
+    def load(self, mechanism: object, workload_key: object) -> dict[str, dict] | None:
+        """The cache entries ``mechanism`` fills for the workload with key ``workload_key``, by cache name, or None.
 
-        None unless the job and every entry it lists are stored for today's code.
+        None unless the job and every entry it lists are stored for today's code (and its caches exist).
         """
         identity = self._job_identity(mechanism, workload_key)
         found, listed = self._read(self._path("job", stable_hash(identity)), identity)
         if not found or not isinstance(listed, list | tuple):
             return None
-        entries: dict[tuple[str, str], dict] = {}
-        for module, name, key in listed:
-            found, value = self.load_entry(module, name, key)
+        entries: dict[str, dict] = {}
+        for cache, key in listed:
+            try:
+                found, value = self.load_entry(cache, key)
+            except ValueError:  # a cache renamed or removed since: recompute
+                return None
             if not found:
                 return None
-            entries.setdefault((module, name), {})[key] = value
+            entries.setdefault(cache, {})[key] = value
         return entries
 
-    def save(self, mechanism: object, workload_key: object, entries: Mapping[tuple[str, str], Mapping]) -> bool:
-        """Store the cache entries ``mechanism`` filled for the workload with key ``workload_key``.
+    def save(self, mechanism: object, workload_key: object, entries: Mapping[str, Mapping]) -> bool:
+        """Store the cache entries ``mechanism`` filled for the workload with key ``workload_key`` (by cache name).
 
         The job is stored only when all its entries were: a later ``load`` finds all or nothing.
         """
         listed = []
-        for (module, name), items in entries.items():
+        for cache, items in entries.items():
             for key, value in items.items():
-                if not self.save_entry(module, name, key, value):
+                if not self.save_entry(cache, key, value):
                     return False
-                listed.append((module, name, key))
+                listed.append((cache, key))
         identity = self._job_identity(mechanism, workload_key)
         return self._write(self._path("job", stable_hash(identity)), identity, listed)

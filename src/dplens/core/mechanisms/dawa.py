@@ -21,11 +21,11 @@ O(n log² n) numpy work plus an O(n log n) scalar loop for the dynamic programme
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
 
+from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import (
     BRANCHING_RANGE,
     RATIO_RANGE,
@@ -117,16 +117,16 @@ def l1_partition(x: np.ndarray, epsilon_partition: float, epsilon_measure: float
         return np.array([0, n]), 0.0
     sensitivity = 2.0 - 1.0 / lengths - 1.0 / n
     scales = sensitivity / epsilon_partition
-    deviations = _cached_deviations(x.tobytes(), lengths.tobytes())
+    deviations = _DEVIATIONS.get_or_compute((x.tobytes(), lengths.tobytes()),
+                                            lambda: _Deviations(x).windows(lengths))
     scores = [np.maximum(add_laplace(rng, dev + noise_cost, scale), noise_cost)
               for dev, scale in zip(deviations, scales, strict=True)]
     return cheapest_partition(scores, lengths, noise_cost, n), float(np.max(sensitivity / scales))
 
 
-@lru_cache(maxsize=4)
-def _cached_deviations(data: bytes, lengths: bytes) -> list[np.ndarray]:
-    """Window deviations depend on the data only: a sweep re-uses them across runs and epsilons."""
-    return _Deviations(np.frombuffer(data)).windows(np.frombuffer(lengths, dtype=np.int64))
+# Window deviations depend on the data only: a sweep re-uses them across runs and epsilons. Keyed by the
+# data, so never shipped with a sweep's strategies nor stored: each worker computes them for its data.
+_DEVIATIONS = StrategyCache("dawa window deviations", limit=4, shipped=False)
 
 
 def cheapest_partition(scores: list[np.ndarray], lengths: np.ndarray, singleton: float, n: int) -> np.ndarray:

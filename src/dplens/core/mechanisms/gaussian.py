@@ -38,6 +38,7 @@ from typing import ClassVar
 import numpy as np
 import scipy.linalg
 
+from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import (
     Mechanism,
     Range,
@@ -46,7 +47,7 @@ from dplens.core.mechanisms.contract import (
     check_inputs,
 )
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost, default_cost, mechanism_cost
-from dplens.core.mechanisms.gram import gram_apply, remember
+from dplens.core.mechanisms.gram import gram_apply
 from dplens.core.mechanisms.greedy_h import GreedyH, cell_strategy, sum_along_paths, workload_key
 from dplens.core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
 from dplens.core.mechanisms.laplace import Identity, LaplaceOnAnswers
@@ -234,6 +235,7 @@ class GaussianHierarchical(GaussianMixin, Hierarchical):  # type: ignore[misc]  
     """hb/H2 tree with Gaussian noise: a cell in h measured nodes has Δ₁ = h, Δ₂ = √h."""
 
     summary: ClassVar[str] = "The range tree with Gaussian noise ((ε, δ) or zCDP)."
+    STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = Hierarchical.STRATEGY_CACHES
 
     delta: float = 1e-6
     calibration: str = "analytic"
@@ -255,6 +257,7 @@ class GaussianPrivelet(GaussianMixin, Privelet):  # type: ignore[misc]  # the mi
     """Privelet's ±1 Haar strategy with Gaussian noise: each cell is in c coefficients, Δ₂ = √c."""
 
     summary: ClassVar[str] = "Haar wavelets with Gaussian noise ((ε, δ) or zCDP)."
+    STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = Privelet.STRATEGY_CACHES
 
     delta: float = 1e-6
     calibration: str = "analytic"
@@ -280,6 +283,7 @@ class GaussianGreedyH(GaussianMixin, GreedyH):  # type: ignore[misc]  # the mixi
     """
 
     summary: ClassVar[str] = "Greedy-H's weighted tree with Gaussian noise ((ε, δ) or zCDP)."
+    STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = GreedyH.STRATEGY_CACHES
 
     delta: float = 1e-6
     calibration: str = "analytic"
@@ -331,7 +335,7 @@ class EigenStrategy:
         return np.abs((self.vectors * self.values**0.25) @ self.vectors.T).sum(axis=0) * self.scale
 
 
-_EIGEN: dict[object, EigenStrategy] = {}
+_EIGEN = StrategyCache("gaussian-mm-opt eigen designs", limit=16)
 
 
 def eigen_strategy(workload: Workload) -> EigenStrategy:
@@ -340,7 +344,7 @@ def eigen_strategy(workload: Workload) -> EigenStrategy:
     if n > L2_MAX_CELLS:
         raise ValueError(f"gaussian-mm-opt builds a dense {n} x {n} strategy; it allows at most "
                          f"{L2_MAX_CELLS} cells, got n={n}; use gaussian-hb or gaussian-privelet")
-    return remember(_EIGEN, workload_key(workload), lambda: single_threaded(_eigen, workload))
+    return _EIGEN.get_or_compute(workload_key(workload), lambda: single_threaded(_eigen, workload))
 
 
 def _eigen(workload: Workload) -> EigenStrategy:
@@ -369,6 +373,7 @@ class GaussianMatrix(GaussianMixin):
     """
 
     summary: ClassVar[str] = "Gaussian matrix mechanism: an eigen-design strategy for your workload ((ε, δ) or zCDP)."
+    STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_EIGEN,)
 
     delta: float = 1e-6
     calibration: str = "analytic"

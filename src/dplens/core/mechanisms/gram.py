@@ -15,7 +15,6 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 import numpy as np
 
@@ -28,26 +27,6 @@ from dplens.core.queries.workloads import (
 
 ENERGY_BATCH = 512  # noise coordinates pushed through the estimator at once (bounds memory at n·512)
 ROW_BLOCK_ENTRIES = 2**22  # query rows materialised at once for the covariance path (32 MB of floats)
-
-
-_T = TypeVar("_T")
-
-
-def remember(cache: dict[Any, Any], key: object, compute: Callable[[], _T], limit: int = 16) -> _T:
-    """``cache[key]``, computed once; beyond ``limit`` entries the oldest is dropped.
-
-    Keys should use ``greedy_h.workload_key`` so that equal workloads (re-parsed specs, fresh Ranges with
-    the same ends) share an entry.
-
-    >>> cache = {}
-    >>> remember(cache, "a", lambda: 1), remember(cache, "a", lambda: 2)
-    (1, 1)
-    """
-    if key not in cache:
-        if len(cache) >= limit:
-            cache.pop(next(iter(cache)))
-        cache[key] = compute()
-    return cache[key]
 
 
 def noise_energy(workload: Workload, response: Callable[[np.ndarray], np.ndarray], coordinates: int,

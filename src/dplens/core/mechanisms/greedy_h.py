@@ -561,6 +561,7 @@ class GreedyH(MeasuredPlan):
     """
 
     summary: ClassVar[str] = "Greedy-H: a weighted tree of ranges fitted to your workload."
+    STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_STRATEGIES, _TRACES, _FULL_GRAMS)
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
         "branching": BRANCHING_RANGE,
         "granularity": Range(2, 1000, integer=True),

@@ -27,8 +27,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import Range, Release, check_epsilon
-from dplens.core.mechanisms.gram import noise_energy, remember
+from dplens.core.mechanisms.gram import noise_energy
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
 from dplens.core.queries.workloads import Workload
@@ -209,12 +210,13 @@ def workload_grid(workload: Workload) -> tuple[int, int]:
     return (1, workload.shape[1])
 
 
-_ENERGIES: dict[object, float] = {}
+_ENERGIES = StrategyCache("hb energies", limit=16)
 
 
 def _unit_energy(tree_args: tuple[tuple[int, int], int, bool], workload: Workload) -> float:
     """Σ_k ‖W l_k‖² over the least-squares columns, cached per (tree, workload content)."""
-    return remember(_ENERGIES, (tree_args, workload_key(workload)), lambda: _energy(build_tree(*tree_args), workload))
+    return _ENERGIES.get_or_compute((tree_args, workload_key(workload)),
+                                    lambda: _energy(build_tree(*tree_args), workload))
 
 
 def _energy(tree: Tree, workload: Workload) -> float:
@@ -251,6 +253,7 @@ class Hierarchical(MeasuredPlan):
     """
 
     summary: ClassVar[str] = "A tree of range counts: good for range queries over ordered bins."
+    STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_ENERGIES,)
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
         "branching": Range(2, 1024, integer=True, choices=("auto",)),
         "include_root": Range(choices=("auto", True, False)),

@@ -42,9 +42,10 @@ import numpy as np
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
+from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
-from dplens.core.mechanisms.gram import gram_apply, remember
+from dplens.core.mechanisms.gram import gram_apply
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload, dense
@@ -413,7 +414,7 @@ def optimisation_flops(workload: Workload, *, rank_ratio: float = 1.2, iteration
     return float(space + 2.5 * iterations * (min(r, n) ** 3 / 3 + r * n * (min(r, n) + 2 * k)))
 
 
-_FACTORISATIONS: dict[object, LowRankFactorisation] = {}
+_FACTORISATIONS = StrategyCache("lrm factorisations", limit=16)
 
 
 @dataclass(frozen=True)
@@ -434,6 +435,7 @@ class LRM:
     """
 
     summary: ClassVar[str] = "Low-rank mechanism (Yuan et al.): measures a low-rank factorisation of the workload."
+    STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_FACTORISATIONS,)
 
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
         "rank": Range(1, 10 * MAX_CELLS, integer=True, choices=(None,)), "rank_ratio": Range(1, 10),
@@ -463,7 +465,7 @@ class LRM:
         """W = BL for this workload (data-independent; cached per workload content and settings)."""
         key = (workload_key(workload), self.rank, float(self.rank_ratio), float(self.gamma), int(self.iterations),
                int(self.seed))
-        return remember(_FACTORISATIONS, key, lambda: optimise(
+        return _FACTORISATIONS.get_or_compute(key, lambda: optimise(
             workload, rank=self.rank, rank_ratio=self.rank_ratio, gamma=self.gamma, iterations=self.iterations,
             seed=self.seed))
 

@@ -27,9 +27,10 @@ import scipy.linalg
 from scipy.linalg.blas import daxpy, ddot
 from threadpoolctl import threadpool_limits
 
+from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import Range, Release, check_epsilon
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
-from dplens.core.mechanisms.gram import gram_rows, remember
+from dplens.core.mechanisms.gram import gram_rows
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
 from dplens.core.queries.workloads import Workload
@@ -193,7 +194,7 @@ def _projected_lbfgs(function, x: np.ndarray, iterations: int, tolerance: float,
     return x, value
 
 
-_STRATEGIES: dict[object, PIdentity] = {}
+_STRATEGIES = StrategyCache("mm-opt strategies", limit=16)
 
 
 def optimise_strategy(workload: Workload, p: int, restarts: int, seed: int) -> PIdentity:
@@ -207,8 +208,8 @@ def optimise_strategy(workload: Workload, p: int, restarts: int, seed: int) -> P
     if n > MAX_CELLS:
         raise ValueError(f"mm-opt optimises strategies for at most {MAX_CELLS} cells, got n={n}; "
                          "use hb or privelet for larger domains")
-    return remember(_STRATEGIES, (workload_key(workload), p, restarts, seed),
-                    lambda: single_threaded(optimise_p_identity, workload, p, restarts, seed))
+    return _STRATEGIES.get_or_compute((workload_key(workload), p, restarts, seed),
+                                      lambda: single_threaded(optimise_p_identity, workload, p, restarts, seed))
 
 
 def single_threaded(function, *args):
@@ -253,6 +254,7 @@ class MatrixMechanism(MeasuredPlan):
     """
 
     summary: ClassVar[str] = "Matrix mechanism: a measurement strategy optimised for your workload (HDMM's OPT0)."
+    STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_STRATEGIES,)
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
         "p": Range(1, 512, integer=True, choices=("auto",)),
         "restarts": Range(1, 20, integer=True),

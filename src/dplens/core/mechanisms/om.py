@@ -22,9 +22,9 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import SEED_RANGE, Range, Release, check_inputs, laplace_privacy_loss
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
-from dplens.core.mechanisms.gram import remember
 from dplens.core.mechanisms.greedy_h import interval_cells, workload_key
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import DENSE_LIMIT, Ranges, Workload, as_intervals, sparse_matrix
@@ -173,7 +173,7 @@ def _interval_decompose(ranges: Ranges, row_seed: int | None) -> OmFactorisation
                            1.0 if sizes.size else 0.0)
 
 
-_FACTORISATIONS: dict[object, OmFactorisation] = {}
+_FACTORISATIONS = StrategyCache("om factorisations", limit=16)
 
 
 def om_decompose(workload: Workload, *, tol: float | None = None, row_seed: int | None = None) -> OmFactorisation:
@@ -181,8 +181,8 @@ def om_decompose(workload: Workload, *, tol: float | None = None, row_seed: int 
 
     Args, Raises: as ``factorise``.
     """
-    return remember(_FACTORISATIONS, (workload_key(workload), tol, row_seed),
-                    lambda: factorise(workload, tol=tol, row_seed=row_seed))
+    return _FACTORISATIONS.get_or_compute((workload_key(workload), tol, row_seed),
+                                          lambda: factorise(workload, tol=tol, row_seed=row_seed))
 
 
 def factorise(workload: Workload, *, tol: float | None = None, row_seed: int | None = None) -> OmFactorisation:
@@ -292,6 +292,7 @@ class OM:
     """
 
     summary: ClassVar[str] = "Orthogonal mechanism (Huang et al.): answers a low-rank version of the queries."
+    STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_FACTORISATIONS,)
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
         "tol": Range(0, 1e6, open=True, choices=(None,)),
         "row_seed": SEED_RANGE,

@@ -22,8 +22,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import Range, Release, check_epsilon
-from dplens.core.mechanisms.gram import noise_energy, remember
+from dplens.core.mechanisms.gram import noise_energy
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.hierarchical import workload_grid
 from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
@@ -96,7 +97,7 @@ def reconstruct_transpose(cells: np.ndarray, grid: tuple[int, int]) -> np.ndarra
     return haar_forward(haar_forward(cube, axis=1, weight=0.5), axis=0, weight=0.5).reshape(-1, cells.shape[1])
 
 
-_ENERGIES: dict[object, float] = {}
+_ENERGIES = StrategyCache("privelet energies", limit=16)
 
 
 def _unit_energy(grid: tuple[int, int], workload: Workload) -> float:
@@ -105,8 +106,8 @@ def _unit_energy(grid: tuple[int, int], workload: Workload) -> float:
     The estimate's error covariance under unit noise is H⁻¹H⁻ᵀ, applied as reconstruct ∘ its transpose.
     """
     coordinates = padded_length(grid[0]) * padded_length(grid[1])
-    return remember(_ENERGIES, (grid, workload_key(workload)),
-                    lambda: noise_energy(workload, lambda noise: _reconstruct(noise, grid), coordinates,
+    return _ENERGIES.get_or_compute((grid, workload_key(workload)),
+                                    lambda: noise_energy(workload, lambda noise: _reconstruct(noise, grid), coordinates,
                                          lambda v: _reconstruct(reconstruct_transpose(v, grid), grid)))
 
 
@@ -115,6 +116,7 @@ class Privelet(MeasuredPlan):
     """Privelet (Haar wavelet, weighted noise); 1-D and 2-D; exact ``expected_mse``."""
 
     summary: ClassVar[str] = "Haar wavelets (Privelet): good for range queries, in 1-D and 2-D."
+    STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_ENERGIES,)
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
 
     name: str = "privelet"

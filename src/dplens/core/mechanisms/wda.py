@@ -25,6 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import SEED_RANGE, Range, Release, check_inputs, laplace_privacy_loss
 from dplens.core.mechanisms.cost_model import (
     OVERHEAD_SECONDS,
@@ -33,7 +34,6 @@ from dplens.core.mechanisms.cost_model import (
     dense_entries,
     matvec_elements,
 )
-from dplens.core.mechanisms.gram import remember
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Explicit, Ranges, Workload, as_intervals, sparse_matrix
@@ -117,15 +117,15 @@ def _rows_of(workload: Workload) -> _SparseRows | _IntervalRows:
     return _SparseRows(workload) if intervals is None else _IntervalRows(intervals)
 
 
-_DIVISIONS: dict[object, tuple[WdaLeaf, ...]] = {}
+_DIVISIONS = StrategyCache("wda divisions", limit=32)
 
 
 def wda_division(workload: Workload, *, budget: str = "optimal", g: float = 0.0,
                  division_seed: int | None = None) -> tuple[WdaLeaf, ...]:
     """``divide`` cached per workload content and settings (the division never depends on the data or ε)."""
     check_tree_settings(budget, g)
-    return remember(_DIVISIONS, (workload_key(workload), budget, g, division_seed),
-                    lambda: divide(workload, budget=budget, g=g, division_seed=division_seed), limit=32)
+    return _DIVISIONS.get_or_compute((workload_key(workload), budget, g, division_seed),
+                                     lambda: divide(workload, budget=budget, g=g, division_seed=division_seed))
 
 
 def divide(workload: Workload, *, budget: str = "optimal", g: float = 0.0,
@@ -234,6 +234,7 @@ class WDA:
     """
 
     summary: ClassVar[str] = "Workload division (Li et al.): splits the queries into blocks and noises each block."
+    STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_DIVISIONS,)
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
         "budget": Range(choices=("optimal", "equal", "optimal_global")),
         "g": Range(-1e6, 1e6),

@@ -349,7 +349,7 @@ def release_table(progress=None) -> None:
         request = TableRequest(mechanism, rho, work, TABLE_DISPLAY_DELTA, domain_declared=chosen.domain_declared)
         published = kernel_release_table(request, chosen.records, store=ledger_store(),
             fingerprint=table.fingerprint, name=ss.get("table_name", "table"), workspace=ss.get("workspace_id"),
-            estimated_seconds=_SLOW_SECONDS if mechanism.data_dependent else None, progress=progress)
+            estimated_seconds=_SLOW_SECONDS if mechanism.synthesizes else None, progress=progress)
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         ss.flash_error = f"{name} not released: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
         return

@@ -24,6 +24,18 @@ _jit = numba.njit(cache=True, nogil=True)  # no fastmath: the float operations s
 
 
 @_jit
+def _rescale_to(values: np.ndarray, total: float) -> float:
+    """Scale ``values`` in place to sum to ``total`` (summed in order, as MWEM's passes do); returns ``total``."""
+    summed = 0.0
+    for v in values:
+        summed += v
+    rescale = total / summed
+    for i in range(values.size):
+        values[i] *= rescale
+    return total
+
+
+@_jit
 def mw_interval_passes(values: np.ndarray, starts: np.ndarray, stops: np.ndarray, targets: np.ndarray,
                        total: float, rounds: int) -> np.ndarray:
     """MWEM's passes when query k covers the atoms starts[k] … stops[k] − 1; targets[k] = answer/(2N̂).
@@ -44,13 +56,7 @@ def mw_interval_passes(values: np.ndarray, starts: np.ndarray, stops: np.ndarray
             for i in range(starts[k], stops[k]):
                 values[i] *= factor
             running += (factor - 1.0) * share
-        summed = 0.0
-        for v in values:
-            summed += v
-        rescale = total / summed
-        for i in range(values.size):
-            values[i] *= rescale
-        running = total
+        running = _rescale_to(values, total)
     return values
 
 
@@ -77,13 +83,7 @@ def mw_counting_passes(values: np.ndarray, indptr: np.ndarray, indices: np.ndarr
             for p in range(indptr[k], indptr[k + 1]):
                 values[indices[p]] *= factor
             running += (factor - 1.0) * share
-        summed = 0.0
-        for v in values:
-            summed += v
-        rescale = total / summed
-        for i in range(values.size):
-            values[i] *= rescale
-        running = total
+        running = _rescale_to(values, total)
     return values
 
 

@@ -574,26 +574,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _port(text: str) -> int:
-    """argparse type of --port: an integer in [1, 65535]."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer port, got {text!r}") from None
-    if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"must be in [1, 65535], got {text!r}")
-    return port
+def _number_in(kind: type, low: float, high: float, what: str, *, open_low: bool = False):
+    """An argparse type: ``kind(text)`` in [low, high] (or (low, high] with ``open_low``), else one line."""
+    left = "(" if open_low else "["
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+        if not (low < value <= high if open_low else low <= value <= high):
+            raise argparse.ArgumentTypeError(f"must be in {left}{low:g}, {high:g}], got {text!r}")
+        return value
+    return parse
 
 
-def _time_limit(text: str) -> float:
-    """argparse type of --time-limit: seconds in (0, 86400]."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not 0 < seconds <= 86400:
-        raise argparse.ArgumentTypeError(f"must be in (0, 86400] seconds, got {text!r}")
-    return seconds
+_port = _number_in(int, 1, 65535, "an integer port")                                      # --port
+_time_limit = _number_in(float, 0, 86400, "a number of seconds", open_low=True)          # --time-limit (seconds)
 
 
 def main(argv: list[str] | None = None) -> int:

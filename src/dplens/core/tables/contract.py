@@ -53,6 +53,25 @@ class TableRelease:
     halfwidths: list[np.ndarray] | None = None
 
 
+class PlannedError:
+    """The error of a data-independent plan from the variance of one query of each marginal (``query_variance``):
+    the unweighted mean squared error per query (a marginal cell, or a range) and its root."""
+
+    workload: MarginalWorkload
+
+    def query_variance(self, index: int) -> float:
+        raise NotImplementedError
+
+    @property
+    def expected_mse(self) -> float:
+        """Unweighted mean squared error per query (a marginal cell, or a range)."""
+        return sum(self.query_variance(i) for i in range(len(self.workload.marginals))) / self.workload.queries
+
+    @property
+    def expected_rmse(self) -> float:
+        return math.sqrt(self.expected_mse)
+
+
 def workload_rmse(workload: MarginalWorkload, truth: list[np.ndarray], estimates: list[np.ndarray]) -> float:
     """Root mean squared error per query over the whole workload (unweighted; the RMSE of the papers).
 

@@ -27,7 +27,7 @@ from threadpoolctl import threadpool_limits
 
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.marginals import MarginalWorkload, check_records, marginal_counts, subsets
-from dplens.core.tables.contract import check_rho
+from dplens.core.tables.contract import PlannedError, check_rho
 
 MAX_ATTRIBUTES = 20           # the optimisation has 2^|U| parameters
 MAX_MEASURED_CELLS = 2 ** 20  # a marginal the strategy may measure is at most this large
@@ -44,7 +44,7 @@ def laplace_identity_rmse(workload: MarginalWorkload, rho: float) -> float:
 
 
 @dataclass(frozen=True)
-class MarginalsPlan:
+class MarginalsPlan(PlannedError):
     """The optimised weights θ (arrays indexed by membership of each attribute of ``attributes``) and their error."""
 
     workload: MarginalWorkload
@@ -101,14 +101,6 @@ class MarginalsPlan:
         """Σ over the queries of workload marginal ``index`` (cells, or ranges) of their variances."""
         return self._total(self.workload.axis_stats(index))
 
-    @property
-    def expected_mse(self) -> float:
-        """Unweighted mean squared error per query."""
-        return sum(self.query_variance(i) for i in range(len(self.workload.marginals))) / self.workload.queries
-
-    @property
-    def expected_rmse(self) -> float:
-        return math.sqrt(self.expected_mse)
 
 
 def _factors(sizes: tuple[int, ...], stats):

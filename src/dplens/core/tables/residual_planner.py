@@ -22,11 +22,11 @@ import numpy as np
 
 from dplens.core.privacy.noise import add_gaussian
 from dplens.core.queries.marginals import MarginalWorkload, check_records, marginal_counts, subsets
-from dplens.core.tables.contract import check_rho
+from dplens.core.tables.contract import PlannedError, check_rho
 
 
 @dataclass(frozen=True)
-class ResidualPlan:
+class ResidualPlan(PlannedError):
     """The noise of every residual (σ_S² keyed by attribute-index tuples) and its exact error."""
 
     workload: MarginalWorkload
@@ -63,14 +63,6 @@ class ResidualPlan:
         """Σ_M w_M · Σ over M's queries of their variances: the objective the plan minimises."""
         return sum(w * self.query_variance(i) for i, w in enumerate(self.workload.weights))
 
-    @property
-    def expected_mse(self) -> float:
-        """Unweighted mean squared error per query (a marginal cell, or a range)."""
-        return sum(self.query_variance(i) for i in range(len(self.workload.marginals))) / self.workload.queries
-
-    @property
-    def expected_rmse(self) -> float:
-        return math.sqrt(self.expected_mse)
 
 
 def query_factor(sizes: tuple[int, ...], stats, subset: tuple[int, ...]) -> float:

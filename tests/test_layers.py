@@ -4,6 +4,7 @@ never ambient."""
 from __future__ import annotations
 
 import ast
+import graphlib
 import pkgutil
 import re
 import subprocess
@@ -172,3 +173,29 @@ def test_pages_are_thin(path):
     """A page is a thin script (≈40–150 lines); its callbacks and sections live in src/dplens/ui/<page>_view.py."""
     lines = len(path.read_text().splitlines())
     assert lines <= 150, f"{path.name} has {lines} lines; move its logic into src/dplens/ui/{path.stem}_view.py"
+
+
+def _ui_imports(path: Path, modules: set[str]) -> set[str]:
+    """Which of ``modules`` (dplens.ui and its modules) ``path`` imports, function-local imports included;
+    ``from dplens import ui`` imports the package, ``from dplens.ui import identity`` the package and the module."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return names & modules
+
+
+def test_ui_modules_import_their_siblings_not_the_package_and_have_no_cycles():
+    """Inside src/dplens/ui a module imports the sibling modules it uses, never ``dplens.ui`` (the package that
+    imports it), and no chain of imports (function-local ones included) leads from a ui module back to itself."""
+    modules = {_module_name(path): path for path in UI_FILES}
+    edges = {name: _ui_imports(path, set(modules)) for name, path in modules.items()}
+    through_package = sorted(name for name, targets in edges.items() if name != "dplens.ui" and "dplens.ui" in targets)
+    assert not through_package, (f"{through_package} import the dplens.ui package; import the sibling module "
+                                 "instead (from dplens.ui.<module> import <name>)")
+    try:
+        tuple(graphlib.TopologicalSorter(edges).static_order())
+    except graphlib.CycleError as err:
+        pytest.fail("import cycle in dplens.ui: " + " -> ".join(reversed(err.args[1])))

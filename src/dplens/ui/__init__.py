@@ -4,7 +4,10 @@ One concept per module; pages and app.py call ``ui.<name>`` through the re-expor
 
 - ``navigation``: PAGES, the sidebar sections and page scripts
 - ``state``: session keys (``init_state``), flash messages, seeded streams
-- ``ledger``: the current dataset's persistent ledger (dplens.core.privacy.ledger_store), totals and charges
+- ``definition``: the session's privacy definition and the sidebar's δ (plain session reads)
+- ``ledger``: the current dataset's persistent ledger (dplens.core.privacy.ledger_store), totals and charges,
+  and the δ of one release
+- ``privacy``: the sidebar's privacy controls and mechanisms at matched privacy
 - ``datasets``: the session's histogram (samples, DPBench, uploads, derived datasets)
 - ``workloads``: the session's workload (registry spec or custom object)
 - ``sweeps``: simulations kept in the session (sweeps, per-bin errors, previews); never charged
@@ -43,7 +46,7 @@ from dplens.ui.charts import (
     runtime_figure,
     workload_figure,
 )
-from dplens.ui.choose_epsilon_view import (  # noqa: E402
+from dplens.ui.choose_epsilon_view import (
     GROUPS_1D,
     GROUPS_2D,
     LC_EXAMPLES,
@@ -61,7 +64,7 @@ from dplens.ui.choose_epsilon_view import (  # noqa: E402
     target_label,
     usefulness,
 )
-from dplens.ui.compare_view import PER_BIN_TRIALS, pick_from_click, show_compare_results  # noqa: E402
+from dplens.ui.compare_view import PER_BIN_TRIALS, pick_from_click, show_compare_results
 from dplens.ui.config import apply_config, session_config
 from dplens.ui.datasets import (
     BINS_FROM_DATA_REFUSAL,
@@ -83,7 +86,8 @@ from dplens.ui.datasets import (
     load_reference_histogram,
     released_data,
 )
-from dplens.ui.gradual_view import (  # noqa: E402
+from dplens.ui.definition import definition, session_delta
+from dplens.ui.gradual_view import (
     DEFAULT_SCHEDULE,
     GRADUAL_SIMULATION,
     current_walk,
@@ -111,7 +115,7 @@ from dplens.ui.identity import (
     local_mode,
     signed_in,
 )
-from dplens.ui.learn_view import (  # noqa: E402
+from dplens.ui.learn_view import (
     LAYOUT,
     RATIO_BINS,
     RATIO_MIN_COUNT,
@@ -123,6 +127,7 @@ from dplens.ui.learn_view import (  # noqa: E402
 from dplens.ui.ledger import (
     charge,
     default_total,
+    delta,
     fits_or_flash,
     ledger,
     ledger_store,
@@ -133,7 +138,7 @@ from dplens.ui.ledger import (
     set_total,
 )
 from dplens.ui.navigation import PAGES
-from dplens.ui.papers_view import (  # noqa: E402
+from dplens.ui.papers_view import (
     AUDIT_RUNS,
     CURRENT,
     GGS_EXAMPLE,
@@ -151,16 +156,8 @@ from dplens.ui.papers_view import (  # noqa: E402
     show_readings,
     show_reproduction,
 )
-from dplens.ui.privacy import (
-    DEFINITION_LABELS,
-    available,
-    definition,
-    delta,
-    matched,
-    privacy_controls,
-    session_delta,
-)
-from dplens.ui.release_view import (  # noqa: E402
+from dplens.ui.privacy import DEFINITION_LABELS, available, matched, privacy_controls
+from dplens.ui.release_view import (
     AUTO_SIMULATION_SECONDS,
     EXPORT_INTERVAL_TRIALS,
     SHOWN_QUERIES,
@@ -197,7 +194,7 @@ from dplens.ui.sweeps import (
     sweep_estimate,
     warm_workers,
 )
-from dplens.ui.tables_view import (  # noqa: E402
+from dplens.ui.tables_view import (
     MISSING_CHOICES,
     SAMPLE_TABLE_NAME,
     TABLE_DEFAULT_RHO,
@@ -257,7 +254,7 @@ from dplens.ui.workloads import (
     workload_recipe,
     workload_spec,
 )
-from dplens.ui.workloads_view import (  # noqa: E402
+from dplens.ui.workloads_view import (
     SHOWN_COLUMNS,
     SHOWN_ROWS,
     add_part,

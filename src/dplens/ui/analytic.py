@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dplens.ui.charts import EPSILON_TITLE, METRIC_AXIS_TITLES, mechanism_colour
-from dplens.ui.privacy import definition as privacy_definition
-from dplens.ui.privacy import delta as privacy_delta
+from dplens.ui.definition import definition as privacy_definition
+from dplens.ui.ledger import delta as privacy_delta
 from dplens.ui.privacy import matched
 from dplens.ui.workloads import workload, workload_spec
 

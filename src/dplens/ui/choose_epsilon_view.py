@@ -9,10 +9,28 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dplens import ui
 from dplens.core.analysis import risk, selection
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.privacy.definitions import zcdp_rho
+from dplens.ui.charts import (
+    EPSILON_TITLE,
+    PALETTE,
+    TRUE_COLOUR,
+    histogram_figure,
+    line_figure,
+    mechanism_colour,
+)
+from dplens.ui.datasets import histogram
+from dplens.ui.definition import definition as privacy_definition
+from dplens.ui.handoff import use_button
+from dplens.ui.ledger import delta as privacy_delta
+from dplens.ui.privacy import available, matched
+from dplens.ui.state import simulation_rng
+from dplens.ui.sweeps import preview_release
+from dplens.ui.targets import plan_releases, target_plans
+from dplens.ui.tuning import tuning_histogram, tuning_key
+from dplens.ui.workloads import workload as session_workload
+from dplens.ui.workloads import workload_name, workload_spec
 
 TARGETS = {"RMSE per query": "rmse", "MAE per query": "mae", "±a with probability 1−β": "max_abs"}
 
@@ -42,11 +60,11 @@ TARGET_MECHANISMS = ("identity", "laplace-on-answers", "hb", "privelet", "greedy
 
 
 def from_accuracy() -> None:
-    hist, workload = ui.tuning_histogram(), ui.workload()
-    st.caption(f"Dataset **{hist.name}** · workload `{ui.workload_name()}` ({workload.shape[0]:,} queries). "
+    hist, workload = tuning_histogram(), session_workload()
+    st.caption(f"Dataset **{hist.name}** · workload `{workload_name()}` ({workload.shape[0]:,} queries). "
                "Nothing on this page spends budget.")
     left, middle, right = st.columns(3)
-    choices = ui.available()
+    choices = available()
     if st.session_state.get("choose_mechanism") not in choices:  # a Gaussian one under pure ε-DP
         st.session_state.choose_mechanism = choices[0]
     name = left.selectbox("Mechanism", choices, key="choose_mechanism",
@@ -59,9 +77,9 @@ def from_accuracy() -> None:
         confidence = 1 - middle.number_input("β (failure probability)", 0.0001, 0.5, 0.05, format="%.4f",
                                              key="choose_beta")
         simultaneous = right.checkbox("All queries at once (union bound)", True, key="choose_simultaneous")
-    mechanism, metric = ui.matched(MECHANISMS[name]), TARGETS[kind]
-    key = (ui.tuning_key(), ui.workload_spec(), name, target, metric, confidence, simultaneous,
-           int(st.session_state.seed), ui.definition(), ui.delta())
+    mechanism, metric = matched(MECHANISMS[name]), TARGETS[kind]
+    key = (tuning_key(), workload_spec(), name, target, metric, confidence, simultaneous,
+           int(st.session_state.seed), privacy_definition(), privacy_delta())
     try:
         choice = st.session_state.epsilon_choices.get(key)
         if choice is None:
@@ -82,7 +100,7 @@ def from_accuracy() -> None:
                 try:
                     choice = selection.epsilon_for_accuracy(
                         mechanism, workload, target, metric, confidence, simultaneous=simultaneous,
-                        data=hist.counts, trials=trials, points=12, rng=ui.simulation_rng(1))
+                        data=hist.counts, trials=trials, points=12, rng=simulation_rng(1))
                 except ValueError as sim_err:
                     st.error(str(sim_err))
                     return
@@ -90,9 +108,9 @@ def from_accuracy() -> None:
     except ValueError as err:
         st.error(str(err))
         return
-    at_delta = "" if ui.definition() == "pure" else f" at δ = {ui.delta():g}"
-    if ui.definition() == "zcdp":  # the definition's own unit first; its ε at δ once, as a conversion
-        st.metric("Smallest ρ meeting the target", f"ρ = {zcdp_rho(choice.epsilon, ui.delta()):.4g}",
+    at_delta = "" if privacy_definition() == "pure" else f" at δ = {privacy_delta():g}"
+    if privacy_definition() == "zcdp":  # the definition's own unit first; its ε at δ once, as a conversion
+        st.metric("Smallest ρ meeting the target", f"ρ = {zcdp_rho(choice.epsilon, privacy_delta()):.4g}",
                   help=f"Method: {choice.method}. {choice.note}")
         st.caption(f"That is ε = {choice.epsilon:.4g}{at_delta} (CKS conversion), the ε the charts plot.")
     else:
@@ -101,11 +119,11 @@ def from_accuracy() -> None:
     if choice.note:
         st.caption(choice.note)
     label = kind if confidence is None else f"a at 1−β = {confidence:g}"
-    ui.use_button(choice.epsilon, mechanism=name, target=f"{label} ≤ {target:g}", workload=ui.workload_spec(),
+    use_button(choice.epsilon, mechanism=name, target=f"{label} ≤ {target:g}", workload=workload_spec(),
                   key="choose_use")
-    fig = ui.line_figure(choice.epsilons, {f"{name}: {label}": choice.errors}, x_title=ui.EPSILON_TITLE,
+    fig = line_figure(choice.epsilons, {f"{name}: {label}": choice.errors}, x_title=EPSILON_TITLE,
                          y_title="error per query (records)", log_x=True, log_y=True, levels={"target": target},
-                         colours={f"{name}: {label}": ui.mechanism_colour(name)})
+                         colours={f"{name}: {label}": mechanism_colour(name)})
     fig.add_scatter(x=[choice.epsilon], y=[target], mode="markers", marker={"size": 12, "symbol": "star"},
                     name=f"chosen ε = {choice.epsilon:.4g}")
     st.plotly_chart(fig, key="choose_curve")
@@ -119,9 +137,9 @@ def from_accuracy() -> None:
     cols[1].metric(f"±, each {accuracy.unit} ({accuracy.confidence:.0%})", f"{accuracy.half_width:.4g}")
     cols[2].metric(f"±, all {accuracy.unit}s at once", f"{accuracy.simultaneous_half_width:.4g}")
     if accuracy.unit == "bin" and len(hist.domain.shape) == 1:
-        preview = ui.preview_release(choice.epsilon)
+        preview = preview_release(choice.epsilon)
         lo, hi = selection.laplace_confidence_intervals(preview, accuracy.noise_scale, accuracy.confidence)
-        fig = ui.histogram_figure(hist, preview, f"identity, ε={choice.epsilon:.3g} (preview)")
+        fig = histogram_figure(hist, preview, f"identity, ε={choice.epsilon:.3g} (preview)")
         fig.add_scatter(x=np.arange(hist.domain.size), y=lo, mode="lines", line={"width": 0.5}, name="interval")
         fig.add_scatter(x=np.arange(hist.domain.size), y=hi, mode="lines", line={"width": 0.5},
                         fill="tonexty", name=f"per-bin {accuracy.confidence:.0%} interval")
@@ -137,7 +155,7 @@ def target_label(row: dict) -> str:
 
 
 def several_targets() -> None:
-    hist = ui.histogram()
+    hist = histogram()
     two_d = len(hist.domain.shape) == 2
     st.caption("List an accuracy target for each group of queries. Groups released separately add their ε "
                "(sequential composition); groups answered by one release of a histogram mechanism that ignores "
@@ -163,7 +181,7 @@ def several_targets() -> None:
         if st.button("Find the least ε", key="targets_run", type="primary",
                      help="Some error formulas take a few seconds on large domains; results are kept."):
             with st.spinner("computing the least ε per mechanism and group…"):
-                st.session_state.targets_result = (key, ui.target_plans(*key))
+                st.session_state.targets_result = (key, target_plans(*key))
     except ValueError as err:
         st.error(str(err))
         return
@@ -183,7 +201,7 @@ def several_targets() -> None:
                 "relax a target.")
         return
     chosen = best.reason.split(", ")
-    releases = ui.plan_releases(best, labels)
+    releases = plan_releases(best, labels)
     cols = st.columns(2)
     cols[0].metric("Least total ε, best split", f"ε = {best.total:.4g}",
                    help="Each group by its cheapest own release, or several groups on one shared release of a "
@@ -191,8 +209,8 @@ def several_targets() -> None:
     cols[1].metric("Split", " · ".join(f"{r['ε']:.4g} ({r['ε'] / best.total:.0%})" for r in releases))
     st.dataframe([{"release": r["release"], "mechanism": r["mechanism"], "groups": r["groups"], "ε": r["ε"],
                    "share": f"{r['ε'] / best.total:.1%}"} for r in releases], hide_index=True, key="targets_split")
-    ui.use_button(best.total, mechanism=chosen[0] if len(set(chosen)) == 1 else None,
-                  target=f"{len(labels)} targets, best split", workload=ui.workload_spec(), key="targets_use")
+    use_button(best.total, mechanism=chosen[0] if len(set(chosen)) == 1 else None,
+                  target=f"{len(labels)} targets, best split", workload=workload_spec(), key="targets_use")
     st.caption("“Use this ε” hands the total on (and the mechanism when one serves every group). Release "
                "each group at its share: the shares add up to the total.")
 
@@ -223,8 +241,8 @@ def from_risk() -> None:
     cols[3].metric("Largest ε, tight (Eq. 3)", "any" if math.isinf(tight) else f"{tight:.7f}")
     chosen = tight if math.isfinite(tight) else upper
     if math.isfinite(chosen):
-        ui.use_button(chosen, mechanism=None, target=f"re-identification risk ≤ {rho:.3g} ({query})",
-                      workload=ui.workload_spec(), key="lc_use")
+        use_button(chosen, mechanism=None, target=f"re-identification risk ≤ {rho:.3g} ({query})",
+                      workload=workload_spec(), key="lc_use")
     st.info("**What it means:** at or below this ε, this adversary cannot become more than ρ sure which "
             "individual is missing after one answer (the prior is 1/n). **What it does not mean:** it is not a "
             "differential-privacy guarantee; it holds only for this universe, query and adversary, and "
@@ -235,7 +253,7 @@ def from_risk() -> None:
     if worlds.value_spread > 0:
         curves["β upper bound (Eq. 5)"] = selection.lee_clifton_risk_upper(
             epsilons, worlds.sensitivity, worlds.value_spread, worlds.n)
-    fig = ui.line_figure(epsilons, curves, x_title="epsilon", y_title="adversary's posterior (risk)",
+    fig = line_figure(epsilons, curves, x_title="epsilon", y_title="adversary's posterior (risk)",
                          levels={"ρ": rho})
     st.plotly_chart(fig, key="lc_curves")
     st.subheader("Posterior over the worlds (Table 3)")
@@ -254,7 +272,7 @@ def from_risk() -> None:
 def usefulness() -> None:
     st.caption("Xiao, Xiong & Yuan's (ε_u, δ_u)-usefulness: with probability ≥ 1 − δ_u every answer (as a "
                "fraction of n) is within ε_u. Notation: here α is the DP epsilon.")
-    hist = ui.tuning_histogram()
+    hist = tuning_histogram()
     left, middle, right = st.columns(3)
     kind = left.radio("Queries", ["Intervals (Theorems 4.2/5.2)", "Max query (Lemma 4.2, Theorem 4.4)"],
                       key="useful_kind")
@@ -275,7 +293,7 @@ def usefulness() -> None:
             records = np.geomspace(n_min / 10, n_min * 10, 60)
             bound = [min(1.0, selection.interval_failure_probability(n, cells, alpha, eps_u,
                                                                      neighbouring=neighbouring)) for n in records]
-            fig = ui.line_figure(records, {"failure probability bound": bound}, x_title="records n",
+            fig = line_figure(records, {"failure probability bound": bound}, x_title="records n",
                                  y_title="P(some interval errs by > ε_u)", log_x=True, log_y=True,
                                  levels={"δ_u": delta_u})
             fig.add_scatter(x=[n_min], y=[delta_u], mode="markers", marker={"size": 12, "symbol": "star"},
@@ -290,7 +308,7 @@ def usefulness() -> None:
             st.caption("These bounds are stated for the paper's literal max-query mechanism, which is not DP "
                        "(it answers with the exact maximum); use them as the paper's numbers, not as guarantees.")
             deltas = np.geomspace(1e-4, 0.999 / (math.exp(alpha) + 1), 50)
-            fig = ui.line_figure(deltas, {"minimum n": [selection.max_query_min_records(cells, alpha, eps_u, d)
+            fig = line_figure(deltas, {"minimum n": [selection.max_query_min_records(cells, alpha, eps_u, d)
                                                         for d in deltas]},
                                  x_title="δ_u", y_title="minimum records n", log_x=True)
     except ValueError as err:
@@ -332,10 +350,10 @@ def risk_and_noise() -> None:
                                 value=min(max(float(handoff["epsilon"]), 0.0001), 100.0) if handoff else 1.0,
                                 help="Defaults to the ε handed on by “Use this ε”, else 1.")
     if st.session_state.get("risk_definition") not in RISK_NOISE:
-        st.session_state.risk_definition = ui.definition()
+        st.session_state.risk_definition = privacy_definition()
     definition = middle.radio("Noise", list(RISK_NOISE), format_func=RISK_NOISE.get, key="risk_definition",
                               help="Follows the sidebar's privacy definition; switch to compare.")
-    delta = ui.delta()
+    delta = privacy_delta()
     if definition == "pure":
         right.caption("Laplace noise of scale b = Δ/ε; no δ.")
     else:
@@ -353,7 +371,7 @@ def risk_and_noise() -> None:
 
 
 def _release_dots(definition: str, epsilon: float, delta: float) -> tuple[str, float, float]:
-    hist = ui.tuning_histogram()
+    hist = tuning_histogram()
     left, middle, right = st.columns(3)
     source = left.radio("Value", ["A bin of this dataset", "A value you type"], key="risk_source")
     if source.startswith("A bin"):
@@ -380,12 +398,12 @@ def _release_dots(definition: str, epsilon: float, delta: float) -> tuple[str, f
     columns = math.ceil(2 * math.sqrt(count))
     x, height = risk.stack_dots(dots, bin_width=(dots[-1] - dots[0]) / columns, center=true)
     fig = go.Figure()
-    fig.add_vrect(x0=true - half90, x1=true + half90, fillcolor=ui.PALETTE[0], opacity=0.08, line_width=0)
+    fig.add_vrect(x0=true - half90, x1=true + half90, fillcolor=PALETTE[0], opacity=0.08, line_width=0)
     fig.add_trace(go.Scatter(x=x, y=height, mode="markers", name=f"one dot = 1/{count} of the releases",
-                             marker={"size": 16 if count == 20 else 10, "color": ui.PALETTE[0]},
+                             marker={"size": 16 if count == 20 else 10, "color": PALETTE[0]},
                              customdata=np.column_stack([levels, dots]),
                              hovertemplate="quantile %{customdata[0]:.3f}: %{customdata[1]:.4g}<extra></extra>"))
-    fig.add_vline(x=true, line={"color": ui.TRUE_COLOUR, "width": 2},
+    fig.add_vline(x=true, line={"color": TRUE_COLOUR, "width": 2},
                   annotation_text=f"true value {true:g}", annotation_position="top")
     fig.update_layout(height=260 if count == 20 else 320, xaxis_title="released value",
                       yaxis={"visible": False, "range": [0, height.max() + 1]}, showlegend=True,
@@ -425,10 +443,10 @@ def _disclosure(definition: str, epsilon: float, delta: float, scale: float, sen
     epsilons = np.union1d(np.geomspace(0.01, top, 120), [epsilon])
     priors = sorted(set(RISK_PRIORS) | {prior})
     curves = {f"prior {p:.3g}": risk.posterior_bound(epsilons, p) for p in priors}
-    fig = ui.line_figure(epsilons, curves, x_title=ui.EPSILON_TITLE, y_title="largest posterior", log_x=True)
-    fig.add_vline(x=epsilon, line={"color": ui.TRUE_COLOUR, "dash": "dash"})
+    fig = line_figure(epsilons, curves, x_title=EPSILON_TITLE, y_title="largest posterior", log_x=True)
+    fig.add_vline(x=epsilon, line={"color": TRUE_COLOUR, "dash": "dash"})
     fig.add_scatter(x=[epsilon] * len(priors), y=[float(risk.posterior_bound(epsilon, p)) for p in priors],
-                    mode="markers", marker={"size": 11, "symbol": "star", "color": ui.TRUE_COLOUR},
+                    mode="markers", marker={"size": 11, "symbol": "star", "color": TRUE_COLOUR},
                     name=f"chosen ε = {epsilon:.4g}")
     st.plotly_chart(fig, key="risk_posterior_chart")
     kind = "laplace" if definition == "pure" else "gaussian"
@@ -436,10 +454,10 @@ def _disclosure(definition: str, epsilon: float, delta: float, scale: float, sen
     tail = risk.privacy_loss_tail(kind, epsilons, scale=scale, sensitivity=sensitivity)
     if definition != "pure":
         profile_name = "δ(ε), exact Gaussian profile" if definition == "approx" else "δ(ε), CKS conversion of ρ"
-        fig = ui.line_figure(epsilons, {profile_name: np.maximum(profile, 1e-300),
+        fig = line_figure(epsilons, {profile_name: np.maximum(profile, 1e-300),
                                         "P[posterior above the bound at ε] = P[L > ε]": np.maximum(tail, 1e-300)},
-                             x_title=ui.EPSILON_TITLE, y_title="probability", log_x=True, log_y=True)
-        fig.add_vline(x=epsilon, line={"color": ui.TRUE_COLOUR, "dash": "dash"})
+                             x_title=EPSILON_TITLE, y_title="probability", log_x=True, log_y=True)
+        fig.add_vline(x=epsilon, line={"color": TRUE_COLOUR, "dash": "dash"})
         fig.update_yaxes(range=[-12, 0])
         st.plotly_chart(fig, key="risk_profile_chart")
         st.caption("Each ε on the x-axis is a valid reading of the same noise: the posterior bound at that ε holds "
@@ -492,8 +510,8 @@ def _sample_inference(definition: str, epsilon: float, delta: float) -> None:
     fig = go.Figure()
     for i, row in rows.iterrows():
         fig.add_trace(go.Scatter(x=[row["low"], row["high"]], y=[row["interval"]] * 2, mode="lines+markers",
-                                 line={"width": 6, "color": ui.PALETTE[i]}, name=row["interval"]))
-    fig.add_vline(x=float(interval.estimate), line={"color": ui.TRUE_COLOUR, "dash": "dot"})
+                                 line={"width": 6, "color": PALETTE[i]}, name=row["interval"]))
+    fig.add_vline(x=float(interval.estimate), line={"color": TRUE_COLOUR, "dash": "dot"})
     fig.update_layout(height=200, xaxis_title=f"95 % interval for the {unit}", showlegend=False,
                       margin={"l": 20, "r": 10, "t": 20, "b": 40})
     st.plotly_chart(fig, key="risk_interval_chart")

@@ -5,12 +5,25 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from dplens import ui
 from dplens.core.analysis.experiment import regret, replay, summarise
 from dplens.core.analysis.metrics import HISTOGRAM_METRICS, METRIC_LABELS, METRICS
 from dplens.core.analysis.views import count_buckets
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.release.recipe import recipe_script
+from dplens.ui.chart_controls import histogram_view_controls
+from dplens.ui.charts import (
+    ENVELOPE,
+    error_figure,
+    histogram_figure,
+    mechanism_words,
+    per_bin_figure,
+    runtime_figure,
+)
+from dplens.ui.definition import definition
+from dplens.ui.ledger import delta
+from dplens.ui.privacy import matched
+from dplens.ui.sweeps import per_bin
+from dplens.ui.workloads import workload_spec
 
 PER_BIN_TRIALS = 5  # trials behind the per-bin error view
 
@@ -24,7 +37,7 @@ def pick_from_click(event, summary, metric: str, epsilons) -> None:
     st.session_state.compare_last_click = point
     epsilon = min(epsilons, key=lambda e: abs(np.log(e) - np.log(float(point["x"]))))
     name = point.get("legendgroup")
-    if name == ui.ENVELOPE or name not in MECHANISMS:
+    if name == ENVELOPE or name not in MECHANISMS:
         rows = summary[(summary["metric"] == metric) & (summary["epsilon"] == epsilon)]
         name = rows.loc[rows["mean"].idxmin(), "mechanism"]
     st.session_state.compare_pick_mechanism, st.session_state.compare_pick_epsilon = name, epsilon
@@ -44,13 +57,13 @@ def show_compare_results(epsilons, hist, results, trials, workload) -> None:
         log_y = middle.toggle("Log error axis", True, key="compare_logy", help="Log scale for the error.")
         envelope = right.toggle("Lower envelope", True, key="compare_envelope",
                                 help="The best mean error at each epsilon over the mechanisms shown (DPComp).")
-        x_title = "epsilon" if ui.definition() == "pure" else f"epsilon at delta = {ui.delta():g} ({ui.definition()})"
-        event = st.plotly_chart(ui.error_figure(summary, metric, log_y=log_y, envelope=envelope, x_title=x_title),
+        x_title = "epsilon" if definition() == "pure" else f"epsilon at delta = {delta():g} ({definition()})"
+        event = st.plotly_chart(error_figure(summary, metric, log_y=log_y, envelope=envelope, x_title=x_title),
                                 key="compare_chart",
                                 on_select="rerun", selection_mode="points")
         st.caption("Lines: mean over trials; bands: 2.5–97.5 % of single trials; dotted: analytic expectation "
                    "(data-independent mechanisms, MSE/RMSE). Click a point to inspect that release below.")
-        st.caption("Legend: " + ui.mechanism_words(summary["mechanism"].unique()))
+        st.caption("Legend: " + mechanism_words(summary["mechanism"].unique()))
         pick_from_click(event, summary, metric, epsilons)
         ran = list(summary["mechanism"].unique())
         if st.session_state.get("compare_pick_mechanism") not in ran:
@@ -64,7 +77,7 @@ def show_compare_results(epsilons, hist, results, trials, workload) -> None:
                                         help="Or click a point above.")
         trial = int(right.number_input("Trial", 0, int(trials) - 1, 0, key="compare_pick_trial",
                                        help="Which of the sweep's trials to reproduce (same noise stream)."))
-        release = replay(hist, workload, ui.matched(pick), pick_epsilon, trial, seed=int(st.session_state.seed))
+        release = replay(hist, workload, matched(pick), pick_epsilon, trial, seed=int(st.session_state.seed))
         if metric in HISTOGRAM_METRICS:
             value = np.nan if release.estimate is None else METRICS[metric](hist.vector, release.estimate,
                                                                               total=hist.total)
@@ -74,21 +87,21 @@ def show_compare_results(epsilons, hist, results, trials, workload) -> None:
                    f"(reproduced exactly from the sweep's noise stream; privacy loss {release.privacy_loss:.4g}).")
         try:
             st.download_button("Recipe for this point (Python script)", recipe_script(
-                mechanism=pick, settings={}, workload=ui.workload_spec(), epsilon=float(pick_epsilon)),
+                mechanism=pick, settings={}, workload=workload_spec(), epsilon=float(pick_epsilon)),
                 "dplens_recipe.py", "text/x-python", key="compare_recipe", on_click="ignore",
                 help="Releases this mechanism at this ε on a file you name (secure noise; the data is not in it).")
         except ValueError as err:
             st.caption(f"No recipe for this point: {err}.")
-        view = ui.histogram_view_controls(hist, key="compare_view") if release.estimate is not None else {}
+        view = histogram_view_controls(hist, key="compare_view") if release.estimate is not None else {}
         if release.estimate is None:
             st.info(f"{pick} releases workload answers only, not a histogram.")
         elif len(hist.domain.shape) == 2:
             left, right = st.columns(2)
-            left.plotly_chart(ui.histogram_figure(hist, **view), key="compare_true_heatmap")
-            right.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", **view),
+            left.plotly_chart(histogram_figure(hist, **view), key="compare_true_heatmap")
+            right.plotly_chart(histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", **view),
                                key="compare_noisy_heatmap")
         else:
-            st.plotly_chart(ui.histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", pick, **view),
+            st.plotly_chart(histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", pick, **view),
                             key="compare_noisy")
     with regret_tab:
         table = regret(results, metric)
@@ -102,21 +115,21 @@ def show_compare_results(epsilons, hist, results, trials, workload) -> None:
         clicked = st.button("Compute per-bin error", key="compare_per_bin", help=f"Replays {PER_BIN_TRIALS} "
                             "trials per mechanism and averages |estimate − true| per bin.")
         with st.spinner(f"Replaying {PER_BIN_TRIALS} trials per mechanism for the per-bin error…"):
-            errors = ui.per_bin(tuple(ran), per_epsilon, min(PER_BIN_TRIALS, int(trials)), compute=clicked)
+            errors = per_bin(tuple(ran), per_epsilon, min(PER_BIN_TRIALS, int(trials)), compute=clicked)
         if errors is not None:
             bucket, labels = count_buckets(hist.vector)
             sizes = np.bincount(bucket, minlength=len(labels))
             means = {name: np.bincount(bucket, weights=e, minlength=len(labels)) / np.maximum(sizes, 1)
                      for name, e in errors.items()}
-            st.plotly_chart(ui.per_bin_figure(labels, means, sizes), key="compare_per_bin_chart")
+            st.plotly_chart(per_bin_figure(labels, means, sizes), key="compare_per_bin_chart")
             st.caption("Mean absolute error of the histogram estimate per bin, grouped by the bin's true count: the "
                        "small bins (1–9) are where relative error explodes. Mechanisms without a histogram "
                        "estimate are left out.")
-            st.caption("Legend: " + ui.mechanism_words(list(means)))
+            st.caption("Legend: " + mechanism_words(list(means)))
     with runtime_tab:
-        st.plotly_chart(ui.runtime_figure(summary), key="compare_runtime")
+        st.plotly_chart(runtime_figure(summary), key="compare_runtime")
         st.caption(f"Mean wall-clock seconds per run over the {len(results):,} measurements.")
-        st.caption("Legend: " + ui.mechanism_words(summary["mechanism"].unique()))
+        st.caption("Legend: " + mechanism_words(summary["mechanism"].unique()))
     with table_tab:
         st.dataframe(summary[summary["metric"] == metric].drop(columns="metric"), hide_index=True, key="compare_table",
                      column_config={"seconds": st.column_config.NumberColumn("seconds/run", format="%.2e"),

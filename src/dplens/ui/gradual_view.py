@@ -5,8 +5,13 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from dplens import ui
 from dplens.core.release import gradual
+from dplens.ui.charts import line_figure
+from dplens.ui.datasets import histogram
+from dplens.ui.handoff import apply_handoff, show_handoff
+from dplens.ui.state import release_rng, simulation_rng
+from dplens.ui.workloads import workload as session_workload
+from dplens.ui.workloads import workload_name
 
 DEFAULT_SCHEDULE = "0.05, 0.1, 0.2, 0.5, 1"
 
@@ -44,15 +49,15 @@ def release_next() -> None:
         st.session_state.flash_error = (f"The next epsilon ({epsilon:g}) must exceed the last released one "
                                         f"({previous:g}); edit the schedule.")
         return
-    values = gradual.walk_step(ui.histogram().vector, 1.0, walk["values"][-1] if step else None,
-                               previous or None, epsilon, ui.release_rng())
+    values = gradual.walk_step(histogram().vector, 1.0, walk["values"][-1] if step else None,
+                               previous or None, epsilon, release_rng())
     walk["epsilons"].append(epsilon)
     walk["values"].append(values)
 
 
 def walk_tab() -> None:
-    hist = ui.histogram()
-    ui.show_handoff(ui.apply_handoff("gradual"), "gradual")
+    hist = histogram()
+    show_handoff(apply_handoff("gradual"), "gradual")
     st.session_state.setdefault("gradual_schedule", DEFAULT_SCHEDULE)  # via the session: a hand-off can set it
     st.text_input("Epsilon schedule (strictly increasing, most private first)", key="gradual_schedule")
     try:
@@ -76,7 +81,7 @@ def walk_tab() -> None:
     cols[0].metric("Steps released", f"{step} of {planned.size}")
     cols[1].metric("A real walk's loss so far (largest ε)", f"ε = {released[-1] if step else 0:.4g}")
     cols[2].metric("Independent releases would cost (Σ ε)", f"ε = {independent[step - 1] if step else 0:.4g}")
-    fig = ui.line_figure(planned, {"noise reduction: ε_t": nr, "independent releases: Σ ε": independent},
+    fig = line_figure(planned, {"noise reduction: ε_t": nr, "independent releases: Σ ε": independent},
                          x_title="epsilon of the latest step", y_title="cumulative privacy loss")
     st.plotly_chart(fig, key="gradual_loss")
     if not step:
@@ -88,12 +93,12 @@ def walk_tab() -> None:
     st.caption(GRADUAL_SIMULATION)
     values = np.array(walk["values"])
     series = {f"bin {b} (true {hist.vector[b]:g})": values[:, b] for b in bins}
-    st.plotly_chart(ui.line_figure(released, series, x_title="epsilon", y_title="released value", shape="hv"),
+    st.plotly_chart(line_figure(released, series, x_title="epsilon", y_title="released value", shape="hv"),
                     key="gradual_walk_chart")
     st.caption("Flat segments: the per-bin coin kept the previous value (probability (ε_t/ε_{t+1})²).")
     walk_rmse = np.sqrt(np.mean((values - hist.vector) ** 2, axis=1))
-    simulated, one_shot = gradual.one_shot_comparison(hist.vector, released, 5, ui.simulation_rng(2))
-    st.plotly_chart(ui.line_figure(released, {"this walk": walk_rmse, "walk, mean of 5 simulations": simulated,
+    simulated, one_shot = gradual.one_shot_comparison(hist.vector, released, 5, simulation_rng(2))
+    st.plotly_chart(line_figure(released, {"this walk": walk_rmse, "walk, mean of 5 simulations": simulated,
                                               "one-shot release, mean of 5 simulations": one_shot,
                                               "one-shot expected √2/ε": np.sqrt(2) / released},
                                    x_title="epsilon", y_title="RMSE per bin", log_x=True, log_y=True),
@@ -102,9 +107,9 @@ def walk_tab() -> None:
 
 
 def search_tab() -> None:
-    hist, workload = ui.histogram(), ui.workload()
+    hist, workload = histogram(), session_workload()
     st.caption(f"Stop at the first epsilon whose noisy workload error is below the target (Ligett et al.). "
-               f"Workload `{ui.workload_name()}`. A what-if on your data: nothing is published or charged.")
+               f"Workload `{workload_name()}`. A what-if on your data: nothing is published or charged.")
     with st.form("gradual_search_form"):
         cols = st.columns(4)
         metric = cols[0].selectbox("Error", ["rmse", "mae", "max_abs"], key="search_metric")
@@ -120,8 +125,8 @@ def search_tab() -> None:
             args = {"epsilon_max": epsilon_max, "epsilon_min": epsilon_min, "gamma": gamma, "metric": metric}
             st.session_state.gradual_search = (
                 gradual.accuracy_first(hist.counts, workload, target, steps=steps, threshold=rule,
-                                       rng=ui.simulation_rng(30), **args),
-                gradual.doubling_search(hist.counts, workload, target, rng=ui.simulation_rng(31), **args), target)
+                                       rng=simulation_rng(30), **args),
+                gradual.doubling_search(hist.counts, workload, target, rng=simulation_rng(31), **args), target)
         except ValueError as err:
             st.error(str(err))
             return
@@ -140,7 +145,7 @@ def search_tab() -> None:
                    help="Ex-ante cap ε_A + ε_T: the loss if the search ran to its last, least private step.")
     cols[3].metric("Doubling baseline loss", f"{doubling.privacy_loss:.4g}" + ("" if doubling.stopped_at is not None
                                                                                else " (FAIL)"))
-    fig = ui.line_figure(result.epsilons, {"true error of θ_t (display only)": result.errors}, x_title="epsilon",
+    fig = line_figure(result.epsilons, {"true error of θ_t (display only)": result.errors}, x_title="epsilon",
                          y_title=f"{metric} of the workload", log_x=True, log_y=True,
                          levels={"target α": target, "stopping threshold": result.threshold})
     if result.succeeded:

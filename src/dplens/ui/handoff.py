@@ -12,6 +12,7 @@ import streamlit as st
 from dplens.ui.ledger import ledger
 from dplens.ui.state import init_state
 from dplens.ui.tuning import tuned_on
+from dplens.ui.workloads import workload_spec
 
 _TARGET_PAGES = ("release", "gradual")
 
@@ -35,8 +36,6 @@ def _stale(handoff: dict, page: str) -> bool:
     """A choice made for other inputs says nothing now: the dataset or workload changed, a release was made since
     (the remaining budget moved), or the Release page's mechanism is no longer the one it was chosen for."""
     ss = st.session_state
-    from dplens.ui.workloads import workload_spec
-
     moved = (handoff.get("dataset") != ss.get("dataset_key") or handoff["workload"] != workload_spec()
              or len(ss.get("releases", [])) > handoff.get("releases", 0))
     return moved or (page == "release" and bool(handoff["mechanism"])

@@ -8,7 +8,6 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from dplens import ui
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.papers.teaching import (
     composition_by_definition,
@@ -20,6 +19,10 @@ from dplens.core.papers.teaching import (
     range_lengths,
     ratio_band,
 )
+from dplens.ui.charts import PALETTE, TRUE_COLOUR
+from dplens.ui.datasets import histogram
+from dplens.ui.state import simulation_rng
+from dplens.ui.workloads import workload, workload_name
 
 RATIO_BINS = 16        # §2: coarse bins, so every shown ratio rests on many outputs
 RATIO_MIN_COUNT = 200  # §2: bins with fewer outputs (of either sample) are not shown
@@ -58,30 +61,30 @@ def gaussian_section() -> None:
     grid = np.linspace(-3 * epsilon5, 3 * epsilon5, 601)
     pld = privacy_loss_distributions(epsilon5, delta5, grid)
     fig = go.Figure([go.Scatter(x=grid, y=pld["gaussian_density"], name=f"Gaussian (σ = {pld['sigma']:.3g})",
-                                line={"color": ui.PALETTE[1]}),
+                                line={"color": PALETTE[1]}),
                      go.Scatter(x=grid, y=pld["laplace_density"], name="Laplace (continuous part)",
-                                line={"color": ui.PALETTE[2]}),
+                                line={"color": PALETTE[2]}),
                      go.Bar(x=list(pld["laplace_atoms"]), y=list(pld["laplace_atoms"].values()), width=0.03 * epsilon5,
-                            name="Laplace atoms at ±ε", marker_color=ui.PALETTE[2])])
+                            name="Laplace atoms at ±ε", marker_color=PALETTE[2])])
     fig.add_vline(x=epsilon5, line_dash="dot")
-    fig.update_layout(xaxis_title="privacy loss L = ln p(y)/p'(y)", yaxis_title="density", **ui.LAYOUT)
+    fig.update_layout(xaxis_title="privacy loss L = ln p(y)/p'(y)", yaxis_title="density", **LAYOUT)
     right.plotly_chart(fig, key="learn_pld")
     left.caption(f"Privacy-loss distributions of one count (Δ = 1). Laplace's loss stops at ε; the Gaussian's "
                  f"exceeds ε with probability {pld['gaussian_tail']:.2g} (paid for by δ = {delta5:g}).")
     ks = np.unique(np.geomspace(1, 1000, 60).astype(int))
     comp5 = composition_by_definition(epsilon5, delta5, ks)
-    fig = go.Figure([go.Scatter(x=ks, y=comp5["pure"], name="pure ε-DP (Laplace): kε", line={"color": ui.PALETTE[2]}),
+    fig = go.Figure([go.Scatter(x=ks, y=comp5["pure"], name="pure ε-DP (Laplace): kε", line={"color": PALETTE[2]}),
                      go.Scatter(x=ks, y=comp5["approx"], name="(ε, δ) basic: kε at kδ", line={"dash": "dot"}),
                      go.Scatter(x=ks, y=comp5["zcdp"], name="zCDP (Gaussian): kρ → ε at δ",
-                                line={"color": ui.PALETTE[1]}),
+                                line={"color": PALETTE[1]}),
                      go.Scatter(x=ks, y=comp5["pure_via_zcdp"], name="Laplace accounted in zCDP",
-                                line={"dash": "dash", "color": ui.PALETTE[2]})])
+                                line={"dash": "dash", "color": PALETTE[2]})])
     fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="releases k",
-                      yaxis_title=f"total ε at δ = {delta5:g}", **ui.LAYOUT)
+                      yaxis_title=f"total ε at δ = {delta5:g}", **LAYOUT)
     st.plotly_chart(fig, key="learn_composition_definitions")
     st.caption("Composition of k = 1…1000 releases, each at the ε above (at δ). zCDP composes exactly in ρ and "
                "converts once (Canonne, Kamath & Steinke 2020); (ε, δ) by basic composition also adds up δ.")
-    hist5, workload5 = ui.histogram(), ui.workload()
+    hist5, workload5 = histogram(), workload()
     pairs = {"privelet": "gaussian-privelet", "hb": "gaussian-hb", "laplace-on-answers": "gaussian-answers",
              "identity": "gaussian-identity"}
     pick = st.selectbox("Laplace mechanism (vs its Gaussian variant) on your workload", list(pairs),
@@ -92,21 +95,21 @@ def gaussian_section() -> None:
     except ValueError as err:
         st.info(f"No analytic error for this workload: {err}")
     else:
-        fig = go.Figure([go.Scatter(x=cross["epsilons"], y=cross["laplace"], name=pick, line={"color": ui.PALETTE[2]}),
+        fig = go.Figure([go.Scatter(x=cross["epsilons"], y=cross["laplace"], name=pick, line={"color": PALETTE[2]}),
                          go.Scatter(x=cross["epsilons"], y=cross["gaussian"], name=pairs[pick],
-                                    line={"color": ui.PALETTE[1]})])
+                                    line={"color": PALETTE[1]})])
         if cross["crossover"]:
             fig.add_vline(x=cross["crossover"], line_dash="dot")
         fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title=f"ε (at δ = {delta5:g})",
-                          yaxis_title="expected RMSE per query", **ui.LAYOUT)
+                          yaxis_title="expected RMSE per query", **LAYOUT)
         st.plotly_chart(fig, key="learn_crossover")
         if cross["crossover"] is None:
             winner = pairs[pick] if cross["gaussian"][0] < cross["laplace"][0] else pick
-            st.caption(f"On `{ui.workload_name()}` ({hist5.domain.size:,} cells) {winner} wins over the whole range.")
+            st.caption(f"On `{workload_name()}` ({hist5.domain.size:,} cells) {winner} wins over the whole range.")
         else:
             side = "above" if cross["gaussian_wins_above"] else "below"
             st.caption(f"Crossover at ε ≈ {cross['crossover']:.3g}: the Gaussian variant wins {side} it on "
-                       f"`{ui.workload_name()}`.")
+                       f"`{workload_name()}`.")
 
 
 def ratio_section() -> None:
@@ -121,12 +124,12 @@ def ratio_section() -> None:
     epsilon2 = left.slider("Epsilon ε ", 0.1, 3.0, 0.5, 0.1, key="learn_epsilon_count")
     releases = left.select_slider("Releases", [10_000, 100_000, 1_000_000], 1_000_000, key="learn_releases",
                                   help="More releases shrink the sampling band around each observed ratio.")
-    outputs_x, outputs_y = neighbouring_outputs(count, epsilon2, releases, ui.simulation_rng(2))
+    outputs_x, outputs_y = neighbouring_outputs(count, epsilon2, releases, simulation_rng(2))
     scale2 = 1 / epsilon2
     # 16 bins over ±4 noise scales: coarse enough that every bin shown holds hundreds of outputs
-    edges = np.linspace(count - 4 * scale2, count + 1 + 4 * scale2, ui.RATIO_BINS + 1)
-    p, q, ratio = output_ratio(outputs_x, outputs_y, edges, min_count=ui.RATIO_MIN_COUNT)
-    low, high = ratio_band(outputs_x, outputs_y, edges, min_count=ui.RATIO_MIN_COUNT)
+    edges = np.linspace(count - 4 * scale2, count + 1 + 4 * scale2, RATIO_BINS + 1)
+    p, q, ratio = output_ratio(outputs_x, outputs_y, edges, min_count=RATIO_MIN_COUNT)
+    low, high = ratio_band(outputs_x, outputs_y, edges, min_count=RATIO_MIN_COUNT)
     centres = (edges[:-1] + edges[1:]) / 2
     bound = math.exp(epsilon2)
     worst = int(np.nanargmax(np.maximum(ratio, 1 / ratio)))
@@ -135,7 +138,7 @@ def ratio_section() -> None:
         ratio[worst], (low[worst], high[worst]))
     left.metric("e^ε (the bound)", f"{bound:.3g}")
     left.metric("Largest observed ratio", f"{largest:.3g}", help="Over the bins shown (each holds at least "
-                f"{ui.RATIO_MIN_COUNT} outputs of both). Its 95 % sampling band: {band[0]:.3g} to {band[1]:.3g}.")
+                f"{RATIO_MIN_COUNT} outputs of both). Its 95 % sampling band: {band[0]:.3g} to {band[1]:.3g}.")
     verdict = ("at or below the bound" if largest <= bound else
                "above the bound only by sampling noise: its band reaches down to the bound"
                if band[0] <= bound else "above the bound beyond its sampling band (check the sampler)")
@@ -143,21 +146,21 @@ def ratio_section() -> None:
                  "wobbles: the error bars are a 95 % band for all bins at once. Where the true ratio equals "
                  "e^ε (the tails), about half the points land a little above the line, and their bands "
                  "cross it.")
-    fig = go.Figure([go.Bar(x=centres, y=p, name=f"outputs for x = {count}", marker_color=ui.PALETTE[0],
+    fig = go.Figure([go.Bar(x=centres, y=p, name=f"outputs for x = {count}", marker_color=PALETTE[0],
                             opacity=0.55),
-                     go.Bar(x=centres, y=q, name=f"outputs for x + 1 = {count + 1}", marker_color=ui.PALETTE[1],
+                     go.Bar(x=centres, y=q, name=f"outputs for x + 1 = {count + 1}", marker_color=PALETTE[1],
                             opacity=0.55)])
     fig.update_layout(barmode="overlay", bargap=0, xaxis_title="released value", yaxis_title="share of releases",
-                      **ui.LAYOUT)
+                      **LAYOUT)
     right.plotly_chart(fig, key="learn_outputs")
     fig = go.Figure([go.Scatter(x=centres, y=ratio, mode="markers", name="P[output | x] / P[output | x+1]",
-                                marker={"color": ui.PALETTE[2]},
+                                marker={"color": PALETTE[2]},
                                 error_y={"type": "data", "symmetric": False, "array": high - ratio,
-                                         "arrayminus": ratio - low, "color": ui.PALETTE[2]})])
+                                         "arrayminus": ratio - low, "color": PALETTE[2]})])
     for level in (bound, 1 / bound):
-        fig.add_hline(y=level, line_dash="dash", line_color=ui.TRUE_COLOUR)
-    ticks = ui.ratio_ticks(epsilon2)
+        fig.add_hline(y=level, line_dash="dash", line_color=TRUE_COLOUR)
+    ticks = ratio_ticks(epsilon2)
     fig.update_layout(xaxis_title="released value (records)", yaxis_title="ratio of output probabilities",
-                      yaxis={"type": "log", "tickvals": list(ticks), "ticktext": list(ticks.values())}, **ui.LAYOUT)
+                      yaxis={"type": "log", "tickvals": list(ticks), "ticktext": list(ticks.values())}, **LAYOUT)
     right.plotly_chart(fig, key="learn_ratio")
 

@@ -5,6 +5,7 @@ server restart sees the same spent budget for the same counts. Ledgers belong to
 (``ui.identity``): ``ledger_store()`` reads and charges only the signed-in curator's. A derived dataset (rescaled,
 coarsened) is charged to the ledger of the dataset it came from. ``st.session_state.ledger`` keeps
 the last value read, for display and tests; the store is the truth.
+The δ of one release (``delta``) lives here too: under (ε, δ) it is a share of the ledger's total δ.
 """
 
 from __future__ import annotations
@@ -13,21 +14,26 @@ import pandas as pd
 import streamlit as st
 
 from dplens.core.privacy.budget import Budget, BudgetExceededError, Ledger
-from dplens.core.privacy.ledger_store import LedgerStore, default_total_for, total_label
-from dplens.ui import identity
+from dplens.core.privacy.definitions import native_spend
+from dplens.core.privacy.ledger_store import (
+    DEFAULT_DELTA_RELEASES,
+    LedgerStore,
+    default_total_for,
+    total_label,
+)
 from dplens.ui.datasets import RESCALED_REFUSAL, histogram, is_rescaled, ledger_key
+from dplens.ui.definition import definition, session_delta
+from dplens.ui.identity import current_curator
 from dplens.ui.state import init_state
 
 
 def ledger_store() -> LedgerStore:
     """The current curator's ledgers (``dplens.ui.identity.current_curator``): what every page reads and charges."""
-    return LedgerStore(owner=identity.current_curator())
+    return LedgerStore(owner=current_curator())
 
 
 def default_total() -> Budget:
     """The current dataset's total until the curator records one, in the unit of the sidebar's definition."""
-    from dplens.ui.privacy import definition, session_delta
-
     return default_total_for(definition(), session_delta())
 
 
@@ -41,6 +47,20 @@ def ledger() -> Ledger:
         led = Ledger(Budget(0.0))
     st.session_state.ledger = led
     return led
+
+
+def delta() -> float:
+    """The δ of one release (where (ε, δ) and zCDP are read as "ε at δ").
+
+    Under (ε, δ) there is one δ control, the dataset's total δ, and each release gets
+    ``1/DEFAULT_DELTA_RELEASES`` of it (a total with no δ falls back to the sidebar's δ, and its releases are
+    refused with a message); under zCDP it is the sidebar's δ.
+    """
+    if definition() == "approx":
+        total = ledger().total.delta
+        if total > 0:
+            return total / DEFAULT_DELTA_RELEASES
+    return session_delta()
 
 
 def native_history(history: list[dict], led: Ledger) -> pd.DataFrame:
@@ -139,8 +159,6 @@ def reset_budget() -> None:
         ss.flash_error = "Budget not reset: tick the box confirming that a reset voids the privacy guarantee."
         return
     try:
-        from dplens.ui.privacy import delta
-
         total = (Budget.zcdp(float(ss.ledger_reset_total), delta()) if ss.get("ledger_reset_unit") == "ρ"
                  else Budget(float(ss.ledger_reset_total)))
         ss.ledger = ledger_store().reset(ledger_key(), total, reason=ss.get("ledger_reset_reason", ""),
@@ -157,9 +175,6 @@ def native_caption() -> str:
     A ρ total is composed in ρ by the ledger itself. An (ε, δ) total enforces basic composition of (ε, δ)
     (always valid); under zCDP the tighter Σρ view is shown too.
     """
-    from dplens.core.privacy.definitions import native_spend
-    from dplens.ui.privacy import definition, delta
-
     led = st.session_state.ledger
     if led.unit == "rho":  # a ρ total: the ledger itself composes Σρ (exact); ε is its CKS conversion
         return (f"ρ-zCDP budget: spent ρ = {led.spent.rho:.4g} of ρ = {led.total.rho:.4g} (Σρ; a pure ε spend counts "

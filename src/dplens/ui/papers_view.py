@@ -9,7 +9,6 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dplens import ui
 from dplens.core.data.domain import Histogram
 from dplens.core.mechanisms.lrm import LRM
 from dplens.core.papers.literal import DEMOS, NOT_DP, labelled, run_demo
@@ -17,6 +16,7 @@ from dplens.core.papers.report import figures
 from dplens.core.papers.reproduce import paper_readings, run_reproduction
 from dplens.core.papers.reproduction import data_choices, reading_table, verdict_table
 from dplens.core.papers.verdicts import MIN_TRIALS
+from dplens.ui.datasets import histogram
 
 GGS_EXAMPLE = np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000])  # sorted; GGS at λ = 10 groups it as [1,1,2,3] [8,9,10] [100] [120] [1000]
 
@@ -125,7 +125,7 @@ def show_reproduction(name: str) -> None:
         st.caption(f"Same as `python -m dplens reproduce {name} --output DIR [--data D] [--epsilons E] [--trials T]` "
                    "(CSV + HTML).")
         return
-    data = None if choice == PAPER_DATA else ui.histogram() if choice == SESSION_DATA else choice
+    data = None if choice == PAPER_DATA else histogram() if choice == SESSION_DATA else choice
     result = reproduction(name, int(st.session_state.seed), data, epsilons.strip(), int(trials) or None)
     st.markdown(f"**The paper claims:** {result.claim}\n\n**We measure:** {result.measure}\n\n**Data:** {result.data}")
     st.markdown("**Claims and verdicts** — one row per claim: the paper's number, the literal reading of its text, "

@@ -1,44 +1,21 @@
-"""The session's privacy definition (pure ε / (ε, δ) / ρ-zCDP) and δ, and mechanisms at matched privacy."""
+"""The sidebar's privacy controls (definition, δ) and mechanisms at matched privacy.
+
+The definition and δ themselves are read by ``ui.definition`` and ``ui.ledger.delta``."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from dplens.core.mechanisms.gaussian import Matched
-from dplens.core.privacy.definitions import DEFINITIONS, delta_warning
+from dplens.core.privacy.definitions import delta_warning
 from dplens.core.privacy.noise import noise_kind
 from dplens.core.registry import histogram_mechanisms
 from dplens.core.registry import mechanism as registered
+from dplens.ui.datasets import histogram
+from dplens.ui.definition import definition, session_delta
+from dplens.ui.ledger import delta
 
 DEFINITION_LABELS = {"pure": "pure ε-DP", "approx": "(ε, δ)-DP", "zcdp": "ρ-zCDP"}
-
-
-def definition() -> str:
-    """The chosen definition ("pure", "approx", "zcdp"); pure by default."""
-    value = st.session_state.get("privacy_definition", "pure")
-    return value if value in DEFINITIONS else "pure"
-
-
-def session_delta() -> float:
-    """The sidebar's δ control: zCDP's point of conversion to (ε, δ); under (ε, δ) only a new dataset's default."""
-    return float(st.session_state.get("privacy_delta", 1e-6))
-
-
-def delta() -> float:
-    """The δ of one release (where (ε, δ) and zCDP are read as "ε at δ").
-
-    Under (ε, δ) there is one δ control, the dataset's total δ, and each release gets
-    ``1/DEFAULT_DELTA_RELEASES`` of it (a total with no δ falls back to the sidebar's δ, and its releases are
-    refused with a message); under zCDP it is the sidebar's δ.
-    """
-    if definition() == "approx":
-        from dplens.core.privacy.ledger_store import DEFAULT_DELTA_RELEASES
-        from dplens.ui.ledger import ledger
-
-        total = ledger().total.delta
-        if total > 0:
-            return total / DEFAULT_DELTA_RELEASES
-    return session_delta()
 
 
 def available(names=None) -> list[str]:
@@ -69,8 +46,6 @@ def privacy_controls() -> None:
                          help="Where ρ is shown as (ε, δ). Keep δ well below 1/n (n = records): δ ≥ 1/n would "
                               "allow publishing a record.")
     if definition() != "pure":
-        from dplens.ui.datasets import histogram
-
         warning = delta_warning(delta(), int(round(histogram().total)))
         if warning:
             st.warning(warning)

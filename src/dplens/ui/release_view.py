@@ -7,7 +7,6 @@ import time
 import numpy as np
 import streamlit as st
 
-from dplens import ui
 from dplens.core.analysis.bounded import run_bounded
 from dplens.core.analysis.cost import estimate_cost
 from dplens.core.analysis.intervals import (
@@ -35,7 +34,30 @@ from dplens.core.release.export import (
 from dplens.core.release.kernel import HistogramRequest, export_release, plan_histogram, release_histogram
 from dplens.core.release.publish import history_entry
 from dplens.core.release.recipe import recipe_notebook, recipe_script
-from dplens.ui.ledger import ledger_store
+from dplens.ui.chart_controls import histogram_view_controls
+from dplens.ui.chart_export import figure_downloads
+from dplens.ui.charts import MAX_BARS, error_band_figure, histogram_figure, interval_figure
+from dplens.ui.config import apply_config
+from dplens.ui.datasets import (
+    BINS_FROM_DATA_REFUSAL,
+    bins_from_data,
+    dataset_file,
+    histogram,
+    is_rescaled,
+    ledger_key,
+    released_data,
+)
+from dplens.ui.definition import definition as privacy_definition
+from dplens.ui.handoff import release_tuned_on
+from dplens.ui.ledger import charge, default_total, fits_or_flash, ledger, ledger_store
+from dplens.ui.ledger import delta as privacy_delta
+from dplens.ui.privacy import DEFINITION_LABELS
+from dplens.ui.settings import mechanism_settings, run_check
+from dplens.ui.state import SIMULATION_STREAM, release_rng
+from dplens.ui.structure import release_structure
+from dplens.ui.workloads import workload as session_workload
+from dplens.ui.workloads import workload_spec
+from dplens.ui.workspace import save_workspace
 
 SHOWN_QUERIES = 40      # workload answers drawn with error bars
 
@@ -53,7 +75,7 @@ def sync_release_rho() -> None:
     """Under zCDP the Release form asks for ρ: set it from the session's ε at δ when that changed elsewhere (a
     hand-off from Choose epsilon, a loaded config, another δ); a typed ρ is kept exactly."""
     ss = st.session_state
-    marker = (float(ss.release_epsilon), ui.delta())
+    marker = (float(ss.release_epsilon), privacy_delta())
     if ss.get("release_rho_for") != marker:
         ss.release_rho = zcdp_rho(*marker)
         ss.release_rho_for = marker
@@ -62,9 +84,9 @@ def sync_release_rho() -> None:
 def release_rho_typed() -> None:
     """Callback of the ρ input: the session's ε becomes that ρ's ε at δ (what the other pages plot)."""
     ss = st.session_state
-    epsilon = zcdp_epsilon(float(ss.release_rho), ui.delta())
+    epsilon = zcdp_epsilon(float(ss.release_rho), privacy_delta())
     ss.release_epsilon = min(max(epsilon, 0.001), 100.0)
-    ss.release_rho_for = (float(ss.release_epsilon), ui.delta())
+    ss.release_rho_for = (float(ss.release_epsilon), privacy_delta())
 
 
 def spend_and_release() -> None:
@@ -77,53 +99,53 @@ def spend_and_release() -> None:
     """
     ss = st.session_state
     name, epsilon, noise_path = ss.release_mechanism, float(ss.release_epsilon), ss.release_noise_path
-    tuned = ui.release_tuned_on()  # read before the release: a release makes the hand-off stale
-    settings = ui.mechanism_settings(name, key="release", render=False)
+    tuned = release_tuned_on()  # read before the release: a release makes the hand-off stale
+    settings = mechanism_settings(name, key="release", render=False)
     number = len(st.session_state.releases) + 1
     label = f"release #{number}: {name}"
-    definition, delta = ui.definition(), ui.delta()
+    definition, delta = privacy_definition(), privacy_delta()
     try:
         privacy = ZCDP(float(ss.release_rho)) if definition == "zcdp" and "release_rho" in ss else target(
             definition, epsilon, delta)
         epsilon = privacy.to_approx(delta).epsilon if definition == "zcdp" else epsilon
-        request = HistogramRequest(name, settings, privacy, ui.workload(), ui.workload_spec(), delta)
-        runner, mechanism, run_epsilon, charge = plan_histogram(request)
+        request = HistogramRequest(name, settings, privacy, session_workload(), workload_spec(), delta)
+        runner, mechanism, run_epsilon, cost = plan_histogram(request)
     except ValueError as err:
         st.session_state.flash_error = f"{name} not released: {err}"
         return
-    if ui.released_data() is None and not ui.fits_or_flash(label, charge.epsilon, delta=charge.delta, rho=charge.rho,
-                                                           what=ui.DEFINITION_LABELS[definition]):
+    if released_data() is None and not fits_or_flash(label, cost.epsilon, delta=cost.delta, rho=cost.rho,
+                                                           what=DEFINITION_LABELS[definition]):
         return  # refused before any work: the flash names the remaining budget in the ledger's unit
-    _, refusal = ui.run_check(name, settings, ui.workload())
+    _, refusal = run_check(name, settings, session_workload())
     if refusal:  # over the memory or time limit (dplens.core.analysis.cost): nothing run, nothing charged
         st.session_state.flash_error = f"{name} not run: {refusal}"
         return
     stream = int(st.session_state.release_counter)
     exploring = noise_path == "exploration"
-    kernel = not exploring and ui.released_data() is None and not ui.is_rescaled()
-    if kernel and ui.bins_from_data():  # no output shape may depend on the private data
-        st.session_state.flash_error = f"{name} not released: {ui.BINS_FROM_DATA_REFUSAL}"
+    kernel = not exploring and released_data() is None and not is_rescaled()
+    if kernel and bins_from_data():  # no output shape may depend on the private data
+        st.session_state.flash_error = f"{name} not released: {BINS_FROM_DATA_REFUSAL}"
         return
     try:
-        counts = ui.histogram().counts
+        counts = histogram().counts
         with st.spinner(f"Releasing with {name} at ε = {epsilon:g} (stopped after {limits.MAX_ACTION_SECONDS:g} s)…"):
             # the limit is read per click: an operator (or a test) may change it while the server runs
             if kernel:
-                published = release_histogram(request, counts, store=ledger_store(), fingerprint=ui.ledger_key(),
-                                              name=ui.histogram().name, time_limit=limits.MAX_ACTION_SECONDS,
+                published = release_histogram(request, counts, store=ledger_store(), fingerprint=ledger_key(),
+                                              name=histogram().name, time_limit=limits.MAX_ACTION_SECONDS,
                                               workspace=ss.get("workspace_id"), where="Release page",
-                                              default_total=ui.default_total())
+                                              default_total=default_total())
                 release, seconds, sampler = published.release, published.seconds, published.noise_sampler
             else:
-                rng = ui.release_rng() if exploring else noise_source("secure", mechanism=mechanism, counts=counts)
+                rng = release_rng() if exploring else noise_source("secure", mechanism=mechanism, counts=counts)
                 started = time.perf_counter()
-                release = run_bounded(runner.run, counts, ui.workload(), run_epsilon, rng,
+                release = run_bounded(runner.run, counts, session_workload(), run_epsilon, rng,
                                       seconds=limits.MAX_ACTION_SECONDS,
-                                      estimated_seconds=estimate_cost(mechanism, ui.workload()).seconds)
+                                      estimated_seconds=estimate_cost(mechanism, session_workload()).seconds)
                 seconds, sampler = time.perf_counter() - started, noise_sampler(rng, mechanism)
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
-        ui.ledger()  # show what the store holds (another tab may have spent)
+        ledger()  # show what the store holds (another tab may have spent)
         st.session_state.flash_error = f"{name} not released: {message}"
         return
     if kernel:
@@ -131,13 +153,13 @@ def spend_and_release() -> None:
         ss.ledger, ss.release_counter = published.ledger, ss.release_counter + 1
     else:
         export_id = None if exploring else new_export_id()  # a simulation is never exported
-        if not ui.charge(label, charge.epsilon, mechanism=name, workload=ui.workload_spec(), export_id=export_id,
-                         delta=charge.delta, rho=charge.rho,
+        if not charge(label, cost.epsilon, mechanism=name, workload=workload_spec(), export_id=export_id,
+                         delta=cost.delta, rho=cost.rho,
                          note=f"noise path: {noise_path}" + ("" if definition == "pure" else f"; {privacy}")
                          + (f" ({SIMULATION_LABEL})" if exploring else "")):
             return
     entry = history_entry(
-        release, number=number, dataset=st.session_state.dataset_key, workload=ui.workload_spec(),
+        release, number=number, dataset=st.session_state.dataset_key, workload=workload_spec(),
         seed=int(st.session_state.seed) if exploring else None, stream=stream if exploring else None,
         noise_path=noise_path, noise_sampler=sampler)
     meta = privacy_metadata(release)
@@ -147,14 +169,14 @@ def spend_and_release() -> None:
     st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds,
                                                 "request": request, "published": published if kernel else None}
     st.session_state.release_show = number
-    ui.save_workspace()  # the history survives a reload even if this run is cut short
+    save_workspace()  # the history survives a reload even if this run is cut short
 
 
 def _export_files(output: dict, entry: dict, hist, intervals) -> tuple[bytes, bytes]:
     """(CSV, JSON) of a release: through the kernel's ``export_release`` (as the command line writes them) for a
     release of the private data; re-releases of already-private data are written the same way, without a spend."""
     published, release = output.get("published"), output["release"]
-    dataset = ui.dataset_file(entry["dataset"])
+    dataset = dataset_file(entry["dataset"])
     if hist is not None and "export_keys" not in output:  # queries in words: computed once per release
         output["export_keys"] = ExportKeys.for_release(hist, release, output["request"].workload)
     keys = output.get("export_keys") if hist is not None else None
@@ -172,10 +194,10 @@ def _export_files(output: dict, entry: dict, hist, intervals) -> tuple[bytes, by
 def export_intervals(number: int, simultaneous: bool) -> None:
     """Intervals for release ``number`` from its released values only (never the true data); kept for export."""
     entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
-    rng = np.random.default_rng([int(st.session_state.seed), ui.SIMULATION_STREAM, 8, number])
+    rng = np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM, 8, number])
     mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
     try:
-        intervals = release_intervals(mechanism, output["release"], ui.workload(), simultaneous=simultaneous,
+        intervals = release_intervals(mechanism, output["release"], session_workload(), simultaneous=simultaneous,
                                       trials=EXPORT_INTERVAL_TRIALS, rng=rng)
     except Exception as err:  # noqa: BLE001 - the export goes without intervals; never a raw traceback
         st.session_state.flash_error = f"No intervals for release #{number}: {str(err).splitlines()[0]}"
@@ -193,7 +215,7 @@ def rerun_seconds(number: int) -> float:
     started = time.perf_counter()
     try:
         configure(MECHANISMS[entry["mechanism"]], output["settings"]).run(
-            stand_in, ui.workload(), entry["epsilon"], np.random.default_rng([int(st.session_state.seed), 9]))
+            stand_in, session_workload(), entry["epsilon"], np.random.default_rng([int(st.session_state.seed), 9]))
     except Exception:  # noqa: BLE001 - only a timing probe; the interval step reports real errors
         return output["seconds"]
     return time.perf_counter() - started
@@ -204,7 +226,7 @@ def load_config() -> None:
     upload = st.session_state.get("release_config_upload")
     text = upload.getvalue() if upload is not None else st.session_state.get("release_config_text", "")
     try:
-        notes = ui.apply_config(parse_config(text))
+        notes = apply_config(parse_config(text))
     except ValueError as err:
         st.session_state.flash_error = f"Config not loaded: {err}"
         return
@@ -221,8 +243,8 @@ def _mechanism_of(entry: dict, output: dict):
 def simulate(number: int) -> None:
     """Intervals for release ``number`` from re-runs on a simulation stream (curator only; never charged)."""
     entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
-    rng = np.random.default_rng([int(st.session_state.seed), ui.SIMULATION_STREAM, 6, number])
-    output["intervals"] = simulated_intervals(_mechanism_of(entry, output), ui.histogram().counts, ui.workload(),
+    rng = np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM, 6, number])
+    output["intervals"] = simulated_intervals(_mechanism_of(entry, output), histogram().counts, session_workload(),
                                               entry["epsilon"], SIMULATION_TRIALS, rng)
 
 
@@ -231,7 +253,7 @@ def exact_halfwidths(number: int) -> tuple[np.ndarray | None, np.ndarray | None]
     per value, or the exact quantiles of a data-independent strategy's noise (dplens.core.analysis.strategy_noise)."""
     entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
     if "exact" not in output:
-        release, workload = output["release"], ui.workload()
+        release, workload = output["release"], session_workload()
         bins, answers = bin_halfwidths(release), answer_halfwidths(release)
         if bins is None or answers is None:
             mechanism = _mechanism_of(entry, output)
@@ -264,8 +286,8 @@ def show_release(history: list[dict], hist, workload) -> None:
                    "computed on the true data: it is for your eyes only (the seed regenerates the noise, "
                    "so the values give the true counts back). It cannot be downloaded; release with the "
                    "**secure** noise path to publish.")
-    ui.release_structure(release.details, key=f"release_structure_{number}")
-    same_inputs = entry["dataset"] == st.session_state.dataset_key and entry["workload"] == ui.workload_spec()
+    release_structure(release.details, key=f"release_structure_{number}")
+    same_inputs = entry["dataset"] == st.session_state.dataset_key and entry["workload"] == workload_spec()
     figures: dict = {}
     if not same_inputs:
         st.warning(f"Release #{number} was made on `{entry['dataset']}` with workload `{entry['workload']}`; "
@@ -279,7 +301,7 @@ def show_release(history: list[dict], hist, workload) -> None:
     if not simulation:
         for fig_name, fig in figures.items():
             st.caption(f"Chart: {fig_name} (shows the true data too: for the curator's own use)")
-            ui.figure_downloads(fig, f"dplens-{fig_name}-{number}", key=f"release_fig_{fig_name}")
+            figure_downloads(fig, f"dplens-{fig_name}-{number}", key=f"release_fig_{fig_name}")
     st.subheader("History")
     st.dataframe(history, hide_index=True, key="release_history")
 
@@ -289,7 +311,7 @@ def _release_metrics(entry: dict, release) -> None:
     cols = st.columns(4)
     zcdp = entry.get("definition") == "zcdp" and entry.get("rho") is not None
     cols[0].metric("ρ charged" if zcdp else "ε charged", f"{entry['rho' if zcdp else 'epsilon']:.4g}",
-                   help=f"{ui.DEFINITION_LABELS.get(entry.get('definition', 'pure'))}; δ = "
+                   help=f"{DEFINITION_LABELS.get(entry.get('definition', 'pure'))}; δ = "
                         f"{entry.get('delta', 0.0):g}"
                         + "".join(f"; {symbol} = {entry[key]:.4g}" for key, symbol in (("rho", "ρ"), ("sigma", "σ"))
                                   if entry.get(key) is not None))  # no "None" for people to read
@@ -304,16 +326,16 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
     returns the figures drawn."""
     release = output["release"]
     figures = {}
-    exact_bins, exact_answers = ui.exact_halfwidths(number)
+    exact_bins, exact_answers = exact_halfwidths(number)
     needs_simulation = exact_answers is None or (release.estimate is not None and exact_bins is None)
     if needs_simulation and "intervals" not in output:
-        estimate_seconds = output["seconds"] * ui.SIMULATION_TRIALS
-        if estimate_seconds <= ui.AUTO_SIMULATION_SECONDS:
+        estimate_seconds = output["seconds"] * SIMULATION_TRIALS
+        if estimate_seconds <= AUTO_SIMULATION_SECONDS:
             with st.spinner("Simulating re-runs for the intervals…"):
-                ui.simulate(number)
+                simulate(number)
         else:
-            st.button(f"Simulate 95 % intervals ({ui.SIMULATION_TRIALS} re-runs, about "
-                      f"{estimate_seconds:.0f} s)", key="release_simulate", on_click=ui.simulate,
+            st.button(f"Simulate 95 % intervals ({SIMULATION_TRIALS} re-runs, about "
+                      f"{estimate_seconds:.0f} s)", key="release_simulate", on_click=simulate,
                       args=(number,), help="Re-runs the mechanism on a simulation stream; never charged.")
     simulated = output.get("intervals")
     st.subheader("Released histogram over the true one")
@@ -321,7 +343,7 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
                "exact for plain Laplace or Gaussian noise on each value (discrete on integer releases) and for "
                "the data-independent strategies (hb, privelet, greedy-h, mm-opt and their Gaussian twins), "
                "else the 2.5–97.5 % range of "
-               f"{ui.SIMULATION_TRIALS} simulated re-runs (never charged).")
+               f"{SIMULATION_TRIALS} simulated re-runs (never charged).")
     if release.estimate is not None:
         estimate, truth = np.ravel(release.estimate), hist.vector
         low = high = None
@@ -330,13 +352,13 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
         elif simulated is not None:  # error = output − truth, so truth ∈ [output − high, output − low]
             low, high = -simulated["bins_high"], -simulated["bins_low"]
         label = f"released ({entry['mechanism']})"
-        view = ui.histogram_view_controls(hist, key="release_view")
-        if len(hist.domain.shape) == 1 and hist.domain.size <= ui.MAX_BARS:
-            figures["histogram"] = ui.interval_figure(np.arange(estimate.size), truth, estimate, low, high,
+        view = histogram_view_controls(hist, key="release_view")
+        if len(hist.domain.shape) == 1 and hist.domain.size <= MAX_BARS:
+            figures["histogram"] = interval_figure(np.arange(estimate.size), truth, estimate, low, high,
                                                       mechanism=entry["mechanism"], x_title="bin (index)",
                                                       y_title="count (records)", bars=True, **view)
         else:
-            figures["histogram"] = ui.histogram_figure(hist, estimate, label, mechanism=entry["mechanism"],
+            figures["histogram"] = histogram_figure(hist, estimate, label, mechanism=entry["mechanism"],
                                                        **view)
         st.plotly_chart(figures["histogram"], key="release_chart")
         error = estimate - truth
@@ -347,7 +369,7 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
             covered = np.mean((truth >= estimate + low) & (truth <= estimate + high))
             cols[2].metric("True counts inside their 95 % interval", f"{covered:.1%}",
                            help="Should be close to 95 % (per bin, not simultaneous).")
-        figures["per-bin-error"] = ui.error_band_figure(truth, error, None if low is None else -high,
+        figures["per-bin-error"] = error_band_figure(truth, error, None if low is None else -high,
                                                         None if low is None else -low,
                                                         mechanism=entry["mechanism"])
         st.plotly_chart(figures["per-bin-error"], key="release_error_chart")
@@ -356,9 +378,9 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
         a_low, a_high = -exact_answers, exact_answers
     elif simulated is not None:
         a_low, a_high = -simulated["answers_high"], -simulated["answers_low"]
-    shown = slice(0, min(ui.SHOWN_QUERIES, release.answers.size))
+    shown = slice(0, min(SHOWN_QUERIES, release.answers.size))
     st.subheader(f"Workload answers (first {shown.stop} of {release.answers.size:,} queries)")
-    figures["answers"] = ui.interval_figure(np.arange(shown.stop), workload.matvec(hist.vector)[shown],
+    figures["answers"] = interval_figure(np.arange(shown.stop), workload.matvec(hist.vector)[shown],
                                             release.answers[shown], None if a_low is None else a_low[shown],
                                             None if a_high is None else a_high[shown],
                                             mechanism=entry["mechanism"], x_title="query (index)",
@@ -377,15 +399,15 @@ def _export_intervals(number: int, output: dict):
     # Exact intervals (plain noise per value, or a data-independent strategy's noise) need no re-runs.
     exact = output.get("exact", (None, None))[1] is not None
     if "rerun_seconds" not in output and not exact:  # one re-run on the simulation path (the secure run's
-        output["rerun_seconds"] = ui.rerun_seconds(number)  # time includes loading OpenDP once)
-    if together not in cache and (exact or output["rerun_seconds"] * ui.EXPORT_INTERVAL_TRIALS
-                                  <= ui.AUTO_SIMULATION_SECONDS):
+        output["rerun_seconds"] = rerun_seconds(number)  # time includes loading OpenDP once)
+    if together not in cache and (exact or output["rerun_seconds"] * EXPORT_INTERVAL_TRIALS
+                                  <= AUTO_SIMULATION_SECONDS):
         with st.spinner("Computing intervals from the released values…"):
-            ui.export_intervals(number, together)
+            export_intervals(number, together)
     elif together not in cache:
         right.button(f"Compute intervals for the export (about "
-                     f"{output['rerun_seconds'] * ui.EXPORT_INTERVAL_TRIALS:.0f} s)", key="release_intervals",
-                     on_click=ui.export_intervals, args=(number, together))
+                     f"{output['rerun_seconds'] * EXPORT_INTERVAL_TRIALS:.0f} s)", key="release_intervals",
+                     on_click=export_intervals, args=(number, together))
     intervals = cache.get(together)
     if intervals is not None:
         st.caption(f"Exports carry `lower`, `upper` and `level` = {intervals.level:g} for every value. "

@@ -6,11 +6,20 @@ import streamlit as st
 
 from dplens.core.mechanisms import NEIGHBOURING
 from dplens.core.privacy.budget import Budget
-from dplens.ui import identity
 from dplens.ui.datasets import dataset_choices
+from dplens.ui.definition import definition
 from dplens.ui.guard import plain
-from dplens.ui.ledger import ledger, ledger_key, ledger_store, native_caption, remaining_text, set_total
-from dplens.ui.privacy import definition, delta, privacy_controls
+from dplens.ui.identity import current_curator, local_mode
+from dplens.ui.ledger import (
+    delta,
+    ledger,
+    ledger_key,
+    ledger_store,
+    native_caption,
+    remaining_text,
+    set_total,
+)
+from dplens.ui.privacy import privacy_controls
 from dplens.ui.state import init_state
 from dplens.ui.workloads import workload_name
 
@@ -131,6 +140,6 @@ def sidebar() -> None:
         if (native := native_caption()):
             st.caption(native)
         st.caption(f"Workload: `{workload_name()}`  \nNeighbours: {NEIGHBOURING}")
-        if not identity.local_mode():  # shared server: who is signed in (ledgers and workspaces are theirs alone)
-            st.caption(f"Signed in as {plain(identity.current_curator())}")
+        if not local_mode():  # shared server: who is signed in (ledgers and workspaces are theirs alone)
+            st.caption(f"Signed in as {plain(current_curator())}")
             st.button("Sign out", on_click=st.logout, key="sidebar_sign_out")

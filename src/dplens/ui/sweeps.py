@@ -21,8 +21,10 @@ from dplens.core.analysis.experiment import (
 from dplens.core.analysis.strategy_store import StrategyStore
 from dplens.core.data.datasets import DEFAULT_DATASET, load_histogram
 from dplens.core.mechanisms import MECHANISMS
+from dplens.ui.definition import definition
 from dplens.ui.guard import is_script_control
-from dplens.ui.privacy import definition, delta, matched
+from dplens.ui.ledger import delta
+from dplens.ui.privacy import matched
 from dplens.ui.state import SIMULATION_STREAM
 from dplens.ui.tuning import tuning_histogram, tuning_key
 from dplens.ui.workloads import default_workload_spec, parsed_workload, workload, workload_spec

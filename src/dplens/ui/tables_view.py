@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 from scipy import special
 
@@ -50,6 +51,7 @@ from dplens.core.tables.records import (
     parse_marginal_workload,
 )
 from dplens.core.tables.synthesis import rho_advice
+from dplens.ui.charts import error_figure
 from dplens.ui.guard import plain
 from dplens.ui.ledger import ledger_store
 
@@ -285,10 +287,6 @@ def _summary_for_chart(df: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def table_compare_figures(results: dict):
     """RMSE on the workload and TVD on the evaluation marginals against ρ, with the independence baseline."""
-    import plotly.graph_objects as go
-
-    from dplens.ui.charts import error_figure
-
     df, baseline = results["df"], results["baseline"]
     figures = {}
     for metric, title in (("rmse", "RMSE per query: a marginal cell or a range (records)"),
@@ -365,8 +363,6 @@ def table_marginals_frame(release, table: Table, level: float = _LEVEL) -> pd.Da
 
 def table_marginal_figure(release, table: Table, marginal: tuple[str, ...], level: float = _LEVEL):
     """A released 1-D marginal as bars with intervals, a 2-D one as a heatmap."""
-    import plotly.graph_objects as go
-
     index = release.workload.marginals.index(marginal)
     estimate = release.estimates[index]
     labels = [_levels_of(table, a) for a in marginal]

@@ -15,8 +15,8 @@ from dplens.core.privacy.definitions import target
 from dplens.core.queries.workloads import Identity
 from dplens.core.release.kernel import HistogramRequest, release_histogram
 from dplens.ui.datasets import dataset_choices, histogram, ledger_key, load_reference_histogram
-from dplens.ui.ledger import default_total, ledger, ledger_store
-from dplens.ui.privacy import definition, delta
+from dplens.ui.definition import definition
+from dplens.ui.ledger import default_total, delta, ledger, ledger_store
 from dplens.ui.state import init_state
 
 PRIVATE = "private"

@@ -6,7 +6,6 @@ import math
 
 import streamlit as st
 
-from dplens import ui
 from dplens.core.queries.workloads import (
     Kron,
     Ranges,
@@ -14,6 +13,8 @@ from dplens.core.queries.workloads import (
     explicit_from_csv,
     parse_workload,
 )
+from dplens.ui.datasets import histogram
+from dplens.ui.workloads import set_workload, stack_recipe, workload_recipe
 
 SHOWN_ROWS = 100      # rows of W in the heatmap and the answers table
 
@@ -36,7 +37,7 @@ def flash(action):
 
 def use_spec(spec: str) -> None:
     def act():
-        parse_workload(spec, ui.histogram().domain.shape)  # validate before selecting
+        parse_workload(spec, histogram().domain.shape)  # validate before selecting
         st.session_state.workload_spec = spec
     flash(act)
 
@@ -45,7 +46,7 @@ def add_part(label: str, build, spec: str | None = None) -> None:
     """Append (label, workload, config recipe) to the stack being composed."""
     def act():
         w = build()
-        st.session_state.workload_parts.append((label, w, ui.workload_recipe(w, spec=spec)))
+        st.session_state.workload_parts.append((label, w, workload_recipe(w, spec=spec)))
     flash(act)
 
 
@@ -54,19 +55,19 @@ def use_stack() -> None:
     if not parts:
         st.session_state.flash_error = "the stack is empty: add workloads to it first"
         return
-    flash(lambda: ui.set_workload(Stack(tuple(w for _, w, _ in parts)), "stack of " + " + ".join(n for n, _, _ in parts),
-                                   ui.stack_recipe([recipe for _, _, recipe in parts])))
+    flash(lambda: set_workload(Stack(tuple(w for _, w, _ in parts)), "stack of " + " + ".join(n for n, _, _ in parts),
+                                   stack_recipe([recipe for _, _, recipe in parts])))
 
 
 def uploaded_matrix():
     upload = st.session_state.get("workloads_upload")
     if upload is None:
         raise ValueError("choose a CSV file of query rows first")
-    return explicit_from_csv(upload.getvalue(), n=ui.histogram().domain.size)
+    return explicit_from_csv(upload.getvalue(), n=histogram().domain.size)
 
 
 def drawn_range():
-    hist = ui.histogram()
+    hist = histogram()
     if len(hist.domain.shape) == 1:
         lo, hi = st.session_state.workloads_range
         return Ranges(hist.domain.size, [lo], [hi], label=f"range [{lo}, {hi}]")

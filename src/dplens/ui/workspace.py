@@ -17,8 +17,8 @@ import streamlit as st
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.release.config import build_recipe, check_recipe
 from dplens.core.release.workspace_store import WorkspaceStore, release_from_dict, release_to_dict
-from dplens.ui import identity
 from dplens.ui.datasets import histogram
+from dplens.ui.identity import current_curator
 from dplens.ui.state import init_state
 
 # Plain session keys a reload brings back (widget keys are set before their widgets are drawn).
@@ -103,7 +103,7 @@ def _restore(state: dict) -> None:
 def open_workspace() -> str:
     """Restore (first run of a session) the curator's workspace named in the URL, or start a new one under a
     server-minted id; keep its id in the URL. Another curator's id, or an unknown one, starts a new workspace."""
-    curator = identity.current_curator()  # in shared mode: sign-in first (stops the page until then)
+    curator = current_curator()  # in shared mode: sign-in first (stops the page until then)
     ss = st.session_state
     if ss.get("workspace_owner", curator) != curator:  # another curator in this session: nothing carries over
         for key in list(ss.keys()):

@@ -17,8 +17,9 @@ Backends (``scheduler`` argument, as in ``python -m dplens grid --scheduler ...`
   are scattered once to every worker (broadcast) and each task refers to them.
 
 Strategy caches of data-independent mechanisms (mm-opt's optimised strategy, Greedy-H's hierarchy,
-OM's factorisation, WDA's division, HB/Privelet energies) already filled in the calling process are
-shipped with the contexts, so no worker recomputes them. Strategies still to compute can be given to
+OM's and LRM's factorisations, WDA's division, HB/Privelet energies, gaussian-mm-opt's eigen design: the
+``StrategyCache``s each mechanism class lists in ``STRATEGY_CACHES``) already filled in the calling process
+are shipped with the contexts, by cache name, so no worker recomputes them. Strategies still to compute can be given to
 ``execute`` as ``StrategyJob``s (one per distinct mechanism and workload, not per ε): a parallel backend
 optimises them in its workers, in parallel with the cells that need no strategy, hands the filled cache
 entries and the expected errors back (``on_strategy``), and ships the entries with the cells that need
@@ -366,12 +367,13 @@ def save_strategies(mechanisms: Sequence[Mechanism], workload: Workload, store: 
 
 def strategy_snapshot(contexts: Mapping[Hashable, Context]) -> dict[str, dict]:
     """The entries of the shipped strategy caches that belong to these contexts' workloads, by cache name
-    (to ship to workers).
+    (to ship to workers); caches holding none are left out.
 
     Fill them first (``expected_mse`` of each data-independent mechanism does it).
     """
     wanted = [workload_key(c.workload) for c in contexts.values()]
-    return {cache.name: _belonging(cache, wanted) for cache in registered_caches() if cache.shipped}
+    found = {cache.name: _belonging(cache, wanted) for cache in registered_caches() if cache.shipped}
+    return {name: entries for name, entries in found.items() if entries}
 
 
 def install_snapshot(snapshot: Mapping[str, Mapping]) -> None:

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms import MECHANISMS, greedy_h
 from dplens.core.mechanisms.cache import StrategyCache, cache_named, registered_caches
 from dplens.core.queries.workloads import Kron, Prefix, random_range
 
@@ -70,12 +70,16 @@ def test_caches_are_found_by_name_and_an_unknown_name_is_refused_by_name():
 
 
 @pytest.mark.parametrize("name", [n for n, m in MECHANISMS.items() if not m.data_dependent])
-def test_every_cache_expected_mse_fills_is_declared(name):
+def test_every_cache_expected_mse_fills_is_declared(name, monkeypatch):
     mechanism = MECHANISMS[name]
     declared = {cache.name for cache in getattr(type(mechanism), "STRATEGY_CACHES", ())}
-    for workload in (random_range(16, 12, seed=3), Kron((Prefix(4), Prefix(4)))):  # 1-D, and 2-D (a dense Gram)
-        for cache in registered_caches():
-            cache.clear()
-        mechanism.expected_mse(workload, 1.0)
-        filled = {cache.name for cache in registered_caches() if len(cache)}
-        assert filled <= declared, f"{name} fills {sorted(filled - declared)} without declaring them"
+    workloads = (random_range(16, 12, seed=3), Kron((Prefix(4), Prefix(4))))  # 1-D, and 2-D (a dense Gram)
+    for sketched in (False, True):
+        # large domains take other paths (Greedy-H's sketch and its exact trace): reach them at a small size
+        monkeypatch.setattr(greedy_h, "EXACT_CELLS", 8 if sketched else greedy_h.EXACT_CELLS)
+        for workload in workloads:
+            for cache in registered_caches():
+                cache.clear()
+            mechanism.expected_mse(workload, 1.0)
+            filled = {cache.name for cache in registered_caches() if len(cache)}
+            assert filled <= declared, f"{name} fills {sorted(filled - declared)} without declaring them"

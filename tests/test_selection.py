@@ -20,8 +20,7 @@ from dplens.core.analysis.selection import (
     smallest_epsilon,
 )
 from dplens.core.mechanisms import MECHANISMS
-from dplens.core.mechanisms.laplace import Identity as LaplaceHistogram
-from dplens.core.mechanisms.laplace import LaplaceOnAnswers, Uniform
+from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers, Uniform
 from dplens.core.queries.workloads import Identity, Prefix
 
 ABSENCE = possible_worlds([1, 2, 3, 10], "mean")
@@ -134,7 +133,7 @@ def test_lee_clifton_validation(call, match):
 
 # ----------------------------------------------------------------------------- accuracy → epsilon
 def test_smallest_epsilon_matches_closed_form():
-    mechanism, workload = LaplaceHistogram(), Prefix(16)
+    mechanism, workload = LaplaceIdentity(), Prefix(16)
     target = 3.0
     closed = math.sqrt(mechanism.expected_mse(workload, 1.0)) / target  # MSE ∝ 1/ε²
     found = smallest_epsilon(lambda e: math.sqrt(mechanism.expected_mse(workload, e)), target)
@@ -199,7 +198,7 @@ def test_alpha_beta_bound_for_laplace_answers(simultaneous, count):
 
 
 def test_mae_of_laplace_histogram_is_closed_form():
-    choice = epsilon_for_accuracy(LaplaceHistogram(), Identity(50), 0.5, "mae")
+    choice = epsilon_for_accuracy(LaplaceIdentity(), Identity(50), 0.5, "mae")
     assert choice.epsilon == pytest.approx(2.0, rel=1e-9) and choice.method == "analytic"
 
 
@@ -212,11 +211,11 @@ def test_simulation_needs_data_and_says_why():
 def test_simulated_epsilon_meets_the_target():
     """Prefix sums of a Laplace histogram have no closed-form MAE: the simulated ε must deliver it."""
     x, workload = np.arange(32.0), Prefix(32)
-    choice = epsilon_for_accuracy(LaplaceHistogram(), workload, 4.0, "mae", data=x, trials=300,
+    choice = epsilon_for_accuracy(LaplaceIdentity(), workload, 4.0, "mae", data=x, trials=300,
                                   points=12, rng=np.random.default_rng(7))
     assert choice.method == "simulation" and "this data only" in choice.note
     rng = np.random.default_rng(99)
-    check = np.array([mae(workload.matvec(x), LaplaceHistogram().run(x, workload, choice.epsilon, rng).answers)
+    check = np.array([mae(workload.matvec(x), LaplaceIdentity().run(x, workload, choice.epsilon, rng).answers)
                       for _ in range(1000)])
     standard_error = check.std() * math.sqrt(1 / 1000 + 1 / 300)  # both estimates are noisy
     assert abs(check.mean() - 4.0) < 4 * standard_error
@@ -225,7 +224,7 @@ def test_simulated_epsilon_meets_the_target():
 
 def test_target_out_of_reach():
     with pytest.raises(ValueError, match="not reached even at epsilon=1"):
-        epsilon_for_accuracy(LaplaceHistogram(), Identity(4), 1e-3, high=1.0)
+        epsilon_for_accuracy(LaplaceIdentity(), Identity(4), 1e-3, high=1.0)
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
@@ -234,7 +233,7 @@ def test_target_out_of_reach():
     ({"confidence": 1.0}, r"confidence must be a number in \(0, 1\)"),
 ])
 def test_epsilon_for_accuracy_validation(kwargs, match):
-    args = {"mechanism": LaplaceHistogram(), "workload": Identity(4), "target": 1.0} | kwargs
+    args = {"mechanism": LaplaceIdentity(), "workload": Identity(4), "target": 1.0} | kwargs
     with pytest.raises(ValueError, match=match):
         epsilon_for_accuracy(**args)
 
@@ -253,7 +252,7 @@ def test_accuracy_for_epsilon_closed_forms():
 def test_per_bin_and_simultaneous_intervals_cover():
     rng = np.random.default_rng(3)
     x = rng.integers(0, 50, size=20_000).astype(float)
-    estimate = LaplaceHistogram().run(x, Identity(x.size), 0.5, rng).estimate
+    estimate = LaplaceIdentity().run(x, Identity(x.size), 0.5, rng).estimate
     lo, hi = laplace_confidence_intervals(estimate, 2.0, 0.9)
     coverage = np.mean((lo <= x) & (x <= hi))
     assert abs(coverage - 0.9) < 4 * math.sqrt(0.9 * 0.1 / x.size)
@@ -262,7 +261,7 @@ def test_per_bin_and_simultaneous_intervals_cover():
     small = x[:50]
     hits = []
     for _ in range(400):
-        noisy = LaplaceHistogram().run(small, Identity(50), 0.5, rng).estimate
+        noisy = LaplaceIdentity().run(small, Identity(50), 0.5, rng).estimate
         lo, hi = laplace_confidence_intervals(noisy, 2.0, 0.9, simultaneous=True)
         hits.append(np.all((lo <= small) & (small <= hi)))
     assert np.mean(hits) >= 0.9 - 4 * math.sqrt(0.09 / 400)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dplens.core.mechanisms import ALIASES, MECHANISMS, laplace_privacy_loss
-from dplens.core.mechanisms.laplace import Identity
+from dplens.core.mechanisms.laplace import LaplaceIdentity
 from dplens.core.mechanisms.sreb_gca import (
     SrebGca,
     expected_bin_error,
@@ -104,7 +104,7 @@ def test_knob_validation():
 def test_dp_base_is_identity_under_the_papers_name(rng):
     assert ALIASES["dp-base"] == "identity"
     dp_base = MECHANISMS["dp-base"]
-    assert isinstance(dp_base, Identity) and dp_base.name == "dp-base"
+    assert isinstance(dp_base, LaplaceIdentity) and dp_base.name == "dp-base"
     x = np.arange(8.0)
     a = dp_base.run(x, IdentityWorkload(8), 1.0, np.random.default_rng(1))
     b = MECHANISMS["identity"].run(x, IdentityWorkload(8), 1.0, np.random.default_rng(1))

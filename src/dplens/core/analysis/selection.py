@@ -39,8 +39,7 @@ from dplens.core.analysis.usefulness import (  # noqa: F401  (re-exported)
     max_query_min_records,
 )
 from dplens.core.mechanisms import Mechanism, check_epsilon, check_inputs
-from dplens.core.mechanisms.laplace import Identity as LaplaceHistogram
-from dplens.core.mechanisms.laplace import LaplaceOnAnswers
+from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers
 from dplens.core.queries.workloads import Identity as IdentityWorkload
 from dplens.core.queries.workloads import Workload, l1_sensitivity
 from dplens.core.search import bisect_monotone
@@ -278,7 +277,7 @@ def laplace_answer_scale(mechanism: Mechanism, workload: Workload, epsilon: floa
         return None
     if isinstance(mechanism, LaplaceOnAnswers):
         return l1_sensitivity(workload) / epsilon, "answer"
-    if isinstance(mechanism, LaplaceHistogram):
+    if isinstance(mechanism, LaplaceIdentity):
         return 1.0 / epsilon, "bin"
     return None
 
@@ -482,7 +481,7 @@ def accuracy_for_epsilon(mechanism: Mechanism, workload: Workload, epsilon: floa
 
     Intervals are given for Laplace histograms (per bin) and Laplace-on-answers (per answer).
 
-    >>> acc = accuracy_for_epsilon(LaplaceHistogram(), IdentityWorkload(100), 1.0, confidence=0.95)
+    >>> acc = accuracy_for_epsilon(LaplaceIdentity(), IdentityWorkload(100), 1.0, confidence=0.95)
     >>> round(acc.rmse, 4), acc.mae, round(acc.half_width, 4), round(acc.simultaneous_half_width, 4)
     (1.4142, 1.0, 2.9957, 7.6009)
     """
@@ -578,7 +577,7 @@ def epsilon_for_targets(mechanisms: Sequence[Mechanism], targets: Sequence[Accur
     >>> from dplens.core.queries.workloads import Prefix, Total
     >>> targets = [AccuracyTarget("total ± 50", Total(64), 50.0),
     ...            AccuracyTarget("prefixes, RMSE 20", Prefix(64), 20.0, "rmse", confidence=None)]
-    >>> plans, best = epsilon_for_targets([LaplaceOnAnswers(), LaplaceHistogram()], targets)
+    >>> plans, best = epsilon_for_targets([LaplaceOnAnswers(), LaplaceIdentity()], targets)
     >>> [round(e, 4) for e in plans[0].epsilons]   # ln(20)/50 and √2·64/20
     [0.0599, 4.5255]
     >>> plans[1].epsilons[0] is None, round(plans[1].epsilons[1], 4)   # a sum of Laplace bins: no bound

@@ -48,7 +48,7 @@ from dplens.core.mechanisms.gaussian import (
 from dplens.core.mechanisms.greedy_h import GreedyH
 from dplens.core.mechanisms.grids import AdaptiveGrid, UniformGrid
 from dplens.core.mechanisms.hierarchical import Hierarchical
-from dplens.core.mechanisms.laplace import Identity, LaplaceOnAnswers, Uniform
+from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers, Uniform
 from dplens.core.mechanisms.lrm import LRM
 from dplens.core.mechanisms.matrix import MatrixMechanism
 from dplens.core.mechanisms.mwem import MWEM
@@ -61,13 +61,13 @@ from dplens.core.mechanisms.xiao import CellRelease
 MECHANISMS: dict[str, Mechanism] = {
     m.name: m
     for m in (
-        Identity(),
+        LaplaceIdentity(),
         LaplaceOnAnswers(),
         Uniform(),
         WDA(),
         OM(),
         SrebGca(),
-        Identity(name="dp-base"),  # SReB_GCA's baseline: Identity under the paper's name (Chen et al. 2024)
+        LaplaceIdentity(name="dp-base"),  # SReB_GCA's baseline: Identity under the paper's name (Chen et al. 2024)
         CellRelease(),
         Hierarchical(),
         Privelet(),

@@ -50,7 +50,7 @@ from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost, default_co
 from dplens.core.mechanisms.gram import gram_apply
 from dplens.core.mechanisms.greedy_h import GreedyH, cell_strategy, sum_along_paths, workload_key
 from dplens.core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
-from dplens.core.mechanisms.laplace import Identity, LaplaceOnAnswers
+from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers
 from dplens.core.mechanisms.matrix import single_threaded
 from dplens.core.mechanisms.measurement import GaussianMeasurement
 from dplens.core.mechanisms.privelet import Privelet, haar_sensitivity
@@ -167,7 +167,7 @@ class GaussianMixin:
 
 
 @dataclass(frozen=True)
-class GaussianIdentity(GaussianMixin, Identity):  # type: ignore[misc]  # the mixin's expected_mse may be None (the parent's is)
+class GaussianIdentity(GaussianMixin, LaplaceIdentity):  # type: ignore[misc]  # the mixin's expected_mse may be None (the parent's is)
     """Identity with Gaussian noise on the cells (Δ₂ = 1).
 
     >>> from dplens.core.queries.workloads import Identity as I
@@ -183,7 +183,7 @@ class GaussianIdentity(GaussianMixin, Identity):  # type: ignore[misc]  # the mi
     delta: float = 1e-6
     calibration: str = "analytic"
     name: str = "gaussian-identity"
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(Identity)
+    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(LaplaceIdentity)
 
     def __post_init__(self) -> None:
         self.check_tree_settings()

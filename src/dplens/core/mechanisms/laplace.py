@@ -1,4 +1,4 @@
-"""Baselines: Identity (noise on cells), Laplace on the answers (LM_W), Uniform."""
+"""Baselines: LaplaceIdentity (Laplace noise on the cells, DPBench's Identity), Laplace on the answers (LM_W), Uniform."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from dplens.core.queries.workloads import Workload, l1_sensitivity, squared_frob
 
 
 @dataclass(frozen=True)
-class Identity(MeasuredPlan):
+class LaplaceIdentity(MeasuredPlan):
     """DPBench's Identity: x̂ = x + Lap(1/ε)^n, answers W x̂ by post-processing.
 
     >>> from dplens.core.queries.workloads import Identity as I
-    >>> Identity().expected_mse(I(4), 1.0)
+    >>> LaplaceIdentity().expected_mse(I(4), 1.0)
     2.0
     """
 
@@ -41,7 +41,7 @@ class Identity(MeasuredPlan):
         The release's ``epsilon`` is the measurement's pure loss until ``run`` states the budget.
 
         >>> from dplens.core.queries.workloads import Identity as I
-        >>> Identity().measure(np.zeros(2), I(2), LaplaceMeasurement(1.0), np.random.default_rng(0)).privacy_loss
+        >>> LaplaceIdentity().measure(np.zeros(2), I(2), LaplaceMeasurement(1.0), np.random.default_rng(0)).privacy_loss
         1.0
         """
         estimate = measurement.noisy(x, rng)

@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python bench/bench_gaussian.py [--quick]
 (1) Per-query RMSE at unit-variance noise per unit of Δ₂ (HDMM's approx=True scaling, ρ = 1/2) of
-    gaussian-mm-opt's L2 p-Identity strategy at n = 256, 1024, 2048 (all-range, prefix), next to
+    gaussian-eigen's L2 p-Identity strategy at n = 256, 1024, 2048 (all-range, prefix), next to
     HDMM's Identity, H2, Wavelet, YuanConvex and the SVD lower bound from dpcomp-org/hdmm
     experiments/journal/oned.csv, with our optimisation wall and CPU time against HDMM's published
     times (n = 1024: 6.4 s; n = 4096: 191 s). Timings on a shared, loaded machine are noisy.
@@ -48,7 +48,7 @@ def mm_opt_table(sizes) -> None:
     print("(1) L2 mm-opt, per-query RMSE at unit variance per unit Delta2 (oned.csv scaling)")
     print(f"{'n':>5} {'workload':9} {'ours':>7} {'HDMM':>7} {'bound':>7} {'ours/HDMM':>9} {'ours/bound':>10} "
           f"{'target':>14} {'H2 ours/csv':>12} {'wavelet ours/csv':>16} {'wall s':>7} {'cpu s':>7} {'HDMM s':>7}")
-    mm = MECHANISMS["gaussian-mm-opt"]
+    mm = MECHANISMS["gaussian-eigen"]
     h2 = dataclasses.replace(MECHANISMS["gaussian-hb"], branching=2)
     wavelet = MECHANISMS["gaussian-privelet"]
     for n in sizes:
@@ -87,7 +87,7 @@ def laplace_vs_gaussian(n: int = 1024, epsilon: float = 1.0, delta: float = 1e-6
     workloads = {"identity": Identity(n), "prefix": Prefix(n), "all-range": AllRange(n),
                  "random-2000": random_range(n, 2000, seed=0)}
     pairs = [("identity", "gaussian-identity"), ("laplace-on-answers", "gaussian-answers"), ("hb", "gaussian-hb"),
-             ("privelet", "gaussian-privelet"), ("greedy-h", "gaussian-greedy-h"), ("mm-opt", "gaussian-mm-opt")]
+             ("privelet", "gaussian-privelet"), ("greedy-h", "gaussian-greedy-h"), ("mm-opt", "gaussian-eigen")]
     print(f"{'workload':12} {'mechanism':20} {'Laplace':>10} {'Gauss (e,d)':>12} {'Gauss zCDP':>11} {'best':>9}")
     for label, workload in workloads.items():
         for laplace_name, gaussian_name in pairs:

@@ -66,7 +66,7 @@ def _dense_strategy(mechanism, workload) -> np.ndarray:
         for i, (s, z, w) in enumerate(zip(tree.query_start, tree.query_size, tree.query_weight, strict=True)):
             matrix[i, s:s + z] = w
         return matrix
-    if mechanism.name == "gaussian-mm-opt":  # A = G^{1/4} S rebuilt from a dense WᵀW
+    if mechanism.name == "gaussian-eigen":  # A = G^{1/4} S rebuilt from a dense WᵀW
         gram = dense(workload).T @ dense(workload)
         values, vectors = np.linalg.eigh(gram)
         values = np.maximum(values, 0) + 1e-10 * values.max()

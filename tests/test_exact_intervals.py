@@ -70,7 +70,7 @@ def test_simultaneous_gaussian_intervals_cover_every_answer_at_once():
 
 # ----------------------------------------------------------------------------- strategy mechanisms
 STRATEGIES = ["hb", "privelet", "greedy-h", "mm-opt",
-              "gaussian-hb", "gaussian-privelet", "gaussian-greedy-h", "gaussian-mm-opt"]
+              "gaussian-hb", "gaussian-privelet", "gaussian-greedy-h", "gaussian-eigen"]
 
 
 class _UnitNoise:
@@ -146,7 +146,7 @@ def test_laplace_strategy_halfwidths_cover_with_power(name, values):
     assert abs(gaussian / half[i] - 1) > 0.01
 
 
-@pytest.mark.parametrize("name", ["gaussian-hb", "gaussian-privelet", "gaussian-greedy-h", "gaussian-mm-opt"])
+@pytest.mark.parametrize("name", ["gaussian-hb", "gaussian-privelet", "gaussian-greedy-h", "gaussian-eigen"])
 def test_gaussian_twin_halfwidths_are_exact_normal_quantiles(name):
     rec, rows, half = _rows(name, "answers")
     np.testing.assert_allclose(half, 1.959964 * rec.scale * np.linalg.norm(rows, axis=1), rtol=1e-6)

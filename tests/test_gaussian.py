@@ -19,7 +19,7 @@ from tests.conftest import assert_expected_mse_with_power
 
 GAUSSIAN = {name: m for name, m in MECHANISMS.items() if noise_kind(m) == "gaussian"}
 LAPLACE_PARENT = {"gaussian-identity": "identity", "gaussian-answers": "laplace-on-answers", "gaussian-hb": "hb",
-                  "gaussian-privelet": "privelet", "gaussian-greedy-h": "greedy-h", "gaussian-mm-opt": "mm-opt"}
+                  "gaussian-privelet": "privelet", "gaussian-greedy-h": "greedy-h", "gaussian-eigen": "mm-opt"}
 ALL = pytest.mark.parametrize("mechanism", GAUSSIAN.values(), ids=GAUSSIAN.keys())
 
 
@@ -81,7 +81,7 @@ def test_identity_noise_is_normal_with_the_calibrated_sigma_and_the_test_has_pow
     ("gaussian-hb", Prefix(16), 3000),
     ("gaussian-privelet", AllRange(16), 3000),
     ("gaussian-greedy-h", Prefix(16), 3000),
-    ("gaussian-mm-opt", AllRange(16), 3000),
+    ("gaussian-eigen", AllRange(16), 3000),
     ("gaussian-hb", Kron((Prefix(4), Prefix(4))), 3000),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_expected_mse_matches_simulation_with_power(name, workload, runs, rng, monkeypatch):

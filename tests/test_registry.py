@@ -3,6 +3,7 @@ picker, by the command line and by the registry-wide contract checks, with no ot
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -164,3 +165,19 @@ def test_the_command_line_refuses_the_toy_after_unregister(tmp_path, capsys):
     out = tmp_path / "rows.csv"
     assert main(["compare", "--input", "smooth", "--mechanisms", "toy", "--output", str(out)]) == 2
     assert "unknown mechanism 'toy'" in capsys.readouterr().err
+
+
+def test_a_renamed_mechanism_is_found_by_its_former_name():
+    from dplens.core.mechanisms import RENAMED
+    from dplens.core.release.config import ReleaseSettings, SessionConfig, config_to_json, parse_config
+
+    assert RENAMED == {"gaussian-mm-opt": "gaussian-eigen"}
+    assert mechanism("gaussian-mm-opt", kind="histogram").name == "gaussian-eigen"
+    assert "gaussian-mm-opt" not in REGISTRY
+    with pytest.raises(ValueError, match="unknown mechanism 'gaussian-mm-opt'"):
+        mechanism("gaussian-mm-opt", kind="table")
+    saved = json.loads(config_to_json(SessionConfig("sample:smooth", "prefix", ("gaussian-eigen",), (1.0,), 0, 5.0,
+                                                    ReleaseSettings("gaussian-eigen", (), 1.0, "secure"))))
+    saved["mechanisms"], saved["release"]["mechanism"] = ["gaussian-mm-opt"], "gaussian-mm-opt"  # saved before
+    config = parse_config(json.dumps(saved))
+    assert config.mechanisms == ("gaussian-eigen",) and config.release.mechanism == "gaussian-eigen"

@@ -158,7 +158,7 @@ def test_lattice_attack_is_at_chance_on_every_table_mechanism(name):
     assert _attack(run, (TABLE_RECORDS, neighbour), _Recorder, lattice_exponent, seed=2) <= CHANCE_LIMIT
 
 
-@pytest.mark.parametrize("name", ["mm-opt", "gaussian-mm-opt", "lrm"])
+@pytest.mark.parametrize("name", ["mm-opt", "gaussian-eigen", "lrm"])
 def test_the_attack_has_power_against_noise_added_to_unrounded_values(name):
     run, neighbours = _histogram_case(MECHANISMS[name])
     assert _attack(run, neighbours, _OldWay, _old_exponent, seed=1) >= POWER_LIMIT

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 MECHANISM_NAMES = ("identity", "laplace-on-answers", "uniform", "wda", "om", "sreb-gca", "dp-base", "cell-release",
                    "hb", "privelet", "mm-opt", "lrm", "ugrid", "agrid", "greedy-h", "dawa", "mwem", "ahp",
                    "gaussian-identity", "gaussian-answers", "gaussian-hb", "gaussian-privelet", "gaussian-greedy-h",
-                   "gaussian-mm-opt")
+                   "gaussian-eigen")
 WORKLOAD_NAMES = ("identity", "total", "prefix", "all-range", "random-range", "hot-spot", "random-linear", "file",
                   "marginals", "range-2d", "random-range-2d", "marginals-ranges-2d", "prefix-2d")
 METRIC_NAMES = ("mae", "mse", "rmse", "scaled", "max", "mre", "kld")

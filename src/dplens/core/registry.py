@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from dplens.core.mechanisms import MECHANISMS, Mechanism
+from dplens.core.mechanisms import MECHANISMS, RENAMED, Mechanism
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.contract import TableRelease
 from dplens.core.tables.mechanisms import TABLE_MECHANISMS
@@ -170,6 +170,7 @@ def mechanism(name: str, kind: InputKind | None = None) -> Any:
     ValueError: mechanism 'mst' is not a histogram mechanism (it takes a table); choose from identity, ...
     """
     choices = ", ".join(n for n, entry in REGISTRY.items() if kind is None or entry.input_kind == kind)
+    name = RENAMED.get(name, name) if kind != "table" else name  # a former histogram mechanism name
     if name not in REGISTRY:
         raise ValueError(f"unknown mechanism {name!r}; choose from {choices}")
     entry = REGISTRY[name]

@@ -73,7 +73,7 @@ def reconstruction(mechanism: Mechanism, release: Release, workload: Workload) -
     >>> rec.kind, rec.coordinates  # hb on 4 cells: the 4 leaves under an unmeasured root (b = 4)
     ('laplace', 4)
     """
-    from dplens.core.mechanisms.gaussian import GaussianMatrix, GaussianMixin, Matched, eigen_strategy
+    from dplens.core.mechanisms.gaussian import GaussianEigenDesign, GaussianMixin, Matched, eigen_strategy
     from dplens.core.mechanisms.greedy_h import GreedyH, cell_strategy
     from dplens.core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
     from dplens.core.mechanisms.matrix import MatrixMechanism
@@ -115,7 +115,7 @@ def reconstruction(mechanism: Mechanism, release: Release, workload: Workload) -
         if release.params.get("p") != strategy.theta.shape[0]:
             return None
         return Reconstruction(kind, scale, n + strategy.theta.shape[0], lambda v: _pidentity_adjoint(strategy, v))
-    if isinstance(mechanism, GaussianMatrix):
+    if isinstance(mechanism, GaussianEigenDesign):
         eigen = eigen_strategy(workload)
         # L = A⁻¹ = S⁻¹ V Λ^{-1/4} Vᵀ, so Lᵀ v = V Λ^{-1/4} Vᵀ S⁻¹ v
         return Reconstruction(kind, scale, n, lambda v: eigen.vectors @ (

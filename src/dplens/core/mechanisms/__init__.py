@@ -39,10 +39,10 @@ from dplens.core.mechanisms.contract import (  # re-exported: the contract besid
 from dplens.core.mechanisms.dawa import DAWA
 from dplens.core.mechanisms.gaussian import (
     GaussianAnswers,
+    GaussianEigenDesign,
     GaussianGreedyH,
     GaussianHierarchical,
     GaussianIdentity,
-    GaussianMatrix,
     GaussianPrivelet,
 )
 from dplens.core.mechanisms.greedy_h import GreedyH
@@ -85,15 +85,17 @@ MECHANISMS: dict[str, Mechanism] = {
         GaussianHierarchical(),
         GaussianPrivelet(),
         GaussianGreedyH(),
-        GaussianMatrix(),
+        GaussianEigenDesign(),
     )
 }
 
 # Registry aliases: other names under which a registered mechanism is known in a paper.
 ALIASES: dict[str, str] = {"dp-base": "identity"}
+# Former names of registered mechanisms, still accepted where a name is read (command line, session configs).
+RENAMED: dict[str, str] = {"gaussian-mm-opt": "gaussian-eigen"}  # the eigen design is not mm-opt with Gaussian noise
 
 __all__ = [
-    "ALIASES", "MECHANISMS", "NEIGHBOURING", "Mechanism", "Range", "Release",
+    "ALIASES", "MECHANISMS", "RENAMED", "NEIGHBOURING", "Mechanism", "Range", "Release",
     "answers_from_estimate", "check_budget_epsilon", "check_epsilon", "check_inputs", "check_parameters",
     "check_ratio", "configure", "exponential_mechanism", "grid_shape", "laplace_privacy_loss",
     "parameter_ranges",

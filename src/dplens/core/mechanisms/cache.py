@@ -1,7 +1,7 @@
 """One facility for the strategy caches of the data-independent mechanisms.
 
 A strategy (mm-opt's optimised matrix, Greedy-H's tree, OM's and LRM's factorisations, WDA's division,
-HB's and Privelet's noise energies, gaussian-mm-opt's eigen design) depends on the workload and the
+HB's and Privelet's noise energies, gaussian-eigen's eigen design) depends on the workload and the
 mechanism's settings only, never on the data, so it is computed once and kept in a ``StrategyCache``.
 Each cache has a unique name under which it registers itself; a mechanism class lists the caches its
 strategy uses in ``STRATEGY_CACHES``, and the execution layer ships their entries to worker processes

@@ -74,7 +74,7 @@ from dplens.core.privacy.noise import noise_kind
 from dplens.core.queries.workloads import Workload
 
 CALIBRATIONS = ("analytic", "zcdp")
-L2_MAX_CELLS = 4096  # gaussian-mm-opt's dense n × n strategy: 128 MB per matrix at this size
+L2_MAX_CELLS = 4096  # gaussian-eigen's dense n × n strategy: 128 MB per matrix at this size
 RIDGE = 1e-10  # relative ridge on WᵀW before the eigendecomposition (see _eigen)
 
 
@@ -335,14 +335,14 @@ class EigenStrategy:
         return np.abs((self.vectors * self.values**0.25) @ self.vectors.T).sum(axis=0) * self.scale
 
 
-_EIGEN = StrategyCache("gaussian-mm-opt eigen designs", limit=16)
+_EIGEN = StrategyCache("gaussian-eigen eigen designs", limit=16)
 
 
 def eigen_strategy(workload: Workload) -> EigenStrategy:
     """The L2 strategy for a workload, cached per workload content (data-independent, no privacy cost)."""
     n = workload.shape[1]
     if n > L2_MAX_CELLS:
-        raise ValueError(f"gaussian-mm-opt builds a dense {n} x {n} strategy; it allows at most "
+        raise ValueError(f"gaussian-eigen builds a dense {n} x {n} strategy; it allows at most "
                          f"{L2_MAX_CELLS} cells, got n={n}; use gaussian-hb or gaussian-privelet")
     return _EIGEN.get_or_compute(workload_key(workload), lambda: single_threaded(_eigen, workload))
 
@@ -362,13 +362,13 @@ def _eigen(workload: Workload) -> EigenStrategy:
 
 
 @dataclass(frozen=True)
-class GaussianMatrix(GaussianMixin):
+class GaussianEigenDesign(GaussianMixin):
     """The Gaussian matrix mechanism: the eigen strategy with L2 columns 1 (HDMM approx=True's targets),
     y = A x + N(0, σ²)ⁿ, x̂ = A⁻¹ y. Per-query RMSE at unit noise within 1.02x HDMM's YuanConvex
     (bench/bench_gaussian.py).
 
     >>> from dplens.core.queries.workloads import AllRange
-    >>> round(float(GaussianMatrix().strategy_norms(AllRange(8))[1].max()), 12)
+    >>> round(float(GaussianEigenDesign().strategy_norms(AllRange(8))[1].max()), 12)
     1.0
     """
 
@@ -377,7 +377,7 @@ class GaussianMatrix(GaussianMixin):
 
     delta: float = 1e-6
     calibration: str = "analytic"
-    name: str = "gaussian-mm-opt"
+    name: str = "gaussian-eigen"
     data_dependent: bool = False
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(None)
 

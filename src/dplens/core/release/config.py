@@ -27,7 +27,7 @@ import numpy as np
 
 from dplens import __version__
 from dplens.core.data.limits import DENSE_LIMIT, MAX_QUERIES
-from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms import MECHANISMS, RENAMED
 from dplens.core.queries.workloads import Explicit, Kron, Ranges, Stack, parse_workload
 from dplens.core.validate import positive
 
@@ -213,6 +213,7 @@ def _require(doc: dict, key: str, kind: type, what: str):
 
 
 def _mechanism(key: str, name: object) -> str:
+    name = RENAMED.get(name, name) if isinstance(name, str) else name  # a config saved before a rename
     if not isinstance(name, str) or name not in MECHANISMS:
         raise ValueError(f"config {key!r} names unknown mechanism {name!r}; known: {', '.join(MECHANISMS)}")
     return name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -59,10 +60,41 @@ TARGET_KINDS = {  # label -> (metric, confidence, simultaneous) from the confide
 TARGET_MECHANISMS = ("identity", "laplace-on-answers", "hb", "privelet", "greedy-h")
 
 
+@dataclass(frozen=True)
+class _Target:
+    """The single-target tab's inputs: a mechanism and an error ``a`` of one kind (a TARGETS label)."""
+
+    name: str
+    kind: str
+    target: float
+    confidence: float | None  # 1 − β of a "±a with probability 1−β" target, else None
+    simultaneous: bool
+
+    @property
+    def metric(self) -> str:
+        return TARGETS[self.kind]
+
+    @property
+    def label(self) -> str:
+        return self.kind if self.confidence is None else f"a at 1−β = {self.confidence:g}"
+
+
 def from_accuracy() -> None:
+    """The single-target tab: the smallest ε whose error meets a target, its curve and, for Laplace, intervals."""
     hist, workload = tuning_histogram(), session_workload()
     st.caption(f"Dataset **{hist.name}** · workload `{workload_name()}` ({workload.shape[0]:,} queries). "
                "Nothing on this page spends budget.")
+    wanted = _accuracy_target()
+    mechanism = matched(MECHANISMS[wanted.name])
+    choice = _epsilon_choice(wanted, mechanism, hist, workload)
+    if choice is None:
+        return
+    _show_choice(wanted, choice)
+    _laplace_intervals(mechanism, workload, hist, choice, wanted.confidence)
+
+
+def _accuracy_target() -> _Target:
+    """The widgets of one accuracy target: mechanism, kind of target, a and, for ±a targets, β and union bound."""
     left, middle, right = st.columns(3)
     choices = available()
     if st.session_state.get("choose_mechanism") not in choices:  # a Gaussian one under pure ε-DP
@@ -77,37 +109,54 @@ def from_accuracy() -> None:
         confidence = 1 - middle.number_input("β (failure probability)", 0.0001, 0.5, 0.05, format="%.4f",
                                              key="choose_beta")
         simultaneous = right.checkbox("All queries at once (union bound)", True, key="choose_simultaneous")
-    mechanism, metric = matched(MECHANISMS[name]), TARGETS[kind]
-    key = (tuning_key(), workload_spec(), name, target, metric, confidence, simultaneous,
-           int(st.session_state.seed), privacy_definition(), privacy_delta())
+    return _Target(name, kind, target, confidence, simultaneous)
+
+
+def _epsilon_choice(wanted: _Target, mechanism, hist, workload) -> selection.EpsilonChoice | None:
+    """The smallest ε meeting the target, from the error formula or (on request) a simulation on the data, kept in
+    the session per input; None (with the reason shown) when there is none."""
+    key = (tuning_key(), workload_spec(), wanted.name, wanted.target, wanted.metric, wanted.confidence,
+           wanted.simultaneous, int(st.session_state.seed), privacy_definition(), privacy_delta())
     try:
         choice = st.session_state.epsilon_choices.get(key)
         if choice is None:
             with st.spinner("computing the analytic error…"):
-                choice = selection.epsilon_for_accuracy(mechanism, workload, target, metric, confidence,
-                                                        simultaneous=simultaneous)
+                choice = selection.epsilon_for_accuracy(mechanism, workload, wanted.target, wanted.metric,
+                                                        wanted.confidence, simultaneous=wanted.simultaneous)
             st.session_state.epsilon_choices[key] = choice
     except selection.NeedsDataError as err:
         choice = st.session_state.epsilon_choices.get(key)
         if choice is None:
-            st.info(f"{name} {err.reason}, so no formula gives ε for this target. Estimate it by simulating "
-                    "the mechanism on the current data (trials × about 20 epsilons; nothing is charged, slow "
-                    "mechanisms take minutes). The result holds for this data only.")
-            trials = st.slider("Trials per epsilon", 2, 30, 5, key="choose_trials")
-            if not st.button("Estimate by simulation", key="choose_simulate"):
-                return
-            with st.spinner("simulating…"):
-                try:
-                    choice = selection.epsilon_for_accuracy(
-                        mechanism, workload, target, metric, confidence, simultaneous=simultaneous,
-                        data=hist.counts, trials=trials, points=12, rng=simulation_rng(1))
-                except ValueError as sim_err:
-                    st.error(str(sim_err))
-                    return
+            choice = _simulated_choice(wanted, mechanism, hist, workload, err.reason)
+            if choice is None:
+                return None
             st.session_state.epsilon_choices[key] = choice
     except ValueError as err:
         st.error(str(err))
-        return
+        return None
+    return choice
+
+
+def _simulated_choice(wanted: _Target, mechanism, hist, workload, reason: str) -> selection.EpsilonChoice | None:
+    """No formula gives the error: ε estimated by simulating on the current data, once the button is clicked."""
+    st.info(f"{wanted.name} {reason}, so no formula gives ε for this target. Estimate it by simulating "
+            "the mechanism on the current data (trials × about 20 epsilons; nothing is charged, slow "
+            "mechanisms take minutes). The result holds for this data only.")
+    trials = st.slider("Trials per epsilon", 2, 30, 5, key="choose_trials")
+    if not st.button("Estimate by simulation", key="choose_simulate"):
+        return None
+    with st.spinner("simulating…"):
+        try:
+            return selection.epsilon_for_accuracy(
+                mechanism, workload, wanted.target, wanted.metric, wanted.confidence,
+                simultaneous=wanted.simultaneous, data=hist.counts, trials=trials, points=12, rng=simulation_rng(1))
+        except ValueError as sim_err:
+            st.error(str(sim_err))
+            return None
+
+
+def _show_choice(wanted: _Target, choice: selection.EpsilonChoice) -> None:
+    """The chosen ε (ρ under zCDP), the button handing it to Release, and the error curve it was read from."""
     at_delta = "" if privacy_definition() == "pure" else f" at δ = {privacy_delta():g}"
     if privacy_definition() == "zcdp":  # the definition's own unit first; its ε at δ once, as a conversion
         st.metric("Smallest ρ meeting the target", f"ρ = {zcdp_rho(choice.epsilon, privacy_delta()):.4g}",
@@ -118,15 +167,20 @@ def from_accuracy() -> None:
                   help=f"Method: {choice.method}. {choice.note}")
     if choice.note:
         st.caption(choice.note)
-    label = kind if confidence is None else f"a at 1−β = {confidence:g}"
+    name, label, target = wanted.name, wanted.label, wanted.target
     use_button(choice.epsilon, mechanism=name, target=f"{label} ≤ {target:g}", workload=workload_spec(),
-                  key="choose_use")
+               key="choose_use")
     fig = line_figure(choice.epsilons, {f"{name}: {label}": choice.errors}, x_title=EPSILON_TITLE,
-                         y_title="error per query (records)", log_x=True, log_y=True, levels={"target": target},
-                         colours={f"{name}: {label}": mechanism_colour(name)})
+                      y_title="error per query (records)", log_x=True, log_y=True, levels={"target": target},
+                      colours={f"{name}: {label}": mechanism_colour(name)})
     fig.add_scatter(x=[choice.epsilon], y=[target], mode="markers", marker={"size": 12, "symbol": "star"},
                     name=f"chosen ε = {choice.epsilon:.4g}")
     st.plotly_chart(fig, key="choose_curve")
+
+
+def _laplace_intervals(mechanism, workload, hist, choice: selection.EpsilonChoice, confidence: float | None) -> None:
+    """What the chosen ε buys when the noise is plain Laplace: its scale, ± per query and all at once, and (1-D
+    identity) a preview with per-bin intervals."""
     if selection.laplace_answer_scale(mechanism, workload, choice.epsilon) is None:
         st.caption("Confidence intervals are exact for Laplace histograms (identity) and Laplace on the "
                    "answers; this mechanism's error is not plain Laplace noise.")
@@ -210,7 +264,7 @@ def several_targets() -> None:
     st.dataframe([{"release": r["release"], "mechanism": r["mechanism"], "groups": r["groups"], "ε": r["ε"],
                    "share": f"{r['ε'] / best.total:.1%}"} for r in releases], hide_index=True, key="targets_split")
     use_button(best.total, mechanism=chosen[0] if len(set(chosen)) == 1 else None,
-                  target=f"{len(labels)} targets, best split", workload=workload_spec(), key="targets_use")
+               target=f"{len(labels)} targets, best split", workload=workload_spec(), key="targets_use")
     st.caption("“Use this ε” hands the total on (and the mechanism when one serves every group). Release "
                "each group at its share: the shares add up to the total.")
 
@@ -242,7 +296,7 @@ def from_risk() -> None:
     chosen = tight if math.isfinite(tight) else upper
     if math.isfinite(chosen):
         use_button(chosen, mechanism=None, target=f"re-identification risk ≤ {rho:.3g} ({query})",
-                      workload=workload_spec(), key="lc_use")
+                   workload=workload_spec(), key="lc_use")
     st.info("**What it means:** at or below this ε, this adversary cannot become more than ρ sure which "
             "individual is missing after one answer (the prior is 1/n). **What it does not mean:** it is not a "
             "differential-privacy guarantee; it holds only for this universe, query and adversary, and "
@@ -254,7 +308,7 @@ def from_risk() -> None:
         curves["β upper bound (Eq. 5)"] = selection.lee_clifton_risk_upper(
             epsilons, worlds.sensitivity, worlds.value_spread, worlds.n)
     fig = line_figure(epsilons, curves, x_title="epsilon", y_title="adversary's posterior (risk)",
-                         levels={"ρ": rho})
+                      levels={"ρ": rho})
     st.plotly_chart(fig, key="lc_curves")
     st.subheader("Posterior over the worlds (Table 3)")
     order = list(range(worlds.n))[::-1]  # the paper's ω1 is the world without the last individual
@@ -294,8 +348,8 @@ def usefulness() -> None:
             bound = [min(1.0, selection.interval_failure_probability(n, cells, alpha, eps_u,
                                                                      neighbouring=neighbouring)) for n in records]
             fig = line_figure(records, {"failure probability bound": bound}, x_title="records n",
-                                 y_title="P(some interval errs by > ε_u)", log_x=True, log_y=True,
-                                 levels={"δ_u": delta_u})
+                              y_title="P(some interval errs by > ε_u)", log_x=True, log_y=True,
+                              levels={"δ_u": delta_u})
             fig.add_scatter(x=[n_min], y=[delta_u], mode="markers", marker={"size": 12, "symbol": "star"},
                             name=f"minimum n = {n_min:,.0f}")
         else:
@@ -309,8 +363,8 @@ def usefulness() -> None:
                        "(it answers with the exact maximum); use them as the paper's numbers, not as guarantees.")
             deltas = np.geomspace(1e-4, 0.999 / (math.exp(alpha) + 1), 50)
             fig = line_figure(deltas, {"minimum n": [selection.max_query_min_records(cells, alpha, eps_u, d)
-                                                        for d in deltas]},
-                                 x_title="δ_u", y_title="minimum records n", log_x=True)
+                                                     for d in deltas]},
+                              x_title="δ_u", y_title="minimum records n", log_x=True)
     except ValueError as err:
         st.error(str(err))
         return
@@ -455,8 +509,8 @@ def _disclosure(definition: str, epsilon: float, delta: float, scale: float, sen
     if definition != "pure":
         profile_name = "δ(ε), exact Gaussian profile" if definition == "approx" else "δ(ε), CKS conversion of ρ"
         fig = line_figure(epsilons, {profile_name: np.maximum(profile, 1e-300),
-                                        "P[posterior above the bound at ε] = P[L > ε]": np.maximum(tail, 1e-300)},
-                             x_title=EPSILON_TITLE, y_title="probability", log_x=True, log_y=True)
+                                     "P[posterior above the bound at ε] = P[L > ε]": np.maximum(tail, 1e-300)},
+                          x_title=EPSILON_TITLE, y_title="probability", log_x=True, log_y=True)
         fig.add_vline(x=epsilon, line={"color": TRUE_COLOUR, "dash": "dash"})
         fig.update_yaxes(range=[-12, 0])
         st.plotly_chart(fig, key="risk_profile_chart")

@@ -46,63 +46,12 @@ def pick_from_click(event, summary, metric: str, epsilons) -> None:
 def show_compare_results(epsilons, hist, results, trials, workload) -> None:
     """The results of a sweep: frontier, inspector, regret, per-bin error, runtime and the table."""
     summary = summarise(results)
-    shown = list(summary["metric"].unique())
-
+    ran = list(summary["mechanism"].unique())
     frontier, regret_tab, per_bin_tab, runtime_tab, table_tab = st.tabs(
         ["Frontier", "Regret", "Per-bin error", "Runtime", "Table"])
     with frontier:
-        left, middle, right = st.columns([3, 1, 1])
-        metric = left.radio("Show", shown, horizontal=True, format_func=METRIC_LABELS.get, key="compare_show",
-                            help="Which error metric to plot.")
-        log_y = middle.toggle("Log error axis", True, key="compare_logy", help="Log scale for the error.")
-        envelope = right.toggle("Lower envelope", True, key="compare_envelope",
-                                help="The best mean error at each epsilon over the mechanisms shown (DPComp).")
-        x_title = "epsilon" if definition() == "pure" else f"epsilon at delta = {delta():g} ({definition()})"
-        event = st.plotly_chart(error_figure(summary, metric, log_y=log_y, envelope=envelope, x_title=x_title),
-                                key="compare_chart",
-                                on_select="rerun", selection_mode="points")
-        st.caption("Lines: mean over trials; bands: 2.5–97.5 % of single trials; dotted: analytic expectation "
-                   "(data-independent mechanisms, MSE/RMSE). Click a point to inspect that release below.")
-        st.caption("Legend: " + mechanism_words(summary["mechanism"].unique()))
-        pick_from_click(event, summary, metric, epsilons)
-        ran = list(summary["mechanism"].unique())
-        if st.session_state.get("compare_pick_mechanism") not in ran:
-            st.session_state.compare_pick_mechanism = ran[0]
-        if st.session_state.get("compare_pick_epsilon") not in epsilons:
-            st.session_state.compare_pick_epsilon = epsilons[len(epsilons) // 2]
-        st.subheader("Inspect one release")
-        left, middle, right = st.columns(3)
-        pick = left.selectbox("Mechanism", ran, key="compare_pick_mechanism", help="Or click a point above.")
-        pick_epsilon = middle.selectbox("Epsilon", epsilons, key="compare_pick_epsilon", format_func="{:g}".format,
-                                        help="Or click a point above.")
-        trial = int(right.number_input("Trial", 0, int(trials) - 1, 0, key="compare_pick_trial",
-                                       help="Which of the sweep's trials to reproduce (same noise stream)."))
-        release = replay(hist, workload, matched(pick), pick_epsilon, trial, seed=int(st.session_state.seed))
-        if metric in HISTOGRAM_METRICS:
-            value = np.nan if release.estimate is None else METRICS[metric](hist.vector, release.estimate,
-                                                                              total=hist.total)
-        else:
-            value = METRICS[metric](workload.matvec(hist.vector), release.answers, total=hist.total)
-        st.caption(f"{pick} at ε = {pick_epsilon:g}, trial {trial}: {METRIC_LABELS[metric]} = {value:,.4g} "
-                   f"(reproduced exactly from the sweep's noise stream; privacy loss {release.privacy_loss:.4g}).")
-        try:
-            st.download_button("Recipe for this point (Python script)", recipe_script(
-                mechanism=pick, settings={}, workload=workload_spec(), epsilon=float(pick_epsilon)),
-                "dplens_recipe.py", "text/x-python", key="compare_recipe", on_click="ignore",
-                help="Releases this mechanism at this ε on a file you name (secure noise; the data is not in it).")
-        except ValueError as err:
-            st.caption(f"No recipe for this point: {err}.")
-        view = histogram_view_controls(hist, key="compare_view") if release.estimate is not None else {}
-        if release.estimate is None:
-            st.info(f"{pick} releases workload answers only, not a histogram.")
-        elif len(hist.domain.shape) == 2:
-            left, right = st.columns(2)
-            left.plotly_chart(histogram_figure(hist, **view), key="compare_true_heatmap")
-            right.plotly_chart(histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", **view),
-                               key="compare_noisy_heatmap")
-        else:
-            st.plotly_chart(histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", pick, **view),
-                            key="compare_noisy")
+        metric = _frontier(summary, epsilons)
+        _inspect_release(ran, epsilons, hist, trials, workload, metric)
     with regret_tab:
         table = regret(results, metric)
         st.dataframe(table, hide_index=True, key="compare_regret",
@@ -110,22 +59,7 @@ def show_compare_results(epsilons, hist, results, trials, workload) -> None:
         st.caption(f"DPBench regret on {METRIC_LABELS[metric]}: each mechanism's mean error ÷ the best mean error at "
                    "that epsilon, averaged over the grid (1 = best everywhere). Identity and uniform are references.")
     with per_bin_tab:
-        per_epsilon = st.selectbox("Epsilon", epsilons, index=len(epsilons) // 2, format_func="{:g}".format,
-                                   key="compare_per_bin_epsilon", help="Per-bin errors at this epsilon.")
-        clicked = st.button("Compute per-bin error", key="compare_per_bin", help=f"Replays {PER_BIN_TRIALS} "
-                            "trials per mechanism and averages |estimate − true| per bin.")
-        with st.spinner(f"Replaying {PER_BIN_TRIALS} trials per mechanism for the per-bin error…"):
-            errors = per_bin(tuple(ran), per_epsilon, min(PER_BIN_TRIALS, int(trials)), compute=clicked)
-        if errors is not None:
-            bucket, labels = count_buckets(hist.vector)
-            sizes = np.bincount(bucket, minlength=len(labels))
-            means = {name: np.bincount(bucket, weights=e, minlength=len(labels)) / np.maximum(sizes, 1)
-                     for name, e in errors.items()}
-            st.plotly_chart(per_bin_figure(labels, means, sizes), key="compare_per_bin_chart")
-            st.caption("Mean absolute error of the histogram estimate per bin, grouped by the bin's true count: the "
-                       "small bins (1–9) are where relative error explodes. Mechanisms without a histogram "
-                       "estimate are left out.")
-            st.caption("Legend: " + mechanism_words(list(means)))
+        _per_bin_error(ran, epsilons, hist, trials)
     with runtime_tab:
         st.plotly_chart(runtime_figure(summary), key="compare_runtime")
         st.caption(f"Mean wall-clock seconds per run over the {len(results):,} measurements.")
@@ -137,3 +71,88 @@ def show_compare_results(epsilons, hist, results, trials, workload) -> None:
                                        for c in ("mean", "low", "high", "expected")}})
         st.download_button("Download all results (CSV)", results.to_csv(index=False).encode(), "dplens-compare.csv",
                            "text/csv", key="compare_download", help="One row per mechanism, epsilon, trial, metric.")
+
+
+def _frontier(summary, epsilons) -> str:
+    """The error-against-ε chart (a click picks the release to inspect); returns the metric shown."""
+    left, middle, right = st.columns([3, 1, 1])
+    metric = left.radio("Show", list(summary["metric"].unique()), horizontal=True, format_func=METRIC_LABELS.get,
+                        key="compare_show", help="Which error metric to plot.")
+    log_y = middle.toggle("Log error axis", True, key="compare_logy", help="Log scale for the error.")
+    envelope = right.toggle("Lower envelope", True, key="compare_envelope",
+                            help="The best mean error at each epsilon over the mechanisms shown (DPComp).")
+    x_title = "epsilon" if definition() == "pure" else f"epsilon at delta = {delta():g} ({definition()})"
+    event = st.plotly_chart(error_figure(summary, metric, log_y=log_y, envelope=envelope, x_title=x_title),
+                            key="compare_chart",
+                            on_select="rerun", selection_mode="points")
+    st.caption("Lines: mean over trials; bands: 2.5–97.5 % of single trials; dotted: analytic expectation "
+               "(data-independent mechanisms, MSE/RMSE). Click a point to inspect that release below.")
+    st.caption("Legend: " + mechanism_words(summary["mechanism"].unique()))
+    pick_from_click(event, summary, metric, epsilons)
+    return metric
+
+
+def _inspect_release(ran: list[str], epsilons, hist, trials, workload, metric: str) -> None:
+    """One release of the sweep reproduced from its noise stream: its error, a recipe and its histogram."""
+    if st.session_state.get("compare_pick_mechanism") not in ran:
+        st.session_state.compare_pick_mechanism = ran[0]
+    if st.session_state.get("compare_pick_epsilon") not in epsilons:
+        st.session_state.compare_pick_epsilon = epsilons[len(epsilons) // 2]
+    st.subheader("Inspect one release")
+    left, middle, right = st.columns(3)
+    pick = left.selectbox("Mechanism", ran, key="compare_pick_mechanism", help="Or click a point above.")
+    pick_epsilon = middle.selectbox("Epsilon", epsilons, key="compare_pick_epsilon", format_func="{:g}".format,
+                                    help="Or click a point above.")
+    trial = int(right.number_input("Trial", 0, int(trials) - 1, 0, key="compare_pick_trial",
+                                   help="Which of the sweep's trials to reproduce (same noise stream)."))
+    release = replay(hist, workload, matched(pick), pick_epsilon, trial, seed=int(st.session_state.seed))
+    if metric in HISTOGRAM_METRICS:
+        value = np.nan if release.estimate is None else METRICS[metric](hist.vector, release.estimate,
+                                                                          total=hist.total)
+    else:
+        value = METRICS[metric](workload.matvec(hist.vector), release.answers, total=hist.total)
+    st.caption(f"{pick} at ε = {pick_epsilon:g}, trial {trial}: {METRIC_LABELS[metric]} = {value:,.4g} "
+               f"(reproduced exactly from the sweep's noise stream; privacy loss {release.privacy_loss:.4g}).")
+    try:
+        st.download_button("Recipe for this point (Python script)", recipe_script(
+            mechanism=pick, settings={}, workload=workload_spec(), epsilon=float(pick_epsilon)),
+            "dplens_recipe.py", "text/x-python", key="compare_recipe", on_click="ignore",
+            help="Releases this mechanism at this ε on a file you name (secure noise; the data is not in it).")
+    except ValueError as err:
+        st.caption(f"No recipe for this point: {err}.")
+    _release_histogram(hist, release, pick, pick_epsilon)
+
+
+def _release_histogram(hist, release, pick: str, pick_epsilon: float) -> None:
+    """The inspected release's histogram estimate: next to the truth as heatmaps in 2-D, over it in 1-D."""
+    view = histogram_view_controls(hist, key="compare_view") if release.estimate is not None else {}
+    if release.estimate is None:
+        st.info(f"{pick} releases workload answers only, not a histogram.")
+    elif len(hist.domain.shape) == 2:
+        left, right = st.columns(2)
+        left.plotly_chart(histogram_figure(hist, **view), key="compare_true_heatmap")
+        right.plotly_chart(histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", **view),
+                           key="compare_noisy_heatmap")
+    else:
+        st.plotly_chart(histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", pick, **view),
+                        key="compare_noisy")
+
+
+def _per_bin_error(ran: list[str], epsilons, hist, trials) -> None:
+    """Mean absolute error per bin, grouped by the bin's true count, computed on request."""
+    per_epsilon = st.selectbox("Epsilon", epsilons, index=len(epsilons) // 2, format_func="{:g}".format,
+                               key="compare_per_bin_epsilon", help="Per-bin errors at this epsilon.")
+    clicked = st.button("Compute per-bin error", key="compare_per_bin", help=f"Replays {PER_BIN_TRIALS} "
+                        "trials per mechanism and averages |estimate − true| per bin.")
+    with st.spinner(f"Replaying {PER_BIN_TRIALS} trials per mechanism for the per-bin error…"):
+        errors = per_bin(tuple(ran), per_epsilon, min(PER_BIN_TRIALS, int(trials)), compute=clicked)
+    if errors is not None:
+        bucket, labels = count_buckets(hist.vector)
+        sizes = np.bincount(bucket, minlength=len(labels))
+        means = {name: np.bincount(bucket, weights=e, minlength=len(labels)) / np.maximum(sizes, 1)
+                 for name, e in errors.items()}
+        st.plotly_chart(per_bin_figure(labels, means, sizes), key="compare_per_bin_chart")
+        st.caption("Mean absolute error of the histogram estimate per bin, grouped by the bin's true count: the "
+                   "small bins (1–9) are where relative error explodes. Mechanisms without a histogram "
+                   "estimate are left out.")
+        st.caption("Legend: " + mechanism_words(list(means)))

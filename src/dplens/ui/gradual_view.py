@@ -82,7 +82,7 @@ def walk_tab() -> None:
     cols[1].metric("A real walk's loss so far (largest ε)", f"ε = {released[-1] if step else 0:.4g}")
     cols[2].metric("Independent releases would cost (Σ ε)", f"ε = {independent[step - 1] if step else 0:.4g}")
     fig = line_figure(planned, {"noise reduction: ε_t": nr, "independent releases: Σ ε": independent},
-                         x_title="epsilon of the latest step", y_title="cumulative privacy loss")
+                      x_title="epsilon of the latest step", y_title="cumulative privacy loss")
     st.plotly_chart(fig, key="gradual_loss")
     if not step:
         st.info("Press the button to simulate the first step. " + GRADUAL_SIMULATION)
@@ -99,9 +99,9 @@ def walk_tab() -> None:
     walk_rmse = np.sqrt(np.mean((values - hist.vector) ** 2, axis=1))
     simulated, one_shot = gradual.one_shot_comparison(hist.vector, released, 5, simulation_rng(2))
     st.plotly_chart(line_figure(released, {"this walk": walk_rmse, "walk, mean of 5 simulations": simulated,
-                                              "one-shot release, mean of 5 simulations": one_shot,
-                                              "one-shot expected √2/ε": np.sqrt(2) / released},
-                                   x_title="epsilon", y_title="RMSE per bin", log_x=True, log_y=True),
+                                           "one-shot release, mean of 5 simulations": one_shot,
+                                           "one-shot expected √2/ε": np.sqrt(2) / released},
+                                x_title="epsilon", y_title="RMSE per bin", log_x=True, log_y=True),
                     key="gradual_error_chart")
     st.caption("Each step is exactly as accurate as a one-shot release at its epsilon (Koufogiannis et al.).")
 
@@ -146,8 +146,8 @@ def search_tab() -> None:
     cols[3].metric("Doubling baseline loss", f"{doubling.privacy_loss:.4g}" + ("" if doubling.stopped_at is not None
                                                                                else " (FAIL)"))
     fig = line_figure(result.epsilons, {"true error of θ_t (display only)": result.errors}, x_title="epsilon",
-                         y_title=f"{metric} of the workload", log_x=True, log_y=True,
-                         levels={"target α": target, "stopping threshold": result.threshold})
+                      y_title=f"{metric} of the workload", log_x=True, log_y=True,
+                      levels={"target α": target, "stopping threshold": result.threshold})
     if result.succeeded:
         fig.add_scatter(x=[result.epsilons[result.stopped_at]], y=[result.errors[result.stopped_at]], mode="markers",
                         marker={"size": 14, "symbol": "star"}, name="stopped here (θ_t* released)")

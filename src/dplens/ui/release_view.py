@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -17,9 +18,10 @@ from dplens.core.analysis.intervals import (
 )
 from dplens.core.analysis.strategy_noise import strategy_halfwidths
 from dplens.core.data import limits
-from dplens.core.mechanisms import MECHANISMS, configure
+from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from dplens.core.mechanisms.gaussian import Matched
-from dplens.core.privacy.definitions import ZCDP, target, zcdp_epsilon, zcdp_rho
+from dplens.core.privacy.budget import Budget
+from dplens.core.privacy.definitions import ZCDP, Privacy, target, zcdp_epsilon, zcdp_rho
 from dplens.core.privacy.ledger_store import new_export_id
 from dplens.core.privacy.noise import noise_sampler, noise_source
 from dplens.core.release.config import parse_config
@@ -31,7 +33,13 @@ from dplens.core.release.export import (
     release_to_csv,
     release_to_json,
 )
-from dplens.core.release.kernel import HistogramRequest, export_release, plan_histogram, release_histogram
+from dplens.core.release.kernel import (
+    HistogramRequest,
+    Published,
+    export_release,
+    plan_histogram,
+    release_histogram,
+)
 from dplens.core.release.publish import history_entry
 from dplens.core.release.recipe import recipe_notebook, recipe_script
 from dplens.ui.chart_controls import histogram_view_controls
@@ -89,6 +97,36 @@ def release_rho_typed() -> None:
     ss.release_rho_for = (float(ss.release_epsilon), privacy_delta())
 
 
+@dataclass(frozen=True)
+class _Click:
+    """The Release button's inputs, read when it is clicked."""
+
+    name: str
+    noise_path: str
+    tuned: str
+    settings: dict[str, object]
+    number: int
+    definition: str
+
+    @property
+    def label(self) -> str:
+        return f"release #{self.number}: {self.name}"
+
+    @property
+    def exploring(self) -> bool:
+        return self.noise_path == "exploration"
+
+
+@dataclass(frozen=True, eq=False)
+class _Ran:
+    """A finished run: the release, its seconds, its noise sampler and the kernel's record (None outside it)."""
+
+    release: Release
+    seconds: float
+    sampler: str
+    published: Published[Release] | None
+
+
 def spend_and_release() -> None:
     """Button callback: run, then charge, then log (a rerun never reaches this; style rule 7).
 
@@ -98,34 +136,55 @@ def spend_and_release() -> None:
     never exported, and re-releasing already-private data is post-processing.
     """
     ss = st.session_state
-    name, epsilon, noise_path = ss.release_mechanism, float(ss.release_epsilon), ss.release_noise_path
-    tuned = release_tuned_on()  # read before the release: a release makes the hand-off stale
-    settings = mechanism_settings(name, key="release", render=False)
-    number = len(st.session_state.releases) + 1
-    label = f"release #{number}: {name}"
-    definition, delta = privacy_definition(), privacy_delta()
+    name, epsilon = ss.release_mechanism, float(ss.release_epsilon)
+    click = _Click(name, ss.release_noise_path,
+                   tuned=release_tuned_on(),  # read before the release: a release makes the hand-off stale
+                   settings=mechanism_settings(name, key="release", render=False),
+                   number=len(ss.releases) + 1, definition=privacy_definition())
+    delta = privacy_delta()
     try:
-        privacy = ZCDP(float(ss.release_rho)) if definition == "zcdp" and "release_rho" in ss else target(
-            definition, epsilon, delta)
-        epsilon = privacy.to_approx(delta).epsilon if definition == "zcdp" else epsilon
-        request = HistogramRequest(name, settings, privacy, session_workload(), workload_spec(), delta)
+        privacy = ZCDP(float(ss.release_rho)) if click.definition == "zcdp" and "release_rho" in ss else target(
+            click.definition, epsilon, delta)
+        epsilon = privacy.to_approx(delta).epsilon if click.definition == "zcdp" else epsilon
+        request = HistogramRequest(name, click.settings, privacy, session_workload(), workload_spec(), delta)
         runner, mechanism, run_epsilon, cost = plan_histogram(request)
     except ValueError as err:
-        st.session_state.flash_error = f"{name} not released: {err}"
+        ss.flash_error = f"{name} not released: {err}"
         return
-    if released_data() is None and not fits_or_flash(label, cost.epsilon, delta=cost.delta, rho=cost.rho,
-                                                           what=DEFINITION_LABELS[definition]):
-        return  # refused before any work: the flash names the remaining budget in the ledger's unit
-    _, refusal = run_check(name, settings, session_workload())
-    if refusal:  # over the memory or time limit (dplens.core.analysis.cost): nothing run, nothing charged
-        st.session_state.flash_error = f"{name} not run: {refusal}"
+    if not _may_run(click, cost):
         return
-    stream = int(st.session_state.release_counter)
-    exploring = noise_path == "exploration"
-    kernel = not exploring and released_data() is None and not is_rescaled()
+    stream = int(ss.release_counter)
+    kernel = not click.exploring and released_data() is None and not is_rescaled()
     if kernel and bins_from_data():  # no output shape may depend on the private data
-        st.session_state.flash_error = f"{name} not released: {BINS_FROM_DATA_REFUSAL}"
+        ss.flash_error = f"{name} not released: {BINS_FROM_DATA_REFUSAL}"
         return
+    ran = _run_release(request, runner, mechanism, run_epsilon, epsilon=epsilon, kernel=kernel,
+                       exploring=click.exploring)
+    if ran is None:
+        return
+    charged, export_id = _charge_release(click, ran, cost, privacy)
+    if charged:
+        _log_release(click, ran, request, stream, export_id)
+
+
+def _may_run(click: _Click, cost: Budget) -> bool:
+    """Refusals before any work: the charge must fit the ledger (a re-release of released data is free) and the
+    run the memory and time limits; False + flash error when refused."""
+    if released_data() is None and not fits_or_flash(click.label, cost.epsilon, delta=cost.delta, rho=cost.rho,
+                                                     what=DEFINITION_LABELS[click.definition]):
+        return False  # the flash names the remaining budget in the ledger's unit
+    _, refusal = run_check(click.name, click.settings, session_workload())
+    if refusal:  # over the memory or time limit (dplens.core.analysis.cost): nothing run, nothing charged
+        st.session_state.flash_error = f"{click.name} not run: {refusal}"
+        return False
+    return True
+
+
+def _run_release(request: HistogramRequest, runner: Mechanism | Matched, mechanism: Mechanism, run_epsilon: float, *,
+                 epsilon: float, kernel: bool, exploring: bool) -> _Ran | None:
+    """Run, bounded: through the release kernel (which also charges) or the planned runner here; None + flash error
+    when it fails (nothing published, nothing charged)."""
+    ss, name = st.session_state, request.mechanism
     try:
         counts = histogram().counts
         with st.spinner(f"Releasing with {name} at ε = {epsilon:g} (stopped after {limits.MAX_ACTION_SECONDS:g} s)…"):
@@ -135,40 +194,48 @@ def spend_and_release() -> None:
                                               name=histogram().name, time_limit=limits.MAX_ACTION_SECONDS,
                                               workspace=ss.get("workspace_id"), where="Release page",
                                               default_total=default_total())
-                release, seconds, sampler = published.release, published.seconds, published.noise_sampler
-            else:
-                rng = release_rng() if exploring else noise_source("secure", mechanism=mechanism, counts=counts)
-                started = time.perf_counter()
-                release = run_bounded(runner.run, counts, session_workload(), run_epsilon, rng,
-                                      seconds=limits.MAX_ACTION_SECONDS,
-                                      estimated_seconds=estimate_cost(mechanism, session_workload()).seconds)
-                seconds, sampler = time.perf_counter() - started, noise_sampler(rng, mechanism)
+                return _Ran(published.release, published.seconds, published.noise_sampler, published)
+            rng = release_rng() if exploring else noise_source("secure", mechanism=mechanism, counts=counts)
+            started = time.perf_counter()
+            release = run_bounded(runner.run, counts, session_workload(), run_epsilon, rng,
+                                  seconds=limits.MAX_ACTION_SECONDS,
+                                  estimated_seconds=estimate_cost(mechanism, session_workload()).seconds)
+            return _Ran(release, time.perf_counter() - started, noise_sampler(rng, mechanism), None)
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
         ledger()  # show what the store holds (another tab may have spent)
-        st.session_state.flash_error = f"{name} not released: {message}"
-        return
-    if kernel:
-        export_id = published.export_id
-        ss.ledger, ss.release_counter = published.ledger, ss.release_counter + 1
-    else:
-        export_id = None if exploring else new_export_id()  # a simulation is never exported
-        if not charge(label, cost.epsilon, mechanism=name, workload=workload_spec(), export_id=export_id,
-                         delta=cost.delta, rho=cost.rho,
-                         note=f"noise path: {noise_path}" + ("" if definition == "pure" else f"; {privacy}")
-                         + (f" ({SIMULATION_LABEL})" if exploring else "")):
-            return
+        ss.flash_error = f"{name} not released: {message}"
+        return None
+
+
+def _charge_release(click: _Click, ran: _Ran, cost: Budget, privacy: Privacy) -> tuple[bool, str | None]:
+    """(charged, export id): the kernel's release is charged already; any other is charged now (a re-release of
+    released data for free), False + flash error when refused."""
+    ss = st.session_state
+    if ran.published is not None:
+        ss.ledger, ss.release_counter = ran.published.ledger, ss.release_counter + 1
+        return True, ran.published.export_id
+    export_id = None if click.exploring else new_export_id()  # a simulation is never exported
+    note = (f"noise path: {click.noise_path}" + ("" if click.definition == "pure" else f"; {privacy}")
+            + (f" ({SIMULATION_LABEL})" if click.exploring else ""))
+    return charge(click.label, cost.epsilon, mechanism=click.name, workload=workload_spec(), export_id=export_id,
+                  delta=cost.delta, rho=cost.rho, note=note), export_id
+
+
+def _log_release(click: _Click, ran: _Ran, request: HistogramRequest, stream: int, export_id: str | None) -> None:
+    """Add the charged release to the session's history and outputs, show it, and save the workspace."""
+    ss = st.session_state
     entry = history_entry(
-        release, number=number, dataset=st.session_state.dataset_key, workload=workload_spec(),
-        seed=int(st.session_state.seed) if exploring else None, stream=stream if exploring else None,
-        noise_path=noise_path, noise_sampler=sampler)
-    meta = privacy_metadata(release)
-    entry.update(definition=definition, delta=meta["delta"], rho=meta["rho"], sigma=meta["sigma"],
-                 tuned_on=tuned)
-    st.session_state.releases.append({**entry, "export_id": export_id})
-    st.session_state.release_outputs[number] = {"release": release, "settings": settings, "seconds": seconds,
-                                                "request": request, "published": published if kernel else None}
-    st.session_state.release_show = number
+        ran.release, number=click.number, dataset=ss.dataset_key, workload=workload_spec(),
+        seed=int(ss.seed) if click.exploring else None, stream=stream if click.exploring else None,
+        noise_path=click.noise_path, noise_sampler=ran.sampler)
+    meta = privacy_metadata(ran.release)
+    entry.update(definition=click.definition, delta=meta["delta"], rho=meta["rho"], sigma=meta["sigma"],
+                 tuned_on=click.tuned)
+    ss.releases.append({**entry, "export_id": export_id})
+    ss.release_outputs[click.number] = {"release": ran.release, "settings": click.settings, "seconds": ran.seconds,
+                                        "request": request, "published": ran.published}
+    ss.release_show = click.number
     save_workspace()  # the history survives a reload even if this run is cut short
 
 
@@ -355,11 +422,11 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
         view = histogram_view_controls(hist, key="release_view")
         if len(hist.domain.shape) == 1 and hist.domain.size <= MAX_BARS:
             figures["histogram"] = interval_figure(np.arange(estimate.size), truth, estimate, low, high,
-                                                      mechanism=entry["mechanism"], x_title="bin (index)",
-                                                      y_title="count (records)", bars=True, **view)
+                                                   mechanism=entry["mechanism"], x_title="bin (index)",
+                                                   y_title="count (records)", bars=True, **view)
         else:
             figures["histogram"] = histogram_figure(hist, estimate, label, mechanism=entry["mechanism"],
-                                                       **view)
+                                                    **view)
         st.plotly_chart(figures["histogram"], key="release_chart")
         error = estimate - truth
         cols = st.columns(3)
@@ -370,8 +437,8 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
             cols[2].metric("True counts inside their 95 % interval", f"{covered:.1%}",
                            help="Should be close to 95 % (per bin, not simultaneous).")
         figures["per-bin-error"] = error_band_figure(truth, error, None if low is None else -high,
-                                                        None if low is None else -low,
-                                                        mechanism=entry["mechanism"])
+                                                     None if low is None else -low,
+                                                     mechanism=entry["mechanism"])
         st.plotly_chart(figures["per-bin-error"], key="release_error_chart")
     a_low = a_high = None
     if exact_answers is not None:
@@ -381,10 +448,10 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
     shown = slice(0, min(SHOWN_QUERIES, release.answers.size))
     st.subheader(f"Workload answers (first {shown.stop} of {release.answers.size:,} queries)")
     figures["answers"] = interval_figure(np.arange(shown.stop), workload.matvec(hist.vector)[shown],
-                                            release.answers[shown], None if a_low is None else a_low[shown],
-                                            None if a_high is None else a_high[shown],
-                                            mechanism=entry["mechanism"], x_title="query (index)",
-                                            y_title="answer (records)")
+                                         release.answers[shown], None if a_low is None else a_low[shown],
+                                         None if a_high is None else a_high[shown],
+                                         mechanism=entry["mechanism"], x_title="query (index)",
+                                         y_title="answer (records)")
     st.plotly_chart(figures["answers"], key="release_answers_chart")
     return figures
 

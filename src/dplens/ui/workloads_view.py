@@ -56,7 +56,7 @@ def use_stack() -> None:
         st.session_state.flash_error = "the stack is empty: add workloads to it first"
         return
     flash(lambda: set_workload(Stack(tuple(w for _, w, _ in parts)), "stack of " + " + ".join(n for n, _, _ in parts),
-                                   stack_recipe([recipe for _, _, recipe in parts])))
+                               stack_recipe([recipe for _, _, recipe in parts])))
 
 
 def uploaded_matrix():

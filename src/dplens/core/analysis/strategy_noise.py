@@ -32,15 +32,13 @@ densely up to DENSE_ENTRIES entries and is refused above).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 import numpy as np
 import scipy.linalg
 import scipy.sparse
 from scipy import special
 
 from dplens.core.mechanisms import Mechanism, Release
+from dplens.core.mechanisms.measurement import Reconstruction
 from dplens.core.queries.workloads import Workload
 
 LOG_STEP = 0.002      # log-grid spacing of the standardised coefficient magnitudes (0.1 % on the half-width)
@@ -48,22 +46,11 @@ TINY = 1e-6           # standardised coefficients below this enter by their cumu
 FIRST_T = 50.0        # first range of the Gil-Pelaez integral (standardised t); ×8 while truncation matters
 LAST_T = 3200.0
 ROW_BLOCK = 2**22     # coefficient entries held at once (rows × coordinates)
-DENSE_ENTRIES = 2**24  # greedy-h forms its reconstruction L densely up to this many entries, else None
 RELATIVE_TOLERANCE = 1e-3  # allowed error of P(|N| > x), relative to the tail β
 
 
-@dataclass(frozen=True, eq=False)
-class Reconstruction:
-    """x̂ − x = L z with z i.i.d. ``kind`` noise of ``scale`` (b or σ) on ``coordinates`` strategy values."""
-
-    kind: str
-    scale: float
-    coordinates: int
-    adjoint: Callable[[np.ndarray], np.ndarray]  # Lᵀ on an (n × k) block → (coordinates × k)
-
-
 def reconstruction(mechanism: Mechanism, release: Release, workload: Workload) -> Reconstruction | None:
-    """The noise map of a data-independent strategy release, or None (another mechanism, or too large).
+    """The noise map of a data-independent strategy release (the mechanism's own ``reconstruction``), or None.
 
     >>> import numpy as np
     >>> from dplens.core.mechanisms import MECHANISMS
@@ -73,93 +60,8 @@ def reconstruction(mechanism: Mechanism, release: Release, workload: Workload) -
     >>> rec.kind, rec.coordinates  # hb on 4 cells: the 4 leaves under an unmeasured root (b = 4)
     ('laplace', 4)
     """
-    from dplens.core.mechanisms.gaussian import GaussianEigenDesign, GaussianMixin, Matched, eigen_strategy
-    from dplens.core.mechanisms.greedy_h import GreedyH, cell_strategy
-    from dplens.core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
-    from dplens.core.mechanisms.matrix import MatrixMechanism
-    from dplens.core.mechanisms.privelet import Privelet, padded_length, reconstruct_transpose
-
-    if isinstance(mechanism, Matched):  # matched privacy changes the scale only, read from the release
-        mechanism = mechanism.inner
-    if release.estimate is None or getattr(mechanism, "name", None) != release.mechanism:
-        return None
-    gaussian = isinstance(mechanism, GaussianMixin)
-    key = "sigma" if gaussian else "noise_scale"
-    if release.params.get(key) is None:
-        return None
-    kind, scale = ("gaussian" if gaussian else "laplace"), float(release.params[key])
-    n = workload.shape[1]
-    if np.size(release.estimate) != n:
-        return None
-    if isinstance(mechanism, Hierarchical):
-        args = mechanism._tree_args(workload_grid(workload))
-        tree = build_tree(*args)
-        if release.params.get("levels") != tree.height or release.params.get("branching") != args[1]:
-            return None
-        return Reconstruction(kind, scale, tree.coordinates, lambda v: _tree_adjoint(tree, v))
-    if isinstance(mechanism, Privelet):
-        grid = workload_grid(workload)
-        return Reconstruction(kind, scale, padded_length(grid[0]) * padded_length(grid[1]),
-                              lambda v: reconstruct_transpose(v, grid))
-    if isinstance(mechanism, GreedyH):
-        hierarchy = (release.details or {}).get("hierarchy")
-        if hierarchy is None:
-            hierarchy = cell_strategy(workload, mechanism.branching, mechanism.granularity, mechanism.weights_norm)[0]
-        q = hierarchy.query_weight.size
-        if hierarchy.units != n or n * q > DENSE_ENTRIES:
-            return None
-        dense = _greedy_solve(hierarchy, np.eye(q))  # L, n × q
-        return Reconstruction(kind, scale, q, lambda v: dense.T @ v)
-    if isinstance(mechanism, MatrixMechanism):
-        strategy = mechanism.strategy(workload)
-        if release.params.get("p") != strategy.theta.shape[0]:
-            return None
-        return Reconstruction(kind, scale, n + strategy.theta.shape[0], lambda v: _pidentity_adjoint(strategy, v))
-    if isinstance(mechanism, GaussianEigenDesign):
-        eigen = eigen_strategy(workload)
-        # L = A⁻¹ = S⁻¹ V Λ^{-1/4} Vᵀ, so Lᵀ v = V Λ^{-1/4} Vᵀ S⁻¹ v
-        return Reconstruction(kind, scale, n, lambda v: eigen.vectors @ (
-            eigen.values[:, None] ** -0.25 * (eigen.vectors.T @ (v / eigen.scale[:, None]))))
-    return None
-
-
-def _tree_adjoint(tree, v: np.ndarray) -> np.ndarray:
-    """Lᵀ v = A (AᵀA)⁻¹ v for the hb tree: (AᵀA)⁻¹ v by least squares of v placed on the leaves, then A."""
-    n_cells = tree.shape[0] * tree.shape[1]
-    blocks: list[np.ndarray | None] = []
-    for level, (leaf_nodes, cells), measured in zip(tree.levels, tree.leaves, tree.measured, strict=True):
-        block = np.zeros((level.r0.size, v.shape[1]))
-        block[leaf_nodes] = v[cells]
-        blocks.append(block if measured else None)
-    solved = tree.least_squares(blocks, n_cells)  # (AᵀA)⁻¹ v, n × k
-    sums: list[np.ndarray] = [np.empty(0)] * len(tree.levels)
-    for depth in range(len(tree.levels) - 1, -1, -1):  # node sums bottom-up, batched
-        level, (leaf_nodes, cells) = tree.levels[depth], tree.leaves[depth]
-        values = np.zeros((level.r0.size, v.shape[1]))
-        values[leaf_nodes] = solved[cells]
-        if level.internal is not None and level.internal.size:
-            values[level.internal] = np.add.reduceat(sums[depth + 1], level.child_start, axis=0)
-        sums[depth] = values
-    return np.concatenate([s for s, m in zip(sums, tree.measured, strict=True) if m], axis=0)
-
-
-def _pidentity_adjoint(strategy, v: np.ndarray) -> np.ndarray:
-    """mm-opt: L = D (I + ΘᵀΘ)⁻¹ [I Θᵀ], so Lᵀ v = [I; Θ] (I + ΘᵀΘ)⁻¹ D v (Woodbury, O(pn) per column)."""
-    theta = strategy.theta
-    u = strategy.scaling[:, None] * v
-    inner = np.eye(theta.shape[0]) + theta @ theta.T
-    u = u - theta.T @ scipy.linalg.solve(inner, theta @ u, assume_a="pos")
-    return np.concatenate([u, theta @ u], axis=0)
-
-
-def _greedy_solve(tree, y: np.ndarray) -> np.ndarray:
-    """greedy-h's ``Hierarchy.least_squares`` on a (queries × k) block at once: Aᵀy by interval ends, then
-    the hierarchy's own batched (AᵀA)⁻¹."""
-    q = tree.query_weight.size
-    ends = scipy.sparse.csr_matrix((np.r_[tree.query_weight, -tree.query_weight],
-                                    (np.r_[tree.query_start, tree.query_start + tree.query_size],
-                                     np.r_[np.arange(q), np.arange(q)])), shape=(tree.units + 1, q))
-    return tree.gram_solve(np.cumsum(ends @ y, axis=0)[:tree.units])
+    own = getattr(mechanism, "reconstruction", None)
+    return own(release, workload) if own is not None else None
 
 
 def _target_rows(workload: Workload, values: str, start: int, stop: int) -> np.ndarray:

@@ -52,7 +52,7 @@ from dplens.core.mechanisms.greedy_h import GreedyH, cell_strategy, sum_along_pa
 from dplens.core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
 from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers
 from dplens.core.mechanisms.matrix import single_threaded
-from dplens.core.mechanisms.measurement import GaussianMeasurement
+from dplens.core.mechanisms.measurement import GaussianMeasurement, Reconstruction, stated_noise
 from dplens.core.mechanisms.privelet import Privelet, haar_sensitivity
 from dplens.core.privacy.definitions import (
     DEFINITIONS,
@@ -384,6 +384,15 @@ class GaussianEigenDesign(GaussianMixin):
     def __post_init__(self) -> None:
         self.check_tree_settings()
 
+    def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
+        """x̂ − x = A⁻¹ z: L = S⁻¹ V Λ^{-1/4} Vᵀ, so Lᵀ v = V Λ^{-1/4} Vᵀ S⁻¹ v; None for another release."""
+        noise = stated_noise(self, release, workload)
+        if noise is None:
+            return None
+        eigen = eigen_strategy(workload)
+        return Reconstruction(*noise, workload.shape[1], lambda v: eigen.vectors @ (
+            eigen.values[:, None] ** -0.25 * (eigen.vectors.T @ (v / eigen.scale[:, None]))))
+
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
         strategy = eigen_strategy(workload)
@@ -518,6 +527,11 @@ class Matched:
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         mechanism, argument = self.resolve(epsilon)
         return mechanism.expected_mse(workload, argument)
+
+    def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
+        """The inner mechanism's noise map: matching the privacy changes the scale only, read from the release."""
+        own = getattr(self.inner, "reconstruction", None)
+        return own(release, workload) if own is not None else None
 
     def cost(self, workload: Workload) -> Cost:
         """The inner mechanism's cost estimate: calibration does not change the work."""

@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse
 
 from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import (
@@ -33,7 +34,14 @@ from dplens.core.mechanisms.contract import (
 )
 from dplens.core.mechanisms.cost_model import Cost, tree_cost
 from dplens.core.mechanisms.gram import gram_apply
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
+from dplens.core.mechanisms.measurement import (
+    LaplaceMeasurement,
+    MeasuredPlan,
+    Measurement,
+    Reconstruction,
+    pure_loss,
+    stated_noise,
+)
 from dplens.core.queries.workloads import (
     AllRange,
     Explicit,
@@ -48,6 +56,7 @@ from dplens.core.queries.workloads import (
 )
 
 MAX_UNITS = 4096  # Greedy-H holds dense unit × unit matrices; beyond this it refuses (memory)
+DENSE_RECONSTRUCTION = 2**24  # entries of L formed for exact intervals; beyond this, no exact intervals
 
 
 # ----------------------------------------------------------------------------- workload Gram over buckets
@@ -602,6 +611,20 @@ class GreedyH(MeasuredPlan):
                         "queries": int(tree.query_weight.size), "gram": metric},
                        {"hierarchy": tree})
 
+    def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
+        """x̂ − x = L z with L formed densely (up to DENSE_RECONSTRUCTION entries); None for another release."""
+        noise = stated_noise(self, release, workload)
+        if noise is None:
+            return None
+        hierarchy = (release.details or {}).get("hierarchy")
+        if hierarchy is None:
+            hierarchy = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)[0]
+        n, q = workload.shape[1], hierarchy.query_weight.size
+        if hierarchy.units != n or n * q > DENSE_RECONSTRUCTION:
+            return None
+        dense = _greedy_solve(hierarchy, np.eye(q))  # L, n × q
+        return Reconstruction(*noise, q, lambda v: dense.T @ v)
+
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2 (Δ₁/ε)² tr(WᵀW (AᵀA)⁻¹) / m of the least-squares estimate."""
         tree, _ = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
@@ -614,3 +637,13 @@ class GreedyH(MeasuredPlan):
             trace = _TRACES.get_or_compute(key, lambda: hierarchy_trace(tree, _cell_gram(workload)[0]))
         sensitivity = float(tree.cell_l1.max())
         return 2.0 * (sensitivity / epsilon) ** 2 * trace / workload.shape[0]
+
+
+def _greedy_solve(tree, y: np.ndarray) -> np.ndarray:
+    """greedy-h's ``Hierarchy.least_squares`` on a (queries × k) block at once: Aᵀy by interval ends, then
+    the hierarchy's own batched (AᵀA)⁻¹."""
+    q = tree.query_weight.size
+    ends = scipy.sparse.csr_matrix((np.r_[tree.query_weight, -tree.query_weight],
+                                    (np.r_[tree.query_start, tree.query_start + tree.query_size],
+                                     np.r_[np.arange(q), np.arange(q)])), shape=(tree.units + 1, q))
+    return tree.gram_solve(np.cumsum(ends @ y, axis=0)[:tree.units])

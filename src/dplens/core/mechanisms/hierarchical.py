@@ -31,7 +31,14 @@ from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import Range, Release, check_epsilon
 from dplens.core.mechanisms.gram import noise_energy
 from dplens.core.mechanisms.greedy_h import workload_key
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
+from dplens.core.mechanisms.measurement import (
+    LaplaceMeasurement,
+    MeasuredPlan,
+    Measurement,
+    Reconstruction,
+    pure_loss,
+    stated_noise,
+)
 from dplens.core.queries.workloads import Workload
 
 
@@ -313,9 +320,38 @@ class Hierarchical(MeasuredPlan):
                   "include_root": tree.measured[0], **measurement.params}
         return Release(self.name, loss, loss, workload.matvec(estimate), estimate, params)
 
+    def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
+        """x̂ − x = L z for this tree's noise z (exact intervals); None for another release or tree."""
+        noise = stated_noise(self, release, workload)
+        args = self._tree_args(workload_grid(workload))
+        tree = build_tree(*args)
+        if noise is None or release.params.get("levels") != tree.height or release.params.get("branching") != args[1]:
+            return None
+        return Reconstruction(*noise, tree.coordinates, lambda v: _tree_adjoint(tree, v))
+
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Exact per-query MSE: 2 (h/ε)² Σ_k ‖W l_k‖² / m over the least-squares estimator's columns l_k."""
         epsilon = check_epsilon(epsilon)
         args = self._tree_args(workload_grid(workload))
         height = build_tree(*args).height
         return 2.0 * (height / epsilon) ** 2 * _unit_energy(args, workload) / workload.shape[0]
+
+
+def _tree_adjoint(tree, v: np.ndarray) -> np.ndarray:
+    """Lᵀ v = A (AᵀA)⁻¹ v for the hb tree: (AᵀA)⁻¹ v by least squares of v placed on the leaves, then A."""
+    n_cells = tree.shape[0] * tree.shape[1]
+    blocks: list[np.ndarray | None] = []
+    for level, (leaf_nodes, cells), measured in zip(tree.levels, tree.leaves, tree.measured, strict=True):
+        block = np.zeros((level.r0.size, v.shape[1]))
+        block[leaf_nodes] = v[cells]
+        blocks.append(block if measured else None)
+    solved = tree.least_squares(blocks, n_cells)  # (AᵀA)⁻¹ v, n × k
+    sums: list[np.ndarray] = [np.empty(0)] * len(tree.levels)
+    for depth in range(len(tree.levels) - 1, -1, -1):  # node sums bottom-up, batched
+        level, (leaf_nodes, cells) = tree.levels[depth], tree.leaves[depth]
+        values = np.zeros((level.r0.size, v.shape[1]))
+        values[leaf_nodes] = solved[cells]
+        if level.internal is not None and level.internal.size:
+            values[level.internal] = np.add.reduceat(sums[depth + 1], level.child_start, axis=0)
+        sums[depth] = values
+    return np.concatenate([s for s, m in zip(sums, tree.measured, strict=True) if m], axis=0)

@@ -32,7 +32,14 @@ from dplens.core.mechanisms.contract import Range, Release, check_epsilon
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from dplens.core.mechanisms.gram import gram_rows
 from dplens.core.mechanisms.greedy_h import workload_key
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
+from dplens.core.mechanisms.measurement import (
+    LaplaceMeasurement,
+    MeasuredPlan,
+    Measurement,
+    Reconstruction,
+    pure_loss,
+    stated_noise,
+)
 from dplens.core.queries.workloads import Workload
 
 MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(p²n) per iteration; bench_mmopt.py)
@@ -311,7 +318,25 @@ class MatrixMechanism(MeasuredPlan):
         params = {"p": theta.shape[0], "restarts": self.restarts, **measurement.params}
         return Release(self.name, loss, loss, workload.matvec(estimate), estimate, params)
 
+    def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
+        """x̂ − x = L z for the p-Identity strategy (Woodbury, O(pn) per column); None for another release."""
+        noise = stated_noise(self, release, workload)
+        strategy = self.strategy(workload)
+        if noise is None or release.params.get("p") != strategy.theta.shape[0]:
+            return None
+        return Reconstruction(*noise, workload.shape[1] + strategy.theta.shape[0],
+                              lambda v: _pidentity_adjoint(strategy, v))
+
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """2Δ_A²·tr(WᵀW (AᵀA)⁻¹)/(m ε²) with Δ_A = 1."""
         epsilon = check_epsilon(epsilon)
         return 2.0 * self.strategy(workload).trace / (workload.shape[0] * epsilon**2)
+
+
+def _pidentity_adjoint(strategy, v: np.ndarray) -> np.ndarray:
+    """mm-opt: L = D (I + ΘᵀΘ)⁻¹ [I Θᵀ], so Lᵀ v = [I; Θ] (I + ΘᵀΘ)⁻¹ D v (Woodbury, O(pn) per column)."""
+    theta = strategy.theta
+    u = strategy.scaling[:, None] * v
+    inner = np.eye(theta.shape[0]) + theta @ theta.T
+    u = u - theta.T @ scipy.linalg.solve(inner, theta @ u, assume_a="pos")
+    return np.concatenate([u, theta @ u], axis=0)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -155,3 +155,25 @@ class MeasuredPlan:
         x, epsilon = check_inputs(x, workload, epsilon)
         return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
                                    epsilon=epsilon)
+
+
+@dataclass(frozen=True, eq=False)
+class Reconstruction:
+    """x̂ − x = L z with z i.i.d. ``kind`` noise of ``scale`` (b or σ) on ``coordinates`` strategy values."""
+
+    kind: str
+    scale: float
+    coordinates: int
+    adjoint: Callable[[np.ndarray], np.ndarray]  # Lᵀ on an (n × k) block → (coordinates × k)
+
+
+def stated_noise(mechanism: object, release: Release, workload: Workload) -> tuple[str, float] | None:
+    """(kind, scale) of the strategy noise ``release`` states for a cell estimate of ``workload``, or None when it
+    is another mechanism's release, has no cell estimate, or does not state its scale."""
+    if release.estimate is None or getattr(mechanism, "name", None) != release.mechanism:
+        return None
+    gaussian = getattr(mechanism, "noise", "laplace") == "gaussian"
+    scale = release.params.get("sigma" if gaussian else "noise_scale")
+    if scale is None or np.size(release.estimate) != workload.shape[1]:
+        return None
+    return ("gaussian" if gaussian else "laplace"), float(scale)

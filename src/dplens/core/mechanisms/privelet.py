@@ -27,7 +27,14 @@ from dplens.core.mechanisms.contract import Range, Release, check_epsilon
 from dplens.core.mechanisms.gram import noise_energy
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.hierarchical import workload_grid
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
+from dplens.core.mechanisms.measurement import (
+    LaplaceMeasurement,
+    MeasuredPlan,
+    Measurement,
+    Reconstruction,
+    pure_loss,
+    stated_noise,
+)
 from dplens.core.queries.workloads import Workload
 
 
@@ -146,6 +153,15 @@ class Privelet(MeasuredPlan):
         loss = pure_loss([(np.full(x.size, coefficients_per_cell), measurement)])
         params = {"sensitivity": coefficients_per_cell, **measurement.params, "padded_shape": padded.shape}
         return Release(self.name, loss, loss, workload.matvec(estimate), estimate, params)
+
+    def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
+        """x̂ − x = L z with L the inverse Haar transform (exact intervals); None for another release."""
+        noise = stated_noise(self, release, workload)
+        if noise is None:
+            return None
+        grid = workload_grid(workload)
+        return Reconstruction(*noise, padded_length(grid[0]) * padded_length(grid[1]),
+                              lambda v: reconstruct_transpose(v, grid))
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Exact per-query MSE 2 (c/ε)² Σ_k ‖W h_k‖² / m over the columns h_k of the inverse transform."""

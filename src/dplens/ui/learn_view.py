@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms import MECHANISMS, gaussian_twins
 from dplens.core.papers.teaching import (
     composition_by_definition,
     gaussian_crossover,
@@ -85,8 +85,7 @@ def gaussian_section() -> None:
     st.caption("Composition of k = 1…1000 releases, each at the ε above (at δ). zCDP composes exactly in ρ and "
                "converts once (Canonne, Kamath & Steinke 2020); (ε, δ) by basic composition also adds up δ.")
     hist5, workload5 = histogram(), workload()
-    pairs = {"privelet": "gaussian-privelet", "hb": "gaussian-hb", "laplace-on-answers": "gaussian-answers",
-             "identity": "gaussian-identity"}
+    pairs = gaussian_twins()  # Laplace mechanism → its Gaussian twin, from the registered classes
     pick = st.selectbox("Laplace mechanism (vs its Gaussian variant) on your workload", list(pairs),
                         key="learn_gauss_pair")
     try:

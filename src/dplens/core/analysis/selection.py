@@ -546,17 +546,12 @@ class TargetsPlan:
         return float(sum(alone) + (max(together) if together else 0.0))
 
 
-# Histogram mechanisms whose strategy ignores the workload except for its grid (1-D tree or quadtree)
-GROUP_FREE = frozenset({"identity", "dp-base", "hb", "privelet", "gaussian-identity", "gaussian-hb",
-                        "gaussian-privelet"})
-
-
 def _shared(mechanism: Mechanism, targets: Sequence[AccuracyTarget]) -> tuple[int, ...]:
     """All groups when one release of ``mechanism`` is the release each target's ε was computed for, else ()."""
     from dplens.core.mechanisms.hierarchical import workload_grid
 
     grids = {workload_grid(t.workload) for t in targets}
-    one = getattr(mechanism, "name", "") in GROUP_FREE and len(grids) == 1 and len(targets) > 1
+    one = getattr(mechanism, "strategy_ignores_queries", False) and len(grids) == 1 and len(targets) > 1
     return tuple(range(len(targets))) if one else ()
 
 
@@ -566,7 +561,7 @@ def epsilon_for_targets(mechanisms: Sequence[Mechanism], targets: Sequence[Accur
 
     A group released on its own needs ε_g, the least value meeting target g (errors fall as ε
     grows), and separate releases add up (sequential composition). A histogram mechanism whose
-    strategy ignores the groups (``GROUP_FREE``: identity, hb, privelet; on one grid) answers every
+    strategy ignores the groups (``strategy_ignores_queries`` on its class: identity, hb, privelet; on one grid) answers every
     group from one release, so its plan costs max_g ε_g, not the sum. The best plan lets each group
     take its cheapest own release, or puts any subset of groups on one shared release of such a
     mechanism (all subsets are tried; there are a handful of groups): it is returned second

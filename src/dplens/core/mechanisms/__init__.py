@@ -94,8 +94,28 @@ ALIASES: dict[str, str] = {"dp-base": "identity"}
 # Former names of registered mechanisms, still accepted where a name is read (command line, session configs).
 RENAMED: dict[str, str] = {"gaussian-mm-opt": "gaussian-eigen"}  # the eigen design is not mm-opt with Gaussian noise
 
+
+
+def gaussian_twins() -> dict[str, str]:
+    """Each registered Laplace mechanism whose strategy a registered Gaussian mechanism measures with Gaussian noise
+    (the twin's class extends the parent's), by name: parent → twin. Read from the classes, so a new twin appears.
+
+    >>> gaussian_twins()["hb"], "gaussian-eigen" in gaussian_twins().values()
+    ('gaussian-hb', False)
+    """
+    twins: dict[str, str] = {}
+    for twin in MECHANISMS.values():
+        if getattr(twin, "noise", "laplace") != "gaussian":
+            continue
+        parent = next((m for m in MECHANISMS.values() if getattr(m, "noise", "laplace") == "laplace"
+                       and m.name not in twins and type(m) in type(twin).__mro__[1:]), None)
+        if parent is not None:
+            twins[parent.name] = twin.name
+    return twins
+
+
 __all__ = [
-    "ALIASES", "MECHANISMS", "RENAMED", "NEIGHBOURING", "Mechanism", "Range", "Release",
+    "ALIASES", "MECHANISMS", "RENAMED", "gaussian_twins", "NEIGHBOURING", "Mechanism", "Range", "Release",
     "answers_from_estimate", "check_budget_epsilon", "check_epsilon", "check_inputs", "check_parameters",
     "check_ratio", "configure", "exponential_mechanism", "grid_shape", "laplace_privacy_loss",
     "parameter_ranges",

@@ -528,6 +528,11 @@ class Matched:
         mechanism, argument = self.resolve(epsilon)
         return mechanism.expected_mse(workload, argument)
 
+    @property
+    def strategy_ignores_queries(self) -> bool:
+        """As the inner mechanism (its strategy is the inner one's)."""
+        return bool(getattr(self.inner, "strategy_ignores_queries", False))
+
     def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
         """The inner mechanism's noise map: matching the privacy changes the scale only, read from the release."""
         own = getattr(self.inner, "reconstruction", None)

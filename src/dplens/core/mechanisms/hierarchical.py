@@ -259,6 +259,8 @@ class Hierarchical(MeasuredPlan):
             (Qardaji's HB), as in the reference implementations.
     """
 
+    # its strategy depends on the workload's grid only, not on its queries: one release answers every query group
+    strategy_ignores_queries: ClassVar[bool] = True
     summary: ClassVar[str] = "A tree of range counts: good for range queries over ordered bins."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_ENERGIES,)
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {

@@ -22,6 +22,8 @@ class LaplaceIdentity(MeasuredPlan):
     2.0
     """
 
+    # its strategy depends on the workload's grid only, not on its queries: one release answers every query group
+    strategy_ignores_queries: ClassVar[bool] = True
     summary: ClassVar[str] = "Noise on every count: the baseline the others are measured against."
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
     # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler

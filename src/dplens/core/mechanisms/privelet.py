@@ -122,6 +122,8 @@ def _unit_energy(grid: tuple[int, int], workload: Workload) -> float:
 class Privelet(MeasuredPlan):
     """Privelet (Haar wavelet, weighted noise); 1-D and 2-D; exact ``expected_mse``."""
 
+    # its strategy depends on the workload's grid only, not on its queries: one release answers every query group
+    strategy_ignores_queries: ClassVar[bool] = True
     summary: ClassVar[str] = "Haar wavelets (Privelet): good for range queries, in 1-D and 2-D."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_ENERGIES,)
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}

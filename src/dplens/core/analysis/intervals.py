@@ -31,19 +31,10 @@ import numpy as np
 from scipy import special
 
 from dplens.core.analysis.strategy_noise import strategy_halfwidths
-from dplens.core.mechanisms import Mechanism, Release
+from dplens.core.mechanisms import MECHANISMS, Mechanism, Release
 from dplens.core.queries.workloads import Workload
 
 LEVEL = 0.95
-# Mechanisms whose estimate is x + Lap(b) per cell, i.i.d. (Identity, DP_BASE): exact per-bin intervals.
-LAPLACE_HISTOGRAMS = frozenset({"identity", "dp-base"})
-# Mechanisms whose answers are W x + Lap(b) per query: exact per-query intervals.
-LAPLACE_ANSWERS = frozenset({"laplace-on-answers"})
-# Their Gaussian twins: x + N(0, σ²) per cell, W x + N(0, σ²) per query (release.params["sigma"]).
-GAUSSIAN_HISTOGRAMS = frozenset({"gaussian-identity"})
-GAUSSIAN_ANSWERS = frozenset({"gaussian-answers"})
-
-
 def exact_noise(release: Release, values: str) -> tuple[str, float, bool] | None:
     """(kind, scale, integer) when every released bin (``values="bins"``) or answer ("answers") carries its
     own i.i.d. Laplace (scale b) or Gaussian (σ) noise; else None (intervals then need simulation).
@@ -57,15 +48,15 @@ def exact_noise(release: Release, values: str) -> tuple[str, float, bool] | None
     """
     if values == "bins" and release.estimate is None:
         return None
-    laplace, gaussian = ((LAPLACE_HISTOGRAMS, GAUSSIAN_HISTOGRAMS) if values == "bins"
-                         else (LAPLACE_ANSWERS, GAUSSIAN_ANSWERS))
+    # the mechanism's class says where its noise is i.i.d. (iid_noise_on: "bins" or "answers") and of which kind
+    mechanism = MECHANISMS.get(release.mechanism)
+    if getattr(mechanism, "iid_noise_on", None) != values:
+        return None
+    gaussian = getattr(mechanism, "noise", "laplace") == "gaussian"
     shown = np.asarray(release.estimate if values == "bins" else release.answers, dtype=float)
     integer = bool(shown.size) and bool(np.all(np.isfinite(shown)) and np.all(shown == np.round(shown)))
-    if release.mechanism in laplace and release.params.get("noise_scale") is not None:
-        return "laplace", float(release.params["noise_scale"]), integer
-    if release.mechanism in gaussian and release.params.get("sigma") is not None:
-        return "gaussian", float(release.params["sigma"]), integer
-    return None
+    scale = release.params.get("sigma" if gaussian else "noise_scale")
+    return None if scale is None else ("gaussian" if gaussian else "laplace", float(scale), integer)
 
 
 def exact_halfwidth(noise: tuple[str, float, bool], level: float = LEVEL, values: int = 1) -> float:

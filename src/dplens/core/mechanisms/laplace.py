@@ -24,6 +24,8 @@ class LaplaceIdentity(MeasuredPlan):
 
     # its strategy depends on the workload's grid only, not on its queries: one release answers every query group
     strategy_ignores_queries: ClassVar[bool] = True
+    # every cell of its estimate carries its own i.i.d. noise (exact intervals, dplens.core.analysis.intervals)
+    iid_noise_on: ClassVar[str] = "bins"
     summary: ClassVar[str] = "Noise on every count: the baseline the others are measured against."
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
     # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
@@ -64,6 +66,8 @@ class LaplaceOnAnswers(MeasuredPlan):
     32.0
     """
 
+    # every answer carries its own i.i.d. noise (exact intervals, dplens.core.analysis.intervals)
+    iid_noise_on: ClassVar[str] = "answers"
     summary: ClassVar[str] = "Noise on each query answer directly: good when there are few queries."
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
 

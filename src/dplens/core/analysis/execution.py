@@ -17,7 +17,7 @@ Backends (``scheduler`` argument, as in ``python -m dplens grid --scheduler ...`
   are scattered once to every worker (broadcast) and each task refers to them.
 
 Strategy caches of data-independent mechanisms (mm-opt's optimised strategy, Greedy-H's hierarchy,
-OM's and LRM's factorisations, WDA's division, HB/Privelet energies, gaussian-mm-opt's eigen design: the
+OM's and LRM's factorisations, WDA's division, HB/Privelet energies, gaussian-eigen's eigen design: the
 ``StrategyCache``s each mechanism class lists in ``STRATEGY_CACHES``) already filled in the calling process
 are shipped with the contexts, by cache name, so no worker recomputes them. Strategies still to compute can be given to
 ``execute`` as ``StrategyJob``s (one per distinct mechanism and workload, not per ε): a parallel backend

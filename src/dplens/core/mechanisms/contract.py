@@ -49,7 +49,8 @@ class Mechanism(Protocol):
     def name(self) -> str: ...  # read-only: the mechanisms are frozen dataclasses
 
     @property
-    def data_dependent(self) -> bool: ...
+    def data_dependent(self) -> bool: ...  # its strategy reads the data (so no shipped strategy, no exact intervals);
+    #                                         "no closed-form error" is expected_mse returning None, "slow" is cost()
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release: ...
 

@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import Recorder, record, shared_data  # noqa: E402
 
-from dplens.core.queries.marginals import MarginalWorkload, TableDomain  # noqa: E402
+from dplens.core.data.domain import Domain  # noqa: E402
+from dplens.core.queries.marginals import MarginalWorkload  # noqa: E402
 from dplens.core.tables.opt_marginals import MarginalsPlan, laplace_identity_rmse, plan_opt_marginals  # noqa: E402
 
 RHO = 0.5
@@ -135,9 +136,9 @@ def run() -> None:
           f"HDMM best of {seeds} seeds ({adult_seeds} on Adult)")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
-    small = TableDomain(("a", "b", "c", "d"), (2, 3, 4, 5))
-    tens = TableDomain(tuple("abcde"), (10,) * 5)
-    adult = TableDomain.from_json(ADULT_DOMAIN.read_text()) if ADULT_DOMAIN.exists() else None
+    small = Domain(("a", "b", "c", "d"), (2, 3, 4, 5))
+    tens = Domain(tuple("abcde"), (10,) * 5)
+    adult = Domain.from_json(ADULT_DOMAIN.read_text()) if ADULT_DOMAIN.exists() else None
     cases = [("sanity: single 2-way (a,b) of 2x3x4x5", MarginalWorkload(small, (("a", "b"),)), seeds)]
     cases += [(f"2x3x4x5 all {k}-way", MarginalWorkload.all_kway(small, k), seeds) for k in (1, 2, 3)]
     cases.append(("10^5 all 2-way", MarginalWorkload.all_kway(tens, 2), seeds))

@@ -159,11 +159,12 @@ def full_table(rho: float) -> None:
     """Identity on the full table (one 5-way marginal, 2-way marginals summed from it) vs marginal methods."""
     import tracemalloc
 
-    from dplens.core.queries.marginals import MAX_MARGINAL_CELLS, TableDomain
+    from dplens.core.data.domain import Domain
+    from dplens.core.queries.marginals import MAX_MARGINAL_CELLS
 
     rng = np.random.default_rng(0)
     for size in (8, 16, 24, 32):
-        domain = TableDomain(tuple("abcde"), (size,) * 5)
+        domain = Domain(tuple("abcde"), (size,) * 5)
         latent = rng.integers(0, size, 100_000)
         records = np.column_stack([(latent + rng.integers(0, 3, latent.size) * (k > 0)) % size for k in range(5)])
         pairs = MarginalWorkload.all_kway(domain, 2)

@@ -38,9 +38,10 @@ import math
 import numpy as np
 import pytest
 
+from dplens.core.data.domain import Domain
 from dplens.core.papers.audit import audit_pair
 from dplens.core.privacy.definitions import zcdp_epsilon
-from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.contract import TableRelease
 from dplens.core.tables.mechanisms import TABLE_MECHANISMS, identity_marginals
 from dplens.core.tables.synthesis import gaussian_rho
@@ -52,7 +53,7 @@ DELTAS = (0.3, 0.1, 0.03)  # points of the ρ-zCDP curve audited (ε = zcdp_epsi
 CONFIDENCE = 0.999         # for all the bounds of one mechanism
 SLACK = 1e-9               # float round-off only
 RUNS = 2000                # per side of a pair; half select the event, half evaluate it (see the docstring)
-DOMAIN = TableDomain(("a", "b", "c"), (2, 3, 4))
+DOMAIN = Domain(("a", "b", "c"), (2, 3, 4))
 WORKLOAD = MarginalWorkload.all_kway(DOMAIN, 2)
 WIDE = 4000                # levels of b in the per-cell audit: WIDE / 4 cells per count
 LARGE = 10                 # the large cells' count in the per-cell audit
@@ -142,7 +143,7 @@ def test_audit_flags_gaussian_marginals_at_half_the_sigma():
 
 
 # ----------------------------------------------------------------------------- per cell (synthesisers)
-WIDE_DOMAIN = TableDomain(("a", "b"), (2, WIDE))
+WIDE_DOMAIN = Domain(("a", "b"), (2, WIDE))
 WIDE_WORKLOAD = MarginalWorkload(WIDE_DOMAIN, (("a", "b"),))
 GROUPS = (0, 1, LARGE, LARGE + 1)  # the count of a = 0 in each quarter of b's levels; a = 1 holds none
 PAIRS = {"small": (0, 1), "large": (2, 3)}  # neighbouring cells: counts 0 vs 1 and L vs L + 1

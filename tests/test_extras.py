@@ -67,10 +67,11 @@ def test_require_returns_the_module_and_hides_nothing_when_installed(monkeypatch
 @pytest.mark.parametrize("missing", ["polars", "mbi"])
 @pytest.mark.parametrize("name", ["mst", "aim", "identity-pgm"])
 def test_synthesis_without_the_tables_extra_names_it(monkeypatch, name, missing):
-    from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+    from dplens.core.data.domain import Domain
+    from dplens.core.queries.marginals import MarginalWorkload
     from dplens.core.tables.mechanisms import TABLE_MECHANISMS
 
-    domain = TableDomain(("a", "b"), (2, 3))
+    domain = Domain(("a", "b"), (2, 3))
     records = np.zeros((10, 2), dtype=np.int64)
     hide(monkeypatch, missing)
     with pytest.raises(MissingExtraError) as err:

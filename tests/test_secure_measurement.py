@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pytest
 
+from dplens.core.data.domain import Domain
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.privacy import noise as noise_module
 from dplens.core.privacy.noise import (
@@ -25,7 +26,7 @@ from dplens.core.privacy.noise import (
     lattice_exponent,
     noise_source,
 )
-from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.queries.workloads import AllRange, Identity, Prefix
 from dplens.core.tables.mechanisms import TABLE_MECHANISMS
 
@@ -139,7 +140,7 @@ def test_lattice_attack_is_at_chance_on_every_histogram_mechanism(name):
     assert _attack(run, neighbours, _Recorder, lattice_exponent, seed=1) <= CHANCE_LIMIT
 
 
-TABLE_DOMAIN = TableDomain(("a", "b", "c"), (2, 3, 2))
+TABLE_DOMAIN = Domain(("a", "b", "c"), (2, 3, 2))
 TABLE_RECORDS = np.random.default_rng(3).integers(0, TABLE_DOMAIN.sizes, size=(60, 3))
 NOISE_ADDING_TABLE_MECHANISMS = sorted(name for name, m in TABLE_MECHANISMS.items()
                                        if not getattr(m, "synthesizes", False))

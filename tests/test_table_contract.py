@@ -16,11 +16,12 @@ import math
 import numpy as np
 import pytest
 
-from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+from dplens.core.data.domain import Domain
+from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.contract import workload_rmse
 from dplens.core.tables.mechanisms import TABLE_MECHANISMS
 
-DOMAIN = TableDomain(("a", "b", "c"), (2, 3, 4))
+DOMAIN = Domain(("a", "b", "c"), (2, 3, 4))
 WORKLOAD = MarginalWorkload.all_kway(DOMAIN, 2)
 RHO = 0.5
 CHEAP = {"iters": 5, "round_iters": 5, "rounds": 2}  # synthesisers: the fit is post-processing, its length untested

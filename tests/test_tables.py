@@ -7,7 +7,9 @@ import pytest
 
 import dplens.core.data.datasets
 from dplens.cli import main
-from dplens.core.queries.marginals import MAX_LEVELS, MarginalWorkload, TableDomain
+from dplens.core.data.domain import Domain
+from dplens.core.data.limits import MAX_LEVELS
+from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.mechanisms import identity_marginals, identity_privacy_loss
 from dplens.core.tables.records import independence_tvd, load_table, marginal_tvd, parse_marginal_workload
 from dplens.core.tables.synthesis import mst_budget_accepted, mst_handed_rho
@@ -15,14 +17,14 @@ from dplens.core.tables.synthesis import mst_budget_accepted, mst_handed_rho
 
 def test_codes_and_declared_levels():
     table = load_table(b"sex,age\nM,2\nF,0\n", b'{"age": 3, "sex": ["F", "M"]}')
-    assert table.domain == TableDomain(("sex", "age"), (2, 3))
+    assert table.domain == Domain(("sex", "age"), (2, 3))
     assert table.records.tolist() == [[1, 2], [0, 0]]
     assert table.notes == () and len(table.fingerprint) == 64
 
 
 def test_inferred_domain_is_noted():
     table = load_table(b"a,b\n3,x\n0,y\n")
-    assert table.domain == TableDomain(("a", "b"), (4, 2))
+    assert table.domain == Domain(("a", "b"), (4, 2))
     assert "inferred from the data" in table.notes[0]
     assert table.levels["b"] == ["x", "y"]
 
@@ -66,7 +68,7 @@ def test_upload_limit_is_checked_before_parsing(monkeypatch, tmp_path):
 
 
 def test_workload_bad_marginals():
-    domain = TableDomain(("a", "b", "c", "d"), (4096,) * 4)
+    domain = Domain(("a", "b", "c", "d"), (4096,) * 4)
     with pytest.raises(ValueError, match=r"\('a', 'zz'\) names \['zz'\]"):
         parse_marginal_workload("marginals:a+zz", domain)
     with pytest.raises(ValueError, match=r"marginal \('a', 'b', 'c'\) has .* cells; the limit"):
@@ -77,7 +79,7 @@ def test_workload_bad_marginals():
 
 
 def test_tvd_by_hand():
-    domain = TableDomain(("a", "b", "c"), (2, 2, 2))
+    domain = Domain(("a", "b", "c"), (2, 2, 2))
     true = np.array([[0, 0, 0], [1, 1, 1], [1, 1, 0], [0, 1, 1]])
     synth = np.array([[0, 0, 0], [0, 0, 0], [1, 1, 1], [1, 0, 1]])
     # ab: true {00:1, 11:2, 01:1}, synth {00:2, 11:1, 10:1}: |¼-½|+|½-¼|+|¼-0|+|0-¼| = 1 → ½
@@ -113,7 +115,7 @@ def test_handed_rho_over_a_grid():
 
 
 def test_identity_marginals_loss_within_budget():
-    workload = MarginalWorkload.all_kway(TableDomain(("a", "b", "c"), (3, 3, 3)), 2)
+    workload = MarginalWorkload.all_kway(Domain(("a", "b", "c"), (3, 3, 3)), 2)
     _, sigma = identity_marginals(workload, np.zeros((5, 3), dtype=int), 0.5, np.random.default_rng(1))
     assert sigma == pytest.approx(np.sqrt(3 / (2 * 0.5)))
     assert identity_privacy_loss(workload, sigma) <= 0.5 * (1 + 1e-12)
@@ -122,7 +124,7 @@ def test_identity_marginals_loss_within_budget():
 @pytest.mark.statistical
 def test_identity_marginals_error_formula_with_power():
     """Per-cell variance k/(2ρ) against 400 seeded draws (27 cells each); a 10 % wrong σ is rejected."""
-    workload = MarginalWorkload.all_kway(TableDomain(("a", "b", "c"), (3, 3, 3)), 2)
+    workload = MarginalWorkload.all_kway(Domain(("a", "b", "c"), (3, 3, 3)), 2)
     records = np.random.default_rng(0).integers(0, 3, size=(50, 3))
     truth = workload.answer(records)
     rng = np.random.default_rng(7)
@@ -201,7 +203,7 @@ def test_cli_mst_where_opendp_default_split_trips(tmp_path, capsys):
                  "--budget-delta", "1e-5"])
     assert code == 0, capsys.readouterr().err
     synth = load_table(out, domain)
-    assert synth.domain == TableDomain(tuple("abcdef"), (2,) * 6) and 150 <= len(synth.records) <= 250
+    assert synth.domain == Domain(tuple("abcdef"), (2,) * 6) and 150 <= len(synth.records) <= 250
     meta = json.loads((tmp_path / "synth.meta.json").read_text())
     assert meta["measure_split"] == 0.9 and meta["rho"] == 0.3
     assert 0.3 - 1e-12 < meta["rho_handed"] < 0.3  # the privacy loss handed to OpenDP is <= the charged budget

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from dplens.core.analysis.experiment import SweepCache
-from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+from dplens.core.data.domain import Domain
+from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.compare import baseline_scores, compare_tables, summarise_tables
 
-DOMAIN = TableDomain(("a", "b", "c"), (6, 5, 4))
+DOMAIN = Domain(("a", "b", "c"), (6, 5, 4))
 
 
 def _records(n=2000, seed=0, correlated=True):

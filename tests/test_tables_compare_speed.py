@@ -10,10 +10,11 @@ import warnings
 import numpy as np
 import pytest
 
-from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+from dplens.core.data.domain import Domain
+from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.compare import COMPARE_SETTINGS, _Clock, compare_note, compare_tables
 
-DOMAIN = TableDomain(("a", "b"), (2, 2))
+DOMAIN = Domain(("a", "b"), (2, 2))
 
 
 def _records(count: int = 40, seed: int = 0) -> np.ndarray:

@@ -8,7 +8,8 @@ import pytest
 
 from dplens.cli import main
 from dplens.core.data.datasets import DataError
-from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+from dplens.core.data.domain import Domain
+from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.records import bin_edges, load_table, parse_marginal_workload
 
 
@@ -54,7 +55,7 @@ def test_missing_values_refuse_drop_or_level():
     dropped = load_table(csv, domain, missing="drop")
     assert dropped.records.tolist() == [[1, 0], [1, 1]] and "2 row(s)" in dropped.notes[0]
     level = load_table(csv, domain, missing="level")
-    assert level.domain == TableDomain(("a", "b"), (3, 3))
+    assert level.domain == Domain(("a", "b"), (3, 3))
     assert level.records.tolist() == [[1, 0], [2, 1], [0, 2], [1, 1]] and level.levels["b"][-1] == "missing"
     with pytest.raises(ValueError, match="missing must be one of refuse, drop, level"):
         load_table(csv, domain, missing="impute")
@@ -77,7 +78,7 @@ def test_one_level_column_and_too_small_domain_are_refused():
 
 
 def test_weights_per_marginal_reach_the_sensitivity():
-    domain = TableDomain(("a", "b", "c"), (2, 3, 4))
+    domain = Domain(("a", "b", "c"), (2, 3, 4))
     w = parse_marginal_workload("marginals:a+b*2, c*0.5", domain)
     assert w.weights == (2.0, 0.5) and w.l1_sensitivity == 2.5 and w.l2_sensitivity == pytest.approx(4.25 ** 0.5)
     with pytest.raises(ValueError, match="weight after \\* must be a number"):
@@ -87,7 +88,7 @@ def test_weights_per_marginal_reach_the_sensitivity():
 
 
 def test_four_way_marginal_over_the_limit_names_it():
-    domain = TableDomain(("a", "b", "c", "d"), (100, 100, 100, 100))
+    domain = Domain(("a", "b", "c", "d"), (100, 100, 100, 100))
     with pytest.raises(ValueError, match=r"marginal \('a', 'b', 'c', 'd'\) has 100,000,000 cells; the limit"):
         MarginalWorkload(domain, (("a", "b", "c", "d"),))
 

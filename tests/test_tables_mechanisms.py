@@ -9,18 +9,19 @@ import math
 import numpy as np
 import pytest
 
-from dplens.core.queries.marginals import MarginalWorkload, TableDomain
+from dplens.core.data.domain import Domain
+from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.mechanisms import TABLE_MECHANISMS, table_mechanism
 from dplens.core.tables.opt_marginals import laplace_identity_rmse, measure_marginals, plan_opt_marginals
 
-DOMAIN = TableDomain(("a", "b", "c"), (2, 3, 4))
+DOMAIN = Domain(("a", "b", "c"), (2, 3, 4))
 
 
-def _records(domain: TableDomain, count: int, seed: int = 0) -> np.ndarray:
+def _records(domain: Domain, count: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, domain.sizes, size=(count, len(domain.sizes)))
 
 
-def _marginal_matrix(domain: TableDomain, columns: tuple[int, ...]) -> np.ndarray:
+def _marginal_matrix(domain: Domain, columns: tuple[int, ...]) -> np.ndarray:
     """Dense M_a over the full domain (row-major cells of a; columns: full-domain cells, row-major)."""
     cells = list(itertools.product(*(range(s) for s in domain.sizes)))
     shape = tuple(domain.sizes[i] for i in columns)
@@ -117,13 +118,13 @@ def test_opt_marginals_loss_from_the_noise_actually_drawn(k):
 
 
 def test_opt_marginals_refuses_too_many_attributes():
-    wide = TableDomain(tuple(f"x{i}" for i in range(21)), (2,) * 21)
+    wide = Domain(tuple(f"x{i}" for i in range(21)), (2,) * 21)
     with pytest.raises(ValueError, match="k ≤ 20, got k = 21"):
         plan_opt_marginals(MarginalWorkload.all_kway(wide, 1), 1.0)
 
 
 def test_histograms_on_marginals_budget_error_and_refusal():
-    domain = TableDomain(("age", "sex", "r"), (16, 2, 3))
+    domain = Domain(("age", "sex", "r"), (16, 2, 3))
     workload = MarginalWorkload.all_kway(domain, 2)
     records = _records(domain, 500)
     truth = workload.answer(records)
@@ -159,7 +160,7 @@ def test_opendp_synthesisers_on_a_small_table(name, settings):
     each evaluation costs per measured marginal, so 4 attributes (6 marginals) took 13–15 s a run, this 3–5 s.
     Every assertion below is about the contract, not the table's size."""
     pytest.importorskip("mbi")
-    domain = TableDomain(tuple("ab"), (2, 3))
+    domain = Domain(tuple("ab"), (2, 3))
     records = _records(domain, 300)
     records[:, 1] = records[:, 0]  # one strong correlation
     workload = MarginalWorkload.all_kway(domain, 2)
@@ -192,7 +193,7 @@ def test_aim_settings_are_checked():
 
 
 # ------------------------------------------------------------------------------- range queries inside marginals
-RANGES_DOMAIN = TableDomain(("sex", "age", "r"), (2, 5, 3))
+RANGES_DOMAIN = Domain(("sex", "age", "r"), (2, 5, 3))
 RANGES = "marginals:ranges:age|sex,age+r,ranges:age|r*2,ranges:age"
 
 
@@ -323,7 +324,7 @@ def test_cli_release_writes_range_answers(tmp_path, capsys):
 
 def test_histograms_cell_intervals_cover_with_power():
     """hb on marginals: the exact per-cell 95 % half-widths cover 95 % of cells; 20 % narrower ones do not."""
-    domain = TableDomain(("age", "sex"), (16, 2))
+    domain = Domain(("age", "sex"), (16, 2))
     workload = MarginalWorkload(domain, (("age",), ("age", "sex")))
     records = _records(domain, 400)
     truth = workload.answer(records)
@@ -353,5 +354,5 @@ def test_opt_marginals_at_least_as_good_as_hdmms_own_code(k, hdmm):
     """Anchors from HDMM's Marginals template (dpcomp-org/hdmm 5aa9df9, best of 5 seeds, per-query RMSE at ε = 1;
     bench/bench_opt_marginals.py): on 2×3×4×5 the multi-start optimum is never worse (2-way: the full table,
     4.5035, which HDMM's seeds missed)."""
-    workload = MarginalWorkload.all_kway(TableDomain(tuple("abcd"), (2, 3, 4, 5)), k)
+    workload = MarginalWorkload.all_kway(Domain(tuple("abcd"), (2, 3, 4, 5)), k)
     assert plan_opt_marginals(workload, 0.5).expected_rmse <= hdmm * (1 + 1e-5)

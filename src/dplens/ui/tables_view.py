@@ -20,9 +20,10 @@ from scipy import special
 
 from dplens.core.analysis.experiment import SweepCache
 from dplens.core.data import limits
+from dplens.core.data.domain import Domain
 from dplens.core.mechanisms import parameter_ranges
 from dplens.core.privacy.budget import Budget
-from dplens.core.queries.marginals import MAX_MARGINAL_CELLS, MarginalWorkload, TableDomain
+from dplens.core.queries.marginals import MAX_MARGINAL_CELLS, MarginalWorkload
 from dplens.core.registry import mechanism as registered
 from dplens.core.registry import table_mechanisms
 from dplens.core.release.kernel import (
@@ -117,8 +118,8 @@ def project_table(table: Table, attributes: list[str]) -> Table:
     """The table on the chosen attributes (same records and fingerprint: the ledger is the whole table's)."""
     if not attributes:
         raise ValueError("choose at least one attribute")
+    domain = table.domain.project(tuple(attributes))  # refuses unknown or repeated attributes, naming them
     index = [table.domain.names.index(a) for a in attributes]
-    domain = TableDomain(tuple(attributes), tuple(table.domain.sizes[i] for i in index))
     return Table(domain, table.records[:, index], {a: table.levels[a] for a in attributes if a in table.levels},
                  table.notes, table.fingerprint, table.domain_declared)
 
@@ -129,7 +130,7 @@ def table_domain_frame(table: Table) -> pd.DataFrame:
                                           for n, s in zip(table.domain.names, table.domain.sizes, strict=True)]})
 
 
-def table_feasibility(domain: TableDomain) -> pd.DataFrame:
+def table_feasibility(domain: Domain) -> pd.DataFrame:
     """Per k = 1, 2, 3: how many k-way marginals, their cells in all, the largest, and whether they can be built."""
     rows = []
     for k in range(1, min(3, len(domain.names)) + 1):
@@ -140,7 +141,7 @@ def table_feasibility(domain: TableDomain) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def table_domain_size(domain: TableDomain) -> str:
+def table_domain_size(domain: Domain) -> str:
     size = domain.size
     return f"{size:,}" if size < 10**9 else f"about 10^{math.log10(size):.1f}"
 

@@ -1,20 +1,42 @@
-"""Domain and Histogram: the data model (x ∈ Z≥0^n over a public domain)."""
+"""Domain and Histogram: the data model (x ∈ Z≥0^n over a public domain).
+
+One :class:`Domain` serves histograms and tables (private-pgm's form): a histogram is a table with one or two
+attributes.
+"""
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from dplens.core.data.limits import MAX_CELLS  # largest histogram the app accepts (4,194,304 cells)
+from dplens.core.data.limits import MAX_CELLS, MAX_LEVELS
+
+
+def check_levels(names: tuple[str, ...], sizes: tuple[int, ...], most: int = MAX_LEVELS) -> None:
+    """Refuse an attribute whose size is not an integer from 1 to ``most``.
+
+    A table's attributes are declared and read with ``most = MAX_LEVELS``; a histogram's axis may be longer
+    (a 1-D histogram of 2^22 bins), so :class:`Domain` itself allows up to MAX_CELLS.
+
+    >>> check_levels(("age",), (70_000,))
+    Traceback (most recent call last):
+    ValueError: attribute 'age' has 70000 levels; the rule is an integer from 1 to 65536
+    """
+    for name, size in zip(names, sizes, strict=False):
+        if isinstance(size, bool) or not isinstance(size, int | np.integer) or not 1 <= size <= most:
+            raise ValueError(f"attribute {name!r} has {size!r} levels; the rule is an integer from 1 to {most}")
 
 
 @dataclass(frozen=True)
 class Domain:
-    """Public, data-independent shape of a histogram.
+    """Names and sizes of the attributes of a histogram or a table, in column (axis) order.
 
-    >>> Domain(("age", "income"), (4, 8)).size
-    32
+    >>> d = Domain(("age", "sex"), (85, 2))
+    >>> d.size, d.shape, d.sizes_of(("sex",)), d.project(("sex", "age"))
+    (170, (85, 2), (2,), Domain(names=('sex', 'age'), sizes=(2, 85)))
     """
 
     names: tuple[str, ...]
@@ -22,28 +44,70 @@ class Domain:
 
     def __post_init__(self) -> None:
         if len(self.names) != len(self.sizes):
-            raise ValueError(f"Domain needs one name per axis, got names={self.names} sizes={self.sizes}")
-        if not 1 <= len(self.sizes) <= 2:
-            raise ValueError(f"Domain must be 1-D or 2-D, got {len(self.sizes)} axes")
-        if any(int(s) < 1 for s in self.sizes):
-            raise ValueError(f"Domain sizes must be >= 1, got {self.sizes}")
-        if self.size > MAX_CELLS:
-            raise ValueError(f"Domain has {self.size} cells; the limit is {MAX_CELLS} (2^22)")
+            raise ValueError(f"a domain needs one size per attribute, got {len(self.names)} names "
+                             f"and {len(self.sizes)} sizes")
+        if not self.names:
+            raise ValueError("a domain needs at least one attribute")
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"attribute names must be unique, got {list(self.names)}")
+        check_levels(tuple(self.names), tuple(self.sizes), MAX_CELLS)
+        object.__setattr__(self, "names", tuple(self.names))
+        object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
+
+    @classmethod
+    def from_json(cls, text: str) -> Domain:
+        """Read a table's domain ``{"attr": size, ...}`` (the form private-pgm and OpenDP's mbi use).
+
+        >>> Domain.from_json('{"age": 85, "sex": 2}').to_json()
+        '{"age": 85, "sex": 2}'
+        """
+        try:
+            mapping = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"the domain file is not JSON ({error.msg} at line {error.lineno})") from None
+        if not isinstance(mapping, dict):
+            raise ValueError('the domain file must be a JSON object like {"age": 85, "sex": 2}')
+        names, sizes = tuple(str(k) for k in mapping), tuple(mapping.values())
+        check_levels(names, sizes)  # a table's attribute has at most MAX_LEVELS levels
+        return cls(names, sizes)
+
+    def to_json(self) -> str:
+        return json.dumps(dict(zip(self.names, self.sizes, strict=True)))
 
     @property
     def size(self) -> int:
-        """Number of cells n (the length of the data vector)."""
-        return int(np.prod(self.sizes))
+        """Number of cells n of the full (for a table: virtual) domain, as an exact Python int."""
+        return math.prod(self.sizes)
 
     @property
     def shape(self) -> tuple[int, ...]:
         """The histogram's array shape."""
-        return tuple(int(s) for s in self.sizes)
+        return self.sizes
+
+    def index(self, attributes: tuple[str, ...]) -> tuple[int, ...]:
+        """Column positions of named attributes, in the domain's order; unknown names are refused."""
+        unknown = [a for a in attributes if a not in self.names]
+        if unknown:
+            raise ValueError(f"marginal {tuple(attributes)} names {unknown}, not attributes of this table "
+                             f"({', '.join(self.names)})")
+        if len(set(attributes)) != len(attributes):
+            raise ValueError(f"marginal {tuple(attributes)} repeats an attribute")
+        return tuple(sorted(self.names.index(a) for a in attributes))
+
+    def sizes_of(self, attributes: tuple[str, ...]) -> tuple[int, ...]:
+        """Sizes of named attributes, in the domain's order."""
+        return tuple(self.sizes[i] for i in self.index(attributes))
+
+    def project(self, names: tuple[str, ...]) -> Domain:
+        """The domain of a marginal: the named attributes, kept in the given order."""
+        self.index(tuple(names))  # refuses unknown and repeated names
+        return Domain(tuple(names), tuple(self.sizes[self.names.index(a)] for a in names))
 
 
 @dataclass(frozen=True, eq=False)
 class Histogram:
-    """Non-negative finite counts over a Domain, with optional bin labels and a name.
+    """Non-negative finite counts over a Domain of one or two attributes and at most MAX_CELLS cells, with optional
+    bin labels and a name.
 
     >>> h = Histogram.from_counts([3, 0, 5], name="tiny")
     >>> h.total, h.domain.size, h.vector.tolist()
@@ -56,6 +120,10 @@ class Histogram:
     name: str = "histogram"
 
     def __post_init__(self) -> None:
+        if not 1 <= len(self.domain.sizes) <= 2:
+            raise ValueError(f"Domain must be 1-D or 2-D, got {len(self.domain.sizes)} axes")
+        if self.domain.size > MAX_CELLS:
+            raise ValueError(f"Domain has {self.domain.size} cells; the limit is {MAX_CELLS} (2^22)")
         counts = np.asarray(self.counts, dtype=float)
         if counts.shape != self.domain.shape:
             raise ValueError(f"counts shape {counts.shape} does not match domain shape {self.domain.shape}")

@@ -10,6 +10,7 @@ import os
 
 MAX_UPLOAD_BYTES = 50 * 2**20  # largest histogram/records file accepted (also .streamlit/config.toml maxUploadSize)
 MAX_CELLS = 2**22              # largest histogram domain (4,194,304 cells)
+MAX_LEVELS = 2**16             # largest domain of one table attribute (larger ones are refused as bad input)
 MAX_QUERIES = 2**24            # implicit workloads beyond this many rows (m) are refused
 DENSE_LIMIT = 2**25            # entries; dense matrices (test oracle, small explicit workloads) beyond are refused
 MAX_SWEEP_RUNS = 20_000        # mechanisms × epsilons × trials of one comparison sweep
@@ -23,7 +24,7 @@ MAX_GRID_BYTES = 2**28         # decoded bytes of a grid file's column data (com
 MAX_TABLE_RECORDS = 10_000_000  # records of a table, after expanding a pre-aggregated one (its count column)
 MAX_TABLE_ENTRIES = 2**24      # records × attributes of an expanded pre-aggregated table (int64: 128 MB)
 # A pre-aggregated table's implied domain (the product of its columns' sizes) is bounded by MAX_CELLS; a domain
-# file's bins per column by dplens.core.queries.marginals.MAX_LEVELS; an uploaded query matrix's rows × columns
+# file's bins per column by MAX_LEVELS; an uploaded query matrix's rows × columns
 # by DENSE_LIMIT; every uploaded file (query files of `file:` workloads too) by MAX_UPLOAD_BYTES.
 
 # Bounded runs (dplens.core.analysis.cost): one user action (a release, a sweep, a page's computation) may take at most

@@ -4,7 +4,7 @@ A table has attributes with finite domains (integer codes 0..size-1). The margin
 attributes counts records per combination of their levels. Adult's full domain has ~6·10^17 cells, so
 nothing here builds the full data vector: marginals are computed from the records directly.
 
->>> domain = TableDomain(("sex", "income"), (2, 2))
+>>> domain = Domain(("sex", "income"), (2, 2))
 >>> records = np.array([[0, 1], [1, 1], [1, 0]])
 >>> MarginalWorkload(domain, (("sex",), ("sex", "income"))).answer(records)[1].tolist()
 [[0.0, 1.0], [1.0, 1.0]]
@@ -13,73 +13,14 @@ nothing here builds the full data vector: marginals are computed from the record
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-MAX_LEVELS = 2**16  # largest domain of one attribute (larger ones are refused as bad input)
+from dplens.core.data.domain import Domain
+
 MAX_MARGINAL_CELLS = 2**24  # largest single marginal that is materialised (same bound as MAX_QUERIES)
-
-
-@dataclass(frozen=True)
-class TableDomain:
-    """Names and sizes of a table's attributes, in column order (private-pgm's domain form).
-
-    >>> d = TableDomain.from_json('{"age": 85, "sex": 2}')
-    >>> d.size, d.sizes_of(("sex",)), d.to_json()
-    (170, (2,), '{"age": 85, "sex": 2}')
-    """
-
-    names: tuple[str, ...]
-    sizes: tuple[int, ...]
-
-    def __post_init__(self) -> None:
-        if len(self.names) != len(self.sizes):
-            raise ValueError(f"a table domain needs one size per attribute, got {len(self.names)} names "
-                             f"and {len(self.sizes)} sizes")
-        if not self.names:
-            raise ValueError("a table domain needs at least one attribute")
-        if len(set(self.names)) != len(self.names):
-            raise ValueError(f"attribute names must be unique, got {list(self.names)}")
-        for name, size in zip(self.names, self.sizes, strict=True):
-            if isinstance(size, bool) or not isinstance(size, int | np.integer) or not 1 <= size <= MAX_LEVELS:
-                raise ValueError(f"attribute {name!r} has {size!r} levels; the rule is an integer "
-                                 f"from 1 to {MAX_LEVELS}")
-        object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
-
-    @classmethod
-    def from_json(cls, text: str) -> TableDomain:
-        """Read ``{"attr": size, ...}`` (the form private-pgm and OpenDP's mbi use)."""
-        try:
-            mapping = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"the domain file is not JSON ({error.msg} at line {error.lineno})") from None
-        if not isinstance(mapping, dict):
-            raise ValueError('the domain file must be a JSON object like {"age": 85, "sex": 2}')
-        return cls(tuple(str(k) for k in mapping), tuple(mapping.values()))
-
-    def to_json(self) -> str:
-        return json.dumps(dict(zip(self.names, self.sizes, strict=True)))
-
-    @property
-    def size(self) -> int:
-        """Number of cells of the full (virtual) domain, as an exact Python int."""
-        return math.prod(self.sizes)
-
-    def index(self, attributes: tuple[str, ...]) -> tuple[int, ...]:
-        """Column positions of named attributes, in the domain's order; unknown names are refused."""
-        unknown = [a for a in attributes if a not in self.names]
-        if unknown:
-            raise ValueError(f"marginal {tuple(attributes)} names {unknown}, not attributes of this table "
-                             f"({', '.join(self.names)})")
-        if len(set(attributes)) != len(attributes):
-            raise ValueError(f"marginal {tuple(attributes)} repeats an attribute")
-        return tuple(sorted(self.names.index(a) for a in attributes))
-
-    def sizes_of(self, attributes: tuple[str, ...]) -> tuple[int, ...]:
-        return tuple(self.sizes[i] for i in self.index(attributes))
 
 
 @dataclass(frozen=True)
@@ -89,13 +30,13 @@ class MarginalWorkload:
     Attribute tuples are normalised to the domain's column order. One record changes one cell of each
     marginal by 1 (add/remove neighbours), so Δ₁ = Σ w and Δ₂ = √Σ w² in closed form.
 
-    >>> d = TableDomain(("a", "b", "c"), (2, 3, 4))
+    >>> d = Domain(("a", "b", "c"), (2, 3, 4))
     >>> w = MarginalWorkload.all_kway(d, 2)
     >>> w.marginals, w.cells, w.l1_sensitivity, round(w.l2_sensitivity, 4)
     ((('a', 'b'), ('a', 'c'), ('b', 'c')), 26, 3.0, 1.7321)
     """
 
-    domain: TableDomain
+    domain: Domain
     marginals: tuple[tuple[str, ...], ...]
     weights: tuple[float, ...] = ()
     ranges: tuple[str | None, ...] = ()  # per marginal: the ordinal attribute whose ranges are asked, or None
@@ -126,7 +67,7 @@ class MarginalWorkload:
             self.queries_on(index)  # refuses range sets over the query limit now, not at release time
 
     @classmethod
-    def all_kway(cls, domain: TableDomain, k: int) -> MarginalWorkload:
+    def all_kway(cls, domain: Domain, k: int) -> MarginalWorkload:
         """All k-way marginals (k = 0 gives the total)."""
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= len(domain.names):
             raise ValueError(f"k must be an integer from 0 to {len(domain.names)} (the number of attributes), "
@@ -152,7 +93,7 @@ class MarginalWorkload:
         sums ∏_{i∉M} n_i full-domain cells, so ‖W‖_F² = Σ_M w_M² · ∏_{i∉M} n_i · ∏_{i∈M} tr G_i (G_i = I for plain
         axes, AllRangeᵀAllRange for the ranges axis).
 
-        >>> MarginalWorkload(TableDomain(("a", "b"), (2, 3)), (("a",), ("a", "b"))).squared_frobenius
+        >>> MarginalWorkload(Domain(("a", "b"), (2, 3)), (("a",), ("a", "b"))).squared_frobenius
         12.0
         """
         total = 0.0
@@ -174,7 +115,7 @@ class MarginalWorkload:
         every cell of the other attributes, AllRange(n_o) ⊗ I over the cells with o's axis moved first, so its
         column norms (Δ₁ = max (k+1)(n_o−k), Δ₂ = √Δ₁, 0/1 entries) come in closed form from the factors.
 
-        >>> w = MarginalWorkload(TableDomain(("sex", "age"), (2, 3)), (("sex", "age"),), ranges=("age",))
+        >>> w = MarginalWorkload(Domain(("sex", "age"), (2, 3)), (("sex", "age"),), ranges=("age",))
         >>> op = w.queries_on(0)
         >>> op.shape, float(op.column_norms(1).max()), w.answer_queries(0, np.array([[1., 2, 3], [4, 5, 6]]))[:6].tolist()
         ((12, 6), 4.0, [1.0, 4.0, 3.0, 9.0, 6.0, 15.0])
@@ -250,7 +191,7 @@ def subsets(columns: tuple[int, ...]):
     return (s for k in range(len(columns) + 1) for s in itertools.combinations(columns, k))
 
 
-def check_records(domain: TableDomain, records: np.ndarray) -> np.ndarray:
+def check_records(domain: Domain, records: np.ndarray) -> np.ndarray:
     """Records as an (N, d) integer array with every code inside its attribute's domain."""
     records = np.asarray(records)
     if records.ndim != 2 or records.shape[1] != len(domain.names):
@@ -265,7 +206,7 @@ def check_records(domain: TableDomain, records: np.ndarray) -> np.ndarray:
     return records
 
 
-def marginal_counts(domain: TableDomain, records: np.ndarray, attributes: tuple[str, ...]) -> np.ndarray:
+def marginal_counts(domain: Domain, records: np.ndarray, attributes: tuple[str, ...]) -> np.ndarray:
     """Counts of records per cell of one marginal (the empty marginal is the total, shape ())."""
     columns = domain.index(attributes)
     shape = tuple(domain.sizes[i] for i in columns)

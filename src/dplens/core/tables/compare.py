@@ -7,8 +7,9 @@ marginals, the honest test of synthetic data. Mechanisms that release only margi
 evaluation marginals they released. The non-private **independence baseline** (the product of the exact
 1-way marginals) is scored the same way: a method that does not beat it has learnt no correlation.
 
->>> from dplens.core.queries.marginals import MarginalWorkload, TableDomain
->>> w = MarginalWorkload.all_kway(TableDomain(("a", "b"), (2, 2)), 2)
+>>> from dplens.core.data.domain import Domain
+>>> from dplens.core.queries.marginals import MarginalWorkload
+>>> w = MarginalWorkload.all_kway(Domain(("a", "b"), (2, 2)), 2)
 >>> records = np.array([[0, 0], [1, 1], [1, 1], [0, 1]])
 >>> df = compare_tables(records, w, ["gaussian-marginals"], [1.0], trials=2)
 >>> df[["mechanism", "rho", "trial"]].values.tolist(), round(float(df.expected_rmse[0]), 4)

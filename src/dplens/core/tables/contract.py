@@ -4,8 +4,9 @@ Budgets on tables are ρ-zCDP with add/remove-one-record neighbours. A mechanism
 a :class:`~dplens.core.queries.marginals.MarginalWorkload` (its marginals), and synthesisers also release records.
 Laplace mechanisms spend ε = √(2ρ): pure ε-DP implies (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4).
 
->>> from dplens.core.queries.marginals import MarginalWorkload, TableDomain
->>> w = MarginalWorkload(TableDomain(("a",), (2,)), (("a",),))
+>>> from dplens.core.data.domain import Domain
+>>> from dplens.core.queries.marginals import MarginalWorkload
+>>> w = MarginalWorkload(Domain(("a",), (2,)), (("a",),))
 >>> workload_rmse(w, [np.array([3.0, 1.0])], [np.array([4.0, 1.0])])
 0.7071067811865476
 """

@@ -4,8 +4,9 @@ Every entry answers a :class:`~dplens.core.queries.marginals.MarginalWorkload` a
 ``run(workload, records, rho, rng) -> TableRelease``, ``expected_rmse(workload, rho)`` (a closed form, or
 None when the error depends on the data), and ``data_dependent`` / ``synthesizes`` flags.
 
->>> from dplens.core.queries.marginals import MarginalWorkload, TableDomain
->>> w = MarginalWorkload.all_kway(TableDomain(("a", "b", "c"), (2, 3, 4)), 2)
+>>> from dplens.core.data.domain import Domain
+>>> from dplens.core.queries.marginals import MarginalWorkload
+>>> w = MarginalWorkload.all_kway(Domain(("a", "b", "c"), (2, 3, 4)), 2)
 >>> [round(TABLE_MECHANISMS[n].expected_rmse(w, 0.5), 4) for n in ("gaussian-marginals", "residual-planner")]
 [1.7321, 1.3985]
 
@@ -46,8 +47,8 @@ def identity_marginals(workload: MarginalWorkload, records: np.ndarray, rho: flo
 
     Returns the noisy marginals and the per-cell standard deviation (the same for every cell).
 
-    >>> from dplens.core.queries.marginals import TableDomain
-    >>> w = MarginalWorkload.all_kway(TableDomain(("a", "b"), (2, 2)), 1)
+    >>> from dplens.core.data.domain import Domain
+    >>> w = MarginalWorkload.all_kway(Domain(("a", "b"), (2, 2)), 1)
     >>> round(identity_marginals(w, np.array([[0, 1]]), 1.0, np.random.default_rng(0))[1], 4)
     1.0
     """

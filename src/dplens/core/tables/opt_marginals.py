@@ -8,8 +8,9 @@ weighted total variance is 2 (Σθ)² / ε² · Σ_b d_b μ_b / λ_b, optimised 
 gradient (superset and subset sums over the 2^|U| subsets). Tables are ρ-zCDP: ε = √(2ρ) (pure ε-DP implies
 ε²/2-zCDP, Bun & Steinke 2016, Prop. 1.4). Nothing touches the full domain.
 
->>> from dplens.core.queries.marginals import MarginalWorkload, TableDomain
->>> w = MarginalWorkload.all_kway(TableDomain(("a", "b", "c"), (2, 3, 4)), 2)
+>>> from dplens.core.data.domain import Domain
+>>> from dplens.core.queries.marginals import MarginalWorkload
+>>> w = MarginalWorkload.all_kway(Domain(("a", "b", "c"), (2, 3, 4)), 2)
 >>> plan = plan_opt_marginals(w, rho=0.5)
 >>> plan.expected_rmse <= laplace_identity_rmse(w, 0.5)
 True
@@ -247,8 +248,8 @@ def measure_marginals(plan: MarginalsPlan, records: np.ndarray, rng) -> list[np.
     z_a = θ_a M_a x + Lap(Δ₁/ε) per cell. The estimate of marginal M is Σ_{b⊆M} (c_M/λ_b) · broadcast of
     Σ_{a⊇b} θ_a · centre_b(Σ_{a∖b} z_a) / ∏_{i∈a∖b} n_i: the residual components of Aᵀz scaled by (AᵀA)⁻¹.
 
-    >>> from dplens.core.queries.marginals import TableDomain
-    >>> w = MarginalWorkload(TableDomain(("a", "b"), (2, 3)), (("a", "b"),))
+    >>> from dplens.core.data.domain import Domain
+    >>> w = MarginalWorkload(Domain(("a", "b"), (2, 3)), (("a", "b"),))
     >>> est = measure_marginals(plan_opt_marginals(w, rho=1e12), np.array([[0, 0], [1, 2], [1, 2]]),
     ...                         np.random.default_rng(0))[0]
     >>> (np.round(est, 2) + 0.0).tolist()

@@ -1,6 +1,6 @@
 """Tables of records: bounded CSV loading, honest measures of synthetic data, and marginal CSV exports.
 
-A table is an (N, d) array of integer codes with a :class:`~dplens.core.queries.marginals.TableDomain`. Input is a CSV
+A table is an (N, d) array of integer codes with a :class:`~dplens.core.data.domain.Domain`. Input is a CSV
 of records (integer codes, or categorical values mapped to codes by declared or observed levels) and
 optionally a domain JSON in private-pgm's form (``{"age": 85, ...}``; a list of levels instead of a size
 declares categorical levels in code order; ``{"low": L, "high": H, "width": W}`` or ``{"edges": [...]}`` bins a
@@ -28,21 +28,25 @@ import numpy as np
 import pandas as pd
 
 from dplens.core.data.datasets import DataError, check_upload_size, decode_upload_text
+from dplens.core.data.domain import Domain, check_levels
 from dplens.core.data.fingerprint import records_fingerprint
-from dplens.core.data.limits import MAX_CELLS, MAX_TABLE_ENTRIES, MAX_TABLE_RECORDS
-from dplens.core.queries.marginals import MAX_LEVELS, TableDomain, marginal_counts
+from dplens.core.data.limits import MAX_CELLS, MAX_LEVELS, MAX_TABLE_ENTRIES, MAX_TABLE_RECORDS
+from dplens.core.queries.marginals import marginal_counts
 
 
 @dataclass(frozen=True)
 class Table:
     """Integer-coded records, their domain, the levels behind each code, and notes on how they were read."""
 
-    domain: TableDomain
+    domain: Domain
     records: np.ndarray
     levels: dict[str, list[str]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     fingerprint: str = ""
     domain_declared: bool = False  # every attribute's levels came from a domain file, none from the records
+
+    def __post_init__(self) -> None:
+        check_levels(self.domain.names, self.domain.sizes)  # a table's attribute has at most MAX_LEVELS levels
 
 
 def _read_bytes(source: str | Path | bytes) -> bytes:
@@ -311,7 +315,7 @@ def load_table(source: str | Path | bytes, domain: str | Path | bytes | None = N
         records = np.repeat(records, counts, axis=0)
         notes.append(f"pre-aggregated table: the {COUNT_COLUMN!r} column gives each row's number of records")
     declared_all = bool(declared) and all(declared.get(name) is not None for name in names)
-    return Table(TableDomain(tuple(names), tuple(sizes)), records, levels, tuple(notes), records_fingerprint(data),
+    return Table(Domain(tuple(names), tuple(sizes)), records, levels, tuple(notes), records_fingerprint(data),
                  declared_all)
 
 
@@ -352,10 +356,10 @@ def _distribution(counts: np.ndarray) -> np.ndarray:
     return counts / total if total > 0 else np.full(counts.shape, 1.0 / counts.size)
 
 
-def marginal_tvd(domain: TableDomain, true_records: np.ndarray, synth_records: np.ndarray, k: int = 2) -> float:
+def marginal_tvd(domain: Domain, true_records: np.ndarray, synth_records: np.ndarray, k: int = 2) -> float:
     """Mean total-variation distance ``½ Σ |p − q|`` between normalised k-way marginals of two record sets.
 
-    >>> d = TableDomain(("a", "b"), (2, 2))
+    >>> d = Domain(("a", "b"), (2, 2))
     >>> marginal_tvd(d, np.array([[0, 0], [1, 1]]), np.array([[0, 0], [0, 1]]))
     0.5
     """
@@ -364,11 +368,11 @@ def marginal_tvd(domain: TableDomain, true_records: np.ndarray, synth_records: n
                           for m in itertools.combinations(domain.names, k)]))
 
 
-def independence_tvd(domain: TableDomain, records: np.ndarray) -> float:
+def independence_tvd(domain: Domain, records: np.ndarray) -> float:
     """The non-private independence baseline: mean TVD of the product of exact 1-way marginals to each true
     2-way marginal (what a method must beat to show it learnt any correlation).
 
-    >>> d = TableDomain(("a", "b"), (2, 2))
+    >>> d = Domain(("a", "b"), (2, 2))
     >>> independence_tvd(d, np.array([[0, 0], [1, 1]]))
     0.5
     """
@@ -383,13 +387,13 @@ def independence_tvd(domain: TableDomain, records: np.ndarray) -> float:
 
 # ---------------------------------------------------------------------------------------------- marginal releases
 
-def parse_marginal_workload(spec: str, domain: TableDomain):
+def parse_marginal_workload(spec: str, domain: Domain):
     """``marginals:k=2`` (all k-way) or ``marginals:age+sex*2,race`` (a list; ``+`` joins attributes, ``*w`` weights).
 
     An entry ``ranges:age|sex`` asks every range of the ordinal attribute age within each level of sex
     (attributes after ``|`` joined by ``|`` or ``+``).
 
-    >>> w = parse_marginal_workload("marginals:a+b*2,c,ranges:a|c", TableDomain(("a", "b", "c"), (2, 2, 2)))
+    >>> w = parse_marginal_workload("marginals:a+b*2,c,ranges:a|c", Domain(("a", "b", "c"), (2, 2, 2)))
     >>> w.marginals, w.weights, w.ranges
     ((('a', 'b'), ('c',), ('a', 'c')), (2.0, 1.0, 1.0), (None, None, 'a'))
     """
@@ -427,7 +431,7 @@ def marginals_to_csv(workload, estimates: list[np.ndarray], stds: list[float], l
     """Long CSV ``marginal,cell,count,std``: one row per cell; ``marginal`` and ``cell`` join names/levels by ``|``.
 
     >>> from dplens.core.queries.marginals import MarginalWorkload
-    >>> w = MarginalWorkload(TableDomain(("a",), (2,)), (("a",),))
+    >>> w = MarginalWorkload(Domain(("a",), (2,)), (("a",),))
     >>> print(marginals_to_csv(w, [np.array([1.0, 2.0])], [0.5], {"a": ["x", "y"]}), end="")
     marginal,cell,count,std
     a,x,1,0.5
@@ -447,7 +451,7 @@ def ranges_to_csv(workload, estimates: list[np.ndarray], levels: dict[str, list[
     (post-processing); ``cell`` labels the other attributes' levels joined by ``|``. None without ranges.
 
     >>> from dplens.core.queries.marginals import MarginalWorkload
-    >>> w = MarginalWorkload(TableDomain(("a",), (2,)), (("a",),), ranges=("a",))
+    >>> w = MarginalWorkload(Domain(("a",), (2,)), (("a",),), ranges=("a",))
     >>> print(ranges_to_csv(w, [np.array([1.0, 2.0])], {"a": ["x", "y"]}), end="")
     marginal,low,high,cell,answer
     ranges:a,x,x,,1
@@ -477,7 +481,7 @@ def ranges_to_csv(workload, estimates: list[np.ndarray], levels: dict[str, list[
     return "\n".join(lines) + "\n"
 
 
-def records_to_csv(domain: TableDomain, records: np.ndarray, levels: dict[str, list[str]]) -> str:
+def records_to_csv(domain: Domain, records: np.ndarray, levels: dict[str, list[str]]) -> str:
     """Synthetic records with the input's header, codes turned back into the input's levels."""
     frame = pd.DataFrame({n: np.asarray(levels[n], dtype=object)[records[:, i]] if n in levels else records[:, i]
                           for i, n in enumerate(domain.names)})

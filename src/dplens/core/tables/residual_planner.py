@@ -6,8 +6,9 @@ workload is measured once with Gaussian noise σ_S², chosen in closed form (Cau
 and every marginal is rebuilt from its residuals. Nothing touches the full domain: a residual on S is
 computed from the true marginal on S.
 
->>> from dplens.core.queries.marginals import MarginalWorkload, TableDomain
->>> w = MarginalWorkload.all_kway(TableDomain(("a", "b", "c"), (2, 3, 4)), 1)
+>>> from dplens.core.data.domain import Domain
+>>> from dplens.core.queries.marginals import MarginalWorkload
+>>> w = MarginalWorkload.all_kway(Domain(("a", "b", "c"), (2, 3, 4)), 1)
 >>> plan = plan_residuals(w, rho=0.5)
 >>> round(plan.total_variance, 6), round(plan.expected_rmse, 6)
 (19.383242, 1.467547)
@@ -112,8 +113,9 @@ def measure(plan: ResidualPlan, records: np.ndarray, rng: np.random.Generator) -
     The residual on S is released as the centred marginal C_S(x_S + z), z ~ N(0, σ_S² I), which is the
     paper's R_S measurement up to the invertible map Sub_S (C = Sub⁺Sub centres along each axis).
 
-    >>> from dplens.core.queries.marginals import MarginalWorkload, TableDomain
-    >>> w = MarginalWorkload(TableDomain(("a", "b"), (2, 3)), (("a", "b"),))
+    >>> from dplens.core.data.domain import Domain
+    >>> from dplens.core.queries.marginals import MarginalWorkload
+    >>> w = MarginalWorkload(Domain(("a", "b"), (2, 3)), (("a", "b"),))
     >>> records = np.array([[0, 0], [1, 2], [1, 2]])
     >>> est = measure(plan_residuals(w, rho=1e9), records, np.random.default_rng(0))[0]
     >>> (np.round(est, 2) + 0.0).tolist()

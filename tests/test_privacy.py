@@ -146,11 +146,11 @@ def test_values_are_immutable_and_targets_match():
 
 
 def test_native_spend_in_each_unit():
-    from dplens.core.privacy.definitions import native_spend
+    from dplens.core.privacy.budget import Budget, native_spend
 
-    rows = [(1.0, 0.0, None), (2.141939, 1e-6, 0.1)]
+    rows = [Budget(1.0), Budget(2.141939, 1e-6, 0.1)]
     zcdp = native_spend(rows, "zcdp", 1e-6, 10.0)
     assert zcdp["spent"] == pytest.approx(0.6) and zcdp["epsilon_at_delta"] == pytest.approx(zcdp_epsilon(0.6, 1e-6))
     approx = native_spend(rows, "approx", 1e-6, 10.0)
     assert approx["spent"] == pytest.approx(3.141939) and approx["spent_delta"] == 1e-6
-    assert native_spend([(1.0, 1e-6, None)], "zcdp", 1e-6, 10.0)["spent"] is None  # (ε, δ) has no ρ
+    assert native_spend([Budget(1.0, 1e-6)], "zcdp", 1e-6, 10.0)["spent"] is None  # (ε, δ) has no ρ

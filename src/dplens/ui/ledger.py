@@ -13,8 +13,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dplens.core.privacy.budget import Budget, BudgetExceededError, Ledger
-from dplens.core.privacy.definitions import native_spend
+from dplens.core.privacy.budget import Budget, BudgetExceededError, Ledger, native_spend
 from dplens.core.privacy.ledger_store import (
     DEFAULT_DELTA_RELEASES,
     LedgerStore,
@@ -187,7 +186,7 @@ def native_caption() -> str:
     except ValueError:
         return ""
     epoch = max((e["epoch"] for e in history), default=0)
-    rows = [(float(e["epsilon"]), float(e["delta"] or 0.0), None if e["rho"] is None else float(e["rho"]))
+    rows = [Budget(float(e["epsilon"]), float(e["delta"] or 0.0), None if e["rho"] is None else float(e["rho"]))
             for e in history if e["kind"] == "spend" and e["epoch"] == epoch]
     view = native_spend(rows, definition(), delta(), led.total.epsilon)
     if definition() == "approx":

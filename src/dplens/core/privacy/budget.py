@@ -9,9 +9,10 @@ outright with probability δ. The ε shown for a ρ budget is its CKS 2020 ε at
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dplens.core.privacy.definitions import zcdp_epsilon
+from dplens.core.privacy.definitions import ApproxDP, Privacy, PureDP, zcdp_epsilon, zcdp_rho
 
 RELATIVE_TOLERANCE = 1e-9  # float round-off, relative to each total: 10 × 0.1 fits in 1.0, 1.0 + 1e-6 does not,
 #                            and with a δ total of 1e-10 a second spend of 1e-10 does not either
@@ -158,3 +159,59 @@ class Ledger:
                 f"(epsilon={left.epsilon:.4g} at delta={self.total.delta:g}). Lower the privacy parameter (a fresh "
                 "budget for the same data is a recorded reset that voids the guarantee).")
         return Ledger(self.total, self.spends + ((label, cost),))
+
+
+# ----------------------------------------------------------------------------- what a ledger records
+def ledger_charge(privacy: Privacy, delta: float) -> Budget:
+    """What a ledger records for a release at ``privacy``: (ε, δ) for basic composition, and ρ when defined.
+
+    zCDP is charged as its CKS ε at ``delta`` plus that δ; (ε, δ) has no ρ.
+
+    >>> ledger_charge(PureDP(1.0), 1e-6)
+    Budget(epsilon=1.0, delta=0.0, rho=0.5)
+    >>> ledger_charge(ApproxDP(1.0, 1e-6), 1e-6)
+    Budget(epsilon=1.0, delta=1e-06, rho=None)
+    """
+    if isinstance(privacy, PureDP):
+        return Budget(privacy.epsilon, 0.0, privacy.to_zcdp().rho)
+    if isinstance(privacy, ApproxDP):
+        return Budget(privacy.epsilon, privacy.delta, None)
+    approx = privacy.to_approx(delta)
+    return Budget(approx.epsilon, approx.delta, privacy.rho)
+
+
+def native_spend(spends: Sequence[Budget], definition: str, delta: float,
+                 total_epsilon: float) -> dict[str, float | str | None]:
+    """Spent and remaining in a definition's own unit, from the ledger's spends (ε, δ charged; ρ or None).
+
+    The ledger enforces basic composition of (ε, δ), which is always valid; this is the native view:
+    pure: Σε; approx: (Σε, Σδ); zcdp: Σρ (pure rows count ε²/2) and its CKS ε at ``delta``, with the
+    total read as ρ_total = ``zcdp_rho(total_epsilon, delta)``. A zCDP view needs ρ on every row.
+
+    >>> view = native_spend([Budget(1.0, 0.0, 0.5), Budget(0.5)], "zcdp", 1e-6, 5.0)
+    >>> view["spent"], round(view["epsilon_at_delta"], 4), view["basic_epsilon"]
+    (0.625, 5.9268, 1.5)
+    """
+    costs = [(s.epsilon, s.delta, s.rho) for s in spends]
+    basic_epsilon = math.fsum(c[0] for c in costs)
+    basic_delta = math.fsum(c[1] for c in costs)
+    view: dict[str, float | str | None] = {"definition": definition, "basic_epsilon": basic_epsilon,
+                                           "basic_delta": basic_delta}
+    if definition == "zcdp":
+        # a row without ρ but with δ = 0 was a pure ε-DP spend: ε²/2-zCDP (older ledgers record no ρ)
+        costs = [(e, d, r if r is not None else (e * e / 2.0 if d == 0 else None)) for e, d, r in costs]
+        if any(c[2] is None for c in costs):
+            view.update(unit="rho", spent=None, remaining=None, epsilon_at_delta=None,
+                        note="an (epsilon, delta) release has no rho: composed by basic composition only")
+            return view
+        rho = math.fsum(c[2] for c in costs if c[2] is not None)  # none is None (returned above)
+        total_rho = zcdp_rho(total_epsilon, delta) if total_epsilon > 0 else 0.0
+        view.update(unit="rho", spent=rho, remaining=max(total_rho - rho, 0.0), total=total_rho,
+                    epsilon_at_delta=zcdp_epsilon(rho, delta) if rho > 0 else 0.0)
+        return view
+    if definition == "approx":
+        view.update(unit="(epsilon, delta)", spent=basic_epsilon, spent_delta=basic_delta,
+                    remaining=max(total_epsilon - basic_epsilon, 0.0))
+        return view
+    view.update(unit="epsilon", spent=basic_epsilon, remaining=max(total_epsilon - basic_epsilon, 0.0))
+    return view

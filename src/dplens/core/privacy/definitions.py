@@ -321,60 +321,6 @@ def target(definition: str, epsilon: float, delta: float) -> Privacy:
     raise ValueError(f"definition must be one of {sorted(DEFINITIONS)}, got {definition!r}")
 
 
-def native_spend(costs: list[tuple[float, float, float | None]], definition: str, delta: float,
-                 total_epsilon: float) -> dict[str, float | str | None]:
-    """Spent and remaining in a definition's own unit, from ledger rows (ε charged, δ charged, ρ or None).
-
-    The ledger enforces basic composition of (ε, δ), which is always valid; this is the native view:
-    pure: Σε; approx: (Σε, Σδ); zcdp: Σρ (pure rows count ε²/2) and its CKS ε at ``delta``, with the
-    total read as ρ_total = ``zcdp_rho(total_epsilon, delta)``. A zCDP view needs ρ on every row.
-
-    >>> view = native_spend([(1.0, 0.0, 0.5), (0.5, 0.0, None)], "zcdp", 1e-6, 5.0)
-    >>> view["spent"], round(view["epsilon_at_delta"], 4), view["basic_epsilon"]
-    (0.625, 5.9268, 1.5)
-    """
-    basic_epsilon = math.fsum(c[0] for c in costs)
-    basic_delta = math.fsum(c[1] for c in costs)
-    view: dict[str, float | str | None] = {"definition": definition, "basic_epsilon": basic_epsilon,
-                                           "basic_delta": basic_delta}
-    if definition == "zcdp":
-        # a row without ρ but with δ = 0 was a pure ε-DP spend: ε²/2-zCDP (older ledgers record no ρ)
-        costs = [(e, d, r if r is not None else (e * e / 2.0 if d == 0 else None)) for e, d, r in costs]
-        if any(c[2] is None for c in costs):
-            view.update(unit="rho", spent=None, remaining=None, epsilon_at_delta=None,
-                        note="an (epsilon, delta) release has no rho: composed by basic composition only")
-            return view
-        rho = math.fsum(c[2] for c in costs if c[2] is not None)  # none is None (returned above)
-        total_rho = zcdp_rho(total_epsilon, delta) if total_epsilon > 0 else 0.0
-        view.update(unit="rho", spent=rho, remaining=max(total_rho - rho, 0.0), total=total_rho,
-                    epsilon_at_delta=zcdp_epsilon(rho, delta) if rho > 0 else 0.0)
-        return view
-    if definition == "approx":
-        view.update(unit="(epsilon, delta)", spent=basic_epsilon, spent_delta=basic_delta,
-                    remaining=max(total_epsilon - basic_epsilon, 0.0))
-        return view
-    view.update(unit="epsilon", spent=basic_epsilon, remaining=max(total_epsilon - basic_epsilon, 0.0))
-    return view
-
-
-def ledger_charge(privacy: Privacy, delta: float) -> tuple[float, float, float | None]:
-    """What a ledger records for a release at ``privacy``: (ε, δ) for basic composition, and ρ when defined.
-
-    zCDP is charged as its CKS ε at ``delta`` plus that δ; (ε, δ) has no ρ.
-
-    >>> ledger_charge(PureDP(1.0), 1e-6)
-    (1.0, 0.0, 0.5)
-    >>> ledger_charge(ApproxDP(1.0, 1e-6), 1e-6)
-    (1.0, 1e-06, None)
-    """
-    if isinstance(privacy, PureDP):
-        return privacy.epsilon, 0.0, privacy.to_zcdp().rho
-    if isinstance(privacy, ApproxDP):
-        return privacy.epsilon, privacy.delta, None
-    approx = privacy.to_approx(delta)
-    return approx.epsilon, approx.delta, privacy.rho
-
-
 NEIGHBOURING_SENSITIVITY = {"add_remove": 1.0, "replace_one": 2.0}  # Δ₁ of a count vector
 
 

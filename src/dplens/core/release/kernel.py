@@ -44,8 +44,8 @@ from dplens.core.analysis.intervals import Intervals, release_intervals
 from dplens.core.data import limits
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from dplens.core.mechanisms.gaussian import Matched, for_privacy
-from dplens.core.privacy.budget import Budget, Ledger
-from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, ledger_charge
+from dplens.core.privacy.budget import Budget, Ledger, ledger_charge
+from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP
 from dplens.core.privacy.ledger_store import DEFAULT_TOTAL, LedgerStore, new_export_id
 from dplens.core.privacy.noise import noise_sampler, noise_source
 from dplens.core.queries.marginals import MarginalWorkload
@@ -114,8 +114,7 @@ def plan_histogram(request: HistogramRequest) -> tuple[Mechanism | Matched, Mech
         runner = Matched(base, definition, request.delta)
         epsilon = request.privacy.to_approx(request.delta).epsilon
         mechanism = runner.resolve(epsilon)[0]
-    charge_epsilon, charge_delta, rho = ledger_charge(request.privacy, request.delta)
-    return runner, mechanism, epsilon, Budget(charge_epsilon, charge_delta, rho)
+    return runner, mechanism, epsilon, ledger_charge(request.privacy, request.delta)
 
 
 def secure_seconds(estimate_seconds: float, values: int) -> float:
@@ -201,8 +200,7 @@ def table_charge(rho: float, delta: float) -> Budget:
     """
     if not (isinstance(rho, int | float) and math.isfinite(rho) and 0 < rho <= 1000):
         raise ValueError(f"rho must be a number in (0, 1000], got {rho!r}")
-    epsilon, charge_delta, _ = ledger_charge(ZCDP(float(rho)), delta)
-    return Budget(epsilon, charge_delta, float(rho))
+    return ledger_charge(ZCDP(float(rho)), delta)
 
 
 def release_table(request: TableRequest, records: np.ndarray, *, store: LedgerStore, fingerprint: str, name: str,

@@ -488,13 +488,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog="dplens", description="dplens: DP histogram releases")
     sub = parser.add_subparsers(dest="command", required=True)
     samples = ", ".join(SAMPLE_NAMES)
+    for add in (_add_app, _add_release, _add_compare, _add_grid, _add_ledger):
+        add(sub, samples)
+    add_reproduce_command(sub)  # dplens reproduce NAME (src/dplens/core/papers/cli.py)
+    return parser
 
+
+def _add_app(sub, samples: str) -> None:
+    """``dplens app``: start the Streamlit app."""
     app = sub.add_parser("app", help="start the point-and-click app in a browser (Streamlit)",
                          description="Runs `streamlit run app.py` from the source tree; stop it with Ctrl+C.")
     app.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
     app.add_argument("--port", type=_port, default=8501, help="port to listen on (default 8501)")
     app.set_defaults(func=cmd_app)
 
+
+def _add_release(sub, samples: str) -> None:
+    """``dplens release``: one release, charged to the ledger."""
     rel = sub.add_parser("release", help="release a histogram (or workload answers) with one mechanism",
                          description="Writes only released values, never the true counts.")
     rel.add_argument("--input", required=True, help=f"histogram file (CSV/JSON/NPY) or sample name ({samples})")
@@ -521,6 +531,9 @@ def build_parser() -> argparse.ArgumentParser:
     _ledger_arguments(rel)
     rel.set_defaults(func=cmd_release)
 
+
+def _add_compare(sub, samples: str) -> None:
+    """``dplens compare``: a sweep of mechanisms × ε × trials."""
     cmp_ = sub.add_parser("compare", help="sweep mechanisms × epsilons × trials and write a tidy table")
     cmp_.add_argument("--input", required=True, help=f"histogram file or sample name ({samples})")
     cmp_.add_argument("--workload", default="identity", help="workload spec, e.g. random-range:m=2000")
@@ -543,6 +556,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a table comparison scores synthetic data on all K-way marginals (default 2)")
     cmp_.set_defaults(func=cmd_compare)
 
+
+def _add_grid(sub, samples: str) -> None:
+    """``dplens grid``: a DPBench-style grid."""
     grid = sub.add_parser("grid", help="DPBench-style grid: datasets × sizes × scales × mechanisms × epsilons",
                           description="Writes a tidy Parquet file, one row per run and metric; cells already in "
                                       "the file are skipped, so an interrupted grid resumes.")
@@ -560,6 +576,10 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--output", required=True, help="results.parquet (created, or completed if it exists)")
     grid.add_argument("--scheduler", default="auto", help=SCHEDULER_HELP)
     grid.set_defaults(func=cmd_grid)
+
+
+def _add_ledger(sub, samples: str) -> None:
+    """``dplens ledger``: show, export or reset a dataset's ledger."""
     led = sub.add_parser("ledger", help="show a dataset's privacy ledger, export its history, or reset it",
                          description="The ledger is keyed by the dataset's fingerprint (SHA-256 of counts and "
                                      "domain sizes); the app and `release` charge the same one.")
@@ -570,8 +590,6 @@ def build_parser() -> argparse.ArgumentParser:
     led.add_argument("--reason", help="why the budget is reset (recorded)")
     _ledger_arguments(led)
     led.set_defaults(func=cmd_ledger)
-    add_reproduce_command(sub)  # python -m dplens reproduce NAME (src/dplens/core/papers/cli.py)
-    return parser
 
 
 def _number_in(kind: type, low: float, high: float, what: str, *, open_low: bool = False):

@@ -26,6 +26,7 @@ from dplens.core.queries.workloads import (
 def workload_row(w: Workload, i: int) -> np.ndarray:
     """Row ``i`` of W as a dense length-n vector, without building W.
 
+    >>> from dplens.core.queries.workloads import Prefix
     >>> workload_row(Prefix(4), 1).tolist()
     [1.0, 1.0, 0.0, 0.0]
     """

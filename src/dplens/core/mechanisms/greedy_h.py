@@ -336,20 +336,14 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
     >>> h.query_size.tolist(), h.query_weight.tolist()
     ([4], [1.0])
     """
-    if norm not in (1, 2):
-        raise ValueError(f"norm must be 1 (Laplace) or 2 (Gaussian), got {norm!r}")
-    rows = np.asarray(sketch if sketch is not None else gram, dtype=float)
-    gram = None if gram is None else np.asarray(gram, dtype=float)
+    rows, gram = _greedy_inputs(gram, sketch, norm)
     units = rows.shape[0]
-    if units > MAX_UNITS and sketch is None:
-        raise ValueError(f"Greedy-H supports at most {MAX_UNITS} units, got {units}; use hb for larger domains")
     starts, sizes, children = _layout(units, branching)
     depth = len(starts)
     column_energy = np.einsum("ij,ij->i", rows, rows)  # ‖(WᵀW) e_j‖²: the reference's leaf error metric
     diagonal = np.diag(gram) if gram is not None else np.full(units, np.nan)
     tolerance = 1e-12 * max(float(np.abs(rows).max()), 1e-300)
-    u_cell = np.ones(units)
-    grid = np.arange(granularity, dtype=float)
+    u_cell, grid = np.ones(units), np.arange(granularity, dtype=float)
     terminal: list[Any] = [None] * depth  # per level, filled bottom-up
     p_all: list[Any] = [None] * depth
     shrink_all: list[Any] = [None] * depth
@@ -358,70 +352,24 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
     for d in range(depth - 1, -1, -1):
         s, z = starts[d], sizes[d]
         nodes = s.size
-        err = column_energy[s]
-        trace = diagonal[s]
-        k = np.ones(nodes)
-        energy = column_energy[s]
-        uniform = np.ones(nodes, dtype=bool)
-        p = np.ones(nodes)
-        shrink = np.zeros(nodes)
-        inner = np.zeros(nodes, dtype=bool)
+        err, trace, energy = column_energy[s], diagonal[s], column_energy[s]
+        k, p, shrink = np.ones(nodes), np.ones(nodes), np.zeros(nodes)
+        uniform, inner = np.ones(nodes, dtype=bool), np.zeros(nodes, dtype=bool)
         if d < depth - 1:
             parents, count = children[d]
             first = np.cumsum(count) - count
-            c_err, c_trace, c_k, c_v, c_energy, c_uniform = below
-            c_start = starts[d + 1]
-            p_start = np.repeat(s[parents], count)
-            # a node is uniform (all its Gram columns equal) iff its children are and their first columns
-            # equal its own; the diagonal entry screens cheaply before the full comparison
-            same = c_uniform.copy()
-            if gram is not None:  # screen on one entry before comparing whole columns
-                same &= np.abs(gram[c_start, c_start] - gram[c_start, p_start]) <= tolerance
-            maybe = np.logical_and.reduceat(same, first)
-            if maybe.any():
-                check = np.repeat(maybe, count)
-                same[check] &= _rows_equal(rows, c_start[check], p_start[check], tolerance)
-            uniform[parents] = np.logical_and.reduceat(same, first)
+            uniform[parents] = _uniform_parents(rows, gram, below[5], starts[d + 1], np.repeat(s[parents], count),
+                                                first, count, tolerance)
             inner[parents] = ~uniform[parents]
-        # V = (WᵀW) u per node: the rows themselves where every cell is a leaf, else filled below (no
-        # copies of n × r arrays where avoidable: they bound Greedy-H's memory at 2^20 cells)
-        if inner.all():
-            v = None
-        elif not inner.any() and nodes == units:
-            v = rows
-        else:
-            v = np.empty((nodes, rows.shape[1]))
-            v[~inner] = rows[s[~inner]]  # (WᵀW) is symmetric: row j is column j
+        v = _leaf_rows(rows, s, inner, units)
         if inner.any():
             sel = inner[parents]
             idx = parents[sel]
-            v_sum = np.add.reduceat(c_v, first, axis=0)
-            if not sel.all():
-                v_sum = v_sum[sel]
-            m_all = np.einsum("ij,ij->i", v_sum, v_sum)
-            m_blocks = np.add.reduceat(c_energy, first)[sel]
-            sum_err = np.add.reduceat(c_err, first)[sel]
-            sum_trace = np.add.reduceat(c_trace, first)[sel]
-            kk = np.add.reduceat(c_k, first)[sel]
+            v_sum, m_all, m_blocks, sum_err, sum_trace, kk = _child_sums(below, first, sel)
             cells = interval_cells(s[idx], z[idx])
-            owner = np.repeat(np.arange(idx.size), z[idx])
-            if gram is not None and sketch is None:
-                quad = np.add.reduceat(u_cell[cells] * v_sum[owner, cells], np.cumsum(z[idx]) - z[idx])
-            elif gram is not None:  # uᵀ(WᵀW)u from the Gram itself when V is only a sketch
-                quad = np.array([u_cell[c] @ gram[np.ix_(c, c)] @ u_cell[c]
-                                 for c in np.split(cells, np.cumsum(z[idx])[:-1])])
-            else:
-                quad = np.full(idx.size, np.nan)
-            # the reference's local rule: grid over p, cross terms damped by 1/b^(depth/2)
-            decay = branching ** (-d / 2.0)
-            # e1 ∝ p² (the subtree's variance weight), e2 ∝ w² (the node's own query); L1: w = 1 − p,
-            # L2: w² = 1 − p²
-            e1 = (granularity - grid) ** 2 if norm == 1 else (granularity - grid) * granularity
-            e2 = (grid**2 if norm == 1 else grid * granularity) * decay
-            mixed = (m_all - m_blocks) * decay + m_blocks
-            total = (sum_err[:, None] - mixed[:, None] * e2 / (e1 + e2 * kk[:, None])) / e1
-            best = np.argmin(total, axis=1)
-            pp = 1.0 - best / granularity if norm == 1 else np.sqrt(1.0 - best / granularity)
+            quad = _quadratic_forms(gram, sketch is not None, u_cell, v_sum, cells, z[idx])
+            total, best, pp = _local_rule(sum_err, m_all, m_blocks, kk, branching ** (-d / 2.0), grid, granularity,
+                                          norm)
             own2 = _own_weight(pp, norm) ** 2
             cc = own2 / (pp**2 + kk * own2)
             scale = (1 - cc * kk) / pp**2
@@ -437,20 +385,99 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
                 v[idx] = v_sum
             energy[idx] = m_all * scale**2
             p[idx], shrink[idx] = pp, cc
-        if d < depth - 1:
-            flat = parents[uniform[parents]]
-            if flat.size:  # constant Gram block: one query, estimate spread evenly
-                u_cell[interval_cells(s[flat], z[flat])] = np.repeat(1.0 / z[flat], z[flat])
+        flat = parents[uniform[parents]] if d < depth - 1 else np.zeros(0, dtype=np.int64)
+        if flat.size:  # a constant Gram block: one query, its estimate spread evenly
+            u_cell[interval_cells(s[flat], z[flat])] = np.repeat(1.0 / z[flat], z[flat])
         terminal[d], p_all[d], shrink_all[d] = ~inner, p[inner], shrink[inner]
         if u_before[d] is None:
             u_before[d] = np.zeros(0)
         below = (err, trace, k, v, energy, uniform)
-    # top-down weights: a node's own query gets (1 − p) of what reaches it, its subtree p
+    q_start, q_size, q_weight = _top_down_queries(starts, sizes, children, terminal, p_all, norm)
+    asked = q_weight > 0
+    return Hierarchy(units, tuple(starts), tuple(sizes), tuple(terminal), tuple(p_all), tuple(shrink_all),
+                     tuple(u_before), q_start[asked], q_size[asked], q_weight[asked], float(below[1][0]))
+
+
+def _uniform_parents(rows: np.ndarray, gram: np.ndarray | None, c_uniform: np.ndarray, c_start: np.ndarray,
+                     p_start: np.ndarray, first: np.ndarray, count: np.ndarray, tolerance: float) -> np.ndarray:
+    """Per parent: uniform (all its Gram columns equal) iff its children are and their first columns equal its
+    own; the diagonal entry screens cheaply before the full comparison."""
+    same = c_uniform.copy()
+    if gram is not None:  # screen on one entry before comparing whole columns
+        same &= np.abs(gram[c_start, c_start] - gram[c_start, p_start]) <= tolerance
+    maybe = np.logical_and.reduceat(same, first)
+    if maybe.any():
+        check = np.repeat(maybe, count)
+        same[check] &= _rows_equal(rows, c_start[check], p_start[check], tolerance)
+    return np.logical_and.reduceat(same, first)
+
+
+def _greedy_inputs(gram: np.ndarray | None, sketch: np.ndarray | None, norm: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The rows the greedy rule reads (the sketch, else the Gram) and the Gram, checked."""
+    if norm not in (1, 2):
+        raise ValueError(f"norm must be 1 (Laplace) or 2 (Gaussian), got {norm!r}")
+    rows = np.asarray(sketch if sketch is not None else gram, dtype=float)
+    if rows.shape[0] > MAX_UNITS and sketch is None:
+        raise ValueError(f"Greedy-H supports at most {MAX_UNITS} units, got {rows.shape[0]}; use hb for larger domains")
+    return rows, None if gram is None else np.asarray(gram, dtype=float)
+
+
+def _leaf_rows(rows: np.ndarray, s: np.ndarray, inner: np.ndarray, units: int) -> np.ndarray | None:
+    """V = (WᵀW) u per node where the node is a leaf (row j is column j: WᵀW is symmetric), the inner nodes' rows
+    left to fill; the rows themselves where every cell is a leaf (no copies of n × r arrays where avoidable:
+    they bound Greedy-H's memory at 2^20 cells); None when every node is inner."""
+    if inner.all():
+        return None
+    if not inner.any() and s.size == units:
+        return rows
+    v = np.empty((s.size, rows.shape[1]))
+    v[~inner] = rows[s[~inner]]
+    return v
+
+
+def _child_sums(below: tuple, first: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Over the selected parents' children: Σ V, ‖Σ V‖², Σ ‖V‖², Σ error, Σ trace and Σ k."""
+    c_err, c_trace, c_k, c_v, c_energy, _ = below
+    v_sum = np.add.reduceat(c_v, first, axis=0)
+    if not sel.all():
+        v_sum = v_sum[sel]
+    return (v_sum, np.einsum("ij,ij->i", v_sum, v_sum), np.add.reduceat(c_energy, first)[sel],
+            np.add.reduceat(c_err, first)[sel], np.add.reduceat(c_trace, first)[sel], np.add.reduceat(c_k, first)[sel])
+
+
+def _quadratic_forms(gram: np.ndarray | None, sketched: bool, u_cell: np.ndarray, v_sum: np.ndarray,
+                     cells: np.ndarray, widths: np.ndarray) -> np.ndarray:
+    """uᵀ(WᵀW)u per node: from V = (WᵀW)u, from the Gram itself when V is only a sketch, NaN without a Gram."""
+    if gram is not None and not sketched:
+        owner = np.repeat(np.arange(widths.size), widths)
+        return np.add.reduceat(u_cell[cells] * v_sum[owner, cells], np.cumsum(widths) - widths)
+    if gram is not None:
+        return np.array([u_cell[c] @ gram[np.ix_(c, c)] @ u_cell[c] for c in np.split(cells, np.cumsum(widths)[:-1])])
+    return np.full(widths.size, np.nan)
+
+
+def _local_rule(sum_err: np.ndarray, m_all: np.ndarray, m_blocks: np.ndarray, kk: np.ndarray, decay: float,
+                grid: np.ndarray, granularity: int, norm: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The reference's local rule: a grid over p, cross terms damped by ``decay`` = 1/b^(depth/2); returns the
+    error over the grid, the best grid index and its p per node."""
+    # e1 ∝ p² (the subtree's variance weight), e2 ∝ w² (the node's own query); L1: w = 1 − p, L2: w² = 1 − p²
+    e1 = (granularity - grid) ** 2 if norm == 1 else (granularity - grid) * granularity
+    e2 = (grid**2 if norm == 1 else grid * granularity) * decay
+    mixed = (m_all - m_blocks) * decay + m_blocks
+    total = (sum_err[:, None] - mixed[:, None] * e2 / (e1 + e2 * kk[:, None])) / e1
+    best = np.argmin(total, axis=1)
+    pp = 1.0 - best / granularity if norm == 1 else np.sqrt(1.0 - best / granularity)
+    return total, best, pp
+
+
+def _top_down_queries(starts, sizes, children, terminal, p_all, norm: int) -> tuple[np.ndarray, ...]:
+    """(start, size, weight) of every node's own query, top-down: a node's query gets (1 − p) of what reaches it
+    (L1; √(1 − p²) under L2), its subtree p."""
     start_parts: list[np.ndarray] = []
     size_parts: list[np.ndarray] = []
     weight_parts: list[np.ndarray] = []
     reach = np.ones(1)
-    for d in range(depth):
+    for d in range(len(starts)):
         s, z = starts[d], sizes[d]
         p = np.ones(s.size)
         p[~terminal[d]] = p_all[d]
@@ -458,14 +485,11 @@ def greedy_hierarchy(gram: np.ndarray | None, branching: int = 2, granularity: i
         start_parts.append(s)
         size_parts.append(z)
         weight_parts.append(own)
-        if d < depth - 1:
+        if d < len(starts) - 1:
             parents, count = children[d]
             passed = np.where(terminal[d], 0.0, reach * p)
             reach = np.repeat(passed[parents], count)
-    q_start, q_size, q_weight = (np.concatenate(a) for a in (start_parts, size_parts, weight_parts))
-    asked = q_weight > 0
-    return Hierarchy(units, tuple(starts), tuple(sizes), tuple(terminal), tuple(p_all), tuple(shrink_all),
-                     tuple(u_before), q_start[asked], q_size[asked], q_weight[asked], float(below[1][0]))
+    return tuple(np.concatenate(a) for a in (start_parts, size_parts, weight_parts))
 
 
 def _own_weight(p: np.ndarray, norm: int) -> np.ndarray:

@@ -92,7 +92,7 @@ def adult(args: argparse.Namespace) -> None:
     record(name="independence baseline (non-private)", tvd=base)
     if args.aim:
         progress = []
-        release, wall, cpu = _timed(lambda: AIM().run(workload, table.records, args.rho, progress=progress.append))
+        release, wall, cpu = _timed(lambda: AIM().run(table.records, workload, args.rho, progress=progress.append))
         print(f"AIM rho={args.rho:g} (defaults {release.metadata}): mean 2-way TVD "
               f"{marginal_tvd(table.domain, table.records, release.records):.4f} vs baseline {base:.4f}; "
               f"{wall:.1f}s wall / {cpu:.1f}s CPU; progress reports {len(progress)}, last {progress[-1]:.2f}")
@@ -100,7 +100,7 @@ def adult(args: argparse.Namespace) -> None:
                wall_s=wall, cpu_s=cpu)
     if args.skip_mst:
         return
-    release, wall, cpu = _timed(lambda: MST(measure_split=0.9).run(workload, table.records, args.rho))
+    release, wall, cpu = _timed(lambda: MST(measure_split=0.9).run(table.records, workload, args.rho))
     print(f"MST rho={args.rho:g} (split 0.9, handed rho {release.metadata['rho_handed']!r}, "
           f"{release.metadata['null_rows_dropped']} null rows dropped): mean 2-way TVD "
           f"{marginal_tvd(table.domain, table.records, release.records):.4f} vs baseline {base:.4f}; "
@@ -115,7 +115,7 @@ def adult(args: argparse.Namespace) -> None:
             if kind == "direct":
                 records, wall, cpu = _timed(lambda: _direct_mst(table, args.rho, 0.5))
             else:
-                out, wall, cpu = _timed(lambda: MST(measure_split=0.5).run(workload, table.records, args.rho))
+                out, wall, cpu = _timed(lambda: MST(measure_split=0.5).run(table.records, workload, args.rho))
                 records = out.records
             scores[kind].append((marginal_tvd(table.domain, table.records, records), wall, cpu))
             print(f"  run {run + 1} {kind}: TVD {scores[kind][-1][0]:.4f}, {wall:.1f}s wall / {cpu:.1f}s CPU")

@@ -88,7 +88,7 @@ def curve() -> list[tuple[float, float]]:
 
 def _outputs(mechanism, records: np.ndarray, seed: list[int], runs: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    return np.array([np.concatenate([np.ravel(e) for e in mechanism.run(WORKLOAD, records, RHO, rng).estimates])
+    return np.array([np.concatenate([np.ravel(e) for e in mechanism.run(records, WORKLOAD, RHO, rng).estimates])
                      for _ in range(runs)])
 
 
@@ -122,7 +122,7 @@ class HalfSigmaMarginals:
     name = "broken-gaussian-marginals-half-sigma"
     synthesizes = False
 
-    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float, rng) -> TableRelease:
+    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float, rng) -> TableRelease:
         estimates, sigma = identity_marginals(workload, records, 4 * rho, rng)  # σ at 4ρ is half the σ at ρ
         return TableRelease(self.name, rho, rho, workload, estimates, [sigma] * len(estimates))
 
@@ -205,7 +205,7 @@ def test_synthesiser_noise_is_no_narrower_than_the_sigma_it_states(mechanism):
 
 
 def test_cell_audit_flags_gaussian_marginals_at_half_the_sigma():
-    release = HalfSigmaMarginals().run(WIDE_WORKLOAD, wide_table(), RHO, np.random.default_rng(3))
+    release = HalfSigmaMarginals().run(wide_table(), WIDE_WORKLOAD, RHO, np.random.default_rng(3))
     values = release.estimates[0][0]
     results = cell_audit(values, RHO, (1 - CONFIDENCE) / (len(PAIRS) * len(DELTAS)))
     _report(HalfSigmaMarginals.name, results, f"{WIDE // len(GROUPS)} cells a side")

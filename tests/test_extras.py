@@ -75,7 +75,7 @@ def test_synthesis_without_the_tables_extra_names_it(monkeypatch, name, missing)
     records = np.zeros((10, 2), dtype=np.int64)
     hide(monkeypatch, missing)
     with pytest.raises(MissingExtraError) as err:
-        TABLE_MECHANISMS[name].run(MarginalWorkload.all_kway(domain, 1), records, 0.5, np.random.default_rng(0))
+        TABLE_MECHANISMS[name].run(records, MarginalWorkload.all_kway(domain, 1), 0.5, np.random.default_rng(0))
     assert_names_extra(err, "tables")
     assert str(err.value).startswith({"mst": "MST", "aim": "AIM"}.get(name, name) + " needs")
 

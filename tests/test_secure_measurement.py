@@ -154,7 +154,7 @@ def test_lattice_attack_is_at_chance_on_every_table_mechanism(name):
     neighbour = np.vstack([TABLE_RECORDS, [[1, 2, 1]]])
 
     def run(records, source):
-        return mechanism.run(workload, records, 0.5, source)
+        return mechanism.run(records, workload, 0.5, source)
 
     assert _attack(run, (TABLE_RECORDS, neighbour), _Recorder, lattice_exponent, seed=2) <= CHANCE_LIMIT
 

@@ -50,7 +50,7 @@ def release(name: str):
     """One release per mechanism at RHO (a synthesiser run costs seconds: shared by the tests below)."""
     if TABLE_MECHANISMS[name].synthesizes:
         pytest.importorskip("mbi")
-    return mechanism(name).run(workload_for(name), records_for(name), RHO, np.random.default_rng(1))
+    return mechanism(name).run(records_for(name), workload_for(name), RHO, np.random.default_rng(1))
 
 
 def workload_for(name: str) -> MarginalWorkload:
@@ -81,10 +81,10 @@ def test_privacy_loss_is_positive_and_within_rho(name):
 
 @pytest.mark.parametrize("name", [n for n in NAMES if not TABLE_MECHANISMS[n].synthesizes])
 def test_same_seed_same_release(name):
-    first, second = (mechanism(name).run(WORKLOAD, records(), RHO, np.random.default_rng(7)) for _ in range(2))
+    first, second = (mechanism(name).run(records(), WORKLOAD, RHO, np.random.default_rng(7)) for _ in range(2))
     for a, b in zip(first.estimates, second.estimates, strict=True):
         np.testing.assert_array_equal(a, b)
-    other = mechanism(name).run(WORKLOAD, records(), RHO, np.random.default_rng(8))
+    other = mechanism(name).run(records(), WORKLOAD, RHO, np.random.default_rng(8))
     assert any(not np.array_equal(a, b) for a, b in zip(first.estimates, other.estimates, strict=True))
 
 
@@ -92,7 +92,7 @@ def test_same_seed_same_release(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_bad_rho_is_refused_naming_it(name, rho):
     with pytest.raises(ValueError, match="rho"):
-        mechanism(name).run(WORKLOAD, records(), rho, np.random.default_rng(0))
+        mechanism(name).run(records(), WORKLOAD, rho, np.random.default_rng(0))
 
 
 CLOSED_FORM = [n for n in NAMES if not TABLE_MECHANISMS[n].data_dependent
@@ -106,7 +106,7 @@ def test_expected_rmse_matches_a_seeded_simulation_with_power(name):
     errors of the mean, and 1.2 × the closed form (1.44 × the MSE) is more than 4 standard errors away."""
     chosen, data = mechanism(name), records()
     truth, rng = WORKLOAD.answer(data), np.random.default_rng(11)
-    per_run = np.array([workload_rmse(WORKLOAD, truth, chosen.run(WORKLOAD, data, RHO, rng).estimates) ** 2
+    per_run = np.array([workload_rmse(WORKLOAD, truth, chosen.run(data, WORKLOAD, RHO, rng).estimates) ** 2
                         for _ in range(SIMULATION_RUNS)])
     expected = chosen.expected_rmse(WORKLOAD, RHO) ** 2
     standard_error = per_run.std(ddof=1) / math.sqrt(SIMULATION_RUNS)

@@ -41,15 +41,15 @@ def _stand_in_mst(monkeypatch):
     from dplens.core.tables.mechanisms import table_mechanism
     from dplens.core.tables.synthesis import MST
 
-    def stand_in(self, workload, records, rho, rng=None, *, rows=None, progress=None):
+    def stand_in(self, records, workload, rho, rng=None, *, rows=None, progress=None):
         if progress is not None:
             progress(0.5)
         time.sleep(0.6)  # long enough for the pool's loop to report while it runs
-        return table_mechanism("gaussian-marginals").run(workload, records, rho, rng)
+        return table_mechanism("gaussian-marginals").run(records, workload, rho, rng)
 
     monkeypatch.setattr(MST, "run", stand_in)
     monkeypatch.setattr(compare, "_bounded_run", lambda mechanism, workload, records, rho, rng, report, deadline:
-                        mechanism.run(workload, records, rho, rng, progress=report))
+                        mechanism.run(records, workload, rho, rng, progress=report))
 
 
 def test_pooled_synthesiser_runs_report_time_and_keep_order(monkeypatch):
@@ -96,7 +96,7 @@ def test_tiny_mst_fit_prints_nothing(capfd, caplog):
     capfd.readouterr()
     with caplog.at_level(logging.DEBUG), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        release = MST(iters=5).run(workload, _records(), 1.0, np.random.default_rng(0))
+        release = MST(iters=5).run(_records(), workload, 1.0, np.random.default_rng(0))
     out, err = capfd.readouterr()
     assert release.records is not None
     assert [str(w.message) for w in caught] == []

@@ -87,7 +87,7 @@ def test_opt_marginals_never_worse_than_laplace_identity_and_spends_rho():
             plan = plan_opt_marginals(workload, rho)
             assert plan.expected_rmse <= laplace_identity_rmse(workload, rho) * (1 + 1e-12)
             assert plan.privacy_loss == pytest.approx(rho)
-    release = TABLE_MECHANISMS["hdmm-marginals"].run(MarginalWorkload.all_kway(DOMAIN, 2), _records(DOMAIN, 50),
+    release = TABLE_MECHANISMS["hdmm-marginals"].run(_records(DOMAIN, 50), MarginalWorkload.all_kway(DOMAIN, 2),
                                                      0.5, np.random.default_rng(0))
     assert release.privacy_loss <= 0.5 * (1 + 1e-12) and release.metadata["measured"]
 
@@ -110,7 +110,7 @@ def test_opt_marginals_loss_from_the_noise_actually_drawn(k):
     workload = MarginalWorkload.all_kway(DOMAIN, k)
     mechanism, rho = TABLE_MECHANISMS["hdmm-marginals"], 0.3
     source = _Scales(4)
-    release = mechanism.run(workload, _records(DOMAIN, 100), rho, source)
+    release = mechanism.run(_records(DOMAIN, 100), workload, rho, source)
     measured = plan_opt_marginals(workload, rho).measured()
     assert len(source.scales) == len(measured) > 0
     drawn_rho = max((sum(theta for _, theta in measured) / b) ** 2 / 2 for b in source.scales)
@@ -134,7 +134,7 @@ def test_histograms_on_marginals_budget_error_and_refusal():
     rng = np.random.default_rng(3)
     mse = []
     for _ in range(200):
-        release = identity.run(workload, records, 0.5, rng)
+        release = identity.run(records, workload, 0.5, rng)
         assert release.privacy_loss <= 0.5 * (1 + 1e-12)
         mse.append(sum(float(np.sum((e - t) ** 2)) for e, t in zip(release.estimates, truth, strict=True))
                    / workload.cells)
@@ -142,9 +142,9 @@ def test_histograms_on_marginals_budget_error_and_refusal():
     standard_error = mse.std(ddof=1) / math.sqrt(len(mse))
     assert abs(mse.mean() - 6.0) < 3 * standard_error and abs(mse.mean() - 7.0) > 3 * standard_error
     hb = table_mechanism("histograms")
-    assert hb.method == "hb" and hb.run(workload, records, 0.5, rng).privacy_loss <= 0.5 * (1 + 1e-12)
+    assert hb.method == "hb" and hb.run(records, workload, 0.5, rng).privacy_loss <= 0.5 * (1 + 1e-12)
     with pytest.raises(ValueError, match="1- or 2-way marginals; age\\+r\\+sex is 3-way|1- or 2-way"):
-        hb.run(MarginalWorkload.all_kway(domain, 3), records, 0.5, rng)
+        hb.run(records, MarginalWorkload.all_kway(domain, 3), 0.5, rng)
     with pytest.raises(ValueError, match="not a histogram mechanism"):
         table_mechanism("histograms", method="nope")
 
@@ -165,7 +165,7 @@ def test_opendp_synthesisers_on_a_small_table(name, settings):
     records[:, 1] = records[:, 0]  # one strong correlation
     workload = MarginalWorkload.all_kway(domain, 2)
     seen = []
-    release = table_mechanism(name, **settings).run(workload, records, 2.0, None, progress=seen.append)
+    release = table_mechanism(name, **settings).run(records, workload, 2.0, None, progress=seen.append)
     assert release.mechanism == name and 0 < release.privacy_loss <= 2.0 * (1 + 1e-9)
     assert release.privacy_loss == pytest.approx(2.0, rel=1e-9)  # from the σ OpenDP drew
     assert release.metadata["rho_handed"] <= 2.0 and release.metadata["model_fits"] >= 1
@@ -292,16 +292,16 @@ def test_range_marginals_identity_by_simulation_and_histograms():
     truth = workload.answer(records)
     rng = np.random.default_rng(11)
     identity = TABLE_MECHANISMS["gaussian-marginals"]
-    mse = np.array([workload_rmse(workload, truth, identity.run(workload, records, 0.5, rng).estimates) ** 2
+    mse = np.array([workload_rmse(workload, truth, identity.run(records, workload, 0.5, rng).estimates) ** 2
                     for _ in range(300)])
     expected = identity.expected_rmse(workload, 0.5) ** 2
     standard_error = mse.std(ddof=1) / math.sqrt(len(mse))
     assert abs(mse.mean() - expected) < 3 * standard_error and abs(mse.mean() - 1.2 * expected) > 3 * standard_error
     hb = table_mechanism("histograms", method="hb")
-    release = hb.run(workload, records, 0.5, rng)
+    release = hb.run(records, workload, 0.5, rng)
     assert [e.shape for e in release.estimates] == [t.shape for t in truth] and release.privacy_loss <= 0.5 + 1e-12
     with pytest.raises(ValueError, match="answers ranges without estimating the cells"):
-        table_mechanism("histograms", method="laplace-on-answers").run(workload, records, 0.5, rng)
+        table_mechanism("histograms", method="laplace-on-answers").run(records, workload, 0.5, rng)
 
 
 def test_cli_release_writes_range_answers(tmp_path, capsys):
@@ -331,7 +331,7 @@ def test_histograms_cell_intervals_cover_with_power():
     hb, rng = table_mechanism("histograms", method="hb"), np.random.default_rng(5)
     inside, narrow, cells = 0, 0, 0
     for _ in range(300):
-        release = hb.run(workload, records, 0.5, rng)
+        release = hb.run(records, workload, 0.5, rng)
         for estimate, half, true in zip(release.estimates, release.halfwidths, truth, strict=True):
             inside += int(np.sum(np.abs(estimate - true) <= half))
             narrow += int(np.sum(np.abs(estimate - true) <= 0.8 * half))

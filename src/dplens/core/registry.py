@@ -44,7 +44,7 @@ class TableMechanism(Protocol):
     @property
     def synthesizes(self) -> bool: ...
 
-    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float,
+    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
             rng: np.random.Generator) -> TableRelease: ...
 
     def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float | None: ...
@@ -53,7 +53,7 @@ class TableMechanism(Protocol):
 @dataclass(frozen=True)
 class Entry:
     """One registered mechanism and the input it takes: a histogram (``run(x, workload, epsilon, rng)``) or a
-    table of records (``run(workload, records, rho, rng)``)."""
+    table of records (``run(records, workload, rho, rng)``)."""
 
     mechanism: Any
     input_kind: InputKind
@@ -111,7 +111,7 @@ def input_kind(mechanism: object) -> InputKind:
         return "histogram"
     raise ValueError(f"mechanism {mechanism!r} has neither contract: a histogram mechanism has name, data_dependent, "
                      "run(x, workload, epsilon, rng) and expected_mse; a table mechanism has name, data_dependent, "
-                     "synthesizes, run(workload, records, rho, rng) and expected_rmse")
+                     "synthesizes, run(records, workload, rho, rng) and expected_rmse")
 
 
 def register(mechanism: Any) -> Any:

@@ -223,7 +223,7 @@ def release_table(request: TableRequest, records: np.ndarray, *, store: LedgerSt
     if estimated_seconds is None:
         estimated_seconds = secure_seconds(0.01, int(request.workload.cells)) + (60.0 if synthesizes else 0.0)
     started = time.perf_counter()
-    release = run_bounded(mechanism.run, request.workload, records, float(request.rho), noise_source("secure"),
+    release = run_bounded(mechanism.run, records, request.workload, float(request.rho), noise_source("secure"),
                           seconds=limit, estimated_seconds=estimated_seconds,
                           progress=progress if synthesizes else None)
     seconds = time.perf_counter() - started

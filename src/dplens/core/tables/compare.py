@@ -246,9 +246,9 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
         rng = trial_rng(seed, name, rho, trial)
         if progress is not None and mechanism.synthesizes:
             report = lambda f, t=text, n=name: clock.report(t, {0: (n, f)})  # noqa: E731
-            release = mechanism.run(workload, records, rho, rng, progress=report)
+            release = mechanism.run(records, workload, rho, rng, progress=report)
         else:
-            release = mechanism.run(workload, records, rho, rng)
+            release = mechanism.run(records, workload, rho, rng)
         score(index, trial, release, time.perf_counter() - start)
     if not stopped and pooled:
         stopped = _run_pooled(pooled, pairs, instances, workload, records, seed, deadline, workers, clock, score,
@@ -397,7 +397,7 @@ def _worker_run(mechanism, workload, records, rho, rng, progress=None):
     """One synthesiser run in a worker: the mechanism's own ``run``, with JAX's compilation cache on (compiled
     programs only: no data, no noise, nothing of the release is kept)."""
     _use_jax_cache()
-    return mechanism.run(workload, records, rho, rng, progress=progress)
+    return mechanism.run(records, workload, rho, rng, progress=progress)
 
 
 def summarise_tables(df: pd.DataFrame) -> pd.DataFrame:

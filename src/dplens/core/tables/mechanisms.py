@@ -1,7 +1,7 @@
 """Mechanisms on tables of records, one contract (dplens.core.tables.contract), one registry.
 
 Every entry answers a :class:`~dplens.core.queries.marginals.MarginalWorkload` at a ρ-zCDP budget:
-``run(workload, records, rho, rng) -> TableRelease``, ``expected_rmse(workload, rho)`` (a closed form, or
+``run(records, workload, rho, rng) -> TableRelease``, ``expected_rmse(workload, rho)`` (a closed form, or
 None when the error depends on the data), and ``data_dependent`` / ``synthesizes`` flags.
 
 >>> from dplens.core.data.domain import Domain
@@ -71,7 +71,7 @@ class IdentityMarginals:
         traces = sum(math.prod(t for _, t, _ in workload.axis_stats(i)) for i in range(len(workload.marginals)))
         return identity_sigma(workload, rho) * math.sqrt(traces / workload.queries)
 
-    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float,
+    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
             rng: np.random.Generator) -> TableRelease:
         estimates, sigma = identity_marginals(workload, records, rho, rng)
         metadata = {"privacy": "rho-zCDP (Gaussian), add/remove one record", "sigma": sigma,
@@ -93,7 +93,7 @@ class ResidualPlannerMechanism:
     def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float:
         return plan_residuals(workload, rho).expected_rmse
 
-    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float,
+    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
             rng: np.random.Generator) -> TableRelease:
         plan = plan_residuals(workload, rho)
         estimates = measure(plan, records, rng)
@@ -116,7 +116,7 @@ class HDMMMarginals:
     def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float:
         return plan_opt_marginals(workload, rho).expected_rmse
 
-    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float,
+    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
             rng: np.random.Generator) -> TableRelease:
         plan = plan_opt_marginals(workload, rho)
         estimates = measure_marginals(plan, records, rng)
@@ -177,7 +177,7 @@ class MarginalHistograms:
             total += mse * queries.shape[0]
         return math.sqrt(total / workload.queries)
 
-    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float,
+    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
             rng: np.random.Generator) -> TableRelease:
         from dplens.core.mechanisms.gaussian import release_cost
         from dplens.core.privacy.definitions import ZCDP

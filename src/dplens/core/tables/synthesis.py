@@ -217,7 +217,7 @@ class _OpenDPTable:
             algorithm=self.algorithm(dp, workload, estimator))  # type: ignore[attr-defined]  # set by each subclass
         return query.release()
 
-    def run(self, workload: MarginalWorkload, records: np.ndarray, rho: float, rng: np.random.Generator | None = None,
+    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float, rng: np.random.Generator | None = None,
             *, rows: int | None = None, progress: Callable[[float], None] | None = None) -> TableRelease:
         """Fit the model at ``rho`` and draw ``rows`` synthetic records (default: as many as OpenDP's estimate).
 

@@ -2,7 +2,7 @@
 
 A small table (attributes of sizes 2, 3, 4; 300 records; all 2-way marginals): the release has the workload's
 shape, its privacy loss (computed from the noise drawn) is in (0, ρ], seeded exploration noise is reproducible,
-a bad ρ is refused naming ``rho``, and a data-independent mechanism's closed-form ``expected_rmse`` matches a
+a bad ρ is refused naming ``rho``, and a data-independent mechanism's closed-form ``expected_mse`` matches a
 seeded simulation with power (the right value passes, 1.2 × it is rejected). The OpenDP synthesisers draw their
 noise inside OpenDP (never seeded) and run once each, at the smallest settings that still fit a model, on the
 first two attributes (one 2-way marginal).
@@ -96,19 +96,19 @@ def test_bad_rho_is_refused_naming_it(name, rho):
 
 
 CLOSED_FORM = [n for n in NAMES if not TABLE_MECHANISMS[n].data_dependent
-               and TABLE_MECHANISMS[n].expected_rmse(WORKLOAD, RHO) is not None]
+               and TABLE_MECHANISMS[n].expected_mse(WORKLOAD, RHO) is not None]
 
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("name", CLOSED_FORM)
-def test_expected_rmse_matches_a_seeded_simulation_with_power(name):
+def test_expected_mse_matches_a_seeded_simulation_with_power(name):
     """Per-run squared workload RMSE over SIMULATION_RUNS releases: the closed form's square is within 4 standard
     errors of the mean, and 1.2 × the closed form (1.44 × the MSE) is more than 4 standard errors away."""
     chosen, data = mechanism(name), records()
     truth, rng = WORKLOAD.answer(data), np.random.default_rng(11)
     per_run = np.array([workload_rmse(WORKLOAD, truth, chosen.run(data, WORKLOAD, RHO, rng).estimates) ** 2
                         for _ in range(SIMULATION_RUNS)])
-    expected = chosen.expected_rmse(WORKLOAD, RHO) ** 2
+    expected = chosen.expected_mse(WORKLOAD, RHO)
     standard_error = per_run.std(ddof=1) / math.sqrt(SIMULATION_RUNS)
     assert abs(per_run.mean() - expected) < 4 * standard_error
     assert abs(per_run.mean() - 1.2 ** 2 * expected) > 4 * standard_error

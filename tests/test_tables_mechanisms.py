@@ -130,7 +130,7 @@ def test_histograms_on_marginals_budget_error_and_refusal():
     truth = workload.answer(records)
     identity = table_mechanism("histograms", method="identity")
     # Laplace on every cell at ε_i = √(2ρ/K): variance 2/ε_i² = K/ρ per cell.
-    assert identity.expected_rmse(workload, 0.5) == pytest.approx(math.sqrt(3 / 0.5))
+    assert identity.expected_mse(workload, 0.5) == pytest.approx(3 / 0.5)
     rng = np.random.default_rng(3)
     mse = []
     for _ in range(200):
@@ -271,7 +271,7 @@ def test_residual_planner_range_variance_against_dense_covariance():
         noise_map = np.array(maps[index]).T  # queries × all unit noises (scaled by σ_S)
         assert plan.query_variance(index) == pytest.approx(np.sum(noise_map ** 2), rel=1e-9)
     # the plan is optimal for the range objective: Identity's weighting is worse
-    assert plan.expected_rmse < TABLE_MECHANISMS["gaussian-marginals"].expected_rmse(workload, 0.5)
+    assert plan.expected_rmse < math.sqrt(TABLE_MECHANISMS["gaussian-marginals"].expected_mse(workload, 0.5))
 
 
 def test_opt_marginals_range_variance_against_dense_oracle():
@@ -294,7 +294,7 @@ def test_range_marginals_identity_by_simulation_and_histograms():
     identity = TABLE_MECHANISMS["gaussian-marginals"]
     mse = np.array([workload_rmse(workload, truth, identity.run(records, workload, 0.5, rng).estimates) ** 2
                     for _ in range(300)])
-    expected = identity.expected_rmse(workload, 0.5) ** 2
+    expected = identity.expected_mse(workload, 0.5)
     standard_error = mse.std(ddof=1) / math.sqrt(len(mse))
     assert abs(mse.mean() - expected) < 3 * standard_error and abs(mse.mean() - 1.2 * expected) > 3 * standard_error
     hb = table_mechanism("histograms", method="hb")

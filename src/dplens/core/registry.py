@@ -47,7 +47,7 @@ class TableMechanism(Protocol):
     def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
             rng: np.random.Generator) -> TableRelease: ...
 
-    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float | None: ...
+    def expected_mse(self, workload: MarginalWorkload, rho: float) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ if _SHARED:  # one name, one mechanism: the pickers and the command line resolve
 
 def input_kind(mechanism: object) -> InputKind:
     """Which input ``mechanism`` takes: "table" when it has the table contract (``synthesizes``,
-    ``expected_rmse``), "histogram" when it has the histogram one (``Mechanism``); else a ValueError.
+    ``expected_mse`` of a workload at ρ), "histogram" when it has the histogram one (``Mechanism``); else a ValueError.
 
     >>> input_kind(MECHANISMS["hb"]), input_kind(TABLE_MECHANISMS["mst"])
     ('histogram', 'table')
@@ -111,7 +111,7 @@ def input_kind(mechanism: object) -> InputKind:
         return "histogram"
     raise ValueError(f"mechanism {mechanism!r} has neither contract: a histogram mechanism has name, data_dependent, "
                      "run(x, workload, epsilon, rng) and expected_mse; a table mechanism has name, data_dependent, "
-                     "synthesizes, run(records, workload, rho, rng) and expected_rmse")
+                     "synthesizes, run(records, workload, rho, rng) and expected_mse(workload, rho)")
 
 
 def register(mechanism: Any) -> Any:

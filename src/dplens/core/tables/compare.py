@@ -223,7 +223,8 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
         name, rho, _ = pairs[index]
         if release.privacy_loss > rho * (1 + 1e-9):
             raise RuntimeError(f"{name} spent rho={release.privacy_loss!r} > {rho!r}")  # a bug, not input
-        expected = instances[name].expected_rmse(workload, rho)
+        mse = instances[name].expected_mse(workload, rho)
+        expected = None if mse is None else math.sqrt(mse)
         rows.setdefault(index, []).append(
             [name, rho, trial, workload_rmse(workload, truth_w, release.estimates),
              evaluation_tvd(release, evaluation, truth_e), math.nan if expected is None else expected, spent])

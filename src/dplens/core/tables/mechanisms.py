@@ -1,13 +1,13 @@
 """Mechanisms on tables of records, one contract (dplens.core.tables.contract), one registry.
 
 Every entry answers a :class:`~dplens.core.queries.marginals.MarginalWorkload` at a ρ-zCDP budget:
-``run(records, workload, rho, rng) -> TableRelease``, ``expected_rmse(workload, rho)`` (a closed form, or
+``run(records, workload, rho, rng) -> TableRelease``, ``expected_mse(workload, rho)`` (per query, a closed form, or
 None when the error depends on the data), and ``data_dependent`` / ``synthesizes`` flags.
 
 >>> from dplens.core.data.domain import Domain
 >>> from dplens.core.queries.marginals import MarginalWorkload
 >>> w = MarginalWorkload.all_kway(Domain(("a", "b", "c"), (2, 3, 4)), 2)
->>> [round(TABLE_MECHANISMS[n].expected_rmse(w, 0.5), 4) for n in ("gaussian-marginals", "residual-planner")]
+>>> [round(math.sqrt(TABLE_MECHANISMS[n].expected_mse(w, 0.5)), 4) for n in ("gaussian-marginals", "residual-planner")]
 [1.7321, 1.3985]
 
 Each class states its settings' valid values (``PARAMETER_RANGES``, as the histogram mechanisms do) and a one-line
@@ -66,10 +66,10 @@ class IdentityMarginals:
     data_dependent = False
     synthesizes = False
 
-    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float:
-        """σ per cell; a range of L cells sums L independent noises, so ranges average σ² tr(QᵀQ) / m."""
+    def expected_mse(self, workload: MarginalWorkload, rho: float) -> float:
+        """σ² per cell; a range of L cells sums L independent noises, so ranges average σ² tr(QᵀQ) / m."""
         traces = sum(math.prod(t for _, t, _ in workload.axis_stats(i)) for i in range(len(workload.marginals)))
-        return identity_sigma(workload, rho) * math.sqrt(traces / workload.queries)
+        return identity_sigma(workload, rho) ** 2 * traces / workload.queries
 
     def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
             rng: np.random.Generator) -> TableRelease:
@@ -90,8 +90,8 @@ class ResidualPlannerMechanism:
     data_dependent = False
     synthesizes = False
 
-    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float:
-        return plan_residuals(workload, rho).expected_rmse
+    def expected_mse(self, workload: MarginalWorkload, rho: float) -> float:
+        return plan_residuals(workload, rho).expected_mse
 
     def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
             rng: np.random.Generator) -> TableRelease:
@@ -113,8 +113,8 @@ class HDMMMarginals:
     data_dependent = False
     synthesizes = False
 
-    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float:
-        return plan_opt_marginals(workload, rho).expected_rmse
+    def expected_mse(self, workload: MarginalWorkload, rho: float) -> float:
+        return plan_opt_marginals(workload, rho).expected_mse
 
     def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
             rng: np.random.Generator) -> TableRelease:
@@ -166,7 +166,7 @@ class MarginalHistograms:
                              f"{len(wide[0])}-way (use residual-planner, gaussian-marginals or a synthesiser)")
         return for_privacy(MECHANISMS[self.method], ZCDP(rho / len(workload.marginals)))
 
-    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> float | None:
+    def expected_mse(self, workload: MarginalWorkload, rho: float) -> float | None:
         mechanism, epsilon = self._each(workload, rho)
         total = 0.0
         for index in range(len(workload.marginals)):
@@ -175,7 +175,7 @@ class MarginalHistograms:
             if mse is None:
                 return None
             total += mse * queries.shape[0]
-        return math.sqrt(total / workload.queries)
+        return total / workload.queries
 
     def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
             rng: np.random.Generator) -> TableRelease:

@@ -172,7 +172,7 @@ class _OpenDPTable:
     data_dependent = True
     synthesizes = True
 
-    def expected_rmse(self, workload: MarginalWorkload, rho: float) -> None:
+    def expected_mse(self, workload: MarginalWorkload, rho: float) -> None:
         """Data-dependent (the PGM fit): no closed form; measure it (dplens.core.tables.compare)."""
         return None
 

@@ -181,3 +181,16 @@ def test_a_renamed_mechanism_is_found_by_its_former_name():
     saved["mechanisms"], saved["release"]["mechanism"] = ["gaussian-mm-opt"], "gaussian-mm-opt"  # saved before
     config = parse_config(json.dumps(saved))
     assert config.mechanisms == ("gaussian-eigen",) and config.release.mechanism == "gaussian-eigen"
+
+
+def test_the_command_line_reads_a_former_name_everywhere(tmp_path):
+    """release, compare and grid all take gaussian-mm-opt for gaussian-eigen (a script written before the rename)."""
+    ledger = str(tmp_path / "l.sqlite3")
+    assert main(["release", "--input", "smooth", "--mechanism", "gaussian-mm-opt", "--definition", "approx",
+                 "--epsilon", "0.5", "--delta", "1e-6", "--budget", "5", "--budget-delta", "1e-5",
+                 "--output", str(tmp_path / "r.json"), "--ledger", ledger]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["mechanism"] == "gaussian-eigen"
+    assert main(["compare", "--input", "smooth", "--workload", "prefix", "--mechanisms", "gaussian-mm-opt",
+                 "--definition", "approx", "--delta", "1e-6", "--epsilons", "1", "--trials", "2",
+                 "--output", str(tmp_path / "c.csv")]) == 0
+    assert set(pd.read_csv(tmp_path / "c.csv").mechanism) == {"gaussian-eigen"}

@@ -242,11 +242,11 @@ def cmd_release(args: argparse.Namespace) -> int:
         raise CliError(f"--output must end in .csv or .json, got {args.output!r}")
     privacy = _privacy(args)
     params = _params(args.param)
-    _mechanism(args.mechanism, params)  # an unknown name or a bad setting is refused before the data is read
+    name = _mechanism(args.mechanism, params).name  # unknown names and bad settings refused before reading data
     histogram = load_histogram(args.input)
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
                               allow_files=True)
-    request = HistogramRequest(args.mechanism, params, privacy, workload, args.workload, args.delta)
+    request = HistogramRequest(name, params, privacy, workload, args.workload, args.delta)  # a former name resolved
     if args.definition != "pure" and (warning := delta_warning(args.delta, int(round(histogram.total)))):
         print(f"warning: {warning}", file=sys.stderr)
     store, fingerprint = _store(args), dataset_fingerprint(histogram)
@@ -399,7 +399,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
     from dplens.core.analysis.grid import GridSpec, run_grid
 
     spec = GridSpec(datasets=tuple(_names(args.datasets, "--datasets")),
-                    mechanisms=tuple(_names(args.mechanisms, "--mechanisms")),
+                    mechanisms=tuple(_mechanism(name, {}).name for name in _names(args.mechanisms, "--mechanisms")),
                     epsilons=tuple(_floats(args.epsilons, "--epsilons")), trials=args.trials,
                     sizes=tuple(_optional_ints(args.sizes, "--sizes")),
                     scales=tuple(_optional_ints(args.scales, "--scales")),

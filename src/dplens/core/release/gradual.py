@@ -26,7 +26,7 @@ from dplens.core.analysis.metrics import mae, max_abs, rmse
 from dplens.core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
 from dplens.core.privacy.budget import Budget, Ledger
 from dplens.core.queries.workloads import Workload, squared_frobenius
-from dplens.core.validate import positive
+from dplens.core.validate import fraction, integer, positive
 
 THRESHOLD_RULES = ("opt", "fixed")
 
@@ -206,8 +206,7 @@ def one_shot_comparison(x, epsilons: Sequence[float], trials: int,
     """
     x = _check_values(x, "x").ravel()
     eps = check_schedule(epsilons)
-    if not (isinstance(trials, int) and trials >= 1):
-        raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
+    integer("trials", trials)
     walk = np.zeros(eps.size)
     one_shot = np.zeros(eps.size)
     for _ in range(trials):
@@ -236,8 +235,7 @@ def geometric_grid(epsilon_min: float, epsilon_max: float, steps: int) -> np.nda
     [0.1, 1.0, 10.0]
     """
     _check_range(epsilon_min, epsilon_max)
-    if not (isinstance(steps, int) and steps >= 2):
-        raise ValueError(f"steps must be an integer >= 2, got {steps!r}")
+    integer("steps", steps, low=2)
     grid = np.geomspace(epsilon_min, epsilon_max, steps)
     grid[-1] = epsilon_max  # exact, not round-off
     return grid
@@ -251,13 +249,10 @@ def above_threshold_params(alpha: float, gamma: float, query_sensitivity: float,
     >>> round(s, 7), round(b, 8), round(epsilon_a, 3)
     (0.0120071, 0.00412503, 484.845)
     """
-    if not (math.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"alpha (target error) must be finite and > 0, got {alpha!r}")
-    if not 0 < gamma < 1:
-        raise ValueError(f"gamma (failure probability) must be in (0, 1), got {gamma!r}")
+    positive("alpha (target error)", alpha)
+    fraction("gamma (failure probability)", gamma)
     positive("sensitivity", query_sensitivity)
-    if not (isinstance(steps, int | np.integer) and steps >= 1):
-        raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
+    integer("steps", steps)
     if threshold == "opt":
         b = alpha / (4 * math.log(1.5**0.75 * math.sqrt(steps) / gamma))
         s = alpha / 4 + 0.75 * b * math.log(1.5) - 0.5 * b * math.log(steps)
@@ -330,8 +325,7 @@ def theory_epsilon(workload: Workload, target: float, metric: str = "rmse") -> f
     >>> round(theory_epsilon(Identity(4096), 2.0), 6)
     0.707107
     """
-    if not (math.isfinite(target) and target > 0):
-        raise ValueError(f"target (α) must be finite and > 0, got {target!r}")
+    positive("target (α)", target)
     if metric != "rmse":
         return None
     return math.sqrt(2 * squared_frobenius(workload) / workload.shape[0]) / target
@@ -413,10 +407,8 @@ def doubling_test_epsilon(alpha: float, gamma: float, query_sensitivity: float, 
     >>> round(doubling_test_epsilon(0.1, 0.1, 1.0, 11), 4)
     80.1467
     """
-    if not (math.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"alpha (target error) must be finite and > 0, got {alpha!r}")
-    if not 0 < gamma < 1:
-        raise ValueError(f"gamma (failure probability) must be in (0, 1), got {gamma!r}")
+    positive("alpha (target error)", alpha)
+    fraction("gamma (failure probability)", gamma)
     positive("sensitivity", query_sensitivity)
     if not tests > 2 * gamma:
         raise ValueError(f"tests must exceed 2·gamma, got tests={tests!r}, gamma={gamma!r}")

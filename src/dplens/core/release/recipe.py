@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from dplens.core.validate import positive
+
 _HEADER = '''"""dplens recipe: re-run one release on a histogram file you name (the data is not in this file).
 
 Usage:  python {file} HISTOGRAM_FILE [OUTPUT.json] [--ledger PATH]
@@ -87,8 +89,7 @@ def _config(mechanism: str, settings: Mapping[str, object], workload: str, epsil
     if not isinstance(workload, str) or workload.startswith(("custom:", "file:")):
         raise ValueError(f"workload must be a registry spec such as 'prefix' to go into a recipe, got {workload!r}; "
                          "a custom or file workload has no spec a script can rebuild")
-    if not (isinstance(epsilon, int | float) and epsilon > 0):
-        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+    positive("epsilon", epsilon)
     settings_text = json.dumps({str(k): str(v) for k, v in settings.items()}, sort_keys=True)
     return _BODY.format(mechanism=mechanism, settings=settings_text, workload=workload, epsilon=float(epsilon))
 

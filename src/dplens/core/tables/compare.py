@@ -34,6 +34,7 @@ from dplens.core.analysis.experiment import SweepCache, trial_rng
 from dplens.core.queries.marginals import MarginalWorkload, marginal_counts
 from dplens.core.tables.contract import TableRelease, check_rho, workload_rmse
 from dplens.core.tables.mechanisms import table_mechanism
+from dplens.core.validate import integer
 
 COLUMNS = ["mechanism", "rho", "trial", "rmse", "tvd", "expected_rmse", "seconds"]
 BASELINE = "independence (non-private)"
@@ -265,8 +266,7 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
 def _checked(trials: int, synth_trials: int | None, rhos: Sequence[float], mechanisms: Sequence[str]) -> list[float]:
     """The ρ values, checked, once the run counts are integers in [1, 1000] and something is chosen."""
     for label, value in (("trials", trials), ("synth_trials", trials if synth_trials is None else synth_trials)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
-            raise ValueError(f"{label} must be an integer from 1 to 1000, got {value!r}")
+        integer(label, value, 1, 1000)
     checked = [check_rho(r) for r in rhos]
     if not checked or not mechanisms:
         raise ValueError("choose at least one mechanism and one rho")

@@ -26,6 +26,7 @@ from dplens.core.mechanisms.contract import RATIO_RANGE, Range
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.contract import TableRelease, check_rho
 from dplens.core.tables.sampler import synthesize_table
+from dplens.core.validate import fraction, integer
 
 MAX_RHO_STEPS = 4096  # float steps below ρ tried for a budget split OpenDP's rounding accepts
 
@@ -118,16 +119,6 @@ AIM_ROUND_ITERS = 300   # per AIM round, warm-started from the previous model (1
 AIM_MAX_SIZE = 20.0     # MB of the largest model AIM may select (OpenDP: 80); bounds its run time on Adult
 AIM_ROUNDS = 50         # AIM's initial step is ρ/rounds (OpenDP: 16 × attributes); fewer rounds, fewer fits
 ITERS_RANGE = Range(1, 100_000, integer=True)  # mirror-descent iterations a setting may ask for
-
-
-def _check_split(name: str, value: float) -> None:
-    if isinstance(value, bool) or not (isinstance(value, float | int) and 0 < value < 1):
-        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
-
-
-def _check_int(name: str, value: int, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer from {low} to {high}, got {value!r}")
 
 
 def gaussian_rho(stddevs) -> float:
@@ -287,8 +278,8 @@ class MST(_OpenDPTable):
     opendp_name = "MST"
 
     def __post_init__(self) -> None:
-        _check_split("measure_split", self.measure_split)
-        _check_int("iters", self.iters, 1, 100_000)
+        fraction("measure_split", self.measure_split)
+        integer("iters", self.iters, 1, 100_000)
 
     def handed_rho(self, rho: float, attributes: int) -> float:
         return mst_handed_rho(rho, self.measure_split, attributes)
@@ -330,10 +321,10 @@ class AIM(_OpenDPTable):
     opendp_name = "AIM"
 
     def __post_init__(self) -> None:
-        _check_int("rounds", self.rounds, 1, 10_000)
-        _check_split("measure_split", self.measure_split)
-        _check_int("round_iters", self.round_iters, 1, 100_000)
-        _check_int("iters", self.iters, 1, 100_000)
+        integer("rounds", self.rounds, 1, 10_000)
+        fraction("measure_split", self.measure_split)
+        integer("round_iters", self.round_iters, 1, 100_000)
+        integer("iters", self.iters, 1, 100_000)
         if isinstance(self.max_size, bool) or not (isinstance(self.max_size, float | int) and 0 < self.max_size <= 4096):
             raise ValueError(f"max_size must be a number of MB in (0, 4096], got {self.max_size!r}")
 
@@ -370,7 +361,7 @@ class IdentityPGM(_OpenDPTable):
     opendp_name = "Fixed"
 
     def __post_init__(self) -> None:
-        _check_int("iters", self.iters, 1, 100_000)
+        integer("iters", self.iters, 1, 100_000)
         if self.noise not in ("gaussian", "laplace"):
             raise ValueError(f"noise must be gaussian or laplace, got {self.noise!r}")
 

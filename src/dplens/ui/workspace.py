@@ -14,7 +14,7 @@ import json
 
 import streamlit as st
 
-from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms import MECHANISMS, RENAMED
 from dplens.core.release.config import build_recipe, check_recipe
 from dplens.core.release.workspace_store import WorkspaceStore, release_from_dict, release_to_dict
 from dplens.ui.datasets import histogram
@@ -82,11 +82,14 @@ def _restore(state: dict) -> None:
     for key in _PLAIN_KEYS:
         if key in state:
             ss[key] = state[key]
-    # Widget values must be among today's options (a mechanism may have been renamed since).
+    # Widget values must be among today's options: a former name is read as today's (RENAMED), others dropped.
     if "compare_mechanisms" in state:
-        ss.compare_mechanisms = [m for m in state["compare_mechanisms"] if m in MECHANISMS]
-    if "release_mechanism" in state and state["release_mechanism"] not in MECHANISMS:
-        ss.pop("release_mechanism", None)
+        renamed = [RENAMED.get(m, m) for m in state["compare_mechanisms"]]
+        ss.compare_mechanisms = [m for m in renamed if m in MECHANISMS]
+    if "release_mechanism" in state:
+        ss.release_mechanism = RENAMED.get(state["release_mechanism"], state["release_mechanism"])
+        if ss.release_mechanism not in MECHANISMS:
+            ss.pop("release_mechanism", None)
     ss.releases = list(state.get("releases", []))
     for number, output in state.get("release_outputs", {}).items():
         ss.release_outputs[int(number)] = {**output, "release": release_from_dict(output["release"])}

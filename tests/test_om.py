@@ -119,7 +119,7 @@ def test_om_ties_identity_on_the_papers_random_workloads():
 
 def test_registry_entry():
     assert MECHANISMS["om"] == OM()
-    with pytest.raises(ValueError, match="tol must be >= 0"):
+    with pytest.raises(ValueError, match="tol must be a finite number >= 0"):
         om_decompose(Explicit(COUNTER), tol=-1.0)
 
 

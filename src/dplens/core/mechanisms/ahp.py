@@ -35,6 +35,7 @@ from dplens.core.mechanisms.contract import (
 from dplens.core.mechanisms.cost_model import Cost, sorting_cost
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload
+from dplens.core.validate import non_negative
 
 LOOKAHEAD = 64  # cells err*(j) may look ahead (128 gave identical DPBench errors at twice the cost)
 
@@ -85,8 +86,7 @@ class AHP:
 
     def __post_init__(self) -> None:
         check_ratio(self.ratio)
-        if isinstance(self.eta, bool) or not isinstance(self.eta, int | float) or not 0 <= self.eta < np.inf:
-            raise ValueError(f"eta must be a finite number >= 0, got {self.eta!r}")
+        non_negative("eta", self.eta)
 
     def cost(self, workload: Workload) -> Cost:
         """Linear work plus the sort of the noisy counts for the clustering."""

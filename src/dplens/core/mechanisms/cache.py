@@ -23,6 +23,8 @@ import threading
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
+from dplens.core.validate import integer
+
 _T = TypeVar("_T")
 _REGISTRY: dict[str, StrategyCache] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -40,8 +42,7 @@ class StrategyCache:
     """
 
     def __init__(self, name: str, limit: int, *, shipped: bool = True, module: str | None = None) -> None:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
+        integer("limit", limit)
         self.name = name
         self.limit = limit
         self.shipped = shipped

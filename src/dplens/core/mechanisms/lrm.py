@@ -49,6 +49,7 @@ from dplens.core.mechanisms.gram import gram_apply
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload, dense
+from dplens.core.validate import integer, non_negative
 
 MAX_CELLS = 4096          # largest domain LRM factorises (an n × n eigendecomposition) …
 MAX_FLOPS = 1e12          # … and the most work it starts (``optimisation_flops``; ~1e11 took 6 s CPU at (200, 1000))
@@ -456,10 +457,8 @@ class LRM:
             raise ValueError(f"rank must be None or an integer >= 1, got {self.rank!r}")
         if not (isinstance(self.rank_ratio, int | float) and math.isfinite(self.rank_ratio) and self.rank_ratio >= 1):
             raise ValueError(f"rank_ratio must be a number >= 1 (r = ratio · rank(W) >= rank(W)), got {self.rank_ratio!r}")
-        if not (isinstance(self.gamma, int | float) and math.isfinite(self.gamma) and self.gamma >= 0):
-            raise ValueError(f"gamma must be a finite number >= 0, got {self.gamma!r}")
-        if isinstance(self.iterations, bool) or not isinstance(self.iterations, int | np.integer) or self.iterations < 1:
-            raise ValueError(f"iterations must be an integer >= 1, got {self.iterations!r}")
+        non_negative("gamma", self.gamma)
+        integer("iterations", self.iterations)
 
     def factorisation(self, workload: Workload) -> LowRankFactorisation:
         """W = BL for this workload (data-independent; cached per workload content and settings)."""

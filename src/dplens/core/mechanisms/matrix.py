@@ -41,6 +41,7 @@ from dplens.core.mechanisms.measurement import (
     stated_noise,
 )
 from dplens.core.queries.workloads import Workload
+from dplens.core.validate import integer
 
 MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(p²n) per iteration; bench_mmopt.py)
 SMALL_CELLS = 512     # at most this many cells: the tighter SMALL_TOLERANCE (one start costs under 0.5 s there)
@@ -279,8 +280,7 @@ class MatrixMechanism(MeasuredPlan):
         if not (p == "auto" or (isinstance(p, int | np.integer) and not isinstance(p, bool) and p >= 1)):
             raise ValueError(f"p must be 'auto' or an integer >= 1, got {self.p!r}")
         object.__setattr__(self, "p", p)
-        if isinstance(self.restarts, bool) or not isinstance(self.restarts, int | np.integer) or self.restarts < 1:
-            raise ValueError(f"restarts must be an integer >= 1, got {self.restarts!r}")
+        integer("restarts", self.restarts)
 
     def strategy(self, workload: Workload) -> PIdentity:
         """The optimised strategy for this workload (cached per workload and settings)."""

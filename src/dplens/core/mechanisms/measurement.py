@@ -35,14 +35,7 @@ import numpy as np
 from dplens.core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
 from dplens.core.privacy.noise import NoiseSource, add_gaussian, add_laplace
 from dplens.core.queries.workloads import Workload
-
-
-def _check_scale(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise ValueError(f"{name} must be a number > 0, got {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return float(value)
+from dplens.core.validate import positive
 
 
 @dataclass(frozen=True)
@@ -57,7 +50,7 @@ class LaplaceMeasurement:
     kind: ClassVar[str] = "laplace"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "scale", _check_scale("scale", self.scale))
+        object.__setattr__(self, "scale", positive("scale", self.scale))
 
     @property
     def variance(self) -> float:
@@ -71,7 +64,7 @@ class LaplaceMeasurement:
 
     def scaled(self, factor: float) -> LaplaceMeasurement:
         """The same kind of noise at ``factor`` times the scale (another block of a budget split)."""
-        return LaplaceMeasurement(self.scale * _check_scale("factor", factor))
+        return LaplaceMeasurement(self.scale * positive("factor", factor))
 
     def noisy(self, values: Any, rng: NoiseSource) -> Any:
         """``values`` + Lap(b) noise, drawn by ``add_laplace`` (OpenDP's measurement on the secure path)."""
@@ -90,7 +83,7 @@ class GaussianMeasurement:
     kind: ClassVar[str] = "gaussian"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", _check_scale("sigma", self.sigma))
+        object.__setattr__(self, "sigma", positive("sigma", self.sigma))
 
     @property
     def variance(self) -> float:
@@ -104,7 +97,7 @@ class GaussianMeasurement:
 
     def scaled(self, factor: float) -> GaussianMeasurement:
         """The same kind of noise at ``factor`` times σ (another block of a budget split)."""
-        return GaussianMeasurement(self.sigma * _check_scale("factor", factor))
+        return GaussianMeasurement(self.sigma * positive("factor", factor))
 
     def noisy(self, values: Any, rng: NoiseSource) -> Any:
         """``values`` + N(0, σ²) noise, drawn by ``add_gaussian`` (OpenDP's discrete Gaussian on the secure path)."""

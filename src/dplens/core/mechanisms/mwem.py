@@ -48,6 +48,7 @@ from dplens.core.queries.workloads import (
     max_abs_entry,
     row_range,
 )
+from dplens.core.validate import integer
 
 
 def _interval(row: np.ndarray) -> tuple[int, int] | None:
@@ -92,9 +93,7 @@ class MWEM:
 
     def __post_init__(self) -> None:
         for field_name in ("rounds", "update_rounds"):
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise ValueError(f"{field_name} must be an integer >= 1, got {value!r}")
+            integer(field_name, getattr(self, field_name))
         check_ratio(self.total_ratio, "total_ratio")
 
     def cost(self, workload: Workload) -> Cost:

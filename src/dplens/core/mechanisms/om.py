@@ -28,6 +28,7 @@ from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEM
 from dplens.core.mechanisms.greedy_h import interval_cells, workload_key
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import DENSE_LIMIT, Ranges, Workload, as_intervals, sparse_matrix
+from dplens.core.validate import non_negative
 
 EXACTNESS = 1e-9  # ‖W − BW̃‖_max ≤ EXACTNESS·max(1, ‖W‖_max) (Theorem 4: W = BW̃)
 FLOP_LIMIT = 5e9  # m·n·min(m, n) above which the dense factorisation is refused (≈ (1000, 4096) fits)
@@ -207,8 +208,7 @@ def factorise(workload: Workload, *, tol: float | None = None, row_seed: int | N
     matrix = sparse_matrix(workload)  # type: ignore[arg-type]  # workloads are frozen dataclasses: hashable
     dense = matrix.toarray()
     tol = _default_tol(dense) if tol is None else float(tol)
-    if not tol >= 0:
-        raise ValueError(f"tol must be >= 0, got {tol!r}")
+    non_negative("tol", tol)
     order = np.arange(m) if row_seed is None else np.random.default_rng(row_seed).permutation(m)
     selected = np.sort(order[independent_rows(dense[order], tol)])
     support = np.abs(dense[selected]) > tol

@@ -12,7 +12,6 @@ literally, cuts the true sorted order, which is not DP).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -30,14 +29,13 @@ from dplens.core.mechanisms.contract import (
 from dplens.core.mechanisms.cost_model import Cost, sorting_cost
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload
+from dplens.core.validate import positive
 
 SHOWN_GROUPS = 1000  # groups listed in a release's display-only details (params["groups"] counts them all)
 
 
 def _check_floor(error_floor: float) -> float:
-    if not (isinstance(error_floor, int | float) and math.isfinite(error_floor) and error_floor > 0):
-        raise ValueError(f"error_floor (the relative-error floor δ of Chen et al. §5.1) must be a finite number > 0, got {error_floor!r}")
-    return float(error_floor)
+    return positive("error_floor (the relative-error floor δ of Chen et al. §5.1)", error_floor)
 
 
 def group_mre(values: np.ndarray, scale: float, error_floor: float = 1.0) -> float:

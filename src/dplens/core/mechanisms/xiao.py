@@ -36,6 +36,7 @@ from dplens.core.mechanisms.contract import (
 from dplens.core.privacy.definitions import cell_sensitivity
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload, squared_frobenius
+from dplens.core.validate import integer
 
 NOT_DP_LABEL = "not differentially private (the paper's literal mechanism; reproduction only)"
 
@@ -108,8 +109,7 @@ class CellRelease:
 
 # ----------------------------------------------------------------------------- max query
 def _check_max_inputs(data, beta: int) -> np.ndarray:
-    if isinstance(beta, bool) or not isinstance(beta, int | np.integer) or beta < 1:
-        raise ValueError(f"beta (domain size) must be an integer >= 1, got {beta!r}")
+    integer("beta (domain size)", beta)
     data = np.asarray(data)
     if data.ndim != 1 or data.size == 0 or not np.issubdtype(data.dtype, np.integer):
         raise ValueError("data must be a non-empty 1-D array of integers in {1..beta}")
@@ -125,8 +125,7 @@ def max_query_scores(data, beta: int, k: int = 1) -> np.ndarray:
     [-3, -3, -3, -3, -2, -2, -2, -2, 0, -1]
     """
     data = _check_max_inputs(data, beta)
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
-        raise ValueError(f"k must be an integer >= 0, got {k!r}")
+    integer("k", k, low=0)
     above = data.size - np.searchsorted(np.sort(data), np.arange(1, beta + 1), side="right")
     return -np.abs(above - k)
 

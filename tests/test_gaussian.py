@@ -121,7 +121,7 @@ def test_gaussian_beats_laplace_on_prefix_answers_at_matched_epsilon_and_loses_o
 
 
 def test_knobs_are_validated_and_configurable():
-    with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"delta must be a number in \(0, 1\)"):
         dataclasses.replace(GAUSSIAN["gaussian-hb"], delta=0.0)
     with pytest.raises(ValueError, match="calibration must be one of"):
         dataclasses.replace(GAUSSIAN["gaussian-hb"], calibration="renyi")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from dplens.core.data.domain import Histogram
+from dplens.core.validate import integer
 
 MAX_RESCALE_TOTAL = 10**12  # records; multinomial sampling stays exact in int64 far beyond this
 
@@ -35,8 +36,7 @@ def rescale(histogram: Histogram, total: int, rng: np.random.Generator) -> Histo
     >>> out.domain.shape, out.total, float(out.counts[0, 1])
     ((2, 2), 10.0, 0.0)
     """
-    if isinstance(total, bool) or not isinstance(total, int | np.integer) or not 1 <= total <= MAX_RESCALE_TOTAL:
-        raise ValueError(f"total must be an integer in [1, {MAX_RESCALE_TOTAL:.0e}], got {total!r}")
+    integer("total", total, 1, MAX_RESCALE_TOTAL)
     if not histogram.total > 0:
         raise ValueError("cannot rescale a histogram whose total is 0: it has no shape to sample from")
     shape = histogram.vector / histogram.total
@@ -66,8 +66,7 @@ def coarsen(histogram: Histogram, factor: int | tuple[int, int]) -> Histogram:
     if len(factors) != len(shape):
         raise ValueError(f"factor must give one value per axis ({len(shape)}), got {factor!r}")
     for f in factors:
-        if isinstance(f, bool) or not isinstance(f, int | np.integer) or f < 1:
-            raise ValueError(f"factor must be an integer >= 1, got {f!r}")
+        integer("factor", f)
     counts = histogram.counts
     for axis, f in enumerate(factors):
         starts = np.arange(0, counts.shape[axis], f)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dplens.core.privacy.definitions import ApproxDP, Privacy, PureDP, zcdp_epsilon, zcdp_rho
+from dplens.core.validate import fraction, non_negative, positive
 
 RELATIVE_TOLERANCE = 1e-9  # float round-off, relative to each total: 10 × 0.1 fits in 1.0, 1.0 + 1e-6 does not,
 #                            and with a δ total of 1e-10 a second spend of 1e-10 does not either
@@ -46,8 +47,7 @@ class Budget:
     rho: float | None = None
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.epsilon, int | float) and math.isfinite(self.epsilon) and self.epsilon >= 0):
-            raise ValueError(f"budget epsilon must be finite and >= 0, got {self.epsilon!r}")
+        non_negative("budget epsilon", self.epsilon)
         if not (isinstance(self.delta, int | float) and 0 <= self.delta < 1):
             raise ValueError(f"budget delta must be in [0, 1), got {self.delta!r}")
         if self.rho is not None and not (isinstance(self.rho, int | float) and math.isfinite(self.rho)
@@ -57,11 +57,8 @@ class Budget:
     @classmethod
     def zcdp(cls, rho: float, delta: float) -> Budget:
         """A ρ-zCDP budget, shown as its CKS ε at ``delta`` (δ in (0, 1): where ρ is read as (ε, δ))."""
-        if not (isinstance(rho, int | float) and math.isfinite(rho) and rho > 0):
-            raise ValueError(f"total budget rho must be finite and > 0, got {rho!r}")
-        if not (isinstance(delta, int | float) and 0 < delta < 1):
-            raise ValueError(f"a rho budget is shown as epsilon at delta; delta must be in (0, 1), got {delta!r}")
-        return cls(zcdp_epsilon(float(rho), float(delta)), float(delta), float(rho))
+        rho, delta = positive("total budget rho", rho), fraction("delta", delta)
+        return cls(zcdp_epsilon(rho, delta), delta, rho)
 
     def __add__(self, other: Budget) -> Budget:
         rho = None if self.rho is None or other.rho is None else self.rho + other.rho

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from scipy import optimize, special
 
 from dplens.core.search import bisect_monotone
-from dplens.core.validate import non_negative
+from dplens.core.validate import fraction, non_negative, positive
 
 DEFINITIONS: dict[str, str] = {
     "pure": "pure ε-DP (Laplace noise): no failure probability",
@@ -38,9 +38,7 @@ def check_delta(delta: object, name: str = "delta") -> float:
     >>> check_delta(1e-6)
     1e-06
     """
-    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
-        raise ValueError(f"{name} must be in (0, 1) (exclusive), got {delta!r}")
-    return float(delta)
+    return fraction(name, delta)
 
 
 def delta_warning(delta: float, records: int) -> str | None:
@@ -227,8 +225,7 @@ def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> fl
     >>> round(gaussian_delta(1.0, 3.730632), 10)
     1e-05
     """
-    if not sigma > 0:
-        raise ValueError(f"sigma must be > 0, got {sigma!r}")
+    positive("sigma", sigma)
     if sensitivity == 0:
         return 0.0
     a, b = sensitivity / (2.0 * sigma), epsilon * sigma / sensitivity
@@ -252,9 +249,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     >>> round(analytic_gaussian_sigma(1.0, 1e-5), 6)
     3.730632
     """
-    epsilon, delta = non_negative("epsilon", epsilon), check_delta(delta)
-    if epsilon == 0:
-        raise ValueError("epsilon must be > 0 for the Gaussian mechanism, got 0")
+    epsilon, delta = positive("epsilon", epsilon), check_delta(delta)
     return sensitivity * _least_true(lambda s: gaussian_delta(epsilon, s) <= delta, 1e-12, 1.0)
 
 
@@ -289,9 +284,7 @@ def zcdp_sigma(rho: float, sensitivity: float = 1.0) -> float:
     >>> zcdp_sigma(0.5)
     1.0
     """
-    rho = non_negative("rho", rho)
-    if rho == 0:
-        raise ValueError("rho must be > 0 for the Gaussian mechanism, got 0")
+    rho = positive("rho", rho)
     return sensitivity / math.sqrt(2.0 * rho)
 
 
@@ -301,8 +294,7 @@ def gaussian_rho(sigma: float, sensitivity: float = 1.0) -> float:
     >>> gaussian_rho(1.0)
     0.5
     """
-    if not sigma > 0:
-        raise ValueError(f"sigma must be > 0, got {sigma!r}")
+    positive("sigma", sigma)
     return sensitivity**2 / (2.0 * sigma**2)
 
 

@@ -26,6 +26,7 @@ from scipy import special
 
 from dplens.core.privacy.definitions import analytic_gaussian_sigma, check_delta
 from dplens.core.search import bisect_monotone
+from dplens.core.validate import positive
 
 _TAIL_SIGMAS = 40  # the lattice sum stops 40σ (+ 40) past where the terms start: e^-800 is far below any δ
 _STEP = 1e-4  # relative σ grid of the calibration search
@@ -48,8 +49,7 @@ def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) 
     >>> discrete_gaussian_delta(1.0, 1.0) > 0.1269  # the continuous curve says 0.12694
     True
     """
-    if not sigma > 0:
-        raise ValueError(f"sigma must be > 0, got {sigma!r}")
+    positive("sigma", sigma)
     if sensitivity != int(sensitivity) or sensitivity < 0:
         raise ValueError(f"sensitivity must be a non-negative integer (a shift on the lattice), got {sensitivity!r}")
     if sensitivity == 0:

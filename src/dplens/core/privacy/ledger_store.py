@@ -41,6 +41,7 @@ from pathlib import Path
 
 from dplens.core.privacy.budget import Budget, BudgetExceededError, Ledger, within
 from dplens.core.privacy.store import LOCAL_OWNER, connect, default_path, transaction
+from dplens.core.validate import positive
 
 DEFAULT_TOTAL_EPSILON = 5.0  # a dataset's total until the curator records one
 DEFAULT_TOTAL = Budget(DEFAULT_TOTAL_EPSILON)
@@ -195,8 +196,7 @@ class LedgerStore:
         """
         _check_fingerprint(fingerprint)
         owner = self._owner(owner)
-        if not total.epsilon > 0:
-            raise ValueError(f"total budget epsilon must be > 0, got {total.epsilon!r}")
+        positive("total budget epsilon", total.epsilon)
         with connect(self.path) as conn, transaction(conn):
             _check_workspace(conn, workspace, owner)
             ledger, epoch = self._read(conn, owner, fingerprint, total)
@@ -292,8 +292,7 @@ class LedgerStore:
                              "curator; nothing was recorded")
         if not (isinstance(reason, str) and reason.strip()):
             raise ValueError("a budget reset needs a reason: it voids the guarantee and is recorded")
-        if not total.epsilon > 0:
-            raise ValueError(f"total budget epsilon must be > 0, got {total.epsilon!r}")
+        positive("total budget epsilon", total.epsilon)
         by = "" if target == self.owner else f" (reset by admin {self.owner})"
         with connect(self.path) as conn, transaction(conn):
             _check_workspace(conn, workspace, self.owner)

@@ -40,7 +40,7 @@ def test_rescale_samples_the_shape():
     big = rescale(h, 100_000, np.random.default_rng(1))
     assert big.total == 100_000 and big.vector[0] == 0
     np.testing.assert_allclose(big.vector / 100_000, [0, 0.1, 0.3, 0.6], atol=0.01)
-    with pytest.raises(ValueError, match="scale must be an integer number of records >= 1"):
+    with pytest.raises(ValueError, match=r"scale \(number of records\) must be an integer >= 1"):
         rescale(h, 0, np.random.default_rng(1))
 
 

@@ -56,7 +56,7 @@ def test_kl_divergence_floors_released_counts():
     (lambda: mse([], []), "at least one value"),
     (lambda: scaled_error([1.0], [2.0]), "needs the histogram total > 0, got None"),
     (lambda: scaled_error([1.0], [2.0], total=0.0), "needs the histogram total > 0, got 0.0"),
-    (lambda: mean_relative_error([1.0], [2.0], floor=0), "floor must be > 0"),
+    (lambda: mean_relative_error([1.0], [2.0], floor=0), "floor must be a finite number > 0"),
     (lambda: kl_divergence([1.0], [2.0], floor=-1), "KL floor"),
     (lambda: kl_divergence([0.0, 0.0], [2.0, 1.0]), "positive total"),
     (lambda: per_element_error([1.0], [2.0], "cubic"), "kind must be"),

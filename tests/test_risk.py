@@ -138,7 +138,7 @@ def test_release_interval_is_exact():
     (lambda: risk.quantile_dots("laplace", 0.0, 20), "scale must be a finite number > 0"),
     (lambda: risk.release_interval("laplace", 1.0, coverage=1.0), "coverage must be a number in"),
     (lambda: risk.noise_for("renyi", 1.0, delta=1e-6), "definition must be one of"),
-    (lambda: risk.noise_for("approx", 1.0, delta=0.0), "delta must be in"),
+    (lambda: risk.noise_for("approx", 1.0, delta=0.0), "delta must be a number in"),
     (lambda: risk.mean_interval(5, 6.0, 10, lower=0, upper=10, kind="laplace", unit_scale=1.0), "sd must be at most"),
     (lambda: risk.mean_interval(5, 1.0, 10, lower=3, upper=3, kind="laplace", unit_scale=1.0), "upper > lower"),
     (lambda: risk.proportion_interval(3, 0, kind="laplace", scale=1.0), "records must be an integer >= 1"),

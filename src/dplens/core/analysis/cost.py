@@ -42,6 +42,7 @@ from dplens.core.mechanisms.cost_model import (  # re-exported: callers of this 
     seconds_text,
 )
 from dplens.core.queries.workloads import Workload
+from dplens.core.validate import positive
 
 __all__ = ["OVERHEAD_SECONDS", "SECONDS_PER_ELEMENT", "Cost", "Deadline", "RunLimits", "RunTooLargeError",
            "affordable_trials", "check_cost", "default_cost", "estimate_cost", "matvec_elements", "sweep_seconds"]
@@ -114,8 +115,7 @@ class Deadline:
     """
 
     def __init__(self, seconds: float = MAX_ACTION_SECONDS, *, clock: Callable[[], float] = time.monotonic):
-        if not seconds > 0:
-            raise ValueError(f"deadline seconds must be > 0, got {seconds!r}")
+        positive("deadline seconds", seconds)
         self.seconds, self._clock = float(seconds), clock
         self._end = clock() + self.seconds
         self._cancelled = threading.Event()

@@ -43,6 +43,7 @@ from dplens.core.data.fingerprint import dataset_fingerprint
 from dplens.core.data.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
 from dplens.core.mechanisms import Mechanism, check_budget_epsilon, check_epsilon
 from dplens.core.queries.workloads import Prefix, Workload
+from dplens.core.validate import integer
 
 # The Compare page's default selection: DPBench's standard 1-D mechanisms and its two baselines.
 DEFAULT_COMPARE_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
@@ -190,8 +191,7 @@ def _checked(histogram: Histogram, workload: Workload, mechanisms: Sequence[str 
     epsilons = [check_budget_epsilon(e) for e in epsilons]
     if not epsilons:
         raise ValueError("choose at least one epsilon")
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
+    integer("trials", trials)
     unknown = [m for m in metrics if m not in METRICS]
     if unknown or not metrics:
         raise ValueError(f"unknown metrics {unknown}; choose from {', '.join(METRICS)}")

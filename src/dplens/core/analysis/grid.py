@@ -51,6 +51,7 @@ from dplens.core.data.fingerprint import dataset_fingerprint
 from dplens.core.mechanisms import check_epsilon
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.queries.workloads import parse_workload
+from dplens.core.validate import integer
 
 SAMPLE_STREAM = 0x5CA1E  # seeds the scale samples, apart from every trial's noise stream
 FLUSH_SECONDS = 5.0  # finished cells reach the file at least this often (the first complete pair at once)
@@ -95,8 +96,7 @@ def rescale(histogram: Histogram, scale: int, rng: np.random.Generator) -> Histo
     >>> h.total, float(h.vector[1])
     (1000.0, 0.0)
     """
-    if isinstance(scale, bool) or not isinstance(scale, int | np.integer) or scale < 1:
-        raise ValueError(f"scale must be an integer number of records >= 1, got {scale!r}")
+    integer("scale (number of records)", scale)
     total = histogram.total
     if not total > 0:
         raise ValueError(f"cannot sample a scale from {histogram.name!r}: it has no records")
@@ -127,8 +127,7 @@ class GridSpec:
             raise ValueError("epsilons: choose at least one epsilon")
         for e in self.epsilons:
             check_epsilon(e)
-        if isinstance(self.trials, bool) or not isinstance(self.trials, int) or self.trials < 1:
-            raise ValueError(f"trials must be an integer >= 1, got {self.trials!r}")
+        integer("trials", self.trials)
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown or not self.metrics:
             raise ValueError(f"unknown metrics {unknown}; choose from {', '.join(METRICS)}")

@@ -33,6 +33,7 @@ from scipy import special
 from dplens.core.analysis.strategy_noise import strategy_halfwidths
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release
 from dplens.core.queries.workloads import Workload
+from dplens.core.validate import fraction, integer
 
 LEVEL = 0.95
 def exact_noise(release: Release, values: str) -> tuple[str, float, bool] | None:
@@ -119,8 +120,7 @@ def simulated_intervals(mechanism: Mechanism, x: np.ndarray, workload: Workload,
     >>> out["bins_low"].shape, bool(np.all(out["answers_low"] <= out["answers_high"]))
     ((2,), True)
     """
-    if trials < 2:
-        raise ValueError(f"trials must be >= 2, got {trials!r}")
+    integer("trials", trials, low=2)
     truth_bins = np.asarray(x, dtype=float).ravel()
     truth_answers = workload.matvec(truth_bins)
     bins, answers = [], []
@@ -143,8 +143,7 @@ def laplace_halfwidth(scale: float, level: float = 0.95) -> float:
     >>> round(laplace_halfwidth(1.0), 4)
     2.9957
     """
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    fraction("level", level)
     return float(scale) * math.log(1.0 / (1.0 - level))
 
 
@@ -163,8 +162,7 @@ def release_intervals(mechanism: Mechanism, release: Release, workload: Workload
                       simultaneous: bool = False, trials: int = 100,
                       rng: np.random.Generator | None = None) -> Intervals:
     """Intervals for the released values of ``release`` (see the module docstring for the methods)."""
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    fraction("level", level)
     values = release.estimate if release.estimate is not None else release.answers
     values = np.asarray(values, dtype=float).ravel()
     beta = 1 - level
@@ -185,8 +183,7 @@ def release_intervals(mechanism: Mechanism, release: Release, workload: Workload
                              f"exact strategy-noise quantiles (data-independent; {kind}; {how})")
     if rng is None:
         raise ValueError("rng is needed for the simulation-based intervals of this mechanism")
-    if not (isinstance(trials, int) and trials >= 10):
-        raise ValueError(f"trials must be an integer >= 10, got {trials!r}")
+    integer("trials", trials, low=10)
     stand_in = np.clip(release.estimate if release.estimate is not None else _least_squares(release, workload),
                        0, None)
     shape = np.shape(release.estimate) if release.estimate is not None else stand_in.shape

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dplens.core.validate import positive
+
 if TYPE_CHECKING:  # type names only: mechanisms import nothing from here
     from dplens.core.mechanisms import Mechanism
     from dplens.core.queries.workloads import Workload
@@ -74,8 +76,7 @@ def mean_relative_error(true, noisy, *, total: float | None = None, floor: float
     0.75
     """
     true, noisy = _pair(true, noisy)
-    if not floor > 0:
-        raise ValueError(f"relative-error floor must be > 0, got {floor!r}")
+    positive("relative-error floor", floor)
     return float(np.mean(np.abs(noisy - true) / np.maximum(np.abs(true), floor)))
 
 
@@ -89,8 +90,7 @@ def kl_divergence(true, noisy, *, total: float | None = None, floor: float = KL_
     0.0
     """
     true, noisy = _pair(true, noisy)
-    if not floor > 0:
-        raise ValueError(f"KL floor κ must be > 0, got {floor!r}")
+    positive("KL floor κ", floor)
     if not true.sum() > 0:
         raise ValueError("KL divergence needs a histogram with a positive total")
     p = true / true.sum()

@@ -30,7 +30,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from dplens.core.privacy.definitions import DEFINITIONS, analytic_gaussian_sigma, check_delta, zcdp_rho
-from dplens.core.validate import fraction, positive
+from dplens.core.validate import fraction, integer, non_negative, positive
 
 NOISE_KINDS: dict[str, str] = {
     "laplace": "Laplace (scale b = Δ/ε): pure ε-DP",
@@ -105,8 +105,7 @@ def quantile_dots(kind: str, scale: float, count: int, *, center: float = 0.0) -
     Raises:
         ValueError: ``count`` is not an integer ≥ 1, or the kind or scale is invalid.
     """
-    if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 1:
-        raise ValueError(f"count must be an integer >= 1 (dots), got {count!r}")
+    integer("count", count)
     levels = (np.arange(1, int(count) + 1) - 0.5) / int(count)
     return noise_distribution(kind, scale, center=center).ppf(levels)
 
@@ -117,8 +116,7 @@ def quantile_levels(count: int) -> np.ndarray:
     >>> quantile_levels(4)
     array([0.125, 0.375, 0.625, 0.875])
     """
-    if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 1:
-        raise ValueError(f"count must be an integer >= 1 (dots), got {count!r}")
+    integer("count", count)
     return (np.arange(1, int(count) + 1) - 0.5) / int(count)
 
 
@@ -367,8 +365,7 @@ def sample_and_noise_interval(estimate, *, sampling_sd, noise_sd: float,
     sampling = np.asarray(sampling_sd, dtype=float)
     if not np.all(sampling >= 0):
         raise ValueError(f"sampling_sd must be >= 0, got {sampling_sd!r}")
-    if not (math.isfinite(noise_sd) and noise_sd >= 0):
-        raise ValueError(f"noise_sd must be a finite number >= 0, got {noise_sd!r}")
+    non_negative("noise_sd", noise_sd)
     return SampleInterval(estimate=np.asarray(estimate, dtype=float)[()], sampling_sd=sampling[()],
                           noise_sd=float(noise_sd), confidence=confidence)
 
@@ -384,8 +381,7 @@ def proportion_interval(count, records: int, *, kind: str, scale: float,
     >>> round(float(iv.low), 4), round(float(iv.high), 4), round(float(iv.nonprivate_low), 4)
     (0.2603, 0.3397, 0.2716)
     """
-    if isinstance(records, bool) or not isinstance(records, int | np.integer) or records < 1:
-        raise ValueError(f"records must be an integer >= 1 (n), got {records!r}")
+    integer("records", records)
     estimate = np.asarray(count, dtype=float) / records
     clipped = np.clip(estimate, 0.0, 1.0)
     return sample_and_noise_interval(estimate, sampling_sd=np.sqrt(clipped * (1 - clipped) / records),
@@ -414,10 +410,8 @@ def mean_interval(mean, sd: float, records: int, *, lower: float, upper: float, 
     >>> round(float(iv.noise_sd), 4), round(float(iv.half_width), 4)
     (0.2, 0.5544)
     """
-    if isinstance(records, bool) or not isinstance(records, int | np.integer) or records < 1:
-        raise ValueError(f"records must be an integer >= 1 (n), got {records!r}")
-    if not (math.isfinite(sd) and sd >= 0):
-        raise ValueError(f"sd must be a finite number >= 0 (the values' standard deviation), got {sd!r}")
+    integer("records", records)
+    non_negative("sd (the values' standard deviation)", sd)
     half_range = mean_sensitivity(lower, upper)
     if sd > half_range:
         raise ValueError(f"sd must be at most (upper − lower)/2 = {half_range:g} for values in "

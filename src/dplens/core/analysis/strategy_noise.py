@@ -40,6 +40,7 @@ from scipy import special
 from dplens.core.mechanisms import Mechanism, Release
 from dplens.core.mechanisms.measurement import Reconstruction
 from dplens.core.queries.workloads import Workload
+from dplens.core.validate import fraction, integer, positive
 
 LOG_STEP = 0.002      # log-grid spacing of the standardised coefficient magnitudes (0.1 % on the half-width)
 TINY = 1e-6           # standardised coefficients below this enter by their cumulants (a²t², a⁴t⁴ terms)
@@ -91,10 +92,8 @@ def strategy_halfwidths(mechanism: Mechanism, release: Release, workload: Worklo
     """
     if values not in ("bins", "answers"):
         raise ValueError(f"values must be 'bins' or 'answers', got {values!r}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
-    if not (isinstance(count, int | np.integer) and count >= 1):
-        raise ValueError(f"count must be an integer >= 1, got {count!r}")
+    fraction("level", level)
+    integer("count", count)
     rec = reconstruction(mechanism, release, workload)
     if rec is None:
         return None
@@ -128,8 +127,8 @@ def laplace_sum_halfwidths(rows: np.ndarray, scale: float, tail: float) -> np.nd
     rows = np.abs(np.asarray(rows, dtype=float))
     if rows.ndim != 2:
         raise ValueError(f"rows must be a 2-D array (values × coordinates), got shape {rows.shape}")
-    if not (scale > 0 and 0 < tail < 1):
-        raise ValueError(f"scale must be > 0 and tail in (0, 1), got scale={scale!r}, tail={tail!r}")
+    positive("scale", scale)
+    fraction("tail", tail)
     std = scale * np.sqrt(2.0 * np.sum(rows**2, axis=1))  # Var(c Lap(b)) = 2b²c²
     out = np.zeros(rows.shape[0])
     live = np.flatnonzero(std > 0)

@@ -50,6 +50,7 @@ import numpy as np
 
 from dplens.core.mechanisms.cache import cache_named
 from dplens.core.privacy.store import DEFAULT_HOME
+from dplens.core.validate import integer
 
 FOLDER_NAME = "strategies"  # under DPLENS_HOME
 MAX_ENTRY_BYTES = 64 * 2**20  # a pickled entry above this is not stored (mm-opt at 4096 cells: about 2 MB)
@@ -152,8 +153,7 @@ class StrategyStore:
 
     def __init__(self, folder: str | Path | None = None, *, max_entry_bytes: int = MAX_ENTRY_BYTES,
                  max_files: int = MAX_FILES) -> None:
-        if max_files < 1:
-            raise ValueError(f"max_files must be >= 1, got {max_files!r}")
+        integer("max_files", max_files)
         self.folder = Path(folder) if folder is not None else default_folder()
         self.max_entry_bytes = int(max_entry_bytes)
         self.max_files = int(max_files)

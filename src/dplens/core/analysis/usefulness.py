@@ -18,13 +18,11 @@ from __future__ import annotations
 import math
 
 from dplens.core.privacy.definitions import cell_sensitivity
-from dplens.core.validate import fraction, positive
+from dplens.core.validate import fraction, integer, positive
 
 
 def _cells(beta: int) -> int:
-    if isinstance(beta, bool) or not isinstance(beta, int) or beta < 1:
-        raise ValueError(f"beta (number of cells) must be an integer >= 1, got {beta!r}")
-    return beta
+    return integer("beta (number of cells)", beta)
 
 
 def _log_argument(value: float, what: str) -> float:

@@ -32,6 +32,7 @@ from scipy import stats
 
 from dplens.core.mechanisms import Release
 from dplens.core.queries.workloads import Workload
+from dplens.core.validate import fraction
 
 QUANTILES = np.concatenate([[0.001, 0.002, 0.005, 0.01, 0.02, 0.05], np.linspace(0.1, 0.9, 9),
                             [0.95, 0.98, 0.99, 0.995, 0.998, 0.999]])
@@ -173,8 +174,7 @@ def audit_neighbours(mechanism, x, workload: Workload, epsilon: float, bin_index
     """
     if sign not in (1, -1):
         raise ValueError(f"sign must be +1 (add a record) or -1 (remove one), got {sign!r}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    fraction("confidence", confidence)
     x = np.asarray(x, dtype=float)
     neighbour = x.copy()
     neighbour.flat[bin_index] += sign

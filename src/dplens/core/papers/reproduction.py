@@ -20,6 +20,7 @@ from dplens.core.papers.verdicts import (
     COLUMNS,
     Verdict,
 )
+from dplens.core.validate import integer
 
 DPBENCH_DIR = Path(__file__).resolve().parents[5] / "shared" / "data" / "dpbench-1d"
 DPBENCH_ENV = "DPLENS_DPBENCH_DIR"  # overrides DPBENCH_DIR (e.g. for a worktree one level deeper)
@@ -133,9 +134,7 @@ def seeded_rng(seed: int, *keys: int) -> np.random.Generator:
 
 
 def check_runs(trials: int, name: str = "trials") -> int:
-    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {trials!r}")
-    return int(trials)
+    return integer(name, trials)
 
 
 def check_epsilons(epsilons, name: str = "epsilons") -> tuple[float, ...]:

@@ -15,6 +15,7 @@ import numpy as np
 
 from dplens.core.mechanisms import MECHANISMS, check_epsilon
 from dplens.core.queries.workloads import Ranges
+from dplens.core.validate import fraction, integer, positive
 
 RANGE_MECHANISMS = ("identity", "hb", "privelet")  # the hierarchical-vs-flat story (Hay et al.; Xiao et al.)
 
@@ -25,9 +26,7 @@ def laplace_scale(sensitivity: float, epsilon: float) -> float:
     >>> laplace_scale(2.0, 1.0)
     2.0
     """
-    if not (math.isfinite(sensitivity) and sensitivity > 0):
-        raise ValueError(f"sensitivity must be finite and > 0, got {sensitivity!r}")
-    return float(sensitivity) / check_epsilon(epsilon)
+    return positive("sensitivity", sensitivity) / check_epsilon(epsilon)
 
 
 def laplace_density(grid: np.ndarray, scale: float, loc: float = 0.0) -> np.ndarray:
@@ -36,8 +35,7 @@ def laplace_density(grid: np.ndarray, scale: float, loc: float = 0.0) -> np.ndar
     >>> laplace_density(np.array([0.0]), 1.0).tolist()
     [0.5]
     """
-    if not scale > 0:
-        raise ValueError(f"scale must be > 0, got {scale!r}")
+    positive("scale", scale)
     return np.exp(-np.abs(np.asarray(grid, dtype=float) - loc) / scale) / (2.0 * scale)
 
 
@@ -50,8 +48,7 @@ def neighbouring_outputs(count: float, epsilon: float, releases: int,
     ((5,), (5,))
     """
     scale = laplace_scale(1.0, epsilon)
-    if releases < 1:
-        raise ValueError(f"releases must be >= 1, got {releases!r}")
+    integer("releases", releases)
     return (count + rng.laplace(scale=scale, size=releases),
             count + 1 + rng.laplace(scale=scale, size=releases))
 
@@ -90,8 +87,7 @@ def ratio_band(outputs_x: np.ndarray, outputs_neighbour: np.ndarray, edges: np.n
     >>> bool(np.all(low[~np.isnan(low)] < high[~np.isnan(high)]))
     True
     """
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    fraction("level", level)
     from scipy.stats import norm  # scipy is a core dependency; imported here to keep import time low
 
     a = np.histogram(outputs_x, bins=edges)[0].astype(float)
@@ -118,8 +114,7 @@ def composition(epsilon: float, queries: int) -> dict[str, dict[str, float]]:
     (4.0, 1.0)
     """
     epsilon = check_epsilon(epsilon)
-    if queries < 1:
-        raise ValueError(f"queries must be >= 1, got {queries!r}")
+    integer("queries", queries)
     out = {}
     for kind, per_query in (("sequential", epsilon / queries), ("parallel", epsilon)):
         scale = 1.0 / per_query
@@ -143,8 +138,7 @@ def ranges_of_length(n: int, length: int, *, count: int = 64) -> Ranges:
     >>> ranges_of_length(8, 3, count=3).lo.tolist()
     [0, 2, 5]
     """
-    if not 1 <= length <= n:
-        raise ValueError(f"length must be in [1, n={n}], got {length!r}")
+    integer("length", length, 1, n)
     starts = np.unique(np.linspace(0, n - length, min(count, n - length + 1)).round().astype(np.int64))
     return Ranges(n, starts, starts + length - 1, label=f"length-{length} ranges")
 

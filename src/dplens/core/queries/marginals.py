@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dplens.core.data.domain import Domain
+from dplens.core.validate import integer
 
 MAX_MARGINAL_CELLS = 2**24  # largest single marginal that is materialised (same bound as MAX_QUERIES)
 
@@ -69,9 +70,7 @@ class MarginalWorkload:
     @classmethod
     def all_kway(cls, domain: Domain, k: int) -> MarginalWorkload:
         """All k-way marginals (k = 0 gives the total)."""
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= len(domain.names):
-            raise ValueError(f"k must be an integer from 0 to {len(domain.names)} (the number of attributes), "
-                             f"got {k!r}")
+        integer("k", k, 0, len(domain.names))  # up to the number of attributes
         return cls(domain, tuple(itertools.combinations(domain.names, k)))
 
     @property

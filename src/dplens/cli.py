@@ -11,7 +11,6 @@ from __future__ import annotations
 # heavy imports are inside the command handlers that need them -- the standard way to keep a CLI's start fast, and
 # the one place the project uses function-local imports. The names the help lists are kept light below.
 import argparse
-import math
 import os
 import sys
 import time
@@ -119,13 +118,13 @@ def _total(args: argparse.Namespace) -> Budget | None:
     """The total from ``--budget`` (+ ``--budget-delta``) or ``--budget-rho`` (shown as ε at ``--budget-delta``,
     else ``--delta``, else 1e-6); None when neither is given."""
     from dplens.core.privacy.budget import Budget
+    from dplens.core.validate import positive
 
     budget, rho, delta = args.budget, getattr(args, "budget_rho", None), args.budget_delta
     if budget is not None and rho is not None:
         raise CliError("give the total as --budget EPSILON or as --budget-rho RHO, not both")
     if rho is not None:
-        if not (math.isfinite(rho) and rho > 0):
-            raise CliError(f"--budget-rho must be finite and > 0, got {rho!r}")
+        positive("--budget-rho", rho)
         return Budget.zcdp(rho, delta or getattr(args, "delta", None) or 1e-6)
     if budget is None:
         if delta is not None:

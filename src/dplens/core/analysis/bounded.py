@@ -30,7 +30,6 @@ from collections.abc import Callable
 from typing import Any
 
 from dplens.core.data.limits import MAX_ACTION_SECONDS
-from dplens.core.validate import positive
 
 IN_PROCESS_SECONDS = 0.5  # runs estimated below this run in the caller's process (no start-up cost)
 _PRELOAD = ["__main__", "numpy", "scipy.sparse", "dplens.core.mechanisms", "dplens.core.privacy.noise", "opendp.prelude"]  # imported once by the fork server (__main__: not re-run per child)
@@ -95,7 +94,8 @@ def run_bounded(function: Callable, *args: Any, seconds: float = MAX_ACTION_SECO
         RunTimeLimitError: naming the limit and what to change; the worker is killed, nothing is returned.
         ValueError: for ``seconds`` that is not > 0.
     """
-    positive("time limit seconds", seconds)
+    if not seconds > 0:  # not validate.positive: the CLI imports this module at start, without numpy
+        raise ValueError(f"time limit seconds must be > 0, got {seconds!r}")
     if estimated_seconds is not None and estimated_seconds < min(IN_PROCESS_SECONDS, seconds / 100):
         return function(*args, **kwargs) if progress is None else function(*args, progress=progress, **kwargs)
     context = _context()

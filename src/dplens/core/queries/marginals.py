@@ -19,17 +19,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from dplens.core.data.domain import Domain
+from dplens.core.queries.workloads import AllRange, Identity, Kron, WorkloadOperator
 from dplens.core.validate import integer
 
 MAX_MARGINAL_CELLS = 2**24  # largest single marginal that is materialised (same bound as MAX_QUERIES)
 
 
 @dataclass(frozen=True)
-class MarginalWorkload:
+class MarginalWorkload(WorkloadOperator):
     """Weighted marginals of a table: the queries are every cell of every listed marginal.
 
     Attribute tuples are normalised to the domain's column order. One record changes one cell of each
     marginal by 1 (add/remove neighbours), so Δ₁ = Σ w and Δ₂ = √Σ w² in closed form.
+
+    It is also a workload like any other (the ``Workload`` protocol): an implicit operator W = stack_i Q_i P_i on
+    the table's full contingency vector (its cells row-major in domain order), P_i the projection onto marginal i
+    and Q_i its queries (``queries_on``), unweighted (the weights steer the strategy optimisers only). So a
+    histogram mechanism runs on a small table's contingency vector as on any histogram.
 
     >>> d = Domain(("a", "b", "c"), (2, 3, 4))
     >>> w = MarginalWorkload.all_kway(d, 2)
@@ -119,8 +125,6 @@ class MarginalWorkload:
         >>> op.shape, float(op.column_norms(1).max()), w.answer_queries(0, np.array([[1., 2, 3], [4, 5, 6]]))[:6].tolist()
         ((12, 6), 4.0, [1.0, 4.0, 3.0, 9.0, 6.0, 15.0])
         """
-        from dplens.core.queries.workloads import AllRange, Identity, Kron
-
         marginal, ordinal = self.marginals[index], self.ranges[index]
         sizes = self.domain.sizes_of(marginal)
         if ordinal is None:
@@ -172,6 +176,48 @@ class MarginalWorkload:
         """True (unweighted) marginals of integer-coded records, each shaped by its attributes' sizes."""
         records = check_records(self.domain, records)
         return [marginal_counts(self.domain, records, m) for m in self.marginals]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(queries, cells of the full table): the operator on the table's contingency vector."""
+        return (self.queries, self.domain.size)
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        """Every query answered from the full contingency vector ``x`` (row-major in domain order)."""
+        cube = np.asarray(x, dtype=float).reshape(self.domain.sizes)
+        return np.concatenate([self.answer_queries(i, self._project(i, cube)) for i in range(len(self.marginals))])
+
+    def rmatvec(self, y: np.ndarray) -> np.ndarray:
+        """Wᵀ y: each marginal's queries' adjoint, spread back over the full table's cells."""
+        y, out, start = np.asarray(y, dtype=float), np.zeros(self.domain.sizes), 0
+        for index in range(len(self.marginals)):
+            queries = self.queries_on(index)
+            part = y[start:start + queries.shape[0]]
+            start += queries.shape[0]
+            out += self._spread(index, self.from_query_order(index, queries.rmatvec(part)))
+        return out.ravel()
+
+    def column_norms(self, ord=1) -> np.ndarray:
+        """Per full-table cell: Σ_i of its marginal-i cell's query column norm (L1), or the root of the squares (L2)."""
+        total = np.zeros(self.domain.sizes)
+        for index in range(len(self.marginals)):
+            norms = self.from_query_order(index, self.queries_on(index).column_norms(ord))
+            total += self._spread(index, norms if ord == 1 else norms**2)
+        return (total if ord == 1 else np.sqrt(total)).ravel()
+
+    def _project(self, index: int, cube: np.ndarray) -> np.ndarray:
+        """P_i: marginal ``index`` of the full table ``cube``, its axes in the marginal's attribute order."""
+        axes = self.domain.index(self.marginals[index])
+        kept = sorted(axes)
+        summed = cube.sum(axis=tuple(a for a in range(cube.ndim) if a not in axes))
+        return np.transpose(summed, [kept.index(a) for a in axes])
+
+    def _spread(self, index: int, cells: np.ndarray) -> np.ndarray:
+        """P_iᵀ: marginal ``index``'s cells (axes in its attribute order) broadcast over the full table."""
+        axes = self.domain.index(self.marginals[index])
+        arranged = np.transpose(cells, [axes.index(a) for a in sorted(axes)])
+        shape = [size if a in axes else 1 for a, size in enumerate(self.domain.sizes)]
+        return np.broadcast_to(arranged.reshape(shape), self.domain.sizes)
 
     def describe(self) -> str:
         ranged = sum(o is not None for o in self.ranges)

@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from dplens.core.data.limits import MAX_EPSILON, MIN_EPSILON
+from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, zcdp_rho
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import fraction, positive
 
@@ -39,6 +40,23 @@ class Release:
     estimate: np.ndarray | None
     params: Mapping[str, Any] = field(default_factory=dict)
     details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def budget(self) -> Privacy:
+        """What the release was asked to spend, in its definition's unit (the privacy-cost type of histogram and
+        table releases alike): ε, (ε, δ), or ρ.
+
+        >>> from dplens.core.queries.workloads import Identity
+        >>> from dplens.core.mechanisms.laplace import LaplaceIdentity
+        >>> LaplaceIdentity().run(np.ones(2), Identity(2), 0.5, np.random.default_rng(0)).budget
+        PureDP(epsilon=0.5)
+        """
+        definition = self.params.get("definition")
+        if definition == "zcdp":
+            return ZCDP(zcdp_rho(self.epsilon, float(self.params["delta"])))
+        if definition == "approx":
+            return ApproxDP(self.epsilon, float(self.params["delta"]))
+        return PureDP(self.epsilon)
 
 
 @runtime_checkable

@@ -459,23 +459,6 @@ def for_privacy(mechanism, privacy: Privacy):
     raise ValueError(f"privacy must be PureDP, ApproxDP or ZCDP, got {privacy!r}")
 
 
-def release_cost(release: Release) -> Privacy:
-    """What a release charges, in its own definition's unit: ε, (ε, δ), or ρ.
-
-    >>> import numpy as np
-    >>> from dplens.core.mechanisms import MECHANISMS
-    >>> from dplens.core.queries.workloads import Identity as I
-    >>> release_cost(MECHANISMS["identity"].run(np.ones(2), I(2), 0.5, np.random.default_rng(0)))
-    PureDP(epsilon=0.5)
-    """
-    definition = release.params.get("definition")
-    if definition == "zcdp":
-        return ZCDP(zcdp_rho(release.epsilon, float(release.params["delta"])))
-    if definition == "approx":
-        return ApproxDP(release.epsilon, float(release.params["delta"]))
-    return PureDP(release.epsilon)
-
-
 @dataclass(frozen=True)
 class Matched:
     """A mechanism run at matched privacy: ``epsilon`` means "ε at δ" under ``definition`` for every mechanism.

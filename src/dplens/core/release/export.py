@@ -198,10 +198,9 @@ def privacy_metadata(release: Release) -> dict:
     >>> privacy_metadata(release)["rho"], privacy_metadata(release)["noise_scale"]
     (0.5, 1.0)
     """
-    from dplens.core.mechanisms.gaussian import release_cost
     from dplens.core.privacy.definitions import ZCDP, PureDP
 
-    cost = release_cost(release)
+    cost = release.budget
     definition = release.params.get("definition", "pure")
     rho = cost.to_zcdp().rho if isinstance(cost, PureDP | ZCDP) else None
     gaussian = release.params.get("noise") == "gaussian"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dplens.core.privacy.definitions import ZCDP
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.validate import positive
 
@@ -52,6 +53,11 @@ class TableRelease:
     records: np.ndarray | None = None
     metadata: dict = field(default_factory=dict)
     halfwidths: list[np.ndarray] | None = None
+
+    @property
+    def budget(self) -> ZCDP:
+        """What the release was asked to spend: ρ-zCDP (the privacy-cost type of every release)."""
+        return ZCDP(self.rho)
 
 
 class PlannedError:

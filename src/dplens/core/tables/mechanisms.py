@@ -179,7 +179,6 @@ class MarginalHistograms:
 
     def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
             rng: np.random.Generator) -> TableRelease:
-        from dplens.core.mechanisms.gaussian import release_cost
         from dplens.core.privacy.definitions import ZCDP
 
         mechanism, epsilon = self._each(workload, rho)
@@ -190,7 +189,7 @@ class MarginalHistograms:
             ranged = workload.ranges[index] is not None
             x = workload.query_order(index, truth) if ranged else truth
             release = mechanism.run(x, workload.queries_on(index), epsilon, rng)
-            cost = release_cost(release)
+            cost = release.budget
             loss += cost.rho if isinstance(cost, ZCDP) else release.privacy_loss ** 2 / 2
             if not ranged:
                 estimates.append(np.asarray(release.answers, dtype=float).reshape(truth.shape))

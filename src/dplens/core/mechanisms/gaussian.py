@@ -112,6 +112,13 @@ class GaussianMixin:
         parent = getattr(super(), "cost", None)
         return parent(workload) if parent is not None else default_cost(workload)
 
+    def __post_init__(self) -> None:
+        """The parent's checks (where it has any), then the Gaussian knobs'."""
+        parent = getattr(super(), "__post_init__", None)
+        if parent is not None:
+            parent()
+        self.check_tree_settings()
+
     def check_tree_settings(self) -> None:
         check_delta(self.delta)
         if self.calibration not in CALIBRATIONS:
@@ -185,9 +192,6 @@ class GaussianIdentity(GaussianMixin, LaplaceIdentity):  # type: ignore[misc]  #
     name: str = "gaussian-identity"
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(LaplaceIdentity)
 
-    def __post_init__(self) -> None:
-        self.check_tree_settings()
-
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """Identity: every column has L1 and L2 norm 1."""
         ones = np.ones(workload.shape[1])
@@ -222,9 +226,6 @@ class GaussianAnswers(GaussianMixin, LaplaceOnAnswers):  # type: ignore[misc]  #
     name: str = "gaussian-answers"
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(LaplaceOnAnswers)
 
-    def __post_init__(self) -> None:
-        self.check_tree_settings()
-
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """The workload's own column norms."""
         return workload.column_norms(1), workload.column_norms(2)
@@ -241,10 +242,6 @@ class GaussianHierarchical(GaussianMixin, Hierarchical):  # type: ignore[misc]  
     calibration: str = "analytic"
     name: str = "gaussian-hb"
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(Hierarchical)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.check_tree_settings()
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """Nodes containing each cell (unit weights): L1 = count, L2 = √count."""
@@ -263,9 +260,6 @@ class GaussianPrivelet(GaussianMixin, Privelet):  # type: ignore[misc]  # the mi
     calibration: str = "analytic"
     name: str = "gaussian-privelet"
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(Privelet)
-
-    def __post_init__(self) -> None:
-        self.check_tree_settings()
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """c = Π(1 + log₂ padded length) coefficients of ±1 per cell: L1 = c, L2 = √c."""
@@ -290,10 +284,6 @@ class GaussianGreedyH(GaussianMixin, GreedyH):  # type: ignore[misc]  # the mixi
     name: str = "gaussian-greedy-h"
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(GreedyH)
     weights_norm: ClassVar[int] = 2
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.check_tree_settings()
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """Σ of the query weights (L1) and √Σ of their squares (L2) along each cell's root path."""
@@ -380,9 +370,6 @@ class GaussianEigenDesign(GaussianMixin):
     name: str = "gaussian-eigen"
     data_dependent: bool = False
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(None)
-
-    def __post_init__(self) -> None:
-        self.check_tree_settings()
 
     def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
         """x̂ − x = A⁻¹ z: L = S⁻¹ V Λ^{-1/4} Vᵀ, so Lᵀ v = V Λ^{-1/4} Vᵀ S⁻¹ v; None for another release."""

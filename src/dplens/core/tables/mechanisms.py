@@ -80,55 +80,84 @@ class IdentityMarginals:
                             [sigma] * len(estimates), None, metadata)
 
 
+class PlannedMarginals:
+    """A data-independent table mechanism as strategy → measurement → inference: ``plan`` chooses the strategy and
+    its noise from the workload and ρ (its error and privacy loss in closed form), ``measured`` draws the noisy
+    marginals from the records, ``stds`` and ``about`` describe the release."""
+
+    data_dependent = False
+    synthesizes = False
+    name: ClassVar[str]
+
+    def plan(self, workload: MarginalWorkload, rho: float) -> Any:
+        raise NotImplementedError
+
+    def measured(self, plan: Any, records: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def stds(self, plan: Any, workload: MarginalWorkload) -> list[float]:
+        raise NotImplementedError
+
+    def about(self, plan: Any, workload: MarginalWorkload) -> dict:
+        raise NotImplementedError
+
+    def expected_mse(self, workload: MarginalWorkload, rho: float) -> float:
+        return self.plan(workload, rho).expected_mse
+
+    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
+            rng: np.random.Generator) -> TableRelease:
+        plan = self.plan(workload, rho)
+        estimates = self.measured(plan, records, rng)
+        return TableRelease(self.name, float(rho), plan.privacy_loss, workload, estimates, self.stds(plan, workload),
+                            None, self.about(plan, workload))
+
+
 @dataclass(frozen=True)
-class ResidualPlannerMechanism:
+class ResidualPlannerMechanism(PlannedMarginals):
     """ResidualPlanner (Xiao et al., NeurIPS 2023): the optimal Gaussian strategy for marginals (sum of variances)."""
 
     summary: ClassVar[str] = "The optimal Gaussian strategy for marginals (ResidualPlanner); error in closed form."
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
     name = "residual-planner"
-    data_dependent = False
-    synthesizes = False
 
-    def expected_mse(self, workload: MarginalWorkload, rho: float) -> float:
-        return plan_residuals(workload, rho).expected_mse
+    def plan(self, workload: MarginalWorkload, rho: float) -> Any:
+        return plan_residuals(workload, rho)
 
-    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
-            rng: np.random.Generator) -> TableRelease:
-        plan = plan_residuals(workload, rho)
-        estimates = measure(plan, records, rng)
-        stds = [math.sqrt(plan.cell_variance(m)) for m in workload.marginals]
-        metadata = {"privacy": "rho-zCDP (Gaussian), add/remove one record", "residuals": len(plan.sigma2),
-                    "intervals": "exact (Gaussian noise, count ± z·std)"}
-        return TableRelease(self.name, float(rho), plan.privacy_loss, workload, estimates, stds, None, metadata)
+    def measured(self, plan: Any, records: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
+        return measure(plan, records, rng)
+
+    def stds(self, plan: Any, workload: MarginalWorkload) -> list[float]:
+        return [math.sqrt(plan.cell_variance(m)) for m in workload.marginals]
+
+    def about(self, plan: Any, workload: MarginalWorkload) -> dict:
+        return {"privacy": "rho-zCDP (Gaussian), add/remove one record", "residuals": len(plan.sigma2),
+                "intervals": "exact (Gaussian noise, count ± z·std)"}
 
 
 @dataclass(frozen=True)
-class HDMMMarginals:
+class HDMMMarginals(PlannedMarginals):
     """HDMM's marginals strategy OPT_M (McKenna et al., VLDB 2018) with Laplace noise at ε = √(2ρ), least squares."""
 
     summary: ClassVar[str] = "HDMM's marginals strategy with Laplace noise (pure DP); error in closed form."
     PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
     name = "hdmm-marginals"
-    data_dependent = False
-    synthesizes = False
 
-    def expected_mse(self, workload: MarginalWorkload, rho: float) -> float:
-        return plan_opt_marginals(workload, rho).expected_mse
+    def plan(self, workload: MarginalWorkload, rho: float) -> Any:
+        return plan_opt_marginals(workload, rho)
 
-    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
-            rng: np.random.Generator) -> TableRelease:
-        plan = plan_opt_marginals(workload, rho)
-        estimates = measure_marginals(plan, records, rng)
-        stds = [math.sqrt(plan.marginal_variance(m)) for m in workload.marginals]
-        measured = plan.measured()
-        metadata = {"privacy": f"pure epsilon-DP (Laplace), epsilon = sqrt(2 rho) = {plan.epsilon:.6g}, "
-                               "add/remove one record", "epsilon": plan.epsilon, "l1_sensitivity": plan.l1_sensitivity,
-                    "measured": [{"marginal": "|".join(workload.domain.names[i] for i in columns), "weight": theta}
-                                 for columns, theta in measured],
-                    "intervals": "count ± z·std: std exact, the normal shape an approximation (each cell's noise is a "
-                                 "least-squares sum of Laplace noises)"}
-        return TableRelease(self.name, float(rho), plan.privacy_loss, workload, estimates, stds, None, metadata)
+    def measured(self, plan: Any, records: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
+        return measure_marginals(plan, records, rng)
+
+    def stds(self, plan: Any, workload: MarginalWorkload) -> list[float]:
+        return [math.sqrt(plan.marginal_variance(m)) for m in workload.marginals]
+
+    def about(self, plan: Any, workload: MarginalWorkload) -> dict:
+        return {"privacy": f"pure epsilon-DP (Laplace), epsilon = sqrt(2 rho) = {plan.epsilon:.6g}, "
+                           "add/remove one record", "epsilon": plan.epsilon, "l1_sensitivity": plan.l1_sensitivity,
+                "measured": [{"marginal": "|".join(workload.domain.names[i] for i in columns), "weight": theta}
+                             for columns, theta in plan.measured()],
+                "intervals": "count ± z·std: std exact, the normal shape an approximation (each cell's noise is a "
+                             "least-squares sum of Laplace noises)"}
 
 
 @dataclass(frozen=True)

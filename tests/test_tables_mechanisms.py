@@ -89,7 +89,7 @@ def test_opt_marginals_never_worse_than_laplace_identity_and_spends_rho():
             assert plan.privacy_loss == pytest.approx(rho)
     release = TABLE_MECHANISMS["hdmm-marginals"].run(_records(DOMAIN, 50), MarginalWorkload.all_kway(DOMAIN, 2),
                                                      0.5, np.random.default_rng(0))
-    assert release.privacy_loss <= 0.5 * (1 + 1e-12) and release.metadata["measured"]
+    assert release.privacy_loss <= 0.5 * (1 + 1e-12) and release.params["measured"]
 
 
 class _Scales:
@@ -168,14 +168,14 @@ def test_opendp_synthesisers_on_a_small_table(name, settings):
     release = table_mechanism(name, **settings).run(records, workload, 2.0, None, progress=seen.append)
     assert release.mechanism == name and 0 < release.privacy_loss <= 2.0 * (1 + 1e-9)
     assert release.privacy_loss == pytest.approx(2.0, rel=1e-9)  # from the σ OpenDP drew
-    assert release.metadata["rho_handed"] <= 2.0 and release.metadata["model_fits"] >= 1
+    assert release.params["rho_handed"] <= 2.0 and release.params["model_fits"] >= 1
     assert seen and all(0 <= f < 1 for f in seen)
     assert release.records.shape[1] == 2 and 200 <= len(release.records) <= 400
     assert ((release.records >= 0) & (release.records < np.array(domain.sizes))).all()
     assert [e.shape for e in release.estimates] == [t.shape for t in workload.answer(records)]
     assert all((e >= 0).all() for e in release.estimates)  # answered from records: consistent, non-negative
     if settings.get("noise") == "laplace":
-        assert release.metadata["epsilon"] == 2.0 and "pure epsilon-DP" in release.metadata["privacy"]
+        assert release.params["epsilon"] == 2.0 and "pure epsilon-DP" in release.params["privacy"]
 
 
 def test_attributes_outside_the_workload_are_named():

@@ -275,4 +275,4 @@ def table_metadata(published: Published[TableRelease], request: TableRequest, *,
             "privacy_loss_rho": release.privacy_loss, "epsilon_charged": charge.epsilon,
             "delta_for_ledger": charge.delta, "privacy": "rho-zCDP, add/remove one record",
             "workload": request.workload.describe(), "domain": json.loads(request.workload.domain.to_json()),
-            "noise": SECURE_NOISE, "export_id": published.export_id} | release.metadata
+            "noise": SECURE_NOISE, "export_id": published.export_id} | release.params

@@ -51,7 +51,7 @@ class TableRelease:
     estimates: list[np.ndarray]
     stds: list[float] | None = None
     records: np.ndarray | None = None
-    metadata: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)  # what it measured and how (as Release.params; never the data)
     halfwidths: list[np.ndarray] | None = None
 
     @property

@@ -126,6 +126,16 @@ def test_the_toy_passes_every_contract_check(toy, rng):
 
 
 @pytest.mark.statistical
+@pytest.mark.audit
+def test_the_toy_passes_the_empirical_privacy_audit(toy):
+    """The audit every registered mechanism passes (tests/test_audit.py), at its fixed run count, on the toy."""
+    from tests.test_audit import SLACK, audit, runs_for
+
+    runs = runs_for(toy)
+    bound, where, epsilon = max(audit(toy, runs), key=lambda r: r[0] - r[2])
+    assert bound <= epsilon + SLACK, f"toy: lower bound {bound:.3f} > epsilon {epsilon} at {where}"
+
+
 def test_the_toys_error_matches_its_expected_mse_with_power(toy, rng):
     workload, x, epsilon = Prefix(16), np.arange(16.0), 0.5
     truth = workload.matvec(x)

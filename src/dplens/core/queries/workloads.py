@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse
@@ -79,6 +79,9 @@ class WorkloadOperator:
     def column_norms(self, ord: Literal[1, 2]) -> np.ndarray:
         raise NotImplementedError
 
+    def describe(self) -> str:
+        raise NotImplementedError
+
     def gram_apply(self, v: np.ndarray) -> np.ndarray:
         """(WᵀW) v for an n × k block of columns v."""
         v = np.asarray(v, dtype=float)
@@ -127,6 +130,12 @@ class WorkloadOperator:
     def max_abs_entry(self) -> float:
         """max |W_ij| (a query's sensitivity to one record); here the larger, still valid, L1 sensitivity."""
         return float(np.max(self.column_norms(1)))
+
+    sparse_native: ClassVar[bool] = False  # True where sparse_rows reads W's entries without densifying it
+
+    def sparse_rows(self) -> Any:
+        """W as a scipy.sparse CSR matrix, here from the dense W."""
+        return scipy.sparse.csr_matrix(dense(self))
 
 
 def _own(w: Workload, name: str) -> Callable[..., Any]:
@@ -370,17 +379,7 @@ def sparse_matrix(w: Workload):
     >>> sparse_matrix(Ranges(4, [0, 1], [1, 3])).toarray().tolist()
     [[1.0, 1.0, 0.0, 0.0], [0.0, 1.0, 1.0, 1.0]]
     """
-    import scipy.sparse as sp
-
-    if isinstance(w, Explicit):
-        matrix = sp.csr_matrix(w.matrix, dtype=float)
-    elif isinstance(w, Ranges):
-        lengths = w.hi - w.lo + 1
-        indptr = np.concatenate(([0], np.cumsum(lengths)))
-        indices = np.arange(indptr[-1]) - np.repeat(indptr[:-1] - w.lo, lengths)
-        matrix = sp.csr_matrix((np.ones(indptr[-1]), indices, indptr), shape=w.shape)
-    else:
-        matrix = sp.csr_matrix(dense(w))
+    matrix = _own(w, "sparse_rows")()
     matrix.eliminate_zeros()
     return matrix
 
@@ -644,6 +643,14 @@ class Ranges(WorkloadOperator):
     def row_range(self, i):
         return int(self.lo[i]), int(self.hi[i])
 
+    sparse_native: ClassVar[bool] = True
+
+    def sparse_rows(self):
+        lengths = self.hi - self.lo + 1
+        indptr = np.concatenate(([0], np.cumsum(lengths)))
+        indices = np.arange(indptr[-1]) - np.repeat(indptr[:-1] - self.lo, lengths)
+        return scipy.sparse.csr_matrix((np.ones(indptr[-1]), indices, indptr), shape=self.shape)
+
     def dense_entries(self):
         return float(((self.hi - self.lo) + 1).sum())
 
@@ -838,6 +845,11 @@ class Explicit(WorkloadOperator):
 
     def max_abs_entry(self):
         return float(abs(self.matrix).max())
+
+    sparse_native: ClassVar[bool] = True
+
+    def sparse_rows(self):
+        return scipy.sparse.csr_matrix(self.matrix, dtype=float)
 
 
 # ----------------------------------------------------------------------------- the papers' generators

@@ -32,6 +32,7 @@ from scipy import special
 
 from dplens.core.analysis.strategy_noise import strategy_halfwidths
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release
+from dplens.core.mechanisms.measurement import noise_of
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import fraction, integer
 
@@ -53,11 +54,12 @@ def exact_noise(release: Release, values: str) -> tuple[str, float, bool] | None
     mechanism = MECHANISMS.get(release.mechanism)
     if getattr(mechanism, "iid_noise_on", None) != values:
         return None
-    gaussian = getattr(mechanism, "noise", "laplace") == "gaussian"
+    noise = noise_of(mechanism, release)
+    if noise is None:
+        return None
     shown = np.asarray(release.estimate if values == "bins" else release.answers, dtype=float)
     integer = bool(shown.size) and bool(np.all(np.isfinite(shown)) and np.all(shown == np.round(shown)))
-    scale = release.params.get("sigma" if gaussian else "noise_scale")
-    return None if scale is None else ("gaussian" if gaussian else "laplace", float(scale), integer)
+    return (*noise, integer)
 
 
 def exact_halfwidth(noise: tuple[str, float, bool], level: float = LEVEL, values: int = 1) -> float:

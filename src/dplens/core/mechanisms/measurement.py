@@ -160,13 +160,19 @@ class Reconstruction:
     adjoint: Callable[[np.ndarray], np.ndarray]  # Lᵀ on an (n × k) block → (coordinates × k)
 
 
+def noise_of(mechanism: object, release: Release) -> tuple[str, float] | None:
+    """(kind, scale) of the noise ``release`` states it drew: σ for a Gaussian mechanism, else the Laplace scale b;
+    None when it states none."""
+    gaussian = getattr(mechanism, "noise", "laplace") == "gaussian"
+    scale = release.params.get("sigma" if gaussian else "noise_scale")
+    return None if scale is None else ("gaussian" if gaussian else "laplace", float(scale))
+
+
 def stated_noise(mechanism: object, release: Release, workload: Workload) -> tuple[str, float] | None:
     """(kind, scale) of the strategy noise ``release`` states for a cell estimate of ``workload``, or None when it
     is another mechanism's release, has no cell estimate, or does not state its scale."""
     if release.estimate is None or getattr(mechanism, "name", None) != release.mechanism:
         return None
-    gaussian = getattr(mechanism, "noise", "laplace") == "gaussian"
-    scale = release.params.get("sigma" if gaussian else "noise_scale")
-    if scale is None or np.size(release.estimate) != workload.shape[1]:
+    if np.size(release.estimate) != workload.shape[1]:
         return None
-    return ("gaussian" if gaussian else "laplace"), float(scale)
+    return noise_of(mechanism, release)

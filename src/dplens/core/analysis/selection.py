@@ -40,7 +40,7 @@ from dplens.core.analysis.usefulness import (  # noqa: F401  (re-exported)
 )
 from dplens.core.mechanisms import Mechanism, check_epsilon, check_inputs
 from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers
-from dplens.core.queries.workloads import Identity as IdentityWorkload
+from dplens.core.queries.workloads import Identity as IdentityWorkload  # noqa: F401  (the doctests' workload)
 from dplens.core.queries.workloads import Workload, l1_sensitivity
 from dplens.core.search import bisect_monotone
 from dplens.core.validate import fraction
@@ -374,7 +374,7 @@ def _analytic_error(mechanism, workload, metric, confidence, simultaneous):
         def scale(e):
             return laplace_answer_scale(mechanism, workload, e)[0]  # type: ignore[index]  # not None (checked above)
         count = laplace_answer_scale(mechanism, workload, 1.0)[1]  # type: ignore[index]  # not None (checked above)
-        if count == "bin" and not isinstance(workload, IdentityWorkload):
+        if count == "bin" and not getattr(workload, "queries_are_cells", False):
             scale = None  # type: ignore[assignment]  # bins are Laplace, but answers are sums of several: no plain-Laplace form
         if scale is not None:
             if confidence is not None:

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from dplens.core.queries.workloads import (
-    Explicit,
     Workload,
     query_rows,
     row_range,
+    sparse_row,
 )
 
 
@@ -87,11 +87,9 @@ def row_overview(w: Workload, x: np.ndarray, max_rows: int = 100, max_columns: i
             last.append(hi)
             answer.append(prefix[hi + 1] - prefix[lo])
             continue
-        if isinstance(w, Explicit) and hasattr(w.matrix, "indptr"):  # sparse row: touch its non-zeros only
-            span = slice(w.matrix.indptr[i], w.matrix.indptr[i + 1])
-            support, weights = w.matrix.indices[span], w.matrix.data[span]
-            order = np.argsort(support)
-            support, weights = support[order], weights[order]
+        stored = sparse_row(w, int(i))
+        if stored is not None:  # W held sparse: touch the row's non-zeros only
+            support, weights = stored
             reduced = np.bincount(support // group, weights=weights, minlength=starts.size) / (ends - starts)
             value = float(weights @ x[support])
         else:

@@ -14,6 +14,7 @@ MAX_LEVELS = 2**16             # largest domain of one table attribute (larger o
 MAX_QUERIES = 2**24            # implicit workloads beyond this many rows (m) are refused
 DENSE_LIMIT = 2**25            # entries; dense matrices (test oracle, small explicit workloads) beyond are refused
 MAX_SWEEP_RUNS = 20_000        # mechanisms × epsilons × trials of one comparison sweep
+MAX_RECIPE_NUMBERS = 30_000    # numbers in a custom-workload recipe of a session config (shown on the page)
 MAX_EPSILON = 1000.0           # larger epsilons protect nothing and overflow some mechanisms' arithmetic
 MIN_EPSILON = 1e-6             # smaller ones give noise of scale > 1e6 per unit and underflow ε² in error formulas
 

@@ -27,6 +27,7 @@ from dplens.core.data.datasets import scan_rows
 from dplens.core.data.limits import (  # dense() guard; implicit workloads beyond m are refused
     DENSE_LIMIT,
     MAX_QUERIES,
+    MAX_RECIPE_NUMBERS,
     MAX_UPLOAD_BYTES,
 )
 from dplens.core.validate import integer
@@ -137,6 +138,19 @@ class WorkloadOperator:
         """W as a scipy.sparse CSR matrix, here from the dense W."""
         return scipy.sparse.csr_matrix(dense(self))
 
+    def sparse_row(self, i: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(columns ascending, values) of row ``i``'s stored entries when W is held as a sparse matrix, else None."""
+        return None
+
+    # True where query i is cell i alone with weight 1 (W = I by construction): each answer is one cell's count,
+    # so noise added to the cells reaches the answers unchanged and independent.
+    queries_are_cells: ClassVar[bool] = False
+
+    def recipe(self) -> dict:
+        """This workload as a session-config recipe node (``dplens.core.release.config``), nonzeros only."""
+        raise ValueError(f"a {type(self).__name__} workload has no config recipe; add it from the registry "
+                         "(its spec is a recipe) or upload it as a query matrix")
+
 
 def _own(w: Workload, name: str) -> Callable[..., Any]:
     """``w``'s closed form ``name``, or the default one for a workload defined outside this module."""
@@ -204,6 +218,56 @@ def max_abs_entry(w: Workload) -> float:
     (1.0, 3.0)
     """
     return float(_own(w, "max_abs_entry")())
+
+
+def sparse_row(w: Workload, i: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(columns ascending, values) of row ``i``'s stored entries when W is held as a sparse matrix, else None.
+
+    A display can then touch a row's non-zeros only; a dense or implicit W answers None.
+
+    >>> sparse_row(Explicit(scipy.sparse.csr_matrix([[0.0, 2.0, 3.0]])), 0), sparse_row(Prefix(3), 0)
+    ((array([1, 2], dtype=int32), array([2., 3.])), None)
+    """
+    return _own(w, "sparse_row")(i)
+
+
+def recipe(w: Workload) -> dict:
+    """The session-config recipe of a drawn range, a query matrix, or a Kron or Stack of them (nonzeros only).
+
+    >>> recipe(Ranges(8, [2], [5], label="drawn range"))
+    {'ranges': [[2, 5]], 'n': 8, 'label': 'drawn range'}
+
+    Raises:
+        ValueError: for other workload types (their registry spec is their recipe) or beyond MAX_RECIPE_NUMBERS.
+    """
+    return _own(w, "recipe")()
+
+
+def check_recipe_numbers(count: int) -> None:
+    """Refuse a recipe of more than MAX_RECIPE_NUMBERS numbers (a config stays small enough to show).
+
+    >>> check_recipe_numbers(MAX_RECIPE_NUMBERS)
+    """
+    if count > MAX_RECIPE_NUMBERS:
+        raise ValueError(f"the custom workload needs {count:,} numbers in the config; the limit is "
+                         f"MAX_RECIPE_NUMBERS={MAX_RECIPE_NUMBERS:,} (3 per matrix nonzero, 2 per range): "
+                         "use a registry workload or a smaller matrix")
+
+
+def _recipe_numbers(node: dict) -> int:
+    """Numbers a built recipe node holds: 2 per range, 3 per matrix nonzero."""
+    if "ranges" in node:
+        return 2 * len(node["ranges"])
+    if "matrix" in node:
+        return 3 * len(node["matrix"]["entries"])
+    return sum(_recipe_numbers(part) for part in node.get("stack", node.get("kron", [])))
+
+
+def _composite_recipe(kind: str, parts: tuple) -> dict:
+    """A stack or kron node of its parts' recipes, refused at this level when it is too large as a whole."""
+    node = {kind: [recipe(part) for part in parts]}
+    check_recipe_numbers(_recipe_numbers(node))
+    return node
 
 
 def block_gram(w: Workload, bounds: np.ndarray) -> np.ndarray | None:
@@ -404,6 +468,8 @@ class IntervalWorkload(WorkloadOperator):
 @dataclass(frozen=True)
 class Identity(IntervalWorkload):
     """One query per cell: W = I_n."""
+
+    queries_are_cells: ClassVar[bool] = True
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -654,6 +720,10 @@ class Ranges(WorkloadOperator):
     def dense_entries(self):
         return float(((self.hi - self.lo) + 1).sum())
 
+    def recipe(self):
+        check_recipe_numbers(2 * self.lo.size)
+        return {"ranges": np.c_[self.lo, self.hi].tolist(), "n": self.n, "label": self.label}
+
     def max_abs_entry(self):
         return 1.0
 
@@ -851,6 +921,23 @@ class Explicit(WorkloadOperator):
     def sparse_rows(self):
         return scipy.sparse.csr_matrix(self.matrix, dtype=float)
 
+    def sparse_row(self, i):
+        if not scipy.sparse.issparse(self.matrix):  # a dense matrix's rows are read densely
+            return None
+        span = slice(self.matrix.indptr[i], self.matrix.indptr[i + 1])
+        columns, values = self.matrix.indices[span], self.matrix.data[span]
+        order = np.argsort(columns)
+        return columns[order], values[order]
+
+    def recipe(self):
+        matrix = self.matrix
+        nonzeros = matrix.nnz if hasattr(matrix, "nnz") else int(np.count_nonzero(matrix))
+        check_recipe_numbers(3 * nonzeros)  # before the entries are listed: a large matrix is refused cheaply
+        rows, cols = matrix.nonzero()
+        values = np.asarray(matrix[rows, cols]).ravel()
+        entries = [[int(i), int(j), float(v)] for i, j, v in zip(rows, cols, values, strict=True)]
+        return {"matrix": {"shape": list(self.shape), "entries": entries}, "label": self.label}
+
 
 # ----------------------------------------------------------------------------- the papers' generators
 def _probability(name: str, value: float) -> float:
@@ -1001,6 +1088,9 @@ class Kron(WorkloadOperator):
     def max_abs_entry(self):
         return float(np.prod([max_abs_entry(f) for f in self.factors]))
 
+    def recipe(self):
+        return _composite_recipe("kron", self.factors)
+
 
 @dataclass(frozen=True)
 class Stack(WorkloadOperator):
@@ -1062,6 +1152,9 @@ class Stack(WorkloadOperator):
 
     def max_abs_entry(self):
         return max(max_abs_entry(p) for p in self.parts)
+
+    def recipe(self):
+        return _composite_recipe("stack", self.parts)
 
 
 # ----------------------------------------------------------------------------- parsing and registry

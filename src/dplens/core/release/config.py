@@ -26,15 +26,26 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from dplens import __version__
-from dplens.core.data.limits import DENSE_LIMIT, MAX_QUERIES
+from dplens.core.data.limits import (
+    DENSE_LIMIT,
+    MAX_QUERIES,
+    MAX_RECIPE_NUMBERS,  # noqa: F401  (re-exported: the recipe bound, named in errors)
+)
 from dplens.core.mechanisms import MECHANISMS, RENAMED
-from dplens.core.queries.workloads import Explicit, Kron, Ranges, Stack, parse_workload
+from dplens.core.queries.workloads import (
+    Explicit,
+    Kron,
+    Ranges,
+    Stack,
+    check_recipe_numbers,
+    parse_workload,
+)
+from dplens.core.queries.workloads import recipe as workload_recipe
 from dplens.core.validate import positive
 
 FORMAT = "dplens-session"
 DATASET_KINDS = ("sample", "dpbench", "upload")
 MAX_SEED = 2**31 - 1
-MAX_RECIPE_NUMBERS = 30_000  # numbers in a custom-workload recipe (the config is shown on the page)
 RECIPE_KINDS = ("spec", "ranges", "matrix", "stack", "kron")
 
 
@@ -63,7 +74,7 @@ class SessionConfig:
 
 
 def recipe_of(workload) -> dict:
-    """The recipe of a drawn range, a query matrix, a Kron or Stack of them (nonzeros only).
+    """The recipe of a drawn range, a query matrix, a Kron or Stack of them (nonzeros only): the workload's own.
 
     >>> recipe_of(Ranges(8, [2], [5], label="drawn range"))
     {'ranges': [[2, 5]], 'n': 8, 'label': 'drawn range'}
@@ -71,29 +82,7 @@ def recipe_of(workload) -> dict:
     Raises:
         ValueError: for other workload types (add those from the registry) or beyond MAX_RECIPE_NUMBERS.
     """
-    if isinstance(workload, Ranges):
-        _check_count(2 * workload.lo.size)
-        return {"ranges": np.c_[workload.lo, workload.hi].tolist(), "n": workload.n, "label": workload.label}
-    if isinstance(workload, Explicit):
-        matrix = workload.matrix
-        nonzeros = matrix.nnz if hasattr(matrix, "nnz") else int(np.count_nonzero(matrix))
-        _check_count(3 * nonzeros)
-        rows, cols = matrix.nonzero()
-        values = np.asarray(matrix[rows, cols]).ravel()
-        entries = [[int(i), int(j), float(v)] for i, j, v in zip(rows, cols, values, strict=True)]
-        return {"matrix": {"shape": list(workload.shape), "entries": entries}, "label": workload.label}
-    if isinstance(workload, Stack | Kron):
-        kind, parts = ("stack", workload.parts) if isinstance(workload, Stack) else ("kron", workload.factors)
-        return check_recipe({kind: [recipe_of(p) for p in parts]})
-    raise ValueError(f"a {type(workload).__name__} workload has no config recipe; add it from the registry "
-                     "(its spec is a recipe) or upload it as a query matrix")
-
-
-def _check_count(count: int) -> None:
-    if count > MAX_RECIPE_NUMBERS:
-        raise ValueError(f"the custom workload needs {count:,} numbers in the config; the limit is "
-                         f"MAX_RECIPE_NUMBERS={MAX_RECIPE_NUMBERS:,} (3 per matrix nonzero, 2 per range): "
-                         "use a registry workload or a smaller matrix")
+    return workload_recipe(workload)
 
 
 def _integer(where: str, value: object, low: int, high: int) -> int:
@@ -158,7 +147,7 @@ def check_recipe(recipe: object, where: str = "custom_workload") -> dict:
     >>> check_recipe({"stack": [{"spec": "prefix"}, {"ranges": [[0, 3]], "n": 4}]})["stack"][0]
     {'spec': 'prefix'}
     """
-    _check_count(_numbers_in(recipe, where))
+    check_recipe_numbers(_numbers_in(recipe, where))
     return recipe  # type: ignore[return-value]  # _numbers_in refused anything but a dict
 
 

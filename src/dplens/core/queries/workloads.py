@@ -225,8 +225,9 @@ def sparse_row(w: Workload, i: int) -> tuple[np.ndarray, np.ndarray] | None:
 
     A display can then touch a row's non-zeros only; a dense or implicit W answers None.
 
-    >>> sparse_row(Explicit(scipy.sparse.csr_matrix([[0.0, 2.0, 3.0]])), 0), sparse_row(Prefix(3), 0)
-    ((array([1, 2], dtype=int32), array([2., 3.])), None)
+    >>> columns, values = sparse_row(Explicit(scipy.sparse.csr_matrix([[0.0, 2.0, 3.0]])), 0)
+    >>> columns.tolist(), values.tolist(), sparse_row(Prefix(3), 0)
+    ([1, 2], [2.0, 3.0], None)
     """
     return _own(w, "sparse_row")(i)
 

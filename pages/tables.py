@@ -133,7 +133,7 @@ with ui.guard():
         output = st.session_state.get("tables_release")
         if output is not None:
             release, released_table = output["release"], output["table"]
-            st.success(f"Released {release.workload.describe()} with {release.mechanism} at ρ = {release.rho:g}"
+            st.success(f"Released {release.workload.describe()} with {release.mechanism} at ρ = {release.budget.rho:g}"
                        + (f" and {len(release.records):,} synthetic records." if release.records is not None else "."))
             shown = st.selectbox("Marginal", release.workload.marginals, format_func=" × ".join, key="tables_shown")
             st.plotly_chart(ui.table_marginal_figure(release, released_table, tuple(shown)), key="tables_marginal_figure")

@@ -71,6 +71,7 @@ from dplens.core.papers.literal import (
     WdaSplitOnData,
     wda_synthetic_workload,
 )
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Identity as IdentityWorkload
 from dplens.core.queries.workloads import Prefix, Workload
 
@@ -205,7 +206,7 @@ class UnderNoisedIdentity:
     def run(self, x, workload, epsilon, rng):
         x, epsilon = check_inputs(x, workload, epsilon)
         estimate = x + rng.laplace(scale=0.5 / epsilon, size=x.size)
-        return Release(self.name, epsilon, epsilon, workload.matvec(estimate), estimate)
+        return Release(self.name, PureDP(epsilon), epsilon, workload.matvec(estimate), estimate)
 
 
 _DIVISIONS: dict[tuple[int, int], tuple[Workload, object]] = {}

@@ -39,10 +39,11 @@ import numpy as np
 import pytest
 
 from dplens.core.data.domain import Domain
+from dplens.core.mechanisms.contract import Release
 from dplens.core.papers.audit import audit_pair
 from dplens.core.privacy.definitions import zcdp_epsilon
 from dplens.core.queries.marginals import MarginalWorkload
-from dplens.core.tables.contract import TableRelease
+from dplens.core.tables.contract import marginal_release
 from dplens.core.tables.mechanisms import TABLE_MECHANISMS, identity_marginals
 from dplens.core.tables.synthesis import gaussian_rho
 
@@ -88,7 +89,7 @@ def curve() -> list[tuple[float, float]]:
 
 def _outputs(mechanism, records: np.ndarray, seed: list[int], runs: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    return np.array([np.concatenate([np.ravel(e) for e in mechanism.run(records, WORKLOAD, RHO, rng).estimates])
+    return np.array([np.concatenate([np.ravel(e) for e in mechanism.run(records, WORKLOAD, RHO, rng).marginal_estimates])
                      for _ in range(runs)])
 
 
@@ -122,9 +123,9 @@ class HalfSigmaMarginals:
     name = "broken-gaussian-marginals-half-sigma"
     synthesizes = False
 
-    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float, rng) -> TableRelease:
+    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float, rng) -> Release:
         estimates, sigma = identity_marginals(workload, records, 4 * rho, rng)  # σ at 4ρ is half the σ at ρ
-        return TableRelease(self.name, rho, rho, workload, estimates, [sigma] * len(estimates))
+        return marginal_release(self.name, rho, rho, workload, estimates, stds=[sigma] * len(estimates))
 
 
 RUN_AUDITED = {name: m for name, m in TABLE_MECHANISMS.items() if not m.synthesizes}
@@ -206,8 +207,8 @@ def test_synthesiser_noise_is_no_narrower_than_the_sigma_it_states(mechanism):
 
 def test_cell_audit_flags_gaussian_marginals_at_half_the_sigma():
     release = HalfSigmaMarginals().run(wide_table(), WIDE_WORKLOAD, RHO, np.random.default_rng(3))
-    values = release.estimates[0][0]
+    values = release.marginal_estimates[0][0]
     results = cell_audit(values, RHO, (1 - CONFIDENCE) / (len(PAIRS) * len(DELTAS)))
     _report(HalfSigmaMarginals.name, results, f"{WIDE // len(GROUPS)} cells a side")
     assert max(b - e for b, e, _ in results) > 0
-    assert math.isclose(gaussian_rho([release.stds[0]]), 4 * RHO)
+    assert math.isclose(gaussian_rho([release.marginal_stds[0]]), 4 * RHO)

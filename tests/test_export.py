@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from dplens import __version__
 from dplens.core.mechanisms import MECHANISMS, NEIGHBOURING, Release
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Prefix
 from dplens.core.release.export import (
     ExportKeys,
@@ -39,7 +40,7 @@ def _rows(data: bytes) -> list[list[str]]:
 @given(values=st.lists(st.floats(-1e12, 1e12), min_size=1, max_size=20), data=st.data())
 def test_csv_round_trip(values, data):
     labels = data.draw(st.lists(labels_text, min_size=len(values), max_size=len(values)))
-    release = Release("identity", 1.0, 1.0, np.array(values), np.array(values))
+    release = Release("identity", PureDP(1.0), 1.0, np.array(values), np.array(values))
     rows = _rows(release_to_csv(release, _keys(labels)))
     assert rows[0] == ["bin", "count"] and len(rows) == len(values) + 1
     # a CR inside a label comes back as LF (a bare CR would break the CSV)
@@ -49,17 +50,17 @@ def test_csv_round_trip(values, data):
 
 
 def test_csv_without_estimate_writes_query_answers():
-    release = Release("laplace-on-answers", 1.0, 1.0, np.array([1.25, -3.0]), None)
+    release = Release("laplace-on-answers", PureDP(1.0), 1.0, np.array([1.25, -3.0]), None)
     assert _rows(release_to_csv(release, _keys(["ignored", "too"]))) == [["query", "answer"], ["0", "1.25"],
                                                                           ["1", "-3"]]
     with pytest.raises(ValueError, match="3 labelled cells for 2 released values"):
-        release_to_csv(Release("identity", 1.0, 1.0, np.ones(2), np.ones(2)), _keys(["a", "b", "c"]))
+        release_to_csv(Release("identity", PureDP(1.0), 1.0, np.ones(2), np.ones(2)), _keys(["a", "b", "c"]))
 
 
 @settings(max_examples=30, deadline=None)
 @given(values=st.lists(st.floats(-1e12, 1e12), min_size=1, max_size=20))
 def test_json_round_trip_with_metadata(values):
-    release = Release("identity", 0.5, 0.5, np.array(values), np.array(values), params={"noise_scale": np.float64(2)})
+    release = Release("identity", PureDP(0.5), 0.5, np.array(values), np.array(values), params={"noise_scale": np.float64(2)})
     doc = json.loads(release_to_json(release, workload="prefix", noise_path="secure", export_id="e1",
                                      dataset="mine", keys=_keys([f"b{i}" for i in range(len(values))])))
     assert doc["counts"] == [float(v) for v in values]
@@ -72,7 +73,7 @@ def test_json_round_trip_with_metadata(values):
 
 
 def test_json_of_answers_only():
-    release = Release("laplace-on-answers", 1.0, 1.0, np.array([2.5]), None)
+    release = Release("laplace-on-answers", PureDP(1.0), 1.0, np.array([2.5]), None)
     doc = json.loads(release_to_json(release, workload="total", noise_path="secure"))
     assert doc["answers"] == [2.5] and "counts" not in doc and doc["noise_path"] == "secure"
 
@@ -80,7 +81,7 @@ def test_json_of_answers_only():
 def test_exports_hold_only_released_values_never_true_counts_or_details():
     x = np.array([1234.0, 5678.0, 91011.0])
     release = MECHANISMS["identity"].run(x, Prefix(3), 1.0, np.random.default_rng(0))
-    release = Release(release.mechanism, release.epsilon, release.privacy_loss, release.answers,
+    release = Release(release.mechanism, release.budget, release.privacy_loss, release.answers,
                       release.estimate, release.params, details={"tree": "SECRET-DETAIL"})
     as_csv = release_to_csv(release, _keys(["a", "b", "c"])).decode()
     as_json = release_to_json(release, workload="prefix", noise_path="secure", keys=_keys(["a", "b", "c"]))
@@ -103,7 +104,7 @@ def test_formula_neutralisation(cell, safe):
 
 
 def test_labels_dataset_names_and_history_are_neutralised():
-    release = Release("identity", 1.0, 1.0, np.ones(2), np.ones(2))
+    release = Release("identity", PureDP(1.0), 1.0, np.ones(2), np.ones(2))
     assert _rows(release_to_csv(release, _keys(["=HYPERLINK(x)", "ok"])))[1][0] == "'=HYPERLINK(x)"
     doc = json.loads(release_to_json(release, workload="identity", noise_path="secure",
                                      dataset="=cmd|' /C calc'!A0", keys=_keys(["@a", "b"])))
@@ -114,14 +115,14 @@ def test_labels_dataset_names_and_history_are_neutralised():
 
 
 def test_the_exploration_path_cannot_be_exported():
-    release = Release("identity", 1.0, 1.0, np.ones(2), np.ones(2))
+    release = Release("identity", PureDP(1.0), 1.0, np.ones(2), np.ones(2))
     for export in (release_to_json, release_metadata):
         with pytest.raises(ValueError, match="simulation, not a private release"):
             export(release, workload="identity", noise_path="exploration")
 
 
 def test_no_export_contains_a_noise_seed():
-    release = Release("identity", 1.0, 1.0, np.ones(2), np.ones(2))
+    release = Release("identity", PureDP(1.0), 1.0, np.ones(2), np.ones(2))
     doc = json.loads(release_to_json(release, workload="identity", noise_path="secure"))
     assert not {"seed", "stream"} & set(doc)
     history = [{"number": 1, "epsilon": 1.0, "noise_path": "exploration", "seed": 12345, "stream": 0}]
@@ -134,7 +135,7 @@ def test_exports_keep_the_uploads_column_names_and_come_back_with_them():
     from dplens.core.data.released import load_release
 
     hist = load_histogram(b"age,count\n0-17,3\n18-64,9\n65+,2\n")
-    release = Release("identity", 1.0, 1.0, np.array([2.5, 9.25, -1.0]), np.array([2.5, 9.25, -1.0]))
+    release = Release("identity", PureDP(1.0), 1.0, np.array([2.5, 9.25, -1.0]), np.array([2.5, 9.25, -1.0]))
     keys = ExportKeys.for_release(hist, release, Prefix(3))
     as_csv = release_to_csv(release, keys)
     assert _rows(as_csv)[0] == ["age", "count"] and _rows(as_csv)[1] == ["0-17", "2.5"]
@@ -151,7 +152,7 @@ def test_a_two_way_export_is_a_labelled_long_table_that_comes_back_two_way():
 
     hist = load_histogram(b"age_band,region,count\nyoung,N,3\nyoung,S,4\nold,N,5\nold,S,6\n")
     values = np.array([2.5, 4.0, -1.0, 6.5])
-    release = Release("identity", 1.0, 1.0, values, values)
+    release = Release("identity", PureDP(1.0), 1.0, values, values)
     keys = ExportKeys.for_release(hist, release, None)
     as_csv = release_to_csv(release, keys)
     assert _rows(as_csv)[:2] == [["age_band", "region", "count"], ["young", "N", "2.5"]]
@@ -167,7 +168,7 @@ def test_answers_carry_each_query_in_words_and_as_a_spec():
     from dplens.core.data.datasets import load_histogram
 
     hist = load_histogram(b"age,count\n0-17,3\n18-64,9\n65+,2\n")
-    release = Release("laplace-on-answers", 1.0, 1.0, np.array([3.5, 11.0, 13.25]), None)
+    release = Release("laplace-on-answers", PureDP(1.0), 1.0, np.array([3.5, 11.0, 13.25]), None)
     keys = ExportKeys.for_release(hist, release, Prefix(3))
     rows = _rows(release_to_csv(release, keys))
     assert rows[0] == ["query", "answer", "description", "spec"]

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from dplens.core.data.datasets import MAX_UPLOAD_BYTES, DataError, histogram_from_records, load_histogram
 from dplens.core.data.domain import Histogram
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import explicit_from_csv
 
 FUZZ = settings(max_examples=1000, deadline=None, derandomize=True,
@@ -310,7 +311,7 @@ def test_cli_bad_parameters_exit_2_with_one_line(args, tmp_path, capsys):
 
 def test_csv_exports_neutralise_formula_injection_in_labels():
     labels = INJECTIONS + ["plain", "-3 (negative bin)"]
-    release = Release("identity", 1.0, 1.0, np.arange(len(labels), dtype=float), np.arange(len(labels), dtype=float))
+    release = Release("identity", PureDP(1.0), 1.0, np.arange(len(labels), dtype=float), np.arange(len(labels), dtype=float))
     rows = list(csv.reader(io.StringIO(release_to_csv(release, ExportKeys(("bin",), (tuple(labels),))).decode())))
     for (label, _), original in zip(rows[1:], labels, strict=True):
         assert not label.startswith(("=", "+", "-", "@", "\t", "\r")), label

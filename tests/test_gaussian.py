@@ -11,7 +11,12 @@ from scipy import stats
 
 from dplens.core.mechanisms import MECHANISMS, configure
 from dplens.core.mechanisms.gaussian import unit_sigma
-from dplens.core.privacy.definitions import analytic_gaussian_sigma, gaussian_epsilon, zcdp_epsilon, zcdp_rho
+from dplens.core.privacy.definitions import (
+    ZCDP,
+    analytic_gaussian_sigma,
+    gaussian_epsilon,
+    zcdp_rho,
+)
 from dplens.core.privacy.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
 from dplens.core.privacy.noise import NOISE_SAMPLERS, SecureNoise, noise_kind, noise_sampler, noise_source
 from dplens.core.queries.workloads import AllRange, Identity, Kron, Prefix, dense, random_range
@@ -36,7 +41,9 @@ def test_privacy_loss_of_the_added_noise_is_within_the_budget(mechanism, calibra
     workload = random_range(64, 30, seed=3)
     release = mechanism.run(x, workload, 0.7, rng)
     assert release.epsilon == 0.7
-    assert 0.7 - 1e-6 <= release.privacy_loss <= 0.7 + 1e-9  # calibrated tightly, never above
+    allowed = release.allowed_loss  # ε = 0.7 at δ, or the ρ of 0.7 at δ under zCDP: the loss is in that unit
+    assert allowed == (0.7 if calibration == "analytic" else zcdp_rho(0.7, 1e-5))
+    assert allowed * (1 - 1e-6) <= release.privacy_loss <= allowed * (1 + 1e-9)  # calibrated tightly, never above
     params = release.params
     assert params["definition"] == ("approx" if calibration == "analytic" else "zcdp")
     assert params["delta"] == 1e-5 and params["sigma"] > 0
@@ -194,7 +201,8 @@ def test_privacy_loss_uses_the_exact_curve():
     assert release.privacy_loss <= 1.0
     zcdp = dataclasses.replace(GAUSSIAN["gaussian-identity"], calibration="zcdp")
     release = zcdp.run(np.ones(4), Identity(4), 1.0, np.random.default_rng(0))
-    assert release.privacy_loss == pytest.approx(zcdp_epsilon(release.params["rho"], 1e-6), abs=1e-12)
+    assert release.budget == ZCDP(zcdp_rho(1.0, 1e-6)) and release.loss_unit == "rho"  # zCDP: the loss is its ρ
+    assert release.privacy_loss == release.params["rho"] <= release.budget.rho * (1 + 1e-12)
 
 
 def test_gaussian_subclasses_are_not_taken_for_plain_laplace():

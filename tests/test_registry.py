@@ -23,6 +23,7 @@ from dplens.core.mechanisms import (
 )
 from dplens.core.mechanisms.contract import FLAG_RANGE
 from dplens.core.mechanisms.cost_model import Cost, default_cost
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Prefix, Workload, squared_frobenius
 from dplens.core.registry import (
@@ -65,7 +66,7 @@ class ToyLaplace:
         if self.clip:
             estimate = np.maximum(estimate, 0.0)
         loss = laplace_privacy_loss([(np.ones(x.size), scale)])
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate, {"noise_scale": scale})
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, {"noise_scale": scale})
 
 
 @pytest.fixture

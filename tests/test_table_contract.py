@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from dplens.core.data.domain import Domain
+from dplens.core.privacy.definitions import ZCDP
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.contract import workload_rmse
 from dplens.core.tables.mechanisms import TABLE_MECHANISMS
@@ -64,11 +65,11 @@ def records_for(name: str) -> np.ndarray:
 @pytest.mark.parametrize("name", NAMES)
 def test_release_has_the_workloads_shape(name):
     out, workload = release(name), workload_for(name)
-    assert out.mechanism == name and out.workload is workload and out.rho == RHO
-    assert [e.shape for e in out.estimates] == [t.shape for t in workload.answer(records_for(name))]
-    assert all(np.isfinite(e).all() for e in out.estimates)
-    if out.stds is not None:
-        assert len(out.stds) == len(workload.marginals) and all(s > 0 for s in out.stds)
+    assert out.mechanism == name and out.workload is workload and out.budget == ZCDP(RHO)
+    assert [e.shape for e in out.marginal_estimates] == [t.shape for t in workload.answer(records_for(name))]
+    assert all(np.isfinite(e).all() for e in out.marginal_estimates)
+    if out.marginal_stds is not None:
+        assert len(out.marginal_stds) == len(workload.marginals) and all(s > 0 for s in out.marginal_stds)
     if TABLE_MECHANISMS[name].synthesizes:
         assert out.records is not None and out.records.shape[1] == len(workload.domain.sizes)
 
@@ -82,10 +83,10 @@ def test_privacy_loss_is_positive_and_within_rho(name):
 @pytest.mark.parametrize("name", [n for n in NAMES if not TABLE_MECHANISMS[n].synthesizes])
 def test_same_seed_same_release(name):
     first, second = (mechanism(name).run(records(), WORKLOAD, RHO, np.random.default_rng(7)) for _ in range(2))
-    for a, b in zip(first.estimates, second.estimates, strict=True):
+    for a, b in zip(first.marginal_estimates, second.marginal_estimates, strict=True):
         np.testing.assert_array_equal(a, b)
     other = mechanism(name).run(records(), WORKLOAD, RHO, np.random.default_rng(8))
-    assert any(not np.array_equal(a, b) for a, b in zip(first.estimates, other.estimates, strict=True))
+    assert any(not np.array_equal(a, b) for a, b in zip(first.marginal_estimates, other.marginal_estimates, strict=True))
 
 
 @pytest.mark.parametrize("rho", [0, -1, math.nan, math.inf])
@@ -106,7 +107,7 @@ def test_expected_mse_matches_a_seeded_simulation_with_power(name):
     errors of the mean, and 1.2 × the closed form (1.44 × the MSE) is more than 4 standard errors away."""
     chosen, data = mechanism(name), records()
     truth, rng = WORKLOAD.answer(data), np.random.default_rng(11)
-    per_run = np.array([workload_rmse(WORKLOAD, truth, chosen.run(data, WORKLOAD, RHO, rng).estimates) ** 2
+    per_run = np.array([workload_rmse(WORKLOAD, truth, chosen.run(data, WORKLOAD, RHO, rng).marginal_estimates) ** 2
                         for _ in range(SIMULATION_RUNS)])
     expected = chosen.expected_mse(WORKLOAD, RHO)
     standard_error = per_run.std(ddof=1) / math.sqrt(SIMULATION_RUNS)

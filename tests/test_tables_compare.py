@@ -98,12 +98,12 @@ def test_cli_compare_on_a_table(tmp_path, capsys):
 
 def test_marginal_releases_are_scored_on_every_evaluation_marginal_or_not_at_all():
     from dplens.core.tables.compare import _tvd, evaluation_tvd
-    from dplens.core.tables.contract import TableRelease
+    from dplens.core.tables.contract import marginal_release
 
     records = _records()
     pair = MarginalWorkload(DOMAIN, (("a", "b"),))
     estimate = pair.answer(records)[0] + 3.0
-    release = TableRelease("gaussian-marginals", 1.0, 1.0, pair, [estimate])
+    release = marginal_release("gaussian-marginals", 1.0, 1.0, pair, [estimate])
     ones = MarginalWorkload(DOMAIN, (("a",), ("b",)))
     truth = ones.answer(records)
     by_hand = [_tvd(truth[0], estimate.sum(axis=1)), _tvd(truth[1], estimate.sum(axis=0))]
@@ -112,7 +112,7 @@ def test_marginal_releases_are_scored_on_every_evaluation_marginal_or_not_at_all
                                    MarginalWorkload.all_kway(DOMAIN, 1).answer(records)))  # c is not in it
     partial = MarginalWorkload(DOMAIN, (("a",),))
     mixed = MarginalWorkload(DOMAIN, (("a",), ("a", "b")))
-    assert np.isnan(evaluation_tvd(TableRelease("gaussian-marginals", 1.0, 1.0, partial, [truth[0]]), mixed,
+    assert np.isnan(evaluation_tvd(marginal_release("gaussian-marginals", 1.0, 1.0, partial, [truth[0]]), mixed,
                                    mixed.answer(records)))  # covers one of two: not scored on the easier half
 
 

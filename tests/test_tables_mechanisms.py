@@ -136,7 +136,7 @@ def test_histograms_on_marginals_budget_error_and_refusal():
     for _ in range(200):
         release = identity.run(records, workload, 0.5, rng)
         assert release.privacy_loss <= 0.5 * (1 + 1e-12)
-        mse.append(sum(float(np.sum((e - t) ** 2)) for e, t in zip(release.estimates, truth, strict=True))
+        mse.append(sum(float(np.sum((e - t) ** 2)) for e, t in zip(release.marginal_estimates, truth, strict=True))
                    / workload.cells)
     mse = np.array(mse)
     standard_error = mse.std(ddof=1) / math.sqrt(len(mse))
@@ -172,8 +172,8 @@ def test_opendp_synthesisers_on_a_small_table(name, settings):
     assert seen and all(0 <= f < 1 for f in seen)
     assert release.records.shape[1] == 2 and 200 <= len(release.records) <= 400
     assert ((release.records >= 0) & (release.records < np.array(domain.sizes))).all()
-    assert [e.shape for e in release.estimates] == [t.shape for t in workload.answer(records)]
-    assert all((e >= 0).all() for e in release.estimates)  # answered from records: consistent, non-negative
+    assert [e.shape for e in release.marginal_estimates] == [t.shape for t in workload.answer(records)]
+    assert all((e >= 0).all() for e in release.marginal_estimates)  # answered from records: consistent, non-negative
     if settings.get("noise") == "laplace":
         assert release.params["epsilon"] == 2.0 and "pure epsilon-DP" in release.params["privacy"]
 
@@ -292,14 +292,14 @@ def test_range_marginals_identity_by_simulation_and_histograms():
     truth = workload.answer(records)
     rng = np.random.default_rng(11)
     identity = TABLE_MECHANISMS["gaussian-marginals"]
-    mse = np.array([workload_rmse(workload, truth, identity.run(records, workload, 0.5, rng).estimates) ** 2
+    mse = np.array([workload_rmse(workload, truth, identity.run(records, workload, 0.5, rng).marginal_estimates) ** 2
                     for _ in range(300)])
     expected = identity.expected_mse(workload, 0.5)
     standard_error = mse.std(ddof=1) / math.sqrt(len(mse))
     assert abs(mse.mean() - expected) < 3 * standard_error and abs(mse.mean() - 1.2 * expected) > 3 * standard_error
     hb = table_mechanism("histograms", method="hb")
     release = hb.run(records, workload, 0.5, rng)
-    assert [e.shape for e in release.estimates] == [t.shape for t in truth] and release.privacy_loss <= 0.5 + 1e-12
+    assert [e.shape for e in release.marginal_estimates] == [t.shape for t in truth] and release.privacy_loss <= 0.5 + 1e-12
     with pytest.raises(ValueError, match="answers ranges without estimating the cells"):
         table_mechanism("histograms", method="laplace-on-answers").run(records, workload, 0.5, rng)
 
@@ -332,7 +332,7 @@ def test_histograms_cell_intervals_cover_with_power():
     inside, narrow, cells = 0, 0, 0
     for _ in range(300):
         release = hb.run(records, workload, 0.5, rng)
-        for estimate, half, true in zip(release.estimates, release.halfwidths, truth, strict=True):
+        for estimate, half, true in zip(release.marginal_estimates, release.marginal_halfwidths, truth, strict=True):
             inside += int(np.sum(np.abs(estimate - true) <= half))
             narrow += int(np.sum(np.abs(estimate - true) <= 0.8 * half))
             cells += true.size

@@ -24,6 +24,7 @@ from dplens.core.papers.teaching import (
     range_lengths,
     ranges_of_length,
 )
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Identity, Prefix
 from dplens.core.release.publish import history_entry
 
@@ -116,7 +117,7 @@ def test_simulated_intervals_match_the_exact_laplace_interval(rng):
 
 
 def test_history_entry_is_flat_and_json_ready():
-    release = Release("hb", 1.0, 0.99, np.zeros(2), np.zeros(2), {"branching": np.int64(4), "levels": (1, 2)})
+    release = Release("hb", PureDP(1.0), 0.99, np.zeros(2), np.zeros(2), {"branching": np.int64(4), "levels": (1, 2)})
     entry = history_entry(release, number=3, dataset="sample:smooth", workload="prefix", seed=1, stream=2,
                           noise_path="exploration")
     assert json.loads(entry["params"]) == {"branching": 4, "levels": [1, 2]}

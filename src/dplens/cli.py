@@ -261,7 +261,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     kind = "bins" if release.estimate is not None else "query answers"
     print(f"released {len(release.estimate if release.estimate is not None else release.answers)} {kind} "
           f"with {release.mechanism} under {privacy} (epsilon={release.epsilon:g} at delta="
-          f"{release.params.get('delta', 0.0):g}, privacy loss {release.privacy_loss:g}; "
+          f"{release.params.get('delta', 0.0):g}, privacy loss {release.loss_unit}={release.privacy_loss:g}; "
           f"neighbouring: {NEIGHBOURING}) -> {output}; ledger {fingerprint[:12]}: remaining "
           f"{_left(published.ledger)} (export id {published.export_id})")
     return 0

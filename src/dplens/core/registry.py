@@ -23,9 +23,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from dplens.core.mechanisms import MECHANISMS, RENAMED, Mechanism
+from dplens.core.mechanisms import MECHANISMS, RENAMED, Mechanism, Release
 from dplens.core.queries.marginals import MarginalWorkload
-from dplens.core.tables.contract import TableRelease
 from dplens.core.tables.mechanisms import TABLE_MECHANISMS
 
 InputKind = Literal["histogram", "table"]
@@ -45,7 +44,7 @@ class TableMechanism(Protocol):
     def synthesizes(self) -> bool: ...
 
     def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
-            rng: np.random.Generator) -> TableRelease: ...
+            rng: np.random.Generator) -> Release: ...
 
     def expected_mse(self, workload: MarginalWorkload, rho: float) -> float | None: ...
 

@@ -124,7 +124,7 @@ class _Ran:
     release: Release
     seconds: float
     sampler: str
-    published: Published[Release] | None
+    published: Published | None
 
 
 def spend_and_release() -> None:
@@ -382,7 +382,9 @@ def _release_metrics(entry: dict, release) -> None:
                         f"{entry.get('delta', 0.0):g}"
                         + "".join(f"; {symbol} = {entry[key]:.4g}" for key, symbol in (("rho", "ρ"), ("sigma", "σ"))
                                   if entry.get(key) is not None))  # no "None" for people to read
-    cols[1].metric("Privacy loss", f"{entry['privacy_loss']:.4g}", help="Computed from the noise added.")
+    unit = "ρ" if entry.get("privacy_loss_unit") == "rho" else "ε"
+    cols[1].metric(f"Privacy loss ({unit})", f"{entry['privacy_loss']:.4g}",
+                   help="Computed from the noise added, in the unit of the budget.")
     cols[2].metric("Noise path", entry["noise_path"])
     values = release.answers if release.estimate is None else release.estimate
     cols[3].metric("Released values", f"{np.size(values):,}")

@@ -365,15 +365,15 @@ def table_marginals_frame(release, table: Table, level: float = _LEVEL) -> pd.Da
 def table_marginal_figure(release, table: Table, marginal: tuple[str, ...], level: float = _LEVEL):
     """A released 1-D marginal as bars with intervals, a 2-D one as a heatmap."""
     index = release.workload.marginals.index(marginal)
-    estimate = release.estimates[index]
+    estimate = release.marginal_estimates[index]
     labels = [_levels_of(table, a) for a in marginal]
     if estimate.ndim == 1:
         error = None
-        if release.halfwidths is not None and level == INTERVAL_LEVEL:
-            error = {"type": "data", "array": np.ravel(release.halfwidths[index])}
-        elif release.stds is not None:
+        if release.marginal_halfwidths is not None and level == INTERVAL_LEVEL:
+            error = {"type": "data", "array": np.ravel(release.marginal_halfwidths[index])}
+        elif release.marginal_stds is not None:
             error = {"type": "data", "array": np.full(estimate.size, float(special.ndtri(0.5 + level / 2))
-                                                      * release.stds[index])}
+                                                      * release.marginal_stds[index])}
         fig = go.Figure(go.Bar(x=labels[0], y=estimate, error_y=error, name="released"))
         fig.update_layout(xaxis_title=marginal[0], yaxis_title="released count (records)")
     else:

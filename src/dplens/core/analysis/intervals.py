@@ -45,7 +45,8 @@ def exact_noise(release: Release, values: str) -> tuple[str, float, bool] | None
     discrete Laplace or discrete Gaussian (dplens.core.privacy.noise), whose quantiles differ from the continuous ones
     (at σ = 0.5 the continuous ±1.96σ covers only 79 % of the discrete Gaussian).
 
-    >>> exact_noise(Release("gaussian-answers", 1.0, 1.0, np.array([0.5, 2]), None, {"sigma": 2.0}), "answers")
+    >>> from dplens.core.privacy.definitions import PureDP
+    >>> exact_noise(Release("gaussian-answers", PureDP(1.0), 1.0, np.array([0.5, 2]), None, {"sigma": 2.0}), "answers")
     ('gaussian', 2.0, False)
     """
     if values == "bins" and release.estimate is None:
@@ -93,7 +94,8 @@ def exact_halfwidth(noise: tuple[str, float, bool], level: float = LEVEL, values
 def bin_halfwidths(release: Release, level: float = LEVEL) -> np.ndarray | None:
     """Exact per-bin interval half-widths for plain Laplace or Gaussian histograms, else None.
 
-    >>> bin_halfwidths(Release("uniform", 1.0, 1.0, np.zeros(2), np.zeros(2))) is None
+    >>> from dplens.core.privacy.definitions import PureDP
+    >>> bin_halfwidths(Release("uniform", PureDP(1.0), 1.0, np.zeros(2), np.zeros(2))) is None
     True
     """
     noise = exact_noise(release, "bins")

@@ -7,7 +7,8 @@ looking at, comparing or re-publishing them spends no budget. The true data neve
 >>> import numpy as np
 >>> from dplens.core.release.export import release_to_json
 >>> from dplens.core.mechanisms import Release
->>> r = Release("identity", 1.0, 1.0, np.array([-1.5, 2.0]), np.array([-1.5, 2.0]), {"noise_scale": 1.0})
+>>> from dplens.core.privacy.definitions import PureDP
+>>> r = Release("identity", PureDP(1.0), 1.0, np.array([-1.5, 2.0]), np.array([-1.5, 2.0]), {"noise_scale": 1.0})
 >>> back = load_release(release_to_json(r, workload="identity", noise_path="secure", dataset="ages.csv").encode())
 >>> back.values.tolist(), back.metadata["mechanism"], back.metadata["dataset"]
 ([-1.5, 2.0], 'identity', 'ages.csv')

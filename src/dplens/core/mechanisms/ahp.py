@@ -33,6 +33,7 @@ from dplens.core.mechanisms.contract import (
     laplace_privacy_loss,
 )
 from dplens.core.mechanisms.cost_model import Cost, sorting_cost
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import non_negative
@@ -107,7 +108,7 @@ class AHP:
         estimate = np.empty(n)
         estimate[order] = np.repeat(sums / sizes, sizes)
         loss = laplace_privacy_loss([(np.ones(n), scale_sort), (np.ones(n), scale_clusters)])
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
                        {"ratio": self.ratio, "eta": self.eta, "clusters": int(starts.size)},
                        {"cluster_sizes": sizes})
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from dplens.core.data.limits import MAX_EPSILON, MIN_EPSILON
-from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, zcdp_rho
+from dplens.core.privacy.definitions import ZCDP, Privacy, zcdp_epsilon
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import fraction, positive
 
@@ -26,37 +26,82 @@ NEIGHBOURING = "add/remove one record (unbounded DP): x' = x ± e_j"
 
 @dataclass(frozen=True, eq=False)
 class Release:
-    """What was published, and how noisy it is (cf. private-pgm's LinearMeasurement).
+    """What was published, and how noisy it is: one record for histograms and tables alike (cf. private-pgm's
+    LinearMeasurement).
 
-    ``privacy_loss`` is the worst-case loss of the noise actually added, computed by the mechanism
-    from its noise blocks (never copied from ``epsilon``). ``details`` holds display-only structure
-    (division tree, groups, factorisation); it is never exported.
+    ``budget`` is what the release was asked to spend, in its definition's unit: ``PureDP(ε)``, ``ApproxDP(ε, δ)``
+    or ``ZCDP(ρ)``. ``privacy_loss`` is the worst-case loss of the noise actually added, in that same unit (ε, ε at
+    the budget's δ, or ρ), computed by the mechanism from its noise blocks (never copied from the budget).
+    ``answers`` are the noisy answers to the workload, W x̂; ``estimate`` is x̂ when the mechanism has one.
+    ``details`` holds display-only structure (division tree, groups, factorisation); it is never exported.
+
+    A release on a table of records (its workload a ``MarginalWorkload``) also holds the workload, one estimate
+    per marginal (``marginals``), each marginal's per-cell standard deviation when it is known analytically
+    (``marginal_stds``) or its exact per-cell half-widths at ``INTERVAL_LEVEL`` when the noise is not Gaussian
+    (``marginal_halfwidths``), and a synthesiser's ``records``.
+
+    >>> from dplens.core.privacy.definitions import PureDP
+    >>> r = Release("identity", PureDP(0.5), 0.5, np.zeros(2), np.zeros(2))
+    >>> r.epsilon, r.allowed_loss
+    (0.5, 0.5)
     """
 
     mechanism: str
-    epsilon: float
+    budget: Privacy
     privacy_loss: float
     answers: np.ndarray
     estimate: np.ndarray | None
     params: Mapping[str, Any] = field(default_factory=dict)
     details: Mapping[str, Any] = field(default_factory=dict)
+    workload: Workload | None = None
+    marginal_estimates: list[np.ndarray] | None = None
+    marginal_stds: list[float] | None = None
+    marginal_halfwidths: list[np.ndarray] | None = None
+    records: np.ndarray | None = None
+
+    def by_marginal(self) -> list[tuple[tuple[str, ...], np.ndarray]]:
+        """Each released marginal's attributes with its cell estimates (a release on a table), else ValueError.
+
+        >>> from dplens.core.privacy.definitions import PureDP
+        >>> Release("identity", PureDP(1.0), 1.0, np.zeros(1), None).by_marginal()
+        Traceback (most recent call last):
+        ValueError: the identity release holds no marginal estimates: it is not a release on a table of records
+        """
+        names = getattr(self.workload, "marginals", None)
+        if names is None or self.marginal_estimates is None:
+            raise ValueError(f"the {self.mechanism} release holds no marginal estimates: it is not a release on a "
+                             "table of records")
+        return list(zip(names, self.marginal_estimates, strict=True))
 
     @property
-    def budget(self) -> Privacy:
-        """What the release was asked to spend, in its definition's unit (the privacy-cost type of histogram and
-        table releases alike): ε, (ε, δ), or ρ.
+    def allowed_loss(self) -> float:
+        """The budget in ``privacy_loss``'s unit: ε for pure and (ε, δ) budgets, ρ for zCDP."""
+        return self.budget.rho if isinstance(self.budget, ZCDP) else self.budget.epsilon
+
+    @property
+    def loss_unit(self) -> str:
+        """``"rho"`` under a zCDP budget, else ``"epsilon"``."""
+        return "rho" if isinstance(self.budget, ZCDP) else "epsilon"
+
+    @property
+    def epsilon(self) -> float:
+        """The ε of the budget; under zCDP the "ε at δ" it was run at (``params["epsilon_at_delta"]``), else the CKS ε
+        of its ρ at the release's δ (``params["delta"]``).
 
         >>> from dplens.core.queries.workloads import Identity
         >>> from dplens.core.mechanisms.laplace import LaplaceIdentity
-        >>> LaplaceIdentity().run(np.ones(2), Identity(2), 0.5, np.random.default_rng(0)).budget
-        PureDP(epsilon=0.5)
+        >>> LaplaceIdentity().run(np.ones(2), Identity(2), 0.5, np.random.default_rng(0)).epsilon
+        0.5
         """
-        definition = self.params.get("definition")
-        if definition == "zcdp":
-            return ZCDP(zcdp_rho(self.epsilon, float(self.params["delta"])))
-        if definition == "approx":
-            return ApproxDP(self.epsilon, float(self.params["delta"]))
-        return PureDP(self.epsilon)
+        if isinstance(self.budget, ZCDP):
+            if "epsilon_at_delta" in self.params:
+                return float(self.params["epsilon_at_delta"])
+            delta = self.params.get("delta")
+            if not delta:
+                raise ValueError(f"a rho-zCDP release (rho={self.budget.rho:g}) without a delta has no epsilon; "
+                                 "read release.budget")
+            return zcdp_epsilon(self.budget.rho, float(delta))
+        return self.budget.epsilon
 
 
 @runtime_checkable

@@ -37,6 +37,7 @@ from dplens.core.mechanisms.contract import (
 )
 from dplens.core.mechanisms.cost_model import Cost, tree_cost
 from dplens.core.mechanisms.greedy_h import bucket_gram, check_tree_settings, gram_sketch, greedy_hierarchy
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload
 
@@ -204,7 +205,7 @@ class DAWA:
         estimate = np.repeat(tree.least_squares(noisy) / width, width)
         # a cell's record moves its bucket's count by one: the bucket's column of A is the cell's column
         loss = partition_loss + laplace_privacy_loss([(np.repeat(bucket_l1, width), scale)])
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
                        {"ratio": self.ratio, "branching": self.branching, "granularity": self.granularity,
                         "buckets": int(width.size), "noise_scale": scale,
                         "gram": metric},

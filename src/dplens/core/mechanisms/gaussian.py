@@ -144,23 +144,35 @@ class GaussianMixin:
         l2_max = float(l2.max())
         if l2_max == 0:  # nothing depends on the data: the parent releases it without drawing noise
             release = super().run(x, workload, epsilon, rng)  # type: ignore[misc]  # GaussianMixin is mixed into a registered mechanism
-            return Release(self.name, epsilon, 0.0, release.answers, release.estimate, dict(release.params))  # type: ignore[attr-defined]
+            return Release(self.name, self.budget_at(epsilon), 0.0, release.answers, release.estimate,  # type: ignore[attr-defined]
+                           dict(release.params))
         # the parent's strategy and reconstruction, its measurement Lap(b) replaced by N(0, σ²)
         measurement = GaussianMeasurement(self.sigma(workload, epsilon))
         release = self.measure(x, workload, measurement, rng)  # type: ignore[attr-defined]  # GaussianMixin is mixed into a registered mechanism
         return self._gaussian_release(epsilon, measurement.sigma, l2_max, release)
 
-    def _gaussian_release(self, epsilon: float, sigma: float, l2_max: float, release: Release) -> Release:
-        """The release relabelled with the loss of N(0, σ²) noise at Δ₂ = ``l2_max`` (the σ actually drawn)."""
-        rho = gaussian_rho(sigma, l2_max)  # ρ = Δ₂²/(2σ²) of the noise actually added
+    def budget_at(self, epsilon: float) -> Privacy:
+        """What a run at "ε at δ" spends: (ε, δ)-DP under the analytic calibration, else ρ-zCDP at ρ of that ε at δ.
+
+        >>> GaussianIdentity().budget_at(1.0), GaussianIdentity(calibration="zcdp").budget_at(1.0)
+        (ApproxDP(epsilon=1.0, delta=1e-06), ZCDP(rho=0.02435...))
+        """
         if self.calibration == "analytic":
-            loss = gaussian_epsilon(sigma, self.delta, l2_max)
-        else:
-            loss = zcdp_epsilon(rho, self.delta)
+            return ApproxDP(epsilon, float(self.delta))
+        return ZCDP(zcdp_rho(epsilon, float(self.delta)))
+
+    def _gaussian_release(self, epsilon: float, sigma: float, l2_max: float, release: Release) -> Release:
+        """The release relabelled with the loss of N(0, σ²) noise at Δ₂ = ``l2_max`` (the σ actually drawn): ε at δ
+        under the analytic calibration, else its ρ."""
+        rho = gaussian_rho(sigma, l2_max)  # ρ = Δ₂²/(2σ²) of the noise actually added
+        loss = gaussian_epsilon(sigma, self.delta, l2_max) if self.calibration == "analytic" else rho
         params = {k: v for k, v in release.params.items() if k not in ("noise_scale", "sigma")}
         params.update({"noise": "gaussian", "definition": "approx" if self.calibration == "analytic" else "zcdp",
                        "delta": float(self.delta), "rho": rho, "sigma": sigma, "l2_sensitivity": l2_max})
-        return Release(self.name, epsilon, loss, release.answers, release.estimate, params, release.details)  # type: ignore[attr-defined]  # GaussianMixin is mixed into a registered mechanism
+        if self.calibration != "analytic":
+            params["epsilon_at_delta"] = float(epsilon)  # the ε at δ it ran at (the budget holds its ρ)
+        return Release(self.name, self.budget_at(epsilon), loss, release.answers, release.estimate, params,  # type: ignore[attr-defined]  # GaussianMixin is mixed into a registered mechanism
+                       release.details)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         """Per-query MSE σ²‖W A⁺‖_F²/m: the parent's at ε = 1 (variance 2Δ₁²) rescaled to variance σ²."""
@@ -388,7 +400,7 @@ class GaussianEigenDesign(GaussianMixin):
         # NumPy's normal on the exploration path, OpenDP's (lattice) Gaussian on the secure one
         noisy = GaussianMeasurement(sigma).noisy(strategy.apply(x), rng)
         estimate = strategy.solve(noisy)
-        release = Release(self.name, epsilon, 0.0, workload.matvec(estimate), estimate,
+        release = Release(self.name, self.budget_at(epsilon), 0.0, workload.matvec(estimate), estimate,
                           {"strategy": "eigen (G^1/4 S)"})
         return self._gaussian_release(epsilon, sigma, l2_max, release)
 
@@ -451,8 +463,8 @@ class Matched:
     """A mechanism run at matched privacy: ``epsilon`` means "ε at δ" under ``definition`` for every mechanism.
 
     The common x-axis of Compare: under "zcdp" both Laplace (at ε = √(2ρ)) and Gaussian mechanisms get
-    the same ρ = ``zcdp_rho(ε, δ)``; under "approx" both are (ε, δ)-DP. Releases report ε and the loss
-    of the noise added in that unit (ε at δ).
+    the same ρ = ``zcdp_rho(ε, δ)``; under "approx" both are (ε, δ)-DP. A release's budget is that privacy value
+    and its loss is in the budget's unit: ρ under "zcdp", ε (at δ) otherwise.
 
     >>> from dplens.core.mechanisms import MECHANISMS
     >>> from dplens.core.queries.workloads import Prefix
@@ -489,10 +501,13 @@ class Matched:
         release = mechanism.run(x, workload, argument, rng)
         loss = release.privacy_loss
         if self.definition == "zcdp" and noise_kind(mechanism) == "laplace":
-            loss = zcdp_epsilon(loss**2 / 2.0, self.delta) if loss > 0 else 0.0  # back in "ε at δ"
+            loss = loss**2 / 2.0  # ε-DP ⇒ (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4)
         params = {**release.params, "definition": self.definition,
                   "delta": 0.0 if self.definition == "pure" else self.delta}
-        return dataclasses.replace(release, epsilon=float(epsilon), privacy_loss=loss, params=params)
+        if self.definition == "zcdp":
+            params["epsilon_at_delta"] = float(epsilon)  # the common x-axis value (the budget holds its ρ)
+        budget = target(self.definition, float(epsilon), self.delta)
+        return dataclasses.replace(release, budget=budget, privacy_loss=loss, params=params)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         mechanism, argument = self.resolve(epsilon)

@@ -42,6 +42,7 @@ from dplens.core.mechanisms.measurement import (
     pure_loss,
     stated_noise,
 )
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import (
     AllRange,
     Explicit,
@@ -630,7 +631,7 @@ class GreedyH(MeasuredPlan):
         noisy = measurement.noisy(tree.measure(x), rng)
         estimate = tree.least_squares(noisy)
         loss = pure_loss([(tree.cell_l1, measurement)])
-        return Release(self.name, loss, loss, workload.matvec(estimate), estimate,
+        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate,
                        {"branching": self.branching, "granularity": self.granularity, **measurement.params,
                         "queries": int(tree.query_weight.size), "gram": metric},
                        {"hierarchy": tree})

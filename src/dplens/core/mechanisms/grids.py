@@ -34,6 +34,7 @@ from dplens.core.mechanisms.contract import (
     grid_shape,
     laplace_privacy_loss,
 )
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import positive
@@ -98,7 +99,7 @@ class UniformGrid:
         loss = laplace_privacy_loss([(ones, 1.0 / eps_total), (ones, 1.0 / eps_grid)])
         params = {"grid": (rows.size - 1, cols.size - 1), "noisy_total": total, "c": self.c,
                   "total_ratio": self.total_ratio}
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate, params)
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None  # the grid size and the uniformity bias depend on the data
@@ -164,7 +165,7 @@ class AdaptiveGrid:
         loss = laplace_privacy_loss([(ones, 1.0 / eps_total), (ones, 1.0 / eps_1), (ones, 1.0 / eps_2)])
         params = {"coarse_grid": coarse.shape, "fine_blocks": int(per_block.sum()), "noisy_total": total,
                   "alpha": self.alpha, "c": self.c, "total_ratio": self.total_ratio}
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate, params)
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None  # the grid sizes and the uniformity bias depend on the data

@@ -9,6 +9,7 @@ import numpy as np
 
 from dplens.core.mechanisms.contract import Range, Release, check_inputs, laplace_privacy_loss
 from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload, l1_sensitivity, squared_frobenius
 
@@ -50,7 +51,7 @@ class LaplaceIdentity(MeasuredPlan):
         """
         estimate = measurement.noisy(x, rng)
         loss = pure_loss([(np.ones(x.size), measurement)])
-        return Release(self.name, loss, loss, workload.matvec(estimate), estimate, measurement.params)
+        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, measurement.params)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2‖W‖_F²/(m ε²)."""
@@ -77,7 +78,7 @@ class LaplaceOnAnswers(MeasuredPlan):
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         if l1_sensitivity(workload) == 0:  # nothing depends on the data
             x, epsilon = check_inputs(x, workload, epsilon)
-            return Release(self.name, epsilon, 0.0, workload.matvec(x), None, {"sensitivity": 0.0})
+            return Release(self.name, PureDP(epsilon), 0.0, workload.matvec(x), None, {"sensitivity": 0.0})
         return super().run(x, workload, epsilon, rng)
 
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
@@ -94,7 +95,7 @@ class LaplaceOnAnswers(MeasuredPlan):
         """
         answers = measurement.noisy(workload.matvec(x), rng)
         loss = pure_loss([(workload.column_norms(1), measurement)])
-        return Release(self.name, loss, loss, answers, None,
+        return Release(self.name, PureDP(loss), loss, answers, None,
                        {"sensitivity": l1_sensitivity(workload), **measurement.params})
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
@@ -124,7 +125,7 @@ class Uniform:
         noisy_total = add_laplace(rng, x.sum(), scale)
         estimate = np.full(x.size, noisy_total / x.size)
         loss = laplace_privacy_loss([(np.ones(x.size), scale)])
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
                        {"noise_scale": scale})
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:

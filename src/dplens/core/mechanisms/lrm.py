@@ -47,6 +47,7 @@ from dplens.core.mechanisms.contract import Range, Release, check_epsilon, check
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from dplens.core.mechanisms.gram import gram_apply
 from dplens.core.mechanisms.greedy_h import workload_key
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload, dense
 from dplens.core.validate import integer, non_negative
@@ -505,7 +506,7 @@ class LRM:
         full_rank = f.rank == workload.shape[1]  # x̂ estimates x only when W has full column rank
         summary = [{"rank(W)": f.rank, "rows of L (r)": f.strategy.shape[0], "Δ₁(L)": f.sensitivity,
                     "tr(BᵀB)": f.trace, "‖W − BL‖_F": f.residual, "optimiser": f.note}]
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate if full_rank else None, params,
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate if full_rank else None, params,
                        {"factorisation": summary, "strategy_L": f.strategy})
 
     def expected_mse_on(self, x: np.ndarray, workload: Workload, epsilon: float) -> float:

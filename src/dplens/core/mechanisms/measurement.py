@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dplens.core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import NoiseSource, add_gaussian, add_laplace
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import positive
@@ -133,7 +134,8 @@ class MeasuredPlan:
 
     ``run`` validates, then releases ``measure(x, workload, measurement(workload, ε), rng)`` with the budget
     ε stated; a Gaussian twin calls the same ``measure`` with a ``GaussianMeasurement``. Subclasses provide
-    ``measurement`` and ``measure`` (whose release holds the measurement's pure loss as its ε).
+    ``measurement`` and ``measure`` (whose release states the measurement's pure loss as its ε: ∞ with a Gaussian
+    block, which the Gaussian twin restates from σ).
     """
 
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
@@ -147,7 +149,7 @@ class MeasuredPlan:
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
         return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
-                                   epsilon=epsilon)
+                                   budget=PureDP(epsilon))
 
 
 @dataclass(frozen=True, eq=False)

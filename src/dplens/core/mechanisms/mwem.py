@@ -40,6 +40,7 @@ from dplens.core.mechanisms.contract import (
     laplace_privacy_loss,
 )
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import (
     Ranges,
@@ -159,7 +160,7 @@ class MWEM:
             average += estimate
         estimate = average / self.rounds if self.average else estimate
         loss = selection_loss + laplace_privacy_loss(blocks)
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate,
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
                        {"rounds": self.rounds, "total_ratio": self.total_ratio,
                         "update_rounds": self.update_rounds, "average": self.average, "noisy_total": total},
                        {"selected_rows": len(rows)})

@@ -26,6 +26,7 @@ from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import SEED_RANGE, Range, Release, check_inputs, laplace_privacy_loss
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
 from dplens.core.mechanisms.greedy_h import interval_cells, workload_key
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import DENSE_LIMIT, Ranges, Workload, as_intervals, sparse_matrix
 from dplens.core.validate import non_negative
@@ -327,7 +328,7 @@ class OM:
         blocks = [(np.asarray(abs(f.reduced).sum(axis=0)).ravel(), scale)] if scale > 0 else []
         params = {"tol": self.tol, "row_seed": self.row_seed, "groups": len(f.groups),
                   "reduced_rows": f.reduced.shape[0], "sensitivity": f.sensitivity}
-        return Release(self.name, epsilon, laplace_privacy_loss(blocks), f.mixing @ noisy, None, params,
+        return Release(self.name, PureDP(epsilon), laplace_privacy_loss(blocks), f.mixing @ noisy, None, params,
                        {"groups": structure_table(f), "reduced": f.reduced, "mixing": f.mixing})
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:

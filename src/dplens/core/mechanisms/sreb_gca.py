@@ -27,6 +27,7 @@ from dplens.core.mechanisms.contract import (
     laplace_privacy_loss,
 )
 from dplens.core.mechanisms.cost_model import Cost, sorting_cost
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import positive
@@ -156,7 +157,7 @@ class SrebGca:
         shown = groups_from_cuts(order, cuts[:SHOWN_GROUPS])[:SHOWN_GROUPS]  # the first groups only: display
         details = {"groups": [{"group": i, "bins": len(g), "members": ", ".join(map(str, g[:20]))
                                + (" …" if len(g) > 20 else "")} for i, g in enumerate(shown)]}
-        return Release(self.name, epsilon, loss, workload.matvec(estimate), estimate, params, details)
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params, details)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

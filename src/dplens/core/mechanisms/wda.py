@@ -35,6 +35,7 @@ from dplens.core.mechanisms.cost_model import (
     matvec_elements,
 )
 from dplens.core.mechanisms.greedy_h import workload_key
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Explicit, Ranges, Workload, as_intervals, sparse_matrix
 
@@ -282,7 +283,7 @@ class WDA:
         # Σ_ℓ ‖W_ℓ e_j‖₁/b_ℓ as one row-weighted block: the same sum as one block per leaf
         loss = laplace_privacy_loss([(_rows_of(workload).loss_weights(inverse_scale), 1.0)])
         params = {"budget": self.budget, "g": self.g, "division_seed": self.division_seed, "leaves": len(leaves)}
-        return Release(self.name, epsilon, loss, answers, None, params,
+        return Release(self.name, PureDP(epsilon), loss, answers, None, params,
                        {"division": division_table(leaves, epsilon)})
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:

@@ -33,7 +33,7 @@ from dplens.core.mechanisms.contract import (
     exponential_mechanism,
     laplace_privacy_loss,
 )
-from dplens.core.privacy.definitions import cell_sensitivity
+from dplens.core.privacy.definitions import PureDP, cell_sensitivity
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload, squared_frobenius
 from dplens.core.validate import integer
@@ -97,7 +97,7 @@ class CellRelease:
         params = {"neighbouring": self.neighbouring, "clip": self.clip, "n_public": self.n_public,
                   "noise_scale": scale}
         details = {} if self.n_public is None else {"fractions": counts / self.n_public}
-        return Release(self.name, epsilon, loss, workload.matvec(counts), counts, params, details)
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(counts), counts, params, details)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         """Per-query MSE 2(Δ/α)²‖W‖_F²/m without clipping; None with clipping (its bias depends on x)."""

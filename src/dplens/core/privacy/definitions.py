@@ -17,7 +17,7 @@ ZCDP(rho=0.75)
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from scipy import optimize, special
@@ -57,7 +57,7 @@ def delta_warning(delta: float, records: int) -> str | None:
 
 @dataclass(frozen=True)
 class PureDP:
-    """Pure ε-DP. Composition adds ε.
+    """Pure ε-DP. Composition adds ε. ε = ∞ states no pure guarantee (the loss of a Gaussian block).
 
     >>> (PureDP(0.5) + PureDP(0.25)).epsilon
     0.75
@@ -66,7 +66,8 @@ class PureDP:
     epsilon: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", non_negative("epsilon", self.epsilon))
+        if self.epsilon != math.inf:
+            object.__setattr__(self, "epsilon", non_negative("epsilon", self.epsilon))
 
     def __add__(self, other: PureDP) -> PureDP:
         if not isinstance(other, PureDP):
@@ -147,6 +148,35 @@ class ZCDP:
 
 
 Privacy = PureDP | ApproxDP | ZCDP
+
+
+def privacy_record(privacy: Privacy) -> dict[str, str | float]:
+    """A privacy value as JSON-able fields: its definition's name and parameters (``privacy_from_record`` reads it).
+
+    >>> privacy_record(ApproxDP(1.0, 1e-6))
+    {'definition': 'approx', 'epsilon': 1.0, 'delta': 1e-06}
+    >>> privacy_from_record(privacy_record(ZCDP(0.5)))
+    ZCDP(rho=0.5)
+    """
+    if isinstance(privacy, ZCDP):
+        return {"definition": "zcdp", "rho": float(privacy.rho)}
+    if isinstance(privacy, ApproxDP):
+        return {"definition": "approx", "epsilon": float(privacy.epsilon), "delta": float(privacy.delta)}
+    if isinstance(privacy, PureDP):
+        return {"definition": "pure", "epsilon": float(privacy.epsilon)}
+    raise ValueError(f"privacy must be PureDP, ApproxDP or ZCDP, got {privacy!r}")
+
+
+def privacy_from_record(doc: Mapping[str, object]) -> Privacy:
+    """The privacy value ``privacy_record`` wrote; ValueError naming the definition when it is not one."""
+    definition = doc.get("definition")
+    if definition == "zcdp":
+        return ZCDP(float(doc["rho"]))  # type: ignore[arg-type]  # non_negative checks the value
+    if definition == "approx":
+        return ApproxDP(float(doc["epsilon"]), float(doc["delta"]))  # type: ignore[arg-type]  # checked likewise
+    if definition == "pure":
+        return PureDP(float(doc["epsilon"]))  # type: ignore[arg-type]  # checked likewise
+    raise ValueError(f"privacy definition must be one of {sorted(DEFINITIONS)}, got {definition!r}")
 
 
 def compose(costs: list[Privacy] | tuple[Privacy, ...]) -> Privacy:

@@ -6,7 +6,8 @@ stream (``NEVER_EXPORTED``). The export id ties a file to its spend in the ledge
 
 >>> import numpy as np
 >>> from dplens.core.mechanisms import Release
->>> r = Release("identity", 1.0, 1.0, np.array([1.5, 2.0]), np.array([1.5, 2.0]))
+>>> from dplens.core.privacy.definitions import PureDP
+>>> r = Release("identity", PureDP(1.0), 1.0, np.array([1.5, 2.0]), np.array([1.5, 2.0]))
 >>> release_to_csv(r, ExportKeys(("age",), (("a", "=cmd|x"),))).decode().splitlines()
 ['age,count', 'a,1.5', "'=cmd|x,2"]
 """
@@ -162,6 +163,7 @@ def release_metadata(release: Release, *, workload: str, noise_path: str, datase
         "mechanism": release.mechanism,
         **privacy_metadata(release),
         "privacy_loss": release.privacy_loss,
+        "privacy_loss_unit": release.loss_unit,
         "params": {k: jsonable(v) for k, v in release.params.items()},
         "workload": workload,
         "noise_path": noise_path,

@@ -25,6 +25,7 @@ import numpy as np
 from dplens.core.analysis.metrics import mae, max_abs, rmse
 from dplens.core.mechanisms import Release, check_epsilon, check_inputs, laplace_privacy_loss
 from dplens.core.privacy.budget import Budget, Ledger
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Workload, squared_frobenius
 from dplens.core.validate import fraction, integer, positive
 
@@ -134,7 +135,7 @@ def gradual_release(x, workload: Workload, epsilons: Sequence[float], rng: np.ra
     eps = check_schedule(epsilons)
     x, _ = check_inputs(x, workload, float(eps[-1]))
     walk = noise_reduction(x, 1.0, eps, rng)
-    return [Release("identity", float(e), laplace_privacy_loss([(np.ones(x.size), 1.0 / e)]), workload.matvec(theta),
+    return [Release("identity", PureDP(float(e)), laplace_privacy_loss([(np.ones(x.size), 1.0 / e)]), workload.matvec(theta),
                     theta, {"noise_scale": 1.0 / float(e), "gradual_step": t + 1, "schedule": tuple(eps.tolist())})
             for t, (e, theta) in enumerate(zip(eps, walk, strict=True))]
 

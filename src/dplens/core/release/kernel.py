@@ -34,7 +34,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +52,7 @@ from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.queries.workloads import Workload
 from dplens.core.release.export import ExportKeys, neutralise, release_to_csv, release_to_json
 from dplens.core.release.provenance import values_hash
-from dplens.core.tables.contract import SECURE_NOISE, TableRelease
+from dplens.core.tables.contract import SECURE_NOISE
 
 # OpenDP's measurement costs about 7-10 µs of CPU per noisy value (1e5 values: 0.65-1.0 s); a release's time
 # estimate adds this per value, so large secure releases run in a worker under the time limit.
@@ -78,14 +78,11 @@ class HistogramRequest:
     delta: float = 0.0
 
 
-_R = TypeVar("_R", Release, TableRelease)
-
-
 @dataclass(frozen=True, eq=False)
-class Published(Generic[_R]):
+class Published:
     """A release that left through the kernel: what was released, its export id, the charge and the ledger after."""
 
-    release: _R  # a histogram's Release or a table's TableRelease
+    release: Release
     export_id: str
     charge: Budget
     ledger: Ledger
@@ -132,15 +129,17 @@ def _check_fits(store: LedgerStore, fingerprint: str, label: str, charge: Budget
     ledger.spend(label, charge)
 
 
-def _check_loss(release: Release | TableRelease, allowed: float, unit: str) -> None:
-    if not release.privacy_loss <= allowed * (1 + LOSS_SLACK):
-        raise ValueError(f"internal check: privacy loss {unit}={release.privacy_loss!r} of the noise drawn exceeds "
-                         f"{unit}={allowed!r}; nothing was released or charged")
+def _check_loss(release: Release, privacy: Privacy) -> None:
+    """The release states the charged definition and its loss, computed from the noise drawn, fits the charge."""
+    allowed = privacy.rho if isinstance(privacy, ZCDP) else privacy.epsilon
+    if type(release.budget) is not type(privacy) or not release.privacy_loss <= allowed * (1 + LOSS_SLACK):
+        raise ValueError(f"internal check: privacy loss {release.loss_unit}={release.privacy_loss!r} of the noise "
+                         f"drawn ({release.budget}) exceeds the charge {privacy}; nothing was released or charged")
 
 
 def release_histogram(request: HistogramRequest, counts: np.ndarray, *, store: LedgerStore, fingerprint: str,
                       name: str, time_limit: float | None = None, workspace: str | None = None,
-                      where: str = "app", default_total: Budget = DEFAULT_TOTAL) -> Published[Release]:
+                      where: str = "app", default_total: Budget = DEFAULT_TOTAL) -> Published:
     """Release ``counts`` through ``request`` on the secure path, charging the dataset's ledger (module doc).
 
     Raises:
@@ -160,7 +159,7 @@ def release_histogram(request: HistogramRequest, counts: np.ndarray, *, store: L
                           seconds=limits.MAX_ACTION_SECONDS if time_limit is None else time_limit,
                           estimated_seconds=secure_seconds(cost.seconds, counts.size + request.workload.shape[0]))
     seconds = time.perf_counter() - started
-    _check_loss(release, release.epsilon, "epsilon")
+    _check_loss(release, request.privacy)
     sampler = noise_sampler(rng, mechanism)
     kind, values = ("counts", release.estimate) if release.estimate is not None else ("answers", release.answers)
     export_id = new_export_id()
@@ -206,7 +205,7 @@ def table_charge(rho: float, delta: float) -> Budget:
 def release_table(request: TableRequest, records: np.ndarray, *, store: LedgerStore, fingerprint: str, name: str,
                   time_limit: float | None = None, workspace: str | None = None, where: str = "app",
                   default_total: Budget = DEFAULT_TABLE_TOTAL, progress: Callable[[float], None] | None = None,
-                  estimated_seconds: float | None = None) -> Published[TableRelease]:
+                  estimated_seconds: float | None = None) -> Published:
     """Release a table of records through ``request`` on the secure path, charging its ledger (module doc).
 
     Raises: as ``release_histogram``.
@@ -227,7 +226,7 @@ def release_table(request: TableRequest, records: np.ndarray, *, store: LedgerSt
                           seconds=limit, estimated_seconds=estimated_seconds,
                           progress=progress if synthesizes else None)
     seconds = time.perf_counter() - started
-    _check_loss(release, float(request.rho), "rho")
+    _check_loss(release, ZCDP(float(request.rho)))
     export_id = new_export_id()
     ledger = store.spend(fingerprint, label, charge, mechanism=mechanism.name, rho=charge.rho,
                          workload=request.workload.describe(), export_id=export_id, name=name, workspace=workspace,
@@ -240,7 +239,7 @@ def release_table(request: TableRequest, records: np.ndarray, *, store: LedgerSt
 EXPORT_INTERVAL_TRIALS = 100  # re-runs on the released output behind simulated intervals (post-processing only)
 
 
-def export_intervals(published: Published[Release], request: HistogramRequest, *, simultaneous: bool = False,
+def export_intervals(published: Published, request: HistogramRequest, *, simultaneous: bool = False,
                      rng: np.random.Generator | None = None) -> Intervals:
     """95 % intervals for a published histogram release, from its released values only (never the true data)."""
     mechanism = plan_histogram(request)[1]
@@ -248,7 +247,7 @@ def export_intervals(published: Published[Release], request: HistogramRequest, *
                              trials=EXPORT_INTERVAL_TRIALS, rng=rng if rng is not None else np.random.default_rng())
 
 
-def export_release(published: Published[Release], request: HistogramRequest, *, fmt: str, dataset: str,
+def export_release(published: Published, request: HistogramRequest, *, fmt: str, dataset: str,
                    keys: ExportKeys | None = None, intervals: Intervals | None = None, rng: np.random.Generator | None = None,
                    compute_intervals: bool = True, tuned_on: str | None = None) -> bytes:
     """The export file of a published histogram release: ``fmt`` "csv" (values with ``lower, upper, level``) or
@@ -268,11 +267,11 @@ def export_release(published: Published[Release], request: HistogramRequest, *, 
                            intervals=intervals, tuned_on=tuned_on).encode()
 
 
-def table_metadata(published: Published[TableRelease], request: TableRequest, *, dataset: str) -> dict:
+def table_metadata(published: Published, request: TableRequest, *, dataset: str) -> dict:
     """The metadata every table export carries (app and command line alike), with its export id."""
     release, charge = published.release, published.charge
     return {"dataset": neutralise(dataset), "mechanism": request.mechanism.name, "rho": float(request.rho),
             "privacy_loss_rho": release.privacy_loss, "epsilon_charged": charge.epsilon,
             "delta_for_ledger": charge.delta, "privacy": "rho-zCDP, add/remove one record",
             "workload": request.workload.describe(), "domain": json.loads(request.workload.domain.to_json()),
-            "noise": SECURE_NOISE, "export_id": published.export_id} | release.params
+            "noise": SECURE_NOISE, "export_id": published.export_id} | dict(release.params)

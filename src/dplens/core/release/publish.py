@@ -3,7 +3,8 @@
 (Its intervals are computed by ``dplens.core.analysis.intervals``.)
 
 >>> from dplens.core.mechanisms import Release
->>> history_entry(Release("identity", 0.5, 0.5, np.zeros(1), None), number=1, dataset="d", workload="w",
+>>> from dplens.core.privacy.definitions import PureDP
+>>> history_entry(Release("identity", PureDP(0.5), 0.5, np.zeros(1), None), number=1, dataset="d", workload="w",
 ...               seed=0, stream=0, noise_path="exploration")["number"]
 1
 """
@@ -22,7 +23,8 @@ def history_entry(release: Release, *, number: int, dataset: str, workload: str,
                   stream: int | None, noise_path: str, noise_sampler: str | None = None) -> dict[str, object]:
     """One row of the release history: what was charged, how, and how to reproduce it.
 
-    >>> r = Release("identity", 0.5, 0.5, np.zeros(1), np.zeros(1), {"noise_scale": 2.0})
+    >>> from dplens.core.privacy.definitions import PureDP
+    >>> r = Release("identity", PureDP(0.5), 0.5, np.zeros(1), np.zeros(1), {"noise_scale": 2.0})
     >>> e = history_entry(r, number=1, dataset="smooth", workload="identity", seed=0, stream=0,
     ...                   noise_path="exploration")
     >>> e["epsilon"], e["params"]
@@ -34,6 +36,7 @@ def history_entry(release: Release, *, number: int, dataset: str, workload: str,
         "mechanism": release.mechanism,
         "epsilon": release.epsilon,
         "privacy_loss": release.privacy_loss,
+        "privacy_loss_unit": release.loss_unit,
         "params": json.dumps(dict(release.params), sort_keys=True, default=_plain),
         "dataset": dataset,
         "workload": workload,

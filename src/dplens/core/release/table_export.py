@@ -24,15 +24,15 @@ from dplens.core.tables.records import Table, marginals_to_csv, ranges_to_csv, r
 
 def table_marginals_frame(release, table: Table, level: float = INTERVAL_LEVEL) -> pd.DataFrame:
     """The released marginals as a long table with per-cell intervals when the noise allows exact ones."""
-    text = marginals_to_csv(release.workload, release.estimates, release.stds or [math.nan] * len(release.estimates),
-                            table.levels)
+    estimates = release.marginal_estimates
+    text = marginals_to_csv(release.workload, estimates, release.marginal_stds or [math.nan] * len(estimates), table.levels)
     frame = pd.read_csv(io.StringIO(text), keep_default_na=False)
     z = float(special.ndtri(0.5 + level / 2))
-    if release.halfwidths is not None and level == INTERVAL_LEVEL:  # exact, not Gaussian: strategies' noise
-        half = np.concatenate([np.ravel(h) for h in release.halfwidths])
+    if release.marginal_halfwidths is not None and level == INTERVAL_LEVEL:  # exact, not Gaussian: strategies' noise
+        half = np.concatenate([np.ravel(h) for h in release.marginal_halfwidths])
         frame["lower"], frame["upper"] = frame["count"] - half, frame["count"] + half
         frame["level"] = level
-    elif release.stds is not None:
+    elif release.marginal_stds is not None:
         frame["lower"], frame["upper"] = frame["count"] - z * frame["std"], frame["count"] + z * frame["std"]
         frame["level"] = level
     return frame
@@ -69,7 +69,7 @@ def table_export_files(release, table: Table, metadata: dict) -> dict[str, tuple
     marginals = table_marginals_frame(release, safe)
     marginals["marginal"] = marginals["marginal"].astype(str).map(neutralise)
     files[f"{stem}-marginals.csv"] = ("Released marginals (CSV)", marginals.to_csv(index=False), "text/csv")
-    ranges = ranges_to_csv(release.workload, release.estimates, safe.levels)
+    ranges = ranges_to_csv(release.workload, release.marginal_estimates, safe.levels)
     if ranges is not None:
         files[f"{stem}-ranges.csv"] = ("Range answers (CSV)", ranges, "text/csv")
     return files

@@ -39,6 +39,14 @@ from dplens.core.data import limits
 from dplens.core.data.domain import Histogram
 from dplens.core.data.fingerprint import dataset_fingerprint
 from dplens.core.mechanisms import Release
+from dplens.core.privacy.definitions import (
+    ZCDP,
+    Privacy,
+    privacy_from_record,
+    privacy_record,
+    target,
+    zcdp_rho,
+)
 from dplens.core.privacy.store import LOCAL_OWNER, connect, default_path, transaction
 from dplens.core.release.export import jsonable
 
@@ -66,12 +74,14 @@ def is_workspace_id(text: object) -> bool:
 def release_to_dict(release: Release) -> dict:
     """A JSON-able record of a release's published values and params (never its display-only details).
 
-    >>> r = Release("identity", 1.0, 1.0, np.array([1.5]), np.array([[1.5]]), {"noise_scale": np.float64(1)})
-    >>> release_from_dict(json.loads(json.dumps(release_to_dict(r)))).estimate.shape
-    (1, 1)
+    >>> from dplens.core.privacy.definitions import PureDP
+    >>> r = Release("identity", PureDP(1.0), 1.0, np.array([1.5]), np.array([[1.5]]), {"noise_scale": np.float64(1)})
+    >>> back = release_from_dict(json.loads(json.dumps(release_to_dict(r))))
+    >>> back.estimate.shape, back.budget
+    ((1, 1), PureDP(epsilon=1.0))
     """
     estimate = None if release.estimate is None else np.asarray(release.estimate, dtype=float)
-    return {"mechanism": release.mechanism, "epsilon": float(release.epsilon),
+    return {"mechanism": release.mechanism, "budget": privacy_record(release.budget),
             "privacy_loss": float(release.privacy_loss),
             "answers": np.asarray(release.answers, dtype=float).tolist(),
             "estimate": None if estimate is None else estimate.ravel().tolist(),
@@ -80,12 +90,31 @@ def release_to_dict(release: Release) -> dict:
 
 
 def release_from_dict(doc: dict) -> Release:
-    """The release ``release_to_dict`` recorded."""
+    """The release ``release_to_dict`` recorded (or, saved before releases held their budget, the ε it ran at).
+
+    >>> old = {"mechanism": "gaussian-hb", "epsilon": 1.0, "privacy_loss": 1.0, "answers": [0.0], "estimate": None,
+    ...        "params": {"definition": "zcdp", "delta": 1e-6}}
+    >>> back = release_from_dict(old)
+    >>> back.budget == ZCDP(zcdp_rho(1.0, 1e-6)), back.loss_unit
+    (True, 'rho')
+    """
     estimate = doc["estimate"]
     if estimate is not None:
         estimate = np.array(estimate, dtype=float).reshape(doc["estimate_shape"])
-    return Release(doc["mechanism"], doc["epsilon"], doc["privacy_loss"], np.array(doc["answers"], dtype=float),
-                   estimate, doc["params"])
+    budget, loss = _recorded_budget(doc)
+    return Release(doc["mechanism"], budget, loss, np.array(doc["answers"], dtype=float), estimate, doc["params"])
+
+
+def _recorded_budget(doc: dict) -> tuple[Privacy, float]:
+    """(budget, loss in its unit): as recorded, or from an older record's ε ("ε at δ") and its definition."""
+    if "budget" in doc:
+        return privacy_from_record(doc["budget"]), float(doc["privacy_loss"])
+    epsilon, loss, params = float(doc["epsilon"]), float(doc["privacy_loss"]), doc.get("params") or {}
+    definition = params.get("definition", "pure")
+    if definition == "zcdp":  # older records kept the loss as ε at δ too
+        delta = float(params["delta"])
+        return ZCDP(zcdp_rho(epsilon, delta)), zcdp_rho(loss, delta) if loss > 0 else 0.0
+    return target(definition, epsilon, float(params.get("delta", 0.0))), loss
 
 
 def _now() -> str:

@@ -31,8 +31,9 @@ import pandas as pd
 
 from dplens.core.analysis.bounded import RunTimeLimitError, run_bounded
 from dplens.core.analysis.experiment import SweepCache, trial_rng
+from dplens.core.mechanisms.contract import Release
 from dplens.core.queries.marginals import MarginalWorkload, marginal_counts
-from dplens.core.tables.contract import TableRelease, check_rho, workload_rmse
+from dplens.core.tables.contract import check_rho, workload_rmse
 from dplens.core.tables.mechanisms import table_mechanism
 from dplens.core.validate import integer
 
@@ -50,7 +51,7 @@ def _tvd(truth: np.ndarray, estimate: np.ndarray) -> float:
     return float(0.5 * np.abs(_distribution(truth) - _distribution(estimate)).sum())
 
 
-def evaluation_tvd(release: TableRelease, evaluation: MarginalWorkload, truth: list[np.ndarray]) -> float:
+def evaluation_tvd(release: Release, evaluation: MarginalWorkload, truth: list[np.ndarray]) -> float:
     """Mean TVD over all the evaluation marginals: from the synthetic records, or else from the released
     marginals (an evaluation marginal inside a released one is its sum, post-processing). NaN when a marginal-only
     release cannot give every evaluation marginal, so that no method is scored on an easier subset."""
@@ -59,8 +60,7 @@ def evaluation_tvd(release: TableRelease, evaluation: MarginalWorkload, truth: l
         return float(np.mean([_tvd(t, e) for t, e in zip(truth, estimates, strict=True)]))
     scores = []
     for marginal, true in zip(evaluation.marginals, truth, strict=True):
-        inside = [(m, e) for m, e in zip(release.workload.marginals, release.estimates, strict=True)
-                  if set(marginal) <= set(m)]
+        inside = [(m, e) for m, e in release.by_marginal() if set(marginal) <= set(m)]
         if not inside:
             return math.nan
         m, estimate = min(inside, key=lambda pair: len(pair[0]))  # the smallest released marginal holding it
@@ -227,7 +227,7 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
         mse = instances[name].expected_mse(workload, rho)
         expected = None if mse is None else math.sqrt(mse)
         rows.setdefault(index, []).append(
-            [name, rho, trial, workload_rmse(workload, truth_w, release.estimates),
+            [name, rho, trial, workload_rmse(workload, truth_w, release.marginal_estimates),
              evaluation_tvd(release, evaluation, truth_e), math.nan if expected is None else expected, spent])
         clock.finished(name, spent)
 

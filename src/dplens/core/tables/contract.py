@@ -14,10 +14,10 @@ Laplace mechanisms spend ε = √(2ρ): pure ε-DP implies (ε²/2)-zCDP (Bun & 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from dplens.core.mechanisms.contract import Release
 from dplens.core.privacy.definitions import ZCDP
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.validate import positive
@@ -26,7 +26,7 @@ SECURE_NOISE = ("OpenDP's samplers (CSPRNG, never seeded): the discrete Gaussian
                 "spacing 2^(floor(log2 scale) - 24); synthesisers draw inside OpenDP")
 
 
-INTERVAL_LEVEL = 0.95  # the level of TableRelease.halfwidths
+INTERVAL_LEVEL = 0.95  # the level of Release.marginal_halfwidths
 
 
 def check_rho(rho: float) -> float:
@@ -34,30 +34,28 @@ def check_rho(rho: float) -> float:
     return positive("rho", rho)
 
 
-@dataclass(frozen=True, eq=False)
-class TableRelease:
-    """A release on a table: the workload's marginals as estimated, and synthetic records if any.
+def marginal_release(mechanism: str, rho: float, privacy_loss: float, workload: MarginalWorkload,
+                     marginals: list[np.ndarray], *, stds: list[float] | None = None, records: np.ndarray | None = None,
+                     params: dict | None = None, halfwidths: list[np.ndarray] | None = None) -> Release:
+    """The release of a mechanism on a table: a ``Release`` at ρ-zCDP whose answers are the workload's queries
+    answered from the estimated ``marginals`` (in ``MarginalWorkload.matvec``'s order), with the per-marginal
+    estimates, their per-cell ``stds`` or exact ``halfwidths`` at ``INTERVAL_LEVEL``, and synthetic ``records``.
 
-    ``stds`` holds each marginal's per-cell standard deviation when it is known analytically (data-independent
-    Gaussian/Laplace mechanisms); ``halfwidths`` each marginal's exact per-cell half-widths at ``INTERVAL_LEVEL``
-    when the noise is not Gaussian (histogram mechanisms' strategies); ``privacy_loss`` is the ρ computed from
-    the noise actually drawn (≤ ``rho``).
+    ``privacy_loss`` is the ρ of the noise actually drawn (≤ ``rho``); ``params`` says what was measured and how
+    (never the data).
+
+    >>> from dplens.core.data.domain import Domain
+    >>> w = MarginalWorkload(Domain(("a",), (2,)), (("a",),))
+    >>> r = marginal_release("gaussian-marginals", 0.5, 0.5, w, [np.array([3.0, 1.0])], stds=[1.0])
+    >>> r.budget, r.answers.tolist(), r.marginal_stds
+    (ZCDP(rho=0.5), [3.0, 1.0], [1.0])
     """
-
-    mechanism: str
-    rho: float
-    privacy_loss: float
-    workload: MarginalWorkload
-    estimates: list[np.ndarray]
-    stds: list[float] | None = None
-    records: np.ndarray | None = None
-    params: dict = field(default_factory=dict)  # what it measured and how (as Release.params; never the data)
-    halfwidths: list[np.ndarray] | None = None
-
-    @property
-    def budget(self) -> ZCDP:
-        """What the release was asked to spend: ρ-zCDP (the privacy-cost type of every release)."""
-        return ZCDP(self.rho)
+    marginals = [np.asarray(m, dtype=float) for m in marginals]
+    answers = (np.concatenate([np.ravel(workload.answer_queries(i, m)) for i, m in enumerate(marginals)])
+               if marginals else np.zeros(0))
+    return Release(mechanism, ZCDP(float(rho)), float(privacy_loss), answers, None, dict(params or {}),
+                   workload=workload, marginal_estimates=marginals, marginal_stds=stds, marginal_halfwidths=halfwidths,
+                   records=records)
 
 
 class PlannedError:

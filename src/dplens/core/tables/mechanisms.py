@@ -1,7 +1,7 @@
 """Mechanisms on tables of records, one contract (dplens.core.tables.contract), one registry.
 
 Every entry answers a :class:`~dplens.core.queries.marginals.MarginalWorkload` at a ρ-zCDP budget:
-``run(records, workload, rho, rng) -> TableRelease``, ``expected_mse(workload, rho)`` (per query, a closed form, or
+``run(records, workload, rho, rng) -> Release``, ``expected_mse(workload, rho)`` (per query, a closed form, or
 None when the error depends on the data), and ``data_dependent`` / ``synthesizes`` flags.
 
 >>> from dplens.core.data.domain import Domain
@@ -23,10 +23,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dplens.core.mechanisms import MECHANISMS, Range, configure
+from dplens.core.mechanisms import MECHANISMS, Range, Release, configure
 from dplens.core.privacy.noise import add_gaussian
 from dplens.core.queries.marginals import MarginalWorkload
-from dplens.core.tables.contract import INTERVAL_LEVEL, TableRelease, check_rho
+from dplens.core.tables.contract import INTERVAL_LEVEL, check_rho, marginal_release
 from dplens.core.tables.opt_marginals import measure_marginals, plan_opt_marginals
 from dplens.core.tables.residual_planner import measure, plan_residuals
 from dplens.core.tables.synthesis import AIM, MST, IdentityPGM
@@ -72,12 +72,12 @@ class IdentityMarginals:
         return identity_sigma(workload, rho) ** 2 * traces / workload.queries
 
     def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
-            rng: np.random.Generator) -> TableRelease:
+            rng: np.random.Generator) -> Release:
         estimates, sigma = identity_marginals(workload, records, rho, rng)
         metadata = {"privacy": "rho-zCDP (Gaussian), add/remove one record", "sigma": sigma,
                     "intervals": "exact (Gaussian noise, count ± z·std)"}
-        return TableRelease(self.name, float(rho), identity_privacy_loss(workload, sigma), workload, estimates,
-                            [sigma] * len(estimates), None, metadata)
+        return marginal_release(self.name, rho, identity_privacy_loss(workload, sigma), workload, estimates,
+                                stds=[sigma] * len(estimates), params=metadata)
 
 
 class PlannedMarginals:
@@ -105,11 +105,11 @@ class PlannedMarginals:
         return self.plan(workload, rho).expected_mse
 
     def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
-            rng: np.random.Generator) -> TableRelease:
+            rng: np.random.Generator) -> Release:
         plan = self.plan(workload, rho)
         estimates = self.measured(plan, records, rng)
-        return TableRelease(self.name, float(rho), plan.privacy_loss, workload, estimates, self.stds(plan, workload),
-                            None, self.about(plan, workload))
+        return marginal_release(self.name, rho, plan.privacy_loss, workload, estimates,
+                                stds=self.stds(plan, workload), params=self.about(plan, workload))
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ class MarginalHistograms:
         return total / workload.queries
 
     def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
-            rng: np.random.Generator) -> TableRelease:
+            rng: np.random.Generator) -> Release:
         from dplens.core.privacy.definitions import ZCDP
 
         mechanism, epsilon = self._each(workload, rho)
@@ -218,8 +218,8 @@ class MarginalHistograms:
             ranged = workload.ranges[index] is not None
             x = workload.query_order(index, truth) if ranged else truth
             release = mechanism.run(x, workload.queries_on(index), epsilon, rng)
-            cost = release.budget
-            loss += cost.rho if isinstance(cost, ZCDP) else release.privacy_loss ** 2 / 2
+            # the ρ of the noise drawn: a zCDP release states it; an ε-DP one is (ε²/2)-zCDP (Bun & Steinke, Prop. 1.4)
+            loss += release.privacy_loss if isinstance(release.budget, ZCDP) else release.privacy_loss ** 2 / 2
             if not ranged:
                 estimates.append(np.asarray(release.answers, dtype=float).reshape(truth.shape))
             elif release.estimate is None:
@@ -234,8 +234,8 @@ class MarginalHistograms:
                     "epsilon_each": epsilon,
                     "intervals": "exact quantiles of the strategy's noise per cell" if exact else
                                  "none (data-dependent method: its error depends on the data)"}
-        return TableRelease(self.name, float(rho), loss, workload, estimates, None, None, metadata,
-                            halfwidths if exact else None)  # type: ignore[arg-type]  # exact: none is None
+        return marginal_release(self.name, rho, loss, workload, estimates, params=metadata,
+                                halfwidths=halfwidths if exact else None)  # type: ignore[arg-type]  # exact: none is None
 
 
 def _cell_halfwidths(mechanism, release, workload: MarginalWorkload, index: int) -> np.ndarray | None:

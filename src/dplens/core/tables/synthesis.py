@@ -22,9 +22,9 @@ from typing import ClassVar
 import numpy as np
 
 from dplens.core.extras import require
-from dplens.core.mechanisms.contract import RATIO_RANGE, Range
+from dplens.core.mechanisms.contract import RATIO_RANGE, Range, Release
 from dplens.core.queries.marginals import MarginalWorkload
-from dplens.core.tables.contract import TableRelease, check_rho
+from dplens.core.tables.contract import check_rho, marginal_release
 from dplens.core.tables.sampler import synthesize_table
 from dplens.core.validate import fraction, integer
 
@@ -209,7 +209,7 @@ class _OpenDPTable:
         return query.release()
 
     def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float, rng: np.random.Generator | None = None,
-            *, rows: int | None = None, progress: Callable[[float], None] | None = None) -> TableRelease:
+            *, rows: int | None = None, progress: Callable[[float], None] | None = None) -> Release:
         """Fit the model at ``rho`` and draw ``rows`` synthetic records (default: as many as OpenDP's estimate).
 
         OpenDP draws its own noise from a CSPRNG; ``rng`` draws the synthetic records from the fitted model
@@ -258,7 +258,7 @@ class _OpenDPTable:
                     "privacy": "rho-zCDP, add/remove one record", "rho": float(rho), "rho_handed": handed,
                     **self.settings(rho), **self.extra_metadata(workload), "model_fits": fits[0], "rows": len(coded),  # type: ignore[attr-defined]  # set by each subclass
                     "null_rows_dropped": synth.height - complete.height}
-        return TableRelease(self.name, rho, loss, workload, workload.answer(coded), None, coded, metadata)  # type: ignore[attr-defined]  # set by each subclass
+        return marginal_release(self.name, rho, loss, workload, workload.answer(coded), records=coded, params=metadata)  # type: ignore[attr-defined]  # set by each subclass
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,11 @@ from dplens.core.queries.workloads import (
     Ranges2D,
     Stack,
     Total,
+    cell_gram_matrix,
+    dense,
+    gram_matrix,
+    gram_parts,
+    random_range,
     recipe,
     sparse_row,
 )
@@ -132,3 +137,31 @@ def test_row_overview_of_a_sparse_matrix_matches_the_same_matrix_held_dense(rng)
         np.testing.assert_array_equal(sparse[key], dense[key])
     for key in ("rows", "answer"):
         np.testing.assert_allclose(sparse[key], dense[key], rtol=1e-12)
+
+
+GRAM_CASES = {
+    "explicit dense": Explicit(np.arange(12.0).reshape(3, 4) % 3),
+    "explicit sparse": Explicit(sp.csr_matrix(np.arange(12.0).reshape(3, 4) % 3)),
+    "kron": Kron((Prefix(2), Explicit(np.array([[1.0, 0, 2], [0, 1, 1]])))),
+    "prefix": Prefix(5),
+}
+
+
+@pytest.mark.parametrize("name", GRAM_CASES)
+def test_the_gram_matrix_is_w_transpose_w(name):
+    workload = GRAM_CASES[name]
+    matrix = dense(workload)
+    np.testing.assert_allclose(gram_matrix(workload), matrix.T @ matrix)
+    np.testing.assert_allclose(cell_gram_matrix(workload), matrix.T @ matrix)
+
+
+def test_a_stacks_gram_is_the_sum_of_its_parts_grams():
+    stack = Stack((Prefix(4), Identity(4), Total(4)))
+    assert gram_parts(stack) == stack.parts and gram_parts(Prefix(4)) == (Prefix(4),)
+    matrix = dense(stack)
+    np.testing.assert_allclose(sum(gram_matrix(p) for p in gram_parts(stack)), matrix.T @ matrix)
+
+
+def test_all_ranges_is_declared_by_all_range_alone():
+    assert AllRange(4).all_ranges
+    assert not any(w.all_ranges for w in (Prefix(4), random_range(4, 3, seed=0), Identity(4), Total(4)))

@@ -44,15 +44,12 @@ from dplens.core.mechanisms.measurement import (
 )
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import (
-    AllRange,
-    Explicit,
-    Kron,
-    Stack,
     Workload,
     allrange_block_gram,
     as_intervals,
     block_gram,
-    dense,
+    gram_matrix,
+    gram_parts,
     workload_key,  # noqa: F401  (re-exported: the strategy caches' key)
 )
 
@@ -80,18 +77,10 @@ def _compute_full_gram(workload: Workload) -> tuple[np.ndarray, bool]:
     """(WᵀW, exact); the all-range Gram as a proxy when the workload is too big to densify."""
     n = workload.shape[1]
     if n <= MAX_UNITS:
-        if isinstance(workload, Kron):
-            (ga, ea), (gb, eb) = (_cell_gram(f) for f in workload.factors)
-            return np.kron(ga, gb), ea and eb
-        if isinstance(workload, Explicit):
-            product = workload.matrix.T @ workload.matrix
-            return np.asarray(product.toarray() if hasattr(product, "toarray") else product), True
         try:
-            matrix = dense(workload)
+            return gram_matrix(workload), True
         except ValueError:
             pass
-        else:
-            return matrix.T @ matrix, True
     # A workload we cannot densify: range queries stand in for its usage (documented in the README).
     return allrange_block_gram(n, np.arange(n + 1)), False
 
@@ -168,7 +157,7 @@ def _cell_ranges_sketch(lo: np.ndarray, hi: np.ndarray, n: int, rows: int) -> np
 
 def _interval_ends(workload: Workload) -> tuple[np.ndarray, np.ndarray] | None:
     """(lo, hi) of a 0/1 range workload given by its ends (not all-range: its m is quadratic)."""
-    if isinstance(workload, AllRange):
+    if getattr(workload, "all_ranges", False):
         return None
     intervals = as_intervals(workload)
     return None if intervals is None else (intervals.lo, intervals.hi)
@@ -180,8 +169,9 @@ def _gaussian(count: int, rows: int) -> np.ndarray:
 
 
 def _sketch_of(workload: Workload, bounds: np.ndarray, sketch: np.ndarray) -> np.ndarray:
-    if isinstance(workload, Stack):
-        return sum(_sketch_of(part, bounds, sketch) for part in workload.parts)  # type: ignore[return-value]  # a stack has parts
+    parts = gram_parts(workload)
+    if len(parts) > 1:  # WᵀW = Σ the parts' Grams
+        return sum(_sketch_of(part, bounds, sketch) for part in parts)  # type: ignore[return-value]  # arrays
     ends = _interval_ends(workload)
     if ends is not None:
         return _ranges_sketch(*ends, bounds, sketch)

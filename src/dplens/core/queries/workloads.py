@@ -142,6 +142,18 @@ class WorkloadOperator:
         """(columns ascending, values) of row ``i``'s stored entries when W is held as a sparse matrix, else None."""
         return None
 
+    def gram_matrix(self) -> np.ndarray:
+        """WᵀW as a dense n × n matrix, here from the dense W (ValueError when W is too big to densify)."""
+        matrix = dense(self)
+        return matrix.T @ matrix
+
+    def gram_parts(self) -> tuple:
+        """Workloads whose Grams sum to this one's (a stack's parts), here the workload itself."""
+        return (self,)
+
+    # True where the rows are every range [i, j]: m = n(n+1)/2, too many to list by their end points
+    all_ranges: ClassVar[bool] = False
+
     # True where query i is cell i alone with weight 1 (W = I by construction): each answer is one cell's count,
     # so noise added to the cells reaches the answers unchanged and independent.
     queries_are_cells: ClassVar[bool] = False
@@ -277,6 +289,28 @@ def block_gram(w: Workload, bounds: np.ndarray) -> np.ndarray | None:
 
 
 # ----------------------------------------------------------------------------- closed forms of the Gram WᵀW
+
+
+def gram_matrix(w: Workload) -> np.ndarray:
+    """WᵀW as a dense n × n matrix (``WorkloadOperator.gram_matrix``); ValueError when W cannot be densified."""
+    return _own(w, "gram_matrix")()
+
+
+def cell_gram_matrix(w: Workload) -> np.ndarray:
+    """WᵀW on the cells: the closed form of the cells' block Gram where there is one, else ``gram_matrix``.
+
+    >>> cell_gram_matrix(Kron((Identity(2), Total(2)))).tolist()
+    [[1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0]]
+    """
+    block = block_gram(w, np.arange(w.shape[1] + 1))
+    return block if block is not None else gram_matrix(w)
+
+
+def gram_parts(w: Workload) -> tuple:
+    """Workloads whose Grams sum to WᵀW: a stack's parts, else ``(w,)``."""
+    return _own(w, "gram_parts")()
+
+
 def _along_first(v: np.ndarray, apply: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """Apply a column operator to axis 0 of v, whatever its trailing dimensions."""
     flat = v.reshape(v.shape[0], -1)
@@ -587,6 +621,8 @@ class AllRange(IntervalWorkload):
     >>> AllRange(3).matvec(np.array([1.0, 2, 3])).tolist()
     [1.0, 3.0, 6.0, 2.0, 5.0, 3.0]
     """
+
+    all_ranges: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -941,6 +977,12 @@ class Explicit(WorkloadOperator):
 
 
 # ----------------------------------------------------------------------------- the papers' generators
+
+    def gram_matrix(self):
+        product = self.matrix.T @ self.matrix
+        return np.asarray(product.toarray() if hasattr(product, "toarray") else product)
+
+
 def _probability(name: str, value: float) -> float:
     if not 0 <= value <= 1:
         raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
@@ -1092,6 +1134,10 @@ class Kron(WorkloadOperator):
     def recipe(self):
         return _composite_recipe("kron", self.factors)
 
+    def gram_matrix(self):
+        """(A ⊗ B)ᵀ(A ⊗ B) = AᵀA ⊗ BᵀB, each factor's Gram in closed form where it has one."""
+        return np.kron(*(cell_gram_matrix(f) for f in self.factors))
+
 
 @dataclass(frozen=True)
 class Stack(WorkloadOperator):
@@ -1156,6 +1202,9 @@ class Stack(WorkloadOperator):
 
     def recipe(self):
         return _composite_recipe("stack", self.parts)
+
+    def gram_parts(self):
+        return self.parts
 
 
 # ----------------------------------------------------------------------------- parsing and registry

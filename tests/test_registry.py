@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from dplens.cli import MECHANISM_NAMES, main
+from dplens.core import catalogue
 from dplens.core.mechanisms import (
     MECHANISMS,
     Range,
@@ -89,6 +90,23 @@ def test_the_registry_holds_every_histogram_and_table_mechanism_under_unique_nam
     assert list(MECHANISM_NAMES) == list(histogram_mechanisms())
     for name, entry in REGISTRY.items():
         assert entry.name == name and entry.summary.endswith("."), name
+
+
+def test_the_catalogues_are_read_only_views_of_one_storage(toy):
+    """MECHANISMS and TABLE_MECHANISMS are views of dplens.core.catalogue: a registration shows in its kind's view
+    at once, and a write to a view is refused, so register/unregister are the only ways in and out."""
+    assert catalogue.get("toy") == (toy, "histogram") and MECHANISMS["toy"] is toy
+    assert "toy" not in TABLE_MECHANISMS and list(MECHANISMS)[-1] == "toy"
+    assert catalogue.view("histogram") is MECHANISMS and catalogue.view("table") is TABLE_MECHANISMS
+    for view in (MECHANISMS, TABLE_MECHANISMS):
+        with pytest.raises(TypeError):
+            view["toy"] = toy
+        with pytest.raises(TypeError):
+            del view["toy"]
+    with pytest.raises(ValueError, match="'toy' is already registered \\(a histogram mechanism\\)"):
+        catalogue.add(toy, "table")  # one name, one mechanism, whatever the kind
+    with pytest.raises(ValueError, match="kind must be one of histogram, table, got 'tables'"):
+        catalogue.view("tables")
 
 
 def test_register_returns_the_mechanism_and_unregister_removes_it(toy):

@@ -9,25 +9,27 @@ line and the generated reference read this registry, so nothing else changes.
 >>> mechanism("hb").name
 'hb'
 
-The layers below this one (analysis, tables) look mechanisms up by name in their own catalogues,
-``dplens.core.mechanisms.MECHANISMS`` and ``dplens.core.tables.mechanisms.TABLE_MECHANISMS``: the
-registry stores each mechanism there (:func:`register` and :func:`unregister` are the only writers), and
-``REGISTRY`` is the read-only union of the two, so a registered mechanism is found everywhere.
+Every mechanism is stored once, in ``dplens.core.catalogue`` (the lowest layer), by unique name with its input
+kind. The layers below this one (analysis, tables) look mechanisms up in its read-only views of one kind each,
+``dplens.core.mechanisms.MECHANISMS`` and ``dplens.core.tables.mechanisms.TABLE_MECHANISMS``; ``REGISTRY`` is the
+read-only view of both, and :func:`register` and :func:`unregister` are the only writers outside the built-ins, so a
+registered mechanism is found everywhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from dplens.core.catalogue import KINDS, Kind, add, get, remove, view
 from dplens.core.mechanisms import MECHANISMS, RENAMED, Mechanism, Release
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.mechanisms import TABLE_MECHANISMS
 
-InputKind = Literal["histogram", "table"]
+InputKind = Kind
 
 
 @runtime_checkable
@@ -67,34 +69,25 @@ class Entry:
         return getattr(type(self.mechanism), "summary", "")
 
 
-_CATALOGUES: dict[InputKind, dict[str, Any]] = {"histogram": MECHANISMS, "table": TABLE_MECHANISMS}
-
-
 class _Registry(Mapping[str, Entry]):
-    """The union of the two catalogues, histogram mechanisms first, each in its registration order; read-only."""
+    """Every stored mechanism, histogram mechanisms first, each kind in its registration order; read-only."""
 
     def __getitem__(self, name: str) -> Entry:
-        for kind, catalogue in _CATALOGUES.items():
-            if name in catalogue:
-                return Entry(catalogue[name], kind)
-        raise KeyError(name)
+        mechanism, kind = get(name)
+        return Entry(mechanism, kind)
 
     def __iter__(self) -> Iterator[str]:
-        for catalogue in _CATALOGUES.values():
-            yield from catalogue
+        for kind in KINDS:
+            yield from view(kind)
 
     def __len__(self) -> int:
-        return sum(len(catalogue) for catalogue in _CATALOGUES.values())
+        return sum(len(view(kind)) for kind in KINDS)
 
     def __repr__(self) -> str:
         return f"REGISTRY({', '.join(self)})"
 
 
 REGISTRY: Mapping[str, Entry] = _Registry()
-
-_SHARED = sorted(set(MECHANISMS) & set(TABLE_MECHANISMS))
-if _SHARED:  # one name, one mechanism: the pickers and the command line resolve names through the registry
-    raise ValueError(f"mechanism names must be unique across histograms and tables; both define {_SHARED}")
 
 
 def input_kind(mechanism: object) -> InputKind:
@@ -124,11 +117,7 @@ def register(mechanism: Any) -> Any:
     name = mechanism.name
     if not isinstance(name, str) or not name or name != name.lower() or any(c in name for c in " _"):
         raise ValueError(f"mechanism name must be lower-case kebab-case (like 'greedy-h'), got {name!r}")
-    if name in REGISTRY:
-        raise ValueError(f"mechanism name {name!r} is already registered (a {REGISTRY[name].input_kind} "
-                         "mechanism); choose another name")
-    _CATALOGUES[kind][name] = mechanism
-    return mechanism
+    return add(mechanism, kind)  # refuses a name already taken in either kind
 
 
 def unregister(name: str) -> None:
@@ -138,9 +127,7 @@ def unregister(name: str) -> None:
     Traceback (most recent call last):
     ValueError: unknown mechanism 'no-such-mechanism'; nothing to unregister
     """
-    if name not in REGISTRY:
-        raise ValueError(f"unknown mechanism {name!r}; nothing to unregister")
-    del _CATALOGUES[REGISTRY[name].input_kind][name]
+    remove(name)
 
 
 def histogram_mechanisms() -> dict[str, Mechanism]:

@@ -18,6 +18,9 @@ through ``rng.random``/``rng.integers``/``rng.permutation``, and selections thro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from dplens.core.catalogue import add, view
 from dplens.core.mechanisms.ahp import AHP
 from dplens.core.mechanisms.contract import (  # re-exported: the contract beside the registry
     NEIGHBOURING,
@@ -58,36 +61,38 @@ from dplens.core.mechanisms.sreb_gca import SrebGca
 from dplens.core.mechanisms.wda import WDA
 from dplens.core.mechanisms.xiao import CellRelease
 
-MECHANISMS: dict[str, Mechanism] = {
-    m.name: m
-    for m in (
-        LaplaceIdentity(),
-        LaplaceOnAnswers(),
-        Uniform(),
-        WDA(),
-        OM(),
-        SrebGca(),
-        LaplaceIdentity(name="dp-base"),  # SReB_GCA's baseline: Identity under the paper's name (Chen et al. 2024)
-        CellRelease(),
-        Hierarchical(),
-        Privelet(),
-        MatrixMechanism(),
-        LRM(),
-        UniformGrid(),
-        AdaptiveGrid(),
-        GreedyH(),
-        DAWA(),
-        MWEM(),
-        AHP(),
-        # Gaussian noise, (ε, δ) at the knob delta (analytic Gaussian) or zCDP (calibration="zcdp")
-        GaussianIdentity(),
-        GaussianAnswers(),
-        GaussianHierarchical(),
-        GaussianPrivelet(),
-        GaussianGreedyH(),
-        GaussianEigenDesign(),
-    )
-}
+# The built-in histogram mechanisms, stored in the one catalogue in the order the pickers list them.
+for _builtin in (
+    LaplaceIdentity(),
+    LaplaceOnAnswers(),
+    Uniform(),
+    WDA(),
+    OM(),
+    SrebGca(),
+    LaplaceIdentity(name="dp-base"),  # SReB_GCA's baseline: Identity under the paper's name (Chen et al. 2024)
+    CellRelease(),
+    Hierarchical(),
+    Privelet(),
+    MatrixMechanism(),
+    LRM(),
+    UniformGrid(),
+    AdaptiveGrid(),
+    GreedyH(),
+    DAWA(),
+    MWEM(),
+    AHP(),
+    # Gaussian noise, (ε, δ) at the knob delta (analytic Gaussian) or zCDP (calibration="zcdp")
+    GaussianIdentity(),
+    GaussianAnswers(),
+    GaussianHierarchical(),
+    GaussianPrivelet(),
+    GaussianGreedyH(),
+    GaussianEigenDesign(),
+):
+    add(_builtin, "histogram")
+del _builtin
+# Read-only and always current: dplens.core.registry.register adds to the same catalogue.
+MECHANISMS: Mapping[str, Mechanism] = view("histogram")
 
 # Registry aliases: other names under which a registered mechanism is known in a paper.
 ALIASES: dict[str, str] = {"dp-base": "identity"}

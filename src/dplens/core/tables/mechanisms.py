@@ -18,11 +18,13 @@ histogram mechanisms.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from dplens.core.catalogue import add, view
 from dplens.core.mechanisms import MECHANISMS, Range, Release, configure
 from dplens.core.privacy.noise import add_gaussian
 from dplens.core.queries.marginals import MarginalWorkload
@@ -254,11 +256,14 @@ def _cell_halfwidths(mechanism, release, workload: MarginalWorkload, index: int)
         np.asarray(half, dtype=float).reshape(workload.domain.sizes_of(workload.marginals[index]))
 
 
-# The tables layer's catalogue, read by name here and in dplens.core.tables.compare (below the registry). Add a
-# mechanism with dplens.core.registry.register, which keeps this in step with the registry.
-TABLE_MECHANISMS: dict[str, Any] = {m.name: m for m in (IdentityMarginals(), ResidualPlannerMechanism(),
-                                                        HDMMMarginals(), MarginalHistograms(), IdentityPGM(), MST(),
-                                                        AIM())}
+# The built-in table mechanisms, stored in the one catalogue (dplens.core.catalogue) beside the histogram ones.
+for _builtin in (IdentityMarginals(), ResidualPlannerMechanism(), HDMMMarginals(), MarginalHistograms(), IdentityPGM(),
+                 MST(), AIM()):
+    add(_builtin, "table")
+del _builtin
+# Read by name here and in dplens.core.tables.compare (below the registry); read-only and always current, since
+# dplens.core.registry.register adds to the same catalogue.
+TABLE_MECHANISMS: Mapping[str, Any] = view("table")
 
 
 def table_mechanism(name: str, **settings: object):

@@ -31,6 +31,7 @@ from dplens.core.mechanisms.contract import (
     check_inputs,
     check_ratio,
     laplace_privacy_loss,
+    setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, sorting_cost
 from dplens.core.privacy.definitions import PureDP
@@ -78,10 +79,9 @@ class AHP:
     """
 
     summary: ClassVar[str] = "AHP: noisy counts, small ones set to zero, then similar bins averaged."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"ratio": RATIO_RANGE, "eta": Range(0, 100)}
 
-    ratio: float = 0.85
-    eta: float = 0.35
+    ratio: float = setting(0.85, RATIO_RANGE)
+    eta: float = setting(0.35, Range(0, 100))
     name: str = "ahp"
     data_dependent: bool = True
 

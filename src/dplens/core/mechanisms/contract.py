@@ -9,10 +9,12 @@ Every mechanism module imports from here; ``dplens.core.mechanisms`` re-exports 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -22,6 +24,8 @@ from dplens.core.queries.workloads import Workload
 from dplens.core.validate import fraction, positive
 
 NEIGHBOURING = "add/remove one record (unbounded DP): x' = x ± e_j"
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, eq=False)
@@ -263,8 +267,8 @@ class Range:
         raise ValueError(f"{name} must be {self}, got {value!r}")
 
 
-# Ranges several mechanisms share. Each mechanism declares the valid values of its settings on its class, as
-# ``PARAMETER_RANGES: ClassVar[dict[str, Range]]`` (README: "Mechanism parameters"); the bounds keep one run
+# Ranges several mechanisms share. Each mechanism declares the valid values of a setting on its field, as
+# ``ratio: float = setting(0.5, RATIO_RANGE)`` (README: "Mechanism parameters"); the bounds keep one run
 # within seconds and a few hundred MB (its ``cost`` estimates the rest).
 RATIO_RANGE = Range(0, 1, open=True)                          # a budget share
 SEED_RANGE = Range(0, 2**32 - 1, integer=True, choices=(None,))
@@ -272,14 +276,48 @@ BRANCHING_RANGE = Range(2, 1024, integer=True)
 FLAG_RANGE = Range(choices=(True, False))
 
 
+def setting(default: T, valid: Range) -> T:
+    """A mechanism setting: a dataclass field with ``default`` whose metadata holds its documented range ``valid``.
+
+    A mutable default (list, dict, set) becomes a ``default_factory`` that copies it.
+
+    >>> @dataclass(frozen=True)
+    ... class Toy:
+    ...     rounds: int = setting(10, Range(1, 1000, integer=True))
+    ...     name: str = "toy"
+    >>> Toy(), {key: str(valid) for key, valid in parameter_ranges(Toy()).items()}
+    (Toy(rounds=10, name='toy'), {'rounds': 'an integer in [1, 1000]'})
+    """
+    if isinstance(default, list | dict | set):
+        return field(default_factory=functools.partial(copy.copy, default), metadata={"range": valid})
+    return field(default=default, metadata={"range": valid})
+
+
 def parameter_ranges(mechanism: Mechanism) -> dict[str, Range]:
-    """The documented ranges of ``mechanism``'s settings (its class's ``PARAMETER_RANGES``; none declared: none).
+    """The documented ranges of ``mechanism``'s settings: its class's ``PARAMETER_RANGES`` where it declares one
+    (table mechanisms), then each field's ``setting`` range in field order (a field's range wins over the dict's).
+
+    A subclass that redeclares a field only to change its default keeps the range the nearest base declared.
 
     >>> from dplens.core.mechanisms import MECHANISMS
     >>> str(parameter_ranges(MECHANISMS["mwem"])["rounds"])
     'an integer in [1, 1000]'
     """
-    return dict(getattr(type(mechanism), "PARAMETER_RANGES", {}))
+    ranges = dict(getattr(type(mechanism), "PARAMETER_RANGES", {}))
+    if dataclasses.is_dataclass(mechanism):
+        for f in dataclasses.fields(mechanism):
+            valid = _declared_range(type(mechanism), f.name)
+            if valid is not None:
+                ranges[f.name] = valid
+    return ranges
+
+
+def _declared_range(cls: type, name: str) -> Range | None:
+    for klass in cls.__mro__:
+        declared = getattr(klass, "__dataclass_fields__", {}).get(name)
+        if declared is not None and "range" in declared.metadata:
+            return declared.metadata["range"]
+    return None
 
 
 def check_parameters(mechanism: Mechanism) -> Mechanism:

@@ -34,6 +34,7 @@ from dplens.core.mechanisms.contract import (
     check_inputs,
     check_ratio,
     laplace_privacy_loss,
+    setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, tree_cost
 from dplens.core.mechanisms.greedy_h import bucket_gram, check_tree_settings, gram_sketch, greedy_hierarchy
@@ -164,15 +165,10 @@ class DAWA:
     """
 
     summary: ClassVar[str] = "DAWA: merges bins that look alike (reads the data), then a tree over the merged bins."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
-        "ratio": RATIO_RANGE,
-        "branching": BRANCHING_RANGE,
-        "granularity": Range(2, 1000, integer=True),
-    }
 
-    ratio: float = 0.25
-    branching: int = 2
-    granularity: int = 100
+    ratio: float = setting(0.25, RATIO_RANGE)
+    branching: int = setting(2, BRANCHING_RANGE)
+    granularity: int = setting(100, Range(2, 1000, integer=True))
     name: str = "dawa"
     data_dependent: bool = True
 

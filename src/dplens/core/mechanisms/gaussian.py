@@ -45,6 +45,7 @@ from dplens.core.mechanisms.contract import (
     Release,
     check_epsilon,
     check_inputs,
+    setting,
 )
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost, default_cost, mechanism_cost
 from dplens.core.mechanisms.gram import gram_apply
@@ -92,20 +93,17 @@ def unit_sigma(epsilon: float, delta: float, calibration: str) -> float:
     raise ValueError(f"calibration must be one of {list(CALIBRATIONS)}, got {calibration!r}")
 
 
-_KNOBS = {"delta": Range(0, 1, open=True), "calibration": Range(choices=CALIBRATIONS)}
-
-
-def _ranges(parent: type | None) -> dict[str, Range]:
-    """The parent's documented parameter ranges plus the Gaussian knobs (dplens.core.mechanisms.check_parameters)."""
-    return {**getattr(parent, "PARAMETER_RANGES", {}), **_KNOBS}
-
-
+@dataclass(frozen=True)
 class GaussianMixin:
-    """Gaussian noise for a Laplace parent that exposes its strategy's column norms (``strategy_norms``)."""
+    """Gaussian noise for a Laplace parent that exposes its strategy's column norms (``strategy_norms``).
+
+    Its settings, ``delta`` and ``calibration``, follow the parent's in each twin's fields (and so in
+    ``parameter_ranges``), since dataclass fields are collected from the last base to the first.
+    """
 
     noise: ClassVar[str] = "gaussian"
-    delta: float
-    calibration: str
+    delta: float = setting(1e-6, Range(0, 1, open=True))
+    calibration: str = setting("analytic", Range(choices=CALIBRATIONS))
 
     def cost(self, workload: Workload) -> Cost:
         """The parent's cost model: the Gaussian draws cost what the Laplace ones did."""
@@ -199,10 +197,7 @@ class GaussianIdentity(GaussianMixin, LaplaceIdentity):  # type: ignore[misc]  #
     # (read on this exact class only, dplens.core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
     noise_on_counts: ClassVar[bool] = True
 
-    delta: float = 1e-6
-    calibration: str = "analytic"
     name: str = "gaussian-identity"
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(LaplaceIdentity)
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """Identity: every column has L1 and L2 norm 1."""
@@ -233,10 +228,7 @@ class GaussianAnswers(GaussianMixin, LaplaceOnAnswers):  # type: ignore[misc]  #
 
     summary: ClassVar[str] = "Gaussian noise on each query answer ((ε, δ) or zCDP): strong for prefix-like workloads."
 
-    delta: float = 1e-6
-    calibration: str = "analytic"
     name: str = "gaussian-answers"
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(LaplaceOnAnswers)
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """The workload's own column norms."""
@@ -250,10 +242,7 @@ class GaussianHierarchical(GaussianMixin, Hierarchical):  # type: ignore[misc]  
     summary: ClassVar[str] = "The range tree with Gaussian noise ((ε, δ) or zCDP)."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = Hierarchical.STRATEGY_CACHES
 
-    delta: float = 1e-6
-    calibration: str = "analytic"
     name: str = "gaussian-hb"
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(Hierarchical)
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """Nodes containing each cell (unit weights): L1 = count, L2 = √count."""
@@ -268,10 +257,7 @@ class GaussianPrivelet(GaussianMixin, Privelet):  # type: ignore[misc]  # the mi
     summary: ClassVar[str] = "Haar wavelets with Gaussian noise ((ε, δ) or zCDP)."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = Privelet.STRATEGY_CACHES
 
-    delta: float = 1e-6
-    calibration: str = "analytic"
     name: str = "gaussian-privelet"
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(Privelet)
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
         """c = Π(1 + log₂ padded length) coefficients of ±1 per cell: L1 = c, L2 = √c."""
@@ -291,10 +277,7 @@ class GaussianGreedyH(GaussianMixin, GreedyH):  # type: ignore[misc]  # the mixi
     summary: ClassVar[str] = "Greedy-H's weighted tree with Gaussian noise ((ε, δ) or zCDP)."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = GreedyH.STRATEGY_CACHES
 
-    delta: float = 1e-6
-    calibration: str = "analytic"
     name: str = "gaussian-greedy-h"
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(GreedyH)
     weights_norm: ClassVar[int] = 2
 
     def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
@@ -377,11 +360,8 @@ class GaussianEigenDesign(GaussianMixin):
     summary: ClassVar[str] = "Gaussian matrix mechanism: an eigen-design strategy for your workload ((ε, δ) or zCDP)."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_EIGEN,)
 
-    delta: float = 1e-6
-    calibration: str = "analytic"
     name: str = "gaussian-eigen"
     data_dependent: bool = False
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = _ranges(None)
 
     def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
         """x̂ − x = A⁻¹ z: L = S⁻¹ V Λ^{-1/4} Vᵀ, so Lᵀ v = V Λ^{-1/4} Vᵀ S⁻¹ v; None for another release."""

@@ -33,11 +33,14 @@ from dplens.core.mechanisms.contract import (
     check_ratio,
     grid_shape,
     laplace_privacy_loss,
+    setting,
 )
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import positive
+
+GRID_CONSTANT_RANGE = Range(1e-3, 1e6)  # the grid-size constant c (Qardaji et al. 2013 suggest c = 10)
 
 
 def _cuts(length: int, parts: int) -> np.ndarray:
@@ -75,10 +78,9 @@ class UniformGrid:
     """UG: one m × m grid of noisy block counts, uniform within blocks (Qardaji et al. ICDE 2013)."""
 
     summary: ClassVar[str] = "Uniform grid (2-D): block counts on a grid sized from the noisy total."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"c": Range(1e-3, 1e6), "total_ratio": RATIO_RANGE}
 
-    c: float = 10.0
-    total_ratio: float = 0.05
+    c: float = setting(10.0, GRID_CONSTANT_RANGE)
+    total_ratio: float = setting(0.05, RATIO_RANGE)
     name: str = "ugrid"
     data_dependent: bool = True
 
@@ -110,15 +112,10 @@ class AdaptiveGrid:
     """AG: a coarse grid, then each block split by its own noisy count, two-level consistency."""
 
     summary: ClassVar[str] = "Adaptive grid (2-D): a coarse grid, then finer blocks where there are many records."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
-        "alpha": RATIO_RANGE,
-        "c": Range(1e-3, 1e6),
-        "total_ratio": RATIO_RANGE,
-    }
 
-    alpha: float = 0.5
-    c: float = 10.0
-    total_ratio: float = 0.05
+    alpha: float = setting(0.5, RATIO_RANGE)
+    c: float = setting(10.0, GRID_CONSTANT_RANGE)
+    total_ratio: float = setting(0.05, RATIO_RANGE)
     name: str = "agrid"
     data_dependent: bool = True
 

@@ -28,7 +28,7 @@ from typing import ClassVar
 import numpy as np
 
 from dplens.core.mechanisms.cache import StrategyCache
-from dplens.core.mechanisms.contract import Range, Release, check_epsilon
+from dplens.core.mechanisms.contract import Range, Release, check_epsilon, setting
 from dplens.core.mechanisms.gram import noise_energy
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.measurement import (
@@ -264,13 +264,9 @@ class Hierarchical(MeasuredPlan):
     strategy_ignores_queries: ClassVar[bool] = True
     summary: ClassVar[str] = "A tree of range counts: good for range queries over ordered bins."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_ENERGIES,)
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
-        "branching": Range(2, 1024, integer=True, choices=("auto",)),
-        "include_root": Range(choices=("auto", True, False)),
-    }
 
-    branching: int | str = "auto"
-    include_root: bool | str = "auto"
+    branching: int | str = setting("auto", Range(2, 1024, integer=True, choices=("auto",)))
+    include_root: bool | str = setting("auto", Range(choices=("auto", True, False)))
     name: str = "hb"
     data_dependent: bool = False
 

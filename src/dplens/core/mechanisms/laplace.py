@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from dplens.core.mechanisms.contract import Range, Release, check_inputs, laplace_privacy_loss
+from dplens.core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
 from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
@@ -28,7 +28,6 @@ class LaplaceIdentity(MeasuredPlan):
     # every cell of its estimate carries its own i.i.d. noise (exact intervals, dplens.core.analysis.intervals)
     iid_noise_on: ClassVar[str] = "bins"
     summary: ClassVar[str] = "Noise on every count: the baseline the others are measured against."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
     # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
     # (read on this exact class only, dplens.core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
     noise_on_counts: ClassVar[bool] = True
@@ -70,7 +69,6 @@ class LaplaceOnAnswers(MeasuredPlan):
     # every answer carries its own i.i.d. noise (exact intervals, dplens.core.analysis.intervals)
     iid_noise_on: ClassVar[str] = "answers"
     summary: ClassVar[str] = "Noise on each query answer directly: good when there are few queries."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
 
     name: str = "laplace-on-answers"
     data_dependent: bool = False
@@ -111,7 +109,6 @@ class Uniform:
     """
 
     summary: ClassVar[str] = "Only a noisy total, spread evenly over the bins: ignores the shape."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
     # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
     # (read on this exact class only, dplens.core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
     noise_on_counts: ClassVar[bool] = True

@@ -43,7 +43,14 @@ import scipy.linalg
 from threadpoolctl import threadpool_limits
 
 from dplens.core.mechanisms.cache import StrategyCache
-from dplens.core.mechanisms.contract import Range, Release, check_epsilon, check_inputs, laplace_privacy_loss
+from dplens.core.mechanisms.contract import (
+    Range,
+    Release,
+    check_epsilon,
+    check_inputs,
+    laplace_privacy_loss,
+    setting,
+)
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from dplens.core.mechanisms.gram import gram_apply
 from dplens.core.mechanisms.greedy_h import workload_key
@@ -439,16 +446,12 @@ class LRM:
     summary: ClassVar[str] = "Low-rank mechanism (Yuan et al.): measures a low-rank factorisation of the workload."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_FACTORISATIONS,)
 
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
-        "rank": Range(1, 10 * MAX_CELLS, integer=True, choices=(None,)), "rank_ratio": Range(1, 10),
-        "gamma": Range(0, 1e12), "iterations": Range(1, 100_000, integer=True),
-        "seed": Range(0, 2**32 - 1, integer=True)}
 
-    rank: int | None = None
-    rank_ratio: float = 1.2
-    gamma: float = 0.0
-    iterations: int = 320
-    seed: int = 0
+    rank: int | None = setting(None, Range(1, 10 * MAX_CELLS, integer=True, choices=(None,)))
+    rank_ratio: float = setting(1.2, Range(1, 10))
+    gamma: float = setting(0.0, Range(0, 1e12))
+    iterations: int = setting(320, Range(1, 100_000, integer=True))
+    seed: int = setting(0, Range(0, 2**32 - 1, integer=True))
     name: str = "lrm"
     data_dependent: bool = False
 

@@ -28,7 +28,7 @@ from scipy.linalg.blas import daxpy, ddot
 from threadpoolctl import threadpool_limits
 
 from dplens.core.mechanisms.cache import StrategyCache
-from dplens.core.mechanisms.contract import Range, Release, check_epsilon
+from dplens.core.mechanisms.contract import Range, Release, check_epsilon, setting
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from dplens.core.mechanisms.gram import gram_rows
 from dplens.core.mechanisms.greedy_h import workload_key
@@ -264,15 +264,10 @@ class MatrixMechanism(MeasuredPlan):
 
     summary: ClassVar[str] = "Matrix mechanism: a measurement strategy optimised for your workload (HDMM's OPT0)."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_STRATEGIES,)
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
-        "p": Range(1, 512, integer=True, choices=("auto",)),
-        "restarts": Range(1, 20, integer=True),
-        "seed": Range(0, 2**32 - 1, integer=True),
-    }
 
-    p: int | str = "auto"
-    restarts: int = 1
-    seed: int = 0
+    p: int | str = setting("auto", Range(1, 512, integer=True, choices=("auto",)))
+    restarts: int = setting(1, Range(1, 20, integer=True))
+    seed: int = setting(0, Range(0, 2**32 - 1, integer=True))
     name: str = "mm-opt"
     data_dependent: bool = False
 

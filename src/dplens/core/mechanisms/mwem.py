@@ -38,6 +38,7 @@ from dplens.core.mechanisms.contract import (
     check_ratio,
     exponential_mechanism,
     laplace_privacy_loss,
+    setting,
 )
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
 from dplens.core.privacy.definitions import PureDP
@@ -78,17 +79,11 @@ class MWEM:
     """
 
     summary: ClassVar[str] = "MWEM: learns a synthetic histogram by repeatedly fixing the worst-answered query."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
-        "rounds": Range(1, 1000, integer=True),
-        "total_ratio": RATIO_RANGE,
-        "update_rounds": Range(1, 1000, integer=True),
-        "average": FLAG_RANGE,
-    }
 
-    rounds: int = 10
-    total_ratio: float = 0.05
-    update_rounds: int = 100
-    average: bool = False
+    rounds: int = setting(10, Range(1, 1000, integer=True))
+    total_ratio: float = setting(0.05, RATIO_RANGE)
+    update_rounds: int = setting(100, Range(1, 1000, integer=True))
+    average: bool = setting(False, FLAG_RANGE)
     name: str = "mwem"
     data_dependent: bool = True
 

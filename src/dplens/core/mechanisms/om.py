@@ -23,7 +23,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from dplens.core.mechanisms.cache import StrategyCache
-from dplens.core.mechanisms.contract import SEED_RANGE, Range, Release, check_inputs, laplace_privacy_loss
+from dplens.core.mechanisms.contract import (
+    SEED_RANGE,
+    Range,
+    Release,
+    check_inputs,
+    laplace_privacy_loss,
+    setting,
+)
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
 from dplens.core.mechanisms.greedy_h import interval_cells, workload_key
 from dplens.core.privacy.definitions import PureDP
@@ -294,13 +301,9 @@ class OM:
 
     summary: ClassVar[str] = "Orthogonal mechanism (Huang et al.): answers a low-rank version of the queries."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_FACTORISATIONS,)
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
-        "tol": Range(0, 1e6, open=True, choices=(None,)),
-        "row_seed": SEED_RANGE,
-    }
 
-    tol: float | None = None
-    row_seed: int | None = None
+    tol: float | None = setting(None, Range(0, 1e6, open=True, choices=(None,)))
+    row_seed: int | None = setting(None, SEED_RANGE)
     name: str = "om"
     data_dependent: bool = False
 

@@ -23,7 +23,7 @@ from typing import ClassVar
 import numpy as np
 
 from dplens.core.mechanisms.cache import StrategyCache
-from dplens.core.mechanisms.contract import Range, Release, check_epsilon
+from dplens.core.mechanisms.contract import Release, check_epsilon
 from dplens.core.mechanisms.gram import noise_energy
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.hierarchical import workload_grid
@@ -127,7 +127,6 @@ class Privelet(MeasuredPlan):
     strategy_ignores_queries: ClassVar[bool] = True
     summary: ClassVar[str] = "Haar wavelets (Privelet): good for range queries, in 1-D and 2-D."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_ENERGIES,)
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
 
     name: str = "privelet"
     data_dependent: bool = False

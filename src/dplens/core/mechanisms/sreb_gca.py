@@ -25,6 +25,7 @@ from dplens.core.mechanisms.contract import (
     check_inputs,
     check_ratio,
     laplace_privacy_loss,
+    setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, sorting_cost
 from dplens.core.privacy.definitions import PureDP
@@ -121,10 +122,9 @@ class SrebGca:
     """
 
     summary: ClassVar[str] = "SReB_GCA (Chen et al.): sorts and groups similar bins, one noisy value per group."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"ratio": RATIO_RANGE, "error_floor": Range(1e-9, 1e9)}
 
-    ratio: float = 0.5
-    error_floor: float = 1.0
+    ratio: float = setting(0.5, RATIO_RANGE)
+    error_floor: float = setting(1.0, Range(1e-9, 1e9))
     name: str = "sreb-gca"
     data_dependent: bool = True
 

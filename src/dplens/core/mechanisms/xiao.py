@@ -32,6 +32,7 @@ from dplens.core.mechanisms.contract import (
     check_inputs,
     exponential_mechanism,
     laplace_privacy_loss,
+    setting,
 )
 from dplens.core.privacy.definitions import PureDP, cell_sensitivity
 from dplens.core.privacy.noise import add_laplace
@@ -65,18 +66,13 @@ class CellRelease:
     """
 
     summary: ClassVar[str] = "Xiao et al.'s cell release: noisy counts, clipped at zero."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
-        "neighbouring": Range(choices=("add_remove", "replace_one")),
-        "clip": FLAG_RANGE,
-        "n_public": Range(1, 1e15, choices=(None,)),
-    }
     # every draw lands on an integer count with integer sensitivity: the secure path may use the integer sampler
     # (read on this exact class only, dplens.core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
     noise_on_counts: ClassVar[bool] = True
 
-    neighbouring: str = "add_remove"
-    clip: bool = True
-    n_public: float | None = None
+    neighbouring: str = setting("add_remove", Range(choices=("add_remove", "replace_one")))
+    clip: bool = setting(True, FLAG_RANGE)
+    n_public: float | None = setting(None, Range(1, 1e15, choices=(None,)))
     name: str = "cell-release"
     data_dependent: bool = False
 

@@ -29,7 +29,6 @@ from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import (
     BRANCHING_RANGE,
     RATIO_RANGE,
-    Range,
     Release,
     check_inputs,
     check_ratio,
@@ -37,7 +36,13 @@ from dplens.core.mechanisms.contract import (
     setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, tree_cost
-from dplens.core.mechanisms.greedy_h import bucket_gram, check_tree_settings, gram_sketch, greedy_hierarchy
+from dplens.core.mechanisms.greedy_h import (
+    GRANULARITY_RANGE,
+    bucket_gram,
+    check_tree_settings,
+    gram_sketch,
+    greedy_hierarchy,
+)
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload
@@ -168,7 +173,7 @@ class DAWA:
 
     ratio: float = setting(0.25, RATIO_RANGE)
     branching: int = setting(2, BRANCHING_RANGE)
-    granularity: int = setting(100, Range(2, 1000, integer=True))
+    granularity: int = setting(100, GRANULARITY_RANGE)
     name: str = "dawa"
     data_dependent: bool = True
 

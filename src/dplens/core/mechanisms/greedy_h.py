@@ -31,6 +31,7 @@ from dplens.core.mechanisms.contract import (
     BRANCHING_RANGE,
     Range,
     Release,
+    setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, tree_cost
 from dplens.core.mechanisms.gram import gram_apply
@@ -53,6 +54,7 @@ from dplens.core.queries.workloads import (
     workload_key,  # noqa: F401  (re-exported: the strategy caches' key)
 )
 
+GRANULARITY_RANGE = Range(2, 1000, integer=True)  # grid points for a node's weight p (Greedy-H, DAWA; Li et al. 2014 §4)
 MAX_UNITS = 4096  # Greedy-H holds dense unit × unit matrices; beyond this it refuses (memory)
 DENSE_RECONSTRUCTION = 2**24  # entries of L formed for exact intervals; beyond this, no exact intervals
 
@@ -586,13 +588,9 @@ class GreedyH(MeasuredPlan):
 
     summary: ClassVar[str] = "Greedy-H: a weighted tree of ranges fitted to your workload."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_STRATEGIES, _TRACES, _FULL_GRAMS)
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
-        "branching": BRANCHING_RANGE,
-        "granularity": Range(2, 1000, integer=True),
-    }
 
-    branching: int = 2
-    granularity: int = 100
+    branching: int = setting(2, BRANCHING_RANGE)
+    granularity: int = setting(100, GRANULARITY_RANGE)
     name: str = "greedy-h"
     data_dependent: bool = False
     weights_norm: ClassVar[int] = 1  # the sensitivity the tree's weights are chosen for (2: gaussian-greedy-h)

@@ -26,7 +26,14 @@ from typing import ClassVar
 import numpy as np
 
 from dplens.core.mechanisms.cache import StrategyCache
-from dplens.core.mechanisms.contract import SEED_RANGE, Range, Release, check_inputs, laplace_privacy_loss
+from dplens.core.mechanisms.contract import (
+    SEED_RANGE,
+    Range,
+    Release,
+    check_inputs,
+    laplace_privacy_loss,
+    setting,
+)
 from dplens.core.mechanisms.cost_model import (
     OVERHEAD_SECONDS,
     SECONDS_PER_ELEMENT,
@@ -236,15 +243,10 @@ class WDA:
 
     summary: ClassVar[str] = "Workload division (Li et al.): splits the queries into blocks and noises each block."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_DIVISIONS,)
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
-        "budget": Range(choices=("optimal", "equal", "optimal_global")),
-        "g": Range(-1e6, 1e6),
-        "division_seed": SEED_RANGE,
-    }
 
-    budget: str = "optimal"
-    g: float = 0.0
-    division_seed: int | None = None
+    budget: str = setting("optimal", Range(choices=("optimal", "equal", "optimal_global")))
+    g: float = setting(0.0, Range(-1e6, 1e6))
+    division_seed: int | None = setting(None, SEED_RANGE)
     name: str = "wda"
     data_dependent: bool = False
 

@@ -136,6 +136,11 @@ def _sorted(path):
     return load_grid(path).drop(columns="seconds").sort_values(key).reset_index(drop=True)
 
 
+# Another file's Dask cluster may hold port 8787 at the same time under xdist: Dask then warns and leaks the probe's
+# socket; neither is this test's concern.
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use")
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_strategies_optimised_in_workers_give_identical_results(tmp_path):
     from dask.distributed import LocalCluster
 

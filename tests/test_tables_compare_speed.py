@@ -38,6 +38,7 @@ def test_progress_text_says_elapsed_and_left():
 def _stand_in_mst(monkeypatch):
     """MST's run stood in for by identity's, in this process (the pool's threads call it directly)."""
     import dplens.core.tables.compare as compare
+    from dplens.core.analysis.execution import run_cell
     from dplens.core.tables.mechanisms import table_mechanism
     from dplens.core.tables.synthesis import MST
 
@@ -48,8 +49,8 @@ def _stand_in_mst(monkeypatch):
         return table_mechanism("gaussian-marginals").run(records, workload, rho, rng)
 
     monkeypatch.setattr(MST, "run", stand_in)
-    monkeypatch.setattr(compare, "_bounded_run", lambda mechanism, workload, records, rho, rng, report, deadline:
-                        mechanism.run(records, workload, rho, rng, progress=report))
+    monkeypatch.setattr(compare, "_bounded_run", lambda context, cell, report, deadline:
+                        run_cell(context, cell, progress=report))
 
 
 def test_pooled_synthesiser_runs_report_time_and_keep_order(monkeypatch):

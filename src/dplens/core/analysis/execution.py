@@ -52,6 +52,7 @@ import uuid
 import zlib
 from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -62,7 +63,7 @@ from dplens.core.analysis.metrics import HISTOGRAM_METRICS, METRICS, expected_me
 from dplens.core.analysis.strategy_store import StrategyStore, stable_hash
 from dplens.core.data.domain import Histogram
 from dplens.core.extras import require
-from dplens.core.mechanisms import MECHANISMS, Mechanism
+from dplens.core.mechanisms import MECHANISMS, Mechanism, Release
 from dplens.core.mechanisms.cache import StrategyCache, cache_named, registered_caches
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.queries.workloads import Workload
@@ -77,12 +78,39 @@ SHIPPED_CACHE_LIMIT = 16  # entries kept per strategy cache in a worker, at leas
 
 @dataclass(frozen=True, eq=False)
 class Context:
-    """What the cells of one sweep share: the data, the workload, the metrics and the base seed."""
+    """What the cells of one sweep share: the data, the workload, the metrics and the base seed.
+
+    ``run_cell`` asks it for what a mechanism runs on (``data``) and for the metrics of a release (``scores``);
+    a sweep on a table of records gives a context of its own with the same two methods
+    (``dplens.core.tables.compare.TableContext``).
+    """
 
     histogram: Histogram
     workload: Workload
     metrics: tuple[str, ...]
     seed: int = 0
+
+    @property
+    def data(self) -> np.ndarray:
+        """What the mechanisms run on: the histogram's counts (1-D or 2-D)."""
+        return self.histogram.counts
+
+    @cached_property
+    def true_answers(self) -> np.ndarray:
+        """W x on the true data, computed once per context (on each worker that reads it)."""
+        return self.workload.matvec(self.histogram.vector)
+
+    def scores(self, release: Release) -> np.ndarray:
+        """Each metric of ``release``: on the bins where it has an estimate (NaN otherwise), else on the answers."""
+        vector, total = self.histogram.vector, self.histogram.total
+        values = np.full(len(self.metrics), np.nan)
+        for k, metric in enumerate(self.metrics):
+            if metric in HISTOGRAM_METRICS:
+                if release.estimate is not None:
+                    values[k] = METRICS[metric](vector, release.estimate, total=total)
+            else:
+                values[k] = METRICS[metric](self.true_answers, release.answers, total=total)
+        return values
 
 
 @dataclass(frozen=True)
@@ -176,16 +204,16 @@ def make_cells(contexts: Mapping[Hashable, Context], mechanisms: Sequence[Mechan
 
 
 def run_cell(context: Context, cell: Cell, index: int = 0,
-             should_stop: Callable[[], bool] | None = None) -> CellResult:
-    """Run one cell here; ValueError becomes ``error``. Backends call it with one BLAS thread.
+             should_stop: Callable[[], bool] | None = None, **run_options: Any) -> CellResult:
+    """Run one cell here, on histogram and table contexts alike; ValueError becomes ``error``. Backends call it
+    with one BLAS thread.
 
+    Trial t runs ``cell.mechanism.run(context.data, workload, cell.epsilon, trial_rng(seed, name, ε, t),
+    **run_options)`` (ε is the cell's budget parameter: ρ on a table) and ``context.scores`` measures it.
     ``should_stop`` (serial only) is polled before each trial; a stopped cell returns the trials done.
     """
-    histogram, workload, metrics = context.histogram, context.workload, context.metrics
-    counts, vector, total = histogram.counts, histogram.vector, histogram.total
-    values = np.full((cell.runs, len(metrics)), np.nan)
+    values = np.full((cell.runs, len(context.metrics)), np.nan)
     seconds = np.zeros(cell.runs)
-    true_answers = None
     done = cell.runs
     for row, trial in enumerate(range(cell.first, cell.stop)):
         if should_stop is not None and should_stop():
@@ -193,19 +221,13 @@ def run_cell(context: Context, cell: Cell, index: int = 0,
             break
         start = time.perf_counter()
         try:
-            release = cell.mechanism.run(counts, workload, cell.epsilon,
-                                         trial_rng(context.seed, cell.mechanism.name, cell.epsilon, trial))
+            release = cell.mechanism.run(context.data, context.workload, cell.epsilon,
+                                         trial_rng(context.seed, cell.mechanism.name, cell.epsilon, trial),
+                                         **run_options)
         except ValueError as err:
             return CellResult(index, cell, values[:0], seconds[:0], str(err))
         seconds[row] = time.perf_counter() - start
-        for k, metric in enumerate(metrics):
-            if metric in HISTOGRAM_METRICS:
-                if release.estimate is not None:
-                    values[row, k] = METRICS[metric](vector, release.estimate, total=total)
-            else:
-                if true_answers is None:
-                    true_answers = workload.matvec(vector)
-                values[row, k] = METRICS[metric](true_answers, release.answers, total=total)
+        values[row] = context.scores(release)
     return CellResult(index, cell, values[:done], seconds[:done])
 
 

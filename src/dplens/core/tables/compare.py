@@ -24,13 +24,15 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from dplens.core.analysis.bounded import RunTimeLimitError, run_bounded
-from dplens.core.analysis.experiment import SweepCache, trial_rng
+from dplens.core.analysis.execution import Cell, CellResult, run_cell
+from dplens.core.analysis.experiment import SweepCache
 from dplens.core.mechanisms.contract import Release
 from dplens.core.queries.marginals import MarginalWorkload, marginal_counts
 from dplens.core.tables.contract import check_rho, workload_rmse
@@ -67,6 +69,33 @@ def evaluation_tvd(release: Release, evaluation: MarginalWorkload, truth: list[n
         drop = tuple(axis for axis, name in enumerate(m) if name not in marginal)
         scores.append(_tvd(true, np.sum(estimate, axis=drop) if drop else estimate))
     return float(np.mean(scores))
+
+
+@dataclass(frozen=True, eq=False)
+class TableContext:
+    """What the runs of one comparison share, read by ``dplens.core.analysis.execution.run_cell`` as a histogram
+    sweep's ``Context``: the records the mechanisms run on, and how a release scores (RMSE per query on the
+    workload, mean TVD on the evaluation marginals, against their true values)."""
+
+    records: np.ndarray
+    workload: MarginalWorkload
+    evaluation: MarginalWorkload
+    truth_workload: list[np.ndarray]
+    truth_evaluation: list[np.ndarray]
+    seed: int = 0
+    metrics: tuple[str, ...] = ("rmse", "tvd")
+
+    @property
+    def data(self) -> np.ndarray:
+        return self.records
+
+    def scores(self, release: Release) -> np.ndarray:
+        rho = release.allowed_loss
+        if release.privacy_loss > rho * (1 + 1e-9):
+            raise RuntimeError(f"{release.mechanism} spent rho={release.privacy_loss!r} > {rho!r}")  # a bug, not input
+        estimates = [estimate for _, estimate in release.by_marginal()]
+        return np.array([workload_rmse(self.workload, self.truth_workload, estimates),
+                         evaluation_tvd(release, self.evaluation, self.truth_evaluation)])
 
 
 def independence_marginals(evaluation: MarginalWorkload, records: np.ndarray) -> list[np.ndarray]:
@@ -206,7 +235,8 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
     evaluation = evaluation or workload
     if evaluation.domain != workload.domain:
         raise ValueError("the evaluation marginals must be on the workload's table")
-    truth_w, truth_e = workload.answer(records), evaluation.answer(records)
+    context = TableContext(records, workload, evaluation, workload.answer(records), evaluation.answer(records),
+                           int(seed))
     deadline = None if seconds is None else time.monotonic() + float(seconds)
     # one more than the cores: three runs on two cores end after 1.5 runs' time, not 2 (at most 4: memory)
     workers = workers or min((os.cpu_count() or 1) + 1, 4)
@@ -220,15 +250,15 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
     rows: dict[int, list] = {}
     stopped = False
 
-    def score(index: int, trial: int, release, spent: float) -> None:
+    def score(index: int, trial: int, result: CellResult, spent: float | None = None) -> None:
+        if result.error is not None:
+            raise ValueError(result.error)
         name, rho, _ = pairs[index]
-        if release.privacy_loss > rho * (1 + 1e-9):
-            raise RuntimeError(f"{name} spent rho={release.privacy_loss!r} > {rho!r}")  # a bug, not input
         mse = instances[name].expected_mse(workload, rho)
-        expected = None if mse is None else math.sqrt(mse)
-        rows.setdefault(index, []).append(
-            [name, rho, trial, workload_rmse(workload, truth_w, release.marginal_estimates),
-             evaluation_tvd(release, evaluation, truth_e), math.nan if expected is None else expected, spent])
+        expected = math.nan if mse is None else math.sqrt(mse)
+        spent = float(result.seconds[0]) if spent is None else spent
+        rmse, tvd = (float(v) for v in result.values[0])
+        rows.setdefault(index, []).append([name, rho, trial, rmse, tvd, expected, spent])
         clock.finished(name, spent)
 
     def halted() -> bool:
@@ -244,17 +274,12 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
             break
         text = _label(name, rho, trial, runs_of(mechanism))
         clock.report(text)
-        start = time.perf_counter()
-        rng = trial_rng(seed, name, rho, trial)
+        options = {}
         if progress is not None and mechanism.synthesizes:
-            report = lambda f, t=text, n=name: clock.report(t, {0: (n, f)})  # noqa: E731
-            release = mechanism.run(records, workload, rho, rng, progress=report)
-        else:
-            release = mechanism.run(records, workload, rho, rng)
-        score(index, trial, release, time.perf_counter() - start)
+            options["progress"] = lambda f, t=text, n=name: clock.report(t, {0: (n, f)})
+        score(index, trial, run_cell(context, _cell(mechanism, rho, trial), **options))  # type: ignore[arg-type]  # TableContext reads like a Context
     if not stopped and pooled:
-        stopped = _run_pooled(pooled, pairs, instances, workload, records, seed, deadline, workers, clock, score,
-                              halted, runs_of)
+        stopped = _run_pooled(pooled, pairs, instances, context, deadline, workers, clock, score, halted, runs_of)
     frames = _frames(pairs, done, rows, cache, lambda name: runs_of(instances[name]))
     if progress is not None:
         progress(1.0, f"done in {_clock(time.monotonic() - clock.start)}")
@@ -319,7 +344,12 @@ def _frames(pairs: list, done: dict, rows: dict, cache: SweepCache | None, runs:
     return frames
 
 
-def _run_pooled(jobs, pairs, instances, workload, records, seed, deadline, workers, clock, score, halted,
+def _cell(mechanism, rho: float, trial: int) -> Cell:
+    """Trial ``trial`` of a table mechanism at ρ (``run_cell`` passes ρ where a histogram cell passes ε)."""
+    return Cell(0, mechanism, rho, trial, trial + 1)
+
+
+def _run_pooled(jobs, pairs, instances, context: TableContext, deadline, workers, clock, score, halted,
                 runs_of) -> bool:
     """Synthesiser runs in bounded worker processes, ``workers`` at a time (threads wait on them; progress is
     reported from this thread only). True when stopped (asked to, or at the deadline)."""
@@ -337,8 +367,7 @@ def _run_pooled(jobs, pairs, instances, workload, records, seed, deadline, worke
                 name, rho, _ = pairs[index]
                 fractions[job] = 0.0
                 report = lambda f, j=job: fractions.__setitem__(j, float(f))  # noqa: E731
-                future = pool.submit(_bounded_run, instances[name], workload, records, rho,
-                                     trial_rng(seed, name, rho, trial), report, deadline)
+                future = pool.submit(_bounded_run, context, _cell(instances[name], rho, trial), report, deadline)
                 running[future] = (job, name, time.perf_counter())
             if stopped and not running:
                 break
@@ -346,11 +375,11 @@ def _run_pooled(jobs, pairs, instances, workload, records, seed, deadline, worke
             for future in finished:
                 job, name, start = running.pop(future)
                 try:
-                    release = future.result()
+                    result = future.result()
                 except RunTimeLimitError:
                     stopped = True
                     continue
-                score(job[0], job[1], release, time.perf_counter() - start)
+                score(job[0], job[1], result, time.perf_counter() - start)
             if running:
                 job, name, _ = next(iter(running.values()))
                 name, rho, _ = pairs[job[0]]
@@ -362,9 +391,9 @@ def _run_pooled(jobs, pairs, instances, workload, records, seed, deadline, worke
     return stopped
 
 
-def _bounded_run(mechanism, workload, records, rho, rng, report, deadline):
-    return run_bounded(_worker_run, mechanism, workload, records, rho, rng, progress=report,
-                       seconds=max(deadline - time.monotonic(), 1e-3), estimated_seconds=60.0)
+def _bounded_run(context: TableContext, cell: Cell, report, deadline) -> CellResult:
+    return run_bounded(_worker_run, context, cell, progress=report, seconds=max(deadline - time.monotonic(), 1e-3),
+                       estimated_seconds=60.0)
 
 
 def jax_cache_dir() -> Path | None:
@@ -394,11 +423,11 @@ def _use_jax_cache() -> None:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-def _worker_run(mechanism, workload, records, rho, rng, progress=None):
-    """One synthesiser run in a worker: the mechanism's own ``run``, with JAX's compilation cache on (compiled
+def _worker_run(context: TableContext, cell: Cell, progress=None) -> CellResult:
+    """One synthesiser run in a worker, scored there (``run_cell``), with JAX's compilation cache on (compiled
     programs only: no data, no noise, nothing of the release is kept)."""
     _use_jax_cache()
-    return mechanism.run(records, workload, rho, rng, progress=progress)
+    return run_cell(context, cell, **({} if progress is None else {"progress": progress}))  # type: ignore[arg-type]  # TableContext reads like a Context
 
 
 def summarise_tables(df: pd.DataFrame) -> pd.DataFrame:

@@ -7,12 +7,12 @@ import ast
 import inspect
 from pathlib import Path
 
-from dplens.core.queries import workloads
+from dplens.core.queries import marginals, workloads
 
 REPO = Path(__file__).resolve().parent.parent
 ROOT = REPO / "src" / "dplens"
 OWN = {ROOT / "core" / "queries" / "workloads.py"}
-WORKLOAD_CLASSES = {name for name, value in vars(workloads).items()
+WORKLOAD_CLASSES = {name for module in (workloads, marginals) for name, value in vars(module).items()
                     if inspect.isclass(value) and issubclass(value, workloads.WorkloadOperator)}
 
 

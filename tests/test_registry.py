@@ -16,13 +16,12 @@ from dplens.cli import MECHANISM_NAMES, main
 from dplens.core import catalogue
 from dplens.core.mechanisms import (
     MECHANISMS,
-    Range,
     Release,
     check_epsilon,
     check_inputs,
     laplace_privacy_loss,
 )
-from dplens.core.mechanisms.contract import FLAG_RANGE
+from dplens.core.mechanisms.contract import FLAG_RANGE, setting
 from dplens.core.mechanisms.cost_model import Cost, default_cost
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.privacy.noise import add_laplace
@@ -46,9 +45,8 @@ class ToyLaplace:
     negative estimates to zero (post-processing)."""
 
     summary: ClassVar[str] = "A toy: Laplace noise on every count, registered by a test."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"clip": FLAG_RANGE}
 
-    clip: bool = False
+    clip: bool = setting(False, FLAG_RANGE)
     name: str = "toy"
     data_dependent: bool = False
 

@@ -294,8 +294,8 @@ def setting(default: T, valid: Range) -> T:
 
 
 def parameter_ranges(mechanism: Mechanism) -> dict[str, Range]:
-    """The documented ranges of ``mechanism``'s settings: its class's ``PARAMETER_RANGES`` where it declares one
-    (table mechanisms), then each field's ``setting`` range in field order (a field's range wins over the dict's).
+    """The documented ranges of ``mechanism``'s settings: each field's ``setting`` range, in field order (histogram
+    and table mechanisms alike; a class-level dict of ranges is no longer read).
 
     A subclass that redeclares a field only to change its default keeps the range the nearest base declared.
 
@@ -303,7 +303,7 @@ def parameter_ranges(mechanism: Mechanism) -> dict[str, Range]:
     >>> str(parameter_ranges(MECHANISMS["mwem"])["rounds"])
     'an integer in [1, 1000]'
     """
-    ranges = dict(getattr(type(mechanism), "PARAMETER_RANGES", {}))
+    ranges: dict[str, Range] = {}
     if dataclasses.is_dataclass(mechanism):
         for f in dataclasses.fields(mechanism):
             valid = _declared_range(type(mechanism), f.name)

@@ -10,8 +10,8 @@ None when the error depends on the data), and ``data_dependent`` / ``synthesizes
 >>> [round(math.sqrt(TABLE_MECHANISMS[n].expected_mse(w, 0.5)), 4) for n in ("gaussian-marginals", "residual-planner")]
 [1.7321, 1.3985]
 
-Each class states its settings' valid values (``PARAMETER_RANGES``, as the histogram mechanisms do) and a one-line
-``summary``; :func:`table_mechanism` builds one from them. ``dplens.core.registry`` lists these beside the
+Each class states its settings' valid values on their fields (``setting(default, range)``, as the histogram
+mechanisms do) and a one-line ``summary``; :func:`table_mechanism` builds one from them. ``dplens.core.registry`` lists these beside the
 histogram mechanisms.
 """
 
@@ -26,6 +26,7 @@ import numpy as np
 
 from dplens.core.catalogue import add, view
 from dplens.core.mechanisms import MECHANISMS, Range, Release, configure
+from dplens.core.mechanisms.contract import parameter_ranges, setting
 from dplens.core.privacy.noise import add_gaussian
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.contract import INTERVAL_LEVEL, check_rho, marginal_release
@@ -63,7 +64,6 @@ class IdentityMarginals:
     """Gaussian noise on every cell of every workload marginal (the baseline every strategy must beat)."""
 
     summary: ClassVar[str] = "Gaussian noise on every marginal cell; error in closed form."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
     name = "gaussian-marginals"
     data_dependent = False
     synthesizes = False
@@ -119,7 +119,6 @@ class ResidualPlannerMechanism(PlannedMarginals):
     """ResidualPlanner (Xiao et al., NeurIPS 2023): the optimal Gaussian strategy for marginals (sum of variances)."""
 
     summary: ClassVar[str] = "The optimal Gaussian strategy for marginals (ResidualPlanner); error in closed form."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
     name = "residual-planner"
 
     def plan(self, workload: MarginalWorkload, rho: float) -> Any:
@@ -141,7 +140,6 @@ class HDMMMarginals(PlannedMarginals):
     """HDMM's marginals strategy OPT_M (McKenna et al., VLDB 2018) with Laplace noise at ε = √(2ρ), least squares."""
 
     summary: ClassVar[str] = "HDMM's marginals strategy with Laplace noise (pure DP); error in closed form."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {}
     name = "hdmm-marginals"
 
     def plan(self, workload: MarginalWorkload, rho: float) -> Any:
@@ -171,10 +169,9 @@ class MarginalHistograms:
     composes by addition, and the ρ reported is Σ_i of each release's own loss.
     """
 
-    method: str = "hb"
-    summary: ClassVar[str] = "A histogram mechanism (hb by default) on each 1- or 2-way marginal; ρ split equally."
     # the built-in histogram mechanisms (dplens.core.registry.register adds no choice here)
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"method": Range(choices=tuple(MECHANISMS))}
+    method: str = setting("hb", Range(choices=tuple(MECHANISMS)))
+    summary: ClassVar[str] = "A histogram mechanism (hb by default) on each 1- or 2-way marginal; ρ split equally."
     name = "histograms"
     synthesizes = False
 
@@ -267,8 +264,9 @@ TABLE_MECHANISMS: Mapping[str, Any] = view("table")
 
 
 def table_mechanism(name: str, **settings: object):
-    """The registered mechanism ``name``, built with ``settings``: the keys of its class's ``PARAMETER_RANGES``
-    (strings are converted, values range-checked; anything else is refused).
+    """The registered mechanism ``name``, built with ``settings``: the settings whose range it declares
+    (:func:`~dplens.core.mechanisms.contract.parameter_ranges`; strings are converted, values range-checked;
+    anything else is refused).
 
     >>> table_mechanism("mst", measure_split="0.5").measure_split
     0.5
@@ -279,7 +277,7 @@ def table_mechanism(name: str, **settings: object):
     if name not in TABLE_MECHANISMS:
         raise ValueError(f"mechanism {name!r} is not a table mechanism; one of: {', '.join(TABLE_MECHANISMS)}")
     mechanism = TABLE_MECHANISMS[name]
-    allowed = getattr(type(mechanism), "PARAMETER_RANGES", {})
+    allowed = parameter_ranges(mechanism)
     unknown = sorted(set(settings) - set(allowed))
     if unknown:
         takes = ", ".join(allowed) or "no settings"

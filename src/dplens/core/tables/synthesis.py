@@ -22,7 +22,7 @@ from typing import ClassVar
 import numpy as np
 
 from dplens.core.extras import require
-from dplens.core.mechanisms.contract import RATIO_RANGE, Range, Release
+from dplens.core.mechanisms.contract import RATIO_RANGE, Range, Release, setting
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.contract import check_rho, marginal_release
 from dplens.core.tables.sampler import synthesize_table
@@ -270,10 +270,9 @@ class MST(_OpenDPTable):
     Every attribute's keys are the declared codes 0..size−1, so no budget goes to discovering keys.
     """
 
-    measure_split: float = 0.9
-    iters: int = ESTIMATOR_ITERS
+    measure_split: float = setting(0.9, RATIO_RANGE)
+    iters: int = setting(ESTIMATOR_ITERS, ITERS_RANGE)
     summary: ClassVar[str] = "MST synthetic records (OpenDP): 1-way marginals and a tree of 2-way ones; slow."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"measure_split": RATIO_RANGE, "iters": ITERS_RANGE}
     name = "mst"
     opendp_name = "MST"
 
@@ -308,15 +307,12 @@ class AIM(_OpenDPTable):
     ``round_iters`` mirror-descent steps per refit, warm-started, and ``iters`` for the final fit.
     """
 
-    rounds: int = AIM_ROUNDS
-    max_size: float = AIM_MAX_SIZE
-    measure_split: float = 0.9
-    round_iters: int = AIM_ROUND_ITERS
-    iters: int = ESTIMATOR_ITERS
+    rounds: int = setting(AIM_ROUNDS, Range(1, 10_000, integer=True))
+    max_size: float = setting(AIM_MAX_SIZE, Range(0, 4096, open=True))
+    measure_split: float = setting(0.9, RATIO_RANGE)
+    round_iters: int = setting(AIM_ROUND_ITERS, ITERS_RANGE)
+    iters: int = setting(ESTIMATOR_ITERS, ITERS_RANGE)
     summary: ClassVar[str] = "AIM synthetic records (OpenDP): measures the worst-fitted marginals; the slowest."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {
-        "rounds": Range(1, 10_000, integer=True), "max_size": Range(0, 4096, open=True),
-        "measure_split": RATIO_RANGE, "round_iters": ITERS_RANGE, "iters": ITERS_RANGE}
     name = "aim"
     opendp_name = "AIM"
 
@@ -353,10 +349,9 @@ class IdentityPGM(_OpenDPTable):
     records.
     """
 
-    iters: int = ESTIMATOR_ITERS
-    noise: str = "gaussian"
+    iters: int = setting(ESTIMATOR_ITERS, ITERS_RANGE)
+    noise: str = setting("gaussian", Range(choices=("gaussian", "laplace")))
     summary: ClassVar[str] = "Noise on every marginal, fitted by a graphical model (private-pgm): synthetic records."
-    PARAMETER_RANGES: ClassVar[dict[str, Range]] = {"iters": ITERS_RANGE, "noise": Range(choices=("gaussian", "laplace"))}
     name = "identity-pgm"
     opendp_name = "Fixed"
 

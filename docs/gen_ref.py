@@ -9,7 +9,7 @@ Used two ways:
 * as a script: ``python docs/gen_ref.py OUTDIR`` writes the same pages into OUTDIR (tests use this).
 
 The mechanism reference reads the registry ``dplens.core.registry`` (histogram and table mechanisms, each with
-its class's ``summary`` and ``PARAMETER_RANGES``); the CLI reference prints every
+its class's ``summary`` and its settings' ranges, ``parameter_ranges``); the CLI reference prints every
 subcommand's ``format_help()`` from ``dplens.cli.build_parser()``; the benchmark results are the files
 ``bench/results/*.json`` that the benches write (``bench/results.py``), one table each.
 """
@@ -88,10 +88,10 @@ def _value(value: object) -> str:
 
 
 def _setting_rows(mechanism: object) -> list[str]:
-    """One row per setting: its default and the range its class documents (``PARAMETER_RANGES``)."""
+    """One row per setting: its default and the range its field declares (``parameter_ranges``)."""
     from dplens.core.mechanisms import parameter_ranges
 
-    ranges = parameter_ranges(mechanism)  # table mechanisms declare theirs the same way
+    ranges = parameter_ranges(mechanism)  # histogram and table mechanisms alike
     rows = []
     for f in dataclasses.fields(mechanism) if dataclasses.is_dataclass(mechanism) else ():
         if f.name in HIDDEN_FIELDS or not f.init:
@@ -112,7 +112,7 @@ def mechanism_reference() -> str:
            "Generated at build time from the registry `dplens.core.registry`: its histogram mechanisms (histograms "
            "and linear queries, pure ε-DP with Laplace noise unless Gaussian) and its table mechanisms (tables of "
            "records, ρ-zCDP). Parameter ranges are the ones `configure` checks "
-           "(each mechanism class's own `PARAMETER_RANGES`). The user-level "
+           "(each declared on its setting's field, `setting(default, range)`). The user-level "
            "descriptions are in [Mechanisms](../mechanisms.md) and [Reproductions of the papers](../papers.md).",
            "", "## Histogram mechanisms", "",
            "| name | what it is | data-dependent | noise |", "|---|---|---|---|"]
@@ -125,7 +125,7 @@ def mechanism_reference() -> str:
         out += _section(name, m, _setting_rows(m), _noise_kind(m), f"`{type(m).__module__}.{type(m).__name__}`")
     out += ["## Table mechanisms", "",
             "Budgets on tables are ρ-zCDP with add/remove-one-record neighbours; Laplace mechanisms spend "
-            "ε = √(2ρ). Settings are the ones each class declares in `PARAMETER_RANGES` (the only ones "
+            "ε = √(2ρ). Settings are the fields each class declares with a range (the only ones "
             "`table_mechanism` accepts). `gaussian-marginals` was called `identity` before names became unique "
             "across histograms and tables; the command line still accepts that name with `--domain`.", "",
             "| name | what it is | data-dependent | synthesises records | noise |", "|---|---|---|---|---|"]

@@ -99,7 +99,7 @@ SETTINGS = [(name, f.name) for name, m in MECHANISMS.items() for f in dataclasse
 @pytest.mark.parametrize(("name", "field"), SETTINGS, ids=[f"{n}.{f}" for n, f in SETTINGS])
 def test_every_setting_has_a_documented_range_that_refuses_huge_and_junk_values(name, field):
     mechanism = MECHANISMS[name]
-    assert field in parameter_ranges(mechanism), f"{name}.{field} needs a range in PARAMETER_RANGES"
+    assert field in parameter_ranges(mechanism), f"{name}.{field} needs a range: setting(default, range)"
     assert check_parameters(mechanism) is mechanism  # the defaults are inside their ranges
     described = str(parameter_ranges(mechanism)[field])
     for value in ("100000000", "abc", "-1e300"):

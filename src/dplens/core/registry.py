@@ -1,8 +1,9 @@
 """One registry of every mechanism dplens offers: histogram mechanisms and table mechanisms, by unique name.
 
 Adding a mechanism is one step: write its class (a frozen dataclass with ``name``, ``data_dependent``,
-``summary``, ``PARAMETER_RANGES`` and ``run``) and call :func:`register` on an instance. The pickers, the command
-line and the generated reference read this registry, so nothing else changes.
+``summary``, its settings with their ranges (``setting(default, range)``) and ``run``) and call :func:`register`
+on an instance. The pickers, the command line and the generated reference read this registry, so nothing else
+changes.
 
 >>> REGISTRY["hb"].input_kind, REGISTRY["gaussian-marginals"].input_kind
 ('histogram', 'table')

@@ -314,7 +314,7 @@ def table_summary(df: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------------ release
 
 def table_settings(name: str, *, render: bool = False) -> dict[str, str]:
-    """The mechanism's settings (its class's PARAMETER_RANGES) as typed on the page; widgets drawn when ``render``."""
+    """The mechanism's settings (those with a range) as typed on the page; widgets drawn when ``render``."""
     mechanism = registered(name, kind="table")
     defaults = {f.name: f.default for f in dataclasses.fields(mechanism)}
     values = {}

@@ -39,9 +39,8 @@ from dplens.core.analysis.usefulness import (  # noqa: F401  (re-exported)
     max_query_min_records,
 )
 from dplens.core.mechanisms import Mechanism, check_epsilon, check_inputs
-from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers
 from dplens.core.queries.workloads import Identity as IdentityWorkload  # noqa: F401  (the doctests' workload)
-from dplens.core.queries.workloads import Workload, l1_sensitivity
+from dplens.core.queries.workloads import Workload
 from dplens.core.search import bisect_monotone
 from dplens.core.validate import fraction
 
@@ -269,17 +268,17 @@ def laplace_answer_scale(mechanism: Mechanism, workload: Workload, epsilon: floa
     The Laplace histogram ("identity") adds Lap(1/ε) to every bin; "laplace-on-answers" adds
     Lap(Δ₁(W)/ε) to every answer. Other mechanisms' errors are not plain Laplace.
 
+    >>> from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers
     >>> laplace_answer_scale(LaplaceOnAnswers(), IdentityWorkload(3), 0.5)
     (2.0, 'answer')
     """
     epsilon = check_epsilon(epsilon)
-    if getattr(mechanism, "noise", "laplace") != "laplace":  # the Gaussian variants subclass these two
+    # the class says where its noise is i.i.d. (iid_noise_on) and its measurement says the scale; the Gaussian
+    # variants inherit the first but not Laplace noise
+    where = getattr(mechanism, "iid_noise_on", None)
+    if where is None or getattr(mechanism, "noise", "laplace") != "laplace":
         return None
-    if isinstance(mechanism, LaplaceOnAnswers):
-        return l1_sensitivity(workload) / epsilon, "answer"
-    if isinstance(mechanism, LaplaceIdentity):
-        return 1.0 / epsilon, "bin"
-    return None
+    return mechanism.measurement(workload, epsilon).scale, "answer" if where == "answers" else "bin"  # type: ignore[attr-defined]  # a MeasuredPlan (it declares iid_noise_on)
 
 
 def laplace_error_bound(scale: float, confidence: float, count: int = 1) -> float:
@@ -340,6 +339,7 @@ class EpsilonChoice:
 def tradeoff(mechanism: Mechanism, workload: Workload, epsilons: Sequence[float]) -> np.ndarray:
     """Expected per-query RMSE sqrt(expected_mse) at each epsilon (analytic; data-independent only).
 
+    >>> from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers
     >>> tradeoff(LaplaceOnAnswers(), IdentityWorkload(2), [1.0, 2.0]).round(4).tolist()
     [1.4142, 0.7071]
     """
@@ -411,6 +411,7 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
       (``NeedsDataError``, a ValueError).
 
     >>> from dplens.core.queries.workloads import Total
+    >>> from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers
     >>> choice = epsilon_for_accuracy(LaplaceOnAnswers(), Total(10), 10.0, "max_abs", confidence=0.95)
     >>> round(choice.epsilon, 4), choice.method          # ln(20) / 10
     (0.2996, 'laplace bound')
@@ -481,6 +482,7 @@ def accuracy_for_epsilon(mechanism: Mechanism, workload: Workload, epsilon: floa
 
     Intervals are given for Laplace histograms (per bin) and Laplace-on-answers (per answer).
 
+    >>> from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers
     >>> acc = accuracy_for_epsilon(LaplaceIdentity(), IdentityWorkload(100), 1.0, confidence=0.95)
     >>> round(acc.rmse, 4), acc.mae, round(acc.half_width, 4), round(acc.simultaneous_half_width, 4)
     (1.4142, 1.0, 2.9957, 7.6009)
@@ -572,6 +574,7 @@ def epsilon_for_targets(mechanisms: Sequence[Mechanism], targets: Sequence[Accur
     >>> from dplens.core.queries.workloads import Prefix, Total
     >>> targets = [AccuracyTarget("total ± 50", Total(64), 50.0),
     ...            AccuracyTarget("prefixes, RMSE 20", Prefix(64), 20.0, "rmse", confidence=None)]
+    >>> from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers
     >>> plans, best = epsilon_for_targets([LaplaceOnAnswers(), LaplaceIdentity()], targets)
     >>> [round(e, 4) for e in plans[0].epsilons]   # ln(20)/50 and √2·64/20
     [0.0599, 4.5255]

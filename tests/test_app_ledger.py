@@ -152,3 +152,25 @@ def test_a_pasted_config_naming_a_server_file_is_refused_in_one_line(tmp_path):
     assert message.startswith("Config not loaded: config 'workload' names a server file")
     assert "\n" not in message and "root:x" not in message
     assert at.session_state.workload_spec is None  # nothing applied
+
+
+def test_a_workspace_saved_before_the_renames_opens_with_todays_names_and_units():
+    from dplens.core.privacy.definitions import ZCDP, zcdp_rho
+    from dplens.core.release.workspace_store import WorkspaceStore
+
+    store = WorkspaceStore()  # the local curator's, in the test's DPLENS_HOME
+    workspace = store.create()
+    older_release = {"mechanism": "gaussian-mm-opt", "epsilon": 1.0, "privacy_loss": 0.9, "answers": [1.0, 2.0],
+                     "estimate": None, "params": {"definition": "zcdp", "delta": 1e-6}}  # loss then in ε at δ
+    store.save(workspace, {"compare_mechanisms": ["gaussian-mm-opt", "hb", "no-longer-offered"],
+                           "release_mechanism": "gaussian-mm-opt", "releases": [],
+                           "release_outputs": {"1": {"release": older_release, "settings": {}, "seconds": 0.1}}})
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["ws"] = workspace
+    at.run()
+    assert not at.exception
+    state = at.session_state
+    assert state.compare_mechanisms == ["gaussian-eigen", "hb"] and state.release_mechanism == "gaussian-eigen"
+    release = state.release_outputs[1]["release"]
+    assert release.budget == ZCDP(zcdp_rho(1.0, 1e-6)) and release.loss_unit == "rho"
+    assert release.privacy_loss == pytest.approx(zcdp_rho(0.9, 1e-6))

@@ -36,6 +36,13 @@ class BudgetExceededError(ValueError):
 class Budget:
     """An (ε, δ) budget, with ρ when it is (also) a zCDP cost; supports + for sequential composition.
 
+    What a ledger records is this, not one privacy definition value: a charge must be valid in both accountings a
+    ledger may use (basic composition of (ε, δ), and Σρ), and the two need not be one value's readings. A gradual
+    step from ε₁ to ε₂ costs ε₂ − ε₁ under basic composition but (ε₂² − ε₁²)/2 in zCDP, more than (ε₂ − ε₁)²/2;
+    a zCDP release under an (ε, δ) total is charged its ε at the release's δ, and keeps its ρ so that the total
+    can later be read, or converted, as ρ. Releases state their cost as a definition value (``Release.budget``)
+    and ``ledger_charge`` turns it into this.
+
     >>> (Budget(0.5) + Budget(0.25)).epsilon
     0.75
     >>> Budget.zcdp(0.5, 1e-6)

@@ -30,12 +30,11 @@ from dplens.core.mechanisms.contract import (
     Release,
     check_inputs,
     check_ratio,
-    laplace_privacy_loss,
     setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, sorting_cost
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
 from dplens.core.privacy.definitions import PureDP
-from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import non_negative
 
@@ -98,16 +97,16 @@ class AHP:
         n = x.size
         epsilon_sort = self.ratio * epsilon
         epsilon_clusters = epsilon - epsilon_sort
-        scale_sort, scale_clusters = 1.0 / epsilon_sort, 1.0 / epsilon_clusters
-        noisy = add_laplace(rng, x, scale_sort)
+        sort, clusters = LaplaceMeasurement(1.0 / epsilon_sort), LaplaceMeasurement(1.0 / epsilon_clusters)
+        noisy = sort.noisy(x, rng)
         noisy[noisy <= self.eta * np.log(n) / epsilon_sort] = 0.0
         order = np.argsort(noisy, kind="stable")
         starts = greedy_clusters(noisy[order], 2.0 / epsilon_clusters**2)
         sizes = np.diff(np.append(starts, n))
-        sums = add_laplace(rng, np.add.reduceat(x[order], starts), scale_clusters)
+        sums = clusters.noisy(np.add.reduceat(x[order], starts), rng)
         estimate = np.empty(n)
         estimate[order] = np.repeat(sums / sizes, sizes)
-        loss = laplace_privacy_loss([(np.ones(n), scale_sort), (np.ones(n), scale_clusters)])
+        loss = pure_loss([(np.ones(n), sort), (np.ones(n), clusters)])
         return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
                        {"ratio": self.ratio, "eta": self.eta, "clusters": int(starts.size)},
                        {"cluster_sizes": sizes})

@@ -32,7 +32,6 @@ from dplens.core.mechanisms.contract import (
     Release,
     check_inputs,
     check_ratio,
-    laplace_privacy_loss,
     setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, tree_cost
@@ -43,8 +42,8 @@ from dplens.core.mechanisms.greedy_h import (
     gram_sketch,
     greedy_hierarchy,
 )
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
 from dplens.core.privacy.definitions import PureDP
-from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload
 
 EXACT_BUCKETS = 256   # up to this many buckets Greedy-H reads the exact reduced Gram, beyond it a sketch
@@ -123,12 +122,14 @@ def l1_partition(x: np.ndarray, epsilon_partition: float, epsilon_measure: float
     if lengths.size == 0:
         return np.array([0, n]), 0.0
     sensitivity = 2.0 - 1.0 / lengths - 1.0 / n
-    scales = sensitivity / epsilon_partition
+    measurements = [LaplaceMeasurement(scale) for scale in sensitivity / epsilon_partition]
     deviations = _DEVIATIONS.get_or_compute((x.tobytes(), lengths.tobytes()),
                                             lambda: _Deviations(x).windows(lengths))
-    scores = [np.maximum(add_laplace(rng, dev + noise_cost, scale), noise_cost)
-              for dev, scale in zip(deviations, scales, strict=True)]
-    return cheapest_partition(scores, lengths, noise_cost, n), float(np.max(sensitivity / scales))
+    scores = [np.maximum(m.noisy(dev + noise_cost, rng), noise_cost)
+              for dev, m in zip(deviations, measurements, strict=True)]
+    # a max, not pure_loss's sum: each partition's noisy cost sums over disjoint buckets (Li et al. 2014, §3)
+    loss = max(float(delta) / m.scale for delta, m in zip(sensitivity, measurements, strict=True))
+    return cheapest_partition(scores, lengths, noise_cost, n), loss
 
 
 # Window deviations depend on the data only: a sweep re-uses them across runs and epsilons. Keyed by the
@@ -200,15 +201,15 @@ class DAWA:
             tree = greedy_hierarchy(None, self.branching, self.granularity, sketch=sketch)
             metric = f"sketch ({BUCKET_SKETCH_ROWS} rows)"
         bucket_l1 = tree.cell_l1
-        scale = float(bucket_l1.max()) / epsilon_measure
+        measurement = LaplaceMeasurement(float(bucket_l1.max()) / epsilon_measure)
         counts = np.add.reduceat(x, bounds[:-1])
-        noisy = add_laplace(rng, tree.measure(counts), scale)
+        noisy = measurement.noisy(tree.measure(counts), rng)
         estimate = np.repeat(tree.least_squares(noisy) / width, width)
         # a cell's record moves its bucket's count by one: the bucket's column of A is the cell's column
-        loss = partition_loss + laplace_privacy_loss([(np.repeat(bucket_l1, width), scale)])
+        loss = partition_loss + pure_loss([(np.repeat(bucket_l1, width), measurement)])
         return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
                        {"ratio": self.ratio, "branching": self.branching, "granularity": self.granularity,
-                        "buckets": int(width.size), "noise_scale": scale,
+                        "buckets": int(width.size), **measurement.params,
                         "gram": metric},
                        {"bounds": bounds, "hierarchy": tree})
 

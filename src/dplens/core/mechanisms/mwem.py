@@ -37,12 +37,11 @@ from dplens.core.mechanisms.contract import (
     check_inputs,
     check_ratio,
     exponential_mechanism,
-    laplace_privacy_loss,
     setting,
 )
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
 from dplens.core.privacy.definitions import PureDP
-from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import (
     Ranges,
     Workload,
@@ -108,14 +107,14 @@ class MWEM:
         epsilon_total = self.total_ratio * epsilon
         epsilon_round = (epsilon - epsilon_total) / self.rounds
         epsilon_select = epsilon_measure = epsilon_round / 2
-        total_scale = 1.0 / epsilon_total
-        total = max(float(add_laplace(rng, float(x.sum()), total_scale)), 1.0)
+        total_measurement = LaplaceMeasurement(1.0 / epsilon_total)
+        total = max(float(total_measurement.noisy(float(x.sum()), rng)), 1.0)
         sensitivity = max_abs_entry(workload)
         true_answers = workload.matvec(x)
         spans = as_intervals(workload)  # interval rows are set directly, their spans known (no scans)
         estimate = np.full(n, total / n)
         average = np.zeros(n)
-        rows, measured, blocks = [], [], [(np.ones(n), total_scale)]
+        rows, measured, blocks = [], [], [(np.ones(n), total_measurement)]
         atom_of = np.zeros(n, dtype=np.int64)
         ends = {0, n}
         intervals: list[tuple[int, int]] | None = []  # while every measured query is an interval: the atoms are segments
@@ -133,8 +132,9 @@ class MWEM:
             scale = float(np.abs(row).max()) / epsilon_measure
             rows.append(row)
             if scale > 0:
-                measured.append(float(add_laplace(rng, float(true_answers[chosen]), scale)))
-                blocks.append((np.abs(row), scale))
+                measurement = LaplaceMeasurement(scale)
+                measured.append(float(measurement.noisy(float(true_answers[chosen]), rng)))
+                blocks.append((np.abs(row), measurement))
             else:  # an all-zero query reads nothing: its answer is 0 without noise
                 measured.append(0.0)
             # atoms: cells that every measured query treats alike (the new row refines the old atoms)
@@ -154,7 +154,7 @@ class MWEM:
             estimate = self._update(estimate, first, atom_of, rows, measured, total, runs)
             average += estimate
         estimate = average / self.rounds if self.average else estimate
-        loss = selection_loss + laplace_privacy_loss(blocks)
+        loss = selection_loss + pure_loss(blocks)
         return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
                        {"rounds": self.rounds, "total_ratio": self.total_ratio,
                         "update_rounds": self.update_rounds, "average": self.average, "noisy_total": total},

@@ -32,11 +32,10 @@ from dplens.core.mechanisms.contract import (
     check_inputs,
     check_ratio,
     grid_shape,
-    laplace_privacy_loss,
     setting,
 )
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
 from dplens.core.privacy.definitions import PureDP
-from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import positive
 
@@ -69,8 +68,8 @@ def _grid_input(x: np.ndarray, workload: Workload, epsilon: float, name: str) ->
     return flat.reshape(shape), epsilon
 
 
-def _noisy_total(cells: np.ndarray, epsilon: float, rng: np.random.Generator) -> float:
-    return max(0.0, float(add_laplace(rng, cells.sum(), 1.0 / epsilon)))
+def _noisy_total(cells: np.ndarray, measurement: LaplaceMeasurement, rng: np.random.Generator) -> float:
+    return max(0.0, float(measurement.noisy(cells.sum(), rng)))
 
 
 @dataclass(frozen=True)
@@ -91,14 +90,15 @@ class UniformGrid:
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         cells, epsilon = _grid_input(x, workload, epsilon, self.name)
         eps_total, eps_grid = self.total_ratio * epsilon, (1 - self.total_ratio) * epsilon
-        total = _noisy_total(cells, eps_total, rng)
+        on_total, on_blocks = LaplaceMeasurement(1.0 / eps_total), LaplaceMeasurement(1.0 / eps_grid)
+        total = _noisy_total(cells, on_total, rng)
         m = int(np.ceil(np.sqrt(total * eps_grid / self.c))) or 1
         rows, cols = _cuts(cells.shape[0], m), _cuts(cells.shape[1], m)
         blocks = _block_sums(cells, rows, cols)
-        noisy = add_laplace(rng, blocks, 1.0 / eps_grid)
+        noisy = on_blocks.noisy(blocks, rng)
         estimate = _spread(noisy, rows, cols).ravel()
         ones = np.ones(cells.size)  # every cell is in the total and in exactly one block
-        loss = laplace_privacy_loss([(ones, 1.0 / eps_total), (ones, 1.0 / eps_grid)])
+        loss = pure_loss([(ones, on_total), (ones, on_blocks)])
         params = {"grid": (rows.size - 1, cols.size - 1), "noisy_total": total, "c": self.c,
                   "total_ratio": self.total_ratio}
         return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params)
@@ -129,10 +129,11 @@ class AdaptiveGrid:
         eps_total = self.total_ratio * epsilon
         eps_1 = self.alpha * (epsilon - eps_total)
         eps_2 = (1 - self.alpha) * (epsilon - eps_total)
-        total = _noisy_total(cells, eps_total, rng)
+        on_total, on_coarse, on_fine = (LaplaceMeasurement(1.0 / eps) for eps in (eps_total, eps_1, eps_2))
+        total = _noisy_total(cells, on_total, rng)
         m1 = max(10, int(np.ceil(np.sqrt(total * (epsilon - eps_total) / self.c) / 4)))
         rows, cols = _cuts(cells.shape[0], m1), _cuts(cells.shape[1], m1)
-        coarse = add_laplace(rng, _block_sums(cells, rows, cols), 1.0 / eps_1)
+        coarse = on_coarse.noisy(_block_sums(cells, rows, cols), rng)
         # level 2, vectorised over cells: each coarse block (i, j) is cut into k_r × k_c sub-blocks
         m2 = np.maximum(1, np.ceil(np.sqrt(np.maximum(coarse, 0.0) * eps_2 / (self.c / 2)))).astype(int)
         heights, widths = np.diff(rows), np.diff(cols)
@@ -149,7 +150,7 @@ class AdaptiveGrid:
         label = (offset[block_r[:, None], block_c[None, :]] + sub_r * kc + sub_c).ravel()
         fine = np.bincount(label, weights=cells.ravel(), minlength=per_block.sum())
         size = np.bincount(label, minlength=per_block.sum())
-        fine = add_laplace(rng, fine, 1.0 / eps_2)
+        fine = on_fine.noisy(fine, rng)
         parent = np.repeat(np.arange(per_block.size), per_block)
         fine_sum = np.bincount(parent, weights=fine, minlength=per_block.size)
         # Qardaji et al. §IV-B: Var(coarse) ∝ 1/α², Var(Σ fine) ∝ k/(1−α)²; inverse-variance average,
@@ -159,7 +160,7 @@ class AdaptiveGrid:
         fine = fine + ((combined - fine_sum) / per_block)[parent]
         estimate = fine[label] / size[label]
         ones = np.ones(cells.size)  # each cell: the total, one coarse block, one fine block
-        loss = laplace_privacy_loss([(ones, 1.0 / eps_total), (ones, 1.0 / eps_1), (ones, 1.0 / eps_2)])
+        loss = pure_loss([(ones, on_total), (ones, on_coarse), (ones, on_fine)])
         params = {"coarse_grid": coarse.shape, "fine_blocks": int(per_block.sum()), "noisy_total": total,
                   "alpha": self.alpha, "c": self.c, "total_ratio": self.total_ratio}
         return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params)

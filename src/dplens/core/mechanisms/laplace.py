@@ -7,10 +7,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from dplens.core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
+from dplens.core.mechanisms.contract import Release, check_inputs
 from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
 from dplens.core.privacy.definitions import PureDP
-from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload, l1_sensitivity, squared_frobenius
 
 
@@ -118,12 +117,11 @@ class Uniform:
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
-        scale = 1.0 / epsilon
-        noisy_total = add_laplace(rng, x.sum(), scale)
+        measurement = LaplaceMeasurement(1.0 / epsilon)
+        noisy_total = measurement.noisy(x.sum(), rng)
         estimate = np.full(x.size, noisy_total / x.size)
-        loss = laplace_privacy_loss([(np.ones(x.size), scale)])
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
-                       {"noise_scale": scale})
+        loss = pure_loss([(np.ones(x.size), measurement)])
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, measurement.params)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

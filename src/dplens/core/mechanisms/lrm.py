@@ -48,14 +48,13 @@ from dplens.core.mechanisms.contract import (
     Release,
     check_epsilon,
     check_inputs,
-    laplace_privacy_loss,
     setting,
 )
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from dplens.core.mechanisms.gram import gram_apply
 from dplens.core.mechanisms.greedy_h import workload_key
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
 from dplens.core.privacy.definitions import PureDP
-from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload, dense
 from dplens.core.validate import integer, non_negative
 
@@ -499,10 +498,13 @@ class LRM:
         f = self.factorisation(workload)
         scale = f.sensitivity / epsilon
         measured = f.strategy @ x
-        if scale > 0:
-            measured = add_laplace(rng, measured, scale)
+        blocks: list[tuple[np.ndarray, LaplaceMeasurement]] = []
+        if scale > 0:  # a zero strategy (W = 0) reads nothing: no noise, no loss, and no Laplace(0) to build
+            measurement = LaplaceMeasurement(scale)
+            measured = measurement.noisy(measured, rng)
+            blocks.append((column_l1(f.strategy), measurement))
         estimate = f.basis @ (f.mixing @ measured)
-        loss = laplace_privacy_loss([(column_l1(f.strategy), scale)]) if scale > 0 else 0.0
+        loss = pure_loss(blocks)
         params = {"rank_of_w": f.rank, "r": f.strategy.shape[0], "sensitivity": f.sensitivity, "noise_scale": scale,
                   "trace_btb": f.trace, "residual": f.residual, "gamma": self.gamma, "iterations": f.iterations,
                   "converged": f.converged, "note": f.note}

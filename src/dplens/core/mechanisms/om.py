@@ -28,13 +28,12 @@ from dplens.core.mechanisms.contract import (
     Range,
     Release,
     check_inputs,
-    laplace_privacy_loss,
     setting,
 )
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
 from dplens.core.mechanisms.greedy_h import interval_cells, workload_key
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
 from dplens.core.privacy.definitions import PureDP
-from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import DENSE_LIMIT, Ranges, Workload, as_intervals, sparse_matrix
 from dplens.core.validate import non_negative
 
@@ -326,12 +325,14 @@ class OM:
         f = self.factorisation(workload)
         scale = f.sensitivity / epsilon
         noisy = f.reduced @ x
-        if scale > 0:
-            noisy = add_laplace(rng, noisy, scale)
-        blocks = [(np.asarray(abs(f.reduced).sum(axis=0)).ravel(), scale)] if scale > 0 else []
+        blocks: list[tuple[np.ndarray, LaplaceMeasurement]] = []
+        if scale > 0:  # a zero workload reads nothing: no noise, no loss, and no Laplace(0) to build
+            measurement = LaplaceMeasurement(scale)
+            noisy = measurement.noisy(noisy, rng)
+            blocks.append((np.asarray(abs(f.reduced).sum(axis=0)).ravel(), measurement))
         params = {"tol": self.tol, "row_seed": self.row_seed, "groups": len(f.groups),
                   "reduced_rows": f.reduced.shape[0], "sensitivity": f.sensitivity}
-        return Release(self.name, PureDP(epsilon), laplace_privacy_loss(blocks), f.mixing @ noisy, None, params,
+        return Release(self.name, PureDP(epsilon), pure_loss(blocks), f.mixing @ noisy, None, params,
                        {"groups": structure_table(f), "reduced": f.reduced, "mixing": f.mixing})
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:

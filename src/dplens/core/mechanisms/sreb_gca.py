@@ -24,12 +24,11 @@ from dplens.core.mechanisms.contract import (
     check_epsilon,
     check_inputs,
     check_ratio,
-    laplace_privacy_loss,
     setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, sorting_cost
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
 from dplens.core.privacy.definitions import PureDP
-from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import positive
 
@@ -140,18 +139,18 @@ class SrebGca:
         x, epsilon = check_inputs(x, workload, epsilon)
         epsilon1 = self.ratio * epsilon
         epsilon2 = check_epsilon(epsilon - epsilon1, "epsilon2")
-        scale1, scale2 = 1.0 / epsilon1, 1.0 / epsilon2
-        noisy = add_laplace(rng, x, scale1)                  # stage 1, ε1-DP
+        stage1, stage2 = LaplaceMeasurement(1.0 / epsilon1), LaplaceMeasurement(1.0 / epsilon2)
+        noisy = stage1.noisy(x, rng)                                         # stage 1, ε1-DP
         order = np.argsort(noisy, kind="stable")                            # by NOISY values
-        cuts = ggs(np.maximum(noisy[order], 0.0), scale2, self.error_floor)       # post-processing
+        cuts = ggs(np.maximum(noisy[order], 0.0), stage2.scale, self.error_floor)  # post-processing
         starts = np.concatenate(([0], np.asarray(cuts, dtype=np.int64) + 1))
         sizes = np.diff(np.append(starts, x.size))
         sums = np.add.reduceat(x[order], starts)
-        noisy_sums = add_laplace(rng, sums, scale2)     # stage 2, one draw per group
+        noisy_sums = stage2.noisy(sums, rng)            # stage 2, one draw per group
         estimate = np.empty(x.size)
         estimate[order] = np.repeat(noisy_sums / sizes, sizes)
         # every bin is in exactly one group: each enters one released group sum
-        loss = laplace_privacy_loss([(np.ones(x.size), scale1), (np.ones(x.size), scale2)])
+        loss = pure_loss([(np.ones(x.size), stage1), (np.ones(x.size), stage2)])
         params = {"ratio": self.ratio, "error_floor": self.error_floor, "epsilon1": epsilon1, "epsilon2": epsilon2,
                   "groups": int(starts.size)}
         shown = groups_from_cuts(order, cuts[:SHOWN_GROUPS])[:SHOWN_GROUPS]  # the first groups only: display

@@ -42,8 +42,8 @@ from dplens.core.mechanisms.cost_model import (
     matvec_elements,
 )
 from dplens.core.mechanisms.greedy_h import workload_key
+from dplens.core.mechanisms.measurement import LaplaceMeasurement
 from dplens.core.privacy.definitions import PureDP
-from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Ranges, Workload, as_intervals, sparse_matrix
 
 BUDGET_RULES = ("optimal", "equal", "optimal_global")
@@ -279,10 +279,11 @@ class WDA:
         for leaf in leaves:
             if leaf.sensitivity:  # one scalar-scale draw per leaf (secure samplers take a scalar scale)
                 rows = list(leaf.rows)
-                scale = leaf.sensitivity / leaf.epsilon(epsilon)
-                answers[rows] = add_laplace(rng, answers[rows], scale)
-                inverse_scale[rows] = 1.0 / scale
-        # Σ_ℓ ‖W_ℓ e_j‖₁/b_ℓ as one row-weighted block: the same sum as one block per leaf
+                measurement = LaplaceMeasurement(leaf.sensitivity / leaf.epsilon(epsilon))
+                answers[rows] = measurement.noisy(answers[rows], rng)
+                inverse_scale[rows] = 1.0 / measurement.scale
+        # Σ_ℓ ‖W_ℓ e_j‖₁/b_ℓ as one row-weighted block: the same sum as one block per leaf (pure_loss over the
+        # leaves' measurements would need each leaf's column norms, a pass over W per leaf)
         loss = laplace_privacy_loss([(_rows_of(workload).loss_weights(inverse_scale), 1.0)])
         params = {"budget": self.budget, "g": self.g, "division_seed": self.division_seed, "leaves": len(leaves)}
         return Release(self.name, PureDP(epsilon), loss, answers, None, params,

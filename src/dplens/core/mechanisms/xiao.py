@@ -31,11 +31,10 @@ from dplens.core.mechanisms.contract import (
     check_epsilon,
     check_inputs,
     exponential_mechanism,
-    laplace_privacy_loss,
     setting,
 )
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
 from dplens.core.privacy.definitions import PureDP, cell_sensitivity
-from dplens.core.privacy.noise import add_laplace
 from dplens.core.queries.workloads import Workload, squared_frobenius
 from dplens.core.validate import integer
 
@@ -83,15 +82,15 @@ class CellRelease:
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
-        scale = cell_sensitivity(self.neighbouring) / epsilon
-        counts = add_laplace(rng, x, scale)
+        measurement = LaplaceMeasurement(cell_sensitivity(self.neighbouring) / epsilon)
+        counts = measurement.noisy(x, rng)
         if self.clip:
             counts = np.maximum(counts, 0.0)  # post-processing
         ones = np.ones(x.size)  # the noise block is the identity on cells
-        loss = (laplace_privacy_loss([(ones, scale)]) if self.neighbouring == "add_remove"
-                else replace_one_loss(ones, scale))
+        loss = (pure_loss([(ones, measurement)]) if self.neighbouring == "add_remove"
+                else replace_one_loss(ones, measurement.scale))
         params = {"neighbouring": self.neighbouring, "clip": self.clip, "n_public": self.n_public,
-                  "noise_scale": scale}
+                  **measurement.params}
         details = {} if self.n_public is None else {"fractions": counts / self.n_public}
         return Release(self.name, PureDP(epsilon), loss, workload.matvec(counts), counts, params, details)
 

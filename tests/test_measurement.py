@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 import pytest
 from scipy import stats
 
+import dplens.core.mechanisms as mechanisms_package
 from dplens.core.mechanisms.contract import Release
 from dplens.core.mechanisms.gaussian import GaussianMixin, unit_sigma
 from dplens.core.mechanisms.measurement import (
@@ -163,3 +166,32 @@ def test_two_scale_twin_block_variances_with_power(rng):
     sigma = release.params["sigma"]
     _assert_variance_with_power(release.estimate, GaussianMeasurement(sigma))
     _assert_variance_with_power(release.details["pair_sums"], GaussianMeasurement(2 * sigma))
+
+
+# Modules of dplens.core.mechanisms that may still draw noise themselves, with the reason; none is left
+# (a scale that can be 0 builds no measurement and draws nothing, as LRM and OM do for a zero strategy).
+DRAWS_OUTSIDE_MEASUREMENT: dict[str, str] = {}
+
+
+def _noise_calls(path: Path) -> list[str]:
+    """Names of ``add_laplace`` / ``add_gaussian`` that ``path`` imports or calls, with their line numbers."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom):
+            found += [f"{node.lineno}: import {a.name}" for a in node.names if a.name in ("add_laplace", "add_gaussian")]
+        elif isinstance(node, ast.Call):
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            if name in ("add_laplace", "add_gaussian"):
+                found.append(f"{node.lineno}: {name}(…)")
+    return found
+
+
+def test_every_mechanism_draws_its_noise_through_a_measurement_object():
+    package = Path(mechanisms_package.__file__).parent
+    assert _noise_calls(package / "measurement.py")  # the search finds the draws where they belong
+    offenders = {str(path.relative_to(package)): calls for path in sorted(package.rglob("*.py"))
+                 if path.name != "measurement.py" and (calls := _noise_calls(path))}
+    unexplained = {name: calls for name, calls in offenders.items() if name not in DRAWS_OUTSIDE_MEASUREMENT}
+    assert not unexplained, ("draw noise through LaplaceMeasurement / GaussianMeasurement.noisy, not add_laplace / "
+                             f"add_gaussian: {unexplained}")
+    assert set(DRAWS_OUTSIDE_MEASUREMENT) <= set(offenders), "an exception no longer needed: drop it"

@@ -56,7 +56,7 @@ def check_privacy_loss_within_epsilon(mechanism, kind: str, epsilon: float, rng:
     assert release.mechanism == mechanism.name
     assert release.epsilon == epsilon
     assert 0 <= release.privacy_loss <= epsilon + 1e-9
-    assert release.answers.shape == (workload.shape[0],)
+    assert release.answers.shape == (workload.shape[0],) and release.workload is workload  # the query block
     assert np.all(np.isfinite(release.answers))
     assert release.estimate is None or release.estimate.shape == (workload.shape[1],)
 

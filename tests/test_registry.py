@@ -65,7 +65,8 @@ class ToyLaplace:
         if self.clip:
             estimate = np.maximum(estimate, 0.0)
         loss = laplace_privacy_loss([(np.ones(x.size), scale)])
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, {"noise_scale": scale})
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, {"noise_scale": scale},
+                       workload=workload)
 
 
 @pytest.fixture

@@ -109,7 +109,7 @@ class AHP:
         loss = pure_loss([(np.ones(n), sort), (np.ones(n), clusters)])
         return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
                        {"ratio": self.ratio, "eta": self.eta, "clusters": int(starts.size)},
-                       {"cluster_sizes": sizes})
+                       {"cluster_sizes": sizes}, workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

@@ -36,11 +36,11 @@ class Release:
     ``budget`` is what the release was asked to spend, in its definition's unit: ``PureDP(ε)``, ``ApproxDP(ε, δ)``
     or ``ZCDP(ρ)``. ``privacy_loss`` is the worst-case loss of the noise actually added, in that same unit (ε, ε at
     the budget's δ, or ρ), computed by the mechanism from its noise blocks (never copied from the budget).
-    ``answers`` are the noisy answers to the workload, W x̂; ``estimate`` is x̂ when the mechanism has one.
+    ``answers`` are the noisy answers to ``workload`` (the query block), W x̂; ``estimate`` is x̂ when the mechanism
+    has one.
     ``details`` holds display-only structure (division tree, groups, factorisation); it is never exported.
 
-    A release on a table of records (its workload a ``MarginalWorkload``) also holds the workload, one estimate
-    per marginal (``marginals``), each marginal's per-cell standard deviation when it is known analytically
+    A release on a table of records (its workload a ``MarginalWorkload``) also holds one estimate per marginal (``marginals``), each marginal's per-cell standard deviation when it is known analytically
     (``marginal_stds``) or its exact per-cell half-widths at ``INTERVAL_LEVEL`` when the noise is not Gaussian
     (``marginal_halfwidths``), and a synthesiser's ``records``.
 

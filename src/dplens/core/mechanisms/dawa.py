@@ -211,7 +211,7 @@ class DAWA:
                        {"ratio": self.ratio, "branching": self.branching, "granularity": self.granularity,
                         "buckets": int(width.size), **measurement.params,
                         "gram": metric},
-                       {"bounds": bounds, "hierarchy": tree})
+                       {"bounds": bounds, "hierarchy": tree}, workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

@@ -143,7 +143,7 @@ class GaussianMixin:
         if l2_max == 0:  # nothing depends on the data: the parent releases it without drawing noise
             release = super().run(x, workload, epsilon, rng)  # type: ignore[misc]  # GaussianMixin is mixed into a registered mechanism
             return Release(self.name, self.budget_at(epsilon), 0.0, release.answers, release.estimate,  # type: ignore[attr-defined]
-                           dict(release.params))
+                           dict(release.params), workload=workload)
         # the parent's strategy and reconstruction, its measurement Lap(b) replaced by N(0, σ²)
         measurement = GaussianMeasurement(self.sigma(workload, epsilon))
         release = self.measure(x, workload, measurement, rng)  # type: ignore[attr-defined]  # GaussianMixin is mixed into a registered mechanism
@@ -170,7 +170,7 @@ class GaussianMixin:
         if self.calibration != "analytic":
             params["epsilon_at_delta"] = float(epsilon)  # the ε at δ it ran at (the budget holds its ρ)
         return Release(self.name, self.budget_at(epsilon), loss, release.answers, release.estimate, params,  # type: ignore[attr-defined]  # GaussianMixin is mixed into a registered mechanism
-                       release.details)
+                       release.details, workload=release.workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         """Per-query MSE σ²‖W A⁺‖_F²/m: the parent's at ε = 1 (variance 2Δ₁²) rescaled to variance σ²."""
@@ -381,7 +381,7 @@ class GaussianEigenDesign(GaussianMixin):
         noisy = GaussianMeasurement(sigma).noisy(strategy.apply(x), rng)
         estimate = strategy.solve(noisy)
         release = Release(self.name, self.budget_at(epsilon), 0.0, workload.matvec(estimate), estimate,
-                          {"strategy": "eigen (G^1/4 S)"})
+                          {"strategy": "eigen (G^1/4 S)"}, workload=workload)
         return self._gaussian_release(epsilon, sigma, l2_max, release)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:

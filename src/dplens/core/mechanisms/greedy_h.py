@@ -622,7 +622,7 @@ class GreedyH(MeasuredPlan):
         return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate,
                        {"branching": self.branching, "granularity": self.granularity, **measurement.params,
                         "queries": int(tree.query_weight.size), "gram": metric},
-                       {"hierarchy": tree})
+                       {"hierarchy": tree}, workload=workload)
 
     def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
         """x̂ − x = L z with L formed densely (up to DENSE_RECONSTRUCTION entries); None for another release."""

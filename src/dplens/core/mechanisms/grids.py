@@ -101,7 +101,7 @@ class UniformGrid:
         loss = pure_loss([(ones, on_total), (ones, on_blocks)])
         params = {"grid": (rows.size - 1, cols.size - 1), "noisy_total": total, "c": self.c,
                   "total_ratio": self.total_ratio}
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params)
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params, workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None  # the grid size and the uniformity bias depend on the data
@@ -163,7 +163,7 @@ class AdaptiveGrid:
         loss = pure_loss([(ones, on_total), (ones, on_coarse), (ones, on_fine)])
         params = {"coarse_grid": coarse.shape, "fine_blocks": int(per_block.sum()), "noisy_total": total,
                   "alpha": self.alpha, "c": self.c, "total_ratio": self.total_ratio}
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params)
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params, workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None  # the grid sizes and the uniformity bias depend on the data

@@ -317,7 +317,7 @@ class Hierarchical(MeasuredPlan):
         loss = pure_loss([(tree.column_norms(), measurement)])
         params = {"branching": args[1], "levels": tree.height,
                   "include_root": tree.measured[0], **measurement.params}
-        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, params)
+        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, params, workload=workload)
 
     def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
         """x̂ − x = L z for this tree's noise z (exact intervals); None for another release or tree."""

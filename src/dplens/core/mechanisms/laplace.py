@@ -49,7 +49,7 @@ class LaplaceIdentity(MeasuredPlan):
         """
         estimate = measurement.noisy(x, rng)
         loss = pure_loss([(np.ones(x.size), measurement)])
-        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, measurement.params)
+        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, measurement.params, workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2‖W‖_F²/(m ε²)."""
@@ -75,7 +75,7 @@ class LaplaceOnAnswers(MeasuredPlan):
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         if l1_sensitivity(workload) == 0:  # nothing depends on the data
             x, epsilon = check_inputs(x, workload, epsilon)
-            return Release(self.name, PureDP(epsilon), 0.0, workload.matvec(x), None, {"sensitivity": 0.0})
+            return Release(self.name, PureDP(epsilon), 0.0, workload.matvec(x), None, {"sensitivity": 0.0}, workload=workload)
         return super().run(x, workload, epsilon, rng)
 
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
@@ -93,7 +93,7 @@ class LaplaceOnAnswers(MeasuredPlan):
         answers = measurement.noisy(workload.matvec(x), rng)
         loss = pure_loss([(workload.column_norms(1), measurement)])
         return Release(self.name, PureDP(loss), loss, answers, None,
-                       {"sensitivity": l1_sensitivity(workload), **measurement.params})
+                       {"sensitivity": l1_sensitivity(workload), **measurement.params}, workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2(Δ₁(W)/ε)²."""
@@ -121,7 +121,7 @@ class Uniform:
         noisy_total = measurement.noisy(x.sum(), rng)
         estimate = np.full(x.size, noisy_total / x.size)
         loss = pure_loss([(np.ones(x.size), measurement)])
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, measurement.params)
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, measurement.params, workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

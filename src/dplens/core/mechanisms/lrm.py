@@ -512,7 +512,7 @@ class LRM:
         summary = [{"rank(W)": f.rank, "rows of L (r)": f.strategy.shape[0], "Δ₁(L)": f.sensitivity,
                     "tr(BᵀB)": f.trace, "‖W − BL‖_F": f.residual, "optimiser": f.note}]
         return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate if full_rank else None, params,
-                       {"factorisation": summary, "strategy_L": f.strategy})
+                       {"factorisation": summary, "strategy_L": f.strategy}, workload=workload)
 
     def expected_mse_on(self, x: np.ndarray, workload: Workload, epsilon: float) -> float:
         """Per-query MSE on data x, for any γ: (2·tr(BᵀB)·Δ₁(L)²/ε² + ‖(W − BL)x‖²)/m (variance plus bias).

@@ -312,7 +312,7 @@ class MatrixMechanism(MeasuredPlan):
         estimate = strategy.least_squares(noisy)
         loss = pure_loss([(strategy.column_norms(), measurement)])
         params = {"p": theta.shape[0], "restarts": self.restarts, **measurement.params}
-        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, params)
+        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, params, workload=workload)
 
     def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
         """x̂ − x = L z for the p-Identity strategy (Woodbury, O(pn) per column); None for another release."""

@@ -158,7 +158,7 @@ class MWEM:
         return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
                        {"rounds": self.rounds, "total_ratio": self.total_ratio,
                         "update_rounds": self.update_rounds, "average": self.average, "noisy_total": total},
-                       {"selected_rows": len(rows)})
+                       {"selected_rows": len(rows)}, workload=workload)
 
     def _update(self, estimate: np.ndarray, first: np.ndarray, atom_of: np.ndarray, rows: list[np.ndarray],
                 measured: list[float], total: float, runs: list[tuple[int, int]] | None) -> np.ndarray:

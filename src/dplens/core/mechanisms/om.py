@@ -333,7 +333,7 @@ class OM:
         params = {"tol": self.tol, "row_seed": self.row_seed, "groups": len(f.groups),
                   "reduced_rows": f.reduced.shape[0], "sensitivity": f.sensitivity}
         return Release(self.name, PureDP(epsilon), pure_loss(blocks), f.mixing @ noisy, None, params,
-                       {"groups": structure_table(f), "reduced": f.reduced, "mixing": f.mixing})
+                       {"groups": structure_table(f), "reduced": f.reduced, "mixing": f.mixing}, workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Exact per-query MSE 2‖B‖_F²S̃²/(m ε²)."""

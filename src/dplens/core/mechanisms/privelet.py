@@ -154,7 +154,7 @@ class Privelet(MeasuredPlan):
         # every real cell enters that many coefficients with weight ±1 (padding cells hold no data)
         loss = pure_loss([(np.full(x.size, coefficients_per_cell), measurement)])
         params = {"sensitivity": coefficients_per_cell, **measurement.params, "padded_shape": padded.shape}
-        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, params)
+        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, params, workload=workload)
 
     def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
         """x̂ − x = L z with L the inverse Haar transform (exact intervals); None for another release."""

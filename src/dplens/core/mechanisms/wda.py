@@ -287,7 +287,7 @@ class WDA:
         loss = laplace_privacy_loss([(_rows_of(workload).loss_weights(inverse_scale), 1.0)])
         params = {"budget": self.budget, "g": self.g, "division_seed": self.division_seed, "leaves": len(leaves)}
         return Release(self.name, PureDP(epsilon), loss, answers, None, params,
-                       {"division": division_table(leaves, epsilon)})
+                       {"division": division_table(leaves, epsilon)}, workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Exact per-query MSE (1/m)Σ_ℓ |W_ℓ|·2Δ_ℓ²/ε_ℓ² over this workload's division."""

@@ -92,7 +92,7 @@ class CellRelease:
         params = {"neighbouring": self.neighbouring, "clip": self.clip, "n_public": self.n_public,
                   **measurement.params}
         details = {} if self.n_public is None else {"fractions": counts / self.n_public}
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(counts), counts, params, details)
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(counts), counts, params, details, workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         """Per-query MSE 2(Δ/α)²‖W‖_F²/m without clipping; None with clipping (its bias depends on x)."""

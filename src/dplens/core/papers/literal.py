@@ -106,7 +106,7 @@ class LiteralSrebGca:
                 estimate[group] = x[group].mean() + rng.laplace(scale=scale2 / group.size, size=group.size)
             else:
                 estimate[group] = (x[group].sum() + rng.laplace(scale=scale2)) / group.size
-        return Release(self.name, PureDP(epsilon), math.nan, workload.matvec(estimate), estimate)
+        return Release(self.name, PureDP(epsilon), math.nan, workload.matvec(estimate), estimate, workload=workload)
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class FractionNoise:
         x, epsilon = check_inputs(x, workload, epsilon)
         total = max(x.sum(), 1.0)
         estimate = x / total + rng.laplace(scale=1.0 / (epsilon * total), size=x.size)
-        return Release(self.name, PureDP(epsilon), math.nan, workload.matvec(estimate), estimate)
+        return Release(self.name, PureDP(epsilon), math.nan, workload.matvec(estimate), estimate, workload=workload)
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ class PresentNamesOnly:
     def run(self, x, workload, epsilon, rng):
         x, epsilon = check_inputs(x, workload, epsilon)
         estimate = np.where(x > 0, x + rng.laplace(scale=1.0 / epsilon, size=x.size), self.ABSENT)
-        return Release(self.name, PureDP(epsilon), math.inf, estimate.copy(), estimate)
+        return Release(self.name, PureDP(epsilon), math.inf, estimate.copy(), estimate, workload=workload)
 
 
 def _records(x: np.ndarray) -> np.ndarray:
@@ -168,7 +168,7 @@ class LiteralXiaoMax:
         p = (literal_max_distribution_not_dp(data, x.size, self.width, epsilon) if data.size
              else np.full(x.size, 1.0 / x.size))  # no records: the prior is left unperturbed
         sample = 1 + int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), side="right"))
-        return Release(self.name, PureDP(epsilon), math.nan, np.array([float(min(sample, x.size))]), None)
+        return Release(self.name, PureDP(epsilon), math.nan, np.array([float(min(sample, x.size))]), None, workload=workload)
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ class EmMax:
         data = _records(x)
         scores = (max_query_scores(data, x.size, self.k) if data.size else np.full(x.size, -float(self.k)))
         sample = exponential_mechanism(scores.astype(float), epsilon, 1.0, rng) + 1
-        return Release(self.name, PureDP(epsilon), epsilon, np.array([float(sample)]), None)
+        return Release(self.name, PureDP(epsilon), epsilon, np.array([float(sample)]), None, workload=workload)
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ class LiteralOm:
         reduced, mixing = reduced / scale_rows[:, None], np.asarray(f.mixing) * scale_rows[None, :]
         noisy = reduced @ x + rng.laplace(scale=1.0 / epsilon, size=reduced.shape[0])  # "S(Q̃) = 1"
         loss = laplace_privacy_loss([(np.abs(reduced).sum(axis=0), 1.0 / epsilon)])  # what it really costs
-        return Release(self.name, PureDP(epsilon), loss, mixing @ noisy, None)
+        return Release(self.name, PureDP(epsilon), loss, mixing @ noisy, None, workload=workload)
 
 
 # ----------------------------------------------------------------------------- demos

@@ -136,7 +136,7 @@ def gradual_release(x, workload: Workload, epsilons: Sequence[float], rng: np.ra
     x, _ = check_inputs(x, workload, float(eps[-1]))
     walk = noise_reduction(x, 1.0, eps, rng)
     return [Release("identity", PureDP(float(e)), laplace_privacy_loss([(np.ones(x.size), 1.0 / e)]), workload.matvec(theta),
-                    theta, {"noise_scale": 1.0 / float(e), "gradual_step": t + 1, "schedule": tuple(eps.tolist())})
+                    theta, {"noise_scale": 1.0 / float(e), "gradual_step": t + 1, "schedule": tuple(eps.tolist())}, workload=workload)
             for t, (e, theta) in enumerate(zip(eps, walk, strict=True))]
 
 

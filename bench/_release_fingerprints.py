@@ -7,8 +7,8 @@ Run it on two checkouts and compare the files (not a benchmark: ``bench/run_all.
     .venv/bin/python bench/_release_fingerprints.py --compare /tmp/before.json /tmp/after.json
 
 Each entry is mechanism/input/seed → [SHA-256 prefix of the answers and estimate, privacy loss as a hex float]:
-three inputs (64-cell prefix, 50 random ranges, an 8 × 8 grid of prefix pairs), two seeds, ε = 0.7, exploration
-noise. Mechanisms renamed since are listed under their former name (``RENAMED``), so old and new files line up.
+eight inputs (64-cell prefix, 50 random ranges, an 8 × 8 grid of prefix pairs, a dense and a sparse explicit W, a
+stack of the three kinds, all-range, a Kron with an explicit factor), two seeds, ε = 0.7, exploration noise. Mechanisms renamed since are listed under their former name (``RENAMED``), so old and new files line up.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse
 
 try:
     from dplens.core.mechanisms import MECHANISMS
-    from dplens.core.queries.workloads import Kron, Prefix, random_range
+    from dplens.core.queries.workloads import AllRange, Explicit, Kron, Prefix, Stack, random_range
 except ImportError:  # a checkout from before the dplens package
     from core.mechanisms import MECHANISMS  # type: ignore[no-redef]
-    from core.queries.workloads import Kron, Prefix, random_range  # type: ignore[no-redef]
+    from core.queries.workloads import AllRange, Explicit, Kron, Prefix, Stack, random_range  # type: ignore[no-redef]
 
 FORMER_NAMES = {"gaussian-eigen": "gaussian-mm-opt"}  # current name → the name older checkouts use
 
@@ -33,8 +34,13 @@ FORMER_NAMES = {"gaussian-eigen": "gaussian-mm-opt"}  # current name → the nam
 def fingerprints() -> dict[str, list[str]]:
     x = np.random.default_rng(3).poisson(20, 64).astype(float)
     grid = np.random.default_rng(4).poisson(5, (8, 8)).astype(float)
+    matrix = np.random.default_rng(5).integers(0, 2, (20, 64)).astype(float)
     inputs = (("prefix", x, Prefix(64)), ("ranges", x, random_range(64, 50, seed=1)),
-              ("grid", grid, Kron((Prefix(8), Prefix(8)))))
+              ("grid", grid, Kron((Prefix(8), Prefix(8)))),
+              # the workloads whose closed forms have their own paths (dense and sparse W, stacks, Krons of them)
+              ("explicit", x, Explicit(matrix)), ("sparse", x, Explicit(scipy.sparse.csr_matrix(matrix))),
+              ("stack", x, Stack((Prefix(64), random_range(64, 10, seed=2), Explicit(matrix)))),
+              ("all-range", x, AllRange(64)), ("grid-explicit", grid, Kron((Explicit(matrix[:5, :8]), Prefix(8)))))
     out = {}
     for name, mechanism in sorted(MECHANISMS.items()):
         for label, data, workload in inputs:

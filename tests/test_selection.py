@@ -301,3 +301,14 @@ def test_a_shared_hb_release_meets_every_group_target_and_costs_the_largest_shar
     assert max(prefix_rmse / 20.0, bins_rmse / 5.0) > 0.97  # the binding target is met tightly, not loosely
     prefix_rmse, bins_rmse = simulated_rmse(0.8 * shared)
     assert max(prefix_rmse / 20.0, bins_rmse / 5.0) > 1.1  # power: 20 % less ε misses a target
+
+
+def test_the_laplace_scale_comes_from_the_classes_and_a_data_free_workload_has_scale_zero():
+    from dplens.core.analysis.selection import laplace_answer_scale
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.queries.workloads import Explicit, Prefix
+
+    assert laplace_answer_scale(MECHANISMS["identity"], Prefix(4), 0.5) == (2.0, "bin")
+    assert laplace_answer_scale(MECHANISMS["laplace-on-answers"], Prefix(4), 0.5) == (8.0, "answer")
+    assert laplace_answer_scale(MECHANISMS["laplace-on-answers"], Explicit(np.zeros((2, 3))), 1.0) == (0.0, "answer")
+    assert laplace_answer_scale(MECHANISMS["hb"], Prefix(4), 0.5) is None

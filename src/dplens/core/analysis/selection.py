@@ -273,12 +273,12 @@ def laplace_answer_scale(mechanism: Mechanism, workload: Workload, epsilon: floa
     (2.0, 'answer')
     """
     epsilon = check_epsilon(epsilon)
-    # the class says where its noise is i.i.d. (iid_noise_on) and its measurement says the scale; the Gaussian
-    # variants inherit the first but not Laplace noise
+    # the class says where its noise is i.i.d. (iid_noise_on) and at which scale (noise_scale); the Gaussian
+    # variants inherit both but not Laplace noise
     where = getattr(mechanism, "iid_noise_on", None)
     if where is None or getattr(mechanism, "noise", "laplace") != "laplace":
         return None
-    return mechanism.measurement(workload, epsilon).scale, "answer" if where == "answers" else "bin"  # type: ignore[attr-defined]  # a MeasuredPlan (it declares iid_noise_on)
+    return mechanism.noise_scale(workload, epsilon), "answer" if where == "answers" else "bin"  # type: ignore[attr-defined]  # it declares iid_noise_on
 
 
 def laplace_error_bound(scale: float, confidence: float, count: int = 1) -> float:

@@ -34,9 +34,13 @@ class LaplaceIdentity(MeasuredPlan):
     name: str = "identity"
     data_dependent: bool = False
 
+    def noise_scale(self, workload: Workload, epsilon: float) -> float:
+        """b = 1/ε, the Laplace scale on every cell: the histogram has sensitivity 1 under add/remove."""
+        return 1.0 / epsilon
+
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
-        """Lap(1/ε) on every cell: the histogram has sensitivity 1 under add/remove."""
-        return LaplaceMeasurement(1.0 / epsilon)
+        """Lap(1/ε) on every cell."""
+        return LaplaceMeasurement(self.noise_scale(workload, epsilon))
 
     def measure(self, x: np.ndarray, workload: Workload, measurement: Measurement, rng: np.random.Generator) -> Release:
         """The cells measured with ``measurement`` (x validated by ``run``); answers W x̂ by post-processing.
@@ -78,9 +82,13 @@ class LaplaceOnAnswers(MeasuredPlan):
             return Release(self.name, PureDP(epsilon), 0.0, workload.matvec(x), None, {"sensitivity": 0.0}, workload=workload)
         return super().run(x, workload, epsilon, rng)
 
+    def noise_scale(self, workload: Workload, epsilon: float) -> float:
+        """b = Δ₁(W)/ε, the Laplace scale on every answer (0 for a workload that reads no data)."""
+        return l1_sensitivity(workload) / epsilon
+
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
         """Lap(Δ₁(W)/ε) on every answer (Δ₁(W) > 0: ``run`` releases a data-free workload without noise)."""
-        return LaplaceMeasurement(l1_sensitivity(workload) / epsilon)
+        return LaplaceMeasurement(self.noise_scale(workload, epsilon))
 
     def measure(self, x: np.ndarray, workload: Workload, measurement: Measurement, rng: np.random.Generator) -> Release:
         """The workload's answers measured with ``measurement`` (x validated by ``run``); no estimate of x.

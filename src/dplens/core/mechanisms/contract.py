@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 
 from dplens.core.data.limits import MAX_EPSILON, MIN_EPSILON
-from dplens.core.privacy.definitions import ZCDP, Privacy, zcdp_epsilon
+from dplens.core.privacy.definitions import ZCDP, Privacy, amount, zcdp_epsilon
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import fraction, positive
 
@@ -80,7 +80,7 @@ class Release:
     @property
     def allowed_loss(self) -> float:
         """The budget in ``privacy_loss``'s unit: ε for pure and (ε, δ) budgets, ρ for zCDP."""
-        return self.budget.rho if isinstance(self.budget, ZCDP) else self.budget.epsilon
+        return amount(self.budget)
 
     @property
     def loss_unit(self) -> str:

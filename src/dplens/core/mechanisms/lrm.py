@@ -53,7 +53,7 @@ from dplens.core.mechanisms.contract import (
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from dplens.core.mechanisms.gram import gram_apply
 from dplens.core.mechanisms.greedy_h import workload_key
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
+from dplens.core.mechanisms.measurement import measure_laplace, pure_loss
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Workload, dense
 from dplens.core.validate import integer, non_negative
@@ -497,12 +497,7 @@ class LRM:
         x, epsilon = check_inputs(x, workload, epsilon)
         f = self.factorisation(workload)
         scale = f.sensitivity / epsilon
-        measured = f.strategy @ x
-        blocks: list[tuple[np.ndarray, LaplaceMeasurement]] = []
-        if scale > 0:  # a zero strategy (W = 0) reads nothing: no noise, no loss, and no Laplace(0) to build
-            measurement = LaplaceMeasurement(scale)
-            measured = measurement.noisy(measured, rng)
-            blocks.append((column_l1(f.strategy), measurement))
+        measured, blocks = measure_laplace(f.strategy @ x, column_l1(f.strategy), scale, rng)  # W = 0: scale 0
         estimate = f.basis @ (f.mixing @ measured)
         loss = pure_loss(blocks)
         params = {"rank_of_w": f.rank, "r": f.strategy.shape[0], "sensitivity": f.sensitivity, "noise_scale": scale,

@@ -129,6 +129,21 @@ def pure_loss(blocks: Iterable[tuple[np.ndarray, Measurement]]) -> float:
     return laplace_privacy_loss(laplace)
 
 
+def measure_laplace(values: Any, column_l1: np.ndarray, scale: float,
+                    rng: NoiseSource) -> tuple[Any, list[tuple[np.ndarray, Measurement]]]:
+    """``values`` + Lap(``scale``) with its block for ``pure_loss``; a strategy that reads no data (scale 0) is
+    released as it is, with no block (no Laplace(0) to build, no loss).
+
+    >>> noisy, blocks = measure_laplace(np.zeros(2), np.zeros(2), 0.0, np.random.default_rng(0))
+    >>> noisy.tolist(), pure_loss(blocks)
+    ([0.0, 0.0], 0.0)
+    """
+    if not scale > 0:
+        return values, []
+    measurement = LaplaceMeasurement(scale)
+    return measurement.noisy(values, rng), [(column_l1, measurement)]
+
+
 class MeasuredPlan:
     """Base of a plan split into its Laplace measurement and the step that takes any measurement.
 

@@ -32,7 +32,7 @@ from dplens.core.mechanisms.contract import (
 )
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
 from dplens.core.mechanisms.greedy_h import interval_cells, workload_key
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
+from dplens.core.mechanisms.measurement import measure_laplace, pure_loss
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import DENSE_LIMIT, Ranges, Workload, as_intervals, sparse_matrix
 from dplens.core.validate import non_negative
@@ -324,12 +324,7 @@ class OM:
         x, epsilon = check_inputs(x, workload, epsilon)
         f = self.factorisation(workload)
         scale = f.sensitivity / epsilon
-        noisy = f.reduced @ x
-        blocks: list[tuple[np.ndarray, LaplaceMeasurement]] = []
-        if scale > 0:  # a zero workload reads nothing: no noise, no loss, and no Laplace(0) to build
-            measurement = LaplaceMeasurement(scale)
-            noisy = measurement.noisy(noisy, rng)
-            blocks.append((np.asarray(abs(f.reduced).sum(axis=0)).ravel(), measurement))
+        noisy, blocks = measure_laplace(f.reduced @ x, np.asarray(abs(f.reduced).sum(axis=0)).ravel(), scale, rng)
         params = {"tol": self.tol, "row_seed": self.row_seed, "groups": len(f.groups),
                   "reduced_rows": f.reduced.shape[0], "sensitivity": f.sensitivity}
         return Release(self.name, PureDP(epsilon), pure_loss(blocks), f.mixing @ noisy, None, params,

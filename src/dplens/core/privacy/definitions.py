@@ -150,6 +150,15 @@ class ZCDP:
 Privacy = PureDP | ApproxDP | ZCDP
 
 
+def amount(privacy: Privacy) -> float:
+    """The number a loss in this definition's unit is compared with: ε for pure and (ε, δ)-DP, ρ for zCDP.
+
+    >>> amount(PureDP(0.5)), amount(ApproxDP(1.0, 1e-6)), amount(ZCDP(0.1))
+    (0.5, 1.0, 0.1)
+    """
+    return privacy.rho if isinstance(privacy, ZCDP) else privacy.epsilon
+
+
 def privacy_record(privacy: Privacy) -> dict[str, str | float]:
     """A privacy value as JSON-able fields: its definition's name and parameters (``privacy_from_record`` reads it).
 

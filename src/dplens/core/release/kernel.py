@@ -45,7 +45,7 @@ from dplens.core.data import limits
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from dplens.core.mechanisms.gaussian import Matched, for_privacy
 from dplens.core.privacy.budget import Budget, Ledger, ledger_charge
-from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP
+from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount
 from dplens.core.privacy.ledger_store import DEFAULT_TOTAL, LedgerStore, new_export_id
 from dplens.core.privacy.noise import noise_sampler, noise_source
 from dplens.core.queries.marginals import MarginalWorkload
@@ -131,8 +131,7 @@ def _check_fits(store: LedgerStore, fingerprint: str, label: str, charge: Budget
 
 def _check_loss(release: Release, privacy: Privacy) -> None:
     """The release states the charged definition and its loss, computed from the noise drawn, fits the charge."""
-    allowed = privacy.rho if isinstance(privacy, ZCDP) else privacy.epsilon
-    if type(release.budget) is not type(privacy) or not release.privacy_loss <= allowed * (1 + LOSS_SLACK):
+    if type(release.budget) is not type(privacy) or not release.privacy_loss <= amount(privacy) * (1 + LOSS_SLACK):
         raise ValueError(f"internal check: privacy loss {release.loss_unit}={release.privacy_loss!r} of the noise "
                          f"drawn ({release.budget}) exceeds the charge {privacy}; nothing was released or charged")
 

@@ -46,7 +46,7 @@ with ui.guard():
         st.dataframe(pd.DataFrame(datasets), hide_index=True, key="ledger_datasets")
     names = {d["fingerprint"]: f"{d['name'] or 'unnamed'} · {d['fingerprint'][:12]}" for d in datasets}
     names.setdefault(current, f"{ui.histogram().name} · {current[:12]} (nothing recorded yet)")
-    chosen = st.selectbox("History of", list(names), index=list(names).index(current), format_func=names.get,
+    chosen = st.selectbox("History of", list(names), index=list(names).index(current), format_func=names.__getitem__,
                           key="ledger_dataset")
     history = store.history(chosen)
     shown = ui.native_history(history, store.ledger(chosen) if chosen != current else led)
@@ -66,7 +66,7 @@ with ui.guard():
             st.radio("Unit", ["ε", "ρ"], index=["ε", "ρ"].index(unit), horizontal=True, key="ledger_reset_unit",
                      help=f"ρ: a zCDP total, shown as ε at the sidebar's δ = {ui.delta():g}.")
             st.number_input("New total (ε or ρ)", min_value=1e-4, max_value=100.0, step=0.5, format="%.4g",
-                            value=float(led.total.rho if led.unit == "rho" else led.total.epsilon),
+                            value=float(led.total.rho if led.total.rho is not None else led.total.epsilon),
                             key="ledger_reset_total")
             st.text_input("Reason (recorded)", key="ledger_reset_reason")
             st.checkbox("I understand this voids the privacy guarantee for this data", key="ledger_reset_confirm")

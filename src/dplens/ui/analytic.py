@@ -30,7 +30,13 @@ def _rmse_curve(name: str, epsilons: tuple[float, ...], shape: tuple[int, ...]) 
         return None
     if math.isclose(4.0 * at_two, at_one, rel_tol=1e-9, abs_tol=1e-300):
         return [math.sqrt(at_one) / e for e in epsilons]
-    return [math.sqrt(_mse(*key, float(e))) for e in epsilons]
+    rmse = []
+    for e in epsilons:
+        mse = _mse(*key, float(e))
+        if mse is None:
+            return None
+        rmse.append(math.sqrt(mse))
+    return rmse
 
 
 def analytic_figure(names: list[str], epsilons: tuple[float, ...], shape: tuple[int, ...]) -> go.Figure | None:

@@ -41,12 +41,12 @@ def session_config(notes: list[str] | None = None) -> SessionConfig:
                          ledger().total.epsilon, release, recipe)
 
 
-def _apply_custom_workload(config: SessionConfig, notes: list[str]) -> None:
-    """Select the config's custom workload: the same recipe already here, else rebuilt from the recipe."""
-    ss, label = st.session_state, config.workload.split(":", 2)[-1]
+def _apply_custom_workload(config: SessionConfig, spec: str, notes: list[str]) -> None:
+    """Select the config's custom workload ``spec``: the same recipe already here, else rebuilt from the recipe."""
+    ss, label = st.session_state, spec.split(":", 2)[-1]
     if config.custom_workload is None:
-        if config.workload not in ss.custom_workloads:
-            notes.append(f"workload {config.workload!r} has no recipe in this config; the dataset's default "
+        if spec not in ss.custom_workloads:
+            notes.append(f"workload {spec!r} has no recipe in this config; the dataset's default "
                          "workload is used")
             ss.workload_spec = None
         return
@@ -78,7 +78,7 @@ def apply_config(config: SessionConfig) -> list[str]:
                      "session): upload it again, then reload the config")
     ss.workload_spec = config.workload
     if config.workload is not None and config.workload.startswith("custom:"):
-        _apply_custom_workload(config, notes)
+        _apply_custom_workload(config, config.workload, notes)
     ss.seed = config.seed
     led = ledger()
     if abs(led.total.epsilon - config.total_epsilon) <= 1e-12:

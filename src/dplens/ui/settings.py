@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import streamlit as st
 
 from dplens.core.analysis.cost import check_cost, estimate_cost
 from dplens.core.mechanisms import MECHANISMS, configure
+from dplens.core.mechanisms.contract import setting_fields
 
 
 def mechanism_settings(name: str, key: str, *, render: bool = True) -> dict[str, object]:
@@ -18,9 +17,7 @@ def mechanism_settings(name: str, key: str, *, render: bool = True) -> dict[str,
     """
     mechanism = MECHANISMS[name]
     changed: dict[str, object] = {}
-    for field in dataclasses.fields(mechanism):
-        if field.name in ("name", "data_dependent"):
-            continue
+    for field in setting_fields(mechanism):
         default = getattr(mechanism, field.name)
         shown = default if isinstance(default, bool) else "" if default is None else str(default)
         widget_key = f"{key}_{name}_{field.name}"

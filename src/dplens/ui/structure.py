@@ -11,7 +11,7 @@ import streamlit as st
 _SHOWN_ROWS = 200  # rows of a structure table shown on the page
 
 
-def _table(name: str, value: object) -> dict[str, object] | list | None:
+def _table(name: str, value: object) -> dict[str, np.ndarray] | list | None:
     """Display rows for one entry of ``details``, or None when it is not tabular (a matrix, an object)."""
     if isinstance(value, list) and all(isinstance(row, Mapping) for row in value):
         return value

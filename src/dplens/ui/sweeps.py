@@ -146,4 +146,7 @@ def preview_release(epsilon: float, hist=None) -> np.ndarray:
     charged, never exported)."""
     rng = np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM])
     hist = tuning_histogram() if hist is None else hist
-    return MECHANISMS["identity"].run(hist.counts, parsed_workload("total", hist.domain.shape), epsilon, rng).estimate
+    release = MECHANISMS["identity"].run(hist.counts, parsed_workload("total", hist.domain.shape), epsilon, rng)
+    if release.estimate is None:  # identity always estimates the bins; a release may in general hold none
+        raise ValueError("the identity release holds no bin estimates")
+    return release.estimate

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import streamlit as st
 
 from dplens.core.analysis import selection
@@ -24,10 +26,12 @@ def target_plans(mechanisms: tuple[str, ...], targets: tuple[tuple[str, str, flo
 def plan_releases(plan: selection.TargetsPlan, labels: list[str]) -> list[dict[str, object]]:
     """The releases a plan makes: one row per separate release and one for the shared release (if any)."""
     names = plan.reason.split(", ")
-    rows = [{"release": f"own release #{i + 1}", "mechanism": names[g], "groups": labels[g], "ε": plan.epsilons[g]}
-            for i, g in enumerate(g for g in range(len(labels)) if g not in plan.shared)]
+    epsilons = cast(tuple[float, ...], plan.epsilons)  # the best plan: every group has an ε
+    rows: list[dict[str, object]] = [
+        {"release": f"own release #{i + 1}", "mechanism": names[g], "groups": labels[g], "ε": epsilons[g]}
+        for i, g in enumerate(g for g in range(len(labels)) if g not in plan.shared)]
     if plan.shared:
         rows.append({"release": "one shared release", "mechanism": names[plan.shared[0]],
                      "groups": " · ".join(labels[g] for g in plan.shared),
-                     "ε": max(plan.epsilons[g] for g in plan.shared)})
+                     "ε": max(epsilons[g] for g in plan.shared)})
     return rows

@@ -104,7 +104,11 @@ def make_proxy() -> None:
         ss.flash_error = f"No DP proxy made: {err}"
         return
     key = f"proxy:{published.export_id[:12]}"
-    counts = published.release.estimate.clip(0).reshape(hist.domain.shape)  # clipping: post-processing
+    estimate = published.release.estimate
+    if estimate is None:  # identity always estimates the bins; a release may in general hold none
+        ss.flash_error = "No DP proxy made: the identity release holds no bin estimates"
+        return
+    counts = estimate.clip(0).reshape(hist.domain.shape)  # clipping: post-processing
     proxy = Histogram.from_counts(counts, labels=hist.labels, name=f"{hist.name} (DP proxy)"[:80],
                                   axis_names=hist.domain.names)
     ss.setdefault("tuning_proxies", {})[key] = {"for": ledger_key(), "privacy": str(privacy), "hist": proxy}
@@ -118,7 +122,7 @@ def tuning_controls(page: str) -> None:
     ss = st.session_state
     ss[f"{page}_tuning"] = tuning_source()  # the widget follows the session's choice on every page
     left, right = st.columns([3, 2])
-    left.selectbox("Tune on", list(choices), format_func=choices.get, key=f"{page}_tuning",
+    left.selectbox("Tune on", list(choices), format_func=choices.__getitem__, key=f"{page}_tuning",
                    on_change=lambda: ss.update(tuning_choice=ss[f"{page}_tuning"]),
                    help="Public data (built-in samples, DPBench, uploads you declared public) or a DP proxy keep "
                         "the choice of mechanism and ε free of the private data.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import streamlit as st
 
 from dplens.core.queries.workloads import (
@@ -70,10 +71,11 @@ def drawn_range():
     hist = histogram()
     if len(hist.domain.shape) == 1:
         lo, hi = st.session_state.workloads_range
-        return Ranges(hist.domain.size, [lo], [hi], label=f"range [{lo}, {hi}]")
+        return Ranges(hist.domain.size, np.array([lo]), np.array([hi]), label=f"range [{lo}, {hi}]")
     (r0, r1), (c0, c1) = st.session_state.workloads_rows, st.session_state.workloads_cols
     rows, cols = hist.domain.shape
-    return Kron((Ranges(rows, [r0], [r1], label=f"rows [{r0}, {r1}]"), Ranges(cols, [c0], [c1], label=f"cols [{c0}, {c1}]")))
+    return Kron((Ranges(rows, np.array([r0]), np.array([r1]), label=f"rows [{r0}, {r1}]"),
+                 Ranges(cols, np.array([c0]), np.array([c1]), label=f"cols [{c0}, {c1}]")))
 
 
 def box_to_range(event, n: int) -> tuple[int, int] | None:

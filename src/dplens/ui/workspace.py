@@ -118,7 +118,7 @@ def open_workspace() -> str:
         ss.workspace_owner = curator
         store, wanted = _store(), st.query_params.get("ws")
         try:
-            state = store.load(wanted)
+            state = None if wanted is None else store.load(wanted)
             ss.workspace_id = wanted if state is not None else store.create()
         except ValueError as err:
             ss.flash_error = f"Workspace not restored: {err}"

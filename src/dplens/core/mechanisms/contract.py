@@ -312,6 +312,18 @@ def parameter_ranges(mechanism: Mechanism) -> dict[str, Range]:
     return ranges
 
 
+def setting_fields(mechanism: object) -> tuple[dataclasses.Field[Any], ...]:
+    """The settings of a registered mechanism: its dataclass fields but ``name`` and ``data_dependent``.
+
+    >>> from dplens.core.mechanisms import MECHANISMS
+    >>> [f.name for f in setting_fields(MECHANISMS["mwem"])][:1]
+    ['rounds']
+    """
+    if not dataclasses.is_dataclass(mechanism):
+        raise TypeError(f"{mechanism!r} is not a dataclass: registered mechanisms are frozen dataclasses")
+    return tuple(f for f in dataclasses.fields(mechanism) if f.name not in ("name", "data_dependent"))
+
+
 def _declared_range(cls: type, name: str) -> Range | None:
     for klass in cls.__mro__:
         declared = getattr(klass, "__dataclass_fields__", {}).get(name)
@@ -332,8 +344,8 @@ def check_parameters(mechanism: Mechanism) -> Mechanism:
     """
     ranges = parameter_ranges(mechanism)
     changes = {}
-    for f in dataclasses.fields(mechanism):  # type: ignore[arg-type]  # registered mechanisms are dataclasses
-        if f.name in ("name", "data_dependent") or f.name not in ranges:
+    for f in setting_fields(mechanism):
+        if f.name not in ranges:
             continue
         value = getattr(mechanism, f.name)
         try:
@@ -352,7 +364,7 @@ def configure(mechanism: Mechanism, params: Mapping[str, object]) -> Mechanism:
     >>> configure(MECHANISMS["identity"], {}).name
     'identity'
     """
-    fields = {f.name: f for f in dataclasses.fields(mechanism) if f.name not in ("name", "data_dependent")}  # type: ignore[arg-type]  # registered mechanisms are dataclasses
+    fields = {f.name: f for f in setting_fields(mechanism)}
     changes = {}
     for key, value in params.items():
         if key not in fields:

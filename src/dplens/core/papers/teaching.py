@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TypedDict
 
 import numpy as np
 
@@ -143,7 +144,7 @@ def ranges_of_length(n: int, length: int, *, count: int = 64) -> Ranges:
     return Ranges(n, starts, starts + length - 1, label=f"length-{length} ranges")
 
 
-def range_error_by_length(n: int, epsilon: float, lengths: Sequence[int],
+def range_error_by_length(n: int, epsilon: float, lengths: Sequence[int] | np.ndarray,
                           mechanisms: Sequence[str] = RANGE_MECHANISMS) -> dict[str, np.ndarray]:
     """Analytic RMSE of length-L range queries per mechanism (registry ``expected_mse``).
 
@@ -166,7 +167,19 @@ def range_error_by_length(n: int, epsilon: float, lengths: Sequence[int],
 
 
 # ----------------------------------------------------------------------------- Laplace vs Gaussian
-def privacy_loss_distributions(epsilon: float, delta: float, grid: np.ndarray) -> dict[str, object]:
+class LossDistributions(TypedDict):
+    """What :func:`privacy_loss_distributions` returns."""
+
+    grid: np.ndarray
+    laplace_density: np.ndarray
+    laplace_atoms: dict[float, float]
+    gaussian_density: np.ndarray
+    sigma: float
+    mu: float
+    gaussian_tail: float
+
+
+def privacy_loss_distributions(epsilon: float, delta: float, grid: np.ndarray) -> LossDistributions:
     """The privacy-loss random variable L = ln(p(y)/p'(y)) of one count (Δ = 1) under Laplace(1/ε) and under
     the analytic Gaussian calibrated to (ε, δ).
 
@@ -216,7 +229,17 @@ def composition_by_definition(epsilon: float, delta: float, ks: Sequence[int] | 
             "pure_via_zcdp": np.array([min(k * epsilon, zcdp_epsilon(k * epsilon**2 / 2.0, delta)) for k in ks])}
 
 
-def gaussian_crossover(laplace, gaussian, workload, delta: float, epsilons: np.ndarray) -> dict[str, object]:
+class Crossover(TypedDict):
+    """What :func:`gaussian_crossover` returns."""
+
+    epsilons: np.ndarray
+    laplace: np.ndarray
+    gaussian: np.ndarray
+    crossover: float | None
+    gaussian_wins_above: bool
+
+
+def gaussian_crossover(laplace, gaussian, workload, delta: float, epsilons: np.ndarray) -> Crossover:
     """Expected RMSE of a Laplace and a Gaussian mechanism at matched (ε, δ) over ``epsilons``, and the ε
     where they cross (Gaussian wins on one side). ``None`` when they do not cross in the range.
 

@@ -38,6 +38,7 @@ import secrets
 import sqlite3
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from dplens.core.privacy.budget import Budget, BudgetExceededError, Ledger, within
 from dplens.core.privacy.store import LOCAL_OWNER, connect, default_path, transaction
@@ -335,8 +336,9 @@ class LedgerStore:
         return converted
 
     def history(self, fingerprint: str | None = None, *, owner: str | None = None,
-                every_owner: bool = False) -> list[dict[str, object]]:
-        """The owner's recorded actions (all epochs), oldest first; one dataset's or all of them.
+                every_owner: bool = False) -> list[dict[str, Any]]:
+        """The owner's recorded actions (all epochs), oldest first; one dataset's or all of them (each row maps
+        a column of ``HISTORY_COLUMNS`` to its stored value).
 
         ``every_owner`` (an admin's view) adds every owner's, each row naming its ``owner``. No row carries
         the workspace id.
@@ -353,7 +355,7 @@ class LedgerStore:
         with connect(self.path) as conn:
             return [dict(zip(columns, row, strict=True)) for row in conn.execute(query + " ORDER BY id", args)]
 
-    def datasets(self, *, owner: str | None = None, every_owner: bool = False) -> list[dict[str, object]]:
+    def datasets(self, *, owner: str | None = None, every_owner: bool = False) -> list[dict[str, Any]]:
         """One summary per recorded ledger of the owner: fingerprint, name, total, spent, remaining, spends, epoch.
 
         ``every_owner`` (an admin's view) lists every owner's ledgers, each naming its ``owner``.

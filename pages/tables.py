@@ -45,8 +45,8 @@ with ui.guard():
                  help="+ joins the attributes of one marginal; a comma separates marginals; *w weights one; "
                       "ranges:age|sex asks every range of the ordinal attribute age within each sex.")
     work = ui.table_workload(chosen)
-    st.caption(f"Workload: {work.describe()}; L2 sensitivity {work.l2_sensitivity:.4g} (one record changes one "
-               "cell of each marginal).")
+    st.caption(f"Workload: {work.describe()}; L2 sensitivity of its cells {work.cells_l2_sensitivity:.4g} (one "
+               "record changes one cell of each marginal; weights steer a strategy, they do not lower this).")
     budget_line = st.empty()  # filled at the end of the run: a release below changes it
     methods = ui.table_methods()  # every registered table mechanism, with its one-line summary
     methods_help = " ".join(f"**{name}**: {summary}" for name, summary in methods.items())

@@ -44,9 +44,11 @@ def test_the_operator_is_the_dense_matrix(name):
 
 
 def test_sensitivities_agree_with_the_closed_forms_and_answers_with_the_records():
-    workload = WORKLOADS["all 2-way"]  # unit weights: the operator's sensitivities are the workload's own
-    assert l1_sensitivity(workload) == workload.l1_sensitivity
-    assert l2_sensitivity(workload) == pytest.approx(workload.l2_sensitivity)
+    workload = WORKLOADS["all 2-way"]  # plain cells: the operator's sensitivities are the cells' closed forms
+    assert l1_sensitivity(workload) == workload.cells_l1_sensitivity
+    assert l2_sensitivity(workload) == pytest.approx(workload.cells_l2_sensitivity)
+    weighted = MarginalWorkload(DOMAIN, workload.marginals, weights=(0.1, 3.0, 0.5))  # weights change neither
+    assert l1_sensitivity(weighted) == weighted.cells_l1_sensitivity == workload.cells_l1_sensitivity
     records = np.random.default_rng(1).integers(0, DOMAIN.sizes, size=(200, 3))
     x = marginal_counts(DOMAIN, records, DOMAIN.names).ravel()  # the contingency vector
     np.testing.assert_allclose(workload.matvec(x), np.concatenate([m.ravel() for m in workload.answer(records)]))

@@ -93,8 +93,8 @@ def test_marginals_match_the_dense_operator_and_sensitivities(rng):
     stacked = np.vstack([_dense_marginal(domain, m) for m in workload.marginals])
     answers = workload.answer(records)
     assert np.concatenate([a.ravel() for a in answers]) == pytest.approx(stacked @ x)
-    assert workload.l1_sensitivity == np.abs(stacked).sum(axis=0).max()
-    assert workload.l2_sensitivity == pytest.approx(np.sqrt((stacked ** 2).sum(axis=0)).max())
+    assert workload.cells_l1_sensitivity == np.abs(stacked).sum(axis=0).max()
+    assert workload.cells_l2_sensitivity == pytest.approx(np.sqrt((stacked ** 2).sum(axis=0)).max())
     assert float(marginal_counts(domain, records, ())) == 50
 
 

@@ -77,10 +77,11 @@ def test_one_level_column_and_too_small_domain_are_refused():
         load_table(b"a,b\n0,5\n1,0\n", b'{"a": 2, "b": 2}')
 
 
-def test_weights_per_marginal_reach_the_sensitivity():
+def test_weights_per_marginal_are_parsed_and_leave_the_cells_sensitivity_alone():
     domain = Domain(("a", "b", "c"), (2, 3, 4))
     w = parse_marginal_workload("marginals:a+b*2, c*0.5", domain)
-    assert w.weights == (2.0, 0.5) and w.l1_sensitivity == 2.5 and w.l2_sensitivity == pytest.approx(4.25 ** 0.5)
+    # the released cells are unweighted: one record moves one cell of each marginal by 1, whatever the weights
+    assert w.weights == (2.0, 0.5) and w.cells_l1_sensitivity == 2 and w.cells_l2_sensitivity == pytest.approx(2 ** 0.5)
     with pytest.raises(ValueError, match="weight after \\* must be a number"):
         parse_marginal_workload("marginals:a*x", domain)
     with pytest.raises(ValueError, match="weights must be finite and > 0"):

@@ -356,3 +356,40 @@ def test_opt_marginals_at_least_as_good_as_hdmms_own_code(k, hdmm):
     4.5035, which HDMM's seeds missed)."""
     workload = MarginalWorkload.all_kway(Domain(tuple("abcd"), (2, 3, 4, 5)), k)
     assert plan_opt_marginals(workload, 0.5).expected_rmse <= hdmm * (1 + 1e-5)
+
+
+def test_gaussian_marginals_noise_is_calibrated_to_the_unweighted_cells_whatever_the_weights():
+    """Weights below 1 must not shrink the noise: the cells released are unweighted (Δ₂ = √K for K marginals).
+
+    The sample std of many cells accepts σ = √2/√(2ρ) and rejects the √(Σw²)/√(2ρ) a weighted Δ₂ would give.
+    """
+    domain = Domain(("sex", "region", "income"), (2, 4, 2))
+    records = _records(domain, 300)
+    truth = np.concatenate([m.ravel() for m in MarginalWorkload(domain, (("sex", "region"), ("income",))).answer(records)])
+    mechanism, rng = TABLE_MECHANISMS["gaussian-marginals"], np.random.default_rng(11)
+    for weights in ((0.1, 0.1), (0.01, 0.01), (5.0, 0.2)):
+        workload = MarginalWorkload(domain, (("sex", "region"), ("income",)), weights=weights)
+        noise = np.concatenate([np.concatenate([m.ravel() for m in mechanism.run(records, workload, 0.5, rng)
+                                                .marginal_estimates]) - truth for _ in range(200)])
+        assert np.std(noise) == pytest.approx(math.sqrt(2), rel=0.05)  # 2,000 draws: the std's rel. error ~1.6 %
+        release = mechanism.run(records, workload, 0.5, rng)
+        assert release.marginal_stds == [pytest.approx(math.sqrt(2))] * 2 and release.privacy_loss == pytest.approx(0.5)
+
+
+def test_cli_weighted_gaussian_marginals_secure_release_draws_the_sigma_it_charges(tmp_path, capsys):
+    """The secure path end to end: weights 0.1 once wrote std 0.1414 and charged ρ 0.5 for noise worth ρ 50."""
+    from dplens.cli import main
+
+    domain = Domain(("sex", "region", "income"), (2, 4, 2))
+    rows = _records(domain, 300)
+    data = tmp_path / "t.csv"
+    data.write_text("sex,region,income\n" + "\n".join(f"{r[0]},{r[1]},{r[2]}" for r in rows) + "\n")
+    (tmp_path / "d.json").write_text('{"sex": 2, "region": 4, "income": 2}')
+    out = tmp_path / "m.csv"
+    code = main(["release", "--input", str(data), "--domain", str(tmp_path / "d.json"), "--mechanism",
+                 "gaussian-marginals", "--workload", "marginals:region+sex*0.1,income*0.1", "--rho", "0.5",
+                 "--noise", "secure", "--output", str(out), "--ledger", str(tmp_path / "l.db"), "--budget-rho", "1"])
+    assert code == 0, capsys.readouterr().err
+    header, *lines = out.read_text().splitlines()
+    stds = [float(line.split(",")[header.split(",").index("std")]) for line in lines]
+    assert len(stds) == 10 and stds == [pytest.approx(math.sqrt(2), abs=1e-5)] * 10  # written to 6 digits

@@ -30,7 +30,8 @@ class MarginalWorkload(WorkloadOperator):
     """Weighted marginals of a table: the queries are every cell of every listed marginal.
 
     Attribute tuples are normalised to the domain's column order. One record changes one cell of each
-    marginal by 1 (add/remove neighbours), so Δ₁ = Σ w and Δ₂ = √Σ w² in closed form.
+    marginal by 1 (add/remove neighbours), so the marginals' cells have Δ₁ = K and Δ₂ = √K for K marginals,
+    whatever the weights (the weights steer the strategy optimisers only; the released queries are unweighted).
 
     It is also a workload like any other (the ``Workload`` protocol): an implicit operator W = stack_i Q_i P_i on
     the table's full contingency vector (its cells row-major in domain order), P_i the projection onto marginal i
@@ -39,7 +40,7 @@ class MarginalWorkload(WorkloadOperator):
 
     >>> d = Domain(("a", "b", "c"), (2, 3, 4))
     >>> w = MarginalWorkload.all_kway(d, 2)
-    >>> w.marginals, w.cells, w.l1_sensitivity, round(w.l2_sensitivity, 4)
+    >>> w.marginals, w.cells, w.cells_l1_sensitivity, round(w.cells_l2_sensitivity, 4)
     ((('a', 'b'), ('a', 'c'), ('b', 'c')), 26, 3.0, 1.7321)
     """
 
@@ -85,12 +86,20 @@ class MarginalWorkload(WorkloadOperator):
         return sum(math.prod(self.domain.sizes_of(m)) for m in self.marginals)
 
     @property
-    def l1_sensitivity(self) -> float:
-        return float(sum(self.weights))
+    def cells_l1_sensitivity(self) -> float:
+        """Δ₁ of every cell of every marginal, unweighted (what is released): one record changes one cell of each
+        marginal by 1, so K for K marginals. The weights do not enter: they steer a strategy's choice of what
+        to measure, and each strategy's noise is calibrated to what it measures.
+
+        >>> MarginalWorkload(Domain(("a", "b"), (2, 3)), (("a",), ("b",)), weights=(0.1, 0.1)).cells_l1_sensitivity
+        2.0
+        """
+        return float(len(self.marginals))
 
     @property
-    def l2_sensitivity(self) -> float:
-        return math.sqrt(sum(w * w for w in self.weights))
+    def cells_l2_sensitivity(self) -> float:
+        """Δ₂ of every cell of every marginal, unweighted: √K for K marginals (see ``cells_l1_sensitivity``)."""
+        return math.sqrt(len(self.marginals))
 
     @property
     def squared_frobenius(self) -> float:

@@ -36,17 +36,27 @@ from dplens.core.tables.synthesis import AIM, MST, IdentityPGM
 
 
 def identity_sigma(workload: MarginalWorkload, rho: float) -> float:
-    """σ of i.i.d. Gaussian noise on every marginal cell at ρ: Δ₂ / √(2ρ), Δ₂ = √Σw² (add/remove one record)."""
-    return workload.l2_sensitivity / math.sqrt(2 * check_rho(rho))
+    """σ of i.i.d. Gaussian noise on every marginal cell at ρ: Δ₂ / √(2ρ), Δ₂ = √K for K marginals.
+
+    The cells released are unweighted, so their sensitivity is (add/remove one record changes one cell of each
+    marginal by 1); the workload's weights do not lower it.
+
+    >>> from dplens.core.data.domain import Domain
+    >>> w = MarginalWorkload(Domain(("a", "b"), (2, 3)), (("a", "b"), ("b",)), weights=(0.1, 0.1))
+    >>> round(identity_sigma(w, 0.5), 4)  # √2 / √(2 · 0.5), not √(0.1² + 0.1²) / 1
+    1.4142
+    """
+    return workload.cells_l2_sensitivity / math.sqrt(2 * check_rho(rho))
 
 
 def identity_privacy_loss(workload: MarginalWorkload, sigma: float) -> float:
-    """ρ-zCDP loss of i.i.d. Gaussian noise σ on every marginal cell: Δ₂² / (2σ²) (add/remove one record)."""
-    return workload.l2_sensitivity ** 2 / (2 * sigma * sigma)
+    """ρ-zCDP loss of i.i.d. Gaussian noise σ on every marginal cell: Δ₂² / (2σ²), Δ₂ = √K (add/remove one record)."""
+    return workload.cells_l2_sensitivity ** 2 / (2 * sigma * sigma)
 
 
 def identity_marginals(workload: MarginalWorkload, records: np.ndarray, rho: float, rng: np.random.Generator):
-    """Each workload marginal plus i.i.d. Gaussian noise, σ² = Σ w² / (2ρ) per cell (ρ-zCDP; L2 sensitivity √(Σ w²) under add/remove).
+    """Each workload marginal plus i.i.d. Gaussian noise, σ² = K / (2ρ) per cell (ρ-zCDP; the K unweighted
+    marginals have L2 sensitivity √K under add/remove).
 
     Returns the noisy marginals and the per-cell standard deviation (the same for every cell).
 
@@ -61,7 +71,11 @@ def identity_marginals(workload: MarginalWorkload, records: np.ndarray, rho: flo
 
 @dataclass(frozen=True)
 class IdentityMarginals:
-    """Gaussian noise on every cell of every workload marginal (the baseline every strategy must beat)."""
+    """Gaussian noise on every cell of every workload marginal (the baseline every strategy must beat).
+
+    Every marginal is measured at one σ = √K / √(2ρ): the weights, which steer the strategy mechanisms, change
+    nothing here (the params say so).
+    """
 
     summary: ClassVar[str] = "Gaussian noise on every marginal cell; error in closed form."
     name = "gaussian-marginals"
@@ -77,6 +91,8 @@ class IdentityMarginals:
             rng: np.random.Generator) -> Release:
         estimates, sigma = identity_marginals(workload, records, rho, rng)
         metadata = {"privacy": "rho-zCDP (Gaussian), add/remove one record", "sigma": sigma,
+                    "l2_sensitivity": workload.cells_l2_sensitivity,
+                    "weights": "not used: every marginal cell is measured at one sigma",
                     "intervals": "exact (Gaussian noise, count ± z·std)"}
         return marginal_release(self.name, rho, identity_privacy_loss(workload, sigma), workload, estimates,
                                 stds=[sigma] * len(estimates), params=metadata)

@@ -39,9 +39,10 @@ SMALL_CANDIDATES = 512
 
 
 def laplace_identity_rmse(workload: MarginalWorkload, rho: float) -> float:
-    """Per-cell RMSE of Laplace noise on every workload marginal at ε = √(2ρ): √2 · Σ_M w_M / ε (w = 1: √2 k/ε)."""
+    """Per-cell RMSE of Laplace noise on every workload marginal at ε = √(2ρ): √2 · K / ε for K marginals (the
+    unweighted cells' Δ₁; weights do not lower it)."""
     epsilon = math.sqrt(2 * check_rho(rho))
-    return math.sqrt(2) * sum(workload.weights) / epsilon
+    return math.sqrt(2) * workload.cells_l1_sensitivity / epsilon
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from dplens.core.data.limits import MAX_ACTION_SECONDS, WARN_SECONDS
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.mechanisms.lrm import MAX_CELLS as LRM_MAX_CELLS
 from dplens.core.mechanisms.matrix import MAX_CELLS as MM_OPT_MAX_CELLS
+from dplens.core.registry import REGISTRY
 
 ANALYTIC_PREVIEW_CELLS = 16_384  # above this, the pre-run analytic curves are drawn on request
 REFERENCES = ("identity", "uniform")  # always in the sweep: DPBench's baselines for regret
@@ -48,10 +49,10 @@ with ui.guard():
                                       f"at most {MM_OPT_MAX_CELLS:,} cells), and so does lrm (cubic in n; "
                                       f"at most {LRM_MAX_CELLS:,} cells and about a minute of work); ugrid and agrid need 2-D data.")
         with st.expander("What these mechanisms do"):
-            st.markdown("\n".join(f"- **{n}**: {MECHANISMS[n].summary}" for n in names))
+            st.markdown("\n".join(f"- **{n}**: {REGISTRY[n].summary}" for n in names))
         left, right = st.columns(2)  # the mechanisms get the full width, so no chip is hidden
         metrics = right.multiselect("Metrics", list(METRIC_LABELS), default=["mae", "rmse"],
-                                    format_func=METRIC_LABELS.get, key="compare_metrics",
+                                    format_func=METRIC_LABELS.__getitem__, key="compare_metrics",
                                     help="Per-query errors on the workload answers; KLD compares histograms.")
         lo, hi = left.select_slider("Epsilon range", [0.001, 0.01, 0.1, 1.0, 10.0, 100.0], value=(0.01, 10.0),
                                     key="compare_range", help="Log-spaced grid between these values.")
@@ -66,7 +67,7 @@ with ui.guard():
         submitted = st.form_submit_button("Run comparison", type="primary", key="compare_run")
     epsilons = tuple(float(f"{e:.4g}") for e in np.geomspace(lo, hi, points))
     names = list(names) + [m for m in REFERENCES if m not in names and m in MECHANISMS]
-    args = (tuple(names), epsilons, int(trials), tuple(metrics) or ("mae",))
+    args = (tuple(names), epsilons, int(trials), ui.chosen_metrics(metrics, hist))
     results = ui.cached_sweep(*args)
     estimate = ui.sweep_estimate([MECHANISMS[m] for m in names], workload, len(epsilons), int(trials), run_on)
     if results is None and estimate > WARN_SECONDS:

@@ -277,3 +277,18 @@ def test_a_stopped_sweep_keeps_partial_results_and_reruns_complete():
     assert [m.value for m in at.markdown] == ["interrupted", "rows=3 stopped=True"]
     at.run()
     assert [m.value for m in at.markdown] == ["rows=10 stopped=False"]
+
+
+def test_compare_on_an_all_zero_histogram_runs_unless_a_metric_needs_a_total():
+    """An all-zero histogram (teaching demos use it): the default metrics run, and only they are computed; asking
+    for the scaled error gives one line naming it and why, not "Something went wrong"."""
+    at = page_with("pages/compare.py", Histogram.from_counts(np.zeros(64), name="zeros"))
+    results = _run_small_sweep(at, ["hb"])
+    assert set(results.metric) == {"mae", "rmse"} and (results.value > 0).all()
+    at.multiselect(key="compare_metrics").set_value(["rmse", "scaled"])
+    at.button(key="compare_run").click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "metric 'scaled' (scaled error (MAE / total)) needs a histogram total > 0, got 0: it divides the mean "
+        "|error| by the histogram's total; choose another metric (mae, mse, rmse, max, mre)"]
+    assert not any(set(k[3]) == {"rmse", "scaled"} for k in at.session_state.sweeps if k[0] != "per-bin")

@@ -132,6 +132,24 @@ def test_every_sample_name_is_accepted_as_input(name, tmp_path):
     assert len(pd.read_csv(out)) == 2
 
 
+def test_compare_on_an_all_zero_histogram_computes_only_the_metrics_asked(tmp_path, capsys):
+    """The issue's reproduction: 256 zero bins, prefix, identity and hb, ``--metrics rmse`` (scaled error, which
+    needs a total > 0, was computed anyway and refused the input); asking for scaled gets one line saying why."""
+    zeros, out = tmp_path / "zeros.csv", tmp_path / "out.csv"
+    zeros.write_text("count\n" + "0\n" * 256)
+    common = ["compare", "--input", str(zeros), "--workload", "prefix", "--mechanisms", "identity,hb",
+              "--epsilons", "1", "--trials", "2", "--output", str(out)]
+    assert main([*common, "--metrics", "rmse"]) == 0
+    df = pd.read_csv(out)
+    assert set(df.metric) == {"rmse"} and set(df.mechanism) == {"identity", "hb"} and len(df) == 2 * 2
+    out.unlink()
+    capsys.readouterr()
+    assert main([*common, "--metrics", "rmse,scaled"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: metric 'scaled' (")
+    assert "needs a histogram total > 0, got 0" in err and not out.exists()
+
+
 BAD = [
     (["release", "--input", "no-such-file.csv", "--mechanism", "identity", "--epsilon", "1"], "no sample dataset"),
     (["release", "--input", "smooth", "--mechanism", "nope", "--epsilon", "1"], "unknown mechanism 'nope'"),

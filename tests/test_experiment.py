@@ -136,20 +136,53 @@ def test_summarise_and_regret(tiny_1d):
     assert summarise(df.iloc[0:0]).empty
 
 
-def test_other_metrics_or_fewer_trials_rerun_nothing_and_more_trials_run_only_the_new_ones():
+def test_fewer_trials_rerun_nothing_and_more_trials_or_new_metrics_run_only_what_is_missing():
+    """Only the metrics asked for are computed, so the cache holds those; a later sweep asking another metric
+    re-runs the trials that lack it (the same releases: the numbers equal a fresh sweep's)."""
     from dplens.core.analysis.experiment import SweepCache
     from dplens.core.data.domain import Histogram
 
     cache, h = SweepCache(), Histogram.from_counts(np.arange(16.0))
-    first = run_sweep(h, Prefix(16), ["identity", "hb"], [0.5, 1.0], trials=3, metrics=("mae",), cache=cache)
+    pairs = (Prefix(16), ["identity", "hb"], [0.5, 1.0])
+    first = run_sweep(h, *pairs, trials=3, metrics=("mae",), cache=cache)
     assert first.attrs["computed"] == 2 * 2 * 3
-    other = run_sweep(h, Prefix(16), ["identity", "hb"], [0.5, 1.0], trials=2, metrics=("rmse", "max"), cache=cache)
-    assert other.attrs["computed"] == 0 and set(other.metric) == {"rmse", "max"} and other.trial.max() == 1
-    more = run_sweep(h, Prefix(16), ["identity", "hb"], [0.5, 1.0], trials=5, metrics=("mae",), cache=cache)
+    fewer = run_sweep(h, *pairs, trials=2, metrics=("mae",), cache=cache)
+    assert fewer.attrs["computed"] == 0 and set(fewer.metric) == {"mae"} and fewer.trial.max() == 1
+    other = run_sweep(h, *pairs, trials=2, metrics=("rmse", "max"), cache=cache)
+    assert other.attrs["computed"] == 2 * 2 * 2 and set(other.metric) == {"rmse", "max"} and other.trial.max() == 1
+    more = run_sweep(h, *pairs, trials=5, metrics=("mae",), cache=cache)
     assert more.attrs["computed"] == 2 * 2 * 2  # trials 3 and 4 only
-    fresh = run_sweep(h, Prefix(16), ["identity", "hb"], [0.5, 1.0], trials=5, metrics=("mae",))
-    pd.testing.assert_frame_equal(more.drop(columns="seconds").reset_index(drop=True),
-                                  fresh.drop(columns="seconds").reset_index(drop=True))  # the same numbers
+    both = run_sweep(h, *pairs, trials=5, metrics=("rmse", "mae"), cache=cache)
+    assert both.attrs["computed"] == 2 * 2 * 3  # rmse is held for trials 0 and 1 only
+    assert run_sweep(h, *pairs, trials=5, metrics=("mae", "rmse", "max"), cache=cache).attrs["computed"] == 2 * 2 * 3
+    for cached in (more, both):
+        fresh = run_sweep(h, *pairs, trials=5, metrics=tuple(dict.fromkeys(cached.metric)))
+        pd.testing.assert_frame_equal(cached.drop(columns="seconds").reset_index(drop=True),
+                                      fresh.drop(columns="seconds").reset_index(drop=True))  # the same numbers
+
+
+def test_a_metric_not_asked_for_is_never_computed(tiny_1d, monkeypatch):
+    """The issue's case: an all-zero histogram with --metrics rmse ran the scaled error too, which refused it."""
+    from dplens.core.analysis import metrics
+
+    called = []
+    for name in metrics.METRICS:
+        if name != "rmse":
+            monkeypatch.setitem(metrics.METRICS, name, lambda *a, name=name, **k: called.append(name) or 0.0)
+    zeros = Histogram.from_counts(np.zeros(256))
+    df = run_sweep(zeros, Prefix(256), ["identity", "hb"], [0.5], trials=2, seed=4, metrics=["rmse"])
+    assert called == [] and set(df.metric) == {"rmse"} and len(df) == 2 * 2
+    assert (df.value > 0).all()  # noise on zeros: a real error, not a placeholder
+    run_sweep(tiny_1d, Prefix(6), ["identity"], [0.5], trials=1, metrics=["rmse", "max"])
+    assert called == ["max"]  # the probe sees a metric that is asked for: it could have failed
+
+
+@pytest.mark.parametrize("metric", ["scaled", "kld"])
+def test_a_metric_undefined_on_an_all_zero_histogram_is_refused_naming_it_and_why(metric):
+    zeros = Histogram.from_counts(np.zeros(8))
+    with pytest.raises(ValueError, match=rf"^metric '{metric}' \(.*\) needs a histogram total > 0, got 0: it "
+                                         r".*; choose another metric \(mae, mse, rmse, max, mre\)$"):
+        run_sweep(zeros, Prefix(8), ["identity"], [1.0], trials=1, metrics=["mae", metric])
 
 
 def test_warm_up_fills_the_analytic_caches_for_the_default_workload_so_the_first_sweep_finds_them():

@@ -6,11 +6,11 @@ import numpy as np
 import streamlit as st
 
 from dplens.core.analysis.experiment import regret, replay, summarise
-from dplens.core.analysis.metrics import HISTOGRAM_METRICS, METRIC_LABELS, METRICS
+from dplens.core.analysis.metrics import HISTOGRAM_METRICS, METRIC_LABELS, METRICS, check_metrics
 from dplens.core.analysis.views import count_buckets
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.release.recipe import recipe_script
-from dplens.ui.chart_controls import histogram_view_controls
+from dplens.ui.chart_controls import HistogramView, histogram_view_controls
 from dplens.ui.charts import (
     ENVELOPE,
     error_figure,
@@ -26,6 +26,17 @@ from dplens.ui.sweeps import per_bin
 from dplens.ui.workloads import workload_spec
 
 PER_BIN_TRIALS = 5  # trials behind the per-bin error view
+
+
+def chosen_metrics(metrics, hist) -> tuple[str, ...]:
+    """The metrics to compute (only those chosen; none: MAE). One the histogram cannot give (scaled error or KL
+    divergence on an all-zero histogram) stops the page with one line naming it and why, before any run."""
+    try:
+        return check_metrics(tuple(metrics) or ("mae",), total=hist.total)
+    except ValueError as err:
+        st.error(str(err))
+        st.stop()
+        raise  # st.stop() raises; this line only tells type checkers the function ends here
 
 
 def pick_from_click(event, summary, metric: str, epsilons) -> None:
@@ -125,7 +136,7 @@ def _inspect_release(ran: list[str], epsilons, hist, trials, workload, metric: s
 
 def _release_histogram(hist, release, pick: str, pick_epsilon: float) -> None:
     """The inspected release's histogram estimate: next to the truth as heatmaps in 2-D, over it in 1-D."""
-    view = histogram_view_controls(hist, key="compare_view") if release.estimate is not None else {}
+    view: HistogramView = histogram_view_controls(hist, key="compare_view") if release.estimate is not None else {}
     if release.estimate is None:
         st.info(f"{pick} releases workload answers only, not a histogram.")
     elif len(hist.domain.shape) == 2:

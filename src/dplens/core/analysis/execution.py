@@ -59,7 +59,7 @@ from typing import Any, TypeVar
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from dplens.core.analysis.metrics import HISTOGRAM_METRICS, METRICS, expected_metrics
+from dplens.core.analysis.metrics import HISTOGRAM_METRICS, METRICS, check_metrics, expected_metrics
 from dplens.core.analysis.strategy_store import StrategyStore, stable_hash
 from dplens.core.data.domain import Histogram
 from dplens.core.extras import require
@@ -90,6 +90,10 @@ class Context:
     metrics: tuple[str, ...]
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        # refused here, before any run: a metric undefined on this histogram (scaled error on an all-zero one)
+        check_metrics(self.metrics, total=self.histogram.total)
+
     @property
     def data(self) -> np.ndarray:
         """What the mechanisms run on: the histogram's counts (1-D or 2-D)."""
@@ -101,7 +105,8 @@ class Context:
         return self.workload.matvec(self.histogram.vector)
 
     def scores(self, release: Release) -> np.ndarray:
-        """Each metric of ``release``: on the bins where it has an estimate (NaN otherwise), else on the answers."""
+        """Each metric of ``release`` (only those of the context): on the bins where it has an estimate (NaN
+        otherwise), else on the answers."""
         vector, total = self.histogram.vector, self.histogram.total
         values = np.full(len(self.metrics), np.nan)
         for k, metric in enumerate(self.metrics):

@@ -36,7 +36,7 @@ from dplens.core.analysis.execution import (  # trial_rng, resolve_mechanisms: r
     save_strategies,
     trial_rng,
 )
-from dplens.core.analysis.metrics import METRICS, expected_metrics
+from dplens.core.analysis.metrics import check_metrics, expected_metrics
 from dplens.core.analysis.strategy_store import StrategyStore
 from dplens.core.data.domain import Histogram
 from dplens.core.data.fingerprint import dataset_fingerprint
@@ -63,8 +63,10 @@ class SweepCache:
     >>> df = run_sweep(h, Prefix(4), ["identity", "uniform"], [1.0], trials=2, cache=cache)
     >>> df.attrs["computed"], len(cache)
     (2, 2)
-    >>> run_sweep(h, Prefix(4), ["identity"], [1.0], trials=3, metrics=("max",), cache=cache).attrs["computed"]
+    >>> run_sweep(h, Prefix(4), ["identity"], [1.0], trials=3, metrics=("mae",), cache=cache).attrs["computed"]
     1
+    >>> run_sweep(h, Prefix(4), ["identity"], [1.0], trials=3, metrics=("max",), cache=cache).attrs["computed"]
+    3
     """
 
     def __init__(self, limit: int = 4096) -> None:
@@ -95,14 +97,16 @@ def _pair_key(data: str, workload: Workload, mechanism: Mechanism, epsilon: floa
 COLUMNS = ["mechanism", "epsilon", "trial", "metric", "value", "seconds", "expected"]
 
 
-def _trials_held(entry: tuple[pd.DataFrame | None, str | None] | None) -> int:
-    """How many leading trials (0..k−1, every metric) a cache entry holds; an error entry counts as complete."""
+def _trials_held(entry: tuple[pd.DataFrame | None, str | None] | None, metrics: Sequence[str]) -> int:
+    """How many leading trials (0..k−1, each with every one of ``metrics``) a cache entry holds; an error entry
+    counts as complete."""
     if entry is None:
         return 0
     rows, error = entry
     if error is not None or rows is None:
         return 1 << 30
-    trials = sorted(set(rows.trial.tolist()))
+    per_trial = rows[rows.metric.isin(metrics)].groupby("trial").metric.nunique()
+    trials = sorted(per_trial.index[per_trial == len(set(metrics))].tolist())
     return next((k for k, t in enumerate(trials) if t != k), len(trials))
 
 
@@ -131,11 +135,12 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     instances, epsilons, left_out = _checked(histogram, workload, mechanisms, epsilons, trials, metrics, limits)
     total_runs = len(instances) * len(epsilons) * trials
     metrics = tuple(metrics)
+    context = Context(histogram, workload, metrics, int(seed))  # only these metrics are computed
     data = dataset_fingerprint(histogram) if cache is not None else ""
     pairs = [(m, e) for m in instances for e in epsilons]
     keys = {(m.name, e): _pair_key(data, workload, m, e, seed) for m, e in pairs}
     cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
-    have = {p: _trials_held(cached.get(p)) for p in pairs}  # trials 0..k−1 held (all of them for an error)
+    have = {p: _trials_held(cached.get(p), metrics) for p in pairs}  # trials 0..k−1 held (all for an error)
     todo = [p for p in pairs if have[p] < trials]
     scheduler = resolve_auto(scheduler, sum(trials - have[p] for p in todo), histogram.domain.size)
     block = default_block(len(todo), trials, parse_scheduler(scheduler).workers)
@@ -151,8 +156,7 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
 
     done = total_runs - sum(trials - have[p] for p in todo)
     counted = None if progress is None else lambda runs, name: progress(done + runs, total_runs, name)
-    results, errors = _run_cells(Context(histogram, workload, tuple(METRICS), int(seed)), cells, scheduler, stop,
-                                 counted)
+    results, errors = _run_cells(context, cells, scheduler, stop, counted)
     stopped = len(results) < len(cells) or any(
         r.error is None and len(r.values) < r.cell.runs for r in results.values())
     failed = set(errors)
@@ -192,9 +196,7 @@ def _checked(histogram: Histogram, workload: Workload, mechanisms: Sequence[str 
     if not epsilons:
         raise ValueError("choose at least one epsilon")
     integer("trials", trials)
-    unknown = [m for m in metrics if m not in METRICS]
-    if unknown or not metrics:
-        raise ValueError(f"unknown metrics {unknown}; choose from {', '.join(METRICS)}")
+    check_metrics(metrics, total=histogram.total)  # before any work: unknown metrics, scaled error on zero data
     left_out = _over_limits(instances, workload, limits) if limits is not None else {}
     instances = [m for m in instances if m.name not in left_out]
     total_runs = len(instances) * len(epsilons) * trials
@@ -237,26 +239,24 @@ def _pair_rows(name: str, epsilon: float, results: list[CellResult], expected: d
                entry: tuple[pd.DataFrame | None, str | None] | None, trials: int, metrics: tuple[str, ...],
                cache: SweepCache | None, key: tuple | None) -> list[tuple]:
     """The rows of one (mechanism, ε) pair, trials 0..trials−1 by trial then metric, from the runs held in
-    ``entry`` (the cache) and the new ``results``; the pair's runs (every metric) go back to the cache."""
-    every = tuple(METRICS)
+    ``entry`` (the cache) and the new ``results`` (which computed ``metrics`` only); what the pair holds then, for
+    any metric, goes back to the cache."""
     fresh = [(name, epsilon, result.cell.first + t, metric, float(result.values[t, k]), float(result.seconds[t]),
               expected[metric])
-             for result in results for t in range(len(result.values)) for k, metric in enumerate(every)]
+             for result in results for t in range(len(result.values)) for k, metric in enumerate(metrics)]
     held = entry[0] if entry is not None else None
     if held is None:  # the common case: rows straight from the runs, in order (cells come sorted by trial)
-        wanted = {metric: k for k, metric in enumerate(every) if metric in metrics}
-        order = [wanted[m] for m in metrics]
-        per_run = len(every)
-        rows = [fresh[i * per_run + k] for i in range(len(fresh) // per_run) for k in order]
         if cache is not None and key is not None and fresh:
             frame = pd.DataFrame(fresh, columns=COLUMNS)
-            if _trials_held((frame, None)) > 0:  # a stopped sweep may hold later trials only: keep nothing
+            if _trials_held((frame, None), metrics) > 0:  # a stopped sweep may hold later trials only: keep nothing
                 cache.put(key, frame)
-        return rows
-    pair = pd.concat([held, pd.DataFrame(fresh, columns=COLUMNS)]) if fresh else held
+        return fresh
+    pair = held
+    if fresh:  # a trial's release is the same whichever metrics measured it: the new metrics join the held ones
+        pair = pd.concat([held, pd.DataFrame(fresh, columns=COLUMNS)]).drop_duplicates(["trial", "metric"])
     chosen = pair[(pair.trial < trials) & pair.metric.isin(metrics)]
     chosen = chosen.assign(metric=pd.Categorical(chosen.metric, metrics)).sort_values(["trial", "metric"])
-    if cache is not None and key is not None and fresh and _trials_held((pair, None)) > _trials_held(entry):
+    if cache is not None and key is not None and len(pair) > len(held):
         cache.put(key, pair)
     return list(chosen.assign(metric=chosen.metric.astype(str)).itertuples(index=False, name=None))
 

@@ -43,7 +43,7 @@ from dplens.core.analysis.execution import (
     strategy_caches,
 )
 from dplens.core.analysis.experiment import resolve_mechanisms
-from dplens.core.analysis.metrics import METRICS, expected_metrics
+from dplens.core.analysis.metrics import check_metrics, expected_metrics
 from dplens.core.analysis.strategy_store import StrategyStore, stable_hash
 from dplens.core.data.datasets import load_histogram
 from dplens.core.data.domain import Histogram
@@ -128,9 +128,7 @@ class GridSpec:
         for e in self.epsilons:
             check_epsilon(e)
         integer("trials", self.trials)
-        unknown = [m for m in self.metrics if m not in METRICS]
-        if unknown or not self.metrics:
-            raise ValueError(f"unknown metrics {unknown}; choose from {', '.join(METRICS)}")
+        check_metrics(self.metrics)  # each dataset's total is checked with its context
 
     @property
     def runs(self) -> int:

@@ -11,7 +11,7 @@ count, used only by the scaled error. ``per_element_error`` gives the per-query/
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -135,6 +135,39 @@ METRIC_LABELS = {
     "mre": "mean relative error (floor 1)",
     "kld": "KL divergence of the histogram (floor 1)",
 }
+
+
+# Metrics undefined on a histogram whose total is 0 (all bins zero, a fair input: teaching demos use it), and why.
+NEEDS_POSITIVE_TOTAL = {
+    "scaled": "it divides the mean |error| by the histogram's total",
+    "kld": "it compares the histogram normalised by its total",
+}
+
+
+def check_metrics(metrics: Sequence[str], *, total: float | None = None) -> tuple[str, ...]:
+    """``metrics`` checked before anything runs: at least one, each a ``METRICS`` key, and (given the histogram's
+    ``total``) each defined on that histogram. Only the metrics named are ever computed, so a metric that is not
+    asked for cannot refuse an input.
+
+    >>> check_metrics(["mae", "rmse"], total=0.0)
+    ('mae', 'rmse')
+    >>> check_metrics(["rmse", "scaled"], total=0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: metric 'scaled' (scaled error (MAE / total)) needs a histogram total > 0, got 0: it divides the \
+mean |error| by the histogram's total; choose another metric (mae, mse, rmse, max, mre)
+    """
+    metrics = tuple(metrics)
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown or not metrics:
+        raise ValueError(f"unknown metrics {unknown}; choose from {', '.join(METRICS)}")
+    if total is not None and not total > 0:
+        for metric in metrics:
+            if metric in NEEDS_POSITIVE_TOTAL:
+                others = ", ".join(m for m in METRICS if m not in NEEDS_POSITIVE_TOTAL)
+                raise ValueError(f"metric {metric!r} ({METRIC_LABELS[metric]}) needs a histogram total > 0, got "
+                                 f"{total:g}: {NEEDS_POSITIVE_TOTAL[metric]}; choose another metric ({others})")
+    return metrics
 
 
 def expected_metrics(mechanism: Mechanism, workload: Workload, epsilon: float) -> dict[str, float]:

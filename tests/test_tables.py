@@ -1,6 +1,7 @@
 """Tables of records: loader and bad input, MST's budget split over a grid of rho, TVD by hand, CLI round trips."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -157,6 +158,25 @@ def test_cli_marginals_round_trip(tmp_path, capsys, mechanism):
     assert meta["privacy_loss_rho"] <= 1.0 * (1 + 1e-9)
     assert meta["rho"] == 1.0 and meta["epsilon_charged"] > 1.0
     assert "remaining epsilon=" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("workload", ["marginals:region+sex,income", "marginals:region+sex,ranges:age|sex"])
+def test_cli_release_message_names_the_mechanism_and_every_file_written(tmp_path, capsys, workload):
+    """The issue's reproduction (a loop over the files overwrote the mechanism's name with the last file's), and a
+    range workload, which writes a third file beside --output."""
+    root = Path(__file__).resolve().parent.parent / "data"
+    out = tmp_path / "out" / "x.csv"
+    out.parent.mkdir()
+    code = main(["release", "--input", str(root / "survey.csv"), "--domain", str(root / "survey-domain.json"),
+                 "--mechanism", "gaussian-marginals", "--rho", "0.5", "--workload", workload, "--output", str(out),
+                 "--noise", "secure", "--ledger", str(tmp_path / "l.db")])
+    assert code == 0, capsys.readouterr().err
+    message = capsys.readouterr().out
+    assert " with gaussian-marginals at rho=0.5 " in message and "-marginals.csv" not in message
+    written = sorted(p.name for p in out.parent.iterdir())
+    assert len(written) == (3 if "ranges:" in workload else 2)
+    shown = message.split(f" -> {out} (+ ", 1)[1].split("); ledger ", 1)[0].split(", ")
+    assert sorted(shown) == [name for name in written if name != out.name]
 
 
 @pytest.mark.parametrize("extra, words", [

@@ -209,12 +209,16 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     # (synthetic records for a synthesiser, else the marginals with intervals), the others beside it.
     stem = export_stem(metadata)
     main_kind = "-synthetic.csv" if release.records is not None else "-marginals.csv"
-    for name, (_, text, _) in table_export_files(release, table, metadata).items():
-        kind = name[len(stem):]  # ".meta.json", "-synthetic.csv", "-marginals.csv" or "-ranges.csv"
-        (output if kind == main_kind else output.with_suffix("." + kind.lstrip(".-"))).write_text(text)
+    beside = []  # the files written next to --output, named in the message
+    for file_name, (_, text, _) in table_export_files(release, table, metadata).items():
+        kind = file_name[len(stem):]  # ".meta.json", "-synthetic.csv", "-marginals.csv" or "-ranges.csv"
+        path = output if kind == main_kind else output.with_suffix("." + kind.lstrip(".-"))
+        path.write_text(text)
+        if path != output:
+            beside.append(path.name)
     what = (f"{len(release.records)} synthetic records" if release.records is not None else workload.describe())
     print(f"released {what} with {name} at rho={rho:g} (charged epsilon={cost.epsilon:.4g}, "
-          f"delta={args.delta:g}) -> {output} (+ {output.with_suffix('.meta.json').name}); ledger {fingerprint[:12]}: "
+          f"delta={args.delta:g}) -> {output} (+ {', '.join(beside)}); ledger {fingerprint[:12]}: "
           f"remaining {_left(ledger)} (export id {export_id})")
     return 0
 

@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms import mwem as mwem_module
 from dplens.core.mechanisms.mwem import MWEM, max_abs_entry
 from dplens.core.queries.workloads import (
     AllRange,
@@ -268,3 +269,53 @@ def test_registered_mwem_matches_dpcomp_core_at_1e5_records_per_bin():
     for variant in ({"average": True}, {"divisor": 1.0}, {"divisor": 4.0}, {"rounds": 9}, {"rounds": 11},
                     {"update_rounds": 50}, {"total_factor": 1.03}, {"total_factor": 0.97}):
         assert abs(reference_error(1.0, **variant) / reference - 1) > 0.01, variant
+
+
+def test_public_total_is_dpcomp_cores_variant_draw_for_draw():
+    # public_total=True is DPBench's MWEM (dpcomp_core's mwemND_engine): the total known, all of ε to the
+    # rounds. Same seed, same draws (Gumbel selection, then Laplace) as the cell-by-cell oracle above.
+    x = np.round(np.random.default_rng(7).pareto(1.0, 96) * 40)
+    workload = random_range(96, 60, seed=2)
+    for epsilon in (0.1, 1.0):
+        release = MWEM(update_rounds=20, public_total=True).run(x, workload, epsilon, np.random.default_rng(4))
+        reference = _reference_mwem(x, workload.lo, workload.hi, epsilon, 10, 20, np.random.default_rng(4))
+        np.testing.assert_allclose(release.estimate, reference, rtol=1e-9, atol=1e-9 * x.sum())
+        assert release.estimate.sum() == pytest.approx(x.sum(), rel=1e-12)
+        assert release.params["total"] == x.sum() and "noisy_total" not in release.params
+        assert release.params["neighbouring"] == "replace_one"
+        assert release.privacy_loss == pytest.approx(epsilon, rel=1e-9)
+    # the registered default stays private-safe: a noisy total, so not the oracle's draws
+    default = MWEM(update_rounds=20).run(x, workload, 1.0, np.random.default_rng(4))
+    assert default.params["neighbouring"] == "add_remove" and default.params["noisy_total"] != x.sum()
+    assert not MECHANISMS["mwem"].public_total
+
+
+def test_public_total_measures_a_query_no_record_can_move_without_noise(rng, monkeypatch):
+    # with the total public, the all-cells query is known: measured exactly, it costs nothing (only the
+    # selections count), while a 0/1 interval keeps sensitivity 1 under replace-one
+    x = np.arange(8.0)
+    release = MWEM(rounds=2, update_rounds=3, public_total=True).run(x, Total(8), 1.0, rng)
+    np.testing.assert_allclose(release.answers, [x.sum()])
+    assert release.privacy_loss == pytest.approx(0.5, rel=1e-9)
+    # a mixed-sign row moves by max − min = 3 when one record changes cell: measured at 3/ε_measure, and the
+    # selection's sensitivity is doubled (2·max|W|) for rows that are not 0/1 intervals
+    scales, sensitivities = [], []
+    measurement_class, select = mwem_module.LaplaceMeasurement, mwem_module.exponential_mechanism
+
+    def recording_measurement(scale):
+        scales.append(scale)
+        return measurement_class(scale)
+
+    def recording_select(scores, epsilon, sensitivity, rng):
+        sensitivities.append(sensitivity)
+        return select(scores, epsilon, sensitivity, rng)
+
+    monkeypatch.setattr(mwem_module, "LaplaceMeasurement", recording_measurement)
+    monkeypatch.setattr(mwem_module, "exponential_mechanism", recording_select)
+    row = Explicit(np.array([[2.0, 0.0, -1.0, 0.0]]))
+    release = MWEM(rounds=1, update_rounds=1, public_total=True).run(np.full(4, 50.0), row, 1.0, rng)
+    assert scales == [pytest.approx(3 / 0.5)] and sensitivities == [4.0]
+    assert release.privacy_loss == pytest.approx(1.0, rel=1e-9)
+    scales.clear(), sensitivities.clear()
+    MWEM(rounds=1, update_rounds=1).run(np.full(4, 50.0), row, 1.0, rng)  # add/remove: max|W| = 2 for both
+    assert scales == [pytest.approx(1 / 0.05), pytest.approx(2 / 0.475)] and sensitivities == [2.0]

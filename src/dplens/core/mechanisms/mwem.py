@@ -12,6 +12,14 @@ followed by ``update_rounds`` passes of the multiplicative-weights update
 A ← A · exp(q (m − q(A)) / (2N̂)), renormalised to N̂, over every measurement so far (DPBench's
 variant). The release is the average of the per-round estimates, as in the paper.
 
+With ``public_total=True`` the total is taken as known, as DPBench's MWEM does (dpcomp_core's
+``mwemND_engine``): Σx starts the estimate exactly, no budget buys it, and all of ε goes to the rounds.
+That is an assumption the user opts into: the release then shows Σx exactly (its estimate sums to it), so it
+is ε-DP only for neighbouring data sets of the same, public size (replace-one: one record's value changed),
+and every step is calibrated to that relation (a measured row's sensitivity is max − min of its entries; the
+selection's is max|Wᵢⱼ| for 0/1 interval rows, 2·max|Wᵢⱼ| otherwise). Under add/remove-one neighbours it
+is not differentially private at all; the default (a noisy total) is.
+
 The estimate stays constant on the "atoms" (cells that every measured query treats alike), so the
 updates run on at most 2T + 1 atoms for range workloads instead of n cells.
 
@@ -83,6 +91,7 @@ class MWEM:
     total_ratio: float = setting(0.05, RATIO_RANGE)
     update_rounds: int = setting(100, Range(1, 1000, integer=True))
     average: bool = setting(False, FLAG_RANGE)
+    public_total: bool = setting(False, FLAG_RANGE)
     name: str = "mwem"
     data_dependent: bool = True
 
@@ -104,17 +113,24 @@ class MWEM:
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         x, epsilon = check_inputs(x, workload, epsilon)
         n = x.size
-        epsilon_total = self.total_ratio * epsilon
+        spans = as_intervals(workload)  # interval rows are set directly, their spans known (no scans)
+        sensitivity = max_abs_entry(workload)
+        if self.public_total:  # DPBench's assumption, opted into: Σx is public, neighbours keep it (replace-one)
+            epsilon_total, total, blocks = 0.0, max(float(x.sum()), 1.0), []
+            # a score |q(x) − q(A)| moves by max(q) − min(q) when one record changes cell: ≤ max|q| for 0/1 rows
+            sensitivity = sensitivity if spans is not None else 2.0 * sensitivity
+        else:
+            epsilon_total = self.total_ratio * epsilon
+            total_measurement = LaplaceMeasurement(1.0 / epsilon_total)
+            total = max(float(total_measurement.noisy(float(x.sum()), rng)), 1.0)
+            blocks = [(np.ones(n), total_measurement)]
         epsilon_round = (epsilon - epsilon_total) / self.rounds
         epsilon_select = epsilon_measure = epsilon_round / 2
-        total_measurement = LaplaceMeasurement(1.0 / epsilon_total)
-        total = max(float(total_measurement.noisy(float(x.sum()), rng)), 1.0)
-        sensitivity = max_abs_entry(workload)
         true_answers = workload.matvec(x)
-        spans = as_intervals(workload)  # interval rows are set directly, their spans known (no scans)
         estimate = np.full(n, total / n)
         average = np.zeros(n)
-        rows, measured, blocks = [], [], [(np.ones(n), total_measurement)]
+        rows, measured = [], []
+        replace_one_loss = 0.0  # the measurements' loss under replace-one neighbours (public_total)
         atom_of = np.zeros(n, dtype=np.int64)
         ends = {0, n}
         intervals: list[tuple[int, int]] | None = []  # while every measured query is an interval: the atoms are segments
@@ -129,14 +145,17 @@ class MWEM:
             candidates[chosen] = False  # a measured query is no longer a candidate (DPBench's variant)
             selection_loss += epsilon_select
             row = _query_row(workload, chosen, spans)
-            scale = float(np.abs(row).max()) / epsilon_measure
+            # the query's own sensitivity: max|q| under add/remove, max(q) − min(q) under replace-one
+            row_sensitivity = float(row.max() - row.min()) if self.public_total else float(np.abs(row).max())
+            scale = row_sensitivity / epsilon_measure
             rows.append(row)
             if scale > 0:
                 measurement = LaplaceMeasurement(scale)
                 measured.append(float(measurement.noisy(float(true_answers[chosen]), rng)))
                 blocks.append((np.abs(row), measurement))
-            else:  # an all-zero query reads nothing: its answer is 0 without noise
-                measured.append(0.0)
+                replace_one_loss += row_sensitivity / scale
+            else:  # a query that no one record can move (all zero; constant when the total is public): no noise
+                measured.append(float(true_answers[chosen]))
             # atoms: cells that every measured query treats alike (the new row refines the old atoms)
             span = (int(spans.lo[chosen]), int(spans.hi[chosen]) + 1) if spans is not None else _interval(row)
             if intervals is not None and span is not None:
@@ -154,10 +173,14 @@ class MWEM:
             estimate = self._update(estimate, first, atom_of, rows, measured, total, runs)
             average += estimate
         estimate = average / self.rounds if self.average else estimate
-        loss = selection_loss + pure_loss(blocks)
+        # sequential composition: selections plus measurements (plus the total's block when it is measured)
+        loss = selection_loss + (replace_one_loss if self.public_total else pure_loss(blocks))
+        total_key = "total" if self.public_total else "noisy_total"
         return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
                        {"rounds": self.rounds, "total_ratio": self.total_ratio,
-                        "update_rounds": self.update_rounds, "average": self.average, "noisy_total": total},
+                        "update_rounds": self.update_rounds, "average": self.average,
+                        "public_total": self.public_total,
+                        "neighbouring": "replace_one" if self.public_total else "add_remove", total_key: total},
                        {"selected_rows": len(rows)}, workload=workload)
 
     def _update(self, estimate: np.ndarray, first: np.ndarray, atom_of: np.ndarray, rows: list[np.ndarray],

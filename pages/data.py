@@ -119,8 +119,9 @@ with ui.guard():
     label = f"noisy release (identity, ε={epsilon:g})"
     if len(hist.domain.shape) == 2:
         left, right = st.columns(2)
-        left.plotly_chart(ui.histogram_figure(hist, **{k: v for k, v in view.items() if k != "truth_label"}),
-                          key="data_chart")
+        truth_view = view.copy()
+        truth_view.pop("truth_label", None)
+        left.plotly_chart(ui.histogram_figure(hist, **truth_view), key="data_chart")
         right.plotly_chart(ui.histogram_figure(hist, preview, label, "identity", **view), key="data_preview")
     else:
         figure = ui.histogram_figure(hist, preview, label, "identity", **view)

@@ -46,7 +46,7 @@ with ui.guard():
     metrics = list(df["metric"].unique())
     metric = left.radio("Metric", metrics, horizontal=True, format_func=lambda m: METRIC_LABELS.get(m, m),
                         key="grid_metric", help="Which error metric the views rank by.")
-    across = right.selectbox("Columns", list(ACROSS), format_func=ACROSS.get, key="grid_across",
+    across = right.selectbox("Columns", list(ACROSS), format_func=ACROSS.__getitem__, key="grid_across",
                              help="Average regret and rank over everything else, for each value of this.")
     regret_tab, rank_tab, frontier_tab = st.tabs(["Regret", "Rank", "Frontier"])
     with regret_tab:

@@ -64,11 +64,12 @@ with ui.guard():
             st.caption("Drag a rectangle on the heatmap (box select) to choose rows and columns, or use the sliders.")
             event = st.plotly_chart(ui.histogram_figure(hist, selectable=True), key="workloads_draw_2d",
                                     on_select="rerun", selection_mode="box")
-            boxes = (event or {}).get("selection", {}).get("box", [])
-            drawn = ui.heatmap_box_cells(boxes[0], shape) if boxes else None
-            if drawn and drawn != st.session_state.get("workloads_last_box"):
-                st.session_state.workloads_last_box = drawn
-                st.session_state.workloads_rows, st.session_state.workloads_cols = drawn
+            boxes = event.get("selection", {}).get("box", []) if event else []
+            n_rows, n_cols = shape
+            cells = ui.heatmap_box_cells(boxes[0], (n_rows, n_cols)) if boxes else None
+            if cells and cells != st.session_state.get("workloads_last_box"):
+                st.session_state.workloads_last_box = cells
+                st.session_state.workloads_rows, st.session_state.workloads_cols = cells
             ui.range_slider("Rows", "workloads_rows", shape[0], "First and last row of the rectangle.",
                             labels=hist.labels[0] if hist.labels else None)
             ui.range_slider("Columns", "workloads_cols", shape[1], "First and last column of the rectangle.",

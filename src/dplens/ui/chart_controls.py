@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import streamlit as st
 
 from dplens.core.data.domain import Histogram
 
 
-def histogram_view_controls(hist: Histogram, key: str) -> dict[str, bool]:
+class HistogramView(TypedDict, total=False):
+    """Keyword arguments of ``ui.histogram_figure`` chosen by the view toggles (and a page's label for the truth)."""
+
+    log_y: bool
+    zoom: bool
+    log_colour: bool
+    truth_label: str
+
+
+def histogram_view_controls(hist: Histogram, key: str) -> HistogramView:
     """Toggles for ``ui.histogram_figure``; returns its keyword arguments (display only, never charged).
 
     1-D: a log count axis and a zoom onto the bins that hold data (sparse data, e.g. 83 % zeros, sits in

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from dplens.core.analysis.views import downsample
 from dplens.core.data.domain import Histogram
 from dplens.core.mechanisms import MECHANISMS
+from dplens.core.registry import REGISTRY
 
 # Qualitative palette of 25 colours chosen greedily for the largest smallest CIELAB distance (ΔE76 ≥ 32)
 # at lightness 30–72 (readable on white): up to 25 mechanisms stay distinct. Registry order assigns them,
@@ -167,7 +168,7 @@ def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label:
 
 
 def _words(name: str) -> str:
-    return MECHANISMS[name].summary if name in MECHANISMS else ""
+    return REGISTRY[name].summary if name in MECHANISMS else ""
 
 
 def mechanism_words(names) -> str:
@@ -176,7 +177,7 @@ def mechanism_words(names) -> str:
     >>> mechanism_words(["identity"]).startswith("**identity**: ")
     True
     """
-    return " · ".join(f"**{n}**: {MECHANISMS[n].summary}" for n in names if n in MECHANISMS)
+    return " · ".join(f"**{n}**: {REGISTRY[n].summary}" for n in names if n in MECHANISMS)
 
 
 def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True,
@@ -306,7 +307,7 @@ def error_band_figure(truth: np.ndarray, error: np.ndarray, low: np.ndarray | No
     order = np.argsort(truth, kind="stable")
     colour = mechanism_colour(mechanism)
     fig = go.Figure()
-    if low is not None:
+    if low is not None and high is not None:
         fig.add_trace(go.Scatter(x=np.r_[truth[order], truth[order][::-1]], y=np.r_[high[order], low[order][::-1]],
                                  fill="toself", fillcolor=colour, opacity=0.2, line={"width": 0},
                                  name="95 % range of the error", hoverinfo="skip"))

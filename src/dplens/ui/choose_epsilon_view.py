@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -190,7 +191,7 @@ def _laplace_intervals(mechanism, workload, hist, choice: selection.EpsilonChoic
     cols[0].metric(f"Noise scale per {accuracy.unit}", f"b = {accuracy.noise_scale:.4g}")
     cols[1].metric(f"±, each {accuracy.unit} ({accuracy.confidence:.0%})", f"{accuracy.half_width:.4g}")
     cols[2].metric(f"±, all {accuracy.unit}s at once", f"{accuracy.simultaneous_half_width:.4g}")
-    if accuracy.unit == "bin" and len(hist.domain.shape) == 1:
+    if accuracy.unit == "bin" and len(hist.domain.shape) == 1 and accuracy.noise_scale is not None:
         preview = preview_release(choice.epsilon)
         lo, hi = selection.laplace_confidence_intervals(preview, accuracy.noise_scale, accuracy.confidence)
         fig = histogram_figure(hist, preview, f"identity, ε={choice.epsilon:.3g} (preview)")
@@ -215,7 +216,7 @@ def several_targets() -> None:
                "(sequential composition); groups answered by one release of a histogram mechanism that ignores "
                "the groups (identity, hb, privelet) cost only the largest of their ε. Nothing is spent here.")
     groups = GROUPS_2D if two_d else GROUPS_1D
-    default = [{"queries": "total", "kind": "±, each query", "± (records)": 50.0, "confidence": 0.95},
+    default: list[dict[str, Any]] = [{"queries": "total", "kind": "±, each query", "± (records)": 50.0, "confidence": 0.95},
                {"queries": groups[2], "kind": "RMSE per query", "± (records)": 20.0, "confidence": 0.95}]
     table = st.data_editor(default, num_rows="dynamic", key="targets_table", hide_index=True, column_config={
         "queries": st.column_config.SelectboxColumn("queries", options=groups, required=True,
@@ -245,11 +246,12 @@ def several_targets() -> None:
         return
     plans, best = stored[1]
     labels = [r[0] for r in rows]
-    rows = [{"mechanism": p.mechanism, "least total ε": p.total,
-             **{label: e for label, e in zip(labels, p.epsilons, strict=True)}, "why not": p.reason} for p in plans]
-    st.dataframe(rows, hide_index=True, key="targets_plans",
-                 column_config={c: st.column_config.NumberColumn(format="%.4g") for c in rows[0] if c not in
-                                ("mechanism", "why not")} if rows else None)
+    plan_rows = [{"mechanism": p.mechanism, "least total ε": p.total,
+                  **{label: e for label, e in zip(labels, p.epsilons, strict=True)}, "why not": p.reason}
+                 for p in plans]
+    st.dataframe(plan_rows, hide_index=True, key="targets_plans",
+                 column_config={c: st.column_config.NumberColumn(format="%.4g") for c in plan_rows[0] if c not in
+                                ("mechanism", "why not")} if plan_rows else None)
     if best is None:
         st.info("No listed mechanism has a formula for every target: add laplace-on-answers or identity, or "
                 "relax a target.")

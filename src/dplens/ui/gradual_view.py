@@ -122,11 +122,13 @@ def search_tab() -> None:
         submitted = st.form_submit_button("Run the search", type="primary")
     if submitted:
         try:
-            args = {"epsilon_max": epsilon_max, "epsilon_min": epsilon_min, "gamma": gamma, "metric": metric}
             st.session_state.gradual_search = (
-                gradual.accuracy_first(hist.counts, workload, target, steps=steps, threshold=rule,
-                                       rng=simulation_rng(30), **args),
-                gradual.doubling_search(hist.counts, workload, target, rng=simulation_rng(31), **args), target)
+                gradual.accuracy_first(hist.counts, workload, target, epsilon_max=epsilon_max,
+                                       epsilon_min=epsilon_min, steps=steps, gamma=gamma, threshold=rule,
+                                       metric=metric, rng=simulation_rng(30)),
+                gradual.doubling_search(hist.counts, workload, target, epsilon_max=epsilon_max,
+                                        epsilon_min=epsilon_min, gamma=gamma, metric=metric, rng=simulation_rng(31)),
+                target)
         except ValueError as err:
             st.error(str(err))
             return

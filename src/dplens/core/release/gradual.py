@@ -184,7 +184,7 @@ def charge_step(ledger: Ledger, label: str, epsilon_previous: float, epsilon_nex
                                       rho=(epsilon_next**2 - epsilon_previous**2) / 2))
 
 
-def cumulative_loss(epsilons: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def cumulative_loss(epsilons: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Privacy loss of each prefix: noise reduction (the last ε) vs independent releases (Σ ε).
 
     >>> nr, independent = cumulative_loss([0.5, 1.0, 2.0])
@@ -195,7 +195,7 @@ def cumulative_loss(epsilons: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     return eps.copy(), np.cumsum(eps)
 
 
-def one_shot_comparison(x, epsilons: Sequence[float], trials: int,
+def one_shot_comparison(x, epsilons: Sequence[float] | np.ndarray, trials: int,
                         rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Mean per-bin RMSE of each walk step and of independent one-shot releases at the same ε.
 

@@ -53,6 +53,38 @@ def test_the_widening_is_negligible_and_the_lattice_fine():
     assert 2.0 ** lattice_exponent(1.0, 1, 1) <= 2.0**-89
 
 
+def test_the_export_text_states_the_lattice_the_samplers_are_given(monkeypatch):
+    """Table exports' ``noise`` (SECURE_NOISE) said 2^(floor(log2 scale) - 24), the old way's lattice (``_OldWay``).
+    The rule is read back from the text and checked against the k each secure measurement hands OpenDP."""
+    import re
+
+    from dplens.core.tables.contract import SECURE_NOISE
+
+    rule = re.search(r"lattice of spacing 2\^k, k = floor\(log2\(scale / s\)\) - (\d+), s = the number of values "
+                     r"measured together \(Laplace\) or its square root \(Gaussian\)", SECURE_NOISE)
+    assert rule is not None, SECURE_NOISE
+    given: list[tuple[str, int | None]] = []
+    dp = noise_module._opendp()
+    for kind in ("laplace", "gaussian"):
+        make = getattr(dp.m, f"make_{kind}")
+        monkeypatch.setattr(dp.m, f"make_{kind}",
+                            lambda *space, make=make, kind=kind, **options: given.append((kind, options.get("k")))
+                            or make(*space, **options))
+    rng = np.random.default_rng(40)
+    cases = list(zip(rng.integers(1, 200, 8).tolist(), np.exp(rng.uniform(-12, 12, 8)).tolist(), strict=True))
+    for size, scale in [*cases, (16, 4.0), (1, 1.0)]:  # and two where scale / s is a power of 2
+        _laplace_measurement.cache_clear()
+        _gaussian_measurement.cache_clear()
+        given.clear()
+        SecureNoise().add_laplace(np.zeros(size), scale)
+        SecureNoise().add_gaussian(np.zeros(size), scale)
+        stated = {kind: math.floor(math.log2(scale / s)) - int(rule[1])
+                  for kind, s in (("laplace", size), ("gaussian", math.sqrt(size)))}
+        assert dict(given) == stated, (size, scale)
+    _laplace_measurement.cache_clear()  # the spies' measurements are the real ones, but leave no trace
+    _gaussian_measurement.cache_clear()
+
+
 class _Recorder(SecureNoise):
     """The secure source, remembering each measurement's pre-noise values, scale, norm and output."""
 

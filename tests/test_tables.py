@@ -11,6 +11,7 @@ from dplens.cli import main
 from dplens.core.data.domain import Domain
 from dplens.core.data.limits import MAX_LEVELS
 from dplens.core.queries.marginals import MarginalWorkload
+from dplens.core.tables.contract import SECURE_NOISE
 from dplens.core.tables.mechanisms import identity_marginals, identity_privacy_loss
 from dplens.core.tables.records import independence_tvd, load_table, marginal_tvd, parse_marginal_workload
 from dplens.core.tables.synthesis import mst_budget_accepted, mst_handed_rho
@@ -177,6 +178,7 @@ def test_cli_release_message_names_the_mechanism_and_every_file_written(tmp_path
     assert len(written) == (3 if "ranges:" in workload else 2)
     shown = message.split(f" -> {out} (+ ", 1)[1].split("); ledger ", 1)[0].split(", ")
     assert sorted(shown) == [name for name in written if name != out.name]
+    assert json.loads((out.parent / "x.meta.json").read_text())["noise"] == SECURE_NOISE  # the rule the code uses
 
 
 @pytest.mark.parametrize("extra, words", [

@@ -62,6 +62,11 @@ NOISE_PATHS: dict[str, str] = {
 # for it. Below the floor the excess is at most LATTICE_SLACK·LOSS_FLOOR ≈ 8e-28 in absolute ε (or √ρ).
 LATTICE_SLACK = 2.0**-30
 LOSS_FLOOR = 2.0**-60
+# So the lattice exponent is k = floor(log2(scale / spread)) + LATTICE_OFFSET (lattice_exponent reads it): -90.
+LATTICE_OFFSET = round(math.log2(LATTICE_SLACK * LOSS_FLOOR))
+# The lattice in words, for exports (tables' SECURE_NOISE); built from LATTICE_OFFSET so it cannot drift from the code.
+LATTICE_RULE = (f"a lattice of spacing 2^k, k = floor(log2(scale / s)) - {-LATTICE_OFFSET}, s = the number of values "
+                "measured together (Laplace) or its square root (Gaussian)")
 
 
 FREE_NOISE_REFUSAL = ("the secure noise source draws no free-standing noise: pass the values to "
@@ -132,13 +137,14 @@ def lattice_exponent(scale: float, size: int, norm: int) -> int:
     """The k of OpenDP's noise lattice 2^k for ``size`` values measured at ``scale`` in the L1 or L2 ``norm``.
 
     Rounding onto the lattice moves neighbours apart by at most size·2^k (L1) or √size·2^k (L2), which
-    OpenDP's privacy map adds to the sensitivity; k keeps that at most LATTICE_SLACK·LOSS_FLOOR·scale.
+    OpenDP's privacy map adds to the sensitivity; k keeps that at most LATTICE_SLACK·LOSS_FLOOR·scale
+    = 2^LATTICE_OFFSET·scale (exports state the rule as ``LATTICE_RULE``).
 
     >>> lattice_exponent(1.0, 1, 1), lattice_exponent(1.0, 4, 2)
     (-90, -91)
     """
     spread = size if norm == 1 else math.sqrt(size)
-    return math.floor(math.log2(LATTICE_SLACK * LOSS_FLOOR * scale / spread))
+    return math.floor(math.log2(2.0**LATTICE_OFFSET * scale / spread))  # 2^-90 = LATTICE_SLACK·LOSS_FLOOR exactly
 
 
 def widened(scale: float) -> float:

@@ -19,11 +19,12 @@ import numpy as np
 
 from dplens.core.mechanisms.contract import Release
 from dplens.core.privacy.definitions import ZCDP
+from dplens.core.privacy.noise import LATTICE_RULE
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.validate import positive
 
-SECURE_NOISE = ("OpenDP's samplers (CSPRNG, never seeded): the discrete Gaussian or Laplace on a lattice of "
-                "spacing 2^(floor(log2 scale) - 24); synthesisers draw inside OpenDP")
+SECURE_NOISE = (f"OpenDP's samplers (CSPRNG, never seeded): the discrete Gaussian or Laplace on {LATTICE_RULE}; "
+                "synthesisers draw inside OpenDP")
 
 
 INTERVAL_LEVEL = 0.95  # the level of Release.marginal_halfwidths

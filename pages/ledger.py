@@ -4,7 +4,6 @@ A curator sees only their own ledgers (``ui.identity``); an admin (``DPLENS_ADMI
 curator's, read-only. No workspace id is shown or exported.
 """
 
-import pandas as pd
 import streamlit as st
 
 from dplens import ui
@@ -43,7 +42,8 @@ with ui.guard():
     datasets = store.datasets()
     if datasets:
         st.subheader("All datasets")
-        st.dataframe(pd.DataFrame(datasets), hide_index=True, key="ledger_datasets")
+        st.dataframe(ui.datasets_table(datasets), hide_index=True, key="ledger_datasets")
+        st.caption("Each row in its ledger's own unit (ρ for a zCDP budget, ε otherwise): spent + remaining = total.")
     names = {d["fingerprint"]: f"{d['name'] or 'unnamed'} · {d['fingerprint'][:12]}" for d in datasets}
     names.setdefault(current, f"{ui.histogram().name} · {current[:12]} (nothing recorded yet)")
     chosen = st.selectbox("History of", list(names), index=list(names).index(current), format_func=names.__getitem__,
@@ -59,7 +59,7 @@ with ui.guard():
     if ui.is_admin(store.owner):  # every curator's ledgers, read-only (a reset here is the owner's)
         with st.expander("Every curator's ledgers (admin)"):
             everyone = store.datasets(every_owner=True)
-            st.dataframe(pd.DataFrame(everyone), hide_index=True, key="ledger_admin_datasets")
+            st.dataframe(ui.datasets_table(everyone), hide_index=True, key="ledger_admin_datasets")
     with st.expander("Start a fresh budget for this dataset (voids the guarantee)"):
         st.warning(RESET_WARNING + " The reset is recorded with your reason; the old spends stay in the history.")
         with st.form("ledger_reset_form"):

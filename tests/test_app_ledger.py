@@ -174,3 +174,18 @@ def test_a_workspace_saved_before_the_renames_opens_with_todays_names_and_units(
     release = state.release_outputs[1]["release"]
     assert release.budget == ZCDP(zcdp_rho(1.0, 1e-6)) and release.loss_unit == "rho"
     assert release.privacy_loss == pytest.approx(zcdp_rho(0.9, 1e-6))
+
+
+def test_all_datasets_rows_are_in_each_ledgers_unit_and_sum():
+    """A zCDP ledger's row shows ρ figures under unit ρ (it showed ε numbers under "rho"), and sums."""
+    record_ledger(Ledger(Budget.zcdp(0.5, 1e-6)).spend("release #1: identity", Budget(0.5))
+                  .spend("release #2: gaussian-identity", Budget(2.0, 1e-6, 0.1)))
+    at = open_page(LEDGER)
+    assert not at.exception
+    (table,) = [d.value for d in at.dataframe if "Unit" in d.value.columns]
+    assert list(table.columns)[:7] == ["Dataset", "Fingerprint", "Unit", "Total", "Spent", "Remaining", "δ"]
+    (row,) = table.to_dict("records")
+    assert row["Unit"] == "ρ" and row["Total"] == 0.5 and row["Spent"] == pytest.approx(0.225)
+    assert row["Spent"] + row["Remaining"] == pytest.approx(row["Total"])
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Spent ρ"] == "0.225" and metrics["Remaining ρ"] == "0.275"

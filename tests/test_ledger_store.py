@@ -12,6 +12,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dplens.core.data.fingerprint import dataset_fingerprint
 from dplens.core.privacy.budget import RELATIVE_TOLERANCE as TOLERANCE
@@ -109,7 +111,8 @@ def test_a_rho_total_composes_by_sum_of_rho(store):
     assert [r["label"] for r in store.history(FP) if r["kind"] == "spend"] == ["pure", "gauss"]
     assert store.history(FP)[0]["rho"] == 0.5 and "ρ=0.5" in store.history(FP)[0]["label"]
     summary = store.datasets()[0]
-    assert summary["unit"] == "rho" and summary["spent_rho"] == pytest.approx(0.375)
+    assert summary["unit"] == "ρ" and summary["spent"] == pytest.approx(0.375)
+    assert summary["total"] == 0.5 and summary["spent"] + summary["remaining"] == pytest.approx(0.5)
     with pytest.raises(ValueError, match="fixed at rho=0.5"):
         store.set_total(FP, Budget.zcdp(1.0, 1e-6))
 
@@ -267,3 +270,45 @@ def test_a_pure_total_with_releases_converts_to_rho_or_to_a_delta_budget_keeping
     widened = store.convert_total(other, Budget(2.0, 1e-5), reason="(ε, δ) from now on")
     assert widened.remaining.epsilon == pytest.approx(0.5) and widened.remaining.delta == pytest.approx(1e-5)
     assert default_total_for("approx", 1e-6).delta == pytest.approx(1e-5)
+
+
+# ----------------------------------------------------------------------------- the figures a page shows
+_OPS = st.lists(st.one_of(
+    st.tuples(st.just("pure"), st.floats(0.01, 2.0)),
+    st.tuples(st.just("zcdp"), st.floats(0.001, 0.4)),
+    st.tuples(st.just("approx"), st.floats(0.01, 2.0)),
+    st.tuples(st.just("convert"), st.just(0.0)),
+    st.tuples(st.just("reset-epsilon"), st.floats(0.5, 5.0)),
+    st.tuples(st.just("reset-rho"), st.floats(0.05, 2.0)),
+), min_size=1, max_size=12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(first=st.sampled_from(["epsilon", "rho"]), ops=_OPS)
+def test_every_summary_sums_in_the_ledgers_own_unit(tmp_path_factory, first, ops):
+    """Over random spends, refused overspends, conversions and resets, each dataset's summary (the Ledger page's
+    "All datasets" rows) is in the ledger's own unit, spent + remaining = total, and it agrees with the ledger."""
+    store = LedgerStore(tmp_path_factory.mktemp("l") / "ledger.sqlite3")
+    store.set_total(FP, Budget(3.0) if first == "epsilon" else Budget.zcdp(1.0, 1e-6))
+    for kind, amount in ops:
+        try:
+            if kind == "pure":
+                store.spend(FP, kind, Budget(amount), mechanism="identity")
+            elif kind == "zcdp":
+                store.spend(FP, kind, Budget(zcdp_epsilon(amount, 1e-6), 1e-6, amount), mechanism="gaussian")
+            elif kind == "approx":
+                store.spend(FP, kind, Budget(amount, 1e-7), mechanism="gaussian")
+            elif kind == "convert":
+                old = store.ledger(FP).total
+                store.convert_total(FP, Budget.zcdp(old.epsilon ** 2 / 2, 1e-6), reason="to rho")
+            elif kind == "reset-epsilon":
+                store.reset(FP, Budget(amount, 1e-6), reason="test")
+            else:
+                store.reset(FP, Budget.zcdp(amount, 1e-6), reason="test")
+        except (BudgetExceededError, ValueError):
+            pass  # refused: nothing recorded, and the figures below must still sum
+        ledger, (row,) = store.ledger(FP), store.datasets()
+        assert row["unit"] == ("ρ" if ledger.total.rho is not None else "ε")
+        assert row["total"] == (ledger.total.rho if ledger.total.rho is not None else ledger.total.epsilon)
+        assert row["spent"] + row["remaining"] == pytest.approx(row["total"], rel=1e-9, abs=1e-12)
+        assert 0 <= row["remaining"] <= row["total"] and row["spends"] == len(ledger.spends)

@@ -126,6 +126,7 @@ from dplens.ui.learn_view import (
 )
 from dplens.ui.ledger import (
     charge,
+    datasets_table,
     default_total,
     delta,
     fits_or_flash,
@@ -159,11 +160,9 @@ from dplens.ui.papers_view import (
 from dplens.ui.privacy import DEFINITION_LABELS, available, matched, privacy_controls
 from dplens.ui.release_view import (
     AUTO_SIMULATION_SECONDS,
-    EXPORT_INTERVAL_TRIALS,
     SHOWN_QUERIES,
     SIMULATION_TRIALS,
     exact_halfwidths,
-    export_intervals,
     load_config,
     release_rho_typed,
     rerun_seconds,
@@ -269,7 +268,7 @@ from dplens.ui.workloads_view import (
 )
 from dplens.ui.workspace import open_workspace, save_workspace
 
-__all__ = ['load_reference_histogram', 'parsed_workload', 'MARKDOWN_LEAD', 'REPRODUCTION_TITLES', 'markdown_safe', 'GRADUAL_SIMULATION', 'ADMINS_ENV', 'LOCAL_ADDRESSES', 'LOCAL_CURATOR', 'admins', 'current_curator', 'is_admin', 'local_mode', 'signed_in', 'ledger_store', 'MISSING_CHOICES', 'SAMPLE_TABLE_NAME', 'table_method_label', 'ratio_section', 'gaussian_section', 'LAYOUT', 'RATIO_BINS', 'RATIO_MIN_COUNT', 'range_errors', 'ratio_ticks', 'PER_BIN_TRIALS', 'chosen_metrics', 'pick_from_click', 'show_compare_results', 'show_release', 'AUTO_SIMULATION_SECONDS', 'EXPORT_INTERVAL_TRIALS', 'SHOWN_QUERIES', 'SIMULATION_TRIALS', 'exact_halfwidths', 'export_intervals', 'load_config', 'rerun_seconds', 'simulate', 'release_rho_typed', 'spend_and_release', 'sync_release_rho', 'GROUPS_1D', 'GROUPS_2D', 'LC_EXAMPLES', 'TABLE_3_EPSILONS', 'TARGETS', 'TARGET_KINDS', 'TARGET_MECHANISMS', 'from_accuracy', 'from_risk', 'RISK_NOISE', 'RISK_PRIORS', 'RISK_STATISTICS', 'risk_and_noise', 'several_targets', 'target_label', 'usefulness', 'DEFAULT_SCHEDULE', 'current_walk', 'release_next', 'schedule', 'search_tab', 'walk_tab', 'SHOWN_COLUMNS', 'SHOWN_ROWS', 'add_part', 'box_to_range', 'drawn_range', 'flash', 'number', 'range_slider', 'uploaded_matrix', 'use_spec', 'use_stack', 'AUDIT_RUNS', 'CURRENT', 'GGS_EXAMPLE', 'PAPER_DATA', 'SESSION_DATA', 'SHOW_MATRICES', 'audit_demo', 'readings', 'reproduction', 'show_literal_variants', 'show_lrm', 'show_readings', 'show_reproduction', 
+__all__ = ['load_reference_histogram', 'parsed_workload', 'MARKDOWN_LEAD', 'REPRODUCTION_TITLES', 'markdown_safe', 'GRADUAL_SIMULATION', 'ADMINS_ENV', 'LOCAL_ADDRESSES', 'LOCAL_CURATOR', 'admins', 'current_curator', 'is_admin', 'local_mode', 'signed_in', 'ledger_store', 'datasets_table', 'MISSING_CHOICES', 'SAMPLE_TABLE_NAME', 'table_method_label', 'ratio_section', 'gaussian_section', 'LAYOUT', 'RATIO_BINS', 'RATIO_MIN_COUNT', 'range_errors', 'ratio_ticks', 'PER_BIN_TRIALS', 'chosen_metrics', 'pick_from_click', 'show_compare_results', 'show_release', 'AUTO_SIMULATION_SECONDS', 'SHOWN_QUERIES', 'SIMULATION_TRIALS', 'exact_halfwidths', 'load_config', 'rerun_seconds', 'simulate', 'release_rho_typed', 'spend_and_release', 'sync_release_rho', 'GROUPS_1D', 'GROUPS_2D', 'LC_EXAMPLES', 'TABLE_3_EPSILONS', 'TARGETS', 'TARGET_KINDS', 'TARGET_MECHANISMS', 'from_accuracy', 'from_risk', 'RISK_NOISE', 'RISK_PRIORS', 'RISK_STATISTICS', 'risk_and_noise', 'several_targets', 'target_label', 'usefulness', 'DEFAULT_SCHEDULE', 'current_walk', 'release_next', 'schedule', 'search_tab', 'walk_tab', 'SHOWN_COLUMNS', 'SHOWN_ROWS', 'add_part', 'box_to_range', 'drawn_range', 'flash', 'number', 'range_slider', 'uploaded_matrix', 'use_spec', 'use_stack', 'AUDIT_RUNS', 'CURRENT', 'GGS_EXAMPLE', 'PAPER_DATA', 'SESSION_DATA', 'SHOW_MATRICES', 'audit_demo', 'readings', 'reproduction', 'show_literal_variants', 'show_lrm', 'show_readings', 'show_reproduction', 
     "DEFAULT_TOTAL_EPSILON", "DEFINITION_LABELS", "DPBENCH_DIR", "ENVELOPE", "EPSILON_TITLE", "MAX_BARS", "AREA_ABOVE_BARS",
     "MAX_HANDLES_SIDE", "MAX_SIDE_2D", "METRIC_AXIS_TITLES", "PAGES", "PALETTE", "RESCALED_PREFIX",
     "RESCALED_REFUSAL", "RESCALE_STREAM", "SCHEDULER_ENV", "SIMULATION_STREAM", "TRUE_COLOUR", "add_derived", "add_released", "known_release", "bins_from_data", "BINS_FROM_DATA_REFUSAL",

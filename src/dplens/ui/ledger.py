@@ -74,6 +74,18 @@ def native_history(history: list[dict], led: Ledger) -> pd.DataFrame:
     return frame.drop(columns=[c for c in hidden if c in frame]).rename(columns=names)
 
 
+DATASET_COLUMNS = {"owner": "Curator", "name": "Dataset", "fingerprint": "Fingerprint", "unit": "Unit",
+                   "total": "Total", "spent": "Spent", "remaining": "Remaining", "delta": "δ",
+                   "spends": "Releases", "epoch": "Budget epoch"}
+
+
+def datasets_table(rows: list[dict]) -> pd.DataFrame:
+    """The store's dataset summaries for people: each row's total, spent and remaining in its own unit (ρ or ε,
+    named in the Unit column; spent + remaining = total), headed in words, not the store's column names."""
+    frame = pd.DataFrame(rows)
+    return frame[[c for c in DATASET_COLUMNS if c in frame]].rename(columns=DATASET_COLUMNS)
+
+
 def set_total(epsilon: float, delta: float = 0.0, *, rho: float | None = None) -> bool:
     """Record the current dataset's total (refused after its first spend); False + flash error when refused.
 

@@ -132,6 +132,25 @@ class Ledger:
             return Budget(zcdp_epsilon(rho, self.total.delta) if rho > 0 else 0.0, self.total.delta, rho)
         return Budget(max(self.total.epsilon - spent.epsilon, 0.0), max(self.total.delta - spent.delta, 0.0))
 
+    @property
+    def unit_symbol(self) -> str:
+        """``"ρ"`` for a zCDP total, else ``"ε"``: the symbol every figure of :meth:`amounts` is in."""
+        return "ρ" if self.total.rho is not None else "ε"
+
+    def amounts(self) -> tuple[float, float, float]:
+        """(total, spent, remaining) in the ledger's own unit (ρ under a zCDP total, else ε), so that
+        spent + remaining = total until the budget is used up (then remaining is 0).
+
+        >>> Ledger(Budget.zcdp(0.5, 1e-6)).spend("a", Budget(1.0)).amounts()
+        (0.5, 0.5, 0.0)
+        >>> Ledger(Budget(2.0)).spend("a", Budget(0.5)).amounts()
+        (2.0, 0.5, 1.5)
+        """
+        spent, remaining = self.spent, self.remaining
+        if self.total.rho is not None:
+            return self.total.rho, spent.rho or 0.0, remaining.rho or 0.0
+        return self.total.epsilon, spent.epsilon, remaining.epsilon
+
     def fits(self, cost: Budget) -> bool:
         """True when `cost` fits in what remains (up to round-off relative to the total of each unit)."""
         spent = self.spent

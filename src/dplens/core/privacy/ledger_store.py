@@ -356,7 +356,9 @@ class LedgerStore:
             return [dict(zip(columns, row, strict=True)) for row in conn.execute(query + " ORDER BY id", args)]
 
     def datasets(self, *, owner: str | None = None, every_owner: bool = False) -> list[dict[str, Any]]:
-        """One summary per recorded ledger of the owner: fingerprint, name, total, spent, remaining, spends, epoch.
+        """One summary per recorded ledger of the owner: fingerprint, name, unit, total, spent, remaining, delta,
+        spends, epoch. Total, spent and remaining are all in the ledger's own ``unit`` ("ρ" under a zCDP total, else
+        "ε"; ``Ledger.amounts``), so spent + remaining = total.
 
         ``every_owner`` (an admin's view) lists every owner's ledgers, each naming its ``owner``.
         """
@@ -369,12 +371,10 @@ class LedgerStore:
             out = []
             for row_owner, fingerprint, name, epoch in rows:
                 ledger = self._read(conn, row_owner, fingerprint, DEFAULT_TOTAL)[0]
+                total, spent, remaining = ledger.amounts()
                 out.append({**({"owner": row_owner} if every_owner else {}),
-                            "fingerprint": fingerprint, "name": name, "unit": ledger.unit,
-                            "total": ledger.total.epsilon, "spent": ledger.spent.epsilon,
-                            "remaining": ledger.remaining.epsilon, "total_rho": ledger.total.rho,
-                            "spent_rho": ledger.spent.rho if ledger.unit == "rho" else None,
-                            "remaining_rho": ledger.remaining.rho, "delta": ledger.total.delta,
+                            "fingerprint": fingerprint, "name": name, "unit": ledger.unit_symbol,
+                            "total": total, "spent": spent, "remaining": remaining, "delta": ledger.total.delta,
                             "spends": len(ledger.spends), "epoch": epoch})
             return out
 

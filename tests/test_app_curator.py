@@ -180,6 +180,31 @@ def test_release_exports_intervals_with_their_method():
     assert any("Bonferroni over all values" in c.value for c in at.caption)
 
 
+def test_release_page_exports_the_kernels_intervals():
+    """A data-dependent mechanism's export intervals are simulated from the released output by the kernel's
+    ``export_intervals`` (the command line's), on the page's seeded simulation stream: the same numbers."""
+    from dplens.core.release.kernel import export_intervals
+    from dplens.ui.state import SIMULATION_STREAM
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["dataset_key"] = "sample:tips-bill"  # 51 bins: 100 re-runs of DAWA are quick
+    at.session_state["workload_spec"] = "prefix"
+    at.run()
+    at.switch_page("pages/release.py").run()
+    at.selectbox(key="release_mechanism").set_value("dawa").run()
+    at.button(key="release_spend").click().run()
+    if any(b.key == "release_intervals" for b in at.button):  # slower than the automatic limit
+        at.button(key="release_intervals").click().run()
+    assert not at.exception
+    output = at.session_state.release_outputs[1]
+    shown = output["export_intervals"][False]
+    assert shown.method.startswith("simulation from the released output only")
+    again = export_intervals(output["release"], output["request"],
+                             rng=np.random.default_rng([0, SIMULATION_STREAM, 8, 1]))  # seed 0: the session's default
+    np.testing.assert_array_equal(shown.lower, again.lower)
+    np.testing.assert_array_equal(shown.upper, again.upper)
+
+
 def test_compare_first_screen_shows_analytic_curves_before_run():
     at = open_page("pages/compare.py")
     assert not at.exception

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import json
@@ -99,6 +100,38 @@ def test_nothing_else_draws_secure_noise_or_writes_a_histogram_export():
     assert _callers(r"\brelease_to_(json|csv)\(") <= EXPORT_WRITERS_ALLOWED
     release_view = (ROOT / "src/dplens/ui/release_view.py").read_text()
     assert release_view.count('noise_source("secure"') == 1  # the released-data (post-processing) path only
+
+
+def _top_level_names(source: str) -> set[str]:
+    """The names a module defines at its top level (functions, classes, assignments), not those it imports."""
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+# A page's click handler named after the kernel door it calls is not a second copy of the door.
+UI_HANDLERS = {"release_table"}
+
+
+def test_the_ui_keeps_no_copy_of_what_the_kernel_defines():
+    """EXPORT_INTERVAL_TRIALS and export_intervals were defined in the kernel and again in ui/release_view.py, where
+    they could drift apart; the Release page now uses the kernel's, as the command line does."""
+    import dplens.core.release.kernel as kernel
+    from dplens.ui import release_view
+
+    kernel_names = {n for n in _top_level_names(Path(kernel.__file__).read_text()) if not n.startswith("_")}
+    copies = {str(path.relative_to(ROOT)): sorted((_top_level_names(path.read_text()) & kernel_names) - UI_HANDLERS)
+              for path in sorted((ROOT / "src/dplens/ui").glob("*.py"))}
+    assert {path: names for path, names in copies.items() if names} == {}
+    assert release_view.EXPORT_INTERVAL_TRIALS is kernel.EXPORT_INTERVAL_TRIALS
+    assert release_view.export_intervals is kernel.export_intervals
+    probe = "EXPORT_INTERVAL_TRIALS = 100\n\ndef export_intervals(number, simultaneous):\n    pass\n"
+    assert _top_level_names(probe) & kernel_names == {"EXPORT_INTERVAL_TRIALS", "export_intervals"}  # it would fail
 
 
 def test_the_kernel_refuses_over_budget_before_any_work(tmp_path):

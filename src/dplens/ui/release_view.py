@@ -13,7 +13,6 @@ from dplens.core.analysis.cost import estimate_cost
 from dplens.core.analysis.intervals import (
     answer_halfwidths,
     bin_halfwidths,
-    release_intervals,
     simulated_intervals,
 )
 from dplens.core.analysis.strategy_noise import strategy_halfwidths
@@ -34,8 +33,10 @@ from dplens.core.release.export import (
     release_to_json,
 )
 from dplens.core.release.kernel import (
+    EXPORT_INTERVAL_TRIALS,
     HistogramRequest,
     Published,
+    export_intervals,
     export_release,
     plan_histogram,
     release_histogram,
@@ -71,9 +72,6 @@ SHOWN_QUERIES = 40      # workload answers drawn with error bars
 
 
 SIMULATION_TRIALS = 20  # re-runs behind the simulated intervals (simulation stream, never charged)
-
-
-EXPORT_INTERVAL_TRIALS = 100  # re-runs on the released output behind the exported intervals
 
 
 AUTO_SIMULATION_SECONDS = 3.0  # simulate automatically when the re-runs should take at most this long
@@ -258,14 +256,17 @@ def _export_files(output: dict, entry: dict, hist, intervals) -> tuple[bytes, by
                                                                      **meta).encode()
 
 
-def export_intervals(number: int, simultaneous: bool) -> None:
-    """Intervals for release ``number`` from its released values only (never the true data); kept for export."""
-    entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
+def keep_export_intervals(number: int, simultaneous: bool) -> None:
+    """The kernel's ``export_intervals`` for release ``number`` (as the command line's exports carry them), from its
+    released values only, on a seeded simulation stream; kept for the export."""
+    output = st.session_state.release_outputs[number]
     rng = np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM, 8, number])
-    mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
+    if "request" not in output:  # a release restored from a saved workspace keeps its values, not its request
+        st.session_state.flash_error = (f"No intervals for release #{number}: it was restored from a saved workspace, "
+                                        "which keeps the released values but not the request they were made for")
+        return
     try:
-        intervals = release_intervals(mechanism, output["release"], session_workload(), simultaneous=simultaneous,
-                                      trials=EXPORT_INTERVAL_TRIALS, rng=rng)
+        intervals = export_intervals(output["release"], output["request"], simultaneous=simultaneous, rng=rng)
     except Exception as err:  # noqa: BLE001 - the export goes without intervals; never a raw traceback
         st.session_state.flash_error = f"No intervals for release #{number}: {str(err).splitlines()[0]}"
         return
@@ -472,11 +473,11 @@ def _export_intervals(number: int, output: dict):
     if together not in cache and (exact or output["rerun_seconds"] * EXPORT_INTERVAL_TRIALS
                                   <= AUTO_SIMULATION_SECONDS):
         with st.spinner("Computing intervals from the released values…"):
-            export_intervals(number, together)
+            keep_export_intervals(number, together)
     elif together not in cache:
         right.button(f"Compute intervals for the export (about "
                      f"{output['rerun_seconds'] * EXPORT_INTERVAL_TRIALS:.0f} s)", key="release_intervals",
-                     on_click=export_intervals, args=(number, together))
+                     on_click=keep_export_intervals, args=(number, together))
     intervals = cache.get(together)
     if intervals is not None:
         st.caption(f"Exports carry `lower`, `upper` and `level` = {intervals.level:g} for every value. "

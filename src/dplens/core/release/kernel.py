@@ -238,11 +238,12 @@ def release_table(request: TableRequest, records: np.ndarray, *, store: LedgerSt
 EXPORT_INTERVAL_TRIALS = 100  # re-runs on the released output behind simulated intervals (post-processing only)
 
 
-def export_intervals(published: Published, request: HistogramRequest, *, simultaneous: bool = False,
+def export_intervals(release: Release, request: HistogramRequest, *, simultaneous: bool = False,
                      rng: np.random.Generator | None = None) -> Intervals:
-    """95 % intervals for a published histogram release, from its released values only (never the true data)."""
+    """95 % intervals for ``release`` (made for ``request``), from its released values only (never the true data):
+    what every export carries, from the command line and the Release page alike."""
     mechanism = plan_histogram(request)[1]
-    return release_intervals(mechanism, published.release, request.workload, simultaneous=simultaneous,
+    return release_intervals(mechanism, release, request.workload, simultaneous=simultaneous,
                              trials=EXPORT_INTERVAL_TRIALS, rng=rng if rng is not None else np.random.default_rng())
 
 
@@ -258,7 +259,7 @@ def export_release(published: Published, request: HistogramRequest, *, fmt: str,
         raise ValueError(f"export format must be 'csv' or 'json', got {fmt!r}")
     release = published.release
     if intervals is None and compute_intervals:
-        intervals = export_intervals(published, request, rng=rng)
+        intervals = export_intervals(release, request, rng=rng)
     if fmt == "csv":
         return release_to_csv(release, keys, intervals)
     return release_to_json(release, workload=request.workload_spec, noise_path="secure", dataset=dataset,

@@ -33,7 +33,8 @@ with ui.guard():
                 + ("ε (pure ε-DP implies (ε, δ))" if ui.definition() == "approx" else
                    "ε_L = √(2ρ), ρ = the zCDP whose CKS conversion is (ε, δ)")
                 + "; Gaussian ones are calibrated to the same target.")
-    # default trials: as many (≤ 20) as keep the default sweep's estimated runs (dplens.core.analysis.cost) within 20 s here
+    # default trials: as many (≤ 20) as keep the default sweep's estimated runs (dplens.core.analysis.cost) within
+    # 20 s here
     st.session_state.setdefault("compare_trials", affordable_trials(
         [MECHANISMS[m] for m in DEFAULT_MECHANISMS if m in MECHANISMS], workload, epsilons=10))
     with st.form("compare_form"):
@@ -47,7 +48,8 @@ with ui.guard():
                                  help="Every mechanism dplens offers; identity and uniform are always added "
                                       "as references. mm-opt optimises a strategy once per workload (seconds; "
                                       f"at most {MM_OPT_MAX_CELLS:,} cells), and so does lrm (cubic in n; "
-                                      f"at most {LRM_MAX_CELLS:,} cells and about a minute of work); ugrid and agrid need 2-D data.")
+                                      f"at most {LRM_MAX_CELLS:,} cells and about a minute of work); ugrid and agrid "
+                                      "need 2-D data.")
         with st.expander("What these mechanisms do"):
             st.markdown("\n".join(f"- **{n}**: {REGISTRY[n].summary}" for n in names))
         left, right = st.columns(2)  # the mechanisms get the full width, so no chip is hidden
@@ -94,7 +96,8 @@ with ui.guard():
         st.info("Choose mechanisms and press **Run comparison**. Identity and uniform are added as references. "
                 "Meanwhile, the analytic expectation of the data-independent ones (no noise drawn):")
         # Large domains: the analytic errors take seconds, so they wait for a click (page opens stay fast).
-        if hist.domain.size <= ANALYTIC_PREVIEW_CELLS or st.button("Draw the analytic curves", key="compare_analytic_draw",
+        if hist.domain.size <= ANALYTIC_PREVIEW_CELLS or st.button("Draw the analytic curves",
+                                                                   key="compare_analytic_draw",
                                                                    help="A few seconds on this many cells."):
             with st.spinner("computing the analytic error curves…"):
                 preview = ui.analytic_figure(names, epsilons, hist.domain.shape)

@@ -85,7 +85,8 @@ with ui.guard():
             grid_cols = st.columns(2)
             grid_cols[0].number_input("Grid rows", 0, 2**22, 0, key="data_grid_rows")
             grid_cols[1].number_input("Grid columns", 0, 2**22, 0, key="data_grid_cols")
-            if st.checkbox("This file is another installation's differentially private release", key="data_state_external",
+            if st.checkbox("This file is another installation's differentially private release",
+                           key="data_state_external",
                            help="A file this installation did not release is raw data and charged. Loading another "
                                 "installation's export as already private is your recorded statement."):
                 st.text_input("Where it is from (recorded with the statement)", key="data_external_statement")

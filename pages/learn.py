@@ -52,7 +52,8 @@ with ui.guard():
     fig = go.Figure(go.Bar(x=["sequential (overlapping)", "parallel (disjoint bins)"],
                            y=[comp["sequential"]["rmse"], comp["parallel"]["rmse"]],
                            marker_color=[ui.PALETTE[1], ui.PALETTE[2]],
-                           text=[f"ε per query {comp[k]['per_query_epsilon']:.3g}" for k in ("sequential", "parallel")]))
+                           text=[f"ε per query {comp[k]['per_query_epsilon']:.3g}"
+                                 for k in ("sequential", "parallel")]))
     fig.update_layout(yaxis_title="RMSE of each answer", **ui.LAYOUT)
     right.plotly_chart(fig, key="learn_composition")
 

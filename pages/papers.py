@@ -96,7 +96,8 @@ with ui.guard():
                                 name="literal (NOT differentially private)")])
         fig.update_layout(title=f"Output distribution for data {data}", xaxis_title="output", height=320)
         st.plotly_chart(fig, key="papers_xiao_fig")
-        st.markdown("**Clipping.** dplens's cell release clips released counts at 0 by default (the *clip* setting; the "
+        st.markdown("**Clipping.** dplens's cell release clips released counts at 0 by default (the *clip* "
+                    "setting; the "
                     "paper: \"if c > 0 output c, else 0\"). It is post-processing, so it costs no privacy, and it "
                     "halves an empty cell's expected error (b/2 instead of b). But every clipped value is ≥ 0, so "
                     "on an interval that covers many empty cells the errors no longer cancel: they add up. On "

@@ -12,14 +12,16 @@ st.caption("Release cross-tabulations (marginals) of a table with several attrib
 ui.show_flash()
 with ui.guard():
     left, right = st.columns(2)
-    left.file_uploader("Records (CSV, one row per person)", type=["csv"], key="tables_upload", on_change=ui.guarded(ui.load_table_upload),
-                       help="A header row; integer codes 0..size−1 or category labels. Missing values are refused.")
-    right.file_uploader("Domain (JSON, optional)", type=["json"], key="tables_domain_upload", on_change=ui.guarded(ui.load_table_upload),
+    left.file_uploader("Records (CSV, one row per person)", type=["csv"], key="tables_upload",
+                       on_change=ui.guarded(ui.load_table_upload), help="A header row; integer codes 0..size−1 or "
+                       "category labels. Missing values are refused.")
+    right.file_uploader("Domain (JSON, optional)", type=["json"], key="tables_domain_upload",
+                        on_change=ui.guarded(ui.load_table_upload),
                         help='private-pgm\'s form: {"age": 85, "sex": ["F", "M"]}. Declare it for a release: '
                              "sizes inferred from the data depend on the private records.")
     st.radio("Missing values (empty, NA, null)", list(ui.MISSING_CHOICES), key="tables_missing", horizontal=True,
-             on_change=ui.guarded(ui.load_table_upload), help="Refused by default: dplens neither drops rows nor invents a "
-             "level unless you say so. Dropping changes the records you protect; a level keeps every row.")
+             on_change=ui.guarded(ui.load_table_upload), help="Refused by default: dplens neither drops rows nor "
+             "invents a level unless you say so. Dropping changes the records you protect; a level keeps every row.")
     table = ui.current_table()
     if st.session_state.get("table_name") == ui.SAMPLE_TABLE_NAME:
         st.info("Start here: this is a built-in sample (6,000 synthetic survey records). Upload your own table "
@@ -79,8 +81,8 @@ with ui.guard():
                                          "them once per ρ unless you ask for more (they run in parallel workers).")
             z.selectbox("Score synthetic data on all k-way marginals, k =", [1, 2, 3], index=1, key="tables_eval_k",
                         help="Mean total-variation distance on these marginals, which may lie outside the workload.")
-            st.text_input("…or on these marginals", key="tables_eval_custom", placeholder="age+income, sex+hours+income",
-                          help="Any marginals, in the workload or not: the honest test of synthetic data.")
+            st.text_input("…or on these marginals", key="tables_eval_custom", placeholder="age+income, sex+hours+"
+                          "income", help="Any marginals, in the workload or not: the honest test of synthetic data.")
             submitted = st.form_submit_button("Run comparison", type="primary")
         if submitted:
             stop_slot, bar = st.empty(), st.progress(0.0, text="running…")
@@ -114,9 +116,9 @@ with ui.guard():
     with release_tab:
         led = ui.table_ledger(table)
         if not led.spends:
-            st.number_input("Total budget ρ for this table", min_value=0.001, max_value=100.0, value=ui.TABLE_DEFAULT_RHO,
-                            step=0.1, format="%g", key="tables_total_rho", on_change=ui.set_table_total,
-                            help="Recorded with the first release; fixed after it.")
+            st.number_input("Total budget ρ for this table", min_value=0.001, max_value=100.0,
+                            value=ui.TABLE_DEFAULT_RHO, step=0.1, format="%g", key="tables_total_rho",
+                            on_change=ui.set_table_total, help="Recorded with the first release; fixed after it.")
         p, q = st.columns(2)
         p.selectbox("Method", list(methods), key="tables_release_mechanism", format_func=ui.table_method_label,
                     help=methods_help)
@@ -136,7 +138,8 @@ with ui.guard():
             st.success(f"Released {release.workload.describe()} with {release.mechanism} at ρ = {release.budget.rho:g}"
                        + (f" and {len(release.records):,} synthetic records." if release.records is not None else "."))
             shown = st.selectbox("Marginal", release.workload.marginals, format_func=" × ".join, key="tables_shown")
-            st.plotly_chart(ui.table_marginal_figure(release, released_table, tuple(shown)), key="tables_marginal_figure")
+            st.plotly_chart(ui.table_marginal_figure(release, released_table, tuple(shown)),
+                            key="tables_marginal_figure")
             if release.records is not None:
                 st.dataframe(ui.synthetic_check(output), hide_index=True, key="tables_synthetic_check")
                 st.caption("Computed from the true data, for you only (not exported): synthetic data promises only "

@@ -26,7 +26,8 @@ with ui.guard():
     with build:
         names = [k for k, (_, builder) in WORKLOADS.items() if builder is not None]
         current = ui.workload_spec().partition(":")[0]
-        name = st.selectbox("Workload", names, index=names.index(current) if current in names else 0, format_func=lambda k: f"{k} — {WORKLOADS[k][0]}", key="workloads_name",
+        name = st.selectbox("Workload", names, index=names.index(current) if current in names else 0,
+                            format_func=lambda k: f"{k} — {WORKLOADS[k][0]}", key="workloads_name",
                             help="Every workload dplens can generate for data of this shape.")
         params = {}
         keys = sorted(WORKLOAD_PARAMETERS.get(name, ()))
@@ -37,8 +38,8 @@ with ui.guard():
                 params[key] = value.strip()
         spec = name + (":" + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
         left, right = st.columns(2)
-        left.button("Use this workload", type="primary", key="workloads_use", on_click=ui.guarded(ui.use_spec), args=(spec,),
-                    help=f"Select `{spec}` for every page.")
+        left.button("Use this workload", type="primary", key="workloads_use", on_click=ui.guarded(ui.use_spec),
+                    args=(spec,), help=f"Select `{spec}` for every page.")
         right.button("Add to stack", key="workloads_add", on_click=ui.guarded(ui.add_part),
                      args=(spec, lambda: parse_workload(spec, shape), spec), help="Compose several workloads into one.")
     with upload:
@@ -46,7 +47,8 @@ with ui.guard():
                          key="workloads_upload", help=f"Each row needs {n:,} numbers; an optional header row.")
         left, right = st.columns(2)
         left.button("Use this matrix", key="workloads_use_upload", help="Select the uploaded queries.",
-                    on_click=ui.guarded(ui.flash), args=(lambda: ui.set_workload(ui.uploaded_matrix(), "uploaded matrix"),))
+                    on_click=ui.guarded(ui.flash),
+                    args=(lambda: ui.set_workload(ui.uploaded_matrix(), "uploaded matrix"),))
         right.button("Add matrix to stack", key="workloads_add_upload", help="Compose it with other workloads.",
                      on_click=ui.guarded(ui.add_part), args=("uploaded matrix", ui.uploaded_matrix))
     with draw:
@@ -102,7 +104,8 @@ with ui.guard():
                    help="Δ₂ = largest column L2 norm: what Gaussian noise on the answers is calibrated to "
                         "(Δ₂ ≤ Δ₁; Gaussian noise wins when Δ₂ ≪ Δ₁).")
     cols[2].metric("Sum of squared weights", ui.number(squared_frobenius(w)),
-                   help="‖W‖_F², the squared Frobenius norm of the query matrix: adding Laplace noise to every cell gives a mean squared error per query of 2‖W‖_F²/(m ε²).")
+                   help="‖W‖_F², the squared Frobenius norm of the query matrix: adding Laplace noise to every cell "
+                        "gives a mean squared error per query of 2‖W‖_F²/(m ε²).")
     cols[3].button("Reset to the default", key="workloads_reset", help="Back to the dataset's default workload.",
                    on_click=lambda: st.session_state.update(workload_spec=None))
     overview = row_overview(w, hist.vector, ui.SHOWN_ROWS, ui.SHOWN_COLUMNS)

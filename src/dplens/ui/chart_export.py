@@ -37,4 +37,5 @@ def figure_downloads(fig: go.Figure, name: str, key: str) -> None:
         return
     for col, fmt, mime in ((cols[1], "png", "image/png"), (cols[2], "svg", "image/svg+xml")):
         col.download_button(f"Chart ({fmt.upper()})", functools.partial(_render_image, fig, fmt), f"{name}.{fmt}",
-                            mime, key=f"{key}_{fmt}", on_click="ignore", help="Rendered by kaleido + Chromium (a few seconds).")
+                            mime, key=f"{key}_{fmt}", on_click="ignore",
+                            help="Rendered by kaleido + Chromium (a few seconds).")

@@ -216,7 +216,8 @@ def several_targets() -> None:
                "(sequential composition); groups answered by one release of a histogram mechanism that ignores "
                "the groups (identity, hb, privelet) cost only the largest of their ε. Nothing is spent here.")
     groups = GROUPS_2D if two_d else GROUPS_1D
-    default: list[dict[str, Any]] = [{"queries": "total", "kind": "±, each query", "± (records)": 50.0, "confidence": 0.95},
+    default: list[dict[str, Any]] = [{"queries": "total", "kind": "±, each query", "± (records)": 50.0,
+                                      "confidence": 0.95},
                {"queries": groups[2], "kind": "RMSE per query", "± (records)": 20.0, "confidence": 0.95}]
     table = st.data_editor(default, num_rows="dynamic", key="targets_table", hide_index=True, column_config={
         "queries": st.column_config.SelectboxColumn("queries", options=groups, required=True,
@@ -360,7 +361,8 @@ def usefulness() -> None:
             cols = st.columns(2)
             cols[0].metric("Minimum n (Theorem 4.4)", f"{n_min:,.2f}")
             cols[1].metric("Lemma 4.2: n, δ_u", f"{n_lemma:,.2f}, {delta_lemma:.4f}",
-                           help="δ_u = e^α/(e^α+1) > 1/2: the guarantee fails about half the time, so it says almost nothing.")
+                           help="δ_u = e^α/(e^α+1) > 1/2: the guarantee fails about half the time, so it says almost "
+                                "nothing.")
             st.caption("These bounds are stated for the paper's literal max-query mechanism, which is not DP "
                        "(it answers with the exact maximum); use them as the paper's numbers, not as guarantees.")
             deltas = np.geomspace(1e-4, 0.999 / (math.exp(alpha) + 1), 50)
@@ -483,8 +485,8 @@ def _disclosure(definition: str, epsilon: float, delta: float, scale: float, sen
     prior = float(left.number_input("Attacker's prior p (that one person is in the data)", 0.0001, 0.9999, 0.01,
                                     format="%.4f", key="risk_prior"))
     result = risk.disclosure_risk(definition, epsilon, prior, scale=scale, sensitivity=sensitivity)
-    left.metric("Largest posterior", f"{result.posterior:.2%}", f"{(result.posterior - prior) * 100:+.2f} points over the prior",
-                delta_color="inverse")
+    left.metric("Largest posterior", f"{result.posterior:.2%}",
+                f"{(result.posterior - prior) * 100:+.2f} points over the prior", delta_color="inverse")
     if definition == "pure":
         right.markdown(f"After one release at ε = {epsilon:.4g}, an attacker who believed with probability "
                        f"{prior:.2%} that a given person is in the data can be at most **{result.posterior:.2%}** "

@@ -123,7 +123,8 @@ def _inspect_release(ran: list[str], epsilons, hist, trials, workload, metric: s
     else:
         value = METRICS[metric](workload.matvec(hist.vector), release.answers, total=hist.total)
     st.caption(f"{pick} at ε = {pick_epsilon:g}, trial {trial}: {METRIC_LABELS[metric]} = {value:,.4g} "
-               f"(reproduced exactly from the sweep's noise stream; privacy loss {'ρ' if release.loss_unit == 'rho' else 'ε'} = {release.privacy_loss:.4g}).")
+               "(reproduced exactly from the sweep's noise stream; privacy loss "
+               f"{'ρ' if release.loss_unit == 'rho' else 'ε'} = {release.privacy_loss:.4g}).")
     try:
         st.download_button("Recipe for this point (Python script)", recipe_script(
             mechanism=pick, settings={}, workload=workload_spec(), epsilon=float(pick_epsilon)),

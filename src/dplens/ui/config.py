@@ -86,7 +86,8 @@ def apply_config(config: SessionConfig) -> list[str]:
     elif led.spends:
         notes.append(f"the total budget stays ε = {led.total.epsilon:g}: it is fixed after the first release")
     elif not 0.01 <= config.total_epsilon <= 100:
-        notes.append(f"total budget ε = {config.total_epsilon:g} is outside [0.01, 100]; kept ε = {led.total.epsilon:g}")
+        notes.append(f"total budget ε = {config.total_epsilon:g} is outside [0.01, 100]; "
+                     f"kept ε = {led.total.epsilon:g}")
     else:
         set_total(config.total_epsilon)
     ss.compare_mechanisms = list(config.mechanisms)

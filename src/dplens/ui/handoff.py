@@ -81,7 +81,8 @@ def show_handoff(handoff: dict | None, page: str = "release") -> None:
         return
     mechanism = f" for **{handoff['mechanism']}**" if handoff["mechanism"] else ""
     st.caption(f"From Choose epsilon: ε = {handoff['epsilon']:.4g}{mechanism} on workload "
-               f"`{handoff['workload']}` ({handoff['target']}), tuned on {handoff.get('tuned_on', 'the private data')}.")
+               f"`{handoff['workload']}` ({handoff['target']}), "
+               f"tuned on {handoff.get('tuned_on', 'the private data')}.")
     budget_warning(handoff["epsilon"])
 
 

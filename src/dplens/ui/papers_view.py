@@ -18,7 +18,8 @@ from dplens.core.papers.reproduction import data_choices, reading_table, verdict
 from dplens.core.papers.verdicts import MIN_TRIALS
 from dplens.ui.datasets import histogram
 
-GGS_EXAMPLE = np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000])  # sorted; GGS at λ = 10 groups it as [1,1,2,3] [8,9,10] [100] [120] [1000]
+# sorted; GGS at λ = 10 groups it as [1,1,2,3] [8,9,10] [100] [120] [1000]
+GGS_EXAMPLE = np.array([1.0, 1, 2, 3, 8, 9, 10, 100, 120, 1000])
 
 
 CURRENT = "current workload (Workloads page)"
@@ -70,7 +71,8 @@ def audit_demo(key: str, runs: int, seed: int):
 
 def show_readings(name: str) -> None:
     st.markdown("**Claim, literal reading, corrected** — each quantity as the paper prints it, as its text reads "
-                f"literally, and as dplens computes it with the papers' errors corrected (literal readings marked {NOT_DP} "
+                "literally, and as dplens computes it with the papers' errors corrected (literal readings marked "
+                f"{NOT_DP} "
                 "break differential privacy).")
     st.table(markdown_safe(readings(name)).set_index("quantity"))  # a static table: long cells wrap
 

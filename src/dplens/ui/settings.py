@@ -35,7 +35,8 @@ def mechanism_settings(name: str, key: str, *, render: bool = True) -> dict[str,
 
 
 def run_check(name: str, settings: dict[str, object], workload) -> tuple[str, str]:
-    """(warning, refusal) for one run of mechanism ``name`` with ``settings`` on ``workload`` (dplens.core.analysis.cost).
+    """(warning, refusal) for one run of mechanism ``name`` with ``settings`` on ``workload``
+    (dplens.core.analysis.cost).
 
     The warning announces a run estimated over 10 s; the refusal (a bad setting, or a run over the
     memory or time limit) names what to change. Both are '' when the run is fine.

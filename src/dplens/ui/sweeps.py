@@ -41,8 +41,8 @@ def warm_workers() -> bool:
     fork_server = warm_up()
     if os.environ.get(_WARM_SWEEPS_ENV, "1") != "0":
         sample = load_histogram(DEFAULT_DATASET)  # what a new session opens on
-        warm_up_workers(DEFAULT_COMPARE_MECHANISMS, sample, parsed_workload(default_workload_spec(sample), sample.domain.shape),
-                        after=fork_server)
+        warm_up_workers(DEFAULT_COMPARE_MECHANISMS, sample,
+                        parsed_workload(default_workload_spec(sample), sample.domain.shape), after=fork_server)
     return True
 
 

@@ -56,7 +56,8 @@ from dplens.ui.charts import error_figure
 from dplens.ui.guard import plain
 from dplens.ui.ledger import ledger_store
 
-TABLE_DEFAULT_RHO = DEFAULT_TABLE_TOTAL.rho  # a table's total until the curator records one (dplens.core.release.kernel)
+# a table's total until the curator records one (dplens.core.release.kernel)
+TABLE_DEFAULT_RHO = DEFAULT_TABLE_TOTAL.rho
 # ρ is also shown as ε at TABLE_DISPLAY_DELTA (Canonne–Kamath–Steinke conversion)
 TABLE_RHO_CHOICES = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 _LEVEL = 0.95
@@ -307,8 +308,8 @@ def table_compare_figures(results: dict):
 
 def table_summary(df: pd.DataFrame) -> pd.DataFrame:
     return summarise_tables(df).rename(columns={"rho": "ρ", "rmse": "RMSE", "rmse_std": "RMSE sd",
-                                                "tvd": "TVD", "tvd_std": "TVD sd", "expected_rmse": "RMSE (closed form)",
-                                                "seconds": "seconds per run"})
+                                                "tvd": "TVD", "tvd_std": "TVD sd",
+                                                "expected_rmse": "RMSE (closed form)", "seconds": "seconds per run"})
 
 
 # ------------------------------------------------------------------------------------------------ release

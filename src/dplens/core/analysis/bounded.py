@@ -32,7 +32,8 @@ from typing import Any
 from dplens.core.data.limits import MAX_ACTION_SECONDS
 
 IN_PROCESS_SECONDS = 0.5  # runs estimated below this run in the caller's process (no start-up cost)
-_PRELOAD = ["__main__", "numpy", "scipy.sparse", "dplens.core.mechanisms", "dplens.core.privacy.noise", "opendp.prelude"]  # imported once by the fork server (__main__: not re-run per child)
+_PRELOAD = ["__main__", "numpy", "scipy.sparse", "dplens.core.mechanisms", "dplens.core.privacy.noise",
+            "opendp.prelude"]  # imported once by the fork server (__main__: not re-run per child)
 _CONTEXT = None
 
 

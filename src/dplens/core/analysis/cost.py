@@ -96,7 +96,8 @@ def check_cost(cost: Cost, limits: RunLimits = RunLimits(), *, what: str = "this
     dplens.core.analysis.cost.RunTooLargeError: this run would need about 1.86e+03 GB (limit 1 GB): reduce p=512
     """
     if cost.bytes > limits.max_bytes:
-        raise RunTooLargeError(f"{what} would need about {bytes_text(cost.bytes)} (limit {bytes_text(limits.max_bytes)}): "
+        raise RunTooLargeError(f"{what} would need about {bytes_text(cost.bytes)} (limit "
+                               f"{bytes_text(limits.max_bytes)}): "
                                f"reduce {cost.driver}")
     if cost.seconds > limits.max_seconds:
         raise RunTooLargeError(f"{what} is estimated at {seconds_text(cost.seconds)} (limit "

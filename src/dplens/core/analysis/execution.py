@@ -524,8 +524,8 @@ DASK_TASKS_PER_WORKER = 24  # cells are batched into about this many tasks per w
 
 
 def dask_batches(cells: Sequence[_Item], workers: int) -> list[list[tuple[int, _Item]]]:
-    """Cells (or their indices) grouped into about DASK_TASKS_PER_WORKER tasks per worker, dealt round-robin so that every batch
-    mixes cheap and costly cells. Each Dask task costs the scheduler and this process about a millisecond:
+    """Cells (or their indices) grouped into about DASK_TASKS_PER_WORKER tasks per worker, dealt round-robin so that
+    every batch mixes cheap and costly cells. Each Dask task costs the scheduler and this process about a millisecond:
     one task per cell (1,764 in the DPBench grid) kept a 2-core machine's driver busy for seconds.
 
     >>> [[i for i, _ in b] for b in dask_batches(list("abcde"), 1)]
@@ -552,7 +552,8 @@ def _pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
             method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
             context = multiprocessing.get_context(method)
             if method == "forkserver":
-                context.set_forkserver_preload(["dplens.core.analysis.execution", "dplens.core.mechanisms", "dplens.core.analysis.experiment"])
+                context.set_forkserver_preload(["dplens.core.analysis.execution", "dplens.core.mechanisms",
+                                                "dplens.core.analysis.experiment"])
             pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
             _POOLS[workers] = pool
         return pool

@@ -124,8 +124,8 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     "tcp://HOST:8786", or "auto": serial for small sweeps, else processes); the numbers are identical
     whichever is used. With ``cache``, pairs already computed are reused and only new ones run
     (``df.attrs["computed"]`` counts the runs made). With ``store``, the data-independent strategies
-    (mm-opt's optimisation, ...) are loaded from it when known and saved to it when new. Mechanisms that reject this input (e.g. a
-    2-D-only mechanism on 1-D data) are skipped; their messages are in ``df.attrs["errors"]``. With
+    (mm-opt's optimisation, ...) are loaded from it when known and saved to it when new. Mechanisms that reject this
+    input (e.g. a 2-D-only mechanism on 1-D data) are skipped; their messages are in ``df.attrs["errors"]``. With
     ``limits``, mechanisms whose estimated run (``dplens.core.analysis.cost``) is over the memory or time limit are
     left out before anything runs; the reasons are in ``df.attrs["left_out"]``.
     ``df.attrs["stopped"]`` is True when ``should_stop`` or the ``deadline`` ended the sweep early
@@ -151,7 +151,8 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     if store is not None:
         save_strategies(computed, workload, store)
 
-    def stop() -> bool:  # Stop button or the action's deadline (dplens.core.analysis.cost), polled between trials and cells
+    # Stop button or the action's deadline (dplens.core.analysis.cost), polled between trials and cells
+    def stop() -> bool:
         return bool((should_stop is not None and should_stop()) or (deadline is not None and deadline.expired))
 
     done = total_runs - sum(trials - have[p] for p in todo)

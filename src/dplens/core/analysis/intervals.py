@@ -7,7 +7,8 @@
   value i carries Σ_j c_ij z_j, c_i a row of the reconstruction; exact normal quantiles for the Gaussian
   twins, and for Laplace the exact quantile by inverting the characteristic function (half-width within
   0.1 %; ``dplens.core.analysis.strategy_noise``); Bonferroni for all values at once.
-* Any other mechanism (or a strategy too large to read row by row): re-run it on a stand-in for the data, the released estimate clipped at 0
+* Any other mechanism (or a strategy too large to read row by row): re-run it on a stand-in for the data, the released
+  estimate clipped at 0
   (post-processing of the release), and read the spread of output − stand-in. For a data-independent
   mechanism the noise does not depend on the data, so this is its exact noise distribution up to
   Monte-Carlo error. For a data-dependent one it is an approximation and is labelled so. Simultaneous

@@ -11,7 +11,8 @@ Three tools, all pure functions:
   epsilon that keeps the posterior below ρ under a worst-case bound; the tight search (Eq. 3) gives a
   larger one. The bound is conservative in utility, not in privacy: Lee & Clifton (and Zhao after them)
   call Eq. (7) a minimum ε and say it overstates the ε needed; numerically it is a maximum and smaller.
-* **Usefulness** (Xiao, Xiong & Yuan, Secs. 4.1 and 5.4) lives in ``dplens.core.analysis.usefulness`` and is re-exported here.
+* **Usefulness** (Xiao, Xiong & Yuan, Secs. 4.1 and 5.4) lives in ``dplens.core.analysis.usefulness`` and is
+  re-exported here.
 
 >>> worlds = possible_worlds([1, 2, 3, 10], "mean")
 >>> round(lee_clifton_epsilon_upper(1 / 3, worlds.sensitivity, worlds.value_spread, worlds.n), 7)
@@ -30,7 +31,8 @@ import numpy as np
 
 from dplens.core.analysis.metrics import mae, max_abs, rmse
 
-# Xiao et al. usefulness bounds (Secs. 4.1 and 5.4 of their report): one implementation, in dplens.core.analysis.usefulness
+# Xiao et al. usefulness bounds (Secs. 4.1 and 5.4 of their report): one implementation, in
+# dplens.core.analysis.usefulness
 from dplens.core.analysis.usefulness import (  # noqa: F401  (re-exported)
     interval_failure_probability,
     interval_min_records,
@@ -563,8 +565,8 @@ def epsilon_for_targets(mechanisms: Sequence[Mechanism], targets: Sequence[Accur
 
     A group released on its own needs ε_g, the least value meeting target g (errors fall as ε
     grows), and separate releases add up (sequential composition). A histogram mechanism whose
-    strategy ignores the groups (``strategy_ignores_queries`` on its class: identity, hb, privelet; on one grid) answers every
-    group from one release, so its plan costs max_g ε_g, not the sum. The best plan lets each group
+    strategy ignores the groups (``strategy_ignores_queries`` on its class: identity, hb, privelet; on one grid)
+    answers every group from one release, so its plan costs max_g ε_g, not the sum. The best plan lets each group
     take its cheapest own release, or puts any subset of groups on one shared release of such a
     mechanism (all subsets are tried; there are a handful of groups): it is returned second
     (``"best per group"`` or ``"best plan"``; the mechanism per group in ``reason``, ``shared`` the

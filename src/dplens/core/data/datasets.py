@@ -34,7 +34,8 @@ from dplens.core.data.limits import (
     MAX_UPLOAD_BYTES,
 )
 
-DATA_DIR = Path(__file__).resolve().parents[4] / "data"  # the source tree's data/ (src/dplens/core/data/ → the repository)
+# the source tree's data/ (src/dplens/core/data/ → the repository)
+DATA_DIR = Path(__file__).resolve().parents[4] / "data"
 
 
 class DataError(ValueError):
@@ -158,13 +159,15 @@ def _parse_npy(data: bytes) -> np.ndarray:
                        else np.lib.format.read_array_header_2_0)(buffer)
         cells = math.prod(shape)
     except Exception as err:  # noqa: BLE001 - numpy raises many types for corrupt headers
-        raise _fail(f"not a readable .npy array: {str(err).splitlines()[0][:120] if str(err) else type(err).__name__}") from None
+        raise _fail("not a readable .npy array: "
+                    f"{str(err).splitlines()[0][:120] if str(err) else type(err).__name__}") from None
     if cells > MAX_CELLS:
         raise _fail(f"histogram has {cells} cells; the limit is {MAX_CELLS} (2^22)")
     try:
         array = np.load(io.BytesIO(data), allow_pickle=False)
     except Exception as err:  # noqa: BLE001 - numpy raises many types for corrupt files
-        raise _fail(f"not a readable .npy array: {str(err).splitlines()[0][:120] if str(err) else type(err).__name__}") from None
+        raise _fail("not a readable .npy array: "
+                    f"{str(err).splitlines()[0][:120] if str(err) else type(err).__name__}") from None
     if not isinstance(array, np.ndarray):
         raise _fail(f"not a single .npy array (got {type(array).__name__}); save one array with numpy.save")
     if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
@@ -246,9 +249,10 @@ def scan_rows(data: bytes, delimiter: str) -> tuple[int, int]:
 
     >>> scan_rows(b"label,count\\na,1\\n\\nb,2\\n", ",")
     (3, 2)
-    >>> scan_rows(b"label,count\\na,1,5\\nb,2,6\\n", ",")
+    >>> scan_rows(b"label,count\\na,1,5\\nb,2,6\\n", ",")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    dplens.core.data.datasets.DataError: row 2 has 3 values but earlier rows have 2; every row needs the same number of columns (ragged rows)
+    dplens.core.data.datasets.DataError: row 2 has 3 values but earlier rows have 2; every row needs the same number
+    of columns (ragged rows)
     """
     if b'"' in data:
         data = _QUOTED.sub(b"q", data)
@@ -415,7 +419,8 @@ def _parse_csv(text: str, data: bytes, grid_shape: tuple[int, int] | None = None
         return _labelled_grid(text, delimiter, width, others, counts, list(axis_names),
                               notes if notes is not None else []), axis_names
     if len(others) > 2:
-        raise _fail(f"CSV has {len(others)} label columns besides 'count' ({', '.join(cells[i].strip() for i in others)});"
+        raise _fail(f"CSV has {len(others)} label columns besides 'count' "
+                    f"({', '.join(cells[i].strip() for i in others)});"
                     " a histogram has one (1-D) or two (2-D, as A,B,count): aggregate over the others first")
     if not others:
         return (counts, ()), ()
@@ -583,9 +588,10 @@ def load_parquet(data: bytes, columns: list[str], *, what: str = "grid file") ->
     ``MAX_GRID_COLUMNS``, ``MAX_GRID_BYTES``): a compressed file of 2 MB can hold gigabytes. Text columns are
     read dictionary-encoded and their decoded size checked before they are expanded.
 
-    >>> load_parquet(b"PAR1 not really", ["dataset"])
+    >>> load_parquet(b"PAR1 not really", ["dataset"])  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    dplens.core.data.datasets.DataError: not a readable parquet grid file: Parquet magic bytes not found in footer. Either the file is corrupted or this is not a parquet file.
+    dplens.core.data.datasets.DataError: not a readable parquet grid file: Parquet magic bytes not found in footer.
+    Either the file is corrupted or this is not a parquet file.
     """
     import pyarrow as pa
     import pyarrow.compute as pc

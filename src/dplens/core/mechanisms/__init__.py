@@ -1,5 +1,5 @@
-"""The MECHANISMS registry, with the mechanism contract (``dplens.core.mechanisms.contract``: ``Release``, ``Mechanism``,
-the shared checks and accounting helpers) re-exported beside it (see docs/architecture.md).
+"""The MECHANISMS registry, with the mechanism contract (``dplens.core.mechanisms.contract``: ``Release``,
+``Mechanism``, the shared checks and accounting helpers) re-exported beside it (see docs/architecture.md).
 
 A mechanism is a frozen dataclass that holds only its own settings. Data, workload, epsilon and the
 noise source are arguments to ``run``:

@@ -40,7 +40,8 @@ class Release:
     has one.
     ``details`` holds display-only structure (division tree, groups, factorisation); it is never exported.
 
-    A release on a table of records (its workload a ``MarginalWorkload``) also holds one estimate per marginal (``marginals``), each marginal's per-cell standard deviation when it is known analytically
+    A release on a table of records (its workload a ``MarginalWorkload``) also holds one estimate per marginal
+    (``marginals``), each marginal's per-cell standard deviation when it is known analytically
     (``marginal_stds``) or its exact per-cell half-widths at ``INTERVAL_LEVEL`` when the noise is not Gaussian
     (``marginal_halfwidths``), and a synthesiser's ``records``.
 
@@ -219,7 +220,8 @@ def exponential_mechanism(scores: np.ndarray, epsilon: float, sensitivity: float
     if scores.ndim != 1 or scores.size == 0 or not np.all(np.isfinite(scores)):
         raise ValueError("scores must be a non-empty 1-D array of finite numbers")
     check_epsilon(epsilon)
-    secure_select = getattr(rng, "exponential_mechanism", None)  # dplens.core.privacy.noise.SecureNoise samples in OpenDP
+    # dplens.core.privacy.noise.SecureNoise samples in OpenDP
+    secure_select = getattr(rng, "exponential_mechanism", None)
     if secure_select is not None:
         return secure_select(scores, epsilon, sensitivity)
     logits = epsilon * scores / (2.0 * sensitivity)

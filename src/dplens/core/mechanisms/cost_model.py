@@ -8,7 +8,9 @@ or leave a mechanism out of a sweep (``dplens.core.analysis.cost``), not how lon
 
 >>> from dplens.core.mechanisms import MECHANISMS
 >>> from dplens.core.queries.workloads import Prefix
->>> mechanism_cost(MECHANISMS["mwem"], Prefix(4096)).seconds > mechanism_cost(MECHANISMS["identity"], Prefix(4096)).seconds
+>>> mwem = mechanism_cost(MECHANISMS["mwem"], Prefix(4096))
+>>> identity = mechanism_cost(MECHANISMS["identity"], Prefix(4096))
+>>> mwem.seconds > identity.seconds
 True
 """
 

@@ -1,4 +1,5 @@
-"""Baselines: LaplaceIdentity (Laplace noise on the cells, DPBench's Identity), Laplace on the answers (LM_W), Uniform."""
+"""Baselines: LaplaceIdentity (Laplace noise on the cells, DPBench's Identity), Laplace on the answers (LM_W),
+Uniform."""
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ class LaplaceIdentity(MeasuredPlan):
         """
         estimate = measurement.noisy(x, rng)
         loss = pure_loss([(np.ones(x.size), measurement)])
-        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, measurement.params, workload=workload)
+        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, measurement.params,
+                       workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2‖W‖_F²/(m ε²)."""
@@ -79,7 +81,8 @@ class LaplaceOnAnswers(MeasuredPlan):
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         if l1_sensitivity(workload) == 0:  # nothing depends on the data
             x, epsilon = check_inputs(x, workload, epsilon)
-            return Release(self.name, PureDP(epsilon), 0.0, workload.matvec(x), None, {"sensitivity": 0.0}, workload=workload)
+            return Release(self.name, PureDP(epsilon), 0.0, workload.matvec(x), None, {"sensitivity": 0.0},
+                           workload=workload)
         return super().run(x, workload, epsilon, rng)
 
     def noise_scale(self, workload: Workload, epsilon: float) -> float:
@@ -129,7 +132,8 @@ class Uniform:
         noisy_total = measurement.noisy(x.sum(), rng)
         estimate = np.full(x.size, noisy_total / x.size)
         loss = pure_loss([(np.ones(x.size), measurement)])
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, measurement.params, workload=workload)
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, measurement.params,
+                       workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

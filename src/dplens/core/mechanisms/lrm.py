@@ -459,7 +459,8 @@ class LRM:
                                       or self.rank < 1):
             raise ValueError(f"rank must be None or an integer >= 1, got {self.rank!r}")
         if not (isinstance(self.rank_ratio, int | float) and math.isfinite(self.rank_ratio) and self.rank_ratio >= 1):
-            raise ValueError(f"rank_ratio must be a number >= 1 (r = ratio · rank(W) >= rank(W)), got {self.rank_ratio!r}")
+            raise ValueError("rank_ratio must be a number >= 1 (r = ratio · rank(W) >= rank(W)), got "
+                             f"{self.rank_ratio!r}")
         non_negative("gamma", self.gamma)
         integer("iterations", self.iterations)
 
@@ -476,8 +477,8 @@ class LRM:
         return optimisation_flops(workload, rank_ratio=self.rank_ratio, iterations=self.iterations)
 
     def cost(self, workload: Workload):
-        """The first run's seconds and peak bytes (``dplens.core.mechanisms.cost_model.Cost``): the optimisation dominates; a workload
-        over MAX_CELLS or MAX_FLOPS is refused at once by ``run``, so its run costs nothing.
+        """The first run's seconds and peak bytes (``dplens.core.mechanisms.cost_model.Cost``): the optimisation
+        dominates; a workload over MAX_CELLS or MAX_FLOPS is refused at once by ``run``, so its run costs nothing.
 
         >>> from dplens.core.queries.workloads import Prefix
         >>> LRM().cost(Prefix(256)).seconds > LRM().cost(Prefix(64)).seconds
@@ -506,8 +507,8 @@ class LRM:
         full_rank = f.rank == workload.shape[1]  # x̂ estimates x only when W has full column rank
         summary = [{"rank(W)": f.rank, "rows of L (r)": f.strategy.shape[0], "Δ₁(L)": f.sensitivity,
                     "tr(BᵀB)": f.trace, "‖W − BL‖_F": f.residual, "optimiser": f.note}]
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate if full_rank else None, params,
-                       {"factorisation": summary, "strategy_L": f.strategy}, workload=workload)
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate if full_rank else None,
+                       params, {"factorisation": summary, "strategy_L": f.strategy}, workload=workload)
 
     def expected_mse_on(self, x: np.ndarray, workload: Workload, epsilon: float) -> float:
         """Per-query MSE on data x, for any γ: (2·tr(BᵀB)·Δ₁(L)²/ε² + ‖(W − BL)x‖²)/m (variance plus bias).

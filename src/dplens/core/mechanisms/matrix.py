@@ -2,7 +2,8 @@
 
 Strategy A = [I; Θ]·D⁻¹ with Θ ≥ 0 (p × n) and D = diag(1 + 1ᵀΘ), so every column of A has L1 norm 1
 (Δ_A = 1). The release is y = A x + Lap(1/ε)^(n+p), answered by least squares x̂ = (AᵀA)⁻¹Aᵀy, with
-per-query MSE 2Δ_A²·tr(WᵀW (AᵀA)⁻¹)/(m ε²) (the matrix mechanism, Li et al., PODS 2010). Θ minimises that trace by projected L-BFGS
+per-query MSE 2Δ_A²·tr(WᵀW (AᵀA)⁻¹)/(m ε²) (the matrix mechanism, Li et al., PODS 2010). Θ minimises that trace by
+projected L-BFGS
 from one uniform random start (scaled down above MID_CELLS), stopped at a relative tolerance as HDMM's OPT0 is.
 
 The objective needs only WᵀW applied to p vectors (``gram_rows``: O(n) each for prefix and all-range),

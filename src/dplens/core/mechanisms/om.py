@@ -266,7 +266,8 @@ def factorise(workload: Workload, *, tol: float | None = None, row_seed: int | N
 
 
 def literal_algorithm3_mixing(workload: Workload, factorisation: OmFactorisation, tol: float = 1e-12) -> np.ndarray:
-    """The paper's literal Algorithm 3 (incomplete: it misses groups of two or more rows), kept only to show its failure.
+    """The paper's literal Algorithm 3 (incomplete: it misses groups of two or more rows), kept only to show its
+    failure.
 
     B(i, k) is filled only when W̃ row k's support lies inside row i's support and the two restricted
     rows are proportional; other entries stay 0, so W ≠ BW̃ in general.

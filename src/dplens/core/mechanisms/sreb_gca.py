@@ -156,7 +156,8 @@ class SrebGca:
         shown = groups_from_cuts(order, cuts[:SHOWN_GROUPS])[:SHOWN_GROUPS]  # the first groups only: display
         details = {"groups": [{"group": i, "bins": len(g), "members": ", ".join(map(str, g[:20]))
                                + (" …" if len(g) > 20 else "")} for i, g in enumerate(shown)]}
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params, details, workload=workload)
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params, details,
+                       workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

@@ -92,7 +92,8 @@ class CellRelease:
         params = {"neighbouring": self.neighbouring, "clip": self.clip, "n_public": self.n_public,
                   **measurement.params}
         details = {} if self.n_public is None else {"fractions": counts / self.n_public}
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(counts), counts, params, details, workload=workload)
+        return Release(self.name, PureDP(epsilon), loss, workload.matvec(counts), counts, params, details,
+                       workload=workload)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         """Per-query MSE 2(Δ/α)²‖W‖_F²/m without clipping; None with clipping (its bias depends on x)."""
@@ -114,7 +115,8 @@ def _check_max_inputs(data, beta: int) -> np.ndarray:
 
 
 def max_query_scores(data, beta: int, k: int = 1) -> np.ndarray:
-    """u(r) = −|#{x ∈ data : x > r} − k| for r = 1..β (our DP replacement for Sec. 4.1.2); sensitivity 1 under add/remove.
+    """u(r) = −|#{x ∈ data : x > r} − k| for r = 1..β (our DP replacement for Sec. 4.1.2); sensitivity 1 under
+    add/remove.
 
     >>> max_query_scores([5, 9, 9, 10], 10).tolist()
     [-3, -3, -3, -3, -2, -2, -2, -2, 0, -1]

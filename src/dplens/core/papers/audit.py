@@ -129,8 +129,9 @@ def audit_pair(out_a: np.ndarray, out_b: np.ndarray, alpha: float, m: int, *,
     thresholds = np.quantile(np.concatenate([za_sel, zb_sel]), QUANTILES, axis=0).T
     ge_a = np.array([_event_counts(za_sel[:, c], thresholds[c]) for c in range(thresholds.shape[0])])
     ge_b = np.array([_event_counts(zb_sel[:, c], thresholds[c]) for c in range(thresholds.shape[0])])
+    # (statistic, upper/lower, quantile)
     scores = np.stack([loss_bound(ge_a, ge_b, half, 0.05, delta),
-                       loss_bound(half - ge_a, half - ge_b, half, 0.05, delta)], axis=1)  # (statistic, upper/lower, quantile)
+                       loss_bound(half - ge_a, half - ge_b, half, 0.05, delta)], axis=1)
     col, direction, i = np.unravel_index(int(np.argmax(scores)), scores.shape)
     threshold, upper = float(thresholds[col, i]), direction == 0
     n_ev = ev_a.shape[0]

@@ -49,7 +49,8 @@ def reproduce_sreb_gca(*, data: str | Path | None = None, data_dir: Path | None 
     """
     epsilons, trials = check_epsilons(epsilons), check_runs(trials)
     datasets = ([load_data(data, data_dir)] if data is not None else
-                [dataset_or_sample("SEARCHLOGS", "heavy-tail", data_dir), dataset_or_sample("NETTRACE", "spiky", data_dir)])
+                [dataset_or_sample("SEARCHLOGS", "heavy-tail", data_dir),
+                 dataset_or_sample("NETTRACE", "spiky", data_dir)])
     mechanisms = {name: MECHANISMS[name] for name in ("sreb-gca", "dp-base", "ahp") if name in MECHANISMS}
     rows = []
     for di, (x, data_label) in enumerate(datasets):
@@ -144,7 +145,8 @@ def _sreb_verdicts(part: pd.DataFrame, data: str, small_label: str) -> list[Verd
     def shown(values: dict, rival: str = "dp-base", factor: float = 1.0) -> str:
         return "; ".join(f"ε = {e:g}: SReB_GCA {np.mean(values[e, 'sreb-gca']):.3g} vs "
                          f"{rival.upper().replace('-', '_')} {np.mean(values[e, rival]):.3g}"
-                         + (f" ({np.mean(values[e, 'sreb-gca']) / np.mean(values[e, rival]):.1f}×)" if factor != 1 else "")
+                         + (f" ({np.mean(values[e, 'sreb-gca']) / np.mean(values[e, rival]):.1f}×)" if factor != 1
+                            else "")
                          for e in epsilons(values) if (e, rival) in values)
 
     classes = part[part.metric == "MRE by count class"]
@@ -157,7 +159,8 @@ def _sreb_verdicts(part: pd.DataFrame, data: str, small_label: str) -> list[Verd
         large = trials("MRE by count class", bins="> 20")
         verdicts.append(judge(f"no substantial detriment to large bins (count > 20; {data})",
                               "about DP_BASE's error (we allow 1.25×)",
-                              [case(f"ε = {e:g}", difference(large[e, "sreb-gca"], large[e, "dp-base"], 1.25), below=0.0)
+                              [case(f"ε = {e:g}", difference(large[e, "sreb-gca"], large[e, "dp-base"], 1.25),
+                                    below=0.0)
                                for e in epsilons(large)], scope="at",
                               literal="\"without substantial detriment\": no threshold given",
                               dplens=shown(large, factor=1.25) + "; the interval is on SReB_GCA − 1.25 × DP_BASE"))

@@ -80,7 +80,8 @@ def reproduce_wda(*, data: str | Path | None = None, data_dir: Path | None = Non
                         f"{mean['wda (equal, paper)']:.1f}, LM_W {mean['LM_W (laplace-on-answers)']:.1f}, "
                         f"cell Identity {mean['identity (cell noise)']:.2f}"
                         + "".join(f", {name.upper()} {mean[name]:.2f}" for name in dependent if name in mean)
-                        + f" (WDA vs LM_W: {100 * (mean['wda (optimal)'] / mean['LM_W (laplace-on-answers)'] - 1):+.0f} %; "
+                        + " (WDA vs LM_W: "
+                          f"{100 * (mean['wda (optimal)'] / mean['LM_W (laplace-on-answers)'] - 1):+.0f} %; "
                         f"{first[1].split(' (')[0]})")
         findings += [f"p = {p:g}, ε = {at_epsilon:g} on {d}: " + ", ".join(f"{k.upper()} {v:.2f}" for k, v in
                                                                          part.groupby("mechanism").value.mean().items())

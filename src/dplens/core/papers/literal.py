@@ -6,8 +6,9 @@ never exported; their names and labels say so. ``DEMOS`` pairs each literal vari
 twin on a small neighbouring pair, and ``run_demo`` audits both with ``dplens.core.papers.audit``: the literal one
 shows a measured privacy loss above the claimed ε, the corrected one stays below it.
 
->>> sorted(DEMOS)
-['om-normalisation', 'sreb-gca-per-bin', 'sreb-gca-true-order', 'wda-split-on-data', 'xiao-fraction-noise', 'xiao-max', 'zhao-present-names']
+>>> sorted(DEMOS)  # doctest: +NORMALIZE_WHITESPACE
+['om-normalisation', 'sreb-gca-per-bin', 'sreb-gca-true-order', 'wda-split-on-data', 'xiao-fraction-noise',
+ 'xiao-max', 'zhao-present-names']
 >>> all(NOT_DP in demo.literal.name for demo in DEMOS.values())
 True
 """
@@ -168,7 +169,8 @@ class LiteralXiaoMax:
         p = (literal_max_distribution_not_dp(data, x.size, self.width, epsilon) if data.size
              else np.full(x.size, 1.0 / x.size))  # no records: the prior is left unperturbed
         sample = 1 + int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), side="right"))
-        return Release(self.name, PureDP(epsilon), math.nan, np.array([float(min(sample, x.size))]), None, workload=workload)
+        return Release(self.name, PureDP(epsilon), math.nan, np.array([float(min(sample, x.size))]), None,
+                       workload=workload)
 
 
 @dataclass(frozen=True)
@@ -359,7 +361,8 @@ def run_demo(key: str, *, runs: int = 4000, seed: int = 2026, confidence: float 
     """Audit the literal variant and its corrected twin on the demo's neighbouring pair; rows for a table.
 
     Each row: variant, claimed ε, measured lower bound on the loss (clipped at 0, with the raw bound in the
-    evidence when it was negative), the event, and the verdict. Then the exact counterexamples, for the demos that have them.
+    evidence when it was negative), the event, and the verdict. Then the exact counterexamples, for the demos that have
+    them.
 
     >>> rows = run_demo("xiao-max", runs=400)
     >>> [(row["kind"], row["measured loss ≥"]) for row in rows[2:4]]

@@ -85,11 +85,13 @@ def figures(reproduction: Reproduction) -> list[dict]:
                                    x_title, metric))
         classes = errors[errors.metric == "MRE by count class"]
         for data in classes.dataset.unique():  # small → large bins: "no detriment to large bins" is the last group
-            part = classes[classes.dataset == data].assign(label=lambda d: d.bins + ", ε = " + d.epsilon.map("{:g}".format))
+            part = classes[classes.dataset == data].assign(
+                label=lambda d: d.bins + ", ε = " + d.epsilon.map("{:g}".format))
             means = part.groupby(["mechanism", "label"], sort=False).value.mean().reset_index()
             out.append(_figure([{"type": "bar", "name": m, "x": g.label.tolist(), "y": g.value.tolist()}
                                 for m, g in means.groupby("mechanism", sort=False)],
-                               f"MRE by bin count class — {data.split(' (')[0]}", "true count class, ε", "MRE", bar=True))
+                               f"MRE by bin count class — {data.split(' (')[0]}", "true count class, ε", "MRE",
+                               bar=True))
         kld = errors[errors.metric.str.startswith("KLD")].assign(
             label=lambda d: d.dataset.str.split(" (", regex=False).str[0] + ", ε = " + d.epsilon.map("{:g}".format))
         means = kld.groupby(["mechanism", "label"], sort=False).value.mean().reset_index()
@@ -133,13 +135,15 @@ def _zhao_figures(t: dict[str, pd.DataFrame]) -> list[dict]:
                     "x": [f"{a:g}→{b:g}" for a, b in zip(part.from_epsilon, part.to_epsilon, strict=True)],
                     "y": part.value.tolist()} for name, part in keep.groupby("construction", sort=False)]
     keep_traces.append({"type": "scatter", "mode": "lines", "name": "exact (ε_t/ε_{t+1})²", "line": {"dash": "dot"},
-                        "x": [f"{a:g}→{b:g}" for a, b in zip(keep.from_epsilon[::2], keep.to_epsilon[::2], strict=True)],
+                        "x": [f"{a:g}→{b:g}"
+                              for a, b in zip(keep.from_epsilon[::2], keep.to_epsilon[::2], strict=True)],
                         "y": keep.exact[::2].tolist()})
     return [_figure(bars, "Lee & Clifton Table 3: posterior over the worlds at γ = 2", "world", "β(ω)",
                     log_y=False, bar=True),
             _figure(keep_traces, "Koufogiannis: keep probability per step", "step", "P(keep)", log_y=False),
             _figure(search_traces, "Accuracy-first vs doubling vs theory: mean ex-post privacy loss of the runs that "
-                    "stopped (95 % intervals; the table's numbers)", "RMSE target α", "ex-post privacy loss", log_x=True)]
+                    "stopped (95 % intervals; the table's numbers)", "RMSE target α", "ex-post privacy loss",
+                    log_x=True)]
 
 
 def _plotly_js() -> str:

@@ -33,7 +33,8 @@ def dpbench_dir() -> Path:
 
 @dataclass(frozen=True)
 class Reading:
-    """A quantity as the paper claims it, as its literal reading gives it, and as corrected (the correction in words)."""
+    """A quantity as the paper claims it, as its literal reading gives it, and as corrected (the correction in
+    words)."""
 
     quantity: str
     claim: str
@@ -107,7 +108,8 @@ def load_data(data, data_dir: Path | None = None, *, dimensions: int = 1) -> tup
     return np.asarray(counts, dtype=float), label
 
 
-def dataset_or_sample(name: str, fallback: str, data_dir: Path | None, data: str | Path | None = None) -> tuple[np.ndarray, str]:
+def dataset_or_sample(name: str, fallback: str, data_dir: Path | None,
+                      data: str | Path | None = None) -> tuple[np.ndarray, str]:
     """``data`` if given; else the DPBench histogram when its file exists, else a bundled sample (and the name used)."""
     if data is not None:
         return load_data(data, data_dir)

@@ -100,7 +100,8 @@ def interval(samples: Iterable[float], baseline: Iterable[float] | None = None, 
     return Interval(estimate, estimate - half, estimate + half, n)
 
 
-def slope_interval(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, level: float = LEVEL) -> Interval:
+def slope_interval(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *,
+                   level: float = LEVEL) -> Interval:
     """The OLS slope of y on x with its t interval (n − 2 degrees of freedom): a trend across settings.
 
     >>> iv = slope_interval([1, 2, 3, 4], [2.0, 4.1, 5.9, 8.0])

@@ -40,7 +40,8 @@ from dplens.core.papers.verdicts import (
 TABLE2_ALPHAS = (1.0, 0.5, 0.1, 0.05, 0.02, 0.01, 0.005)
 TABLE2_AVERAGE = (0.69, 1.3, 5.8, 12.0, 31.0, 63.5, 120.0)    # ×10⁻⁶, as printed
 TABLE2_MAX = (34.92, 88.7, 453.7, 623.9, 1724.0, 4284.0, 9107.0)
-TABLE2_PRINTED = dict(zip(TABLE2_ALPHAS, zip(TABLE2_AVERAGE, TABLE2_MAX, strict=True), strict=True))  # α → (average, max)
+# α → (average, max)
+TABLE2_PRINTED = dict(zip(TABLE2_ALPHAS, zip(TABLE2_AVERAGE, TABLE2_MAX, strict=True), strict=True))
 
 
 def _xiao_cells(data_dir: Path | None, cells: int, records: int, data=None) -> tuple[np.ndarray, str]:
@@ -180,8 +181,10 @@ def reproduce_xiao(*, data: str | Path | None = None, data_dir: Path | None = No
                 f"intervals; " + (f"the paper prints {TABLE2_PRINTED[at_alpha][0]:g}" if at_alpha in TABLE2_PRINTED
                                   else "Table 2 has no value at this α"),
                 *(f"2-D intervals, α = 0.05 ({'clipped' if r.clipped else 'unclipped'}): average "
-                  f"{r.value * 1e6:.2f} ×10⁻⁶ (paper 7.0)" for r in grid_2d[grid_2d.statistic == "average"].itertuples()),
-                f"parity: η2 = {parity['eta2']:.4f} (128·b/2 = {parity['expected_eta2']:.4f}; paper 0.0655); learned v = "
+                  f"{r.value * 1e6:.2f} ×10⁻⁶ (paper 7.0)"
+                  for r in grid_2d[grid_2d.statistic == "average"].itertuples()),
+                f"parity: η2 = {parity['eta2']:.4f} (128·b/2 = {parity['expected_eta2']:.4f}; paper 0.0655); "
+                "learned v = "
                 f"{''.join(map(str, parity['learned']))} from {parity['solved']} solvable repetitions (secret "
                 f"{''.join(map(str, PARITY_SECRET))})",
                 *(f"max query, σ = {r.sigma}, n = {r.n}: {r.mechanism} {r.value:.3f}"
@@ -276,7 +279,8 @@ def _ratio_interval(row, paper: float) -> Interval:
     return Interval(row.value / paper, row.low / paper, row.high / paper, int(row.versions))
 
 
-def _xiao_verdicts(intervals: pd.DataFrame, grid_2d: pd.DataFrame, parity: dict, max_table: pd.DataFrame) -> list[Verdict]:
+def _xiao_verdicts(intervals: pd.DataFrame, grid_2d: pd.DataFrame, parity: dict,
+                   max_table: pd.DataFrame) -> list[Verdict]:
     correct = intervals[(intervals.normalisation == "public n, unclipped")].dropna(subset=["paper"])
     literal = intervals[(intervals.normalisation == "released total")].dropna(subset=["paper"])
     verdicts = []
@@ -288,7 +292,8 @@ def _xiao_verdicts(intervals: pd.DataFrame, grid_2d: pd.DataFrame, parity: dict,
         verdicts.append(judge(
             f"Table 2 {stat} interval error (n = 10⁶, β = 100){' per version' if stat == 'max' else ''}",
             ", ".join(f"{p * 1e6:g}" for p in rows.paper) + " ×10⁻⁶",
-            [case(f"α = {r.alpha:g}", iv, above=0.5, below=2.0) for r, iv in zip(rows.itertuples(), ratios, strict=True)],
+            [case(f"α = {r.alpha:g}", iv, above=0.5, below=2.0)
+             for r, iv in zip(rows.itertuples(), ratios, strict=True)],
             scope="at", literal="normalised by the released total, clipped: " + ", ".join(
                 f"{r.value / r.paper:.2f}×" for r in lit.itertuples()) + " the printed values",
             dplens=f"{min(i.estimate for i in ratios):.2f}–{max(i.estimate for i in ratios):.2f}× the printed values "
@@ -300,10 +305,12 @@ def _xiao_verdicts(intervals: pd.DataFrame, grid_2d: pd.DataFrame, parity: dict,
     ratio = _ratio_interval(unclipped, 7e-6)
     verdicts.append(judge("2-D interval average error (β = 8000, n = 2×10⁸, α = 0.05)", "7.0 ×10⁻⁶",
                           [case("ours / paper", ratio, above=0.5, below=2.0)],
-                          literal=f"clipped: {two_d.loc[True].value * 1e6:.2f} ×10⁻⁶ (depends on the empty cells; data: "
+                          literal=f"clipped: {two_d.loc[True].value * 1e6:.2f} ×10⁻⁶ (depends on the empty cells; "
+                                  "data: "
                                   f"{grid_2d.data.iloc[0].split(',')[0]}, not IPUMS)",
                           dplens=f"{unclipped.value * 1e6:.2f} ×10⁻⁶ unclipped, the data-independent value "
-                                 f"({ratio.estimate:.2f}× the paper); the interval is on ours / paper, claim within 0.5–2×"))
+                                 f"({ratio.estimate:.2f}× the paper); the interval is on ours / paper, claim within "
+                                 "0.5–2×"))
     # η2 is a sum of 128 clipped Laplace cells: expectation 128·b/2, sd √(0.75·128)·b with b = 1/(α n) = 10⁻³
     spread = math.sqrt(0.75 * 128) / (0.01 * 100_000)
     band = stats.norm.ppf(0.975) * spread

@@ -142,7 +142,8 @@ def zhao_readings() -> tuple[Reading, ...]:
             Reading("releasing a schedule ε_1 < … < ε_T", "gradual release", "independent releases cost Σ ε_t",
                     "a noise-reduction walk costs max ε_t = ε_T"),
             Reading("accuracy-first's cost", "ε_{t*}", "report ε_{t*} alone",
-                    "ex-post ε_A + ε_{t*} (AboveThreshold, plus the noise-reduction walk up to where it stops), ex-ante cap ε_A + ε_T"))
+                    "ex-post ε_A + ε_{t*} (AboveThreshold, plus the noise-reduction walk up to where it stops), "
+                    "ex-ante cap ε_A + ε_T"))
 
 
 def reproduce_zhao(*, data: str | Path | None = None, data_dir: Path | None = None,
@@ -238,7 +239,8 @@ def _zhao_verdicts(posterior: pd.DataFrame, by: pd.DataFrame, keep: pd.DataFrame
 
     z = stats.norm.ppf(0.975)
     keep_cases = [case(f"{r.from_epsilon:g}→{r.to_epsilon:g} {r.construction.split(' (')[0]}",
-                       Interval(r.value - r.exact, r.value - r.exact - z * math.sqrt(r.exact * (1 - r.exact) / coordinates),
+                       Interval(r.value - r.exact,
+                                r.value - r.exact - z * math.sqrt(r.exact * (1 - r.exact) / coordinates),
                                 r.value - r.exact + z * math.sqrt(r.exact * (1 - r.exact) / coordinates), coordinates),
                        above=-0.01, below=0.01) for r in keep.itertuples()]
     keep_cases.append(case("smallest KS p-value (each release against Lap(1/ε_t), test at 0.001)",
@@ -269,11 +271,13 @@ def _zhao_verdicts(posterior: pd.DataFrame, by: pd.DataFrame, keep: pd.DataFrame
                      f"KS p ≥ {keep.ks_pvalue.min():.2f}; the interval is on empirical − exact keep rate"),
         judge("accuracy-first's ex-post loss is below doubling's (histogram, RMSE target)",
               "— (Zhao does not compare with doubling; Ligett et al. 2017 do)",
-              [case(f"α = {alpha:g}", interval(runs(alpha, nr), runs(alpha, doubling)), below=0.0) for alpha in targets],
+              [case(f"α = {alpha:g}", interval(runs(alpha, nr), runs(alpha, doubling)), below=0.0)
+               for alpha in targets],
               scope="at",
               dplens="; ".join(f"α = {alpha:g}: accuracy-first {r.get(nr, math.nan):.2f} vs doubling "
                                f"{r.get(doubling, math.nan):.2f}" for alpha, r in means.iterrows())
-              + f" (mean ex-post loss of the runs that stopped, of {trials}); the interval is on accuracy-first − doubling"),
+              + f" (mean ex-post loss of the runs that stopped, of {trials}); the interval is on accuracy-first − "
+                "doubling"),
         Verdict("accuracy-first spends far less privacy than inverting the utility theorem (Twitter regression, "
                 "α ≈ 0.05)", "≈ 5 vs ≈ 20",
                 "needs the Twitter records and a private regression, which dplens does not have. On a histogram the "

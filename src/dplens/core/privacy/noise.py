@@ -17,7 +17,8 @@ the few methods in ``NoiseSource``. Two implementations satisfy it:
   ``LATTICE_SLACK`` of any sensitivity whose loss is at least ``LOSS_FLOOR``, and the scale is widened by
   the factor (1 + ``LATTICE_SLACK``), so the loss of every measurement is at most the mechanism's own
   Δ/scale (``lattice_exponent``). Integer counts with integer sensitivity use the integers
-  (``integer=True``: the discrete Laplace / geometric mechanism), where no rounding happens. ``noise_source("secure", mechanism=..., counts=...)`` picks the
+  (``integer=True``: the discrete Laplace / geometric mechanism), where no rounding happens. ``noise_source("secure",
+  mechanism=..., counts=...)`` picks the
   integers only when that is sound (``adds_noise_to_counts``): every draw of the mechanism is added
   to an integer count of integer data with integer sensitivity, so x + Z and x' + Z live on the same
   lattice and the loss per unit shift is exactly 1/scale (OpenDP's own privacy map says the same).
@@ -47,11 +48,14 @@ import numpy as np
 
 NOISE_SAMPLERS: dict[str, str] = {  # what produced the Laplace noise; exports state it (``noise_sampler``)
     "numpy-float-laplace": "NumPy's floating-point Laplace from a seeded generator (exploration)",
-    "opendp-lattice-laplace": "OpenDP's Laplace measurement: values rounded onto a lattice of spacing 2^k, discrete Laplace added",
+    "opendp-lattice-laplace": "OpenDP's Laplace measurement: values rounded onto a lattice of spacing 2^k, discrete "
+                              "Laplace added",
     "opendp-integer-laplace": "OpenDP's discrete Laplace on the integers, added to integer counts",
     "numpy-float-gaussian": "NumPy's floating-point Gaussian from a seeded generator (exploration)",
-    "opendp-lattice-gaussian": "OpenDP's Gaussian measurement: values rounded onto a lattice of spacing 2^k, discrete Gaussian added",
-    "opendp-integer-gaussian": "OpenDP's discrete Gaussian on the integers (Canonne et al. 2020), added to integer counts",
+    "opendp-lattice-gaussian": "OpenDP's Gaussian measurement: values rounded onto a lattice of spacing 2^k, discrete "
+                               "Gaussian added",
+    "opendp-integer-gaussian": "OpenDP's discrete Gaussian on the integers (Canonne et al. 2020), added to integer "
+                               "counts",
 }
 NOISE_PATHS: dict[str, str] = {
     "exploration": "seeded NumPy generator: fast and reproducible, floating-point Laplace (not exactly DP)",

@@ -108,7 +108,8 @@ CREATE TABLE IF NOT EXISTS uploads (
 _UPGRADE_COPIES = (
     ("budgets", "budgets_v2", "INSERT INTO budgets (owner, fingerprint, name, epsilon, delta, rho, epoch, created) "
                               "SELECT 'local', fingerprint, name, epsilon, delta, rho, epoch, created FROM budgets_v2"),
-    ("events", "events_v2", "INSERT INTO events (id, owner, fingerprint, epoch, kind, label, mechanism, epsilon, delta, "
+    ("events", "events_v2",
+     "INSERT INTO events (id, owner, fingerprint, epoch, kind, label, mechanism, epsilon, delta, "
                             "rho, workload, export_id, workspace, note, time) SELECT id, 'local', fingerprint, epoch, "
                             "kind, label, mechanism, epsilon, delta, rho, workload, export_id, workspace, note, time "
                             "FROM events_v2"),

@@ -39,7 +39,8 @@ def _words_1d(columns: np.ndarray, weights: np.ndarray, labels: Sequence[str]) -
         scale = "" if weights[0] == 1 else f"{_weight(weights[0])} × "
         where = f"bin {labels[lo]}" if lo == hi else f"bins {labels[lo]} to {labels[hi]}"
         return scale + where, f"range:{lo}:{hi}" + ("" if weights[0] == 1 else f"*{_weight(weights[0])}")
-    return _weighted_sum([labels[c] for c in columns[:MAX_TERMS]], weights, columns.size), _weights_spec(columns, weights)
+    return (_weighted_sum([labels[c] for c in columns[:MAX_TERMS]], weights, columns.size),
+            _weights_spec(columns, weights))
 
 
 def _weighted_sum(shown: Sequence[str], weights: np.ndarray, count: int) -> str:

@@ -45,10 +45,11 @@ SIMULATION_LABEL = "simulation, not a private release"
 def check_exportable(noise_path: str) -> None:
     """Raise unless releases made on ``noise_path`` may leave the app.
 
-    >>> check_exportable("exploration")
+    >>> check_exportable("exploration")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: noise path 'exploration' is a simulation, not a private release: its seeded noise can be regenerated and subtracted, so it is never exported; release with the secure noise path
+    ValueError: noise path 'exploration' is a simulation, not a private release: its seeded noise can be regenerated
+    and subtracted, so it is never exported; release with the secure noise path
     """
     if noise_path not in EXPORTABLE_NOISE_PATHS:
         raise ValueError(f"noise path {noise_path!r} is a {SIMULATION_LABEL}: its seeded noise can be regenerated "
@@ -93,7 +94,8 @@ class ExportKeys:
 
     @classmethod
     def of(cls, histogram: Histogram, workload: Workload | None = None) -> ExportKeys:
-        """The keys of ``histogram`` (a ``dplens.core.data.domain.Histogram``), and of ``workload``'s queries if given."""
+        """The keys of ``histogram`` (a ``dplens.core.data.domain.Histogram``), and of ``workload``'s queries if
+        given."""
         from dplens.core.queries.describe import describe_queries
 
         names = tuple(histogram.domain.names)
@@ -249,7 +251,8 @@ def jsonable(value: object) -> object:
 
 def release_to_json(release: Release, *, workload: str, noise_path: str, dataset: str | None = None,
                     keys: ExportKeys | None = None, noise_sampler: str | None = None,
-                    export_id: str | None = None, intervals: Intervals | None = None, tuned_on: str | None = None) -> str:
+                    export_id: str | None = None, intervals: Intervals | None = None,
+                    tuned_on: str | None = None) -> str:
     """JSON with the metadata and the released values (``counts`` or ``answers``); secure releases only.
 
     With ``keys``: counts carry ``axis_names``, ``axis_labels`` (per axis) and ``labels`` (per cell, axes joined

@@ -6,8 +6,8 @@ Noise reduction releases y_1, …, y_T with ε_1 < … < ε_T, each y_t distribu
 and the whole prefix y_1..y_t costs ε_t (the largest epsilon released), not Σ ε_s. The ledger therefore
 charges the increments ε_t − ε_{t−1}, which sum to the last epsilon (``increments``).
 
-Accuracy-first (Ligett et al.: noise reduction followed by AboveThreshold) runs AboveThreshold over a noise-reduction walk and stops at the first
-hypothesis whose noisy error is below the target; its ex-post loss is ε_A + ε_{t*}.
+Accuracy-first (Ligett et al.: noise reduction followed by AboveThreshold) runs AboveThreshold over a noise-reduction
+walk and stops at the first hypothesis whose noisy error is below the target; its ex-post loss is ε_A + ε_{t*}.
 
 >>> walk = noise_reduction(np.zeros(3), 1.0, [0.5, 1.0], np.random.default_rng(0))
 >>> walk.shape, increments([0.5, 1.0, 2.0])
@@ -86,7 +86,8 @@ def noise_reduction(values, sensitivity: float, epsilons: Sequence[float] | np.n
 
 def next_release(previous, true_values, sensitivity: float, epsilon_previous: float,
                  epsilon_next: float, rng: np.random.Generator) -> np.ndarray:
-    """Forward (online) step: from y₁ = v + Lap(Δ/ε₁) to y₂ distributed as v + Lap(Δ/ε₂) (Koufogiannis et al.'s lazy Markov process).
+    """Forward (online) step: from y₁ = v + Lap(Δ/ε₁) to y₂ distributed as v + Lap(Δ/ε₂) (Koufogiannis et al.'s lazy
+    Markov process).
 
     Per coordinate, stay at y₁ with probability (ε₁/ε₂)·exp(−(ε₂−ε₁)|y₁−v|/Δ) (averaged: (ε₁/ε₂)²);
     otherwise sample the density ∝ exp(−ε₂|y−v|/Δ − ε₁|y₁−y|/Δ), piecewise exponential on three pieces.
@@ -135,8 +136,10 @@ def gradual_release(x, workload: Workload, epsilons: Sequence[float], rng: np.ra
     eps = check_schedule(epsilons)
     x, _ = check_inputs(x, workload, float(eps[-1]))
     walk = noise_reduction(x, 1.0, eps, rng)
-    return [Release("identity", PureDP(float(e)), laplace_privacy_loss([(np.ones(x.size), 1.0 / e)]), workload.matvec(theta),
-                    theta, {"noise_scale": 1.0 / float(e), "gradual_step": t + 1, "schedule": tuple(eps.tolist())}, workload=workload)
+    return [Release("identity", PureDP(float(e)), laplace_privacy_loss([(np.ones(x.size), 1.0 / e)]),
+                    workload.matvec(theta),
+                    theta, {"noise_scale": 1.0 / float(e), "gradual_step": t + 1, "schedule": tuple(eps.tolist())},
+                    workload=workload)
             for t, (e, theta) in enumerate(zip(eps, walk, strict=True))]
 
 
@@ -158,7 +161,8 @@ def walk_step(true_values, sensitivity: float, previous, epsilon_previous: float
 
 
 def increments(epsilons: Sequence[float]) -> tuple[float, ...]:
-    """What the ledger charges at each step: ε₁, ε₂−ε₁, …; they sum to the last epsilon (the prefix costs its largest ε).
+    """What the ledger charges at each step: ε₁, ε₂−ε₁, …; they sum to the last epsilon (the prefix costs its largest
+    ε).
 
     >>> sum(increments([0.1, 0.3, 1.0]))
     1.0
@@ -199,7 +203,8 @@ def one_shot_comparison(x, epsilons: Sequence[float] | np.ndarray, trials: int,
                         rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Mean per-bin RMSE of each walk step and of independent one-shot releases at the same ε.
 
-    They agree by design (noise reduction loses no accuracy: step t is distributed as a one-shot release at ε_t); both are Laplace histograms (sensitivity 1).
+    They agree by design (noise reduction loses no accuracy: step t is distributed as a one-shot release at ε_t); both
+    are Laplace histograms (sensitivity 1).
 
     >>> walk, one_shot = one_shot_comparison(np.zeros(500), [0.5, 1.0], 4, np.random.default_rng(0))
     >>> bool(np.all(np.abs(walk / one_shot - 1) < 0.1))
@@ -244,7 +249,8 @@ def geometric_grid(epsilon_min: float, epsilon_max: float, steps: int) -> np.nda
 
 def above_threshold_params(alpha: float, gamma: float, query_sensitivity: float, steps: int,
                            threshold: str = "opt") -> tuple[float, float, float]:
-    """(threshold s, threshold-noise scale b, ε_A) for AboveThreshold (Ligett et al.'s reference code, sparsevec.compute_epsilon).
+    """(threshold s, threshold-noise scale b, ε_A) for AboveThreshold (Ligett et al.'s reference code,
+    sparsevec.compute_epsilon).
 
     >>> s, b, epsilon_a = above_threshold_params(0.1, 0.1, 1.0, 1000, "opt")
     >>> round(s, 7), round(b, 8), round(epsilon_a, 3)
@@ -317,7 +323,8 @@ def histogram_error(x, workload: Workload, metric: str = "rmse") -> tuple[Callab
 
 
 def theory_epsilon(workload: Workload, target: float, metric: str = "rmse") -> float | None:
-    """The ε that meets an RMSE target by inverting the Laplace histogram's error formula, no search (Ligett et al.'s theory baseline).
+    """The ε that meets an RMSE target by inverting the Laplace histogram's error formula, no search (Ligett et al.'s
+    theory baseline).
 
     A release x + Lap(1/ε) answers W with per-query MSE 2‖W‖²_F/(m ε²), so RMSE α needs
     ε = √(2‖W‖²_F/m)/α: √2/α for the identity workload. None for MAE and max error (no closed form).
@@ -387,7 +394,8 @@ def accuracy_first(x, workload: Workload, target: float, *, epsilon_max: float, 
 
 @dataclass(frozen=True, eq=False)
 class DoublingResult:
-    """Outcome of the doubling baseline (Ligett et al.'s reference code): independent releases, each tested separately."""
+    """Outcome of the doubling baseline (Ligett et al.'s reference code): independent releases, each tested
+    separately."""
 
     epsilons: np.ndarray  # ε_min·2^k, k = 0..K
     stopped_at: int | None

@@ -58,7 +58,8 @@ def main(path: str, output: str | None = None, ledger: str | None = None) -> dic
     published = release_histogram(request, hist.counts, store=store, fingerprint=dataset_fingerprint(hist),
                                   name=hist.name, where="recipe")
     text = export_release(published, request, fmt="json", dataset=path.rsplit("/", 1)[-1],
-                          keys=ExportKeys.for_release(hist, published.release, request.workload), rng=np.random.default_rng()).decode()
+                          keys=ExportKeys.for_release(hist, published.release, request.workload),
+                          rng=np.random.default_rng()).decode()
     if output:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -104,7 +105,8 @@ def recipe_notebook(*, mechanism: str, settings: Mapping[str, object], workload:
     """The same recipe as a Jupyter notebook (nbformat v4 JSON): a markdown cell, the config, the run.
 
     >>> import json
-    >>> cells = json.loads(recipe_notebook(mechanism="identity", settings={}, workload="identity", epsilon=1.0))["cells"]
+    >>> notebook = recipe_notebook(mechanism="identity", settings={}, workload="identity", epsilon=1.0)
+    >>> cells = json.loads(notebook)["cells"]
     >>> [c["cell_type"] for c in cells]
     ['markdown', 'code', 'code', 'code']
     """
@@ -129,7 +131,8 @@ _NOTEBOOK_METADATA = {"kernelspec": {"display_name": "Python 3", "language": "py
 
 def _cell(cell_type: str, cell_id: str, source: str) -> dict:
     """One nbformat 4.5 cell (written as JSON here: the notebook format needs no library)."""
-    cell: dict[str, object] = {"cell_type": cell_type, "id": cell_id, "metadata": {}, "source": source.splitlines(keepends=True)}
+    cell: dict[str, object] = {"cell_type": cell_type, "id": cell_id, "metadata": {},
+                               "source": source.splitlines(keepends=True)}
     if cell_type == "code":
         cell.update(execution_count=None, outputs=[])
     return cell

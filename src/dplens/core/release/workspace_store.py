@@ -1,4 +1,5 @@
-"""Workspaces: a session's working set, kept in the store (``dplens.core.privacy.store``) under an id carried in the URL.
+"""Workspaces: a session's working set, kept in the store (``dplens.core.privacy.store``) under an id carried in the
+URL.
 
 A workspace holds what a reload must bring back: the uploaded datasets (by reference to ``uploads``,
 stored once per owner, counts, name and labels), the selected dataset and workload, the selected

@@ -106,7 +106,8 @@ def pages(hist: Histogram) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--side", type=int, default=256)
-    parser.add_argument("--trials", type=int, help="default: the Compare page's (dplens.core.analysis.cost.affordable_trials)")
+    parser.add_argument("--trials", type=int,
+                        help="default: the Compare page's (dplens.core.analysis.cost.affordable_trials)")
     parser.add_argument("--skip-pages", action="store_true")
     parser.add_argument("--skip-sweep", action="store_true")
     args = parser.parse_args()

@@ -2,8 +2,8 @@
 
 Run: .venv/bin/python bench/bench_app.py [--sweep-trials 20] [--skip-sweep]
 The default sweep is timed twice: first the Compare page's own run (its default mechanisms, 20 trials,
-10 ε) from the click to the rendered page, once the app's start-up work (its workers' warm-up) is done; then dplens.core.analysis.experiment.run_sweep per
-mechanism for the breakdown.
+10 ε) from the click to the rendered page, once the app's start-up work (its workers' warm-up) is done; then
+dplens.core.analysis.experiment.run_sweep per mechanism for the breakdown.
 Prints seconds and the ratio to each target (ratio <= 1 meets it).
 """
 

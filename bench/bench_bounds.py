@@ -2,7 +2,8 @@
 
 Run: .venv/bin/python bench/bench_bounds.py [--only NAME]
 Each case is built by one subprocess and loaded by a fresh one, so that the loader's peak memory
-(ru_maxrss: interpreter, imports, the upload's bytes and the parse; "+MB" is the parse alone) is its own. Prints wall and CPU seconds, peak MB, the outcome, and the ratio
+(ru_maxrss: interpreter, imports, the upload's bytes and the parse; "+MB" is the parse alone) is its own. Prints wall
+and CPU seconds, peak MB, the outcome, and the ratio
 to each target (<= 1 meets it). Timings on a shared machine are noisy: compare rows of one run.
 """
 

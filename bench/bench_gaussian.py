@@ -41,7 +41,8 @@ HDMM_SECONDS = {1024: 6.4, 4096: 191.0}
 
 def unit_rmse(mechanism, workload) -> float:
     """Per-query RMSE at σ = Δ₂(A): expected_mse / unit σ² at any ε (here ε = 1, δ = 1e-6, analytic)."""
-    return math.sqrt(mechanism.expected_mse(workload, 1.0) / unit_sigma(1.0, mechanism.delta, mechanism.calibration) ** 2)
+    return math.sqrt(mechanism.expected_mse(workload, 1.0)
+                     / unit_sigma(1.0, mechanism.delta, mechanism.calibration) ** 2)
 
 
 def mm_opt_table(sizes) -> None:
@@ -83,7 +84,8 @@ def timing_4096() -> None:
 
 
 def laplace_vs_gaussian(n: int = 1024, epsilon: float = 1.0, delta: float = 1e-6) -> None:
-    print(f"\n(2) Per-query RMSE, Laplace (pure eps={epsilon:g}) vs Gaussian at eps={epsilon:g}, delta={delta:g}, n={n}")
+    print(f"\n(2) Per-query RMSE, Laplace (pure eps={epsilon:g}) vs Gaussian at eps={epsilon:g}, delta={delta:g}, "
+          f"n={n}")
     workloads = {"identity": Identity(n), "prefix": Prefix(n), "all-range": AllRange(n),
                  "random-2000": random_range(n, 2000, seed=0)}
     pairs = [("identity", "gaussian-identity"), ("laplace-on-answers", "gaussian-answers"), ("hb", "gaussian-hb"),

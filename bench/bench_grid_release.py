@@ -68,7 +68,8 @@ def main() -> None:
 
 def run(args: argparse.Namespace) -> None:
     rng = np.random.default_rng(0)
-    counts = (rng.poisson(3, size=(args.side, args.side)) * rng.integers(1, 50, size=(args.side, args.side))).astype(float)
+    counts = (rng.poisson(3, size=(args.side, args.side))
+              * rng.integers(1, 50, size=(args.side, args.side))).astype(float)
     hist = Histogram.from_counts(counts, name=f"grid {args.side}x{args.side}")
     workload = parse_workload(WORKLOAD, hist.domain.shape)
     print(f"grid {args.side} x {args.side} ({hist.domain.size:,} cells, total {hist.total:,.0f}); workload {WORKLOAD} "

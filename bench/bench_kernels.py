@@ -6,7 +6,8 @@ Run: .venv/bin/python bench/bench_kernels.py --baseline DIR [--trials 10] [--dat
 
 Every cell (dataset, ε, mechanism) is timed in fresh interpreters, alternating baseline and this tree
 twice, cold (DAWA's data cache cleared before each run), 2000 random ranges from default_rng(12345) on
-the 4096-bin DPBench histograms (``$DPLENS_SHARED_DATA/dpbench-1d``, else ``../shared/data/dpbench-1d``). Printed: median CPU ms per run (the better of the two passes: the
+the 4096-bin DPBench histograms (``$DPLENS_SHARED_DATA/dpbench-1d``, else ``../shared/data/dpbench-1d``). Printed:
+median CPU ms per run (the better of the two passes: the
 machine is shared), the speed-up, dpcomp_core's ms and our speed-up over it, and whether seed 0 gives
 bit-for-bit the same estimate in both trees ("same"). Targets: DAWA ≥ 10x faster than dpcomp_core on
 every cell, MWEM ≥ 3x faster than before, outputs unchanged.

@@ -78,7 +78,8 @@ def run(args: argparse.Namespace, seeds: list[int]) -> None:
     for label, kind, workload in cases:
         f, wall, cpu = timed(lambda w=workload: optimise(w))
         original_mae, original_seconds = ORIGINAL[kind]
-        print(f"{label}: rank(W) = {f.rank}, r = {f.strategy.shape[0]}, optimisation {wall:.2f} s wall / {cpu:.2f} s CPU "
+        print(f"{label}: rank(W) = {f.rank}, r = {f.strategy.shape[0]}, optimisation {wall:.2f} s wall / "
+              f"{cpu:.2f} s CPU "
               f"(original {original_seconds:.0f} s: {original_seconds / wall:.0f}x faster by wall, "
               f"{original_seconds / cpu:.0f}x by CPU); {f.note}")
         record(name=f"lrm optimisation, {label}", wall_s=wall, cpu_s=cpu, original_s=original_seconds)

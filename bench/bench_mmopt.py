@@ -176,7 +176,8 @@ def main(argv: list[str]) -> None:
                 recorder.row(**row)
         checks = [int(s) for s in args.settings_check.split(",") if s]
         if checks:
-            print(f"\n{'n':>6s} {'workload':10s} {'cheap p':>7s} {'CPU s':>7s} {'RMSE':>8s} {'full p':>6s} {'CPU s':>7s} "
+            print(f"\n{'n':>6s} {'workload':10s} {'cheap p':>7s} {'CPU s':>7s} {'RMSE':>8s} {'full p':>6s} "
+                  f"{'CPU s':>7s} "
                   f"{'RMSE':>8s} {'ratio':>7s}", flush=True)
         for n in checks:
             for name in args.workloads.split(","):

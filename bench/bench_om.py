@@ -4,7 +4,8 @@ Run: .venv/bin/python bench/bench_om.py
 (on a busy shared machine, OPENBLAS_NUM_THREADS=1 avoids BLAS thread contention: measured 2.7 s instead of
 11 s at (1000, 4096) with load average 8.7 on 2 cores; (200, 1000) took 0.09–0.10 s.)
 Prints seconds per OM decomposition of a random τ-workload at (m, n) = (200, 1000) and (1000, 4096),
-the ratio to the paper's 300 s, the interval fast path on 2000 random ranges, and the WDA division time on the hot-spot workload (m = 2000, n = 4096).
+the ratio to the paper's 300 s, the interval fast path on 2000 random ranges, and the WDA division time on the hot-spot
+workload (m = 2000, n = 4096).
 """
 
 from __future__ import annotations

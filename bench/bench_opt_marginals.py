@@ -1,4 +1,5 @@
-"""dplens's OPT_M (src/dplens/core/tables/opt_marginals.py) next to HDMM's own Marginals template, on the same workloads.
+"""dplens's OPT_M (src/dplens/core/tables/opt_marginals.py) next to HDMM's own Marginals template, on the same
+workloads.
 
 Getting HDMM (the reference code of McKenna et al., VLDB 2018; github.com/dpcomp-org/hdmm, which is what
 github.com/ryan112358/hdmm points to): put its source tree at /tmp/hdmm, e.g.
@@ -143,7 +144,8 @@ def run() -> None:
     cases += [(f"2x3x4x5 all {k}-way", MarginalWorkload.all_kway(small, k), seeds) for k in (1, 2, 3)]
     cases.append(("10^5 all 2-way", MarginalWorkload.all_kway(tens, 2), seeds))
     if adult is not None:
-        cases += [(f"Adult (14 attrs) all {k}-way", MarginalWorkload.all_kway(adult, k), adult_seeds if adult_hdmm else 0)
+        cases += [(f"Adult (14 attrs) all {k}-way", MarginalWorkload.all_kway(adult, k),
+                   adult_seeds if adult_hdmm else 0)
                   for k in (2, 1)]
     else:
         print(f"Adult rows skipped: {ADULT_DOMAIN} absent (set DPLENS_SHARED_DATA)")

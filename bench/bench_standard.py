@@ -73,7 +73,8 @@ def accuracy(quick: bool) -> None:
 
 
 def speed(quick: bool) -> None:
-    print("\nTime per run, 2000 random ranges (2-D rows: a 2-D workload, the grand total): first run (incl. tree/strategy set-up), then the median of 4;"
+    print("\nTime per run, 2000 random ranges (2-D rows: a 2-D workload, the grand total): first run (incl. "
+          "tree/strategy set-up), then the median of 4;"
           " wall and CPU ms (CPU = this process, which matters on a shared machine)")
     rng = np.random.default_rng(0)
     for n in (4096, 65536, 2**20):
@@ -95,7 +96,8 @@ def speed(quick: bool) -> None:
                   f"median {median:8.1f} ms (cpu {cpu:8.1f}){target}")
             record(name=f"{name}, n={n}", n=n, first_wall_ms=first, first_cpu_ms=first_cpu, median_wall_ms=median,
                    median_cpu_ms=cpu)
-    print(f"\nmm-opt optimisation (p = 'auto', restarts = {MM.restarts}, <= {MAX_ITERATIONS} (<= 2048 cells) or {LARGE_ITERATIONS} "
+    print(f"\nmm-opt optimisation (p = 'auto', restarts = {MM.restarts}, <= {MAX_ITERATIONS} (<= 2048 cells) or "
+          f"{LARGE_ITERATIONS} "
           "L-BFGS-B iterations each); wall time, and CPU time of this process (the machine is shared)")
     sizes = [(1024, AllRange(1024)), (4096, AllRange(4096))] + ([] if quick else [(8192, Prefix(8192))])
     for n, workload in sizes:
@@ -104,7 +106,8 @@ def speed(quick: bool) -> None:
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         rmse = math.sqrt(2 * strategy.trace / (workload.shape[0] * UNIT**2))
         ratio = f"  HDMM 191 s / ours = {HDMM_OPT0_SECONDS / seconds:.1f}x (target >= 10x)" if n == 4096 else ""
-        print(f"n={n:5d} p={strategy.theta.shape[0]:2d} {type(workload).__name__:9} wall {seconds:7.1f} s  cpu {cpu:7.1f} s  "
+        print(f"n={n:5d} p={strategy.theta.shape[0]:2d} {type(workload).__name__:9} wall {seconds:7.1f} s  cpu "
+              f"{cpu:7.1f} s  "
               f"RMSE(eps=sqrt 2) {rmse:.3f}{ratio}")
         record(name=f"mm-opt optimisation, {type(workload).__name__}, n={n}", n=n, p=int(strategy.theta.shape[0]),
                wall_s=seconds, cpu_s=cpu, rmse=rmse, hdmm_s=HDMM_OPT0_SECONDS if n == 4096 else None)

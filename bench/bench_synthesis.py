@@ -1,6 +1,6 @@
 """Synthetic records on Adult (../shared/data/adult, by path from the repository; skipped when absent): MST (and,
-with --aim, AIM) fitted once per run through OpenDP exactly as dplens.core.tables.synthesis configures them, then sampled
-three ways from the same fitted model — dplens's sampler (dplens.core.tables.sampler), mbi's default
+with --aim, AIM) fitted once per run through OpenDP exactly as dplens.core.tables.synthesis configures them, then
+sampled three ways from the same fitted model — dplens's sampler (dplens.core.tables.sampler), mbi's default
 ``synthesize()`` ("round": ranks in row order, siblings comonotone) and mbi's ``method="sample"`` (i.i.d.) —
 next to the non-private independence baseline. Score: mean total-variation distance over all 2-way marginals.
 Prints wall and CPU time of every fit and sampler.
@@ -87,7 +87,8 @@ def _summary(label: str, rho: float, scores, rmses, times, baseline: float) -> N
         tvd, spent = np.array(scores[sampler]), np.array(times[sampler])
         spread = tvd.std(ddof=1) if len(tvd) > 1 else 0.0
         gain = 1 - tvd.mean() / baseline
-        print(f"    {sampler:<20} {tvd.mean():.4f} ± {spread:.4f}  ({abs(gain):.0%} {'below' if gain >= 0 else 'above'} "
+        print(f"    {sampler:<20} {tvd.mean():.4f} ± {spread:.4f}  ({abs(gain):.0%} "
+              f"{'below' if gain >= 0 else 'above'} "
               f"the baseline; released marginals' workload RMSE {np.mean(rmses[sampler]):.1f}; "
               f"sampling {spent[:, 0].mean():.2f}s wall / {spent[:, 1].mean():.2f}s CPU)", flush=True)
         record(name=f"{label} ρ={rho:g}, {sampler}", runs=len(tvd), tvd_mean=tvd.mean(), tvd_sd=spread,

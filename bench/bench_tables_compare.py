@@ -1,7 +1,8 @@
 """The Tables page's Compare with its defaults plus MST, on the built-in sample table (data/survey.csv, 6,000
-records, 6 attributes): ``dplens.core.tables.compare.compare_tables`` called exactly as ``ui.run_table_compare`` calls it
-(identity and residual-planner, here with mst; ρ ∈ {0.01, 0.1, 1}; 3 trials, a synthesiser's runs per ρ as the
-page's default; all 2-way marginals as workload and as evaluation; seed 0; the synthesis deadline). Prints wall and CPU time per (mechanism, ρ) and in total;
+records, 6 attributes): ``dplens.core.tables.compare.compare_tables`` called exactly as ``ui.run_table_compare`` calls
+it (identity and residual-planner, here with mst; ρ ∈ {0.01, 0.1, 1}; 3 trials, a synthesiser's runs per ρ as the
+page's default; all 2-way marginals as workload and as evaluation; seed 0; the synthesis deadline). Prints wall and CPU
+time per (mechanism, ρ) and in total;
 CPU counts this process and its worker processes (the fork server and the synthesiser workers it starts).
 
     python bench/bench_tables_compare.py [--mechanisms identity residual-planner mst] [--trials 3]
@@ -98,7 +99,8 @@ def main() -> None:
 
     with Recorder("bench_tables_compare", args) as rec:
         wall0, cpu0 = time.perf_counter(), cpu_seconds()
-        df = compare_tables(table.records, work, args.mechanisms, args.rhos, trials=args.trials, synth_trials=args.synth_trials, seed=0,
+        df = compare_tables(table.records, work, args.mechanisms, args.rhos, trials=args.trials,
+                            synth_trials=args.synth_trials, seed=0,
                             evaluation=evaluation, data_key=table.fingerprint, progress=progress,
                             seconds=limits.MAX_SYNTHESIS_SECONDS, workers=args.workers)
         wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0

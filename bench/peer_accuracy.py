@@ -2,12 +2,12 @@
 
 Run: .venv/bin/python bench/peer_accuracy.py [--trials 30] [--datasets HEPTH,NETTRACE] [--no-sweep]
 
-1. DPBench 1-D histograms ($DPLENS_SHARED_DATA/dpbench-1d/*.csv, else ../shared/data/dpbench-1d, 4096 bins): for ε ∈ {0.1, 1}, each
-   mechanism answers 2000 random ranges (ends uniform, sorted; a fresh workload per trial) through its
+1. DPBench 1-D histograms ($DPLENS_SHARED_DATA/dpbench-1d/*.csv, else ../shared/data/dpbench-1d, 4096 bins): for ε ∈
+   {0.1, 1}, each mechanism answers 2000 random ranges (ends uniform, sorted; a fresh workload per trial) through its
    estimate; the error is the mean absolute error per query, averaged over the trials. The reference
    figures (mean ± sd over 10 trials of dpcomp_core) and time per run come from
-   the shared spec/peer-reference.md (beside the data folder). Verdicts: accuracy "ok" when our mean ≤ 1.15 × the reference mean
-   (the stated tolerance), "noise" when it is above that but within 2 combined standard errors of the
+   the shared spec/peer-reference.md (beside the data folder). Verdicts: accuracy "ok" when our mean ≤ 1.15 × the
+   reference mean (the stated tolerance), "noise" when it is above that but within 2 combined standard errors of the
    reference mean (z = (ours − ref) / √(se_ours² + se_ref²) ≤ 2, se_ref = sd/√10: the reference means
    come from 10 trials only, as peer-reference.md warns), "WORSE" otherwise; speed "ok" when the
    reference time / our median CPU time per run ≥ 3.

@@ -10,12 +10,12 @@ Not a bench itself (``run_all.py`` skips it). A bench records its figures with
 and on a normal exit the file ``bench/results/bench_mmopt.json`` holds the date (UTC), the git commit,
 the machine, the load average at start and end, the total wall and CPU seconds, the command-line
 arguments and the rows. Units go into the key names (``wall_s``, ``cpu_ms``, ``peak_mb``). A bench that
-fails (an exception, a non-zero exit) or records no row leaves the previous file alone. ``docs/gen_ref.py`` renders the files
-as tables in the documentation.
+fails (an exception, a non-zero exit) or records no row leaves the previous file alone. ``docs/gen_ref.py`` renders the
+files as tables in the documentation.
 
 Shared data (DPBench histograms, Adult): ``shared_data()`` is ``$DPLENS_SHARED_DATA`` if set, else
-``<repository>/../shared/data`` (``shared_spec()`` is the ``spec`` folder beside it); ``require()`` prints ``skipped: <path> absent (set DPLENS_SHARED_DATA)``
-and exits 0 when a path is missing.
+``<repository>/../shared/data`` (``shared_spec()`` is the ``spec`` folder beside it); ``require()`` prints ``skipped:
+<path> absent (set DPLENS_SHARED_DATA)`` and exits 0 when a path is missing.
 """
 
 from __future__ import annotations

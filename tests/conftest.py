@@ -98,7 +98,8 @@ def rng() -> np.random.Generator:
 
 @pytest.fixture
 def fig1() -> SimpleNamespace:
-    """WDA Fig. 1: ``workload``, ``matrix``, ``x`` and the true ``answers`` [5,9,7,4,4,1,5,9] (the paper prints a wrong vector)."""
+    """WDA Fig. 1: ``workload``, ``matrix``, ``x`` and the true ``answers`` [5,9,7,4,4,1,5,9] (the paper prints a wrong
+    vector)."""
     return SimpleNamespace(workload=fig1_workload(), matrix=FIG1_MATRIX.copy(), x=FIG1_X.copy(),
                            answers=np.array([5, 9, 7, 4, 4, 1, 5, 9], dtype=float))
 
@@ -118,7 +119,8 @@ def tiny_2d() -> Histogram:
 
 def assert_expected_mse_with_power(mechanism, x, workload, epsilon, runs, rng, off=0.15) -> None:
     """Empirical per-query MSE over ``runs`` releases is within 4 standard errors of ``expected_mse``,
-    and a formula off by ±``off`` (relative) would be rejected (the power check; see docs/benchmarks.md, "Test conventions")."""
+    and a formula off by ±``off`` (relative) would be rejected (the power check; see docs/benchmarks.md, "Test
+    conventions")."""
     truth = workload.matvec(np.asarray(x, dtype=float).ravel())
     per_run = np.array([np.mean((mechanism.run(x, workload, epsilon, rng).answers - truth) ** 2)
                         for _ in range(runs)])

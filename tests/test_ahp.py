@@ -121,7 +121,8 @@ def test_registered_and_reproducible():
     np.testing.assert_array_equal(a.estimate, b.estimate)
 
 
-@pytest.mark.parametrize("knobs, message", [({"ratio": 1.0}, "ratio must be a number in"), ({"eta": -1.0}, "eta must be"),
+@pytest.mark.parametrize("knobs, message",
+                         [({"ratio": 1.0}, "ratio must be a number in"), ({"eta": -1.0}, "eta must be"),
                                             ({"eta": float("nan")}, "eta must be")])
 def test_bad_knobs_raise(knobs, message):
     with pytest.raises(ValueError, match=message):

@@ -1,4 +1,5 @@
-"""AppTest behaviour tests for the exploration pages: Data (derive), Workloads, Compare (see docs/benchmarks.md, "Test conventions")."""
+"""AppTest behaviour tests for the exploration pages: Data (derive), Workloads, Compare (see docs/benchmarks.md, "Test
+conventions")."""
 
 import json
 import re

@@ -161,7 +161,8 @@ def test_a_config_outside_the_widget_ranges_is_applied_safely():
 
 
 def _workload_metrics(at) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric if m.label in ("Queries × cells", "L1 sensitivity", "Sum of squared weights")}
+    return {m.label: m.value for m in at.metric
+            if m.label in ("Queries × cells", "L1 sensitivity", "Sum of squared weights")}
 
 
 def test_custom_workloads_survive_a_config_reload():

@@ -199,7 +199,8 @@ def test_a_version_2_store_upgrades_to_the_local_curator():
     conn.execute("INSERT INTO budgets VALUES (?, 'old', 2.0, 0, NULL, 0, 't0')", (fingerprint,))
     conn.execute("INSERT INTO events (fingerprint, epoch, kind, label, mechanism, epsilon, workspace, time) "
                  "VALUES (?, 0, 'spend', 'release #1', 'identity', 0.5, ?, 't1')", (fingerprint, workspace))
-    conn.execute("INSERT INTO workspaces VALUES (?, ?, 't1')", (workspace, f'{{"uploads": {{"upload:t": "{fingerprint}"}}}}'))
+    conn.execute("INSERT INTO workspaces VALUES (?, ?, 't1')",
+                 (workspace, f'{{"uploads": {{"upload:t": "{fingerprint}"}}}}'))
     conn.execute("INSERT INTO datasets VALUES (?, 'old-upload', '[4]', ?, '[[\"0\", \"1\", \"2\", \"3\"]]', '[\"x\"]')",
                  (fingerprint, hist.counts.astype("<f8").tobytes()))
     conn.commit()

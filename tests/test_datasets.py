@@ -194,7 +194,8 @@ def test_labelled_2d_long_format_and_notes_on_what_was_ignored():
     assert load_histogram(b"label,extra,count\n1,2,3\n4,5,6\n", notes=notes).domain.shape == (2,)
     assert "column 'extra' ignored" in notes[0]
     notes = []
-    assert load_histogram(b"bin,count,lower,upper,level\na,3,1,5,0.95\nb,4,2,6,0.95\n", notes=notes).domain.shape == (2,)
+    histogram = load_histogram(b"bin,count,lower,upper,level\na,3,1,5,0.95\nb,4,2,6,0.95\n", notes=notes)
+    assert histogram.domain.shape == (2,)
     assert "lower, upper, level" in notes[0]
     with pytest.raises(DataError, match="3 label columns"):
         load_histogram(b"a,b,c,count\nx,y,z,1\n")

@@ -1,5 +1,5 @@
-"""Exact intervals: plain Laplace and Gaussian noise, continuous and on the integer lattice (dplens.core.release.publish),
-and the strategy mechanisms' noise L z (dplens.core.analysis.strategy_noise)."""
+"""Exact intervals: plain Laplace and Gaussian noise, continuous and on the integer lattice
+(dplens.core.release.publish), and the strategy mechanisms' noise L z (dplens.core.analysis.strategy_noise)."""
 
 import numpy as np
 import pytest

@@ -206,7 +206,8 @@ def test_warm_up_never_raises_and_reports_nothing_on_bad_input():
     warm_up_workers(["no-such-mechanism"], scheduler="serial").join(timeout=60)  # swallowed: best effort
 
 
-def test_a_sweep_keeps_mm_opt_strategy_in_the_store_and_a_new_process_would_not_optimise_it_again(tmp_path, monkeypatch):
+def test_a_sweep_keeps_mm_opt_strategy_in_the_store_and_a_new_process_would_not_optimise_it_again(tmp_path,
+                                                                                                  monkeypatch):
     """Compare and `compare` on the command line pass a StrategyStore: the first sweep saves mm-opt's optimised
     strategy, a sweep in a fresh process (caches emptied here) loads it instead of optimising, same numbers."""
     from dplens.core.analysis.strategy_store import StrategyStore

@@ -60,7 +60,8 @@ def test_csv_without_estimate_writes_query_answers():
 @settings(max_examples=30, deadline=None)
 @given(values=st.lists(st.floats(-1e12, 1e12), min_size=1, max_size=20))
 def test_json_round_trip_with_metadata(values):
-    release = Release("identity", PureDP(0.5), 0.5, np.array(values), np.array(values), params={"noise_scale": np.float64(2)})
+    release = Release("identity", PureDP(0.5), 0.5, np.array(values), np.array(values),
+                      params={"noise_scale": np.float64(2)})
     doc = json.loads(release_to_json(release, workload="prefix", noise_path="secure", export_id="e1",
                                      dataset="mine", keys=_keys([f"b{i}" for i in range(len(values))])))
     assert doc["counts"] == [float(v) for v in values]

@@ -31,7 +31,8 @@ def assert_names_extra(err: pytest.ExceptionInfo, extra: str) -> None:
 
 
 def test_the_message_names_the_feature_the_extra_and_the_command():
-    assert missing_extra_message("MST", "tables") == "MST needs the optional 'tables' extra: pip install 'dplens[tables]'"
+    assert (missing_extra_message("MST", "tables")
+            == "MST needs the optional 'tables' extra: pip install 'dplens[tables]'")
     with pytest.raises(ValueError, match="extra must be one of"):
         missing_extra_message("MST", "no-such-extra")
 

@@ -26,7 +26,8 @@ from dplens.core.tables.records import load_table
 from tests.test_app import open_page
 
 FUZZ = settings(max_examples=1000, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.function_scoped_fixture])
 
 EXPORT_LIKE = st.one_of(
     st.binary(max_size=512),

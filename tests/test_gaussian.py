@@ -112,7 +112,8 @@ def test_expected_mse_is_sigma_squared_times_the_dense_reconstruction_energy(mec
     workload = AllRange(16)
     strategy = _dense_strategy(mechanism, workload)
     sigma = np.linalg.norm(strategy, axis=0).max() * analytic_gaussian_sigma(1.0, 1e-6)
-    if mechanism.name == "gaussian-identity":  # σ valid for the discrete Gaussian too (dplens.core.privacy.discrete_gaussian)
+    # σ valid for the discrete Gaussian too (dplens.core.privacy.discrete_gaussian)
+    if mechanism.name == "gaussian-identity":
         sigma = discrete_gaussian_sigma(1.0, 1e-6)
     m = workload.shape[0]
     energy = m if mechanism.name == "gaussian-answers" else np.sum((dense(workload) @ np.linalg.pinv(strategy)) ** 2)
@@ -124,7 +125,8 @@ def test_gaussian_beats_laplace_on_prefix_answers_at_matched_epsilon_and_loses_o
     workload = Prefix(256)
     assert MECHANISMS["gaussian-answers"].expected_mse(workload, 1.0) < \
         MECHANISMS["laplace-on-answers"].expected_mse(workload, 1.0) / 10
-    assert MECHANISMS["gaussian-identity"].expected_mse(workload, 1.0) > MECHANISMS["identity"].expected_mse(workload, 1.0)
+    assert (MECHANISMS["gaussian-identity"].expected_mse(workload, 1.0)
+            > MECHANISMS["identity"].expected_mse(workload, 1.0))
 
 
 def test_knobs_are_validated_and_configurable():

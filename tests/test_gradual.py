@@ -126,7 +126,8 @@ def test_overspend_is_refused():
         charge_step(Ledger(Budget(1.0)).spend("other", Budget(0.5)), "step", 0.2, 0.8)
 
 
-# ----------------------------------------------------------------------------- accuracy first (values from the reference code, sparsevec.compute_epsilon)
+# ----------------------------------------------------------------------------- accuracy first
+# (values from the reference code, sparsevec.compute_epsilon)
 def test_above_threshold_parameters():
     s, b, epsilon_a = above_threshold_params(0.1, 0.1, 1.0, 1000, "opt")
     assert (s, b) == pytest.approx((0.0120071, 0.00412503), abs=5e-8)
@@ -225,7 +226,8 @@ def test_prefix_costs_the_last_epsilon_on_neighbours(construction):
     """P[(y1, y2) ∈ S | v'] ≤ e^{ε2}·P[(y1, y2) ∈ S | v] for v' = v + Δ, and independent noise breaks it.
 
     S = {y1 > 3, y2 > 3}. Noise reduction keeps the ratio at e^{ε2} = e; independent releases at ε1 and
-    ε2 reach e^{ε1+ε2} ≈ 4.48 on this event (the prefix costs its largest ε; the neighbour check of see docs/benchmarks.md, "Test conventions").
+    ε2 reach e^{ε1+ε2} ≈ 4.48 on this event (the prefix costs its largest ε; the neighbour check of see
+    docs/benchmarks.md, "Test conventions").
     """
     rng, d, schedule = np.random.default_rng(31), 1_000_000, [0.5, 1.0]
 

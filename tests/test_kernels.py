@@ -1,6 +1,7 @@
 """The compiled kernels (src/dplens/core/mechanisms/kernels.py) against the NumPy/Python code they replaced, kept
 here as oracles: the same seeded inputs must give bit-for-bit the same results.
-SReB_GCA's GGS loop is here too (compiled for 2^20 bins). MWEM's oracles live in test_mwem.py; DAWA's partition DP oracle in test_dawa.py."""
+SReB_GCA's GGS loop is here too (compiled for 2^20 bins). MWEM's oracles live in test_mwem.py; DAWA's partition DP
+oracle in test_dawa.py."""
 
 from __future__ import annotations
 

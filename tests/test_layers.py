@@ -1,5 +1,5 @@
-"""Architecture rules (see docs/benchmarks.md, "Test conventions"): pages → ui → core, core is Streamlit-free, randomness is
-never ambient."""
+"""Architecture rules (see docs/benchmarks.md, "Test conventions"): pages → ui → core, core is Streamlit-free,
+randomness is never ambient."""
 
 from __future__ import annotations
 
@@ -39,20 +39,23 @@ def _imports(path: Path) -> set[str]:
 
 def test_core_is_streamlit_free():
     modules = sorted(m.name for m in pkgutil.walk_packages(dplens.core.__path__, "dplens.core."))
-    code = f"import sys, importlib; [importlib.import_module(m) for m in {modules!r}]; print('streamlit' in sys.modules)"
+    code = (f"import sys, importlib; [importlib.import_module(m) for m in {modules!r}]; "
+            "print('streamlit' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize("path", CORE_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_core_imports_no_ui_layer(path):
-    bad = {name for name in _imports(path) if name.split(".")[0] in ("streamlit", "pages", "app", "plotly") or name.startswith("dplens.ui")}
+    bad = {name for name in _imports(path)
+           if name.split(".")[0] in ("streamlit", "pages", "app", "plotly") or name.startswith("dplens.ui")}
     assert not bad, f"{path.name} imports {sorted(bad)}; core must not depend on the UI"
 
 
 # core's folders (and the one-module layers catalogue.py and registry.py), lowest first: a module imports (at any
 # depth, function-local imports included) only from its own layer or from layers before it.
-CORE_LAYERS = ("catalogue", "data", "queries", "privacy", "mechanisms", "analysis", "tables", "registry", "release", "papers")
+CORE_LAYERS = ("catalogue", "data", "queries", "privacy", "mechanisms", "analysis", "tables", "registry", "release",
+               "papers")
 PENDING_LAYER_IMPORTS: set[tuple[str, str]] = set()  # (file, module) against the order, to be fixed
 PENDING_PRIVATE_IMPORTS: set[tuple[str, str]] = set()  # (file, name) imported from another module, to be fixed
 
@@ -151,7 +154,8 @@ def test_ui_never_imports_pages_or_app(path):
 @pytest.mark.parametrize("path", sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"], ids=lambda p: p.name)
 def test_pages_use_the_ui_package_through_its_public_names(path):
     inner = {n for n in _imports(path) if n.startswith("dplens.ui.")}
-    assert not inner, f"{path.name} imports {sorted(inner)}; use `from dplens import ui` and ui.<name> (src/dplens/ui/__init__.py)"
+    assert not inner, (f"{path.name} imports {sorted(inner)}; use `from dplens import ui` and ui.<name> "
+                       "(src/dplens/ui/__init__.py)")
 
 
 def test_ui_package_re_exports_every_public_name():

@@ -1,4 +1,5 @@
-"""Resource limits live in dplens.core.data.limits, every module enforces that one value, and refusals name the bound."""
+"""Resource limits live in dplens.core.data.limits, every module enforces that one value, and refusals name the
+bound."""
 
 from __future__ import annotations
 

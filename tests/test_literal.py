@@ -40,7 +40,8 @@ def test_audit_finds_the_literal_variant_above_epsilon_and_the_corrected_one_wit
 
 def test_exact_counterexamples_match_the_spec():
     rows = {r["evidence"][:40]: r["measured loss ≥"] for r in run_demo("xiao-max", runs=100)[2:]}
-    assert sorted(rows.values()) == pytest.approx([0.0, 0.9119, 1.5], abs=1e-4)  # 3α and 0.912: Xiao et al.'s literal max query is not α-DP
+    # 3α and 0.912: Xiao et al.'s literal max query is not α-DP
+    assert sorted(rows.values()) == pytest.approx([0.0, 0.9119, 1.5], abs=1e-4)
     om = run_demo("om-normalisation", runs=100)[2:]
     assert [r["measured loss ≥"] for r in om] == [2.0, 1.0]
 

@@ -178,7 +178,8 @@ def _noise_calls(path: Path) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.ImportFrom):
-            found += [f"{node.lineno}: import {a.name}" for a in node.names if a.name in ("add_laplace", "add_gaussian")]
+            found += [f"{node.lineno}: import {a.name}"
+                      for a in node.names if a.name in ("add_laplace", "add_gaussian")]
         elif isinstance(node, ast.Call):
             name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
             if name in ("add_laplace", "add_gaussian"):

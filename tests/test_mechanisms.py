@@ -1,4 +1,5 @@
-"""Mechanisms: the contract for every registry entry, and the baselines' accuracy (see docs/benchmarks.md, "Test conventions")."""
+"""Mechanisms: the contract for every registry entry, and the baselines' accuracy (see docs/benchmarks.md, "Test
+conventions")."""
 
 from __future__ import annotations
 

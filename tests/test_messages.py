@@ -47,7 +47,8 @@ def _strings(value) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for k, v in value.items() if k not in ("id", "formId", "type", "spec", "data", "url") for s in _strings(v)]
+        return [s for k, v in value.items() if k not in ("id", "formId", "type", "spec", "data", "url")
+                for s in _strings(v)]
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
     return []
@@ -85,8 +86,8 @@ def test_choose_epsilon_for_a_mechanism_without_a_formula_says_what_to_do():
 
 
 def test_the_scanner_catches_each_pattern():
-    texts = ["pass data= and rng= to estimate", "see dplens.core.analysis.selection", "spec \N{SECTION SIGN}6(d)", "mechanism not registered "
-             "in this build"]
+    texts = ["pass data= and rng= to estimate", "see dplens.core.analysis.selection", "spec \N{SECTION SIGN}6(d)",
+             "mechanism not registered in this build"]
     assert all(any(p.search(t) for p in PATTERNS.values()) for t in texts)
     assert not any(p.search("identity, ε=1 at n=4096") for p in PATTERNS.values())
 

@@ -166,8 +166,8 @@ def _python_interval_passes(self, mass, runs, measured, total, half_inverse_tota
 def test_compiled_passes_give_the_python_loops_releases(case, monkeypatch):
     gen = np.random.default_rng(7)
     x = np.floor(gen.exponential(30.0, 256))
-    workload = {"ranges": random_range(256, 300, seed=1), "prefix": Prefix(256), "scaled": random_range(256, 300, seed=2),
-                "clipped": random_range(256, 300, seed=3),
+    workload = {"ranges": random_range(256, 300, seed=1), "prefix": Prefix(256),
+                "scaled": random_range(256, 300, seed=2), "clipped": random_range(256, 300, seed=3),
                 "explicit-01": Explicit((gen.random((60, 256)) < 0.2).astype(float))}[case]
     if case == "scaled":
         x = np.round(x * 4e6 / x.sum())  # high scale: ~4 M records

@@ -1,8 +1,8 @@
 """Comments, docstrings and messages cite nothing a reader cannot follow from the repository.
 
 The design notes and the issue tracker live outside the repository, so a tracker number, a section of the
-design notes or the name of one of their files points nowhere for a reader. Papers are cited by author and section instead, corrections
-of a paper are stated in words, and longer explanations live in docs/ (see docs/benchmarks.md,
+design notes or the name of one of their files points nowhere for a reader. Papers are cited by author and section
+instead, corrections of a paper are stated in words, and longer explanations live in docs/ (see docs/benchmarks.md,
 "Test conventions").
 """
 
@@ -22,7 +22,8 @@ PATTERNS = {
     "issue number": re.compile(r"\bissues?\s*#?\d+|\(#\d+\)", re.IGNORECASE),
     "spec section": re.compile(r"\bspec\b\W{0,3}§", re.IGNORECASE),
     "erratum number": re.compile(r"\berrat(?:um|a)\s*§", re.IGNORECASE),
-    "spec-style section": re.compile(r"§\d+(?:\.\d+)*\s*\([a-z]'?\)"),  # a numbered lettered item, unlike a paper's sections
+    # a numbered lettered item, unlike a paper's sections
+    "spec-style section": re.compile(r"§\d+(?:\.\d+)*\s*\([a-z]'?\)"),
     "spec file": re.compile(r"\bspec\.md\b|shared/spec\b|(?<![\w./-])(?:algorithms|style|tables|privacy|"
                             r"peer-reference)\.md\b"),
 }
@@ -55,7 +56,8 @@ def scanned_files() -> list[Path]:
 
 def test_the_scan_covers_the_code():
     names = {path.relative_to(ROOT).as_posix() for path in scanned_files()}
-    assert {"app.py", "src/dplens/core/release/gradual.py", "src/dplens/ui/papers_view.py", "tests/conftest.py", "src/dplens/core/papers/literal.py",
+    assert {"app.py", "src/dplens/core/release/gradual.py", "src/dplens/ui/papers_view.py", "tests/conftest.py",
+            "src/dplens/core/papers/literal.py",
             "src/dplens/core/papers/reproduce.py", "tests/test_papers_page.py", "tests/test_verdicts.py"} <= names
     assert any(name.startswith("pages/") for name in names)
     assert "tests/test_no_external_refs.py" not in names

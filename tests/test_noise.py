@@ -161,7 +161,8 @@ def test_cli_release_is_secure_by_default_and_says_so(tmp_path):
 
 
 # ----------------------------------------------------------------------------- integer noise on counts
-INTEGER_NOISE = {"identity", "dp-base", "cell-release", "uniform", "gaussian-identity"}  # the registry's count-noising mechanisms
+# the registry's count-noising mechanisms
+INTEGER_NOISE = {"identity", "dp-base", "cell-release", "uniform", "gaussian-identity"}
 
 
 class _Recording:

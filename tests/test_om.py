@@ -1,4 +1,5 @@
-"""OM (Huang, Han, Li & Yu, corrected): exact factorisation test vectors, group normalisation, privacy, exact expected_mse."""
+"""OM (Huang, Han, Li & Yu, corrected): exact factorisation test vectors, group normalisation, privacy, exact
+expected_mse."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from dplens.core.queries.workloads import Explicit, dense, l1_sensitivity, rando
 
 EXAMPLE_1 = np.array([[.3657, 0, .9812, 0], [0, .0645, 0, 0], [0, .5879, .7602, 0], [0, 0, 0, .7310],
                       [0, .7313, 0, 0], [0, 0, .7122, .9053]])
-COUNTER = np.array([[1.0, 1], [1, -1], [2, 0]])  # Huang et al.'s Algorithm 3 leaves B's last row zero here (one group of two rows)
+# Huang et al.'s Algorithm 3 leaves B's last row zero here (one group of two rows)
+COUNTER = np.array([[1.0, 1], [1, -1], [2, 0]])
 
 
 def census() -> Explicit:
-    """The OM paper's census example (Sec. 1): cells Sex × Race{W,B} × Salary{H,L}; q1..q4 sum over sex, q5 = q1+q3, q6 = q2+q4."""
+    """The OM paper's census example (Sec. 1): cells Sex × Race{W,B} × Salary{H,L}; q1..q4 sum over sex, q5 = q1+q3,
+    q6 = q2+q4."""
     rows = []
     for race, salary in [(0, 0), (0, 1), (1, 0), (1, 1)]:
         row = np.zeros(8)
@@ -107,7 +110,8 @@ def test_random_workloads_factorise_exactly_and_account_privacy(row_seed, tau, r
 
 
 def test_om_ties_identity_on_the_papers_random_workloads():
-    """The OM paper's random workload (Sec. 5): at m = 200, n = 1000 every column is its own atom, so OM = Identity (on queried cells)."""
+    """The OM paper's random workload (Sec. 5): at m = 200, n = 1000 every column is its own atom, so OM = Identity (on
+    queried cells)."""
     for tau in (0.2, 0.8):
         workload = random_linear(1000, m=200, tau=tau, seed=1)
         f = om_decompose(workload)

@@ -1,4 +1,5 @@
-"""AppTest behaviour tests for the Choose-epsilon and Gradual-release pages (see docs/benchmarks.md, "Test conventions")."""
+"""AppTest behaviour tests for the Choose-epsilon and Gradual-release pages (see docs/benchmarks.md, "Test
+conventions")."""
 
 from pathlib import Path
 
@@ -97,7 +98,8 @@ def test_accuracy_first_search_reports_its_losses():
     shown = metrics(at)
     result, doubling, _ = at.session_state.gradual_search
     assert result.succeeded
-    assert shown["Privacy loss where it stopped"] == f"{result.epsilon_above_threshold + result.epsilons[result.stopped_at]:.4g}"
+    stopped_loss = result.epsilon_above_threshold + result.epsilons[result.stopped_at]
+    assert shown["Privacy loss where it stopped"] == f"{stopped_loss:.4g}"
     assert shown["Doubling baseline loss"] == f"{doubling.privacy_loss:.4g}"
     assert at.session_state.ledger.spent.epsilon == 0  # a what-if: nothing is charged
     table = at.dataframe[-1].value  # the theory line Ligett et al. compare against: √(2‖W‖²_F/m)/α

@@ -1,4 +1,5 @@
-"""AppTest for the Papers page (docs/benchmarks.md, "Test conventions"): smoke test and one behaviour test per kind of view."""
+"""AppTest for the Papers page (docs/benchmarks.md, "Test conventions"): smoke test and one behaviour test per kind of
+view."""
 
 from pathlib import Path
 

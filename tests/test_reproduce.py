@@ -274,7 +274,8 @@ def test_cli_reproduce_zhao_on_given_data_for_real(tmp_path, capsys):
                  "--trials", "1"]) == 0
     out = capsys.readouterr().out
     assert "data: sample 'tips-bill'" in out and "[HOLDS] Lee & Clifton Table 3" in out
-    assert "[NOT REPRODUCIBLE] accuracy-first spends far less privacy than inverting the utility theorem (Twitter" in out
+    assert ("[NOT REPRODUCIBLE] accuracy-first spends far less privacy than inverting the utility theorem (Twitter"
+            in out)
     table3 = pd.read_csv(tmp_path / "zhao-table3.csv")
     assert sorted(set(table3.epsilon)) == [1.0, 2.0]
 
@@ -301,7 +302,8 @@ def test_zhao_chart_and_table_average_the_same_runs_and_the_5_vs_20_is_the_theor
     summary = reproduction.tables["search_summary"]
     search = reproduction.tables["search"]
     stopped = search[search.succeeded].groupby(["alpha", "method"]).value.mean()
-    assert np.allclose(summary.set_index(["alpha", "method"]).value, stopped[summary.set_index(["alpha", "method"]).index])
+    assert np.allclose(summary.set_index(["alpha", "method"]).value,
+                       stopped[summary.set_index(["alpha", "method"]).index])
     chart = figures(reproduction)[2]
     for trace in chart["data"]:
         rows = summary[summary.method == trace["name"]]
@@ -324,13 +326,15 @@ def test_om_example_1_names_lrm_and_lrm_is_not_insensitive_to_the_workload():
                                 sweep_m=(10, 30), sweep_n=(40,))
     claims = {v.claim.split(" (")[0]: v for v in reproduction.verdicts}
     example = claims["Example 1: OM's total error is the lowest"]
-    assert example.label == "holds only against LM" and "LRM 8.77" in example.dplens and "OM (ours) 8.84" in example.dplens
+    assert example.label == "holds only against LM"
+    assert "LRM 8.77" in example.dplens and "OM (ours) 8.84" in example.dplens
     assert claims["LRM is not sensitive to the workload"].verdict == "fails"
     assert any(c.startswith("as τ grows") for c in claims)
     assert any("Figs. 2–3" in v.claim for v in reproduction.verdicts)
     assert not any("Fig. 5" in v.claim or "Figs. 5" in v.claim for v in reproduction.verdicts)
     titles = [f["layout"]["title"]["text"] for f in figures(reproduction)]
-    assert any(t.startswith("OM paper Fig. 2:") for t in titles) and any(t.startswith("OM paper Fig. 3:") for t in titles)
+    assert (any(t.startswith("OM paper Fig. 2:") for t in titles)
+            and any(t.startswith("OM paper Fig. 3:") for t in titles))
     assert all(v.interval.endswith("(exact)") or v.verdict == "not reproducible"
                for v in reproduction.verdicts)  # exact expected errors: no trials needed
 

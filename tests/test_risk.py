@@ -1,4 +1,5 @@
-"""dplens.core.analysis.risk: posterior bounds, quantile dots (KS with power), the sampling + noise interval, and the tab."""
+"""dplens.core.analysis.risk: posterior bounds, quantile dots (KS with power), the sampling + noise interval, and the
+tab."""
 
 from __future__ import annotations
 
@@ -72,7 +73,8 @@ def test_disclosure_risk_zcdp_uses_the_cks_profile():
     sigma = 1 / math.sqrt(2 * rho)
     result = risk.disclosure_risk("zcdp", 1.0, 0.5, scale=sigma)
     assert result.delta == pytest.approx(1e-6, rel=1e-4)  # CKS at ρ gives back (ε = 1, δ = 1e-6)
-    for rho_, delta in [(0.5, 1e-6), (0.1, 1e-6), (1.0, 1e-9), (0.005, 1e-5)]:  # Canonne, Kamath & Steinke 2020 (docs/privacy-definitions.md)
+    # Canonne, Kamath & Steinke 2020 (docs/privacy-definitions.md)
+    for rho_, delta in [(0.5, 1e-6), (0.1, 1e-6), (1.0, 1e-9), (0.005, 1e-5)]:
         profile = float(risk.privacy_profile("zcdp", zcdp_epsilon(rho_, delta), scale=1 / math.sqrt(2 * rho_)))
         assert profile == pytest.approx(delta, rel=1e-4)
     # the Gaussian's exact curve never exceeds the CKS conversion (valid for every ρ-zCDP mechanism)
@@ -86,7 +88,8 @@ def test_disclosure_risk_zcdp_uses_the_cks_profile():
 def test_privacy_loss_tail_matches_simulation(kind, scale, rng):
     """P[L > ε] under the person-in output distribution, by simulation (within 4 standard errors)."""
     y = risk.noise_distribution(kind, scale, center=1.0).rvs(size=200_000, random_state=rng)
-    loss = risk.noise_distribution(kind, scale).logpdf(y) * -1 + risk.noise_distribution(kind, scale, center=1.0).logpdf(y)
+    loss = (risk.noise_distribution(kind, scale).logpdf(y) * -1
+            + risk.noise_distribution(kind, scale, center=1.0).logpdf(y))
     for epsilon in (0.05, 0.3, 1.0):
         p = float(risk.privacy_loss_tail(kind, epsilon, scale=scale))
         assert abs((loss > epsilon).mean() - p) < 4 * math.sqrt(p * (1 - p) / len(y)) + 1e-12

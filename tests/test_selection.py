@@ -1,4 +1,5 @@
-"""Epsilon selection: Lee & Clifton (ISC 2011: Table 3 and the worked examples), accuracy targets, confidence intervals."""
+"""Epsilon selection: Lee & Clifton (ISC 2011: Table 3 and the worked examples), accuracy targets, confidence
+intervals."""
 
 import math
 from dataclasses import dataclass, field

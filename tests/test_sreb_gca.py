@@ -1,4 +1,5 @@
-"""SReB_GCA (Chen et al. 2024, corrected): GGS test vectors, exact per-bin error, one draw per group, privacy accounting."""
+"""SReB_GCA (Chen et al. 2024, corrected): GGS test vectors, exact per-bin error, one draw per group, privacy
+accounting."""
 
 from __future__ import annotations
 

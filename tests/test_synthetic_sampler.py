@@ -1,4 +1,5 @@
-"""Synthetic records from a fitted graphical model (dplens.core.tables.sampler), with power against mbi's default sampler.
+"""Synthetic records from a fitted graphical model (dplens.core.tables.sampler), with power against mbi's default
+sampler.
 
 mbi 1.1's ``synthetic_data(method="round")`` (OpenDP 0.16's ``ContingencyTable.synthesize``) ranks records inside
 each parent group in row order for every column, so siblings come out comonotone; the checks below fail on it.

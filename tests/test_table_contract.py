@@ -86,7 +86,8 @@ def test_same_seed_same_release(name):
     for a, b in zip(first.marginal_estimates, second.marginal_estimates, strict=True):
         np.testing.assert_array_equal(a, b)
     other = mechanism(name).run(records(), WORKLOAD, RHO, np.random.default_rng(8))
-    assert any(not np.array_equal(a, b) for a, b in zip(first.marginal_estimates, other.marginal_estimates, strict=True))
+    assert any(not np.array_equal(a, b)
+               for a, b in zip(first.marginal_estimates, other.marginal_estimates, strict=True))
 
 
 @pytest.mark.parametrize("rho", [0, -1, math.nan, math.inf])

@@ -102,7 +102,8 @@ def test_tvd_by_hand():
 
 
 def test_known_trap_reproduced_by_the_replayed_split():
-    # Observed with OpenDP 0.16.0 on a 15-attribute Adult sample: split 0.9 fails at 0.1, 0.25, 0.5, 1; split 0.5 runs at 0.5, fails at 0.1.
+    # Observed with OpenDP 0.16.0 on a 15-attribute Adult sample: split 0.9 fails at 0.1, 0.25, 0.5, 1; split 0.5 runs
+    # at 0.5, fails at 0.1.
     assert not any(mst_budget_accepted(rho, 0.9, 15) for rho in (0.1, 0.25, 0.5, 1.0))
     assert mst_budget_accepted(0.5, 0.5, 15) and not mst_budget_accepted(0.1, 0.5, 15)
 

@@ -33,8 +33,8 @@ def test_cache_runs_only_new_pairs_and_is_seeded():
     workload, records, cache = MarginalWorkload.all_kway(DOMAIN, 1), _records(), SweepCache()
     first = compare_tables(records, workload, ["gaussian-marginals"], [0.5, 1.0], trials=2, cache=cache, data_key="x")
     calls = []
-    both = compare_tables(records, workload, ["gaussian-marginals", "residual-planner"], [0.5, 1.0], trials=2, cache=cache,
-                          data_key="x", progress=lambda f, text: calls.append(text))
+    both = compare_tables(records, workload, ["gaussian-marginals", "residual-planner"], [0.5, 1.0], trials=2,
+                          cache=cache, data_key="x", progress=lambda f, text: calls.append(text))
     assert len(cache) == 4 and sum("residual-planner" in c for c in calls) == 4
     assert not any("gaussian-marginals" in c for c in calls)
     np.testing.assert_array_equal(both[both.mechanism == "gaussian-marginals"].rmse.to_numpy(), first.rmse.to_numpy())
@@ -45,7 +45,8 @@ def test_cache_runs_only_new_pairs_and_is_seeded():
 def test_stop_returns_finished_rows():
     workload = MarginalWorkload.all_kway(DOMAIN, 1)
     polls = iter([False, False, True])
-    df = compare_tables(_records(), workload, ["gaussian-marginals"], [1.0, 2.0], trials=2, should_stop=lambda: next(polls))
+    df = compare_tables(_records(), workload, ["gaussian-marginals"], [1.0, 2.0], trials=2,
+                        should_stop=lambda: next(polls))
     assert df.attrs["stopped"] and len(df) == 2
 
 
@@ -92,7 +93,8 @@ def test_cli_compare_on_a_table(tmp_path, capsys):
     assert len(df) == 8 and set(df.columns) >= {"mechanism", "rho", "trial", "rmse", "tvd", "expected_rmse"}
     assert main(args[:-4] + ["--rhos", "0.1", "--mechanisms", "hb", "--output", str(tmp_path / "x.csv")]) == 2
     assert "not a table mechanism" in capsys.readouterr().err
-    assert main(args[:7] + ["--mechanisms", "gaussian-marginals", "--epsilons", "1", "--output", str(tmp_path / "x.csv")]) == 2
+    assert main(args[:7] + ["--mechanisms", "gaussian-marginals", "--epsilons", "1", "--output",
+                            str(tmp_path / "x.csv")]) == 2
     assert "--rhos" in capsys.readouterr().err
 
 

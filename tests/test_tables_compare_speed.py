@@ -60,8 +60,8 @@ def test_pooled_synthesiser_runs_report_time_and_keep_order(monkeypatch):
     df = compare_tables(_records(), workload, ["mst", "gaussian-marginals"], [0.1, 1.0], trials=2, synth_trials=1,
                         seconds=60, workers=2, progress=lambda fraction, text: seen.append((fraction, text)))
     assert df[["mechanism", "rho", "trial"]].values.tolist() == [
-        ["mst", 0.1, 0], ["mst", 1.0, 0], ["gaussian-marginals", 0.1, 0], ["gaussian-marginals", 0.1, 1], ["gaussian-marginals", 1.0, 0],
-        ["gaussian-marginals", 1.0, 1]]
+        ["mst", 0.1, 0], ["mst", 1.0, 0], ["gaussian-marginals", 0.1, 0], ["gaussian-marginals", 0.1, 1],
+        ["gaussian-marginals", 1.0, 0], ["gaussian-marginals", 1.0, 1]]
     texts = [text for _, text in seen[:-1]]
     assert all("elapsed" in t and "left" in t for t in texts)
     assert any(t.startswith("MST ρ=") and "trial 1/1" in t for t in texts), texts

@@ -299,7 +299,8 @@ def test_range_marginals_identity_by_simulation_and_histograms():
     assert abs(mse.mean() - expected) < 3 * standard_error and abs(mse.mean() - 1.2 * expected) > 3 * standard_error
     hb = table_mechanism("histograms", method="hb")
     release = hb.run(records, workload, 0.5, rng)
-    assert [e.shape for e in release.marginal_estimates] == [t.shape for t in truth] and release.privacy_loss <= 0.5 + 1e-12
+    assert ([e.shape for e in release.marginal_estimates] == [t.shape for t in truth]
+            and release.privacy_loss <= 0.5 + 1e-12)
     with pytest.raises(ValueError, match="answers ranges without estimating the cells"):
         table_mechanism("histograms", method="laplace-on-answers").run(records, workload, 0.5, rng)
 
@@ -365,7 +366,8 @@ def test_gaussian_marginals_noise_is_calibrated_to_the_unweighted_cells_whatever
     """
     domain = Domain(("sex", "region", "income"), (2, 4, 2))
     records = _records(domain, 300)
-    truth = np.concatenate([m.ravel() for m in MarginalWorkload(domain, (("sex", "region"), ("income",))).answer(records)])
+    truth = np.concatenate([m.ravel()
+                            for m in MarginalWorkload(domain, (("sex", "region"), ("income",))).answer(records)])
     mechanism, rng = TABLE_MECHANISMS["gaussian-marginals"], np.random.default_rng(11)
     for weights in ((0.1, 0.1), (0.01, 0.01), (5.0, 0.2)):
         workload = MarginalWorkload(domain, (("sex", "region"), ("income",)), weights=weights)

@@ -1,4 +1,5 @@
-"""dplens.core.papers.teaching and dplens.core.release.publish: the Learn page's computations and the Release page's intervals."""
+"""dplens.core.papers.teaching and dplens.core.release.publish: the Learn page's computations and the Release page's
+intervals."""
 
 import json
 import math

@@ -1,4 +1,5 @@
-"""WDA (Li et al., Algorithm 1, corrected): division test vectors, leaf budgets, privacy accounting, exact expected_mse."""
+"""WDA (Li et al., Algorithm 1, corrected): division test vectors, leaf budgets, privacy accounting, exact
+expected_mse."""
 
 from __future__ import annotations
 
@@ -70,7 +71,8 @@ def test_paper_fig2_example_is_worse_than_no_split(fig1):
 
 
 def _per_leaf_loss(workload, leaves, epsilon) -> float:
-    """max_j Σ_ℓ ε_ℓ‖W_ℓ e_j‖₁/Δ_ℓ (sequential composition over the leaves), computed from the matrix independently of run()."""
+    """max_j Σ_ℓ ε_ℓ‖W_ℓ e_j‖₁/Δ_ℓ (sequential composition over the leaves), computed from the matrix independently of
+    run()."""
     matrix = abs(sparse_matrix(workload)).toarray()
     return float(max(sum(leaf.epsilon(epsilon) * matrix[list(leaf.rows), j].sum() / leaf.sensitivity
                          for leaf in leaves if leaf.sensitivity) for j in range(matrix.shape[1])))
@@ -92,7 +94,8 @@ def test_leaf_budgets_sum_to_epsilon_and_loss_is_within_epsilon(budget, p, rng):
 
 
 def test_row_noise_at_row_sensitivity_would_break_the_budget(fig1):
-    """The paper's proof of Eq. (4) scales each row's noise by its own sensitivity: by its own sensitivity is not DP for a block."""
+    """The paper's proof of Eq. (4) scales each row's noise by its own sensitivity: by its own sensitivity is not DP
+    for a block."""
     matrix = fig1.matrix
     own = [(matrix[i], matrix[i].sum() / 1.0) for i in range(8)]  # row i alone at ε = 1
     assert laplace_privacy_loss(own) > 1.0

@@ -28,7 +28,8 @@ from dplens.core.mechanisms.xiao import (
 from dplens.core.queries.workloads import Identity, Prefix
 
 
-# ----------------------------------------------------------------------------- usefulness (Theorems 4.2/5.2, Lemma 4.2, Theorem 4.4)
+# ----------------------------------------------------------------------------- usefulness
+# (Theorems 4.2/5.2, Lemma 4.2, Theorem 4.4)
 def test_interval_bounds():
     assert interval_min_records(100, 0.05, 0.02, 0.05) == pytest.approx(760090.25, abs=0.1)
     assert interval_min_records(8000, 0.05, 0.01, 0.05) == pytest.approx(1.917269e8, rel=1e-6)

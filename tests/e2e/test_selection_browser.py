@@ -12,7 +12,8 @@ def test_choose_epsilon_then_gradual_release(page):
     page.get_by_role("link", name="Choose epsilon", exact=True).click()
     wait_idle(page)
     page.get_by_role("tab", name="From re-identification risk").click()
-    page.get_by_text("0.4317201").first.wait_for()  # ε tight for the absence-days example (Lee & Clifton's Table 1 data)
+    # ε tight for the absence-days example (Lee & Clifton's Table 1 data)
+    page.get_by_text("0.4317201").first.wait_for()
     page.get_by_text("0.3829393").first.wait_for()
     screenshot(page, "choose_epsilon")
 

@@ -5,7 +5,7 @@ import streamlit as st
 
 from dplens import ui
 from dplens.core.mechanisms import NEIGHBOURING
-from dplens.core.privacy.definitions import target
+from dplens.core.privacy.definitions import privacy_words, target
 from dplens.core.privacy.noise import NOISE_PATHS
 from dplens.core.registry import REGISTRY
 from dplens.core.release.config import config_to_json
@@ -61,7 +61,7 @@ with ui.guard():
                                  "(basic composition); a ρ total charges a pure ε release ε²/2.")
         if ui.definition() == "approx":
             privacy = target(ui.definition(), float(st.session_state.release_epsilon), ui.delta())
-            st.caption(f"Target: {privacy}. Warning: (ε, δ)-DP permits a rare catastrophic failure (probability δ).")
+            st.caption(f"Target: {privacy_words(privacy)}. Warning: (ε, δ)-DP permits a rare catastrophic failure (probability δ).")
         st.radio("Noise", list(NOISE_PATHS), key="release_noise_path", horizontal=True,
                  help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_PATHS.items())
                       + f". Exploration results are a {SIMULATION_LABEL}: shown here, never exported.")

@@ -5,7 +5,9 @@ import json
 import pytest
 
 from dplens.core.privacy.ledger_store import LedgerStore
-from tests.test_app import open_page
+from streamlit.testing.v1 import AppTest
+
+from tests.test_app import APP, open_page
 
 
 def _run_compare(at):
@@ -65,3 +67,35 @@ def test_a_release_records_what_its_choice_was_tuned_on():
     doc = json.loads(export_release(output["published"], output["request"], fmt="json", dataset="smooth",
                                     tuned_on=entry["tuned_on"], compute_intervals=False))
     assert doc["tuned_on"] == "spiky (public)"  # as the page's JSON download writes it
+
+
+REPRS = ("ZCDP(", "PureDP(", "ApproxDP(", "Budget(")
+
+
+def _shown_text(at) -> list[str]:
+    """Every text a person sees on the page: messages, captions, labels, options, metric values, markdown."""
+    texts = [e.value for kind in ("info", "warning", "error", "success", "caption", "markdown") for e in at.get(kind)]
+    texts += [str(getattr(e, "label", "")) for kind in ("selectbox", "number_input", "button", "metric")
+              for e in at.get(kind)]
+    texts += [str(o) for e in at.get("selectbox") for o in e.options]
+    return texts
+
+
+def test_under_zcdp_the_proxy_is_asked_and_shown_in_rho_never_as_a_repr():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["privacy_definition"] = "zcdp"
+    at.run()
+    at.switch_page("pages/choose_epsilon.py").run()
+    labels = [n.label for n in at.number_input]
+    assert "ρ to spend on a noisy copy" in labels and "ε to spend on a noisy copy" not in labels
+    at.number_input(key="tuning_proxy_rho").set_value(0.002)
+    at.button(key="choose_make_proxy").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    spends = [e for e in LedgerStore().history() if e["kind"] == "spend"]
+    assert spends[-1]["rho"] == pytest.approx(0.002)
+    label = at.selectbox(key="choose_tuning").options[at.selectbox(key="choose_tuning").index]
+    assert "ρ = 0.002 (ε " in label and "at δ 1e-06" in label, label
+    for page in ("pages/choose_epsilon.py", "pages/compare.py", "pages/release.py", "pages/ledger.py"):
+        at.switch_page(page).run()
+        shown = [t for t in _shown_text(at) if any(r in t for r in REPRS)]
+        assert not shown, f"{page} shows a Python repr of a privacy value: {shown}"

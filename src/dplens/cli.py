@@ -229,7 +229,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     from dplens.core.data.datasets import load_histogram
     from dplens.core.data.fingerprint import dataset_fingerprint
     from dplens.core.mechanisms import NEIGHBOURING
-    from dplens.core.privacy.definitions import delta_warning
+    from dplens.core.privacy.definitions import delta_warning, privacy_words
     from dplens.core.queries.workloads import parse_workload
     from dplens.core.release.export import SIMULATION_LABEL, ExportKeys
     from dplens.core.release.kernel import HistogramRequest, export_release, release_histogram
@@ -264,7 +264,7 @@ def cmd_release(args: argparse.Namespace) -> int:
                                       rng=np.random.default_rng(args.seed)))
     kind = "bins" if release.estimate is not None else "query answers"
     print(f"released {len(release.estimate if release.estimate is not None else release.answers)} {kind} "
-          f"with {release.mechanism} under {privacy} (epsilon={release.epsilon:g} at delta="
+          f"with {release.mechanism} under {privacy_words(privacy)} (epsilon={release.epsilon:g} at delta="
           f"{release.params.get('delta', 0.0):g}, privacy loss {release.loss_unit}={release.privacy_loss:g}; "
           f"neighbouring: {NEIGHBOURING}) -> {output}; ledger {fingerprint[:12]}: remaining "
           f"{_left(published.ledger)} (export id {published.export_id})")

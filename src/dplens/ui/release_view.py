@@ -20,7 +20,7 @@ from dplens.core.data import limits
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from dplens.core.mechanisms.gaussian import Matched
 from dplens.core.privacy.budget import Budget
-from dplens.core.privacy.definitions import ZCDP, Privacy, target, zcdp_epsilon, zcdp_rho
+from dplens.core.privacy.definitions import ZCDP, Privacy, privacy_words, target, zcdp_epsilon, zcdp_rho
 from dplens.core.privacy.ledger_store import new_export_id
 from dplens.core.privacy.noise import noise_sampler, noise_source
 from dplens.core.release.config import parse_config
@@ -214,7 +214,7 @@ def _charge_release(click: _Click, ran: _Ran, cost: Budget, privacy: Privacy) ->
         ss.ledger, ss.release_counter = ran.published.ledger, ss.release_counter + 1
         return True, ran.published.export_id
     export_id = None if click.exploring else new_export_id()  # a simulation is never exported
-    note = (f"noise path: {click.noise_path}" + ("" if click.definition == "pure" else f"; {privacy}")
+    note = (f"noise path: {click.noise_path}" + ("" if click.definition == "pure" else f"; {privacy_words(privacy, privacy_delta())}")
             + (f" ({SIMULATION_LABEL})" if click.exploring else ""))
     return charge(click.label, cost.epsilon, mechanism=click.name, workload=workload_spec(), export_id=export_id,
                   delta=cost.delta, rho=cost.rho, note=note), export_id

@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dplens.core.data.domain import Histogram
-from dplens.core.privacy.definitions import target
+from dplens.core.privacy.definitions import ZCDP, Privacy, privacy_words, target
 from dplens.core.queries.workloads import Identity
 from dplens.core.release.kernel import HistogramRequest, release_histogram
 from dplens.ui.datasets import dataset_choices, histogram, ledger_key, load_reference_histogram
@@ -22,6 +22,7 @@ from dplens.ui.state import init_state
 PRIVATE = "private"
 PUBLIC_PREFIXES = ("sample:", "dpbench:")  # built-in samples and DPBench histograms are public
 PROXY_EPSILON = 0.1  # the default spend on a DP proxy: a small share of the default total of 5
+PROXY_RHO = PROXY_EPSILON ** 2 / 2  # the same under zCDP: the ρ that ε = 0.1 of Laplace noise implies
 PRIVATE_NOTE = ("Tuned on the private data: for the curator's eyes only. Choosing a mechanism or ε from these "
                 "errors is itself a use of the private data that no ledger charges; tune on a public dataset or a "
                 "DP proxy to keep the choice free.")
@@ -93,9 +94,11 @@ def make_proxy() -> None:
     to the dataset's ledger, and keep it as a tuning source for this dataset."""
     ss = st.session_state
     hist = histogram()
-    epsilon = float(ss.get("tuning_proxy_epsilon", PROXY_EPSILON))
     try:
-        privacy = target("pure" if definition() == "pure" else definition(), epsilon, delta())
+        if definition() == "zcdp":  # asked in ρ, the unit of a zCDP ledger
+            privacy: Privacy = ZCDP(float(ss.get("tuning_proxy_rho", PROXY_RHO)))
+        else:
+            privacy = target(definition(), float(ss.get("tuning_proxy_epsilon", PROXY_EPSILON)), delta())
         request = HistogramRequest("identity", {}, privacy, Identity(hist.domain.size), "identity", delta())
         published = release_histogram(request, hist.counts, store=ledger_store(), fingerprint=ledger_key(),
                                       name=f"{hist.name} (tuning proxy)", where="tuning proxy",
@@ -111,7 +114,7 @@ def make_proxy() -> None:
     counts = estimate.clip(0).reshape(hist.domain.shape)  # clipping: post-processing
     proxy = Histogram.from_counts(counts, labels=hist.labels, name=f"{hist.name} (DP proxy)"[:80],
                                   axis_names=hist.domain.names)
-    ss.setdefault("tuning_proxies", {})[key] = {"for": ledger_key(), "privacy": str(privacy), "hist": proxy}
+    ss.setdefault("tuning_proxies", {})[key] = {"for": ledger_key(), "privacy": privacy_words(privacy, delta()), "hist": proxy}
     ss.tuning_choice = key
     ledger()
 
@@ -127,8 +130,14 @@ def tuning_controls(page: str) -> None:
                    help="Public data (built-in samples, DPBench, uploads you declared public) or a DP proxy keep "
                         "the choice of mechanism and ε free of the private data.")
     with right.popover("Make a DP proxy"):
-        st.number_input("ε to spend on a noisy copy", 0.001, 5.0, PROXY_EPSILON, key="tuning_proxy_epsilon",
-                        help="Charged once to this dataset's ledger; every later comparison on the copy is free.")
+        charged = "Charged once to this dataset's ledger; every later comparison on the copy is free."
+        if definition() == "zcdp":
+            st.number_input("ρ to spend on a noisy copy", 1e-5, 5.0, PROXY_RHO, format="%.4g", key="tuning_proxy_rho",
+                            help=f"{charged} The identity mechanism: Laplace noise at ε = √(2ρ), which is ρ-zCDP.")
+        else:
+            st.number_input("ε to spend on a noisy copy" if definition() == "pure" else
+                            f"ε (at δ = {delta():g}) to spend on a noisy copy", 0.001, 5.0, PROXY_EPSILON,
+                            key="tuning_proxy_epsilon", help=charged)
         st.button("Spend and make the proxy", key=f"{page}_make_proxy", on_click=make_proxy)
     if tuning_source() == PRIVATE:
         st.warning(PRIVATE_NOTE)

@@ -159,6 +159,27 @@ def amount(privacy: Privacy) -> float:
     return privacy.rho if isinstance(privacy, ZCDP) else privacy.epsilon
 
 
+def privacy_words(privacy: Privacy, delta: float | None = None) -> str:
+    """A privacy value written for people, the one way every page and file shows it (never its repr).
+
+    ρ is followed by its ε at ``delta`` (CKS 2020) when a δ is given; four significant digits.
+
+    >>> privacy_words(PureDP(0.1)), privacy_words(ApproxDP(1.0, 1e-6))
+    ('ε = 0.1', 'ε = 1 at δ = 1e-06')
+    >>> privacy_words(ZCDP(0.005), 1e-6), privacy_words(ZCDP(0.005))
+    ('ρ = 0.005 (ε 0.4299 at δ 1e-06)', 'ρ = 0.005')
+    """
+    if isinstance(privacy, ZCDP):
+        if delta is None or privacy.rho == 0:
+            return f"ρ = {privacy.rho:.4g}"
+        return f"ρ = {privacy.rho:.4g} (ε {zcdp_epsilon(privacy.rho, check_delta(delta)):.4g} at δ {delta:g})"
+    if isinstance(privacy, ApproxDP):
+        return f"ε = {privacy.epsilon:.4g} at δ = {privacy.delta:g}"
+    if isinstance(privacy, PureDP):
+        return f"ε = {privacy.epsilon:.4g}"
+    raise ValueError(f"privacy must be PureDP, ApproxDP or ZCDP, got {privacy!r}")
+
+
 def privacy_record(privacy: Privacy) -> dict[str, str | float]:
     """A privacy value as JSON-able fields: its definition's name and parameters (``privacy_from_record`` reads it).
 

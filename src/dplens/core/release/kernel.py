@@ -45,7 +45,7 @@ from dplens.core.data import limits
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from dplens.core.mechanisms.gaussian import Matched, for_privacy
 from dplens.core.privacy.budget import Budget, Ledger, ledger_charge
-from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount
+from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount, privacy_words
 from dplens.core.privacy.ledger_store import DEFAULT_TOTAL, LedgerStore, new_export_id
 from dplens.core.privacy.noise import noise_sampler, noise_source
 from dplens.core.queries.marginals import MarginalWorkload
@@ -133,7 +133,7 @@ def _check_loss(release: Release, privacy: Privacy) -> None:
     """The release states the charged definition and its loss, computed from the noise drawn, fits the charge."""
     if type(release.budget) is not type(privacy) or not release.privacy_loss <= amount(privacy) * (1 + LOSS_SLACK):
         raise ValueError(f"internal check: privacy loss {release.loss_unit}={release.privacy_loss!r} of the noise "
-                         f"drawn ({release.budget}) exceeds the charge {privacy}; nothing was released or charged")
+                         f"drawn ({privacy_words(release.budget)}) exceeds the charge {privacy_words(privacy)}; nothing was released or charged")
 
 
 def release_histogram(request: HistogramRequest, counts: np.ndarray, *, store: LedgerStore, fingerprint: str,
@@ -165,7 +165,7 @@ def release_histogram(request: HistogramRequest, counts: np.ndarray, *, store: L
     ledger = store.spend(fingerprint, label, charge, mechanism=request.mechanism, workload=request.workload_spec,
                          export_id=export_id, rho=charge.rho, workspace=workspace, name=name,
                          values_hash=values_hash(values, kind), default_total=default_total,
-                         note=f"noise path: secure ({sampler}); {request.privacy}; {where}")
+                         note=f"noise path: secure ({sampler}); {privacy_words(request.privacy, request.delta or None)}; {where}")
     return Published(release, export_id, charge, ledger, sampler, seconds)
 
 

@@ -51,7 +51,8 @@ def test_the_page_and_the_command_line_release_alike(tmp_path, mechanism):
     metadata keys and CSV columns (both go through the kernel's release_histogram and export_release)."""
     at = _page_release(mechanism, 0.5)
     entry, output = at.session_state.releases[0], at.session_state.release_outputs[1]
-    keys = ExportKeys.for_release(load_histogram("smooth"), output["release"], output["request"].workload)  # as the page
+    # as the page
+    keys = ExportKeys.for_release(load_histogram("smooth"), output["release"], output["request"].workload)
     page_json = json.loads(export_release(output["published"], output["request"], fmt="json", dataset="smooth",
                                           keys=keys))
     page_csv = export_release(output["published"], output["request"], fmt="csv", dataset="smooth",
@@ -80,8 +81,10 @@ def test_the_page_and_the_command_line_release_alike(tmp_path, mechanism):
 SOURCES = (ROOT / "src", ROOT / "pages")
 # The only places that may draw secure noise or write a histogram export: the kernel itself, and the Release page's
 # re-release of data that is already private (post-processing: no ledger), whose export goes the same way.
-SECURE_NOISE_ALLOWED = {"src/dplens/core/release/kernel.py", "src/dplens/core/privacy/noise.py", "src/dplens/ui/release_view.py"}
-EXPORT_WRITERS_ALLOWED = {"src/dplens/core/release/kernel.py", "src/dplens/core/release/export.py", "src/dplens/ui/release_view.py"}
+SECURE_NOISE_ALLOWED = {"src/dplens/core/release/kernel.py", "src/dplens/core/privacy/noise.py",
+                        "src/dplens/ui/release_view.py"}
+EXPORT_WRITERS_ALLOWED = {"src/dplens/core/release/kernel.py", "src/dplens/core/release/export.py",
+                          "src/dplens/ui/release_view.py"}
 
 
 def _callers(pattern: str) -> set[str]:
@@ -234,8 +237,8 @@ def test_a_table_whose_domain_was_read_from_the_records_is_not_released(tmp_path
     assert not inferred.domain_declared
     assert load_table(b"a,b\n1,x\n0,y\n", b'{"a": 2, "b": ["x", "y"]}').domain_declared
     store = LedgerStore(tmp_path / "s.sqlite3")
-    request = TableRequest(table_mechanism("gaussian-marginals"), 0.5, MarginalWorkload.all_kway(inferred.domain, 1), 1e-6,
-                           domain_declared=inferred.domain_declared)
+    request = TableRequest(table_mechanism("gaussian-marginals"), 0.5, MarginalWorkload.all_kway(inferred.domain, 1),
+                           1e-6, domain_declared=inferred.domain_declared)
     with pytest.raises(ValueError, match="a release needs a declared domain"):
         release_table(request, inferred.records, store=store, fingerprint=inferred.fingerprint, name="t")
     assert UNDECLARED_DOMAIN.startswith("a release needs") and not store.history(inferred.fingerprint)

@@ -1,4 +1,5 @@
-"""The session's view of the persistent ledger (dplens.core.privacy.ledger_store): the current dataset's budget, and charges.
+"""The session's view of the persistent ledger (dplens.core.privacy.ledger_store): the current dataset's budget, and
+charges.
 
 The ledger is keyed by the dataset's fingerprint (dplens.core.data.fingerprint), so every tab, session and
 server restart sees the same spent budget for the same counts. Ledgers belong to the curator

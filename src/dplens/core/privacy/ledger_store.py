@@ -181,8 +181,8 @@ class LedgerStore:
             conn.execute("UPDATE budgets SET epsilon = ?, delta = ?, rho = ?, epoch = ?, name = CASE WHEN ? = '' "
                          "THEN name ELSE ? END WHERE owner = ? AND fingerprint = ?",
                          (total.epsilon, total.delta, total.rho, epoch, name, name, owner, fingerprint))
-        conn.execute("INSERT INTO events (owner, fingerprint, epoch, kind, label, epsilon, delta, rho, workspace, note, "
-                     "time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        conn.execute("INSERT INTO events (owner, fingerprint, epoch, kind, label, epsilon, delta, rho, workspace, "
+                     "note, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      (owner, fingerprint, epoch, kind, f"{kind} {total_label(total)}", total.epsilon, total.delta,
                       total.rho, workspace, note, _now()))
         return epoch
@@ -219,8 +219,8 @@ class LedgerStore:
               values_hash: str | None = None, owner: str | None = None) -> Ledger:
         """Charge ``cost`` atomically (check and insert in one ``BEGIN IMMEDIATE`` transaction).
 
-        With ``export_id`` and ``values_hash`` (``dplens.core.release.provenance.values_hash`` of the released values), the
-        export is recorded in the same transaction: the file comes back as already private only if it is known.
+        With ``export_id`` and ``values_hash`` (``dplens.core.release.provenance.values_hash`` of the released values),
+        the export is recorded in the same transaction: the file comes back as already private only if it is known.
 
         The first spend on an unrecorded dataset records ``default_total`` first. ``rho`` (zCDP; or
         ``cost.rho``) is stored with the spend. The check is ``Ledger.spend``: basic composition of
@@ -246,8 +246,8 @@ class LedgerStore:
             conn.execute("INSERT INTO events (owner, fingerprint, epoch, kind, label, mechanism, epsilon, delta, rho, "
                          "workload, export_id, workspace, note, time) "
                          "VALUES (?, ?, ?, 'spend', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (owner, fingerprint, epoch, label, mechanism, cost.epsilon, cost.delta, cost.rho, workload, export_id,
-                          workspace, note, _now()))
+                         (owner, fingerprint, epoch, label, mechanism, cost.epsilon, cost.delta, cost.rho, workload,
+                          export_id, workspace, note, _now()))
             if values_hash is not None:
                 if export_id is None:
                     raise ValueError("a recorded export needs its export_id")
@@ -260,7 +260,8 @@ class LedgerStore:
         with connect(self.path) as conn:
             row = conn.execute("SELECT export_id, fingerprint, kind, note, time FROM exports WHERE values_hash = ? "
                                "ORDER BY time LIMIT 1", (str(values_hash),)).fetchone()
-        return None if row is None else dict(zip(("export_id", "fingerprint", "kind", "note", "time"), row, strict=True))
+        return None if row is None else dict(zip(("export_id", "fingerprint", "kind", "note", "time"), row,
+                                                 strict=True))
 
     def state_external(self, values_hash: str, *, name: str, statement: str) -> str:
         """Record the curator's statement that a file this store never released is another installation's DP release.

@@ -12,33 +12,34 @@ ValueError: sigma must be a finite number > 0, got nan
 from __future__ import annotations
 
 import math
+from typing import TypeGuard
 
 import numpy as np
 
 
-def _number(value: object) -> bool:
+def _number(value: object) -> TypeGuard[int | float | np.integer | np.floating]:
     return not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
 
 
 def positive(name: str, value: object) -> float:
     """``value`` as a float if it is a finite number > 0, else ValueError."""
-    if not (_number(value) and math.isfinite(value) and value > 0):  # type: ignore[arg-type, operator]  # a number, checked first
+    if not (_number(value) and math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)  # type: ignore[arg-type]  # a number, checked above
+    return float(value)
 
 
 def non_negative(name: str, value: object) -> float:
     """``value`` as a float if it is a finite number >= 0, else ValueError."""
-    if not (_number(value) and math.isfinite(value) and value >= 0):  # type: ignore[arg-type, operator]  # a number, checked first
+    if not (_number(value) and math.isfinite(value) and value >= 0):
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)  # type: ignore[arg-type]  # a number, checked above
+    return float(value)
 
 
 def fraction(name: str, value: object) -> float:
     """``value`` as a float if it is a number in the open interval (0, 1) (a share, a confidence), else ValueError."""
-    if not (_number(value) and 0 < value < 1):  # type: ignore[operator]  # a number, checked first
+    if not (_number(value) and 0 < value < 1):
         raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
-    return float(value)  # type: ignore[arg-type]  # a number, checked above
+    return float(value)
 
 
 def integer(name: str, value: object, low: int = 1, high: int | None = None) -> int:

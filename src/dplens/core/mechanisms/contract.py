@@ -14,7 +14,7 @@ import dataclasses
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
@@ -248,10 +248,10 @@ class Range:
 
     def __str__(self) -> str:
         parts = [repr(c) for c in self.choices]
-        if self.low is not None:
+        if self.low is not None and self.high is not None:  # low and high are set together
             kind = "an integer" if self.integer else "a number"
             left, right = ("(", ")") if self.open else ("[", "]")
-            low, high = (f"{int(v)}" if self.integer else f"{v:g}" for v in (self.low, self.high))  # type: ignore[arg-type]  # low and high are set together
+            low, high = (f"{int(v)}" if self.integer else f"{v:g}" for v in (self.low, self.high))
             parts.append(f"{kind} in {left}{low}, {high}{right}")
         return " or ".join(parts)
 
@@ -259,11 +259,12 @@ class Range:
         """``value`` (an integral float becomes an int for integer ranges), or ValueError naming the range."""
         if any(value is c or (type(value) is type(c) and value == c) for c in self.choices):
             return value
-        if self.low is not None and not isinstance(value, bool) and isinstance(value, int | float | np.number):
+        if self.low is not None and self.high is not None and not isinstance(value, bool) \
+                and isinstance(value, int | float | np.number):
             number = float(value)
             if self.integer and isinstance(value, float | np.floating) and number.is_integer():
                 value = int(number)
-            inside = self.low < number < self.high if self.open else self.low <= number <= self.high  # type: ignore[operator]  # low and high are set together
+            inside = self.low < number < self.high if self.open else self.low <= number <= self.high
             if inside and (not self.integer or isinstance(value, int | np.integer)):
                 return value
         raise ValueError(f"{name} must be {self}, got {value!r}")
@@ -326,6 +327,13 @@ def setting_fields(mechanism: object) -> tuple[dataclasses.Field[Any], ...]:
     return tuple(f for f in dataclasses.fields(mechanism) if f.name not in ("name", "data_dependent"))
 
 
+def _replace(mechanism: Mechanism, changes: Mapping[str, object]) -> Mechanism:
+    """``dataclasses.replace`` for a registered mechanism (a frozen dataclass instance)."""
+    if not dataclasses.is_dataclass(mechanism) or isinstance(mechanism, type):
+        raise TypeError(f"{mechanism!r} is not a dataclass instance: registered mechanisms are frozen dataclasses")
+    return cast(Mechanism, dataclasses.replace(mechanism, **changes))  # replace keeps the class
+
+
 def _declared_range(cls: type, name: str) -> Range | None:
     for klass in cls.__mro__:
         declared = getattr(klass, "__dataclass_fields__", {}).get(name)
@@ -356,7 +364,7 @@ def check_parameters(mechanism: Mechanism) -> Mechanism:
             raise ValueError(f"{mechanism.name}: {err}") from None
         if checked is not value:
             changes[f.name] = checked
-    return dataclasses.replace(mechanism, **changes) if changes else mechanism  # type: ignore[type-var]  # registered mechanisms are dataclasses
+    return _replace(mechanism, changes) if changes else mechanism
 
 
 def configure(mechanism: Mechanism, params: Mapping[str, object]) -> Mechanism:
@@ -377,7 +385,7 @@ def configure(mechanism: Mechanism, params: Mapping[str, object]) -> Mechanism:
             value = _coerce(key, value, current)
         changes[key] = value
     try:
-        configured = dataclasses.replace(mechanism, **changes)  # type: ignore[type-var]  # registered mechanisms are dataclasses
+        configured = _replace(mechanism, changes)
     except TypeError as err:
         raise ValueError(f"bad parameters for {mechanism.name!r}: {err}") from None
     return check_parameters(configured)

@@ -214,7 +214,8 @@ def _charge_release(click: _Click, ran: _Ran, cost: Budget, privacy: Privacy) ->
         ss.ledger, ss.release_counter = ran.published.ledger, ss.release_counter + 1
         return True, ran.published.export_id
     export_id = None if click.exploring else new_export_id()  # a simulation is never exported
-    note = (f"noise path: {click.noise_path}" + ("" if click.definition == "pure" else f"; {privacy_words(privacy, privacy_delta())}")
+    note = (f"noise path: {click.noise_path}"
+            + ("" if click.definition == "pure" else f"; {privacy_words(privacy, privacy_delta())}")
             + (f" ({SIMULATION_LABEL})" if click.exploring else ""))
     return charge(click.label, cost.epsilon, mechanism=click.name, workload=workload_spec(), export_id=export_id,
                   delta=cost.delta, rho=cost.rho, note=note), export_id
@@ -246,9 +247,10 @@ def _export_files(output: dict, entry: dict, hist, intervals) -> tuple[bytes, by
         output["export_keys"] = ExportKeys.for_release(hist, release, output["request"].workload)
     keys = output.get("export_keys") if hist is not None else None
     if published is not None:
-        return tuple(export_release(published, output["request"], fmt=fmt, dataset=dataset, keys=keys,
-                                    tuned_on=entry.get("tuned_on"),
-                                    intervals=intervals, compute_intervals=False) for fmt in ("csv", "json"))
+        csv_file, json_file = (export_release(published, output["request"], fmt=fmt, dataset=dataset, keys=keys,
+                                              tuned_on=entry.get("tuned_on"), intervals=intervals,
+                                              compute_intervals=False) for fmt in ("csv", "json"))
+        return csv_file, json_file
     meta = {"workload": entry["workload"], "noise_path": entry["noise_path"],
             "noise_sampler": entry.get("noise_sampler"), "dataset": dataset, "export_id": entry.get("export_id"),
             "tuned_on": entry.get("tuned_on")}
@@ -426,7 +428,8 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
         if len(hist.domain.shape) == 1 and hist.domain.size <= MAX_BARS:
             figures["histogram"] = interval_figure(np.arange(estimate.size), truth, estimate, low, high,
                                                    mechanism=entry["mechanism"], x_title="bin (index)",
-                                                   y_title="count (records)", bars=True, **view)
+                                                   y_title="count (records)", bars=True,
+                                                   log_y=view.get("log_y", False), zoom=view.get("zoom", False))
         else:
             figures["histogram"] = histogram_figure(hist, estimate, label, mechanism=entry["mechanism"],
                                                     **view)
@@ -439,7 +442,7 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
             covered = np.mean((truth >= estimate + low) & (truth <= estimate + high))
             cols[2].metric("True counts inside their 95 % interval", f"{covered:.1%}",
                            help="Should be close to 95 % (per bin, not simultaneous).")
-        figures["per-bin-error"] = error_band_figure(truth, error, None if low is None else -high,
+        figures["per-bin-error"] = error_band_figure(truth, error, None if high is None else -high,
                                                      None if low is None else -low,
                                                      mechanism=entry["mechanism"])
         st.plotly_chart(figures["per-bin-error"], key="release_error_chart")

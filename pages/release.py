@@ -61,7 +61,8 @@ with ui.guard():
                                  "(basic composition); a ρ total charges a pure ε release ε²/2.")
         if ui.definition() == "approx":
             privacy = target(ui.definition(), float(st.session_state.release_epsilon), ui.delta())
-            st.caption(f"Target: {privacy_words(privacy)}. Warning: (ε, δ)-DP permits a rare catastrophic failure (probability δ).")
+            st.caption(f"Target: {privacy_words(privacy)}. Warning: (ε, δ)-DP permits a rare catastrophic failure "
+                       "(probability δ).")
         st.radio("Noise", list(NOISE_PATHS), key="release_noise_path", horizontal=True,
                  help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_PATHS.items())
                       + f". Exploration results are a {SIMULATION_LABEL}: shown here, never exported.")

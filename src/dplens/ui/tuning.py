@@ -114,7 +114,8 @@ def make_proxy() -> None:
     counts = estimate.clip(0).reshape(hist.domain.shape)  # clipping: post-processing
     proxy = Histogram.from_counts(counts, labels=hist.labels, name=f"{hist.name} (DP proxy)"[:80],
                                   axis_names=hist.domain.names)
-    ss.setdefault("tuning_proxies", {})[key] = {"for": ledger_key(), "privacy": privacy_words(privacy, delta()), "hist": proxy}
+    ss.setdefault("tuning_proxies", {})[key] = {"for": ledger_key(), "privacy": privacy_words(privacy, delta()),
+                                                "hist": proxy}
     ss.tuning_choice = key
     ledger()
 

@@ -46,8 +46,9 @@ def delta_warning(delta: float, records: int) -> str | None:
 
     >>> delta_warning(1e-6, 1000) is None
     True
-    >>> delta_warning(0.01, 1000)
-    'delta=0.01 is above 1/n = 0.001 for n=1000 records: a mechanism may then publish a whole record; use delta well below 1/n'
+    >>> print(delta_warning(0.01, 1000))  # doctest: +NORMALIZE_WHITESPACE
+    delta=0.01 is above 1/n = 0.001 for n=1000 records: a mechanism may then publish a whole record; use delta well
+    below 1/n
     """
     if records > 0 and delta >= 1.0 / records:
         return (f"delta={delta:g} is above 1/n = {1.0 / records:g} for n={records} records: a mechanism may "

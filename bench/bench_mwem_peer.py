@@ -204,13 +204,15 @@ def main() -> None:
                     for k in range(len(ours)):
                         a = ours[k]
                         b = theirs[k] if k < len(theirs) else {}
-                        print(f"    round {k + 1}: dplens {a['range']} score {a['picked_score']:.4g}/{a['top_score']:.4g} "
+                        print(f"    round {k + 1}: dplens {a['range']} score "
+                              f"{a['picked_score']:.4g}/{a['top_score']:.4g} "
                               f"scale {a['scale']:.4g} total {a['total']:.8g} | dpcomp {b.get('range')} "
                               f"score {b.get('picked_score', float('nan')):.4g}/{b.get('top_score', float('nan')):.4g} "
                               f"scale {b.get('scale', float('nan')):.4g} total {b.get('total', float('nan')):.8g}")
                 start = time.process_time()
                 ours = [float(np.mean(np.abs(MECHANISMS["mwem"].run(x, workload, epsilon,
-                                                                     np.random.default_rng([1, seed])).answers - truth)))
+                                                                     np.random.default_rng([1, seed])).answers
+                                             - truth)))
                         for seed in range(args.trials)]
                 ours_cpu = (time.process_time() - start) / args.trials
                 mean, se = mean_se(ours)

@@ -4,8 +4,8 @@ The machinery is ``dplens.core.papers.audit``; the papers' literal (broken) vari
 
 For each mechanism and each neighbouring pair (x, x') (add/remove one record in a small bin, a large
 bin, a zero bin and the workload's hot item) we run the mechanism a FIXED number of times on each side
-with seeded generators (see "Run counts" below; nothing depends on the clock or the machine). The runs are split in two halves (in the spirit of DP-Sniper and Google's
-dp_auditorium):
+with seeded generators (see "Run counts" below; nothing depends on the clock or the machine). The runs are split in two
+halves (in the spirit of DP-Sniper and Google's dp_auditorium):
 
 1. *select*: over a family of output events, thresholds "z ≥ t" and "z < t" at quantiles of every
    released value and of a few statistics (the sum, the sign/mean-difference contrast between the two
@@ -107,7 +107,8 @@ SCENARIOS = (
     # No records, 256 bins: grouping mechanisms put the bins whose stage-1 noise is negative (about half)
     # into one large group G whose membership is random but whose size is stable (~128). Its released
     # values sit together, so their median locates G's mean: per-bin SReB_GCA noise (the paper's literal
-    # Algorithm 1, loss |G|·ε2) shows as a shift of 1/|G| against noise of scale λ2/|G| per value: ~√|G|/λ2 SDs of the median.
+    # Algorithm 1, loss |G|·ε2) shows as a shift of 1/|G| against noise of scale λ2/|G| per value: ~√|G|/λ2 SDs of
+    # the median.
     Scenario("empty", IdentityWorkload(256), (0,) * 256, 1.0, (("zero+", 0, 1),)),
 )
 # The same situations on a 4 × 4 grid, for mechanisms that only take 2-D histograms (bins are row-major).

@@ -199,7 +199,8 @@ def _understatement(workload: Workload) -> float:
 def test_random_workload_audit_flags_a_calibration_that_ignores_the_weights():
     broken = PatternSensitivityAnswers()
     rng = np.random.default_rng([SEED, 9001])
-    draws = [(family(rng, N), _histogram(rng, False)) for family in (_weighted_ranges, _weighted_stack, _signed_sparse) * 2]
+    draws = [(family(rng, N), _histogram(rng, False))
+             for family in (_weighted_ranges, _weighted_stack, _signed_sparse) * 2]
     results = audit_histogram(broken, draws, RUNS)
     _report(broken.name, results, RUNS)
     under = [(f"#{d} {w.describe()}", _understatement(w)) for d, (w, _) in enumerate(draws)]
@@ -242,7 +243,8 @@ def table_pairs(records: np.ndarray) -> dict[str, np.ndarray]:
 
 def _table_outputs(mechanism, records, workload, seed, runs) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    return np.array([np.concatenate([np.ravel(e) for e in mechanism.run(records, workload, RHO, rng).marginal_estimates])
+    return np.array([np.concatenate([np.ravel(e)
+                                     for e in mechanism.run(records, workload, RHO, rng).marginal_estimates])
                      for _ in range(runs)])
 
 

@@ -89,7 +89,8 @@ def curve() -> list[tuple[float, float]]:
 
 def _outputs(mechanism, records: np.ndarray, seed: list[int], runs: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    return np.array([np.concatenate([np.ravel(e) for e in mechanism.run(records, WORKLOAD, RHO, rng).marginal_estimates])
+    return np.array([np.concatenate([np.ravel(e)
+                                     for e in mechanism.run(records, WORKLOAD, RHO, rng).marginal_estimates])
                      for _ in range(runs)])
 
 

@@ -198,7 +198,8 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     workload = parse_marginal_workload(spec, table.domain)
     store, fingerprint = _store(args), table.fingerprint
     _record_budget(store, fingerprint, args, Path(args.input).name)
-    # One door with the app (dplens.core.release.kernel): refused over budget or δ before any work, bounded, charged once.
+    # One door with the app (dplens.core.release.kernel): refused over budget or δ before any work, bounded, charged
+    # once.
     request = TableRequest(mechanism, rho, workload, args.delta, domain_declared=table.domain_declared)
     published = release_table(request, table.records, store=store,
                               fingerprint=fingerprint, name=Path(args.input).name, time_limit=args.time_limit,
@@ -260,7 +261,8 @@ def cmd_release(args: argparse.Namespace) -> int:
                                   name=histogram.name, time_limit=args.time_limit, where="command line")
     release = published.release
     output.write_bytes(export_release(published, request, fmt=output.suffix.lower().lstrip("."),
-                                      dataset=histogram.name, keys=ExportKeys.for_release(histogram, release, request.workload),
+                                      dataset=histogram.name,
+                                      keys=ExportKeys.for_release(histogram, release, request.workload),
                                       rng=np.random.default_rng(args.seed)))
     kind = "bins" if release.estimate is not None else "query answers"
     print(f"released {len(release.estimate if release.estimate is not None else release.answers)} {kind} "
@@ -293,7 +295,8 @@ def cmd_ledger(args: argparse.Namespace) -> int:
         Path(args.output).write_bytes(history_to_csv(history))
     print(f"dataset {histogram.name}: fingerprint {fingerprint}")
     if ledger.unit == "rho":  # composed in zCDP: Σρ, shown with its CKS ε at the total's δ
-        summary = (f"total rho={ledger.total.rho:g} (epsilon={ledger.total.epsilon:.4g} at delta={ledger.total.delta:g}), "
+        summary = (f"total rho={ledger.total.rho:g} (epsilon={ledger.total.epsilon:.4g} at "
+                   f"delta={ledger.total.delta:g}), "
                  f"spent rho={ledger.spent.rho:g} (sum of rho)")
         left = f"rho={ledger.remaining.rho:g} (epsilon={ledger.remaining.epsilon:.4g})"
     else:
@@ -616,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CliError, ValueError, OSError, MemoryError, RunTimeLimitError) as err:  # BudgetExceededError is a ValueError: exit 2
+    except (CliError, ValueError, OSError, MemoryError, RunTimeLimitError) as err:  # BudgetExceededError: exit 2
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
         print(f"error: {message}", file=sys.stderr)
         return 2

@@ -2,8 +2,8 @@
 
 1. A noisy histogram x̃ = x + Lap(1/ε₁), ε₁ = ratio·ε; values ≤ η·ln(n)/ε₁ are set to 0.
 2. The cells are sorted by their NOISY value (sorting by the true counts would leak the true rank
-   order; the same correction as for SReB_GCA) and cut greedily into contiguous clusters of the sorted order: a cell joins the current
-   cluster unless that raises the cluster's estimated error (squared deviation plus the noise variance
+   order; the same correction as for SReB_GCA) and cut greedily into contiguous clusters of the sorted order: a cell
+   joins the current cluster unless that raises the cluster's estimated error (squared deviation plus the noise variance
    2/(ε₂²·size) of its mean) by at least err*(j), the best error the cell could have at the start of a
    new cluster (the paper's look-ahead with its early stop, looking at most ``LOOKAHEAD`` cells ahead).
 3. Each cluster's true sum gets Lap(1/ε₂), ε₂ = ε − ε₁, and is spread evenly over its cells.

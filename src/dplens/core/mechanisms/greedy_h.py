@@ -54,7 +54,8 @@ from dplens.core.queries.workloads import (
     workload_key,  # noqa: F401  (re-exported: the strategy caches' key)
 )
 
-GRANULARITY_RANGE = Range(2, 1000, integer=True)  # grid points for a node's weight p (Greedy-H, DAWA; Li et al. 2014 §4)
+# grid points for a node's weight p (Greedy-H, DAWA; Li et al. 2014 §4)
+GRANULARITY_RANGE = Range(2, 1000, integer=True)
 MAX_UNITS = 4096  # Greedy-H holds dense unit × unit matrices; beyond this it refuses (memory)
 DENSE_RECONSTRUCTION = 2**24  # entries of L formed for exact intervals; beyond this, no exact intervals
 
@@ -405,7 +406,8 @@ def _uniform_parents(rows: np.ndarray, gram: np.ndarray | None, c_uniform: np.nd
     return np.logical_and.reduceat(same, first)
 
 
-def _greedy_inputs(gram: np.ndarray | None, sketch: np.ndarray | None, norm: int) -> tuple[np.ndarray, np.ndarray | None]:
+def _greedy_inputs(gram: np.ndarray | None, sketch: np.ndarray | None,
+                   norm: int) -> tuple[np.ndarray, np.ndarray | None]:
     """The rows the greedy rule reads (the sketch, else the Gram) and the Gram, checked."""
     if norm not in (1, 2):
         raise ValueError(f"norm must be 1 (Laplace) or 2 (Gaussian), got {norm!r}")

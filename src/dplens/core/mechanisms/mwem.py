@@ -133,7 +133,8 @@ class MWEM:
         replace_one_loss = 0.0  # the measurements' loss under replace-one neighbours (public_total)
         atom_of = np.zeros(n, dtype=np.int64)
         ends = {0, n}
-        intervals: list[tuple[int, int]] | None = []  # while every measured query is an interval: the atoms are segments
+        # while every measured query is an interval: the atoms are segments
+        intervals: list[tuple[int, int]] | None = []
         selection_loss = 0.0
         candidates = np.ones(true_answers.size, dtype=bool)
         for _ in range(self.rounds):

@@ -261,7 +261,8 @@ class WDA:
         """Divided on the interval ends (O(m log m) per split), else on the workload's matrix entries."""
         m, n = workload.shape
         if as_intervals(workload) is not None:
-            seconds = SECONDS_PER_ELEMENT * (40 * m * max(1.0, math.log2(max(m, 2))) + 4 * (n + matvec_elements(workload)))
+            seconds = SECONDS_PER_ELEMENT * (40 * m * max(1.0, math.log2(max(m, 2)))
+                                             + 4 * (n + matvec_elements(workload)))
             return Cost(OVERHEAD_SECONDS + seconds, 8.0 * (4 * n + 12 * m),
                         f"the workload's {m:,} interval queries over {n:,} cells")
         entries = dense_entries(workload)

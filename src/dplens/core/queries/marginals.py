@@ -131,7 +131,8 @@ class MarginalWorkload(WorkloadOperator):
 
         >>> w = MarginalWorkload(Domain(("sex", "age"), (2, 3)), (("sex", "age"),), ranges=("age",))
         >>> op = w.queries_on(0)
-        >>> op.shape, float(op.column_norms(1).max()), w.answer_queries(0, np.array([[1., 2, 3], [4, 5, 6]]))[:6].tolist()
+        >>> answers = w.answer_queries(0, np.array([[1., 2, 3], [4, 5, 6]]))
+        >>> op.shape, float(op.column_norms(1).max()), answers[:6].tolist()
         ((12, 6), 4.0, [1.0, 4.0, 3.0, 9.0, 6.0, 15.0])
         """
         marginal, ordinal = self.marginals[index], self.ranges[index]

@@ -1225,9 +1225,10 @@ def explicit_from_csv(source: str | Path | bytes, n: int | None = None) -> Expli
 
     >>> explicit_from_csv(b"a,b,c\\n1,1,0\\n0,0.5,2\\n", n=3).matrix.tolist()
     [[1.0, 1.0, 0.0], [0.0, 0.5, 2.0]]
-    >>> explicit_from_csv(b"1,1,0\\n1,2\\n", n=3)
+    >>> explicit_from_csv(b"1,1,0\\n1,2\\n", n=3)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    dplens.core.data.datasets.DataError: row 2 has 2 values but earlier rows have 3; every row needs the same number of columns (ragged rows)
+    dplens.core.data.datasets.DataError: row 2 has 2 values but earlier rows have 3; every row needs the same number
+    of columns (ragged rows)
     """
     data = _query_bytes(source)
     if b"\x00" in data[:4096] or data.startswith(b"\x93NUMPY"):
@@ -1382,7 +1383,8 @@ WORKLOADS: dict[str, tuple[str, Callable[..., Workload]]] = {
                                                           float(p.get("tau", 0.2)), _seed(p, rng))),
     "file": ("query rows from a CSV file: file:PATH", None),  # type: ignore[dict-item]  # read by parse_workload
     "marginals": ("row and column sums (2-D)", lambda shape, p, rng: _marginals(_need_2d("marginals", shape))),
-    "range-2d": ("all axis-aligned rectangles (2-D; up to about 90 × 90 cells)", lambda shape, p, rng: _range_2d(shape)),
+    "range-2d": ("all axis-aligned rectangles (2-D; up to about 90 × 90 cells)",
+                 lambda shape, p, rng: _range_2d(shape)),
     "random-range-2d": ("m random rectangles, ends uniform per axis (2-D); m=1000, seed",
                         lambda shape, p, rng: random_range_2d(_need_2d("random-range-2d", shape),
                                                               _int_param(p, "m", 1000), _int_seed(p, rng))),

@@ -133,7 +133,8 @@ def _check_loss(release: Release, privacy: Privacy) -> None:
     """The release states the charged definition and its loss, computed from the noise drawn, fits the charge."""
     if type(release.budget) is not type(privacy) or not release.privacy_loss <= amount(privacy) * (1 + LOSS_SLACK):
         raise ValueError(f"internal check: privacy loss {release.loss_unit}={release.privacy_loss!r} of the noise "
-                         f"drawn ({privacy_words(release.budget)}) exceeds the charge {privacy_words(privacy)}; nothing was released or charged")
+                         f"drawn ({privacy_words(release.budget)}) exceeds the charge {privacy_words(privacy)}; "
+                         "nothing was released or charged")
 
 
 def release_histogram(request: HistogramRequest, counts: np.ndarray, *, store: LedgerStore, fingerprint: str,
@@ -165,7 +166,8 @@ def release_histogram(request: HistogramRequest, counts: np.ndarray, *, store: L
     ledger = store.spend(fingerprint, label, charge, mechanism=request.mechanism, workload=request.workload_spec,
                          export_id=export_id, rho=charge.rho, workspace=workspace, name=name,
                          values_hash=values_hash(values, kind), default_total=default_total,
-                         note=f"noise path: secure ({sampler}); {privacy_words(request.privacy, request.delta or None)}; {where}")
+                         note=f"noise path: secure ({sampler}); "
+                              f"{privacy_words(request.privacy, request.delta or None)}; {where}")
     return Published(release, export_id, charge, ledger, sampler, seconds)
 
 
@@ -248,7 +250,8 @@ def export_intervals(release: Release, request: HistogramRequest, *, simultaneou
 
 
 def export_release(published: Published, request: HistogramRequest, *, fmt: str, dataset: str,
-                   keys: ExportKeys | None = None, intervals: Intervals | None = None, rng: np.random.Generator | None = None,
+                   keys: ExportKeys | None = None, intervals: Intervals | None = None,
+                   rng: np.random.Generator | None = None,
                    compute_intervals: bool = True, tuned_on: str | None = None) -> bytes:
     """The export file of a published histogram release: ``fmt`` "csv" (values with ``lower, upper, level``) or
     "json" (the same plus the metadata and export id). Intervals are computed when not given (unless

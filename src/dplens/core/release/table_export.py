@@ -25,7 +25,8 @@ from dplens.core.tables.records import Table, marginals_to_csv, ranges_to_csv, r
 def table_marginals_frame(release, table: Table, level: float = INTERVAL_LEVEL) -> pd.DataFrame:
     """The released marginals as a long table with per-cell intervals when the noise allows exact ones."""
     estimates = release.marginal_estimates
-    text = marginals_to_csv(release.workload, estimates, release.marginal_stds or [math.nan] * len(estimates), table.levels)
+    text = marginals_to_csv(release.workload, estimates, release.marginal_stds or [math.nan] * len(estimates),
+                            table.levels)
     frame = pd.read_csv(io.StringIO(text), keep_default_na=False)
     z = float(special.ndtri(0.5 + level / 2))
     if release.marginal_halfwidths is not None and level == INTERVAL_LEVEL:  # exact, not Gaussian: strategies' noise

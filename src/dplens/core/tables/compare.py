@@ -223,8 +223,8 @@ def compare_tables(records: np.ndarray, workload: MarginalWorkload, mechanisms: 
     adding a mechanism or a ρ runs only the new pairs. ``should_stop`` is polled between runs; with ``seconds``
     the whole comparison has that deadline, and each synthesiser run (minutes, hundreds of MB) runs in a worker
     process killed at the deadline (``dplens.core.analysis.bounded``), so its memory goes with it; ``workers`` such
-    runs (default: one more than the machine's cores, at most 4) run at once. A stopped comparison returns the finished rows
-    with ``df.attrs["stopped"] = True``.
+    runs (default: one more than the machine's cores, at most 4) run at once. A stopped comparison returns the finished
+    rows with ``df.attrs["stopped"] = True``.
 
     Synthesisers run with :data:`COMPARE_SETTINGS` under ``settings`` (estimation only: the same measurements at
     the full ρ) and ``synth_trials`` runs per ρ (default ``trials``). ``progress(fraction, text)``: the fraction of

@@ -11,8 +11,8 @@ None when the error depends on the data), and ``data_dependent`` / ``synthesizes
 [1.7321, 1.3985]
 
 Each class states its settings' valid values on their fields (``setting(default, range)``, as the histogram
-mechanisms do) and a one-line ``summary``; :func:`table_mechanism` builds one from them. ``dplens.core.registry`` lists these beside the
-histogram mechanisms.
+mechanisms do) and a one-line ``summary``; :func:`table_mechanism` builds one from them. ``dplens.core.registry`` lists
+these beside the histogram mechanisms.
 """
 
 from __future__ import annotations
@@ -255,7 +255,8 @@ class MarginalHistograms:
 
 def _cell_halfwidths(mechanism, release, workload: MarginalWorkload, index: int) -> np.ndarray | None:
     """Exact per-cell half-widths at INTERVAL_LEVEL of one marginal's release, shaped like the marginal; None for
-    data-dependent methods. Plain Laplace/Gaussian per cell, or the strategy's noise (dplens.core.analysis.strategy_noise)."""
+    data-dependent methods. Plain Laplace/Gaussian per cell, or the strategy's noise
+    (dplens.core.analysis.strategy_noise)."""
     from dplens.core.analysis.intervals import bin_halfwidths
     from dplens.core.analysis.strategy_noise import strategy_halfwidths
 

@@ -1,7 +1,8 @@
 """HDMM's marginals strategy OPT_M (McKenna, Miklau, Hay, Machanavajjhala, VLDB 2018, §6.2) for Laplace noise.
 
 The strategy measures a weighted set of marginals, θ_a · M_a for subsets a of the workload's attributes U, and
-answers the workload by least squares. Everything is diagonal in ResidualPlanner's residual basis (Xiao, Ding, Kifer et al. 2023): on the
+answers the workload by least squares. Everything is diagonal in ResidualPlanner's residual basis (Xiao, Ding, Kifer et
+al. 2023): on the
 residual R_b (dimension d_b = ∏_{i∈b}(n_i − 1)) the strategy's Gram has eigenvalue λ_b = Σ_{a⊇b} θ_a² c_a and
 the workload's Σ_{M⊇b} w_M c_M = μ_b, with c_a = ∏_{i∈U∖a} n_i. With Laplace noise at ε, Δ₁ = Σ_a θ_a, the
 weighted total variance is 2 (Σθ)² / ε² · Σ_b d_b μ_b / λ_b, optimised over θ ≥ 0 by L-BFGS-B with its exact
@@ -216,7 +217,8 @@ def _optimal_weights(workload: MarginalWorkload, iterations: int, seed: int) -> 
     lam_parts = theta ** 2 * cost
     lam = _lattice(lam_parts, supersets=True)
     # Drop a weight whose share of every eigenvalue it feeds is below PRUNE (the error is recomputed exactly).
-    share = np.where(theta > 0, lam_parts / _lattice(np.where(need, lam, np.inf), supersets=False, combine=np.minimum), 0.0)
+    share = np.where(theta > 0, lam_parts / _lattice(np.where(need, lam, np.inf), supersets=False, combine=np.minimum),
+                     0.0)
     theta = np.where(share >= PRUNE, theta, 0.0)
     optimised = MarginalsPlan(workload, 1.0, attributes, theta / theta.sum())
     baseline = MarginalsPlan(workload, 1.0, attributes, identity / identity.sum())

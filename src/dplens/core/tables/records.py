@@ -163,7 +163,8 @@ def _shown(value) -> str:
 
 def _bin_labels(edges: np.ndarray) -> list[str]:
     last = len(edges) - 2
-    return [f"[{a:g}, {b:g}{']' if i == last else ')'}" for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))]
+    return [f"[{a:g}, {b:g}{']' if i == last else ')'}"
+            for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))]
 
 
 MISSING_CHOICES = ("refuse", "drop", "level")
@@ -322,9 +323,10 @@ def load_table(source: str | Path | bytes, domain: str | Path | bytes | None = N
 def _check_expansion(names: list[str], sizes: list[int], records: int) -> None:
     """Refuse a pre-aggregated table whose implied domain or expanded records are too large, before expanding.
 
-    >>> _check_expansion([f"c{i}" for i in range(30)], [2] * 30, 2)
+    >>> _check_expansion([f"c{i}" for i in range(30)], [2] * 30, 2)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    dplens.core.data.datasets.DataError: pre-aggregated table implies 1,073,741,824 cells (30 columns); at most 4,194,304 (MAX_CELLS) are allowed: drop or merge columns
+    dplens.core.data.datasets.DataError: pre-aggregated table implies 1,073,741,824 cells (30 columns); at most
+    4,194,304 (MAX_CELLS) are allowed: drop or merge columns
     """
     cells = math.prod(sizes)
     if cells > MAX_CELLS:

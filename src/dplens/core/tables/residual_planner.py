@@ -87,8 +87,8 @@ def plan_residuals(workload: MarginalWorkload, rho: float) -> ResidualPlan:
     """Closed-form optimal σ_S² for the sum-of-variance objective at ρ-zCDP.
 
     v_S = Σ_{M ⊇ S} w_M · query_factor(M, S) is the variance weight of residual S (for plain cells
-    p_S ∏_{i∈S} n_i ∏_{i∈M∖S} 1/n_i; range marginals use their Gram factors) and p_S its privacy cost; minimising Σ v_S σ_S² subject to Σ p_S/σ_S² = 2ρ gives
-    1/σ_S² = 2ρ √(v_S/p_S) / Σ_T √(v_T p_T).
+    p_S ∏_{i∈S} n_i ∏_{i∈M∖S} 1/n_i; range marginals use their Gram factors) and p_S its privacy cost; minimising Σ v_S
+    σ_S² subject to Σ p_S/σ_S² = 2ρ gives 1/σ_S² = 2ρ √(v_S/p_S) / Σ_T √(v_T p_T).
     """
     rho = check_rho(rho)
     sizes = workload.domain.sizes

@@ -2,8 +2,8 @@
 not reimplemented here.
 
 OpenDP 0.16 splits a zCDP budget in floats; on 14 attributes its MST can overshoot its own share by an ulp
-("insufficient budget for query: 0.0499… > 0.0499…"; seen with OpenDP 0.16.0 on Adult). dplens replays that split and hands
-OpenDP the largest float ρ′ ≤ ρ it accepts (:func:`mst_handed_rho`); the full ρ is charged.
+("insufficient budget for query: 0.0499… > 0.0499…"; seen with OpenDP 0.16.0 on Adult). dplens replays that split and
+hands OpenDP the largest float ρ′ ≤ ρ it accepts (:func:`mst_handed_rho`); the full ρ is charged.
 
 >>> mst_budget_accepted(0.5, 0.5, 14)
 True
@@ -321,7 +321,8 @@ class AIM(_OpenDPTable):
         fraction("measure_split", self.measure_split)
         integer("round_iters", self.round_iters, 1, 100_000)
         integer("iters", self.iters, 1, 100_000)
-        if isinstance(self.max_size, bool) or not (isinstance(self.max_size, float | int) and 0 < self.max_size <= 4096):
+        if isinstance(self.max_size, bool) \
+                or not (isinstance(self.max_size, float | int) and 0 < self.max_size <= 4096):
             raise ValueError(f"max_size must be a number of MB in (0, 4096], got {self.max_size!r}")
 
 

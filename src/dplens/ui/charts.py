@@ -181,13 +181,21 @@ def mechanism_words(names) -> str:
 
 
 def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True,
-                 envelope: bool = False, x_title: str = "epsilon") -> go.Figure:
+                 envelope: bool = False, x_title: str = "epsilon",
+                 point_labels: dict[float, str] | None = None,
+                 tick_labels: dict[float, str] | None = None) -> go.Figure:
     """Error vs epsilon per mechanism: mean line, 2.5–97.5 % band over trials, analytic curve dotted.
 
     ``envelope`` adds the DPComp lower envelope: the best mean error at each epsilon (legend group
-    ``ENVELOPE``; its hover names the winning mechanism).
+    ``ENVELOPE``; its hover names the winning mechanism). ``point_labels`` names each ε point in the unit people
+    read (a zCDP page's ρ) in the hovers, ``tick_labels`` on the axis ticks; the points stay at their ε.
     """
     fig = go.Figure()
+    labels = point_labels or {}
+
+    def named(values) -> np.ndarray:
+        return np.array([labels.get(float(v), f"ε={float(v):g}") for v in values], dtype=object)
+
     rows = summary[summary["metric"] == metric]
     for name, part in rows.groupby("mechanism", sort=False):
         part = part.sort_values("epsilon")
@@ -197,8 +205,8 @@ def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True
                                  hoverinfo="skip", showlegend=False, legendgroup=name))
         fig.add_trace(go.Scatter(x=part.epsilon, y=part["mean"], name=name, mode="lines+markers",
                                  line={"color": colour}, legendgroup=name,
-                                 customdata=np.c_[part.low, part.high],
-                                 hovertemplate=f"{name}: {_words(name)}<br>ε=%{{x:g}}<br>mean=%{{y:.4g}}"
+                                 customdata=np.c_[part.low, part.high, named(part.epsilon)],
+                                 hovertemplate=f"{name}: {_words(name)}<br>%{{customdata[2]}}<br>mean=%{{y:.4g}}"
                                                "<br>95% band %{customdata[0]:.4g}–%{customdata[1]:.4g}"))
         if part["expected"].notna().any():
             fig.add_trace(go.Scatter(x=part.epsilon, y=part["expected"], name=f"{name} (analytic)",
@@ -207,12 +215,15 @@ def error_figure(summary, metric: str, *, log_x: bool = True, log_y: bool = True
         best = rows.loc[rows.groupby("epsilon")["mean"].idxmin()].sort_values("epsilon")
         fig.add_trace(go.Scatter(x=best.epsilon, y=best["mean"], name=ENVELOPE, mode="lines",
                                  line={"color": "black", "width": 5}, opacity=0.35, legendgroup=ENVELOPE,
-                                 customdata=best.mechanism, hovertemplate="best at ε=%{x:g}: %{customdata}"
-                                                                          "<br>%{y:.4g}<extra></extra>"))
+                                 customdata=np.c_[best.mechanism, named(best.epsilon)],
+                                 hovertemplate="best at %{customdata[1]}: %{customdata[0]}<br>%{y:.4g}<extra></extra>"))
     fig.update_layout(xaxis_title=EPSILON_TITLE if x_title == "epsilon" else x_title,
                       yaxis_title=METRIC_AXIS_TITLES.get(metric, metric), height=460,
                       xaxis_type="log" if log_x else "linear", yaxis_type="log" if log_y else "linear",
                       margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.2})
+    if tick_labels:  # ticks at the sweep's points, written in the page's unit
+        ticks = sorted(tick_labels)
+        fig.update_xaxes(tickvals=ticks, ticktext=[tick_labels[t] for t in ticks])
     return fig
 
 

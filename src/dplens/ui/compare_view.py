@@ -9,6 +9,7 @@ from dplens.core.analysis.experiment import regret, replay, summarise
 from dplens.core.analysis.metrics import HISTOGRAM_METRICS, METRIC_LABELS, METRICS, check_metrics
 from dplens.core.analysis.views import count_buckets
 from dplens.core.mechanisms import MECHANISMS
+from dplens.core.privacy.definitions import amount
 from dplens.core.release.recipe import recipe_script
 from dplens.ui.chart_controls import HistogramView, histogram_view_controls
 from dplens.ui.charts import (
@@ -20,7 +21,7 @@ from dplens.ui.charts import (
     runtime_figure,
 )
 from dplens.ui.definition import definition
-from dplens.ui.ledger import delta
+from dplens.ui.ledger import delta, point_privacy, point_unit, point_words
 from dplens.ui.privacy import matched
 from dplens.ui.sweeps import per_bin
 from dplens.ui.workloads import workload_spec
@@ -92,8 +93,14 @@ def _frontier(summary, epsilons) -> str:
     log_y = middle.toggle("Log error axis", True, key="compare_logy", help="Log scale for the error.")
     envelope = right.toggle("Lower envelope", True, key="compare_envelope",
                             help="The best mean error at each epsilon over the mechanisms shown (DPComp).")
-    x_title = "epsilon" if definition() == "pure" else f"epsilon at delta = {delta():g} ({definition()})"
-    event = st.plotly_chart(error_figure(summary, metric, log_y=log_y, envelope=envelope, x_title=x_title),
+    x_title, labels, ticks = "epsilon", None, None
+    if definition() != "pure":  # the sweep runs at ε (at δ); people read each point in the definition's unit
+        labels = {float(e): point_words(e) for e in epsilons}
+        ticks = {float(e): f"{amount(point_privacy(e)):.3g}" for e in epsilons}
+        x_title = (f"ρ (zCDP; each point is ρ's ε at δ = {delta():g})" if definition() == "zcdp"
+                   else f"ε at δ = {delta():g}")
+    event = st.plotly_chart(error_figure(summary, metric, log_y=log_y, envelope=envelope, x_title=x_title,
+                                         point_labels=labels, tick_labels=ticks),
                             key="compare_chart",
                             on_select="rerun", selection_mode="points")
     st.caption("Lines: mean over trials; bands: 2.5–97.5 % of single trials; dotted: analytic expectation "
@@ -112,7 +119,7 @@ def _inspect_release(ran: list[str], epsilons, hist, trials, workload, metric: s
     st.subheader("Inspect one release")
     left, middle, right = st.columns(3)
     pick = left.selectbox("Mechanism", ran, key="compare_pick_mechanism", help="Or click a point above.")
-    pick_epsilon = middle.selectbox("Epsilon", epsilons, key="compare_pick_epsilon", format_func="{:g}".format,
+    pick_epsilon = middle.selectbox(point_unit(), epsilons, key="compare_pick_epsilon", format_func=point_words,
                                     help="Or click a point above.")
     trial = int(right.number_input("Trial", 0, int(trials) - 1, 0, key="compare_pick_trial",
                                    help="Which of the sweep's trials to reproduce (same noise stream)."))
@@ -122,7 +129,7 @@ def _inspect_release(ran: list[str], epsilons, hist, trials, workload, metric: s
                                                                           total=hist.total)
     else:
         value = METRICS[metric](workload.matvec(hist.vector), release.answers, total=hist.total)
-    st.caption(f"{pick} at ε = {pick_epsilon:g}, trial {trial}: {METRIC_LABELS[metric]} = {value:,.4g} "
+    st.caption(f"{pick} at {point_words(pick_epsilon)}, trial {trial}: {METRIC_LABELS[metric]} = {value:,.4g} "
                "(reproduced exactly from the sweep's noise stream; privacy loss "
                f"{'ρ' if release.loss_unit == 'rho' else 'ε'} = {release.privacy_loss:.4g}).")
     try:

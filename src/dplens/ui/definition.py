@@ -12,8 +12,13 @@ from dplens.core.privacy.definitions import DEFINITIONS
 
 
 def definition() -> str:
-    """The chosen definition ("pure", "approx", "zcdp"); pure by default."""
-    value = st.session_state.get("privacy_definition", "pure")
+    """The chosen definition ("pure", "approx", "zcdp"); pure by default.
+
+    The sidebar's radio holds it; ``definition_kept`` (a plain key the radio and the ledger-following step write)
+    keeps it while no sidebar is drawn, as when a page runs on its own.
+    """
+    ss = st.session_state
+    value = ss.get("privacy_definition", ss.get("definition_kept", "pure"))
     return value if value in DEFINITIONS else "pure"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dplens.ui.ledger import ledger
+from dplens.ui.ledger import ledger, point_unit, point_words, remaining_text
 from dplens.ui.state import init_state
 from dplens.ui.tuning import tuned_on
 from dplens.ui.workloads import workload_spec
@@ -80,7 +80,7 @@ def show_handoff(handoff: dict | None, page: str = "release") -> None:
         st.session_state.epsilon_handoff = None
         return
     mechanism = f" for **{handoff['mechanism']}**" if handoff["mechanism"] else ""
-    st.caption(f"From Choose epsilon: ε = {handoff['epsilon']:.4g}{mechanism} on workload "
+    st.caption(f"From Choose epsilon: {point_words(handoff['epsilon'])}{mechanism} on workload "
                f"`{handoff['workload']}` ({handoff['target']}), "
                f"tuned on {handoff.get('tuned_on', 'the private data')}.")
     budget_warning(handoff["epsilon"])
@@ -88,18 +88,18 @@ def show_handoff(handoff: dict | None, page: str = "release") -> None:
 
 def budget_warning(epsilon: float) -> None:
     """Warn (never block) when ``epsilon`` is more than the session has left to spend."""
-    remaining = ledger().remaining.epsilon
-    if epsilon > remaining + 1e-12:
-        st.warning(f"ε = {epsilon:.4g} is more than the remaining budget (ε = {remaining:.4g}): a release at "
-                   "this ε would be refused. Relax the target, or spend less elsewhere.")
+    led = ledger()
+    if epsilon > led.remaining.epsilon + 1e-12:
+        st.warning(f"{point_words(epsilon)} is more than the remaining budget ({remaining_text(led)}): a release "
+                   "at this value would be refused. Relax the target, or spend less elsewhere.")
 
 
 def use_button(epsilon: float, *, mechanism: str | None, target: str, workload: str, key: str) -> None:
     """The "Use this ε" action: a button that hands the value on, then links to the two pages using it."""
     budget_warning(epsilon)
     left, middle, right = st.columns([2, 1, 1])
-    left.button(f"Use this ε ({epsilon:.4g})", key=key, type="primary", on_click=use_epsilon, args=(epsilon,),
-                kwargs={"mechanism": mechanism, "target": target, "workload": workload},
+    left.button(f"Use this {point_unit()} ({point_words(epsilon)})", key=key, type="primary", on_click=use_epsilon,
+                args=(epsilon,), kwargs={"mechanism": mechanism, "target": target, "workload": workload},
                 help="Sets the Release page's ε" + (" and mechanism" if mechanism else "") + " and a Gradual "
                      "release schedule ending at this ε. Nothing is spent until you release.")
     handoff = st.session_state.get("epsilon_handoff")

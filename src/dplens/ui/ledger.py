@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from dplens.core.privacy.budget import Budget, BudgetExceededError, Ledger, native_spend
+from dplens.core.privacy.definitions import ZCDP, Privacy, privacy_words, target, zcdp_rho
 from dplens.core.privacy.ledger_store import (
     DEFAULT_DELTA_RELEASES,
     LedgerStore,
@@ -61,6 +62,24 @@ def delta() -> float:
         if total > 0:
             return total / DEFAULT_DELTA_RELEASES
     return session_delta()
+
+
+def point_privacy(epsilon: float) -> Privacy:
+    """The privacy value a page's ε point means under the session's definition: pure ε, ε at ``delta()``, or the ρ
+    whose ε at ``delta()`` it is (zCDP pages plot and hand on ε at δ; people read the ρ)."""
+    if definition() == "zcdp":
+        return ZCDP(zcdp_rho(float(epsilon), delta()))
+    return target(definition(), float(epsilon), delta())
+
+
+def point_words(epsilon: float) -> str:
+    """``point_privacy`` for people: ``ε = 0.5``, ``ε = 1 at δ = 1e-06`` or ``ρ = 0.02436 (ε 1 at δ 1e-06)``."""
+    return privacy_words(point_privacy(epsilon), delta())
+
+
+def point_unit() -> str:
+    """The symbol a page's privacy figures are in: ρ under zCDP, else ε."""
+    return "ρ" if definition() == "zcdp" else "ε"
 
 
 def native_history(history: list[dict], led: Ledger) -> pd.DataFrame:

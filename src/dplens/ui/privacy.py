@@ -11,9 +11,9 @@ from dplens.core.privacy.definitions import delta_warning
 from dplens.core.privacy.noise import noise_kind
 from dplens.core.registry import histogram_mechanisms
 from dplens.core.registry import mechanism as registered
-from dplens.ui.datasets import histogram
+from dplens.ui.datasets import histogram, ledger_key
 from dplens.ui.definition import definition, session_delta
-from dplens.ui.ledger import delta
+from dplens.ui.ledger import delta, ledger, ledger_store
 
 DEFINITION_LABELS = {"pure": "pure ε-DP", "approx": "(ε, δ)-DP", "zcdp": "ρ-zCDP"}
 
@@ -34,10 +34,31 @@ def matched(mechanism):
     return instance if definition() == "pure" else Matched(instance, definition(), delta())
 
 
+def ledger_definition() -> str | None:
+    """"zcdp" when the current dataset's recorded ledger is a ρ total (its unit is ρ), else None: an ε ledger
+    pays for pure, (ε, δ) and zCDP releases alike (or offers its conversion), so the curator's choice stands."""
+    if not ledger_store().recorded(ledger_key()):
+        return None
+    return "zcdp" if ledger().total.rho is not None else None
+
+
+def follow_the_ledger() -> None:
+    """On arriving at a dataset (each new ledger key) whose ledger is kept in ρ, take zCDP, so that forms, charts
+    and captions speak ρ; the curator may still change it afterwards."""
+    ss = st.session_state
+    if ss.get("definition_follows") == ledger_key():
+        return
+    ss.definition_follows = ledger_key()
+    if (kept := ledger_definition()) is not None:
+        ss.privacy_definition = ss.definition_kept = kept
+
+
 def privacy_controls() -> None:
-    """Sidebar widgets: the definition and δ (δ only when it matters)."""
+    """Sidebar widgets: the definition and δ (δ only when it matters); the definition follows the dataset's ledger."""
+    follow_the_ledger()
     st.radio("Privacy definition", list(DEFINITION_LABELS), format_func=DEFINITION_LABELS.get, horizontal=True,
              key="privacy_definition",
+             on_change=lambda: st.session_state.update(definition_kept=st.session_state.privacy_definition),
              help="Pure ε-DP uses Laplace noise and never fails. (ε, δ)-DP (analytic Gaussian) may fail outright "
                   "with probability δ. ρ-zCDP (Gaussian) composes tightly and is shown as ε at δ.")
     if definition() == "zcdp":  # the one δ: where ρ is read as (ε, δ); under (ε, δ) the total's δ is the control

@@ -36,7 +36,8 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src pages app.py tests bench
 
-# mypy on src/dplens/core/ (pyproject.toml [tool.mypy]: the public API modules are strict).
+# mypy on src/dplens (core, ui, cli), pages/ and app.py (pyproject.toml [tool.mypy]; the public API modules are
+# strict); tests/ and bench/ are not type-checked.
 typecheck: $(STAMP)
 	$(BIN)/mypy
 

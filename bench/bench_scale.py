@@ -37,10 +37,7 @@ DPBENCH = shared_data("dpbench-1d")
 def stretched_histogram(n: int, dataset: str = "HEPTH") -> np.ndarray:
     """A dataset's 4096-bin shape stretched to n bins by linear interpolation (counts floored)."""
     path = DPBENCH / f"{dataset}.csv"
-    if path.exists():
-        base = np.loadtxt(path, skiprows=1)
-    else:
-        base = np.floor(np.random.default_rng(0).exponential(50.0, 4096))
+    base = np.loadtxt(path, skiprows=1) if path.exists() else np.floor(np.random.default_rng(0).exponential(50.0, 4096))
     shape = np.interp(np.linspace(0, base.size - 1, n), np.arange(base.size), base)
     return np.floor(shape)
 

@@ -3,10 +3,9 @@
 import json
 
 import pytest
-
-from dplens.core.privacy.ledger_store import LedgerStore
 from streamlit.testing.v1 import AppTest
 
+from dplens.core.privacy.ledger_store import LedgerStore
 from tests.test_app import APP, open_page
 
 

@@ -91,10 +91,7 @@ def interval(samples: Iterable[float], baseline: Iterable[float] | None = None, 
         return Interval(estimate, -math.inf, math.inf, n)
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     se = math.sqrt(va + vb)
-    if se == 0:
-        df = a.size + b.size - 2
-    else:
-        df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
+    df = a.size + b.size - 2 if se == 0 else (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
     half = stats.t.ppf(0.5 + level / 2, df) * se
     estimate = float(a.mean() - b.mean())
     return Interval(estimate, estimate - half, estimate + half, n)

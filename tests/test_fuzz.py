@@ -323,17 +323,20 @@ def test_csv_exports_neutralise_formula_injection_in_labels():
 # ----------------------------------------------------------------------------- the command line, end to end
 import dataclasses  # noqa: E402
 import tempfile  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from dplens.core.queries.workloads import WORKLOADS  # noqa: E402
+from dplens.core.release import kernel  # noqa: E402
+from tests.work_budget import WorkBudgetExceeded, call_budget  # noqa: E402
 
 CLI_FUZZ = settings(max_examples=700, deadline=None, derandomize=True,  # capsys is drained per example
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture])
-# a hang, not a slow run: wall time on a shared 2-core machine under CI load (a secure DAWA release took 6.5 s
-# there once); a hang runs until the time limit, minutes away
-HANG_SECONDS = 30.0
+# A hang or a blow-up is bounded by work, not wall time (tests/work_budget.py): the function calls one command
+# makes, the same on a loaded machine as on an idle one. The largest measured is a first secure DAWA release in a
+# fresh process, imports included: about 3.5 million; most commands here are refused in under 20,000. (Sweeps of
+# inputs this small run in this process: scheduler "auto" picks serial.)
+CLI_CALLS = 20_000_000
 TEXT = st.one_of(NUMBERISH, st.text(max_size=8), st.sampled_from(["1,2", "1e-300", "1e300", "0.5", "2", "auto",
                                                                     "-0", "1" + "0" * 30, "true", "abc", "1;2"]))
 FIELDS = sorted({f.name for m in MECHANISMS.values() for f in dataclasses.fields(m)} | {"nope", ""})
@@ -369,10 +372,15 @@ def cli_arguments(draw) -> tuple[list[str], object]:
     return args, draw(INPUTS)
 
 
-@CLI_FUZZ
-@given(arguments=cli_arguments(), output=st.sampled_from(["out.csv", "out.json", "out.txt"]))
-def test_cli_never_tracebacks_or_hangs(arguments, output, capsys):
-    args, source = arguments
+def _in_this_process(function, *args, seconds=None, estimated_seconds=None, progress=None, **kwargs):
+    """run_bounded without its worker process, whose calls the budget could not count (the time limit is the
+    product's guard against a slow run, tested in tests/test_bounds.py; here a run must not need it)."""
+    return function(*args, **kwargs) if progress is None else function(*args, progress=progress, **kwargs)
+
+
+def _check_cli(args: list, source, output: str, capsys, *, budget: int = CLI_CALLS) -> None:
+    """Run one command line (``None`` in ``args`` stands for ``source``) within ``budget`` calls: it must exit 0,
+    or 2 with one line of error and no traceback."""
     with tempfile.TemporaryDirectory() as folder:
         if isinstance(source, tuple):
             data, name = source
@@ -381,18 +389,43 @@ def test_cli_never_tracebacks_or_hangs(arguments, output, capsys):
         args = [a if a is not None else source for a in args]
         args += ["--output", str(Path(folder) / output), "--ledger", str(Path(folder) / "ledger.sqlite")]
         capsys.readouterr()
-        started = time.perf_counter()
-        try:
-            code = cli_main(args)
-        except SystemExit as exit_:  # argparse: a malformed command line
-            code = exit_.code
-        seconds = time.perf_counter() - started
+        with call_budget(budget) as work:
+            try:
+                code = cli_main(args)
+            except SystemExit as exit_:  # argparse: a malformed command line
+                code = exit_.code
+            except WorkBudgetExceeded:  # stopped where it ran: reported with its command line below
+                code = None
     out, err = capsys.readouterr()
-    assert seconds < HANG_SECONDS, f"{args} took {seconds:.1f} s"
+    assert work.within, f"{args} made more than {budget:,} calls"
     assert code in (0, 2), (args, err)
     if code == 2:
         assert err.startswith("error: ") and err.count("\n") == 1, (args, err)
         assert "internal error" not in err and "Traceback" not in err, (args, err)
+
+
+@CLI_FUZZ
+@given(arguments=cli_arguments(), output=st.sampled_from(["out.csv", "out.json", "out.txt"]))
+def test_cli_never_tracebacks_or_hangs(arguments, output, capsys, monkeypatch):
+    monkeypatch.setattr(kernel, "run_bounded", _in_this_process)
+    _check_cli(*arguments, output, capsys)
+
+
+def test_a_command_that_runs_on_fails_at_the_work_budget(capsys, monkeypatch):
+    """The probe: a release that never ends is stopped at the budget, and the check fails (a wall-clock bound
+    would have waited for it)."""
+    import dplens.cli
+
+    def runaway(args):
+        while True:
+            len(args.input)
+
+    monkeypatch.setattr(dplens.cli, "cmd_release", runaway)
+    command = ["release", "--input", None, "--mechanism", "identity", "--epsilon", "1"]
+    with pytest.raises(AssertionError, match="made more than 100,000 calls"):
+        _check_cli(command, "tips-bill", "out.csv", capsys, budget=100_000)
+    monkeypatch.undo()
+    _check_cli(command, "tips-bill", "out.csv", capsys)  # the same command as it is: within the budget
 
 
 # ----------------------------------------------------------------------------- the app's text inputs
@@ -400,18 +433,24 @@ from dplens.core.analysis.cost import estimate_cost  # noqa: E402
 from dplens.core.data.datasets import bin_edges  # noqa: E402
 
 APP_FUZZ = settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+# Work per step: the largest measured makes about 1,000 calls; building an explicit workload (random-linear on
+# 256 × 256 cells: 200 dense rows of 65,536) peaks near 230 MB. A blow-up goes past either bound.
+APP_CALLS = 100_000
+APP_PEAK_BYTES = 1 << 30
 
 
 @APP_FUZZ
 @given(name=st.sampled_from(sorted(MECHANISMS)), settings_=st.dictionaries(st.sampled_from(FIELDS), TEXT, max_size=3),
        spec=SPECS, shape=st.sampled_from([(51,), (4096,), (64, 64), (256, 256)]), edges=TEXT)
-def test_app_settings_specs_and_edges_refuse_with_one_line_quickly(name, settings_, spec, shape, edges):
+def test_app_settings_specs_and_edges_refuse_with_one_line_within_bounded_work(name, settings_, spec, shape, edges):
     """What the Release/Workloads/Data pages pass on from text boxes: settings, workload specs, bin edges."""
-    started = time.perf_counter()
     for step in (lambda: estimate_cost(configure(MECHANISMS[name], settings_), parse_workload(spec, shape)),
                  lambda: bin_edges(edges)):
-        try:
-            step()
-        except ValueError as err:
-            assert str(err) and "\n" not in str(err), err
-    assert time.perf_counter() - started < HANG_SECONDS
+        with call_budget(APP_CALLS, peak_bytes=APP_PEAK_BYTES) as work:
+            try:
+                step()
+            except ValueError as err:
+                assert str(err) and "\n" not in str(err), err
+            except WorkBudgetExceeded:
+                pass  # reported below, with the input
+        assert work.within, (name, settings_, spec, shape, edges, f"{work.calls:,} calls, {work.peak_bytes:,} bytes")

@@ -5,14 +5,15 @@
   anything else. Together with tests/test_fuzz.py's loaders that is well over 3,000 inputs.
 * Every upload handler of the app (Data, Tables records and domain, Workloads query matrix, Grids parquet, Release
   config) receives a set of hostile files in a real AppTest session: no exception reaches the page, every refusal
-  is one line, and each takes under 5 s.
+  is one line, and each stays within a budget of work (function calls counted, not seconds). An uploader the page
+  does not show fails the test: a skip would hide a handler that is never tested.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import time
+import sys
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from dplens.core.privacy.ledger_store import LedgerStore
 from dplens.core.release.provenance import recognise
 from dplens.core.tables.records import load_table
 from tests.test_app import open_page
+from tests.work_budget import call_budget
 
 FUZZ = settings(max_examples=1000, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -104,19 +106,46 @@ HANDLERS = [  # page, uploader key, the button that uses the file (if any), an e
 ]
 
 
+SCRIPT_THREAD = "ScriptRunner.scriptThread"  # where AppTest runs a page (streamlit.runtime.scriptrunner)
+# Work, not wall time (tests/work_budget.py): the calls the page's script makes for one upload (and its button).
+# The largest measured, the Data page reading a file and drawing it, makes about 265,000; a handler that loops or
+# blows up on a hostile file goes past the budget and is stopped there.
+UPLOAD_CALLS = 5_000_000
+
+
 @pytest.mark.parametrize(("page", "uploader", "button", "extension"), HANDLERS,
                          ids=[f"{p}:{u}:{e}" for p, u, _, e in HANDLERS])
 def test_every_upload_handler_refuses_hostile_files_in_one_line(page, uploader, button, extension):
     at = open_page(page)
-    if not [u for u in at.get("file_uploader") if getattr(u, "key", None) == uploader]:
-        pytest.skip(f"{page} has no uploader {uploader!r} in this state")  # e.g. behind an expander's toggle
+    shown = sorted(u.key for u in at.get("file_uploader") if getattr(u, "key", None))
+    assert uploader in shown, f"{page} shows no uploader {uploader!r} (it shows {shown}): the test cannot reach it"
     for name, data in HOSTILE:
         name = f"{name.rsplit('.', 1)[0]}.{extension}"  # the browser only offers files of the accepted types
-        started = time.perf_counter()
-        at.file_uploader(key=uploader).set_value((name, data, "application/octet-stream")).run()
-        if button is not None and [b for b in at.button if b.key == button]:
-            at.button(key=button).click().run()
-        assert time.perf_counter() - started < 5.0, name
+        with call_budget(UPLOAD_CALLS, thread_name=SCRIPT_THREAD) as work:
+            at.file_uploader(key=uploader).set_value((name, data, "application/octet-stream")).run()
+            if button is not None and [b for b in at.button if b.key == button]:
+                at.button(key=button).click().run()
+        assert work.within, (name, f"more than {UPLOAD_CALLS:,} calls")
         assert not at.exception, (name, at.exception)
         for message in [e.value for e in at.error]:
             assert "Traceback" not in message and "File \"/" not in message, (name, message)
+
+
+def test_an_uploader_the_page_does_not_show_fails_the_test():
+    """The probe: the handler test fails, not skips, when its uploader is missing (renamed, or moved behind a
+    toggle), so a handler cannot silently drop out of the fuzzing."""
+    try:
+        with pytest.raises(AssertionError, match="shows no uploader 'data_uplaod'"):
+            test_every_upload_handler_refuses_hostile_files_in_one_line("pages/data.py", "data_uplaod", "data_use",
+                                                                         "csv")
+    except pytest.skip.Exception as skipped:  # what it did before: this probe would only have been skipped
+        pytest.fail(f"the handler test skipped instead of failing: {skipped}")
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the stopped script thread
+def test_a_handler_past_the_work_budget_fails_the_test(monkeypatch):
+    """The probe: with a budget below what the Data page's upload takes, the script is stopped where it runs and
+    the test fails, on any machine and at any load."""
+    monkeypatch.setattr(sys.modules[__name__], "UPLOAD_CALLS", 1_000)
+    with pytest.raises(AssertionError, match="more than 1,000 calls"):
+        test_every_upload_handler_refuses_hostile_files_in_one_line("pages/data.py", "data_upload", "data_use", "csv")

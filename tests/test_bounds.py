@@ -114,7 +114,7 @@ def test_every_setting_has_a_documented_range_that_refuses_huge_and_junk_values(
 
 
 @pytest.mark.parametrize(("name", "field", "value", "message"), [
-    ("mwem", "rounds", "100000000", r"mwem: rounds must be an integer in \[1, 1000\], got 100000000"),
+    ("mwem", "rounds", "100000000", r"mwem: rounds must be 'auto' or an integer in \[1, 1000\], got 100000000"),
     ("dawa", "granularity", "100000000", r"dawa: granularity must be an integer in \[2, 1000\]"),
     ("mm-opt", "p", "100000", r"mm-opt: p must be 'auto' or an integer in \[1, 512\], got 100000"),
     ("wda", "division_seed", "abc", r"wda: division_seed must be None or an integer in \[0, 4294967295\], got 'abc'"),

@@ -9,7 +9,7 @@ from scipy import stats
 
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.mechanisms import mwem as mwem_module
-from dplens.core.mechanisms.mwem import MWEM, max_abs_entry
+from dplens.core.mechanisms.mwem import MWEM, auto_rounds, max_abs_entry
 from dplens.core.queries.workloads import (
     AllRange,
     Explicit,
@@ -319,3 +319,24 @@ def test_public_total_measures_a_query_no_record_can_move_without_noise(rng, mon
     scales.clear(), sensitivities.clear()
     MWEM(rounds=1, update_rounds=1).run(np.full(4, 50.0), row, 1.0, rng)  # add/remove: max|W| = 2 for both
     assert scales == [pytest.approx(1 / 0.05), pytest.approx(2 / 0.475)] and sensitivities == [2.0]
+
+
+def test_auto_rounds_follow_dpbench_from_the_released_total():
+    # rounds="auto" is DPBench's MWEM* rule, read off the noisy total (already released: no further cost), so
+    # the release is the one a fixed T would give with the same draws
+    x = np.round(np.random.default_rng(8).pareto(1.0, 128) * 300)
+    workload = random_range(128, 80, seed=3)
+    for epsilon in (0.1, 1.0):
+        auto = MWEM(rounds="auto", update_rounds=10).run(x, workload, epsilon, np.random.default_rng(6))
+        rounds = auto.params["rounds_used"]
+        assert auto.params["rounds"] == "auto" and rounds == auto_rounds(auto.params["noisy_total"], epsilon)
+        fixed = MWEM(rounds=rounds, update_rounds=10).run(x, workload, epsilon, np.random.default_rng(6))
+        np.testing.assert_array_equal(auto.estimate, fixed.estimate)
+        assert auto.privacy_loss == fixed.privacy_loss <= epsilon + 1e-12
+    assert [auto_rounds(total, 1.0) for total in (0, 50, 1e4, 1e5, 1e12)] == [2, 2, 12, 60, 140]
+    assert auto_rounds(1e4, 1.0, dimensions=2) == 32
+    grid = MWEM(rounds="auto", update_rounds=2).run(np.full((4, 4), 100.0), Kron((Prefix(4), Prefix(4))), 1.0,
+                                                    np.random.default_rng(0))
+    assert grid.params["rounds_used"] == auto_rounds(grid.params["noisy_total"], 1.0, dimensions=2)
+    with pytest.raises(ValueError, match="rounds must be"):
+        MWEM(rounds="many")

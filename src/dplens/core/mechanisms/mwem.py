@@ -20,6 +20,11 @@ and every step is calibrated to that relation (a measured row's sensitivity is m
 selection's is max|Wᵢⱼ| for 0/1 interval rows, 2·max|Wᵢⱼ| otherwise). Under add/remove-one neighbours it
 is not differentially private at all; the default (a noisy total) is.
 
+``rounds="auto"`` picks T as DPBench's MWEM* does (Hay et al., SIGMOD 2016: MWEM with T tuned on its data;
+the table is dpcomp_core's ``mwemND_adaptive_engine``): by interpolation in records × ε, from 2 rounds below
+100 to 140 above 10^7 (1-D; a 2-D input uses DPBench's 2-D table). The records are the noisy total N̂ (or the
+public total), already released, so choosing T from them costs no privacy (post-processing).
+
 The estimate stays constant on the "atoms" (cells that every measured query treats alike), so the
 updates run on at most 2T + 1 atoms for range workloads instead of n cells.
 
@@ -59,6 +64,25 @@ from dplens.core.queries.workloads import (
 )
 from dplens.core.validate import integer
 
+# DPBench's MWEM* rule (dpcomp_core's mwemND_adaptive_engine): rounds T at records × ε, interpolated linearly
+AUTO_ROUNDS = {
+    1: ((0.0, 1.0, 10.0, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e20),
+        (2, 2, 2, 4, 8, 12, 60, 80, 140, 140, 140, 140)),
+    2: ((0.0, 500.0, 1e3, 5e3, 1e4, 1e5, 5e5, 1e6, 5e6, 1e7, 1e8, 1e20),
+        (12, 12, 12, 32, 32, 60, 120, 140, 140, 140, 140, 140)),
+}
+MAX_AUTO_ROUNDS = 140
+
+
+def auto_rounds(total: float, epsilon: float, dimensions: int = 1) -> int:
+    """DPBench's MWEM* number of rounds for ``total`` records at ``epsilon`` (its 1-D or 2-D table).
+
+    >>> auto_rounds(190_000, 0.1), auto_rounds(190_000, 1.0), auto_rounds(2_000, 1.0, dimensions=2)
+    (16, 62, 17)
+    """
+    scale_epsilon, rounds = AUTO_ROUNDS[2 if dimensions >= 2 else 1]
+    return int(np.interp(max(total, 0.0) * epsilon, scale_epsilon, rounds))
+
 
 def _interval(row: np.ndarray) -> tuple[int, int] | None:
     """(start, stop) when the row is the 0/1 indicator of cells start … stop − 1, else None."""
@@ -87,7 +111,7 @@ class MWEM:
 
     summary: ClassVar[str] = "MWEM: learns a synthetic histogram by repeatedly fixing the worst-answered query."
 
-    rounds: int = setting(10, Range(1, 1000, integer=True))
+    rounds: int | str = setting(10, Range(1, 1000, integer=True, choices=("auto",)))
     total_ratio: float = setting(0.05, RATIO_RANGE)
     update_rounds: int = setting(100, Range(1, 1000, integer=True))
     average: bool = setting(False, FLAG_RANGE)
@@ -96,14 +120,16 @@ class MWEM:
     data_dependent: bool = True
 
     def __post_init__(self) -> None:
-        for field_name in ("rounds", "update_rounds"):
-            integer(field_name, getattr(self, field_name))
+        if self.rounds != "auto":
+            integer("rounds", self.rounds)
+        integer("update_rounds", self.update_rounds)
         check_ratio(self.total_ratio, "total_ratio")
 
     def cost(self, workload: Workload) -> Cost:
         """Rounds × (three matvecs and the compiled multiplicative updates over the atoms of the measured queries)."""
         m, n = workload.shape
-        rounds, updates = int(self.rounds), int(self.update_rounds)
+        rounds = MAX_AUTO_ROUNDS if self.rounds == "auto" else int(self.rounds)  # "auto": at most the table's top
+        updates = int(self.update_rounds)
         per_round = 3 * matvec_elements(workload) + 4 * m + 6 * n
         atoms = min(n, 2 * rounds + 1) if row_range(workload, 0) is not None else n  # interval rows: few atoms
         seconds = SECONDS_PER_ELEMENT * (rounds * per_round + 0.2 * rounds * updates * atoms)  # compiled updates
@@ -111,6 +137,7 @@ class MWEM:
                     f"rounds={rounds} × update_rounds={updates} over {n:,} cells and {m:,} queries")
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+        dimensions = np.ndim(x)
         x, epsilon = check_inputs(x, workload, epsilon)
         n = x.size
         spans = as_intervals(workload)  # interval rows are set directly, their spans known (no scans)
@@ -124,7 +151,9 @@ class MWEM:
             total_measurement = LaplaceMeasurement(1.0 / epsilon_total)
             total = max(float(total_measurement.noisy(float(x.sum()), rng)), 1.0)
             blocks = [(np.ones(n), total_measurement)]
-        epsilon_round = (epsilon - epsilon_total) / self.rounds
+        # "auto": from the total already released (noisy, or public by assumption), so no further privacy cost
+        rounds = auto_rounds(total, epsilon, dimensions) if self.rounds == "auto" else self.rounds
+        epsilon_round = (epsilon - epsilon_total) / rounds
         epsilon_select = epsilon_measure = epsilon_round / 2
         true_answers = workload.matvec(x)
         estimate = np.full(n, total / n)
@@ -137,7 +166,7 @@ class MWEM:
         intervals: list[tuple[int, int]] | None = []
         selection_loss = 0.0
         candidates = np.ones(true_answers.size, dtype=bool)
-        for _ in range(self.rounds):
+        for _ in range(rounds):
             if not candidates.any():  # every query measured: later rounds would only re-measure
                 candidates[:] = True
             scores = np.abs(true_answers - workload.matvec(estimate))
@@ -173,14 +202,14 @@ class MWEM:
                 atom_of = atom_of.ravel()
             estimate = self._update(estimate, first, atom_of, rows, measured, total, runs)
             average += estimate
-        estimate = average / self.rounds if self.average else estimate
+        estimate = average / rounds if self.average else estimate
         # sequential composition: selections plus measurements (plus the total's block when it is measured)
         loss = selection_loss + (replace_one_loss if self.public_total else pure_loss(blocks))
         total_key = "total" if self.public_total else "noisy_total"
         return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
                        {"rounds": self.rounds, "total_ratio": self.total_ratio,
                         "update_rounds": self.update_rounds, "average": self.average,
-                        "public_total": self.public_total,
+                        "public_total": self.public_total, **({"rounds_used": rounds} if self.rounds == "auto" else {}),
                         "neighbouring": "replace_one" if self.public_total else "add_remove", total_key: total},
                        {"selected_rows": len(rows)}, workload=workload)
 

@@ -49,7 +49,7 @@ def test_exploration_results_are_simulations_without_any_download():
     assert recipes and all("exploration" not in text and "default_rng" not in text for text in recipes)
     spend = LedgerStore().history()[-1]
     assert spend["kind"] == "spend" and spend["export_id"] is None  # charged, never exported
-    assert spend["note"] == "noise path: exploration (simulation, not a private release)"
+    assert spend["note"].startswith("noise path: exploration (simulation, not a private release); ε = 1")
 
 
 def test_secure_releases_export_with_the_id_of_their_spend():
@@ -189,3 +189,17 @@ def test_all_datasets_rows_are_in_each_ledgers_unit_and_sum():
     assert row["Spent"] + row["Remaining"] == pytest.approx(row["Total"])
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Spent ρ"] == "0.225" and metrics["Remaining ρ"] == "0.275"
+
+
+def test_a_secure_release_restored_from_the_workspace_still_exports():
+    """After a reload the release has no request or kernel record in the session; its downloads come from the stored
+    release through the kernel (this once raised KeyError: 'request')."""
+    at = _release(open_page(RELEASE), 1.0, "secure")
+    workspace, export_id = at.session_state.workspace_id, at.session_state.releases[-1]["export_id"]
+    reloaded = AppTest.from_file(APP, default_timeout=60)
+    reloaded.query_params["ws"] = workspace
+    reloaded.run()
+    reloaded = reloaded.switch_page(RELEASE).run()
+    assert not reloaded.exception, reloaded.exception
+    assert {"Released histogram (CSV)", "Release with metadata (JSON)"} <= set(_downloads(reloaded))
+    assert not reloaded.error and reloaded.session_state.releases[-1]["export_id"] == export_id

@@ -84,7 +84,7 @@ def test_a_shared_server_asks_for_sign_in_and_shows_nothing_else(shared, monkeyp
 def test_curator_b_sees_none_of_a_datasets_or_history(shared):
     alice, fingerprint = _alice_spent_half()
     alice = alice.switch_page(LEDGER).run()
-    assert not alice.exception and fingerprint in alice.dataframe[0].value["fingerprint"].tolist()
+    assert not alice.exception and fingerprint in alice.dataframe[0].value["Fingerprint"].tolist()
     workspace = alice.session_state.workspace_id
     for frame in alice.dataframe:  # A's own page never shows a workspace id either
         assert "workspace" not in frame.value.columns and workspace not in frame.value.to_csv()
@@ -129,10 +129,10 @@ def test_an_admin_sees_every_curator_ledger_read_only(shared, monkeypatch):
     monkeypatch.setenv("DPLENS_ADMINS", ADMIN)
     admin = _session(ADMIN).switch_page(LEDGER).run()
     assert not admin.exception
-    [everyone] = [frame.value for frame in admin.dataframe if "owner" in frame.value.columns]
-    assert (everyone["owner"].tolist(), everyone["fingerprint"].tolist()) == ([A], [fingerprint])
+    [everyone] = [frame.value for frame in admin.dataframe if "Curator" in frame.value.columns]
+    assert (everyone["Curator"].tolist(), everyone["Fingerprint"].tolist()) == ([A], [fingerprint])
     bob = _session(B).switch_page(LEDGER).run()  # not an admin: no such table
-    assert not [frame for frame in bob.dataframe if "owner" in frame.value.columns]
+    assert not [frame for frame in bob.dataframe if "Curator" in frame.value.columns]
 
 
 def test_curator_b_cannot_open_a_workspace_by_its_id(shared):

@@ -79,12 +79,10 @@ def test_the_page_and_the_command_line_release_alike(tmp_path, mechanism):
 
 
 SOURCES = (ROOT / "src", ROOT / "pages")
-# The only places that may draw secure noise or write a histogram export: the kernel itself, and the Release page's
-# re-release of data that is already private (post-processing: no ledger), whose export goes the same way.
-SECURE_NOISE_ALLOWED = {"src/dplens/core/release/kernel.py", "src/dplens/core/privacy/noise.py",
-                        "src/dplens/ui/release_view.py"}
-EXPORT_WRITERS_ALLOWED = {"src/dplens/core/release/kernel.py", "src/dplens/core/release/export.py",
-                          "src/dplens/ui/release_view.py"}
+# Where secure noise may be drawn and a histogram export written: the kernel, and the module that defines the
+# samplers (noise.py) or the writers (export.py). No page or view is on either list.
+SECURE_NOISE_SOURCES = {"src/dplens/core/release/kernel.py", "src/dplens/core/privacy/noise.py"}
+EXPORT_WRITER_SOURCES = {"src/dplens/core/release/kernel.py", "src/dplens/core/release/export.py"}
 
 
 def _callers(pattern: str) -> set[str]:
@@ -97,12 +95,32 @@ def _callers(pattern: str) -> set[str]:
     return found
 
 
-def test_nothing_else_draws_secure_noise_or_writes_a_histogram_export():
-    assert _callers(r'noise_source\(\s*"secure"') <= SECURE_NOISE_ALLOWED
-    assert _callers(r"SecureNoise\(") <= SECURE_NOISE_ALLOWED
-    assert _callers(r"\brelease_to_(json|csv)\(") <= EXPORT_WRITERS_ALLOWED
-    release_view = (ROOT / "src/dplens/ui/release_view.py").read_text()
-    assert release_view.count('noise_source("secure"') == 1  # the released-data (post-processing) path only
+def _store_spenders(folders=SOURCES, root: Path = ROOT) -> set[str]:
+    """Modules that charge a persistent ledger: a ``.spend(...)`` call with ``mechanism=`` (``LedgerStore.spend``;
+    ``Ledger.spend`` on an in-memory value takes a label and a cost only)."""
+    found = set()
+    for folder in folders:
+        for path in folder.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "spend"
+                        and any(k.arg == "mechanism" for k in node.keywords)):
+                    found.add(str(path.relative_to(root)))
+    return found
+
+
+def test_nothing_else_draws_secure_noise_charges_a_ledger_or_writes_a_histogram_export():
+    assert _callers(r'noise_source\(\s*"secure"') <= SECURE_NOISE_SOURCES
+    assert _callers(r"SecureNoise\(") <= SECURE_NOISE_SOURCES
+    assert _callers(r"\brelease_to_(json|csv)\(") <= EXPORT_WRITER_SOURCES
+    assert _store_spenders() == {"src/dplens/core/release/kernel.py"}
+
+
+def test_the_ledger_scan_sees_a_charge_outside_the_kernel(tmp_path):
+    """Power of the scan: a probe module that charges a store directly is found; an in-memory spend is not."""
+    (tmp_path / "probe.py").write_text("def f(store, ledger):\n    ledger.spend('x', None)\n"
+                                       "    store.spend('fp', 'x', None, mechanism='identity')\n")
+    (tmp_path / "memory.py").write_text("def f(ledger):\n    return ledger.spend('x', None)\n")
+    assert _store_spenders((tmp_path,), tmp_path) == {"probe.py"}
 
 
 def _top_level_names(source: str) -> set[str]:
@@ -304,3 +322,44 @@ def test_the_store_has_a_quota_per_curator_and_says_so(tmp_path, monkeypatch):
     other.put_dataset(Histogram.from_counts(np.arange(6000.0), name="theirs"))  # another curator's own quota
     with pytest.raises(ValueError, match="quota"):
         store.save(store.create(), {"blob": "x" * 60_000})
+
+
+def test_exploration_is_a_mode_of_the_kernel_charged_alike_and_never_exported(tmp_path):
+    """Seeded noise, the same ledger check and charge, no export id, no provenance, and no export file."""
+    from dplens.core.privacy.budget import Budget, BudgetExceededError
+    from dplens.core.privacy.definitions import PureDP
+    from dplens.core.privacy.ledger_store import LedgerStore
+    from dplens.core.queries.workloads import Prefix
+    from dplens.core.release.kernel import HistogramRequest, export_release, release_histogram
+
+    store, fingerprint = LedgerStore(tmp_path / "s.sqlite3"), "e" * 64
+    store.set_total(fingerprint, Budget(1.0))
+    request = HistogramRequest("hb", {}, PureDP(0.75), Prefix(8), "prefix")
+    published = release_histogram(request, np.arange(8.0), store=store, fingerprint=fingerprint, name="t",
+                                  rng=np.random.default_rng([7, 1]))
+    again = release_histogram(request, np.arange(8.0), store=LedgerStore(tmp_path / "o.sqlite3"),
+                              fingerprint=fingerprint, name="t", rng=np.random.default_rng([7, 1]))
+    np.testing.assert_array_equal(published.release.answers, again.release.answers)  # seeded: reproducible
+    (spend,) = [e for e in store.history(fingerprint) if e["kind"] == "spend"]
+    assert published.export_id is None and spend["export_id"] is None and spend["epsilon"] == 0.75
+    assert spend["note"].startswith("noise path: exploration (simulation, not a private release)")
+    assert published.ledger is not None and published.ledger.remaining.epsilon == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="never exported"):
+        export_release(published, request, fmt="json", dataset="t")
+    with pytest.raises(BudgetExceededError, match="remaining is epsilon=0.25"):  # checked before any work
+        release_histogram(request, np.arange(8.0), store=store, fingerprint=fingerprint, name="t",
+                          rng=np.random.default_rng(1))
+
+
+def test_already_private_data_is_released_with_secure_noise_and_no_ledger(tmp_path):
+    from dplens.core.privacy.definitions import PureDP
+    from dplens.core.privacy.ledger_store import LedgerStore
+    from dplens.core.queries.workloads import Prefix
+    from dplens.core.release.kernel import HistogramRequest, release_histogram
+
+    store, fingerprint = LedgerStore(tmp_path / "s.sqlite3"), "f" * 64
+    request = HistogramRequest("identity", {}, PureDP(50.0), Prefix(8), "prefix")  # more than any default total
+    published = release_histogram(request, np.arange(8.0), store=store, fingerprint=fingerprint, name="t",
+                                  private=False)
+    assert published.ledger is None and published.export_id and published.noise_sampler.startswith("opendp")
+    assert store.history(fingerprint) == [] and not store.recorded(fingerprint)

@@ -72,8 +72,9 @@ def test_the_kernel_refuses_a_release_of_another_definition_or_over_its_charge(t
 
     for budget, loss in ((PureDP(1.0), 0.5), (ZCDP(0.5), 0.5 * (1 + 1e-6))):
         monkeypatch.setattr(kernel, "run_bounded", states(budget, loss))
-        with pytest.raises(ValueError, match="internal check: privacy loss"):
-            release_histogram(request, np.ones(8), store=store, fingerprint=fingerprint, name="t")
+        for rng in (None, np.random.default_rng(0)):  # the secure path and the exploration mode alike
+            with pytest.raises(ValueError, match="internal check: privacy loss"):
+                release_histogram(request, np.ones(8), store=store, fingerprint=fingerprint, name="t", rng=rng)
     assert not [e for e in store.history(fingerprint) if e["kind"] == "spend"]  # nothing charged
     monkeypatch.setattr(kernel, "run_bounded", real)
     published = release_histogram(request, np.ones(8), store=store, fingerprint=fingerprint, name="t")

@@ -125,15 +125,17 @@ from dplens.ui.learn_view import (
     ratio_ticks,
 )
 from dplens.ui.ledger import (
-    charge,
+    DATASET_COLUMNS,
     datasets_table,
     default_total,
     delta,
-    fits_or_flash,
     ledger,
     ledger_store,
     native_caption,
     native_history,
+    point_privacy,
+    point_unit,
+    point_words,
     remaining_text,
     reset_budget,
     set_total,
@@ -157,12 +159,20 @@ from dplens.ui.papers_view import (
     show_readings,
     show_reproduction,
 )
-from dplens.ui.privacy import DEFINITION_LABELS, available, matched, privacy_controls
+from dplens.ui.privacy import (
+    DEFINITION_LABELS,
+    available,
+    follow_the_ledger,
+    ledger_definition,
+    matched,
+    privacy_controls,
+)
 from dplens.ui.release_view import (
     AUTO_SIMULATION_SECONDS,
     SHOWN_QUERIES,
     SIMULATION_TRIALS,
     exact_halfwidths,
+    keep_export_intervals,
     load_config,
     release_rho_typed,
     rerun_seconds,
@@ -234,6 +244,7 @@ from dplens.ui.tuning import (
     PRIVATE,
     PRIVATE_NOTE,
     PROXY_EPSILON,
+    PROXY_RHO,
     PUBLIC_PREFIXES,
     make_proxy,
     sources,
@@ -268,7 +279,9 @@ from dplens.ui.workloads_view import (
 )
 from dplens.ui.workspace import open_workspace, save_workspace
 
-__all__ = ['load_reference_histogram', 'parsed_workload', 'MARKDOWN_LEAD', 'REPRODUCTION_TITLES', 'markdown_safe',
+__all__ = ['DATASET_COLUMNS', 'PROXY_RHO', 'follow_the_ledger', 'keep_export_intervals', 'ledger_definition',
+    'point_privacy', 'point_unit', 'point_words', 'load_reference_histogram', 'parsed_workload', 'MARKDOWN_LEAD',
+    'REPRODUCTION_TITLES', 'markdown_safe',
     'GRADUAL_SIMULATION', 'ADMINS_ENV', 'LOCAL_ADDRESSES', 'LOCAL_CURATOR', 'admins', 'current_curator', 'is_admin',
     'local_mode', 'signed_in', 'ledger_store', 'datasets_table', 'MISSING_CHOICES', 'SAMPLE_TABLE_NAME',
     'table_method_label', 'ratio_section', 'gaussian_section', 'LAYOUT', 'RATIO_BINS', 'RATIO_MIN_COUNT',
@@ -289,7 +302,7 @@ __all__ = ['load_reference_histogram', 'parsed_workload', 'MARKDOWN_LEAD', 'REPR
     "add_upload", "analytic_figure", "apply_config", "apply_handoff", "release_tuned_on", "PRIVATE", "PRIVATE_NOTE",
     "PROXY_EPSILON", "PUBLIC_PREFIXES", "make_proxy", "sources", "tuned_on", "tuning_controls", "tuning_histogram",
     "tuning_key", "tuning_source", "available", "budget_warning", "cached_sweep",
-    "charge", "default_total", "data_extent", "fits_or_flash", "dataset_choices", "dataset_file",
+    "default_total", "data_extent", "dataset_choices", "dataset_file",
     "default_workload_spec", "definition", "delta",
     "derive_dataset", "error_band_figure", "error_figure", "error_line", "figure_downloads", "guard", "guarded",
     "plain",

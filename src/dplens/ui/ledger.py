@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dplens.core.privacy.budget import Budget, BudgetExceededError, Ledger, native_spend
+from dplens.core.privacy.budget import Budget, Ledger, native_spend
 from dplens.core.privacy.definitions import ZCDP, Privacy, privacy_words, target, zcdp_rho
 from dplens.core.privacy.ledger_store import (
     DEFAULT_DELTA_RELEASES,
@@ -22,7 +22,7 @@ from dplens.core.privacy.ledger_store import (
     default_total_for,
     total_label,
 )
-from dplens.ui.datasets import RESCALED_REFUSAL, histogram, is_rescaled, ledger_key
+from dplens.ui.datasets import histogram, ledger_key
 from dplens.ui.definition import definition, session_delta
 from dplens.ui.identity import current_curator
 from dplens.ui.state import init_state
@@ -123,64 +123,12 @@ def set_total(epsilon: float, delta: float = 0.0, *, rho: float | None = None) -
     return True
 
 
-def charge(label: str, epsilon: float, *, mechanism: str | None = None, workload: str | None = None,
-           export_id: str | None = None, note: str | None = None, delta: float = 0.0,
-           rho: float | None = None) -> bool:
-    """Spend ``epsilon`` on the dataset's ledger (only from a button callback). False + flash error when refused.
-
-    One ``BEGIN IMMEDIATE`` transaction checks and records the spend, so two tabs (or the CLI)
-    charging the same data at once never overspend.
-    """
-    init_state()
-    if str(st.session_state.get("dataset_key", "")).startswith("released:"):  # post-processing: free
-        st.session_state.release_counter += 1
-        return True
-    if is_rescaled():
-        st.session_state.flash_error = f"Nothing released, no budget spent. {RESCALED_REFUSAL}"
-        return False
-    try:
-        st.session_state.ledger = ledger_store().spend(
-            ledger_key(), label, Budget(float(epsilon), float(delta)), mechanism=mechanism or label.rpartition(": ")[2],
-            workload=workload, export_id=export_id, rho=rho, workspace=st.session_state.get("workspace_id"),
-            name=histogram().name, note=note, default_total=default_total())
-    except (BudgetExceededError, ValueError) as err:
-        ledger()
-        st.session_state.flash_error = str(err)
-        return False
-    st.session_state.release_counter += 1
-    return True
-
-
 def remaining_text(led: Ledger) -> str:
     """What remains in the ledger's native unit: ``ε = 0.5`` or ``ρ = 0.1 (ε = 2.142 at δ = 1e-06)``."""
     left = led.remaining
     if led.unit == "rho":
         return f"ρ = {left.rho:.4g} (ε = {left.epsilon:.4g} at δ = {led.total.delta:g})"
     return f"ε = {left.epsilon:.4g}"
-
-
-def fits_or_flash(label: str, epsilon: float, *, delta: float = 0.0, rho: float | None = None,
-                  what: str = "") -> bool:
-    """Before any work: whether a charge of (ε, δ, ρ) fits the dataset's ledger; False + flash error when not.
-
-    An (ε, δ) total needs δ to spare; a ρ total charges ρ (pure ε as ε²/2) and refuses δ > 0 without ρ.
-    The charge itself (``charge``) re-checks atomically.
-    """
-    led = ledger()
-    if led.unit == "epsilon" and delta > led.remaining.delta + 1e-15:
-        st.session_state.flash_error = (
-            f"This {what or '(ε, δ)'} release needs δ = {delta:g}, but the dataset's remaining δ is "
-            f"{led.remaining.delta:g}: set **Total budget δ** (or a ρ total) in the sidebar before the first "
-            "release, or choose pure ε-DP.")
-        return False
-    cost = Budget(float(epsilon), float(delta), None if rho is None else float(rho))
-    if not led.fits(cost):
-        try:
-            led.spend(label, cost)
-        except BudgetExceededError as err:
-            st.session_state.flash_error = str(err)
-        return False
-    return True
 
 
 def reset_budget() -> None:

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from dplens.core.analysis.bounded import run_bounded
-from dplens.core.analysis.cost import estimate_cost
 from dplens.core.analysis.intervals import (
     answer_halfwidths,
     bin_halfwidths,
@@ -17,20 +15,15 @@ from dplens.core.analysis.intervals import (
 )
 from dplens.core.analysis.strategy_noise import strategy_halfwidths
 from dplens.core.data import limits
-from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
+from dplens.core.mechanisms import MECHANISMS, Release, configure
 from dplens.core.mechanisms.gaussian import Matched
-from dplens.core.privacy.budget import Budget
-from dplens.core.privacy.definitions import ZCDP, Privacy, privacy_words, target, zcdp_epsilon, zcdp_rho
-from dplens.core.privacy.ledger_store import new_export_id
-from dplens.core.privacy.noise import noise_sampler, noise_source
+from dplens.core.privacy.definitions import ZCDP, privacy_words, target, zcdp_epsilon, zcdp_rho
 from dplens.core.release.config import parse_config
 from dplens.core.release.export import (
     SIMULATION_LABEL,
     ExportKeys,
     history_to_csv,
     privacy_metadata,
-    release_to_csv,
-    release_to_json,
 )
 from dplens.core.release.kernel import (
     EXPORT_INTERVAL_TRIALS,
@@ -38,7 +31,7 @@ from dplens.core.release.kernel import (
     Published,
     export_intervals,
     export_release,
-    plan_histogram,
+    export_restored,
     release_histogram,
 )
 from dplens.core.release.publish import history_entry
@@ -49,6 +42,7 @@ from dplens.ui.charts import MAX_BARS, error_band_figure, histogram_figure, inte
 from dplens.ui.config import apply_config
 from dplens.ui.datasets import (
     BINS_FROM_DATA_REFUSAL,
+    RESCALED_REFUSAL,
     bins_from_data,
     dataset_file,
     histogram,
@@ -58,10 +52,10 @@ from dplens.ui.datasets import (
 )
 from dplens.ui.definition import definition as privacy_definition
 from dplens.ui.handoff import release_tuned_on
-from dplens.ui.ledger import charge, default_total, fits_or_flash, ledger, ledger_store
+from dplens.ui.ledger import default_total, ledger, ledger_store
 from dplens.ui.ledger import delta as privacy_delta
 from dplens.ui.privacy import DEFINITION_LABELS
-from dplens.ui.settings import mechanism_settings, run_check
+from dplens.ui.settings import mechanism_settings
 from dplens.ui.state import SIMULATION_STREAM, release_rng
 from dplens.ui.structure import release_structure
 from dplens.ui.workloads import workload as session_workload
@@ -126,114 +120,77 @@ class _Ran:
 
 
 def spend_and_release() -> None:
-    """Button callback: run, then charge, then log (a rerun never reaches this; style rule 7).
+    """Button callback: one call of the release kernel, which plans, checks the ledger and the limits before any
+    work, runs, checks the loss and charges (a rerun never reaches this; style rule 7).
 
-    Reads the widgets at click time (not render-time args), so an edit and a click in the same
-    round trip charge what the user sees. A secure release of the private data goes through the release
-    kernel (``dplens.core.release.kernel``), like the command line's; the exploration path is a simulation that is
-    never exported, and re-releasing already-private data is post-processing.
+    Reads the widgets at click time (not render-time args), so an edit and a click in the same round trip charge
+    what the user sees. The exploration path is the kernel's exploration mode (seeded noise, the same checks and
+    charge, never exported); re-releasing already-private data is post-processing (no ledger).
     """
     ss = st.session_state
-    name, epsilon = ss.release_mechanism, float(ss.release_epsilon)
+    name = ss.release_mechanism
     click = _Click(name, ss.release_noise_path,
                    tuned=release_tuned_on(),  # read before the release: a release makes the hand-off stale
                    settings=mechanism_settings(name, key="release", render=False),
                    number=len(ss.releases) + 1, definition=privacy_definition())
+    private = released_data() is None
+    if private and is_rescaled():
+        ss.flash_error = f"Nothing released, no budget spent. {RESCALED_REFUSAL}"
+        return
+    if private and not click.exploring and bins_from_data():  # no output shape may depend on the private data
+        ss.flash_error = f"{name} not released: {BINS_FROM_DATA_REFUSAL}"
+        return
     delta = privacy_delta()
     try:
         privacy = ZCDP(float(ss.release_rho)) if click.definition == "zcdp" and "release_rho" in ss else target(
-            click.definition, epsilon, delta)
-        epsilon = privacy.to_approx(delta).epsilon if click.definition == "zcdp" else epsilon
+            click.definition, float(ss.release_epsilon), delta)
         request = HistogramRequest(name, click.settings, privacy, session_workload(), workload_spec(), delta)
-        runner, mechanism, run_epsilon, cost = plan_histogram(request)
     except ValueError as err:
         ss.flash_error = f"{name} not released: {err}"
         return
-    if not _may_run(click, cost):
-        return
     stream = int(ss.release_counter)
-    kernel = not click.exploring and released_data() is None and not is_rescaled()
-    if kernel and bins_from_data():  # no output shape may depend on the private data
-        ss.flash_error = f"{name} not released: {BINS_FROM_DATA_REFUSAL}"
+    published = _run_release(click, request, private=private)
+    if published is None:
         return
-    ran = _run_release(request, runner, mechanism, run_epsilon, epsilon=epsilon, kernel=kernel,
-                       exploring=click.exploring)
-    if ran is None:
-        return
-    charged, export_id = _charge_release(click, ran, cost, privacy)
-    if charged:
-        _log_release(click, ran, request, stream, export_id)
+    ss.release_counter += 1
+    if published.ledger is not None:
+        ss.ledger = published.ledger
+    _log_release(click, published, request, stream)
 
 
-def _may_run(click: _Click, cost: Budget) -> bool:
-    """Refusals before any work: the charge must fit the ledger (a re-release of released data is free) and the
-    run the memory and time limits; False + flash error when refused."""
-    if released_data() is None and not fits_or_flash(click.label, cost.epsilon, delta=cost.delta, rho=cost.rho,
-                                                     what=DEFINITION_LABELS[click.definition]):
-        return False  # the flash names the remaining budget in the ledger's unit
-    _, refusal = run_check(click.name, click.settings, session_workload())
-    if refusal:  # over the memory or time limit (dplens.core.analysis.cost): nothing run, nothing charged
-        st.session_state.flash_error = f"{click.name} not run: {refusal}"
-        return False
-    return True
-
-
-def _run_release(request: HistogramRequest, runner: Mechanism | Matched, mechanism: Mechanism, run_epsilon: float, *,
-                 epsilon: float, kernel: bool, exploring: bool) -> _Ran | None:
-    """Run, bounded: through the release kernel (which also charges) or the planned runner here; None + flash error
-    when it fails (nothing published, nothing charged)."""
-    ss, name = st.session_state, request.mechanism
+def _run_release(click: _Click, request: HistogramRequest, *, private: bool) -> Published | None:
+    """The kernel's release, bounded; None + flash error when it is refused or fails (nothing published, nothing
+    charged)."""
+    ss, hist = st.session_state, histogram()
     try:
-        counts = histogram().counts
-        with st.spinner(f"Releasing with {name} at ε = {epsilon:g} (stopped after {limits.MAX_ACTION_SECONDS:g} s)…"):
-            # the limit is read per click: an operator (or a test) may change it while the server runs
-            if kernel:
-                published = release_histogram(request, counts, store=ledger_store(), fingerprint=ledger_key(),
-                                              name=histogram().name, time_limit=limits.MAX_ACTION_SECONDS,
-                                              workspace=ss.get("workspace_id"), where="Release page",
-                                              default_total=default_total())
-                return _Ran(published.release, published.seconds, published.noise_sampler, published)
-            rng = release_rng() if exploring else noise_source("secure", mechanism=mechanism, counts=counts)
-            started = time.perf_counter()
-            release = run_bounded(runner.run, counts, session_workload(), run_epsilon, rng,
-                                  seconds=limits.MAX_ACTION_SECONDS,
-                                  estimated_seconds=estimate_cost(mechanism, session_workload()).seconds)
-            return _Ran(release, time.perf_counter() - started, noise_sampler(rng, mechanism), None)
+        # the limit is read per click: an operator (or a test) may change it while the server runs
+        with st.spinner(f"Releasing with {click.name} at {privacy_words(request.privacy, request.delta)} (stopped "
+                        f"after {limits.MAX_ACTION_SECONDS:g} s)…"):
+            return release_histogram(request, hist.counts, store=ledger_store(), fingerprint=ledger_key(),
+                                     name=hist.name, time_limit=limits.MAX_ACTION_SECONDS,
+                                     workspace=ss.get("workspace_id"), where="Release page",
+                                     default_total=default_total(), label=click.label,
+                                     rng=release_rng() if click.exploring else None, private=private)
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
         ledger()  # show what the store holds (another tab may have spent)
-        ss.flash_error = f"{name} not released: {message}"
+        ss.flash_error = f"{click.name} not released: {message}"
         return None
 
 
-def _charge_release(click: _Click, ran: _Ran, cost: Budget, privacy: Privacy) -> tuple[bool, str | None]:
-    """(charged, export id): the kernel's release is charged already; any other is charged now (a re-release of
-    released data for free), False + flash error when refused."""
-    ss = st.session_state
-    if ran.published is not None:
-        ss.ledger, ss.release_counter = ran.published.ledger, ss.release_counter + 1
-        return True, ran.published.export_id
-    export_id = None if click.exploring else new_export_id()  # a simulation is never exported
-    note = (f"noise path: {click.noise_path}"
-            + ("" if click.definition == "pure" else f"; {privacy_words(privacy, privacy_delta())}")
-            + (f" ({SIMULATION_LABEL})" if click.exploring else ""))
-    return charge(click.label, cost.epsilon, mechanism=click.name, workload=workload_spec(), export_id=export_id,
-                  delta=cost.delta, rho=cost.rho, note=note), export_id
-
-
-def _log_release(click: _Click, ran: _Ran, request: HistogramRequest, stream: int, export_id: str | None) -> None:
+def _log_release(click: _Click, published: Published, request: HistogramRequest, stream: int) -> None:
     """Add the charged release to the session's history and outputs, show it, and save the workspace."""
     ss = st.session_state
     entry = history_entry(
-        ran.release, number=click.number, dataset=ss.dataset_key, workload=workload_spec(),
+        published.release, number=click.number, dataset=ss.dataset_key, workload=workload_spec(),
         seed=int(ss.seed) if click.exploring else None, stream=stream if click.exploring else None,
-        noise_path=click.noise_path, noise_sampler=ran.sampler)
-    meta = privacy_metadata(ran.release)
+        noise_path=click.noise_path, noise_sampler=published.noise_sampler)
+    meta = privacy_metadata(published.release)
     entry.update(definition=click.definition, delta=meta["delta"], rho=meta["rho"], sigma=meta["sigma"],
                  tuned_on=click.tuned)
-    ss.releases.append({**entry, "export_id": export_id})
-    ss.release_outputs[click.number] = {"release": ran.release, "settings": click.settings, "seconds": ran.seconds,
-                                        "request": request, "published": ran.published}
+    ss.releases.append({**entry, "export_id": published.export_id})
+    ss.release_outputs[click.number] = {"release": published.release, "settings": click.settings,
+                                        "seconds": published.seconds, "request": request, "published": published}
     ss.release_show = click.number
     save_workspace()  # the history survives a reload even if this run is cut short
 
@@ -241,10 +198,11 @@ def _log_release(click: _Click, ran: _Ran, request: HistogramRequest, stream: in
 def _export_files(output: dict, entry: dict, hist, intervals) -> tuple[bytes, bytes]:
     """(CSV, JSON) of a release: through the kernel's ``export_release`` (as the command line writes them) for a
     release of the private data; re-releases of already-private data are written the same way, without a spend."""
-    published, release = output.get("published"), output["release"]
+    published, release, request = output.get("published"), output["release"], output.get("request")
     dataset = dataset_file(entry["dataset"])
-    if hist is not None and "export_keys" not in output:  # queries in words: computed once per release
-        output["export_keys"] = ExportKeys.for_release(hist, release, output["request"].workload)
+    workload = request.workload if request is not None else release.workload  # a restored release keeps its own
+    if hist is not None and "export_keys" not in output and workload is not None:  # queries in words, once
+        output["export_keys"] = ExportKeys.for_release(hist, release, workload)
     keys = output.get("export_keys") if hist is not None else None
     if published is not None:
         csv_file, json_file = (export_release(published, output["request"], fmt=fmt, dataset=dataset, keys=keys,
@@ -254,8 +212,9 @@ def _export_files(output: dict, entry: dict, hist, intervals) -> tuple[bytes, by
     meta = {"workload": entry["workload"], "noise_path": entry["noise_path"],
             "noise_sampler": entry.get("noise_sampler"), "dataset": dataset, "export_id": entry.get("export_id"),
             "tuned_on": entry.get("tuned_on")}
-    return release_to_csv(release, keys, intervals), release_to_json(release, keys=keys, intervals=intervals,
-                                                                     **meta).encode()
+    csv_file, json_file = (export_restored(release, fmt=fmt, metadata=meta, keys=keys, intervals=intervals)
+                           for fmt in ("csv", "json"))
+    return csv_file, json_file
 
 
 def keep_export_intervals(number: int, simultaneous: bool) -> None:

@@ -106,7 +106,7 @@ def make_proxy() -> None:
     except ValueError as err:  # over budget, bad ε: nothing charged
         ss.flash_error = f"No DP proxy made: {err}"
         return
-    key = f"proxy:{published.export_id[:12]}"
+    key = f"proxy:{str(published.export_id)[:12]}"  # a secure release of private data: an export id
     estimate = published.release.estimate
     if estimate is None:  # identity always estimates the bins; a release may in general hold none
         ss.flash_error = "No DP proxy made: the identity release holds no bin estimates"

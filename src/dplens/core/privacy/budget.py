@@ -167,7 +167,8 @@ class Ledger:
                 raise BudgetExceededError(
                     f"{label!r} needs delta={cost.delta:g}; remaining is delta={self.remaining.delta:g} of "
                     f"{self.total.delta:g}. Lower delta, record a total with a delta budget before the first release "
-                    "(--budget-delta on the command line), or release under pure epsilon-DP.")
+                    "(Total budget δ in the app's sidebar; --budget-delta on the command line), or release under "
+                    "pure epsilon-DP.")
             if self.total.rho is None:
                 raise BudgetExceededError(
                     f"{label!r} needs epsilon={cost.epsilon:g}; remaining is epsilon={self.remaining.epsilon:g} "

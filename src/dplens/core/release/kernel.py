@@ -16,6 +16,12 @@ The Release and Tables pages, the command line (histograms and tables) and recip
 
 A refusal or a failure at any step charges nothing and publishes nothing.
 
+Two further modes go through the same steps. *Exploration* (``rng`` given: seeded NumPy noise, a simulation)
+checks the same ledger and the same loss and charges the same amount when the data are private, but records no
+export and can never be exported (``export_id`` is None). Data that are already private (``private=False``: a
+re-release of a released file is post-processing) are released with secure noise, and neither checked against
+nor charged to any ledger.
+
 >>> import tempfile, pathlib
 >>> from dplens.core.privacy.ledger_store import LedgerStore
 >>> from dplens.core.privacy.definitions import PureDP
@@ -50,7 +56,7 @@ from dplens.core.privacy.ledger_store import DEFAULT_TOTAL, LedgerStore, new_exp
 from dplens.core.privacy.noise import noise_sampler, noise_source
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.queries.workloads import Workload
-from dplens.core.release.export import ExportKeys, neutralise, release_to_csv, release_to_json
+from dplens.core.release.export import SIMULATION_LABEL, ExportKeys, neutralise, release_to_csv, release_to_json
 from dplens.core.release.provenance import values_hash
 from dplens.core.tables.contract import SECURE_NOISE
 
@@ -83,9 +89,9 @@ class Published:
     """A release that left through the kernel: what was released, its export id, the charge and the ledger after."""
 
     release: Release
-    export_id: str
+    export_id: str | None  # None for an exploration release: a simulation is never exported
     charge: Budget
-    ledger: Ledger
+    ledger: Ledger | None  # None when the data were already private: no ledger was read or charged
     noise_sampler: str
     seconds: float
     metadata: dict = field(default_factory=dict)
@@ -139,8 +145,13 @@ def _check_loss(release: Release, privacy: Privacy) -> None:
 
 def release_histogram(request: HistogramRequest, counts: np.ndarray, *, store: LedgerStore, fingerprint: str,
                       name: str, time_limit: float | None = None, workspace: str | None = None,
-                      where: str = "app", default_total: Budget = DEFAULT_TOTAL) -> Published:
+                      where: str = "app", default_total: Budget = DEFAULT_TOTAL, label: str | None = None,
+                      rng: np.random.Generator | None = None, private: bool = True) -> Published:
     """Release ``counts`` through ``request`` on the secure path, charging the dataset's ledger (module doc).
+
+    ``rng`` (a seeded generator) makes it an exploration release: the same checks and charge, no export.
+    ``private=False``: the counts are already a DP release (post-processing), so no ledger is read or charged.
+    ``label`` names the ledger's row (default ``release: <mechanism>``).
 
     Raises:
         ValueError: a bad request, a run over the limits, or a run that failed (nothing charged);
@@ -148,26 +159,31 @@ def release_histogram(request: HistogramRequest, counts: np.ndarray, *, store: L
         RunTimeLimitError: stopped at ``time_limit`` (nothing charged).
     """
     runner, mechanism, epsilon, charge = plan_histogram(request)
-    label = f"release: {request.mechanism}"
-    _check_fits(store, fingerprint, label, charge, default_total)
+    label = label or f"release: {request.mechanism}"
+    if private:
+        _check_fits(store, fingerprint, label, charge, default_total)
     cost = estimate_cost(mechanism, request.workload)
     check_cost(cost, what=f"{request.mechanism} on this input")  # raises over the memory or time limit
     counts = np.asarray(counts, dtype=float)
-    rng = noise_source("secure", mechanism=mechanism, counts=counts)
+    exploring = rng is not None
+    noise = rng if rng is not None else noise_source("secure", mechanism=mechanism, counts=counts)
     started = time.perf_counter()
-    release = run_bounded(runner.run, counts, request.workload, epsilon, rng,
+    values = counts.size + request.workload.shape[0]
+    release = run_bounded(runner.run, counts, request.workload, epsilon, noise,
                           seconds=limits.MAX_ACTION_SECONDS if time_limit is None else time_limit,
-                          estimated_seconds=secure_seconds(cost.seconds, counts.size + request.workload.shape[0]))
+                          estimated_seconds=cost.seconds if exploring else secure_seconds(cost.seconds, values))
     seconds = time.perf_counter() - started
     _check_loss(release, request.privacy)
-    sampler = noise_sampler(rng, mechanism)
-    kind, values = ("counts", release.estimate) if release.estimate is not None else ("answers", release.answers)
-    export_id = new_export_id()
+    sampler = noise_sampler(noise, mechanism)
+    export_id = None if exploring else new_export_id()
+    if not private:
+        return Published(release, export_id, charge, None, sampler, seconds)
+    kind, released = ("counts", release.estimate) if release.estimate is not None else ("answers", release.answers)
+    path = f"exploration ({SIMULATION_LABEL})" if exploring else f"secure ({sampler})"
     ledger = store.spend(fingerprint, label, charge, mechanism=request.mechanism, workload=request.workload_spec,
                          export_id=export_id, rho=charge.rho, workspace=workspace, name=name,
-                         values_hash=values_hash(values, kind), default_total=default_total,
-                         note=f"noise path: secure ({sampler}); "
-                              f"{privacy_words(request.privacy, request.delta or None)}; {where}")
+                         values_hash=None if exploring else values_hash(released, kind), default_total=default_total,
+                         note=f"noise path: {path}; {privacy_words(request.privacy, request.delta or None)}; {where}")
     return Published(release, export_id, charge, ledger, sampler, seconds)
 
 
@@ -260,6 +276,9 @@ def export_release(published: Published, request: HistogramRequest, *, fmt: str,
     choice of mechanism and ε was tuned on (the JSON's ``tuned_on``)."""
     if fmt not in ("csv", "json"):
         raise ValueError(f"export format must be 'csv' or 'json', got {fmt!r}")
+    if published.export_id is None:
+        raise ValueError(f"an exploration release is a {SIMULATION_LABEL}: its seeded noise can be regenerated and "
+                         "subtracted, so it is never exported")
     release = published.release
     if intervals is None and compute_intervals:
         intervals = export_intervals(release, request, rng=rng)
@@ -268,6 +287,19 @@ def export_release(published: Published, request: HistogramRequest, *, fmt: str,
     return release_to_json(release, workload=request.workload_spec, noise_path="secure", dataset=dataset,
                            keys=keys, noise_sampler=published.noise_sampler, export_id=published.export_id,
                            intervals=intervals, tuned_on=tuned_on).encode()
+
+
+def export_restored(release: Release, *, fmt: str, metadata: Mapping[str, Any], keys: ExportKeys | None = None,
+                    intervals: Intervals | None = None) -> bytes:
+    """The export file of a release restored from a saved workspace (no request or ``Published`` survives a reload):
+    its stored values and the metadata recorded when it was published (export id, noise path, sampler, tuned on)."""
+    if fmt not in ("csv", "json"):
+        raise ValueError(f"export format must be 'csv' or 'json', got {fmt!r}")
+    if metadata.get("noise_path") != "secure" or not metadata.get("export_id"):
+        raise ValueError(f"only a secure release with an export id is exported; this one is a {SIMULATION_LABEL}")
+    if fmt == "csv":
+        return release_to_csv(release, keys, intervals)
+    return release_to_json(release, keys=keys, intervals=intervals, **metadata).encode()
 
 
 def table_metadata(published: Published, request: TableRequest, *, dataset: str) -> dict:

@@ -1,5 +1,5 @@
 """Workload facts read by other modules instead of switching on a workload's type: recipe, queries_are_cells,
-sparse_row (dplens.core.queries.workloads)."""
+sparse_row, sparse_native, all_ranges, the grid and the marginals' names (dplens.core.queries.workloads)."""
 
 import numpy as np
 import pytest
@@ -18,13 +18,18 @@ from dplens.core.queries.workloads import (
     Ranges2D,
     Stack,
     Total,
+    all_ranges,
     cell_gram_matrix,
     dense,
     gram_matrix,
     gram_parts,
+    marginal_names,
+    queries_are_cells,
     random_range,
     recipe,
+    sparse_native,
     sparse_row,
+    workload_grid,
 )
 from dplens.core.release.config import MAX_RECIPE_NUMBERS, build_recipe, check_recipe, recipe_of
 
@@ -101,7 +106,7 @@ def test_a_kron_recipe_rebuilds_the_same_workload():
     (Kron((Identity(2), Identity(2))), False), (Ranges(4, [0, 1, 2, 3], [0, 1, 2, 3]), False), (Reversal(), False),
 ], ids=["identity", "prefix", "total", "explicit eye", "kron of identities", "unit ranges", "outside"])
 def test_queries_are_cells_is_declared_by_the_identity_alone(workload, cells):
-    assert getattr(workload, "queries_are_cells", False) is cells
+    assert queries_are_cells(workload) is cells
     # only then does the Laplace histogram's per-bin noise give a plain-Laplace bound on the answers
     error = _analytic_error(LaplaceIdentity(), workload, "mae", 0.9, True)
     assert (error is not None and error[1] == "laplace bound") is cells
@@ -164,5 +169,47 @@ def test_a_stacks_gram_is_the_sum_of_its_parts_grams():
 
 
 def test_all_ranges_is_declared_by_all_range_alone():
-    assert AllRange(4).all_ranges
-    assert not any(w.all_ranges for w in (Prefix(4), random_range(4, 3, seed=0), Identity(4), Total(4)))
+    assert AllRange(4).all_ranges and all_ranges(AllRange(4))
+    assert not any(all_ranges(w) for w in (Prefix(4), random_range(4, 3, seed=0), Identity(4), Total(4), Reversal()))
+
+
+def test_sparse_native_is_declared_by_ranges_and_explicit_matrices_alone():
+    native = (Ranges(4, [0], [2]), Explicit(np.eye(4)), Explicit(sp.csr_matrix(np.eye(4))), random_range(4, 3, seed=0))
+    assert all(sparse_native(w) for w in native)
+    assert not any(sparse_native(w) for w in (Prefix(4), Identity(4), AllRange(4), Stack((Ranges(4, [0], [2]),)),
+                                               Kron((Identity(2), Identity(2))), Reversal()))
+
+
+def _grid_as_read_before(workload):
+    """How hierarchical.workload_grid read the grid before it was a method: a part's ``factors``, one level down."""
+    for part in (workload, *getattr(workload, "parts", ())):
+        factors = getattr(part, "factors", None)
+        if factors is not None and len(factors) == 2:
+            return (factors[0].shape[1], factors[1].shape[1])
+    return (1, workload.shape[1])
+
+
+GRIDS = {
+    "prefix": (Prefix(6), (1, 6)),
+    "kron": (Kron((Prefix(3), Identity(4))), (3, 4)),
+    "stack holding a kron": (Stack((Prefix(6), Kron((Total(2), Prefix(3))))), (2, 3)),
+    "stack of two krons": (Stack((Kron((Identity(2), Total(3))), Kron((Total(3), Identity(2))))), (2, 3)),
+    "nested stack": (Stack((Stack((Kron((Identity(2), Total(3))),)), Prefix(6))), (1, 6)),  # one level only
+    "ranges-2d": (Ranges2D((2, 3), [0], [1], [0], [2]), (1, 6)),
+    "outside": (Reversal(), (1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", GRIDS, ids=GRIDS)
+def test_the_grid_is_read_as_before(name):
+    workload, grid = GRIDS[name]
+    assert workload_grid(workload) == _grid_as_read_before(workload) == grid
+
+
+def test_marginal_names_are_those_of_a_table_workload_alone():
+    from dplens.core.data.domain import Domain
+    from dplens.core.queries.marginals import MarginalWorkload
+
+    table = MarginalWorkload(Domain(("a", "b"), (2, 3)), (("a",), ("a", "b")))
+    assert marginal_names(table) == (("a",), ("a", "b"))
+    assert all(marginal_names(w) is None for w in (Prefix(3), Kron((Identity(2), Total(2))), Reversal(), None))

@@ -42,7 +42,7 @@ from dplens.core.analysis.usefulness import (  # noqa: F401  (re-exported)
 )
 from dplens.core.mechanisms import Mechanism, check_epsilon, check_inputs
 from dplens.core.queries.workloads import Identity as IdentityWorkload  # noqa: F401  (the doctests' workload)
-from dplens.core.queries.workloads import Workload
+from dplens.core.queries.workloads import Workload, queries_are_cells, workload_grid
 from dplens.core.search import bisect_monotone
 from dplens.core.validate import fraction
 
@@ -376,7 +376,7 @@ def _analytic_error(mechanism, workload, metric, confidence, simultaneous):
         def scale(e):
             return laplace_answer_scale(mechanism, workload, e)[0]  # type: ignore[index]  # not None (checked above)
         count = laplace_answer_scale(mechanism, workload, 1.0)[1]  # type: ignore[index]  # not None (checked above)
-        if count == "bin" and not getattr(workload, "queries_are_cells", False):
+        if count == "bin" and not queries_are_cells(workload):
             scale = None  # type: ignore[assignment]  # bins are Laplace, but answers are sums of several: no plain-Laplace form
         if scale is not None:
             if confidence is not None:
@@ -552,8 +552,6 @@ class TargetsPlan:
 
 def _shared(mechanism: Mechanism, targets: Sequence[AccuracyTarget]) -> tuple[int, ...]:
     """All groups when one release of ``mechanism`` is the release each target's ε was computed for, else ()."""
-    from dplens.core.mechanisms.hierarchical import workload_grid
-
     grids = {workload_grid(t.workload) for t in targets}
     one = getattr(mechanism, "strategy_ignores_queries", False) and len(grids) == 1 and len(targets) > 1
     return tuple(range(len(targets))) if one else ()

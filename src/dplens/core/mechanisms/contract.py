@@ -20,7 +20,7 @@ import numpy as np
 
 from dplens.core.data.limits import MAX_EPSILON, MIN_EPSILON
 from dplens.core.privacy.definitions import ZCDP, Privacy, amount, zcdp_epsilon
-from dplens.core.queries.workloads import Workload
+from dplens.core.queries.workloads import Workload, marginal_names
 from dplens.core.validate import fraction, positive
 
 NEIGHBOURING = "add/remove one record (unbounded DP): x' = x ± e_j"
@@ -72,7 +72,7 @@ class Release:
         Traceback (most recent call last):
         ValueError: the identity release holds no marginal estimates: it is not a release on a table of records
         """
-        names = getattr(self.workload, "marginals", None)
+        names = marginal_names(self.workload)
         if names is None or self.marginal_estimates is None:
             raise ValueError(f"the {self.mechanism} release holds no marginal estimates: it is not a release on a "
                              "table of records")

@@ -46,6 +46,7 @@ from dplens.core.mechanisms.measurement import (
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import (
     Workload,
+    all_ranges,
     allrange_block_gram,
     as_intervals,
     block_gram,
@@ -160,7 +161,7 @@ def _cell_ranges_sketch(lo: np.ndarray, hi: np.ndarray, n: int, rows: int) -> np
 
 def _interval_ends(workload: Workload) -> tuple[np.ndarray, np.ndarray] | None:
     """(lo, hi) of a 0/1 range workload given by its ends (not all-range: its m is quadratic)."""
-    if getattr(workload, "all_ranges", False):
+    if all_ranges(workload):
         return None
     intervals = as_intervals(workload)
     return None if intervals is None else (intervals.lo, intervals.hi)

@@ -40,7 +40,7 @@ from dplens.core.mechanisms.measurement import (
     stated_noise,
 )
 from dplens.core.privacy.definitions import PureDP
-from dplens.core.queries.workloads import Workload
+from dplens.core.queries.workloads import Workload, workload_grid
 
 
 def qardaji_branching(n: int) -> int:
@@ -204,18 +204,6 @@ def build_tree(shape: tuple[int, int], branching: int, include_root: bool) -> Tr
 
 def _grid(shape: tuple[int, ...]) -> tuple[int, int]:
     return (1, shape[0]) if len(shape) == 1 else (int(shape[0]), int(shape[1]))
-
-
-def workload_grid(workload: Workload) -> tuple[int, int]:
-    """The grid a workload lives on: (rows, cols) for a Kron (or a Stack holding one), else (1, n).
-
-    ``expected_mse`` has no data, so 2-D structure is read from the workload.
-    """
-    for part in (workload, *getattr(workload, "parts", ())):
-        factors = getattr(part, "factors", None)
-        if factors is not None and len(factors) == 2:
-            return (factors[0].shape[1], factors[1].shape[1])
-    return (1, workload.shape[1])
 
 
 _ENERGIES = StrategyCache("hb energies", limit=16)

@@ -44,7 +44,7 @@ from dplens.core.mechanisms.cost_model import (
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.measurement import LaplaceMeasurement
 from dplens.core.privacy.definitions import PureDP
-from dplens.core.queries.workloads import Ranges, Workload, as_intervals, sparse_matrix
+from dplens.core.queries.workloads import Ranges, Workload, as_intervals, sparse_matrix, sparse_native
 
 BUDGET_RULES = ("optimal", "equal", "optimal_global")
 
@@ -267,7 +267,7 @@ class WDA:
                         f"the workload's {m:,} interval queries over {n:,} cells")
         entries = dense_entries(workload)
         seconds = 1e-8 * entries * max(1.0, math.log2(max(m, 2))) + SECONDS_PER_ELEMENT * 8 * m * 64
-        if not getattr(workload, "sparse_native", False):  # sparse_matrix builds W column by column via dense()
+        if not sparse_native(workload):  # sparse_matrix builds W column by column via dense()
             seconds += n * (5e-5 + SECONDS_PER_ELEMENT * matvec_elements(workload))
         return Cost(OVERHEAD_SECONDS + seconds, 8.0 * (3 * entries + 4 * n + 4 * m),
                     f"the workload's {entries:,.0f} matrix entries ({m:,} queries × {n:,} cells)")

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dplens.core.data.limits import DENSE_LIMIT
-from dplens.core.queries.workloads import Workload, sparse_matrix
+from dplens.core.queries.workloads import Workload, sparse_matrix, sparse_native
 
 MAX_DESCRIBED = 20_000   # queries described one by one; a larger workload's answers are "row i of <spec>"
 MAX_TERMS = 8            # weighted terms spelled out in words before "…"
@@ -85,7 +85,7 @@ def describe_queries(workload: Workload, axis_labels: Sequence[Sequence[str]],
     (['1·[x] − 1·[z]'], ['weights:0=1;2=-1'])
     """
     m, n = workload.shape
-    if m > MAX_DESCRIBED or (not getattr(workload, "sparse_native", False) and m * n > DENSE_LIMIT):
+    if m > MAX_DESCRIBED or (not sparse_native(workload) and m * n > DENSE_LIMIT):
         return ([f"row {i} of the workload {workload.describe()}" for i in range(m)],
                 [f"row:{i}" for i in range(m)])
     matrix = sparse_matrix(workload)  # type: ignore[arg-type]  # workloads are frozen dataclasses: hashable

@@ -158,6 +158,26 @@ class WorkloadOperator:
     # so noise added to the cells reaches the answers unchanged and independent.
     queries_are_cells: ClassVar[bool] = False
 
+    def kron_grid(self) -> tuple[int, int] | None:
+        """(rows, cols) when the workload is a Kronecker product over a 2-D grid (its factors' widths), else None."""
+        return None
+
+    def grid_shape(self) -> tuple[int, int]:
+        """The grid the workload lives on: a Kron's (rows, cols), here else (1, n).
+
+        Mechanisms with a tree or wavelet on the grid read it from the workload: ``expected_mse`` has no data.
+        """
+        grid = _own(self, "kron_grid")()
+        return grid if grid is not None else (1, self.shape[1])
+
+    def marginal_names(self) -> tuple[tuple[str, ...], ...] | None:
+        """The attribute sets of the marginals asked on a table of records, None for a workload on a histogram.
+
+        Here it reads the ``marginals`` field ``dplens.core.queries.marginals.MarginalWorkload`` declares (no other
+        operator has one); that class may answer it itself.
+        """
+        return getattr(self, "marginals", None)
+
     def recipe(self) -> dict:
         """This workload as a session-config recipe node (``dplens.core.release.config``), nonzeros only."""
         raise ValueError(f"a {type(self).__name__} workload has no config recipe; add it from the registry "
@@ -168,6 +188,55 @@ def _own(w: Workload, name: str) -> Callable[..., Any]:
     """``w``'s closed form ``name``, or the default one for a workload defined outside this module."""
     method = getattr(w, name, None)
     return method if method is not None else getattr(WorkloadOperator, name).__get__(w)
+
+
+def _fact(w: Workload, name: str) -> bool:
+    """``w``'s declared fact ``name`` (a class attribute of ``WorkloadOperator``), or its default for a workload
+    defined outside this module."""
+    return bool(getattr(w, name, getattr(WorkloadOperator, name)))
+
+
+def sparse_native(w: Workload) -> bool:
+    """Whether ``sparse_matrix`` reads W's entries without densifying it (ranges and explicit matrices).
+
+    >>> sparse_native(Explicit(np.eye(2))), sparse_native(Prefix(2))
+    (True, False)
+    """
+    return _fact(w, "sparse_native")
+
+
+def all_ranges(w: Workload) -> bool:
+    """Whether the rows are every range [i, j] (m = n(n+1)/2: too many to list by their end points).
+
+    >>> all_ranges(AllRange(3)), all_ranges(Prefix(3))
+    (True, False)
+    """
+    return _fact(w, "all_ranges")
+
+
+def queries_are_cells(w: Workload) -> bool:
+    """Whether query i is cell i alone with weight 1 (W = I by construction).
+
+    >>> queries_are_cells(Identity(3)), queries_are_cells(Explicit(np.eye(3)))
+    (True, False)
+    """
+    return _fact(w, "queries_are_cells")
+
+
+def workload_grid(w: Workload) -> tuple[int, int]:
+    """The grid a workload lives on: (rows, cols) for a Kron (or a Stack holding one), else (1, n).
+
+    >>> workload_grid(Kron((Prefix(3), Identity(4)))), workload_grid(Stack((Prefix(12), Kron((Total(2), Prefix(6))))))
+    ((3, 4), (2, 6))
+    >>> workload_grid(Prefix(5))
+    (1, 5)
+    """
+    return _own(w, "grid_shape")()
+
+
+def marginal_names(w: Workload | None) -> tuple[tuple[str, ...], ...] | None:
+    """The attribute sets of the marginals ``w`` asks on a table of records; None on a histogram (or no workload)."""
+    return None if w is None else _own(w, "marginal_names")()
 
 
 def gram_apply(w: Workload, v: np.ndarray) -> np.ndarray:
@@ -1122,6 +1191,10 @@ class Kron(WorkloadOperator):
     def cache_key(self):
         return ("kron", tuple(workload_key(f) for f in self.factors))
 
+    def kron_grid(self):
+        a, b = self.factors
+        return (a.shape[1], b.shape[1])
+
     def matvec_elements(self):
         (m1, n1), (m2, n2) = (f.shape for f in self.factors)
         # matvec applies the first factor along n2 columns, then the second along m1 rows
@@ -1205,6 +1278,10 @@ class Stack(WorkloadOperator):
 
     def gram_parts(self):
         return self.parts
+
+    def grid_shape(self):  # the first part that is itself a Kron gives the grid (a nested stack's parts are not read)
+        grids = (_own(part, "kron_grid")() for part in self.parts)
+        return next((grid for grid in grids if grid is not None), (1, self.shape[1]))
 
 
 # ----------------------------------------------------------------------------- parsing and registry

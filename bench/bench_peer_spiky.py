@@ -20,9 +20,22 @@ MWEM: dpcomp_core's ``mwemND_engine()`` with its defaults (10 rounds, half of ea
 does; an assumption the user opts into). "within" when |dplens − dpcomp| ≤ 5 % of dpcomp's mean plus two
 combined standard errors.
 
+``--draws K`` (default 4) also runs dplens's registered MWEM (5 trials each) on K other draws of 2000 ranges:
+K more with sorted uniform ends (seeds 1 … K), and K of DPBench's own random-range workload (dpcomp_core's
+``RandomRange``: a length uniform on 1 … n, then a start uniform over the places it fits): min–max of the
+error over the draws, the spread a comparison inherits when each side draws its own ranges.
+
+``--adaptive`` adds dplens's ``rounds="auto"`` (DPBench's MWEM* rule) beside dpcomp_core's
+``mwemND_adaptive_engine`` (its 1-D table; its default index misspells the table's key, so the bench names
+the key the table has) over ``--adaptive-trials`` trials (dpcomp_core's takes seconds a run at 60+ rounds).
+
 AHP: dpcomp_core's ``ahpND_engine()`` (ratio 0.85, η 0.35, its Cython helper) against the registry's
 ``ahp``: error, and CPU and wall milliseconds per run (warm: dplens's compiled kernels are loaded by one
-run before timing; the cold first run is reported apart). Target: dplens ≥ 3x faster in CPU time.
+run before timing). Target: dplens ≥ 3x faster in CPU time. The cold start is measured apart, once, in a
+fresh interpreter per side (imports plus the first run on the first histogram at ε = 0.1): dplens's
+compiled kernels cost numba's import and the load of their on-disk cache (or their compilation on a
+first checkout, ``NUMBA_CACHE_DIR`` pointing to an empty folder), a fixed cost that a harness timing a
+few runs per fresh process spreads over them.
 """
 
 from __future__ import annotations
@@ -35,7 +48,9 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import importlib  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -97,6 +112,52 @@ def load_peer() -> tuple[dict, dict]:
     return modules, skipped
 
 
+def _sorted_ranges(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """2000 ranges with both ends uniform on the bins, sorted (peer-reference.md's setup)."""
+    ends = np.sort(np.random.default_rng(seed).integers(0, N, size=(QUERIES, 2)), axis=1)
+    return ends[:, 0], ends[:, 1]
+
+
+def dpbench_ranges(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """2000 ranges drawn as DPBench's random-range workload draws them: length uniform on 1 … N, then a start
+    uniform over the N − length + 1 places it fits (a different law from sorted uniform ends: longer ranges)."""
+    gen = np.random.default_rng([WORKLOAD_SEED, seed])
+    lengths = gen.integers(1, N + 1, size=QUERIES)
+    starts = gen.integers(0, N - lengths + 1)
+    return starts, starts + lengths - 1
+
+
+COLD = """
+import sys, time
+cpu = time.process_time()
+import numpy as np
+x = np.load({data!r})
+if {peer!r}:
+    sys.path.insert(0, {source!r})
+    from dpcomp_core.algorithm import ahp
+    ahp.ahpND_engine().Run(None, x, 0.1, 0)
+else:
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.queries.workloads import Ranges
+    MECHANISMS["ahp"].run(x, Ranges(x.size, [0], [9]), 0.1, np.random.default_rng(0))
+print(1000 * (time.process_time() - cpu))
+"""
+
+
+def cold_first_run_ms(x: np.ndarray, peer: bool, empty_cache: bool = False) -> float | None:
+    """CPU ms of imports plus AHP's first run on ``x`` at ε = 0.1 in a fresh interpreter (dplens's or
+    dpcomp_core's); None when the run fails."""
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="bench_peer_spiky_") as folder:
+        if empty_cache:  # numba compiles the kernels again, as on a first checkout
+            env["NUMBA_CACHE_DIR"] = folder
+        data = str(Path(folder) / "x.npy")
+        np.save(data, x)
+        code = COLD.format(data=data, peer=peer, source=os.environ.get("DPCOMP_SRC", ""))
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    return float(done.stdout.split()[-1]) if done.returncode == 0 and done.stdout.split() else None
+
+
 def mean_se(values: list[float]) -> tuple[float, float]:
     a = np.asarray(values, dtype=float)
     return float(a.mean()), float(a.std(ddof=1) / np.sqrt(a.size)) if a.size > 1 else 0.0
@@ -115,13 +176,17 @@ def main() -> None:
     parser.add_argument("--epsilons", default="0.1,1")
     parser.add_argument("--mechanisms", default="mwem,ahp")
     parser.add_argument("--quick", action="store_true", help="the first two histograms only, 10 trials")
+    parser.add_argument("--draws", type=int, default=4, help="other range draws for dplens's MWEM (0: none)")
+    parser.add_argument("--adaptive", action="store_true", help="rounds='auto' beside dpcomp_core's MWEM*")
+    parser.add_argument("--adaptive-trials", type=int, default=10)
     args = parser.parse_args()
     trials = 10 if args.quick else args.trials
     cases = HISTOGRAMS[:2] if args.quick else HISTOGRAMS
     epsilons = [float(e) for e in args.epsilons.split(",")]
     wanted = args.mechanisms.split(",")
-    ends = np.sort(np.random.default_rng(WORKLOAD_SEED).integers(0, N, size=(QUERIES, 2)), axis=1)
-    workload = Ranges(N, ends[:, 0], ends[:, 1])
+    lo, hi = _sorted_ranges(WORKLOAD_SEED)
+    ends = np.column_stack((lo, hi))
+    workload = Ranges(N, lo, hi)
     peer, skipped = load_peer()
     for key, reason in skipped.items():
         if key in wanted:
@@ -139,7 +204,28 @@ def main() -> None:
         got = estimate_or_answers if answers else workload.matvec(estimate_or_answers)
         return float(np.mean(np.abs(got - truth)))
 
+    warm = spiky_histogram(*HISTOGRAMS[0][1:])
+    for mechanism in (mwem, mwem_public):  # loads the compiled kernels before anything is timed
+        mechanism.run(warm, workload, 1.0, np.random.default_rng([3, 0]))
+    adaptive = dataclasses.replace(mwem, rounds="auto")
+    star_key = None
+    if args.adaptive and "mwem" in peer:
+        star_key = next((key for key in getattr(peer["mwem"][0], "Lfunction", {}) if key.endswith("1D")), None)
+        if star_key is None:
+            print("dpcomp_core MWEM* column skipped: no 1-D table in mwemND.Lfunction")
+    draws = [(f"sorted ends, seed {k}", *_sorted_ranges(k)) for k in range(1, args.draws + 1)] + \
+        [(f"DPBench random-range, seed {k}", *dpbench_ranges(k)) for k in range(1, args.draws + 1)]
     with Recorder("bench_peer_spiky", args) as rec:
+        if "ahp" in wanted:
+            first = spiky_histogram(*cases[0][1:])
+            cold = {"dplens": cold_first_run_ms(first, False),
+                    "dplens, empty numba cache": cold_first_run_ms(first, False, True)}
+            if "ahp" in peer:
+                cold["dpcomp_core"] = cold_first_run_ms(first, True)
+            print("AHP cold start (fresh interpreter: imports + first run, first histogram, ε = 0.1), CPU ms: "
+                  + ", ".join(f"{k} {v:.0f}" if v is not None else f"{k} failed" for k, v in cold.items()))
+            rec.row(histogram="cold start", **{f"ahp_cold_{k.replace(' ', '_').replace(',', '')}_cpu_ms": v
+                                               for k, v in cold.items()})
         for label, seed, total, spikes, share, shape in cases:
             x = spiky_histogram(seed, total, spikes, share, shape)
             truth = workload.matvec(x)
@@ -174,18 +260,43 @@ def main() -> None:
                                 f"({'within' if verdicts[0] else 'OUT'}), public total {pm / tm:.3f} " \
                                 f"({'within' if verdicts[1] else 'OUT'})"
                     print("  " + text, flush=True)
+                    if draws:
+                        spread = []
+                        for _, lo, hi in draws:
+                            other = Ranges(N, lo, hi)
+                            other_truth = other.matvec(x)
+                            spread.append(np.mean([error(mwem.run(x, other, epsilon, np.random.default_rng([1, s])).answers,
+                                                         other_truth, True) for s in range(5)]))
+                        row.update(mwem_other_draws_min=float(min(spread)), mwem_other_draws_max=float(max(spread)))
+                        print(f"    dplens MWEM on {len(draws)} other range draws: {min(spread):.5g} – {max(spread):.5g} "
+                              f"({max(spread) / min(spread):.2f}x; this draw {m:.5g})", flush=True)
+                    if args.adaptive:
+                        auto, auto_cpu, _ = timed(
+                            error(adaptive.run(x, workload, epsilon, np.random.default_rng([1, s])).answers, truth, True)
+                            for s in range(trials))
+                        am, ase = mean_se(auto)
+                        used = adaptive.run(x, workload, epsilon, np.random.default_rng([1, 0])).params["rounds_used"]
+                        row.update(mwem_auto_mae=am, mwem_auto_se=ase, mwem_auto_cpu_ms=auto_cpu, mwem_auto_rounds=used)
+                        text = f"  MWEM rounds=auto (T={used}): dplens {am:.5g} ± {ase:.2g} ({auto_cpu:.1f} ms CPU)"
+                        if star_key is not None:
+                            star = peer["mwem"][0].mwemND_adaptive_engine(index=star_key)
+                            theirs, star_cpu, _ = timed(
+                                error(star.Run(queries, x.astype(np.int64), epsilon, s), truth)
+                                for s in range(args.adaptive_trials))
+                            sm, sse = mean_se(theirs)
+                            row.update(dpcomp_mwem_star_mae=sm, dpcomp_mwem_star_se=sse, dpcomp_mwem_star_cpu_ms=star_cpu,
+                                       dpcomp_mwem_star_rounds=star._nrounds)
+                            text += f" | dpcomp MWEM* (T={star._nrounds}) {sm:.5g} ± {sse:.2g} over " \
+                                    f"{args.adaptive_trials} ({star_cpu:.0f} ms CPU) | ratio {am / sm:.3f}"
+                        print("  " + text, flush=True)
                 if "ahp" in wanted:
-                    cpu, wall = time.process_time(), time.perf_counter()
-                    ahp.run(x, workload, epsilon, np.random.default_rng([2, -1]))  # loads the compiled kernels
-                    cold_cpu, cold_wall = 1000 * (time.process_time() - cpu), 1000 * (time.perf_counter() - wall)
+                    ahp.run(x, workload, epsilon, np.random.default_rng([3, seed]))  # kernels loaded before timing
                     ours, ours_cpu, ours_wall = timed(
                         error(ahp.run(x, workload, epsilon, np.random.default_rng([2, s])).estimate, truth)
                         for s in range(trials))
                     m, se = mean_se(ours)
-                    row.update(ahp_mae=m, ahp_se=se, ahp_cpu_ms=ours_cpu, ahp_wall_ms=ours_wall,
-                               ahp_first_run_cpu_ms=cold_cpu, ahp_first_run_wall_ms=cold_wall)
-                    text = f"AHP  ε={epsilon:g}: dplens {m:.5g} ± {se:.2g} ({ours_cpu:.2f} ms CPU, " \
-                           f"{ours_wall:.2f} wall; first run {cold_cpu:.0f} ms CPU)"
+                    row.update(ahp_mae=m, ahp_se=se, ahp_cpu_ms=ours_cpu, ahp_wall_ms=ours_wall)
+                    text = f"AHP  ε={epsilon:g}: dplens {m:.5g} ± {se:.2g} ({ours_cpu:.2f} ms CPU, {ours_wall:.2f} wall)"
                     if "ahp" in peer:
                         engine = peer["ahp"][0].ahpND_engine
                         theirs, their_cpu, their_wall = timed(error(engine().Run(None, x, epsilon, s), truth)

@@ -135,6 +135,53 @@ def test_an_admin_sees_every_curator_ledger_read_only(shared, monkeypatch):
     assert not [frame for frame in bob.dataframe if "Curator" in frame.value.columns]
 
 
+@pytest.mark.parametrize(("claim", "curator"), [
+    (None, None), ("false", None), ("true", None), (False, None), (1, None), (True, A)],
+    ids=["missing", "string-false", "string-true", "false", "one", "true"])
+def test_only_the_json_boolean_true_verifies_an_email(monkeypatch, claim, curator):
+    from dplens.ui import identity
+
+    user = {"is_logged_in": True, "email": f"  {A.upper()} "}
+    if claim is not None:
+        user["email_verified"] = claim
+    monkeypatch.setattr(identity, "local_mode", lambda: False)
+    monkeypatch.setattr(identity.st, "user", user)
+    assert identity.signed_in() == curator
+
+
+@pytest.mark.parametrize("email", ["root@example.org@evil.org", "root@example.org, bob@example.org",
+                                   "root @example.org", "@example.org", "root@", "root@example.org\x00"])
+def test_what_is_not_one_address_signs_nobody_in(monkeypatch, email):
+    from dplens.ui import identity
+
+    monkeypatch.setattr(identity, "local_mode", lambda: False)
+    monkeypatch.setattr(identity.st, "user", {"is_logged_in": True, "email": email, "email_verified": True})
+    assert identity.signed_in() is None
+
+
+def test_an_admin_whose_provider_omits_email_verified_is_refused(shared, monkeypatch):
+    _, fingerprint = _alice_spent_half()
+    monkeypatch.setenv("DPLENS_ADMINS", ADMIN)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.user = {"is_logged_in": True, "email": ADMIN}  # no email_verified claim at all
+    at.run()
+    assert not at.exception and "workspace_id" not in at.session_state and not at.dataframe
+    assert "no verified email" in at.error[0].value and "`email_verified`" in at.error[0].value
+    shown = "".join(frame.value.to_csv() for frame in at.switch_page(LEDGER).run().dataframe)
+    assert fingerprint not in shown and A not in shown
+
+
+def test_only_an_exact_admin_address_is_an_admin(monkeypatch):
+    from dplens.ui.identity import admins, is_admin
+
+    monkeypatch.setenv("DPLENS_ADMINS", " Admin@X.org ,not an address, ,a@b@c")
+    assert admins() == {"admin@x.org"}
+    assert is_admin("admin@x.org") and is_admin(" ADMIN@x.org ")  # the documented normalisation, both sides
+    for near_miss in ("admin@x.org.evil", "admin@x.or", "xadmin@x.org", "admin@x.org\u200b", "admin@x.org\n.evil",
+                      "not an address", "local"):
+        assert not is_admin(near_miss), near_miss
+
+
 def test_curator_b_cannot_open_a_workspace_by_its_id(shared):
     alice, _ = _alice_spent_half()
     workspace = alice.session_state.workspace_id

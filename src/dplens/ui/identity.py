@@ -4,10 +4,13 @@
   ``"local"``, no sign-in. A bare script run (AppTest) with no address set counts as localhost.
 * **Shared** (any other address, or a real server with ``server.address`` unset, which listens on every
   interface): the curator signs in with Streamlit's OpenID Connect (``st.login``, configured in
-  ``.streamlit/secrets.toml`` ``[auth]``) and is their verified email, lower-cased. Until then the page
-  shows a sign-in button and stops.
+  ``.streamlit/secrets.toml`` ``[auth]``) and is their email, normalised (``normalise_email``). The provider
+  must send the claims ``email`` and ``email_verified`` with the JSON value ``true``: a missing claim, the string
+  ``"true"`` or anything else is not a verification, and the visitor is not signed in. Until then the page shows
+  a sign-in button and stops.
 
-Admins (``DPLENS_ADMINS``: comma-separated emails) see every curator's ledgers and may reset any.
+Admins (``DPLENS_ADMINS``: comma-separated emails, normalised the same way) see every curator's ledgers and may
+reset any; a curator is an admin only if their normalised email equals one of them exactly.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from dplens.core.privacy.store import LOCAL_OWNER
 LOCAL_CURATOR = LOCAL_OWNER
 LOCAL_ADDRESSES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 ADMINS_ENV = "DPLENS_ADMINS"
+REQUIRED_CLAIMS = ("The identity provider must send the claims `email` (one address) and `email_verified` "
+                   "with the value `true`.")
 
 
 def local_mode() -> bool:
@@ -37,27 +42,52 @@ def _serving() -> bool:
     return runtime.exists() and type(runtime.get_instance()) is runtime.Runtime
 
 
+def normalise_email(email: str) -> str | None:
+    """The one form in which emails are compared: the whole address stripped of surrounding blanks, lower-cased.
+
+    Applied alike to the provider's ``email`` claim and to every ``DPLENS_ADMINS`` entry, so that an admin is
+    an exact match after it. Returns None for what is not one address (no single ``@`` between non-empty parts,
+    or blanks or control characters inside): such a claim signs nobody in.
+
+    >>> normalise_email("  Alice@Example.ORG ")
+    'alice@example.org'
+    >>> normalise_email("alice@example.org, root@example.org") is None
+    True
+    """
+    address = email.strip().lower()
+    local, at, domain = address.partition("@")
+    if not (local and at and domain) or "@" in domain or not address.isprintable() or any(c.isspace() for c in address):
+        return None
+    return address
+
+
 def admins() -> frozenset[str]:
-    """The admins' emails from ``DPLENS_ADMINS`` (comma-separated; case and blanks ignored)."""
-    return frozenset(e.strip().lower() for e in os.environ.get(ADMINS_ENV, "").split(",") if e.strip())
+    """The admins' emails from ``DPLENS_ADMINS`` (comma-separated), each normalised; entries that are not one
+    address are dropped."""
+    entries = (normalise_email(entry) for entry in os.environ.get(ADMINS_ENV, "").split(","))
+    return frozenset(entry for entry in entries if entry is not None)
 
 
 def is_admin(curator: str) -> bool:
-    """Whether ``curator`` is a signed-in admin (the localhost curator owns every ledger and needs no rights)."""
-    return curator != LOCAL_CURATOR and curator.lower() in admins()
+    """Whether ``curator`` is a signed-in admin: their normalised email is exactly one in ``DPLENS_ADMINS`` (the
+    localhost curator owns every ledger and needs no rights)."""
+    address = normalise_email(curator)
+    return curator != LOCAL_CURATOR and address is not None and address in admins()
 
 
 def signed_in() -> str | None:
-    """The curator now: ``"local"`` in localhost mode, the signed-in verified email, or None (not signed in)."""
+    """The curator now: ``"local"`` in localhost mode, the signed-in verified email (normalised), or None.
+
+    Only ``email_verified is True`` (the JSON boolean) counts: a provider that omits the claim, or sends the string
+    ``"false"`` (truthy in Python), would otherwise let anyone sign in as any address, an admin's included.
+    """
     if local_mode():
         return LOCAL_CURATOR
     user = st.user
-    if not user.get("is_logged_in"):
+    if not user.get("is_logged_in") or user.get("email_verified") is not True:
         return None
     email = user.get("email")
-    if not isinstance(email, str) or "@" not in email or user.get("email_verified") is False:
-        return None
-    return email.strip().lower()
+    return normalise_email(email) if isinstance(email, str) else None
 
 
 def _providers() -> list[str | None]:
@@ -75,8 +105,9 @@ def _providers() -> list[str | None]:
 def _sign_in_page() -> None:
     st.title("dplens")
     if st.user.get("is_logged_in"):
-        st.error("Your identity provider gave no verified email: dplens needs one to keep curators apart. "
-                 "Ask the administrator to request the `email` scope.")
+        st.error(f"Your identity provider gave no verified email: dplens needs one to keep curators apart. "
+                 f"{REQUIRED_CLAIMS} Ask the administrator to request the `email` scope from a provider that "
+                 f"verifies addresses.")
         st.button("Sign out", on_click=st.logout, key="identity_sign_out")
         return
     providers = _providers()
@@ -91,7 +122,8 @@ def _sign_in_page() -> None:
         st.error("Sign-in is configured but Streamlit's sign-in needs Authlib: install `streamlit[auth]` "
                  "(Authlib ≥ 1.3.2) in the server's environment (README: Security model).")
         return
-    st.info("Sign in to see your datasets, workspaces and privacy budgets. Each curator sees only their own.")
+    st.info("Sign in to see your datasets, workspaces and privacy budgets. Each curator sees only their own. "
+            + REQUIRED_CLAIMS)
     for provider in providers:
         label = "Sign in" if provider is None else f"Sign in with {provider}"
         st.button(label, on_click=st.login, args=() if provider is None else (provider,),
@@ -107,4 +139,5 @@ def current_curator() -> str:
     return curator
 
 
-__all__ = ["ADMINS_ENV", "LOCAL_CURATOR", "admins", "current_curator", "is_admin", "local_mode", "signed_in"]
+__all__ = ["ADMINS_ENV", "LOCAL_CURATOR", "admins", "current_curator", "is_admin", "local_mode", "normalise_email",
+           "signed_in"]

@@ -89,7 +89,7 @@ def test_a_job_listing_a_cache_that_no_longer_exists_is_a_miss(tmp_path):
 def test_a_corrupt_file_is_a_miss_and_is_removed(tmp_path):
     store = StrategyStore(tmp_path)
     store.save_entry(CACHE, ("key",), [1.0])
-    (path,) = tmp_path.glob("entry-*.pkl")
+    (path,) = tmp_path.glob("entry-*.npz")
     path.write_bytes(b"\x80\x05not a pickle")
     assert store.load_entry(CACHE, ("key",)) == (False, None)
     assert store.corrupt == 1 and not path.exists()
@@ -100,7 +100,7 @@ def test_size_is_bounded(tmp_path):
     assert not store.save_entry(CACHE, ("big",), b"x" * 2000)  # above the entry limit: not stored
     for k in range(5):
         assert store.save_entry(CACHE, (k,), k)
-    assert len(list(tmp_path.glob("*.pkl"))) == 3  # the oldest went
+    assert len(list(tmp_path.glob("*.npz"))) == 3  # the oldest went
     assert store.load_entry(CACHE, (4,)) == (True, 4)
 
 
@@ -117,7 +117,7 @@ def test_a_second_grid_optimises_nothing(tmp_path, optimiser_calls):
 
 def test_a_corrupt_store_is_recomputed_by_the_grid(tmp_path, dplens_home, optimiser_calls):
     run_grid(TINY, tmp_path / "a.parquet")
-    for path in (dplens_home / "strategies").glob("*.pkl"):
+    for path in (dplens_home / "strategies").glob("*.npz"):
         path.write_bytes(path.read_bytes()[:20])  # truncated
     matrix._STRATEGIES.clear()
     again = run_grid(TINY, tmp_path / "b.parquet")
@@ -153,3 +153,80 @@ def test_a_folder_others_may_write_to_is_not_read(tmp_path):
     finally:
         store.folder.chmod(0o700)
     assert store.load_entry(CACHE, ("key",)) == (True, 1.0)
+
+
+class _Planted:
+    """A pickle whose loading creates ``marker``: what a planted file would run if the store unpickled it."""
+
+    def __init__(self, marker) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return open, (self.marker, "w")
+
+
+def test_a_planted_pickle_is_ignored_and_never_runs(tmp_path):
+    import pickle
+
+    store = StrategyStore(tmp_path / "strategies")
+    marker = tmp_path / "the planted code ran"
+    entry = store._path("entry", stable_hash(store._entry_identity(CACHE, ("key",))))
+    store.folder.mkdir(mode=0o700)
+    payload = pickle.dumps({"format": 2, "cache": CACHE, "key": ("key",), "value": _Planted(marker)})
+    for path in (entry, entry.with_suffix(".pkl")):  # today's file name and the pickle format's
+        path.write_bytes(payload)
+    assert store.load_entry(CACHE, ("key",)) == (False, None)
+    assert not marker.exists() and store.corrupt == 1 and not entry.exists()
+    assert store.save_entry(CACHE, ("other",), 1.0)
+    assert not entry.with_suffix(".pkl").exists() and not marker.exists()  # deleted unread by the next write
+
+
+def test_a_planted_device_or_oversized_file_is_refused_before_reading(tmp_path):
+    store = StrategyStore(tmp_path, max_entry_bytes=1000)
+    assert store.save_entry(CACHE, ("key",), 1.0)
+    (path,) = tmp_path.glob("entry-*.npz")
+    path.unlink()
+    path.symlink_to("/dev/zero")  # endless: reading it whole would never stop
+    assert store.load_entry(CACHE, ("key",)) == (False, None) and not path.is_symlink()
+    with open(path, "wb") as file:
+        file.truncate(2**40)  # sparse: a terabyte on paper, nothing on disk
+    assert store.load_entry(CACHE, ("key",)) == (False, None) and not path.exists()
+    assert store.corrupt == 2
+
+
+@pytest.mark.parametrize("tamper", ["nan", "object", "foreign class"])
+def test_a_file_of_the_right_format_with_wrong_content_is_a_miss(tmp_path, tamper):
+    import numpy as np
+
+    store = StrategyStore(tmp_path)
+    assert store.save_entry(CACHE, ("key",), matrix.PIdentity(np.ones((2, 3)), 1.5))
+    assert store.load_entry(CACHE, ("key",))[1].theta.shape == (2, 3)
+    (path,) = tmp_path.glob("entry-*.npz")
+    with np.load(path) as archive:
+        members = dict(archive)
+    if tamper == "nan":
+        members["a0"] = np.full((2, 3), np.nan)
+    elif tamper == "object":
+        members["a0"] = np.array([{"x": 1}], dtype=object)
+    else:
+        tree = members["tree"].tobytes().replace(b"dplens.core.mechanisms.matrix:PIdentity", b"subprocess:Popen")
+        members["tree"] = np.frombuffer(tree, dtype=np.uint8)
+    with open(path, "wb") as file:
+        np.savez(file, **members)
+    assert store.load_entry(CACHE, ("key",)) == (False, None) and store.corrupt == 1
+
+
+def test_every_stored_strategy_is_plain_data_and_comes_back_equal(tmp_path):
+    from dplens.core.analysis.execution import load_strategies, save_strategies
+    from dplens.core.mechanisms.cache import registered_caches
+
+    store, workload = StrategyStore(tmp_path), random_range(16, 10, seed=3)
+    mechanisms = [m for m in MECHANISMS.values() if getattr(m, "STRATEGY_CACHES", ()) and not m.data_dependent]
+    assert len(mechanisms) >= 6
+    missing = load_strategies(mechanisms, workload, store)
+    expected = [m.expected_mse(workload, 1.0) for m in mechanisms]
+    save_strategies(missing, workload, store)
+    for cache in registered_caches():
+        cache.clear()  # a new process
+    assert load_strategies(mechanisms, workload, store) == []  # every strategy was stored and read back
+    assert [m.expected_mse(workload, 1.0) for m in mechanisms] == expected

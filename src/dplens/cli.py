@@ -307,6 +307,68 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     return 0
 
 
+def _schedule(args: argparse.Namespace) -> list:
+    """``--schedule`` as privacy values: pure ε, or ρ with ``--definition zcdp``."""
+    from dplens.core.privacy.definitions import ZCDP, PureDP
+
+    values = _floats(args.schedule, "--schedule")
+    if args.definition not in ("pure", "zcdp"):
+        raise CliError(f"a gradual release walks pure epsilon or zCDP rho values, not --definition {args.definition}")
+    return [PureDP(v) for v in values] if args.definition == "pure" else [ZCDP(v) for v in values]
+
+
+def _walk_line(walk, store: LedgerStore) -> str:
+    from dplens.core.privacy.definitions import ZCDP, PureDP, privacy_words
+
+    unit = PureDP if walk.definition == "pure" else ZCDP
+    done = privacy_words(unit(walk.schedule[walk.released - 1])) if walk.released else "nothing"
+    after = f"; next step {privacy_words(unit(walk.schedule[walk.released]))}" if (
+        walk.released < walk.steps and walk.status == "active") else ""
+    state = "complete" if walk.status == "active" and walk.released == walk.steps else walk.status
+    return (f"walk {walk.id} on {walk.name or walk.fingerprint[:12]} ({state}): released {walk.released} of "
+            f"{walk.steps} steps, {done} spent in all{after}; ledger remaining {_left(store.ledger(walk.fingerprint))}")
+
+
+def cmd_gradual(args: argparse.Namespace) -> int:
+    """``gradual start|next|status|abandon``: a real noise-reduction walk (``dplens.core.release.kernel``)."""
+    from dplens.core.data.datasets import load_histogram
+    from dplens.core.data.fingerprint import dataset_fingerprint
+    from dplens.core.release.kernel import export_walk_step, release_walk_step, start_walk
+    from dplens.core.release.walk_store import WalkStore
+
+    store = _store(args)
+    if args.action == "start":
+        if not (args.input and args.schedule and args.output_dir):
+            raise CliError("gradual start needs --input, --schedule and --output-dir")
+        if not Path(args.output_dir).is_dir():
+            raise CliError(f"--output-dir {args.output_dir!r} is not a folder")
+        histogram = load_histogram(args.input)
+        fingerprint = dataset_fingerprint(histogram)
+        _record_budget(store, fingerprint, args, histogram.name)
+        walk = start_walk(histogram.counts, _schedule(args), store=store, fingerprint=fingerprint,
+                          name=histogram.name, mechanism=args.mechanism,
+                          output_dir=str(Path(args.output_dir).resolve()))
+        print(f"walk {walk.id}")
+        return 0
+    walks = WalkStore(store.path, store.owner)
+    if args.action == "status" and not args.walk:  # every walk of this curator
+        for walk in walks.walks():
+            print(_walk_line(walk, store))
+        return 0
+    if not args.walk:
+        raise CliError(f"gradual {args.action} needs --walk ID (printed by gradual start)")
+    if args.action == "next":
+        step = release_walk_step(args.walk, store=store, where="command line")
+        output = Path(args.output_dir or step.walk.output_dir or ".") / f"step-{step.step}.json"
+        output.write_bytes(export_walk_step(step, fmt="json", dataset=step.walk.name))
+        print(f"step {step.step} -> {output}; " + _walk_line(step.walk, store))
+    elif args.action == "abandon":
+        print(_walk_line(walks.abandon(args.walk, args.reason or ""), store))
+    else:
+        print(_walk_line(walks.get(args.walk), store))
+    return 0
+
+
 def cmd_compare_table(args: argparse.Namespace) -> int:
     """``compare --domain``: table mechanisms across ρ on marginals, scored against the independence baseline."""
     from dplens.core.analysis.execution import ProgressBar
@@ -491,7 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog="dplens", description="dplens: DP histogram releases")
     sub = parser.add_subparsers(dest="command", required=True)
     samples = ", ".join(SAMPLE_NAMES)
-    for add in (_add_app, _add_release, _add_compare, _add_grid, _add_ledger):
+    for add in (_add_app, _add_release, _add_compare, _add_grid, _add_ledger, _add_gradual):
         add(sub, samples)
     add_reproduce_command(sub)  # dplens reproduce NAME (src/dplens/core/papers/cli.py)
     return parser
@@ -593,6 +655,27 @@ def _add_ledger(sub, samples: str) -> None:
     led.add_argument("--reason", help="why the budget is reset (recorded)")
     _ledger_arguments(led)
     led.set_defaults(func=cmd_ledger)
+
+
+def _add_gradual(sub, samples: str) -> None:
+    """``dplens gradual``: a real gradual release (noise reduction), one charged step at a time."""
+    walk = sub.add_parser(
+        "gradual", help="release a histogram gradually: each step less noisy, the steps so far costing the last one",
+        description="start draws the whole walk on the secure path and keeps it for you (nothing is charged); each "
+                    "next releases one step and charges only its increment, so the ledger has spent exactly the "
+                    "largest step released. Steps not yet released never leave the store.")
+    walk.add_argument("action", choices=("start", "next", "status", "abandon"))
+    walk.add_argument("--input", help=f"histogram file or sample name ({samples}) (start)")
+    walk.add_argument("--mechanism", default="identity", help="identity (Laplace noise on each bin) (start)")
+    walk.add_argument("--schedule", help="strictly increasing epsilons (or rhos with --definition zcdp), e.g. "
+                                         "0.1,0.5,1 (start)")
+    walk.add_argument("--definition", choices=("pure", "zcdp"), default="pure",
+                      help="pure: the schedule is epsilon; zcdp: it is rho (Laplace at epsilon = sqrt(2 rho))")
+    walk.add_argument("--output-dir", help="folder for step-<k>.json (start; next may override it)")
+    walk.add_argument("--walk", help="the walk's id (next, status, abandon)")
+    walk.add_argument("--reason", help="why the walk is abandoned (recorded)")
+    _ledger_arguments(walk)
+    walk.set_defaults(func=cmd_gradual)
 
 
 def _number_in(kind: type, low: float, high: float, what: str, *, open_low: bool = False):

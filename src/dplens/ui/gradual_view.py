@@ -31,9 +31,8 @@ def current_walk() -> dict:
 
 
 GRADUAL_SIMULATION = ("This walk is a simulation, for your eyes only: it uses seeded exploration noise, charges "
-                      "nothing and is never exported. A real gradual release would charge only the last ε "
-                      "(Koufogiannis et al.), but its forward step samples a density that depends on the true "
-                      "values, which OpenDP's measurements (dplens's secure path) cannot draw, so it is not offered.")
+                      "nothing and is never exported. A real walk (Koufogiannis et al.), drawn backwards on the "
+                      "secure path and charged only its last ε, runs on the command line: `dplens gradual`.")
 
 
 def release_next() -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -216,8 +217,12 @@ class LedgerStore:
     def spend(self, fingerprint: str, label: str, cost: Budget, *, mechanism: str, workload: str | None = None,
               export_id: str | None = None, rho: float | None = None, workspace: str | None = None,
               name: str = "", note: str | None = None, default_total: Budget = DEFAULT_TOTAL,
-              values_hash: str | None = None, owner: str | None = None) -> Ledger:
+              values_hash: str | None = None, owner: str | None = None,
+              within: Callable[[sqlite3.Connection, int], None] | None = None) -> Ledger:
         """Charge ``cost`` atomically (check and insert in one ``BEGIN IMMEDIATE`` transaction).
+
+        ``within(conn, epoch)`` runs inside that transaction after the charge is recorded (a gradual release marks
+        its step released there); an exception from it rolls the charge back.
 
         With ``export_id`` and ``values_hash`` (``dplens.core.release.provenance.values_hash`` of the released values),
         the export is recorded in the same transaction: the file comes back as already private only if it is known.
@@ -253,7 +258,14 @@ class LedgerStore:
                     raise ValueError("a recorded export needs its export_id")
                 conn.execute("INSERT INTO exports (export_id, fingerprint, values_hash, kind, note, time) "
                              "VALUES (?, ?, ?, 'released', ?, ?)", (export_id, fingerprint, values_hash, label, _now()))
+            if within is not None:
+                within(conn, epoch)
         return after
+
+    def epoch(self, fingerprint: str, *, owner: str | None = None) -> int | None:
+        """The current epoch of the dataset's ledger (a reset starts a new one), or None before anything is recorded."""
+        with connect(self.path) as conn:
+            return self._read(conn, self._owner(owner), _check_fingerprint(fingerprint), DEFAULT_TOTAL)[1]
 
     def known_export(self, values_hash: str) -> dict[str, object] | None:
         """The recorded export whose released values hash to ``values_hash`` (released here or stated), else None."""

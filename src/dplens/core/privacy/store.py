@@ -4,7 +4,7 @@ Where it lives: ``$DPLENS_HOME/dplens.sqlite3``, with ``DPLENS_HOME`` defaulting
 ``~/.local/share/dplens``. The directory is created with mode 0700 and the file made 0600: it holds
 the uploaded datasets (true counts) as well as the ledger.
 
-Tables (schema version 3, ``PRAGMA user_version``). Everything a curator keeps has an ``owner`` (the
+Tables (schema version 4, ``PRAGMA user_version``). Everything a curator keeps has an ``owner`` (the
 curator's id: ``"local"`` for the one curator of a localhost server and the command line, else the signed-in
 email; ``ui.identity``), and every read filters by it:
 
@@ -18,9 +18,11 @@ email; ``ui.identity``), and every read filters by it:
 * ``uploads``: uploaded histograms per (owner, fingerprint, variant), the variant naming the file name, labels
   and axis names, so a workspace restores its own upload and never another curator's.
 * ``exports``: the provenance of released values (export id, values hash).
+* ``walks``: gradual releases in progress (``dplens.core.release.walk_store``), per owner and dataset: the schedule,
+  how many steps were released, and the whole walk, whose unreleased steps are as secret as the true counts.
 
 A version-1 or -2 store is upgraded in place on first open: its ledgers, workspaces and uploads become the
-``"local"`` curator's (the only one those versions knew).
+``"local"`` curator's (the only one those versions knew); a version-3 store gains the ``walks`` table.
 
 Writers use ``BEGIN IMMEDIATE`` (``transaction``): the write lock is taken before the first read, so
 a check and the insert that depends on it are one atomic step across threads and processes.
@@ -29,7 +31,7 @@ a check and the insert that depends on it are one atomic step across threads and
 >>> path = Path(tempfile.mkdtemp()) / "dplens.sqlite3"
 >>> with connect(path) as conn:
 ...     conn.execute("PRAGMA user_version").fetchone()[0]
-3
+4
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from pathlib import Path
 
 DEFAULT_HOME = "~/.local/share/dplens"
 DATABASE_NAME = "dplens.sqlite3"
-SCHEMA_VERSION = 3  # 2: the exports table (provenance of released values); 3: owners
+SCHEMA_VERSION = 4  # 2: the exports table (provenance of released values); 3: owners; 4: walks
 LOCAL_OWNER = "local"  # the one curator of a localhost server and of the command line
 BUSY_TIMEOUT_SECONDS = 60.0  # how long a writer waits for another's transaction (20 concurrent spenders)
 
@@ -101,6 +103,24 @@ CREATE TABLE IF NOT EXISTS uploads (
     labels TEXT NOT NULL,
     axis_names TEXT NOT NULL,
     PRIMARY KEY (owner, fingerprint, variant)
+);
+CREATE TABLE IF NOT EXISTS walks (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    mechanism TEXT NOT NULL,
+    definition TEXT NOT NULL CHECK (definition IN ('pure', 'zcdp')),
+    schedule TEXT NOT NULL,
+    cells INTEGER NOT NULL CHECK (cells > 0),
+    walk BLOB NOT NULL,
+    released INTEGER NOT NULL DEFAULT 0 CHECK (released >= 0),
+    status TEXT NOT NULL CHECK (status IN ('active', 'abandoned')),
+    note TEXT,
+    output_dir TEXT,
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL
 );
 """
 

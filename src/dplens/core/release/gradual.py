@@ -171,6 +171,20 @@ def increments(epsilons: Sequence[float]) -> tuple[float, ...]:
     return tuple(float(d) for d in np.diff(eps, prepend=0.0))
 
 
+def step_charge(epsilon_previous: float, epsilon_next: float) -> Budget:
+    """What one step of a Laplace walk from ε_previous (0 before the first) to ε_next costs a ledger: the ε increment
+    for basic composition, and the ρ increment (ε_next² − ε_previous²)/2, since the walk up to ε_next is ε_next-DP,
+    hence (ε_next²/2)-zCDP.
+
+    >>> step_charge(0.25, 0.5)
+    Budget(epsilon=0.25, delta=0.0, rho=0.09375)
+    """
+    if epsilon_previous == 0:
+        epsilon = check_epsilon(epsilon_next)
+        return Budget(epsilon, rho=epsilon**2 / 2)
+    return Budget(increments([epsilon_previous, epsilon_next])[1], rho=(epsilon_next**2 - epsilon_previous**2) / 2)
+
+
 def charge_step(ledger: Ledger, label: str, epsilon_previous: float, epsilon_next: float) -> Ledger:
     """Charge one gradual step: only the increment ε_next − ε_previous (ε_previous = 0 for the first).
 
@@ -180,12 +194,7 @@ def charge_step(ledger: Ledger, label: str, epsilon_previous: float, epsilon_nex
     >>> charge_step(charge_step(Ledger(Budget.zcdp(1.0, 1e-6)), "1", 0, 0.5), "2", 0.5, 1.0).spent.rho
     0.5
     """
-    if epsilon_previous == 0:
-        epsilon = check_epsilon(epsilon_next)
-        return ledger.spend(label, Budget(epsilon, rho=epsilon**2 / 2))
-    # the walk up to ε_next is ε_next-DP, hence (ε_next²/2)-zCDP: a ρ total is charged the ρ increment
-    return ledger.spend(label, Budget(increments([epsilon_previous, epsilon_next])[1],
-                                      rho=(epsilon_next**2 - epsilon_previous**2) / 2))
+    return ledger.spend(label, step_charge(epsilon_previous, epsilon_next))
 
 
 def cumulative_loss(epsilons: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,13 +52,15 @@ from dplens.core.data import limits
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from dplens.core.mechanisms.gaussian import Matched, for_privacy
 from dplens.core.privacy.budget import Budget, Ledger, ledger_charge
-from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount, privacy_words
+from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount, privacy_words, zcdp_epsilon
 from dplens.core.privacy.ledger_store import DEFAULT_TOTAL, LedgerStore, new_export_id
-from dplens.core.privacy.noise import noise_sampler, noise_source
+from dplens.core.privacy.noise import noise_sampler, noise_source, secure_noise_reduction
 from dplens.core.queries.marginals import MarginalWorkload
-from dplens.core.queries.workloads import Workload
+from dplens.core.queries.workloads import Identity, Workload
 from dplens.core.release.export import SIMULATION_LABEL, ExportKeys, neutralise, release_to_csv, release_to_json
+from dplens.core.release.gradual import check_schedule, step_charge
 from dplens.core.release.provenance import values_hash
+from dplens.core.release.walk_store import Walk, WalkStore
 from dplens.core.tables.contract import SECURE_NOISE
 
 # OpenDP's measurement costs about 7-10 µs of CPU per noisy value (1e5 values: 0.65-1.0 s); a release's time
@@ -310,3 +313,127 @@ def table_metadata(published: Published, request: TableRequest, *, dataset: str)
             "delta_for_ledger": charge.delta, "privacy": "rho-zCDP, add/remove one record",
             "workload": request.workload.describe(), "domain": json.loads(request.workload.domain.to_json()),
             "noise": SECURE_NOISE, "export_id": published.export_id} | dict(release.params)
+
+
+# ----------------------------------------------------------------------------- gradual release, for real
+WALK_MECHANISMS = ("identity",)  # Laplace noise i.i.d. on the cells, integer counts: the exact discrete walk
+
+
+@dataclass(frozen=True, eq=False)
+class WalkStep:
+    """One released step of a walk: the release (through the kernel, charged), its request and the walk after it."""
+
+    walk: Walk
+    step: int
+    published: Published
+    request: HistogramRequest
+
+    @property
+    def cumulative(self) -> Privacy:
+        """What the steps released so far cost together: the last step's privacy value (not their sum)."""
+        return self.request.privacy
+
+
+def _walk_schedule(schedule: Sequence[Privacy]) -> tuple[str, tuple[float, ...]]:
+    """(definition, the schedule's amounts) for all-PureDP or all-ZCDP values, strictly increasing."""
+    kinds = {type(p) for p in schedule}
+    if not schedule or kinds not in ({PureDP}, {ZCDP}):
+        raise ValueError("a walk's schedule is a non-empty list of pure ε values or of zCDP ρ values (not mixed, "
+                         f"not (ε, δ)), got {[privacy_words(p) for p in schedule]}")
+    amounts = tuple(float(amount(p)) for p in schedule)
+    check_schedule(amounts)  # finite, > 0, strictly increasing: never silently sorted
+    return ("pure" if kinds == {PureDP} else "zcdp"), amounts
+
+
+def _walk_privacy(walk: Walk, step: int) -> Privacy:
+    value = walk.schedule[step - 1]
+    return PureDP(value) if walk.definition == "pure" else ZCDP(value)
+
+
+def start_walk(counts: np.ndarray, schedule: Sequence[Privacy], *, store: LedgerStore, fingerprint: str, name: str,
+               mechanism: str = "identity", default_total: Budget = DEFAULT_TOTAL,
+               output_dir: str | None = None) -> Walk:
+    """Draw a whole noise-reduction walk on the secure path and keep it for its curator; nothing is charged yet.
+
+    The walk's last (least private) step must fit the dataset's ledger now (the ex-ante cap); each step is charged
+    when it is released (``release_walk_step``). Only ``WALK_MECHANISMS`` on integer counts walk exactly.
+
+    Raises:
+        ValueError: another mechanism, a bad schedule, non-integer counts;
+        BudgetExceededError: the schedule's last step does not fit what remains.
+    """
+    if mechanism not in WALK_MECHANISMS:
+        raise ValueError(f"a gradual release walks only {', '.join(WALK_MECHANISMS)} (Laplace noise on each bin, "
+                         f"drawn exactly on the integers), not {mechanism!r}; use the Release page for it")
+    definition, amounts = _walk_schedule(schedule)
+    counts = np.asarray(counts, dtype=float).ravel()
+    walk = Walk("", "", fingerprint, 0, name, mechanism, definition, amounts, counts.size, 0, "active", None)
+    if not store.recorded(fingerprint):
+        store.set_total(fingerprint, default_total, name=name)
+    store.ledger(fingerprint).spend(f"walk cap: {privacy_words(schedule[-1])}", step_charge(0.0, walk.epsilons[-1]))
+    values = secure_noise_reduction(counts, [1.0 / e for e in walk.epsilons])  # Δ₁ = 1 (add/remove one record)
+    return WalkStore(store.path, store.owner).create(values, fingerprint=fingerprint, epoch=int(
+        store.epoch(fingerprint) or 0), name=name, mechanism=mechanism, definition=definition, schedule=amounts,
+        output_dir=output_dir)
+
+
+def release_walk_step(walk_id: str, *, store: LedgerStore, delta: float = 1e-6, where: str = "app") -> WalkStep:
+    """Release the next step of this curator's walk, charging only its increment: ε_t − ε_{t−1} (ρ_t − ρ_{t−1}), so
+    the ledger has spent exactly the largest step released. One transaction charges, records the export and marks
+    the step released.
+
+    Raises:
+        ValueError: no such walk for this curator, a step past the schedule, an abandoned walk, or a budget reset
+            since the walk started (nothing charged);
+        BudgetExceededError: the step does not fit what remains.
+    """
+    walks = WalkStore(store.path, store.owner)
+    walk = walks.get(walk_id)
+    if walk.status != "active":
+        raise ValueError(f"walk {walk.id} was {walk.status} ({walk.note}); start a new walk")
+    step = walk.released + 1
+    if step > walk.steps:
+        raise ValueError(f"walk {walk.id} has released all {walk.steps} steps of its schedule; start a new walk")
+    if store.epoch(walk.fingerprint) != walk.epoch:
+        raise ValueError(f"the budget of {walk.name or 'this dataset'} was reset after walk {walk.id} started; its "
+                         "steps are refused (start a new walk on the fresh budget)")
+    values, privacy = walks.step_values(walk, step), _walk_privacy(walk, step)
+    epsilon = walk.epsilons[step - 1]
+    request = HistogramRequest("identity", {}, privacy, Identity(walk.cells), "identity",
+                               0.0 if walk.definition == "pure" else delta)
+    params = {"noise_scale": 1.0 / epsilon, "walk": walk.id, "step": step, "steps": walk.steps,
+              "schedule": list(walk.schedule)}
+    if walk.definition == "zcdp":
+        params |= {"definition": "zcdp", "delta": delta, "epsilon_at_delta": zcdp_epsilon(amount(privacy), delta)}
+    loss = epsilon if walk.definition == "pure" else epsilon**2 / 2  # Laplace(1/ε) per bin, Δ₁ = 1
+    release = Release("identity", privacy, loss, values, values, params, workload=request.workload)
+    _check_loss(release, privacy)
+    export_id = new_export_id()
+    charge = step_charge(walk.epsilons[step - 2] if step > 1 else 0.0, epsilon)
+
+    def mark(conn: sqlite3.Connection, epoch: int) -> None:
+        if epoch != walk.epoch:
+            raise ValueError(f"the budget was reset after walk {walk.id} started; nothing was charged")
+        walks.mark_released(conn, walk, step)
+
+    ledger = store.spend(walk.fingerprint, f"walk {walk.id}: step {step} of {walk.steps}", charge,
+                         mechanism="identity", workload="identity", export_id=export_id, rho=charge.rho,
+                         name=walk.name, values_hash=values_hash(values, "counts"), within=mark,
+                         note=f"gradual release: step {step} of {walk.steps}, "
+                              f"{privacy_words(privacy, request.delta or None)} in all (this step charged the "
+                              f"increment); {where}")
+    published = Published(release, export_id, charge, ledger, "opendp-integer-laplace", 0.0)
+    return WalkStep(walks.get(walk.id), step, published, request)
+
+
+def export_walk_step(step: WalkStep, *, fmt: str, dataset: str) -> bytes:
+    """A released step's export, as ``export_release`` writes a release, plus (JSON) the walk, the step and the
+    cumulative loss of the steps released so far (the last step's, not their sum)."""
+    data = export_release(step.published, step.request, fmt=fmt, dataset=dataset)
+    if fmt == "csv":
+        return data
+    doc = json.loads(data)
+    doc |= {"walk": step.walk.id, "step": step.step, "steps": step.walk.steps,
+            "cumulative_loss": amount(step.cumulative),
+            "cumulative_loss_unit": "rho" if isinstance(step.cumulative, ZCDP) else "epsilon"}
+    return json.dumps(doc, indent=2, allow_nan=False).encode()

@@ -1,0 +1,203 @@
+"""A real gradual release: the secure noise-reduction walk, its steps through the kernel, the ledger and the CLI.
+
+Statistics (seeded only where NumPy is used; the walk itself draws from OpenDP and the CSPRNG, so its tests use
+many cells and bounds with wide margins, and each has a power check against a wrong construction):
+- each step's noise has the exact discrete Laplace marginal of a one-shot release at its ε (chi-square over |k|);
+- consecutive steps' noise is correlated as the construction says, corr = sd(ν_{t+1}) / sd(ν_t) (→ ε_t/ε_{t+1});
+- an empirical audit of the prefix (y_1, y_2) on neighbouring cells stays within ε_2, not ε_1 + ε_2.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dplens.cli import main
+from dplens.core.papers.audit import audit_pair
+from dplens.core.privacy.budget import Budget, BudgetExceededError
+from dplens.core.privacy.definitions import ZCDP, PureDP
+from dplens.core.privacy.ledger_store import LedgerStore
+from dplens.core.privacy.noise import secure_noise_reduction, walk_keep_probability
+from dplens.core.release.kernel import export_walk_step, release_walk_step, start_walk
+from dplens.core.release.walk_store import WalkStore
+
+CELLS = 20_000
+
+
+def _dlap_var(scale: float) -> float:
+    a = math.exp(-1.0 / scale)
+    return 2 * a / (1 - a) ** 2
+
+
+def _dlap_abs_pmf(scale: float, top: int) -> np.ndarray:
+    """P(|K| = k) for k = 0..top−1 and the tail beyond, K discrete Laplace at ``scale``."""
+    a = math.exp(-1.0 / scale)
+    k = np.arange(top)
+    pmf = np.where(k == 0, (1 - a) / (1 + a), 2 * (1 - a) / (1 + a) * a ** k)
+    return np.append(pmf, 1 - pmf.sum())
+
+
+def _chi2_pvalue(noise: np.ndarray, scale: float, top: int = 12) -> float:
+    observed = np.bincount(np.minimum(np.abs(noise).astype(int), top), minlength=top + 1)
+    return float(stats.chisquare(observed, _dlap_abs_pmf(scale, top) * noise.size).pvalue)
+
+
+def test_the_keep_probability_makes_the_characteristic_functions_multiply_out():
+    theta = np.linspace(0, np.pi, 50)
+    for small, large in ((0.5, 0.7), (1.0, 10.0), (2.0, 3.0), (100.0, 1000.0)):
+        p = walk_keep_probability(small, large)
+        phi = {b: (1 - math.exp(-1 / b)) ** 2 / (1 - 2 * math.exp(-1 / b) * np.cos(theta) + math.exp(-2 / b))
+               for b in (small, large)}
+        np.testing.assert_allclose(phi[large], phi[small] * (p + (1 - p) * phi[large]), atol=1e-12)
+    assert walk_keep_probability(1000.0, 2000.0) == pytest.approx(0.25, rel=1e-3)  # the continuous (b₁/b₂)²
+    with pytest.raises(ValueError, match="scale_smaller < scale_larger"):
+        walk_keep_probability(2.0, 1.0)
+
+
+@pytest.fixture(scope="module")
+def walk() -> np.ndarray:
+    """One secure walk on 20,000 zero cells at ε = 0.25, 0.5, 1 (its rows are the noise)."""
+    return secure_noise_reduction(np.zeros(CELLS), [4.0, 2.0, 1.0])
+
+
+def test_each_step_has_the_one_shot_discrete_laplace_marginal_and_a_wrong_scale_is_rejected(walk):
+    for row, scale in zip(walk, (4.0, 2.0, 1.0), strict=True):
+        assert _chi2_pvalue(row, scale) > 1e-4
+        assert _chi2_pvalue(row, scale * 1.15) < 1e-6  # power: 15 % too wide is rejected
+        assert _chi2_pvalue(row, scale / 1.15) < 1e-6
+
+
+def test_consecutive_steps_are_correlated_as_the_construction_says(walk):
+    for t, (wide, narrow) in enumerate(((4.0, 2.0), (2.0, 1.0))):
+        expected = math.sqrt(_dlap_var(narrow) / _dlap_var(wide))  # cov = var(ν_{t+1}): ν_t = ν_{t+1} + independent
+        corr = float(np.corrcoef(walk[t], walk[t + 1])[0, 1])
+        tolerance = 5 * (1 - expected**2) / math.sqrt(CELLS)
+        assert abs(corr - expected) < tolerance, (t, corr, expected)
+        assert abs(0.0 - expected) > tolerance and abs(1.0 - expected) > tolerance  # independence or copies fail
+
+
+def test_the_prefix_of_a_walk_costs_its_last_epsilon_not_the_sum():
+    """Per-cell audit: cells holding 0 and 1 are neighbours; (y_1, y_2) of a walk at ε = 1, 1.0101 stays within
+    ε_2, while two independent releases at the same ε (loss ε_1 + ε_2 ≈ 2) are flagged above ε_2 by the same audit
+    on the same number of cells (two close steps make the difference between the two constructions largest)."""
+    half, epsilons = 10_000, (1.0, 1.0 / 0.99)
+    counts = np.r_[np.zeros(half), np.ones(half)]
+    prefix = secure_noise_reduction(counts, [1 / e for e in epsilons]).T  # one (y_1, y_2) row per cell
+    bound, event = audit_pair(prefix[half:], prefix[:half], 0.001, 2)
+    assert bound <= epsilons[1], f"the walk's prefix leaked {bound:.3f} > epsilon_2 = {epsilons[1]:.4f} on {event}"
+    rng = np.random.default_rng(11)  # the construction the walk replaces: independent releases
+    independent = np.column_stack([counts + rng.laplace(scale=1 / e, size=2 * half) for e in epsilons])
+    broken, event = audit_pair(independent[half:], independent[:half], 0.001, 2)
+    assert broken > epsilons[1], f"no power: independent releases bounded at {broken:.3f} ({event})"
+
+
+# ----------------------------------------------------------------------------- kernel, store, ledger
+FP = "c" * 64
+
+
+def _store(tmp_path, owner: str = "local") -> LedgerStore:
+    return LedgerStore(tmp_path / "s.sqlite3", owner=owner)
+
+
+def test_steps_charge_the_increments_and_survive_a_restart(tmp_path):
+    store = _store(tmp_path)
+    store.set_total(FP, Budget(2.0))
+    counts = np.array([30.0, 0, 12, 7])
+    walk = start_walk(counts, [PureDP(0.1), PureDP(0.5), PureDP(1.0)], store=store, fingerprint=FP, name="toy")
+    assert store.ledger(FP).spent.epsilon == 0  # starting charges nothing
+    first = release_walk_step(walk.id, store=store)
+    second = release_walk_step(walk.id, store=store)
+    assert store.ledger(FP).spent.epsilon == pytest.approx(0.5) and second.cumulative == PureDP(0.5)
+    restarted = _store(tmp_path)  # a new process: only the store is shared
+    third = release_walk_step(walk.id, store=restarted)
+    assert restarted.ledger(FP).spent.epsilon == pytest.approx(1.0) and third.walk.released == 3
+    for step in (first, second, third):
+        assert np.all(step.published.release.estimate == np.round(step.published.release.estimate))
+    with pytest.raises(ValueError, match="released all 3 steps"):
+        release_walk_step(walk.id, store=restarted)
+    assert restarted.ledger(FP).spent.epsilon == pytest.approx(1.0)  # the refusal charged nothing
+
+
+def test_a_zcdp_walk_charges_rho_increments(tmp_path):
+    store = _store(tmp_path)
+    store.set_total(FP, Budget.zcdp(1.0, 1e-6))
+    walk = start_walk(np.arange(5.0), [ZCDP(0.02), ZCDP(0.125)], store=store, fingerprint=FP, name="toy")
+    assert walk.epsilons == pytest.approx((0.2, 0.5))
+    release_walk_step(walk.id, store=store)
+    step = release_walk_step(walk.id, store=store)
+    assert store.ledger(FP).spent.rho == pytest.approx(0.125) and step.published.release.loss_unit == "rho"
+    doc = json.loads(export_walk_step(step, fmt="json", dataset="toy"))
+    assert (doc["cumulative_loss"], doc["cumulative_loss_unit"], doc["step"]) == (0.125, "rho", 2)
+
+
+def test_refusals_name_the_reason_and_charge_nothing(tmp_path):
+    store = _store(tmp_path)
+    store.set_total(FP, Budget(1.0))
+    with pytest.raises(BudgetExceededError):  # the ex-ante cap: the last step must fit now
+        start_walk(np.zeros(3), [PureDP(0.5), PureDP(2.0)], store=store, fingerprint=FP, name="toy")
+    with pytest.raises(ValueError, match="walks only identity"):
+        start_walk(np.zeros(3), [PureDP(0.5)], store=store, fingerprint=FP, name="toy", mechanism="hb")
+    with pytest.raises(ValueError, match="strictly increasing"):
+        start_walk(np.zeros(3), [PureDP(0.5), PureDP(0.2)], store=store, fingerprint=FP, name="toy")
+    with pytest.raises(ValueError, match="integer counts"):
+        start_walk(np.array([0.5, 1]), [PureDP(0.5)], store=store, fingerprint=FP, name="toy")
+    walk = start_walk(np.zeros(3), [PureDP(0.2), PureDP(0.4)], store=store, fingerprint=FP, name="toy")
+    with pytest.raises(ValueError, match="no walk"):  # another curator's walk is not theirs to step
+        release_walk_step(walk.id, store=_store(tmp_path, owner="bob@example.org"))
+    store.reset(FP, Budget(1.0), reason="new study")
+    with pytest.raises(ValueError, match="was reset after walk"):
+        release_walk_step(walk.id, store=store)
+    other = start_walk(np.zeros(3), [PureDP(0.2), PureDP(0.4)], store=store, fingerprint=FP, name="toy")
+    WalkStore(store.path).abandon(other.id, "wrong schedule")
+    with pytest.raises(ValueError, match="abandoned"):
+        release_walk_step(other.id, store=store)
+    assert not [e for e in store.history(FP) if e["kind"] == "spend"]
+
+
+def test_unreleased_steps_never_leave_the_store(tmp_path):
+    store = _store(tmp_path)
+    store.set_total(FP, Budget(200.0))
+    counts = np.array([1000.0, 2000, 3000, 4000, 5000, 6000])
+    walk = start_walk(counts, [PureDP(0.01), PureDP(100.0)], store=store, fingerprint=FP, name="toy")
+    secret = WalkStore(store.path).step_values(walk, 1)  # readable now: the next step
+    step = release_walk_step(walk.id, store=store)
+    assert np.array_equal(step.published.release.estimate, secret)
+    with pytest.raises(ValueError, match="not the next one"):
+        WalkStore(store.path).step_values(step.walk, 3)
+    last = np.frombuffer(_raw_walk(store, walk.id), dtype=np.float64).reshape(2, -1)[1]  # ε = 100: ≈ the counts
+    files = [export_walk_step(step, fmt=f, dataset="toy").decode() for f in ("json", "csv")]
+    notes = json.dumps(store.history(FP))
+    for text in (*files, notes):
+        assert not all(f"{v:g}" in text for v in last), "the unreleased step leaked"
+    WalkStore(store.path).abandon(walk.id, "done")
+    assert _raw_walk(store, walk.id) == b""  # abandoning wipes the secret
+
+
+def _raw_walk(store: LedgerStore, walk_id: str) -> bytes:
+    from dplens.core.privacy.store import connect
+
+    with connect(store.path) as conn:
+        return bytes(conn.execute("SELECT walk FROM walks WHERE id = ?", (walk_id,)).fetchone()[0])
+
+
+def test_the_command_line_walk(tmp_path, capsys):
+    ledger, out = str(tmp_path / "l.sqlite3"), tmp_path / "steps"
+    out.mkdir()
+    assert main(["gradual", "start", "--input", "smooth", "--schedule", "0.1,0.5,1", "--output-dir", str(out),
+                 "--ledger", ledger]) == 0
+    walk_id = capsys.readouterr().out.split()[1]
+    for _ in range(2):
+        assert main(["gradual", "next", "--walk", walk_id, "--ledger", ledger]) == 0
+    doc = json.loads((out / "step-2.json").read_text())
+    assert (doc["walk"], doc["step"], doc["cumulative_loss"], doc["noise_path"]) == (walk_id, 2, 0.5, "secure")
+    capsys.readouterr()
+    assert main(["gradual", "status", "--walk", walk_id, "--ledger", ledger]) == 0
+    assert "released 2 of 3 steps, ε = 0.5 spent in all; next step ε = 1" in capsys.readouterr().out
+    assert main(["gradual", "next", "--walk", "nope", "--ledger", ledger]) == 2
+    assert capsys.readouterr().err.count("\n") == 1  # one line
+    assert main(["gradual", "start", "--input", "smooth", "--schedule", "1,0.5", "--output-dir", str(out),
+                 "--ledger", ledger]) == 2

@@ -328,3 +328,24 @@ def test_an_uploaded_table_name_is_shown_as_plain_text():
     assert not at.exception
     assert any(m.value.startswith("**\\[click\\]\\(http\\://e\\.com\\)\\_x\\_\\.csv**") for m in at.markdown), \
         [m.value[:60] for m in at.markdown]
+
+
+def test_a_file_workload_naming_an_endless_device_is_refused_before_reading(tmp_path):
+    (tmp_path / "spec.txt").write_text("file:/dev/zero")  # reports a size of 0, and never ends
+    # the address space is capped at 512 MB above the start, so a read of the device fails here, not at 3.5 GB
+    cap = ("import resource; vm = int(open('/proc/self/status').read().split('VmSize:')[1].split()[0]) * 1024; "
+           "resource.setrlimit(resource.RLIMIT_AS, (vm + 2**29, resource.getrlimit(resource.RLIMIT_AS)[1]))")
+    result = _measure(tmp_path / "spec.txt", "parse_workload(data.decode(), (4096,), allow_files=True)", cap)
+    _refused_within_bounds(result, "query-matrix file '/dev/zero' is a character device, not a regular file",
+                           "at most 50 MB (MAX_UPLOAD_BYTES)")
+
+
+def test_a_pipe_is_refused_without_waiting_for_a_writer(tmp_path):
+    import os
+
+    from dplens.core.data.files import read_bounded
+
+    pipe = tmp_path / "queries.csv"
+    os.mkfifo(pipe)  # opening it for reading would block until someone writes
+    with pytest.raises(ValueError, match=r"queries.csv' is a pipe, not a regular file; .* 50 MB \(MAX_UPLOAD_BYTES\)"):
+        read_bounded(pipe, what="query-matrix file")

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import streamlit as st
 
+from dplens.core.data.files import check_size
 from dplens.core.queries.workloads import (
     Kron,
     Ranges,
@@ -64,6 +65,7 @@ def uploaded_matrix():
     upload = st.session_state.get("workloads_upload")
     if upload is None:
         raise ValueError("choose a CSV file of query rows first")
+    check_size(upload.size, what="query-matrix file", name=upload.name)  # before its bytes are copied
     return explicit_from_csv(upload.getvalue(), n=histogram().domain.size)
 
 

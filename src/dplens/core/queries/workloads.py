@@ -24,11 +24,11 @@ import numpy as np
 import scipy.sparse
 
 from dplens.core.data.datasets import scan_rows
+from dplens.core.data.files import check_size, read_bounded
 from dplens.core.data.limits import (  # dense() guard; implicit workloads beyond m are refused
     DENSE_LIMIT,
     MAX_QUERIES,
     MAX_RECIPE_NUMBERS,
-    MAX_UPLOAD_BYTES,
 )
 from dplens.core.validate import integer
 
@@ -1296,7 +1296,7 @@ def _is_number(text: str) -> bool:
 def explicit_from_csv(source: str | Path | bytes, n: int | None = None) -> Explicit:
     """Read query rows (one row per query, n numbers per row) from a CSV path or bytes.
 
-    Bounded before parsing: the file's bytes (``MAX_UPLOAD_BYTES``, a path's size read from the disk first),
+    Bounded before parsing: the file's bytes (``MAX_UPLOAD_BYTES``; a path must be a regular file, sized first),
     its width against ``n``, and rows × columns (``DENSE_LIMIT``, from the line count and the first row);
     ragged rows are refused by a linear scan. Numbers are then parsed in C, a block of rows at a time.
 
@@ -1341,23 +1341,11 @@ _LINE = re.compile(r"[^\n\r]*")
 
 
 def _query_bytes(source: str | Path | bytes) -> bytes:
-    """The bytes of a query file or upload, its size checked first (a path's on the disk, before reading)."""
-    try:
-        if isinstance(source, bytes | bytearray):
-            data = bytes(source)
-        else:
-            size = Path(source).stat().st_size
-            if size > MAX_UPLOAD_BYTES:
-                raise ValueError(f"query-matrix file {str(source)[:120]!r} is {size / 2**20:.1f} MB; at most "
-                                 f"{MAX_UPLOAD_BYTES / 2**20:.0f} MB (MAX_UPLOAD_BYTES) are read")
-            data = Path(source).read_bytes()
-    except OSError as err:
-        raise ValueError(f"cannot read query-matrix file {str(source)[:120]!r}: "
-                         f"{getattr(err, 'strerror', None) or err}") from None
-    if len(data) > MAX_UPLOAD_BYTES:
-        raise ValueError(f"query-matrix file is {len(data) / 2**20:.1f} MB; at most "
-                         f"{MAX_UPLOAD_BYTES / 2**20:.0f} MB (MAX_UPLOAD_BYTES) are read")
-    return data
+    """The bytes of a query file or upload: a path's kind and size checked before reading (``read_bounded``)."""
+    if isinstance(source, bytes | bytearray):
+        check_size(len(source), what="query-matrix file")
+        return bytes(source)
+    return read_bounded(source, what="query-matrix file")
 
 
 def _plain_numbers(body: str, rows: int, width: int) -> np.ndarray | None:

@@ -98,7 +98,7 @@ def huge_upload() -> None:
         start = time.perf_counter()
         hist = load_histogram(data, filename=filename)
         hist.summary()
-        figure = ui.histogram_figure(hist)
+        figure = ui.histogram_figure(hist, source=ui.SOURCES[ui.TRUE])
         figure.to_json()  # what Streamlit serialises for the browser
         report(f"2^20-bin {label} ({len(data) / 2**20:.1f} MB): load + summary + preview", time.perf_counter() - start,
                3.0)

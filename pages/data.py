@@ -114,18 +114,15 @@ with ui.guard():
                                  "bin. A preview only: nothing is charged or exported.")
     with right:
         view = ui.histogram_view_controls(hist, key="data_view")
-    if released is not None:
-        view["truth_label"] = "released values (negatives shown as 0)"
     preview = ui.preview_release(epsilon, hist)
     label = f"noisy release (identity, ε={epsilon:g})"
     if len(hist.domain.shape) == 2:
         left, right = st.columns(2)
-        truth_view = view.copy()
-        truth_view.pop("truth_label", None)
-        left.plotly_chart(ui.histogram_figure(hist, **truth_view), key="data_chart")
-        right.plotly_chart(ui.histogram_figure(hist, preview, label, "identity", **view), key="data_preview")
+        left.plotly_chart(ui.histogram_figure(hist, source=ui.dataset_source(), **view), key="data_chart")
+        right.plotly_chart(ui.histogram_figure(hist, preview, label, "identity", source=ui.dataset_source(), **view),
+                           key="data_preview")
     else:
-        figure = ui.histogram_figure(hist, preview, label, "identity", **view)
+        figure = ui.histogram_figure(hist, preview, label, "identity", source=ui.dataset_source(), **view)
         st.plotly_chart(figure.update_layout(height=280), key="data_chart")  # on the first screen with the upload
     if hist.domain.size > ui.MAX_BARS and len(hist.domain.shape) == 1:
         st.caption(f"{hist.domain.size:,} bins are summed into at most {ui.MAX_BARS:,} bars for display only; "

@@ -53,7 +53,7 @@ with ui.guard():
                      on_click=ui.guarded(ui.add_part), args=("uploaded matrix", ui.uploaded_matrix))
     with draw:
         if len(shape) == 1:
-            figure = ui.histogram_figure(hist)
+            figure = ui.histogram_figure(hist, source=ui.dataset_source())
             figure.update_layout(dragmode="select")
             st.caption("Drag across the bars (box select) to choose a range of cells, or use the slider.")
             event = st.plotly_chart(figure, key="workloads_draw", on_select="rerun", selection_mode="box")
@@ -64,8 +64,8 @@ with ui.guard():
                             labels=hist.bin_labels())
         else:
             st.caption("Drag a rectangle on the heatmap (box select) to choose rows and columns, or use the sliders.")
-            event = st.plotly_chart(ui.histogram_figure(hist, selectable=True), key="workloads_draw_2d",
-                                    on_select="rerun", selection_mode="box")
+            event = st.plotly_chart(ui.histogram_figure(hist, source=ui.dataset_source(), selectable=True),
+                                    key="workloads_draw_2d", on_select="rerun", selection_mode="box")
             boxes = event.get("selection", {}).get("box", []) if event else []
             n_rows, n_cols = shape
             cells = ui.heatmap_box_cells(boxes[0], (n_rows, n_cols)) if boxes else None

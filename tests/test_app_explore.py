@@ -161,12 +161,12 @@ def test_a_box_on_the_heatmap_is_the_rectangle_of_displayed_cells_inside_it(box,
 
 def test_a_selectable_heatmap_has_handles_on_the_displayed_cell_centres():
     hist = Histogram.from_counts(np.ones((1000, 1023)), name="big")
-    heatmap, handles = ui.histogram_figure(hist, selectable=True).data
+    heatmap, handles = ui.histogram_figure(hist, source=ui.SOURCES[ui.TRUE], selectable=True).data
     assert heatmap.x[:3].tolist() == [0, 2, 4] and heatmap.y[:3].tolist() == [0, 2, 4]
     assert set(handles.x) <= set(heatmap.x) and set(handles.y) <= set(heatmap.y)
     assert len(set(handles.x)) <= ui.MAX_HANDLES_SIDE and handles.marker.opacity == 0
-    assert ui.histogram_figure(hist, selectable=True).layout.dragmode == "select"
-    plain = ui.histogram_figure(hist)
+    assert ui.histogram_figure(hist, source=ui.SOURCES[ui.TRUE], selectable=True).layout.dragmode == "select"
+    plain = ui.histogram_figure(hist, source=ui.SOURCES[ui.TRUE])
     assert [trace.type for trace in plain.data] == ["heatmap"] and plain.layout.dragmode is None
 
 

@@ -247,6 +247,7 @@ from dplens.ui.tuning import (
     PROXY_RHO,
     PUBLIC_PREFIXES,
     make_proxy,
+    proxy_noise_warning,
     sources,
     tuned_on,
     tuning_controls,
@@ -254,6 +255,7 @@ from dplens.ui.tuning import (
     tuning_key,
     tuning_source,
 )
+from dplens.ui.value_sources import SOURCES, TRUE, Source, dataset_source, tuning_values
 from dplens.ui.workloads import (
     default_workload_spec,
     parsed_workload,
@@ -279,7 +281,8 @@ from dplens.ui.workloads_view import (
 )
 from dplens.ui.workspace import open_workspace, save_workspace
 
-__all__ = ['DATASET_COLUMNS', 'PROXY_RHO', 'follow_the_ledger', 'keep_export_intervals', 'ledger_definition',
+__all__ = ['SOURCES', 'TRUE', 'Source', 'proxy_noise_warning', 'dataset_source', 'tuning_values',
+    'DATASET_COLUMNS', 'PROXY_RHO', 'follow_the_ledger', 'keep_export_intervals', 'ledger_definition',
     'point_privacy', 'point_unit', 'point_words', 'load_reference_histogram', 'parsed_workload', 'MARKDOWN_LEAD',
     'REPRODUCTION_TITLES', 'markdown_safe',
     'GRADUAL_SIMULATION', 'ADMINS_ENV', 'LOCAL_ADDRESSES', 'LOCAL_CURATOR', 'admins', 'current_curator', 'is_admin',

@@ -10,12 +10,11 @@ from dplens.core.data.domain import Histogram
 
 
 class HistogramView(TypedDict, total=False):
-    """Keyword arguments of ``ui.histogram_figure`` chosen by the view toggles (and a page's label for the truth)."""
+    """Keyword arguments of ``ui.histogram_figure`` chosen by the view toggles."""
 
     log_y: bool
     zoom: bool
     log_colour: bool
-    truth_label: str
 
 
 def histogram_view_controls(hist: Histogram, key: str) -> HistogramView:

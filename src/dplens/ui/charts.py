@@ -12,6 +12,7 @@ from dplens.core.analysis.views import downsample
 from dplens.core.data.domain import Histogram
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.registry import REGISTRY
+from dplens.ui.value_sources import Source
 
 # Qualitative palette of 25 colours chosen greedily for the largest smallest CIELAB distance (ΔE76 ≥ 32)
 # at lightness 30–72 (readable on white): up to 25 mechanisms stay distinct. Registry order assigns them,
@@ -32,7 +33,7 @@ METRIC_AXIS_TITLES = {
 EPSILON_TITLE = "privacy budget ε"
 TRUE_COLOUR = "#444444"
 MAX_BARS = 4096       # 1-D charts sum adjacent bins beyond this many bars (display only)
-AREA_ABOVE_BARS = 512  # above this many bins the true counts are drawn as a stepped area, not as bars
+AREA_ABOVE_BARS = 512  # above this many bins the counts are drawn as a stepped area, not as bars
 MAX_SIDE_2D = 512     # 2-D heatmaps sum cells beyond this many per side (display only)
 MAX_HANDLES_SIDE = 100  # selectable heatmaps: at most this many invisible handle points per side
 ENVELOPE = "lower envelope"
@@ -111,10 +112,13 @@ def _log_colour(z: np.ndarray) -> tuple[np.ndarray, dict]:
 
 
 def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label: str = "released",
-                     mechanism: str | None = None, *, selectable: bool = False, log_y: bool = False,
-                     zoom: bool = False, log_colour: bool = False, truth_label: str = "true counts") -> go.Figure:
-    """Bars (a stepped area above AREA_ABOVE_BARS bins) of the true counts (1-D) or a heatmap (2-D); a released
-    estimate is overlaid as a line.
+                     mechanism: str | None = None, *, source: Source, selectable: bool = False,
+                     log_y: bool = False, zoom: bool = False, log_colour: bool = False) -> go.Figure:
+    """Bars (a stepped area above AREA_ABOVE_BARS bins) of the histogram's values (1-D) or a heatmap (2-D); a
+    released estimate is overlaid as a line (2-D: shown instead).
+
+    ``source`` names the values (true counts, a DP proxy's, public or released ones: ``ui.value_sources``) in the
+    legend, title and tooltip.
 
     Large histograms are summed into at most MAX_BARS bars (MAX_SIDE_2D heatmap cells per side) for
     display; the title says so. ``selectable`` (2-D) makes a drag select a box: heatmaps emit no selection
@@ -128,10 +132,12 @@ def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label:
         z, k_rows = downsample(z.T, MAX_SIDE_2D)
         note = "" if k_rows == k_cols == 1 else f", cells summed {k_rows}×{k_cols} for display"
         colour, colourbar = (z.T, {"title": "count (records)"}) if not log_colour else _log_colour(z.T)
+        shown = source.value if estimate is None else f"{label}: count"
         fig = go.Figure(go.Heatmap(z=colour, x=np.arange(z.shape[0]) * k_cols, y=np.arange(z.shape[1]) * k_rows,
                                    customdata=z.T, colorscale="Viridis", colorbar=colourbar,
-                                   hovertemplate="row %{y}, col %{x}<br>count %{customdata:,.4g}<extra></extra>"))
-        fig.update_layout(title=f"{hist.name} ({'true' if estimate is None else label}{note})",
+                                   hovertemplate=f"row %{{y}}, col %{{x}}<br>{shown} %{{customdata:,.4g}}"
+                                                 "<extra></extra>"))
+        fig.update_layout(title=f"{hist.name} ({source.values if estimate is None else label}{note})",
                           xaxis_title="column (cell index)", yaxis_title="row (cell index)",
                           yaxis={"autorange": "reversed"})
         if selectable:
@@ -150,9 +156,9 @@ def histogram_figure(hist: Histogram, estimate: np.ndarray | None = None, label:
         y, k = downsample(hist.vector, MAX_BARS)
         x = np.arange(y.size) * k
         if y.size <= AREA_ABOVE_BARS:
-            truth = go.Bar(x=x, y=y, name=truth_label, marker_color=TRUE_COLOUR, opacity=0.6)
+            truth = go.Bar(x=x, y=y, name=source.values, marker_color=TRUE_COLOUR, opacity=0.6)
         else:  # one path instead of thousands of bar shapes: a browser draws it in a fraction of the time
-            truth = go.Scatter(x=x, y=y, name=truth_label, mode="lines", line={"width": 0, "shape": "hvh"},
+            truth = go.Scatter(x=x, y=y, name=source.values, mode="lines", line={"width": 0, "shape": "hvh"},
                                fill="tozeroy", fillcolor=TRUE_COLOUR, opacity=0.6)
         fig = go.Figure(truth)
         if estimate is not None:
@@ -260,12 +266,14 @@ def runtime_figure(summary) -> go.Figure:
     return fig
 
 
-def per_bin_figure(labels: list[str], errors: dict[str, np.ndarray], bins_per_bucket: np.ndarray) -> go.Figure:
-    """Grouped bars: mean |error| per bin for each true-count bucket (the small-bin view), per mechanism."""
+def per_bin_figure(labels: list[str], errors: dict[str, np.ndarray], bins_per_bucket: np.ndarray, *,
+                   source: Source) -> go.Figure:
+    """Grouped bars: mean |error| per bin for each bucket of the bins' values (the small-bin view), per mechanism;
+    ``source`` names those values (true counts, or a DP proxy's or public ones)."""
     names = [f"{label}<br>({count:,} bins)" for label, count in zip(labels, bins_per_bucket, strict=True)]
     fig = go.Figure([go.Bar(x=names, y=values, name=name, marker_color=mechanism_colour(name))
                      for name, values in errors.items()])
-    fig.update_layout(barmode="group", xaxis_title="true count of the bin (records)",
+    fig.update_layout(barmode="group", xaxis_title=f"{source.value} of the bin (records)",
                       yaxis_title="mean absolute error per bin (records)",
                       yaxis_type="log", height=360, margin={"l": 50, "r": 10, "t": 30, "b": 40},
                       legend={"orientation": "h", "y": -0.3})

@@ -31,6 +31,7 @@ from dplens.ui.state import simulation_rng
 from dplens.ui.sweeps import preview_release
 from dplens.ui.targets import plan_releases, target_plans
 from dplens.ui.tuning import tuning_histogram, tuning_key
+from dplens.ui.value_sources import SOURCES, TRUE, tuning_values
 from dplens.ui.workloads import workload as session_workload
 from dplens.ui.workloads import workload_name, workload_spec
 
@@ -194,7 +195,7 @@ def _laplace_intervals(mechanism, workload, hist, choice: selection.EpsilonChoic
     if accuracy.unit == "bin" and len(hist.domain.shape) == 1 and accuracy.noise_scale is not None:
         preview = preview_release(choice.epsilon)
         lo, hi = selection.laplace_confidence_intervals(preview, accuracy.noise_scale, accuracy.confidence)
-        fig = histogram_figure(hist, preview, f"identity, ε={choice.epsilon:.3g} (preview)")
+        fig = histogram_figure(hist, preview, f"identity, ε={choice.epsilon:.3g} (preview)", source=tuning_values())
         fig.add_scatter(x=np.arange(hist.domain.size), y=lo, mode="lines", line={"width": 0.5}, name="interval")
         fig.add_scatter(x=np.arange(hist.domain.size), y=hi, mode="lines", line={"width": 0.5},
                         fill="tonexty", name=f"per-bin {accuracy.confidence:.0%} interval")
@@ -439,9 +440,11 @@ def _release_dots(definition: str, epsilon: float, delta: float) -> tuple[str, f
                                         help="Flat index; the default is the largest bin."))
         cell = np.unravel_index(index, hist.domain.sizes)
         label = " × ".join(hist.labels[a][i] if a < len(hist.labels) else str(i) for a, i in enumerate(cell))
-        true, sensitivity = float(counts[index]), 1.0
-        middle.caption(f"Bin **{label}**: true count {true:,.0f} (sensitivity 1: one person changes it by 1).")
+        true, sensitivity, shown = float(counts[index]), 1.0, tuning_values()
+        middle.caption(f"Bin **{label}**: {shown.value} {true:,.0f} (sensitivity 1: one person changes it by 1)"
+                       + ("." if shown.private else f"; {shown.note}."))
     else:
+        shown = SOURCES[TRUE]  # a value typed in stands for the true value of some query
         true = float(middle.number_input("True value", value=100.0, key="risk_true"))
         sensitivity = float(middle.number_input("Sensitivity Δ", min_value=1e-6, value=1.0, key="risk_sensitivity",
                                                 help="How much one person can change the value (L1 for Laplace, "
@@ -462,19 +465,19 @@ def _release_dots(definition: str, epsilon: float, delta: float) -> tuple[str, f
                              customdata=np.column_stack([levels, dots]),
                              hovertemplate="quantile %{customdata[0]:.3f}: %{customdata[1]:.4g}<extra></extra>"))
     fig.add_vline(x=true, line={"color": TRUE_COLOUR, "width": 2},
-                  annotation_text=f"true value {true:g}", annotation_position="top")
+                  annotation_text=f"{shown.value} {true:g}", annotation_position="top")
     fig.update_layout(height=260 if count == 20 else 320, xaxis_title="released value",
                       yaxis={"visible": False, "range": [0, height.max() + 1]}, showlegend=True,
                       margin={"l": 20, "r": 10, "t": 40, "b": 40}, legend={"orientation": "h", "y": -0.35})
     st.plotly_chart(fig, key="risk_dots_chart")
     inside = int(np.sum(np.abs(dots - true) <= half90))
     noise = f"Laplace, b = {scale:.4g}" if kind == "laplace" else f"Gaussian, σ = {scale:.4g}"
-    st.markdown(f"**9 out of 10 releases fall within ±{half90:.3g}** of the true value {true:g} "
+    st.markdown(f"**9 out of 10 releases fall within ±{half90:.3g}** of the {shown.value} {true:g} "
                 f"(between {true - half90:.4g} and {true + half90:.4g}; {inside} of the {count} dots); half of "
                 f"them within ±{half50:.3g}. Noise: {noise}, before any rounding or clipping at 0.")
     _csv_button("Dots (CSV)", pd.DataFrame({
         "dot": np.arange(1, count + 1), "quantile_level": levels, "released_value": dots, "offset": dots - true,
-        "true_value": true, "noise": kind, "scale": scale, "sensitivity": sensitivity,
+        shown.column: true, "noise": kind, "scale": scale, "sensitivity": sensitivity,
         "half_width_90": half90, **_privacy_columns(definition, epsilon, delta)}), "dplens-release-dots.csv",
         "risk_dots_csv")
     return kind, scale, sensitivity

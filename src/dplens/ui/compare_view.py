@@ -24,6 +24,7 @@ from dplens.ui.definition import definition
 from dplens.ui.ledger import delta, point_privacy, point_unit, point_words
 from dplens.ui.privacy import matched
 from dplens.ui.sweeps import per_bin
+from dplens.ui.value_sources import tuning_values
 from dplens.ui.workloads import workload_spec
 
 PER_BIN_TRIALS = 5  # trials behind the per-bin error view
@@ -81,8 +82,10 @@ def show_compare_results(epsilons, hist, results, trials, workload) -> None:
                      column_config={"seconds": st.column_config.NumberColumn("seconds/run", format="%.2e"),
                                     **{c: st.column_config.NumberColumn(format="%.4g")
                                        for c in ("mean", "low", "high", "expected")}})
-        st.download_button("Download all results (CSV)", results.to_csv(index=False).encode(), "dplens-compare.csv",
-                           "text/csv", key="compare_download", help="One row per mechanism, epsilon, trial, metric.")
+        measured = results.assign(errors_against=f"{tuning_values().values} ({hist.name})")
+        st.download_button("Download all results (CSV)", measured.to_csv(index=False).encode(), "dplens-compare.csv",
+                           "text/csv", key="compare_download", help="One row per mechanism, epsilon, trial, metric; "
+                           "errors_against says which values the errors were measured against.")
 
 
 def _frontier(summary, epsilons) -> str:
@@ -149,20 +152,21 @@ def _release_histogram(hist, release, pick: str, pick_epsilon: float) -> None:
         st.info(f"{pick} releases workload answers only, not a histogram.")
     elif len(hist.domain.shape) == 2:
         left, right = st.columns(2)
-        left.plotly_chart(histogram_figure(hist, **view), key="compare_true_heatmap")
-        right.plotly_chart(histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", **view),
-                           key="compare_noisy_heatmap")
+        left.plotly_chart(histogram_figure(hist, source=tuning_values(), **view), key="compare_true_heatmap")
+        right.plotly_chart(histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}",
+                                            source=tuning_values(), **view), key="compare_noisy_heatmap")
     else:
-        st.plotly_chart(histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", pick, **view),
-                        key="compare_noisy")
+        st.plotly_chart(histogram_figure(hist, release.estimate, f"{pick}, ε={pick_epsilon:g}", pick,
+                                         source=tuning_values(), **view), key="compare_noisy")
 
 
 def _per_bin_error(ran: list[str], epsilons, hist, trials) -> None:
-    """Mean absolute error per bin, grouped by the bin's true count, computed on request."""
+    """Mean absolute error per bin, grouped by the bin's value (true, or a DP proxy's or public), on request."""
+    source = tuning_values()
     per_epsilon = st.selectbox("Epsilon", epsilons, index=len(epsilons) // 2, format_func="{:g}".format,
                                key="compare_per_bin_epsilon", help="Per-bin errors at this epsilon.")
     clicked = st.button("Compute per-bin error", key="compare_per_bin", help=f"Replays {PER_BIN_TRIALS} "
-                        "trials per mechanism and averages |estimate − true| per bin.")
+                        f"trials per mechanism and averages |estimate − {source.value}| per bin.")
     with st.spinner(f"Replaying {PER_BIN_TRIALS} trials per mechanism for the per-bin error…"):
         errors = per_bin(tuple(ran), per_epsilon, min(PER_BIN_TRIALS, int(trials)), compute=clicked)
     if errors is not None:
@@ -170,8 +174,8 @@ def _per_bin_error(ran: list[str], epsilons, hist, trials) -> None:
         sizes = np.bincount(bucket, minlength=len(labels))
         means = {name: np.bincount(bucket, weights=e, minlength=len(labels)) / np.maximum(sizes, 1)
                  for name, e in errors.items()}
-        st.plotly_chart(per_bin_figure(labels, means, sizes), key="compare_per_bin_chart")
-        st.caption("Mean absolute error of the histogram estimate per bin, grouped by the bin's true count: the "
-                   "small bins (1–9) are where relative error explodes. Mechanisms without a histogram "
+        st.plotly_chart(per_bin_figure(labels, means, sizes, source=source), key="compare_per_bin_chart")
+        st.caption(f"Mean absolute error of the histogram estimate per bin, grouped by the bin's {source.value}: "
+                   "the small bins (1–9) are where relative error explodes. Mechanisms without a histogram "
                    "estimate are left out.")
         st.caption("Legend: " + mechanism_words(list(means)))

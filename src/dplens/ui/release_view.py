@@ -58,6 +58,7 @@ from dplens.ui.privacy import DEFINITION_LABELS
 from dplens.ui.settings import mechanism_settings
 from dplens.ui.state import SIMULATION_STREAM, release_rng
 from dplens.ui.structure import release_structure
+from dplens.ui.value_sources import dataset_source
 from dplens.ui.workloads import workload as session_workload
 from dplens.ui.workloads import workload_spec
 from dplens.ui.workspace import save_workspace
@@ -391,7 +392,7 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
                                                    log_y=view.get("log_y", False), zoom=view.get("zoom", False))
         else:
             figures["histogram"] = histogram_figure(hist, estimate, label, mechanism=entry["mechanism"],
-                                                    **view)
+                                                    source=dataset_source(), **view)
         st.plotly_chart(figures["histogram"], key="release_chart")
         error = estimate - truth
         cols = st.columns(3)

@@ -8,6 +8,7 @@ private information. The page says which, and a release records what its choice 
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from dplens.core.data.domain import Histogram
@@ -26,6 +27,26 @@ PROXY_RHO = PROXY_EPSILON ** 2 / 2  # the same under zCDP: the ρ that ε = 0.1 
 PRIVATE_NOTE = ("Tuned on the private data: for the curator's eyes only. Choosing a mechanism or ε from these "
                 "errors is itself a use of the private data that no ledger charges; tune on a public dataset or a "
                 "DP proxy to keep the choice free.")
+
+
+def proxy_noise_warning(counts: np.ndarray, noise_scale: float) -> str | None:
+    """A warning when a DP proxy's typical bin is noise: its noise scale (b, or σ) is at least its median count.
+
+    The rule reads the proxy only (post-processing): when more than half of the bins are within one noise scale of
+    zero, as in a mostly-zero histogram, most of what Compare and Choose epsilon measure is the proxy's own noise.
+
+    >>> proxy_noise_warning(np.r_[np.zeros(90), np.full(10, 500.0)], 10.0)[:40]
+    'Rankings on this DP proxy may mislead: i'
+    >>> proxy_noise_warning(np.full(100, 500.0), 10.0) is None
+    True
+    """
+    median = float(np.median(counts))
+    if noise_scale < median:
+        return None
+    return (f"Rankings on this DP proxy may mislead: its noise scale ({noise_scale:.3g}) is at least its median bin "
+            f"({median:.3g}), so most of its bins are noise, and clipping at 0 lifts every empty bin. Mechanisms "
+            "that exploit sparsity can rank differently on the true counts; a proxy made with more budget is "
+            "more faithful.")
 
 
 def _same_kind(hist: Histogram) -> bool:
@@ -114,8 +135,10 @@ def make_proxy() -> None:
     counts = estimate.clip(0).reshape(hist.domain.shape)  # clipping: post-processing
     proxy = Histogram.from_counts(counts, labels=hist.labels, name=f"{hist.name} (DP proxy)"[:80],
                                   axis_names=hist.domain.names)
+    params = published.release.params
     ss.setdefault("tuning_proxies", {})[key] = {"for": ledger_key(), "privacy": privacy_words(privacy, delta()),
-                                                "hist": proxy}
+                                                "hist": proxy, "noise_scale": params.get("noise_scale",
+                                                                                         params.get("sigma"))}
     ss.tuning_choice = key
     ledger()
 
@@ -144,3 +167,7 @@ def tuning_controls(page: str) -> None:
         st.warning(PRIVATE_NOTE)
     else:
         st.info(f"Tuned on {choices[tuning_source()]}: the choices made here cost the private data nothing more.")
+        proxy = ss.get("tuning_proxies", {}).get(tuning_source())
+        if proxy and proxy.get("noise_scale") and (warning := proxy_noise_warning(proxy["hist"].counts,
+                                                                                  float(proxy["noise_scale"]))):
+            st.warning(warning)

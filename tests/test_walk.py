@@ -201,3 +201,25 @@ def test_the_command_line_walk(tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 1  # one line
     assert main(["gradual", "start", "--input", "smooth", "--schedule", "1,0.5", "--output-dir", str(out),
                  "--ledger", ledger]) == 2
+
+
+def test_the_gradual_page_runs_a_real_walk_charged_by_increments():
+    from tests.test_app import open_page
+
+    at = open_page("pages/gradual.py")
+    assert not at.exception
+    at.text_input(key="real_walk_schedule").set_value("0.1, 0.5")
+    at.button(key="real_walk_start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (walk,) = WalkStore(LedgerStore().path).walks()
+    assert LedgerStore().ledger(walk.fingerprint).spent.epsilon == 0  # starting charged nothing
+    for _ in range(2):
+        at.button(key=f"real_walk_next_{walk.id}").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+    assert LedgerStore().ledger(walk.fingerprint).spent.epsilon == pytest.approx(0.5)
+    (table,) = [d.value for d in at.dataframe if "Walk" in d.value.columns]
+    (row,) = table.to_dict("records")
+    assert row["State"] == "complete" and row["Spent in all"] == "ε = 0.5"
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert [label for label in labels if label.startswith(f"Walk {walk.id}")] == [
+        f"Walk {walk.id}, step 1 (JSON)", f"Walk {walk.id}, step 2 (JSON)"]

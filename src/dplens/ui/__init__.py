@@ -256,6 +256,7 @@ from dplens.ui.tuning import (
     tuning_source,
 )
 from dplens.ui.value_sources import SOURCES, TRUE, Source, dataset_source, tuning_values
+from dplens.ui.walk_view import REAL_WALK_NOTE, abandon_real_walk, real_walk_tab, release_real_step, start_real_walk
 from dplens.ui.workloads import (
     default_workload_spec,
     parsed_workload,
@@ -281,7 +282,8 @@ from dplens.ui.workloads_view import (
 )
 from dplens.ui.workspace import open_workspace, save_workspace
 
-__all__ = ['SOURCES', 'TRUE', 'Source', 'proxy_noise_warning', 'dataset_source', 'tuning_values',
+__all__ = ['REAL_WALK_NOTE', 'abandon_real_walk', 'real_walk_tab', 'release_real_step', 'start_real_walk',
+    'SOURCES', 'TRUE', 'Source', 'proxy_noise_warning', 'dataset_source', 'tuning_values',
     'DATASET_COLUMNS', 'PROXY_RHO', 'follow_the_ledger', 'keep_export_intervals', 'ledger_definition',
     'point_privacy', 'point_unit', 'point_words', 'load_reference_histogram', 'parsed_workload', 'MARKDOWN_LEAD',
     'REPRODUCTION_TITLES', 'markdown_safe',

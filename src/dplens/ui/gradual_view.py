@@ -32,7 +32,7 @@ def current_walk() -> dict:
 
 GRADUAL_SIMULATION = ("This walk is a simulation, for your eyes only: it uses seeded exploration noise, charges "
                       "nothing and is never exported. A real walk (Koufogiannis et al.), drawn backwards on the "
-                      "secure path and charged only its last ε, runs on the command line: `dplens gradual`.")
+                      "secure path and charged only its last ε, is the **Real walk** tab (or `dplens gradual`).")
 
 
 def release_next() -> None:

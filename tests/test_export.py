@@ -115,6 +115,24 @@ def test_labels_dataset_names_and_history_are_neutralised():
     assert _rows(history_to_csv([])) == [["label", "epsilon"]]
 
 
+def test_headers_are_neutralised_too():
+    release = Release("identity", PureDP(1.0), 1.0, np.ones(2), np.ones(2))
+    keys = ExportKeys(("=cmd()", "@sum"), (("a",), ("b", "c")))  # an upload's axis names, of the uploader's choosing
+    assert _rows(release_to_csv(release, keys))[0] == ["'=cmd()", "'@sum", "count"]
+    assert _rows(history_to_csv([{"=HYPERLINK(x)": "y", "epsilon": 0.5}]))[0] == ["'=HYPERLINK(x)", "epsilon"]
+
+
+def test_a_downloaded_table_has_its_header_and_text_neutralised_and_its_numbers_kept():
+    import pandas as pd
+
+    from dplens.core.release.export import frame_to_csv
+
+    frame = pd.DataFrame({"=cmd()": ["-x", "ok"], "dataset": pd.Categorical(["=a.csv", "b"]), "value": [-1.5, 2.0]})
+    assert _rows(frame_to_csv(frame)) == [["'=cmd()", "dataset", "value"], ["'-x", "'=a.csv", "-1.5"],
+                                          ["ok", "b", "2.0"]]
+    assert list(frame.columns) == ["=cmd()", "dataset", "value"]  # the caller's frame is left as it was
+
+
 def test_the_exploration_path_cannot_be_exported():
     release = Release("identity", PureDP(1.0), 1.0, np.ones(2), np.ones(2))
     for export in (release_to_json, release_metadata):

@@ -14,6 +14,7 @@ import streamlit as st
 from dplens.core.analysis import risk, selection
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.privacy.definitions import zcdp_rho
+from dplens.core.release.export import frame_to_csv
 from dplens.ui.charts import (
     EPSILON_TITLE,
     PALETTE,
@@ -387,7 +388,7 @@ RISK_STATISTICS = ("Proportion (k of n records)", "Mean of n values in [L, U]")
 
 
 def _csv_button(label: str, frame: pd.DataFrame, file_name: str, key: str) -> None:
-    st.download_button(label, frame.to_csv(index=False).encode(), file_name, mime="text/csv", on_click="ignore",
+    st.download_button(label, frame_to_csv(frame), file_name, mime="text/csv", on_click="ignore",
                        key=key, icon=":material/download:")
 
 

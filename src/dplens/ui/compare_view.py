@@ -10,6 +10,7 @@ from dplens.core.analysis.metrics import HISTOGRAM_METRICS, METRIC_LABELS, METRI
 from dplens.core.analysis.views import count_buckets
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.privacy.definitions import amount
+from dplens.core.release.export import frame_to_csv
 from dplens.core.release.recipe import recipe_script
 from dplens.ui.chart_controls import HistogramView, histogram_view_controls
 from dplens.ui.charts import (
@@ -83,7 +84,7 @@ def show_compare_results(epsilons, hist, results, trials, workload) -> None:
                                     **{c: st.column_config.NumberColumn(format="%.4g")
                                        for c in ("mean", "low", "high", "expected")}})
         measured = results.assign(errors_against=f"{tuning_values().values} ({hist.name})")
-        st.download_button("Download all results (CSV)", measured.to_csv(index=False).encode(), "dplens-compare.csv",
+        st.download_button("Download all results (CSV)", frame_to_csv(measured), "dplens-compare.csv",
                            "text/csv", key="compare_download", help="One row per mechanism, epsilon, trial, metric; "
                            "errors_against says which values the errors were measured against.")
 

@@ -16,6 +16,7 @@ from dplens.core.papers.report import figures
 from dplens.core.papers.reproduce import paper_readings, run_reproduction
 from dplens.core.papers.reproduction import data_choices, reading_table, verdict_table
 from dplens.core.papers.verdicts import MIN_TRIALS
+from dplens.core.release.export import frame_to_csv
 from dplens.ui.datasets import histogram
 
 # sorted; GGS at λ = 10 groups it as [1,1,2,3] [8,9,10] [100] [120] [1000]
@@ -142,7 +143,7 @@ def show_reproduction(name: str) -> None:
     for i, fig in enumerate(figures(result)):
         st.plotly_chart(go.Figure(fig), key=f"papers_fig_{name}_{i}")
     for key, table in (result.tables | {"verdicts": verdicts, "readings": reading_table(result)}).items():
-        st.download_button(f"Download {key} (CSV)", table.to_csv(index=False).encode(), f"{name}-{key}.csv",
+        st.download_button(f"Download {key} (CSV)", frame_to_csv(table), f"{name}-{key}.csv",
                            "text/csv", key=f"papers_csv_{name}_{key}")
 
 

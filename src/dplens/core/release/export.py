@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from dplens import __version__
 from dplens.core.mechanisms import NEIGHBOURING, Release
@@ -142,7 +143,7 @@ def release_to_csv(release: Release, keys: ExportKeys | None = None, intervals: 
         tail = (list(zip(keys.query_texts, keys.query_specs, strict=True)) if keys is not None and described
                 else [()] * len(values))
         spread = (*spread, *(("description", "spec") if described else ()))
-    writer.writerow((*header, *spread))
+    writer.writerow([_csv_text(name) for name in (*header, *spread)])  # axis names are the upload's own text
     for i, value in enumerate(values):
         extra = () if intervals is None else (_number(intervals.lower[i]), _number(intervals.upper[i]),
                                               _number(intervals.level))
@@ -287,7 +288,7 @@ def release_to_json(release: Release, *, workload: str, noise_path: str, dataset
 
 
 def history_to_csv(entries: Sequence[Mapping[str, object]]) -> bytes:
-    """Release history (one row per charge) as CSV; label-like fields are neutralised, seeds left out.
+    """Release history (one row per charge) as CSV; the header and label-like fields are neutralised, seeds left out.
 
     >>> history_to_csv([{"epsilon": 0.5, "seed": 7, "stream": 0}]).decode().split()
     ['epsilon', '0.5']
@@ -295,8 +296,32 @@ def history_to_csv(entries: Sequence[Mapping[str, object]]) -> bytes:
     buffer = io.StringIO()
     entries = [{k: v for k, v in e.items() if k not in NEVER_EXPORTED} for e in entries]
     columns = sorted({k for e in entries for k in e}) or ["label", "epsilon"]
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([_csv_text(column) for column in columns])
     for entry in entries:
-        writer.writerow({k: _csv_text(v) if isinstance(v, str) else v for k, v in entry.items()})
+        writer.writerow([_csv_text(v) if isinstance(v, str) else v for v in (entry.get(c) for c in columns)])
     return buffer.getvalue().encode()
+
+
+def frame_to_csv(frame: pd.DataFrame) -> bytes:
+    """``frame`` as the bytes of a CSV download, its header and text cells neutralised (``neutralise_frame``)."""
+    text: str = neutralise_frame(frame).to_csv(index=False)
+    return text.encode()
+
+
+def neutralise_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` safe for spreadsheets: its column names and text cells neutralised, numbers untouched.
+
+    For every table a page offers as a CSV download: dataset names (an upload's file name) and labels are text of
+    the uploader's choosing.
+
+    >>> import pandas as pd
+    >>> neutralise_frame(pd.DataFrame({"=a": ["=b", "c"], "n": [-1, 2]})).to_csv(index=False).split()
+    ["'=a,n", "'=b,-1", 'c,2']
+    """
+    safe = frame.rename(columns=lambda c: _csv_text(c) if isinstance(c, str) else c)
+    for position in range(safe.shape[1]):
+        column = safe.iloc[:, position]
+        if not (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_datetime64_any_dtype(column)):
+            safe.isetitem(position, column.astype(object).map(lambda v: _csv_text(v) if isinstance(v, str) else v))
+    return safe

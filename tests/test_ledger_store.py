@@ -37,6 +37,27 @@ def test_store_lives_under_dplens_home(dplens_home):
     assert oct((dplens_home / "dplens.sqlite3").stat().st_mode & 0o777) == "0o600"
 
 
+def test_a_home_others_may_read_is_made_private(dplens_home):
+    dplens_home.chmod(0o755)  # made by hand: mkdir under the usual umask
+    LedgerStore().ledger(FP)
+    assert oct(dplens_home.stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_home_that_cannot_be_made_private_is_refused_naming_it(dplens_home, monkeypatch):
+    import pathlib
+
+    dplens_home.chmod(0o755)
+
+    def refuse(self, mode):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(pathlib.Path, "chmod", refuse)  # as on a folder of another user's, or a read-only mount
+    with pytest.raises(ValueError, match=rf"DPLENS_HOME '{dplens_home}' has mode 0755 .* cannot be made 0700 "
+                                         r"\(Operation not permitted\): make it 0700"):
+        LedgerStore().ledger(FP)
+    assert not (dplens_home / "dplens.sqlite3").exists()
+
+
 def test_fingerprint_is_the_content_not_the_name_or_labels():
     from dplens.core.data.domain import Histogram
 

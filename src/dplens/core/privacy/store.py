@@ -1,8 +1,9 @@
 """The embedded database behind the ledger and the workspaces: one SQLite file under ``DPLENS_HOME``.
 
 Where it lives: ``$DPLENS_HOME/dplens.sqlite3``, with ``DPLENS_HOME`` defaulting to
-``~/.local/share/dplens``. The directory is created with mode 0700 and the file made 0600: it holds
-the uploaded datasets (true counts) as well as the ledger.
+``~/.local/share/dplens``. The directory is created with mode 0700 (one that exists with access for others, such
+as 0755, is tightened to 0700, or refused with a message when that cannot be done) and the file made 0600: it
+holds the uploaded datasets (true counts) as well as the ledger.
 
 Tables (schema version 4, ``PRAGMA user_version``). Everything a curator keeps has an ``owner`` (the
 curator's id: ``"local"`` for the one curator of a localhost server and the command line, else the signed-in
@@ -39,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,9 +143,39 @@ _UPGRADE_COPIES = (
 )
 
 
+def default_home() -> Path:
+    """``$DPLENS_HOME`` (read at each call; default ``~/.local/share/dplens``)."""
+    return Path(os.environ.get("DPLENS_HOME") or DEFAULT_HOME).expanduser()
+
+
 def default_path() -> Path:
     """``$DPLENS_HOME/dplens.sqlite3`` (``DPLENS_HOME`` read at each call; default ``~/.local/share/dplens``)."""
-    return Path(os.environ.get("DPLENS_HOME") or DEFAULT_HOME).expanduser() / DATABASE_NAME
+    return default_home() / DATABASE_NAME
+
+
+def private_home(folder: Path) -> Path:
+    """``folder`` (``DPLENS_HOME``), created 0700, or tightened to 0700 when it exists with access for others.
+
+    A home made by hand (``mkdir``: 0755 under the usual umask) would let every local user read the true counts.
+
+    Raises:
+        ValueError: when it has access for others and cannot be tightened (another user's folder, a read-only
+            file system), naming the folder, its mode and the way out.
+    """
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    status = folder.stat()
+    mode = stat.S_IMODE(status.st_mode)
+    if not mode & 0o077:
+        return folder
+    problem = f"belongs to user id {status.st_uid}" if status.st_uid != os.getuid() else ""
+    if not problem:
+        try:
+            folder.chmod(0o700)
+            return folder
+        except OSError as err:
+            problem = f"cannot be made 0700 ({err.strerror or err})"
+    raise ValueError(f"DPLENS_HOME {str(folder)!r} has mode {mode:04o} (others may read the true counts kept there) "
+                     f"and {problem}: make it 0700 (chmod 700) or point DPLENS_HOME at a folder of your own")
 
 
 @contextlib.contextmanager
@@ -155,7 +187,10 @@ def connect(path: Path | str | None = None) -> Iterator[sqlite3.Connection]:
     """
     path = Path(path) if path is not None else default_path()
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if path.parent == default_home():
+            private_home(path.parent)
+        else:  # a --ledger file elsewhere: its folder is the user's choice (the file itself is made 0600)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
     except (OSError, sqlite3.Error) as err:
         raise ValueError(f"cannot open the dplens store at {str(path)!r}: {type(err).__name__}") from None

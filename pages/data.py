@@ -59,9 +59,7 @@ for notice in st.session_state.pop("data_notices", []):
     st.info(notice)
 with ui.guard():
     hist = ui.histogram()
-    st.markdown(f"**Start here:** grey bars: the true counts of **{ui.plain(hist.name)}**; coloured line: what a DP "
-                "release at the chosen ε would publish. Pick a dataset in the sidebar or upload yours, then "
-                "Workloads → Compare → Choose epsilon → Release.")
+    st.markdown(ui.start_line(hist))
     with st.expander("Upload a histogram", expanded=False):  # on the first screen, before the charts
         st.markdown(
             "- **CSV** with a `count` column (optional label column), or `row,col,count` for 2-D, "
@@ -108,25 +106,7 @@ with ui.guard():
     cols[2].metric("Zero bins", f"{summary['zero_share']:.1%}")
     cols[3].metric("Max", f"{summary['max']:,.0f}")
     cols[4].metric("Small bins (1–9)", f"{summary['small_bins']:,}")
-    left, right = st.columns([2, 3])
-    epsilon = left.select_slider("Epsilon of the noisy preview", [0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0],
-                                 value=1.0, key="data_epsilon", help="Identity mechanism: Laplace(1/ε) noise on every "
-                                 "bin. A preview only: nothing is charged or exported.")
-    with right:
-        view = ui.histogram_view_controls(hist, key="data_view")
-    preview = ui.preview_release(epsilon, hist)
-    label = f"noisy release (identity, ε={epsilon:g})"
-    if len(hist.domain.shape) == 2:
-        left, right = st.columns(2)
-        left.plotly_chart(ui.histogram_figure(hist, source=ui.dataset_source(), **view), key="data_chart")
-        right.plotly_chart(ui.histogram_figure(hist, preview, label, "identity", source=ui.dataset_source(), **view),
-                           key="data_preview")
-    else:
-        figure = ui.histogram_figure(hist, preview, label, "identity", source=ui.dataset_source(), **view)
-        st.plotly_chart(figure.update_layout(height=280), key="data_chart")  # on the first screen with the upload
-    if hist.domain.size > ui.MAX_BARS and len(hist.domain.shape) == 1:
-        st.caption(f"{hist.domain.size:,} bins are summed into at most {ui.MAX_BARS:,} bars for display only; "
-                   "every computation uses all bins.")
+    ui.dataset_chart(hist)
     st.caption("Choose a dataset in the sidebar, or upload your own below. Uploads stay on this server, in "
                "this workspace (the workspace id in the URL brings them back after a reload; README: the ledger).")
     with st.expander("Derive a dataset: change the scale or the domain size"):

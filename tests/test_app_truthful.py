@@ -2,8 +2,10 @@
 
 import re
 
+import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from dplens.core.data.released import ReleasedData
 from tests.test_app import APP
 from tests.test_app_tuning import _run_compare
 
@@ -51,3 +53,40 @@ def test_a_public_dataset_of_the_same_shape_is_called_public_not_true():
     at.selectbox(key="choose_tuning").set_value("sample:spiky").run()
     captions = [c.value for c in at.caption if c.value.startswith("Bin **")]
     assert captions and "public count" in captions[0], captions
+
+
+def _loaded_export() -> AppTest:
+    """The Data page on a re-uploaded export the store recognised (``ui.add_released``'s session entries)."""
+    released = ReleasedData(np.array([-1.5, 4.2, 0.3]), "counts", (), {"mechanism": "identity", "epsilon": 1.0},
+                            "export.json")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["released"] = {"released:r1": released}
+    at.session_state["uploads"] = {"released:r1": released.as_histogram()}
+    at.session_state["upload_files"] = {"released:r1": "export.json"}
+    at.session_state["dataset_key"] = "released:r1"
+    return at.run()
+
+
+def test_a_loaded_export_is_shown_as_released_values_without_a_preview_or_a_budget():
+    at = _loaded_export()
+    assert not at.exception
+    start = next(m.value for m in at.markdown if m.value.startswith("**Start here:**"))
+    assert "released values" in start and "true counts" not in start and "coloured line" not in start, start
+    assert "Already private" in start
+    assert not [s for s in at.select_slider if s.key == "data_epsilon"]  # no noisy preview of released values
+    specs = _chart_specs(at)
+    assert not any("true counts" in spec or "noisy release" in spec for spec in specs)
+    assert any(re.search(r'"name": ?"released values"', spec) for spec in specs)
+    assert "Budget remaining" not in [m.label for m in at.sidebar.metric]
+    assert not [n for n in at.sidebar.number_input if n.key == "sidebar_total_epsilon"]
+    assert any("Already private: releases from it are post-processing and cost nothing" in c.value
+               for c in at.sidebar.caption)
+
+
+def test_compare_on_a_loaded_export_neither_warns_of_private_data_nor_offers_a_proxy():
+    at = _loaded_export()
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception
+    assert not any("Tuned on the private data" in w.value for w in at.warning)
+    assert not [b for b in at.button if b.key == "compare_make_proxy"]
+    assert any("released values of this export" in i.value for i in at.info)

@@ -139,6 +139,9 @@ def add_released(data: bytes, filename: str) -> ReleasedData:
     return released
 
 
+ALREADY_PRIVATE = "Already private: releases from it are post-processing and cost nothing."
+
+
 def released_data() -> ReleasedData | None:
     """The current dataset's released values and metadata when it is a loaded export, else None."""
     init_state()

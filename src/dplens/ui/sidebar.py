@@ -6,7 +6,7 @@ import streamlit as st
 
 from dplens.core.mechanisms import NEIGHBOURING
 from dplens.core.privacy.budget import Budget
-from dplens.ui.datasets import dataset_choices
+from dplens.ui.datasets import ALREADY_PRIVATE, dataset_choices, released_data
 from dplens.ui.definition import definition
 from dplens.ui.guard import plain
 from dplens.ui.identity import current_curator, local_mode
@@ -110,36 +110,44 @@ def sidebar() -> None:
         st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
                         help="Seeds the exploration noise; change it to see different noise.")
         privacy_controls()
-        led = ledger()
-        locked = bool(led.spends)
-        shown = (ledger_key(), led.total.epsilon)
-        if locked or st.session_state.get("sidebar_total_shown") != shown:  # another dataset, tab or reset changed it
-            st.session_state.sidebar_total_epsilon = min(max(float(led.total.epsilon), 0.01), 100.0)
-            st.session_state.sidebar_total_shown = shown
-        rho_total = _rho_total_controls(led, shown, locked)
-        st.number_input("Total budget ε", min_value=0.01, max_value=100.0,
-                        step=0.5, key="sidebar_total_epsilon", disabled=locked or rho_total,
-                        on_change=_set_total_budget,
-                        help="This dataset's total, kept in the ledger across tabs, sessions and restarts; "
-                             "fixed after its first release (the Ledger page records any reset). For a ρ total: "
-                             "its ε at δ.")
-        if not rho_total and (definition() != "pure" or led.total.delta > 0):  # Gaussian releases charge δ
-            if locked or st.session_state.get("sidebar_total_delta_shown") != shown:
-                st.session_state.sidebar_total_delta = float(led.total.delta)
-                st.session_state.sidebar_total_delta_shown = shown
-            st.select_slider("Total budget δ", [0.0, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4], key="sidebar_total_delta",
-                             format_func="{:g}".format, disabled=locked, on_change=_set_total_budget,
-                             help="The δ the ledger may spend in total; under (ε, δ) each release gets a tenth of "
-                                  "it. Fixed after the first release.")
-            if definition() == "approx" and led.total.delta > 0:
-                st.caption(f"Each (ε, δ) release: δ = {delta():g} (a tenth of the total).")
-        spent = (f"ρ = {led.spent.rho:.4g} of {led.total.rho:.4g}" if led.unit == "rho"
-                 else f"ε = {led.spent.epsilon:.4g} of {led.total.epsilon:.4g}")
-        st.metric("Budget remaining", remaining_text(led), help=f"Spent {spent} in {len(led.spends)} release(s).")
-        _conversion_offer(led)
-        if (native := native_caption()):
-            st.caption(native)
+        if released_data() is None:
+            _budget()
+        else:  # a loaded export has no budget: nothing computed from it alone is charged
+            st.caption(f"**{ALREADY_PRIVATE}** This dataset is a loaded release, so it has no budget.")
         st.caption(f"Workload: `{workload_name()}`  \nNeighbours: {NEIGHBOURING}")
         if not local_mode():  # shared server: who is signed in (ledgers and workspaces are theirs alone)
             st.caption(f"Signed in as {plain(current_curator())}")
             st.button("Sign out", on_click=st.logout, key="sidebar_sign_out")
+
+
+def _budget() -> None:
+    """The dataset's total budget (fixed after the first spend), what remains, and a conversion when needed."""
+    led = ledger()
+    locked = bool(led.spends)
+    shown = (ledger_key(), led.total.epsilon)
+    if locked or st.session_state.get("sidebar_total_shown") != shown:  # another dataset, tab or reset changed it
+        st.session_state.sidebar_total_epsilon = min(max(float(led.total.epsilon), 0.01), 100.0)
+        st.session_state.sidebar_total_shown = shown
+    rho_total = _rho_total_controls(led, shown, locked)
+    st.number_input("Total budget ε", min_value=0.01, max_value=100.0,
+                    step=0.5, key="sidebar_total_epsilon", disabled=locked or rho_total,
+                    on_change=_set_total_budget,
+                    help="This dataset's total, kept in the ledger across tabs, sessions and restarts; "
+                         "fixed after its first release (the Ledger page records any reset). For a ρ total: "
+                         "its ε at δ.")
+    if not rho_total and (definition() != "pure" or led.total.delta > 0):  # Gaussian releases charge δ
+        if locked or st.session_state.get("sidebar_total_delta_shown") != shown:
+            st.session_state.sidebar_total_delta = float(led.total.delta)
+            st.session_state.sidebar_total_delta_shown = shown
+        st.select_slider("Total budget δ", [0.0, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4], key="sidebar_total_delta",
+                         format_func="{:g}".format, disabled=locked, on_change=_set_total_budget,
+                         help="The δ the ledger may spend in total; under (ε, δ) each release gets a tenth of "
+                              "it. Fixed after the first release.")
+        if definition() == "approx" and led.total.delta > 0:
+            st.caption(f"Each (ε, δ) release: δ = {delta():g} (a tenth of the total).")
+    spent = (f"ρ = {led.spent.rho:.4g} of {led.total.rho:.4g}" if led.unit == "rho"
+             else f"ε = {led.spent.epsilon:.4g} of {led.total.epsilon:.4g}")
+    st.metric("Budget remaining", remaining_text(led), help=f"Spent {spent} in {len(led.spends)} release(s).")
+    _conversion_offer(led)
+    if (native := native_caption()):
+        st.caption(native)

@@ -15,7 +15,14 @@ from dplens.core.data.domain import Histogram
 from dplens.core.privacy.definitions import ZCDP, Privacy, privacy_words, target
 from dplens.core.queries.workloads import Identity
 from dplens.core.release.kernel import HistogramRequest, release_histogram
-from dplens.ui.datasets import dataset_choices, histogram, ledger_key, load_reference_histogram
+from dplens.ui.datasets import (
+    ALREADY_PRIVATE,
+    dataset_choices,
+    histogram,
+    ledger_key,
+    load_reference_histogram,
+    released_data,
+)
 from dplens.ui.definition import definition
 from dplens.ui.ledger import default_total, delta, ledger, ledger_store
 from dplens.ui.state import init_state
@@ -145,6 +152,9 @@ def make_proxy() -> None:
 
 def tuning_controls(page: str) -> None:
     """The "Tune on" choice for ``page`` (shared by the pages), the DP proxy button, and what it means."""
+    if released_data() is not None:  # no private data to keep out of the choice, and no budget for a proxy
+        st.info(f"Tuned on the released values of this export. {ALREADY_PRIVATE}")
+        return
     choices = sources()
     ss = st.session_state
     ss[f"{page}_tuning"] = tuning_source()  # the widget follows the session's choice on every page

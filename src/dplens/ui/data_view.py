@@ -1,0 +1,59 @@
+"""The Data page's first screen: the start line and the dataset's chart, said for what the dataset is.
+
+A loaded export (``released_data``) is released values, not private data: it has no true counts to show, a noisy
+preview of it would be noise on noise, and it has no budget (``datasets.ALREADY_PRIVATE``).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dplens.core.data.domain import Histogram
+from dplens.ui.chart_controls import histogram_view_controls
+from dplens.ui.charts import MAX_BARS, histogram_figure
+from dplens.ui.datasets import ALREADY_PRIVATE, released_data
+from dplens.ui.guard import plain
+from dplens.ui.sweeps import preview_release
+from dplens.ui.value_sources import dataset_source
+
+PREVIEW_EPSILONS = [0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0]
+
+
+def start_line(hist: Histogram) -> str:
+    """The Data page's "Start here" line, naming the chart's values by their source."""
+    name = plain(hist.name)
+    if released_data() is not None:
+        return (f"**Start here:** grey bars: the {dataset_source().values} of **{name}**. {ALREADY_PRIVATE} "
+                "Choose a workload, then Compare or Release (re-releasing from it spends no budget).")
+    return (f"**Start here:** grey bars: the {dataset_source().values} of **{name}**; coloured line: what a DP "
+            "release at the chosen ε would publish. Pick a dataset in the sidebar or upload yours, then "
+            "Workloads → Compare → Choose epsilon → Release.")
+
+
+def dataset_chart(hist: Histogram) -> None:
+    """The dataset's chart: with a noisy preview at a chosen ε for private data; the values alone for an export."""
+    source = dataset_source()
+    if released_data() is not None:
+        view = histogram_view_controls(hist, key="data_view")
+        figure = histogram_figure(hist, source=source, **view)
+        st.plotly_chart(figure.update_layout(height=280) if len(hist.domain.shape) == 1 else figure, key="data_chart")
+    else:
+        left, right = st.columns([2, 3])
+        epsilon = left.select_slider("Epsilon of the noisy preview", PREVIEW_EPSILONS, value=1.0, key="data_epsilon",
+                                     help="Identity mechanism: Laplace(1/ε) noise on every bin. A preview only: "
+                                          "nothing is charged or exported.")
+        with right:
+            view = histogram_view_controls(hist, key="data_view")
+        preview = preview_release(epsilon, hist)
+        label = f"noisy release (identity, ε={epsilon:g})"
+        if len(hist.domain.shape) == 2:
+            left, right = st.columns(2)
+            left.plotly_chart(histogram_figure(hist, source=source, **view), key="data_chart")
+            right.plotly_chart(histogram_figure(hist, preview, label, "identity", source=source, **view),
+                               key="data_preview")
+        else:
+            figure = histogram_figure(hist, preview, label, "identity", source=source, **view)
+            st.plotly_chart(figure.update_layout(height=280), key="data_chart")  # on the first screen
+    if hist.domain.size > MAX_BARS and len(hist.domain.shape) == 1:
+        st.caption(f"{hist.domain.size:,} bins are summed into at most {MAX_BARS:,} bars for display only; "
+                   "every computation uses all bins.")

@@ -41,7 +41,7 @@ def test_generated_references_cover_the_registries_and_the_cli(tmp_path):
     for name in TABLE_MECHANISMS:
         assert f"### `{name}` {{#table-" in mechanisms, name
     # every documented parameter range appears next to its parameter
-    assert "| `rounds` | `10` | an integer in [1, 1000] |" in mechanisms
+    assert "| `rounds` | `10` | 'auto' or an integer in [1, 1000] |" in mechanisms
 
     subcommands = _subcommands()
     assert {"release", "compare", "ledger", "reproduce"} <= set(subcommands)

@@ -223,3 +223,52 @@ def test_the_gradual_page_runs_a_real_walk_charged_by_increments():
     labels = [b.proto.label for b in at.get("download_button")]
     assert [label for label in labels if label.startswith(f"Walk {walk.id}")] == [
         f"Walk {walk.id}, step 1 (JSON)", f"Walk {walk.id}, step 2 (JSON)"]
+
+
+# ----------------------------------------------------------------------------- accuracy first, for real
+def test_accuracy_first_releases_the_first_step_that_passes_and_charges_its_ex_post_loss(tmp_path):
+    from dplens.core.queries.workloads import Identity
+    from dplens.core.release import gradual
+    from dplens.core.release.kernel import accuracy_first_release
+
+    counts, workload = np.full(256, 40.0), Identity(256)
+    settings = {"target": 2.0, "epsilon_max": 4.0, "epsilon_min": 0.05, "steps": 6}
+    store = _store(tmp_path)
+    store.set_total(FP, Budget(1e6))
+    runs = [accuracy_first_release(counts, workload, store=store, fingerprint=FP, name="t", **settings)
+            for _ in range(80)]
+    for run in runs:
+        expected = run.epsilon_above_threshold + (run.grid[run.stopped_at - 1] if run.stopped_at else run.grid[-1])
+        assert run.charged.epsilon == pytest.approx(expected)
+        if run.stopped_at:
+            assert np.sqrt(np.mean((run.published.release.estimate - counts) ** 2)) < 2.0 * 1.5
+    spends = [e for e in store.history(FP) if e["kind"] == "spend"]
+    assert len(spends) == 80 and all("ex-post loss" in e["note"] for e in spends)
+    assert store.ledger(FP).spent.epsilon == pytest.approx(sum(r.charged.epsilon for r in runs))
+    # the stopping step follows the paper's analysis, simulated (seeded) with the same settings
+    rng = np.random.default_rng(5)
+    simulated = [gradual.accuracy_first(counts, workload, rng=rng, **settings).stopped_at for _ in range(600)]
+    labels = range(-1, settings["steps"])
+    secure_counts = [sum((r.stopped_at - 1 if r.stopped_at else -1) == k for r in runs) for k in labels]
+    simulated_counts = [sum((s if s is not None else -1) == k for s in simulated) for k in labels]
+    table = np.array([secure_counts, simulated_counts])
+    table = table[:, table.sum(axis=0) > 0]
+    assert table.shape[1] >= 2 and stats.chi2_contingency(table).pvalue > 1e-4, table
+
+
+def test_accuracy_first_failure_releases_nothing_and_charges_the_whole_walk(tmp_path):
+    from dplens.core.queries.workloads import Identity
+    from dplens.core.release.kernel import accuracy_first_release
+
+    store = _store(tmp_path)
+    store.set_total(FP, Budget(1e4))
+    run = accuracy_first_release(np.full(64, 40.0), Identity(64), 1e-3, store=store, fingerprint=FP, name="t",
+                                 epsilon_max=0.5, epsilon_min=0.05, steps=4)  # an unreachable target
+    assert run.stopped_at is None and run.published is None
+    assert run.charged.epsilon == pytest.approx(run.epsilon_above_threshold + 0.5) == pytest.approx(run.ex_ante_cap)
+    (spend,) = [e for e in store.history(FP) if e["kind"] == "spend"]
+    assert spend["export_id"] is None and "no step met the target" in spend["note"]
+    small = _store(tmp_path / "other")
+    with pytest.raises(BudgetExceededError):  # the ex-ante cap ε_A + ε_T must fit before any work
+        accuracy_first_release(np.full(64, 40.0), Identity(64), 2.0, store=small, fingerprint=FP, name="t",
+                               epsilon_max=4.9, steps=4)

@@ -416,3 +416,20 @@ def secure_noise_reduction(counts: Any, scales: Any) -> np.ndarray:
         if not keep.all():
             walk[t][~keep] = source.add_laplace(walk[t + 1][~keep], float(scales[t]))
     return walk
+
+
+def secure_above_threshold(values: Any, threshold: float, epsilon: float, sensitivity: float) -> int | None:
+    """AboveThreshold (Dwork & Roth, below-threshold form) on the secure path: the index of the first value whose
+    noisy copy is ≤ the noisy threshold, or None. The threshold passes through OpenDP's Laplace measurement at
+    2Δ/ε and each value at 4Δ/ε (fresh per value); ε-DP for the index.
+
+    >>> secure_above_threshold([50.0, 0.0], 10.0, 1000.0, 1.0)
+    1
+    """
+    if not (math.isfinite(epsilon) and epsilon > 0 and math.isfinite(sensitivity) and sensitivity > 0):
+        raise ValueError(f"AboveThreshold needs epsilon > 0 and sensitivity > 0, got {epsilon!r} and {sensitivity!r}")
+    source = SecureNoise()
+    noisy_threshold = float(source.add_laplace(np.array([float(threshold)]), 2 * sensitivity / epsilon)[0])
+    noisy = source.add_laplace(np.asarray(values, dtype=float), 4 * sensitivity / epsilon)
+    below = np.flatnonzero(noisy <= noisy_threshold)
+    return int(below[0]) if below.size else None

@@ -54,11 +54,17 @@ from dplens.core.mechanisms.gaussian import Matched, for_privacy
 from dplens.core.privacy.budget import Budget, Ledger, ledger_charge
 from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount, privacy_words, zcdp_epsilon
 from dplens.core.privacy.ledger_store import DEFAULT_TOTAL, LedgerStore, new_export_id
-from dplens.core.privacy.noise import noise_sampler, noise_source, secure_noise_reduction
+from dplens.core.privacy.noise import noise_sampler, noise_source, secure_above_threshold, secure_noise_reduction
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.queries.workloads import Identity, Workload
 from dplens.core.release.export import SIMULATION_LABEL, ExportKeys, neutralise, release_to_csv, release_to_json
-from dplens.core.release.gradual import check_schedule, step_charge
+from dplens.core.release.gradual import (
+    above_threshold_params,
+    check_schedule,
+    geometric_grid,
+    histogram_error,
+    step_charge,
+)
 from dplens.core.release.provenance import values_hash
 from dplens.core.release.walk_store import Walk, WalkStore
 from dplens.core.tables.contract import SECURE_NOISE
@@ -437,3 +443,63 @@ def export_walk_step(step: WalkStep, *, fmt: str, dataset: str) -> bytes:
             "cumulative_loss": amount(step.cumulative),
             "cumulative_loss_unit": "rho" if isinstance(step.cumulative, ZCDP) else "epsilon"}
     return json.dumps(doc, indent=2, allow_nan=False).encode()
+
+
+@dataclass(frozen=True, eq=False)
+class AccuracyFirstRelease:
+    """Accuracy-first on the secure path: the step released (None on failure), its ex-post charge and the cap."""
+
+    grid: tuple[float, ...]          # the walk's ε_1 < … < ε_T (geometric, ends at the cap)
+    stopped_at: int | None           # 1-based step released, None when no step passed
+    published: Published | None      # the release of that step, charged; None on failure
+    epsilon_above_threshold: float   # ε_A
+    charged: Budget                  # the ex-post charge recorded in the ledger
+
+    @property
+    def ex_ante_cap(self) -> float:
+        """ε_A + ε_T: the most this search can cost, checked against the ledger before any work."""
+        return self.epsilon_above_threshold + self.grid[-1]
+
+
+def accuracy_first_release(counts: np.ndarray, workload: Workload, target: float, *, store: LedgerStore,
+                           fingerprint: str, name: str, epsilon_max: float, epsilon_min: float = 0.01,
+                           steps: int = 10, gamma: float = 0.1, metric: str = "rmse",
+                           default_total: Budget = DEFAULT_TOTAL, where: str = "app") -> AccuracyFirstRelease:
+    """Ligett et al.'s accuracy-first search (NIPS 2017) for real: a secure noise-reduction walk over a geometric grid
+    up to ``epsilon_max``, AboveThreshold with secure noise on each step's error against ``target`` (``metric`` on
+    ``workload``), and the first step that passes released and charged its ex-post loss ε_A + ε_{t*}.
+
+    On failure nothing is released and the charge is ε_A + ε_T: the "none passed" outcome depends on every step of
+    the walk (ε_T-DP as a whole) and on AboveThreshold (ε_A-DP given the walk), and no smaller bound is claimed.
+    Both charges are recorded as ex-post losses (the note says so); the ex-ante cap ε_A + ε_T must fit first.
+    """
+    counts = np.asarray(counts, dtype=float).ravel()
+    grid = tuple(float(e) for e in geometric_grid(epsilon_min, epsilon_max, steps))
+    error, query_sensitivity = histogram_error(counts, workload, metric)
+    threshold, _, epsilon_a = above_threshold_params(target, gamma, query_sensitivity, steps)
+    if not store.recorded(fingerprint):
+        store.set_total(fingerprint, default_total, name=name)
+    cap = epsilon_a + grid[-1]
+    store.ledger(fingerprint).spend(f"accuracy-first cap: ε = {cap:.4g}", Budget(cap, rho=cap**2 / 2))
+    walk = secure_noise_reduction(counts, [1.0 / e for e in grid])
+    stopped = secure_above_threshold([error(theta) for theta in walk], threshold, epsilon_a, query_sensitivity)
+    loss = epsilon_a + (grid[stopped] if stopped is not None else grid[-1])
+    charge = Budget(loss, rho=loss**2 / 2)
+    words = (f"ex-post loss (Ligett et al.): ε_A {epsilon_a:.4g} + ε_t* {grid[stopped]:.4g}" if stopped is not None
+             else f"ex-post loss (Ligett et al.): no step met the target; ε_A {epsilon_a:.4g} + ε_T {grid[-1]:.4g}")
+    note = f"accuracy-first, {metric} target {target:g} on {workload.describe()}: {words}; {where}"
+    if stopped is None:
+        store.spend(fingerprint, "accuracy-first: no step released", charge, mechanism="identity", rho=charge.rho,
+                    name=name, note=note)
+        return AccuracyFirstRelease(grid, None, None, epsilon_a, charge)
+    values, privacy = walk[stopped], PureDP(loss)
+    release = Release("identity", privacy, loss, workload.matvec(values), values,
+                      {"noise_scale": 1.0 / grid[stopped], "accuracy_first": {
+                          "target": target, "metric": metric, "step": stopped + 1, "grid": list(grid),
+                          "epsilon_above_threshold": epsilon_a, "ex_ante_cap": cap}}, workload=workload)
+    export_id = new_export_id()
+    ledger = store.spend(fingerprint, f"accuracy-first: step {stopped + 1} of {steps}", charge, mechanism="identity",
+                         export_id=export_id, rho=charge.rho, name=name,
+                         values_hash=values_hash(values, "counts"), note=note)
+    published = Published(release, export_id, charge, ledger, "opendp-integer-laplace", 0.0)
+    return AccuracyFirstRelease(grid, stopped + 1, published, epsilon_a, charge)

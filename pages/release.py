@@ -7,7 +7,6 @@ from dplens import ui
 from dplens.core.mechanisms import NEIGHBOURING
 from dplens.core.privacy.definitions import privacy_words, target
 from dplens.core.privacy.noise import NOISE_PATHS
-from dplens.core.registry import REGISTRY
 from dplens.core.release.config import config_to_json
 from dplens.core.release.export import (
     SIMULATION_LABEL,
@@ -35,7 +34,7 @@ with ui.guard():
         if st.session_state.get("release_mechanism") not in choices:  # a Gaussian one under pure ε-DP
             st.session_state.release_mechanism = choices[0]
         name = st.selectbox("Mechanism", choices, key="release_mechanism",
-                            format_func=lambda n: f"{n} — {REGISTRY[n].summary}",
+                            format_func=ui.mechanism_label,
                             help="Any registered mechanism usable under the privacy definition (sidebar); "
                                  "Gaussian mechanisms need (ε, δ) or zCDP. Its settings appear below.")
         settings = ui.mechanism_settings(name, key="release")

@@ -70,7 +70,7 @@ with ui.guard():
             st.warning("No DP proxy yet: Compare runs on the private table until you make one.")
         with st.form("tables_compare_form"):
             names = st.multiselect("Methods", list(methods), default=["gaussian-marginals", "residual-planner"],
-                                   key="tables_mechanisms", help=methods_help)
+                                   key="tables_mechanisms", help=methods_help, format_func=ui.table_method_label)
             x, y, v, z = st.columns(4)
             rhos = x.multiselect("ρ values", list(ui.TABLE_RHO_CHOICES), default=[0.01, 0.1, 1.0], key="tables_rhos")
             trials = y.slider("Trials per point", 1, 20, 3, key="tables_trials",

@@ -3,6 +3,7 @@
 import re
 
 import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from dplens.core.data.released import ReleasedData
@@ -90,3 +91,48 @@ def test_compare_on_a_loaded_export_neither_warns_of_private_data_nor_offers_a_p
     assert not any("Tuned on the private data" in w.value for w in at.warning)
     assert not [b for b in at.button if b.key == "compare_make_proxy"]
     assert any("released values of this export" in i.value for i in at.info)
+
+
+def _choose_under(definition: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["privacy_definition"] = definition
+    at.run()
+    return at.switch_page("pages/choose_epsilon.py").run()
+
+
+@pytest.mark.parametrize("definition", ["pure", "approx", "zcdp"])
+def test_identity_is_plain_laplace_noise_under_every_definition(definition):
+    at = _choose_under(definition)
+    at.selectbox(key="choose_mechanism").set_value("identity").run()
+    assert not at.exception
+    assert not any("not plain Laplace noise" in c.value for c in at.caption)
+    assert any(m.label == "Noise scale per bin" for m in at.metric), [m.label for m in at.metric]
+    at.selectbox(key="choose_mechanism").set_value("hb").run()  # hb's error is a sum over a tree: not plain Laplace
+    assert any("not plain Laplace noise" in c.value for c in at.caption)
+
+
+def test_use_this_epsilon_says_what_it_handed_on_and_where():
+    at = _choose_under("pure")
+    at.selectbox(key="choose_mechanism").set_value("identity").run()
+    at.button(key="choose_use").click().run()
+    assert not at.exception
+    toasts = [t.value for t in at.toast]
+    assert toasts and "Handed on ε = " in toasts[0] and "the mechanism identity" in toasts[0], toasts
+    assert "Release" in toasts[0] and "Gradual release" in toasts[0]
+    assert any(s.value == toasts[0] for s in at.success)  # and stays on the page, beside the links
+    at.run()
+    assert any(s.value.startswith("Handed on ε = ") for s in at.success)
+
+
+def test_mechanism_pickers_list_each_mechanism_with_its_description():
+    at = _choose_under("pure")
+    for options in (at.selectbox(key="choose_mechanism").options, at.multiselect(key="targets_mechanisms").options):
+        assert options and all(" — " in o for o in options), options
+        assert any(o.startswith("sreb-gca — ") for o in options) or any(o.startswith("hb — ") for o in options)
+    at.switch_page("pages/release.py").run()
+    release_labels = at.selectbox(key="release_mechanism").options
+    assert "identity — Noise on every count: the baseline the others are measured against." in release_labels
+    at.switch_page("pages/tables.py").run()
+    tables = (at.selectbox(key="tables_release_mechanism").options, at.multiselect(key="tables_mechanisms").options)
+    for options in tables:
+        assert options and all(" — " in o for o in options), options

@@ -9,6 +9,7 @@ import json
 import pandas as pd
 import pytest
 
+from dplens.ui.tables_view import table_method_label
 from tests.e2e.conftest import ARTIFACTS, wait_idle, wait_text
 
 pytestmark = pytest.mark.e2e
@@ -55,7 +56,7 @@ def test_adult_marginals_compare_and_mst_synthetic_data(adult, page, tmp_path):
     page.get_by_role("tab", name="Release").click()
     method = page.locator('[data-testid="stSelectbox"]').filter(has_text="Method").first
     method.click()
-    page.get_by_role("option", name="mst (data-dependent)").click()
+    page.get_by_role("option", name=table_method_label("mst")).click()
     wait_idle(page)
     page.get_by_role("button", name="Spend ρ and release").click()
     wait_text(page, "synthetic records.", timeout=240_000)
@@ -88,7 +89,7 @@ def test_sample_ranges_and_identity_pgm(page):
     page.get_by_role("tab", name="Release").click()
     method = page.locator('[data-testid="stSelectbox"]').filter(has_text="Method").first
     method.click()
-    page.get_by_role("option", name="identity-pgm (data-dependent)").click()
+    page.get_by_role("option", name=table_method_label("identity-pgm")).click()
     wait_idle(page)
     page.get_by_role("button", name="Spend ρ and release").click()
     wait_text(page, "synthetic records.", timeout=240_000)

@@ -41,6 +41,7 @@ from dplens.ui.charts import (
     interval_figure,
     line_figure,
     mechanism_colour,
+    mechanism_label,
     mechanism_words,
     per_bin_figure,
     runtime_figure,
@@ -102,6 +103,7 @@ from dplens.ui.guard import error_line, guard, guarded, is_script_control, plain
 from dplens.ui.handoff import (
     apply_handoff,
     budget_warning,
+    handed_on,
     release_tuned_on,
     show_handoff,
     use_button,
@@ -285,7 +287,7 @@ from dplens.ui.workloads_view import (
 from dplens.ui.workspace import open_workspace, save_workspace
 
 __all__ = ['REAL_WALK_NOTE', 'abandon_real_walk', 'real_walk_tab', 'release_real_step', 'start_real_walk',
-    'ALREADY_PRIVATE', 'PREVIEW_EPSILONS', 'dataset_chart', 'start_line',
+    'mechanism_label', 'handed_on', 'ALREADY_PRIVATE', 'PREVIEW_EPSILONS', 'dataset_chart', 'start_line',
     'SOURCES', 'TRUE', 'Source', 'proxy_noise_warning', 'dataset_source', 'tuning_values',
     'DATASET_COLUMNS', 'PROXY_RHO', 'follow_the_ledger', 'keep_export_intervals', 'ledger_definition',
     'point_privacy', 'point_unit', 'point_words', 'load_reference_histogram', 'parsed_workload', 'MARKDOWN_LEAD',

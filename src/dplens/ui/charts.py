@@ -177,6 +177,15 @@ def _words(name: str) -> str:
     return REGISTRY[name].summary if name in MECHANISMS else ""
 
 
+def mechanism_label(name: str) -> str:
+    """How a picker lists a mechanism: its name and its one-line description from the registry.
+
+    >>> mechanism_label("identity")
+    'identity — Noise on every count: the baseline the others are measured against.'
+    """
+    return f"{name} — {REGISTRY[name].summary}" if name in REGISTRY else name
+
+
 def mechanism_words(names) -> str:
     """The chart's legend in words: each mechanism's one-line description from the registry.
 

@@ -22,11 +22,13 @@ from dplens.ui.charts import (
     histogram_figure,
     line_figure,
     mechanism_colour,
+    mechanism_label,
 )
 from dplens.ui.datasets import histogram
 from dplens.ui.definition import definition as privacy_definition
 from dplens.ui.handoff import use_button
 from dplens.ui.ledger import delta as privacy_delta
+from dplens.ui.ledger import point_words
 from dplens.ui.privacy import available, matched
 from dplens.ui.state import simulation_rng
 from dplens.ui.sweeps import preview_release
@@ -102,7 +104,7 @@ def _accuracy_target() -> _Target:
     choices = available()
     if st.session_state.get("choose_mechanism") not in choices:  # a Gaussian one under pure ε-DP
         st.session_state.choose_mechanism = choices[0]
-    name = left.selectbox("Mechanism", choices, key="choose_mechanism",
+    name = left.selectbox("Mechanism", choices, key="choose_mechanism", format_func=mechanism_label,
                           help="Under (ε, δ) or zCDP (sidebar) Gaussian mechanisms are offered too; ε is then "
                                "ε at the sidebar's δ, and Laplace ones run at matched privacy.")
     kind = middle.radio("Target", list(TARGETS), key="choose_kind")
@@ -194,9 +196,11 @@ def _laplace_intervals(mechanism, workload, hist, choice: selection.EpsilonChoic
     cols[1].metric(f"±, each {accuracy.unit} ({accuracy.confidence:.0%})", f"{accuracy.half_width:.4g}")
     cols[2].metric(f"±, all {accuracy.unit}s at once", f"{accuracy.simultaneous_half_width:.4g}")
     if accuracy.unit == "bin" and len(hist.domain.shape) == 1 and accuracy.noise_scale is not None:
-        preview = preview_release(choice.epsilon)
+        # the bins' noise is Lap(b) with b = 1/ε at the ε identity runs at (√(2ρ) under zCDP): preview that noise
+        preview = preview_release(1.0 / accuracy.noise_scale)
         lo, hi = selection.laplace_confidence_intervals(preview, accuracy.noise_scale, accuracy.confidence)
-        fig = histogram_figure(hist, preview, f"identity, ε={choice.epsilon:.3g} (preview)", source=tuning_values())
+        fig = histogram_figure(hist, preview, f"identity, {point_words(choice.epsilon)} (preview)",
+                               source=tuning_values())
         fig.add_scatter(x=np.arange(hist.domain.size), y=lo, mode="lines", line={"width": 0.5}, name="interval")
         fig.add_scatter(x=np.arange(hist.domain.size), y=hi, mode="lines", line={"width": 0.5},
                         fill="tonexty", name=f"per-bin {accuracy.confidence:.0%} interval")
@@ -229,8 +233,9 @@ def several_targets() -> None:
         "confidence": st.column_config.NumberColumn("confidence", min_value=0.5, max_value=0.9999,
                                                     format="%.4f", help="For the ± kinds: 1 − β.")})
     names = st.multiselect("Mechanisms", list(MECHANISMS), default=[m for m in TARGET_MECHANISMS if m in MECHANISMS],
-                           key="targets_mechanisms", help="Mechanisms whose error has a formula; data-dependent "
-                           "ones need a simulation on the data (the single-target tab offers it).")
+                           key="targets_mechanisms", format_func=mechanism_label,
+                           help="Mechanisms whose error has a formula; data-dependent ones need a simulation on the "
+                                "data (the single-target tab offers it).")
     try:
         rows = tuple((target_label(row), row["queries"], float(row["± (records)"]),
                       *TARGET_KINDS[row["kind"]](float(row["confidence"] or 0.95)))

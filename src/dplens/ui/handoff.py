@@ -24,6 +24,15 @@ def use_epsilon(epsilon: float, *, mechanism: str | None, target: str, workload:
     ss.epsilon_handoff = {"epsilon": float(epsilon), "mechanism": mechanism, "target": target, "workload": workload,
                           "pending": set(_TARGET_PAGES), "dataset": ss.get("dataset_key"),
                           "releases": len(ss.get("releases", [])), "tuned_on": tuned_on()}
+    st.toast(handed_on(ss.epsilon_handoff), icon=":material/check:")
+
+
+def handed_on(handoff: dict) -> str:
+    """What "Use this ε" handed on, and where, in words."""
+    mechanism = f" and the mechanism {handoff['mechanism']}" if handoff["mechanism"] else ""
+    return (f"Handed on {point_words(handoff['epsilon'])}{mechanism} to Release (its {point_unit()}"
+            f"{' and mechanism' if mechanism else ''}) and Gradual release (a schedule ending at it). "
+            "Nothing is spent until you release.")
 
 
 def release_tuned_on() -> str:
@@ -104,5 +113,6 @@ def use_button(epsilon: float, *, mechanism: str | None, target: str, workload: 
                      "release schedule ending at this ε. Nothing is spent until you release.")
     handoff = st.session_state.get("epsilon_handoff")
     if handoff and abs(handoff["epsilon"] - epsilon) < 1e-12 and handoff["target"] == target:
+        left.success(handed_on(handoff))
         middle.page_link("pages/release.py", label="Go to Release", icon=":material/publish:")
         right.page_link("pages/gradual.py", label="Go to Gradual release", icon=":material/stairs:")

@@ -52,7 +52,7 @@ from dplens.core.tables.records import (
     parse_marginal_workload,
 )
 from dplens.core.tables.synthesis import rho_advice
-from dplens.ui.charts import error_figure
+from dplens.ui.charts import error_figure, mechanism_label
 from dplens.ui.guard import plain
 from dplens.ui.ledger import ledger_store
 
@@ -329,8 +329,10 @@ def table_settings(name: str, *, render: bool = False) -> dict[str, str]:
 
 
 def table_method_label(name: str) -> str:
-    """How the page lists a method: its name and whether its error depends on the data."""
-    return f"{name} ({'data-dependent' if registered(name, kind='table').data_dependent else 'data-independent'})"
+    """How the page lists a method: its name and description (as every picker does) and whether its error depends
+    on the data."""
+    kind = "data-dependent" if registered(name, kind="table").data_dependent else "data-independent"
+    return f"{mechanism_label(name)} ({kind})"
 
 
 def release_table(progress=None) -> None:

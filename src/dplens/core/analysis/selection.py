@@ -41,6 +41,7 @@ from dplens.core.analysis.usefulness import (  # noqa: F401  (re-exported)
     max_query_min_records,
 )
 from dplens.core.mechanisms import Mechanism, check_epsilon, check_inputs
+from dplens.core.mechanisms.gaussian import Matched
 from dplens.core.queries.workloads import Identity as IdentityWorkload  # noqa: F401  (the doctests' workload)
 from dplens.core.queries.workloads import Workload, queries_are_cells, workload_grid
 from dplens.core.search import bisect_monotone
@@ -273,8 +274,16 @@ def laplace_answer_scale(mechanism: Mechanism, workload: Workload, epsilon: floa
     >>> from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers
     >>> laplace_answer_scale(LaplaceOnAnswers(), IdentityWorkload(3), 0.5)
     (2.0, 'answer')
+
+    A mechanism at matched privacy (``Matched``) is the mechanism it runs: under zCDP the Laplace histogram at
+    ρ = ε²/2 is still Lap(1/ε) on every bin (ε = √(2ρ)), and under (ε, δ) it is pure Laplace at ε.
+
+    >>> laplace_answer_scale(Matched(LaplaceIdentity(), "zcdp", 1e-6), IdentityWorkload(3), 1.0)[1]
+    'bin'
     """
     epsilon = check_epsilon(epsilon)
+    if isinstance(mechanism, Matched):
+        mechanism, epsilon = mechanism.resolve(epsilon)
     # the class says where its noise is i.i.d. (iid_noise_on) and at which scale (noise_scale); the Gaussian
     # variants inherit both but not Laplace noise
     where = getattr(mechanism, "iid_noise_on", None)

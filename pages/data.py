@@ -108,7 +108,8 @@ with ui.guard():
     cols[4].metric("Small bins (1–9)", f"{summary['small_bins']:,}")
     ui.dataset_chart(hist)
     st.caption("Choose a dataset in the sidebar, or upload your own below. Uploads stay on this server, in "
-               "this workspace (the workspace id in the URL brings them back after a reload; README: the ledger).")
+               "this workspace (the workspace id in the URL brings them back after a reload; each dataset's budget "
+               "is kept in the ledger, shown on the Ledger page).")
     with st.expander("Derive a dataset: change the scale or the domain size"):
         st.caption("Scale (number of records) and domain size decide which mechanism wins (DPBench). The result is "
                    "a new session dataset; the original stays in the picker.")

@@ -156,7 +156,7 @@ def test_the_ledger_page_shows_a_rho_total_in_rho():
     metrics = {m.label: m.value for m in at.metric}
     assert (metrics["Total ρ"], metrics["Spent ρ"], metrics["Remaining ρ"]) == ("0.5", "0.125", "0.375")
     assert at.session_state.ledger.remaining.rho == 0.375
-    shown = next(df.value for df in at.dataframe if "kind" in df.value.columns)  # the history, in ρ only
+    shown = next(df.value for df in at.dataframe if "Event" in df.value.columns)  # the history, in ρ only
     assert "ρ" in shown.columns and "ε" not in shown.columns and "δ" not in shown.columns
     from dplens.core.privacy.ledger_store import LedgerStore
     from dplens.core.release.export import history_to_csv

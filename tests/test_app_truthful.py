@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dplens.core.data.domain import Histogram
 from dplens.core.data.released import ReleasedData
-from tests.test_app import APP
+from tests.test_app import APP, PAGE_PATHS
 from tests.test_app_tuning import _run_compare
 
 
@@ -136,3 +137,54 @@ def test_mechanism_pickers_list_each_mechanism_with_its_description():
     tables = (at.selectbox(key="tables_release_mechanism").options, at.multiselect(key="tables_mechanisms").options)
     for options in tables:
         assert options and all(" — " in o for o in options), options
+
+
+# A dataset key of an upload (``upload:<sha1 prefix>:<column>:<bins>:<edges>:<shape>``) is an internal handle.
+UPLOAD_KEY = re.compile(r"upload:[0-9a-f]{6,}")
+# Field names of the release history (core.release.publish.history_entry) and of the ledger store's tables
+# (core.privacy.store): code, not words. Names that are also plain words ("mechanism", "workload", "time", "note")
+# are left out; the CSV downloads keep every raw field, so only what a page renders is checked.
+RAW_FIELDS = ("privacy_loss_unit", "privacy_loss", "export_id", "noise_sampler", "noise_path", "values_hash",
+              "fingerprint", "epoch", "params", "tuned_on", "workspace", "stream")
+
+
+def _rendered(at) -> tuple[list[str], list[str]]:
+    """(every text a person reads on the page and in the sidebar, every table's column headers)."""
+    texts = [e.value for kind in ("title", "header", "subheader", "markdown", "caption", "info", "warning",
+                                  "success", "error", "toast") for e in getattr(at, kind)]
+    texts += [f"{m.label} {m.value}" for m in at.metric] + [o for s in at.selectbox for o in s.options]
+    return texts, [str(c) for frame in at.dataframe for c in frame.value.columns]
+
+
+def _no_internal_words(at, page: str) -> None:
+    texts, headers = _rendered(at)
+    keys = [t for t in texts if UPLOAD_KEY.search(t)]
+    raw = [t for t in texts if any(f in t for f in RAW_FIELDS if "_" in f)]
+    assert not keys, f"{page} shows an upload's internal key: {keys}"
+    assert not raw, f"{page} shows a raw field name: {raw}"
+    assert not [h for h in headers if h in RAW_FIELDS], f"{page} has raw column headers: {headers}"
+
+
+def test_no_page_shows_an_upload_key_or_a_raw_store_field():
+    key = "upload:6e000797ab09::::"
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["uploads"] = {key: Histogram.from_counts([5.0, 0.0, 12.0, 3.0], name="bills")}
+    at.session_state["upload_files"] = {key: "bills.csv"}
+    at.session_state["dataset_key"] = key
+    at.run()
+    _no_internal_words(at, "app.py")  # the shell: sidebar and the first page
+    at.switch_page("pages/release.py").run()
+    at.number_input(key="release_epsilon").set_value(0.5)
+    at.button(key="release_spend").click().run()
+    assert not at.exception and at.session_state.releases, [e.value for e in at.error]
+    for page in PAGE_PATHS:
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+        _no_internal_words(at, page)
+    at.session_state["dataset_key"] = "sample:smooth"  # the release was made on another dataset
+    at.switch_page("pages/release.py").run()
+    made_on = [w.value for w in at.warning if "was made on" in w.value]
+    assert made_on and "**bills**" in made_on[0], made_on
+    _no_internal_words(at, "pages/release.py")
+    history = next(d.value for d in at.dataframe if "Privacy loss" in d.value.columns)
+    assert list(history["Privacy loss"]) == ["ε = 0.5"] and list(history["Dataset"]) == ["bills"]

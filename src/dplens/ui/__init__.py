@@ -81,6 +81,7 @@ from dplens.ui.datasets import (
     bins_from_data,
     dataset_choices,
     dataset_file,
+    dataset_name,
     derive_dataset,
     histogram,
     is_rescaled,
@@ -130,6 +131,7 @@ from dplens.ui.learn_view import (
 )
 from dplens.ui.ledger import (
     DATASET_COLUMNS,
+    HISTORY_COLUMNS,
     datasets_table,
     default_total,
     delta,
@@ -176,6 +178,7 @@ from dplens.ui.release_view import (
     SHOWN_QUERIES,
     SIMULATION_TRIALS,
     exact_halfwidths,
+    history_table,
     keep_export_intervals,
     load_config,
     release_rho_typed,
@@ -287,7 +290,8 @@ from dplens.ui.workloads_view import (
 from dplens.ui.workspace import open_workspace, save_workspace
 
 __all__ = ['REAL_WALK_NOTE', 'abandon_real_walk', 'real_walk_tab', 'release_real_step', 'start_real_walk',
-    'mechanism_label', 'handed_on', 'ALREADY_PRIVATE', 'PREVIEW_EPSILONS', 'dataset_chart', 'start_line',
+    'HISTORY_COLUMNS', 'dataset_name', 'history_table', 'mechanism_label', 'handed_on',
+    'ALREADY_PRIVATE', 'PREVIEW_EPSILONS', 'dataset_chart', 'start_line',
     'SOURCES', 'TRUE', 'Source', 'proxy_noise_warning', 'dataset_source', 'tuning_values',
     'DATASET_COLUMNS', 'PROXY_RHO', 'follow_the_ledger', 'keep_export_intervals', 'ledger_definition',
     'point_privacy', 'point_unit', 'point_words', 'load_reference_histogram', 'parsed_workload', 'MARKDOWN_LEAD',

@@ -23,10 +23,14 @@ def start_line(hist: Histogram) -> str:
     """The Data page's "Start here" line, naming the chart's values by their source."""
     name = plain(hist.name)
     if released_data() is not None:
-        return (f"**Start here:** grey bars: the {dataset_source().values} of **{name}**. {ALREADY_PRIVATE} "
+        chart = "the heatmap" if len(hist.domain.shape) == 2 else "grey bars"
+        return (f"**Start here:** {chart}: the {dataset_source().values} of **{name}**. {ALREADY_PRIVATE} "
                 "Choose a workload, then Compare or Release (re-releasing from it spends no budget).")
-    return (f"**Start here:** grey bars: the {dataset_source().values} of **{name}**; coloured line: what a DP "
-            "release at the chosen ε would publish. Pick a dataset in the sidebar or upload yours, then "
+    shown = (f"left heatmap: the {dataset_source().values} of **{name}** (colour: count per cell); right heatmap: "
+             "what a DP release at the chosen ε would publish" if len(hist.domain.shape) == 2 else
+             f"grey bars: the {dataset_source().values} of **{name}**; coloured line: what a DP release at the "
+             "chosen ε would publish")
+    return (f"**Start here:** {shown}. Pick a dataset in the sidebar or upload yours, then "
             "Workloads → Compare → Choose epsilon → Release.")
 
 

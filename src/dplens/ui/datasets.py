@@ -153,6 +153,23 @@ def dataset_file(key: str) -> str:
     return st.session_state.get("upload_files", {}).get(key) or key.partition(":")[2] or key
 
 
+def dataset_name(key: str) -> str:
+    """A dataset key for people: the session dataset's name, else its file's or sample's name; a key of an upload
+    that is not loaded in this session (``upload:<hash>:…``) is never shown.
+
+    >>> dataset_name("sample:smooth")
+    'smooth'
+    """
+    hist = st.session_state.get("uploads", {}).get(key)
+    if hist is not None:
+        return hist.name
+    name = st.session_state.get("upload_files", {}).get(key)
+    if name:
+        return name
+    kind, _, rest = key.partition(":")
+    return rest if kind in ("sample", "dpbench") else "an upload not loaded in this session"
+
+
 RESCALED_PREFIX = "scaled:"  # dataset keys of rescaled data and of anything derived from it
 RESCALED_REFUSAL = ("This dataset was rescaled by sampling new records from the original's shape, so one person "
                     "can move it by many records and ε spent on it is not ε spent on the original. It is for "

@@ -90,8 +90,14 @@ def native_history(history: list[dict], led: Ledger) -> pd.DataFrame:
         return frame
     hidden = ["epsilon", "delta"] if led.unit == "rho" else ["rho"] + (
         ["delta"] if led.total.delta == 0 and not frame["delta"].fillna(0).any() else [])
-    names = {"epsilon": "ε", "delta": "δ", "rho": "ρ"}
-    return frame.drop(columns=[c for c in hidden if c in frame]).rename(columns=names)
+    shown = [c for c in HISTORY_COLUMNS if c in frame and c not in hidden]
+    return frame[shown].rename(columns=HISTORY_COLUMNS)
+
+
+# The ledger history's columns for people, in this order; the store's bookkeeping (row id, epoch, fingerprint,
+# workspace) stays in the CSV download.
+HISTORY_COLUMNS = {"time": "Time", "kind": "Event", "label": "Release", "mechanism": "Mechanism", "epsilon": "ε",
+                   "delta": "δ", "rho": "ρ", "workload": "Workload", "export_id": "Export", "note": "Note"}
 
 
 DATASET_COLUMNS = {"owner": "Curator", "name": "Dataset", "fingerprint": "Fingerprint", "unit": "Unit",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -45,12 +46,14 @@ from dplens.ui.datasets import (
     RESCALED_REFUSAL,
     bins_from_data,
     dataset_file,
+    dataset_name,
     histogram,
     is_rescaled,
     ledger_key,
     released_data,
 )
 from dplens.ui.definition import definition as privacy_definition
+from dplens.ui.guard import plain
 from dplens.ui.handoff import release_tuned_on
 from dplens.ui.ledger import default_total, ledger, ledger_store
 from dplens.ui.ledger import delta as privacy_delta
@@ -320,7 +323,8 @@ def show_release(history: list[dict], hist, workload) -> None:
     same_inputs = entry["dataset"] == st.session_state.dataset_key and entry["workload"] == workload_spec()
     figures: dict = {}
     if not same_inputs:
-        st.warning(f"Release #{number} was made on `{entry['dataset']}` with workload `{entry['workload']}`; "
+        st.warning(f"Release #{number} was made on **{plain(dataset_name(entry['dataset']))}** with workload "
+                   f"`{entry['workload']}`; "
                    "select them in the sidebar to compare it with the truth. Its exports are below.")
     else:
         figures = _against_the_truth(number, entry, output, hist, workload)
@@ -333,7 +337,27 @@ def show_release(history: list[dict], hist, workload) -> None:
             st.caption(f"Chart: {fig_name} (shows the true data too: for the curator's own use)")
             figure_downloads(fig, f"dplens-{fig_name}-{number}", key=f"release_fig_{fig_name}")
     st.subheader("History")
-    st.dataframe(history, hide_index=True, key="release_history")
+    st.dataframe(history_table(history), hide_index=True, key="release_history")
+
+
+def _settings_words(params: str) -> str:
+    """A release's settings (its params JSON) for people: ``noise_scale = 2, branching = 16``.
+
+    >>> _settings_words('{"branching": 16, "noise_scale": 2.0}')
+    'branching = 16, noise_scale = 2'
+    """
+    values = json.loads(params or "{}")
+    return ", ".join(f"{key} = {value:.4g}" if isinstance(value, float) else f"{key} = {value}"
+                     for key, value in values.items())
+
+
+def history_table(history: list[dict]) -> list[dict]:
+    """The session's releases with worded columns (the CSV download keeps the raw fields)."""
+    return [{"#": e["number"], "Time": e["time"], "Mechanism": e["mechanism"], "Charged": _charged(e),
+             "Privacy loss": f"{'ρ' if e.get('privacy_loss_unit') == 'rho' else 'ε'} = {e['privacy_loss']:.4g}",
+             "Settings": _settings_words(e.get("params", "")), "Dataset": dataset_name(e["dataset"]),
+             "Workload": e["workload"], "Noise": e["noise_path"], "Tuned on": e.get("tuned_on") or ""}
+            for e in history]
 
 
 def _release_metrics(entry: dict, release) -> None:

@@ -236,18 +236,18 @@ def test_accuracy_first_releases_the_first_step_that_passes_and_charges_its_ex_p
     store = _store(tmp_path)
     store.set_total(FP, Budget(1e6))
     runs = [accuracy_first_release(counts, workload, store=store, fingerprint=FP, name="t", **settings)
-            for _ in range(80)]
+            for _ in range(60)]
     for run in runs:
         expected = run.epsilon_above_threshold + (run.grid[run.stopped_at - 1] if run.stopped_at else run.grid[-1])
         assert run.charged.epsilon == pytest.approx(expected)
         if run.stopped_at:
             assert np.sqrt(np.mean((run.published.release.estimate - counts) ** 2)) < 2.0 * 1.5
     spends = [e for e in store.history(FP) if e["kind"] == "spend"]
-    assert len(spends) == 80 and all("ex-post loss" in e["note"] for e in spends)
+    assert len(spends) == 60 and all("ex-post loss" in e["note"] for e in spends)
     assert store.ledger(FP).spent.epsilon == pytest.approx(sum(r.charged.epsilon for r in runs))
     # the stopping step follows the paper's analysis, simulated (seeded) with the same settings
     rng = np.random.default_rng(5)
-    simulated = [gradual.accuracy_first(counts, workload, rng=rng, **settings).stopped_at for _ in range(600)]
+    simulated = [gradual.accuracy_first(counts, workload, rng=rng, **settings).stopped_at for _ in range(400)]
     labels = range(-1, settings["steps"])
     secure_counts = [sum((r.stopped_at - 1 if r.stopped_at else -1) == k for r in runs) for k in labels]
     simulated_counts = [sum((s if s is not None else -1) == k for s in simulated) for k in labels]
@@ -272,3 +272,87 @@ def test_accuracy_first_failure_releases_nothing_and_charges_the_whole_walk(tmp_
     with pytest.raises(BudgetExceededError):  # the ex-ante cap ε_A + ε_T must fit before any work
         accuracy_first_release(np.full(64, 40.0), Identity(64), 2.0, store=small, fingerprint=FP, name="t",
                                epsilon_max=4.9, steps=4)
+
+
+# ----------------------------------------------------------------------------- Gaussian walks
+def _dg_pmf(variance: float, top: int) -> np.ndarray:
+    k = np.arange(-top, top + 1)
+    mass = np.exp(-(k**2) / (2 * variance))
+    return mass / mass.sum()
+
+
+def _sum_pmf(variances, top: int) -> np.ndarray:
+    """The exact pmf of a sum of independent discrete Gaussians on −top..top (tails beyond are negligible here)."""
+    pmf = np.array([1.0])
+    for v in variances:
+        pmf = np.convolve(pmf, _dg_pmf(v, top))
+    middle = pmf.size // 2
+    return pmf[middle - top: middle + top + 1]
+
+
+def _chi2_sum_pvalue(noise: np.ndarray, variances, top: int) -> float:
+    pmf = _sum_pmf(variances, top)
+    clipped = np.clip(noise, -top, top).astype(int) + top
+    observed = np.bincount(clipped, minlength=2 * top + 1)
+    keep = pmf * noise.size > 5  # chi-square needs expected counts ≥ 5: pool the tails
+    expected = np.append(pmf[keep] * noise.size, noise.size * (1 - pmf[keep].sum()))
+    return float(stats.chisquare(np.append(observed[keep], noise.size - observed[keep].sum()), expected).pvalue)
+
+
+def test_a_gaussian_walk_has_the_marginals_and_correlation_of_its_construction_and_a_proved_charge():
+    from dplens.core.privacy.noise import gaussian_walk_loss, gaussian_walk_variances, secure_gaussian_noise_reduction
+
+    rhos = (0.01, 0.05, 0.5)
+    variances = gaussian_walk_variances(rhos)  # 40, 9, 1
+    walk = secure_gaussian_noise_reduction(np.zeros(CELLS), rhos)
+    for t in range(3):
+        parts = variances[t:]
+        top = int(6 * math.sqrt(parts.sum())) + 2
+        assert _chi2_sum_pvalue(walk[t], parts, top) > 1e-4
+        assert _chi2_sum_pvalue(walk[t], parts * 1.3, top) < 1e-6  # power: 30 % more variance is rejected
+    for t in range(2):
+        expected = math.sqrt(variances[t + 1:].sum() / variances[t:].sum())
+        corr = float(np.corrcoef(walk[t], walk[t + 1])[0, 1])
+        assert abs(corr - expected) < 5 * (1 - expected**2) / math.sqrt(CELLS), (t, corr, expected)
+    loss = gaussian_walk_loss(rhos)
+    assert loss == pytest.approx((1 / 80, 1 / 18, 0.5)) and all(a >= r for a, r in zip(loss, rhos, strict=True))
+
+
+def test_a_gaussian_walks_prefix_stays_within_its_charged_rho():
+    """Per-cell audit at two points of the ρ̃_2-zCDP curve (as tests/test_audit_tables.py audits tables)."""
+    from dplens.core.privacy.definitions import zcdp_epsilon
+    from dplens.core.privacy.noise import gaussian_walk_loss, secure_gaussian_noise_reduction
+
+    half, rhos = 10_000, (0.1, 0.5)
+    counts = np.r_[np.zeros(half), np.ones(half)]
+    prefix = secure_gaussian_noise_reduction(counts, rhos).T
+    charged = gaussian_walk_loss(rhos)[1]
+    for delta in (0.3, 0.1):
+        bound, event = audit_pair(prefix[half:], prefix[:half], 0.001 / 2, 2, delta=delta)
+        assert bound <= zcdp_epsilon(charged, delta), (delta, bound, event)
+
+
+def test_gaussian_steps_charge_their_bound_in_rho_and_the_command_line_takes_them(tmp_path, capsys):
+    from dplens.core.privacy.noise import gaussian_walk_loss
+
+    store = _store(tmp_path)
+    store.set_total(FP, Budget.zcdp(2.0, 1e-6))
+    walk = start_walk(np.arange(6.0), [ZCDP(0.05), ZCDP(0.5)], store=store, fingerprint=FP, name="toy",
+                      mechanism="gaussian-identity")
+    first = release_walk_step(walk.id, store=store)
+    assert store.ledger(FP).spent.rho == pytest.approx(gaussian_walk_loss((0.05, 0.5))[0])
+    second = release_walk_step(walk.id, store=store)
+    assert store.ledger(FP).spent.rho == pytest.approx(0.5) and second.published.noise_sampler.endswith("gaussian")
+    doc = json.loads(export_walk_step(first, fmt="json", dataset="toy"))
+    assert doc["noise_sampler"] == "opendp-integer-gaussian" and len(doc["lower"]) == 6
+    with pytest.raises(ValueError, match="in ρ"):
+        start_walk(np.arange(6.0), [PureDP(0.5)], store=store, fingerprint=FP, name="toy",
+                   mechanism="gaussian-identity")
+    ledger, out = str(tmp_path / "l.sqlite3"), tmp_path / "steps"
+    out.mkdir()
+    assert main(["gradual", "start", "--input", "smooth", "--mechanism", "gaussian-identity", "--definition",
+                 "approx", "--schedule", "0.5,2", "--output-dir", str(out), "--ledger", ledger,
+                 "--budget", "5", "--budget-delta", "1e-5"]) == 0, capsys.readouterr().err
+    walk_id = capsys.readouterr().out.split()[1]
+    assert main(["gradual", "next", "--walk", walk_id, "--ledger", ledger]) == 0, capsys.readouterr().err
+    assert json.loads((out / "step-1.json").read_text())["cumulative_loss_unit"] == "rho"

@@ -308,12 +308,12 @@ def cmd_ledger(args: argparse.Namespace) -> int:
 
 
 def _schedule(args: argparse.Namespace) -> list:
-    """``--schedule`` as privacy values: pure ε, or ρ with ``--definition zcdp``."""
-    from dplens.core.privacy.definitions import ZCDP, PureDP
+    """``--schedule`` as privacy values: pure ε, ρ with ``--definition zcdp``, or ε at ``--delta`` (approx) as ρ."""
+    from dplens.core.privacy.definitions import ZCDP, PureDP, zcdp_rho
 
     values = _floats(args.schedule, "--schedule")
-    if args.definition not in ("pure", "zcdp"):
-        raise CliError(f"a gradual release walks pure epsilon or zCDP rho values, not --definition {args.definition}")
+    if args.definition == "approx":  # epsilons at --delta, walked as the rho whose epsilon at delta each is
+        return [ZCDP(zcdp_rho(v, args.delta)) for v in values]
     return [PureDP(v) for v in values] if args.definition == "pure" else [ZCDP(v) for v in values]
 
 
@@ -346,7 +346,7 @@ def cmd_gradual(args: argparse.Namespace) -> int:
         fingerprint = dataset_fingerprint(histogram)
         _record_budget(store, fingerprint, args, histogram.name)
         walk = start_walk(histogram.counts, _schedule(args), store=store, fingerprint=fingerprint,
-                          name=histogram.name, mechanism=args.mechanism,
+                          name=histogram.name, mechanism=args.mechanism, delta=args.delta,
                           output_dir=str(Path(args.output_dir).resolve()))
         print(f"walk {walk.id}")
         return 0
@@ -358,7 +358,7 @@ def cmd_gradual(args: argparse.Namespace) -> int:
     if not args.walk:
         raise CliError(f"gradual {args.action} needs --walk ID (printed by gradual start)")
     if args.action == "next":
-        step = release_walk_step(args.walk, store=store, where="command line")
+        step = release_walk_step(args.walk, store=store, delta=args.delta, where="command line")
         output = Path(args.output_dir or step.walk.output_dir or ".") / f"step-{step.step}.json"
         output.write_bytes(export_walk_step(step, fmt="json", dataset=step.walk.name))
         print(f"step {step.step} -> {output}; " + _walk_line(step.walk, store))
@@ -666,11 +666,16 @@ def _add_gradual(sub, samples: str) -> None:
                     "largest step released. Steps not yet released never leave the store.")
     walk.add_argument("action", choices=("start", "next", "status", "abandon"))
     walk.add_argument("--input", help=f"histogram file or sample name ({samples}) (start)")
-    walk.add_argument("--mechanism", default="identity", help="identity (Laplace noise on each bin) (start)")
+    walk.add_argument("--mechanism", default="identity", choices=("identity", "gaussian-identity"),
+                      help="identity: Laplace noise on each bin, exact; gaussian-identity: discrete Gaussian noise, "
+                           "each step charged a proved rho bound (start)")
     walk.add_argument("--schedule", help="strictly increasing epsilons (or rhos with --definition zcdp), e.g. "
                                          "0.1,0.5,1 (start)")
-    walk.add_argument("--definition", choices=("pure", "zcdp"), default="pure",
-                      help="pure: the schedule is epsilon; zcdp: it is rho (Laplace at epsilon = sqrt(2 rho))")
+    walk.add_argument("--definition", choices=("pure", "approx", "zcdp"), default="pure",
+                      help="pure: the schedule is epsilon; zcdp: it is rho (Laplace at epsilon = sqrt(2 rho)); "
+                           "approx (gaussian-identity): epsilons at --delta, walked as rho")
+    walk.add_argument("--delta", type=_delta, default=1e-6,
+                      help="where rho is read as epsilon (zcdp, approx) and charged to an (epsilon, delta) ledger")
     walk.add_argument("--output-dir", help="folder for step-<k>.json (start; next may override it)")
     walk.add_argument("--walk", help="the walk's id (next, status, abandon)")
     walk.add_argument("--reason", help="why the walk is abandoned (recorded)")

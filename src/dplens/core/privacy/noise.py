@@ -433,3 +433,55 @@ def secure_above_threshold(values: Any, threshold: float, epsilon: float, sensit
     noisy = source.add_laplace(np.asarray(values, dtype=float), 4 * sensitivity / epsilon)
     below = np.flatnonzero(noisy <= noisy_threshold)
     return int(below[0]) if below.size else None
+
+
+def gaussian_walk_variances(rhos: Any) -> np.ndarray:
+    """σ² of each discrete Gaussian a Gaussian walk adds, most private step first: the last step draws
+    1/(2ρ_T), and step t adds 1/(2ρ_t) − 1/(2ρ_{t+1}) to step t+1 (Brownian noise reduction, Koufogiannis et al.;
+    Whitehouse et al., NeurIPS 2022), so step t's noise has variance about 1/(2ρ_t).
+
+    >>> gaussian_walk_variances([0.125, 0.5]).tolist()
+    [3.0, 1.0]
+    """
+    rhos = np.asarray(rhos, dtype=float)
+    if rhos.ndim != 1 or rhos.size == 0 or not np.all(np.isfinite(rhos) & (rhos > 0)) or np.any(np.diff(rhos) <= 0):
+        raise ValueError(f"a Gaussian walk needs strictly increasing finite rho > 0, got {np.ravel(rhos).tolist()}")
+    total = 1.0 / (2.0 * rhos)
+    return np.append(total[:-1] - total[1:], total[-1])
+
+
+def gaussian_walk_loss(rhos: Any) -> tuple[float, ...]:
+    """The ρ each prefix y_1..y_t of a discrete Gaussian walk is charged: 1/(2 max_{j≥t} σ_j²).
+
+    A sum of discrete Gaussians is not a discrete Gaussian, so the ρ_t of the schedule is not claimed. What is
+    proved: y_t = x + Σ_{j≥t} Z_j is post-processing of x + Z_j for each j ≥ t (the other terms do not depend on
+    the data), and x + Z_j is 1/(2σ_j²)-zCDP (Canonne, Kamath & Steinke 2020); the steps before t are
+    post-processing of y_t. It equals ρ_t for the last step and exceeds it elsewhere, least when the schedule's
+    steps are far apart (each step then holds most of its own variance).
+
+    >>> [round(r, 4) for r in gaussian_walk_loss([0.125, 0.5])]
+    [0.1667, 0.5]
+    """
+    variances = gaussian_walk_variances(rhos)
+    largest = np.maximum.accumulate(variances[::-1])[::-1]  # max over j ≥ t
+    return tuple(float(1.0 / (2.0 * v)) for v in largest)
+
+
+def secure_gaussian_noise_reduction(counts: Any, rhos: Any) -> np.ndarray:
+    """A Gaussian walk on integer ``counts`` built backwards on the secure path: the last row is counts + DG(σ_T²)
+    from OpenDP's discrete Gaussian on the integers, and each earlier row passes the next one through the discrete
+    Gaussian measurement again at its own increment (``gaussian_walk_variances``). Charge ``gaussian_walk_loss``.
+
+    >>> secure_gaussian_noise_reduction(np.array([3.0, 0, 5]), [0.125, 0.5]).shape
+    (2, 3)
+    """
+    counts = np.asarray(counts, dtype=float).ravel()
+    if counts.size == 0 or not _integer_counts(counts):
+        raise ValueError("a secure walk needs a non-empty vector of integer counts below 2^52")
+    variances = gaussian_walk_variances(rhos)
+    source = SecureNoise(integer=True)
+    walk = np.empty((variances.size, counts.size))
+    walk[-1] = source.add_gaussian(counts, math.sqrt(variances[-1]))
+    for t in range(variances.size - 2, -1, -1):
+        walk[t] = source.add_gaussian(walk[t + 1], math.sqrt(variances[t]))
+    return walk

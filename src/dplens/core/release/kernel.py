@@ -47,14 +47,21 @@ import numpy as np
 
 from dplens.core.analysis.bounded import run_bounded
 from dplens.core.analysis.cost import check_cost, estimate_cost
-from dplens.core.analysis.intervals import Intervals, release_intervals
+from dplens.core.analysis.intervals import Intervals, exact_halfwidth, release_intervals
 from dplens.core.data import limits
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from dplens.core.mechanisms.gaussian import Matched, for_privacy
 from dplens.core.privacy.budget import Budget, Ledger, ledger_charge
 from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount, privacy_words, zcdp_epsilon
 from dplens.core.privacy.ledger_store import DEFAULT_TOTAL, LedgerStore, new_export_id
-from dplens.core.privacy.noise import noise_sampler, noise_source, secure_above_threshold, secure_noise_reduction
+from dplens.core.privacy.noise import (
+    gaussian_walk_loss,
+    noise_sampler,
+    noise_source,
+    secure_above_threshold,
+    secure_gaussian_noise_reduction,
+    secure_noise_reduction,
+)
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.queries.workloads import Identity, Workload
 from dplens.core.release.export import SIMULATION_LABEL, ExportKeys, neutralise, release_to_csv, release_to_json
@@ -322,7 +329,9 @@ def table_metadata(published: Published, request: TableRequest, *, dataset: str)
 
 
 # ----------------------------------------------------------------------------- gradual release, for real
-WALK_MECHANISMS = ("identity",)  # Laplace noise i.i.d. on the cells, integer counts: the exact discrete walk
+# Noise i.i.d. on the cells of integer counts (Δ = 1): identity walks Laplace exactly (each step is exactly
+# counts + discrete Laplace(1/ε_t)); gaussian-identity walks discrete Gaussians, charged a proved bound.
+WALK_MECHANISMS = ("identity", "gaussian-identity")
 
 
 @dataclass(frozen=True, eq=False)
@@ -340,52 +349,78 @@ class WalkStep:
         return self.request.privacy
 
 
-def _walk_schedule(schedule: Sequence[Privacy]) -> tuple[str, tuple[float, ...]]:
+def _walk_schedule(schedule: Sequence[Privacy], mechanism: str) -> tuple[str, tuple[float, ...]]:
     """(definition, the schedule's amounts) for all-PureDP or all-ZCDP values, strictly increasing."""
     kinds = {type(p) for p in schedule}
     if not schedule or kinds not in ({PureDP}, {ZCDP}):
         raise ValueError("a walk's schedule is a non-empty list of pure ε values or of zCDP ρ values (not mixed, "
                          f"not (ε, δ)), got {[privacy_words(p) for p in schedule]}")
+    if mechanism == "gaussian-identity" and kinds != {ZCDP}:
+        raise ValueError("a Gaussian walk's schedule is in ρ (zCDP): Gaussian noise has no pure ε")
     amounts = tuple(float(amount(p)) for p in schedule)
     check_schedule(amounts)  # finite, > 0, strictly increasing: never silently sorted
     return ("pure" if kinds == {PureDP} else "zcdp"), amounts
 
 
-def _walk_privacy(walk: Walk, step: int) -> Privacy:
-    value = walk.schedule[step - 1]
-    return PureDP(value) if walk.definition == "pure" else ZCDP(value)
+def walk_costs(walk: Walk) -> tuple[Privacy, ...]:
+    """What releasing steps 1..t costs in all, for each t: the Laplace walk's own ε_t (or ρ_t), exactly; the
+    Gaussian walk's proved bound ``gaussian_walk_loss`` (≥ the schedule's ρ_t, equal at the last step)."""
+    if walk.mechanism == "gaussian-identity":
+        return tuple(ZCDP(r) for r in gaussian_walk_loss(walk.schedule))
+    return tuple(PureDP(v) if walk.definition == "pure" else ZCDP(v) for v in walk.schedule)
+
+
+def _prefix_charge(walk: Walk, step: int, delta: float) -> Budget:
+    """The ledger charge of releasing steps 1..``step`` together (0 steps: nothing). A Laplace walk is pure
+    ε_t-DP whatever the unit of its schedule; a Gaussian walk's prefix is charged as its ρ bound (ε at ``delta``)."""
+    if step == 0:
+        return Budget(0.0, 0.0, 0.0)
+    if walk.mechanism == "identity":
+        return step_charge(0.0, walk.epsilons[step - 1])
+    return ledger_charge(walk_costs(walk)[step - 1], delta)
+
+
+def _walk_charge(walk: Walk, step: int, delta: float) -> Budget:
+    """What step ``step`` is charged: its prefix's charge minus the previous prefix's (ε, δ and ρ alike), so the
+    ledger has spent exactly the prefix's cost after every step."""
+    now, before = _prefix_charge(walk, step, delta), _prefix_charge(walk, step - 1, delta)
+    return Budget(now.epsilon - before.epsilon, now.delta - before.delta, (now.rho or 0.0) - (before.rho or 0.0))
 
 
 def start_walk(counts: np.ndarray, schedule: Sequence[Privacy], *, store: LedgerStore, fingerprint: str, name: str,
-               mechanism: str = "identity", default_total: Budget = DEFAULT_TOTAL,
+               mechanism: str = "identity", default_total: Budget = DEFAULT_TOTAL, delta: float = 1e-6,
                output_dir: str | None = None) -> Walk:
     """Draw a whole noise-reduction walk on the secure path and keep it for its curator; nothing is charged yet.
 
     The walk's last (least private) step must fit the dataset's ledger now (the ex-ante cap); each step is charged
-    when it is released (``release_walk_step``). Only ``WALK_MECHANISMS`` on integer counts walk exactly.
+    when it is released (``release_walk_step``). Only ``WALK_MECHANISMS`` on integer counts.
 
     Raises:
         ValueError: another mechanism, a bad schedule, non-integer counts;
         BudgetExceededError: the schedule's last step does not fit what remains.
     """
     if mechanism not in WALK_MECHANISMS:
-        raise ValueError(f"a gradual release walks only {', '.join(WALK_MECHANISMS)} (Laplace noise on each bin, "
-                         f"drawn exactly on the integers), not {mechanism!r}; use the Release page for it")
-    definition, amounts = _walk_schedule(schedule)
+        raise ValueError(f"a gradual release walks only {', '.join(WALK_MECHANISMS)} (noise on each bin, drawn "
+                         f"exactly on the integers), not {mechanism!r}; use the Release page for it")
+    definition, amounts = _walk_schedule(schedule, mechanism)
     counts = np.asarray(counts, dtype=float).ravel()
     walk = Walk("", "", fingerprint, 0, name, mechanism, definition, amounts, counts.size, 0, "active", None)
     if not store.recorded(fingerprint):
         store.set_total(fingerprint, default_total, name=name)
-    store.ledger(fingerprint).spend(f"walk cap: {privacy_words(schedule[-1])}", step_charge(0.0, walk.epsilons[-1]))
-    values = secure_noise_reduction(counts, [1.0 / e for e in walk.epsilons])  # Δ₁ = 1 (add/remove one record)
+    store.ledger(fingerprint).spend(f"walk cap: {privacy_words(walk_costs(walk)[-1])}",
+                                    _prefix_charge(walk, walk.steps, delta))
+    if mechanism == "identity":
+        values = secure_noise_reduction(counts, [1.0 / e for e in walk.epsilons])  # Δ₁ = 1 (add/remove one record)
+    else:
+        values = secure_gaussian_noise_reduction(counts, amounts)  # Δ₂ = 1
     return WalkStore(store.path, store.owner).create(values, fingerprint=fingerprint, epoch=int(
         store.epoch(fingerprint) or 0), name=name, mechanism=mechanism, definition=definition, schedule=amounts,
         output_dir=output_dir)
 
 
 def release_walk_step(walk_id: str, *, store: LedgerStore, delta: float = 1e-6, where: str = "app") -> WalkStep:
-    """Release the next step of this curator's walk, charging only its increment: ε_t − ε_{t−1} (ρ_t − ρ_{t−1}), so
-    the ledger has spent exactly the largest step released. One transaction charges, records the export and marks
+    """Release the next step of this curator's walk, charging only its increment (``_walk_charge``), so the ledger
+    has spent exactly what the steps released so far cost. One transaction charges, records the export and marks
     the step released.
 
     Raises:
@@ -403,19 +438,23 @@ def release_walk_step(walk_id: str, *, store: LedgerStore, delta: float = 1e-6, 
     if store.epoch(walk.fingerprint) != walk.epoch:
         raise ValueError(f"the budget of {walk.name or 'this dataset'} was reset after walk {walk.id} started; its "
                          "steps are refused (start a new walk on the fresh budget)")
-    values, privacy = walks.step_values(walk, step), _walk_privacy(walk, step)
-    epsilon = walk.epsilons[step - 1]
-    request = HistogramRequest("identity", {}, privacy, Identity(walk.cells), "identity",
+    values, privacy = walks.step_values(walk, step), walk_costs(walk)[step - 1]
+    request = HistogramRequest(walk.mechanism, {}, privacy, Identity(walk.cells), "identity",
                                0.0 if walk.definition == "pure" else delta)
-    params = {"noise_scale": 1.0 / epsilon, "walk": walk.id, "step": step, "steps": walk.steps,
-              "schedule": list(walk.schedule)}
+    params: dict[str, Any] = {"walk": walk.id, "step": step, "steps": walk.steps, "schedule": list(walk.schedule)}
+    if walk.mechanism == "identity":
+        params["noise_scale"] = 1.0 / walk.epsilons[step - 1]
+        loss = walk.epsilons[step - 1] if walk.definition == "pure" else walk.epsilons[step - 1] ** 2 / 2
+    else:  # the noise is a sum of discrete Gaussians of total variance 1/(2ρ_t); charged the proved bound
+        params |= {"sigma": math.sqrt(1.0 / (2.0 * walk.schedule[step - 1])), "noise": "gaussian",
+                   "schedule_rho": walk.schedule[step - 1]}
+        loss = amount(privacy)
     if walk.definition == "zcdp":
         params |= {"definition": "zcdp", "delta": delta, "epsilon_at_delta": zcdp_epsilon(amount(privacy), delta)}
-    loss = epsilon if walk.definition == "pure" else epsilon**2 / 2  # Laplace(1/ε) per bin, Δ₁ = 1
-    release = Release("identity", privacy, loss, values, values, params, workload=request.workload)
+    release = Release(walk.mechanism, privacy, loss, values, values, params, workload=request.workload)
     _check_loss(release, privacy)
     export_id = new_export_id()
-    charge = step_charge(walk.epsilons[step - 2] if step > 1 else 0.0, epsilon)
+    charge = _walk_charge(walk, step, delta)
 
     def mark(conn: sqlite3.Connection, epoch: int) -> None:
         if epoch != walk.epoch:
@@ -423,19 +462,28 @@ def release_walk_step(walk_id: str, *, store: LedgerStore, delta: float = 1e-6, 
         walks.mark_released(conn, walk, step)
 
     ledger = store.spend(walk.fingerprint, f"walk {walk.id}: step {step} of {walk.steps}", charge,
-                         mechanism="identity", workload="identity", export_id=export_id, rho=charge.rho,
+                         mechanism=walk.mechanism, workload="identity", export_id=export_id, rho=charge.rho,
                          name=walk.name, values_hash=values_hash(values, "counts"), within=mark,
                          note=f"gradual release: step {step} of {walk.steps}, "
                               f"{privacy_words(privacy, request.delta or None)} in all (this step charged the "
                               f"increment); {where}")
-    published = Published(release, export_id, charge, ledger, "opendp-integer-laplace", 0.0)
+    sampler = "opendp-integer-laplace" if walk.mechanism == "identity" else "opendp-integer-gaussian"
+    published = Published(release, export_id, charge, ledger, sampler, 0.0)
     return WalkStep(walks.get(walk.id), step, published, request)
 
 
 def export_walk_step(step: WalkStep, *, fmt: str, dataset: str) -> bytes:
     """A released step's export, as ``export_release`` writes a release, plus (JSON) the walk, the step and the
-    cumulative loss of the steps released so far (the last step's, not their sum)."""
-    data = export_release(step.published, step.request, fmt=fmt, dataset=dataset)
+    cumulative loss of the steps released so far (the last step's, not their sum). A Gaussian step's intervals use
+    the normal quantile at the noise's total σ (a sum of discrete Gaussians: its variance is at most σ²)."""
+    intervals = None
+    release = step.published.release
+    if step.walk.mechanism == "gaussian-identity":
+        values = np.asarray(release.estimate, dtype=float)
+        half = exact_halfwidth(("gaussian", float(release.params["sigma"]), False))
+        intervals = Intervals(values - half, values + half, 0.95, False,
+                              "normal quantile at the walk's total sigma (sum of discrete Gaussians)")
+    data = export_release(step.published, step.request, fmt=fmt, dataset=dataset, intervals=intervals)
     if fmt == "csv":
         return data
     doc = json.loads(data)

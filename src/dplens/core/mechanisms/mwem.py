@@ -152,7 +152,7 @@ class MWEM:
             total = max(float(total_measurement.noisy(float(x.sum()), rng)), 1.0)
             blocks = [(np.ones(n), total_measurement)]
         # "auto": from the total already released (noisy, or public by assumption), so no further privacy cost
-        rounds = auto_rounds(total, epsilon, dimensions) if self.rounds == "auto" else self.rounds
+        rounds = auto_rounds(total, epsilon, dimensions) if self.rounds == "auto" else int(self.rounds)
         epsilon_round = (epsilon - epsilon_total) / rounds
         epsilon_select = epsilon_measure = epsilon_round / 2
         true_answers = workload.matvec(x)

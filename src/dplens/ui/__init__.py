@@ -114,10 +114,12 @@ from dplens.ui.identity import (
     ADMINS_ENV,
     LOCAL_ADDRESSES,
     LOCAL_CURATOR,
+    REQUIRED_CLAIMS,
     admins,
     current_curator,
     is_admin,
     local_mode,
+    normalise_email,
     signed_in,
 )
 from dplens.ui.learn_view import (
@@ -297,7 +299,8 @@ __all__ = ['REAL_WALK_NOTE', 'abandon_real_walk', 'real_walk_tab', 'release_real
     'point_privacy', 'point_unit', 'point_words', 'load_reference_histogram', 'parsed_workload', 'MARKDOWN_LEAD',
     'REPRODUCTION_TITLES', 'markdown_safe',
     'GRADUAL_SIMULATION', 'ADMINS_ENV', 'LOCAL_ADDRESSES', 'LOCAL_CURATOR', 'admins', 'current_curator', 'is_admin',
-    'local_mode', 'signed_in', 'ledger_store', 'datasets_table', 'MISSING_CHOICES', 'SAMPLE_TABLE_NAME',
+    'local_mode', 'signed_in', 'REQUIRED_CLAIMS', 'normalise_email',
+    'ledger_store', 'datasets_table', 'MISSING_CHOICES', 'SAMPLE_TABLE_NAME',
     'table_method_label', 'ratio_section', 'gaussian_section', 'LAYOUT', 'RATIO_BINS', 'RATIO_MIN_COUNT',
     'range_errors', 'ratio_ticks', 'PER_BIN_TRIALS', 'chosen_metrics', 'pick_from_click', 'show_compare_results',
     'show_release', 'AUTO_SIMULATION_SECONDS', 'SHOWN_QUERIES', 'SIMULATION_TRIALS', 'exact_halfwidths', 'load_config',

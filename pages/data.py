@@ -3,6 +3,7 @@
 import streamlit as st
 
 from dplens import ui
+from dplens.core.data.datasets import NoCountColumnError
 from dplens.core.data.released import POST_PROCESSING, is_release_export
 
 UNKNOWN_EXPORT_NOTE = ("this file looks like a dplens export, but this installation has no record of releasing it, so "
@@ -42,6 +43,10 @@ def use_upload() -> None:
         edges = ss.get("data_edges") if as_records and mode == "bin edges" else None  # parsed in core (bin_edges)
         hist = ui.add_upload(data, upload.name, column=column or None, bins=bins, edges=edges,
                              grid_shape=grid if not as_records and min(grid) > 0 else None, notes=notes)
+    except NoCountColumnError as err:  # a header without counts: most likely one row per person
+        ss.flash_error = (f"Could not read {ui.plain(upload.name)}: {err}. If the file holds one row per person, "
+                          "tick “The file holds raw records” and pick the column to bin.")
+        return
     except ValueError as err:
         ss.flash_error = f"Could not read {ui.plain(upload.name)}: {err}"
         return
@@ -60,7 +65,9 @@ for notice in st.session_state.pop("data_notices", []):
 with ui.guard():
     hist = ui.histogram()
     st.markdown(ui.start_line(hist))
-    with st.expander("Upload a histogram", expanded=False):  # on the first screen, before the charts
+    # open while an upload is under way: a widget inside changing must not fold it away
+    working = st.session_state.get("data_upload") is not None or bool(st.session_state.get("data_as_records"))
+    with st.expander("Upload a histogram", expanded=working):  # on the first screen, before the charts
         st.markdown(
             "- **CSV** with a `count` column (optional label column), or `row,col,count` for 2-D, "
             "or a plain numeric matrix (2-D)\n- **JSON** `{\"counts\": [...]}` (nested lists for 2-D)\n"
@@ -70,7 +77,7 @@ with ui.guard():
         as_records = st.checkbox("The file holds raw records (one row per person)", key="data_as_records",
                                  help="Bin one column into a histogram.")
         if as_records:
-            st.text_input("Column to bin", key="data_column", help="Column name in the CSV header.")
+            ui.record_column_picker(upload)
             mode = st.radio("Binning", ["categorical", "number of bins", "bin edges"], horizontal=True,
                             key="data_binning", help="Numeric columns: choose equal-width bins or your own edges.")
             if mode == "number of bins":

@@ -127,7 +127,7 @@ def test_every_binning_of_one_records_file_charges_one_ledger():
     for bins in (5, 7):  # widget state does not survive leaving the page: set it each time
         at.file_uploader(key="data_upload").set_value(("people.csv", records, "text/csv")).run()
         at.checkbox(key="data_as_records").check().run()
-        at.text_input(key="data_column").set_value("age")
+        at.selectbox(key="data_column").set_value("age")
         at.radio(key="data_binning").set_value("number of bins").run()
         at.number_input(key="data_bins").set_value(bins)
         at.button(key="data_use").click().run()

@@ -188,3 +188,27 @@ def test_no_page_shows_an_upload_key_or_a_raw_store_field():
     _no_internal_words(at, "pages/release.py")
     history = next(d.value for d in at.dataframe if "Privacy loss" in d.value.columns)
     assert list(history["Privacy loss"]) == ["ε = 0.5"] and list(history["Dataset"]) == ["bills"]
+
+
+RECORDS = b"age,city\n" + b"\n".join(f"{20 + i % 50},{'AB'[i % 2]}".encode() for i in range(60)) + b"\n"
+
+
+def test_raw_records_offer_the_files_columns_and_keep_the_upload_open():
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.expander[0].proto.expanded  # folded on the first screen
+    at.file_uploader(key="data_upload").set_value(("people.csv", RECORDS, "text/csv")).run()
+    at.checkbox(key="data_as_records").check().run()
+    assert at.expander[0].label == "Upload a histogram" and at.expander[0].proto.expanded  # stays open
+    assert at.selectbox(key="data_column").options == ["age", "city"]
+    at.selectbox(key="data_column").set_value("city")
+    at.button(key="data_use").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state.uploads[at.session_state.dataset_key].domain.size == 2  # A and B
+
+
+def test_records_uploaded_as_counts_are_pointed_to_the_raw_records_option():
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.file_uploader(key="data_upload").set_value(("people.csv", RECORDS, "text/csv")).run()
+    at.button(key="data_use").click().run()
+    errors = [e.value for e in at.error]
+    assert any("needs a 'count' column" in e and "The file holds raw records" in e for e in errors), errors

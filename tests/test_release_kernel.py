@@ -268,7 +268,7 @@ def test_records_binned_on_bins_read_from_the_data_are_not_released(edges, relea
     at = open_page(DATA)
     at.file_uploader(key="data_upload").set_value(("people.csv", records, "text/csv")).run()
     at.checkbox(key="data_as_records").check().run()
-    at.text_input(key="data_column").set_value("age")
+    at.selectbox(key="data_column").set_value("age")
     if edges:
         at.radio(key="data_binning").set_value("bin edges").run()
         at.text_input(key="data_edges").set_value(edges)

@@ -67,7 +67,7 @@ from dplens.ui.choose_epsilon_view import (
 )
 from dplens.ui.compare_view import PER_BIN_TRIALS, chosen_metrics, pick_from_click, show_compare_results
 from dplens.ui.config import apply_config, session_config
-from dplens.ui.data_view import PREVIEW_EPSILONS, dataset_chart, start_line
+from dplens.ui.data_view import PREVIEW_EPSILONS, dataset_chart, record_column_picker, start_line
 from dplens.ui.datasets import (
     ALREADY_PRIVATE,
     BINS_FROM_DATA_REFUSAL,
@@ -293,7 +293,7 @@ from dplens.ui.workspace import open_workspace, save_workspace
 
 __all__ = ['REAL_WALK_NOTE', 'abandon_real_walk', 'real_walk_tab', 'release_real_step', 'start_real_walk',
     'HISTORY_COLUMNS', 'dataset_name', 'history_table', 'mechanism_label', 'handed_on',
-    'ALREADY_PRIVATE', 'PREVIEW_EPSILONS', 'dataset_chart', 'start_line',
+    'record_column_picker', 'ALREADY_PRIVATE', 'PREVIEW_EPSILONS', 'dataset_chart', 'start_line',
     'SOURCES', 'TRUE', 'Source', 'proxy_noise_warning', 'dataset_source', 'tuning_values',
     'DATASET_COLUMNS', 'PROXY_RHO', 'follow_the_ledger', 'keep_export_intervals', 'ledger_definition',
     'point_privacy', 'point_unit', 'point_words', 'load_reference_histogram', 'parsed_workload', 'MARKDOWN_LEAD',

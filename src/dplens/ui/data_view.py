@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dplens.core.data.datasets import record_columns
 from dplens.core.data.domain import Histogram
 from dplens.ui.chart_controls import histogram_view_controls
 from dplens.ui.charts import MAX_BARS, histogram_figure
@@ -61,3 +62,19 @@ def dataset_chart(hist: Histogram) -> None:
     if hist.domain.size > MAX_BARS and len(hist.domain.shape) == 1:
         st.caption(f"{hist.domain.size:,} bins are summed into at most {MAX_BARS:,} bars for display only; "
                    "every computation uses all bins.")
+
+
+def record_column_picker(upload) -> None:
+    """The column of a raw-records upload to bin: a choice among the file's header once a file is chosen."""
+    try:
+        columns = record_columns(upload.getvalue()) if upload is not None else []
+    except ValueError as err:
+        st.caption(f"Cannot read the file's columns: {err}")
+        columns = []
+    if not columns:
+        st.text_input("Column to bin", key="data_column", help="Column name in the CSV header (choose a file to "
+                      "pick from its columns).")
+        return
+    if st.session_state.get("data_column") not in columns:
+        st.session_state.data_column = columns[0]
+    st.selectbox("Column to bin", columns, key="data_column", help="One of the file's columns (its header).")

@@ -42,6 +42,10 @@ class DataError(ValueError):
     """A histogram file or array is malformed; the message names the row/column and the rule."""
 
 
+class NoCountColumnError(DataError):
+    """A CSV with a header but no ``count`` column: often raw records (one row per person), which need binning."""
+
+
 # name -> (file in data/, one-line description)
 SAMPLE_DATASETS: dict[str, tuple[str, str]] = {
     "smooth": ("smooth.csv", "1-D, 4096 bins: smooth mixture of bumps, 100,000 records (like INCOME)"),
@@ -408,7 +412,7 @@ def _parse_csv(text: str, data: bytes, grid_shape: tuple[int, int] | None = None
                                               ["row", "col", "count"])
         return (_grid(rows_, cols, counts, grid_shape, notes if notes is not None else []), ()), ()
     if "count" not in position:
-        raise _fail(f"CSV needs a 'count' column (or row,col,count for 2-D); found {cells[:6]}")
+        raise NoCountColumnError(f"CSV needs a 'count' column (or row,col,count for 2-D); found {cells[:6]}")
     intervals = [cells[i].strip() for i, name in enumerate(names) if name in INTERVAL_COLUMNS]
     if intervals and notes is not None:  # a dplens export's interval columns: not counts, not labels
         notes.append(f"columns {', '.join(intervals)} (an export's intervals) ignored")
@@ -492,6 +496,19 @@ def _grid(rows: np.ndarray, cols: np.ndarray, counts: np.ndarray, declared: tupl
                      "largest row and col index; unlisted cells are 0. If the true grid is larger (empty last "
                      "rows or columns), declare its size")
     return np.bincount(flat, weights=counts, minlength=shape[0] * shape[1]).reshape(shape)
+
+
+def record_columns(data: bytes) -> list[str]:
+    """The column names in a records CSV's header (what a page offers to bin).
+
+    >>> record_columns(b"age,city\\n23,A\\n")
+    ['age', 'city']
+    """
+    check_upload_size(len(data))
+    text = decode_upload_text(data)
+    if not text.strip():
+        raise _fail("records file is empty")
+    return [name.strip() for name in _header(text, _delimiter(text))]
 
 
 def histogram_from_records(source: str | Path | bytes, column: str, *, bins: int | None = None,

@@ -14,7 +14,7 @@ from streamlit import config
 from streamlit.testing.v1 import AppTest
 
 from dplens.core.data.domain import Histogram
-from dplens.core.data.fingerprint import dataset_fingerprint
+from dplens.core.data.fingerprint import dataset_fingerprint, plain_fingerprint
 from dplens.core.privacy.budget import Budget
 from dplens.core.privacy.ledger_store import LedgerStore
 from dplens.core.privacy.store import SCHEMA_VERSION, connect, default_path
@@ -239,17 +239,17 @@ PRAGMA user_version = 2;
 
 
 def test_a_version_2_store_upgrades_to_the_local_curator():
-    fingerprint, workspace = dataset_fingerprint(COUNTS), new_workspace_id()
+    plain, fingerprint, workspace = plain_fingerprint(COUNTS), dataset_fingerprint(COUNTS), new_workspace_id()
     hist = Histogram.from_counts(COUNTS, name="old-upload")
     conn = sqlite3.connect(default_path())
     conn.executescript(_VERSION_2)
-    conn.execute("INSERT INTO budgets VALUES (?, 'old', 2.0, 0, NULL, 0, 't0')", (fingerprint,))
+    conn.execute("INSERT INTO budgets VALUES (?, 'old', 2.0, 0, NULL, 0, 't0')", (plain,))  # unkeyed then
     conn.execute("INSERT INTO events (fingerprint, epoch, kind, label, mechanism, epsilon, workspace, time) "
-                 "VALUES (?, 0, 'spend', 'release #1', 'identity', 0.5, ?, 't1')", (fingerprint, workspace))
+                 "VALUES (?, 0, 'spend', 'release #1', 'identity', 0.5, ?, 't1')", (plain, workspace))
     conn.execute("INSERT INTO workspaces VALUES (?, ?, 't1')",
-                 (workspace, f'{{"uploads": {{"upload:t": "{fingerprint}"}}}}'))
+                 (workspace, f'{{"uploads": {{"upload:t": "{plain}"}}}}'))
     conn.execute("INSERT INTO datasets VALUES (?, 'old-upload', '[4]', ?, '[[\"0\", \"1\", \"2\", \"3\"]]', '[\"x\"]')",
-                 (fingerprint, hist.counts.astype("<f8").tobytes()))
+                 (plain, hist.counts.astype("<f8").tobytes()))
     conn.commit()
     conn.close()
     local = LedgerStore()
@@ -260,7 +260,7 @@ def test_a_version_2_store_upgrades_to_the_local_curator():
     assert WorkspaceStore().get_dataset(fingerprint).name == "old-upload"  # a version-2 workspace's bare fingerprint
     assert LedgerStore(owner=B).datasets() == [] and WorkspaceStore(owner=B).load(workspace) is None
     with connect() as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "datasets" not in tables and not [t for t in tables if t.endswith("_v2")]
     assert local.spend(fingerprint, "release #2", Budget(1.5), mechanism="identity").remaining.epsilon == 0.0

@@ -22,7 +22,7 @@ from dplens.core.privacy.definitions import zcdp_epsilon
 from dplens.core.privacy.ledger_store import DEFAULT_TOTAL_EPSILON, RESET_WARNING, LedgerStore
 from dplens.core.privacy.store import connect, default_path
 
-FP = dataset_fingerprint(np.arange(6.0))
+FP = dataset_fingerprint(np.arange(6.0), key=b"tests")  # keyed here: spawned processes import this under another home
 
 
 @pytest.fixture
@@ -56,6 +56,69 @@ def test_a_home_that_cannot_be_made_private_is_refused_naming_it(dplens_home, mo
                                          r"\(Operation not permitted\): make it 0700"):
         LedgerStore().ledger(FP)
     assert not (dplens_home / "dplens.sqlite3").exists()
+
+
+def test_the_same_counts_have_unrelated_ids_under_two_installations(tmp_path, monkeypatch):
+    from dplens.core.data import fingerprint
+
+    counts, ids = np.arange(6.0), []
+    for home in (tmp_path / "a", tmp_path / "b"):
+        monkeypatch.setenv("DPLENS_HOME", str(home))
+        ids.append(dataset_fingerprint(counts))
+        key = home / "installation.key"
+        assert oct(key.stat().st_mode & 0o777) == "0o600" and len(key.read_bytes()) == 32
+        monkeypatch.setattr(fingerprint, "_KEYS", {})  # a new process reads the same key back
+        assert dataset_fingerprint(counts) == ids[-1]
+    assert ids[0] != ids[1] and fingerprint.plain_fingerprint(counts) not in ids
+    assert len(ids[0]) == 64 and int(ids[0], 16) >= 0  # still a ledger id: 64 lowercase hex digits
+
+
+def test_a_store_written_before_keys_is_rekeyed_and_keeps_no_plain_fingerprint(dplens_home, monkeypatch):
+    import hashlib
+    import json
+
+    from dplens.core.data import fingerprint
+    from dplens.core.data.domain import Histogram
+    from dplens.core.release import workspace_store
+    from dplens.core.release.workspace_store import WorkspaceStore
+
+    counts = np.arange(6.0)
+    plain, session = fingerprint.plain_fingerprint(counts), hashlib.sha1(b"old upload").hexdigest()[:12]
+    # what a version-4 store held: plain SHA-256 fingerprints, and sessions keyed by a SHA-1 of the file
+    monkeypatch.setattr(workspace_store, "dataset_fingerprint", fingerprint.plain_fingerprint)
+    reference = WorkspaceStore().put_dataset(Histogram.from_counts(counts, name="old.csv"))
+    workspace = WorkspaceStore().create()
+    WorkspaceStore().save(workspace, {"dataset_key": f"upload:{session}:::", "uploads": {
+        f"upload:{session}:::": reference}})
+    LedgerStore().spend(plain, "release #1", Budget(0.5), mechanism="identity", export_id="e1")
+    with sqlite3.connect(default_path()) as conn:
+        conn.execute("INSERT INTO exports VALUES ('e1', ?, 'values', 'released', NULL, 't')", (plain,))
+        conn.execute("DROP TABLE installation")
+        conn.execute("PRAGMA user_version = 4")
+    monkeypatch.undo()
+    monkeypatch.setenv("DPLENS_HOME", str(dplens_home))
+
+    keyed = dataset_fingerprint(counts)
+    assert LedgerStore().ledger(keyed).spent.epsilon == 0.5  # opening re-keys: the ledger carries on
+    assert [r["label"] for r in LedgerStore().history(keyed) if r["kind"] == "spend"] == ["release #1"]
+    state = WorkspaceStore().load(workspace)
+    (key, ref), = state["uploads"].items()
+    assert state["dataset_key"] == key != f"upload:{session}:::" and ref.startswith(keyed + ":")
+    assert WorkspaceStore().get_dataset(ref).name == "old.csv"
+    files = [p for p in dplens_home.iterdir() if p.name.startswith("dplens.sqlite3")]
+    dump = b"".join(p.read_bytes() for p in files)
+    assert plain.encode() not in dump and session.encode() not in dump  # nowhere: tables, log, free pages
+    with sqlite3.connect(default_path()) as conn:
+        text = json.dumps(list(conn.iterdump()))
+    assert keyed in text and plain not in text
+
+
+def test_a_store_is_not_opened_under_another_installation_key(tmp_path, monkeypatch):
+    path = tmp_path / "ledger.sqlite3"
+    LedgerStore(path).spend(FP, "release #1", Budget(0.5), mechanism="identity")
+    monkeypatch.setenv("DPLENS_HOME", str(tmp_path / "another-home"))  # or a lost key file
+    with pytest.raises(ValueError, match="was written under another installation key .* restore its key"):
+        LedgerStore(path).ledger(FP)
 
 
 def test_fingerprint_is_the_content_not_the_name_or_labels():

@@ -1,6 +1,7 @@
 """The generated recipe runs: the script re-releases a sample through core; its metadata match the config."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -12,6 +13,9 @@ from dplens.core.data.datasets import DATA_DIR
 from dplens.core.release.recipe import recipe_notebook, recipe_script
 
 ROOT = Path(__file__).resolve().parent.parent
+# this checkout's code (the venv's editable install may point at another one) and this test's installation,
+# whose key names the ledgers
+SOURCES = os.pathsep.join((str(ROOT / "src"), str(ROOT)))
 CONFIG = {"mechanism": "hb", "settings": {"branching": "4"}, "workload": "prefix", "epsilon": 0.5}
 
 
@@ -23,7 +27,8 @@ def test_generated_script_reproduces_the_configuration_on_a_sample(tmp_path):
     out = tmp_path / "out.json"
     run = subprocess.run([sys.executable, str(script), str(sample), str(out), "--ledger", str(tmp_path / "l.sqlite3")],
                          cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                         env={"PYTHONPATH": SOURCES, "PATH": "/usr/bin:/bin",
+                              "DPLENS_HOME": os.environ["DPLENS_HOME"]})
     assert run.returncode == 0, run.stderr
     doc = json.loads(out.read_text())
     assert (doc["mechanism"], doc["epsilon"], doc["workload"], doc["noise_path"]) == ("hb", 0.5, "prefix", "secure")
@@ -49,7 +54,8 @@ def test_a_recipe_run_is_charged_and_refused_over_budget(tmp_path):
     def run():
         return subprocess.run([sys.executable, str(script), str(sample), "--ledger", str(ledger)], cwd=ROOT,
                               capture_output=True, text=True, timeout=120,
-                              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                              env={"PYTHONPATH": SOURCES, "PATH": "/usr/bin:/bin",
+                                   "DPLENS_HOME": os.environ["DPLENS_HOME"]})
 
     first, second = run(), run()
     assert first.returncode == 0, first.stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +9,7 @@ import streamlit as st
 
 from dplens.core.data.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
 from dplens.core.data.domain import Histogram
-from dplens.core.data.fingerprint import dataset_fingerprint, records_fingerprint
+from dplens.core.data.fingerprint import dataset_fingerprint, records_fingerprint, session_digest
 from dplens.core.data.released import ReleasedData, load_release
 from dplens.core.data.transform import coarsen, rescale
 from dplens.core.privacy.ledger_store import LedgerStore
@@ -85,7 +84,7 @@ def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: i
     else:
         hist = load_histogram(data, filename=filename, grid_shape=grid_shape, notes=notes)
     shape = "x".join(map(str, grid_shape)) if grid_shape else ""
-    key = f"upload:{hashlib.sha1(data).hexdigest()[:12]}:{column or ''}:{bins or ''}:{edges or ''}:{shape}"
+    key = f"upload:{session_digest(data)}:{column or ''}:{bins or ''}:{edges or ''}:{shape}"
     if column:
         st.session_state.ledger_parents[key] = records_fingerprint(data)
     st.session_state.uploads[key] = hist
@@ -130,7 +129,7 @@ def known_release(data: bytes, filename: str, statement: str = "") -> ReleasedDa
 def add_released(data: bytes, filename: str) -> ReleasedData:
     """Keep a dplens export as an already-private dataset (``released:…``); select it when it is a histogram."""
     released = load_release(data, filename)
-    key = f"released:{hashlib.sha1(data).hexdigest()[:12]}"
+    key = f"released:{session_digest(data)}"
     st.session_state.setdefault("released", {})[key] = released
     st.session_state.setdefault("upload_files", {})[key] = Path(filename).name
     if released.kind == "counts":
@@ -190,7 +189,7 @@ def add_derived(hist: Histogram, *, rescaled: bool = False) -> Histogram:
     key: upscaling multiplies one person's influence, so ``ui.charge`` refuses every spend on it.
     """
     parent = ledger_key()
-    digest = hashlib.sha1(np.ascontiguousarray(hist.counts).tobytes() + hist.name.encode()).hexdigest()[:12]
+    digest = session_digest(np.ascontiguousarray(hist.counts).tobytes() + hist.name.encode())
     key = f"{RESCALED_PREFIX if rescaled or is_rescaled() else 'derived:'}{digest}"
     st.session_state.ledger_parents[key] = parent
     st.session_state.uploads[key] = hist

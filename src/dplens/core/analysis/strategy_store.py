@@ -57,8 +57,8 @@ from types import ModuleType
 import numpy as np
 import scipy.sparse as sp
 
+from dplens.core.data.home import default_home
 from dplens.core.mechanisms.cache import cache_named
-from dplens.core.privacy.store import DEFAULT_HOME
 from dplens.core.validate import integer
 
 FOLDER_NAME = "strategies"  # under DPLENS_HOME
@@ -73,7 +73,7 @@ MAX_ARRAY_DIMENSIONS = 4
 
 def default_folder() -> Path:
     """``$DPLENS_HOME/strategies`` (``DPLENS_HOME`` read at each call; default ``~/.local/share/dplens``)."""
-    return Path(os.environ.get("DPLENS_HOME") or DEFAULT_HOME).expanduser() / FOLDER_NAME
+    return default_home() / FOLDER_NAME
 
 
 def _feed(digest, obj: object) -> None:

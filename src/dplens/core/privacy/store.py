@@ -5,7 +5,7 @@ Where it lives: ``$DPLENS_HOME/dplens.sqlite3``, with ``DPLENS_HOME`` defaulting
 as 0755, is tightened to 0700, or refused with a message when that cannot be done) and the file made 0600: it
 holds the uploaded datasets (true counts) as well as the ledger.
 
-Tables (schema version 4, ``PRAGMA user_version``). Everything a curator keeps has an ``owner`` (the
+Tables (schema version 5, ``PRAGMA user_version``). Everything a curator keeps has an ``owner`` (the
 curator's id: ``"local"`` for the one curator of a localhost server and the command line, else the signed-in
 email; ``ui.identity``), and every read filters by it:
 
@@ -23,7 +23,12 @@ email; ``ui.identity``), and every read filters by it:
   how many steps were released, and the whole walk, whose unreleased steps are as secret as the true counts.
 
 A version-1 or -2 store is upgraded in place on first open: its ledgers, workspaces and uploads become the
-``"local"`` curator's (the only one those versions knew); a version-3 store gains the ``walks`` table.
+``"local"`` curator's (the only one those versions knew); a version-3 store gains the ``walks`` table. A store
+of version 1 to 4 kept plain SHA-256 fingerprints of the counts: in the same transaction every ``fingerprint``
+column, and every fingerprint and upload session key inside the workspaces' state, is re-keyed under the
+installation's key (``dplens.core.data.fingerprint.keyed``), and the file is then vacuumed so that no copy of a
+plain fingerprint stays in it. The ``installation`` table records which key (``key_id``): a store is not opened
+under another key, whose fingerprints would all miss their ledgers.
 
 Writers use ``BEGIN IMMEDIATE`` (``transaction``): the write lock is taken before the first read, so
 a check and the insert that depends on it are one atomic step across threads and processes.
@@ -32,21 +37,27 @@ a check and the insert that depends on it are one atomic step across threads and
 >>> path = Path(tempfile.mkdtemp()) / "dplens.sqlite3"
 >>> with connect(path) as conn:
 ...     conn.execute("PRAGMA user_version").fetchone()[0]
-4
+5
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
+import re
 import sqlite3
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-DEFAULT_HOME = "~/.local/share/dplens"
+from dplens.core.data.fingerprint import key_id, keyed
+from dplens.core.data.home import default_home, private_home
+
 DATABASE_NAME = "dplens.sqlite3"
-SCHEMA_VERSION = 4  # 2: the exports table (provenance of released values); 3: owners; 4: walks
+SCHEMA_VERSION = 5  # 2: the exports table (provenance of released values); 3: owners; 4: walks; 5: keyed fingerprints
+FINGERPRINT_COLUMNS = ("budgets", "events", "exports", "uploads", "walks")  # tables with a ``fingerprint`` column
+# Session keys of uploads (dplens.ui.datasets) that a workspace keeps: their 12 hex digits were a plain SHA-1 of
+# the file before version 5.
+_SESSION_KEY = re.compile(r"\b(upload|released|derived|scaled):([0-9a-f]{12})\b")
+_HEX_64 = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 LOCAL_OWNER = "local"  # the one curator of a localhost server and of the command line
 BUSY_TIMEOUT_SECONDS = 60.0  # how long a writer waits for another's transaction (20 concurrent spenders)
 
@@ -106,6 +117,9 @@ CREATE TABLE IF NOT EXISTS uploads (
     axis_names TEXT NOT NULL,
     PRIMARY KEY (owner, fingerprint, variant)
 );
+CREATE TABLE IF NOT EXISTS installation (
+    key_id TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS walks (
     id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -143,39 +157,9 @@ _UPGRADE_COPIES = (
 )
 
 
-def default_home() -> Path:
-    """``$DPLENS_HOME`` (read at each call; default ``~/.local/share/dplens``)."""
-    return Path(os.environ.get("DPLENS_HOME") or DEFAULT_HOME).expanduser()
-
-
 def default_path() -> Path:
     """``$DPLENS_HOME/dplens.sqlite3`` (``DPLENS_HOME`` read at each call; default ``~/.local/share/dplens``)."""
     return default_home() / DATABASE_NAME
-
-
-def private_home(folder: Path) -> Path:
-    """``folder`` (``DPLENS_HOME``), created 0700, or tightened to 0700 when it exists with access for others.
-
-    A home made by hand (``mkdir``: 0755 under the usual umask) would let every local user read the true counts.
-
-    Raises:
-        ValueError: when it has access for others and cannot be tightened (another user's folder, a read-only
-            file system), naming the folder, its mode and the way out.
-    """
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    status = folder.stat()
-    mode = stat.S_IMODE(status.st_mode)
-    if not mode & 0o077:
-        return folder
-    problem = f"belongs to user id {status.st_uid}" if status.st_uid != os.getuid() else ""
-    if not problem:
-        try:
-            folder.chmod(0o700)
-            return folder
-        except OSError as err:
-            problem = f"cannot be made 0700 ({err.strerror or err})"
-    raise ValueError(f"DPLENS_HOME {str(folder)!r} has mode {mode:04o} (others may read the true counts kept there) "
-                     f"and {problem}: make it 0700 (chmod 700) or point DPLENS_HOME at a folder of your own")
 
 
 @contextlib.contextmanager
@@ -197,9 +181,15 @@ def connect(path: Path | str | None = None) -> Iterator[sqlite3.Connection]:
     try:
         try:
             _ensure_schema(conn, path)
+            recorded = conn.execute("SELECT key_id FROM installation").fetchone()
         except sqlite3.DatabaseError as err:
             raise ValueError(f"{str(path)!r} is not a dplens store ({type(err).__name__}); "
                              "point DPLENS_HOME or --ledger elsewhere") from None
+        if recorded is None or recorded[0] != key_id():
+            # under another key every fingerprint would miss its ledger: each dataset would start a fresh budget
+            raise ValueError(f"the dplens store {str(path)!r} was written under another installation key than "
+                             f"{str(default_home() / 'installation.key')!r}: its ledgers would all read as new, so it "
+                             "is not opened; point DPLENS_HOME at the installation that wrote it (or restore its key)")
         yield conn
     finally:
         conn.close()
@@ -209,10 +199,19 @@ def _ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
     if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
         return
     conn.execute("PRAGMA journal_mode=WAL")  # readers never block the writer; persistent per file
+    conn.execute("PRAGMA secure_delete = ON")  # the re-keying overwrites the plain fingerprints it replaces
+    rekeyed = False
     with transaction(conn):
-        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:  # another process won
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION:  # else another process won
             _upgrade(conn)
+            rekeyed = _rekey(conn) if version < 5 else False
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    if rekeyed:  # no copy of a plain fingerprint may stay in the log or in free pages
+        with contextlib.suppress(sqlite3.OperationalError):  # busy readers: secure_delete has zeroed them already
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     with contextlib.suppress(OSError):
         path.chmod(0o600)
 
@@ -230,6 +229,30 @@ def _upgrade(conn: sqlite3.Connection) -> None:
     for _, renamed, copy in old:
         conn.execute(copy)
         conn.execute(f"DROP TABLE {renamed}")
+
+
+def _rekey(conn: sqlite3.Connection) -> bool:
+    """Version 5: key every fingerprint (``dplens.core.data.fingerprint.keyed``) and the session keys workspaces
+    keep, in the caller's transaction; record the key's id. True when there was anything to re-key."""
+    key = key_id()
+    conn.execute("DELETE FROM installation")
+    conn.execute("INSERT INTO installation (key_id) VALUES (?)", (key,))
+    plain = {row[0] for table in FINGERPRINT_COLUMNS
+             for row in conn.execute(f"SELECT DISTINCT fingerprint FROM {table}")}
+    workspaces = conn.execute("SELECT id, state FROM workspaces").fetchall()
+    if not plain and not workspaces:
+        return False
+    conn.create_function("dplens_keyed", 1, lambda value: keyed(value), deterministic=True)
+    for table in FINGERPRINT_COLUMNS:
+        conn.execute(f"UPDATE {table} SET fingerprint = dplens_keyed(fingerprint)")
+
+    def rekey_state(state: str) -> str:
+        state = _HEX_64.sub(lambda m: keyed(m.group()) if m.group() in plain else m.group(), state)
+        return _SESSION_KEY.sub(lambda m: f"{m.group(1)}:{keyed(m.group(2))[:12]}", state)
+
+    conn.executemany("UPDATE workspaces SET state = ? WHERE id = ?",
+                     [(rekey_state(state), workspace) for workspace, state in workspaces])
+    return True
 
 
 @contextlib.contextmanager

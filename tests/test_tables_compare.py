@@ -127,3 +127,19 @@ def test_a_synthesiser_past_the_deadline_is_stopped_in_its_worker():
     df = compare_tables(_records(), workload, ["gaussian-marginals", "mst"], [0.5], trials=1, seed=0, seconds=0.5)
     assert time.perf_counter() - started < 20
     assert df.attrs["stopped"] and set(df.mechanism) <= {"gaussian-marginals"}
+
+
+def test_compare_of_a_table_runs_on_its_defaults(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from dplens.cli import TABLE_COMPARE_DEFAULTS, main
+
+    (tmp_path / "t.csv").write_text("a,b\n" + "\n".join(f"{i % 3},{i % 2}" for i in range(60)) + "\n")
+    (tmp_path / "d.json").write_text(json.dumps({"a": 3, "b": 2}))
+    assert main(["compare", "--input", str(tmp_path / "t.csv"), "--domain", str(tmp_path / "d.json"),
+                 "--output", str(tmp_path / "out.csv")]) == 0, capsys.readouterr().err
+    df = pd.read_csv(tmp_path / "out.csv")
+    assert set(df["mechanism"]) == set(TABLE_COMPARE_DEFAULTS["mechanisms"].split(","))
+    assert sorted(set(df["rho"])) == [0.1, 1.0]

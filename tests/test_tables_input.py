@@ -118,3 +118,37 @@ def test_cli_missing_level_releases(tmp_path, capsys):
                  "--budget-delta", "1e-5", "--output", str(tmp_path / "o.csv"), "--missing", "level"])
     assert code == 0, capsys.readouterr().err
     assert "b,missing," in (tmp_path / "o.csv").read_text()
+
+
+def _release_cells(tmp_path, csv: str, domain: dict, *extra: str) -> str:
+    """Release every 1-way marginal of ``csv`` through the CLI (exploration noise) and return the output CSV."""
+    (tmp_path / "t.csv").write_text(csv)
+    (tmp_path / "d.json").write_text(json.dumps(domain))
+    code = main(["release", "--input", str(tmp_path / "t.csv"), "--domain", str(tmp_path / "d.json"),
+                 "--workload", "marginals:k=1", "--mechanism", "identity", "--rho", "1", "--budget", "20",
+                 "--budget-delta", "1e-5", "--output", str(tmp_path / "o.csv"), *extra])
+    assert code == 0
+    return (tmp_path / "o.csv").read_text()
+
+
+def test_declared_levels_named_like_missing_values_are_categories(tmp_path):
+    csv, domain = "a,b\nNA,0\nNone,1\nmissing,0\nNA,1\n", {"a": ["NA", "None", "missing"], "b": 2}
+    for missing in ("refuse", "drop", "level"):  # no choice reads a declared level as a missing value
+        table = load_table(csv.encode(), json.dumps(domain).encode(), missing=missing)
+        assert table.records[:, 0].tolist() == [0, 1, 2, 0] and table.levels["a"][:3] == ["NA", "None", "missing"]
+    cells = [line.split(",")[1] for line in _release_cells(tmp_path, csv, domain).splitlines()[1:]
+             if line.startswith("a,")]
+    assert cells == ["NA", "None", "missing"]
+    # undeclared, the same words are still missing values (what R and pandas write for one)
+    with pytest.raises(DataError, match="column 'a' has a missing value in row 2"):
+        load_table(csv.encode())
+
+
+def test_missing_level_beside_a_real_missing_category_has_its_own_label(tmp_path):
+    csv, domain = "a,b\nmissing,0\n,1\nx,0\n", {"a": ["x", "missing"], "b": 2}
+    table = load_table(csv.encode(), json.dumps(domain).encode(), missing="level")
+    assert table.levels["a"] == ["x", "missing", "missing (2)"] and table.records[:, 0].tolist() == [1, 2, 0]
+    assert any("'missing (2)'" in note for note in table.notes)
+    cells = [line.split(",")[1] for line in _release_cells(tmp_path, csv, domain, "--missing", "level").splitlines()
+             if line.startswith("a,")]
+    assert cells == ["x", "missing", "missing (2)"]

@@ -45,6 +45,12 @@ DEFAULT_TOTAL_EPSILON = 5.0
 # Old names of table mechanisms (with --domain), still accepted: the table 'identity' is 'gaussian-marginals' since
 # mechanism names became unique across histograms and tables (the histogram 'identity' is another mechanism).
 TABLE_ALIASES = {"identity": "gaussian-marginals"}
+# `compare`'s defaults depend on what is compared (None on the parser means "not given"): a histogram sweeps registry
+# mechanisms across epsilon on its workload, a table (--domain) sweeps table mechanisms across rho on marginals.
+HISTOGRAM_COMPARE_DEFAULTS = {"workload": "identity", "mechanisms": "identity,laplace-on-answers,uniform",
+                              "epsilons": "0.1,1"}
+TABLE_COMPARE_DEFAULTS = {"workload": "marginals:k=2", "mechanisms": "gaussian-marginals,residual-planner",
+                          "rhos": "0.1,1"}
 
 SCHEDULER_HELP = ("where cells run: auto (default: serial for small sweeps, else processes), processes[:N] "
                   "(local worker processes; N defaults to every core), serial, "
@@ -376,8 +382,9 @@ def cmd_compare_table(args: argparse.Namespace) -> int:
     from dplens.core.tables.compare import baseline_scores, compare_tables, summarise_tables
     from dplens.core.tables.records import load_table, parse_marginal_workload
 
-    if args.rhos is None:
+    if args.epsilons is not None:
         raise CliError("a table comparison (--domain) takes --rhos (zCDP budgets), not --epsilons")
+    _fill_defaults(args, TABLE_COMPARE_DEFAULTS)
     table = load_table(args.input, args.domain, missing=args.missing)
     for note in table.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -412,6 +419,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return cmd_compare_table(args)
     if args.rhos is not None:
         raise CliError("--rhos is for tables of records (with --domain); histograms take --epsilons")
+    _fill_defaults(args, HISTOGRAM_COMPARE_DEFAULTS)
     histogram = load_histogram(args.input)
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
                               allow_files=True)
@@ -438,6 +446,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
               file=sys.stderr)
     print(f"wrote {len(df)} rows to {args.output}")
     return 0
+
+
+def _fill_defaults(args: argparse.Namespace, defaults: dict[str, str]) -> None:
+    """Set each option the user left out (None) to ``defaults``' value for this kind of comparison."""
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
 
 
 def _names(text: str, what: str) -> list[str]:
@@ -601,10 +616,11 @@ def _add_compare(sub, samples: str) -> None:
     """``dplens compare``: a sweep of mechanisms × ε × trials."""
     cmp_ = sub.add_parser("compare", help="sweep mechanisms × epsilons × trials and write a tidy table")
     cmp_.add_argument("--input", required=True, help=f"histogram file or sample name ({samples})")
-    cmp_.add_argument("--workload", default="identity", help="workload spec, e.g. random-range:m=2000")
-    cmp_.add_argument("--mechanisms", default="identity,laplace-on-answers,uniform",
-                      help="comma-separated registry names")
-    cmp_.add_argument("--epsilons", default="0.1,1", help="comma-separated epsilons (epsilon at --delta)")
+    cmp_.add_argument("--workload", help="workload spec, e.g. random-range:m=2000 (default identity; with --domain "
+                      "marginals:k=2)")
+    cmp_.add_argument("--mechanisms", help="comma-separated registry names (default identity,laplace-on-answers,"
+                      "uniform; with --domain gaussian-marginals,residual-planner)")
+    cmp_.add_argument("--epsilons", help="comma-separated epsilons (epsilon at --delta; default 0.1,1)")
     _definition_arguments(cmp_, rho=False)
     cmp_.add_argument("--trials", type=int, default=10, help="trials per (mechanism, epsilon)")
     cmp_.add_argument("--seed", type=int, default=0, help="base seed")
@@ -614,7 +630,7 @@ def _add_compare(sub, samples: str) -> None:
     cmp_.add_argument("--domain", metavar="JSON", help="a table of records: its domain file; compares table "
                       "mechanisms (gaussian-marginals (old name: identity), residual-planner, mst, ...) on --workload "
                       "marginals:k=K across --rhos")
-    cmp_.add_argument("--rhos", help="comma-separated zCDP budgets for a table comparison")
+    cmp_.add_argument("--rhos", help="comma-separated zCDP budgets for a table comparison (default 0.1,1)")
     cmp_.add_argument("--missing", choices=MISSING_CHOICES, default="refuse",
                       help="a table's missing values: refuse (default), drop their rows, or make them a level")
     cmp_.add_argument("--evaluate", type=int, default=2, metavar="K",

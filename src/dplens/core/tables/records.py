@@ -169,26 +169,51 @@ def _bin_labels(edges: np.ndarray) -> list[str]:
 
 MISSING_CHOICES = ("refuse", "drop", "level")
 MISSING_LEVEL = "missing"
+NA_TOKENS = ("na", "nan", "null", "none")
 
 
-def missing_mask(cells: pd.Series) -> np.ndarray:
-    """Empty cells and NA/NaN/null/None (any case) are missing values."""
+def missing_mask(cells: pd.Series, declared=None) -> np.ndarray:
+    """Empty cells are missing values; so are NA/NaN/null/None (any case), unless the column's declared levels
+    hold that very value: a declared level is a category, never a missing value.
+
+    >>> cells = pd.Series(["NA", "", "None", "x"])
+    >>> missing_mask(cells).tolist(), missing_mask(cells, ["NA", "None", "x"]).tolist()
+    ([True, True, True, False], [False, True, False, False])
+    """
     text = cells.str.strip()
-    return (text.eq("") | text.str.lower().isin(["na", "nan", "null", "none"])).to_numpy()
+    token = text.str.lower().isin(NA_TOKENS)
+    if isinstance(declared, list):
+        token &= ~text.isin([str(v) for v in declared])
+    return (text.eq("") | token).to_numpy()
+
+
+def missing_label(levels: list[str]) -> str:
+    """The label of the level that ``missing="level"`` adds: ``"missing"``, or when a real category already has
+    that name, the first of ``"missing (2)"``, ``"missing (3)"``, ... that is not a level (labels stay unique).
+
+    >>> missing_label(["a", "b"]), missing_label(["missing", "missing (2)"])
+    ('missing', 'missing (3)')
+    """
+    taken, label, suffix = set(levels), MISSING_LEVEL, 1
+    while label in taken:
+        suffix += 1
+        label = f"{MISSING_LEVEL} ({suffix})"
+    return label
 
 
 def _column_codes(name: str, cells: pd.Series, declared, missing: str = "refuse"
                   ) -> tuple[np.ndarray, int, list[str], str | None]:
     """Codes, domain size, levels and an optional note for one column (rules in the module docstring)."""
     text = cells.str.strip()
-    absent = missing_mask(cells)
+    absent = missing_mask(cells, declared)
     if missing == "level":  # code the present values, then one more level for the missing: whenever chosen, so
         # the released domain's shape never tells whether some record had a missing value
         codes, size, levels, note = _column_codes(name, text[~absent].reset_index(drop=True), declared)
         out = np.full(len(text), size, dtype=np.int64)
         out[~absent] = codes
-        note = "; ".join(filter(None, [note, f"{name}: missing values are the level {MISSING_LEVEL!r}"]))
-        return out, size + 1, [*levels, MISSING_LEVEL], note
+        label = missing_label(levels)
+        note = "; ".join(filter(None, [note, f"{name}: missing values are the level {label!r}"]))
+        return out, size + 1, [*levels, label], note
     if absent.any():
         numeric_nan = text[absent].str.lower().eq("nan").all()
         rule = "numeric columns must hold finite integer codes" if numeric_nan else (
@@ -252,8 +277,10 @@ def load_table(source: str | Path | bytes, domain: str | Path | bytes | None = N
     each row stands for ``count`` identical records. ``missing`` chooses what missing values do:
     ``"refuse"`` (one line naming the column), ``"drop"`` (rows with one are dropped, and a note says how
     many: shown to the curator only, it is computed from the private data), or ``"level"`` (a ``"missing"``
-    level added to that column). Without a domain file the sizes come from the data, which itself discloses
-    them (a note says so): declare the domain for a release whose domain must not depend on the data.
+    level added to that column: :func:`missing_label` keeps its label distinct from a real category named
+    "missing"). Only empty cells, and NA/NaN/null/None where the domain file does not declare that value as a
+    level, are missing (:func:`missing_mask`). Without a domain file the sizes come from the data, which itself
+    discloses them (a note says so): declare the domain for a release whose domain must not depend on the data.
 
     >>> load_table(b"a\\n1\\n", b'{"a": 2}').records.tolist()
     [[1]]
@@ -289,7 +316,7 @@ def load_table(source: str | Path | bytes, domain: str | Path | bytes | None = N
     if missing == "drop":
         absent = np.zeros(len(frame), dtype=bool)
         for name in names:
-            absent |= missing_mask(frame[name].astype(str))
+            absent |= missing_mask(frame[name].astype(str), declared.get(name))
         if absent.any():
             frame = frame.loc[~absent].reset_index(drop=True)
             counts = None if counts is None else counts[~absent]

@@ -19,6 +19,12 @@ from collections.abc import Callable
 import numpy as np
 
 from dplens.core.queries.workloads import (
+    AllRange,
+    Identity,
+    Kron,
+    Prefix,
+    Stack,
+    Total,
     Workload,
     gram_apply,
     gram_rows,  # noqa: F401  (re-exported: a method of the workloads)
@@ -58,3 +64,37 @@ def noise_energy(workload: Workload, response: Callable[[np.ndarray], np.ndarray
         columns = response(unit)
         total += float(np.sum(columns * gram_apply(workload, columns)))
     return total
+
+
+def family_energy(workload: Workload, grid: tuple[int, int], *, cells: Callable[[], np.ndarray],
+                  prefixes: Callable[[], np.ndarray], functional: Callable[[np.ndarray], float],
+                  kron: Callable[[Kron], float | None] | None = None) -> float | None:
+    """Σ_k ‖W l_k‖² = tr(W Σ Wᵀ) in closed form from a few statistics of the error covariance Σ; None if W is not
+    a family this knows.
+
+    With e the estimate's error under unit noise (Cov e = Σ): Identity sums Var(e_i) (``cells()``); Prefix, on
+    a 1-D grid, sums Var(P_j) over the prefix sums P_j = e_0 + ... + e_j (``prefixes()``); Total is
+    Var(P_{n-1}) (``functional(1)``, u ↦ uᵀΣu). AllRange sums Var(P_b − P_a) over the n + 1 points
+    P_{-1} = 0, P_0, ..., P_{n-1}, and Σ_{a<b} E(X_b − X_a)² = N Σ E X_i² − E(Σ X_i)² for N zero-mean X_i gives
+    (n + 1) Σ Var(P_j) − Var(Σ_i (n − i) e_i). A Stack sums its blocks (its rows partition W); a Kron of
+    identities is the identity (of totals, the total); any other Kron goes to ``kron`` when given.
+    """
+    if type(workload) is Stack:
+        parts = [family_energy(part, grid, cells=cells, prefixes=prefixes, functional=functional, kron=kron)
+                 for part in workload.parts]
+        return None if any(part is None for part in parts) else float(sum(parts))  # type: ignore[arg-type]
+    n = workload.shape[1]
+    factors = workload.factors if type(workload) is Kron else (workload,)
+    if all(type(f) is Identity for f in factors):
+        return float(cells().sum())
+    if all(type(f) is Total for f in factors):
+        return functional(np.ones(n))
+    if type(workload) is Kron:
+        return None if kron is None else kron(workload)
+    if grid[0] != 1:  # a flat prefix of a 2-D grid's row-major cells is no prefix of its tree
+        return None
+    if type(workload) is Prefix:
+        return float(prefixes().sum())
+    if type(workload) is AllRange:
+        return (n + 1) * float(prefixes().sum()) - functional(np.arange(n, 0, -1.0))
+    return None

@@ -29,7 +29,7 @@ import numpy as np
 
 from dplens.core.mechanisms.cache import StrategyCache
 from dplens.core.mechanisms.contract import Range, Release, check_epsilon, setting
-from dplens.core.mechanisms.gram import noise_energy
+from dplens.core.mechanisms.gram import family_energy, noise_energy
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.measurement import (
     LaplaceMeasurement,
@@ -210,12 +210,32 @@ _ENERGIES = StrategyCache("hb energies", limit=16)
 
 
 def _unit_energy(tree_args: tuple[tuple[int, int], int, bool], workload: Workload) -> float:
-    """Σ_k ‖W l_k‖² over the least-squares columns, cached per (tree, workload content)."""
-    return _ENERGIES.get_or_compute((tree_args, workload_key(workload)),
-                                    lambda: _energy(build_tree(*tree_args), workload))
+    """Σ_k ‖W l_k‖² over the least-squares columns, cached per (tree, workload content): in closed form for the
+    families :func:`closed_energy` knows, else by pushing noise through the estimator (:func:`_energy`)."""
+    def compute() -> float:
+        tree = build_tree(*tree_args)
+        closed = closed_energy(tree, workload)
+        return _energy(tree, workload) if closed is None else closed
+
+    return _ENERGIES.get_or_compute((tree_args, workload_key(workload)), compute)
+
+
+def _tree_covariance(tree: Tree, v: np.ndarray) -> np.ndarray:
+    """(AᵀA)⁻¹ v on n × batch blocks: the error covariance under unit noise applied to v.
+
+    Least squares is (AᵀA)⁻¹Aᵀ, and (AᵀA)⁻¹ v = (AᵀA)⁻¹Aᵀu for any u with Aᵀu = v: v placed on the leaves
+    (one-cell nodes, all measured), zeros elsewhere.
+    """
+    blocks: list[np.ndarray | None] = []
+    for level, (leaf_nodes, cells), measured in zip(tree.levels, tree.leaves, tree.measured, strict=True):
+        block = np.zeros((level.r0.size, v.shape[1]))
+        block[leaf_nodes] = v[cells]
+        blocks.append(block if measured else None)
+    return tree.least_squares(blocks, tree.shape[0] * tree.shape[1])
 
 
 def _energy(tree: Tree, workload: Workload) -> float:
+    """Σ_k ‖W l_k‖² for any workload, O(n · min(m, #nodes)); the oracle the closed forms are tested against."""
     n_cells = tree.shape[0] * tree.shape[1]
     sizes = [lv.r0.size if m else 0 for lv, m in zip(tree.levels, tree.measured, strict=True)]
     bounds = np.cumsum([0, *sizes])
@@ -225,17 +245,95 @@ def _energy(tree: Tree, workload: Workload) -> float:
                   for a, b, m in zip(bounds[:-1], bounds[1:], tree.measured, strict=True)]
         return tree.least_squares(blocks, n_cells)
 
-    def covariance(v: np.ndarray) -> np.ndarray:
-        # least squares is (AᵀA)⁻¹Aᵀ, and the error covariance under unit noise is (AᵀA)⁻¹ = (AᵀA)⁻¹Aᵀu
-        # for any u with Aᵀu = v: v placed on the leaves (one-cell nodes, all measured), zeros elsewhere
-        blocks: list[np.ndarray | None] = []
-        for level, (leaf_nodes, cells), measured in zip(tree.levels, tree.leaves, tree.measured, strict=True):
-            block = np.zeros((level.r0.size, v.shape[1]))
-            block[leaf_nodes] = v[cells]
-            blocks.append(block if measured else None)
-        return tree.least_squares(blocks, n_cells)
+    return noise_energy(workload, response, tree.coordinates, lambda v: _tree_covariance(tree, v))
 
-    return noise_energy(workload, response, tree.coordinates, covariance)
+
+def cell_variances(tree: Tree) -> np.ndarray:
+    """Var(x̂_i − x_i) of every cell under unit noise (the diagonal of (AᵀA)⁻¹), in O(#nodes).
+
+    Hay et al. (PVLDB 2010, Sec. 4) make the tree consistent by combining, for each node, the estimate from its
+    subtree's counts (variance ``tree.variance``) with the one from everything else. The data outside a child c
+    of p reach θ_c only through p's estimate from outside p and p's own count (variance U_p) minus its siblings'
+    subtree estimates, so that outside estimate has variance O_c = U_p + Σ_siblings variance; the consistent
+    estimate is their inverse-variance combination, variance 1 / (1/O_c + 1/variance_c). The root has no outside.
+
+    >>> np.round(cell_variances(build_tree((1, 2), 2, True)), 6).tolist()  # y_0 with y_root − y_1: (1 + 1/2)⁻¹
+    [0.666667, 0.666667]
+    """
+    out = np.empty(tree.shape[0] * tree.shape[1])
+    outside = np.array([np.inf])
+    upper = outside
+    for depth, level in enumerate(tree.levels):
+        variance = tree.variance[depth]
+        if depth > 0:
+            parent = level.parent
+            outside = upper[parent] + tree.child_variance[depth - 1][parent] - variance
+        leaf_nodes, cells = tree.leaves[depth]
+        out[cells] = 1.0 / (1.0 / outside[leaf_nodes] + 1.0 / variance[leaf_nodes])
+        upper = 1.0 / (1.0 / outside + 1.0) if tree.measured[depth] else outside
+    return out
+
+
+def prefix_variances(tree: Tree) -> np.ndarray:
+    """Var(Σ_{i ≤ j} (x̂_i − x_i)) for every j under unit noise, for a 1-D tree, in O(n · height).
+
+    Bottom-up over the levels, for each node c and each prefix Q of c's cells (ending at cell j), with the
+    estimate from c's subtree alone: V = Var of Q's error sum, C = its covariance with the error of c's subtree
+    estimate z_c, and K = the share of a correction to z_c that the top-down pass of least squares (Hay et al.,
+    PVLDB 2010, Sec. 4) gives to Q. A prefix of c is its children before c_t (their subtree estimates, total
+    variance A) plus a prefix of c_t, and every cell of it receives its share of c's correction
+    D = v/(v + 1) (y_c − Σ z_children) (v = Σ children variances; D = 0 when c is not measured). D is uncorrelated
+    with z_c, so with a = v/(v + 1) and g = 1/(v + 1) (a = 0, g = 1 unmeasured):
+    V = A + V' + K² a² (1 + v) − 2 K a (A + C'),  C = g (A + C'),  K = A/v + K' variance_t/v.
+    A whole leaf starts at V = C = its variance, K = 1; the root has no outside, so its V is the answer.
+
+    >>> np.round(prefix_variances(build_tree((1, 2), 2, True)), 6).tolist()  # the total: (1 + 1/2)⁻¹ from
+    ... # y_root and y_0 + y_1
+    [0.666667, 0.666667]
+    """
+    n = tree.shape[1]
+    if tree.shape[0] != 1:
+        raise ValueError(f"prefix variances need a 1-D tree, got a {tree.shape} grid")
+    v_sum, c_cov, k_share = np.zeros(n), np.zeros(n), np.zeros(n)
+    for depth in range(len(tree.levels) - 1, -1, -1):
+        level = tree.levels[depth]
+        if level.internal is not None and level.internal.size:
+            child = tree.levels[depth + 1]
+            child_var, parent = tree.variance[depth + 1], child.parent
+            total = tree.child_variance[depth][parent]  # v of each child's parent
+            earlier = np.cumsum(child_var) - child_var
+            first = np.zeros(level.r0.size, dtype=np.int64)
+            first[level.internal] = level.child_start  # type: ignore[assignment]  # set on internal levels
+            before = (earlier - earlier[first[parent]])  # A: siblings before each child
+            lengths = child.c1 - child.c0
+            node = np.repeat(np.arange(lengths.size), lengths)
+            cell = child.c0[node] + np.arange(node.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            a = total / (total + 1.0) if tree.measured[depth] else np.zeros_like(total)
+            g = 1.0 / (total + 1.0) if tree.measured[depth] else np.ones_like(total)
+            big_a, a, g = before[node], a[node], g[node]
+            share = (before[node] + child_var[node] * k_share[cell]) / total[node]
+            v_sum[cell] = (big_a + v_sum[cell] + share**2 * a**2 * (1.0 + total[node])
+                           - 2.0 * share * a * (big_a + c_cov[cell]))
+            c_cov[cell] = g * (big_a + c_cov[cell])
+            k_share[cell] = share
+        leaf_nodes, cells = tree.leaves[depth]
+        v_sum[cells] = c_cov[cells] = tree.variance[depth][leaf_nodes]
+        k_share[cells] = 1.0
+    return v_sum
+
+
+def closed_energy(tree: Tree, workload: Workload) -> float | None:
+    """Σ_k ‖W l_k‖² in closed form (:func:`~dplens.core.mechanisms.gram.family_energy`) for Identity (any grid,
+    also a Kron of two), Total, Prefix and AllRange (1-D) and Stacks of them, in O(n log n); None otherwise.
+
+    >>> from dplens.core.queries.workloads import Prefix
+    >>> tree = build_tree((1, 8), 2, True)
+    >>> bool(np.isclose(closed_energy(tree, Prefix(8)), _energy(tree, Prefix(8))))
+    True
+    """
+    return family_energy(workload, tree.shape, cells=lambda: cell_variances(tree),
+                         prefixes=lambda: prefix_variances(tree),
+                         functional=lambda u: float(u @ _tree_covariance(tree, u[:, None])[:, 0]))
 
 
 @dataclass(frozen=True)
@@ -326,13 +424,7 @@ class Hierarchical(MeasuredPlan):
 
 def _tree_adjoint(tree, v: np.ndarray) -> np.ndarray:
     """Lᵀ v = A (AᵀA)⁻¹ v for the hb tree: (AᵀA)⁻¹ v by least squares of v placed on the leaves, then A."""
-    n_cells = tree.shape[0] * tree.shape[1]
-    blocks: list[np.ndarray | None] = []
-    for level, (leaf_nodes, cells), measured in zip(tree.levels, tree.leaves, tree.measured, strict=True):
-        block = np.zeros((level.r0.size, v.shape[1]))
-        block[leaf_nodes] = v[cells]
-        blocks.append(block if measured else None)
-    solved = tree.least_squares(blocks, n_cells)  # (AᵀA)⁻¹ v, n × k
+    solved = _tree_covariance(tree, v)  # (AᵀA)⁻¹ v, n × k
     sums: list[np.ndarray] = [np.empty(0)] * len(tree.levels)
     for depth in range(len(tree.levels) - 1, -1, -1):  # node sums bottom-up, batched
         level, (leaf_nodes, cells) = tree.levels[depth], tree.leaves[depth]

@@ -273,4 +273,4 @@ def test_release_page_refuses_a_run_over_the_limit_naming_the_setting():
     spent = at.session_state.ledger.spent.epsilon
     at.button(key="release_spend").click().run()
     assert at.session_state.ledger.spent.epsilon == spent  # nothing run, nothing charged
-    assert any("mm-opt not run" in e.value and "reduce p=512" in e.value for e in at.error)
+    assert any("mm-opt not released" in e.value and "reduce p=512" in e.value for e in at.error)

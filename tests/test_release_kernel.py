@@ -363,3 +363,14 @@ def test_already_private_data_is_released_with_secure_noise_and_no_ledger(tmp_pa
                                   private=False)
     assert published.ledger is None and published.export_id and published.noise_sampler.startswith("opendp")
     assert store.history(fingerprint) == [] and not store.recorded(fingerprint)
+
+
+def test_a_privacy_value_beyond_the_limits_is_refused_before_any_arithmetic():
+    """ε = 1.34e154 once overflowed ε²/2 into an internal error; it is refused in one line naming the range."""
+    from dplens.core.privacy.definitions import ZCDP, PureDP
+    from dplens.core.queries.workloads import Identity
+    from dplens.core.release.kernel import HistogramRequest, plan_histogram
+
+    for privacy in (PureDP(1.3407807929942597e154), ZCDP(1e300)):
+        with pytest.raises(ValueError, match=r"must be (in \[1e-06, 1000\]|at most 1000)"):
+            plan_histogram(HistogramRequest("agrid", {}, privacy, Identity(4), "identity", 1e-6))

@@ -304,7 +304,7 @@ def parameter_ranges(mechanism: Mechanism) -> dict[str, Range]:
 
     >>> from dplens.core.mechanisms import MECHANISMS
     >>> str(parameter_ranges(MECHANISMS["mwem"])["rounds"])
-    'an integer in [1, 1000]'
+    "'auto' or an integer in [1, 1000]"
     """
     ranges: dict[str, Range] = {}
     if dataclasses.is_dataclass(mechanism):

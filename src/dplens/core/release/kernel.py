@@ -49,7 +49,9 @@ from dplens.core.analysis.bounded import run_bounded
 from dplens.core.analysis.cost import check_cost, estimate_cost
 from dplens.core.analysis.intervals import Intervals, exact_halfwidth, release_intervals
 from dplens.core.data import limits
+from dplens.core.data.limits import MAX_EPSILON
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
+from dplens.core.mechanisms.contract import check_budget_epsilon
 from dplens.core.mechanisms.gaussian import Matched, for_privacy
 from dplens.core.privacy.budget import Budget, Ledger, ledger_charge
 from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount, privacy_words, zcdp_epsilon
@@ -125,6 +127,14 @@ def plan_histogram(request: HistogramRequest) -> tuple[Mechanism | Matched, Mech
     definition = DEFINITION_OF.get(type(request.privacy))
     if definition is None:
         raise ValueError(f"privacy target must be PureDP, ApproxDP or ZCDP, got {request.privacy!r}")
+    # refused before any arithmetic on it: ε beyond MAX_EPSILON protects nothing and overflows ε²/2
+    if isinstance(request.privacy, ZCDP):
+        if not request.privacy.rho <= MAX_EPSILON:  # its ε at δ exceeds ρ: refused without converting it
+            raise ValueError(f"rho must be at most {MAX_EPSILON:g} (dplens.core.data.limits MAX_EPSILON; its epsilon "
+                             f"at delta is larger still), got {request.privacy.rho!r}")
+        check_budget_epsilon(request.privacy.to_approx(request.delta).epsilon, "epsilon at delta")
+    else:
+        check_budget_epsilon(request.privacy.epsilon)
     base = configure(MECHANISMS[request.mechanism], request.settings)
     if definition == "pure":
         runner, epsilon = for_privacy(base, request.privacy)

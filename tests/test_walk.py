@@ -139,12 +139,13 @@ def test_refusals_name_the_reason_and_charge_nothing(tmp_path):
     store.set_total(FP, Budget(1.0))
     with pytest.raises(BudgetExceededError):  # the ex-ante cap: the last step must fit now
         start_walk(np.zeros(3), [PureDP(0.5), PureDP(2.0)], store=store, fingerprint=FP, name="toy")
-    with pytest.raises(ValueError, match="walks only identity"):
-        start_walk(np.zeros(3), [PureDP(0.5)], store=store, fingerprint=FP, name="toy", mechanism="hb")
+    with pytest.raises(ValueError, match="not 'dawa': its noise is not one walkable block"):
+        start_walk(np.zeros(3), [PureDP(0.5)], store=store, fingerprint=FP, name="toy", mechanism="dawa")
     with pytest.raises(ValueError, match="strictly increasing"):
         start_walk(np.zeros(3), [PureDP(0.5), PureDP(0.2)], store=store, fingerprint=FP, name="toy")
-    with pytest.raises(ValueError, match="integer counts"):
-        start_walk(np.array([0.5, 1]), [PureDP(0.5)], store=store, fingerprint=FP, name="toy")
+    with pytest.raises(ValueError, match="integer counts"):  # the Gaussian walk's proof needs integer counts
+        start_walk(np.array([0.5, 1]), [ZCDP(0.001)], store=store, fingerprint=FP, name="toy",
+                   mechanism="gaussian-identity")
     walk = start_walk(np.zeros(3), [PureDP(0.2), PureDP(0.4)], store=store, fingerprint=FP, name="toy")
     with pytest.raises(ValueError, match="no walk"):  # another curator's walk is not theirs to step
         release_walk_step(walk.id, store=_store(tmp_path, owner="bob@example.org"))
@@ -356,3 +357,54 @@ def test_gaussian_steps_charge_their_bound_in_rho_and_the_command_line_takes_the
     walk_id = capsys.readouterr().out.split()[1]
     assert main(["gradual", "next", "--walk", walk_id, "--ledger", ledger]) == 0, capsys.readouterr().err
     assert json.loads((out / "step-1.json").read_text())["cumulative_loss_unit"] == "rho"
+
+
+# ----------------------------------------------------------------------------- strategy mechanisms
+def test_a_lattice_walk_has_laplace_marginals_and_the_walk_correlation():
+    """Float strategy answers walk on OpenDP's lattice: each step is Laplace at its (widened) scale, to the lattice."""
+    from dplens.core.privacy.noise import secure_lattice_noise_reduction, widened
+
+    values = np.linspace(-3.3, 7.7, CELLS)
+    walk = secure_lattice_noise_reduction(values, [4.0, 2.0, 1.0])
+    for row, scale in zip(walk, (4.0, 2.0, 1.0), strict=True):
+        noise = row - values
+        assert stats.kstest(noise, "laplace", args=(0, widened(scale))).pvalue > 1e-4
+        assert stats.kstest(noise, "laplace", args=(0, 1.15 * scale)).pvalue < 1e-6  # power
+    for t in range(2):
+        corr = float(np.corrcoef(walk[t] - values, walk[t + 1] - values)[0, 1])
+        expected = 0.5  # sd ratio of Laplace(b_{t+1}) to Laplace(b_t)
+        assert abs(corr - expected) < 5 * (1 - expected**2) / math.sqrt(CELLS), (t, corr)
+
+
+def test_hb_walks_its_tree_and_each_step_is_its_reconstruction(tmp_path, capsys):
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.queries.workloads import Prefix
+    from dplens.core.release.kernel import WALK_MECHANISMS
+
+    assert {"identity", "hb", "privelet", "greedy-h", "mm-opt", "gaussian-identity"} <= set(WALK_MECHANISMS)
+    assert "dawa" not in WALK_MECHANISMS and "gaussian-hb" not in WALK_MECHANISMS
+    store = _store(tmp_path)
+    store.set_total(FP, Budget(3.0))
+    counts = np.arange(16.0)
+    walk = start_walk(counts, [PureDP(0.5), PureDP(2.0)], store=store, fingerprint=FP, name="toy", mechanism="hb",
+                      workload=Prefix(16), workload_spec="prefix")
+    steps = [release_walk_step(walk.id, store=store) for _ in range(2)]
+    assert store.ledger(FP).spent.epsilon == pytest.approx(2.0)
+    for step, epsilon in zip(steps, (0.5, 2.0), strict=True):
+        release = step.published.release
+        assert release.mechanism == "hb" and release.privacy_loss == pytest.approx(epsilon)
+        assert release.estimate.shape == (16,) and release.answers.shape == (16,)
+        assert step.published.noise_sampler == "opendp-lattice-laplace"
+        np.testing.assert_allclose(release.answers, Prefix(16).matvec(release.estimate))
+        doc = json.loads(export_walk_step(step, fmt="json", dataset="toy"))
+        assert doc["mechanism"] == "hb" and doc["workload"] == "prefix" and len(doc["lower"]) == 16
+    # the step's noise on the tree is what hb's own measurement calibrates at that ε
+    assert MECHANISMS["hb"].measurement(Prefix(16), 2.0).scale == pytest.approx(steps[1].published.release.params[
+        "noise_scale"])
+    ledger, out = str(tmp_path / "l.sqlite3"), tmp_path / "steps"
+    out.mkdir()
+    assert main(["gradual", "start", "--input", "smooth", "--mechanism", "hb", "--workload", "prefix",
+                 "--schedule", "0.5,1", "--output-dir", str(out), "--ledger", ledger]) == 0, capsys.readouterr().err
+    walk_id = capsys.readouterr().out.split()[1]
+    assert main(["gradual", "next", "--walk", walk_id, "--ledger", ledger]) == 0, capsys.readouterr().err
+    assert json.loads((out / "step-1.json").read_text())["workload"] == "prefix"

@@ -337,8 +337,11 @@ def _walk_line(walk, store: LedgerStore) -> str:
 
 def cmd_gradual(args: argparse.Namespace) -> int:
     """``gradual start|next|status|abandon``: a real noise-reduction walk (``dplens.core.release.kernel``)."""
+    import numpy as np
+
     from dplens.core.data.datasets import load_histogram
     from dplens.core.data.fingerprint import dataset_fingerprint
+    from dplens.core.queries.workloads import parse_workload
     from dplens.core.release.kernel import export_walk_step, release_walk_step, start_walk
     from dplens.core.release.walk_store import WalkStore
 
@@ -351,8 +354,10 @@ def cmd_gradual(args: argparse.Namespace) -> int:
         histogram = load_histogram(args.input)
         fingerprint = dataset_fingerprint(histogram)
         _record_budget(store, fingerprint, args, histogram.name)
+        workload = parse_workload(args.workload, histogram.counts.shape, np.random.default_rng(args.seed))
         walk = start_walk(histogram.counts, _schedule(args), store=store, fingerprint=fingerprint,
-                          name=histogram.name, mechanism=args.mechanism, delta=args.delta,
+                          name=histogram.name, mechanism=args.mechanism, settings=_params(args.param),
+                          workload=workload, workload_spec=args.workload, delta=args.delta,
                           output_dir=str(Path(args.output_dir).resolve()))
         print(f"walk {walk.id}")
         return 0
@@ -682,9 +687,13 @@ def _add_gradual(sub, samples: str) -> None:
                     "largest step released. Steps not yet released never leave the store.")
     walk.add_argument("action", choices=("start", "next", "status", "abandon"))
     walk.add_argument("--input", help=f"histogram file or sample name ({samples}) (start)")
-    walk.add_argument("--mechanism", default="identity", choices=("identity", "gaussian-identity"),
-                      help="identity: Laplace noise on each bin, exact; gaussian-identity: discrete Gaussian noise, "
-                           "each step charged a proved rho bound (start)")
+    walk.add_argument("--mechanism", default="identity",
+                      help="a mechanism with one Laplace block on a fixed strategy (identity, hb, privelet, greedy-h, "
+                           "mm-opt, laplace-on-answers, ...) or gaussian-identity (discrete Gaussian noise, each step "
+                           "charged a proved rho bound) (start)")
+    walk.add_argument("--workload", default="identity", help="workload spec, as for release (start)")
+    walk.add_argument("--seed", type=int, default=0, help="seeds a random workload's queries, never the noise (start)")
+    walk.add_argument("--param", action="append", metavar="KEY=VALUE", help="mechanism setting (repeatable) (start)")
     walk.add_argument("--schedule", help="strictly increasing epsilons (or rhos with --definition zcdp), e.g. "
                                          "0.1,0.5,1 (start)")
     walk.add_argument("--definition", choices=("pure", "approx", "zcdp"), default="pure",

@@ -485,3 +485,109 @@ def secure_gaussian_noise_reduction(counts: Any, rhos: Any) -> np.ndarray:
     for t in range(variances.size - 2, -1, -1):
         walk[t] = source.add_gaussian(walk[t + 1], math.sqrt(variances[t]))
     return walk
+
+
+@functools.lru_cache(maxsize=64)
+def _laplace_on_lattice(size: int, scale: float, k: int) -> Any:
+    """OpenDP's float Laplace measurement of ``size`` values at ``scale`` on the lattice 2^``k`` given (a walk keeps
+    every step on its last step's lattice, the finest it needs)."""
+    dp = _opendp()
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size), dp.l1_distance(T=float)
+    return dp.m.make_laplace(*space, scale=scale, k=k)
+
+
+def secure_lattice_noise_reduction(values: Any, scales: Any) -> np.ndarray:
+    """The noise-reduction walk on float ``values`` (a strategy's answers), built backwards on the secure path: the
+    last row passes the values through OpenDP's lattice Laplace at ``widened(scales[-1])`` on the lattice 2^k that
+    scale needs (``lattice_exponent``); each earlier row keeps the next one's value per coordinate with
+    ``walk_keep_probability`` in lattice units (a = e^(−2^k/b)) and otherwise passes it through the lattice Laplace
+    at its own widened scale on the same lattice. Every row is then exactly the rounded values plus discrete
+    Laplace on 2^k·ℤ at its scale, as OpenDP's measurement at that scale and lattice would release them (the keep
+    coin has 53 random bits: exact up to 2^-53 in total variation).
+
+    >>> walk = secure_lattice_noise_reduction(np.array([0.5, 1.25, 3.0]), [10.0, 1.0])
+    >>> walk.shape
+    (2, 3)
+    """
+    values = np.asarray(values, dtype=float).ravel()
+    scales = np.asarray(scales, dtype=float)
+    if values.size == 0 or not np.all(np.isfinite(values)):
+        raise ValueError("a secure walk needs a non-empty vector of finite values")
+    if scales.ndim != 1 or scales.size == 0 or not np.all(np.isfinite(scales) & (scales > 0)):
+        raise ValueError(f"walk scales must be a non-empty list of finite numbers > 0, got {scales.tolist()!r}")
+    if np.any(np.diff(scales) >= 0):
+        raise ValueError(f"walk scales must strictly decrease (most private first), got {scales.tolist()}")
+    k = lattice_exponent(float(scales[-1]), values.size, 1)
+    actual = [widened(float(s)) for s in scales]  # the scales OpenDP's measurements draw at
+    source = SecureNoise()
+    walk = np.empty((scales.size, values.size))
+    walk[-1] = np.asarray(_laplace_on_lattice(values.size, actual[-1], k)(values.tolist()), dtype=float)
+    for t in range(scales.size - 2, -1, -1):
+        p = walk_keep_probability(actual[t + 1] / 2.0**k, actual[t] / 2.0**k)
+        keep = np.asarray(source.random(values.size)) < p
+        walk[t] = walk[t + 1]
+        moved = ~keep
+        if moved.any():
+            measured = _laplace_on_lattice(int(moved.sum()), actual[t], k)(walk[t + 1][moved].tolist())
+            walk[t][moved] = np.asarray(measured, dtype=float)
+    return walk
+
+
+class CapturedPlan:
+    """A noise source that records the Laplace block a data-independent plan measures and adds nothing: how a walk
+    learns a mechanism's strategy answers A x and its scale without running it for real. A plan may measure its
+    block in several calls (hb, one per level), all at one scale; another scale, or any other draw, is refused, so
+    a plan with several blocks or data-dependent steps cannot walk.
+
+    >>> capture = CapturedPlan()
+    >>> capture.add_laplace(np.array([1.0, 2.0]), 0.5).tolist(), capture.add_laplace(np.array([3.0]), 0.5).tolist()
+    ([1.0, 2.0], [3.0])
+    >>> capture.values.tolist(), capture.scale
+    ([1.0, 2.0, 3.0], 0.5)
+    """
+
+    def __init__(self) -> None:
+        self.parts: list[np.ndarray] = []
+        self.scale = 0.0
+
+    @property
+    def values(self) -> np.ndarray | None:
+        """The block's values in the order the plan measured them (None before any)."""
+        return np.concatenate(self.parts) if self.parts else None
+
+    def add_laplace(self, values: Any, scale: Any) -> Any:
+        if np.ndim(scale) != 0 or (self.parts and float(scale) != self.scale):
+            raise ValueError("a walk needs a plan that measures one block at one Laplace scale")
+        self.parts.append(np.asarray(values, dtype=float).ravel().copy())
+        self.scale = float(scale)
+        return np.asarray(values, dtype=float)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise ValueError("a walk needs a data-independent plan with one Laplace block and no other randomness")
+
+    add_gaussian = laplace = normal = random = integers = permutation = gumbel = _refuse
+
+
+class ReplayedStep:
+    """A noise source that hands a plan the noisy values of one walk step in place of drawing them, slice by slice in
+    the order ``CapturedPlan`` recorded (the step was drawn on the secure path when the walk started); the plan's
+    reconstruction is then post-processing of that step."""
+
+    def __init__(self, noisy: np.ndarray, scale: float) -> None:
+        self.noisy, self.scale, self.used = np.asarray(noisy, dtype=float).ravel(), float(scale), 0
+
+    def add_laplace(self, values: Any, scale: Any) -> Any:
+        shape = np.shape(values)
+        size = int(np.prod(shape))
+        if np.ndim(scale) != 0 or not math.isclose(float(scale), self.scale, rel_tol=1e-12):
+            raise ValueError(f"the plan asked for another measurement than the walk's (scale {scale!r})")
+        if self.used + size > self.noisy.size:
+            raise ValueError(f"the plan measures more values than the walk holds ({self.noisy.size})")
+        part = self.noisy[self.used:self.used + size].reshape(shape).copy()
+        self.used += size
+        return part
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise ValueError("a walk step replays its one Laplace block; the plan asked for other randomness")
+
+    add_gaussian = laplace = normal = random = integers = permutation = gumbel = _refuse

@@ -5,7 +5,7 @@ Where it lives: ``$DPLENS_HOME/dplens.sqlite3``, with ``DPLENS_HOME`` defaulting
 as 0755, is tightened to 0700, or refused with a message when that cannot be done) and the file made 0600: it
 holds the uploaded datasets (true counts) as well as the ledger.
 
-Tables (schema version 5, ``PRAGMA user_version``). Everything a curator keeps has an ``owner`` (the
+Tables (schema version 6, ``PRAGMA user_version``). Everything a curator keeps has an ``owner`` (the
 curator's id: ``"local"`` for the one curator of a localhost server and the command line, else the signed-in
 email; ``ui.identity``), and every read filters by it:
 
@@ -23,12 +23,12 @@ email; ``ui.identity``), and every read filters by it:
   how many steps were released, and the whole walk, whose unreleased steps are as secret as the true counts.
 
 A version-1 or -2 store is upgraded in place on first open: its ledgers, workspaces and uploads become the
-``"local"`` curator's (the only one those versions knew); a version-3 store gains the ``walks`` table. A store
-of version 1 to 4 kept plain SHA-256 fingerprints of the counts: in the same transaction every ``fingerprint``
-column, and every fingerprint and upload session key inside the workspaces' state, is re-keyed under the
-installation's key (``dplens.core.data.fingerprint.keyed``), and the file is then vacuumed so that no copy of a
-plain fingerprint stays in it. The ``installation`` table records which key (``key_id``): a store is not opened
-under another key, whose fingerprints would all miss their ledgers.
+``"local"`` curator's (the only one those versions knew); a version-3 store gains the ``walks`` table, and a
+version-4 or -5 one the walks' ``plan`` column. A store of version 1 to 4 kept plain SHA-256 fingerprints of the
+counts: in the same transaction every ``fingerprint`` column, and every fingerprint and upload session key inside
+the workspaces' state, is re-keyed under the installation's key (``dplens.core.data.fingerprint.keyed``), and the
+file is then vacuumed so that no copy of a plain fingerprint stays in it. The ``installation`` table records which
+key (``key_id``): a store is not opened under another key, whose fingerprints would all miss their ledgers.
 
 Writers use ``BEGIN IMMEDIATE`` (``transaction``): the write lock is taken before the first read, so
 a check and the insert that depends on it are one atomic step across threads and processes.
@@ -37,7 +37,7 @@ a check and the insert that depends on it are one atomic step across threads and
 >>> path = Path(tempfile.mkdtemp()) / "dplens.sqlite3"
 >>> with connect(path) as conn:
 ...     conn.execute("PRAGMA user_version").fetchone()[0]
-5
+6
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ from dplens.core.data.fingerprint import key_id, keyed
 from dplens.core.data.home import default_home, private_home
 
 DATABASE_NAME = "dplens.sqlite3"
-SCHEMA_VERSION = 5  # 2: the exports table (provenance of released values); 3: owners; 4: walks; 5: keyed fingerprints
+# 2: the exports table (provenance of released values); 3: owners; 4: walks; 5: keyed fingerprints; 6: a walk's plan
+SCHEMA_VERSION = 6
 FINGERPRINT_COLUMNS = ("budgets", "events", "exports", "uploads", "walks")  # tables with a ``fingerprint`` column
 # Session keys of uploads (dplens.ui.datasets) that a workspace keeps: their 12 hex digits were a plain SHA-1 of
 # the file before version 5.
@@ -135,6 +136,7 @@ CREATE TABLE IF NOT EXISTS walks (
     status TEXT NOT NULL CHECK (status IN ('active', 'abandoned')),
     note TEXT,
     output_dir TEXT,
+    plan TEXT,
     created TEXT NOT NULL,
     updated TEXT NOT NULL
 );
@@ -226,6 +228,8 @@ def _upgrade(conn: sqlite3.Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS events_by_dataset")
     for statement in filter(str.strip, _SCHEMA.split(";")):
         conn.execute(statement)
+    if "plan" not in {row[1] for row in conn.execute("PRAGMA table_info(walks)")}:  # a version-4/5 walks table
+        conn.execute("ALTER TABLE walks ADD COLUMN plan TEXT")
     for _, renamed, copy in old:
         conn.execute(copy)
         conn.execute(f"DROP TABLE {renamed}")

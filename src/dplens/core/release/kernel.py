@@ -35,13 +35,14 @@ nor charged to any ledger.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -53,19 +54,25 @@ from dplens.core.data.limits import MAX_EPSILON
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from dplens.core.mechanisms.contract import check_budget_epsilon
 from dplens.core.mechanisms.gaussian import Matched, for_privacy
+from dplens.core.mechanisms.measurement import MeasuredPlan
 from dplens.core.privacy.budget import Budget, Ledger, ledger_charge
 from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount, privacy_words, zcdp_epsilon
 from dplens.core.privacy.ledger_store import DEFAULT_TOTAL, LedgerStore, new_export_id
 from dplens.core.privacy.noise import (
+    CapturedPlan,
+    ReplayedStep,
+    adds_noise_to_counts,
     gaussian_walk_loss,
+    noise_kind,
     noise_sampler,
     noise_source,
     secure_above_threshold,
     secure_gaussian_noise_reduction,
+    secure_lattice_noise_reduction,
     secure_noise_reduction,
 )
 from dplens.core.queries.marginals import MarginalWorkload
-from dplens.core.queries.workloads import Identity, Workload
+from dplens.core.queries.workloads import Identity, Workload, parse_workload
 from dplens.core.release.export import SIMULATION_LABEL, ExportKeys, neutralise, release_to_csv, release_to_json
 from dplens.core.release.gradual import (
     above_threshold_params,
@@ -339,9 +346,16 @@ def table_metadata(published: Published, request: TableRequest, *, dataset: str)
 
 
 # ----------------------------------------------------------------------------- gradual release, for real
-# Noise i.i.d. on the cells of integer counts (Δ = 1): identity walks Laplace exactly (each step is exactly
-# counts + discrete Laplace(1/ε_t)); gaussian-identity walks discrete Gaussians, charged a proved bound.
-WALK_MECHANISMS = ("identity", "gaussian-identity")
+# A walk needs noise i.i.d. on one strategy: every data-independent plan with one Laplace block walks its strategy's
+# answers (exactly: on the integers for identity's counts, on OpenDP's lattice otherwise), and gaussian-identity
+# walks discrete Gaussians on the counts, charged a proved bound.
+def walkable(name: str) -> bool:
+    """Whether registered mechanism ``name`` can be released as a walk (one Laplace block on a fixed strategy)."""
+    mechanism = MECHANISMS.get(name)
+    return name == "gaussian-identity" or (isinstance(mechanism, MeasuredPlan) and noise_kind(mechanism) == "laplace")
+
+
+WALK_MECHANISMS = tuple(name for name in MECHANISMS if walkable(name))
 
 
 @dataclass(frozen=True, eq=False)
@@ -385,7 +399,7 @@ def _prefix_charge(walk: Walk, step: int, delta: float) -> Budget:
     ε_t-DP whatever the unit of its schedule; a Gaussian walk's prefix is charged as its ρ bound (ε at ``delta``)."""
     if step == 0:
         return Budget(0.0, 0.0, 0.0)
-    if walk.mechanism == "identity":
+    if walk.mechanism != "gaussian-identity":
         return step_charge(0.0, walk.epsilons[step - 1])
     return ledger_charge(walk_costs(walk)[step - 1], delta)
 
@@ -397,35 +411,90 @@ def _walk_charge(walk: Walk, step: int, delta: float) -> Budget:
     return Budget(now.epsilon - before.epsilon, now.delta - before.delta, (now.rho or 0.0) - (before.rho or 0.0))
 
 
+def _strategy_walk(base: Mechanism, counts: np.ndarray, workload: Workload,
+                   epsilons: tuple[float, ...]) -> np.ndarray:
+    """The walk of a one-block Laplace plan: its strategy answers A x and scales read off the plan itself (a noise
+    source that records instead of drawing), then the whole walk drawn on the secure path."""
+    plan = cast(MeasuredPlan, base)
+    capture = CapturedPlan()
+    # a noise source with the Generator methods plans call (it refuses every draw but the one block it records)
+    plan.measure(counts, workload, plan.measurement(workload, epsilons[-1]), cast(np.random.Generator, capture))
+    if capture.values is None:
+        raise ValueError(f"{base.name} measured nothing on this workload: there is nothing to walk")
+    scales = [plan.measurement(workload, e).scale for e in epsilons]
+    if adds_noise_to_counts(base) and np.all(capture.values == np.round(capture.values)):
+        return secure_noise_reduction(capture.values, scales)  # integer counts, integer sensitivity: exact
+    return secure_lattice_noise_reduction(capture.values, scales)
+
+
 def start_walk(counts: np.ndarray, schedule: Sequence[Privacy], *, store: LedgerStore, fingerprint: str, name: str,
-               mechanism: str = "identity", default_total: Budget = DEFAULT_TOTAL, delta: float = 1e-6,
-               output_dir: str | None = None) -> Walk:
+               mechanism: str = "identity", settings: Mapping[str, object] | None = None,
+               workload: Workload | None = None, workload_spec: str = "identity",
+               default_total: Budget = DEFAULT_TOTAL, delta: float = 1e-6, output_dir: str | None = None) -> Walk:
     """Draw a whole noise-reduction walk on the secure path and keep it for its curator; nothing is charged yet.
 
     The walk's last (least private) step must fit the dataset's ledger now (the ex-ante cap); each step is charged
-    when it is released (``release_walk_step``). Only ``WALK_MECHANISMS`` on integer counts.
+    when it is released (``release_walk_step``). ``WALK_MECHANISMS`` only; a Laplace plan walks its strategy's
+    answers for ``workload`` (default: the cells; ``workload_spec`` rebuilds it at each step).
 
     Raises:
-        ValueError: another mechanism, a bad schedule, non-integer counts;
+        ValueError: another mechanism, a bad schedule, non-integer counts (Gaussian walks);
         BudgetExceededError: the schedule's last step does not fit what remains.
     """
     if mechanism not in WALK_MECHANISMS:
-        raise ValueError(f"a gradual release walks only {', '.join(WALK_MECHANISMS)} (noise on each bin, drawn "
-                         f"exactly on the integers), not {mechanism!r}; use the Release page for it")
+        raise ValueError(f"a gradual release walks only mechanisms with one Laplace block on a fixed strategy "
+                         f"({', '.join(WALK_MECHANISMS)}), not {mechanism!r}: its noise is not one walkable block; "
+                         "use the Release page for it")
     definition, amounts = _walk_schedule(schedule, mechanism)
-    counts = np.asarray(counts, dtype=float).ravel()
+    counts = np.asarray(counts, dtype=float)
+    plan: dict[str, Any] | None = None
+    if mechanism == "gaussian-identity" and not np.all(counts == np.round(counts)):
+        raise ValueError("a Gaussian walk needs integer counts (its discrete Gaussians are drawn on the integers)")
+    if mechanism != "gaussian-identity":
+        workload = workload if workload is not None else Identity(counts.size)
+        plan = {"workload": workload_spec, "shape": list(counts.shape), "settings": dict(settings or {})}
     walk = Walk("", "", fingerprint, 0, name, mechanism, definition, amounts, counts.size, 0, "active", None)
     if not store.recorded(fingerprint):
         store.set_total(fingerprint, default_total, name=name)
     store.ledger(fingerprint).spend(f"walk cap: {privacy_words(walk_costs(walk)[-1])}",
                                     _prefix_charge(walk, walk.steps, delta))
-    if mechanism == "identity":
-        values = secure_noise_reduction(counts, [1.0 / e for e in walk.epsilons])  # Δ₁ = 1 (add/remove one record)
+    if plan is None:
+        values = secure_gaussian_noise_reduction(counts.ravel(), amounts)  # Δ₂ = 1
     else:
-        values = secure_gaussian_noise_reduction(counts, amounts)  # Δ₂ = 1
+        base = configure(MECHANISMS[mechanism], plan["settings"])
+        values = _strategy_walk(base, counts.ravel(), cast(Workload, workload), walk.epsilons)
     return WalkStore(store.path, store.owner).create(values, fingerprint=fingerprint, epoch=int(
         store.epoch(fingerprint) or 0), name=name, mechanism=mechanism, definition=definition, schedule=amounts,
-        output_dir=output_dir)
+        output_dir=output_dir, plan=plan)
+
+
+def _walk_release(walk: Walk, step: int, values: np.ndarray, privacy: Privacy,
+                  delta: float) -> tuple[Release, HistogramRequest]:
+    """The release of one step (post-processing of its stored values) and the request that describes it."""
+    params: dict[str, Any] = {"walk": walk.id, "step": step, "steps": walk.steps, "schedule": list(walk.schedule)}
+    if walk.definition == "zcdp":
+        params |= {"definition": "zcdp", "delta": delta, "epsilon_at_delta": zcdp_epsilon(amount(privacy), delta)}
+    request_delta = 0.0 if walk.definition == "pure" else delta
+    if walk.mechanism == "gaussian-identity":  # a sum of discrete Gaussians of variance 1/(2ρ_t): the proved bound
+        request = HistogramRequest(walk.mechanism, {}, privacy, Identity(walk.cells), "identity", request_delta)
+        params |= {"sigma": math.sqrt(1.0 / (2.0 * walk.schedule[step - 1])), "noise": "gaussian",
+                   "schedule_rho": walk.schedule[step - 1]}
+        return Release(walk.mechanism, privacy, amount(privacy), values, values, params,
+                       workload=request.workload), request
+    plan = walk.plan or {"workload": "identity", "shape": [walk.cells], "settings": {}}
+    shape = tuple(int(s) for s in plan["shape"])
+    workload = Identity(walk.cells) if plan["workload"] == "identity" else parse_workload(plan["workload"], shape)
+    request = HistogramRequest(walk.mechanism, plan["settings"], privacy, workload, plan["workload"], request_delta)
+    base = cast(MeasuredPlan, configure(MECHANISMS[walk.mechanism], plan["settings"]))
+    epsilon = walk.epsilons[step - 1]
+    measurement = base.measurement(workload, epsilon)
+    # the plan reconstructs from the step's stored noisy answers: its input is never read (zeros of its shape)
+    replay = cast(np.random.Generator, ReplayedStep(values, measurement.scale))  # hands back the stored step
+    measured = base.measure(np.zeros(math.prod(shape)), workload, measurement, replay)
+    loss = epsilon if walk.definition == "pure" else epsilon**2 / 2  # the plan's Laplace block is ε_t-DP
+    release = dataclasses.replace(measured, budget=privacy, privacy_loss=loss,
+                                  params={**measured.params, **params})
+    return release, request
 
 
 def release_walk_step(walk_id: str, *, store: LedgerStore, delta: float = 1e-6, where: str = "app") -> WalkStep:
@@ -449,19 +518,8 @@ def release_walk_step(walk_id: str, *, store: LedgerStore, delta: float = 1e-6, 
         raise ValueError(f"the budget of {walk.name or 'this dataset'} was reset after walk {walk.id} started; its "
                          "steps are refused (start a new walk on the fresh budget)")
     values, privacy = walks.step_values(walk, step), walk_costs(walk)[step - 1]
-    request = HistogramRequest(walk.mechanism, {}, privacy, Identity(walk.cells), "identity",
-                               0.0 if walk.definition == "pure" else delta)
-    params: dict[str, Any] = {"walk": walk.id, "step": step, "steps": walk.steps, "schedule": list(walk.schedule)}
-    if walk.mechanism == "identity":
-        params["noise_scale"] = 1.0 / walk.epsilons[step - 1]
-        loss = walk.epsilons[step - 1] if walk.definition == "pure" else walk.epsilons[step - 1] ** 2 / 2
-    else:  # the noise is a sum of discrete Gaussians of total variance 1/(2ρ_t); charged the proved bound
-        params |= {"sigma": math.sqrt(1.0 / (2.0 * walk.schedule[step - 1])), "noise": "gaussian",
-                   "schedule_rho": walk.schedule[step - 1]}
-        loss = amount(privacy)
-    if walk.definition == "zcdp":
-        params |= {"definition": "zcdp", "delta": delta, "epsilon_at_delta": zcdp_epsilon(amount(privacy), delta)}
-    release = Release(walk.mechanism, privacy, loss, values, values, params, workload=request.workload)
+    release, request = _walk_release(walk, step, values, privacy, delta)
+    released = ((release.estimate, "counts") if release.estimate is not None else (release.answers, "answers"))
     _check_loss(release, privacy)
     export_id = new_export_id()
     charge = _walk_charge(walk, step, delta)
@@ -473,11 +531,13 @@ def release_walk_step(walk_id: str, *, store: LedgerStore, delta: float = 1e-6, 
 
     ledger = store.spend(walk.fingerprint, f"walk {walk.id}: step {step} of {walk.steps}", charge,
                          mechanism=walk.mechanism, workload="identity", export_id=export_id, rho=charge.rho,
-                         name=walk.name, values_hash=values_hash(values, "counts"), within=mark,
+                         name=walk.name, values_hash=values_hash(*released), within=mark,
                          note=f"gradual release: step {step} of {walk.steps}, "
                               f"{privacy_words(privacy, request.delta or None)} in all (this step charged the "
                               f"increment); {where}")
-    sampler = "opendp-integer-laplace" if walk.mechanism == "identity" else "opendp-integer-gaussian"
+    integer = adds_noise_to_counts(MECHANISMS[walk.mechanism]) and bool(np.all(values == np.round(values)))
+    sampler = ("opendp-integer-gaussian" if walk.mechanism == "gaussian-identity" else
+               "opendp-integer-laplace" if integer else "opendp-lattice-laplace")
     published = Published(release, export_id, charge, ledger, sampler, 0.0)
     return WalkStep(walks.get(walk.id), step, published, request)
 

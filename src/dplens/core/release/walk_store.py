@@ -47,6 +47,7 @@ class Walk:
     status: str
     note: str | None
     output_dir: str | None = None  # where the command line writes its steps (``dplens gradual``)
+    plan: dict | None = None  # a strategy mechanism's walk: its settings, workload spec and histogram shape
 
     @property
     def steps(self) -> int:
@@ -63,13 +64,15 @@ def _now() -> str:
 
 
 _COLUMNS = ("id, owner, fingerprint, epoch, name, mechanism, definition, schedule, cells, released, status, note, "
-            "output_dir")
+            "output_dir, plan")
 
 
 def _walk(row: tuple) -> Walk:
-    walk_id, owner, fingerprint, epoch, name, mechanism, definition, schedule, cells, released, status, note, out = row
+    walk_id, owner, fingerprint, epoch, name, mechanism, definition, schedule, cells, released, status, *rest = row
+    note, out, plan = rest
     return Walk(walk_id, owner, fingerprint, int(epoch), name, mechanism, definition,
-                tuple(float(s) for s in json.loads(schedule)), int(cells), int(released), status, note, out)
+                tuple(float(s) for s in json.loads(schedule)), int(cells), int(released), status, note, out,
+                json.loads(plan) if plan else None)
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,8 @@ class WalkStore:
     owner: str = LOCAL_OWNER
 
     def create(self, values: np.ndarray, *, fingerprint: str, epoch: int, name: str, mechanism: str,
-               definition: str, schedule: tuple[float, ...], output_dir: str | None = None) -> Walk:
+               definition: str, schedule: tuple[float, ...], output_dir: str | None = None,
+               plan: dict | None = None) -> Walk:
         """Record a new walk (``values``: one row per step, most private first); its id is random."""
         values = np.asarray(values, dtype=np.float64)
         if definition not in WALK_DEFINITIONS:
@@ -90,10 +94,10 @@ class WalkStore:
         walk_id, now = secrets.token_hex(8), _now()
         with connect(self.path) as conn, transaction(conn):
             conn.execute(f"INSERT INTO walks ({_COLUMNS}, walk, created, updated) VALUES "
-                         "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 'active', NULL, ?, ?, ?, ?)",
+                         "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 'active', NULL, ?, ?, ?, ?, ?)",
                          (walk_id, self.owner, fingerprint, int(epoch), name, mechanism, definition,
-                          json.dumps([float(s) for s in schedule]), values.shape[1], output_dir, values.tobytes(),
-                          now, now))
+                          json.dumps([float(s) for s in schedule]), values.shape[1], output_dir,
+                          None if plan is None else json.dumps(plan), values.tobytes(), now, now))
         return self.get(walk_id)
 
     def get(self, walk_id: str) -> Walk:

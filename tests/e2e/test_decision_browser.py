@@ -38,7 +38,7 @@ def test_tune_on_public_data_choose_release_under_zcdp_and_recognise_the_export(
     pick(page, "Tune on", "tips-bill (public)")
     page.get_by_text("Tuned on tips-bill (public)").first.wait_for()
     page.screenshot(path=str(ARTIFACTS / "decision-tuned-on-public.png"))
-    page.get_by_role("button", name="Use this ε").first.click()
+    page.get_by_role("button", name="Use this ρ").first.click()  # under zCDP the hand-off is written in ρ
     wait_idle(page)
     page.get_by_role("link", name="Go to Release").first.click()
     wait_idle(page, timeout=120_000)

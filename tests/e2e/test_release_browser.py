@@ -78,6 +78,8 @@ def test_release_download_reseed_and_reload_config(page, browser, app_url, tmp_p
     wait_idle(page)
     release_once(page)
     page.get_by_text("Simulation, not a private release").first.wait_for()
+    # the rerun that shows release #2 may still be on its way: wait until the secure release's download is gone
+    page.get_by_role("button", name="Released histogram (CSV)").wait_for(state="detached", timeout=60_000)
     assert page.get_by_role("button", name="Released histogram (CSV)").count() == 0
     assert page.get_by_role("button", name="Release with metadata (JSON)").count() == 0
     assert page.get_by_role("button", name="Chart (HTML)").count() == 0

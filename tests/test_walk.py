@@ -408,3 +408,21 @@ def test_hb_walks_its_tree_and_each_step_is_its_reconstruction(tmp_path, capsys)
     walk_id = capsys.readouterr().out.split()[1]
     assert main(["gradual", "next", "--walk", walk_id, "--ledger", ledger]) == 0, capsys.readouterr().err
     assert json.loads((out / "step-1.json").read_text())["workload"] == "prefix"
+
+
+def test_the_command_line_runs_accuracy_first_and_exports_the_released_step(tmp_path, capsys):
+    ledger, out = str(tmp_path / "l.sqlite3"), tmp_path / "out"
+    out.mkdir()
+    # a loose target: every step from ε ≈ 0.03 on passes it by a wide margin, so AboveThreshold fails with
+    # probability ~1e-5 (its noise is the CSPRNG's, unseeded)
+    assert main(["gradual", "accuracy", "--input", "smooth", "--target", "50", "--cap", "2", "--output-dir", str(out),
+                 "--ledger", ledger]) == 0, capsys.readouterr().err
+    said = capsys.readouterr().out
+    doc = json.loads((out / "accuracy-first.json").read_text())
+    assert "charged the ex-post loss" in said and doc["accuracy_first"]["target"] == 50.0
+    assert doc["ex_post_loss"] <= doc["ex_ante_cap"] and doc["noise_path"] == "secure" and len(doc["lower"]) == 4096
+    spent = LedgerStore(tmp_path / "l.sqlite3").history()[-1]
+    assert spent["epsilon"] == pytest.approx(doc["ex_post_loss"]) and "ex-post loss" in spent["note"]
+    assert main(["gradual", "accuracy", "--input", "smooth", "--target", "0.001", "--cap", "0.5", "--output-dir",
+                 str(out), "--ledger", ledger]) == 2  # ε_A alone is over the budget: refused before any work
+    assert "accuracy-first cap" in capsys.readouterr().err

@@ -335,6 +335,39 @@ def _walk_line(walk, store: LedgerStore) -> str:
             f"{walk.steps} steps, {done} spent in all{after}; ledger remaining {_left(store.ledger(walk.fingerprint))}")
 
 
+def _accuracy_first(args: argparse.Namespace, store: LedgerStore) -> int:
+    """``gradual accuracy``: Ligett et al.'s search on the secure path, the first step meeting --target released."""
+    import numpy as np
+
+    from dplens.core.data.datasets import load_histogram
+    from dplens.core.data.fingerprint import dataset_fingerprint
+    from dplens.core.queries.workloads import parse_workload
+    from dplens.core.release.kernel import accuracy_first_release, export_accuracy_first
+
+    if not (args.input and args.target and args.cap and args.output_dir):
+        raise CliError("gradual accuracy needs --input, --target, --cap and --output-dir")
+    if not Path(args.output_dir).is_dir():
+        raise CliError(f"--output-dir {args.output_dir!r} is not a folder")
+    histogram = load_histogram(args.input)
+    fingerprint = dataset_fingerprint(histogram)
+    _record_budget(store, fingerprint, args, histogram.name)
+    workload = parse_workload(args.workload, histogram.counts.shape, np.random.default_rng(args.seed))
+    result = accuracy_first_release(histogram.counts.ravel(), workload, args.target, store=store,
+                                    fingerprint=fingerprint, name=histogram.name, epsilon_max=args.cap,
+                                    steps=args.steps, metric=args.metric, where="command line")
+    left = _left(store.ledger(fingerprint))
+    if result.stopped_at is None:
+        print(f"no step met {args.metric} {args.target:g} up to epsilon {args.cap:g}: nothing released; charged the "
+              f"ex-post loss epsilon={result.charged.epsilon:.4g} (eps_A + eps_T); ledger remaining {left}")
+        return 0
+    output = Path(args.output_dir) / "accuracy-first.json"
+    output.write_bytes(export_accuracy_first(result, args.workload, fmt="json", dataset=histogram.name))
+    print(f"step {result.stopped_at} of {args.steps} met {args.metric} {args.target:g} -> {output}; charged the "
+          f"ex-post loss epsilon={result.charged.epsilon:.4g} (ex-ante cap {result.ex_ante_cap:.4g}); ledger "
+          f"remaining {left}")
+    return 0
+
+
 def cmd_gradual(args: argparse.Namespace) -> int:
     """``gradual start|next|status|abandon``: a real noise-reduction walk (``dplens.core.release.kernel``)."""
     import numpy as np
@@ -346,6 +379,8 @@ def cmd_gradual(args: argparse.Namespace) -> int:
     from dplens.core.release.walk_store import WalkStore
 
     store = _store(args)
+    if args.action == "accuracy":
+        return _accuracy_first(args, store)
     if args.action == "start":
         if not (args.input and args.schedule and args.output_dir):
             raise CliError("gradual start needs --input, --schedule and --output-dir")
@@ -685,7 +720,7 @@ def _add_gradual(sub, samples: str) -> None:
         description="start draws the whole walk on the secure path and keeps it for you (nothing is charged); each "
                     "next releases one step and charges only its increment, so the ledger has spent exactly the "
                     "largest step released. Steps not yet released never leave the store.")
-    walk.add_argument("action", choices=("start", "next", "status", "abandon"))
+    walk.add_argument("action", choices=("start", "next", "status", "abandon", "accuracy"))
     walk.add_argument("--input", help=f"histogram file or sample name ({samples}) (start)")
     walk.add_argument("--mechanism", default="identity",
                       help="a mechanism with one Laplace block on a fixed strategy (identity, hb, privelet, greedy-h, "
@@ -704,6 +739,10 @@ def _add_gradual(sub, samples: str) -> None:
     walk.add_argument("--output-dir", help="folder for step-<k>.json (start; next may override it)")
     walk.add_argument("--walk", help="the walk's id (next, status, abandon)")
     walk.add_argument("--reason", help="why the walk is abandoned (recorded)")
+    walk.add_argument("--target", type=float, help="accuracy: the error to reach on the workload (see --metric)")
+    walk.add_argument("--metric", choices=("rmse", "mae", "max_abs"), default="rmse", help="accuracy: the error")
+    walk.add_argument("--cap", type=float, help="accuracy: the largest epsilon the search may reach")
+    walk.add_argument("--steps", type=int, default=10, help="accuracy: steps of its geometric grid (default 10)")
     _ledger_arguments(walk)
     walk.set_defaults(func=cmd_gradual)
 

@@ -621,3 +621,23 @@ def accuracy_first_release(counts: np.ndarray, workload: Workload, target: float
                          values_hash=values_hash(values, "counts"), note=note)
     published = Published(release, export_id, charge, ledger, "opendp-integer-laplace", 0.0)
     return AccuracyFirstRelease(grid, stopped + 1, published, epsilon_a, charge)
+
+
+def export_accuracy_first(result: AccuracyFirstRelease, workload_spec: str, *, fmt: str, dataset: str) -> bytes:
+    """The released step of an accuracy-first search, as ``export_release`` writes a release: its intervals are the
+    exact discrete Laplace ones of the step's own scale 1/ε_{t*} (the ex-post ε names the charge, not the noise), and
+    the JSON adds the search (target, metric, grid, ε_A, the ex-post loss and the ex-ante cap)."""
+    if result.published is None:
+        raise ValueError("no step met the target: nothing was released, so there is nothing to export")
+    release = result.published.release
+    values = np.asarray(release.estimate, dtype=float)
+    half = exact_halfwidth(("laplace", float(release.params["noise_scale"]), True))
+    intervals = Intervals(values - half, values + half, 0.95, False,
+                          "exact discrete Laplace quantiles at the released step's scale (per value)")
+    request = HistogramRequest("identity", {}, release.budget, cast(Workload, release.workload), workload_spec)
+    data = export_release(result.published, request, fmt=fmt, dataset=dataset, intervals=intervals)
+    if fmt == "csv":
+        return data
+    doc = json.loads(data) | {"accuracy_first": dict(release.params["accuracy_first"]),
+                              "ex_post_loss": result.charged.epsilon, "ex_ante_cap": result.ex_ante_cap}
+    return json.dumps(doc, indent=2, allow_nan=False).encode()

@@ -269,7 +269,8 @@ def test_zero_queries_and_wide_query_files_are_refused():
         explicit_from_csv(b"1,0,1,1\n", 3)
 
 
-@pytest.mark.parametrize("schedule", [[0.5, 0.2], [0.1, 0.1], [0.1, float("nan")], [], [-0.1, 0.2], [0.1, float("inf")]])
+@pytest.mark.parametrize("schedule", [[0.5, 0.2], [0.1, 0.1], [0.1, float("nan")], [], [-0.1, 0.2],
+                                      [0.1, float("inf")]])
 def test_gradual_schedules_must_be_strictly_increasing_and_positive(schedule):
     with pytest.raises(ValueError, match="epsilon"):
         check_schedule(schedule)
@@ -311,7 +312,8 @@ def test_cli_bad_parameters_exit_2_with_one_line(args, tmp_path, capsys):
 
 def test_csv_exports_neutralise_formula_injection_in_labels():
     labels = INJECTIONS + ["plain", "-3 (negative bin)"]
-    release = Release("identity", PureDP(1.0), 1.0, np.arange(len(labels), dtype=float), np.arange(len(labels), dtype=float))
+    values = np.arange(len(labels), dtype=float)
+    release = Release("identity", PureDP(1.0), 1.0, values, values.copy())
     rows = list(csv.reader(io.StringIO(release_to_csv(release, ExportKeys(("bin",), (tuple(labels),))).decode())))
     for (label, _), original in zip(rows[1:], labels, strict=True):
         assert not label.startswith(("=", "+", "-", "@", "\t", "\r")), label

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 
 import numpy as np
 import pytest
@@ -422,11 +423,13 @@ def test_a_command_that_runs_on_fails_at_the_work_budget(capsys, monkeypatch):
         while True:
             len(args.input)
 
-    monkeypatch.setattr(dplens.cli, "cmd_release", runaway)
     command = ["release", "--input", None, "--mechanism", "identity", "--epsilon", "1"]
-    with pytest.raises(AssertionError, match="made more than 100,000 calls"):
+    # a context of its own: monkeypatch.undo() would also undo the autouse DPLENS_HOME, and the release below would
+    # then write the installation key and a ledger into the real home
+    with monkeypatch.context() as patched, pytest.raises(AssertionError, match="made more than 100,000 calls"):
+        patched.setattr(dplens.cli, "cmd_release", runaway)
         _check_cli(command, "tips-bill", "out.csv", capsys, budget=100_000)
-    monkeypatch.undo()
+    assert os.environ.get("DPLENS_HOME"), "the test's own DPLENS_HOME must still be set"
     _check_cli(command, "tips-bill", "out.csv", capsys)  # the same command as it is: within the budget
 
 

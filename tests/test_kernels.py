@@ -199,9 +199,9 @@ def test_dawa_releases_equal_with_the_numpy_deviations(seed, monkeypatch):
     for x in _histograms(seed, 512):
         fast = [DAWA().run(x, workload, epsilon, np.random.default_rng(seed)) for epsilon in (0.1, 1.0)]
         _DEVIATIONS.clear()
-        monkeypatch.setattr("dplens.core.mechanisms.dawa._Deviations", _OldDeviations)
-        slow = [DAWA().run(x, workload, epsilon, np.random.default_rng(seed)) for epsilon in (0.1, 1.0)]
-        monkeypatch.undo()
+        with monkeypatch.context() as patched:  # undo() would also drop the autouse DPLENS_HOME
+            patched.setattr("dplens.core.mechanisms.dawa._Deviations", _OldDeviations)
+            slow = [DAWA().run(x, workload, epsilon, np.random.default_rng(seed)) for epsilon in (0.1, 1.0)]
         _DEVIATIONS.clear()
         for a, b in zip(fast, slow, strict=True):
             np.testing.assert_array_equal(a.details["bounds"], b.details["bounds"])

@@ -39,7 +39,7 @@ from dplens.core.queries.workloads import Explicit, Identity, Kron, Prefix, Rang
 from dplens.core.tables.contract import marginal_release
 from dplens.core.tables.mechanisms import TABLE_MECHANISMS, identity_marginals
 from tests.test_audit import memoised_gaussian_accounting  # noqa: F401  (autouse: σ → ε inversions cached)
-from tests.test_audit_tables import WIDE_DOMAIN, audit_synthesiser
+from tests.test_audit_tables import WIDE_DOMAIN, audit_synthesiser, report_bounds
 
 pytestmark = pytest.mark.audit
 
@@ -154,15 +154,6 @@ def audit_histogram(mechanism, draws, runs: int) -> list[tuple[float, float, str
     return results
 
 
-def _report(name: str, results, runs: int) -> tuple[float, float, str]:
-    worst = max(results, key=lambda r: r[0] - r[1])
-    print(f"\nAUDIT {name} on random workloads ({runs} runs per side): max bound {worst[0]:.3f} "
-          f"at epsilon {worst[1]:.3f} [{worst[2]}]")
-    for bound, epsilon, where in results:
-        print(f"  {bound:7.3f} (epsilon {epsilon:.3f})  {where}")
-    return worst
-
-
 HISTOGRAM = list(MECHANISMS.items())
 
 
@@ -172,7 +163,8 @@ def test_histogram_mechanism_on_random_workloads(index):
     draws = histogram_draws(mechanism, index)
     assert draws, f"{name} took none of the random workload families"
     runs = RUNS_SLOW.get(name, RUNS)
-    bound, epsilon, where = _report(name, audit_histogram(mechanism, draws, runs), runs)
+    results = audit_histogram(mechanism, draws, runs)
+    bound, epsilon, where = report_bounds(name, results, f"random workloads, {runs} runs per side")
     assert bound <= epsilon + SLACK, f"{name}: lower bound {bound:.3f} > epsilon {epsilon} on {where}"
 
 
@@ -202,7 +194,7 @@ def test_random_workload_audit_flags_a_calibration_that_ignores_the_weights():
     draws = [(family(rng, N), _histogram(rng, False))
              for family in (_weighted_ranges, _weighted_stack, _signed_sparse) * 2]
     results = audit_histogram(broken, draws, RUNS)
-    _report(broken.name, results, RUNS)
+    report_bounds(broken.name, results, f"random workloads, {RUNS} runs per side")
     under = [(f"#{d} {w.describe()}", _understatement(w)) for d, (w, _) in enumerate(draws)]
     assert any(factor >= 2 for _, factor in under), f"no draw lifts Δ₁ enough to test power: {under}"
     for described, factor in under:
@@ -285,7 +277,8 @@ TABLE = [(name, m) for name, m in TABLE_MECHANISMS.items() if not m.synthesizes]
 def test_table_mechanism_on_random_workloads(index):
     name, mechanism = TABLE[index]
     runs = RUNS_SLOW.get(name, RUNS)
-    bound, epsilon, where = _report(name, audit_table(mechanism, table_draws(mechanism, index), runs), runs)
+    bound, epsilon, where = report_bounds(name, audit_table(mechanism, table_draws(mechanism, index), runs),
+                                          f"random workloads, {runs} runs per side")
     assert bound <= epsilon + SLACK, f"{name}: lower bound {bound:.3f} > epsilon {epsilon:.3f} on {where}"
 
 
@@ -308,7 +301,7 @@ def test_random_table_audit_flags_the_weighted_sigma_calibration():
     rng = np.random.default_rng([SEED, 9002])
     workloads = [table_draw(rng, wide=True) for _ in range(4)]
     results = audit_table(broken, workloads, RUNS)
-    _report(broken.name, results, RUNS)
+    report_bounds(broken.name, results, f"random workloads, {RUNS} runs per side")
     ratios = [math.sqrt(sum(w * w for w in wl.weights) / len(wl.marginals)) for wl in workloads]
     assert any(r <= 0.5 for r in ratios), f"no draw shrinks σ enough to test power: {ratios}"
     for workload, ratio in zip(workloads, ratios, strict=True):
@@ -329,5 +322,5 @@ def test_synthesiser_on_randomly_weighted_marginals(index):
     name, mechanism = SYNTHESISERS[index]
     weights = tuple(_weights(np.random.default_rng([SEED, 2000 + index]), 2))
     workload = MarginalWorkload(WIDE_DOMAIN, (("a", "b"), ("b",)), weights=weights)
-    bound, epsilon, where = _report(name, audit_synthesiser(mechanism, workload), 1)
+    bound, epsilon, where = report_bounds(name, audit_synthesiser(mechanism, workload), "random weights, per cell")
     assert bound <= epsilon + SLACK, f"{name}: lower bound {bound:.3f} > epsilon {epsilon:.3f} on {where} (w={weights})"

@@ -109,7 +109,7 @@ def audit_runs(mechanism, runs: int = RUNS, seed: int = 2026) -> list[tuple[floa
     return results
 
 
-def _report(name: str, results, what: str) -> tuple[float, float, str]:
+def report_bounds(name: str, results, what: str) -> tuple[float, float, str]:
     worst = max(results, key=lambda r: r[0] - r[1])
     print(f"\nAUDIT {name}: max lower bound {worst[0]:.3f} at epsilon {worst[1]:.3f} ({what}) [{worst[2]}]")
     for bound, epsilon, where in results:
@@ -136,13 +136,13 @@ SYNTHESISERS = {name: m for name, m in TABLE_MECHANISMS.items() if m.synthesizes
 @pytest.mark.parametrize("mechanism", RUN_AUDITED.values(), ids=RUN_AUDITED.keys())
 def test_audit_finds_no_loss_above_the_zcdp_curve(mechanism):
     runs = RUNS_SLOW.get(mechanism.name, RUNS)
-    bound, epsilon, where = _report(mechanism.name, audit_runs(mechanism, runs), f"{runs} runs per side")
+    bound, epsilon, where = report_bounds(mechanism.name, audit_runs(mechanism, runs), f"{runs} runs per side")
     assert bound <= epsilon + SLACK, f"{mechanism.name}: lower bound {bound:.3f} > epsilon {epsilon:.3f} at {where}"
 
 
 def test_audit_flags_gaussian_marginals_at_half_the_sigma():
     results = audit_runs(HalfSigmaMarginals())
-    _report(HalfSigmaMarginals.name, results, f"{RUNS} runs per side")
+    report_bounds(HalfSigmaMarginals.name, results, f"{RUNS} runs per side")
     for label in neighbours(_table()):
         excess = max(b - e for b, e, where in results if where.startswith(label))
         assert excess > 0, f"the audit missed the half-σ marginals on {label} (best bound - epsilon {excess:.3f})"
@@ -209,7 +209,8 @@ def audit_synthesiser(mechanism, workload: MarginalWorkload = WIDE_WORKLOAD) -> 
 @pytest.mark.parametrize("mechanism", SYNTHESISERS.values(), ids=SYNTHESISERS.keys())
 def test_synthesiser_noise_is_no_narrower_than_the_sigma_it_states(mechanism):
     results = audit_synthesiser(mechanism)
-    bound, epsilon, where = _report(mechanism.name, results, f"{WIDE // len(GROUPS)} cells a side, per measurement")
+    what = f"{WIDE // len(GROUPS)} cells a side, per measurement"
+    bound, epsilon, where = report_bounds(mechanism.name, results, what)
     assert bound <= epsilon + SLACK, f"{mechanism.name}: lower bound {bound:.3f} > epsilon {epsilon:.3f} at {where}"
 
 
@@ -217,6 +218,6 @@ def test_cell_audit_flags_gaussian_marginals_at_half_the_sigma():
     release = HalfSigmaMarginals().run(wide_table(), WIDE_WORKLOAD, RHO, np.random.default_rng(3))
     values = release.marginal_estimates[0][0]
     results = cell_audit(values, RHO, (1 - CONFIDENCE) / (len(PAIRS) * len(DELTAS)))
-    _report(HalfSigmaMarginals.name, results, f"{WIDE // len(GROUPS)} cells a side")
+    report_bounds(HalfSigmaMarginals.name, results, f"{WIDE // len(GROUPS)} cells a side")
     assert max(b - e for b, e, _ in results) > 0
     assert math.isclose(gaussian_rho([release.marginal_stds[0]]), 4 * RHO)

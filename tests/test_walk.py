@@ -356,7 +356,16 @@ def test_gaussian_steps_charge_their_bound_in_rho_and_the_command_line_takes_the
                  "--budget", "5", "--budget-delta", "1e-5"]) == 0, capsys.readouterr().err
     walk_id = capsys.readouterr().out.split()[1]
     assert main(["gradual", "next", "--walk", walk_id, "--ledger", ledger]) == 0, capsys.readouterr().err
-    assert json.loads((out / "step-1.json").read_text())["cumulative_loss_unit"] == "rho"
+    doc = json.loads((out / "step-1.json").read_text())
+    assert doc["cumulative_loss_unit"] == "rho"
+    capsys.readouterr()
+    assert main(["gradual", "status", "--walk", walk_id, "--ledger", ledger]) == 0
+    # status states what the step cost (the proved bound), not the schedule's own ρ
+    from dplens.core.privacy.definitions import privacy_words, zcdp_rho
+
+    said = capsys.readouterr().out
+    assert f"{privacy_words(ZCDP(doc['cumulative_loss']))} spent in all" in said, said
+    assert doc["cumulative_loss"] > zcdp_rho(0.5, 1e-6)
 
 
 # ----------------------------------------------------------------------------- strategy mechanisms

@@ -324,34 +324,42 @@ def _schedule(args: argparse.Namespace) -> list:
 
 
 def _walk_line(walk, store: LedgerStore) -> str:
-    from dplens.core.privacy.definitions import ZCDP, PureDP, privacy_words
+    from dplens.core.privacy.definitions import privacy_words
+    from dplens.core.release.kernel import walk_costs
 
-    unit = PureDP if walk.definition == "pure" else ZCDP
-    done = privacy_words(unit(walk.schedule[walk.released - 1])) if walk.released else "nothing"
-    after = f"; next step {privacy_words(unit(walk.schedule[walk.released]))}" if (
-        walk.released < walk.steps and walk.status == "active") else ""
-    state = "complete" if walk.status == "active" and walk.released == walk.steps else walk.status
-    return (f"walk {walk.id} on {walk.name or walk.fingerprint[:12]} ({state}): released {walk.released} of "
+    costs = walk_costs(walk)  # what the released prefix cost: a Gaussian walk's proved bound, not its schedule
+    done = privacy_words(costs[walk.released - 1]) if walk.released else "nothing"
+    after = f"; next step {privacy_words(costs[walk.released])}" if walk.state == "active" else ""
+    return (f"walk {walk.id} on {walk.name or walk.fingerprint[:12]} ({walk.state}): released {walk.released} of "
             f"{walk.steps} steps, {done} spent in all{after}; ledger remaining {_left(store.ledger(walk.fingerprint))}")
 
 
-def _accuracy_first(args: argparse.Namespace, store: LedgerStore) -> int:
-    """``gradual accuracy``: Ligett et al.'s search on the secure path, the first step meeting --target released."""
+def _gradual_input(args: argparse.Namespace, store: LedgerStore, needs: dict[str, object]):
+    """(histogram, fingerprint, workload) of ``gradual start`` or ``accuracy``: every option in ``needs`` given, the
+    output folder there, the dataset's total recorded when one is given."""
     import numpy as np
 
     from dplens.core.data.datasets import load_histogram
     from dplens.core.data.fingerprint import dataset_fingerprint
     from dplens.core.queries.workloads import parse_workload
-    from dplens.core.release.kernel import accuracy_first_release, export_accuracy_first
 
-    if not (args.input and args.target and args.cap and args.output_dir):
-        raise CliError("gradual accuracy needs --input, --target, --cap and --output-dir")
+    if not all(needs.values()):
+        raise CliError(f"gradual {args.action} needs {', '.join(needs)}")
     if not Path(args.output_dir).is_dir():
         raise CliError(f"--output-dir {args.output_dir!r} is not a folder")
     histogram = load_histogram(args.input)
     fingerprint = dataset_fingerprint(histogram)
     _record_budget(store, fingerprint, args, histogram.name)
-    workload = parse_workload(args.workload, histogram.counts.shape, np.random.default_rng(args.seed))
+    return histogram, fingerprint, parse_workload(args.workload, histogram.counts.shape,
+                                                  np.random.default_rng(args.seed))
+
+
+def _accuracy_first(args: argparse.Namespace, store: LedgerStore) -> int:
+    """``gradual accuracy``: Ligett et al.'s search on the secure path, the first step meeting --target released."""
+    from dplens.core.release.kernel import accuracy_first_release, export_accuracy_first
+
+    histogram, fingerprint, workload = _gradual_input(args, store, {
+        "--input": args.input, "--target": args.target, "--cap": args.cap, "--output-dir": args.output_dir})
     result = accuracy_first_release(histogram.counts.ravel(), workload, args.target, store=store,
                                     fingerprint=fingerprint, name=histogram.name, epsilon_max=args.cap,
                                     steps=args.steps, metric=args.metric, where="command line")
@@ -369,12 +377,7 @@ def _accuracy_first(args: argparse.Namespace, store: LedgerStore) -> int:
 
 
 def cmd_gradual(args: argparse.Namespace) -> int:
-    """``gradual start|next|status|abandon``: a real noise-reduction walk (``dplens.core.release.kernel``)."""
-    import numpy as np
-
-    from dplens.core.data.datasets import load_histogram
-    from dplens.core.data.fingerprint import dataset_fingerprint
-    from dplens.core.queries.workloads import parse_workload
+    """``gradual start|next|status|abandon|accuracy``: a real noise-reduction walk (``dplens.core.release.kernel``)."""
     from dplens.core.release.kernel import export_walk_step, release_walk_step, start_walk
     from dplens.core.release.walk_store import WalkStore
 
@@ -382,14 +385,8 @@ def cmd_gradual(args: argparse.Namespace) -> int:
     if args.action == "accuracy":
         return _accuracy_first(args, store)
     if args.action == "start":
-        if not (args.input and args.schedule and args.output_dir):
-            raise CliError("gradual start needs --input, --schedule and --output-dir")
-        if not Path(args.output_dir).is_dir():
-            raise CliError(f"--output-dir {args.output_dir!r} is not a folder")
-        histogram = load_histogram(args.input)
-        fingerprint = dataset_fingerprint(histogram)
-        _record_budget(store, fingerprint, args, histogram.name)
-        workload = parse_workload(args.workload, histogram.counts.shape, np.random.default_rng(args.seed))
+        histogram, fingerprint, workload = _gradual_input(args, store, {
+            "--input": args.input, "--schedule": args.schedule, "--output-dir": args.output_dir})
         walk = start_walk(histogram.counts, _schedule(args), store=store, fingerprint=fingerprint,
                           name=histogram.name, mechanism=args.mechanism, settings=_params(args.param),
                           workload=workload, workload_spec=args.workload, delta=args.delta,

@@ -8,7 +8,13 @@ import streamlit as st
 
 from dplens.core.privacy.budget import BudgetExceededError
 from dplens.core.privacy.definitions import ZCDP, PureDP, privacy_words
-from dplens.core.release.kernel import export_walk_step, release_walk_step, start_walk
+from dplens.core.release.kernel import (
+    export_walk_step,
+    release_walk_step,
+    start_walk,
+    walk_costs,
+    walk_step_charge,
+)
 from dplens.core.release.walk_store import Walk, WalkStore
 from dplens.ui.datasets import histogram, is_rescaled, ledger_key, released_data
 from dplens.ui.definition import definition
@@ -27,11 +33,6 @@ def _walk_store() -> WalkStore:
 
 def _unit() -> str:
     return "ρ" if definition() == "zcdp" else "ε"
-
-
-def _privacy(walk: Walk, step: int) -> PureDP | ZCDP:
-    value = walk.schedule[step - 1]
-    return PureDP(value) if walk.definition == "pure" else ZCDP(value)
 
 
 def start_real_walk() -> None:
@@ -98,15 +99,15 @@ def real_walk_tab() -> None:
 
 
 def _walk_controls(walk: Walk) -> None:
-    step = walk.released + 1
-    before = walk.epsilons[step - 2] if step > 1 else 0.0
-    charge = walk.epsilons[step - 1] - before
-    so_far = privacy_words(_privacy(walk, walk.released), delta()) if walk.released else "nothing"
+    step, costs = walk.released + 1, walk_costs(walk)
+    charge = walk_step_charge(walk, step, delta())
+    so_far = privacy_words(costs[walk.released - 1], delta()) if walk.released else "nothing"
     cols = st.columns(3)
     cols[0].metric("Steps released", f"{walk.released} of {walk.steps}")
     cols[1].metric("Spent by this walk", so_far)
-    cols[2].metric("Next step", privacy_words(_privacy(walk, step), delta()),
-                   help=f"Charges the increment: ε {charge:.4g} (the walk up to it costs its own ε).")
+    cols[2].metric("Next step", privacy_words(costs[step - 1], delta()),
+                   help=f"Charges the increment: ε {charge.epsilon:.4g}, ρ {charge.rho or 0:.4g} (the walk up to "
+                        "it costs its own value, never the sum).")
     left, right = st.columns([2, 3])
     left.button(f"Release step {step} of {walk.steps}", key=f"real_walk_next_{walk.id}", type="primary",
                 on_click=release_real_step, args=(walk.id,))
@@ -116,10 +117,10 @@ def _walk_controls(walk: Walk) -> None:
 
 
 def _walks_table(walks: list[Walk]) -> pd.DataFrame:
-    rows = [{"Walk": w.id, "State": "complete" if w.status == "active" and w.released == w.steps else w.status,
+    rows = [{"Walk": w.id, "State": w.state,
              "Schedule": ", ".join(f"{v:g}" for v in w.schedule) + (" (ρ)" if w.definition == "zcdp" else " (ε)"),
              "Steps released": f"{w.released} of {w.steps}",
-             "Spent in all": privacy_words(_privacy(w, w.released), delta()) if w.released else "nothing",
+             "Spent in all": privacy_words(walk_costs(w)[w.released - 1], delta()) if w.released else "nothing",
              "Note": w.note or ""} for w in walks]
     return pd.DataFrame(rows, columns=["Walk", "State", "Schedule", "Steps released", "Spent in all", "Note"])
 

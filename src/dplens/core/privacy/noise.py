@@ -386,6 +386,16 @@ def walk_keep_probability(scale_smaller: float, scale_larger: float) -> float:
     return a1 * math.expm1(-1.0 / scale_larger) ** 2 / (a2 * math.expm1(-1.0 / scale_smaller) ** 2)
 
 
+def _walk_scales(scales: Any) -> np.ndarray:
+    """A walk's noise scales as an array: finite, > 0 and strictly decreasing (most private first)."""
+    array: np.ndarray = np.asarray(scales, dtype=float)
+    if array.ndim != 1 or array.size == 0 or not np.all(np.isfinite(array) & (array > 0)):
+        raise ValueError(f"walk scales must be a non-empty list of finite numbers > 0, got {array.tolist()!r}")
+    if np.any(np.diff(array) >= 0):
+        raise ValueError(f"walk scales must strictly decrease (most private first), got {array.tolist()}")
+    return array
+
+
 def secure_noise_reduction(counts: Any, scales: Any) -> np.ndarray:
     """The whole noise-reduction walk on integer ``counts``, built backwards on the secure path: row t is
     counts + discrete Laplace(scales[t]) exactly, for strictly decreasing ``scales`` (most private first).

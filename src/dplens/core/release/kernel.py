@@ -404,7 +404,7 @@ def _prefix_charge(walk: Walk, step: int, delta: float) -> Budget:
     return ledger_charge(walk_costs(walk)[step - 1], delta)
 
 
-def _walk_charge(walk: Walk, step: int, delta: float) -> Budget:
+def walk_step_charge(walk: Walk, step: int, delta: float) -> Budget:
     """What step ``step`` is charged: its prefix's charge minus the previous prefix's (ε, δ and ρ alike), so the
     ledger has spent exactly the prefix's cost after every step."""
     now, before = _prefix_charge(walk, step, delta), _prefix_charge(walk, step - 1, delta)
@@ -498,7 +498,7 @@ def _walk_release(walk: Walk, step: int, values: np.ndarray, privacy: Privacy,
 
 
 def release_walk_step(walk_id: str, *, store: LedgerStore, delta: float = 1e-6, where: str = "app") -> WalkStep:
-    """Release the next step of this curator's walk, charging only its increment (``_walk_charge``), so the ledger
+    """Release the next step of this curator's walk, charging only its increment (``walk_step_charge``), so the ledger
     has spent exactly what the steps released so far cost. One transaction charges, records the export and marks
     the step released.
 
@@ -522,7 +522,7 @@ def release_walk_step(walk_id: str, *, store: LedgerStore, delta: float = 1e-6, 
     released = ((release.estimate, "counts") if release.estimate is not None else (release.answers, "answers"))
     _check_loss(release, privacy)
     export_id = new_export_id()
-    charge = _walk_charge(walk, step, delta)
+    charge = walk_step_charge(walk, step, delta)
 
     def mark(conn: sqlite3.Connection, epoch: int) -> None:
         if epoch != walk.epoch:
@@ -542,6 +542,13 @@ def release_walk_step(walk_id: str, *, store: LedgerStore, delta: float = 1e-6, 
     return WalkStep(walks.get(walk.id), step, published, request)
 
 
+def _symmetric_intervals(release: Release, noise: tuple[str, float, bool], method: str) -> Intervals:
+    """95 % intervals ± the half-width of ``noise`` (kind, scale, integer) around each value of the estimate."""
+    values = np.asarray(release.estimate, dtype=float)
+    half = exact_halfwidth(noise)
+    return Intervals(values - half, values + half, 0.95, False, method)
+
+
 def export_walk_step(step: WalkStep, *, fmt: str, dataset: str) -> bytes:
     """A released step's export, as ``export_release`` writes a release, plus (JSON) the walk, the step and the
     cumulative loss of the steps released so far (the last step's, not their sum). A Gaussian step's intervals use
@@ -549,10 +556,8 @@ def export_walk_step(step: WalkStep, *, fmt: str, dataset: str) -> bytes:
     intervals = None
     release = step.published.release
     if step.walk.mechanism == "gaussian-identity":
-        values = np.asarray(release.estimate, dtype=float)
-        half = exact_halfwidth(("gaussian", float(release.params["sigma"]), False))
-        intervals = Intervals(values - half, values + half, 0.95, False,
-                              "normal quantile at the walk's total sigma (sum of discrete Gaussians)")
+        intervals = _symmetric_intervals(release, ("gaussian", float(release.params["sigma"]), False),
+                                         "normal quantile at the walk's total sigma (sum of discrete Gaussians)")
     data = export_release(step.published, step.request, fmt=fmt, dataset=dataset, intervals=intervals)
     if fmt == "csv":
         return data
@@ -630,10 +635,8 @@ def export_accuracy_first(result: AccuracyFirstRelease, workload_spec: str, *, f
     if result.published is None:
         raise ValueError("no step met the target: nothing was released, so there is nothing to export")
     release = result.published.release
-    values = np.asarray(release.estimate, dtype=float)
-    half = exact_halfwidth(("laplace", float(release.params["noise_scale"]), True))
-    intervals = Intervals(values - half, values + half, 0.95, False,
-                          "exact discrete Laplace quantiles at the released step's scale (per value)")
+    intervals = _symmetric_intervals(release, ("laplace", float(release.params["noise_scale"]), True),
+                                     "exact discrete Laplace quantiles at the released step's scale (per value)")
     request = HistogramRequest("identity", {}, release.budget, cast(Workload, release.workload), workload_spec)
     data = export_release(result.published, request, fmt=fmt, dataset=dataset, intervals=intervals)
     if fmt == "csv":

@@ -54,6 +54,11 @@ class Walk:
         return len(self.schedule)
 
     @property
+    def state(self) -> str:
+        """"complete" once every step of an active walk is released, else its status ("active", "abandoned")."""
+        return "complete" if self.status == "active" and self.released == self.steps else self.status
+
+    @property
     def epsilons(self) -> tuple[float, ...]:
         """The Laplace walk's ε_t: the schedule itself, or √(2ρ_t) (ε-DP implies ε²/2-zCDP, Bun & Steinke 2016)."""
         return self.schedule if self.definition == "pure" else tuple(math.sqrt(2 * r) for r in self.schedule)

@@ -39,7 +39,7 @@ def test_coarsen_on_the_data_page_then_design_a_workload(page):
     page.get_by_text("Derive a dataset").click()
     page.get_by_role("button", name="Coarsen").click()
     wait_idle(page)
-    page.get_by_text("(coarsened 2)").first.wait_for()
+    page.get_by_text("(coarsened 2)").first.wait_for(timeout=120_000)  # the first rerun of a fresh server is slow
     assert metric_value(page, "Bins") == "2,048"
     page.get_by_text("Derive a dataset").scroll_into_view_if_needed()
     screenshot(page, "data-derive")

@@ -1,8 +1,9 @@
 """Curators kept apart on a shared server (README: Security model).
 
-Shared mode is what ``ui.identity`` reads: ``server.address`` set to every interface, and ``st.user`` (AppTest's
-``user``) signed in with an email. Curator A's datasets, history, budget and workspace stay A's: B sees none of
-them, cannot reset A's budget, cannot open A's workspace by its id, and B's upload of the same counts is B's own.
+Shared mode is what ``ui.identity`` reads: ``DPLENS_MODE=shared`` (set by ``dplens app --shared``), and
+``st.user`` (AppTest's ``user``) signed in with an email. Curator A's datasets, history, budget and workspace stay
+A's: B sees none of them, cannot reset A's budget, cannot open A's workspace by its id, and B's upload of the same
+counts is B's own.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from streamlit import config
 from streamlit.testing.v1 import AppTest
 
 from dplens.core.data.domain import Histogram
@@ -28,12 +28,9 @@ COUNTS = [5.0, 1.0, 0.0, 7.0]
 
 
 @pytest.fixture
-def shared():
-    """A server reachable from other machines: every curator signs in."""
-    before = config.get_option("server.address")
-    config.set_option("server.address", "0.0.0.0")
-    yield
-    config.set_option("server.address", before)
+def shared(monkeypatch):
+    """A shared server (``dplens app --shared``): every curator signs in."""
+    monkeypatch.setenv("DPLENS_MODE", "shared")
 
 
 def _session(email: str | None, *, ws: str | None = None, upload: Histogram | None = None) -> AppTest:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from dplens.core.analysis.bounded import RunTimeLimitError
 from dplens.core.data.limits import MAX_ACTION_SECONDS
 from dplens.core.papers.cli import add_reproduce_command
+from dplens.core.serving import LOCAL, MODE_ENV, SHARED, is_loopback
 
 if TYPE_CHECKING:
     from dplens.core.privacy.budget import Budget
@@ -590,6 +591,10 @@ def app_script() -> Path:
 def cmd_app(args: argparse.Namespace) -> int:
     """Start the Streamlit app (``streamlit run app.py``) on HOST:PORT, in place of this process (so a signal
     that stops ``dplens app`` stops the server)."""
+    if not (args.shared or is_loopback(args.host)):
+        raise CliError(f"--host {args.host!r} serves other machines, which needs --shared (every curator signs in, "
+                       "docs: Security); without it dplens app serves one curator on 127.0.0.1, localhost or ::1")
+    os.environ[MODE_ENV] = SHARED if args.shared else LOCAL  # read by dplens.ui.identity in the server
     script = app_script()
     if not script.is_file():
         raise CliError(f"dplens app needs the source tree's app.py, not found at {script}; install dplens from "
@@ -615,8 +620,14 @@ def _add_app(sub, samples: str) -> None:
     """``dplens app``: start the Streamlit app."""
     app = sub.add_parser("app", help="start the point-and-click app in a browser (Streamlit)",
                          description="Runs `streamlit run app.py` from the source tree; stop it with Ctrl+C.")
-    app.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
+    app.add_argument("--host", default="127.0.0.1",
+                     help="address to listen on (default 127.0.0.1; any non-loopback address, such as 0.0.0.0 for "
+                          "every interface, needs --shared)")
     app.add_argument("--port", type=_port, default=8501, help="port to listen on (default 8501)")
+    app.add_argument("--shared", action="store_true",
+                     help="serve many curators: every visitor signs in (OpenID Connect, .streamlit/secrets.toml "
+                          "[auth]); needed for any --host beyond loopback and behind a reverse proxy (docs: Security). "
+                          "Without it: one local curator, and requests through a proxy are refused")
     app.set_defaults(func=cmd_app)
 
 

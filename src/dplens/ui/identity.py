@@ -1,18 +1,23 @@
-"""Who is using the app: the curator whose ledgers, workspaces and uploads the store shows (README: Security model).
+"""Who is using the app: the curator whose ledgers, workspaces and uploads the store shows (docs: Security).
 
-* **Localhost** (the server listens on 127.0.0.1, ``localhost`` or ``::1`` only; ``make run``): one curator,
-  ``"local"``, no sign-in. A bare script run (AppTest) with no address set counts as localhost.
-* **Shared** (any other address, or a real server with ``server.address`` unset, which listens on every
-  interface): the curator signs in with Streamlit's OpenID Connect (``st.login``, configured in
-  ``.streamlit/secrets.toml`` ``[auth]``) and is their email, normalised (``normalise_email``). The provider
-  must send the claims ``email`` and ``email_verified`` with the JSON value ``true``: a missing claim, the string
-  ``"true"`` or anything else is not a verification, and the visitor is not signed in. Until then the page shows
-  a sign-in button and stops.
+The mode is explicit (``dplens.core.serving``): ``dplens app`` sets ``DPLENS_MODE`` for its server, and it is never
+guessed from the bind address (behind a reverse proxy the server listens on 127.0.0.1 yet serves the internet).
+
+* **Local** (``dplens app``, ``make run``; ``DPLENS_MODE`` unset or ``local``): one curator, ``"local"``, no
+  sign-in, for a browser on this machine. A request that shows it came from elsewhere (a forwarding header such
+  as ``X-Forwarded-For``, a ``Host`` or ``Origin`` that is not loopback, or a server listening beyond loopback) is
+  refused with a page saying how to run shared mode (``dplens.core.serving.local_refusal``). A bare script run
+  (AppTest) is local.
+* **Shared** (``dplens app --shared``; ``DPLENS_MODE=shared``): the curator signs in with Streamlit's OpenID
+  Connect (``st.login``, configured in ``.streamlit/secrets.toml`` ``[auth]``) and is their email, normalised
+  (``normalise_email``). The provider must send the claims ``email`` and ``email_verified`` with the JSON value
+  ``true``: a missing claim, the string ``"true"`` or anything else is not a verification, and the visitor is not
+  signed in. Until then the page shows a sign-in button and stops. An unknown ``DPLENS_MODE`` value counts as
+  shared (sign-in required) and the page says so.
 
 Admins (``DPLENS_ADMINS``: comma-separated emails, normalised the same way) see every curator's ledgers and may
 reset any; a curator is an admin only if their normalised email equals one of them exactly.
 """
-
 from __future__ import annotations
 
 import os
@@ -21,6 +26,7 @@ import streamlit as st
 from streamlit import runtime
 
 from dplens.core.privacy.store import LOCAL_OWNER
+from dplens.core.serving import LOCAL, SHARED_HINT, local_refusal, server_mode
 
 LOCAL_CURATOR = LOCAL_OWNER
 LOCAL_ADDRESSES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
@@ -30,11 +36,26 @@ REQUIRED_CLAIMS = ("The identity provider must send the claims `email` (one addr
 
 
 def local_mode() -> bool:
-    """Whether the server listens on this machine only (read from ``server.address`` at each call)."""
-    address = str(st.get_option("server.address") or "").strip().lower()
-    if not address:  # unset: a real server listens on every interface; a bare run or AppTest serves nobody
-        return not _serving()
-    return address in LOCAL_ADDRESSES or address.startswith("127.")
+    """Whether the app serves one local curator without sign-in: ``DPLENS_MODE`` unset or ``local`` (read at each
+    call). An unknown value is not local: failing closed, every visitor must sign in."""
+    try:
+        return server_mode() == LOCAL
+    except ValueError:
+        return False
+
+
+def _listening_address() -> str | None:
+    """``server.address`` of the real server running this script, or None when none is (AppTest, a bare run)."""
+    return str(st.get_option("server.address") or "").strip() if _serving() else None
+
+
+def local_request_refusal() -> str | None:
+    """Why this session may not be served in local mode (``dplens.core.serving.local_refusal`` on its headers)."""
+    try:
+        headers = dict(st.context.headers)
+    except Exception:  # noqa: BLE001 - no request context (a bare run): nothing came through a proxy
+        headers = {}
+    return local_refusal(headers, address=_listening_address())
 
 
 def _serving() -> bool:
@@ -110,11 +131,15 @@ def _sign_in_page() -> None:
                  f"verifies addresses.")
         st.button("Sign out", on_click=st.logout, key="identity_sign_out")
         return
+    try:
+        server_mode()
+    except ValueError as err:
+        st.warning(f"{err}; until it is fixed every visitor must sign in.")
     providers = _providers()
     if not providers:
-        st.error("This server is reachable from other machines, so every curator must sign in, but sign-in is "
-                 "not configured: add an `[auth]` section to `.streamlit/secrets.toml` (README: Security model), "
-                 "or run on this machine only (`make run`, which listens on 127.0.0.1).")
+        st.error("This server runs in shared mode (`dplens app --shared`), so every curator must sign in, but "
+                 "sign-in is not configured: add an `[auth]` section to `.streamlit/secrets.toml` (docs: Security), "
+                 "or serve one curator on this machine only (`dplens app` without `--shared`).")
         return
     from streamlit.auth_util import is_authlib_installed
 
@@ -130,8 +155,21 @@ def _sign_in_page() -> None:
                   key=f"identity_sign_in_{provider or 'default'}", type="primary")
 
 
+def _local_refusal_page(reason: str) -> None:
+    st.title("dplens")
+    st.error(f"This dplens server runs in local mode: one curator, no sign-in, for a browser on this machine only. "
+             f"It refused this page because {reason}. Open it on the server's own machine "
+             f"(http://127.0.0.1:<port>), or, {SHARED_HINT}.")
+
+
 def current_curator() -> str:
-    """The curator using the app (``"local"`` on localhost); in shared mode, shows sign-in and stops until signed in."""
+    """The curator using the app (``"local"`` in local mode); in shared mode, shows sign-in and stops until signed in.
+    In local mode a request from elsewhere (``local_request_refusal``) is refused with a page and stopped."""
+    if local_mode():
+        reason = local_request_refusal()
+        if reason is not None:
+            _local_refusal_page(reason)
+            st.stop()
     curator = signed_in()
     if curator is None:
         _sign_in_page()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,6 +19,7 @@ from scipy import special
 
 from dplens.core.analysis.experiment import SweepCache
 from dplens.core.data import limits
+from dplens.core.data.datasets import DATA_DIR
 from dplens.core.data.domain import Domain
 from dplens.core.mechanisms import parameter_ranges
 from dplens.core.privacy.budget import Budget
@@ -62,7 +62,7 @@ TABLE_DEFAULT_RHO = DEFAULT_TABLE_TOTAL.rho
 TABLE_RHO_CHOICES = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 _LEVEL = 0.95
 SAMPLE_TABLE_NAME = "survey (built-in sample)"
-_DATA_DIR = Path(__file__).resolve().parents[3] / "data"
+_DATA_DIR = DATA_DIR  # the bundled samples: the repository's data/ or the copy a wheel carries
 # What the page offers for missing values (empty, NA, null), and load_table's name for each choice.
 MISSING_CHOICES = {"refuse the file": "refuse", "drop those rows": "drop", "make them a level": "level"}
 _SLOW_SECONDS = 20.0       # synthesisers are estimated at this per run (OpenDP's MST on a few attributes)

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dplens.core.data.bundle import app_root
 from dplens.core.data.domain import Histogram
 from dplens.core.data.limits import (
     MAX_CELLS,
@@ -34,8 +35,8 @@ from dplens.core.data.limits import (
     MAX_UPLOAD_BYTES,
 )
 
-# the source tree's data/ (src/dplens/core/data/ → the repository)
-DATA_DIR = Path(__file__).resolve().parents[4] / "data"
+# the sample histograms: the repository's data/, or the copy a wheel carries (dplens.core.data.bundle)
+DATA_DIR = app_root() / "data"
 
 
 class DataError(ValueError):

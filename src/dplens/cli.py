@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dplens.core.analysis.bounded import RunTimeLimitError
-from dplens.core.data.limits import MAX_ACTION_SECONDS
+from dplens.core.data.bundle import app_root
+from dplens.core.data.limits import MAX_ACTION_SECONDS, MAX_UPLOAD_BYTES
 from dplens.core.papers.cli import add_reproduce_command
 from dplens.core.serving import LOCAL, MODE_ENV, SHARED, is_loopback
 
@@ -584,8 +585,22 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def app_script() -> Path:
-    """The Streamlit entry script ``app.py`` of the source tree this package is installed from (``make run``)."""
-    return Path(__file__).resolve().parents[2] / "app.py"
+    """The Streamlit entry script ``app.py``: the copy a wheel carries (``dplens/_app``), else the source tree's."""
+    return app_root() / "app.py"
+
+
+# Streamlit's server settings, passed as flags because a wheel carries no .streamlit/config.toml (which holds the
+# same values for `streamlit run app.py` in a checkout; tests/test_wheel.py checks that the two agree).
+SERVER_SETTINGS = {
+    "server.headless": "true",
+    "server.maxUploadSize": str(MAX_UPLOAD_BYTES // 2**20),  # MB
+    "server.enableXsrfProtection": "true",
+    "server.enableCORS": "true",  # XSRF protection needs CORS protection on
+    "server.fileWatcherType": "none",  # serving, not developing: nothing to reload, and no watch on .venv
+    "client.showErrorDetails": "none",  # an uncaught error shows a generic message; its traceback stays in the log
+    "client.toolbarMode": "viewer",  # no "Deploy" button (a developer option)
+    "browser.gatherUsageStats": "false",
+}
 
 
 def cmd_app(args: argparse.Namespace) -> int:
@@ -597,17 +612,31 @@ def cmd_app(args: argparse.Namespace) -> int:
     os.environ[MODE_ENV] = SHARED if args.shared else LOCAL  # read by dplens.ui.identity in the server
     script = app_script()
     if not script.is_file():
-        raise CliError(f"dplens app needs the source tree's app.py, not found at {script}; install dplens from "
-                       "a clone with `make run` (an editable install)")
-    command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.address", args.host,
+        raise CliError(f"dplens app needs its app.py, not found at {script}; reinstall dplens (pip install "
+                       "dplens[tables], or `make run` in a clone)")
+    settings = [f"--{name}={value}" for name, value in SERVER_SETTINGS.items()]
+    command = [sys.executable, "-m", "streamlit", "run", str(script), *settings, "--server.address", args.host,
                "--server.port", str(args.port)]
-    os.chdir(script.parent)
     os.execv(sys.executable, command)
     return 0  # not reached: execv replaces the process
 
 
+class _VersionAction(argparse.Action):
+    """``dplens --version``: the installed distribution's version (importlib.metadata), read only when asked."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib.metadata import version
+
+        print(f"dplens {version('dplens')}")  # on stdout, as argparse's own version action
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog="dplens", description="dplens: DP histogram releases")
+    parser.add_argument("--version", action=_VersionAction, help="print the installed version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     samples = ", ".join(SAMPLE_NAMES)
     for add in (_add_app, _add_release, _add_compare, _add_grid, _add_ledger, _add_gradual):
@@ -619,7 +648,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_app(sub, samples: str) -> None:
     """``dplens app``: start the Streamlit app."""
     app = sub.add_parser("app", help="start the point-and-click app in a browser (Streamlit)",
-                         description="Runs `streamlit run app.py` from the source tree; stop it with Ctrl+C.")
+                         description="Runs the app installed with dplens (streamlit run app.py); stop it with Ctrl+C.")
     app.add_argument("--host", default="127.0.0.1",
                      help="address to listen on (default 127.0.0.1; any non-loopback address, such as 0.0.0.0 for "
                           "every interface, needs --shared)")

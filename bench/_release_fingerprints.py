@@ -2,10 +2,10 @@
 
 Run it on two checkouts and compare the files (not a benchmark: ``bench/run_all.py`` skips it):
 
-    .venv/bin/python bench/_release_fingerprints.py /tmp/after.json
-    (cd OLD_CHECKOUT && PYTHONPATH=src:. /work/main/.venv/bin/python \\
-        /work/main/bench/_release_fingerprints.py /tmp/before.json)
-    .venv/bin/python bench/_release_fingerprints.py --compare /tmp/before.json /tmp/after.json
+    .venv/bin/python bench/_release_fingerprints.py after.json
+    (cd OLD_CHECKOUT && PYTHONPATH=src:. NEW_CHECKOUT/.venv/bin/python \\
+        NEW_CHECKOUT/bench/_release_fingerprints.py NEW_CHECKOUT/before.json)
+    .venv/bin/python bench/_release_fingerprints.py --compare before.json after.json
 
 Each entry is mechanism/input/seed → [SHA-256 prefix of the answers and estimate, privacy loss as a hex float]:
 eight inputs (64-cell prefix, 50 random ranges, an 8 × 8 grid of prefix pairs, a dense and a sparse explicit W, a

@@ -6,8 +6,8 @@ Run: .venv/bin/python bench/bench_mmopt.py [--sizes 256,512,1024,2048,4096,16384
 Each optimisation runs in a fresh subprocess with one BLAS thread (OMP/OPENBLAS/MKL_NUM_THREADS=1 set
 before NumPy is imported), ours and HDMM's interleaved (A B A B …, ``--repeats`` pairs); the table shows the
 lowest CPU seconds (time.process_time) of each side with its wall seconds. HDMM's OPT0 is
-``templates.PIdentity(n // 16, n, seed=0).optimize(W)`` from ``$HDMM_SRC`` (default /tmp/hdmm/src, a clone of
-github.com/dpcomp-org/hdmm); without it the HDMM columns are skipped. It is run, never copied.
+``templates.PIdentity(n // 16, n, seed=0).optimize(W)`` from ``$HDMM_SRC`` (the ``src`` folder of a clone of
+dpcomp-org/hdmm; no default); without it the HDMM columns are skipped. It is run, never copied.
 
 Per-query RMSE at ε = √2 (pure DP, Laplace, Δ_A = 1 since every column of [I; Θ] D⁻¹ has L1 norm 1):
 √(2·tr(WᵀW (AᵀA)⁻¹)/(m ε²)) = √(tr/m), computed by the same exact formula (``matrix._objective``, the
@@ -59,7 +59,7 @@ def worker(side: str, name: str, n: int, settings: str, out: str) -> None:
     import numpy as np
 
     if side == "hdmm":
-        sys.path.insert(0, os.environ.get("HDMM_SRC", "/tmp/hdmm/src"))
+        sys.path.insert(0, os.environ["HDMM_SRC"])  # main() starts this worker only when HDMM_SRC is set
         from hdmm import templates
         from hdmm import workload as hdmm_workload
 
@@ -138,10 +138,11 @@ def main(argv: list[str]) -> None:
     sys.path.insert(0, str(ROOT))
     from results import Recorder
 
-    hdmm_src = Path(os.environ.get("HDMM_SRC", "/tmp/hdmm/src"))
-    have_hdmm = (hdmm_src / "hdmm" / "templates.py").exists()
+    hdmm_src = os.environ.get("HDMM_SRC", "")
+    have_hdmm = bool(hdmm_src) and (Path(hdmm_src) / "hdmm" / "templates.py").exists()
     if not have_hdmm:
-        print(f"HDMM not found at {hdmm_src} (set HDMM_SRC): the HDMM columns are skipped")
+        print(f"HDMM not found (HDMM_SRC={hdmm_src!r}; set it to the src folder of a clone of dpcomp-org/hdmm): "
+              "the HDMM columns are skipped")
     with Recorder("bench_mmopt", args) as recorder:
         print(f"{'n':>6s} {'workload':10s} {'p':>4s} {'CPU s':>7s} {'wall s':>7s} {'HDMM CPU':>9s} {'HDMM wall':>9s} "
               f"{'speed-up':>8s} {'RMSE':>8s} {'HDMM RMSE':>9s} {'ratio':>7s}", flush=True)

@@ -1,6 +1,6 @@
 """MWEM side by side with dpcomp_core's MWEM on high-count histograms (10^4 to 10^6 records per bin).
 
-Run: DPCOMP_SRC=/tmp/dpcomp_run nice -n 5 .venv/bin/python bench/bench_mwem_peer.py [--trials 30] [--trace]
+Run: DPCOMP_SRC=PATH/TO/dpcomp_core nice -n 5 .venv/bin/python bench/bench_mwem_peer.py [--trials 30] [--trace]
 
 ``DPCOMP_SRC`` is a folder holding a Python-3-runnable copy of dpcomp_core (github.com/dpcomp-org/dpcomp_core;
 its ``dpcomp_core`` package imported from there, never from this repository). Without it, or when the import

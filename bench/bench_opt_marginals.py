@@ -2,11 +2,11 @@
 workloads.
 
 Getting HDMM (the reference code of McKenna et al., VLDB 2018; github.com/dpcomp-org/hdmm, which is what
-github.com/ryan112358/hdmm points to): put its source tree at /tmp/hdmm, e.g.
-    git clone https://github.com/dpcomp-org/hdmm /tmp/hdmm
-(or from a local mirror: git --git-dir=<mirror> archive HEAD | tar -x -C /tmp/hdmm). It runs unpatched with
-the dplens venv (numpy 2.4, scipy 1.17). Nothing is installed: HDMM is imported from $HDMM_SRC
-(default /tmp/hdmm/src). Without it, the HDMM columns are skipped with a message.
+github.com/ryan112358/hdmm points to): clone it anywhere, e.g.
+    git clone https://github.com/dpcomp-org/hdmm HDMM_DIR
+and set HDMM_SRC=HDMM_DIR/src (required for the HDMM columns; there is no default). It runs unpatched with
+the dplens venv (numpy 2.4, scipy 1.17). Nothing is installed: HDMM is imported from $HDMM_SRC. Without it,
+the HDMM columns are skipped with a message.
 
 Run: .venv/bin/python bench/bench_opt_marginals.py
      HDMM_SEEDS=5 (restarts of HDMM's random initialisation; the best is reported)
@@ -51,9 +51,9 @@ ADULT_DOMAIN = shared_data("adult", "adult-domain.json")  # $DPLENS_SHARED_DATA,
 
 def load_hdmm():
     """HDMM's workload, templates and error modules from $HDMM_SRC, or None with the reason."""
-    src = os.environ.get("HDMM_SRC", "/tmp/hdmm/src")
-    if not (Path(src) / "hdmm" / "templates.py").exists():
-        return None, f"HDMM not found at {src} (set HDMM_SRC; see this file's docstring): HDMM columns skipped"
+    src = os.environ.get("HDMM_SRC", "")
+    if not src or not (Path(src) / "hdmm" / "templates.py").exists():
+        return None, f"HDMM not found (HDMM_SRC={src!r}; see this file's docstring): HDMM columns skipped"
     sys.path.insert(0, src)
     try:
         from hdmm import error, templates, workload

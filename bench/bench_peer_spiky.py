@@ -1,6 +1,6 @@
 """MWEM and AHP side by side with dpcomp_core's on generated high-count spiky histograms (DPBench-style 1-D).
 
-Run: DPCOMP_SRC=/tmp/dpcomp_run nice -n 5 .venv/bin/python bench/bench_peer_spiky.py [--trials 30] [--quick]
+Run: DPCOMP_SRC=PATH/TO/dpcomp_core nice -n 5 .venv/bin/python bench/bench_peer_spiky.py [--trials 30] [--quick]
 
 ``DPCOMP_SRC`` is a folder holding a Python-3-runnable copy of dpcomp_core (github.com/dpcomp-org/dpcomp_core,
 its ``dpcomp_core`` package imported from there, never from this repository; docs/benchmarks.md says how the

@@ -98,9 +98,20 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if value is None or isinstance(value, (bool, int, str)):
+    if isinstance(value, str):
+        return portable(value)
+    if value is None or isinstance(value, (bool, int)):
         return value
-    return str(value)
+    return portable(str(value))
+
+
+def portable(text: str) -> str:
+    """``text``, or ``<path:NAME>`` when it is an absolute path: a results file names no folder of one machine.
+
+    >>> portable("/home/someone/hdmm/src"), portable("--trials"), portable("results.csv")
+    ('<path:src>', '--trials', 'results.csv')
+    """
+    return f"<path:{Path(text).name}>" if os.path.isabs(text) else text
 
 
 _ACTIVE: list[Recorder] = []
@@ -138,7 +149,7 @@ class Recorder:
         return {"bench": self.bench, "date": self._date.isoformat().replace("+00:00", "Z"), "commit": git_commit(),
                 "machine": machine(), "load_start": self._load, "load_end": load_average(),
                 "wall_s": round(time.perf_counter() - self._wall, 3), "cpu_s": round(cpu_seconds() - self._cpu, 3),
-                "args": sys.argv[1:], "options": self.options, "rows": self.rows}
+                "args": [portable(a) for a in sys.argv[1:]], "options": self.options, "rows": self.rows}
 
     def write(self) -> Path:
         self.directory.mkdir(parents=True, exist_ok=True)

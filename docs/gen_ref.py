@@ -171,7 +171,7 @@ def cli_reference() -> str:
     from dplens.cli import build_parser
 
     old = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = "110"  # argparse wraps help at the terminal width: fix it for a stable page
+    os.environ["COLUMNS"] = "80"  # argparse wraps help at the terminal width: 80 columns fit the page's code box
     try:
         parser = build_parser()
         out = ["# Command-line reference", "",

@@ -37,7 +37,7 @@ with ui.guard():
     if df is None:
         st.info("Run a grid from the command line, e.g. `python -m dplens grid --datasets smooth,spiky "
                 "--mechanisms identity,hb,dawa --epsilons 0.1,1 --sizes 512,4096 --trials 10 --output "
-                "results.parquet`, then upload the file here. See the README, *Experiment grids*.")
+                "results.parquet`, then upload the file here. The documentation's Grids page says more.")
         st.stop()
     st.caption(f"**{ui.plain(st.session_state.get('grid_name', 'grid'))}**: {df['dataset'].nunique()} datasets × "
                f"{df['domain_size'].nunique()} sizes × {df['scale'].nunique()} scales × "

@@ -57,3 +57,10 @@ def test_generated_pages_cite_no_internal_references(tmp_path):
     for path in _gen_ref().write(tmp_path):
         text = path.read_text(encoding="utf-8")
         assert "spec \N{SECTION SIGN}" not in text and "issue #" not in text, path
+
+
+def test_the_generated_cli_help_fits_80_columns(tmp_path):
+    paths = {p.name: p for p in _gen_ref().write(tmp_path)}
+    blocks = paths["cli.md"].read_text(encoding="utf-8").split("```")[1::2]  # the help texts, not the prose
+    long = [line for block in blocks for line in block.splitlines() if len(line) > 80]
+    assert len(blocks) > 5 and not long, long[:3]

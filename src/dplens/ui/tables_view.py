@@ -190,12 +190,16 @@ def set_table_total() -> None:
 
 
 def table_budget_caption(table: Table) -> str:
+    """The page's one budget line: this table's own ledger, in that ledger's unit (the sidebar shows no other on
+    this page)."""
     led = table_ledger(table)
     if led.unit != "rho":
-        return (f"This table's ledger holds an (ε, δ) total of ε = {led.total.epsilon:g}, δ = {led.total.delta:g}; "
-                f"remaining ε = {led.remaining.epsilon:.4g}.")
-    return (f"Budget of this table: ρ = {led.total.rho:g} in total, **ρ = {led.remaining.rho:.4g} remaining** "
-            f"(ε = {led.remaining.epsilon:.3g} at δ = {led.total.delta:g}); {len(led.spends)} release(s).")
+        return (f"Budget of this table (its own ledger, in ε): **remaining ε = {led.remaining.epsilon:.4g}** of "
+                f"ε = {led.total.epsilon:g} (δ = {led.total.delta:g}); each release's ρ is charged as its ε at "
+                f"δ = {TABLE_DISPLAY_DELTA:g}; {len(led.spends)} release(s).")
+    return (f"Budget of this table (its own ledger, ρ-zCDP): **remaining ρ = {led.remaining.rho:.4g}** of "
+            f"ρ = {led.total.rho:g} (ε = {led.remaining.epsilon:.3g} at δ = {led.total.delta:g}); "
+            f"{len(led.spends)} release(s).")
 
 
 # ------------------------------------------------------------------------------------------------ compare
@@ -323,7 +327,7 @@ def table_settings(name: str, *, render: bool = False) -> dict[str, str]:
         widget_key = f"tables_setting_{name}_{key}"
         if render:
             st.text_input(f"{name}: {key}", value=str(defaults[key]), key=widget_key,
-                          help=f"Valid: {valid}. See the README, Tables of records, for what this setting does.")
+                          help=f"Valid: {valid}. The documentation's mechanism reference says what this setting does.")
         values[key] = st.session_state.get(widget_key, str(defaults[key]))
     return values
 

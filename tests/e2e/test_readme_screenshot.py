@@ -1,0 +1,29 @@
+"""The README's screenshot, made by the app itself: the Compare page after its first comparison, in Chromium.
+
+Each run rewrites ``docs/screenshots/readme-compare.png`` (the README and the docs' home page show it), so the
+picture is of the app as it is; commit the file when it changes.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import wait_idle
+
+pytestmark = pytest.mark.e2e
+
+README_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "readme-compare.png"
+
+
+def test_the_readme_screenshot_shows_a_comparison(page):
+    page.get_by_role("link", name="Compare").click()
+    wait_idle(page)
+    page.get_by_role("button", name="Run comparison").click()
+    wait_idle(page, timeout=120_000)
+    chart = page.locator('[data-testid="stPlotlyChart"]').first
+    chart.wait_for()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    chart.evaluate("element => element.scrollIntoView({block: 'center'})")  # the sidebar beside the result
+    page.wait_for_timeout(1500)  # plotly's transition
+    page.screenshot(path=str(README_SCREENSHOT))
+    assert README_SCREENSHOT.stat().st_size > 20_000

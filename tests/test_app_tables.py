@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 
+from dplens.core.privacy.budget import Budget
 from dplens.core.privacy.ledger_store import LedgerStore
 from dplens.core.tables.records import load_table
 from tests.test_app import open_page
@@ -123,3 +124,58 @@ def test_compare_tunes_on_a_dp_proxy_charged_once():
     assert any("Tuned on the table's DP proxy" in i.value for i in at.info)
     assert not any("Measured on the true table" in w.value for w in at.warning)
     assert LedgerStore().ledger(table.fingerprint).spent.rho == 0.05  # tuning on it costs nothing more
+
+
+def _shell(root: str, default: str) -> None:
+    """app.py's navigation and sidebar on ``default`` (AppTest runs app.py only on the first run: after a page
+    switch it runs the page alone, so the sidebar of a page is tested as the first run of this shell)."""
+    from pathlib import Path
+
+    import streamlit as st
+
+    from dplens import ui
+
+    st.navigation([st.Page(str(Path(root) / path), title=title, default=path == default)
+                   for _, path, title, _ in ui.PAGES])
+    ui.sidebar()
+
+
+def _sidebar_on(page: str):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    root = str(Path(__file__).resolve().parents[1])
+    return AppTest.from_function(_shell, args=(root, page), default_timeout=60).run()
+
+
+def _sidebar_text(at) -> str:
+    """Every caption, metric and widget label in the sidebar, in one string."""
+    parts = [getattr(e, "value", "") for e in at.sidebar.get("caption")]
+    parts += [f"{m.label} {m.value}" for m in at.sidebar.get("metric")]
+    parts += [w.label for kind in ("number_input", "select_slider", "radio") for w in at.sidebar.get(kind)]
+    return " | ".join(str(p) for p in parts)
+
+
+def test_one_budget_on_the_tables_page_the_tables_own():
+    """The sidebar's budget is the histogram dataset's: on the Tables page it gives way to a note, and the table's
+    own budget is shown once on the page, in its ledger's unit; on other pages the sidebar's budget is back."""
+    side = _sidebar_text(_sidebar_on("pages/tables.py"))
+    assert "Budget remaining" not in side and "Total budget" not in side, side
+    assert "own budget, shown on this page" in side
+    assert "Budget remaining" in _sidebar_text(_sidebar_on("pages/data.py"))
+    at, table = _open()
+    lines = [c.value for c in at.caption if "Budget of this table" in c.value]
+    assert len(lines) == 1 and "remaining ρ = 1**" in lines[0]
+    at.number_input(key="tables_release_rho").set_value(0.25).run()
+    at.button(key="tables_release_button").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert [c.value for c in at.caption if "Budget of this table" in c.value][0].count("remaining ρ = 0.75") == 1
+
+
+def test_a_table_ledger_in_epsilon_is_shown_in_epsilon():
+    table = _table(seed=3)
+    LedgerStore().set_total(table.fingerprint, Budget(2.0, 1e-5))
+    at, _ = _open(table)
+    line = next(c.value for c in at.caption if "Budget of this table" in c.value)
+    assert "remaining ε = 2" in line and "ρ =" not in line.split(";")[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from dplens.core.mechanisms import NEIGHBOURING
 from dplens.core.privacy.budget import Budget
@@ -94,6 +95,20 @@ def _conversion_offer(led) -> None:
         st.button("Convert the budget", key="sidebar_convert", on_click=_convert_total)
 
 
+TABLES_PAGE = "pages/tables.py"
+TABLES_BUDGET_NOTE = ("**Budget**: a table of records has its own budget, shown on this page in its own unit. "
+                      "The budget of the histogram dataset chosen above is on the other pages.")
+
+
+def _on_page(path: str) -> bool:
+    """Whether the page about to run is ``path`` (``st.navigation`` resolves it before the sidebar is drawn)."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return False
+    info = ctx.pages_manager.get_pages().get(ctx.pages_manager.current_page_script_hash) or {}
+    return str(info.get("script_path", "")).replace("\\", "/").endswith(path)
+
+
 def sidebar() -> None:
     """Shared sidebar: dataset, seed, total budget (fixed after the first spend), remaining budget."""
     init_state()
@@ -110,7 +125,9 @@ def sidebar() -> None:
         st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
                         help="Seeds the exploration noise; change it to see different noise.")
         privacy_controls()
-        if released_data() is None:
+        if _on_page(TABLES_PAGE):  # the table has its own ledger and budget, shown on the page in its unit
+            st.caption(TABLES_BUDGET_NOTE)
+        elif released_data() is None:
             _budget()
         else:  # a loaded export has no budget: nothing computed from it alone is charged
             st.caption(f"**{ALREADY_PRIVATE}** This dataset is a loaded release, so it has no budget.")

@@ -6,9 +6,10 @@ from dplens import ui
 from dplens.core.data.datasets import NoCountColumnError
 from dplens.core.data.released import POST_PROCESSING, is_release_export
 
-UNKNOWN_EXPORT_NOTE = ("this file looks like a dplens export, but this installation has no record of releasing it, so "
-                       "it is raw data and every release from it is charged; if it is another installation's DP "
-                       "release, tick 'another installation's release' below, say where it is from, and use it again")
+UNKNOWN_EXPORT_NOTE = ("this file looks like a dplens export, but this installation has no record of releasing it and "
+                       "it is not signed by a key you trust, so it is raw data and every release from it is charged; "
+                       "if it is another installation's DP release, trust that installation's public key on the "
+                       "Ledger page (Trusted installations) and use the file again")
 
 
 def use_upload() -> None:
@@ -25,9 +26,8 @@ def use_upload() -> None:
     data = upload.getvalue()
     unknown_export = False
     if not as_records and is_release_export(data):
-        # Already private only when this installation released it (or the curator states where it is from)
-        statement = ss.get("data_external_statement", "") if ss.get("data_state_external") else ""
-        if ui.known_release(data, upload.name, statement) is not None:
+        # Already private only when signed by this installation or a key the curator trusts (Ledger page)
+        if ui.known_release(data, upload.name) is not None:
             try:
                 released = ui.add_released(data, upload.name)
             except ValueError as err:
@@ -90,11 +90,6 @@ with ui.guard():
             grid_cols = st.columns(2)
             grid_cols[0].number_input("Grid rows", 0, 2**22, 0, key="data_grid_rows")
             grid_cols[1].number_input("Grid columns", 0, 2**22, 0, key="data_grid_cols")
-            if st.checkbox("This file is another installation's differentially private release",
-                           key="data_state_external",
-                           help="A file this installation did not release is raw data and charged. Loading another "
-                                "installation's export as already private is your recorded statement."):
-                st.text_input("Where it is from (recorded with the statement)", key="data_external_statement")
         st.checkbox("This data is public (not private)", key="data_public",
                     help="Public data can be used to choose the mechanism and ε for a private dataset of the same "
                          "shape without looking at the private data (Compare, Choose epsilon: Tune on).")

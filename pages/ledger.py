@@ -1,4 +1,5 @@
-"""Ledger page: the curator's datasets' persistent privacy budgets, their history (CSV), and the recorded reset.
+"""Ledger page: the curator's datasets' persistent privacy budgets, their history (CSV), the recorded reset, and the
+keys whose signed exports the curator trusts.
 
 A curator sees only their own ledgers (``ui.identity``); an admin (``DPLENS_ADMINS``) also sees every
 curator's, read-only. No workspace id is shown or exported.
@@ -7,6 +8,8 @@ curator's, read-only. No workspace id is shown or exported.
 import streamlit as st
 
 from dplens import ui
+from dplens.core.data.signing import key_id as signing_key_id
+from dplens.core.data.signing import public_key, public_key_pem
 from dplens.core.privacy.ledger_store import RESET_WARNING
 from dplens.core.privacy.store import default_path
 from dplens.core.release.export import history_to_csv
@@ -60,6 +63,23 @@ with ui.guard():
         with st.expander("Every curator's ledgers (admin)"):
             everyone = store.datasets(every_owner=True)
             st.dataframe(ui.datasets_table(everyone), hide_index=True, key="ledger_admin_datasets")
+    with st.expander("Trusted installations (signed exports)"):
+        st.caption("Every JSON export is signed by the installation that released it. A re-uploaded export is "
+                   "already private (charged nothing) when it is signed by this installation or by a key you trust "
+                   "here; anything else is raw data. Trust is yours alone and recorded with its reason.")
+        st.download_button("This installation's public key (PEM)", public_key_pem(), "dplens-public-key.pem",
+                           "application/x-pem-file", key="ledger_public_key", on_click="ignore",
+                           help=f"Key id {signing_key_id(public_key())}: give it to curators who should trust "
+                                "this installation's exports.")
+        st.dataframe(ui.trusted_keys_table(store), hide_index=True, key="ledger_trusted_keys")
+        with st.form("ledger_trust_form", clear_on_submit=True):
+            st.file_uploader("Another installation's public key (PEM)", type=["pem", "txt"], key="ledger_trust_file")
+            st.text_input("Whose key it is (recorded)", key="ledger_trust_name")
+            st.text_input("Why you trust it (recorded)", key="ledger_trust_reason")
+            st.form_submit_button("Trust this key", on_click=ui.trust_key)
+        if trusted := [k["key_id"] for k in store.trusted_keys()]:
+            st.selectbox("Stop trusting", trusted, key="ledger_untrust_key")
+            st.button("Stop trusting this key", key="ledger_untrust", on_click=ui.untrust_key)
     with st.expander("Start a fresh budget for this dataset (voids the guarantee)"):
         st.warning(RESET_WARNING + " The reset is recorded with your reason; the old spends stay in the history.")
         with st.form("ledger_reset_form"):

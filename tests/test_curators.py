@@ -257,7 +257,7 @@ def test_a_version_2_store_upgrades_to_the_local_curator():
     assert WorkspaceStore().get_dataset(fingerprint).name == "old-upload"  # a version-2 workspace's bare fingerprint
     assert LedgerStore(owner=B).datasets() == [] and WorkspaceStore(owner=B).load(workspace) is None
     with connect() as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "datasets" not in tables and not [t for t in tables if t.endswith("_v2")]
     assert local.spend(fingerprint, "release #2", Budget(1.5), mechanism="identity").remaining.epsilon == 0.0

@@ -287,6 +287,10 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     from dplens.core.privacy.ledger_store import RESET_WARNING
     from dplens.core.release.export import history_to_csv
 
+    if args.public_key or args.trust_key:
+        return _ledger_keys(args)
+    if not args.input:
+        raise CliError("dplens ledger needs --input (the dataset whose ledger to show), or --trust-key / --public-key")
     histogram = load_histogram(args.input)
     store, fingerprint = _store(args), dataset_fingerprint(histogram)
     if args.reset:
@@ -312,6 +316,26 @@ def cmd_ledger(args: argparse.Namespace) -> int:
         left = f"{ledger.remaining.epsilon:g}"
     print(f"{summary} in {len(ledger.spends)} release(s), remaining {left} ({len(history)} recorded action(s)"
           f"{'; history -> ' + args.output if args.output else ''})")
+    return 0
+
+
+def _ledger_keys(args: argparse.Namespace) -> int:
+    """``dplens ledger --public-key FILE`` / ``--trust-key FILE --name N --reason R`` (dplens.core.data.signing)."""
+    from dplens.core.data.files import read_bounded
+    from dplens.core.data.signing import key_id, public_key, public_key_pem, read_public_key
+
+    if args.public_key:
+        Path(args.public_key).write_text(public_key_pem())
+        print(f"this installation's public key {key_id(public_key())} -> {args.public_key}")
+    if args.trust_key:
+        try:
+            # read at most 1 MB whatever the file is (a FIFO, /dev/zero); the key itself is checked to 4 KB
+            raw = read_public_key(read_bounded(args.trust_key, what="public key file", limit=2**20,
+                                               limit_name="the key file limit"))
+        except ValueError as err:
+            raise CliError(f"--trust-key {args.trust_key!r}: {err}") from None
+        kid = _store(args).trust_key(raw, name=args.name or "", reason=args.reason or "")
+        print(f"trusted key {kid} ({args.name.strip()}): the exports it signs load as already private for you")
     return 0
 
 
@@ -741,11 +765,19 @@ def _add_ledger(sub, samples: str) -> None:
     led = sub.add_parser("ledger", help="show a dataset's privacy ledger, export its history, or reset it",
                          description="The ledger is keyed by the dataset's fingerprint (SHA-256 of counts and "
                                      "domain sizes); the app and `release` charge the same one.")
-    led.add_argument("--input", required=True, help=f"histogram file or sample name ({samples})")
+    led.add_argument("--input", help=f"histogram file or sample name ({samples}) (needed unless --trust-key or "
+                                     "--public-key)")
+    led.add_argument("--public-key", metavar="FILE",
+                     help="write this installation's public key (PEM) to FILE: curators of another installation "
+                          "trust it to load its signed exports as already private")
+    led.add_argument("--trust-key", metavar="FILE",
+                     help="trust another installation's public key (PEM, from its --public-key): its signed exports "
+                          "then count as already private for you; needs --name and --reason (both recorded)")
+    led.add_argument("--name", help="whose key --trust-key is (recorded)")
     led.add_argument("--output", help="write the full history (every total, spend and reset) to this CSV")
     led.add_argument("--reset", action="store_true",
                      help="start a fresh budget (needs --budget and --reason): VOIDS the privacy guarantee")
-    led.add_argument("--reason", help="why the budget is reset (recorded)")
+    led.add_argument("--reason", help="why the budget is reset, or why --trust-key's key is trusted (recorded)")
     _ledger_arguments(led)
     led.set_defaults(func=cmd_ledger)
 

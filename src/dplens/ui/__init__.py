@@ -119,6 +119,7 @@ from dplens.ui.identity import (
     current_curator,
     is_admin,
     local_mode,
+    local_request_refusal,
     normalise_email,
     signed_in,
 )
@@ -147,6 +148,9 @@ from dplens.ui.ledger import (
     remaining_text,
     reset_budget,
     set_total,
+    trust_key,
+    trusted_keys_table,
+    untrust_key,
 )
 from dplens.ui.navigation import PAGES
 from dplens.ui.papers_view import (
@@ -299,7 +303,7 @@ __all__ = ['REAL_WALK_NOTE', 'abandon_real_walk', 'real_walk_tab', 'release_real
     'point_privacy', 'point_unit', 'point_words', 'load_reference_histogram', 'parsed_workload', 'MARKDOWN_LEAD',
     'REPRODUCTION_TITLES', 'markdown_safe',
     'GRADUAL_SIMULATION', 'ADMINS_ENV', 'LOCAL_ADDRESSES', 'LOCAL_CURATOR', 'admins', 'current_curator', 'is_admin',
-    'local_mode', 'signed_in', 'REQUIRED_CLAIMS', 'normalise_email',
+    'local_mode', 'local_request_refusal', 'signed_in', 'REQUIRED_CLAIMS', 'normalise_email',
     'ledger_store', 'datasets_table', 'MISSING_CHOICES', 'SAMPLE_TABLE_NAME',
     'table_method_label', 'ratio_section', 'gaussian_section', 'LAYOUT', 'RATIO_BINS', 'RATIO_MIN_COUNT',
     'range_errors', 'ratio_ticks', 'PER_BIN_TRIALS', 'chosen_metrics', 'pick_from_click', 'show_compare_results',
@@ -327,6 +331,7 @@ __all__ = ['REAL_WALK_NOTE', 'abandon_real_walk', 'real_walk_tab', 'release_real
     "histogram", "histogram_figure", "histogram_view_controls", "init_state", "interval_figure", "is_rescaled",
     "is_script_control", "ledger", "ledger_key", "line_figure", "matched", "mechanism_colour", "mechanism_words",
     "mechanism_settings",
+    "trust_key", "trusted_keys_table", "untrust_key",
     "native_caption", "native_history", "open_workspace", "per_bin", "per_bin_figure", "preview_release",
     "privacy_controls", "session_delta",
     "release_rng", "release_structure", "released_data", "remaining_text", "reset_budget", "run_check",

@@ -13,7 +13,7 @@ from dplens.core.data.fingerprint import dataset_fingerprint, records_fingerprin
 from dplens.core.data.released import ReleasedData, load_release
 from dplens.core.data.transform import coarsen, rescale
 from dplens.core.privacy.ledger_store import LedgerStore
-from dplens.core.release.provenance import recognise, values_hash
+from dplens.core.release.provenance import recognise
 from dplens.ui.identity import current_curator
 from dplens.ui.state import init_state
 
@@ -112,18 +112,11 @@ def bins_from_data(key: str | None = None) -> bool:
     return len(parts) >= 5 and parts[0] == "upload" and bool(parts[2]) and not parts[4]
 
 
-def known_release(data: bytes, filename: str, statement: str = "") -> ReleasedData | None:
-    """The released data in ``data`` when this installation released it (or the curator states, recorded, that it is
-    another installation's DP release); None when it is not known: it is then raw data, charged like any other."""
-    store = LedgerStore(owner=current_curator())
-    released, record = recognise(store, data, filename)
-    if released is None:
-        return None
-    if record is None and statement.strip():
-        store.state_external(values_hash(released.values, released.kind), name=Path(filename).name,
-                             statement=statement)
-        record = {"kind": "stated"}
-    return released if record is not None else None
+def known_release(data: bytes, filename: str) -> ReleasedData | None:
+    """The released data in ``data`` when it is signed by this installation or a key the curator trusts (or is a
+    values-only CSV this installation released); None otherwise: it is then raw data, charged like any other."""
+    released, record = recognise(LedgerStore(owner=current_curator()), data, filename)
+    return released if released is not None and record is not None else None
 
 
 def add_released(data: bytes, filename: str) -> ReleasedData:

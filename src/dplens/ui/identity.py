@@ -177,5 +177,5 @@ def current_curator() -> str:
     return curator
 
 
-__all__ = ["ADMINS_ENV", "LOCAL_CURATOR", "admins", "current_curator", "is_admin", "local_mode", "normalise_email",
-           "signed_in"]
+__all__ = ["ADMINS_ENV", "LOCAL_CURATOR", "admins", "current_curator", "is_admin", "local_mode",
+           "local_request_refusal", "normalise_email", "signed_in"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from dplens.core.data.signing import read_public_key
 from dplens.core.privacy.budget import Budget, Ledger, native_spend
 from dplens.core.privacy.definitions import ZCDP, Privacy, privacy_words, target, zcdp_rho
 from dplens.core.privacy.ledger_store import (
@@ -152,6 +153,37 @@ def reset_budget() -> None:
         ss.flash_error = f"Budget not reset: {err}"
         return
     ss.ledger_notice = (f"Fresh budget {total_label(ss.ledger.total)} recorded. The earlier releases still count.")
+
+
+def trusted_keys_table(store: LedgerStore) -> pd.DataFrame:
+    """The curator's trusted keys (other installations whose signed exports count as already private)."""
+    return pd.DataFrame([{"name": k["name"], "key id": k["key_id"], "reason": k["reason"], "added": k["added"]}
+                         for k in store.trusted_keys()], columns=["name", "key id", "reason", "added"])
+
+
+def trust_key() -> None:
+    """Ledger page form callback: trust the uploaded public key (PEM) for this curator, with a name and a reason."""
+    ss = st.session_state
+    upload = ss.get("ledger_trust_file")
+    if upload is None:
+        ss.flash_error = "Key not trusted: upload the other installation's public key (PEM) first."
+        return
+    try:
+        kid = ledger_store().trust_key(read_public_key(upload.getvalue()), name=ss.get("ledger_trust_name", ""),
+                                       reason=ss.get("ledger_trust_reason", ""))
+    except ValueError as err:
+        ss.flash_error = f"Key not trusted: {err}"
+        return
+    ss.ledger_notice = (f"Trusted key {kid}: exports it signs now load as already private (charged nothing) for "
+                        "you alone.")
+
+
+def untrust_key() -> None:
+    """Ledger page callback: stop trusting the chosen key (exports it signed are then raw data again)."""
+    ss = st.session_state
+    kid = ss.get("ledger_untrust_key")
+    if kid and ledger_store().untrust_key(kid):
+        ss.ledger_notice = f"Key {kid} is no longer trusted: exports it signed now load as raw data."
 
 
 def native_caption() -> str:

@@ -16,7 +16,8 @@ rule and its tolerance live in one place.
 Every ledger has an owner (the curator: ``"local"`` on a localhost server and the command line, else the
 signed-in email; ``ui.identity``). ``LedgerStore(owner=...)`` reads and charges only that owner's ledgers;
 two curators with the same counts keep two ledgers, and neither sees the other's. A spend, total or reset
-made from a workspace (``workspace=``) is refused when that workspace belongs to another owner.
+made from a workspace (``workspace=``) is refused when that workspace belongs to another owner. The public keys a
+curator trusts (``trust_key``: other installations whose signed exports count as already private) are theirs too.
 
 >>> import tempfile
 >>> store = LedgerStore(Path(tempfile.mkdtemp()) / "dplens.sqlite3")
@@ -41,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dplens.core.data.signing import key_id
 from dplens.core.privacy.budget import Budget, BudgetExceededError, Ledger, within
 from dplens.core.privacy.store import LOCAL_OWNER, connect, default_path, transaction
 from dplens.core.validate import positive
@@ -268,26 +270,50 @@ class LedgerStore:
             return self._read(conn, self._owner(owner), _check_fingerprint(fingerprint), DEFAULT_TOTAL)[1]
 
     def known_export(self, values_hash: str) -> dict[str, object] | None:
-        """The recorded export whose released values hash to ``values_hash`` (released here or stated), else None."""
+        """The export this installation released whose values hash to ``values_hash``, else None. (A ``stated`` row,
+        the unsigned statement of stores before version 7, no longer counts: ``dplens.core.data.signing``.)"""
         with connect(self.path) as conn:
             row = conn.execute("SELECT export_id, fingerprint, kind, note, time FROM exports WHERE values_hash = ? "
-                               "ORDER BY time LIMIT 1", (str(values_hash),)).fetchone()
+                               "AND kind = 'released' ORDER BY time LIMIT 1", (str(values_hash),)).fetchone()
         return None if row is None else dict(zip(("export_id", "fingerprint", "kind", "note", "time"), row,
                                                  strict=True))
 
-    def state_external(self, values_hash: str, *, name: str, statement: str) -> str:
-        """Record the curator's statement that a file this store never released is another installation's DP release.
+    def trust_key(self, public_key: bytes, *, name: str, reason: str) -> str:
+        """Record, for this store's curator, that exports signed by ``public_key`` (raw Ed25519, 32 bytes) are
+        already private; ``name`` says whose it is and ``reason`` why it is trusted (both shown on the Ledger page).
+        Returns the key's id. Trusting a key again updates its name and reason.
 
-        Returns the new export id; the statement (and file name) is kept with it.
+        Raises:
+            ValueError: a key that is not 32 bytes, or an empty name or reason (nothing is recorded).
         """
-        if not (isinstance(statement, str) and statement.strip()):
-            raise ValueError("loading another installation's export as private needs a statement of where it is from")
-        export_id = new_export_id()
+        raw = bytes(public_key)
+        if len(raw) != 32:
+            raise ValueError(f"a trusted key is a raw Ed25519 public key of 32 bytes, got {len(raw)}")
+        for label, text in (("name", name), ("reason", reason)):
+            if not (isinstance(text, str) and text.strip()):
+                raise ValueError(f"trusting another installation's key needs a {label}: it is recorded and shown on "
+                                 "the Ledger page, since every export that key signs then counts as already private")
+        kid = key_id(raw)
         with connect(self.path) as conn, transaction(conn):
-            conn.execute("INSERT INTO exports (export_id, fingerprint, values_hash, kind, note, time) "
-                         "VALUES (?, ?, ?, 'stated', ?, ?)",
-                         (export_id, "0" * 64, str(values_hash), f"{name}: {statement.strip()}", _now()))
-        return export_id
+            conn.execute("INSERT INTO trusted_keys (owner, key_id, public_key, name, reason, added) "
+                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (owner, key_id) DO UPDATE SET name = excluded.name, "
+                         "reason = excluded.reason", (self.owner, kid, raw, name.strip()[:200], reason.strip()[:500],
+                                                      _now()))
+        return kid
+
+    def untrust_key(self, key_id: str) -> bool:
+        """Stop trusting the key ``key_id`` for this store's curator; True when it was trusted."""
+        with connect(self.path) as conn, transaction(conn):
+            return conn.execute("DELETE FROM trusted_keys WHERE owner = ? AND key_id = ?",
+                                (self.owner, str(key_id))).rowcount > 0
+
+    def trusted_keys(self) -> list[dict[str, object]]:
+        """This curator's trusted keys, oldest first: ``key_id``, ``public_key`` (raw bytes), ``name``, ``reason``,
+        ``added``. Another curator's are never listed."""
+        with connect(self.path) as conn:
+            rows = conn.execute("SELECT key_id, public_key, name, reason, added FROM trusted_keys WHERE owner = ? "
+                                "ORDER BY added", (self.owner,)).fetchall()
+        return [dict(zip(("key_id", "public_key", "name", "reason", "added"), row, strict=True)) for row in rows]
 
     def reset(self, fingerprint: str, total: Budget, *, reason: str, workspace: str | None = None,
               owner: str | None = None, admin: bool = False) -> Ledger:

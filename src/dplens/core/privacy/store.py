@@ -5,7 +5,7 @@ Where it lives: ``$DPLENS_HOME/dplens.sqlite3``, with ``DPLENS_HOME`` defaulting
 as 0755, is tightened to 0700, or refused with a message when that cannot be done) and the file made 0600: it
 holds the uploaded datasets (true counts) as well as the ledger.
 
-Tables (schema version 6, ``PRAGMA user_version``). Everything a curator keeps has an ``owner`` (the
+Tables (schema version 7, ``PRAGMA user_version``). Everything a curator keeps has an ``owner`` (the
 curator's id: ``"local"`` for the one curator of a localhost server and the command line, else the signed-in
 email; ``ui.identity``), and every read filters by it:
 
@@ -18,17 +18,22 @@ email; ``ui.identity``), and every read filters by it:
 * ``workspaces``: a session's working set as JSON, keyed by a server-minted workspace id, bound to its owner.
 * ``uploads``: uploaded histograms per (owner, fingerprint, variant), the variant naming the file name, labels
   and axis names, so a workspace restores its own upload and never another curator's.
-* ``exports``: the provenance of released values (export id, values hash).
+* ``exports``: the provenance of released values (export id, values hash). Rows of kind ``stated`` (the unsigned
+  "another installation's release" statement of versions 2-6) are kept as history but no longer make a file
+  private: signed exports replaced them (``dplens.core.data.signing``).
+* ``trusted_keys``: per curator, the public keys of other installations whose signed exports count as already
+  private (key id, raw key, a name and the reason, recorded when the curator added it).
 * ``walks``: gradual releases in progress (``dplens.core.release.walk_store``), per owner and dataset: the schedule,
   how many steps were released, and the whole walk, whose unreleased steps are as secret as the true counts.
 
 A version-1 or -2 store is upgraded in place on first open: its ledgers, workspaces and uploads become the
 ``"local"`` curator's (the only one those versions knew); a version-3 store gains the ``walks`` table, and a
-version-4 or -5 one the walks' ``plan`` column. A store of version 1 to 4 kept plain SHA-256 fingerprints of the
-counts: in the same transaction every ``fingerprint`` column, and every fingerprint and upload session key inside
-the workspaces' state, is re-keyed under the installation's key (``dplens.core.data.fingerprint.keyed``), and the
-file is then vacuumed so that no copy of a plain fingerprint stays in it. The ``installation`` table records which
-key (``key_id``): a store is not opened under another key, whose fingerprints would all miss their ledgers.
+version-4 or -5 one the walks' ``plan`` column, and a version-6 one the ``trusted_keys`` table. A store of version 1
+to 4 kept plain SHA-256 fingerprints of the counts: in the same transaction every ``fingerprint`` column, and every
+fingerprint and upload session key inside the workspaces' state, is re-keyed under the installation's key
+(``dplens.core.data.fingerprint.keyed``), and the file is then vacuumed so that no copy of a plain fingerprint stays
+in it. The ``installation`` table records which key (``key_id``): a store is not opened under another key, whose
+fingerprints would all miss their ledgers.
 
 Writers use ``BEGIN IMMEDIATE`` (``transaction``): the write lock is taken before the first read, so
 a check and the insert that depends on it are one atomic step across threads and processes.
@@ -37,7 +42,7 @@ a check and the insert that depends on it are one atomic step across threads and
 >>> path = Path(tempfile.mkdtemp()) / "dplens.sqlite3"
 >>> with connect(path) as conn:
 ...     conn.execute("PRAGMA user_version").fetchone()[0]
-6
+7
 """
 
 from __future__ import annotations
@@ -52,8 +57,9 @@ from dplens.core.data.fingerprint import key_id, keyed
 from dplens.core.data.home import default_home, private_home
 
 DATABASE_NAME = "dplens.sqlite3"
-# 2: the exports table (provenance of released values); 3: owners; 4: walks; 5: keyed fingerprints; 6: a walk's plan
-SCHEMA_VERSION = 6
+# 2: the exports table (provenance of released values); 3: owners; 4: walks; 5: keyed fingerprints; 6: a walk's plan;
+# 7: trusted_keys (signed exports; 'stated' exports no longer count)
+SCHEMA_VERSION = 7
 FINGERPRINT_COLUMNS = ("budgets", "events", "exports", "uploads", "walks")  # tables with a ``fingerprint`` column
 # Session keys of uploads (dplens.ui.datasets) that a workspace keeps: their 12 hex digits were a plain SHA-1 of
 # the file before version 5.
@@ -117,6 +123,15 @@ CREATE TABLE IF NOT EXISTS uploads (
     labels TEXT NOT NULL,
     axis_names TEXT NOT NULL,
     PRIMARY KEY (owner, fingerprint, variant)
+);
+CREATE TABLE IF NOT EXISTS trusted_keys (
+    owner TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    public_key BLOB NOT NULL CHECK (length(public_key) = 32),
+    name TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    added TEXT NOT NULL,
+    PRIMARY KEY (owner, key_id)
 );
 CREATE TABLE IF NOT EXISTS installation (
     key_id TEXT NOT NULL

@@ -18,7 +18,6 @@ import csv
 import datetime as dt
 import io
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dplens import __version__
+from dplens.core.data.signing import sign_document
 from dplens.core.mechanisms import NEIGHBOURING, Release
 from dplens.core.privacy.noise import NOISE_PATHS, NOISE_SAMPLERS
 from dplens.core.release.provenance import exported_number as _number
@@ -254,7 +254,8 @@ def release_to_json(release: Release, *, workload: str, noise_path: str, dataset
                     keys: ExportKeys | None = None, noise_sampler: str | None = None,
                     export_id: str | None = None, intervals: Intervals | None = None,
                     tuned_on: str | None = None) -> str:
-    """JSON with the metadata and the released values (``counts`` or ``answers``); secure releases only.
+    """JSON with the metadata and the released values (``counts`` or ``answers``); secure releases only; signed
+    by this installation (``dplens.core.data.signing``: a re-upload is already private where its key is trusted).
 
     With ``keys``: counts carry ``axis_names``, ``axis_labels`` (per axis) and ``labels`` (per cell, axes joined
     by "|"), and the ``workload_answers`` computed from them; answers carry ``query_descriptions`` and
@@ -284,7 +285,7 @@ def release_to_json(release: Release, *, workload: str, noise_path: str, dataset
     if intervals is not None:  # dplens.core.analysis.intervals.Intervals, from the released output only
         doc.update(lower=[float(v) for v in intervals.lower], upper=[float(v) for v in intervals.upper],
                    level=intervals.level, simultaneous=intervals.simultaneous, interval_method=intervals.method)
-    return json.dumps(doc, indent=1, allow_nan=False)
+    return sign_document(doc)  # this installation's Ed25519 signature over values and metadata
 
 
 def history_to_csv(entries: Sequence[Mapping[str, object]]) -> bytes:

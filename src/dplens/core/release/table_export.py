@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import hashlib
 import io
 import json
 import math
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from dplens.core.data.signing import sign_document
 from dplens.core.release.export import neutralise
 from dplens.core.tables.contract import INTERVAL_LEVEL
 from dplens.core.tables.records import Table, marginals_to_csv, ranges_to_csv, records_to_csv
@@ -58,10 +60,10 @@ def export_stem(metadata: dict) -> str:
 
 def table_export_files(release, table: Table, metadata: dict) -> dict[str, tuple[str, str, str]]:
     """File name → (label, text, mime) of a table release: metadata, synthetic records (synthesisers), the
-    released marginals with intervals, and range answers (range workloads)."""
+    released marginals with intervals, and range answers (range workloads). The metadata lists the SHA-256 of each
+    other file under ``files`` and is signed by this installation, so it vouches for the values too."""
     stem = export_stem(metadata)
-    files = {f"{stem}.meta.json": ("Privacy metadata (JSON)", json.dumps(metadata, indent=2, default=str),
-                                   "application/json")}
+    files: dict[str, tuple[str, str, str]] = {}
     safe = dataclasses.replace(table, levels={n: [neutralise(v) for v in levels]
                                               for n, levels in table.levels.items()})
     if release.records is not None:
@@ -73,4 +75,8 @@ def table_export_files(release, table: Table, metadata: dict) -> dict[str, tuple
     ranges = ranges_to_csv(release.workload, release.marginal_estimates, safe.levels)
     if ranges is not None:
         files[f"{stem}-ranges.csv"] = ("Range answers (CSV)", ranges, "text/csv")
-    return files
+    # the metadata, with the SHA-256 of every released file, signed by this installation (dplens.core.data.signing)
+    signed = json.loads(json.dumps({**metadata, "files": {name: hashlib.sha256(text.encode()).hexdigest()
+                                                          for name, (_, text, _) in files.items()}}, default=str))
+    return {f"{stem}.meta.json": ("Privacy metadata (JSON)", sign_document(signed, indent=2),
+                                  "application/json"), **files}

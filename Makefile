@@ -70,7 +70,8 @@ UV_COMPILE = uv pip compile pyproject.toml --generate-hashes --python-version 3.
 locks:
 	$(UV_COMPILE) --extra tables --extra images -o requirements.lock
 	$(UV_COMPILE) --extra test -c requirements.lock -o requirements-test.lock
-	$(UV_COMPILE) --extra tables --extra images --extra docs -c requirements.lock -o requirements-docs.lock
+	$(UV_COMPILE) --extra tables --extra images --extra docs -c requirements.lock -c requirements-test.lock \
+		-o requirements-docs.lock
 
 clean:
 	rm -rf $(VENV) test-artifacts

@@ -10,6 +10,7 @@ not carry), and the file watcher is off when serving.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -35,6 +36,20 @@ def test_the_server_flags_agree_with_the_checkouts_streamlit_config():
     serving_only = {"server.fileWatcherType"}  # a checkout's `streamlit run app.py` may reload; `dplens app` never
     assert as_flags == {k: v for k, v in SERVER_SETTINGS.items() if k not in serving_only}
     assert SERVER_SETTINGS["server.fileWatcherType"] == "none"
+
+
+def _pins(lock: str) -> dict[str, str]:
+    text = (ROOT / lock).read_text(encoding="utf-8")
+    return dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\$", text, flags=re.MULTILINE))
+
+
+def test_the_locks_are_layered_and_agree():
+    run, test, docs = (_pins(f"requirements{kind}.lock") for kind in ("", "-test", "-docs"))
+    assert {"streamlit", "opendp", "mbi", "kaleido"} <= set(run) and not {"pytest", "mkdocs", "dask"} & set(run)
+    assert {"pytest", "mypy", "ruff", "dask"} <= set(test) and "mkdocs" in docs
+    for larger in (test, docs):  # installing a larger lock over the app's only adds packages
+        assert {name: larger.get(name) for name in run} == run
+    assert all(test[name] == docs[name] for name in set(test) & set(docs))
 
 
 def _run(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 900) -> str:

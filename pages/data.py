@@ -22,6 +22,7 @@ def use_upload() -> None:
     column = ss.get("data_column") if as_records else None
     bins = int(ss.get("data_bins", 20)) if as_records and mode == "number of bins" else None
     grid = (int(ss.get("data_grid_rows", 0)), int(ss.get("data_grid_cols", 0)))
+    levels = [[v.strip() for v in line.split(",")] for line in ss.get("data_levels", "").splitlines() if line.strip()]
     notes: list[str] = []
     data = upload.getvalue()
     unknown_export = False
@@ -42,7 +43,8 @@ def use_upload() -> None:
     try:
         edges = ss.get("data_edges") if as_records and mode == "bin edges" else None  # parsed in core (bin_edges)
         hist = ui.add_upload(data, upload.name, column=column or None, bins=bins, edges=edges,
-                             grid_shape=grid if not as_records and min(grid) > 0 else None, notes=notes)
+                             grid_shape=grid if not as_records and min(grid) > 0 else None, notes=notes,
+                             levels=levels if not as_records and levels else None)
     except NoCountColumnError as err:  # a header without counts: most likely one row per person
         ss.flash_error = (f"Could not read {ui.plain(upload.name)}: {err}. If the file holds one row per person, "
                           "tick “The file holds raw records” and pick the column to bin.")
@@ -53,6 +55,9 @@ def use_upload() -> None:
     if ss.get("data_public"):  # the curator's declaration: it may tune other datasets' choices for free
         ss.setdefault("public_uploads", set()).add(ss.dataset_key)
         notes.append("declared public: Compare and Choose epsilon can tune on it for other datasets of its shape")
+    if ui.bins_from_data():  # an undeclared grid or levels: explore, compare, choose ε; no release
+        notes.append("its shape was read from the file (no declared grid or levels): explore it freely, but declare "
+                     "Grid rows and Grid columns (row,col,count) or Levels (A,B,count) to release it")
     ss.data_notices = [f"Loaded {ui.plain(hist.name)}: {hist.domain.size:,} cells, total {hist.total:,.0f}."] + [
         ui.plain(note[0].upper() + note[1:] + ".") for note in notes]
 
@@ -85,11 +90,15 @@ with ui.guard():
             elif mode == "bin edges":
                 st.text_input("Edges (comma-separated, increasing)", "0,18,30,45,65,120", key="data_edges")
         else:
-            st.caption("Long-form 2-D files (`row,col,count`) may list only the non-zero cells: give the grid "
-                       "size if its last rows or columns can be empty (0 = infer from the largest index).")
+            st.caption("Long-form 2-D files (`row,col,count`) may list only the non-zero cells. To release one, "
+                       "declare its grid (0 = infer from the largest index: explore only, since one record at a new "
+                       "index would change the shape). A labelled `A,B,count` file needs its Levels declared.")
             grid_cols = st.columns(2)
             grid_cols[0].number_input("Grid rows", 0, 2**22, 0, key="data_grid_rows")
             grid_cols[1].number_input("Grid columns", 0, 2**22, 0, key="data_grid_cols")
+            st.text_area("Levels (one line per label column, levels comma-separated, in release order)",
+                         key="data_levels", height=68, help="Labels the file does not list are 0; a label not "
+                         "declared is refused. Without them the levels are the labels present (explore only).")
         st.checkbox("This data is public (not private)", key="data_public",
                     help="Public data can be used to choose the mechanism and ε for a private dataset of the same "
                          "shape without looking at the private data (Compare, Choose epsilon: Tune on).")

@@ -232,10 +232,45 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def _declared_levels(path: str | None) -> list[list[str]] | None:
+    """``--levels FILE``: a JSON object {column: [level, ...]} (or a list of lists), one per label column."""
+    import json
+
+    from dplens.core.data.files import read_bounded
+
+    if path is None:
+        return None
+    try:
+        doc = json.loads(read_bounded(path, what="levels file", limit=2**20, limit_name="the levels file limit"))
+    except ValueError as err:  # JSONDecodeError included
+        raise CliError(f"--levels {path!r}: {str(err).splitlines()[0]}") from None
+    axes = list(doc.values()) if isinstance(doc, dict) else doc
+    if not (isinstance(axes, list) and all(isinstance(a, list) and all(isinstance(v, str | int | float) for v in a)
+                                           for a in axes)):
+        raise CliError(f'--levels {path!r} must be a JSON object {{"column": ["level", ...], ...}} of lists of labels')
+    return [[str(v) for v in axis] for axis in axes]
+
+
+def _load_input(args: argparse.Namespace, *, releasing: bool):
+    """``--input`` with its declared ``--shape``/``--levels``; for a release, refused when its shape would come
+    from the data (``dplens.core.data.datasets.shape_from_data``: an undeclared grid or levels). Built-in samples
+    are public and their files are their declaration."""
+    from dplens.core.data.datasets import SAMPLE_DATASETS, load_histogram, shape_from_data
+
+    shape, levels = getattr(args, "shape", None), _declared_levels(getattr(args, "levels", None))
+    histogram = load_histogram(args.input, grid_shape=shape, levels=levels)
+    if releasing and args.input not in SAMPLE_DATASETS:
+        with open(args.input, "rb") as file:  # load_histogram read it: a regular file within the upload limit
+            head = file.read(65536)
+        if reason := shape_from_data(head, Path(args.input).name, grid_shape=shape, levels=levels):
+            raise CliError(f"--input {args.input!r} is not released: {reason}. Exploring it (dplens compare) needs "
+                           "no declaration")
+    return histogram
+
+
 def cmd_release(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from dplens.core.data.datasets import load_histogram
     from dplens.core.data.fingerprint import dataset_fingerprint
     from dplens.core.mechanisms import NEIGHBOURING
     from dplens.core.privacy.definitions import delta_warning, privacy_words
@@ -255,7 +290,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     privacy = _privacy(args)
     params = _params(args.param)
     name = _mechanism(args.mechanism, params).name  # unknown names and bad settings refused before reading data
-    histogram = load_histogram(args.input)
+    histogram = _load_input(args, releasing=True)
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
                               allow_files=True)
     request = HistogramRequest(name, params, privacy, workload, args.workload, args.delta)  # a former name resolved
@@ -365,7 +400,6 @@ def _gradual_input(args: argparse.Namespace, store: LedgerStore, needs: dict[str
     output folder there, the dataset's total recorded when one is given."""
     import numpy as np
 
-    from dplens.core.data.datasets import load_histogram
     from dplens.core.data.fingerprint import dataset_fingerprint
     from dplens.core.queries.workloads import parse_workload
 
@@ -373,7 +407,7 @@ def _gradual_input(args: argparse.Namespace, store: LedgerStore, needs: dict[str
         raise CliError(f"gradual {args.action} needs {', '.join(needs)}")
     if not Path(args.output_dir).is_dir():
         raise CliError(f"--output-dir {args.output_dir!r} is not a folder")
-    histogram = load_histogram(args.input)
+    histogram = _load_input(args, releasing=True)
     fingerprint = dataset_fingerprint(histogram)
     _record_budget(store, fingerprint, args, histogram.name)
     return histogram, fingerprint, parse_workload(args.workload, histogram.counts.shape,
@@ -474,7 +508,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from dplens.core.analysis.execution import ProgressBar
     from dplens.core.analysis.experiment import run_sweep, summarise
     from dplens.core.analysis.strategy_store import StrategyStore
-    from dplens.core.data.datasets import load_histogram
     from dplens.core.mechanisms.gaussian import Matched
     from dplens.core.queries.workloads import parse_workload
 
@@ -483,7 +516,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.rhos is not None:
         raise CliError("--rhos is for tables of records (with --domain); histograms take --epsilons")
     _fill_defaults(args, HISTOGRAM_COMPARE_DEFAULTS)
-    histogram = load_histogram(args.input)
+    histogram = _load_input(args, releasing=False)
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
                               allow_files=True)
     names = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
@@ -684,11 +717,34 @@ def _add_app(sub, samples: str) -> None:
     app.set_defaults(func=cmd_app)
 
 
+def _shape_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--shape", type=_grid_shape, metavar="ROWS,COLS",
+                        help="the declared grid of an indexed row,col,count file (needed to release one: without it "
+                             "the grid would be sized by the data's largest index)")
+    parser.add_argument("--levels", metavar="JSON",
+                        help='the declared levels of a labelled A,B,count file, {"A": ["a1", ...], "B": [...]} in the '
+                             "file's column order (needed to release one), or of a label,count file; labels not "
+                             "listed are 0")
+
+
+def _grid_shape(text: str) -> tuple[int, int]:
+    """``--shape ROWS,COLS``: two positive integers, else one line."""
+    parts = text.split(",")
+    try:
+        shape = tuple(int(p) for p in parts)
+    except ValueError:
+        shape = ()
+    if len(shape) != 2 or min(shape) < 1:
+        raise argparse.ArgumentTypeError(f"must be two positive integers ROWS,COLS, got {text!r}")
+    return shape[0], shape[1]
+
+
 def _add_release(sub, samples: str) -> None:
     """``dplens release``: one release, charged to the ledger."""
     rel = sub.add_parser("release", help="release a histogram (or workload answers) with one mechanism",
                          description="Writes only released values, never the true counts.")
     rel.add_argument("--input", required=True, help=f"histogram file (CSV/JSON/NPY) or sample name ({samples})")
+    _shape_arguments(rel)
     rel.add_argument("--mechanism", required=True, help=f"one of: {', '.join(MECHANISM_NAMES)}")
     rel.add_argument("--epsilon", help="privacy budget epsilon > 0 (with --definition approx/zcdp: epsilon at --delta)")
     _definition_arguments(rel, rho=True)
@@ -717,6 +773,7 @@ def _add_compare(sub, samples: str) -> None:
     """``dplens compare``: a sweep of mechanisms × ε × trials."""
     cmp_ = sub.add_parser("compare", help="sweep mechanisms × epsilons × trials and write a tidy table")
     cmp_.add_argument("--input", required=True, help=f"histogram file or sample name ({samples})")
+    _shape_arguments(cmp_)
     cmp_.add_argument("--workload", help="workload spec, e.g. random-range:m=2000 (default identity; with --domain "
                       "marginals:k=2)")
     cmp_.add_argument("--mechanisms", help="comma-separated registry names (default identity,laplace-on-answers,"
@@ -791,6 +848,7 @@ def _add_gradual(sub, samples: str) -> None:
                     "largest step released. Steps not yet released never leave the store.")
     walk.add_argument("action", choices=("start", "next", "status", "abandon", "accuracy"))
     walk.add_argument("--input", help=f"histogram file or sample name ({samples}) (start)")
+    _shape_arguments(walk)
     walk.add_argument("--mechanism", default="identity",
                       help="a mechanism with one Laplace block on a fixed strategy (identity, hb, privelet, greedy-h, "
                            "mm-opt, laplace-on-answers, ...) or gaussian-identity (discrete Gaussian noise, each step "

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
-from dplens.core.data.datasets import DEFAULT_DATASET, SAMPLE_DATASETS, histogram_from_records, load_histogram
+from dplens.core.data.datasets import (
+    DEFAULT_DATASET,
+    SAMPLE_DATASETS,
+    histogram_from_records,
+    load_histogram,
+    shape_from_data,
+)
 from dplens.core.data.domain import Histogram
 from dplens.core.data.fingerprint import dataset_fingerprint, records_fingerprint, session_digest
 from dplens.core.data.released import ReleasedData, load_release
@@ -72,19 +79,26 @@ def ledger_key() -> str:
 
 
 def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: int | None = None,
-               edges=None, grid_shape: tuple[int, int] | None = None, notes: list[str] | None = None) -> Histogram:
+               edges=None, grid_shape: tuple[int, int] | None = None, notes: list[str] | None = None,
+               levels: list[list[str]] | None = None) -> Histogram:
     """Parse an upload (raw records when ``column`` is given), keep it in the session and select it.
 
-    ``grid_shape`` declares the size of a long-form ``row,col,count`` grid; ``notes`` collects what
-    was inferred (dplens.core.data.datasets.load_histogram). Every histogram binned from one records file charges
+    ``grid_shape`` declares the size of a long-form ``row,col,count`` grid and ``levels`` those of a labelled file;
+    ``notes`` collects what was inferred (dplens.core.data.datasets.load_histogram). An upload whose shape comes from
+    its rows (``shape_from_data``: no declaration) is kept under a key ending ``:inferred``, which the Release page
+    refuses (``bins_from_data``). Every histogram binned from one records file charges
     that file's ledger (``records_fingerprint``), so rebinning the same people never opens a fresh budget.
     """
     if column:
         hist = histogram_from_records(data, column, bins=bins, edges=edges, name=Path(filename).stem)
     else:
-        hist = load_histogram(data, filename=filename, grid_shape=grid_shape, notes=notes)
+        hist = load_histogram(data, filename=filename, grid_shape=grid_shape, notes=notes, levels=levels)
     shape = "x".join(map(str, grid_shape)) if grid_shape else ""
-    key = f"upload:{session_digest(data)}:{column or ''}:{bins or ''}:{edges or ''}:{shape}"
+    if levels:  # the declaration is part of the dataset's identity in the session
+        shape += "L" + session_digest(json.dumps(levels).encode())[:8]
+    inferred = not column and shape_from_data(data, filename, grid_shape=grid_shape, levels=levels) is not None
+    key = f"upload:{session_digest(data)}:{column or ''}:{bins or ''}:{edges or ''}:{shape}" + (
+        ":inferred" if inferred else "")
     if column:
         st.session_state.ledger_parents[key] = records_fingerprint(data)
     st.session_state.uploads[key] = hist
@@ -93,23 +107,28 @@ def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: i
     return hist
 
 
-BINS_FROM_DATA_REFUSAL = ("its bins were read from the private records (the categories present, or equal-width bins "
-                          "between the data's own minimum and maximum), so the released shape would disclose them; "
-                          "give bin edges on the Data page (or upload counts over declared bins) to release. "
-                          "Exploring, comparing and choosing ε need none")
+BINS_FROM_DATA_REFUSAL = ("its bins or grid were read from the private data (the categories present, equal-width bins "
+                          "between the data's own minimum and maximum, the largest row and col index of a "
+                          "row,col,count file, or the labels present in an A,B,count file), so the released shape "
+                          "would disclose them; give bin edges, Grid rows and Grid columns, or Levels on the Data "
+                          "page to release. Exploring, comparing and choosing ε need none")
 
 
 def bins_from_data(key: str | None = None) -> bool:
-    """Whether dataset ``key`` (default: the current one) is raw records binned on bins read from the data.
+    """Whether dataset ``key`` (default: the current one) has a shape read from the data: raw records binned on bins
+    read from the data, or an undeclared grid or levels (``dplens.core.data.datasets.shape_from_data``).
 
-    Upload keys are ``upload:<hash>:<column>:<bins>:<edges>:<shape>``: records (a column) without edges.
+    Upload keys are ``upload:<hash>:<column>:<bins>:<edges>:<shape>[:inferred]``: records (a column) without edges,
+    or a key marked ``inferred``.
 
     >>> bins_from_data("upload:ab12:age:20::"), bins_from_data("upload:ab12:age::0,18,65:"), bins_from_data("sample:x")
     (True, False, False)
+    >>> bins_from_data("upload:ab12:::::inferred"), bins_from_data("upload:ab12:::::8x8")
+    (True, False)
     """
     key = st.session_state.dataset_key if key is None else key
     parts = key.split(":")
-    return len(parts) >= 5 and parts[0] == "upload" and bool(parts[2]) and not parts[4]
+    return len(parts) >= 5 and parts[0] == "upload" and (bool(parts[2]) and not parts[4] or parts[-1] == "inferred")
 
 
 def known_release(data: bytes, filename: str) -> ReleasedData | None:

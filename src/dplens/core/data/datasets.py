@@ -20,6 +20,7 @@ import io
 import json
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -72,13 +73,16 @@ def check_upload_size(nbytes: int) -> None:
 
 def load_histogram(source: str | Path | bytes, *, filename: str | None = None,
                    name: str | None = None, grid_shape: tuple[int, int] | None = None,
-                   notes: list[str] | None = None) -> Histogram:
+                   notes: list[str] | None = None, levels: LevelsDeclaration | None = None) -> Histogram:
     """Load a histogram from a sample name, a path, or uploaded bytes (format sniffed or by ``filename``).
 
     Args:
         grid_shape: the declared (rows, cols) of a long-form ``row,col,count`` CSV, which lists only
             some cells; without it the grid is inferred from the largest row and col index.
         notes: when given, a sentence for each thing that was inferred rather than read is appended.
+        levels: the declared levels of a labelled CSV (``label,count``: one list; ``A,B,count``: two), in the
+            order they are released; a label in the file that is not declared is refused, a declared one the
+            file does not list is 0. Without it the levels are the labels present (``shape_from_data``).
 
     >>> notes = []
     >>> load_histogram(b"row,col,count\\n0,1,5\\n2,0,1\\n", notes=notes).domain.shape
@@ -99,7 +103,7 @@ def load_histogram(source: str | Path | bytes, *, filename: str | None = None,
             raise _fail(f"no file {str(path)!r} and no sample dataset of that name (samples: {samples})")
         check_upload_size(path.stat().st_size)
         return load_histogram(path.read_bytes(), filename=path.name, name=name or path.stem,
-                              grid_shape=grid_shape, notes=notes)
+                              grid_shape=grid_shape, notes=notes, levels=levels)
     if not isinstance(source, bytes | bytearray):
         raise _fail(f"cannot read a histogram from {type(source).__name__}")
     data = bytes(source)
@@ -114,7 +118,8 @@ def load_histogram(source: str | Path | bytes, *, filename: str | None = None,
         if suffix == ".json" or stripped.startswith(("{", "[")):
             counts, labels, name, axis_names = _parse_json(stripped, name)
         else:
-            (counts, labels), axis_names = _parse_csv(text, data, grid_shape, notes if notes is not None else [])
+            (counts, labels), axis_names = _parse_csv(text, data, grid_shape, notes if notes is not None else [],
+                                                      levels)
     return _build(counts, labels, name, axis_names)
 
 
@@ -381,7 +386,7 @@ def _wide_cells(text: str, delimiter: str, rows: int, width: int) -> np.ndarray:
 
 
 def _parse_csv(text: str, data: bytes, grid_shape: tuple[int, int] | None = None,
-               notes: list[str] | None = None):
+               notes: list[str] | None = None, levels: LevelsDeclaration | None = None):
     if not text.strip():
         raise _fail("file is empty")
     delimiter = _delimiter(text)
@@ -422,7 +427,7 @@ def _parse_csv(text: str, data: bytes, grid_shape: tuple[int, int] | None = None
     if len(others) == 2 and not all(_is_number_column(text, delimiter, width, i) for i in others):
         axis_names = tuple(cells[i].strip() for i in others)
         return _labelled_grid(text, delimiter, width, others, counts, list(axis_names),
-                              notes if notes is not None else []), axis_names
+                              notes if notes is not None else [], levels), axis_names
     if len(others) > 2:
         raise _fail(f"CSV has {len(others)} label columns besides 'count' "
                     f"({', '.join(cells[i].strip() for i in others)});"
@@ -433,6 +438,12 @@ def _parse_csv(text: str, data: bytes, grid_shape: tuple[int, int] | None = None
         notes.append(f"column {cells[others[1]].strip()!r} ignored: 1-D histogram labelled by "
                      f"{cells[others[0]].strip()!r} (for 2-D, name the columns row,col,count or use text labels)")
     labels = _read_columns(text, delimiter, [others[0]], header=True, width=width)[others[0]]
+    if levels is not None:  # the declared levels, in their order: the shape does not depend on the rows present
+        (declared,) = _declared(levels, 1, [cells[others[0]].strip()])
+        index = _level_index(pd.Series(labels).astype(str).str.strip(), declared, cells[others[0]].strip())
+        full = np.zeros(len(declared))
+        full[index] = counts
+        return (full, (declared,)), (cells[others[0]].strip(),)
     return (counts, (tuple(labels),)), (cells[others[0]].strip(),)
 
 
@@ -445,13 +456,19 @@ def _is_number_column(text: str, delimiter: str, width: int, column: int) -> boo
 
 
 def _labelled_grid(text: str, delimiter: str, width: int, columns: list[int], counts: np.ndarray,
-                   axis_names: list[str], notes: list[str]) -> tuple[np.ndarray, tuple]:
-    """A 2-D histogram from long format ``A,B,count`` with text labels: levels in order of first appearance,
-    cells not listed are 0 (a note says how many), a repeated (A, B) pair is refused."""
+                   axis_names: list[str], notes: list[str],
+                   levels: LevelsDeclaration | None = None) -> tuple[np.ndarray, tuple]:
+    """A 2-D histogram from long format ``A,B,count`` with text labels: the declared ``levels``, else the levels in
+    order of first appearance; cells not listed are 0 (a note says how many), a repeated (A, B) pair is refused."""
     frame = _read_columns(text, delimiter, columns, header=True, width=width)
     first, second = (frame[c].astype(str).str.strip() for c in columns)
-    rows, row_levels = pd.factorize(first)
-    cols, col_levels = pd.factorize(second)
+    if levels is not None:
+        row_levels, col_levels = _declared(levels, 2, axis_names)
+        rows = _level_index(first, row_levels, axis_names[0])
+        cols = _level_index(second, col_levels, axis_names[1])
+    else:
+        rows, row_levels = pd.factorize(first)
+        cols, col_levels = pd.factorize(second)
     if len(row_levels) * len(col_levels) > MAX_CELLS:
         raise _fail(f"{len(row_levels):,} × {len(col_levels):,} labels imply more than {MAX_CELLS} cells (2^22)")
     flat = rows * len(col_levels) + cols
@@ -462,9 +479,82 @@ def _labelled_grid(text: str, delimiter: str, width: int, columns: list[int], co
     grid = np.zeros((len(row_levels), len(col_levels)))
     grid.flat[flat] = counts
     missing = grid.size - len(flat)
+    order = "the declared levels" if levels is not None else "levels in the file's order"
     notes.append(f"2-D histogram from {axis_names[0]},{axis_names[1]},count: {len(row_levels)} × {len(col_levels)} "
-                 "cells, levels in the file's order" + (f"; {missing:,} cells not listed are 0" if missing else ""))
+                 f"cells, {order}" + (f"; {missing:,} cells not listed are 0" if missing else ""))
     return grid, (tuple(str(v) for v in row_levels), tuple(str(v) for v in col_levels))
+
+
+LevelsDeclaration = Sequence[Sequence[str]]  # one list of levels per label column, in the file's column order
+
+
+def _declared(levels: LevelsDeclaration, axes: int, axis_names: list[str]) -> list[tuple[str, ...]]:
+    """The declared levels as tuples of stripped text, checked: one non-empty list of distinct levels per axis."""
+    if isinstance(levels, str | bytes) or len(levels) != axes:
+        raise _fail(f"levels must declare {axes} list(s) of levels, one per label column ({', '.join(axis_names)}), "
+                    f"got {len(levels) if not isinstance(levels, str | bytes) else 'a text'}")
+    out = []
+    for name, axis in zip(axis_names, levels, strict=True):
+        if isinstance(axis, str | bytes) or not len(axis):
+            raise _fail(f"levels of {name!r} must be a non-empty list of labels")
+        values = tuple(str(v).strip() for v in axis)
+        if len(set(values)) != len(values):
+            repeated = next(v for v in values if values.count(v) > 1)
+            raise _fail(f"levels of {name!r} list {repeated[:40]!r} twice; declare each level once")
+        out.append(values)
+    if math.prod(len(a) for a in out) > MAX_CELLS:
+        raise _fail(f"the declared levels imply more than {MAX_CELLS} cells (2^22)")
+    return out
+
+
+def _level_index(labels: pd.Series, declared: tuple[str, ...], name: str) -> np.ndarray:
+    """Each label's position among the declared levels; a label that is not declared is refused (its row named)."""
+    position = {level: i for i, level in enumerate(declared)}
+    index = labels.map(position)
+    if index.isna().any():
+        at = int(np.argmax(index.isna().to_numpy()))
+        raise _fail(f"row {at + 2}: {name} {labels.iloc[at][:40]!r} is not among the declared levels of {name!r} "
+                    f"({len(declared)} levels); add it to the declaration or correct the file")
+    return index.to_numpy(dtype=np.int64)
+
+
+def shape_from_data(data: bytes, filename: str | None = None, *, grid_shape: tuple[int, int] | None = None,
+                    levels: LevelsDeclaration | None = None) -> str | None:
+    """Why the released shape of the histogram in ``data`` would come from its rows, or None when it is declared.
+
+    An indexed ``row,col,count`` file without ``grid_shape`` is sized by its largest index: one record at
+    (5, 5) turns a 4 × 4 grid into 6 × 6. A labelled ``A,B,count`` file without ``levels`` has the labels present
+    as its levels: one person in a new category adds a row. Such data can be explored, compared and used to choose
+    ε, but not released (the release would show the shape). Other files (a count per line, a matrix, JSON, .npy)
+    state every cell, zeros included, and are their own declaration.
+
+    >>> shape_from_data(b"row,col,count\\n0,0,3\\n3,3,1\\n")[:40]
+    'its grid was sized from the largest row '
+    >>> shape_from_data(b"row,col,count\\n0,0,3\\n", grid_shape=(4, 4)) is None
+    True
+    """
+    suffix = Path(filename).suffix.lower() if filename else ""
+    if suffix in (".npy", ".json") or bytes(data[:6]) == b"\x93NUMPY":
+        return None
+    try:
+        text = decode_upload_text(bytes(data[:65536]))
+    except DataError:
+        return None
+    if text.lstrip().startswith(("{", "[")) or not text.strip():
+        return None
+    names = [c.strip().lower() for c in _header(text, _delimiter(text))]
+    if {"row", "col", "count"} <= set(names):
+        if grid_shape is None:
+            return ("its grid was sized from the largest row and col index in the file, so one record at a new "
+                    "index would change the released shape (a 4 × 4 grid becomes 6 × 6); declare the grid (--shape "
+                    "ROWS,COLS on the command line, or Grid rows and Grid columns on the Data page) to release")
+        return None
+    labels = [n for n in names if n and n not in ("count", *INTERVAL_COLUMNS)]
+    if "count" in names and len(labels) == 2 and levels is None:
+        return ("its levels are the labels present in the file, so one person in a new category would add a row or "
+                "column; declare the levels (--levels FILE on the command line, or Levels on the Data page) "
+                "to release")
+    return None
 
 
 def _grid(rows: np.ndarray, cols: np.ndarray, counts: np.ndarray, declared: tuple[int, int] | None,

@@ -129,7 +129,7 @@ with ui.guard():
                 ui.table_settings(st.session_state.tables_release_mechanism, render=True)
         if st.button("Spend ρ and release", type="primary", key="tables_release_button"):
             bar = st.progress(0.0, text="releasing… (synthesisers take minutes)")
-            ui.release_table(progress=lambda f: bar.progress(min(f, 1.0), text=f"fitting the model: {f:.0%} of ρ"))
+            ui.release_table(progress=lambda f, text: bar.progress(min(f, 1.0), text=text))
             bar.empty()
             ui.show_flash()
         output = st.session_state.get("tables_release")

@@ -95,8 +95,8 @@ def _conversion_offer(led) -> None:
         st.button("Convert the budget", key="sidebar_convert", on_click=_convert_total)
 
 
-TABLES_PAGE = "pages/tables.py"
-TABLES_BUDGET_NOTE = ("**Budget**: a table of records has its own budget, shown on this page in its own unit. "
+_TABLES_PAGE = "pages/tables.py"
+_TABLES_BUDGET_NOTE = ("**Budget**: a table of records has its own budget, shown on this page in its own unit. "
                       "The budget of the histogram dataset chosen above is on the other pages.")
 
 
@@ -125,8 +125,8 @@ def sidebar() -> None:
         st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
                         help="Seeds the exploration noise; change it to see different noise.")
         privacy_controls()
-        if _on_page(TABLES_PAGE):  # the table has its own ledger and budget, shown on the page in its unit
-            st.caption(TABLES_BUDGET_NOTE)
+        if _on_page(_TABLES_PAGE):  # the table has its own ledger and budget, shown on the page in its unit
+            st.caption(_TABLES_BUDGET_NOTE)
         elif released_data() is None:
             _budget()
         else:  # a loaded export has no budget: nothing computed from it alone is charged

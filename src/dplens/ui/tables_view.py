@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import time
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,7 @@ from dplens.core.tables.compare import (
 )
 from dplens.core.tables.contract import INTERVAL_LEVEL
 from dplens.core.tables.mechanisms import table_mechanism
+from dplens.core.tables.progress import progress_text
 from dplens.core.tables.records import (
     Table,
     load_table,
@@ -340,8 +342,11 @@ def table_method_label(name: str) -> str:
 
 
 def release_table(progress=None) -> None:
-    """Check the budget, run (bounded; synthesisers report ``progress(fraction)``), then charge; a refused or failed
-    run charges nothing."""
+    """Check the budget, run (bounded), then charge; a refused or failed run charges nothing.
+
+    A synthesiser reports ``progress(fraction, text)``: the step it is on (measuring marginals, fitting the model
+    with its iteration, sampling records), the time so far and about how much is left (:func:`_release_progress`).
+    """
     ss, table = st.session_state, current_table()
     name, rho = ss.tables_release_mechanism, float(ss.tables_release_rho)
     try:
@@ -355,13 +360,25 @@ def release_table(progress=None) -> None:
         request = TableRequest(mechanism, rho, work, TABLE_DISPLAY_DELTA, domain_declared=chosen.domain_declared)
         published = kernel_release_table(request, chosen.records, store=ledger_store(),
             fingerprint=table.fingerprint, name=ss.get("table_name", "table"), workspace=ss.get("workspace_id"),
-            estimated_seconds=_SLOW_SECONDS if mechanism.synthesizes else None, progress=progress)
+            estimated_seconds=_SLOW_SECONDS if mechanism.synthesizes else None,
+            progress=_release_progress(mechanism, work, progress))
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; never a raw traceback
         ss.flash_error = f"{name} not released: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
         return
     metadata = table_metadata(published, request, dataset=ss.get("table_name", "table"))
     release = published.release
     ss.tables_release = {"release": release, "table": chosen, "metadata": metadata}
+
+
+def _release_progress(mechanism, work: MarginalWorkload, report):
+    """``report(fraction, text)`` as the run's ``progress(fraction)``: the fraction read back as words with the
+    mechanism's own plan of its steps (dplens.core.tables.progress), the time so far and an estimate of what is
+    left. None for a mechanism without a plan (it runs in seconds) or without ``report``."""
+    plan = getattr(mechanism, "progress_plan", None)
+    if report is None or plan is None:
+        return None
+    steps, started = plan(work), time.monotonic()
+    return lambda fraction: report(fraction, progress_text(steps, fraction, time.monotonic() - started))
 
 
 def table_marginals_frame(release, table: Table, level: float = _LEVEL) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from dplens.core.extras import require
 from dplens.core.mechanisms.contract import RATIO_RANGE, Range, Release, setting
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.contract import check_rho, marginal_release
+from dplens.core.tables.progress import Reporter, RunPlan, Stage
 from dplens.core.tables.sampler import synthesize_table
 from dplens.core.validate import fraction, integer
 
@@ -114,6 +115,7 @@ def rho_advice(rhos) -> str | None:
     return None
 
 
+SAMPLING = "sampling the synthetic records"  # every synthesiser's last step (dplens.core.tables.progress)
 ESTIMATOR_ITERS = 1000  # private-pgm's mirror-descent iterations (OpenDP's default) for MST and identity-pgm
 AIM_ROUND_ITERS = 300   # per AIM round, warm-started from the previous model (100 cost 0.083 vs 0.065 TVD on Adult)
 AIM_MAX_SIZE = 20.0     # MB of the largest model AIM may select (OpenDP: 80); bounds its run time on Adult
@@ -214,7 +216,8 @@ class _OpenDPTable:
 
         OpenDP draws its own noise from a CSPRNG; ``rng`` draws the synthetic records from the fitted model
         (:func:`dplens.core.tables.sampler.synthesize_table`; fresh OS entropy when ``None``).
-        ``progress(fraction)`` is called after every model fit. The workload's marginals are answered from the
+        ``progress(fraction)`` says where the run is in :meth:`progress_plan` (each step as it starts, a fit's
+        iterations, AIM's rounds; ``dplens.core.tables.progress``). The workload's marginals are answered from the
         synthetic records (post-processing).
         """
         rho = check_rho(rho)
@@ -228,18 +231,26 @@ class _OpenDPTable:
         fits = [0]
         handed = self.handed_rho(rho, len(domain.names))
         first_fit: list = []
+        plan = self.progress_plan(workload)
+        reporter = Reporter(plan, progress, require("jax", "tables", feature).block_until_ready)
+        reporter.stage(0)
 
         def estimator(mbi_domain, loss_fn, *, potentials=None):
-            model = mirror_descent(mbi_domain, loss_fn, potentials=potentials, iters=self.fit_iters(potentials))  # type: ignore[attr-defined]  # set by each subclass
+            iters = self.fit_iters(potentials)  # type: ignore[attr-defined]  # set by each subclass
+            # ρ measured so far: Σ 1/(2σ²) over the measurements to fit (sensitivity 1 each); after the first fit,
+            # each round's measurement is ``measure_split`` of what the round spent (the rest selected).
+            measured = gaussian_rho(m.stddev for m in loss_fn if getattr(m, "stddev", 0) > 0)
+            if not first_fit:
+                first_fit.append(measured)
+            spent = first_fit[0] + (measured - first_fit[0]) / getattr(self, "measure_split", 1.0)
+            rounds = (spent - first_fit[0]) / (handed - first_fit[0]) if fits[0] and handed > first_fit[0] else None
+            on_iteration = reporter.fit(iters, rounds)
+            model = mirror_descent(mbi_domain, loss_fn, potentials=potentials, iters=iters,
+                                   callback_fn=on_iteration)
             fits[0] += 1
-            if progress is not None:
-                # ρ measured so far: Σ 1/(2σ²) over the measurements fitted (sensitivity 1 each); after the first
-                # fit, each round's measurement is ``measure_split`` of what the round spent (the rest selected).
-                measured = gaussian_rho(m.stddev for m in loss_fn if getattr(m, "stddev", 0) > 0)
-                if not first_fit:
-                    first_fit.append(measured)
-                spent = first_fit[0] + (measured - first_fit[0]) / getattr(self, "measure_split", 1.0)
-                progress(min(spent / handed, 0.99))
+            following = plan.fit_stage(fits[0] - 1) + 1  # the step after this fit (AIM: its rounds go on)
+            if not plan.stages[following - 1].rounds and following < len(plan.stages) - 1:
+                reporter.stage(following)
             return model
 
         try:
@@ -249,6 +260,7 @@ class _OpenDPTable:
                              f"{' '.join(str(error).split())[:160]}") from None
         loss = self.drawn_loss(table)
         # Not table.synthesize(rows): mbi's default sampler makes siblings comonotone (dplens.core.tables.sampler).
+        reporter.stage(len(plan.stages) - 1)
         synth = synthesize_table(table, rows, rng if rng is not None else np.random.default_rng())
         # OpenDP adds a null key to every attribute (for values outside the keys); its true count is 0 here, so
         # synthetic rows that land on it are dropped (post-processing) and counted in the metadata.
@@ -282,6 +294,15 @@ class MST(_OpenDPTable):
 
     def handed_rho(self, rho: float, attributes: int) -> float:
         return mst_handed_rho(rho, self.measure_split, attributes)
+
+    def progress_plan(self, workload: MarginalWorkload) -> RunPlan:
+        """MST's steps (shares from runs on the built-in sample): the 1-way marginals, a fit, the tree of 2-way
+        marginals selected and measured, the final fit, the records."""
+        return RunPlan((Stage("measuring the 1-way marginals", 0.25),
+                        Stage("fitting the model to the 1-way marginals", 0.1, iters=self.iters),
+                        Stage("selecting the 2-way marginals of MST's tree and measuring them", 0.3),
+                        Stage("fitting the model to every measured marginal", 0.3, iters=self.iters),
+                        Stage(SAMPLING, 0.05)))
 
 
     def fit_iters(self, potentials) -> int:
@@ -330,6 +351,15 @@ class AIM(_OpenDPTable):
         # The first fit (one-way marginals only) and the refits start warm; OpenDP fits once more at the end.
         return self.round_iters if potentials is not None else self.iters
 
+    def progress_plan(self, workload: MarginalWorkload) -> RunPlan:
+        """AIM's steps: the 1-way marginals, a fit, its rounds until ρ is spent (how many depends on the data, so
+        they are followed by the share of their ρ measured), the records."""
+        return RunPlan((Stage("measuring the 1-way marginals", 0.15),
+                        Stage("fitting the model to the 1-way marginals", 0.05, iters=self.iters),
+                        Stage("AIM's rounds (select the worst-fitted marginal, measure it, refit the model)", 0.72,
+                              rounds=True),
+                        Stage(SAMPLING, 0.08)))
+
     def settings(self, rho: float) -> dict:
         return {"oneway_split": 0.5, "measure_split": float(self.measure_split), "rounds": self.rounds,
                 "max_size_mb": float(self.max_size), "round_iters": self.round_iters, "iters": self.iters}
@@ -364,6 +394,12 @@ class IdentityPGM(_OpenDPTable):
     def extra_metadata(self, workload: MarginalWorkload) -> dict:
         added = uncovered(workload)
         return {"oneway_added": added} if added else {}
+
+    def progress_plan(self, workload: MarginalWorkload) -> RunPlan:
+        """identity-pgm's steps: every workload marginal measured (OpenDP searches the scale), one fit, the
+        records."""
+        return RunPlan((Stage("measuring the workload's marginals", 0.55),
+                        Stage("fitting the model to them", 0.35, iters=self.iters), Stage(SAMPLING, 0.1)))
 
     def privacy_loss_of(self, dp, rho: float):
         # Laplace: pure ε-DP at ε = √(2ρ), which implies ρ-zCDP (Bun & Steinke 2016, Prop. 1.4).

@@ -1,5 +1,6 @@
 """AppTest: every screen says what its values are (true, a DP proxy's, public, released) and speaks in words."""
 
+import json
 import re
 
 import numpy as np
@@ -212,3 +213,39 @@ def test_records_uploaded_as_counts_are_pointed_to_the_raw_records_option():
     at.button(key="data_use").click().run()
     errors = [e.value for e in at.error]
     assert any("needs a 'count' column" in e and "The file holds raw records" in e for e in errors), errors
+
+
+def _words_on_screen(at) -> str:
+    """Subheaders, captions, warnings, metric labels and chart specs of the page, in one string."""
+    parts = [e.value for kind in ("subheader", "caption", "warning", "info") for e in at.get(kind)]
+    parts += [m.label for m in at.metric] + [json.dumps(json.loads(spec), ensure_ascii=False)
+                                             for spec in _chart_specs(at)]  # "−" is escaped in the specs
+    return "\n".join(parts)
+
+
+def test_the_release_page_on_a_loaded_export_never_calls_its_values_true():
+    """A release made from a re-uploaded export is drawn against released values: its charts, legends, axis
+    titles, coverage metric and captions say so (never "true"), with the secure path and with exploration noise."""
+    at = _loaded_export()
+    at.switch_page("pages/release.py").run()
+    at.selectbox(key="release_mechanism").set_value("identity").run()
+    for noise in ("secure", "exploration"):
+        at.radio(key="release_noise_path").set_value(noise).run()
+        at.button(key="release_spend").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        words = _words_on_screen(at)
+        assert "Released histogram over the released values" in words
+        assert re.search(r'"name": ?"released values"', words) and "answers on the released values" in words
+        assert "released − released value" in words and "released value of the bin" in words
+        assert not re.search(r"\btrue\b", words, re.IGNORECASE), [line for line in words.splitlines()
+                                                                  if re.search(r"\btrue\b", line, re.I)][:5]
+
+
+def test_the_release_page_on_private_data_says_true_counts_for_the_curator_only():
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("pages/release.py").run()
+    at.selectbox(key="release_mechanism").set_value("identity").run()
+    at.button(key="release_spend").click().run()
+    words = _words_on_screen(at)
+    assert "Released histogram over the true counts" in words and "true counts (curator only)" in words
+    assert "answers on the true counts (curator only)" in words and "released − true count" in words

@@ -299,19 +299,33 @@ def workload_figure(index: np.ndarray, rows: np.ndarray, column_group: int) -> g
     return fig
 
 
+def compared_name(source: Source, *, answers: bool = False) -> str:
+    """What a chart calls the values a release is drawn against, from their source (``ui.value_sources``).
+
+    >>> from dplens.ui.value_sources import SOURCES
+    >>> compared_name(SOURCES["true"]), compared_name(SOURCES["released"], answers=True)
+    ('true counts (curator only)', 'answers on the released values')
+    """
+    name = f"answers on the {source.values}" if answers else source.values
+    return f"{name} (curator only)" if source.private else name
+
+
 def interval_figure(x: np.ndarray, truth: np.ndarray, released: np.ndarray, low: np.ndarray | None,
-                    high: np.ndarray | None, *, mechanism: str, x_title: str, y_title: str,
-                    bars: bool = False, log_y: bool = False, zoom: bool = False) -> go.Figure:
-    """Truth (bars or markers) with released values and their 95 % interval (error bars or a band).
+                    high: np.ndarray | None, *, mechanism: str, x_title: str, y_title: str, source: Source,
+                    answers: bool = False, bars: bool = False, log_y: bool = False,
+                    zoom: bool = False) -> go.Figure:
+    """The values released from (bars or markers; ``source`` names them, ``answers``: the workload's answers on
+    them) with released values and their 95 % interval (error bars or a band).
 
     ``log_y`` and ``zoom`` (bars) as in ``histogram_figure``: a log count axis, the span of non-zero bins.
     """
     colour = mechanism_colour(mechanism)
     fig = go.Figure()
+    name = compared_name(source, answers=answers)
     if bars:
-        fig.add_trace(go.Bar(x=x, y=truth, name="true (curator only)", marker_color=TRUE_COLOUR, opacity=0.5))
+        fig.add_trace(go.Bar(x=x, y=truth, name=name, marker_color=TRUE_COLOUR, opacity=0.5))
     else:
-        fig.add_trace(go.Scatter(x=x, y=truth, name="true (curator only)", mode="markers",
+        fig.add_trace(go.Scatter(x=x, y=truth, name=name, mode="markers",
                                  marker={"color": TRUE_COLOUR, "symbol": "x"}))
     if low is not None and bars:
         fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=np.r_[released + high, (released + low)[::-1]],
@@ -330,8 +344,9 @@ def interval_figure(x: np.ndarray, truth: np.ndarray, released: np.ndarray, low:
 
 
 def error_band_figure(truth: np.ndarray, error: np.ndarray, low: np.ndarray | None, high: np.ndarray | None, *,
-                      mechanism: str) -> go.Figure:
-    """Per-bin error against the true count (the small-bin view), over the band of 95 % error ranges."""
+                      mechanism: str, source: Source) -> go.Figure:
+    """Per-bin error against the value released from (the small-bin view; ``source`` names it: a true count, or a
+    loaded export's released value), over the band of 95 % error ranges."""
     order = np.argsort(truth, kind="stable")
     colour = mechanism_colour(mechanism)
     fig = go.Figure()
@@ -339,9 +354,10 @@ def error_band_figure(truth: np.ndarray, error: np.ndarray, low: np.ndarray | No
         fig.add_trace(go.Scatter(x=np.r_[truth[order], truth[order][::-1]], y=np.r_[high[order], low[order][::-1]],
                                  fill="toself", fillcolor=colour, opacity=0.2, line={"width": 0},
                                  name="95 % range of the error", hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=truth, y=error, mode="markers", name=f"released − true ({mechanism})",
+    fig.add_trace(go.Scatter(x=truth, y=error, mode="markers", name=f"released − {source.value} ({mechanism})",
                              marker={"color": colour, "size": 4}))
-    fig.update_layout(xaxis_title="true count of the bin (records)", yaxis_title="released − true (records)",
+    fig.update_layout(xaxis_title=f"{source.value} of the bin (records)",
+                      yaxis_title=f"released − {source.value} (records)",
                       height=320,
                       margin={"l": 50, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": -0.3})
     return fig

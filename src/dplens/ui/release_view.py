@@ -314,18 +314,21 @@ def show_release(history: list[dict], hist, workload) -> None:
     release = output["release"]
     _release_metrics(entry, release)
     simulation = entry["noise_path"] != "secure"
+    source = dataset_source()
     if simulation:
+        made_on = (f"computed on the {source.values}: it is for your eyes only (the seed regenerates the noise, "
+                   f"so the values give the {source.values} back)" if source.private else
+                   f"computed on the {source.values}")
         st.warning(f"**{SIMULATION_LABEL.capitalize()}.** Release #{number} used seeded exploration noise, "
-                   "computed on the true data: it is for your eyes only (the seed regenerates the noise, "
-                   "so the values give the true counts back). It cannot be downloaded; release with the "
-                   "**secure** noise path to publish.")
+                   f"{made_on}. It cannot be downloaded; release with the **secure** noise path to publish.")
     release_structure(release.details, key=f"release_structure_{number}")
     same_inputs = entry["dataset"] == st.session_state.dataset_key and entry["workload"] == workload_spec()
     figures: dict = {}
     if not same_inputs:
         st.warning(f"Release #{number} was made on **{plain(dataset_name(entry['dataset']))}** with workload "
                    f"`{entry['workload']}`; "
-                   "select them in the sidebar to compare it with the truth. Its exports are below.")
+                   "select them in the sidebar to compare it with the values it was made from. Its exports are "
+                   "below.")
     else:
         figures = _against_the_truth(number, entry, output, hist, workload)
     st.subheader("Export")
@@ -334,7 +337,8 @@ def show_release(history: list[dict], hist, workload) -> None:
     _recipe_downloads(entry, output)
     if not simulation:
         for fig_name, fig in figures.items():
-            st.caption(f"Chart: {fig_name} (shows the true data too: for the curator's own use)")
+            st.caption(f"Chart: {fig_name} (shows the {source.values} too"
+                       + (": for the curator's own use)" if source.private else ")"))
             figure_downloads(fig, f"dplens-{fig_name}-{number}", key=f"release_fig_{fig_name}")
     st.subheader("History")
     st.dataframe(history_table(history), hide_index=True, key="release_history")
@@ -378,8 +382,9 @@ def _release_metrics(entry: dict, release) -> None:
 
 
 def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -> dict:
-    """The release over the true data (histogram, per-bin error, workload answers) with 95 % intervals;
-    returns the figures drawn."""
+    """The release over the values it was made from (the true counts, or a loaded export's released values:
+    ``ui.value_sources``) with 95 % intervals (histogram, per-bin error, workload answers); returns the figures
+    drawn."""
     release = output["release"]
     figures = {}
     exact_bins, exact_answers = exact_halfwidths(number)
@@ -394,8 +399,11 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
                       f"{estimate_seconds:.0f} s)", key="release_simulate", on_click=simulate,
                       args=(number,), help="Re-runs the mechanism on a simulation stream; never charged.")
     simulated = output.get("intervals")
-    st.subheader("Released histogram over the true one")
-    st.caption("The curator sees both; exports contain only the release. Band/bars: 95 % intervals — "
+    source = dataset_source()
+    st.subheader(f"Released histogram over the {source.values}")
+    st.caption(("The curator sees both; " if source.private else
+                f"Grey: the {source.values} of the loaded export, already private. ")
+               + "Exports contain only the release. Band/bars: 95 % intervals — "
                "exact for plain Laplace or Gaussian noise on each value (discrete on integer releases) and for "
                "the data-independent strategies (hb, privelet, greedy-h, mm-opt and their Gaussian twins), "
                "else the 2.5–97.5 % range of "
@@ -412,11 +420,11 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
         if len(hist.domain.shape) == 1 and hist.domain.size <= MAX_BARS:
             figures["histogram"] = interval_figure(np.arange(estimate.size), truth, estimate, low, high,
                                                    mechanism=entry["mechanism"], x_title="bin (index)",
-                                                   y_title="count (records)", bars=True,
+                                                   y_title="count (records)", source=source, bars=True,
                                                    log_y=view.get("log_y", False), zoom=view.get("zoom", False))
         else:
             figures["histogram"] = histogram_figure(hist, estimate, label, mechanism=entry["mechanism"],
-                                                    source=dataset_source(), **view)
+                                                    source=source, **view)
         st.plotly_chart(figures["histogram"], key="release_chart")
         error = estimate - truth
         cols = st.columns(3)
@@ -424,11 +432,11 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
         cols[1].metric("Max |error|", f"{np.max(np.abs(error)):.4g}")
         if low is not None:
             covered = np.mean((truth >= estimate + low) & (truth <= estimate + high))
-            cols[2].metric("True counts inside their 95 % interval", f"{covered:.1%}",
+            cols[2].metric(f"{source.values.capitalize()} inside their 95 % interval", f"{covered:.1%}",
                            help="Should be close to 95 % (per bin, not simultaneous).")
         figures["per-bin-error"] = error_band_figure(truth, error, None if high is None else -high,
                                                      None if low is None else -low,
-                                                     mechanism=entry["mechanism"])
+                                                     mechanism=entry["mechanism"], source=source)
         st.plotly_chart(figures["per-bin-error"], key="release_error_chart")
     a_low = a_high = None
     if exact_answers is not None:
@@ -441,7 +449,7 @@ def _against_the_truth(number: int, entry: dict, output: dict, hist, workload) -
                                          release.answers[shown], None if a_low is None else a_low[shown],
                                          None if a_high is None else a_high[shown],
                                          mechanism=entry["mechanism"], x_title="query (index)",
-                                         y_title="answer (records)")
+                                         y_title="answer (records)", source=source, answers=True)
     st.plotly_chart(figures["answers"], key="release_answers_chart")
     return figures
 

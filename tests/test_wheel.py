@@ -38,6 +38,15 @@ def test_the_server_flags_agree_with_the_checkouts_streamlit_config():
     assert SERVER_SETTINGS["server.fileWatcherType"] == "none"
 
 
+APP_TEST = """
+from streamlit.testing.v1 import AppTest
+from dplens.cli import app_script
+at = AppTest.from_file(str(app_script()), default_timeout=120).run()
+assert not at.exception, [e.value for e in at.exception]
+assert any("smooth" in str(box.value) for box in at.selectbox), "the sidebar offers the bundled samples"
+"""
+
+
 def _pins(lock: str) -> dict[str, str]:
     text = (ROOT / lock).read_text(encoding="utf-8")
     return dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\$", text, flags=re.MULTILINE))
@@ -109,6 +118,8 @@ def test_the_wheel_installed_from_the_lock_runs_from_another_folder(tmp_path):
     _run([str(dplens), "release", "--input", "smooth", "--mechanism", "hb", "--workload", "prefix",
           "--epsilon", "0.5", "--budget", "5", "--output", "r.json"], cwd=elsewhere, env=env)
     assert (elsewhere / "r.json").stat().st_size > 0
+    # the app's script and its first page (the Data page on the bundled smooth sample) run from the wheel's files
+    _run([str(python), "-c", APP_TEST], cwd=elsewhere, env=env)
 
     port = _free_port()
     server = subprocess.Popen([str(dplens), "app", "--port", str(port)], cwd=elsewhere, env=env,

@@ -174,10 +174,10 @@ def memoised_gaussian_accounting(monkeypatch):
     ``gaussian-identity`` inverts the discrete Gaussian's (ε, δ) curve on every release (~8 ms) to label it
     with its privacy loss; the audit reads only the released values, and σ is the same in every run.
     """
-    from dplens.core.mechanisms import gaussian
+    from dplens.core.mechanisms import measurement  # the records' privacy maps
 
     for name in ("discrete_gaussian_epsilon", "gaussian_epsilon"):
-        monkeypatch.setattr(gaussian, name, functools.lru_cache(maxsize=64)(getattr(gaussian, name)))
+        monkeypatch.setattr(measurement, name, functools.lru_cache(maxsize=64)(getattr(measurement, name)))
 
 
 def _report(name: str, results, runs: int) -> tuple[float, str, float]:

@@ -94,10 +94,10 @@ def test_identity_noise_is_normal_with_the_calibrated_sigma_and_the_test_has_pow
 def test_expected_mse_matches_simulation_with_power(name, workload, runs, rng, monkeypatch):
     # Same runs, bit-identical answers, same power: only the ε-from-σ labels of the releases (pure functions of σ
     # and δ; gaussian-identity inverts the discrete curve, ~5 ms a release) are computed once instead of per run.
-    from dplens.core.mechanisms import gaussian
+    from dplens.core.mechanisms import measurement  # the records' privacy maps
 
     for function in ("discrete_gaussian_epsilon", "gaussian_epsilon"):
-        monkeypatch.setattr(gaussian, function, functools.lru_cache(maxsize=64)(getattr(gaussian, function)))
+        monkeypatch.setattr(measurement, function, functools.lru_cache(maxsize=64)(getattr(measurement, function)))
     x = np.random.default_rng(5).poisson(30, workload.shape[1]).astype(float)
     if name == "gaussian-hb" and isinstance(workload, Kron):
         x = x.reshape(4, 4)

@@ -9,6 +9,7 @@ from scipy import stats
 
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.mechanisms import mwem as mwem_module
+from dplens.core.mechanisms.measurement import NoisyAnswers
 from dplens.core.mechanisms.mwem import MWEM, auto_rounds, max_abs_entry
 from dplens.core.queries.workloads import (
     AllRange,
@@ -47,9 +48,13 @@ def test_privacy_loss_is_selection_plus_laplace(epsilon, total_ratio, rng):
 def test_weighted_queries_are_measured_at_their_own_sensitivity(rng):
     workload = Explicit(np.array([[2.0, 0, 0, 0], [0, 0, 1.0, 1.0]]))
     release = MWEM(rounds=2, update_rounds=3).run(np.array([5.0, 1, 2, 3]), workload, 1.0, rng)
-    # both rows are measured (2 rounds, 2 candidates); they read disjoint cells, each at its own scale
+    # both rows are measured (2 rounds, 2 candidates), each at its own sensitivity (2 and 1) and scale
     measure = 0.95 / 2 / 2
-    assert release.privacy_loss == pytest.approx(0.05 + 2 * measure + measure, rel=1e-9)
+    measured = {r.query: r for r in release.measurements if isinstance(r, NoisyAnswers) and r.query != "the total"}
+    assert {q: (r.sensitivity, r.noise.scale) for q, r in measured.items()} == pytest.approx(
+        {"query 0": (2.0, 2.0 / measure), "query 1": (1.0, 1.0 / measure)}, rel=1e-12)
+    # the loss is the worst case over the queries the rounds could have chosen: every round counts in full
+    assert release.privacy_loss == pytest.approx(0.05 + 2 * measure + 2 * measure, rel=1e-9)
 
 
 def test_converges_to_the_data_at_high_epsilon(rng):

@@ -65,15 +65,21 @@ def test_the_kernel_refuses_a_release_of_another_definition_or_over_its_charge(t
     request = HistogramRequest("hb", {}, ZCDP(0.5), Prefix(8), "prefix", 1e-6)
     real = kernel.run_bounded
 
-    def states(budget, loss):
+    def states(budget, loss, repeat=1):
         def run(function, *args, **kwargs):
-            return dataclasses.replace(real(function, *args, **kwargs), budget=budget, privacy_loss=loss)
+            release = real(function, *args, **kwargs)
+            return dataclasses.replace(release, budget=budget, privacy_loss=loss,
+                                       measurements=release.measurements * repeat)
         return run
 
-    for budget, loss in ((PureDP(1.0), 0.5), (ZCDP(0.5), 0.5 * (1 + 1e-6))):
-        monkeypatch.setattr(kernel, "run_bounded", states(budget, loss))
+    # another definition; a stated loss its records do not compose to; records that cost more than the charge
+    for budget, loss, repeat, says in ((PureDP(1.0), 0.5, 1, "exceeds the charge"),
+                                       (ZCDP(0.5), 0.5 * (1 + 1e-6), 1, "records compose to"),
+                                       (ZCDP(0.5), 0.5, 0, "0 measurement records"),
+                                       (ZCDP(0.5), 1.0, 2, "exceeds the charge")):
+        monkeypatch.setattr(kernel, "run_bounded", states(budget, loss, repeat))
         for rng in (None, np.random.default_rng(0)):  # the secure path and the exploration mode alike
-            with pytest.raises(ValueError, match="internal check: privacy loss"):
+            with pytest.raises(ValueError, match=f"internal check: .*{says}"):
                 release_histogram(request, np.ones(8), store=store, fingerprint=fingerprint, name="t", rng=rng)
     assert not [e for e in store.history(fingerprint) if e["kind"] == "spend"]  # nothing charged
     monkeypatch.setattr(kernel, "run_bounded", real)

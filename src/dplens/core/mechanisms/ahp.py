@@ -33,7 +33,7 @@ from dplens.core.mechanisms.contract import (
     setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, sorting_cost
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import non_negative
@@ -106,10 +106,11 @@ class AHP:
         sums = clusters.noisy(np.add.reduceat(x[order], starts), rng)
         estimate = np.empty(n)
         estimate[order] = np.repeat(sums / sizes, sizes)
-        loss = pure_loss([(np.ones(n), sort), (np.ones(n), clusters)])
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
+        records = (NoisyAnswers("the cells, to order and cluster them (AHP step 1)", sort, 1.0, noisy),
+                   NoisyAnswers(f"the {sizes.size} cluster sums (AHP step 2)", clusters, 1.0, sums))
+        return Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate,
                        {"ratio": self.ratio, "eta": self.eta, "clusters": int(starts.size)},
-                       {"cluster_sizes": sizes}, workload=workload)
+                       {"cluster_sizes": sizes}, workload=workload, measurements=records)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

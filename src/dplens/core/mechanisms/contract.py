@@ -14,7 +14,7 @@ import dataclasses
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from dplens.core.data.limits import MAX_EPSILON, MIN_EPSILON
 from dplens.core.privacy.definitions import ZCDP, Privacy, amount, zcdp_epsilon
 from dplens.core.queries.workloads import Workload, marginal_names
 from dplens.core.validate import fraction, positive
+
+if TYPE_CHECKING:
+    from dplens.core.mechanisms.measurement import MeasurementRecord
 
 NEIGHBOURING = "add/remove one record (unbounded DP): x' = x ± e_j"
 
@@ -38,6 +41,9 @@ class Release:
     the budget's δ, or ρ), computed by the mechanism from its noise blocks (never copied from the budget).
     ``answers`` are the noisy answers to ``workload`` (the query block), W x̂; ``estimate`` is x̂ when the mechanism
     has one.
+    ``measurements`` are what it measured, as records (``dplens.core.mechanisms.measurement``: the query, the noise
+    and the noisy values of each linear measurement, the ε of each private choice); each answers its own loss in
+    any unit, and their composition is the loss the release kernel checks.
     ``details`` holds display-only structure (division tree, groups, factorisation); it is never exported.
 
     A release on a table of records (its workload a ``MarginalWorkload``) also holds one estimate per marginal
@@ -63,6 +69,7 @@ class Release:
     marginal_stds: list[float] | None = None
     marginal_halfwidths: list[np.ndarray] | None = None
     records: np.ndarray | None = None
+    measurements: tuple[MeasurementRecord, ...] = ()
 
     def by_marginal(self) -> list[tuple[tuple[str, ...], np.ndarray]]:
         """Each released marginal's attributes with its cell estimates (a release on a table), else ValueError.

@@ -42,7 +42,7 @@ from dplens.core.mechanisms.greedy_h import (
     gram_sketch,
     greedy_hierarchy,
 )
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, PrivateChoice, laplace_record, pure_epsilon
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Workload
 
@@ -206,12 +206,14 @@ class DAWA:
         noisy = measurement.noisy(tree.measure(counts), rng)
         estimate = np.repeat(tree.least_squares(noisy) / width, width)
         # a cell's record moves its bucket's count by one: the bucket's column of A is the cell's column
-        loss = partition_loss + pure_loss([(np.repeat(bucket_l1, width), measurement)])
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
+        records = (PrivateChoice(f"the partition into {width.size} buckets (noisy L1 costs)", partition_loss),
+                   laplace_record(f"Greedy-H's {noisy.size} queries over the buckets",
+                                  [(np.repeat(bucket_l1, width), measurement)], noisy))
+        return Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate,
                        {"ratio": self.ratio, "branching": self.branching, "granularity": self.granularity,
                         "buckets": int(width.size), **measurement.params,
                         "gram": metric},
-                       {"bounds": bounds, "hierarchy": tree}, workload=workload)
+                       {"bounds": bounds, "hierarchy": tree}, workload=workload, measurements=records)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

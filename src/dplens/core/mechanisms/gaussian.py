@@ -53,7 +53,13 @@ from dplens.core.mechanisms.greedy_h import GreedyH, cell_strategy, sum_along_pa
 from dplens.core.mechanisms.hierarchical import Hierarchical, build_tree, workload_grid
 from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers
 from dplens.core.mechanisms.matrix import single_threaded
-from dplens.core.mechanisms.measurement import GaussianMeasurement, Reconstruction, stated_noise
+from dplens.core.mechanisms.measurement import (
+    GaussianMeasurement,
+    NoisyAnswers,
+    Reconstruction,
+    composed_loss,
+    stated_noise,
+)
 from dplens.core.mechanisms.privelet import Privelet, haar_sensitivity
 from dplens.core.privacy.definitions import (
     DEFINITIONS,
@@ -63,15 +69,14 @@ from dplens.core.privacy.definitions import (
     PureDP,
     analytic_gaussian_sigma,
     check_delta,
-    gaussian_epsilon,
     gaussian_rho,
     target,
     zcdp_epsilon,
     zcdp_rho,
     zcdp_sigma,
 )
-from dplens.core.privacy.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
-from dplens.core.privacy.noise import noise_kind
+from dplens.core.privacy.discrete_gaussian import discrete_gaussian_sigma
+from dplens.core.privacy.noise import adds_noise_to_counts, noise_kind
 from dplens.core.queries.workloads import Workload
 
 CALIBRATIONS = ("analytic", "zcdp")
@@ -163,14 +168,21 @@ class GaussianMixin:
         """The release relabelled with the loss of N(0, σ²) noise at Δ₂ = ``l2_max`` (the σ actually drawn): ε at δ
         under the analytic calibration, else its ρ."""
         rho = gaussian_rho(sigma, l2_max)  # ρ = Δ₂²/(2σ²) of the noise actually added
-        loss = gaussian_epsilon(sigma, self.delta, l2_max) if self.calibration == "analytic" else rho
+        budget = self.budget_at(epsilon)
+        # the parent's one measured block, its noise now N(0, σ²) at the strategy's Δ₂; on integer counts the secure
+        # path draws the discrete Gaussian, whose (ε, δ) curve the record's map takes too
+        parent = release.measurements[0] if release.measurements else None
+        records = (NoisyAnswers(parent.query if isinstance(parent, NoisyAnswers) else "the strategy's answers",
+                                GaussianMeasurement(sigma), l2_max, None if parent is None else parent.values,
+                                discrete=adds_noise_to_counts(self)),)
+        loss = composed_loss(records, budget)
         params = {k: v for k, v in release.params.items() if k not in ("noise_scale", "sigma")}
         params.update({"noise": "gaussian", "definition": "approx" if self.calibration == "analytic" else "zcdp",
                        "delta": float(self.delta), "rho": rho, "sigma": sigma, "l2_sensitivity": l2_max})
         if self.calibration != "analytic":
             params["epsilon_at_delta"] = float(epsilon)  # the ε at δ it ran at (the budget holds its ρ)
-        return Release(self.name, self.budget_at(epsilon), loss, release.answers, release.estimate, params,  # type: ignore[attr-defined]  # GaussianMixin is mixed into a registered mechanism
-                       release.details, workload=release.workload)
+        return Release(self.name, budget, loss, release.answers, release.estimate, params,  # type: ignore[attr-defined]  # GaussianMixin is mixed into a registered mechanism
+                       release.details, workload=release.workload, measurements=records)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         """Per-query MSE σ²‖W A⁺‖_F²/m: the parent's at ε = 1 (variance 2Δ₁²) rescaled to variance σ²."""
@@ -213,13 +225,6 @@ class GaussianIdentity(GaussianMixin, LaplaceIdentity):  # type: ignore[misc]  #
         if self.calibration != "analytic":
             return super().sigma(workload, epsilon)
         return discrete_gaussian_sigma(check_epsilon(epsilon), float(self.delta))
-
-    def _gaussian_release(self, epsilon: float, sigma: float, l2_max: float, release: Release) -> Release:
-        out = super()._gaussian_release(epsilon, sigma, l2_max, release)
-        if self.calibration != "analytic" or l2_max != 1:
-            return out
-        discrete = discrete_gaussian_epsilon(sigma, float(self.delta))  # the discrete curve at the σ drawn
-        return dataclasses.replace(out, privacy_loss=max(out.privacy_loss, discrete))
 
 
 @dataclass(frozen=True)
@@ -381,7 +386,9 @@ class GaussianEigenDesign(GaussianMixin):
         noisy = GaussianMeasurement(sigma).noisy(strategy.apply(x), rng)
         estimate = strategy.solve(noisy)
         release = Release(self.name, self.budget_at(epsilon), 0.0, workload.matvec(estimate), estimate,
-                          {"strategy": "eigen (G^1/4 S)"}, workload=workload)
+                          {"strategy": "eigen (G^1/4 S)"}, workload=workload,
+                          measurements=(NoisyAnswers("the eigen design's answers", GaussianMeasurement(sigma),
+                                                     l2_max, noisy),))
         return self._gaussian_release(epsilon, sigma, l2_max, release)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
@@ -479,15 +486,15 @@ class Matched:
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
         mechanism, argument = self.resolve(epsilon)
         release = mechanism.run(x, workload, argument, rng)
-        loss = release.privacy_loss
-        if self.definition == "zcdp" and noise_kind(mechanism) == "laplace":
-            loss = loss**2 / 2.0  # ε-DP ⇒ (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4)
         params = {**release.params, "definition": self.definition,
                   "delta": 0.0 if self.definition == "pure" else self.delta}
         if self.definition == "zcdp":
             params["epsilon_at_delta"] = float(epsilon)  # the common x-axis value (the budget holds its ρ)
         budget = target(self.definition, float(epsilon), self.delta)
-        return dataclasses.replace(release, budget=budget, privacy_loss=loss, params=params)
+        # the records' maps in the budget's unit: a Laplace measurement at ε is ε²/2-zCDP (Bun & Steinke 2016,
+        # Prop. 1.4) and zCDP composes by addition, so several records cost Σ ε_i²/2, not (Σ ε_i)²/2
+        return dataclasses.replace(release, budget=budget, privacy_loss=composed_loss(release.measurements, budget),
+                                   params=params)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         mechanism, argument = self.resolve(epsilon)

@@ -40,7 +40,8 @@ from dplens.core.mechanisms.measurement import (
     MeasuredPlan,
     Measurement,
     Reconstruction,
-    pure_loss,
+    laplace_record,
+    pure_epsilon,
     stated_noise,
 )
 from dplens.core.privacy.definitions import PureDP
@@ -621,11 +622,13 @@ class GreedyH(MeasuredPlan):
         tree, metric = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
         noisy = measurement.noisy(tree.measure(x), rng)
         estimate = tree.least_squares(noisy)
-        loss = pure_loss([(tree.cell_l1, measurement)])
+        measured = (laplace_record(f"the weighted tree's {tree.query_weight.size} queries",
+                                   [(tree.cell_l1, measurement)], noisy),)
+        loss = pure_epsilon(measured)
         return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate,
                        {"branching": self.branching, "granularity": self.granularity, **measurement.params,
                         "queries": int(tree.query_weight.size), "gram": metric},
-                       {"hierarchy": tree}, workload=workload)
+                       {"hierarchy": tree}, workload=workload, measurements=measured)
 
     def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
         """x̂ − x = L z with L formed densely (up to DENSE_RECONSTRUCTION entries); None for another release."""

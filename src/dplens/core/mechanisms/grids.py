@@ -34,7 +34,7 @@ from dplens.core.mechanisms.contract import (
     grid_shape,
     setting,
 )
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import positive
@@ -97,11 +97,13 @@ class UniformGrid:
         blocks = _block_sums(cells, rows, cols)
         noisy = on_blocks.noisy(blocks, rng)
         estimate = _spread(noisy, rows, cols).ravel()
-        ones = np.ones(cells.size)  # every cell is in the total and in exactly one block
-        loss = pure_loss([(ones, on_total), (ones, on_blocks)])
+        # every cell is in the total and in exactly one block
+        records = (NoisyAnswers("the total, to size the grid", on_total, 1.0, np.atleast_1d(total)),
+                   NoisyAnswers(f"the {noisy.size} grid blocks", on_blocks, 1.0, noisy.ravel()))
         params = {"grid": (rows.size - 1, cols.size - 1), "noisy_total": total, "c": self.c,
                   "total_ratio": self.total_ratio}
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params, workload=workload)
+        return Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate, params,
+                       workload=workload, measurements=records)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None  # the grid size and the uniformity bias depend on the data
@@ -150,7 +152,7 @@ class AdaptiveGrid:
         label = (offset[block_r[:, None], block_c[None, :]] + sub_r * kc + sub_c).ravel()
         fine = np.bincount(label, weights=cells.ravel(), minlength=per_block.sum())
         size = np.bincount(label, minlength=per_block.sum())
-        fine = on_fine.noisy(fine, rng)
+        fine = fine_noisy = on_fine.noisy(fine, rng)
         parent = np.repeat(np.arange(per_block.size), per_block)
         fine_sum = np.bincount(parent, weights=fine, minlength=per_block.size)
         # Qardaji et al. §IV-B: Var(coarse) ∝ 1/α², Var(Σ fine) ∝ k/(1−α)²; inverse-variance average,
@@ -159,11 +161,14 @@ class AdaptiveGrid:
         combined = (weight * coarse.ravel() + (1 - self.alpha) ** 2 * fine_sum) / (weight + (1 - self.alpha) ** 2)
         fine = fine + ((combined - fine_sum) / per_block)[parent]
         estimate = fine[label] / size[label]
-        ones = np.ones(cells.size)  # each cell: the total, one coarse block, one fine block
-        loss = pure_loss([(ones, on_total), (ones, on_coarse), (ones, on_fine)])
+        # each cell is in the total, one coarse block and one fine block
+        records = (NoisyAnswers("the total, to size the grid", on_total, 1.0, np.atleast_1d(total)),
+                   NoisyAnswers(f"the {coarse.size} coarse blocks", on_coarse, 1.0, coarse.ravel()),
+                   NoisyAnswers(f"the {fine.size} fine blocks", on_fine, 1.0, fine_noisy))
         params = {"coarse_grid": coarse.shape, "fine_blocks": int(per_block.sum()), "noisy_total": total,
                   "alpha": self.alpha, "c": self.c, "total_ratio": self.total_ratio}
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params, workload=workload)
+        return Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate, params,
+                       workload=workload, measurements=records)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None  # the grid sizes and the uniformity bias depend on the data

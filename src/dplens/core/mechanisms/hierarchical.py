@@ -36,7 +36,8 @@ from dplens.core.mechanisms.measurement import (
     MeasuredPlan,
     Measurement,
     Reconstruction,
-    pure_loss,
+    laplace_record,
+    pure_epsilon,
     stated_noise,
 )
 from dplens.core.privacy.definitions import PureDP
@@ -400,10 +401,14 @@ class Hierarchical(MeasuredPlan):
         noisy = [measurement.noisy(c, rng) if m else None
                  for c, m in zip(tree.counts(x), tree.measured, strict=True)]
         estimate = tree.least_squares(noisy, x.size)
-        loss = pure_loss([(tree.column_norms(), measurement)])
+        measured = (laplace_record(f"the range tree's nodes (branching {args[1]}, {tree.height} levels)",
+                                   [(tree.column_norms(), measurement)],
+                                   np.concatenate([np.ravel(v) for v in noisy if v is not None])),)
+        loss = pure_epsilon(measured)
         params = {"branching": args[1], "levels": tree.height,
                   "include_root": tree.measured[0], **measurement.params}
-        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, params, workload=workload)
+        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, params, workload=workload,
+                       measurements=measured)
 
     def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
         """x̂ − x = L z for this tree's noise z (exact intervals); None for another release or tree."""

@@ -9,7 +9,13 @@ from typing import ClassVar
 import numpy as np
 
 from dplens.core.mechanisms.contract import Release, check_inputs
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, MeasuredPlan, Measurement, pure_loss
+from dplens.core.mechanisms.measurement import (
+    LaplaceMeasurement,
+    MeasuredPlan,
+    Measurement,
+    laplace_record,
+    pure_epsilon,
+)
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Workload, l1_sensitivity, squared_frobenius
 
@@ -53,9 +59,10 @@ class LaplaceIdentity(MeasuredPlan):
         1.0
         """
         estimate = measurement.noisy(x, rng)
-        loss = pure_loss([(np.ones(x.size), measurement)])
+        measured = (laplace_record("the cells", [(np.ones(x.size), measurement)], estimate),)
+        loss = pure_epsilon(measured)
         return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, measurement.params,
-                       workload=workload)
+                       workload=workload, measurements=measured)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2‖W‖_F²/(m ε²)."""
@@ -102,9 +109,11 @@ class LaplaceOnAnswers(MeasuredPlan):
         0.5
         """
         answers = measurement.noisy(workload.matvec(x), rng)
-        loss = pure_loss([(workload.column_norms(1), measurement)])
+        measured = (laplace_record("the workload's answers", [(workload.column_norms(1), measurement)], answers),)
+        loss = pure_epsilon(measured)
         return Release(self.name, PureDP(loss), loss, answers, None,
-                       {"sensitivity": l1_sensitivity(workload), **measurement.params}, workload=workload)
+                       {"sensitivity": l1_sensitivity(workload), **measurement.params}, workload=workload,
+                       measurements=measured)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2(Δ₁(W)/ε)²."""
@@ -131,9 +140,9 @@ class Uniform:
         measurement = LaplaceMeasurement(1.0 / epsilon)
         noisy_total = measurement.noisy(x.sum(), rng)
         estimate = np.full(x.size, noisy_total / x.size)
-        loss = pure_loss([(np.ones(x.size), measurement)])
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, measurement.params,
-                       workload=workload)
+        measured = (laplace_record("the total", [(np.ones(x.size), measurement)], np.atleast_1d(noisy_total)),)
+        return Release(self.name, PureDP(epsilon), pure_epsilon(measured), workload.matvec(estimate), estimate,
+                       measurement.params, workload=workload, measurements=measured)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

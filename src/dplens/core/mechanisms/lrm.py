@@ -53,7 +53,7 @@ from dplens.core.mechanisms.contract import (
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from dplens.core.mechanisms.gram import gram_apply
 from dplens.core.mechanisms.greedy_h import workload_key
-from dplens.core.mechanisms.measurement import measure_laplace, pure_loss
+from dplens.core.mechanisms.measurement import laplace_record, measure_laplace, pure_epsilon
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Workload, dense
 from dplens.core.validate import integer, non_negative
@@ -500,7 +500,8 @@ class LRM:
         scale = f.sensitivity / epsilon
         measured, blocks = measure_laplace(f.strategy @ x, column_l1(f.strategy), scale, rng)  # W = 0: scale 0
         estimate = f.basis @ (f.mixing @ measured)
-        loss = pure_loss(blocks)
+        records = (laplace_record(f"the {f.strategy.shape[0]} rows of the low-rank strategy L", blocks, measured),)
+        loss = pure_epsilon(records)
         params = {"rank_of_w": f.rank, "r": f.strategy.shape[0], "sensitivity": f.sensitivity, "noise_scale": scale,
                   "trace_btb": f.trace, "residual": f.residual, "gamma": self.gamma, "iterations": f.iterations,
                   "converged": f.converged, "note": f.note}
@@ -508,7 +509,8 @@ class LRM:
         summary = [{"rank(W)": f.rank, "rows of L (r)": f.strategy.shape[0], "Δ₁(L)": f.sensitivity,
                     "tr(BᵀB)": f.trace, "‖W − BL‖_F": f.residual, "optimiser": f.note}]
         return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate if full_rank else None,
-                       params, {"factorisation": summary, "strategy_L": f.strategy}, workload=workload)
+                       params, {"factorisation": summary, "strategy_L": f.strategy}, workload=workload,
+                       measurements=records)
 
     def expected_mse_on(self, x: np.ndarray, workload: Workload, epsilon: float) -> float:
         """Per-query MSE on data x, for any γ: (2·tr(BᵀB)·Δ₁(L)²/ε² + ‖(W − BL)x‖²)/m (variance plus bias).

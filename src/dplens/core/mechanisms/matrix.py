@@ -38,7 +38,8 @@ from dplens.core.mechanisms.measurement import (
     MeasuredPlan,
     Measurement,
     Reconstruction,
-    pure_loss,
+    laplace_record,
+    pure_epsilon,
     stated_noise,
 )
 from dplens.core.privacy.definitions import PureDP
@@ -311,9 +312,12 @@ class MatrixMechanism(MeasuredPlan):
         measured = np.concatenate([scaled, theta @ scaled])
         noisy = measurement.noisy(measured, rng)
         estimate = strategy.least_squares(noisy)
-        loss = pure_loss([(strategy.column_norms(), measurement)])
+        records = (laplace_record(f"the p-Identity strategy's {noisy.size} answers (p = {theta.shape[0]})",
+                                  [(strategy.column_norms(), measurement)], noisy),)
+        loss = pure_epsilon(records)
         params = {"p": theta.shape[0], "restarts": self.restarts, **measurement.params}
-        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, params, workload=workload)
+        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, params, workload=workload,
+                       measurements=records)
 
     def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
         """x̂ − x = L z for the p-Identity strategy (Woodbury, O(pn) per column); None for another release."""

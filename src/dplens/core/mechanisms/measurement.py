@@ -33,7 +33,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dplens.core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.privacy.definitions import (
+    ZCDP,
+    ApproxDP,
+    Privacy,
+    PureDP,
+    gaussian_epsilon,
+    gaussian_rho,
+    zcdp_epsilon,
+)
+from dplens.core.privacy.discrete_gaussian import discrete_gaussian_epsilon
 from dplens.core.privacy.noise import NoiseSource, add_gaussian, add_laplace
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import positive
@@ -106,6 +115,161 @@ class GaussianMeasurement:
 
 
 Measurement = LaplaceMeasurement | GaussianMeasurement
+
+
+# ----------------------------------------------------------------------------- measurement records
+# What a release measured, kept as data (OpenDP's measurements and private-pgm's LinearMeasurement): each record
+# answers its own privacy loss in the unit of any budget (its privacy map), and a release's loss is the
+# composition of its records' maps (``composed_loss``), which the release kernel checks before anything is kept.
+@dataclass(frozen=True, eq=False)
+class NoisyAnswers:
+    """One independent linear measurement y = A x + noise: the ``query`` A (in words), the ``noise`` drawn, A's
+    ``sensitivity`` under add/remove one record (Δ₁ for Laplace noise, Δ₂ for Gaussian) and the noisy ``values``.
+
+    A plan that measures several blocks in one draw at fixed noise ratios (block ℓ at r_ℓ times the scale) is one
+    record of the whitened query [A₁/r₁; A₂/r₂; …]: Δ₁ = max_j Σ_ℓ ‖A_ℓ e_j‖₁/r_ℓ (Li et al., PODS 2010).
+    ``discrete``: Gaussian noise drawn on integer counts, whose (ε, δ) curve is the discrete Gaussian's (CKS 2020).
+
+    >>> from dplens.core.privacy.definitions import ApproxDP, PureDP, ZCDP
+    >>> laplace = NoisyAnswers("cells", LaplaceMeasurement(2.0), 1.0)
+    >>> laplace.loss(PureDP(1.0)), laplace.loss(ZCDP(1.0))
+    (0.5, 0.125)
+    >>> gaussian = NoisyAnswers("cells", GaussianMeasurement(1.0), 1.0)
+    >>> gaussian.loss(ZCDP(1.0)), round(gaussian.loss(ApproxDP(1.0, 1e-6)), 3), gaussian.loss(PureDP(1.0))
+    (0.5, 4.887, inf)
+    """
+
+    query: str
+    noise: Measurement
+    sensitivity: float
+    values: np.ndarray | None = None
+    discrete: bool = False
+
+    def loss(self, budget: Privacy) -> float:
+        """This measurement's privacy loss in ``budget``'s unit: ε (pure), ε at the budget's δ, or ρ."""
+        if self.sensitivity == 0:
+            return 0.0
+        if isinstance(self.noise, LaplaceMeasurement):
+            epsilon = self.sensitivity / self.noise.scale
+            return epsilon**2 / 2.0 if isinstance(budget, ZCDP) else epsilon  # ε-DP ⇒ ε²/2-zCDP (BS16 Prop. 1.4)
+        if isinstance(budget, ZCDP):
+            return gaussian_rho(self.noise.sigma, self.sensitivity)
+        if isinstance(budget, ApproxDP):
+            return self._gaussian_epsilon(budget.delta)
+        return math.inf  # Gaussian noise is never pure ε-DP
+
+    def _gaussian_epsilon(self, delta: float) -> float:
+        epsilon = gaussian_epsilon(self.noise.sigma, delta, self.sensitivity)
+        if self.discrete and self.sensitivity == 1:
+            epsilon = max(epsilon, discrete_gaussian_epsilon(self.noise.sigma, delta))
+        return epsilon
+
+    @property
+    def gaussian(self) -> bool:
+        """Whether the noise is Gaussian (its loss composes through ρ)."""
+        return isinstance(self.noise, GaussianMeasurement)
+
+
+@dataclass(frozen=True)
+class PrivateChoice:
+    """A data-dependent step that is pure ``epsilon``-DP by itself: an exponential-mechanism choice, a noisy
+    partition, a noisy count that only steers what is measured next (``step``, in words).
+
+    >>> from dplens.core.privacy.definitions import ZCDP
+    >>> PrivateChoice("partition", 0.2).loss(ZCDP(1.0))
+    0.020000000000000004
+    """
+
+    step: str
+    epsilon: float
+    gaussian: ClassVar[bool] = False
+
+    def loss(self, budget: Privacy) -> float:
+        """ε, or ε²/2 under zCDP (ε-DP ⇒ ε²/2-zCDP, Bun & Steinke 2016 Prop. 1.4)."""
+        return self.epsilon**2 / 2.0 if isinstance(budget, ZCDP) else self.epsilon
+
+
+@dataclass(frozen=True)
+class ZCDPStep:
+    """A step whose loss a library's privacy map states as ``rho``-zCDP (OpenDP's MST and AIM measure many
+    marginals adaptively inside one measurement): ρ, its ε at the budget's δ, never pure ε.
+
+    >>> from dplens.core.privacy.definitions import ZCDP, PureDP
+    >>> ZCDPStep("MST", 0.5).loss(ZCDP(1.0)), ZCDPStep("MST", 0.5).loss(PureDP(1.0))
+    (0.5, inf)
+    """
+
+    step: str
+    rho: float
+    gaussian: ClassVar[bool] = True
+
+    def loss(self, budget: Privacy) -> float:
+        """ρ under zCDP, ε at the budget's δ under (ε, δ) (CKS 2020), ∞ under pure ε-DP."""
+        if isinstance(budget, ZCDP):
+            return self.rho
+        if isinstance(budget, ApproxDP):
+            return zcdp_epsilon(self.rho, budget.delta) if self.rho > 0 else 0.0
+        return math.inf if self.rho > 0 else 0.0
+
+
+MeasurementRecord = NoisyAnswers | PrivateChoice | ZCDPStep
+
+
+def relabelled(record: MeasurementRecord, prefix: str) -> MeasurementRecord:
+    """``record`` with its query (or step) prefixed, e.g. by the marginal it was measured on.
+
+    >>> relabelled(PrivateChoice("partition", 0.1), "age").step
+    'age: partition'
+    """
+    label = "query" if isinstance(record, NoisyAnswers) else "step"
+    return dataclasses.replace(record, **{label: f"{prefix}: {getattr(record, label)}"})
+
+
+def composed_loss(records: Iterable[MeasurementRecord], budget: Privacy) -> float:
+    """The loss of a release's records together, in ``budget``'s unit: the sum of their maps under pure ε-DP and
+    zCDP (adaptive composition); under (ε, δ) the pure records' ε plus the Gaussian ones' ε at δ, taken through
+    their summed ρ when there are several (one (ε, δ) guarantee at the budget's δ, not one δ each).
+
+    >>> from dplens.core.privacy.definitions import ApproxDP, PureDP
+    >>> records = [PrivateChoice("partition", 0.25), NoisyAnswers("buckets", LaplaceMeasurement(2.0), 1.5)]
+    >>> composed_loss(records, PureDP(1.0))
+    1.0
+    >>> composed_loss([], ApproxDP(1.0, 1e-6))
+    0.0
+    """
+    records = list(records)
+    if not isinstance(budget, ApproxDP):
+        return float(sum(record.loss(budget) for record in records))
+    pure = sum(record.loss(budget) for record in records if not record.gaussian)
+    gaussian = [record for record in records if record.gaussian]
+    if len(gaussian) <= 1:
+        return float(pure + sum(record.loss(budget) for record in gaussian))
+    rho = sum(record.loss(ZCDP(1.0)) for record in gaussian)
+    return float(pure + (zcdp_epsilon(rho, budget.delta) if rho > 0 else 0.0))
+
+
+def pure_epsilon(records: Iterable[MeasurementRecord]) -> float:
+    """The pure-DP ε of ``records`` together (their maps summed): a Laplace plan's ``privacy_loss``.
+
+    >>> pure_epsilon([PrivateChoice("partition", 0.25), PrivateChoice("sort", 0.5)])
+    0.75
+    """
+    return composed_loss(records, PureDP(1.0))
+
+
+def laplace_record(query: str, blocks: Iterable[tuple[np.ndarray, Measurement]], values: Any) -> NoisyAnswers:
+    """The record of one Laplace draw over ``blocks`` (column L1 norms of A_ℓ, its measurement): the whitened
+    query's Δ₁ at the first block's scale, so its map gives ``pure_loss(blocks)``.
+
+    >>> record = laplace_record("tree", [(np.ones(3), LaplaceMeasurement(2.0)), (np.ones(3), LaplaceMeasurement(4.0))],
+    ...                         np.zeros(2))
+    >>> record.noise, record.sensitivity
+    (LaplaceMeasurement(scale=2.0), 1.5)
+    """
+    blocks = list(blocks)
+    scales = [m.scale for _, m in blocks if isinstance(m, LaplaceMeasurement)]
+    base = LaplaceMeasurement(scales[0] if scales else 1.0)
+    return NoisyAnswers(query, base, pure_loss(blocks) * base.scale, np.asarray(values, dtype=float))
 
 
 def pure_loss(blocks: Iterable[tuple[np.ndarray, Measurement]]) -> float:

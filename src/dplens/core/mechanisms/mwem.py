@@ -53,7 +53,7 @@ from dplens.core.mechanisms.contract import (
     setting,
 )
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, PrivateChoice, pure_epsilon
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import (
     Ranges,
@@ -143,14 +143,14 @@ class MWEM:
         spans = as_intervals(workload)  # interval rows are set directly, their spans known (no scans)
         sensitivity = max_abs_entry(workload)
         if self.public_total:  # DPBench's assumption, opted into: Σx is public, neighbours keep it (replace-one)
-            epsilon_total, total, blocks = 0.0, max(float(x.sum()), 1.0), []
+            epsilon_total, total, records = 0.0, max(float(x.sum()), 1.0), []
             # a score |q(x) − q(A)| moves by max(q) − min(q) when one record changes cell: ≤ max|q| for 0/1 rows
             sensitivity = sensitivity if spans is not None else 2.0 * sensitivity
         else:
             epsilon_total = self.total_ratio * epsilon
             total_measurement = LaplaceMeasurement(1.0 / epsilon_total)
             total = max(float(total_measurement.noisy(float(x.sum()), rng)), 1.0)
-            blocks = [(np.ones(n), total_measurement)]
+            records = [NoisyAnswers("the total", total_measurement, 1.0, np.array([total]))]
         # "auto": from the total already released (noisy, or public by assumption), so no further privacy cost
         rounds = auto_rounds(total, epsilon, dimensions) if self.rounds == "auto" else int(self.rounds)
         epsilon_round = (epsilon - epsilon_total) / rounds
@@ -159,12 +159,10 @@ class MWEM:
         estimate = np.full(n, total / n)
         average = np.zeros(n)
         rows, measured = [], []
-        replace_one_loss = 0.0  # the measurements' loss under replace-one neighbours (public_total)
         atom_of = np.zeros(n, dtype=np.int64)
         ends = {0, n}
         # while every measured query is an interval: the atoms are segments
         intervals: list[tuple[int, int]] | None = []
-        selection_loss = 0.0
         candidates = np.ones(true_answers.size, dtype=bool)
         for _ in range(rounds):
             if not candidates.any():  # every query measured: later rounds would only re-measure
@@ -173,7 +171,7 @@ class MWEM:
             remaining = np.flatnonzero(candidates)
             chosen = int(remaining[exponential_mechanism(scores[remaining], epsilon_select, sensitivity, rng)])
             candidates[chosen] = False  # a measured query is no longer a candidate (DPBench's variant)
-            selection_loss += epsilon_select
+            records.append(PrivateChoice(f"query {chosen}, chosen by the exponential mechanism", epsilon_select))
             row = _query_row(workload, chosen, spans)
             # the query's own sensitivity: max|q| under add/remove, max(q) − min(q) under replace-one
             row_sensitivity = float(row.max() - row.min()) if self.public_total else float(np.abs(row).max())
@@ -182,8 +180,7 @@ class MWEM:
             if scale > 0:
                 measurement = LaplaceMeasurement(scale)
                 measured.append(float(measurement.noisy(float(true_answers[chosen]), rng)))
-                blocks.append((np.abs(row), measurement))
-                replace_one_loss += row_sensitivity / scale
+                records.append(NoisyAnswers(f"query {chosen}", measurement, row_sensitivity, np.array(measured[-1:])))
             else:  # a query that no one record can move (all zero; constant when the total is public): no noise
                 measured.append(float(true_answers[chosen]))
             # atoms: cells that every measured query treats alike (the new row refines the old atoms)
@@ -203,15 +200,16 @@ class MWEM:
             estimate = self._update(estimate, first, atom_of, rows, measured, total, runs)
             average += estimate
         estimate = average / rounds if self.average else estimate
-        # sequential composition: selections plus measurements (plus the total's block when it is measured)
-        loss = selection_loss + (replace_one_loss if self.public_total else pure_loss(blocks))
+        # sequential composition over the rounds: the worst case over the queries the rounds could have chosen, so
+        # each measurement counts at its query's own sensitivity (plus the total's, when it is measured)
+        loss = pure_epsilon(records)
         total_key = "total" if self.public_total else "noisy_total"
         return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
                        {"rounds": self.rounds, "total_ratio": self.total_ratio,
                         "update_rounds": self.update_rounds, "average": self.average,
                         "public_total": self.public_total, **({"rounds_used": rounds} if self.rounds == "auto" else {}),
                         "neighbouring": "replace_one" if self.public_total else "add_remove", total_key: total},
-                       {"selected_rows": len(rows)}, workload=workload)
+                       {"selected_rows": len(rows)}, workload=workload, measurements=tuple(records))
 
     def _update(self, estimate: np.ndarray, first: np.ndarray, atom_of: np.ndarray, rows: list[np.ndarray],
                 measured: list[float], total: float, runs: list[tuple[int, int]] | None) -> np.ndarray:

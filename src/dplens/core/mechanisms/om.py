@@ -32,7 +32,7 @@ from dplens.core.mechanisms.contract import (
 )
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
 from dplens.core.mechanisms.greedy_h import interval_cells, workload_key
-from dplens.core.mechanisms.measurement import measure_laplace, pure_loss
+from dplens.core.mechanisms.measurement import laplace_record, measure_laplace, pure_epsilon
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import DENSE_LIMIT, Ranges, Workload, as_intervals, sparse_matrix
 from dplens.core.validate import non_negative
@@ -328,8 +328,10 @@ class OM:
         noisy, blocks = measure_laplace(f.reduced @ x, np.asarray(abs(f.reduced).sum(axis=0)).ravel(), scale, rng)
         params = {"tol": self.tol, "row_seed": self.row_seed, "groups": len(f.groups),
                   "reduced_rows": f.reduced.shape[0], "sensitivity": f.sensitivity}
-        return Release(self.name, PureDP(epsilon), pure_loss(blocks), f.mixing @ noisy, None, params,
-                       {"groups": structure_table(f), "reduced": f.reduced, "mixing": f.mixing}, workload=workload)
+        records = (laplace_record(f"the {f.reduced.shape[0]} rows of the reduced workload", blocks, noisy),)
+        return Release(self.name, PureDP(epsilon), pure_epsilon(records), f.mixing @ noisy, None, params,
+                       {"groups": structure_table(f), "reduced": f.reduced, "mixing": f.mixing}, workload=workload,
+                       measurements=records)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Exact per-query MSE 2‖B‖_F²S̃²/(m ε²)."""

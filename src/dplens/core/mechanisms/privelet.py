@@ -32,7 +32,8 @@ from dplens.core.mechanisms.measurement import (
     MeasuredPlan,
     Measurement,
     Reconstruction,
-    pure_loss,
+    laplace_record,
+    pure_epsilon,
     stated_noise,
 )
 from dplens.core.privacy.definitions import PureDP
@@ -219,9 +220,12 @@ class Privelet(MeasuredPlan):
         noisy = measurement.noisy(coefficients, rng)
         estimate = _reconstruct(noisy.reshape(-1, 1), grid)[:, 0]
         # every real cell enters that many coefficients with weight ±1 (padding cells hold no data)
-        loss = pure_loss([(np.full(x.size, coefficients_per_cell), measurement)])
+        measured = (laplace_record(f"the {noisy.size} Haar coefficients",
+                                   [(np.full(x.size, coefficients_per_cell), measurement)], noisy.ravel()),)
+        loss = pure_epsilon(measured)
         params = {"sensitivity": coefficients_per_cell, **measurement.params, "padded_shape": padded.shape}
-        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, params, workload=workload)
+        return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, params, workload=workload,
+                       measurements=measured)
 
     def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
         """x̂ − x = L z with L the inverse Haar transform (exact intervals); None for another release."""

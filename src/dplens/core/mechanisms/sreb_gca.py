@@ -27,7 +27,7 @@ from dplens.core.mechanisms.contract import (
     setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, sorting_cost
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import positive
@@ -150,14 +150,15 @@ class SrebGca:
         estimate = np.empty(x.size)
         estimate[order] = np.repeat(noisy_sums / sizes, sizes)
         # every bin is in exactly one group: each enters one released group sum
-        loss = pure_loss([(np.ones(x.size), stage1), (np.ones(x.size), stage2)])
+        records = (NoisyAnswers("the cells, to order and group them (stage 1)", stage1, 1.0, noisy),
+                   NoisyAnswers(f"the {sizes.size} group sums (stage 2)", stage2, 1.0, noisy_sums))
         params = {"ratio": self.ratio, "error_floor": self.error_floor, "epsilon1": epsilon1, "epsilon2": epsilon2,
                   "groups": int(starts.size)}
         shown = groups_from_cuts(order, cuts[:SHOWN_GROUPS])[:SHOWN_GROUPS]  # the first groups only: display
         details = {"groups": [{"group": i, "bins": len(g), "members": ", ".join(map(str, g[:20]))
                                + (" …" if len(g) > 20 else "")} for i, g in enumerate(shown)]}
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate, params, details,
-                       workload=workload)
+        return Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate, params,
+                       details, workload=workload, measurements=records)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> None:
         return None

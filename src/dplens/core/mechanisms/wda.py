@@ -42,7 +42,7 @@ from dplens.core.mechanisms.cost_model import (
     matvec_elements,
 )
 from dplens.core.mechanisms.greedy_h import workload_key
-from dplens.core.mechanisms.measurement import LaplaceMeasurement
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Ranges, Workload, as_intervals, sparse_matrix, sparse_native
 
@@ -285,10 +285,13 @@ class WDA:
                 inverse_scale[rows] = 1.0 / measurement.scale
         # Σ_ℓ ‖W_ℓ e_j‖₁/b_ℓ as one row-weighted block: the same sum as one block per leaf (pure_loss over the
         # leaves' measurements would need each leaf's column norms, a pass over W per leaf)
-        loss = laplace_privacy_loss([(_rows_of(workload).loss_weights(inverse_scale), 1.0)])
+        # one record of the whitened answers (each leaf's rows at unit scale): Δ₁ is that sum at scale 1
+        records = (NoisyAnswers(f"the workload's answers, in {len(leaves)} leaves", LaplaceMeasurement(1.0),
+                                laplace_privacy_loss([(_rows_of(workload).loss_weights(inverse_scale), 1.0)]),
+                                answers),)
         params = {"budget": self.budget, "g": self.g, "division_seed": self.division_seed, "leaves": len(leaves)}
-        return Release(self.name, PureDP(epsilon), loss, answers, None, params,
-                       {"division": division_table(leaves, epsilon)}, workload=workload)
+        return Release(self.name, PureDP(epsilon), pure_epsilon(records), answers, None, params,
+                       {"division": division_table(leaves, epsilon)}, workload=workload, measurements=records)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Exact per-query MSE (1/m)Σ_ℓ |W_ℓ|·2Δ_ℓ²/ε_ℓ² over this workload's division."""

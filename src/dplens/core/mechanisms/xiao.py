@@ -33,7 +33,7 @@ from dplens.core.mechanisms.contract import (
     exponential_mechanism,
     setting,
 )
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, pure_loss
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon, pure_loss
 from dplens.core.privacy.definitions import PureDP, cell_sensitivity
 from dplens.core.queries.workloads import Workload, squared_frobenius
 from dplens.core.validate import integer
@@ -87,13 +87,15 @@ class CellRelease:
         if self.clip:
             counts = np.maximum(counts, 0.0)  # post-processing
         ones = np.ones(x.size)  # the noise block is the identity on cells
-        loss = (pure_loss([(ones, measurement)]) if self.neighbouring == "add_remove"
-                else replace_one_loss(ones, measurement.scale))
+        epsilon_spent = (pure_loss([(ones, measurement)]) if self.neighbouring == "add_remove"
+                         else replace_one_loss(ones, measurement.scale))
+        records = (NoisyAnswers(f"the cells ({self.neighbouring.replace('_', '/')} neighbours)", measurement,
+                                epsilon_spent * measurement.scale, counts),)
         params = {"neighbouring": self.neighbouring, "clip": self.clip, "n_public": self.n_public,
                   **measurement.params}
         details = {} if self.n_public is None else {"fractions": counts / self.n_public}
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(counts), counts, params, details,
-                       workload=workload)
+        return Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(counts), counts, params,
+                       details, workload=workload, measurements=records)
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
         """Per-query MSE 2(Δ/α)²‖W‖_F²/m without clipping; None with clipping (its bias depends on x)."""

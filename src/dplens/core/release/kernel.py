@@ -54,7 +54,7 @@ from dplens.core.data.limits import MAX_EPSILON
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from dplens.core.mechanisms.contract import check_budget_epsilon
 from dplens.core.mechanisms.gaussian import Matched, for_privacy
-from dplens.core.mechanisms.measurement import MeasuredPlan
+from dplens.core.mechanisms.measurement import MeasuredPlan, ZCDPStep, composed_loss
 from dplens.core.privacy.budget import Budget, Ledger, ledger_charge
 from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount, privacy_words, zcdp_epsilon
 from dplens.core.privacy.ledger_store import DEFAULT_TOTAL, LedgerStore, new_export_id
@@ -169,11 +169,19 @@ def _check_fits(store: LedgerStore, fingerprint: str, label: str, charge: Budget
 
 
 def _check_loss(release: Release, privacy: Privacy) -> None:
-    """The release states the charged definition and its loss, computed from the noise drawn, fits the charge."""
-    if type(release.budget) is not type(privacy) or not release.privacy_loss <= amount(privacy) * (1 + LOSS_SLACK):
-        raise ValueError(f"internal check: privacy loss {release.loss_unit}={release.privacy_loss!r} of the noise "
-                         f"drawn ({privacy_words(release.budget)}) exceeds the charge {privacy_words(privacy)}; "
+    """The loss of what the release measured fits the charge: its measurement records' privacy maps composed in the
+    charge's unit, which must also be the loss the mechanism states (a release that reads the data without records
+    of it, or states less than they cost, is refused)."""
+    loss = composed_loss(release.measurements, privacy)
+    stated = release.privacy_loss
+    if type(release.budget) is not type(privacy) or not loss <= amount(privacy) * (1 + LOSS_SLACK):
+        raise ValueError(f"internal check: privacy loss {release.loss_unit}={loss!r} of the noise drawn "
+                         f"({privacy_words(release.budget)}) exceeds the charge {privacy_words(privacy)}; "
                          "nothing was released or charged")
+    if not math.isclose(loss, stated, rel_tol=LOSS_SLACK, abs_tol=1e-12):
+        raise ValueError(f"internal check: the {release.mechanism} release states a loss of {stated!r} but its "
+                         f"{len(release.measurements)} measurement records compose to {loss!r}; nothing was released "
+                         "or charged")
 
 
 def release_histogram(request: HistogramRequest, counts: np.ndarray, *, store: LedgerStore, fingerprint: str,
@@ -479,8 +487,9 @@ def _walk_release(walk: Walk, step: int, values: np.ndarray, privacy: Privacy,
         request = HistogramRequest(walk.mechanism, {}, privacy, Identity(walk.cells), "identity", request_delta)
         params |= {"sigma": math.sqrt(1.0 / (2.0 * walk.schedule[step - 1])), "noise": "gaussian",
                    "schedule_rho": walk.schedule[step - 1]}
+        bound = ZCDPStep(f"step {step} of a gradual walk on the cells (its proved bound)", amount(privacy))
         return Release(walk.mechanism, privacy, amount(privacy), values, values, params,
-                       workload=request.workload), request
+                       workload=request.workload, measurements=(bound,)), request
     plan = walk.plan or {"workload": "identity", "shape": [walk.cells], "settings": {}}
     shape = tuple(int(s) for s in plan["shape"])
     workload = Identity(walk.cells) if plan["workload"] == "identity" else parse_workload(plan["workload"], shape)
@@ -491,8 +500,8 @@ def _walk_release(walk: Walk, step: int, values: np.ndarray, privacy: Privacy,
     # the plan reconstructs from the step's stored noisy answers: its input is never read (zeros of its shape)
     replay = cast(np.random.Generator, ReplayedStep(values, measurement.scale))  # hands back the stored step
     measured = base.measure(np.zeros(math.prod(shape)), workload, measurement, replay)
-    loss = epsilon if walk.definition == "pure" else epsilon**2 / 2  # the plan's Laplace block is ε_t-DP
-    release = dataclasses.replace(measured, budget=privacy, privacy_loss=loss,
+    # the step's noise is Lap(b_t) marginally (Koufogiannis et al. 2016): the plan's own record, ε_t-DP
+    release = dataclasses.replace(measured, budget=privacy, privacy_loss=composed_loss(measured.measurements, privacy),
                                   params={**measured.params, **params})
     return release, request
 

@@ -37,13 +37,14 @@ def check_rho(rho: float) -> float:
 
 def marginal_release(mechanism: str, rho: float, privacy_loss: float, workload: MarginalWorkload,
                      marginals: list[np.ndarray], *, stds: list[float] | None = None, records: np.ndarray | None = None,
-                     params: dict | None = None, halfwidths: list[np.ndarray] | None = None) -> Release:
+                     params: dict | None = None, halfwidths: list[np.ndarray] | None = None,
+                     measurements: tuple = ()) -> Release:
     """The release of a mechanism on a table: a ``Release`` at ρ-zCDP whose answers are the workload's queries
     answered from the estimated ``marginals`` (in ``MarginalWorkload.matvec``'s order), with the per-marginal
     estimates, their per-cell ``stds`` or exact ``halfwidths`` at ``INTERVAL_LEVEL``, and synthetic ``records``.
 
-    ``privacy_loss`` is the ρ of the noise actually drawn (≤ ``rho``); ``params`` says what was measured and how
-    (never the data).
+    ``privacy_loss`` is the ρ of the noise actually drawn (≤ ``rho``), the composition of ``measurements`` (the
+    records of what was measured); ``params`` says what was measured and how (never the data).
 
     >>> from dplens.core.data.domain import Domain
     >>> w = MarginalWorkload(Domain(("a",), (2,)), (("a",),))
@@ -56,7 +57,7 @@ def marginal_release(mechanism: str, rho: float, privacy_loss: float, workload: 
                if marginals else np.zeros(0))
     return Release(mechanism, ZCDP(float(rho)), float(privacy_loss), answers, None, dict(params or {}),
                    workload=workload, marginal_estimates=marginals, marginal_stds=stds, marginal_halfwidths=halfwidths,
-                   records=records)
+                   records=records, measurements=tuple(measurements))
 
 
 class PlannedError:

@@ -27,6 +27,14 @@ import numpy as np
 from dplens.core.catalogue import add, view
 from dplens.core.mechanisms import MECHANISMS, Range, Release, configure
 from dplens.core.mechanisms.contract import parameter_ranges, setting
+from dplens.core.mechanisms.measurement import (
+    GaussianMeasurement,
+    LaplaceMeasurement,
+    NoisyAnswers,
+    composed_loss,
+    relabelled,
+)
+from dplens.core.privacy.definitions import ZCDP
 from dplens.core.privacy.noise import add_gaussian
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.contract import INTERVAL_LEVEL, check_rho, marginal_release
@@ -94,8 +102,10 @@ class IdentityMarginals:
                     "l2_sensitivity": workload.cells_l2_sensitivity,
                     "weights": "not used: every marginal cell is measured at one sigma",
                     "intervals": "exact (Gaussian noise, count ± z·std)"}
+        measured = (NoisyAnswers(f"every cell of the {len(estimates)} workload marginals", GaussianMeasurement(sigma),
+                                 workload.cells_l2_sensitivity, np.concatenate([np.ravel(e) for e in estimates])),)
         return marginal_release(self.name, rho, identity_privacy_loss(workload, sigma), workload, estimates,
-                                stds=[sigma] * len(estimates), params=metadata)
+                                stds=[sigma] * len(estimates), params=metadata, measurements=measured)
 
 
 class PlannedMarginals:
@@ -119,6 +129,9 @@ class PlannedMarginals:
     def about(self, plan: Any, workload: MarginalWorkload) -> dict:
         raise NotImplementedError
 
+    def measurements(self, plan: Any) -> tuple[NoisyAnswers, ...]:
+        raise NotImplementedError
+
     def expected_mse(self, workload: MarginalWorkload, rho: float) -> float:
         return self.plan(workload, rho).expected_mse
 
@@ -127,7 +140,8 @@ class PlannedMarginals:
         plan = self.plan(workload, rho)
         estimates = self.measured(plan, records, rng)
         return marginal_release(self.name, rho, plan.privacy_loss, workload, estimates,
-                                stds=self.stds(plan, workload), params=self.about(plan, workload))
+                                stds=self.stds(plan, workload), params=self.about(plan, workload),
+                                measurements=self.measurements(plan))
 
 
 @dataclass(frozen=True)
@@ -149,6 +163,13 @@ class ResidualPlannerMechanism(PlannedMarginals):
     def about(self, plan: Any, workload: MarginalWorkload) -> dict:
         return {"privacy": "rho-zCDP (Gaussian), add/remove one record", "residuals": len(plan.sigma2),
                 "intervals": "exact (Gaussian noise, count ± z·std)"}
+
+    def measurements(self, plan: Any) -> tuple[NoisyAnswers, ...]:
+        """One Gaussian measurement per residual: σ_S, and Δ₂ = √p_S (Xiao et al. 2023, Thm. 4.3)."""
+        names = plan.workload.domain.names
+        return tuple(NoisyAnswers("the residual on " + ("+".join(names[i] for i in subset) or "the total"),
+                                  GaussianMeasurement(math.sqrt(variance)), math.sqrt(plan.residual_cost(subset)))
+                     for subset, variance in plan.sigma2.items() if math.isfinite(variance))
 
 
 @dataclass(frozen=True)
@@ -174,6 +195,11 @@ class HDMMMarginals(PlannedMarginals):
                              for columns, theta in plan.measured()],
                 "intervals": "count ± z·std: std exact, the normal shape an approximation (each cell's noise is a "
                              "least-squares sum of Laplace noises)"}
+
+    def measurements(self, plan: Any) -> tuple[NoisyAnswers, ...]:
+        """The θ-weighted marginals in one Laplace draw at b = Δ₁/ε: Δ₁ = Σ θ_a (McKenna et al. 2018, Sec. 6)."""
+        return (NoisyAnswers(f"the {len(plan.measured())} marginals OPT_M measures, weighted by θ",
+                             LaplaceMeasurement(plan.noise_scale), plan.l1_sensitivity),)
 
 
 @dataclass(frozen=True)
@@ -201,7 +227,6 @@ class MarginalHistograms:
 
     def _each(self, workload: MarginalWorkload, rho: float):
         from dplens.core.mechanisms.gaussian import for_privacy
-        from dplens.core.privacy.definitions import ZCDP
 
         rho = check_rho(rho)
         wide = [m for m in workload.marginals if len(m) > 2]
@@ -223,18 +248,18 @@ class MarginalHistograms:
 
     def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
             rng: np.random.Generator) -> Release:
-        from dplens.core.privacy.definitions import ZCDP
 
         mechanism, epsilon = self._each(workload, rho)
-        estimates, loss, halfwidths = [], 0.0, []
+        estimates, measured, halfwidths = [], [], []
         for index, truth in enumerate(workload.answer(records)):
             # Plain 2-way marginals go in as grids (2-D-aware mechanisms use the shape); range marginals as the
             # vector their range operator acts on, and the mechanism's own cell estimate comes back.
             ranged = workload.ranges[index] is not None
             x = workload.query_order(index, truth) if ranged else truth
             release = mechanism.run(x, workload.queries_on(index), epsilon, rng)
-            # the ρ of the noise drawn: a zCDP release states it; an ε-DP one is (ε²/2)-zCDP (Bun & Steinke, Prop. 1.4)
-            loss += release.privacy_loss if isinstance(release.budget, ZCDP) else release.privacy_loss ** 2 / 2
+            # each marginal's own records, named by it; their maps give the ρ of the noise drawn (a Laplace
+            # measurement at ε is ε²/2-zCDP, Bun & Steinke 2016 Prop. 1.4) and zCDP composes by addition
+            measured += [relabelled(record, "+".join(workload.marginals[index])) for record in release.measurements]
             if not ranged:
                 estimates.append(np.asarray(release.answers, dtype=float).reshape(truth.shape))
             elif release.estimate is None:
@@ -249,8 +274,9 @@ class MarginalHistograms:
                     "epsilon_each": epsilon,
                     "intervals": "exact quantiles of the strategy's noise per cell" if exact else
                                  "none (data-dependent method: its error depends on the data)"}
-        return marginal_release(self.name, rho, loss, workload, estimates, params=metadata,
-                                halfwidths=halfwidths if exact else None)  # type: ignore[arg-type]  # exact: none is None
+        return marginal_release(self.name, rho, composed_loss(measured, ZCDP(rho)), workload, estimates,
+                                params=metadata, halfwidths=halfwidths if exact else None,  # type: ignore[arg-type]  # exact: none is None
+                                measurements=tuple(measured))
 
 
 def _cell_halfwidths(mechanism, release, workload: MarginalWorkload, index: int) -> np.ndarray | None:

@@ -23,6 +23,14 @@ import numpy as np
 
 from dplens.core.extras import require
 from dplens.core.mechanisms.contract import RATIO_RANGE, Range, Release, setting
+from dplens.core.mechanisms.measurement import (
+    GaussianMeasurement,
+    LaplaceMeasurement,
+    NoisyAnswers,
+    ZCDPStep,
+    composed_loss,
+)
+from dplens.core.privacy.definitions import ZCDP
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.contract import check_rho, marginal_release
 from dplens.core.tables.progress import Reporter, RunPlan, Stage
@@ -136,6 +144,14 @@ def gaussian_rho(stddevs) -> float:
     return math.fsum(0.5 / float(s) ** 2 for s in stddevs)
 
 
+def _marginal_record(measurement) -> NoisyAnswers:
+    """One of OpenDP's noisy marginals (an mbi ``LinearMeasurement``) as a record: its clique, σ and values."""
+    clique = "+".join(map(str, getattr(measurement, "clique", ()))) or "a marginal"
+    values = getattr(measurement, "noisy_measurement", None)
+    return NoisyAnswers(f"the {clique} marginal", GaussianMeasurement(float(measurement.stddev)), 1.0,
+                        None if values is None else np.asarray(values, dtype=float))
+
+
 def laplace_epsilon(stddevs) -> float:
     """Pure ε of OpenDP's Laplace marginals from their standard deviations: Σ Δ/b, b = stddev/√2, Δ = 1.
 
@@ -185,6 +201,17 @@ class _OpenDPTable:
         """
         oneway, steps = phases(table)
         return gaussian_rho(m.stddev for m in oneway) + gaussian_rho(m.stddev for m in steps) / self.measure_split  # type: ignore[attr-defined]  # set by each subclass
+
+    def drawn_records(self, table) -> tuple:
+        """What OpenDP measured, as records: each marginal's noisy counts at its σ (L2 sensitivity 1) and, when the
+        algorithm selects, one step for its selections at the ρ ``drawn_loss`` assigns them."""
+        oneway, steps = phases(table)
+        records = [_marginal_record(m) for m in [*oneway, *steps]]
+        split = getattr(self, "measure_split", 1.0)
+        selections = gaussian_rho(m.stddev for m in steps) * (1.0 / split - 1.0)
+        if selections > 0:
+            records.append(ZCDPStep(f"the {self.name} selections (OpenDP's noisy max)", selections))  # type: ignore[attr-defined]  # set by each subclass
+        return tuple(records)
 
     def extra_metadata(self, workload: MarginalWorkload) -> dict:
         return {}
@@ -258,7 +285,8 @@ class _OpenDPTable:
         except Exception as error:  # OpenDP raises OpenDPException/ValueError; one line for the user
             raise ValueError(f"OpenDP refused {self.name} at rho={rho:g} (handed {handed!r}): "  # type: ignore[attr-defined]  # set by each subclass
                              f"{' '.join(str(error).split())[:160]}") from None
-        loss = self.drawn_loss(table)
+        measured = self.drawn_records(table)
+        loss = composed_loss(measured, ZCDP(rho))
         # Not table.synthesize(rows): mbi's default sampler makes siblings comonotone (dplens.core.tables.sampler).
         reporter.stage(len(plan.stages) - 1)
         synth = synthesize_table(table, rows, rng if rng is not None else np.random.default_rng())
@@ -270,7 +298,8 @@ class _OpenDPTable:
                     "privacy": "rho-zCDP, add/remove one record", "rho": float(rho), "rho_handed": handed,
                     **self.settings(rho), **self.extra_metadata(workload), "model_fits": fits[0], "rows": len(coded),  # type: ignore[attr-defined]  # set by each subclass
                     "null_rows_dropped": synth.height - complete.height}
-        return marginal_release(self.name, rho, loss, workload, workload.answer(coded), records=coded, params=metadata)  # type: ignore[attr-defined]  # set by each subclass
+        return marginal_release(self.name, rho, loss, workload, workload.answer(coded), records=coded, params=metadata,  # type: ignore[attr-defined]  # set by each subclass
+                                measurements=measured)
 
 
 @dataclass(frozen=True)
@@ -404,6 +433,15 @@ class IdentityPGM(_OpenDPTable):
     def privacy_loss_of(self, dp, rho: float):
         # Laplace: pure ε-DP at ε = √(2ρ), which implies ρ-zCDP (Bun & Steinke 2016, Prop. 1.4).
         return dp.loss_of(epsilon=math.sqrt(2 * rho)) if self.noise == "laplace" else dp.loss_of(rho=rho)
+
+    def drawn_records(self, table) -> tuple:
+        """Each marginal's noisy counts at its σ; Laplace marginals as one record of all of them at unit scale (every
+        record is in every marginal: Δ₁ = Σ 1/b), whose ε = Σ 1/b implies ρ = ε²/2."""
+        if self.noise != "laplace":
+            return tuple(_marginal_record(m) for m in table.marginals.flatten())
+        stddevs = [m.stddev for m in table.marginals.flatten()]
+        return (NoisyAnswers(f"the {len(stddevs)} workload marginals", LaplaceMeasurement(1.0),
+                             laplace_epsilon(stddevs)),)
 
     def drawn_loss(self, table) -> float:
         """ρ of the workload's measurements from the σ (or Laplace scale) of each: no selection, no one-way phase

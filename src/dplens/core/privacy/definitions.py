@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from scipy import optimize, special
+from scipy import special
 
 from dplens.core.search import bisect_monotone
 from dplens.core.validate import fraction, non_negative, positive
@@ -256,6 +256,8 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
 
     # the optimum is near α − 1 ≈ √(ln(1/δ)/ρ); search a wide bracket in log(α − 1) around it
     centre = 0.5 * math.log(math.log(1.0 / delta) / rho)
+    from scipy import optimize  # scipy.optimize costs ~0.3 s to import: only when a ρ is converted
+
     result = optimize.minimize_scalar(bound, bounds=(centre - 20.0, centre + 20.0), method="bounded",
                                       options={"xatol": 1e-12})
     return max(0.0, float(min(result.fun, bound(centre))))

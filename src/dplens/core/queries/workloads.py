@@ -23,7 +23,6 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 import numpy as np
 import scipy.sparse
 
-from dplens.core.data.datasets import scan_rows
 from dplens.core.data.files import check_size, read_bounded
 from dplens.core.data.limits import (  # dense() guard; implicit workloads beyond m are refused
     DENSE_LIMIT,
@@ -1325,6 +1324,8 @@ def explicit_from_csv(source: str | Path | bytes, n: int | None = None) -> Expli
     if lines * width > DENSE_LIMIT:  # before any scan: even if every line is a row, the matrix is over the limit
         raise ValueError(f"query matrix has up to {lines:,} rows × {width:,} columns = {lines * width:,} entries; "
                          f"at most {DENSE_LIMIT:,} (DENSE_LIMIT) are allowed: upload fewer queries")
+    from dplens.core.data.datasets import scan_rows  # imports pandas: only when a workload file is read
+
     rows, _ = scan_rows(data, ",")  # refuses ragged rows, naming the row
     rows -= header
     if rows < 1:

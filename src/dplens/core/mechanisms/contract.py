@@ -14,7 +14,7 @@ import dataclasses
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
@@ -22,9 +22,6 @@ from dplens.core.data.limits import MAX_EPSILON, MIN_EPSILON
 from dplens.core.privacy.definitions import ZCDP, Privacy, amount, zcdp_epsilon
 from dplens.core.queries.workloads import Workload, marginal_names
 from dplens.core.validate import fraction, positive
-
-if TYPE_CHECKING:
-    from dplens.core.mechanisms.measurement import MeasurementRecord
 
 NEIGHBOURING = "add/remove one record (unbounded DP): x' = x ± e_j"
 
@@ -69,7 +66,7 @@ class Release:
     marginal_stds: list[float] | None = None
     marginal_halfwidths: list[np.ndarray] | None = None
     records: np.ndarray | None = None
-    measurements: tuple[MeasurementRecord, ...] = ()
+    measurements: tuple[Any, ...] = ()  # MeasurementRecord (dplens.core.mechanisms.measurement imports this module)
 
     def by_marginal(self) -> list[tuple[tuple[str, ...], np.ndarray]]:
         """Each released marginal's attributes with its cell estimates (a release on a table), else ValueError.

@@ -152,17 +152,15 @@ class NoisyAnswers:
         if isinstance(self.noise, LaplaceMeasurement):
             epsilon = self.sensitivity / self.noise.scale
             return epsilon**2 / 2.0 if isinstance(budget, ZCDP) else epsilon  # ε-DP ⇒ ε²/2-zCDP (BS16 Prop. 1.4)
+        sigma = self.noise.sigma
         if isinstance(budget, ZCDP):
-            return gaussian_rho(self.noise.sigma, self.sensitivity)
+            return gaussian_rho(sigma, self.sensitivity)
         if isinstance(budget, ApproxDP):
-            return self._gaussian_epsilon(budget.delta)
+            epsilon = gaussian_epsilon(sigma, budget.delta, self.sensitivity)
+            if self.discrete and self.sensitivity == 1:
+                epsilon = max(epsilon, discrete_gaussian_epsilon(sigma, budget.delta))
+            return epsilon
         return math.inf  # Gaussian noise is never pure ε-DP
-
-    def _gaussian_epsilon(self, delta: float) -> float:
-        epsilon = gaussian_epsilon(self.noise.sigma, delta, self.sensitivity)
-        if self.discrete and self.sensitivity == 1:
-            epsilon = max(epsilon, discrete_gaussian_epsilon(self.noise.sigma, delta))
-        return epsilon
 
     @property
     def gaussian(self) -> bool:
@@ -221,8 +219,9 @@ def relabelled(record: MeasurementRecord, prefix: str) -> MeasurementRecord:
     >>> relabelled(PrivateChoice("partition", 0.1), "age").step
     'age: partition'
     """
-    label = "query" if isinstance(record, NoisyAnswers) else "step"
-    return dataclasses.replace(record, **{label: f"{prefix}: {getattr(record, label)}"})
+    if isinstance(record, NoisyAnswers):
+        return dataclasses.replace(record, query=f"{prefix}: {record.query}")
+    return dataclasses.replace(record, step=f"{prefix}: {record.step}")
 
 
 def composed_loss(records: Iterable[MeasurementRecord], budget: Privacy) -> float:

@@ -53,7 +53,13 @@ from dplens.core.mechanisms.contract import (
     setting,
 )
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, PrivateChoice, pure_epsilon
+from dplens.core.mechanisms.measurement import (
+    LaplaceMeasurement,
+    MeasurementRecord,
+    NoisyAnswers,
+    PrivateChoice,
+    pure_epsilon,
+)
 from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import (
     Ranges,
@@ -143,7 +149,8 @@ class MWEM:
         spans = as_intervals(workload)  # interval rows are set directly, their spans known (no scans)
         sensitivity = max_abs_entry(workload)
         if self.public_total:  # DPBench's assumption, opted into: Σx is public, neighbours keep it (replace-one)
-            epsilon_total, total, records = 0.0, max(float(x.sum()), 1.0), []
+            epsilon_total, total = 0.0, max(float(x.sum()), 1.0)
+            records: list[MeasurementRecord] = []
             # a score |q(x) − q(A)| moves by max(q) − min(q) when one record changes cell: ≤ max|q| for 0/1 rows
             sensitivity = sensitivity if spans is not None else 2.0 * sensitivity
         else:

@@ -26,6 +26,7 @@ from dplens.core.mechanisms.contract import RATIO_RANGE, Range, Release, setting
 from dplens.core.mechanisms.measurement import (
     GaussianMeasurement,
     LaplaceMeasurement,
+    MeasurementRecord,
     NoisyAnswers,
     ZCDPStep,
     composed_loss,
@@ -206,7 +207,7 @@ class _OpenDPTable:
         """What OpenDP measured, as records: each marginal's noisy counts at its σ (L2 sensitivity 1) and, when the
         algorithm selects, one step for its selections at the ρ ``drawn_loss`` assigns them."""
         oneway, steps = phases(table)
-        records = [_marginal_record(m) for m in [*oneway, *steps]]
+        records: list[MeasurementRecord] = [_marginal_record(m) for m in [*oneway, *steps]]
         split = getattr(self, "measure_split", 1.0)
         selections = gaussian_rho(m.stddev for m in steps) * (1.0 / split - 1.0)
         if selections > 0:

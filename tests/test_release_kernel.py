@@ -270,7 +270,7 @@ def test_records_binned_on_bins_read_from_the_data_are_not_released(edges, relea
     assert not at.exception
     assert bool(at.session_state.releases) == released
     if not released:
-        assert any("bins were read from the private records" in e.value for e in at.error)
+        assert any("bins or grid were read from the private data" in e.value for e in at.error)
 
 
 def test_the_cli_table_release_of_histogram_mechanisms_writes_the_pages_files(tmp_path):

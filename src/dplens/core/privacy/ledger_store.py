@@ -307,7 +307,7 @@ class LedgerStore:
             return conn.execute("DELETE FROM trusted_keys WHERE owner = ? AND key_id = ?",
                                 (self.owner, str(key_id))).rowcount > 0
 
-    def trusted_keys(self) -> list[dict[str, object]]:
+    def trusted_keys(self) -> list[dict[str, Any]]:
         """This curator's trusted keys, oldest first: ``key_id``, ``public_key`` (raw bytes), ``name``, ``reason``,
         ``added``. Another curator's are never listed."""
         with connect(self.path) as conn:

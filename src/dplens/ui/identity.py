@@ -97,7 +97,7 @@ def is_admin(curator: str) -> bool:
 
 
 def signed_in() -> str | None:
-    """The curator now: ``"local"`` in localhost mode, the signed-in verified email (normalised), or None.
+    """The curator now: ``"local"`` in local mode, the signed-in verified email (normalised), or None.
 
     Only ``email_verified is True`` (the JSON boolean) counts: a provider that omits the claim, or sends the string
     ``"false"`` (truthy in Python), would otherwise let anyone sign in as any address, an admin's included.

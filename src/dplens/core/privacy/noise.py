@@ -167,27 +167,48 @@ def _opendp() -> Any:
     return dp
 
 
+# Secure measurements stream their values to OpenDP in chunks of this many: NumPy arrays in, one list of at most this
+# many Python numbers out per call, so the memory a release holds beyond its own arrays does not grow with its size.
+STREAM_CHUNK = 2**16
+
+
 @functools.lru_cache(maxsize=64)
-def _laplace_measurement(size: int, scale: float, integer: bool) -> Any:
-    """OpenDP's Laplace measurement of ``size`` values at ``scale`` (integers: exact; floats: on the lattice)."""
+def _laplace_measurement(size: int, scale: float, integer: bool, together: int | None = None) -> Any:
+    """OpenDP's Laplace measurement of ``size`` values at ``scale`` (integers: exact; floats: on the lattice).
+
+    ``together``: how many values are measured together (default ``size``); a chunk of a longer vector is put on the
+    lattice of the whole vector (``lattice_exponent(scale, together, 1)``), so the chunks' outputs are exactly the
+    whole vector's measurement (the same rounding and the same i.i.d. discrete noise per value).
+    """
     dp = _opendp()
     if integer:  # 64-bit: at scale 1e9 (epsilon 1e-9) the noise still fits
         space = dp.vector_domain(dp.atom_domain(T="i64"), size=size), dp.l1_distance(T="i64")
         return dp.m.make_laplace(*space, scale=scale)
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size), dp.l1_distance(T=float)
-    return dp.m.make_laplace(*space, scale=widened(scale), k=lattice_exponent(scale, size, 1))
+    return dp.m.make_laplace(*space, scale=widened(scale), k=lattice_exponent(scale, together or size, 1))
 
 
 @functools.lru_cache(maxsize=64)
-def _gaussian_measurement(size: int, scale: float, integer: bool) -> Any:
+def _gaussian_measurement(size: int, scale: float, integer: bool, together: int | None = None) -> Any:
     """OpenDP's Gaussian measurement: the discrete Gaussian of Canonne, Kamath & Steinke (2020), exact, on the
-    integers or on the lattice 2^k as the Laplace above; its privacy map is in zCDP."""
+    integers or on the lattice 2^k as the Laplace above (``together`` as there); its privacy map is in zCDP."""
     dp = _opendp()
     if integer:
         space = dp.vector_domain(dp.atom_domain(T="i64"), size=size), dp.l2_distance(T="i64")
         return dp.m.make_gaussian(*space, scale=scale)
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size), dp.l2_distance(T=float)
-    return dp.m.make_gaussian(*space, scale=widened(scale), k=lattice_exponent(scale, size, 2))
+    return dp.m.make_gaussian(*space, scale=widened(scale), k=lattice_exponent(scale, together or size, 2))
+
+
+def _stream(measurement_of: Callable[[int], Any], values: np.ndarray) -> np.ndarray:
+    """``values`` (1-D float64 or int64) passed through OpenDP chunk by chunk: ``measurement_of(length)`` is the
+    (cached) measurement of ``length`` values, built once per chunk length and reused. OpenDP draws each value's noise
+    independently, so the output has exactly the distribution of one call on the whole vector."""
+    out = np.empty(values.size, dtype=float)
+    for start in range(0, values.size, STREAM_CHUNK):
+        part = values[start:start + STREAM_CHUNK]
+        out[start:start + part.size] = measurement_of(part.size)(part)
+    return out
 
 
 @functools.lru_cache(maxsize=64)
@@ -232,7 +253,7 @@ class SecureNoise:
         """``values`` + N(0, sigma²) noise, measured by OpenDP's discrete Gaussian on the values themselves."""
         return self._measure(_gaussian_measurement, values, sigma, "Gaussian")
 
-    def _measure(self, measurement_for: Callable[[int, float, bool], Any], values: Any, scale: Any,
+    def _measure(self, measurement_for: Callable[..., Any], values: Any, scale: Any,
                  kind: str) -> Any:
         values = np.asarray(values, dtype=float)
         shape = values.shape
@@ -244,13 +265,22 @@ class SecureNoise:
             raise ValueError(f"{kind} noise needs finite values to measure")
         if self.integer and not _integer_counts(flat):
             raise ValueError(f"integer {kind} noise needs integer values below 2^52 (integer counts)")
+        source = flat.astype(np.int64) if self.integer else flat
+        if np.ndim(scale) == 0:  # one scale: no masks, no copies of the values
+            out = _stream(self._chunks(measurement_for, float(scale), flat.size), source) if scale > 0 else flat.copy()
+            return out.reshape(shape)[()]
         out = flat.copy()
         for value in np.unique(scales[scales > 0]):  # one OpenDP measurement per distinct scale
             where = scales == value
-            chosen = flat[where]
-            measurement = measurement_for(int(where.sum()), float(value), self.integer)
-            out[where] = measurement(chosen.astype(np.int64).tolist() if self.integer else chosen.tolist())
+            out[where] = _stream(self._chunks(measurement_for, float(value), int(where.sum())), source[where])
         return out.reshape(shape)[()]  # a NumPy scalar for scalar values, as NumPy's own arithmetic gives
+
+    def _chunks(self, measurement_for: Callable[..., Any], scale: float, size: int) -> Callable[[int], Any]:
+        """The measurement of a chunk of ``length`` of the ``size`` values measured together at ``scale``, on the
+        lattice the whole ``size`` needs (a vector that fits in one chunk gets ``measurement_for(size, ...)``)."""
+        if self.integer or size <= STREAM_CHUNK:  # no lattice (integers), or the chunk is the whole vector
+            return lambda length: measurement_for(length, scale, self.integer)
+        return lambda length: measurement_for(length, scale, self.integer, size)
 
     def laplace(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Any:
         """Refused: free-standing noise added in floating point breaks the sampler's proof (use ``add_laplace``)."""
@@ -531,15 +561,14 @@ def secure_lattice_noise_reduction(values: Any, scales: Any) -> np.ndarray:
     actual = [widened(float(s)) for s in scales]  # the scales OpenDP's measurements draw at
     source = SecureNoise()
     walk = np.empty((scales.size, values.size))
-    walk[-1] = np.asarray(_laplace_on_lattice(values.size, actual[-1], k)(values.tolist()), dtype=float)
+    walk[-1] = _stream(functools.partial(_laplace_on_lattice, scale=actual[-1], k=k), values)
     for t in range(scales.size - 2, -1, -1):
         p = walk_keep_probability(actual[t + 1] / 2.0**k, actual[t] / 2.0**k)
         keep = np.asarray(source.random(values.size)) < p
         walk[t] = walk[t + 1]
         moved = ~keep
         if moved.any():
-            measured = _laplace_on_lattice(int(moved.sum()), actual[t], k)(walk[t + 1][moved].tolist())
-            walk[t][moved] = np.asarray(measured, dtype=float)
+            walk[t][moved] = _stream(functools.partial(_laplace_on_lattice, scale=actual[t], k=k), walk[t + 1][moved])
     return walk
 
 

@@ -9,7 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 from dplens.core.data.domain import Histogram
 from dplens.core.data.released import ReleasedData
-from tests.test_app import APP, PAGE_PATHS
+from dplens.core.privacy.budget import Budget, Ledger
+from tests.test_app import APP, PAGE_PATHS, record_ledger
 from tests.test_app_tuning import _run_compare
 
 
@@ -249,3 +250,14 @@ def test_the_release_page_on_private_data_says_true_counts_for_the_curator_only(
     words = _words_on_screen(at)
     assert "Released histogram over the true counts" in words and "true counts (curator only)" in words
     assert "answers on the true counts (curator only)" in words and "released − true count" in words
+
+
+def test_compare_analytic_preview_is_drawn_on_the_ledgers_unit():
+    """Before any run, Compare's analytic curves are on the axis the results will have: ρ on a ρ ledger (#34)."""
+    record_ledger(Ledger(Budget.zcdp(0.5, 1e-6)))
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception
+    (chart,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "compare_analytic" in c.proto.id]
+    axis = chart["layout"]["xaxis"]
+    assert axis["title"]["text"].startswith("ρ (zCDP") and all("." in t or t.isdigit() for t in axis["ticktext"])

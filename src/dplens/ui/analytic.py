@@ -7,9 +7,11 @@ import math
 import plotly.graph_objects as go
 import streamlit as st
 
+from dplens.core.privacy.definitions import amount
 from dplens.ui.charts import EPSILON_TITLE, METRIC_AXIS_TITLES, mechanism_colour
 from dplens.ui.definition import definition as privacy_definition
 from dplens.ui.ledger import delta as privacy_delta
+from dplens.ui.ledger import point_privacy, point_words
 from dplens.ui.privacy import matched
 from dplens.ui.workloads import workload, workload_spec
 
@@ -39,8 +41,21 @@ def _rmse_curve(name: str, epsilons: tuple[float, ...], shape: tuple[int, ...]) 
     return rmse
 
 
+def sweep_axis(epsilons) -> tuple[str, dict[float, str] | None, dict[float, str] | None]:
+    """How Compare's charts write the sweep's ε points in the definition's unit: (axis title, hover label per point,
+    tick label per point); under pure ε-DP the plain ε axis (no labels). The points stay at their ε."""
+    if privacy_definition() == "pure":
+        return "epsilon", None, None
+    labels = {float(e): point_words(e) for e in epsilons}
+    ticks = {float(e): f"{amount(point_privacy(e)):.3g}" for e in epsilons}
+    title = (f"ρ (zCDP; each point is ρ's ε at δ = {privacy_delta():g})" if privacy_definition() == "zcdp"
+             else f"ε at δ = {privacy_delta():g}")
+    return title, labels, ticks
+
+
 def analytic_figure(names: list[str], epsilons: tuple[float, ...], shape: tuple[int, ...]) -> go.Figure | None:
-    """RMSE per query against ε for every data-independent mechanism in ``names`` (None when there is none)."""
+    """RMSE per query against the sweep's points for every data-independent mechanism in ``names`` (None when
+    there is none), on the axis the results will have (``sweep_axis``: ρ under zCDP)."""
     fig = go.Figure()
     for name in names:
         try:
@@ -53,7 +68,11 @@ def analytic_figure(names: list[str], epsilons: tuple[float, ...], shape: tuple[
                         mode="lines", line={"color": mechanism_colour(name), "dash": "dot"})
     if not fig.data:
         return None
-    fig.update_layout(xaxis_title=EPSILON_TITLE, yaxis_title=METRIC_AXIS_TITLES["rmse"], xaxis_type="log",
+    title, _, ticks = sweep_axis(epsilons)
+    fig.update_layout(xaxis_title=EPSILON_TITLE if title == "epsilon" else title,
+                      yaxis_title=METRIC_AXIS_TITLES["rmse"], xaxis_type="log",
                       yaxis_type="log", height=380, margin={"l": 50, "r": 10, "t": 30, "b": 40},
                       legend={"orientation": "h", "y": -0.25})
+    if ticks:  # ticks at the sweep's points, written in the page's unit
+        fig.update_xaxes(tickvals=sorted(ticks), ticktext=[ticks[t] for t in sorted(ticks)])
     return fig

@@ -9,9 +9,9 @@ from dplens.core.analysis.experiment import regret, replay, summarise
 from dplens.core.analysis.metrics import HISTOGRAM_METRICS, METRIC_LABELS, METRICS, check_metrics
 from dplens.core.analysis.views import count_buckets
 from dplens.core.mechanisms import MECHANISMS
-from dplens.core.privacy.definitions import amount
 from dplens.core.release.export import frame_to_csv
 from dplens.core.release.recipe import recipe_script
+from dplens.ui.analytic import sweep_axis
 from dplens.ui.chart_controls import HistogramView, histogram_view_controls
 from dplens.ui.charts import (
     ENVELOPE,
@@ -21,8 +21,7 @@ from dplens.ui.charts import (
     per_bin_figure,
     runtime_figure,
 )
-from dplens.ui.definition import definition
-from dplens.ui.ledger import delta, point_privacy, point_unit, point_words
+from dplens.ui.ledger import point_unit, point_words
 from dplens.ui.privacy import matched
 from dplens.ui.sweeps import per_bin
 from dplens.ui.value_sources import tuning_values
@@ -97,12 +96,7 @@ def _frontier(summary, epsilons) -> str:
     log_y = middle.toggle("Log error axis", True, key="compare_logy", help="Log scale for the error.")
     envelope = right.toggle("Lower envelope", True, key="compare_envelope",
                             help="The best mean error at each epsilon over the mechanisms shown (DPComp).")
-    x_title, labels, ticks = "epsilon", None, None
-    if definition() != "pure":  # the sweep runs at ε (at δ); people read each point in the definition's unit
-        labels = {float(e): point_words(e) for e in epsilons}
-        ticks = {float(e): f"{amount(point_privacy(e)):.3g}" for e in epsilons}
-        x_title = (f"ρ (zCDP; each point is ρ's ε at δ = {delta():g})" if definition() == "zcdp"
-                   else f"ε at δ = {delta():g}")
+    x_title, labels, ticks = sweep_axis(epsilons)  # the sweep runs at ε (at δ); people read the definition's unit
     event = st.plotly_chart(error_figure(summary, metric, log_y=log_y, envelope=envelope, x_title=x_title,
                                          point_labels=labels, tick_labels=ticks),
                             key="compare_chart",

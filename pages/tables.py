@@ -56,6 +56,7 @@ with ui.guard():
     with compare_tab:
         left, right = st.columns([3, 2])
         proxy = ui.table_proxy()
+        ui.tune_on_new_proxy()  # a proxy made on the last run: tune on it
         left.radio("Tune on", ["private", "proxy"], key="tables_tune_on", horizontal=True,
                    format_func={"private": "the private table (your eyes only)",
                                 "proxy": "its DP proxy" + (f" (ρ = {proxy['rho']:g} spent)" if proxy else
@@ -63,9 +64,7 @@ with ui.guard():
                    help="A method or ρ chosen from errors on the private table depends on it; a DP proxy (MST's "
                         "synthetic records, released once and charged) keeps the choice free of it.")
         with right.popover("Make a DP proxy"):
-            st.number_input("ρ to spend on synthetic records", 0.001, 1.0, ui.TABLE_PROXY_RHO, key="tables_proxy_rho",
-                            help="Charged once to this table's ledger; every later comparison on them is free.")
-            st.button("Spend and make the proxy", key="tables_make_proxy", on_click=ui.make_table_proxy)
+            ui.table_proxy_controls()
         if st.session_state.get("tables_tune_on") == "proxy" and proxy is None:
             st.warning("No DP proxy yet: Compare runs on the private table until you make one.")
         with st.form("tables_compare_form"):

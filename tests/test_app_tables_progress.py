@@ -84,3 +84,25 @@ def test_a_release_shows_each_step_then_the_records(monkeypatch):
     assert order == sorted(order) and set(order) == set(range(len(steps))), texts
     assert all(" elapsed" in text and "of ρ" not in text for text in texts), texts
     assert [f for f, _ in shown] == sorted(f for f, _ in shown)
+
+
+def test_making_the_dp_proxy_shows_its_steps_then_tunes_on_it(monkeypatch):
+    """The "Make a DP proxy" button runs MST with the same progress bar, then "Tune on" turns to the proxy."""
+    pytest.importorskip("mbi")
+    shown: list[str] = []
+    original = DeltaGenerator.progress
+
+    def recording(self, value, text=None):
+        shown.append(text)
+        return original(self, value, text=text)
+
+    monkeypatch.setattr(DeltaGenerator, "progress", recording)
+    at, table = _open(_table(n=400, seed=6))
+    at.session_state["tables_proxy_rho"] = 0.05
+    at.session_state["tables_setting_mst_iters"] = "40"
+    at.button(key="tables_make_proxy").click().run(timeout=240)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.radio(key="tables_tune_on").value == "proxy"
+    assert LedgerStore().ledger(table.fingerprint).spent.rho == pytest.approx(0.05)
+    assert any(t.startswith("measuring the 1-way marginals") for t in shown), shown
+    assert any(t.startswith("sampling the synthetic records") for t in shown), shown

@@ -20,7 +20,7 @@ One concept per module; pages and app.py call ``ui.<name>`` through the re-expor
 - ``workspace``: the working set saved in the store under the URL's workspace id
 """
 
-from dplens.ui.analytic import analytic_figure
+from dplens.ui.analytic import analytic_figure, sweep_axis
 from dplens.ui.chart_controls import histogram_view_controls
 from dplens.ui.chart_export import figure_downloads
 from dplens.ui.charts import (
@@ -33,6 +33,7 @@ from dplens.ui.charts import (
     METRIC_AXIS_TITLES,
     PALETTE,
     TRUE_COLOUR,
+    compared_name,
     data_extent,
     error_band_figure,
     error_figure,
@@ -247,9 +248,11 @@ from dplens.ui.tables_view import (
     table_method_label,
     table_methods,
     table_proxy,
+    table_proxy_controls,
     table_settings,
     table_summary,
     table_workload,
+    tune_on_new_proxy,
     tuning_table,
 )
 from dplens.ui.targets import plan_releases, target_plans
@@ -344,6 +347,7 @@ __all__ = ['REAL_WALK_NOTE', 'abandon_real_walk', 'real_walk_tab', 'release_real
     "TABLE_DEFAULT_RHO", "TABLE_DISPLAY_DELTA", "table_methods", "TABLE_RHO_CHOICES", "current_table",
     "load_table_upload", "project_table", "release_table", "run_table_compare", "set_table_total", "synthetic_check",
     "table_budget_caption", "table_compare_caption", "make_table_proxy", "table_proxy", "tuning_table",
+    "table_proxy_controls", "tune_on_new_proxy", "sweep_axis", "compared_name",
     "TABLE_PROXY_RHO", "TABLE_PROXY_MECHANISM", "TABLE_SYNTH_TRIALS", "table_compare_figures", "table_domain_frame",
     "table_domain_size", "table_downloads", "table_evaluation", "table_feasibility", "table_ledger",
     "table_marginal_figure", "table_marginals_frame", "table_settings", "table_summary", "table_workload",

@@ -218,9 +218,27 @@ def table_proxy() -> dict | None:
     return st.session_state.get("table_proxies", {}).get(current_table().fingerprint)
 
 
-def make_table_proxy() -> None:
-    """Button callback: MST's synthetic records of the whole table, released once through the kernel (charged to
-    the table's ledger), kept as what Compare tunes on; later comparisons on them are post-processing."""
+def table_proxy_controls() -> None:
+    """The "Make a DP proxy" popover: its ρ, and the button that makes it with a progress bar of MST's steps
+    (then reruns, so that "Tune on" turns to it: ``tune_on_new_proxy``)."""
+    st.number_input("ρ to spend on synthetic records", 0.001, 1.0, TABLE_PROXY_RHO, key="tables_proxy_rho",
+                    help="Charged once to this table's ledger; every later comparison on them is free.")
+    if st.button("Spend and make the proxy", key="tables_make_proxy"):
+        bar = st.progress(0.0, text="making the proxy… (MST takes a minute or more)")
+        make_table_proxy(progress=lambda fraction, text: bar.progress(min(fraction, 1.0), text=text))
+        st.rerun()
+
+
+def tune_on_new_proxy() -> None:
+    """Before the "Tune on" choice is drawn: turn it to the DP proxy made on the last run."""
+    if st.session_state.pop("tables_proxy_made", False):
+        st.session_state.tables_tune_on = "proxy"
+
+
+def make_table_proxy(progress=None) -> None:
+    """MST's synthetic records of the whole table, released once through the kernel (charged to the table's
+    ledger), kept as what Compare tunes on; later comparisons on them are post-processing. ``progress(fraction,
+    text)`` as for a release (``release_table``)."""
     ss, table = st.session_state, current_table()
     rho = float(ss.get("tables_proxy_rho", TABLE_PROXY_RHO))
     try:
@@ -229,12 +247,13 @@ def make_table_proxy() -> None:
         request = TableRequest(mechanism, rho, work, TABLE_DISPLAY_DELTA, domain_declared=table.domain_declared)
         published = kernel_release_table(request, table.records, store=ledger_store(), fingerprint=table.fingerprint,
                                          name=f"{ss.get('table_name', 'table')} (tuning proxy)",
-                                         workspace=ss.get("workspace_id"), estimated_seconds=_SLOW_SECONDS)
+                                         workspace=ss.get("workspace_id"), estimated_seconds=_SLOW_SECONDS,
+                                         progress=_release_progress(mechanism, work, progress))
     except Exception as err:  # noqa: BLE001 - nothing published, nothing charged; one line for the curator
         ss.flash_error = f"No DP proxy made: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
         return
     ss.setdefault("table_proxies", {})[table.fingerprint] = {"records": published.release.records, "rho": rho}
-    ss.tables_tune_on = "proxy"
+    ss.tables_proxy_made = True  # "Tune on" is drawn already: it turns to the proxy on the next run
 
 
 def tuning_table(table: Table) -> Table:

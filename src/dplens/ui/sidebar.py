@@ -103,10 +103,13 @@ _TABLES_BUDGET_NOTE = ("**Budget**: a table of records has its own budget, shown
 def _on_page(path: str) -> bool:
     """Whether the page about to run is ``path`` (``st.navigation`` resolves it before the sidebar is drawn)."""
     ctx = get_script_run_ctx()
-    if ctx is None:
+    if ctx is None:  # bare mode: no page
         return False
-    info = ctx.pages_manager.get_pages().get(ctx.pages_manager.current_page_script_hash) or {}
-    return str(info.get("script_path", "")).replace("\\", "/").endswith(path)
+    try:
+        info = ctx.pages_manager.get_pages().get(ctx.pages_manager.current_page_script_hash)
+    except AttributeError:  # a Streamlit without this pages manager: the budget is shown as on any page
+        return False
+    return info is not None and str(info.get("script_path", "")).replace("\\", "/").endswith(path)
 
 
 def sidebar() -> None:

@@ -259,7 +259,7 @@ class _OpenDPTable:
         fits = [0]
         handed = self.handed_rho(rho, len(domain.names))
         first_fit: list = []
-        plan = self.progress_plan(workload)
+        plan = self.progress_plan(workload)  # type: ignore[attr-defined]  # set by each subclass
         reporter = Reporter(plan, progress, require("jax", "tables", feature).block_until_ready)
         reporter.stage(0)
 

@@ -4,13 +4,18 @@
 Run: nice .venv/bin/python bench/bench_secure_stream.py [--n 1000000] [--cases identity-lattice,integer-laplace,...]
 
 Each case runs in a fresh interpreter (so one case's heap does not inflate the next); a thread in this process samples
-the resident set size of that interpreter and all its children with psutil every 10 ms and keeps the peak. The child
+the resident set size (RSS, and PSS, which counts shared pages once) of that interpreter and all its children with
+psutil every 10 ms and keeps the peaks. The child
 reports the wall and CPU seconds of the call alone and its RSS before the call (interpreter, NumPy, OpenDP); the
 tree's CPU over the child's whole life comes from ``getrusage(RUSAGE_CHILDREN)``. Cases:
 
 * ``identity-lattice``: the identity mechanism's secure release (OpenDP's float Laplace on the lattice 2^k);
 * ``integer-laplace``: ``SecureNoise(integer=True).add_laplace`` on integer counts (OpenDP's discrete Laplace);
 * ``lattice-gaussian``: ``SecureNoise().add_gaussian`` (OpenDP's discrete Gaussian on the lattice);
+* ``cli-release-identity``: ``dplens release --mechanism identity`` on an NPY file of n integer counts (OpenDP's
+  discrete Laplace), the whole command, export included: its kernel runs the mechanism in a worker process, so the
+  tree holds the command, the forkserver and the worker; wall and CPU are the command's whole life (tree CPU summed
+  per process by the sampler). (Not hb: its export's exact intervals take minutes at 20,000 cells, none of it noise.)
 * ``opendp-*``: the same OpenDP measurement (same scale, same lattice) built for all n values and called once on the
   NumPy array directly: the sampler's own cost per cell, the floor dplens is compared with.
 
@@ -24,6 +29,7 @@ import json
 import resource
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -38,8 +44,8 @@ from results import Recorder  # noqa: E402
 
 SCALE = 2.0  # Laplace scale (identity at epsilon 0.5) and Gaussian sigma
 CASES = ("identity-lattice", "opendp-lattice-laplace", "integer-laplace", "opendp-integer-laplace",
-         "lattice-gaussian", "opendp-lattice-gaussian")
-DEFAULT_CASES = CASES[:4]
+         "lattice-gaussian", "opendp-lattice-gaussian", "cli-release-identity")
+DEFAULT_CASES = CASES
 
 
 def counts(n: int) -> np.ndarray:
@@ -77,45 +83,71 @@ def run_case(case: str, n: int) -> dict:
     return {"wall_s": wall, "cpu_s": cpu, "rss_before_mb": rss_before / 2**20, "noise_std": float(noise.std())}
 
 
-def tree_rss(process: psutil.Process) -> int:
-    total = 0
+def tree_sample(process: psutil.Process, cpu: dict[int, float]) -> tuple[int, int]:
+    """RSS and PSS of ``process`` and its descendants now; each one's CPU so far is kept in ``cpu`` (by pid). RSS counts
+    pages a forked worker shares with its forkserver once per process; PSS splits them, so its sum is the tree's."""
+    rss = pss = 0
     for p in [process, *process.children(recursive=True)]:
         try:
-            total += p.memory_info().rss
-        except psutil.NoSuchProcess:
+            with p.oneshot():
+                memory = p.memory_full_info()
+                rss, pss = rss + memory.rss, pss + memory.pss
+                times = p.cpu_times()
+                cpu[p.pid] = times.user + times.system + times.children_user + times.children_system
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-    return total
+    return rss, pss
+
+
+def command(case: str, n: int, folder: Path) -> list[str]:
+    if case != "cli-release-identity":
+        return [sys.executable, __file__, "--child", case, "--n", str(n)]
+    np.save(folder / "counts.npy", counts(n))
+    return [str(Path(sys.executable).parent / "dplens"), "release", "--input", str(folder / "counts.npy"),
+            "--mechanism", "identity", "--epsilon", "0.5", "--output", str(folder / "out.json"),
+            "--ledger", str(folder / "ledger.sqlite3"), "--time-limit", "3000"]
 
 
 def measured_child(case: str, n: int) -> dict:
     """Run ``case`` in a fresh interpreter while a thread samples its process tree's RSS; peak and tree CPU added."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.Popen([sys.executable, __file__, "--child", case, "--n", str(n)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak, done = [0], threading.Event()
+    with tempfile.TemporaryDirectory() as folder:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.Popen(command(case, n, Path(folder)), cwd=folder, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        peak, cpu, done = [0, 0], {}, threading.Event()
 
-    def sample() -> None:
-        handle = psutil.Process(proc.pid)
-        while not done.is_set():
-            try:
-                peak[0] = max(peak[0], tree_rss(handle))
-            except psutil.NoSuchProcess:
-                return
-            time.sleep(0.01)
+        def sample() -> None:
+            handle = psutil.Process(proc.pid)
+            while not done.is_set():
+                try:
+                    rss, pss = tree_sample(handle, cpu)
+                    peak[:] = max(peak[0], rss), max(peak[1], pss)
+                except psutil.NoSuchProcess:
+                    return
+                time.sleep(0.01)
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    stdout, stderr = proc.communicate()
-    done.set()
-    sampler.join()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    lines = [line for line in stdout.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or not lines:
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        stdout, stderr = proc.communicate()
+        wall = time.perf_counter() - start
+        done.set()
+        sampler.join()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    waited = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    if proc.returncode != 0:
         tail = (stderr.strip().splitlines() or ["no output"])[-1]
         return {"error": f"exit {proc.returncode}: {tail[:160]}"}
-    result = json.loads(lines[-1])
-    result["peak_tree_mb"] = peak[0] / 2**20
-    result["tree_cpu_s"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if case == "cli-release-identity":  # the whole command: no inner timing, no noise check
+        result = {"wall_s": wall, "cpu_s": max(waited, sum(cpu.values())), "rss_before_mb": float("nan"),
+                  "noise_std": float("nan")}
+    elif lines:
+        result = json.loads(lines[-1])
+    else:
+        return {"error": "no output"}
+    result["peak_tree_mb"], result["peak_tree_pss_mb"] = peak[0] / 2**20, peak[1] / 2**20
+    result["tree_cpu_s"] = max(waited, sum(cpu.values()))
     return result
 
 
@@ -134,7 +166,7 @@ def main(argv: list[str]) -> None:
         parser.error(f"unknown cases {unknown}; choose from {', '.join(CASES)}")
     print(f"n = {args.n:,} cells, scale {SCALE:g}, one fresh interpreter per case")
     print(f"{'case':26s} {'wall s':>7s} {'CPU s':>7s} {'µs/cell':>8s} {'tree CPU s':>10s} {'RSS0 MB':>8s} "
-          f"{'peak MB':>8s} {'noise sd':>9s}")
+          f"{'peak MB':>8s} {'PSS MB':>7s} {'noise sd':>9s}")
     with Recorder("bench_secure_stream", args) as rec:
         for case in cases:
             r = measured_child(case, args.n)
@@ -144,9 +176,11 @@ def main(argv: list[str]) -> None:
                 continue
             per_cell = 1e6 * r["cpu_s"] / args.n
             print(f"{case:26s} {r['wall_s']:7.2f} {r['cpu_s']:7.2f} {per_cell:8.2f} {r['tree_cpu_s']:10.2f} "
-                  f"{r['rss_before_mb']:8.0f} {r['peak_tree_mb']:8.0f} {r['noise_std']:9.3f}", flush=True)
+                  f"{r['rss_before_mb']:8.0f} {r['peak_tree_mb']:8.0f} {r['peak_tree_pss_mb']:7.0f} "
+                  f"{r['noise_std']:9.3f}", flush=True)
             rec.row(name=case, n=args.n, wall_s=r["wall_s"], cpu_s=r["cpu_s"], cpu_us_per_cell=per_cell,
                     tree_cpu_s=r["tree_cpu_s"], rss_before_mb=r["rss_before_mb"], peak_tree_mb=r["peak_tree_mb"],
+                    peak_tree_pss_mb=r["peak_tree_pss_mb"],
                     noise_std=r["noise_std"])
 
 

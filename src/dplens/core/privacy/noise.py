@@ -206,7 +206,9 @@ def _stream(measurement_of: Callable[[int], Any], values: np.ndarray) -> np.ndar
     independently, so the output has exactly the distribution of one call on the whole vector."""
     out = np.empty(values.size, dtype=float)
     for start in range(0, values.size, STREAM_CHUNK):
-        part = values[start:start + STREAM_CHUNK]
+        # OpenDP refuses read-only arrays (a histogram's counts are): each chunk is handed over writable, one chunk
+        # copied at a time
+        part = np.require(values[start:start + STREAM_CHUNK], requirements="W")
         out[start:start + part.size] = measurement_of(part.size)(part)
     return out
 

@@ -41,7 +41,9 @@ from dplens.core.analysis.usefulness import (  # noqa: F401  (re-exported)
     max_query_min_records,
 )
 from dplens.core.mechanisms import Mechanism, check_epsilon, check_inputs
+from dplens.core.mechanisms.contract import laplace_epsilon
 from dplens.core.mechanisms.gaussian import Matched
+from dplens.core.privacy.definitions import Privacy
 from dplens.core.queries.workloads import Identity as IdentityWorkload  # noqa: F401  (the doctests' workload)
 from dplens.core.queries.workloads import Workload, queries_are_cells, workload_grid
 from dplens.core.search import bisect_monotone
@@ -282,13 +284,15 @@ def laplace_answer_scale(mechanism: Mechanism, workload: Workload, epsilon: floa
     'bin'
     """
     epsilon = check_epsilon(epsilon)
+    privacy: Privacy | float = epsilon
     if isinstance(mechanism, Matched):
-        mechanism, epsilon = mechanism.resolve(epsilon)
+        mechanism, privacy = mechanism.resolve(epsilon)
     # the class says where its noise is i.i.d. (iid_noise_on) and at which scale (noise_scale); the Gaussian
     # variants inherit both but not Laplace noise
     where = getattr(mechanism, "iid_noise_on", None)
     if where is None or getattr(mechanism, "noise", "laplace") != "laplace":
         return None
+    epsilon = laplace_epsilon(privacy)
     return mechanism.noise_scale(workload, epsilon), "answer" if where == "answers" else "bin"  # type: ignore[attr-defined]  # it declares iid_noise_on
 
 

@@ -33,8 +33,8 @@ from dplens.core.mechanisms.contract import (
     setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, sorting_cost
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon, stated_at
+from dplens.core.privacy.definitions import Privacy, PureDP
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import non_negative
 
@@ -92,8 +92,8 @@ class AHP:
         """Linear work plus the sort of the noisy counts for the clustering."""
         return sorting_cost(workload, 10)
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, privacy)
         n = x.size
         epsilon_sort = self.ratio * epsilon
         epsilon_clusters = epsilon - epsilon_sort
@@ -108,9 +108,10 @@ class AHP:
         estimate[order] = np.repeat(sums / sizes, sizes)
         records = (NoisyAnswers("the cells, to order and cluster them (AHP step 1)", sort, 1.0, noisy),
                    NoisyAnswers(f"the {sizes.size} cluster sums (AHP step 2)", clusters, 1.0, sums))
-        return Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate,
-                       {"ratio": self.ratio, "eta": self.eta, "clusters": int(starts.size)},
-                       {"cluster_sizes": sizes}, workload=workload, measurements=records)
+        release = Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate,
+                          {"ratio": self.ratio, "eta": self.eta, "clusters": int(starts.size)},
+                          {"cluster_sizes": sizes}, workload=workload, measurements=records)
+        return stated_at(release, privacy)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> None:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> None:
         return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast, runtime_checkable
@@ -19,7 +20,7 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 import numpy as np
 
 from dplens.core.data.limits import MAX_EPSILON, MIN_EPSILON
-from dplens.core.privacy.definitions import ZCDP, Privacy, amount, zcdp_epsilon
+from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount, zcdp_epsilon
 from dplens.core.queries.workloads import Workload, marginal_names
 from dplens.core.validate import fraction, positive
 
@@ -162,13 +163,40 @@ def check_ratio(ratio: float, name: str = "ratio") -> float:
     return fraction(name, ratio)
 
 
-def check_inputs(x: np.ndarray, workload: Workload, epsilon: float) -> tuple[np.ndarray, float]:
-    """The boundary checks of ``Mechanism.run``: x matches the workload, counts valid, epsilon > 0.
+def as_privacy(value: Privacy | float) -> Privacy:
+    """The privacy value a mechanism runs at: ``PureDP``, ``ApproxDP`` or ``ZCDP`` as given; a bare number is pure ε.
+
+    >>> as_privacy(0.5), as_privacy(ZCDP(0.1))
+    (PureDP(epsilon=0.5), ZCDP(rho=0.1))
+    """
+    if isinstance(value, PureDP | ApproxDP | ZCDP):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        raise ValueError(f"epsilon must be a number > 0 (pure epsilon) or a privacy value: PureDP(epsilon), "
+                         f"ApproxDP(epsilon, delta) or ZCDP(rho); got {value!r}")
+    return PureDP(check_epsilon(float(value)))
+
+
+def laplace_epsilon(privacy: Privacy | float) -> float:
+    """The ε at which Laplace noise meets ``privacy``: ε under pure and (ε, δ)-DP (δ = 0 suffices), √(2ρ) under
+    ρ-zCDP (ε-DP ⇒ ε²/2-zCDP, Bun & Steinke 2016 Prop. 1.4); in the documented budget range.
+
+    >>> laplace_epsilon(0.5), laplace_epsilon(ApproxDP(1.0, 1e-6)), laplace_epsilon(ZCDP(0.5))
+    (0.5, 1.0, 1.0)
+    """
+    privacy = as_privacy(privacy)
+    epsilon = math.sqrt(2.0 * privacy.rho) if isinstance(privacy, ZCDP) else privacy.epsilon
+    return check_budget_epsilon(epsilon)
+
+
+def check_inputs(x: np.ndarray, workload: Workload, epsilon: Privacy | float) -> tuple[np.ndarray, float]:
+    """The boundary checks of ``Mechanism.run``: x matches the workload, counts valid, a privacy value in range; returns
+    the flattened x and the Laplace ε of the privacy value (``laplace_epsilon``).
 
     ``x`` may be the 1-D data vector or a 2-D histogram (row-major, as ``Histogram.counts``); the
     flattened vector is returned. 2-D-aware mechanisms read ``grid_shape(x)`` before calling this.
     """
-    epsilon = check_budget_epsilon(epsilon)
+    epsilon = laplace_epsilon(epsilon)
     x = np.asarray(x, dtype=float)
     n = workload.shape[1]
     if x.ndim not in (1, 2) or x.size != n:

@@ -42,8 +42,14 @@ from dplens.core.mechanisms.greedy_h import (
     gram_sketch,
     greedy_hierarchy,
 )
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, PrivateChoice, laplace_record, pure_epsilon
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.mechanisms.measurement import (
+    LaplaceMeasurement,
+    PrivateChoice,
+    laplace_record,
+    pure_epsilon,
+    stated_at,
+)
+from dplens.core.privacy.definitions import Privacy, PureDP
 from dplens.core.queries.workloads import Workload
 
 EXACT_BUCKETS = 256   # up to this many buckets Greedy-H reads the exact reduced Gram, beyond it a sketch
@@ -186,8 +192,8 @@ class DAWA:
         """The partition (n log n) and Greedy-H's tree over the buckets."""
         return tree_cost(workload, int(self.granularity), int(self.branching), dense_gram=False)
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, privacy)
         epsilon_partition = self.ratio * epsilon
         epsilon_measure = epsilon - epsilon_partition
         bounds, partition_loss = l1_partition(x, epsilon_partition, epsilon_measure, rng)
@@ -209,11 +215,12 @@ class DAWA:
         records = (PrivateChoice(f"the partition into {width.size} buckets (noisy L1 costs)", partition_loss),
                    laplace_record(f"Greedy-H's {noisy.size} queries over the buckets",
                                   [(np.repeat(bucket_l1, width), measurement)], noisy))
-        return Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate,
-                       {"ratio": self.ratio, "branching": self.branching, "granularity": self.granularity,
-                        "buckets": int(width.size), **measurement.params,
-                        "gram": metric},
-                       {"bounds": bounds, "hierarchy": tree}, workload=workload, measurements=records)
+        release = Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate,
+                          {"ratio": self.ratio, "branching": self.branching, "granularity": self.granularity,
+                           "buckets": int(width.size), **measurement.params,
+                           "gram": metric},
+                          {"bounds": bounds, "hierarchy": tree}, workload=workload, measurements=records)
+        return stated_at(release, privacy)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> None:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> None:
         return None

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -136,39 +135,58 @@ class GaussianMixin:
         """The Laplace scale the parent uses at ε = 1: Δ₁(A) (mm-opt overrides it)."""
         return float(self.strategy_norms(workload)[0].max())
 
-    def sigma(self, workload: Workload, epsilon: float) -> float:
-        """The noise standard deviation at "ε at δ" for this workload: Δ₂(A) × the unit σ."""
+    def sigma(self, workload: Workload, privacy: Privacy | float) -> float:
+        """The noise standard deviation at ``privacy`` for this workload: Δ₂(A) × the unit σ."""
         _, l2 = self.strategy_norms(workload)
-        return float(l2.max()) * unit_sigma(check_epsilon(epsilon), float(self.delta), self.calibration)
+        return float(l2.max()) * self.unit_sigma(privacy)
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
+    def unit_sigma(self, privacy: Privacy | float) -> float:
+        """σ at Δ₂ = 1: Δ₂/√(2ρ) under ρ-zCDP, the analytic Gaussian's σ under (ε, δ)."""
+        budget = self.budget_at(privacy)
+        if isinstance(budget, ZCDP):
+            return zcdp_sigma(budget.rho)
+        return unit_sigma(budget.epsilon, budget.delta, "analytic")
+
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        budget = self.budget_at(privacy)
+        x, _ = check_inputs(x, workload, budget)
         _, l2 = self.strategy_norms(workload)
         l2_max = float(l2.max())
         if l2_max == 0:  # nothing depends on the data: the parent releases it without drawing noise
-            release = super().run(x, workload, epsilon, rng)  # type: ignore[misc]  # GaussianMixin is mixed into a registered mechanism
-            return Release(self.name, self.budget_at(epsilon), 0.0, release.answers, release.estimate,  # type: ignore[attr-defined]
+            release = super().run(x, workload, budget, rng)  # type: ignore[misc]  # GaussianMixin is mixed into a registered mechanism
+            return Release(self.name, budget, 0.0, release.answers, release.estimate,  # type: ignore[attr-defined]
                            dict(release.params), workload=workload)
         # the parent's strategy and reconstruction, its measurement Lap(b) replaced by N(0, σ²)
-        measurement = GaussianMeasurement(self.sigma(workload, epsilon))
+        measurement = GaussianMeasurement(l2_max * self.unit_sigma(budget))
         release = self.measure(x, workload, measurement, rng)  # type: ignore[attr-defined]  # GaussianMixin is mixed into a registered mechanism
-        return self._gaussian_release(epsilon, measurement.sigma, l2_max, release)
+        return self._gaussian_release(privacy, measurement.sigma, l2_max, release)
 
-    def budget_at(self, epsilon: float) -> Privacy:
-        """What a run at "ε at δ" spends: (ε, δ)-DP under the analytic calibration, else ρ-zCDP at ρ of that ε at δ.
+    def budget_at(self, privacy: Privacy | float) -> ApproxDP | ZCDP:
+        """What a run at ``privacy`` spends: an (ε, δ) or ρ-zCDP value as given (pure ε-DP is refused: Gaussian noise
+        never meets it). A bare number is "ε at δ" at the settings ``delta`` and ``calibration``: (ε, δ)-DP under the
+        analytic calibration, else ρ-zCDP at the ρ of that ε at δ.
 
         >>> GaussianIdentity().budget_at(1.0), GaussianIdentity(calibration="zcdp").budget_at(1.0)
         (ApproxDP(epsilon=1.0, delta=1e-06), ZCDP(rho=0.02435...))
+        >>> GaussianIdentity().budget_at(PureDP(1.0))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: gaussian-identity adds Gaussian noise, which is never pure epsilon-DP; run it at ApproxDP(...
         """
+        if isinstance(privacy, ApproxDP | ZCDP):
+            return privacy
+        if isinstance(privacy, PureDP):
+            raise ValueError(f"{self.name} adds Gaussian noise, which is never pure epsilon-DP; run it at "  # type: ignore[attr-defined]  # set by each twin
+                             "ApproxDP(epsilon, delta) or ZCDP(rho), or choose a Laplace mechanism")
+        epsilon = check_epsilon(privacy)
         if self.calibration == "analytic":
             return ApproxDP(epsilon, float(self.delta))
         return ZCDP(zcdp_rho(epsilon, float(self.delta)))
 
-    def _gaussian_release(self, epsilon: float, sigma: float, l2_max: float, release: Release) -> Release:
+    def _gaussian_release(self, privacy: Privacy | float, sigma: float, l2_max: float, release: Release) -> Release:
         """The release relabelled with the loss of N(0, σ²) noise at Δ₂ = ``l2_max`` (the σ actually drawn): ε at δ
-        under the analytic calibration, else its ρ."""
+        under (ε, δ), else its ρ."""
         rho = gaussian_rho(sigma, l2_max)  # ρ = Δ₂²/(2σ²) of the noise actually added
-        budget = self.budget_at(epsilon)
+        budget = self.budget_at(privacy)
         # the parent's one measured block, its noise now N(0, σ²) at the strategy's Δ₂; on integer counts the secure
         # path draws the discrete Gaussian, whose (ε, δ) curve the record's map takes too
         parent = release.measurements[0] if release.measurements else None
@@ -177,14 +195,16 @@ class GaussianMixin:
                                 discrete=adds_noise_to_counts(self)),)
         loss = composed_loss(records, budget)
         params = {k: v for k, v in release.params.items() if k not in ("noise_scale", "sigma")}
-        params.update({"noise": "gaussian", "definition": "approx" if self.calibration == "analytic" else "zcdp",
-                       "delta": float(self.delta), "rho": rho, "sigma": sigma, "l2_sensitivity": l2_max})
-        if self.calibration != "analytic":
-            params["epsilon_at_delta"] = float(epsilon)  # the ε at δ it ran at (the budget holds its ρ)
+        approx = isinstance(budget, ApproxDP)
+        params.update({"noise": "gaussian", "definition": "approx" if approx else "zcdp",
+                       "delta": budget.delta if isinstance(budget, ApproxDP) else float(self.delta), "rho": rho,
+                       "sigma": sigma, "l2_sensitivity": l2_max})
+        if not approx and not isinstance(privacy, ZCDP):
+            params["epsilon_at_delta"] = float(privacy)  # type: ignore[arg-type]  # the ε at δ it ran at (the budget holds its ρ)
         return Release(self.name, budget, loss, release.answers, release.estimate, params,  # type: ignore[attr-defined]  # GaussianMixin is mixed into a registered mechanism
                        release.details, workload=release.workload, measurements=records)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float | None:
         """Per-query MSE σ²‖W A⁺‖_F²/m: the parent's at ε = 1 (variance 2Δ₁²) rescaled to variance σ²."""
         parent = super().expected_mse(workload, 1.0)  # type: ignore[misc]  # GaussianMixin is mixed into a registered mechanism
         if parent is None:
@@ -192,7 +212,7 @@ class GaussianMixin:
         scale = self.parent_scale(workload)
         if scale == 0:
             return 0.0
-        return parent * self.sigma(workload, epsilon) ** 2 / (2.0 * scale**2)
+        return parent * self.sigma(workload, privacy) ** 2 / (2.0 * scale**2)
 
 
 @dataclass(frozen=True)
@@ -220,11 +240,12 @@ class GaussianIdentity(GaussianMixin, LaplaceIdentity):  # type: ignore[misc]  #
     # (ε, δ) curve (CKS 2020 Thm. 7) lies above the continuous one at the same σ. Under (ε, δ) this
     # mechanism therefore calibrates σ on both curves and reports the larger ε, valid whichever
     # sampler runs (dplens.core.privacy.discrete_gaussian). zCDP needs no change: N_Z(0, σ²) is 1/(2σ²)-zCDP too.
-    def sigma(self, workload: Workload, epsilon: float) -> float:
-        """σ at "ε at δ" (Δ₂ = 1); under (ε, δ) the least σ valid for the continuous and the discrete Gaussian."""
-        if self.calibration != "analytic":
-            return super().sigma(workload, epsilon)
-        return discrete_gaussian_sigma(check_epsilon(epsilon), float(self.delta))
+    def unit_sigma(self, privacy: Privacy | float) -> float:
+        """σ at Δ₂ = 1; under (ε, δ) the least σ valid for the continuous and the discrete Gaussian."""
+        budget = self.budget_at(privacy)
+        if isinstance(budget, ZCDP):
+            return super().unit_sigma(budget)
+        return discrete_gaussian_sigma(budget.epsilon, budget.delta)
 
 
 @dataclass(frozen=True)
@@ -377,23 +398,23 @@ class GaussianEigenDesign(GaussianMixin):
         return Reconstruction(*noise, workload.shape[1], lambda v: eigen.vectors @ (
             eigen.values[:, None] ** -0.25 * (eigen.vectors.T @ (v / eigen.scale[:, None]))))
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        x, _ = check_inputs(x, workload, self.budget_at(privacy))
         strategy = eigen_strategy(workload)
         l2_max = float(strategy.column_l2().max())
-        sigma = l2_max * unit_sigma(epsilon, float(self.delta), self.calibration)
+        sigma = l2_max * self.unit_sigma(privacy)
         # NumPy's normal on the exploration path, OpenDP's (lattice) Gaussian on the secure one
         noisy = GaussianMeasurement(sigma).noisy(strategy.apply(x), rng)
         estimate = strategy.solve(noisy)
-        release = Release(self.name, self.budget_at(epsilon), 0.0, workload.matvec(estimate), estimate,
+        release = Release(self.name, self.budget_at(privacy), 0.0, workload.matvec(estimate), estimate,
                           {"strategy": "eigen (G^1/4 S)"}, workload=workload,
                           measurements=(NoisyAnswers("the eigen design's answers", GaussianMeasurement(sigma),
                                                      l2_max, noisy),))
-        return self._gaussian_release(epsilon, sigma, l2_max, release)
+        return self._gaussian_release(privacy, sigma, l2_max, release)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
         """σ² tr(G (AᵀA)⁻¹) / m."""
-        return self.sigma(workload, epsilon) ** 2 * eigen_strategy(workload).trace / workload.shape[0]
+        return self.sigma(workload, privacy) ** 2 * eigen_strategy(workload).trace / workload.shape[0]
 
     def cost(self, workload: Workload) -> Cost:
         """One dense n × n eigendecomposition (single-threaded ~19 s at n = 4096), a few n × n matrices."""
@@ -405,44 +426,38 @@ class GaussianEigenDesign(GaussianMixin):
         strategy = eigen_strategy(workload)
         return strategy.column_l1(), strategy.column_l2()
 
-    def sigma(self, workload: Workload, epsilon: float) -> float:
+    def sigma(self, workload: Workload, privacy: Privacy | float) -> float:
         """Δ₂(A) × the unit σ (Δ₂ from the eigen form, without forming A)."""
-        l2 = float(eigen_strategy(workload).column_l2().max())
-        return l2 * unit_sigma(check_epsilon(epsilon), float(self.delta), self.calibration)
+        return float(eigen_strategy(workload).column_l2().max()) * self.unit_sigma(privacy)
 
 
 # ----------------------------------------------------------------------------- privacy targets → mechanisms
 def for_privacy(mechanism, privacy: Privacy):
-    """The mechanism (knobs set) and the ``epsilon`` argument that make one release meet ``privacy``.
-
-    Laplace mechanisms are pure ε-DP: under (ε, δ) they run at ε; under ρ-zCDP at ε = √(2ρ)
-    (ε-DP ⇒ ε²/2-zCDP). Gaussian ones: under (ε, δ) the analytic Gaussian at that δ; under ρ-zCDP
-    σ = Δ₂/√(2ρ) (passed as "ε at the mechanism's δ", which it converts back to ρ, rounding down).
+    """``(mechanism, privacy)``: every mechanism runs at a privacy value itself (Laplace ones at ε, or √(2ρ) under
+    ρ-zCDP; Gaussian ones calibrated to (ε, δ) or ρ), so this only refuses what the mechanism cannot meet, by name.
 
     >>> from dplens.core.mechanisms import MECHANISMS
-    >>> mech, epsilon = for_privacy(MECHANISMS["hb"], ZCDP(0.5))
-    >>> epsilon
-    1.0
-    >>> mech, epsilon = for_privacy(MECHANISMS["gaussian-hb"], ApproxDP(1.0, 1e-9))
-    >>> mech.delta, mech.calibration, epsilon
-    (1e-09, 'analytic', 1.0)
+    >>> for_privacy(MECHANISMS["hb"], ZCDP(0.5))[1]
+    ZCDP(rho=0.5)
     """
-    gaussian = noise_kind(mechanism) == "gaussian"
-    if isinstance(privacy, PureDP):
-        if gaussian:
-            raise ValueError(f"{mechanism.name} adds Gaussian noise, which is never pure epsilon-DP; "
-                             "choose the (epsilon, delta) or zCDP definition, or a Laplace mechanism")
-        return mechanism, privacy.epsilon
-    if isinstance(privacy, ApproxDP):
-        if gaussian:
-            return dataclasses.replace(mechanism, delta=privacy.delta, calibration="analytic"), privacy.epsilon
-        return mechanism, privacy.epsilon
-    if isinstance(privacy, ZCDP):
-        if gaussian:
-            mechanism = dataclasses.replace(mechanism, calibration="zcdp")
-            return mechanism, zcdp_epsilon(privacy.rho, mechanism.delta)
-        return mechanism, math.sqrt(2.0 * privacy.rho)
-    raise ValueError(f"privacy must be PureDP, ApproxDP or ZCDP, got {privacy!r}")
+    if not isinstance(privacy, PureDP | ApproxDP | ZCDP):
+        raise ValueError(f"privacy must be PureDP, ApproxDP or ZCDP, got {privacy!r}")
+    if isinstance(privacy, PureDP) and noise_kind(mechanism) == "gaussian":
+        raise ValueError(f"{mechanism.name} adds Gaussian noise, which is never pure epsilon-DP; "
+                         "choose the (epsilon, delta) or zCDP definition, or a Laplace mechanism")
+    return mechanism, privacy
+
+
+def stating_definition(release: Release, definition: str, delta: float, epsilon_at_delta: float | None = None,
+                       ) -> Release:
+    """``release`` whose params state the definition it was asked for, its δ (0 under pure ε-DP) and, under zCDP, the
+    "ε at δ" its ρ is shown as (the budget holds the ρ itself)."""
+    params = {**release.params, "definition": definition, "delta": 0.0 if definition == "pure" else delta}
+    if definition == "zcdp":
+        rho = release.budget.rho if isinstance(release.budget, ZCDP) else None
+        params["epsilon_at_delta"] = epsilon_at_delta if epsilon_at_delta is not None else (
+            zcdp_epsilon(rho, delta) if rho else None)
+    return dataclasses.replace(release, params=params)
 
 
 @dataclass(frozen=True)
@@ -479,26 +494,22 @@ class Matched:
         """As the inner mechanism."""
         return self.inner.data_dependent
 
+    def privacy_at(self, epsilon: float) -> Privacy:
+        """The privacy value of "ε at δ" under the definition (the common x-axis's point)."""
+        return target(self.definition, check_epsilon(epsilon), self.delta)
+
     def resolve(self, epsilon: float):
-        """(mechanism, epsilon argument) for "ε at δ" under the definition."""
-        return for_privacy(self.inner, target(self.definition, check_epsilon(epsilon), self.delta))
+        """(mechanism, privacy value) for "ε at δ" under the definition."""
+        return for_privacy(self.inner, self.privacy_at(epsilon))
 
     def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        mechanism, argument = self.resolve(epsilon)
-        release = mechanism.run(x, workload, argument, rng)
-        params = {**release.params, "definition": self.definition,
-                  "delta": 0.0 if self.definition == "pure" else self.delta}
-        if self.definition == "zcdp":
-            params["epsilon_at_delta"] = float(epsilon)  # the common x-axis value (the budget holds its ρ)
-        budget = target(self.definition, float(epsilon), self.delta)
-        # the records' maps in the budget's unit: a Laplace measurement at ε is ε²/2-zCDP (Bun & Steinke 2016,
-        # Prop. 1.4) and zCDP composes by addition, so several records cost Σ ε_i²/2, not (Σ ε_i)²/2
-        return dataclasses.replace(release, budget=budget, privacy_loss=composed_loss(release.measurements, budget),
-                                   params=params)
+        mechanism, privacy = self.resolve(epsilon)
+        release = mechanism.run(x, workload, privacy, rng)  # states the privacy value and its records' loss in it
+        return stating_definition(release, self.definition, self.delta, float(epsilon))
 
     def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
-        mechanism, argument = self.resolve(epsilon)
-        return mechanism.expected_mse(workload, argument)
+        mechanism, privacy = self.resolve(epsilon)
+        return mechanism.expected_mse(workload, privacy)
 
     @property
     def strategy_ignores_queries(self) -> bool:

@@ -31,6 +31,7 @@ from dplens.core.mechanisms.contract import (
     BRANCHING_RANGE,
     Range,
     Release,
+    laplace_epsilon,
     setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, tree_cost
@@ -44,7 +45,7 @@ from dplens.core.mechanisms.measurement import (
     pure_epsilon,
     stated_noise,
 )
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.privacy.definitions import Privacy, PureDP
 from dplens.core.queries.workloads import (
     Workload,
     all_ranges,
@@ -644,8 +645,9 @@ class GreedyH(MeasuredPlan):
         dense = _greedy_solve(hierarchy, np.eye(q))  # L, n × q
         return Reconstruction(*noise, q, lambda v: dense.T @ v)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
         """Per-query MSE 2 (Δ₁/ε)² tr(WᵀW (AᵀA)⁻¹) / m of the least-squares estimate."""
+        epsilon = laplace_epsilon(privacy)
         tree, _ = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
         trace = tree.trace
         if not np.isfinite(trace):  # a sketched strategy: its exact error needs the Gram, once per workload

@@ -34,8 +34,8 @@ from dplens.core.mechanisms.contract import (
     grid_shape,
     setting,
 )
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon, stated_at
+from dplens.core.privacy.definitions import Privacy, PureDP
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import positive
 
@@ -59,8 +59,8 @@ def _spread(blocks: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarra
     return np.repeat(np.repeat(per_cell, heights, axis=0), widths, axis=1)
 
 
-def _grid_input(x: np.ndarray, workload: Workload, epsilon: float, name: str) -> tuple[np.ndarray, float]:
-    flat, epsilon = check_inputs(x, workload, epsilon)
+def _grid_input(x: np.ndarray, workload: Workload, privacy: Privacy | float, name: str) -> tuple[np.ndarray, float]:
+    flat, epsilon = check_inputs(x, workload, privacy)
     shape = grid_shape(x)
     if len(shape) != 2:
         raise ValueError(f"{name} needs a 2-D histogram (rows, cols); got data of shape {shape}. "
@@ -87,8 +87,8 @@ class UniformGrid:
         positive("c", self.c)
         check_ratio(self.total_ratio, "total_ratio")
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        cells, epsilon = _grid_input(x, workload, epsilon, self.name)
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        cells, epsilon = _grid_input(x, workload, privacy, self.name)
         eps_total, eps_grid = self.total_ratio * epsilon, (1 - self.total_ratio) * epsilon
         on_total, on_blocks = LaplaceMeasurement(1.0 / eps_total), LaplaceMeasurement(1.0 / eps_grid)
         total = _noisy_total(cells, on_total, rng)
@@ -102,10 +102,11 @@ class UniformGrid:
                    NoisyAnswers(f"the {noisy.size} grid blocks", on_blocks, 1.0, noisy.ravel()))
         params = {"grid": (rows.size - 1, cols.size - 1), "noisy_total": total, "c": self.c,
                   "total_ratio": self.total_ratio}
-        return Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate, params,
-                       workload=workload, measurements=records)
+        release = Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate,
+                          params, workload=workload, measurements=records)
+        return stated_at(release, privacy)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> None:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> None:
         return None  # the grid size and the uniformity bias depend on the data
 
 
@@ -126,8 +127,8 @@ class AdaptiveGrid:
         positive("c", self.c)
         check_ratio(self.total_ratio, "total_ratio")
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        cells, epsilon = _grid_input(x, workload, epsilon, self.name)
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        cells, epsilon = _grid_input(x, workload, privacy, self.name)
         eps_total = self.total_ratio * epsilon
         eps_1 = self.alpha * (epsilon - eps_total)
         eps_2 = (1 - self.alpha) * (epsilon - eps_total)
@@ -167,8 +168,9 @@ class AdaptiveGrid:
                    NoisyAnswers(f"the {fine.size} fine blocks", on_fine, 1.0, fine_noisy))
         params = {"coarse_grid": coarse.shape, "fine_blocks": int(per_block.sum()), "noisy_total": total,
                   "alpha": self.alpha, "c": self.c, "total_ratio": self.total_ratio}
-        return Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate, params,
-                       workload=workload, measurements=records)
+        release = Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate,
+                          params, workload=workload, measurements=records)
+        return stated_at(release, privacy)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> None:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> None:
         return None  # the grid sizes and the uniformity bias depend on the data

@@ -28,7 +28,7 @@ from typing import ClassVar
 import numpy as np
 
 from dplens.core.mechanisms.cache import StrategyCache
-from dplens.core.mechanisms.contract import Range, Release, check_epsilon, setting
+from dplens.core.mechanisms.contract import Range, Release, check_epsilon, laplace_epsilon, setting
 from dplens.core.mechanisms.gram import family_energy, noise_energy
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.measurement import (
@@ -40,7 +40,7 @@ from dplens.core.mechanisms.measurement import (
     pure_epsilon,
     stated_noise,
 )
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.privacy.definitions import Privacy, PureDP
 from dplens.core.queries.workloads import Workload, workload_grid
 
 
@@ -419,8 +419,9 @@ class Hierarchical(MeasuredPlan):
             return None
         return Reconstruction(*noise, tree.coordinates, lambda v: _tree_adjoint(tree, v))
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
         """Exact per-query MSE: 2 (h/ε)² Σ_k ‖W l_k‖² / m over the least-squares estimator's columns l_k."""
+        epsilon = laplace_epsilon(privacy)
         epsilon = check_epsilon(epsilon)
         args = self._tree_args(workload_grid(workload))
         height = build_tree(*args).height

@@ -8,15 +8,16 @@ from typing import ClassVar
 
 import numpy as np
 
-from dplens.core.mechanisms.contract import Release, check_inputs
+from dplens.core.mechanisms.contract import Release, check_inputs, laplace_epsilon
 from dplens.core.mechanisms.measurement import (
     LaplaceMeasurement,
     MeasuredPlan,
     Measurement,
     laplace_record,
     pure_epsilon,
+    stated_at,
 )
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.privacy.definitions import Privacy, PureDP
 from dplens.core.queries.workloads import Workload, l1_sensitivity, squared_frobenius
 
 
@@ -64,8 +65,9 @@ class LaplaceIdentity(MeasuredPlan):
         return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, measurement.params,
                        workload=workload, measurements=measured)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
         """Per-query MSE 2‖W‖_F²/(m ε²)."""
+        epsilon = laplace_epsilon(privacy)
         return 2.0 * squared_frobenius(workload) / (workload.shape[0] * epsilon**2)
 
 
@@ -85,12 +87,13 @@ class LaplaceOnAnswers(MeasuredPlan):
     name: str = "laplace-on-answers"
     data_dependent: bool = False
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
         if l1_sensitivity(workload) == 0:  # nothing depends on the data
-            x, epsilon = check_inputs(x, workload, epsilon)
-            return Release(self.name, PureDP(epsilon), 0.0, workload.matvec(x), None, {"sensitivity": 0.0},
-                           workload=workload)
-        return super().run(x, workload, epsilon, rng)
+            x, epsilon = check_inputs(x, workload, privacy)
+            release = Release(self.name, PureDP(epsilon), 0.0, workload.matvec(x), None, {"sensitivity": 0.0},
+                              workload=workload)
+            return stated_at(release, privacy)
+        return super().run(x, workload, privacy, rng)
 
     def noise_scale(self, workload: Workload, epsilon: float) -> float:
         """b = Δ₁(W)/ε, the Laplace scale on every answer (0 for a workload that reads no data)."""
@@ -115,8 +118,9 @@ class LaplaceOnAnswers(MeasuredPlan):
                        {"sensitivity": l1_sensitivity(workload), **measurement.params}, workload=workload,
                        measurements=measured)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
         """Per-query MSE 2(Δ₁(W)/ε)²."""
+        epsilon = laplace_epsilon(privacy)
         return 2.0 * (l1_sensitivity(workload) / epsilon) ** 2
 
 
@@ -135,14 +139,15 @@ class Uniform:
     name: str = "uniform"
     data_dependent: bool = False
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, privacy)
         measurement = LaplaceMeasurement(1.0 / epsilon)
         noisy_total = measurement.noisy(x.sum(), rng)
         estimate = np.full(x.size, noisy_total / x.size)
         measured = (laplace_record("the total", [(np.ones(x.size), measurement)], np.atleast_1d(noisy_total)),)
-        return Release(self.name, PureDP(epsilon), pure_epsilon(measured), workload.matvec(estimate), estimate,
-                       measurement.params, workload=workload, measurements=measured)
+        release = Release(self.name, PureDP(epsilon), pure_epsilon(measured), workload.matvec(estimate), estimate,
+                          measurement.params, workload=workload, measurements=measured)
+        return stated_at(release, privacy)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> None:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> None:
         return None

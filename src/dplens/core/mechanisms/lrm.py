@@ -48,13 +48,14 @@ from dplens.core.mechanisms.contract import (
     Release,
     check_epsilon,
     check_inputs,
+    laplace_epsilon,
     setting,
 )
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from dplens.core.mechanisms.gram import gram_apply
 from dplens.core.mechanisms.greedy_h import workload_key
-from dplens.core.mechanisms.measurement import laplace_record, measure_laplace, pure_epsilon
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.mechanisms.measurement import laplace_record, measure_laplace, pure_epsilon, stated_at
+from dplens.core.privacy.definitions import Privacy, PureDP
 from dplens.core.queries.workloads import Workload, dense
 from dplens.core.validate import integer, non_negative
 
@@ -494,8 +495,8 @@ class LRM:
         return Cost(OVERHEAD_SECONDS + flops / FLOPS_PER_SECOND, 8.0 * (2 * space + 8 * r * n + 3 * k * n),
                     f"rank(W) ≈ {k:,} and n = {n:,} cells (lrm's optimisation is cubic in n when rank(W) ≈ n)")
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, privacy)
         f = self.factorisation(workload)
         scale = f.sensitivity / epsilon
         measured, blocks = measure_laplace(f.strategy @ x, column_l1(f.strategy), scale, rng)  # W = 0: scale 0
@@ -508,9 +509,10 @@ class LRM:
         full_rank = f.rank == workload.shape[1]  # x̂ estimates x only when W has full column rank
         summary = [{"rank(W)": f.rank, "rows of L (r)": f.strategy.shape[0], "Δ₁(L)": f.sensitivity,
                     "tr(BᵀB)": f.trace, "‖W − BL‖_F": f.residual, "optimiser": f.note}]
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate if full_rank else None,
-                       params, {"factorisation": summary, "strategy_L": f.strategy}, workload=workload,
-                       measurements=records)
+        release = Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate if full_rank else None,
+                          params, {"factorisation": summary, "strategy_L": f.strategy}, workload=workload,
+                          measurements=records)
+        return stated_at(release, privacy)
 
     def expected_mse_on(self, x: np.ndarray, workload: Workload, epsilon: float) -> float:
         """Per-query MSE on data x, for any γ: (2·tr(BᵀB)·Δ₁(L)²/ε² + ‖(W − BL)x‖²)/m (variance plus bias).
@@ -521,8 +523,9 @@ class LRM:
         f = self.factorisation(workload)
         return (f.expected_total_mse(epsilon) + f.bias_squared(x)) / workload.shape[0]
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float | None:
         """Per-query 2·tr(BᵀB)·Δ₁(L)²/(m ε²); None when γ > 0 left W ≠ BL (the bias depends on the data)."""
+        epsilon = laplace_epsilon(privacy)
         epsilon = check_epsilon(epsilon)
         f = self.factorisation(workload)
         if not f.exact:

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dplens.core.mechanisms.contract import Release, check_inputs, laplace_privacy_loss
+from dplens.core.mechanisms.contract import Release, as_privacy, check_inputs, laplace_privacy_loss
 from dplens.core.privacy.definitions import (
     ZCDP,
     ApproxDP,
@@ -256,6 +256,22 @@ def pure_epsilon(records: Iterable[MeasurementRecord]) -> float:
     return composed_loss(records, PureDP(1.0))
 
 
+def stated_at(release: Release, privacy: Privacy | float) -> Release:
+    """``release`` (made by Laplace noise at ``laplace_epsilon(privacy)``) stating ``privacy`` as its budget and its
+    records' composition in that unit as its loss; unchanged when ``privacy`` is pure ε.
+
+    >>> from dplens.core.mechanisms import MECHANISMS
+    >>> from dplens.core.queries.workloads import Identity
+    >>> release = MECHANISMS["hb"].run(np.ones(4), Identity(4), ZCDP(0.5), np.random.default_rng(0))
+    >>> release.budget, release.privacy_loss  # hb ran at ε = 1: ρ = 1²/2
+    (ZCDP(rho=0.5), 0.5)
+    """
+    privacy = as_privacy(privacy)
+    if isinstance(privacy, PureDP):
+        return release
+    return dataclasses.replace(release, budget=privacy, privacy_loss=composed_loss(release.measurements, privacy))
+
+
 def laplace_record(query: str, blocks: Iterable[tuple[np.ndarray, Measurement]], values: Any) -> NoisyAnswers:
     """The record of one Laplace draw over ``blocks`` (column L1 norms of A_ℓ, its measurement): the whitened
     query's Δ₁ at the first block's scale, so its map gives ``pure_loss(blocks)``.
@@ -310,8 +326,9 @@ def measure_laplace(values: Any, column_l1: np.ndarray, scale: float,
 class MeasuredPlan:
     """Base of a plan split into its Laplace measurement and the step that takes any measurement.
 
-    ``run`` validates, then releases ``measure(x, workload, measurement(workload, ε), rng)`` with the budget
-    ε stated; a Gaussian twin calls the same ``measure`` with a ``GaussianMeasurement``. Subclasses provide
+    ``run`` validates, then releases ``measure(x, workload, measurement(workload, ε), rng)`` at the Laplace ε of its
+    privacy value, which the release states as its budget (its loss the records' composition in that unit); a
+    Gaussian twin calls the same ``measure`` with a ``GaussianMeasurement``. Subclasses provide
     ``measurement`` and ``measure`` (whose release states the measurement's pure loss as its ε: ∞ with a Gaussian
     block, which the Gaussian twin restates from σ).
     """
@@ -324,10 +341,10 @@ class MeasuredPlan:
         """The strategy's answers on the validated ``x`` measured with ``measurement``, then reconstructed."""
         raise NotImplementedError
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
-        return dataclasses.replace(self.measure(x, workload, self.measurement(workload, epsilon), rng),
-                                   budget=PureDP(epsilon))
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, privacy)
+        release = self.measure(x, workload, self.measurement(workload, epsilon), rng)
+        return stated_at(dataclasses.replace(release, budget=PureDP(epsilon)), privacy)
 
 
 @dataclass(frozen=True, eq=False)

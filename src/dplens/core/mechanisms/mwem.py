@@ -59,8 +59,9 @@ from dplens.core.mechanisms.measurement import (
     NoisyAnswers,
     PrivateChoice,
     pure_epsilon,
+    stated_at,
 )
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.privacy.definitions import Privacy, PureDP
 from dplens.core.queries.workloads import (
     Ranges,
     Workload,
@@ -142,9 +143,9 @@ class MWEM:
         return Cost(OVERHEAD_SECONDS * rounds + seconds, 8.0 * (8 * n + 4 * m + rounds * n),
                     f"rounds={rounds} × update_rounds={updates} over {n:,} cells and {m:,} queries")
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
         dimensions = np.ndim(x)
-        x, epsilon = check_inputs(x, workload, epsilon)
+        x, epsilon = check_inputs(x, workload, privacy)
         n = x.size
         spans = as_intervals(workload)  # interval rows are set directly, their spans known (no scans)
         sensitivity = max_abs_entry(workload)
@@ -211,12 +212,14 @@ class MWEM:
         # each measurement counts at its query's own sensitivity (plus the total's, when it is measured)
         loss = pure_epsilon(records)
         total_key = "total" if self.public_total else "noisy_total"
-        return Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
-                       {"rounds": self.rounds, "total_ratio": self.total_ratio,
-                        "update_rounds": self.update_rounds, "average": self.average,
-                        "public_total": self.public_total, **({"rounds_used": rounds} if self.rounds == "auto" else {}),
-                        "neighbouring": "replace_one" if self.public_total else "add_remove", total_key: total},
-                       {"selected_rows": len(rows)}, workload=workload, measurements=tuple(records))
+        release = Release(self.name, PureDP(epsilon), loss, workload.matvec(estimate), estimate,
+                          {"rounds": self.rounds, "total_ratio": self.total_ratio,
+                           "update_rounds": self.update_rounds, "average": self.average,
+                           "public_total": self.public_total,
+                           **({"rounds_used": rounds} if self.rounds == "auto" else {}),
+                           "neighbouring": "replace_one" if self.public_total else "add_remove", total_key: total},
+                          {"selected_rows": len(rows)}, workload=workload, measurements=tuple(records))
+        return stated_at(release, privacy)
 
     def _update(self, estimate: np.ndarray, first: np.ndarray, atom_of: np.ndarray, rows: list[np.ndarray],
                 measured: list[float], total: float, runs: list[tuple[int, int]] | None) -> np.ndarray:
@@ -273,5 +276,5 @@ class MWEM:
         return mw_interval_passes(np.asarray(mass, dtype=float), starts, stops, np.array(scaled), float(total),
                                   self.update_rounds)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> None:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> None:
         return None

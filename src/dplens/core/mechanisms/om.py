@@ -28,12 +28,13 @@ from dplens.core.mechanisms.contract import (
     Range,
     Release,
     check_inputs,
+    laplace_epsilon,
     setting,
 )
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, SECONDS_PER_ELEMENT, Cost, matvec_elements
 from dplens.core.mechanisms.greedy_h import interval_cells, workload_key
-from dplens.core.mechanisms.measurement import laplace_record, measure_laplace, pure_epsilon
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.mechanisms.measurement import laplace_record, measure_laplace, pure_epsilon, stated_at
+from dplens.core.privacy.definitions import Privacy, PureDP
 from dplens.core.queries.workloads import DENSE_LIMIT, Ranges, Workload, as_intervals, sparse_matrix
 from dplens.core.validate import non_negative
 
@@ -321,18 +322,20 @@ class OM:
         return Cost(OVERHEAD_SECONDS + 2e-10 * m * n * min(m, n), 8.0 * 3 * m * n,
                     f"the workload ({m:,} queries × {n:,} cells, which OM factorises densely)")
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, privacy)
         f = self.factorisation(workload)
         scale = f.sensitivity / epsilon
         noisy, blocks = measure_laplace(f.reduced @ x, np.asarray(abs(f.reduced).sum(axis=0)).ravel(), scale, rng)
         params = {"tol": self.tol, "row_seed": self.row_seed, "groups": len(f.groups),
                   "reduced_rows": f.reduced.shape[0], "sensitivity": f.sensitivity}
         records = (laplace_record(f"the {f.reduced.shape[0]} rows of the reduced workload", blocks, noisy),)
-        return Release(self.name, PureDP(epsilon), pure_epsilon(records), f.mixing @ noisy, None, params,
-                       {"groups": structure_table(f), "reduced": f.reduced, "mixing": f.mixing}, workload=workload,
-                       measurements=records)
+        release = Release(self.name, PureDP(epsilon), pure_epsilon(records), f.mixing @ noisy, None, params,
+                          {"groups": structure_table(f), "reduced": f.reduced, "mixing": f.mixing}, workload=workload,
+                          measurements=records)
+        return stated_at(release, privacy)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
         """Exact per-query MSE 2‖B‖_F²S̃²/(m ε²)."""
+        epsilon = laplace_epsilon(privacy)
         return self.factorisation(workload).expected_total_mse(epsilon) / workload.shape[0]

@@ -23,7 +23,7 @@ from typing import ClassVar
 import numpy as np
 
 from dplens.core.mechanisms.cache import StrategyCache
-from dplens.core.mechanisms.contract import Release, check_epsilon
+from dplens.core.mechanisms.contract import Release, check_epsilon, laplace_epsilon
 from dplens.core.mechanisms.gram import family_energy, noise_energy
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.hierarchical import workload_grid
@@ -36,7 +36,7 @@ from dplens.core.mechanisms.measurement import (
     pure_epsilon,
     stated_noise,
 )
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.privacy.definitions import Privacy, PureDP
 from dplens.core.queries.workloads import Kron, Workload
 
 
@@ -236,8 +236,9 @@ class Privelet(MeasuredPlan):
         return Reconstruction(*noise, padded_length(grid[0]) * padded_length(grid[1]),
                               lambda v: reconstruct_transpose(v, grid))
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
         """Exact per-query MSE 2 (c/ε)² Σ_k ‖W h_k‖² / m over the columns h_k of the inverse transform."""
+        epsilon = laplace_epsilon(privacy)
         epsilon = check_epsilon(epsilon)
         grid = workload_grid(workload)
         return 2.0 * (haar_sensitivity(grid) / epsilon) ** 2 * _unit_energy(grid, workload) / workload.shape[0]

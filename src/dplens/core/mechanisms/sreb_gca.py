@@ -27,8 +27,8 @@ from dplens.core.mechanisms.contract import (
     setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, sorting_cost
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon, stated_at
+from dplens.core.privacy.definitions import Privacy, PureDP
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import positive
 
@@ -135,8 +135,8 @@ class SrebGca:
         """Linear work plus the grouping pass (a sort of the cells)."""
         return sorting_cost(workload, 60)
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, privacy)
         epsilon1 = self.ratio * epsilon
         epsilon2 = check_epsilon(epsilon - epsilon1, "epsilon2")
         stage1, stage2 = LaplaceMeasurement(1.0 / epsilon1), LaplaceMeasurement(1.0 / epsilon2)
@@ -157,8 +157,9 @@ class SrebGca:
         shown = groups_from_cuts(order, cuts[:SHOWN_GROUPS])[:SHOWN_GROUPS]  # the first groups only: display
         details = {"groups": [{"group": i, "bins": len(g), "members": ", ".join(map(str, g[:20]))
                                + (" …" if len(g) > 20 else "")} for i, g in enumerate(shown)]}
-        return Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate, params,
-                       details, workload=workload, measurements=records)
+        release = Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(estimate), estimate,
+                          params, details, workload=workload, measurements=records)
+        return stated_at(release, privacy)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> None:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> None:
         return None

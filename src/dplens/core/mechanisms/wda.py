@@ -31,6 +31,7 @@ from dplens.core.mechanisms.contract import (
     Range,
     Release,
     check_inputs,
+    laplace_epsilon,
     laplace_privacy_loss,
     setting,
 )
@@ -42,8 +43,8 @@ from dplens.core.mechanisms.cost_model import (
     matvec_elements,
 )
 from dplens.core.mechanisms.greedy_h import workload_key
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon, stated_at
+from dplens.core.privacy.definitions import Privacy, PureDP
 from dplens.core.queries.workloads import Ranges, Workload, as_intervals, sparse_matrix, sparse_native
 
 BUDGET_RULES = ("optimal", "equal", "optimal_global")
@@ -272,8 +273,8 @@ class WDA:
         return Cost(OVERHEAD_SECONDS + seconds, 8.0 * (3 * entries + 4 * n + 4 * m),
                     f"the workload's {entries:,.0f} matrix entries ({m:,} queries × {n:,} cells)")
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, privacy)
         leaves = self.division(workload)
         answers = workload.matvec(x)
         inverse_scale = np.zeros(workload.shape[0])  # ε_ℓ/Δ_ℓ on the rows of leaf ℓ; 0 where no data is read
@@ -290,9 +291,11 @@ class WDA:
                                 laplace_privacy_loss([(_rows_of(workload).loss_weights(inverse_scale), 1.0)]),
                                 answers),)
         params = {"budget": self.budget, "g": self.g, "division_seed": self.division_seed, "leaves": len(leaves)}
-        return Release(self.name, PureDP(epsilon), pure_epsilon(records), answers, None, params,
-                       {"division": division_table(leaves, epsilon)}, workload=workload, measurements=records)
+        release = Release(self.name, PureDP(epsilon), pure_epsilon(records), answers, None, params,
+                          {"division": division_table(leaves, epsilon)}, workload=workload, measurements=records)
+        return stated_at(release, privacy)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> float:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
         """Exact per-query MSE (1/m)Σ_ℓ |W_ℓ|·2Δ_ℓ²/ε_ℓ² over this workload's division."""
+        epsilon = laplace_epsilon(privacy)
         return expected_error(self.division(workload), epsilon)

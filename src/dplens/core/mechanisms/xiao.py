@@ -31,10 +31,11 @@ from dplens.core.mechanisms.contract import (
     check_epsilon,
     check_inputs,
     exponential_mechanism,
+    laplace_epsilon,
     setting,
 )
-from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon, pure_loss
-from dplens.core.privacy.definitions import PureDP, cell_sensitivity
+from dplens.core.mechanisms.measurement import LaplaceMeasurement, NoisyAnswers, pure_epsilon, pure_loss, stated_at
+from dplens.core.privacy.definitions import Privacy, PureDP, cell_sensitivity
 from dplens.core.queries.workloads import Workload, squared_frobenius
 from dplens.core.validate import integer
 
@@ -80,8 +81,8 @@ class CellRelease:
         if self.n_public is not None:
             check_epsilon(self.n_public, "n_public")
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        x, epsilon = check_inputs(x, workload, epsilon)
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        x, epsilon = check_inputs(x, workload, privacy)
         measurement = LaplaceMeasurement(cell_sensitivity(self.neighbouring) / epsilon)
         counts = measurement.noisy(x, rng)
         if self.clip:
@@ -94,11 +95,13 @@ class CellRelease:
         params = {"neighbouring": self.neighbouring, "clip": self.clip, "n_public": self.n_public,
                   **measurement.params}
         details = {} if self.n_public is None else {"fractions": counts / self.n_public}
-        return Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(counts), counts, params,
-                       details, workload=workload, measurements=records)
+        release = Release(self.name, PureDP(epsilon), pure_epsilon(records), workload.matvec(counts), counts, params,
+                          details, workload=workload, measurements=records)
+        return stated_at(release, privacy)
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float | None:
         """Per-query MSE 2(Δ/α)²‖W‖_F²/m without clipping; None with clipping (its bias depends on x)."""
+        epsilon = laplace_epsilon(privacy)
         if self.clip:
             return None
         scale = cell_sensitivity(self.neighbouring) / epsilon

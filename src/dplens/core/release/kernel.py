@@ -53,7 +53,7 @@ from dplens.core.data import limits
 from dplens.core.data.limits import MAX_EPSILON
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from dplens.core.mechanisms.contract import check_budget_epsilon
-from dplens.core.mechanisms.gaussian import Matched, for_privacy
+from dplens.core.mechanisms.gaussian import for_privacy, stating_definition
 from dplens.core.mechanisms.measurement import MeasuredPlan, ZCDPStep, composed_loss
 from dplens.core.privacy.budget import Budget, Ledger, ledger_charge
 from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount, privacy_words, zcdp_epsilon
@@ -122,17 +122,16 @@ class Published:
     metadata: dict = field(default_factory=dict)
 
 
-def plan_histogram(request: HistogramRequest) -> tuple[Mechanism | Matched, Mechanism, float, Budget]:
-    """(runner, mechanism, epsilon argument, charge) for a histogram request, or ValueError naming what is wrong.
+def plan_histogram(request: HistogramRequest) -> tuple[Mechanism, Privacy, Budget]:
+    """(mechanism, the privacy value it runs at, charge) for a histogram request, or ValueError naming what is wrong.
 
-    >>> runner, mechanism, epsilon, charge = plan_histogram(HistogramRequest("hb", {}, ZCDP(0.5), None, "", 1e-6))
-    >>> round(epsilon, 3), charge.rho  # "ε at δ" of ρ = 0.5 at δ = 1e-6; hb then runs at √(2ρ) = 1
-    (5.222, 0.5)
+    >>> mechanism, privacy, charge = plan_histogram(HistogramRequest("hb", {}, ZCDP(0.5), None, "", 1e-6))
+    >>> mechanism.name, privacy, charge.rho  # hb runs at ε = √(2ρ) = 1 and states ρ
+    ('hb', ZCDP(rho=0.5), 0.5)
     """
     if request.mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {request.mechanism!r}")
-    definition = DEFINITION_OF.get(type(request.privacy))
-    if definition is None:
+    if DEFINITION_OF.get(type(request.privacy)) is None:
         raise ValueError(f"privacy target must be PureDP, ApproxDP or ZCDP, got {request.privacy!r}")
     # refused before any arithmetic on it: ε beyond MAX_EPSILON protects nothing and overflows ε²/2
     if isinstance(request.privacy, ZCDP):
@@ -142,15 +141,8 @@ def plan_histogram(request: HistogramRequest) -> tuple[Mechanism | Matched, Mech
         check_budget_epsilon(request.privacy.to_approx(request.delta).epsilon, "epsilon at delta")
     else:
         check_budget_epsilon(request.privacy.epsilon)
-    base = configure(MECHANISMS[request.mechanism], request.settings)
-    if definition == "pure":
-        runner, epsilon = for_privacy(base, request.privacy)
-        mechanism = runner
-    else:  # "ε at δ": Laplace at ε (or √(2ρ)), Gaussian calibrated; the release states definition, δ and ρ
-        runner = Matched(base, definition, request.delta)
-        epsilon = request.privacy.to_approx(request.delta).epsilon
-        mechanism = runner.resolve(epsilon)[0]
-    return runner, mechanism, epsilon, ledger_charge(request.privacy, request.delta)
+    mechanism, privacy = for_privacy(configure(MECHANISMS[request.mechanism], request.settings), request.privacy)
+    return mechanism, privacy, ledger_charge(request.privacy, request.delta)
 
 
 def secure_seconds(estimate_seconds: float, values: int) -> float:
@@ -199,7 +191,7 @@ def release_histogram(request: HistogramRequest, counts: np.ndarray, *, store: L
         BudgetExceededError: the ledger cannot pay (nothing run);
         RunTimeLimitError: stopped at ``time_limit`` (nothing charged).
     """
-    runner, mechanism, epsilon, charge = plan_histogram(request)
+    mechanism, privacy, charge = plan_histogram(request)
     label = label or f"release: {request.mechanism}"
     if private:
         _check_fits(store, fingerprint, label, charge, default_total)
@@ -210,10 +202,13 @@ def release_histogram(request: HistogramRequest, counts: np.ndarray, *, store: L
     noise = rng if rng is not None else noise_source("secure", mechanism=mechanism, counts=counts)
     started = time.perf_counter()
     values = counts.size + request.workload.shape[0]
-    release = run_bounded(runner.run, counts, request.workload, epsilon, noise,
+    release = run_bounded(mechanism.run, counts, request.workload, privacy, noise,
                           seconds=limits.MAX_ACTION_SECONDS if time_limit is None else time_limit,
                           estimated_seconds=cost.seconds if exploring else secure_seconds(cost.seconds, values))
     seconds = time.perf_counter() - started
+    definition = DEFINITION_OF[type(request.privacy)]
+    if definition != "pure":  # the δ it was asked at, and under zCDP the ε at δ its ρ is shown as
+        release = stating_definition(release, definition, request.delta)
     _check_loss(release, request.privacy)
     sampler = noise_sampler(noise, mechanism)
     export_id = None if exploring else new_export_id()
@@ -301,7 +296,7 @@ def export_intervals(release: Release, request: HistogramRequest, *, simultaneou
                      rng: np.random.Generator | None = None) -> Intervals:
     """95 % intervals for ``release`` (made for ``request``), from its released values only (never the true data):
     what every export carries, from the command line and the Release page alike."""
-    mechanism = plan_histogram(request)[1]
+    mechanism = plan_histogram(request)[0]
     return release_intervals(mechanism, release, request.workload, simultaneous=simultaneous,
                              trials=EXPORT_INTERVAL_TRIALS, rng=rng if rng is not None else np.random.default_rng())
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from dplens.core.catalogue import add, view
 from dplens.core.mechanisms import MECHANISMS, Range, Release, configure
-from dplens.core.mechanisms.contract import parameter_ranges, setting
+from dplens.core.mechanisms.contract import laplace_epsilon, parameter_ranges, setting
 from dplens.core.mechanisms.measurement import (
     GaussianMeasurement,
     LaplaceMeasurement,
@@ -35,7 +35,7 @@ from dplens.core.mechanisms.measurement import (
     relabelled,
 )
 from dplens.core.privacy.definitions import ZCDP
-from dplens.core.privacy.noise import add_gaussian
+from dplens.core.privacy.noise import add_gaussian, noise_kind
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.contract import INTERVAL_LEVEL, check_rho, marginal_release
 from dplens.core.tables.opt_marginals import measure_marginals, plan_opt_marginals
@@ -269,9 +269,11 @@ class MarginalHistograms:
                 estimates.append(workload.from_query_order(index, np.ravel(release.estimate)))
             halfwidths.append(_cell_halfwidths(mechanism, release, workload, index))
         exact = all(h is not None for h in halfwidths)
+        each = f"epsilon {laplace_epsilon(epsilon):.6g}" if noise_kind(mechanism) == "laplace" else \
+            f"rho {epsilon.rho:.6g}"
         metadata = {"privacy": f"rho-zCDP: {self.method} on each marginal at rho/{len(estimates)} "
-                               f"(epsilon {epsilon:.6g} each), add/remove one record", "method": self.method,
-                    "epsilon_each": epsilon,
+                               f"({each} each), add/remove one record", "method": self.method,
+                    "epsilon_each": laplace_epsilon(epsilon) if noise_kind(mechanism) == "laplace" else None,
                     "intervals": "exact quantiles of the strategy's noise per cell" if exact else
                                  "none (data-dependent method: its error depends on the data)"}
         return marginal_release(self.name, rho, composed_loss(measured, ZCDP(rho)), workload, estimates,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
+import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from dplens.core.privacy.budget import Budget, Ledger
@@ -51,3 +54,46 @@ def test_the_curator_may_still_change_the_definition_after_arriving():
     assert not at.exception
     keys = {n.key for n in at.number_input}
     assert "release_epsilon" in keys and "release_rho" not in keys
+
+
+def test_the_gradual_simulation_speaks_rho_and_draws_at_the_laplace_epsilon():
+    """Under a ρ ledger the simulated walk is scheduled, charged and plotted in ρ; each step's Laplace ε = √(2ρ)."""
+    at = _arrive_on_a_rho_ledger()
+    at.switch_page("pages/gradual.py").run()
+    assert not at.exception
+    schedule = at.text_input(key="gradual_schedule")
+    assert schedule.label.startswith("ρ schedule") and "√(2ρ)" in schedule.help
+    schedule.set_value("0.02, 0.08, 0.5").run()
+    label = at.button(key="gradual_release").label
+    assert label.startswith("Simulate step 1 (ρ 0.02") and "ε" not in label, label
+    for _ in range(3):
+        at.button(key="gradual_release").click().run()
+    assert not at.exception and not at.error
+    walk = at.session_state.gradual_walk
+    assert walk["unit"] == "ρ" and walk["points"] == [0.02, 0.08, 0.5]
+    assert walk["epsilons"] == pytest.approx([0.2, 0.4, 1.0])  # √(2ρ)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["A real walk's loss so far (largest ρ)"] == "ρ = 0.5"
+    assert shown["Independent releases would cost (Σ ρ)"] == "ρ = 0.6"
+    charts = {c.proto.id: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    (loss,) = [c for k, c in charts.items() if "gradual_loss" in k]
+    assert loss["layout"]["xaxis"]["title"]["text"] == "ρ of the latest step"
+    assert [t["name"] for t in loss["data"]] == ["noise reduction: ρ_t", "independent releases: Σ ρ"]
+    (error,) = [c for k, c in charts.items() if "gradual_error_chart" in k]
+    (expected,) = [t for t in error["data"] if t["name"] == "one-shot expected 1/√ρ"]
+    y = expected["y"]  # Plotly may send the array as base64 bytes
+    y = np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]) if isinstance(y, dict) else y
+    assert list(y) == pytest.approx([0.02 ** -0.5, 0.08 ** -0.5, 0.5 ** -0.5])
+    assert any("charged only its last ρ" in c.value for c in at.caption)
+    assert not at.session_state.ledger.spends[1:]  # a simulation: nothing beyond the recorded release is charged
+
+
+def test_use_this_rho_hands_the_gradual_simulation_a_schedule_in_rho():
+    at = _arrive_on_a_rho_ledger()
+    at.switch_page("pages/choose_epsilon.py").run()
+    choice = list(at.session_state.epsilon_choices.values())[-1]
+    at.button(key="choose_use").click().run()
+    at.switch_page("pages/gradual.py").run()
+    assert not at.exception
+    rho = zcdp_rho(choice.epsilon, 1e-6)  # the hand-off carries ε at δ; the schedule ends at its ρ
+    assert at.text_input(key="gradual_schedule").value.endswith(f"{rho:.4g}")

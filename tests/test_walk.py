@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 from dplens.cli import main
+from dplens.core.data.signing import key_id, public_key, verify_export
 from dplens.core.papers.audit import audit_pair
 from dplens.core.privacy.budget import Budget, BudgetExceededError
 from dplens.core.privacy.definitions import ZCDP, PureDP
@@ -132,6 +133,20 @@ def test_a_zcdp_walk_charges_rho_increments(tmp_path):
     assert store.ledger(FP).spent.rho == pytest.approx(0.125) and step.published.release.loss_unit == "rho"
     doc = json.loads(export_walk_step(step, fmt="json", dataset="toy"))
     assert (doc["cumulative_loss"], doc["cumulative_loss_unit"], doc["step"]) == (0.125, "rho", 2)
+
+
+def test_a_walk_step_export_is_signed_over_its_values_and_the_walk(tmp_path):
+    """#36 item 4: it verifies under this installation's key; a changed value or walk field, or another key, fails."""
+    store = _store(tmp_path)
+    store.set_total(FP, Budget(2.0))
+    walk = start_walk(np.array([30.0, 0, 12, 7]), [PureDP(0.5), PureDP(1.0)], store=store, fingerprint=FP, name="toy")
+    data = export_walk_step(release_walk_step(walk.id, store=store), fmt="json", dataset="toy")
+    assert verify_export(data, [public_key()]) == key_id(public_key())
+    assert verify_export(data, [public_key(tmp_path / "elsewhere")]) is None  # another installation's key
+    doc = json.loads(data)
+    for field, value in (("counts", [doc["counts"][0] + 1, *doc["counts"][1:]]), ("cumulative_loss", 0.1),
+                         ("step", 2)):
+        assert verify_export(json.dumps(doc | {field: value}).encode(), [public_key()]) is None, field
 
 
 def test_refusals_name_the_reason_and_charge_nothing(tmp_path):
@@ -430,6 +445,9 @@ def test_the_command_line_runs_accuracy_first_and_exports_the_released_step(tmp_
     doc = json.loads((out / "accuracy-first.json").read_text())
     assert "charged the ex-post loss" in said and doc["accuracy_first"]["target"] == 50.0
     assert doc["ex_post_loss"] <= doc["ex_ante_cap"] and doc["noise_path"] == "secure" and len(doc["lower"]) == 4096
+    signed = (out / "accuracy-first.json").read_bytes()  # signed over the search's fields too (#36 item 4)
+    assert verify_export(signed, [public_key()]) == key_id(public_key())
+    assert verify_export(json.dumps(doc | {"ex_post_loss": doc["ex_post_loss"] / 2}).encode(), [public_key()]) is None
     spent = LedgerStore(tmp_path / "l.sqlite3").history()[-1]
     assert spent["epsilon"] == pytest.approx(doc["ex_post_loss"]) and "ex-post loss" in spent["note"]
     assert main(["gradual", "accuracy", "--input", "smooth", "--target", "0.001", "--cap", "0.5", "--output-dir",

@@ -51,6 +51,7 @@ from dplens.core.analysis.cost import check_cost, estimate_cost
 from dplens.core.analysis.intervals import Intervals, exact_halfwidth, release_intervals
 from dplens.core.data import limits
 from dplens.core.data.limits import MAX_EPSILON
+from dplens.core.data.signing import sign_document
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from dplens.core.mechanisms.contract import check_budget_epsilon
 from dplens.core.mechanisms.gaussian import for_privacy, stating_definition
@@ -556,7 +557,8 @@ def _symmetric_intervals(release: Release, noise: tuple[str, float, bool], metho
 def export_walk_step(step: WalkStep, *, fmt: str, dataset: str) -> bytes:
     """A released step's export, as ``export_release`` writes a release, plus (JSON) the walk, the step and the
     cumulative loss of the steps released so far (the last step's, not their sum). A Gaussian step's intervals use
-    the normal quantile at the noise's total σ (a sum of discrete Gaussians: its variance is at most σ²)."""
+    the normal quantile at the noise's total σ (a sum of discrete Gaussians: its variance is at most σ²). The JSON is
+    signed by this installation over all of it (``dplens.core.data.signing``), as ``release_to_json`` signs."""
     intervals = None
     release = step.published.release
     if step.walk.mechanism == "gaussian-identity":
@@ -569,7 +571,7 @@ def export_walk_step(step: WalkStep, *, fmt: str, dataset: str) -> bytes:
     doc |= {"walk": step.walk.id, "step": step.step, "steps": step.walk.steps,
             "cumulative_loss": amount(step.cumulative),
             "cumulative_loss_unit": "rho" if isinstance(step.cumulative, ZCDP) else "epsilon"}
-    return json.dumps(doc, indent=2, allow_nan=False).encode()
+    return sign_document(doc, indent=2).encode()  # signed again: the signature covers the walk's fields too
 
 
 @dataclass(frozen=True, eq=False)
@@ -635,7 +637,8 @@ def accuracy_first_release(counts: np.ndarray, workload: Workload, target: float
 def export_accuracy_first(result: AccuracyFirstRelease, workload_spec: str, *, fmt: str, dataset: str) -> bytes:
     """The released step of an accuracy-first search, as ``export_release`` writes a release: its intervals are the
     exact discrete Laplace ones of the step's own scale 1/ε_{t*} (the ex-post ε names the charge, not the noise), and
-    the JSON adds the search (target, metric, grid, ε_A, the ex-post loss and the ex-ante cap)."""
+    the JSON adds the search (target, metric, grid, ε_A, the ex-post loss and the ex-ante cap) and is signed by this
+    installation over all of it (``dplens.core.data.signing``)."""
     if result.published is None:
         raise ValueError("no step met the target: nothing was released, so there is nothing to export")
     release = result.published.release
@@ -647,4 +650,4 @@ def export_accuracy_first(result: AccuracyFirstRelease, workload_spec: str, *, f
         return data
     doc = json.loads(data) | {"accuracy_first": dict(release.params["accuracy_first"]),
                               "ex_post_loss": result.charged.epsilon, "ex_ante_cap": result.ex_ante_cap}
-    return json.dumps(doc, indent=2, allow_nan=False).encode()
+    return sign_document(doc, indent=2).encode()  # signed again: the signature covers the search's fields too

@@ -38,8 +38,9 @@ def fit_table(mechanism, workload: MarginalWorkload, records: np.ndarray, rho: f
     """OpenDP's fitted ``ContingencyTable``, fitted by ``mechanism.fitted_table`` exactly as its ``run`` does."""
     from mbi.estimation import mirror_descent
 
-    def estimator(mbi_domain, loss_fn, *, potentials=None):
-        return mirror_descent(mbi_domain, loss_fn, potentials=potentials, iters=mechanism.fit_iters(potentials))
+    def estimator(mbi_domain, loss_fn, *, potentials=None, final=False):
+        return mirror_descent(mbi_domain, loss_fn, potentials=potentials,
+                              iters=mechanism.fit_iters(potentials, final=final))
 
     return mechanism.fitted_table(workload, records, mechanism.handed_rho(rho, len(workload.domain.names)), estimator)
 

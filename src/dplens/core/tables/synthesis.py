@@ -12,6 +12,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import warnings
@@ -126,7 +127,8 @@ def rho_advice(rhos) -> str | None:
 
 SAMPLING = "sampling the synthetic records"  # every synthesiser's last step (dplens.core.tables.progress)
 ESTIMATOR_ITERS = 1000  # private-pgm's mirror-descent iterations (OpenDP's default) for MST and identity-pgm
-AIM_ROUND_ITERS = 300   # per AIM round, warm-started from the previous model (100 cost 0.083 vs 0.065 TVD on Adult)
+AIM_ROUND_ITERS = ESTIMATOR_ITERS  # per AIM round, warm-started (the authors' aim.py: max_iters = 1000 per round;
+#                                    300 left the released model short of convergence: TVD rose with ρ, issue #38)
 AIM_MAX_SIZE = 20.0     # MB of the largest model AIM may select (OpenDP: 80); bounds its run time on Adult
 AIM_ROUNDS = 50         # AIM's initial step is ρ/rounds (OpenDP: 16 × attributes); fewer rounds, fewer fits
 ITERS_RANGE = Range(1, 100_000, integer=True)  # mirror-descent iterations a setting may ask for
@@ -226,7 +228,11 @@ class _OpenDPTable:
 
         dp = _opendp()
         with quiet_synthesis():
-            return self._release(dp, pl, workload, records, handed, estimator)
+            return self.final_fit(self._release(dp, pl, workload, records, handed, estimator), estimator)
+
+    def final_fit(self, table, estimator):
+        """The released table: OpenDP's as it is (MST and identity-pgm fit every measurement last already)."""
+        return table
 
     def _release(self, dp, pl, workload: MarginalWorkload, records: np.ndarray, handed: float, estimator):
         domain = workload.domain
@@ -263,8 +269,8 @@ class _OpenDPTable:
         reporter = Reporter(plan, progress, require("jax", "tables", feature).block_until_ready)
         reporter.stage(0)
 
-        def estimator(mbi_domain, loss_fn, *, potentials=None):
-            iters = self.fit_iters(potentials)  # type: ignore[attr-defined]  # set by each subclass
+        def estimator(mbi_domain, loss_fn, *, potentials=None, final=False):
+            iters = self.fit_iters(potentials, final=final)  # type: ignore[attr-defined]  # set by each subclass
             # ρ measured so far: Σ 1/(2σ²) over the measurements to fit (sensitivity 1 each); after the first fit,
             # each round's measurement is ``measure_split`` of what the round spent (the rest selected).
             measured = gaussian_rho(m.stddev for m in loss_fn if getattr(m, "stddev", 0) > 0)
@@ -272,6 +278,8 @@ class _OpenDPTable:
                 first_fit.append(measured)
             spent = first_fit[0] + (measured - first_fit[0]) / getattr(self, "measure_split", 1.0)
             rounds = (spent - first_fit[0]) / (handed - first_fit[0]) if fits[0] and handed > first_fit[0] else None
+            if final:  # AIM's final fit: the last of its rounds' step, with all their ρ measured
+                rounds = 1.0
             on_iteration = reporter.fit(iters, rounds)
             model = mirror_descent(mbi_domain, loss_fn, potentials=potentials, iters=iters,
                                    callback_fn=on_iteration)
@@ -335,7 +343,7 @@ class MST(_OpenDPTable):
                         Stage(SAMPLING, 0.05)))
 
 
-    def fit_iters(self, potentials) -> int:
+    def fit_iters(self, potentials, *, final: bool = False) -> int:
         return self.iters
 
     def settings(self, rho: float) -> dict:
@@ -355,7 +363,11 @@ class AIM(_OpenDPTable):
     A round that does not move the model quadruples the next round's budget, so the rounds end when ρ is spent.
     Bounds (dplens's defaults, chosen to finish on Adult in minutes): ``rounds`` sets the first round's
     budget to ρ/rounds (OpenDP: 16 × attributes); ``max_size`` caps the model's size in MB (OpenDP: 80);
-    ``round_iters`` mirror-descent steps per refit, warm-started, and ``iters`` for the final fit.
+    ``round_iters`` mirror-descent steps per refit, warm-started, and ``iters`` for the first fit (1-way marginals)
+    and the final fit: once the rounds end, the released model is fitted once more to every measurement, warm-started
+    from the last round's model (post-processing; :meth:`final_fit`). Both default to 1000, the schedule of the
+    authors' ``aim.py`` (private-pgm); private-pgm's mirror descent restarts its step size at every call, so each fit
+    needs its iterations.
     """
 
     rounds: int = setting(AIM_ROUNDS, Range(1, 10_000, integer=True))
@@ -377,17 +389,25 @@ class AIM(_OpenDPTable):
             raise ValueError(f"max_size must be a number of MB in (0, 4096], got {self.max_size!r}")
 
 
-    def fit_iters(self, potentials) -> int:
-        # The first fit (one-way marginals only) and the refits start warm; OpenDP fits once more at the end.
-        return self.round_iters if potentials is not None else self.iters
+    def fit_iters(self, potentials, *, final: bool = False) -> int:
+        """Mirror-descent iterations of a fit: ``iters`` for the first (cold) and the final fit, ``round_iters`` for
+        a round's warm-started refit."""
+        return self.round_iters if potentials is not None and not final else self.iters
+
+    def final_fit(self, table, estimator):
+        """OpenDP's AIM releases the last round's refit; as the authors' ``aim.py`` does, the model is fitted once
+        more to every measurement (warm-started, ``iters`` iterations) before records are drawn. Post-processing:
+        the measurements, and so the privacy loss, are unchanged."""
+        model = estimator(table.model.domain, table.marginals.flatten(), potentials=table.model.potentials, final=True)
+        return dataclasses.replace(table, model=model)
 
     def progress_plan(self, workload: MarginalWorkload) -> RunPlan:
         """AIM's steps: the 1-way marginals, a fit, its rounds until ρ is spent (how many depends on the data, so
-        they are followed by the share of their ρ measured), the records."""
+        they are followed by the share of their ρ measured) and the final fit (at all their ρ), the records."""
         return RunPlan((Stage("measuring the 1-way marginals", 0.15),
                         Stage("fitting the model to the 1-way marginals", 0.05, iters=self.iters),
-                        Stage("AIM's rounds (select the worst-fitted marginal, measure it, refit the model)", 0.72,
-                              rounds=True),
+                        Stage("AIM's rounds (select the worst-fitted marginal, measure it, refit the model), then "
+                              "the final fit", 0.72, rounds=True),
                         Stage(SAMPLING, 0.08)))
 
     def settings(self, rho: float) -> dict:
@@ -451,7 +471,7 @@ class IdentityPGM(_OpenDPTable):
         return laplace_epsilon(stddevs) ** 2 / 2 if self.noise == "laplace" else gaussian_rho(stddevs)
 
 
-    def fit_iters(self, potentials) -> int:
+    def fit_iters(self, potentials, *, final: bool = False) -> int:
         return self.iters
 
     def settings(self, rho: float) -> dict:

@@ -25,7 +25,8 @@ import dataclasses  # noqa: E402
 from results import Recorder, record  # noqa: E402
 
 from dplens.core.mechanisms import MECHANISMS  # noqa: E402
-from dplens.core.mechanisms.gaussian import unit_sigma  # noqa: E402
+from dplens.core.mechanisms.measurement import unit_sigma  # noqa: E402
+from dplens.core.privacy.definitions import ApproxDP, target  # noqa: E402
 from dplens.core.queries.workloads import AllRange, Identity, Prefix, random_range  # noqa: E402
 
 ONED = {  # n, workload: Identity, H2, Wavelet, HDMM (YuanConvex), SVD bound
@@ -41,8 +42,7 @@ HDMM_SECONDS = {1024: 6.4, 4096: 191.0}
 
 def unit_rmse(mechanism, workload) -> float:
     """Per-query RMSE at σ = Δ₂(A): expected_mse / unit σ² at any ε (here ε = 1, δ = 1e-6, analytic)."""
-    return math.sqrt(mechanism.expected_mse(workload, 1.0)
-                     / unit_sigma(1.0, mechanism.delta, mechanism.calibration) ** 2)
+    return math.sqrt(mechanism.expected_mse(workload, ApproxDP(1.0, 1e-6)) / unit_sigma(1.0, 1e-6, "analytic") ** 2)
 
 
 def mm_opt_table(sizes) -> None:
@@ -93,11 +93,10 @@ def laplace_vs_gaussian(n: int = 1024, epsilon: float = 1.0, delta: float = 1e-6
     print(f"{'workload':12} {'mechanism':20} {'Laplace':>10} {'Gauss (e,d)':>12} {'Gauss zCDP':>11} {'best':>9}")
     for label, workload in workloads.items():
         for laplace_name, gaussian_name in pairs:
-            gaussian = dataclasses.replace(MECHANISMS[gaussian_name], delta=delta)
-            zcdp = dataclasses.replace(gaussian, calibration="zcdp")
+            gaussian = MECHANISMS[gaussian_name]
             lap = math.sqrt(MECHANISMS[laplace_name].expected_mse(workload, epsilon))
-            gau = math.sqrt(gaussian.expected_mse(workload, epsilon))
-            zc = math.sqrt(zcdp.expected_mse(workload, epsilon))
+            gau = math.sqrt(gaussian.expected_mse(workload, target("approx", epsilon, delta)))
+            zc = math.sqrt(gaussian.expected_mse(workload, target("zcdp", epsilon, delta)))
             best = "Gaussian" if gau < lap else "Laplace"
             print(f"{label:12} {laplace_name:20} {lap:10.3f} {gau:12.3f} {zc:11.3f} {best:>9}")
             record(name=f"{laplace_name} on {label}, n={n}", laplace_rmse=lap, gaussian_rmse=gau,

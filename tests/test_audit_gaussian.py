@@ -26,7 +26,7 @@ from dplens.core.mechanisms.greedy_h import cell_strategy
 from dplens.core.mechanisms.hierarchical import build_tree, workload_grid
 from dplens.core.mechanisms.privelet import haar_forward, padded_length
 from dplens.core.papers.audit import cp_bounds as _cp_bounds
-from dplens.core.privacy.definitions import gaussian_delta
+from dplens.core.privacy.definitions import gaussian_delta, target
 from dplens.core.privacy.noise import noise_kind
 from dplens.core.queries.workloads import AllRange, dense
 from dplens.core.queries.workloads import Identity as IdentityWorkload
@@ -76,17 +76,19 @@ def _dense_strategy(mechanism, workload) -> np.ndarray:
 
 
 @pytest.mark.parametrize("mechanism", GAUSSIAN.values(), ids=GAUSSIAN.keys())
-@pytest.mark.parametrize("calibration", ["analytic", "zcdp"])
-def test_exact_privacy_curve_of_the_stated_sigma_meets_the_claim(mechanism, calibration):
-    mechanism = dataclasses.replace(mechanism, calibration=calibration)
+@pytest.mark.parametrize("definition", ["approx", "zcdp"])
+def test_exact_privacy_curve_of_the_stated_sigma_meets_the_claim(mechanism, definition):
+    # (1, 1e-6)-DP, or the ρ whose CKS conversion is (1, 1e-6)-DP: the exact curve at the σ drawn meets (1, 1e-6)
+    epsilon, delta = 1.0, 1e-6
     workload = AllRange(N)
-    release = mechanism.run(np.arange(float(N)), workload, 1.0, np.random.default_rng(0))
+    release = mechanism.run(np.arange(float(N)), workload, target(definition, epsilon, delta),
+                            np.random.default_rng(0))
     sensitivity = float(np.linalg.norm(_dense_strategy(mechanism, workload), axis=0).max())
-    sigma, delta = release.params["sigma"], release.params["delta"]
+    sigma = release.params["sigma"]
     assert release.params["l2_sensitivity"] == pytest.approx(sensitivity, rel=1e-9)
-    assert gaussian_delta(release.epsilon, sigma, sensitivity) <= delta * (1 + 1e-9)
+    assert gaussian_delta(epsilon, sigma, sensitivity) <= delta * (1 + 1e-9)
     assert release.params["rho"] >= sensitivity**2 / (2 * sigma**2) * (1 - 1e-12)
-    assert gaussian_delta(release.epsilon, 0.9 * sigma, sensitivity) > 2 * delta  # σ 10 % small: refuted
+    assert gaussian_delta(epsilon, 0.9 * sigma, sensitivity) > 2 * delta  # σ 10 % small: refuted
 
 
 # ----------------------------------------------------------------------------- the empirical audit
@@ -101,8 +103,8 @@ class UnderNoised:
     def name(self) -> str:
         return f"{self.inner.name}-sigma-x{self.shrink:g}"
 
-    def run(self, x, workload, epsilon, rng):
-        return self.inner.run(x, workload, epsilon, _Shrunk(rng, self.shrink))
+    def run(self, x, workload, privacy, rng):
+        return self.inner.run(x, workload, privacy, _Shrunk(rng, self.shrink))
 
 
 class _Shrunk:
@@ -113,12 +115,12 @@ class _Shrunk:
         return self._source.normal(loc=loc, scale=np.asarray(scale) * self._shrink, size=size)
 
 
-def empirical_excess(mechanism, samples: int, seed: int) -> tuple[float, str]:
+def empirical_excess(mechanism, privacy, samples: int, seed: int) -> tuple[float, str]:
     """Largest lower bound on P[E] − e^ε′ P′[E] − δ_claimed(ε′) over the auditor's events and the ε′ grid."""
     rng = np.random.default_rng(seed)
     workload = IdentityWorkload(samples)
-    zero = mechanism.run(np.zeros(samples), workload, 1.0, rng)
-    one = mechanism.run(np.ones(samples), workload, 1.0, rng)
+    zero = mechanism.run(np.zeros(samples), workload, privacy, rng)
+    one = mechanism.run(np.ones(samples), workload, privacy, rng)
     claimed = np.array([gaussian_delta(e, zero.params["sigma"], zero.params["l2_sensitivity"])
                         for e in EPSILON_GRID])
     half = samples // 2
@@ -151,12 +153,12 @@ def empirical_excess(mechanism, samples: int, seed: int) -> tuple[float, str]:
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("calibration", ["analytic", "zcdp"])
-def test_empirical_audit_passes_the_right_sigma_and_fails_a_sigma_ten_percent_small(calibration):
-    mechanism = dataclasses.replace(GAUSSIAN["gaussian-identity"], calibration=calibration)
-    right, where_right = empirical_excess(mechanism, 2_000_000, seed=11)
-    wrong, where_wrong = empirical_excess(UnderNoised(mechanism), 2_000_000, seed=11)
-    print(f"\nAUDIT {mechanism.name} ({calibration}): right σ excess {right:.4f} [{where_right}]; "
+@pytest.mark.parametrize("definition", ["approx", "zcdp"])
+def test_empirical_audit_passes_the_right_sigma_and_fails_a_sigma_ten_percent_small(definition):
+    mechanism, privacy = GAUSSIAN["gaussian-identity"], target(definition, 1.0, 1e-6)
+    right, where_right = empirical_excess(mechanism, privacy, 2_000_000, seed=11)
+    wrong, where_wrong = empirical_excess(UnderNoised(mechanism), privacy, 2_000_000, seed=11)
+    print(f"\nAUDIT {mechanism.name} ({definition}): right σ excess {right:.4f} [{where_right}]; "
           f"0.9σ excess {wrong:.4f} [{where_wrong}]")
     assert right <= 0.0
     assert wrong > 0.0

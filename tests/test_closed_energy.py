@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from dplens.core.mechanisms import hierarchical, privelet
-from dplens.core.mechanisms.gaussian import GaussianHierarchical, GaussianPrivelet
 from dplens.core.mechanisms.hierarchical import Hierarchical, build_tree
 from dplens.core.mechanisms.privelet import Privelet
 from dplens.core.queries.workloads import AllRange, Identity, Kron, Prefix, Stack, Total, dense
@@ -78,11 +77,11 @@ def test_privelet_closed_form_of_krons_is_the_product_of_the_axes(shape):
 
 
 @pytest.mark.parametrize("mechanism", [Hierarchical(), Hierarchical(branching=2), Privelet(),
-                                       GaussianHierarchical(delta=1e-6), GaussianPrivelet(delta=1e-6)],
+                                       Hierarchical(noise="gaussian"), Privelet(noise="gaussian")],
                          ids=["hb", "h2", "privelet", "gaussian-hb", "gaussian-privelet"])
 def test_expected_mse_is_the_old_paths_at_every_family(mechanism, monkeypatch):
-    """expected_mse through the closed forms equals it through the old path (closed forms switched off), for the
-    Gaussian twins too, which scale the same energy by their sigma."""
+    """expected_mse through the closed forms equals it through the old path (closed forms switched off), with
+    Gaussian noise too, which scales the same energy by its sigma."""
     def computed() -> list[float]:
         for cache in type(mechanism).STRATEGY_CACHES:
             cache.clear()  # the energies are cached per (strategy, workload): compute them again

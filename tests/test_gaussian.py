@@ -10,11 +10,14 @@ import pytest
 from scipy import stats
 
 from dplens.core.mechanisms import MECHANISMS, configure
-from dplens.core.mechanisms.gaussian import unit_sigma
+from dplens.core.mechanisms.measurement import unit_sigma
 from dplens.core.privacy.definitions import (
     ZCDP,
+    ApproxDP,
+    PureDP,
     analytic_gaussian_sigma,
     gaussian_epsilon,
+    target,
     zcdp_rho,
 )
 from dplens.core.privacy.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
@@ -34,22 +37,32 @@ def test_every_data_independent_laplace_strategy_has_a_gaussian_variant():
 
 
 @ALL
-@pytest.mark.parametrize("calibration", ["analytic", "zcdp"])
-def test_privacy_loss_of_the_added_noise_is_within_the_budget(mechanism, calibration, rng):
-    mechanism = dataclasses.replace(mechanism, calibration=calibration, delta=1e-5)
+@pytest.mark.parametrize("definition", ["approx", "zcdp"])
+def test_privacy_loss_of_the_added_noise_is_within_the_budget(mechanism, definition, rng):
     x = np.random.default_rng(1).poisson(10, 64).astype(float)
     workload = random_range(64, 30, seed=3)
-    release = mechanism.run(x, workload, 0.7, rng)
-    assert release.epsilon == 0.7
-    allowed = release.allowed_loss  # ε = 0.7 at δ, or the ρ of 0.7 at δ under zCDP: the loss is in that unit
-    assert allowed == (0.7 if calibration == "analytic" else zcdp_rho(0.7, 1e-5))
+    privacy = target(definition, 0.7, 1e-5)  # (0.7, 1e-5)-DP, or the ρ of 0.7 at δ = 1e-5
+    release = mechanism.run(x, workload, privacy, rng)
+    assert release.budget == privacy
+    allowed = release.allowed_loss  # ε = 0.7 at δ, or that ρ under zCDP: the loss is in that unit
+    assert allowed == (0.7 if definition == "approx" else zcdp_rho(0.7, 1e-5))
     assert allowed * (1 - 1e-6) <= release.privacy_loss <= allowed * (1 + 1e-9)  # calibrated tightly, never above
     params = release.params
-    assert params["definition"] == ("approx" if calibration == "analytic" else "zcdp")
-    assert params["delta"] == 1e-5 and params["sigma"] > 0
+    assert params["definition"] == definition and params["sigma"] > 0
+    assert params.get("delta") == (1e-5 if definition == "approx" else None)  # a ρ has no δ of its own
     assert params["rho"] == pytest.approx(params["l2_sensitivity"] ** 2 / (2 * params["sigma"] ** 2))
-    if calibration == "zcdp":
+    if definition == "zcdp":
         assert params["rho"] <= zcdp_rho(0.7, 1e-5) * (1 + 1e-12)
+
+
+@ALL
+def test_pure_epsilon_is_refused_by_name_and_a_bare_number_is_epsilon_at_delta_1e6(mechanism, rng):
+    x, workload = np.ones(8), Prefix(8)
+    with pytest.raises(ValueError, match=f"{mechanism.name} adds Gaussian noise, which is never pure epsilon-DP"):
+        mechanism.run(x, workload, PureDP(1.0), rng)
+    bare = mechanism.run(x, workload, 0.5, np.random.default_rng(3))
+    approx = mechanism.run(x, workload, ApproxDP(0.5, 1e-6), np.random.default_rng(3))
+    assert bare.budget == approx.budget and np.array_equal(bare.answers, approx.answers)
 
 
 def test_sigmas_follow_the_strategies_l2_sensitivity():
@@ -69,10 +82,11 @@ def test_sigmas_follow_the_strategies_l2_sensitivity():
 @pytest.mark.statistical
 @pytest.mark.parametrize("calibration", ["analytic", "zcdp"])
 def test_identity_noise_is_normal_with_the_calibrated_sigma_and_the_test_has_power(calibration, rng):
-    mechanism = dataclasses.replace(GAUSSIAN["gaussian-identity"], calibration=calibration)
+    mechanism = GAUSSIAN["gaussian-identity"]
     n = 20_000
-    release = mechanism.run(np.zeros(n), Identity(n), 0.5, rng)
-    sigma = mechanism.sigma(Identity(n), 0.5)  # analytic: also valid for the discrete Gaussian (+0.03 % here)
+    privacy = ApproxDP(0.5, 1e-6) if calibration == "analytic" else ZCDP(zcdp_rho(0.5, 1e-6))
+    release = mechanism.run(np.zeros(n), Identity(n), privacy, rng)
+    sigma = mechanism.sigma(Identity(n), privacy)  # analytic: also valid for the discrete Gaussian (+0.03 % here)
     assert sigma == pytest.approx(unit_sigma(0.5, 1e-6, calibration), rel=1e-3)
     noise = release.estimate
     assert stats.kstest(noise, "norm", args=(0, sigma)).pvalue > 1e-6
@@ -129,13 +143,15 @@ def test_gaussian_beats_laplace_on_prefix_answers_at_matched_epsilon_and_loses_o
             > MECHANISMS["identity"].expected_mse(workload, 1.0))
 
 
-def test_knobs_are_validated_and_configurable():
-    with pytest.raises(ValueError, match=r"delta must be a number in \(0, 1\)"):
-        dataclasses.replace(GAUSSIAN["gaussian-hb"], delta=0.0)
-    with pytest.raises(ValueError, match="calibration must be one of"):
-        dataclasses.replace(GAUSSIAN["gaussian-hb"], calibration="renyi")
-    configured = configure(GAUSSIAN["gaussian-hb"], {"delta": "1e-9", "branching": "4"})
-    assert configured.delta == 1e-9 and configured.branching == 4
+def test_the_noise_is_a_setting_and_older_gaussian_settings_are_ignored():
+    with pytest.raises(ValueError, match="noise must be 'laplace' or 'gaussian'"):
+        configure(MECHANISMS["hb"], {"noise": "cauchy"})
+    assert configure(MECHANISMS["hb"], {"noise": "gaussian"}) == dataclasses.replace(GAUSSIAN["gaussian-hb"], name="hb")
+    # saved before the privacy value carried δ and the definition: read and ignored, the other settings kept
+    configured = configure(GAUSSIAN["gaussian-hb"], {"delta": "1e-9", "calibration": "zcdp", "branching": "4"})
+    assert configured.branching == 4 and configured.noise == "gaussian"
+    with pytest.raises(ValueError, match="has no parameter 'delta'"):
+        configure(MECHANISMS["hb"], {"delta": "1e-9"})  # a Laplace plan never had it
 
 
 class _NoLaplace:
@@ -201,8 +217,8 @@ def test_privacy_loss_uses_the_exact_curve():
     assert release.privacy_loss == pytest.approx(max(gaussian_epsilon(sigma, 1e-6),
                                                      discrete_gaussian_epsilon(sigma, 1e-6)), abs=1e-12)
     assert release.privacy_loss <= 1.0
-    zcdp = dataclasses.replace(GAUSSIAN["gaussian-identity"], calibration="zcdp")
-    release = zcdp.run(np.ones(4), Identity(4), 1.0, np.random.default_rng(0))
+    release = GAUSSIAN["gaussian-identity"].run(np.ones(4), Identity(4), ZCDP(zcdp_rho(1.0, 1e-6)),
+                                                np.random.default_rng(0))
     assert release.budget == ZCDP(zcdp_rho(1.0, 1e-6)) and release.loss_unit == "rho"  # zCDP: the loss is its ρ
     assert release.privacy_loss == release.params["rho"] <= release.budget.rho * (1 + 1e-12)
 

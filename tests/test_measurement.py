@@ -13,15 +13,15 @@ from scipy import stats
 
 import dplens.core.mechanisms as mechanisms_package
 from dplens.core.mechanisms.contract import Release
-from dplens.core.mechanisms.gaussian import GaussianMixin, unit_sigma
 from dplens.core.mechanisms.measurement import (
     GaussianMeasurement,
     LaplaceMeasurement,
     MeasuredPlan,
     Measurement,
     pure_loss,
+    unit_sigma,
 )
-from dplens.core.privacy.definitions import PureDP
+from dplens.core.privacy.definitions import PureDP, target
 from dplens.core.privacy.noise import SecureNoise
 from dplens.core.queries.workloads import Identity, Workload
 
@@ -101,8 +101,14 @@ class TwoScales(MeasuredPlan):
     """
 
     RATIO: ClassVar[float] = 2.0
+    noise: str = "laplace"
     name: str = "two-scales"
     data_dependent: bool = False
+
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """The whitened strategy [I; P/RATIO] (unit noise): L1 = 1 + 1/RATIO, L2 = √(1 + 1/RATIO²)."""
+        n = workload.shape[1]
+        return np.full(n, 1.0 + 1.0 / self.RATIO), np.full(n, np.sqrt(1.0 + 1.0 / self.RATIO**2))
 
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
         return LaplaceMeasurement((1.0 + 1.0 / self.RATIO) / epsilon)
@@ -120,18 +126,6 @@ class TwoScales(MeasuredPlan):
         return None
 
 
-@dataclass(frozen=True)
-class GaussianTwoScales(GaussianMixin, TwoScales):  # type: ignore[misc]  # as the registered twins
-    delta: float = 1e-6
-    calibration: str = "analytic"
-    name: str = "gaussian-two-scales"
-
-    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
-        """The whitened strategy [I; P/RATIO] (unit noise): L1 = 1 + 1/RATIO, L2 = √(1 + 1/RATIO²)."""
-        n = workload.shape[1]
-        return np.full(n, 1.0 + 1.0 / self.RATIO), np.full(n, np.sqrt(1.0 + 1.0 / self.RATIO**2))
-
-
 def test_two_scale_laplace_parent_spends_its_budget_on_both_blocks():
     x = np.arange(8.0)
     release = TwoScales().run(x, Identity(8), 0.6, np.random.default_rng(9))
@@ -142,11 +136,11 @@ def test_two_scale_laplace_parent_spends_its_budget_on_both_blocks():
     assert np.array_equal(release.details["pair_sums"], x[0::2] + x[1::2] + replay.laplace(scale=2 * b, size=(4,)))
 
 
-@pytest.mark.parametrize("calibration", ["analytic", "zcdp"])
-def test_gaussian_twin_of_a_two_scale_parent_draws_the_right_sigma_on_each_block(calibration):
-    mechanism = GaussianTwoScales(calibration=calibration)
+@pytest.mark.parametrize(("definition", "calibration"), [("approx", "analytic"), ("zcdp", "zcdp")])
+def test_gaussian_noise_on_a_two_scale_plan_draws_the_right_sigma_on_each_block(definition, calibration):
+    mechanism = TwoScales(noise="gaussian")
     x, epsilon = np.arange(8.0), 0.6
-    release = mechanism.run(x, Identity(8), epsilon, np.random.default_rng(9))
+    release = mechanism.run(x, Identity(8), target(definition, epsilon, 1e-6), np.random.default_rng(9))
     l2 = np.sqrt(1.25)
     sigma = l2 * unit_sigma(epsilon, 1e-6, calibration)
     replay = np.random.default_rng(9)
@@ -162,7 +156,7 @@ def test_gaussian_twin_of_a_two_scale_parent_draws_the_right_sigma_on_each_block
 @pytest.mark.statistical
 def test_two_scale_twin_block_variances_with_power(rng):
     n = 2 * DRAWS
-    release = GaussianTwoScales().run(np.zeros(n), Identity(n), 1.0, rng)
+    release = TwoScales(noise="gaussian").run(np.zeros(n), Identity(n), 1.0, rng)
     sigma = release.params["sigma"]
     _assert_variance_with_power(release.estimate, GaussianMeasurement(sigma))
     _assert_variance_with_power(release.details["pair_sums"], GaussianMeasurement(2 * sigma))

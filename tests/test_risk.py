@@ -12,8 +12,7 @@ from scipy import stats
 from dplens import ui
 from dplens.core.analysis import risk
 from dplens.core.mechanisms import MECHANISMS
-from dplens.core.mechanisms.gaussian import GaussianIdentity
-from dplens.core.privacy.definitions import analytic_gaussian_sigma, zcdp_epsilon, zcdp_rho
+from dplens.core.privacy.definitions import ZCDP, analytic_gaussian_sigma, zcdp_epsilon, zcdp_rho
 from dplens.core.queries.workloads import Identity
 from tests.test_app import open_page
 
@@ -101,7 +100,7 @@ def _draws(kind: str, epsilon: float, rng: np.random.Generator) -> np.ndarray:
     zeros, workload = np.zeros(20_000), Identity(20_000)
     if kind == "laplace":
         return MECHANISMS["identity"].run(zeros, workload, epsilon, rng).answers
-    return GaussianIdentity(delta=1e-6, calibration="zcdp").run(zeros, workload, epsilon, rng).answers
+    return MECHANISMS["gaussian-identity"].run(zeros, workload, ZCDP(zcdp_rho(epsilon, 1e-6)), rng).answers
 
 
 @pytest.mark.statistical

@@ -66,8 +66,12 @@ class Entry:
 
     @property
     def summary(self) -> str:
-        """The class's one-line ``summary`` (what the pickers show)."""
-        return getattr(type(self.mechanism), "summary", "")
+        """The class's one-line ``summary`` (what the pickers show); a plan configured with Gaussian noise shows its
+        class's ``gaussian_summary``."""
+        gaussian = getattr(self.mechanism, "noise", "laplace") == "gaussian"
+        kind = type(self.mechanism)
+        return str(getattr(kind, "gaussian_summary" if gaussian and hasattr(kind, "gaussian_summary") else "summary",
+                           ""))
 
 
 class _Registry(Mapping[str, Entry]):

@@ -18,6 +18,7 @@ through ``rng.random``/``rng.integers``/``rng.permutation``, and selections thro
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from dplens.core.catalogue import add, view
@@ -40,14 +41,7 @@ from dplens.core.mechanisms.contract import (  # re-exported: the contract besid
     parameter_ranges,
 )
 from dplens.core.mechanisms.dawa import DAWA
-from dplens.core.mechanisms.gaussian import (
-    GaussianAnswers,
-    GaussianEigenDesign,
-    GaussianGreedyH,
-    GaussianHierarchical,
-    GaussianIdentity,
-    GaussianPrivelet,
-)
+from dplens.core.mechanisms.gaussian import GaussianEigenDesign
 from dplens.core.mechanisms.greedy_h import GreedyH
 from dplens.core.mechanisms.grids import AdaptiveGrid, UniformGrid
 from dplens.core.mechanisms.hierarchical import Hierarchical
@@ -81,12 +75,13 @@ for _builtin in (
     DAWA(),
     MWEM(),
     AHP(),
-    # Gaussian noise, (ε, δ) at the knob delta (analytic Gaussian) or zCDP (calibration="zcdp")
-    GaussianIdentity(),
-    GaussianAnswers(),
-    GaussianHierarchical(),
-    GaussianPrivelet(),
-    GaussianGreedyH(),
+    # Gaussian noise: configurations of the plans above (the noise is a setting), calibrated to the (ε, δ) or ρ-zCDP
+    # value they run at; and the eigen design, built for L2
+    LaplaceIdentity(name="gaussian-identity", noise="gaussian"),
+    LaplaceOnAnswers(name="gaussian-answers", noise="gaussian"),
+    Hierarchical(name="gaussian-hb", noise="gaussian"),
+    Privelet(name="gaussian-privelet", noise="gaussian"),
+    GreedyH(name="gaussian-greedy-h", noise="gaussian"),
     GaussianEigenDesign(),
 ):
     add(_builtin, "histogram")
@@ -102,21 +97,25 @@ RENAMED: dict[str, str] = {"gaussian-mm-opt": "gaussian-eigen"}  # the eigen des
 
 
 def gaussian_twins() -> dict[str, str]:
-    """Each registered Laplace mechanism whose strategy a registered Gaussian mechanism measures with Gaussian noise
-    (the twin's class extends the parent's), by name: parent → twin. Read from the classes, so a new twin appears.
+    """Each registered Laplace plan whose strategy a registered configuration measures with Gaussian noise (the same
+    plan, ``noise="gaussian"``), by name: plan → its Gaussian configuration. Read from the registry.
 
     >>> gaussian_twins()["hb"], "gaussian-eigen" in gaussian_twins().values()
     ('gaussian-hb', False)
     """
     twins: dict[str, str] = {}
     for twin in MECHANISMS.values():
-        if getattr(twin, "noise", "laplace") != "gaussian":
+        if getattr(twin, "noise", "laplace") != "gaussian" or "noise" not in _setting_names(twin):
             continue
-        parent = next((m for m in MECHANISMS.values() if getattr(m, "noise", "laplace") == "laplace"
-                       and m.name not in twins and type(m) in type(twin).__mro__[1:]), None)
+        parent = next((m for m in MECHANISMS.values() if type(m) is type(twin) and m.noise == "laplace"  # type: ignore[attr-defined]
+                       and m.name not in twins and m.name not in ALIASES), None)
         if parent is not None:
             twins[parent.name] = twin.name
     return twins
+
+
+def _setting_names(mechanism: Mechanism) -> set[str]:
+    return {f.name for f in dataclasses.fields(mechanism)} if dataclasses.is_dataclass(mechanism) else set()
 
 
 __all__ = [

@@ -399,6 +399,11 @@ def check_parameters(mechanism: Mechanism) -> Mechanism:
     return _replace(mechanism, changes) if changes else mechanism
 
 
+# Settings the Gaussian mechanisms had before they took a privacy value ((ε, δ) or ρ-zCDP carries δ and the
+# definition): read from older saved workspaces, configs and commands, and ignored.
+LEGACY_GAUSSIAN_SETTINGS = ("delta", "calibration")
+
+
 def configure(mechanism: Mechanism, params: Mapping[str, object]) -> Mechanism:
     """A copy of ``mechanism`` with settings replaced; strings are coerced to the field's type.
 
@@ -409,6 +414,8 @@ def configure(mechanism: Mechanism, params: Mapping[str, object]) -> Mechanism:
     fields = {f.name: f for f in setting_fields(mechanism)}
     changes = {}
     for key, value in params.items():
+        if key in LEGACY_GAUSSIAN_SETTINGS and key not in fields and getattr(mechanism, "noise", "") == "gaussian":
+            continue  # saved before the privacy value carried δ and the definition: the value it runs at decides
         if key not in fields:
             allowed = ", ".join(fields) or "none"
             raise ValueError(f"mechanism {mechanism.name!r} has no parameter {key!r}; parameters: {allowed}")

@@ -31,12 +31,12 @@ from dplens.core.mechanisms.contract import (
     BRANCHING_RANGE,
     Range,
     Release,
-    laplace_epsilon,
     setting,
 )
 from dplens.core.mechanisms.cost_model import Cost, tree_cost
 from dplens.core.mechanisms.gram import gram_apply
 from dplens.core.mechanisms.measurement import (
+    NOISE_RANGE,
     LaplaceMeasurement,
     MeasuredPlan,
     Measurement,
@@ -45,7 +45,7 @@ from dplens.core.mechanisms.measurement import (
     pure_epsilon,
     stated_noise,
 )
-from dplens.core.privacy.definitions import Privacy, PureDP
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import (
     Workload,
     all_ranges,
@@ -596,9 +596,22 @@ class GreedyH(MeasuredPlan):
 
     branching: int = setting(2, BRANCHING_RANGE)
     granularity: int = setting(100, GRANULARITY_RANGE)
+    gaussian_summary: ClassVar[str] = "Greedy-H's weighted tree with Gaussian noise ((ε, δ) or zCDP)."
+    noise: str = setting("laplace", NOISE_RANGE)
     name: str = "greedy-h"
     data_dependent: bool = False
-    weights_norm: ClassVar[int] = 1  # the sensitivity the tree's weights are chosen for (2: gaussian-greedy-h)
+
+    @property
+    def weights_norm(self) -> int:
+        """The sensitivity the tree's weights are chosen for: L1 under Laplace noise; L2 under Gaussian noise, whose
+        error is Δ₂² tr(WᵀW (AᵀA)⁻¹), so Li et al.'s (2014) rule holds the path sums of *squared* weights at 1."""
+        return 2 if self.noise == "gaussian" else 1
+
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """Σ of the query weights (L1) and √Σ of their squares (L2) along each cell's root path."""
+        tree, _ = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
+        l2 = np.sqrt(sum_along_paths(tree.units, tree.query_start, tree.query_size, tree.query_weight**2))
+        return tree.cell_l1, l2
 
     def __post_init__(self) -> None:
         check_tree_settings(self.branching, self.granularity)
@@ -645,9 +658,8 @@ class GreedyH(MeasuredPlan):
         dense = _greedy_solve(hierarchy, np.eye(q))  # L, n × q
         return Reconstruction(*noise, q, lambda v: dense.T @ v)
 
-    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
+    def laplace_expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2 (Δ₁/ε)² tr(WᵀW (AᵀA)⁻¹) / m of the least-squares estimate."""
-        epsilon = laplace_epsilon(privacy)
         tree, _ = cell_strategy(workload, self.branching, self.granularity, self.weights_norm)
         trace = tree.trace
         if not np.isfinite(trace):  # a sketched strategy: its exact error needs the Gram, once per workload

@@ -28,10 +28,11 @@ from typing import ClassVar
 import numpy as np
 
 from dplens.core.mechanisms.cache import StrategyCache
-from dplens.core.mechanisms.contract import Range, Release, check_epsilon, laplace_epsilon, setting
+from dplens.core.mechanisms.contract import Range, Release, check_epsilon, setting
 from dplens.core.mechanisms.gram import family_energy, noise_energy
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.measurement import (
+    NOISE_RANGE,
     LaplaceMeasurement,
     MeasuredPlan,
     Measurement,
@@ -40,7 +41,7 @@ from dplens.core.mechanisms.measurement import (
     pure_epsilon,
     stated_noise,
 )
-from dplens.core.privacy.definitions import Privacy, PureDP
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Workload, workload_grid
 
 
@@ -354,8 +355,15 @@ class Hierarchical(MeasuredPlan):
 
     branching: int | str = setting("auto", Range(2, 1024, integer=True, choices=("auto",)))
     include_root: bool | str = setting("auto", Range(choices=("auto", True, False)))
+    gaussian_summary: ClassVar[str] = "The range tree with Gaussian noise ((ε, δ) or zCDP)."
+    noise: str = setting("laplace", NOISE_RANGE)
     name: str = "hb"
     data_dependent: bool = False
+
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """Nodes containing each cell (unit weights): L1 = count, L2 = √count."""
+        counts = build_tree(*self._tree_args(workload_grid(workload))).column_norms()
+        return counts, np.sqrt(counts)
 
     def __post_init__(self) -> None:
         b = self.branching
@@ -419,9 +427,8 @@ class Hierarchical(MeasuredPlan):
             return None
         return Reconstruction(*noise, tree.coordinates, lambda v: _tree_adjoint(tree, v))
 
-    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
+    def laplace_expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Exact per-query MSE: 2 (h/ε)² Σ_k ‖W l_k‖² / m over the least-squares estimator's columns l_k."""
-        epsilon = laplace_epsilon(privacy)
         epsilon = check_epsilon(epsilon)
         args = self._tree_args(workload_grid(workload))
         height = build_tree(*args).height

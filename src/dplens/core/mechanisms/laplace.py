@@ -8,8 +8,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from dplens.core.mechanisms.contract import Release, check_inputs, laplace_epsilon
+from dplens.core.mechanisms.contract import Release, check_inputs, setting
 from dplens.core.mechanisms.measurement import (
+    NOISE_RANGE,
     LaplaceMeasurement,
     MeasuredPlan,
     Measurement,
@@ -39,8 +40,15 @@ class LaplaceIdentity(MeasuredPlan):
     # (read on this exact class only, dplens.core.privacy.noise.adds_noise_to_counts: a subclass must declare it again)
     noise_on_counts: ClassVar[bool] = True
 
+    gaussian_summary: ClassVar[str] = "Gaussian noise on every count ((ε, δ) or zCDP)."
+    noise: str = setting("laplace", NOISE_RANGE)
     name: str = "identity"
     data_dependent: bool = False
+
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """Identity: every column has L1 and L2 norm 1."""
+        ones = np.ones(workload.shape[1])
+        return ones, ones
 
     def noise_scale(self, workload: Workload, epsilon: float) -> float:
         """b = 1/ε, the Laplace scale on every cell: the histogram has sensitivity 1 under add/remove."""
@@ -65,9 +73,8 @@ class LaplaceIdentity(MeasuredPlan):
         return Release(self.name, PureDP(loss), loss, workload.matvec(estimate), estimate, measurement.params,
                        workload=workload, measurements=measured)
 
-    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
+    def laplace_expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2‖W‖_F²/(m ε²)."""
-        epsilon = laplace_epsilon(privacy)
         return 2.0 * squared_frobenius(workload) / (workload.shape[0] * epsilon**2)
 
 
@@ -84,11 +91,18 @@ class LaplaceOnAnswers(MeasuredPlan):
     iid_noise_on: ClassVar[str] = "answers"
     summary: ClassVar[str] = "Noise on each query answer directly: good when there are few queries."
 
+    gaussian_summary: ClassVar[str] = ("Gaussian noise on each query answer ((ε, δ) or zCDP): strong for prefix-like "
+                                       "workloads.")
+    noise: str = setting("laplace", NOISE_RANGE)
     name: str = "laplace-on-answers"
     data_dependent: bool = False
 
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """The workload's own column norms (Δ₂(W) ≪ Δ₁(W) for prefix-like workloads: Gaussian noise wins there)."""
+        return workload.column_norms(1), workload.column_norms(2)
+
     def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
-        if l1_sensitivity(workload) == 0:  # nothing depends on the data
+        if self.noise == "laplace" and l1_sensitivity(workload) == 0:  # nothing depends on the data
             x, epsilon = check_inputs(x, workload, privacy)
             release = Release(self.name, PureDP(epsilon), 0.0, workload.matvec(x), None, {"sensitivity": 0.0},
                               workload=workload)
@@ -118,9 +132,8 @@ class LaplaceOnAnswers(MeasuredPlan):
                        {"sensitivity": l1_sensitivity(workload), **measurement.params}, workload=workload,
                        measurements=measured)
 
-    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
+    def laplace_expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Per-query MSE 2(Δ₁(W)/ε)²."""
-        epsilon = laplace_epsilon(privacy)
         return 2.0 * (l1_sensitivity(workload) / epsilon) ** 2
 
 

@@ -29,7 +29,7 @@ from scipy.linalg.blas import daxpy, ddot
 from threadpoolctl import threadpool_limits
 
 from dplens.core.mechanisms.cache import StrategyCache
-from dplens.core.mechanisms.contract import Range, Release, check_epsilon, laplace_epsilon, setting
+from dplens.core.mechanisms.contract import Range, Release, check_epsilon, setting
 from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from dplens.core.mechanisms.gram import gram_rows
 from dplens.core.mechanisms.greedy_h import workload_key
@@ -42,7 +42,7 @@ from dplens.core.mechanisms.measurement import (
     pure_epsilon,
     stated_noise,
 )
-from dplens.core.privacy.definitions import Privacy, PureDP
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import integer
 
@@ -328,9 +328,8 @@ class MatrixMechanism(MeasuredPlan):
         return Reconstruction(*noise, workload.shape[1] + strategy.theta.shape[0],
                               lambda v: _pidentity_adjoint(strategy, v))
 
-    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
+    def laplace_expected_mse(self, workload: Workload, epsilon: float) -> float:
         """2Δ_A²·tr(WᵀW (AᵀA)⁻¹)/(m ε²) with Δ_A = 1."""
-        epsilon = laplace_epsilon(privacy)
         epsilon = check_epsilon(epsilon)
         return 2.0 * self.strategy(workload).trace / (workload.shape[0] * epsilon**2)
 

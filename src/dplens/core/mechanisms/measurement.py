@@ -25,6 +25,7 @@ GaussianMeasurement(sigma=3.0)
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -32,18 +33,28 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dplens.core.mechanisms.contract import Release, as_privacy, check_inputs, laplace_privacy_loss
+from dplens.core.mechanisms.contract import (
+    Range,
+    Release,
+    as_privacy,
+    check_inputs,
+    laplace_epsilon,
+    laplace_privacy_loss,
+)
 from dplens.core.privacy.definitions import (
     ZCDP,
     ApproxDP,
     Privacy,
     PureDP,
+    analytic_gaussian_sigma,
     gaussian_epsilon,
     gaussian_rho,
     zcdp_epsilon,
+    zcdp_rho,
+    zcdp_sigma,
 )
-from dplens.core.privacy.discrete_gaussian import discrete_gaussian_epsilon
-from dplens.core.privacy.noise import NoiseSource, add_gaussian, add_laplace
+from dplens.core.privacy.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
+from dplens.core.privacy.noise import NoiseSource, add_gaussian, add_laplace, adds_noise_to_counts
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import positive
 
@@ -323,15 +334,63 @@ def measure_laplace(values: Any, column_l1: np.ndarray, scale: float,
     return measurement.noisy(values, rng), [(column_l1, measurement)]
 
 
-class MeasuredPlan:
-    """Base of a plan split into its Laplace measurement and the step that takes any measurement.
+NOISES = ("laplace", "gaussian")
+NOISE_RANGE = Range(choices=NOISES)
+DEFAULT_DELTA = 1e-6  # the δ of a bare number given to a Gaussian measurement ("ε at δ = 1e-6")
 
-    ``run`` validates, then releases ``measure(x, workload, measurement(workload, ε), rng)`` at the Laplace ε of its
-    privacy value, which the release states as its budget (its loss the records' composition in that unit); a
-    Gaussian twin calls the same ``measure`` with a ``GaussianMeasurement``. Subclasses provide
-    ``measurement`` and ``measure`` (whose release states the measurement's pure loss as its ε: ∞ with a Gaussian
-    block, which the Gaussian twin restates from σ).
+
+@functools.lru_cache(maxsize=4096)
+def unit_sigma(epsilon: float, delta: float, calibration: str) -> float:
+    """σ for Δ₂ = 1 at "ε at δ": the analytic Gaussian's (Balle & Wang 2018), or σ = 1/√(2ρ) at the ρ whose CKS
+    conversion is (ε, δ) (``"zcdp"``).
+
+    >>> round(unit_sigma(1.0, 1e-5, "analytic"), 6)
+    3.730632
     """
+    if calibration == "analytic":
+        return analytic_gaussian_sigma(epsilon, delta)
+    if calibration == "zcdp":
+        return zcdp_sigma(zcdp_rho(epsilon, delta))
+    raise ValueError(f"calibration must be one of ['analytic', 'zcdp'], got {calibration!r}")
+
+
+def gaussian_budget(name: str, privacy: Privacy | float) -> ApproxDP | ZCDP:
+    """What Gaussian noise run at ``privacy`` spends: an (ε, δ) or ρ-zCDP value as given; a bare number is ε at δ =
+    ``DEFAULT_DELTA``; pure ε-DP is refused by name (Gaussian noise never meets it).
+
+    >>> gaussian_budget("gaussian-hb", 1.0), gaussian_budget("gaussian-hb", ZCDP(0.5))
+    (ApproxDP(epsilon=1.0, delta=1e-06), ZCDP(rho=0.5))
+    >>> gaussian_budget("gaussian-hb", PureDP(1.0))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: gaussian-hb adds Gaussian noise, which is never pure epsilon-DP; run it at ApproxDP(...
+    """
+    if isinstance(privacy, ApproxDP | ZCDP):
+        return privacy
+    if isinstance(privacy, PureDP):
+        raise ValueError(f"{name} adds Gaussian noise, which is never pure epsilon-DP; run it at ApproxDP(epsilon, "
+                         "delta) or ZCDP(rho), or choose a Laplace mechanism")
+    bare = as_privacy(privacy)  # a bare number: refused unless it is an ε > 0
+    return ApproxDP(bare.epsilon if isinstance(bare, PureDP) else float("nan"), DEFAULT_DELTA)
+
+
+class MeasuredPlan:
+    """Base of a plan split into its measurement and the step that takes any measurement: strategy → measurement →
+    reconstruction (ektelo's select / measure / infer).
+
+    The noise is a setting of the plan (``noise``: ``"laplace"`` or ``"gaussian"``), never a subclass. ``run``
+    validates, then releases ``measure(x, workload, measurement, rng)``:
+
+    * Laplace: ``measurement(workload, ε)`` = Lap(Δ₁(A)/ε) at the Laplace ε of the privacy value (√(2ρ) under zCDP);
+    * Gaussian: N(0, σ²) with σ = Δ₂(A) × the unit σ of the privacy value (analytic under (ε, δ), the discrete
+      Gaussian's curve on integer counts; 1/√(2ρ) under ρ-zCDP), the strategy's column norms from
+      ``strategy_norms``; blocks measured at fixed ratios keep them (σ calibrated to the whitened strategy).
+
+    The release states the privacy value as its budget and its records' composition as its loss. Subclasses provide
+    ``measurement``, ``measure`` and ``strategy_norms`` (and ``laplace_expected_mse``, the error at Laplace noise,
+    which ``expected_mse`` rescales to the Gaussian's variance).
+    """
+
+    noise: str = "laplace"  # each plan declares it as a setting: ``noise: str = setting("laplace", NOISE_RANGE)``
 
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
         """The Laplace measurement that spends ``epsilon`` on this plan's strategy."""
@@ -341,10 +400,79 @@ class MeasuredPlan:
         """The strategy's answers on the validated ``x`` measured with ``measurement``, then reconstructed."""
         raise NotImplementedError
 
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """Column L1 and L2 norms of the measured strategy A, each block divided by its noise ratio."""
+        raise NotImplementedError
+
+    def laplace_expected_mse(self, workload: Workload, epsilon: float) -> float | None:
+        """Per-query MSE under Laplace noise at ``epsilon`` (None: no closed form)."""
+        raise NotImplementedError
+
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float | None:
+        """Per-query MSE at ``privacy``; with Gaussian noise, the Laplace error at ε = 1 (variance 2Δ₁² per
+        coordinate) rescaled to variance σ² (exact: total squared error σ²‖W A⁺‖_F²)."""
+        if self.noise != "gaussian":
+            return self.laplace_expected_mse(workload, laplace_epsilon(privacy))
+        laplace = self.laplace_expected_mse(workload, 1.0)
+        if laplace is None:
+            return None
+        scale = self.laplace_scale_at_one(workload)
+        return 0.0 if scale == 0 else laplace * self.sigma(workload, privacy) ** 2 / (2.0 * scale**2)
+
+    def laplace_scale_at_one(self, workload: Workload) -> float:
+        """The Laplace scale at ε = 1: Δ₁(A) (a plan whose scale is not its strategy's Δ₁ overrides it)."""
+        return float(self.strategy_norms(workload)[0].max())
+
+    def unit_sigma(self, privacy: Privacy | float) -> float:
+        """σ at Δ₂ = 1: 1/√(2ρ) under ρ-zCDP; under (ε, δ) the analytic Gaussian's, or on integer counts the least σ
+        valid for the continuous and the discrete Gaussian (CKS 2020: the secure path draws the discrete one)."""
+        budget = gaussian_budget(self.name, privacy)  # type: ignore[attr-defined]  # every plan has a name
+        if isinstance(budget, ZCDP):
+            return zcdp_sigma(budget.rho)
+        if adds_noise_to_counts(self):
+            return discrete_gaussian_sigma(budget.epsilon, budget.delta)
+        return unit_sigma(budget.epsilon, budget.delta, "analytic")
+
+    def sigma(self, workload: Workload, privacy: Privacy | float) -> float:
+        """The Gaussian noise's standard deviation at ``privacy`` for this workload: Δ₂(A) × the unit σ."""
+        return float(self.strategy_norms(workload)[1].max()) * self.unit_sigma(privacy)
+
     def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release:
+        if self.noise == "gaussian":
+            return self._gaussian_run(x, workload, privacy, rng)
         x, epsilon = check_inputs(x, workload, privacy)
         release = self.measure(x, workload, self.measurement(workload, epsilon), rng)
         return stated_at(dataclasses.replace(release, budget=PureDP(epsilon)), privacy)
+
+    def _gaussian_run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float,
+                      rng: np.random.Generator) -> Release:
+        budget = gaussian_budget(self.name, privacy)  # type: ignore[attr-defined]  # every plan has a name
+        x, _ = check_inputs(x, workload, budget)
+        l2_max = float(self.strategy_norms(workload)[1].max())
+        if l2_max == 0:  # nothing depends on the data: released without noise
+            release = dataclasses.replace(self, noise="laplace").run(x, workload, budget, rng)  # type: ignore[type-var]
+            return dataclasses.replace(release, mechanism=self.name, budget=budget, privacy_loss=0.0, measurements=())  # type: ignore[attr-defined]
+        sigma = l2_max * self.unit_sigma(budget)
+        release = self.measure(x, workload, GaussianMeasurement(sigma), rng)
+        return gaussian_release(release, budget, sigma, l2_max, discrete=adds_noise_to_counts(self))
+
+
+def gaussian_release(release: Release, budget: ApproxDP | ZCDP, sigma: float, l2_max: float, *,
+                     discrete: bool = False) -> Release:
+    """``release`` (its one measured block now N(0, σ²) at the strategy's Δ₂ = ``l2_max``) stating ``budget`` and the
+    loss of the σ drawn: one Gaussian record (the discrete Gaussian's curve on integer counts, ``discrete``)."""
+    parent = release.measurements[0] if release.measurements else None
+    records = (NoisyAnswers(parent.query if isinstance(parent, NoisyAnswers) else "the strategy's answers",
+                            GaussianMeasurement(sigma), l2_max, None if parent is None else parent.values,
+                            discrete=discrete),)
+    params = {k: v for k, v in release.params.items() if k not in ("noise_scale", "sigma")}
+    approx = isinstance(budget, ApproxDP)
+    params.update({"noise": "gaussian", "definition": "approx" if approx else "zcdp",
+                   "rho": gaussian_rho(sigma, l2_max), "sigma": sigma, "l2_sensitivity": l2_max})
+    if isinstance(budget, ApproxDP):  # a ρ has no δ of its own: whoever shows it as ε at δ states theirs
+        params["delta"] = budget.delta
+    return dataclasses.replace(release, budget=budget, privacy_loss=composed_loss(records, budget), params=params,
+                               measurements=records)
 
 
 @dataclass(frozen=True, eq=False)

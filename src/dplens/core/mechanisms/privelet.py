@@ -23,11 +23,12 @@ from typing import ClassVar
 import numpy as np
 
 from dplens.core.mechanisms.cache import StrategyCache
-from dplens.core.mechanisms.contract import Release, check_epsilon, laplace_epsilon
+from dplens.core.mechanisms.contract import Release, check_epsilon, setting
 from dplens.core.mechanisms.gram import family_energy, noise_energy
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.hierarchical import workload_grid
 from dplens.core.mechanisms.measurement import (
+    NOISE_RANGE,
     LaplaceMeasurement,
     MeasuredPlan,
     Measurement,
@@ -36,7 +37,7 @@ from dplens.core.mechanisms.measurement import (
     pure_epsilon,
     stated_noise,
 )
-from dplens.core.privacy.definitions import Privacy, PureDP
+from dplens.core.privacy.definitions import PureDP
 from dplens.core.queries.workloads import Kron, Workload
 
 
@@ -196,8 +197,16 @@ class Privelet(MeasuredPlan):
     summary: ClassVar[str] = "Haar wavelets (Privelet): good for range queries, in 1-D and 2-D."
     STRATEGY_CACHES: ClassVar[tuple[StrategyCache, ...]] = (_ENERGIES,)
 
+    gaussian_summary: ClassVar[str] = "Haar wavelets with Gaussian noise ((ε, δ) or zCDP)."
+    noise: str = setting("laplace", NOISE_RANGE)
     name: str = "privelet"
     data_dependent: bool = False
+
+    def strategy_norms(self, workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+        """c = Π(1 + log₂ padded length) coefficients of ±1 per cell: L1 = c, L2 = √c."""
+        coefficients_per_cell = haar_sensitivity(workload_grid(workload))
+        n = workload.shape[1]
+        return np.full(n, coefficients_per_cell), np.full(n, np.sqrt(coefficients_per_cell))
 
     def measurement(self, workload: Workload, epsilon: float) -> LaplaceMeasurement:
         """Lap(c/ε) on every coefficient, c = ``haar_sensitivity`` coefficients of ±1 per cell."""
@@ -236,9 +245,8 @@ class Privelet(MeasuredPlan):
         return Reconstruction(*noise, padded_length(grid[0]) * padded_length(grid[1]),
                               lambda v: reconstruct_transpose(v, grid))
 
-    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float:
+    def laplace_expected_mse(self, workload: Workload, epsilon: float) -> float:
         """Exact per-query MSE 2 (c/ε)² Σ_k ‖W h_k‖² / m over the columns h_k of the inverse transform."""
-        epsilon = laplace_epsilon(privacy)
         epsilon = check_epsilon(epsilon)
         grid = workload_grid(workload)
         return 2.0 * (haar_sensitivity(grid) / epsilon) ** 2 * _unit_energy(grid, workload) / workload.shape[0]

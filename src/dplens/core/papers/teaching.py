@@ -250,12 +250,11 @@ def gaussian_crossover(laplace, gaussian, workload, delta: float, epsilons: np.n
     >>> round(out["crossover"], 2), out["gaussian_wins_above"]  # Gaussian wins below ε ≈ 1.06
     (1.06, False)
     """
-    import dataclasses
+    from dplens.core.privacy.definitions import ApproxDP
 
     epsilons = np.asarray(epsilons, dtype=float)
-    gaussian = dataclasses.replace(gaussian, delta=delta, calibration="analytic")
     lap = np.array([math.sqrt(laplace.expected_mse(workload, e)) for e in epsilons])
-    gau = np.array([math.sqrt(gaussian.expected_mse(workload, e)) for e in epsilons])
+    gau = np.array([math.sqrt(gaussian.expected_mse(workload, ApproxDP(float(e), delta))) for e in epsilons])
     ratio = np.log(gau / lap)
     crossing = None
     change = np.flatnonzero(np.sign(ratio[:-1]) != np.sign(ratio[1:]))

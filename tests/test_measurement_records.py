@@ -97,6 +97,15 @@ TABLES = [name for name, m in TABLE_MECHANISMS.items() if not getattr(m, "synthe
 def test_every_table_mechanism_states_the_composition_of_its_records(name):
     mechanism = TABLE_MECHANISMS[name]
     for d, workload in enumerate(table_draws(mechanism, list(TABLE_MECHANISMS).index(name))):
-        release = mechanism.run(_table(), workload, RHO, np.random.default_rng(d))
+        release = mechanism.run(_table(), workload, ZCDP(RHO), np.random.default_rng(d))  # one protocol: a privacy value
         _check(release)
         assert release.measurements and release.privacy_loss <= RHO * (1 + 1e-9)
+        same = mechanism.run(_table(), workload, RHO, np.random.default_rng(d))  # a bare number is ρ
+        assert np.array_equal(same.answers, release.answers) and same.budget == release.budget
+
+
+@pytest.mark.parametrize("name", sorted(TABLE_MECHANISMS))
+def test_table_mechanisms_refuse_an_epsilon_value_by_name(name):
+    workload = table_draws(TABLE_MECHANISMS["gaussian-marginals"], 0)[0]
+    with pytest.raises(ValueError, match="table mechanisms run at a rho-zCDP value"):
+        TABLE_MECHANISMS[name].run(_table(), workload, PureDP(1.0), np.random.default_rng(0))

@@ -276,11 +276,12 @@ def release_table(request: TableRequest, records: np.ndarray, *, store: LedgerSt
     if estimated_seconds is None:
         estimated_seconds = secure_seconds(0.01, int(request.workload.cells)) + (60.0 if synthesizes else 0.0)
     started = time.perf_counter()
-    release = run_bounded(mechanism.run, records, request.workload, float(request.rho), noise_source("secure"),
+    privacy = ZCDP(float(request.rho))  # table mechanisms run at a ρ-zCDP value, as the histogram ones at theirs
+    release = run_bounded(mechanism.run, records, request.workload, privacy, noise_source("secure"),
                           seconds=limit, estimated_seconds=estimated_seconds,
                           progress=progress if synthesizes else None)
     seconds = time.perf_counter() - started
-    _check_loss(release, ZCDP(float(request.rho)))
+    _check_loss(release, privacy)
     export_id = new_export_id()
     ledger = store.spend(fingerprint, label, charge, mechanism=mechanism.name, rho=charge.rho,
                          workload=request.workload.describe(), export_id=export_id, name=name, workspace=workspace,

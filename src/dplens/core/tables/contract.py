@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from dplens.core.mechanisms.contract import Release
-from dplens.core.privacy.definitions import ZCDP
+from dplens.core.privacy.definitions import ZCDP, ApproxDP, PureDP
 from dplens.core.privacy.noise import LATTICE_RULE
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.validate import positive
@@ -30,8 +30,22 @@ SECURE_NOISE = (f"OpenDP's samplers (CSPRNG, never seeded): the discrete Gaussia
 INTERVAL_LEVEL = 0.95  # the level of Release.marginal_halfwidths
 
 
-def check_rho(rho: float) -> float:
-    """ρ as a finite float > 0, else one line naming it and the rule (callers bound it further for releases)."""
+def check_rho(rho: ZCDP | float) -> float:
+    """ρ of the privacy value a table mechanism runs at: ``ZCDP(ρ)`` or a bare ρ, a finite float > 0; an ε-DP or
+    (ε, δ) value is refused by name (every table mechanism is stated in ρ-zCDP). Callers bound it further for
+    releases.
+
+    >>> check_rho(ZCDP(0.5)), check_rho(0.25)
+    (0.5, 0.25)
+    >>> check_rho(PureDP(1.0))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: table mechanisms run at a rho-zCDP value, ZCDP(rho) or a number rho > 0; got PureDP(epsilon=1.0) ...
+    """
+    if isinstance(rho, ZCDP):
+        return rho.rho
+    if isinstance(rho, PureDP | ApproxDP):
+        raise ValueError(f"table mechanisms run at a rho-zCDP value, ZCDP(rho) or a number rho > 0; got {rho!r} "
+                         "(convert it: epsilon-DP implies (epsilon^2/2)-zCDP)")
     return positive("rho", rho)
 
 

@@ -90,13 +90,14 @@ class IdentityMarginals:
     data_dependent = False
     synthesizes = False
 
-    def expected_mse(self, workload: MarginalWorkload, rho: float) -> float:
+    def expected_mse(self, workload: MarginalWorkload, rho: ZCDP | float) -> float:
         """σ² per cell; a range of L cells sums L independent noises, so ranges average σ² tr(QᵀQ) / m."""
         traces = sum(math.prod(t for _, t, _ in workload.axis_stats(i)) for i in range(len(workload.marginals)))
-        return identity_sigma(workload, rho) ** 2 * traces / workload.queries
+        return identity_sigma(workload, check_rho(rho)) ** 2 * traces / workload.queries
 
-    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
+    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: ZCDP | float,
             rng: np.random.Generator) -> Release:
+        rho = check_rho(rho)
         estimates, sigma = identity_marginals(workload, records, rho, rng)
         metadata = {"privacy": "rho-zCDP (Gaussian), add/remove one record", "sigma": sigma,
                     "l2_sensitivity": workload.cells_l2_sensitivity,
@@ -132,11 +133,12 @@ class PlannedMarginals:
     def measurements(self, plan: Any) -> tuple[NoisyAnswers, ...]:
         raise NotImplementedError
 
-    def expected_mse(self, workload: MarginalWorkload, rho: float) -> float:
-        return self.plan(workload, rho).expected_mse
+    def expected_mse(self, workload: MarginalWorkload, rho: ZCDP | float) -> float:
+        return self.plan(workload, check_rho(rho)).expected_mse
 
-    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
+    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: ZCDP | float,
             rng: np.random.Generator) -> Release:
+        rho = check_rho(rho)
         plan = self.plan(workload, rho)
         estimates = self.measured(plan, records, rng)
         return marginal_release(self.name, rho, plan.privacy_loss, workload, estimates,
@@ -225,7 +227,7 @@ class MarginalHistograms:
     def data_dependent(self) -> bool:
         return bool(MECHANISMS[self.method].data_dependent)
 
-    def _each(self, workload: MarginalWorkload, rho: float):
+    def _each(self, workload: MarginalWorkload, rho: ZCDP | float):
         from dplens.core.mechanisms.gaussian import for_privacy
 
         rho = check_rho(rho)
@@ -235,7 +237,7 @@ class MarginalHistograms:
                              f"{len(wide[0])}-way (use residual-planner, gaussian-marginals or a synthesiser)")
         return for_privacy(MECHANISMS[self.method], ZCDP(rho / len(workload.marginals)))
 
-    def expected_mse(self, workload: MarginalWorkload, rho: float) -> float | None:
+    def expected_mse(self, workload: MarginalWorkload, rho: ZCDP | float) -> float | None:
         mechanism, epsilon = self._each(workload, rho)
         total = 0.0
         for index in range(len(workload.marginals)):
@@ -246,9 +248,9 @@ class MarginalHistograms:
             total += mse * queries.shape[0]
         return total / workload.queries
 
-    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float,
+    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: ZCDP | float,
             rng: np.random.Generator) -> Release:
-
+        rho = check_rho(rho)
         mechanism, epsilon = self._each(workload, rho)
         estimates, measured, halfwidths = [], [], []
         for index, truth in enumerate(workload.answer(records)):

@@ -184,7 +184,7 @@ class _OpenDPTable:
     data_dependent = True
     synthesizes = True
 
-    def expected_mse(self, workload: MarginalWorkload, rho: float) -> None:
+    def expected_mse(self, workload: MarginalWorkload, rho: ZCDP | float) -> None:
         """Data-dependent (the PGM fit): no closed form; measure it (dplens.core.tables.compare)."""
         return None
 
@@ -244,8 +244,9 @@ class _OpenDPTable:
             algorithm=self.algorithm(dp, workload, estimator))  # type: ignore[attr-defined]  # set by each subclass
         return query.release()
 
-    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: float, rng: np.random.Generator | None = None,
-            *, rows: int | None = None, progress: Callable[[float], None] | None = None) -> Release:
+    def run(self, records: np.ndarray, workload: MarginalWorkload, rho: ZCDP | float,
+            rng: np.random.Generator | None = None, *, rows: int | None = None,
+            progress: Callable[[float], None] | None = None) -> Release:
         """Fit the model at ``rho`` and draw ``rows`` synthetic records (default: as many as OpenDP's estimate).
 
         OpenDP draws its own noise from a CSPRNG; ``rng`` draws the synthetic records from the fitted model

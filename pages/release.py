@@ -39,11 +39,11 @@ with ui.guard():
                                  "Gaussian mechanisms need (ε, δ) or zCDP. Its settings appear below.")
         settings = ui.mechanism_settings(name, key="release")
         st.session_state.release_settings = {name: settings}  # for the session config
-        cost_warning, cost_refusal = ui.run_check(name, settings, workload)
-        if cost_refusal:
-            st.error(f"{name} cannot run here: {cost_refusal}")
-        elif cost_warning:
-            st.warning(f"Slow: {cost_warning}. The page waits for it.")
+        checked = ui.release_preflight(name, settings)  # the kernel's checks before the click: nothing runs
+        if checked.refusal:
+            st.error(f"{name} cannot be released as set: {checked.refusal}")
+        elif checked.warning:
+            st.warning(f"Slow: {checked.warning}. The page waits for it.")
     with right:
         pure = ui.definition() == "pure"
         if ui.definition() == "zcdp":  # the native unit: ρ, with its ε at δ shown once as a conversion

@@ -256,3 +256,16 @@ def test_strategy_releases_show_exact_intervals_without_simulating(release_page,
     assert 0.85 <= covered <= 1.0
     assert not any("Simulate 95 % intervals" in b.label or "Compute intervals" in b.label for b in at.button)
     assert any("exact strategy-noise quantiles" in c.value for c in at.caption)  # the export's method, computed
+
+
+def test_the_form_says_before_the_click_what_the_kernel_would_refuse():
+    """The Release form asks the kernel's preflight (plan, cost, ledger) on every rerun: an ε the ledger cannot pay is
+    named before any click, and nothing is run or charged; a payable ε shows no refusal."""
+    at = open_page(RELEASE)
+    at.selectbox(key="release_mechanism").set_value("identity")
+    at.number_input(key="release_epsilon").set_value(50.0).run()  # the default total is 5
+    refusals = [e.value for e in at.error if "cannot be released as set" in e.value]
+    assert refusals and "remaining is epsilon=5" in refusals[0], [e.value for e in at.error]
+    assert not at.session_state.releases
+    at.number_input(key="release_epsilon").set_value(0.5).run()
+    assert not [e.value for e in at.error if "cannot be released as set" in e.value]

@@ -97,7 +97,8 @@ TABLES = [name for name, m in TABLE_MECHANISMS.items() if not getattr(m, "synthe
 def test_every_table_mechanism_states_the_composition_of_its_records(name):
     mechanism = TABLE_MECHANISMS[name]
     for d, workload in enumerate(table_draws(mechanism, list(TABLE_MECHANISMS).index(name))):
-        release = mechanism.run(_table(), workload, ZCDP(RHO), np.random.default_rng(d))  # one protocol: a privacy value
+        # one protocol: a privacy value
+        release = mechanism.run(_table(), workload, ZCDP(RHO), np.random.default_rng(d))
         _check(release)
         assert release.measurements and release.privacy_loss <= RHO * (1 + 1e-9)
         same = mechanism.run(_table(), workload, RHO, np.random.default_rng(d))  # a bare number is ρ

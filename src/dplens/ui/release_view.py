@@ -29,10 +29,12 @@ from dplens.core.release.export import (
 from dplens.core.release.kernel import (
     EXPORT_INTERVAL_TRIALS,
     HistogramRequest,
+    Preflight,
     Published,
     export_intervals,
     export_release,
     export_restored,
+    preflight,
     release_histogram,
 )
 from dplens.core.release.publish import history_entry
@@ -144,11 +146,8 @@ def spend_and_release() -> None:
     if private and not click.exploring and bins_from_data():  # no output shape may depend on the private data
         ss.flash_error = f"{name} not released: {BINS_FROM_DATA_REFUSAL}"
         return
-    delta = privacy_delta()
     try:
-        privacy = ZCDP(float(ss.release_rho)) if click.definition == "zcdp" and "release_rho" in ss else target(
-            click.definition, float(ss.release_epsilon), delta)
-        request = HistogramRequest(name, click.settings, privacy, session_workload(), workload_spec(), delta)
+        request = _request(name, click.settings, click.definition)
     except ValueError as err:
         ss.flash_error = f"{name} not released: {err}"
         return
@@ -160,6 +159,27 @@ def spend_and_release() -> None:
     if published.ledger is not None:
         ss.ledger = published.ledger
     _log_release(click, published, request, stream)
+
+
+def _request(name: str, settings: dict[str, object], definition: str) -> HistogramRequest:
+    """The kernel's request for the Release form as it stands: the mechanism and its settings, the privacy value in
+    the definition's unit (ρ typed under zCDP), the session's workload and δ."""
+    ss, delta = st.session_state, privacy_delta()
+    privacy = ZCDP(float(ss.release_rho)) if definition == "zcdp" and "release_rho" in ss else target(
+        definition, float(ss.release_epsilon), delta)
+    return HistogramRequest(name, settings, privacy, session_workload(), workload_spec(), delta)
+
+
+def release_preflight(name: str, settings: dict[str, object]) -> Preflight:
+    """What the kernel would say of the Release form before the click (``preflight``): a refusal naming what to
+    change, or a slow run's warning; nothing runs or is charged."""
+    try:
+        request = _request(name, settings, privacy_definition())
+    except ValueError as err:
+        return Preflight(str(err).splitlines()[0], "", None)
+    private = released_data() is None
+    return preflight(request, store=ledger_store() if private else None, fingerprint=ledger_key(),
+                     default_total=default_total(), private=private)
 
 
 def _run_release(click: _Click, request: HistogramRequest, *, private: bool) -> Published | None:

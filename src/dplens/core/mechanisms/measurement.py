@@ -486,8 +486,17 @@ class Reconstruction:
 
 
 def noise_of(mechanism: object, release: Release) -> tuple[str, float] | None:
-    """(kind, scale) of the noise ``release`` states it drew: σ for a Gaussian mechanism, else the Laplace scale b;
-    None when it states none."""
+    """(kind, scale) of the noise ``release`` drew: read from its one measurement record (σ, or the Laplace scale b),
+    or, for a release read back from a file (no records), from what its params state; None when neither says.
+
+    >>> from dplens.core.mechanisms import MECHANISMS
+    >>> from dplens.core.queries.workloads import Identity
+    >>> noise_of(MECHANISMS["hb"], MECHANISMS["hb"].run(np.ones(4), Identity(4), 0.5, np.random.default_rng(0)))
+    ('laplace', 2.0)
+    """
+    if len(release.measurements) == 1 and isinstance(record := release.measurements[0], NoisyAnswers):
+        noise = record.noise
+        return noise.kind, float(noise.scale if isinstance(noise, LaplaceMeasurement) else noise.sigma)
     gaussian = getattr(mechanism, "noise", "laplace") == "gaussian"
     scale = release.params.get("sigma" if gaussian else "noise_scale")
     return None if scale is None else ("gaussian" if gaussian else "laplace", float(scale))

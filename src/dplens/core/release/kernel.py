@@ -155,6 +155,41 @@ def secure_seconds(estimate_seconds: float, values: int) -> float:
     return float(estimate_seconds) + SECURE_SECONDS_PER_VALUE * values
 
 
+@dataclass(frozen=True)
+class Preflight:
+    """What a release would do, found without running anything: ``refusal`` ('' when it can run: else a bad request,
+    a run over the limits, or a ledger that cannot pay, in one line), ``warning`` ('' or a slow run's estimate) and the
+    ``charge`` it would make (None when the request itself is refused)."""
+
+    refusal: str
+    warning: str
+    charge: Budget | None
+
+
+def preflight(request: HistogramRequest, *, store: LedgerStore | None = None, fingerprint: str | None = None,
+              default_total: Budget = DEFAULT_TOTAL, private: bool = True) -> Preflight:
+    """The checks ``release_histogram`` makes before any work, for a page to show before the click: the request is
+    planned, the run's cost estimated and, for private data with a ``store``, the ledger asked whether it can pay.
+    Nothing is run, drawn or charged.
+
+    >>> preflight(HistogramRequest("hb", {}, ZCDP(0.5), Identity(8), "identity", 1e-6)).charge.rho
+    0.5
+    >>> preflight(HistogramRequest("gaussian-hb", {}, PureDP(1.0), Identity(8), "identity", 0.0)).refusal[:46]
+    'gaussian-hb adds Gaussian noise, which is neve'
+    """
+    try:
+        mechanism, _, charge = plan_histogram(request)
+        warning = check_cost(estimate_cost(mechanism, request.workload), what=f"{request.mechanism} on this input")
+    except ValueError as err:  # a bad request or setting, or a run over the limits (RunTooLargeError)
+        return Preflight(str(err).splitlines()[0], "", None)
+    if private and store is not None and fingerprint is not None:
+        try:
+            _check_fits(store, fingerprint, f"release: {request.mechanism}", charge, default_total)
+        except ValueError as err:  # BudgetExceededError: the ledger cannot pay
+            return Preflight(str(err).splitlines()[0], warning, charge)
+    return Preflight("", warning, charge)
+
+
 def _check_fits(store: LedgerStore, fingerprint: str, label: str, charge: Budget, default_total: Budget) -> None:
     """Refuse before any work (BudgetExceededError naming what remains); the charge re-checks atomically."""
     ledger = store.ledger(fingerprint, default_total=default_total)

@@ -57,7 +57,7 @@ def use_upload() -> None:
         notes.append("declared public: Compare and Choose epsilon can tune on it for other datasets of its shape")
     if ui.bins_from_data():  # an undeclared grid or levels: explore, compare, choose ε; no release
         notes.append("its shape was read from the file (no declared grid or levels): explore it freely, but declare "
-                     "Grid rows and Grid columns (row,col,count) or Levels (A,B,count) to release it")
+                     "Grid rows and Grid columns (row,col,count) or Levels (label,count or A,B,count) to release it")
     ss.data_notices = [f"Loaded {ui.plain(hist.name)}: {hist.domain.size:,} cells, total {hist.total:,.0f}."] + [
         ui.plain(note[0].upper() + note[1:] + ".") for note in notes]
 
@@ -92,7 +92,7 @@ with ui.guard():
         else:
             st.caption("Long-form 2-D files (`row,col,count`) may list only the non-zero cells. To release one, "
                        "declare its grid (0 = infer from the largest index: explore only, since one record at a new "
-                       "index would change the shape). A labelled `A,B,count` file needs its Levels declared.")
+                       "index would change the shape). A labelled `label,count` or `A,B,count` file needs its Levels.")
             grid_cols = st.columns(2)
             grid_cols[0].number_input("Grid rows", 0, 2**22, 0, key="data_grid_rows")
             grid_cols[1].number_input("Grid columns", 0, 2**22, 0, key="data_grid_cols")

@@ -119,3 +119,48 @@ def test_the_release_page_releases_over_a_declared_grid():
     at = _release_on_the_page((8, 8))
     assert not at.exception and at.session_state.releases
     assert at.session_state.uploads[at.session_state.dataset_key].domain.shape == (8, 8)
+
+
+LABELLED_1D = b"label,count\na,3\nb,0\nc,2\n"
+
+
+def test_a_labelled_one_d_release_needs_declared_levels_and_exploring_does_not(tmp_path, capsys):
+    """label,count lists a row per bin: one person in a new category adds a bin, so the release needs --levels."""
+    path, levels, out = tmp_path / "t.csv", tmp_path / "levels.json", tmp_path / "out.json"
+    path.write_bytes(LABELLED_1D)
+    levels.write_text(json.dumps({"label": ["a", "b", "c", "d"]}))
+    assert "its bins are the labels present" in shape_from_data(LABELLED_1D)
+    assert shape_from_data(LABELLED_1D, levels=[["a", "b", "c", "d"]]) is None
+    base = ["release", "--input", str(path), "--mechanism", "identity", "--epsilon", "1", "--output", str(out)]
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert "is not released" in err and "--levels" in err and err.count("\n") == 1 and not out.exists()
+    assert main(["compare", "--input", str(path), "--mechanisms", "identity", "--epsilons", "1", "--trials", "1",
+                 "--output", str(tmp_path / "c.csv")]) == 0  # exploring needs no declaration
+    assert main([*base, "--levels", str(levels)]) == 0
+    assert np.asarray(json.loads(out.read_text())["counts"]).size == 4  # the declared 'd' is released too
+
+
+def _release_labelled_on_the_page(levels: str | None):
+    at = open_page("pages/data.py")
+    at.file_uploader(key="data_upload").set_value(("t.csv", LABELLED_1D, "text/csv")).run()
+    if levels is not None:
+        at.text_area(key="data_levels").set_value(levels)
+    at = at.button(key="data_use").click().run()
+    assert not at.exception, at.exception
+    notes = [i.value for i in at.info]
+    at = at.switch_page("pages/release.py").run()
+    at.radio(key="release_noise_path").set_value("secure")
+    at.selectbox(key="release_mechanism").set_value("identity")
+    at.number_input(key="release_epsilon").set_value(1.0)
+    return at.button(key="release_spend").click().run(), notes
+
+
+def test_the_release_page_refuses_undeclared_one_d_labels_and_releases_declared_ones():
+    at, notes = _release_labelled_on_the_page(None)
+    assert any("Levels \\(label,count" in n for n in notes), notes  # the Data page says so at once (escaped)
+    assert not at.exception and not at.session_state.releases
+    assert any("not released" in e.value and "label,count" in e.value for e in at.error), [e.value for e in at.error]
+    at, _ = _release_labelled_on_the_page("a, b, c, d")
+    assert not at.exception and at.session_state.releases
+    assert at.session_state.uploads[at.session_state.dataset_key].labels == (("a", "b", "c", "d"),)

@@ -214,7 +214,7 @@ def test_a_renamed_mechanism_is_found_by_its_former_name():
 def test_the_command_line_reads_a_former_name_everywhere(tmp_path):
     """release, compare and grid all take gaussian-mm-opt for gaussian-eigen (a script written before the rename)."""
     ledger, data = str(tmp_path / "l.sqlite3"), tmp_path / "small.csv"
-    data.write_text("bin,count\n" + "".join(f"{i},{(7 * i) % 11}\n" for i in range(32)))  # small: a quick eigen design
+    data.write_text("count\n" + "".join(f"{(7 * i) % 11}\n" for i in range(32)))  # every cell: its own declaration
     assert main(["release", "--input", str(data), "--mechanism", "gaussian-mm-opt", "--definition", "approx",
                  "--epsilon", "0.5", "--delta", "1e-6", "--budget", "5", "--budget-delta", "1e-5",
                  "--output", str(tmp_path / "r.json"), "--ledger", ledger]) == 0

@@ -182,15 +182,17 @@ def _forged_json() -> bytes:
                        "neighbouring": "add/remove", "export_id": "0" * 32, "counts": [4.0, 9.0, 2.0, 7.5]}).encode()
 
 
-def _upload(at, name: str, data: bytes):
+def _upload(at, name: str, data: bytes, levels: str | None = None):
     at.file_uploader(key="data_upload").set_value((name, data, "text/plain")).run()
+    if levels is not None:  # a labelled file's declared levels (#36 item 5): needed to release it
+        at.text_area(key="data_levels").set_value(levels)
     return at.button(key="data_use").click().run()
 
 
 @pytest.mark.parametrize(("name", "data"), [("weighted.csv", FRACTIONAL), ("forged.json", _forged_json())])
 def test_an_unknown_export_is_raw_data_and_its_release_is_charged(name, data):
     assert recognise(LedgerStore(), data, name)[1] is None
-    at = _upload(open_page(DATA), name, data)
+    at = _upload(open_page(DATA), name, data, "0,1,2,3" if name.endswith(".csv") else None)
     assert not at.exception, at.exception
     assert at.session_state.dataset_key.startswith("upload:")
     assert any("no record of releasing it" in i.value for i in at.info), [i.value for i in at.info]

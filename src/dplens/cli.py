@@ -723,8 +723,8 @@ def _shape_arguments(parser: argparse.ArgumentParser) -> None:
                              "the grid would be sized by the data's largest index)")
     parser.add_argument("--levels", metavar="JSON",
                         help='the declared levels of a labelled A,B,count file, {"A": ["a1", ...], "B": [...]} in the '
-                             "file's column order (needed to release one), or of a label,count file; labels not "
-                             "listed are 0")
+                             "file's column order, or {\"label\": [...]} of a label,count file (needed to release "
+                             "either); labels not listed are 0")
 
 
 def _grid_shape(text: str) -> tuple[int, int]:

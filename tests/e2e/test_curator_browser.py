@@ -2,7 +2,9 @@
 intervals → export → re-upload the export → download the recipe. Screenshots go to test-artifacts/curator-*.png."""
 
 import json
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -34,12 +36,23 @@ def download(page, button: str, timeout: float = 120_000) -> bytes:
     return data
 
 
-def upload(page, path) -> None:
+def upload(page, path, levels: str | None = None) -> None:
+    """Upload ``path`` on the Data page; ``levels`` declares a labelled file's levels (needed to release it)."""
     page.get_by_text("Upload a histogram").click()
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(path))
     wait_idle(page)
+    if levels is not None:
+        area = page.get_by_role("textbox", name=re.compile("^Levels")).first
+        area.fill(levels)
+        area.press("Tab")  # a text area commits on blur
+        wait_idle(page)
     page.get_by_role("button", name="Use this file").click()
     wait_idle(page, timeout=120_000)
+
+
+def file_levels(path) -> str:
+    """A label,count file's labels as the Data page's Levels line: the file is its curator's declaration here."""
+    return ", ".join(line.split(",")[0] for line in Path(path).read_text().splitlines()[1:] if line.strip())
 
 
 def test_curator_flow_at_1366x768(browser, app_url, tmp_path):
@@ -57,7 +70,7 @@ def test_curator_flow_at_1366x768(browser, app_url, tmp_path):
     # Upload (a copy of a sample under a new name), then a workload.
     mine = tmp_path / "bills.csv"
     shutil.copy(DATA_DIR / "tips_bill.csv", mine)
-    upload(page, mine)
+    upload(page, mine, file_levels(mine))  # a labelled upload is released over declared levels (#36 item 5)
     page.get_by_text("Loaded bills").first.wait_for()
     go(page, "Workloads")
     shot(page, "workloads")

@@ -109,9 +109,9 @@ def add_upload(data: bytes, filename: str, *, column: str | None = None, bins: i
 
 BINS_FROM_DATA_REFUSAL = ("its bins or grid were read from the private data (the categories present, equal-width bins "
                           "between the data's own minimum and maximum, the largest row and col index of a "
-                          "row,col,count file, or the labels present in an A,B,count file), so the released shape "
-                          "would disclose them; give bin edges, Grid rows and Grid columns, or Levels on the Data "
-                          "page to release. Exploring, comparing and choosing ε need none")
+                          "row,col,count file, or the labels present in a label,count or A,B,count file), so the "
+                          "released shape would disclose them; give bin edges, Grid rows and Grid columns, or Levels "
+                          "on the Data page to release. Exploring, comparing and choosing ε need none")
 
 
 def bins_from_data(key: str | None = None) -> bool:

@@ -525,13 +525,17 @@ def shape_from_data(data: bytes, filename: str | None = None, *, grid_shape: tup
     An indexed ``row,col,count`` file without ``grid_shape`` is sized by its largest index: one record at
     (5, 5) turns a 4 × 4 grid into 6 × 6. A labelled ``A,B,count`` file without ``levels`` has the labels present
     as its levels: one person in a new category adds a row. Such data can be explored, compared and used to choose
-    ε, but not released (the release would show the shape). Other files (a count per line, a matrix, JSON, .npy)
-    state every cell, zeros included, and are their own declaration.
+    ε, but not released (the release would show the shape). A labelled 1-D ``label,count`` file (``bin,count``
+    too: its bins are the rows listed) is the same: one person in a new category adds a bin. Other files (a count
+    per line, a matrix, JSON, .npy) state every cell, zeros included, and are their own declaration; so are the
+    built-in samples, by name.
 
     >>> shape_from_data(b"row,col,count\\n0,0,3\\n3,3,1\\n")[:40]
     'its grid was sized from the largest row '
     >>> shape_from_data(b"row,col,count\\n0,0,3\\n", grid_shape=(4, 4)) is None
     True
+    >>> shape_from_data(b"label,count\\na,3\\n")[:36], shape_from_data(b"label,count\\na,3\\n", levels=[["a", "b"]])
+    ('its bins are the labels present in t', None)
     """
     suffix = Path(filename).suffix.lower() if filename else ""
     if suffix in (".npy", ".json") or bytes(data[:6]) == b"\x93NUMPY":
@@ -554,6 +558,9 @@ def shape_from_data(data: bytes, filename: str | None = None, *, grid_shape: tup
         return ("its levels are the labels present in the file, so one person in a new category would add a row or "
                 "column; declare the levels (--levels FILE on the command line, or Levels on the Data page) "
                 "to release")
+    if "count" in names and len(labels) == 1 and levels is None:  # label,count (or bin,count): a row per bin listed
+        return ("its bins are the labels present in the file, so one person in a new category would add a bin; "
+                "declare the levels (--levels FILE on the command line, or Levels on the Data page) to release")
     return None
 
 

@@ -1,4 +1,4 @@
-"""Curators kept apart on a shared server (README: Security model).
+"""Curators kept apart on a shared server (docs/security.md).
 
 Shared mode is what ``ui.identity`` reads: ``DPLENS_MODE=shared`` (set by ``dplens app --shared``), and
 ``st.user`` (AppTest's ``user``) signed in with an email. Curator A's datasets, history, budget and workspace stay

@@ -126,7 +126,7 @@ def test_hdmm_published_rmse_at_unit_noise(workload, published):
     """HDMM's experiments/journal/oned.csv: RMSE = sqrt(tr(WᵀW(AᵀA)⁻¹)·max diag(AᵀA)/m) (an L2 scaling).
 
     Our expected_mse is the Laplace error, scaled by Δ₁² = 1 instead of HDMM's Δ₂² = max diag(AᵀA) < 1,
-    so at ε = √2 (2/ε² = 1) it is larger by the factor 1/Δ₂² (README, "Greedy-H").
+    so at ε = √2 (2/ε² = 1) it is larger by the factor 1/Δ₂² (docs/mechanisms.md, "greedy-h").
     """
     mechanism = GreedyH()
     m = workload.shape[0]

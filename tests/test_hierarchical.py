@@ -94,7 +94,7 @@ PUBLISHED = [("all-range", 2, 5.063062655737136), ("all-range", "auto", 7.663403
 
 @pytest.mark.parametrize("workload, branching, published", PUBLISHED)
 def test_hdmm_published_rmse_at_unit_noise(workload, branching, published):
-    """HDMM scales tr(WᵀW(AᵀA)⁻¹) by Δ₂² = max diag(AᵀA) = h; Laplace needs Δ₁² = h² (README, "hb").
+    """HDMM scales tr(WᵀW(AᵀA)⁻¹) by Δ₂² = max diag(AᵀA) = h; Laplace needs Δ₁² = h² (docs/mechanisms.md, "hb").
 
     So our RMSE at ε = √2 is HDMM's × √h: e.g. H2 all-range 5.0631 × √12 = 17.539.
     """

@@ -33,7 +33,7 @@ def test_haar_strategy_is_the_weighted_wavelet_and_inverts():
                                                  (Prefix(2048), 3.958484138159224)],
                          ids=["all-range", "prefix"])
 def test_hdmm_published_rmse_at_unit_noise(workload, published):
-    """HDMM scales by Δ₂² = ρ = 12 where Laplace needs Δ₁² = ρ² = 144 (README, "privelet")."""
+    """HDMM scales by Δ₂² = ρ = 12 where Laplace needs Δ₁² = ρ² = 144 (docs/mechanisms.md, "privelet")."""
     rmse = math.sqrt(PRIVELET.expected_mse(workload, math.sqrt(2)))
     assert rmse / math.sqrt(12) == pytest.approx(published, rel=0.02)
     assert rmse / math.sqrt(12) == pytest.approx(published, rel=1e-9)

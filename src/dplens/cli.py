@@ -820,8 +820,9 @@ def _add_grid(sub, samples: str) -> None:
 def _add_ledger(sub, samples: str) -> None:
     """``dplens ledger``: show, export or reset a dataset's ledger."""
     led = sub.add_parser("ledger", help="show a dataset's privacy ledger, export its history, or reset it",
-                         description="The ledger is keyed by the dataset's fingerprint (SHA-256 of counts and "
-                                     "domain sizes); the app and `release` charge the same one.")
+                         description="The ledger is keyed by the dataset's fingerprint (an HMAC-SHA-256 of counts "
+                                     "and domain sizes under this installation's secret key, "
+                                     "$DPLENS_HOME/installation.key); the app and `release` charge the same one.")
     led.add_argument("--input", help=f"histogram file or sample name ({samples}) (needed unless --trust-key or "
                                      "--public-key)")
     led.add_argument("--public-key", metavar="FILE",

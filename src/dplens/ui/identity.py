@@ -145,7 +145,7 @@ def _sign_in_page() -> None:
 
     if not is_authlib_installed():
         st.error("Sign-in is configured but Streamlit's sign-in needs Authlib: install `streamlit[auth]` "
-                 "(Authlib ≥ 1.3.2) in the server's environment (README: Security model).")
+                 "(Authlib ≥ 1.3.2) in the server's environment (docs/security.md).")
         return
     st.info("Sign in to see your datasets, workspaces and privacy budgets. Each curator sees only their own. "
             + REQUIRED_CLAIMS)

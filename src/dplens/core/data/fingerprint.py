@@ -12,7 +12,7 @@ existed is re-keyed without its counts (``keyed``, ``dplens.core.privacy.store``
 
 Labels, axis names and the dataset's name are left out: the same counts uploaded under another file name, in
 another tab or after a restart share one ledger. Any change to a count or to the shape gives another fingerprint
-(and so a fresh ledger; see the README's "What the ledger protects"). Losing the key file therefore loses every
+(and so a fresh ledger; see docs/protection.md and docs/security.md). Losing the key file therefore loses every
 ledger: the store refuses to open under another key (``key_id``).
 
 >>> key = b"doctest key"

@@ -9,18 +9,22 @@ import numpy as np
 import streamlit as st
 
 from dplens.core.analysis.bounded import warm_up
-from dplens.core.analysis.cost import Deadline, RunLimits, sweep_seconds
+from dplens.core.analysis.cost import Deadline, RunLimits, affordable_trials, sweep_seconds
 from dplens.core.analysis.execution import parse_scheduler, resolve_auto
 from dplens.core.analysis.experiment import (
     DEFAULT_COMPARE_MECHANISMS,
     SweepCache,
     per_bin_errors,
     run_sweep,
+    summarise,
     warm_up_workers,
 )
 from dplens.core.analysis.strategy_store import StrategyStore
 from dplens.core.data.datasets import DEFAULT_DATASET, load_histogram
+from dplens.core.data.limits import MAX_ACTION_SECONDS
 from dplens.core.mechanisms import MECHANISMS
+from dplens.ui.analytic import sweep_axis
+from dplens.ui.charts import error_figure
 from dplens.ui.definition import definition
 from dplens.ui.guard import is_script_control
 from dplens.ui.ledger import delta
@@ -80,12 +84,44 @@ def sweep_cache() -> SweepCache:
     return cache
 
 
+# The Compare page's default selection (Gaussian twins join it under (ε, δ) and zCDP) at its default trials always
+# finishes: it is held to this, not to the action limit (MAX_ACTION_SECONDS), and its Stop button still ends it.
+DEFAULT_SWEEP_SECONDS = 3600.0
+GAUSSIAN_DEFAULTS = ("gaussian-hb", "gaussian-answers")
+
+
+def is_default_sweep(mechanisms, epsilons: int, trials: int) -> bool:
+    """True for the Compare page's defaults: its default mechanisms (or some of them) at no more trials than
+    ``affordable_trials`` gives them on this workload (the page's default trials)."""
+    defaults = set(DEFAULT_COMPARE_MECHANISMS) | set(GAUSSIAN_DEFAULTS)
+    if not set(mechanisms) <= defaults or any(m not in MECHANISMS for m in mechanisms):
+        return False
+    return trials <= affordable_trials([MECHANISMS[m] for m in mechanisms], workload(), epsilons=epsilons)
+
+
+def live_chart(slot, part, epsilons: tuple[float, ...], metrics: tuple[str, ...], draw: int) -> None:
+    """Draw in ``slot`` the frontier of the mechanisms a running sweep has finished (``part``, from run_sweep's
+    ``on_partial``), and name those still running. ``draw`` numbers the draws of one run (each chart's key)."""
+    running = list(part.attrs.get("running", []))
+    finished = list(dict.fromkeys(part["mechanism"]))
+    with slot.container():
+        if finished:
+            x_title, labels, ticks = sweep_axis(epsilons)
+            st.plotly_chart(error_figure(summarise(part), metrics[0], envelope=False, x_title=x_title,
+                                         point_labels=labels, tick_labels=ticks), key=f"compare_live_{draw}")
+        st.caption(f"Drawn so far: {', '.join(finished) or 'none yet'}"
+                   + (f"; still running: {', '.join(running)}." if running else "; all finished."))
+
+
 def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int, metrics: tuple[str, ...],
-          progress=None, *, scheduler: str = "auto"):
+          progress=None, *, scheduler: str = "auto", live: bool = True):
     """Run (or fetch from the session) a sweep for the current dataset, workload and seed.
 
     Pairs (mechanism, ε) computed by an earlier sweep with the same data, workload, trials and seed
     are reused from ``sweep_cache()``: adding a mechanism or an epsilon runs only the new cells.
+    With ``live``, a chart placed where this is called draws each mechanism as it finishes (the references and the
+    data-independent ones first: ``run_order``) and names those still running; it is emptied when the sweep ends.
+    The page's defaults (``is_default_sweep``) are not cut at the action limit: they always finish.
     """
     key = (tuning_key(), workload_spec(), mechanisms, epsilons, trials, metrics,
            int(st.session_state.seed), definition(), delta())
@@ -93,25 +129,40 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
     if key not in cache or cache[key].attrs.get("stopped"):
         interrupted: list[BaseException] = []
 
-        def tick(done: int, total: int, name: str) -> None:
+        def held(call) -> None:
             # A click (e.g. Stop) during the run surfaces as a rerun exception inside the next
             # Streamlit call; hold it, let run_sweep return the partial results, then re-raise.
-            if progress is not None and not interrupted:
+            if not interrupted:
                 try:
-                    progress(done, total, name)
+                    call()
                 except BaseException as err:
                     if not is_script_control(err):
                         raise
                     interrupted.append(err)
 
+        def tick(done: int, total: int, name: str) -> None:
+            if progress is not None:
+                held(lambda: progress(done, total, name))
+
+        slot, draws = (st.empty() if live else None), [0]
+
+        def draw(part) -> None:
+            if slot is not None:
+                draws[0] += 1
+                held(lambda: live_chart(slot, part, epsilons, metrics, draws[0]))
+
+        # one click never holds the server past the action limit, unless it is the page's defaults
+        seconds = DEFAULT_SWEEP_SECONDS if is_default_sweep(mechanisms, len(epsilons), trials) else MAX_ACTION_SECONDS
         # every mechanism at matched privacy: ε means "ε at δ" under the session's definition
         cache[key] = run_sweep(tuning_histogram(), workload(), [matched(m) for m in mechanisms], list(epsilons), trials,
                                seed=int(st.session_state.seed), metrics=list(metrics), progress=tick,
                                should_stop=lambda: bool(interrupted), limits=RunLimits(),
-                               deadline=Deadline(),  # one click never holds the server past the action limit
-                               scheduler=scheduler, cache=sweep_cache(), store=StrategyStore())
+                               deadline=Deadline(seconds), scheduler=scheduler, cache=sweep_cache(),
+                               store=StrategyStore(), on_partial=draw)
         while len(cache) > 8:
             cache.pop(next(iter(cache)))
+        if slot is not None and not interrupted:
+            slot.empty()  # the page draws the whole results below
         if interrupted:
             raise interrupted[0]
     return cache[key]

@@ -27,8 +27,11 @@ from dplens.core.analysis.execution import (  # trial_rng, resolve_mechanisms: r
     Cell,
     CellResult,
     Context,
+    StrategyJob,
+    StrategyResult,
     default_block,
     execute,
+    install_snapshot,
     load_strategies,
     parse_scheduler,
     resolve_auto,
@@ -36,7 +39,7 @@ from dplens.core.analysis.execution import (  # trial_rng, resolve_mechanisms: r
     save_strategies,
     trial_rng,
 )
-from dplens.core.analysis.metrics import check_metrics, expected_metrics
+from dplens.core.analysis.metrics import METRICS, check_metrics, expected_metrics
 from dplens.core.analysis.strategy_store import StrategyStore
 from dplens.core.data.domain import Histogram
 from dplens.core.data.fingerprint import dataset_fingerprint
@@ -47,6 +50,24 @@ from dplens.core.validate import integer
 
 # The Compare page's default selection: DPBench's standard 1-D mechanisms and its two baselines.
 DEFAULT_COMPARE_MECHANISMS = ("identity", "hb", "privelet", "dawa", "mwem", "ahp", "uniform", "laplace-on-answers")
+# DPBench's baselines: a sweep runs them first (with the data-independent mechanisms), so they are never the ones a
+# time limit cuts.
+REFERENCE_MECHANISMS = ("identity", "uniform")
+
+
+def run_order(mechanisms: Sequence[Mechanism]) -> list[Mechanism]:
+    """The order a sweep runs its mechanisms in: the references, then the data-independent mechanisms (their error
+    has a closed form or an analytic value), then the data-dependent ones (simulated only); the given order within
+    each. Results do not depend on it (``trial_rng``); it decides what is drawn first and what a time limit cuts.
+
+    >>> from dplens.core.mechanisms import MECHANISMS
+    >>> [m.name for m in run_order([MECHANISMS[n] for n in ("dawa", "hb", "uniform", "mwem", "identity")])]
+    ['uniform', 'identity', 'hb', 'dawa', 'mwem']
+    """
+    def rank(mechanism: Mechanism) -> int:
+        return 0 if mechanism.name in REFERENCE_MECHANISMS else 2 if mechanism.data_dependent else 1
+
+    return sorted(mechanisms, key=rank)  # stable: the given order within a rank
 
 
 class SweepCache:
@@ -95,6 +116,7 @@ def _pair_key(data: str, workload: Workload, mechanism: Mechanism, epsilon: floa
 
 
 COLUMNS = ["mechanism", "epsilon", "trial", "metric", "value", "seconds", "expected"]
+UNKNOWN = dict.fromkeys(METRICS, float("nan"))  # the expected metrics of a pair whose strategy job never finished
 
 
 def _trials_held(entry: tuple[pd.DataFrame | None, str | None] | None, metrics: Sequence[str]) -> int:
@@ -117,7 +139,8 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
               should_stop: Callable[[], bool] | None = None,
               deadline: Deadline | None = None, limits: RunLimits | None = None,
               scheduler: str | None = "serial", cache: SweepCache | None = None,
-              store: StrategyStore | None = None) -> pd.DataFrame:
+              store: StrategyStore | None = None,
+              on_partial: Callable[[pd.DataFrame], None] | None = None) -> pd.DataFrame:
     """Run every mechanism at every epsilon ``trials`` times and measure the chosen metrics.
 
     Cells run through ``dplens.core.analysis.execution`` on ``scheduler`` ("serial", "processes[:N]", "local:N",
@@ -131,24 +154,49 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     ``df.attrs["stopped"]`` is True when ``should_stop`` or the ``deadline`` ended the sweep early
     (checked between trials when serial; on workers, pending cells are cancelled within 0.1 s and
     running ones finish unseen); ``df.attrs["stop_reason"]`` says why.
+
+    Mechanisms run in ``run_order``: the references and the data-independent ones first, the data-dependent ones
+    last. With ``on_partial``, each time a mechanism's last run arrives (and once at the start when the cache holds
+    whole mechanisms), it is called with the rows of every mechanism finished so far, in the sweep's order, the same
+    rows the returned frame holds for them; its ``attrs["running"]`` names the mechanisms still running. On a
+    parallel backend the data-independent strategies a sweep lacks (and hb's and privelet's error energies) are
+    computed in the workers, beside the cells that need none, not here before any cell.
+
+    >>> seen = []
+    >>> df = run_sweep(Histogram.from_counts([5.0, 0, 3, 8]), Prefix(4), ["uniform", "identity"], [1.0], trials=2,
+    ...                on_partial=lambda part: seen.append((sorted(set(part.mechanism)), part.attrs["running"])))
+    >>> seen
+    [(['uniform'], ['identity']), (['identity', 'uniform'], [])]
     """
     instances, epsilons, left_out = _checked(histogram, workload, mechanisms, epsilons, trials, metrics, limits)
     total_runs = len(instances) * len(epsilons) * trials
     metrics = tuple(metrics)
     context = Context(histogram, workload, metrics, int(seed))  # only these metrics are computed
     data = dataset_fingerprint(histogram) if cache is not None else ""
-    pairs = [(m, e) for m in instances for e in epsilons]
+    pairs = [(m, e) for m in instances for e in epsilons]  # the frame's order; cells run in run_order
     keys = {(m.name, e): _pair_key(data, workload, m, e, seed) for m, e in pairs}
     cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
     have = {p: _trials_held(cached.get(p), metrics) for p in pairs}  # trials 0..k−1 held (all for an error)
-    todo = [p for p in pairs if have[p] < trials]
+    todo = [(m, e) for m in run_order(instances) for e in epsilons if have[m, e] < trials]
     scheduler = resolve_auto(scheduler, sum(trials - have[p] for p in todo), histogram.domain.size)
-    block = default_block(len(todo), trials, parse_scheduler(scheduler).workers)
+    plan = parse_scheduler(scheduler)
+    block = default_block(len(todo), trials, plan.workers)
     cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(have[m, e], trials, block)]
     computed = load_strategies(instances, workload, store) if store is not None else []
-    # in this process: fills the strategy caches that are then shipped to workers; one expected_mse per pair
-    expected = {(m.name, e): expected_metrics(m, workload, e) for m, e in pairs}
-    if store is not None:
+    # one expected_mse per pair. Strategies already held (in this process or the store) are shipped to workers as they
+    # are; on a parallel backend those still to compute are StrategyJobs computed in the workers (their expected errors
+    # come back with them), serially they are computed here, before the cells, in the same way (compute_strategy)
+    parallel = plan.kind != "serial" and bool(cells)
+    job_names = {m.name for m in computed} if parallel else set()
+    jobs = [StrategyJob(0, m, tuple(epsilons)) for m in run_order(instances) if m.name in job_names]
+    expected = {(m.name, e): expected_metrics(m, workload, e) for m, e in pairs if m.name not in job_names}
+
+    def strategy_done(result: StrategyResult) -> None:
+        install_snapshot(result.entries)  # here too: the store saves them, and a later sweep reuses them
+        for e in result.job.epsilons:
+            expected[result.job.mechanism.name, e] = result.expected[e]
+
+    if store is not None and not jobs:
         save_strategies(computed, workload, store)
 
     # Stop button or the action's deadline (dplens.core.analysis.cost), polled between trials and cells
@@ -157,7 +205,12 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
 
     done = total_runs - sum(trials - have[p] for p in todo)
     counted = None if progress is None else lambda runs, name: progress(done + runs, total_runs, name)
-    results, errors = _run_cells(context, cells, scheduler, stop, counted)
+    partial = None if on_partial is None else _Partial(
+        on_partial, pairs, cells, lambda pair, found: _pair_rows(pair[0].name, pair[1], found, expected[
+            pair[0].name, pair[1]], cached.get(pair), trials, metrics, None, None))
+    results, errors = _run_cells(context, cells, scheduler, stop, counted, jobs, strategy_done, partial)
+    if store is not None and jobs:
+        save_strategies([m for m in computed if all((m.name, e) in expected for e in epsilons)], workload, store)
     stopped = len(results) < len(cells) or any(
         r.error is None and len(r.values) < r.cell.runs for r in results.values())
     failed = set(errors)
@@ -177,7 +230,8 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
         else:
             key = keys[mechanism.name, epsilon] if cache is not None else None
             rows.extend(_pair_rows(mechanism.name, epsilon, by_pair.get((mechanism.name, epsilon), []),
-                                   expected[mechanism.name, epsilon], entry, trials, metrics, cache, key))
+                                   expected.get((mechanism.name, epsilon), UNKNOWN), entry, trials, metrics, cache,
+                                   key))  # UNKNOWN: a job stopped before it finished (so none of its cells ran)
     df = pd.DataFrame(rows, columns=COLUMNS)
     df.attrs["errors"] = errors
     df.attrs["left_out"] = left_out
@@ -210,16 +264,66 @@ def _checked(histogram: Histogram, workload: Workload, mechanisms: Sequence[str 
     return instances, epsilons, left_out
 
 
+class _Partial:
+    """Calls ``on_partial`` with the rows of the mechanisms finished so far, each time one finishes (see run_sweep)."""
+
+    def __init__(self, on_partial: Callable[[pd.DataFrame], None], pairs: list[tuple[Mechanism, float]],
+                 cells: list[Cell], rows: Callable[[tuple[Mechanism, float], list[CellResult]], list[tuple]]) -> None:
+        self.on_partial, self.pairs, self.rows = on_partial, pairs, rows
+        self.left: dict[str, int] = {}
+        for cell in cells:
+            self.left[cell.mechanism.name] = self.left.get(cell.mechanism.name, 0) + 1
+        self.order = list(dict.fromkeys(m.name for m, _ in pairs))
+        self.running = [name for name in (c.mechanism.name for c in cells) if name in self.left]
+        self.running = list(dict.fromkeys(self.running))  # in run order
+        self.found: dict[str, list[CellResult]] = {}
+        self.failed: set[str] = set()
+
+    def start(self) -> None:
+        """Draw what the cache already holds whole, if anything."""
+        if len(self.running) < len(self.order):
+            self._emit()
+
+    def arrived(self, result: CellResult) -> None:
+        name = result.cell.mechanism.name
+        if result.error is not None:
+            self.failed.add(name)
+        self.found.setdefault(name, []).append(result)
+        self.left[name] -= 1
+        if self.left[name] == 0:
+            self.running.remove(name)
+            self._emit()
+
+    def _emit(self) -> None:
+        rows: list[tuple] = []
+        for mechanism, epsilon in self.pairs:
+            name = mechanism.name
+            if name in self.running or name in self.failed:
+                continue
+            found = sorted((r for r in self.found.get(name, []) if r.cell.epsilon == epsilon),
+                           key=lambda r: r.cell.first)
+            rows.extend(self.rows((mechanism, epsilon), found))
+        frame = pd.DataFrame(rows, columns=COLUMNS)
+        frame.attrs["running"] = list(self.running)
+        self.on_partial(frame)
+
+
 def _run_cells(context: Context, cells: list[Cell], scheduler: str | None, stop: Callable[[], bool],
-               progress: Callable[[int, str], None] | None) -> tuple[dict[int, CellResult], dict[str, str]]:
-    """Run ``cells`` on ``scheduler``: the results by cell index, and the first error of each failed mechanism.
+               progress: Callable[[int, str], None] | None, jobs: Sequence[StrategyJob] = (),
+               on_strategy: Callable[[StrategyResult], None] | None = None,
+               partial: _Partial | None = None) -> tuple[dict[int, CellResult], dict[str, str]]:
+    """Run ``cells`` (and the strategy ``jobs`` they wait for) on ``scheduler``: the results by cell index, and the
+    first error of each failed mechanism.
 
     Ends early when a serial cell comes back cut short by ``stop``.
     """
     results: dict[int, CellResult] = {}
     errors: dict[str, str] = {}
     runs = 0
-    iterator = execute({0: context}, cells, scheduler=scheduler, should_stop=stop)
+    if partial is not None:
+        partial.start()
+    iterator = execute({0: context}, cells, scheduler=scheduler, should_stop=stop, strategies=jobs,
+                       on_strategy=on_strategy)
     try:
         for result in iterator:
             name = result.cell.mechanism.name
@@ -231,6 +335,8 @@ def _run_cells(context: Context, cells: list[Cell], scheduler: str | None, stop:
                 progress(runs, name)
             if result.error is None and len(result.values) < result.cell.runs:
                 break
+            if partial is not None:
+                partial.arrived(result)
     finally:
         iterator.close()
     return results, errors

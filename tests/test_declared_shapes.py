@@ -164,3 +164,19 @@ def test_the_release_page_refuses_undeclared_one_d_labels_and_releases_declared_
     at, _ = _release_labelled_on_the_page("a, b, c, d")
     assert not at.exception and at.session_state.releases
     assert at.session_state.uploads[at.session_state.dataset_key].labels == (("a", "b", "c", "d"),)
+
+
+def test_the_gradual_page_starts_no_real_walk_on_undeclared_labels():
+    """A walk releases the counts at every step, so their shape must not come from the private file either."""
+    at = open_page("pages/data.py")
+    at.file_uploader(key="data_upload").set_value(("t.csv", LABELLED_1D, "text/csv")).run()
+    at = at.button(key="data_use").click().run()
+    at = at.switch_page("pages/gradual.py").run()
+    at.text_input(key="real_walk_schedule").set_value("0.1, 0.5")
+    at = at.button(key="real_walk_start").click().run()
+    assert not at.exception
+    assert any("No walk started" in e.value and "label,count" in e.value for e in at.error), [e.value for e in at.error]
+    from dplens.core.privacy.ledger_store import LedgerStore
+    from dplens.core.release.walk_store import WalkStore
+
+    assert not WalkStore(LedgerStore().path).walks()

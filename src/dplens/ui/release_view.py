@@ -35,7 +35,7 @@ from dplens.core.release.kernel import (
     export_release,
     export_restored,
     preflight,
-    release_histogram,
+    release,
 )
 from dplens.core.release.publish import history_entry
 from dplens.core.release.recipe import recipe_notebook, recipe_script
@@ -190,7 +190,7 @@ def _run_release(click: _Click, request: HistogramRequest, *, private: bool) -> 
         # the limit is read per click: an operator (or a test) may change it while the server runs
         with st.spinner(f"Releasing with {click.name} at {privacy_words(request.privacy, request.delta)} (stopped "
                         f"after {limits.MAX_ACTION_SECONDS:g} s)…"):
-            return release_histogram(request, hist.counts, store=ledger_store(), fingerprint=ledger_key(),
+            return release(request, hist.counts, store=ledger_store(), fingerprint=ledger_key(),
                                      name=hist.name, time_limit=limits.MAX_ACTION_SECONDS,
                                      workspace=ss.get("workspace_id"), where="Release page",
                                      default_total=default_total(), label=click.label,

@@ -33,7 +33,7 @@ from dplens.core.release.kernel import (
     TableRequest,
     table_metadata,
 )
-from dplens.core.release.kernel import release_table as kernel_release_table
+from dplens.core.release.kernel import release as kernel_release
 from dplens.core.release.table_export import table_export_files
 from dplens.core.release.table_export import table_marginals_frame as core_marginals_frame
 from dplens.core.tables.compare import (
@@ -245,7 +245,7 @@ def make_table_proxy(progress=None) -> None:
         mechanism = table_mechanism(TABLE_PROXY_MECHANISM, **table_settings(TABLE_PROXY_MECHANISM))
         work = MarginalWorkload.all_kway(table.domain, min(2, len(table.domain.names)))
         request = TableRequest(mechanism, rho, work, TABLE_DISPLAY_DELTA, domain_declared=table.domain_declared)
-        published = kernel_release_table(request, table.records, store=ledger_store(), fingerprint=table.fingerprint,
+        published = kernel_release(request, table.records, store=ledger_store(), fingerprint=table.fingerprint,
                                          name=f"{ss.get('table_name', 'table')} (tuning proxy)",
                                          workspace=ss.get("workspace_id"), estimated_seconds=_SLOW_SECONDS,
                                          progress=_release_progress(mechanism, work, progress))
@@ -377,7 +377,7 @@ def release_table(progress=None) -> None:
         return
     try:  # the one release door (dplens.core.release.kernel): refusals before work, bounded run, one charge
         request = TableRequest(mechanism, rho, work, TABLE_DISPLAY_DELTA, domain_declared=chosen.domain_declared)
-        published = kernel_release_table(request, chosen.records, store=ledger_store(),
+        published = kernel_release(request, chosen.records, store=ledger_store(),
             fingerprint=table.fingerprint, name=ss.get("table_name", "table"), workspace=ss.get("workspace_id"),
             estimated_seconds=_SLOW_SECONDS if mechanism.synthesizes else None,
             progress=_release_progress(mechanism, work, progress))

@@ -14,7 +14,7 @@ import streamlit as st
 from dplens.core.data.domain import Histogram
 from dplens.core.privacy.definitions import ZCDP, Privacy, privacy_words, target
 from dplens.core.queries.workloads import Identity
-from dplens.core.release.kernel import HistogramRequest, release_histogram
+from dplens.core.release.kernel import HistogramRequest, release
 from dplens.ui.datasets import (
     ALREADY_PRIVATE,
     dataset_choices,
@@ -128,7 +128,7 @@ def make_proxy() -> None:
         else:
             privacy = target(definition(), float(ss.get("tuning_proxy_epsilon", PROXY_EPSILON)), delta())
         request = HistogramRequest("identity", {}, privacy, Identity(hist.domain.size), "identity", delta())
-        published = release_histogram(request, hist.counts, store=ledger_store(), fingerprint=ledger_key(),
+        published = release(request, hist.counts, store=ledger_store(), fingerprint=ledger_key(),
                                       name=f"{hist.name} (tuning proxy)", where="tuning proxy",
                                       workspace=ss.get("workspace_id"), default_total=default_total())
     except ValueError as err:  # over budget, bad ε: nothing charged

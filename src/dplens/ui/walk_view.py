@@ -16,7 +16,7 @@ from dplens.core.release.kernel import (
     walk_step_charge,
 )
 from dplens.core.release.walk_store import Walk, WalkStore
-from dplens.ui.datasets import histogram, is_rescaled, ledger_key, released_data
+from dplens.ui.datasets import BINS_FROM_DATA_REFUSAL, bins_from_data, histogram, is_rescaled, ledger_key, released_data
 from dplens.ui.definition import definition
 from dplens.ui.ledger import default_total, delta, ledger, ledger_store, remaining_text
 
@@ -40,6 +40,9 @@ def start_real_walk() -> None:
     ss, hist = st.session_state, histogram()
     if released_data() is not None or is_rescaled():
         ss.flash_error = "No walk started: a walk releases private counts; this dataset is already released or derived."
+        return
+    if bins_from_data():  # a walk releases the counts' shape at every step: it must not come from the private data
+        ss.flash_error = f"No walk started: {BINS_FROM_DATA_REFUSAL}"
         return
     try:
         values = [float(v) for v in str(ss.get("real_walk_schedule", "")).split(",") if v.strip()]

@@ -303,7 +303,7 @@ class Range:
 
 
 # Ranges several mechanisms share. Each mechanism declares the valid values of a setting on its field, as
-# ``ratio: float = setting(0.5, RATIO_RANGE)`` (README: "Mechanism parameters"); the bounds keep one run
+# ``ratio: float = setting(0.5, RATIO_RANGE)`` (docs/architecture.md: "Add a mechanism"); the bounds keep one run
 # within seconds and a few hundred MB (its ``cost`` estimates the rest).
 RATIO_RANGE = Range(0, 1, open=True)                          # a budget share
 SEED_RANGE = Range(0, 2**32 - 1, integer=True, choices=(None,))

@@ -87,7 +87,7 @@ def _compute_full_gram(workload: Workload) -> tuple[np.ndarray, bool]:
             return gram_matrix(workload), True
         except ValueError:
             pass
-    # A workload we cannot densify: range queries stand in for its usage (documented in the README).
+    # A workload we cannot densify: range queries stand in for its usage (docs/mechanisms.md).
     return allrange_block_gram(n, np.arange(n + 1)), False
 
 

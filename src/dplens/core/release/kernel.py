@@ -326,6 +326,26 @@ def release_table(request: TableRequest, records: np.ndarray, *, store: LedgerSt
     return Published(release, export_id, charge, ledger, "opendp", seconds)
 
 
+def release(request: HistogramRequest | TableRequest, data: np.ndarray, *, store: LedgerStore, fingerprint: str,
+            name: str, **options: Any) -> Published:
+    """The one door for every release: a histogram's counts through ``release_histogram``, a table's records through
+    ``release_table`` (the request says which); ``options`` are theirs (time limit, workspace, exploration noise,
+    progress, ...). Both plan once, check the ledger before any work, run the mechanism at its privacy value, check
+    the loss of its measurement records and charge in one transaction.
+
+    >>> import tempfile, pathlib
+    >>> store = LedgerStore(pathlib.Path(tempfile.mkdtemp()) / "l.sqlite3")
+    >>> request = HistogramRequest("identity", {}, PureDP(0.5), Identity(4), "identity", 0.0)
+    >>> published = release(request, np.ones(4), store=store, fingerprint="f" * 64, name="doc",
+    ...                     rng=np.random.default_rng(0))
+    >>> published.charge.epsilon, published.release.measurements[0].query
+    (0.5, 'the cells')
+    """
+    if isinstance(request, TableRequest):
+        return release_table(request, data, store=store, fingerprint=fingerprint, name=name, **options)
+    return release_histogram(request, data, store=store, fingerprint=fingerprint, name=name, **options)
+
+
 EXPORT_INTERVAL_TRIALS = 100  # re-runs on the released output behind simulated intervals (post-processing only)
 
 

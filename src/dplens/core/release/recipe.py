@@ -49,13 +49,13 @@ def main(path: str, output: str | None = None, ledger: str | None = None) -> dic
     from dplens.core.privacy.ledger_store import LedgerStore
     from dplens.core.queries.workloads import parse_workload
     from dplens.core.release.export import ExportKeys
-    from dplens.core.release.kernel import HistogramRequest, export_release, release_histogram
+    from dplens.core.release.kernel import HistogramRequest, export_release, release
 
     hist = load_histogram(path)
     request = HistogramRequest(MECHANISM, SETTINGS, PureDP(EPSILON), parse_workload(WORKLOAD, hist.domain.shape),
                                WORKLOAD)
     store = LedgerStore(ledger) if ledger else LedgerStore()
-    published = release_histogram(request, hist.counts, store=store, fingerprint=dataset_fingerprint(hist),
+    published = release(request, hist.counts, store=store, fingerprint=dataset_fingerprint(hist),
                                   name=hist.name, where="recipe")
     text = export_release(published, request, fmt="json", dataset=path.rsplit("/", 1)[-1],
                           keys=ExportKeys.for_release(hist, published.release, request.workload),

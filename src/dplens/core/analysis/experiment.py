@@ -32,6 +32,7 @@ from dplens.core.analysis.execution import (  # trial_rng, resolve_mechanisms: r
     default_block,
     execute,
     install_snapshot,
+    job_entries,
     load_strategies,
     parse_scheduler,
     resolve_auto,
@@ -186,8 +187,9 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     # one expected_mse per pair. Strategies already held (in this process or the store) are shipped to workers as they
     # are; on a parallel backend those still to compute are StrategyJobs computed in the workers (their expected errors
     # come back with them), serially they are computed here, before the cells, in the same way (compute_strategy)
+    # (those this process already holds, e.g. from the server's warm-up, are not recomputed: they are shipped)
     parallel = plan.kind != "serial" and bool(cells)
-    job_names = {m.name for m in computed} if parallel else set()
+    job_names = {m.name for m in computed if not any(job_entries(m, workload).values())} if parallel else set()
     jobs = [StrategyJob(0, m, tuple(epsilons)) for m in run_order(instances) if m.name in job_names]
     expected = {(m.name, e): expected_metrics(m, workload, e) for m, e in pairs if m.name not in job_names}
 

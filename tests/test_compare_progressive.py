@@ -51,8 +51,8 @@ def test_the_page_draws_each_mechanism_as_it_finishes():
         drawn = st.session_state.setdefault("drawn", [])
         original = sweeps.live_chart
 
-        def recording(slot, part, epsilons, metrics, draw):
-            original(slot, part, epsilons, metrics, draw)
+        def recording(slot, part, epsilons, metrics):
+            original(slot, part, epsilons, metrics)
             drawn.append((list(dict.fromkeys(part.mechanism)), list(part.attrs["running"])))
 
         sweeps.live_chart = recording
@@ -86,7 +86,7 @@ def test_the_live_chart_holds_the_finished_mechanisms():
         frames = []
         run_sweep(Histogram.from_counts([4.0, 1, 0, 7]), Prefix(4), ["dawa", "hb", "identity"], [0.5, 1.0], trials=2,
                   on_partial=frames.append)
-        live_chart(st.empty(), frames[1], (0.5, 1.0), ("mae",), 1)
+        live_chart(st.empty(), frames[1], (0.5, 1.0), ("mae",))
 
     at = AppTest.from_function(script, default_timeout=60).run()
     assert not at.exception

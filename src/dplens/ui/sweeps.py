@@ -99,16 +99,16 @@ def is_default_sweep(mechanisms, epsilons: int, trials: int) -> bool:
     return trials <= affordable_trials([MECHANISMS[m] for m in mechanisms], workload(), epsilons=epsilons)
 
 
-def live_chart(slot, part, epsilons: tuple[float, ...], metrics: tuple[str, ...], draw: int) -> None:
+def live_chart(slot, part, epsilons: tuple[float, ...], metrics: tuple[str, ...]) -> None:
     """Draw in ``slot`` the frontier of the mechanisms a running sweep has finished (``part``, from run_sweep's
-    ``on_partial``), and name those still running. ``draw`` numbers the draws of one run (each chart's key)."""
+    ``on_partial``), and name those still running. The chart has no key: each draw updates the one in the slot."""
     running = list(part.attrs.get("running", []))
     finished = list(dict.fromkeys(part["mechanism"]))
     with slot.container():
         if finished:
             x_title, labels, ticks = sweep_axis(epsilons)
             st.plotly_chart(error_figure(summarise(part), metrics[0], envelope=False, x_title=x_title,
-                                         point_labels=labels, tick_labels=ticks), key=f"compare_live_{draw}")
+                                         point_labels=labels, tick_labels=ticks))
         st.caption(f"Drawn so far: {', '.join(finished) or 'none yet'}"
                    + (f"; still running: {', '.join(running)}." if running else "; all finished."))
 
@@ -144,12 +144,11 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
             if progress is not None:
                 held(lambda: progress(done, total, name))
 
-        slot, draws = (st.empty() if live else None), [0]
+        slot = st.empty() if live else None
 
         def draw(part) -> None:
             if slot is not None:
-                draws[0] += 1
-                held(lambda: live_chart(slot, part, epsilons, metrics, draws[0]))
+                held(lambda: live_chart(slot, part, epsilons, metrics))
 
         # one click never holds the server past the action limit, unless it is the page's defaults
         seconds = DEFAULT_SWEEP_SECONDS if is_default_sweep(mechanisms, len(epsilons), trials) else MAX_ACTION_SECONDS

@@ -264,8 +264,8 @@ def test_the_form_says_before_the_click_what_the_kernel_would_refuse():
     at = open_page(RELEASE)
     at.selectbox(key="release_mechanism").set_value("identity")
     at.number_input(key="release_epsilon").set_value(50.0).run()  # the default total is 5
-    refusals = [e.value for e in at.error if "cannot be released as set" in e.value]
-    assert refusals and "remaining is epsilon=5" in refusals[0], [e.value for e in at.error]
+    refusals = [w.value for w in at.warning if "cannot be released as set" in w.value]
+    assert refusals and "remaining is epsilon=5" in refusals[0], [w.value for w in at.warning]
     assert not at.session_state.releases
     at.number_input(key="release_epsilon").set_value(0.5).run()
-    assert not [e.value for e in at.error if "cannot be released as set" in e.value]
+    assert not [w.value for w in at.warning if "cannot be released as set" in w.value]

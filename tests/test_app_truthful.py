@@ -253,7 +253,7 @@ def test_the_release_page_on_private_data_says_true_counts_for_the_curator_only(
 
 
 def test_compare_analytic_preview_is_drawn_on_the_ledgers_unit():
-    """Before any run, Compare's analytic curves are on the axis the results will have: ρ on a ρ ledger (#34)."""
+    """Before any run, Compare's analytic curves are on the axis the results will have: ρ on a ρ ledger."""
     record_ledger(Ledger(Budget.zcdp(0.5, 1e-6)))
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("pages/compare.py").run()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dplens.core.mechanisms import MECHANISMS
-from dplens.core.privacy.definitions import analytic_gaussian_sigma, gaussian_delta, zcdp_rho, zcdp_sigma
+from dplens.core.privacy.definitions import ApproxDP, analytic_gaussian_sigma, gaussian_delta, zcdp_rho, zcdp_sigma
 from dplens.core.privacy.discrete_gaussian import (
     discrete_gaussian_delta,
     discrete_gaussian_epsilon,
@@ -61,7 +61,7 @@ def test_an_integer_gaussian_identity_release_states_a_loss_valid_for_the_discre
     counts = np.array([3.0, 0.0, 7.0, 1.0])
     rng = noise_source("secure", mechanism=mechanism, counts=counts)
     assert rng.integer  # the discrete Gaussian on the integers
-    release = mechanism.run(counts, Identity(4), epsilon, rng)
+    release = mechanism.run(counts, Identity(4), ApproxDP(epsilon, 1e-6), rng)
     assert release.privacy_loss <= epsilon
-    assert _brute_delta(epsilon, release.params["sigma"]) <= mechanism.delta
+    assert _brute_delta(epsilon, release.params["sigma"]) <= release.params["delta"] == 1e-6
     assert np.all(release.estimate == np.round(release.estimate))

@@ -1,5 +1,5 @@
-"""Shared mode in a real browser (#36): local mode refuses a proxied browser; with a local OpenID Connect provider,
-two curators signed in to `dplens app --shared` each see only their own ledgers and workspaces."""
+"""Shared mode in a real browser (docs/security.md): local mode refuses a proxied browser; with a local OpenID Connect
+provider, two curators signed in to `dplens app --shared` each see only their own ledgers and workspaces."""
 
 from __future__ import annotations
 

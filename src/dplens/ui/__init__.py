@@ -96,6 +96,8 @@ from dplens.ui.gradual_view import (
     DEFAULT_SCHEDULE,
     GRADUAL_SIMULATION,
     current_walk,
+    gradual_simulation_note,
+    laplace_epsilons,
     release_next,
     schedule,
     search_tab,
@@ -208,8 +210,12 @@ from dplens.ui.state import (
 )
 from dplens.ui.structure import release_structure
 from dplens.ui.sweeps import (
+    DEFAULT_SWEEP_SECONDS,
+    GAUSSIAN_DEFAULTS,
     SCHEDULER_ENV,
     cached_sweep,
+    is_default_sweep,
+    live_chart,
     per_bin,
     preview_release,
     scheduler_choices,
@@ -313,7 +319,8 @@ __all__ = ['REAL_WALK_NOTE', 'abandon_real_walk', 'real_walk_tab', 'release_real
     'range_errors', 'ratio_ticks', 'PER_BIN_TRIALS', 'chosen_metrics', 'pick_from_click', 'show_compare_results',
     'show_release', 'AUTO_SIMULATION_SECONDS', 'SHOWN_QUERIES', 'SIMULATION_TRIALS', 'exact_halfwidths', 'load_config',
     'rerun_seconds', 'simulate', 'release_preflight', 'release_rho_typed',
-    'spend_and_release', 'sync_release_rho', 'GROUPS_1D', 'GROUPS_2D',
+    'spend_and_release', 'sync_release_rho', 'GROUPS_1D', 'GROUPS_2D', 'gradual_simulation_note',
+    'laplace_epsilons', 'DEFAULT_SWEEP_SECONDS', 'GAUSSIAN_DEFAULTS', 'is_default_sweep', 'live_chart',
     'LC_EXAMPLES', 'TABLE_3_EPSILONS', 'TARGETS', 'TARGET_KINDS', 'TARGET_MECHANISMS', 'from_accuracy', 'from_risk',
     'RISK_NOISE', 'RISK_PRIORS', 'RISK_STATISTICS', 'risk_and_noise', 'several_targets', 'target_label', 'usefulness',
     'DEFAULT_SCHEDULE', 'current_walk', 'release_next', 'schedule', 'search_tab', 'walk_tab', 'SHOWN_COLUMNS',

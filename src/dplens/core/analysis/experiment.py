@@ -184,10 +184,8 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     block = default_block(len(todo), trials, plan.workers)
     cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(have[m, e], trials, block)]
     computed = load_strategies(instances, workload, store) if store is not None else []
-    # one expected_mse per pair. Strategies already held (in this process or the store) are shipped to workers as they
-    # are; on a parallel backend those still to compute are StrategyJobs computed in the workers (their expected errors
-    # come back with them), serially they are computed here, before the cells, in the same way (compute_strategy)
-    # (those this process already holds, e.g. from the server's warm-up, are not recomputed: they are shipped)
+    # one expected_mse per pair: strategies held here or in the store are shipped as they are; on a parallel backend
+    # those still to compute are StrategyJobs in the workers (errors come back with them), serially computed here
     parallel = plan.kind != "serial" and bool(cells)
     job_names = {m.name for m in computed if not any(job_entries(m, workload).values())} if parallel else set()
     jobs = [StrategyJob(0, m, tuple(epsilons)) for m in run_order(instances) if m.name in job_names]
@@ -213,6 +211,15 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     results, errors = _run_cells(context, cells, scheduler, stop, counted, jobs, strategy_done, partial)
     if store is not None and jobs:
         save_strategies([m for m in computed if all((m.name, e) in expected for e in epsilons)], workload, store)
+    return _sweep_frame(pairs, cells, results, errors, cached, expected, keys, cache, trials, metrics, left_out,
+                        deadline)
+
+
+def _sweep_frame(pairs: list, cells: list, results: dict, errors: dict, cached: dict, expected: dict, keys: dict,
+                 cache: SweepCache | None, trials: int, metrics: tuple[str, ...], left_out: dict[str, str],
+                 deadline: Deadline | None) -> pd.DataFrame:
+    """The sweep's frame: rows in ``pairs``' order from the finished cells (canonical order, whatever order they
+    finished in), the cached pairs and the errors, with the attrs ``run_sweep`` documents."""
     stopped = len(results) < len(cells) or any(
         r.error is None and len(r.values) < r.cell.runs for r in results.values())
     failed = set(errors)

@@ -66,13 +66,23 @@ def child(variant: str, rho: float, seed: int) -> None:
     table = load_table(ADULT / "adult.csv", ADULT / "adult-domain.json")
     train, test = _split(table.records)
     workload = MarginalWorkload.all_kway(table.domain, 2)
+    mechanism = _mechanism(variant)
+    plan = mechanism.progress_plan(workload)
+    grown: list[tuple[float, float]] = []  # (the child's max RSS in MB, where the run was) at each progress report
+
+    def progress(fraction: float) -> None:
+        grown.append((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, fraction))
+
     wall = time.perf_counter()
-    release = _mechanism(variant).run(train, workload, rho, np.random.default_rng(seed))
+    release = mechanism.run(train, workload, rho, np.random.default_rng(seed), progress=progress)
     wall = time.perf_counter() - wall
+    top = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    where = next((plan.describe(f) for mb, f in grown if mb >= 0.9 * top), "sampling or after")
     print(json.dumps({"tvd_train": marginal_tvd(table.domain, train, release.records),
                       "tvd_held_out": marginal_tvd(table.domain, test, release.records),
-                      "run_wall_s": wall, "model_fits": release.metadata["model_fits"],
-                      "rows": release.metadata["rows"]}), flush=True)
+                      "run_wall_s": wall, "model_fits": release.params["model_fits"],
+                      "rows": release.params["rows"], "child_max_rss_mb": top, "rss_reached_90pct_at": where}),
+          flush=True)
 
 
 def _tree_rss(proc) -> int:
@@ -124,8 +134,8 @@ def main() -> None:
             for rho in args.rho:
                 row = measured("mst", rho, 0)
                 print(f"MST rho={rho:g}: TVD train {row['tvd_train']:.4f}, held-out {row['tvd_held_out']:.4f}; "
-                      f"{row['wall_s']:.0f} s wall / {row['cpu_s']:.0f} s CPU; peak tree RSS {row['peak_mb']:.0f} MB",
-                      flush=True)
+                      f"{row['wall_s']:.0f} s wall / {row['cpu_s']:.0f} s CPU; peak tree RSS {row['peak_mb']:.0f} MB "
+                      f"(90 % reached: {row['rss_reached_90pct_at']})", flush=True)
                 record(name=f"MST, ρ={rho:g}", variant="mst", rho=rho, seed=0, **row)
         for seed in args.seeds:  # seed-major: a partial bench still has every ρ and variant
             for rho in args.rho:
@@ -133,7 +143,8 @@ def main() -> None:
                     row = measured(variant, rho, seed)
                     print(f"AIM {variant} rho={rho:g} seed={seed}: TVD train {row['tvd_train']:.4f}, held-out "
                           f"{row['tvd_held_out']:.4f}; {row['model_fits']} fits; {row['wall_s']:.0f} s wall / "
-                          f"{row['cpu_s']:.0f} s CPU; peak tree RSS {row['peak_mb']:.0f} MB", flush=True)
+                          f"{row['cpu_s']:.0f} s CPU; peak tree RSS {row['peak_mb']:.0f} MB (90 % reached: "
+                          f"{row['rss_reached_90pct_at']})", flush=True)
                     record(name=f"AIM {variant}, ρ={rho:g}, seed {seed}", variant=variant, rho=rho, seed=seed, **row)
 
 

@@ -1,5 +1,6 @@
-"""AIM's fitting schedule (issue #38 item 7): the first fit and the final fit at ``iters``, every round's refit at
-``round_iters``, warm-started; the final fit comes after the rounds, on every measurement, and is released.
+"""AIM's fitting schedule (McKenna et al. 2022, Alg. 1; docs/tables.md): the first fit and the final fit at
+``iters``, every round's refit at ``round_iters``, warm-started; the final fit comes after the rounds, on every
+measurement, and is released.
 
 Counts private-pgm's mirror-descent calls on a two-attribute table (seconds); nothing is timed."""
 

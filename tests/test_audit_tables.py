@@ -178,7 +178,7 @@ def opendp_measurements(mechanism, workload: MarginalWorkload = WIDE_WORKLOAD
     fields = {f.name for f in dataclasses.fields(mechanism)}
     cheap = dataclasses.replace(mechanism, **{k: v for k, v in CHEAP.items() if k in fields})
 
-    def estimator(domain, loss_fn, *, potentials=None):
+    def estimator(domain, loss_fn, *, potentials=None, final=False):
         return estimation.mirror_descent(domain, loss_fn, potentials=potentials, iters=CHEAP["iters"])
 
     table = cheap.fitted_table(workload, wide_table(), cheap.handed_rho(RHO, 2), estimator)

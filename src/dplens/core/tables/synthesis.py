@@ -128,7 +128,7 @@ def rho_advice(rhos) -> str | None:
 SAMPLING = "sampling the synthetic records"  # every synthesiser's last step (dplens.core.tables.progress)
 ESTIMATOR_ITERS = 1000  # private-pgm's mirror-descent iterations (OpenDP's default) for MST and identity-pgm
 AIM_ROUND_ITERS = ESTIMATOR_ITERS  # per AIM round, warm-started (the authors' aim.py: max_iters = 1000 per round;
-#                                    300 left the released model short of convergence: TVD rose with ρ, issue #38)
+#                                    300 left the released model short of convergence: TVD rose with ρ)
 AIM_MAX_SIZE = 20.0     # MB of the largest model AIM may select (OpenDP: 80); bounds its run time on Adult
 AIM_ROUNDS = 50         # AIM's initial step is ρ/rounds (OpenDP: 16 × attributes); fewer rounds, fewer fits
 ITERS_RANGE = Range(1, 100_000, integer=True)  # mirror-descent iterations a setting may ask for

@@ -95,7 +95,7 @@ def adult(args: argparse.Namespace) -> None:
     if args.aim:
         progress = []
         release, wall, cpu = _timed(lambda: AIM().run(table.records, workload, args.rho, progress=progress.append))
-        print(f"AIM rho={args.rho:g} (defaults {release.metadata}): mean 2-way TVD "
+        print(f"AIM rho={args.rho:g} (defaults {release.params}): mean 2-way TVD "
               f"{marginal_tvd(table.domain, table.records, release.records):.4f} vs baseline {base:.4f}; "
               f"{wall:.1f}s wall / {cpu:.1f}s CPU; progress reports {len(progress)}, last {progress[-1]:.2f}")
         record(name=f"AIM, ρ={args.rho:g}", tvd=marginal_tvd(table.domain, table.records, release.records),
@@ -103,8 +103,8 @@ def adult(args: argparse.Namespace) -> None:
     if args.skip_mst:
         return
     release, wall, cpu = _timed(lambda: MST(measure_split=0.9).run(table.records, workload, args.rho))
-    print(f"MST rho={args.rho:g} (split 0.9, handed rho {release.metadata['rho_handed']!r}, "
-          f"{release.metadata['null_rows_dropped']} null rows dropped): mean 2-way TVD "
+    print(f"MST rho={args.rho:g} (split 0.9, handed rho {release.params['rho_handed']!r}, "
+          f"{release.params['null_rows_dropped']} null rows dropped): mean 2-way TVD "
           f"{marginal_tvd(table.domain, table.records, release.records):.4f} vs baseline {base:.4f}; "
           f"{wall:.1f}s wall / {cpu:.1f}s CPU (the first run in this process includes JAX's compilation)")
     record(name=f"MST split 0.9, ρ={args.rho:g}", tvd=marginal_tvd(table.domain, table.records, release.records),

@@ -40,9 +40,11 @@ with ui.guard():
         settings = ui.mechanism_settings(name, key="release")
         st.session_state.release_settings = {name: settings}  # for the session config
         checked = ui.release_preflight(name, settings)  # the kernel's checks before the click: nothing runs
-        if checked.refusal:  # advice before the click (nothing has failed): the click itself refuses in red
-            st.warning(f"{name} cannot be released as set: {checked.refusal}")
-        elif checked.warning:
+        if checked.refusal:
+            st.error(f"{name} cannot run here: {checked.refusal}")
+        elif checked.unpayable:  # advice before the click (nothing has failed): the click itself refuses in red
+            st.warning(f"{name} cannot be released as set: {checked.unpayable}")
+        if not checked.refusal and checked.warning:
             st.warning(f"Slow: {checked.warning}. The page waits for it.")
     with right:
         pure = ui.definition() == "pure"

@@ -157,13 +157,14 @@ def secure_seconds(estimate_seconds: float, values: int) -> float:
 
 @dataclass(frozen=True)
 class Preflight:
-    """What a release would do, found without running anything: ``refusal`` ('' when it can run: else a bad request,
-    a run over the limits, or a ledger that cannot pay, in one line), ``warning`` ('' or a slow run's estimate) and the
-    ``charge`` it would make (None when the request itself is refused)."""
+    """What a release would do, found without running anything: ``refusal`` ('' when it can run: else a bad request or
+    a run over the limits, in one line), ``unpayable`` ('' or why the dataset's ledger cannot pay the charge now),
+    ``warning`` ('' or a slow run's estimate) and the ``charge`` it would make (None when the request is refused)."""
 
     refusal: str
     warning: str
     charge: Budget | None
+    unpayable: str = ""
 
 
 def preflight(request: HistogramRequest, *, store: LedgerStore | None = None, fingerprint: str | None = None,
@@ -186,7 +187,7 @@ def preflight(request: HistogramRequest, *, store: LedgerStore | None = None, fi
         try:
             _check_fits(store, fingerprint, f"release: {request.mechanism}", charge, default_total)
         except ValueError as err:  # BudgetExceededError: the ledger cannot pay
-            return Preflight(str(err).splitlines()[0], warning, charge)
+            return Preflight("", warning, charge, unpayable=str(err).splitlines()[0])
     return Preflight("", warning, charge)
 
 

@@ -87,7 +87,7 @@ def test_sessions_are_isolated_and_stay_responsive_during_a_sweep(browser, own_s
         for page in pages:
             page.get_by_role("button", name="Spend and release").click()
         for page in pages:
-            page.get_by_text("Released histogram over the true one").wait_for(timeout=120_000)
+            page.get_by_text("Released histogram over the true counts").wait_for(timeout=120_000)
             wait_idle(page, timeout=60_000)
 
         for i, (page, epsilon) in enumerate(zip(pages, epsilons, strict=True)):

@@ -73,13 +73,13 @@ def test_the_budget_survives_reload_second_tab_and_server_restart(browser, home)
         page.get_by_text("Budget remaining").first.wait_for(timeout=60_000)
         wait_idle(page, timeout=60_000)
         assert f"ws={workspace}" in page.url
-        page.get_by_text("Released histogram over the true one").wait_for()
+        page.get_by_text("Released histogram over the true counts").wait_for()
         assert _metric(page, "ε charged") == "2"
         _refused_everywhere(page, "after reload")
         screenshot(page, "ledger-after-reload")
         page.goto("about:blank")  # leave the app, then Back: a new session on the same URL
         page.go_back()
-        page.get_by_text("Released histogram over the true one").wait_for(timeout=60_000)
+        page.get_by_text("Released histogram over the true counts").wait_for(timeout=60_000)
         wait_idle(page, timeout=60_000)
         assert f"ws={workspace}" in page.url and _metric(page, "ε charged") == "2"
         assert _metric(page, "Budget remaining") == "ε = 3"
@@ -110,7 +110,7 @@ def test_the_budget_survives_reload_second_tab_and_server_restart(browser, home)
         context = browser.new_context(viewport={"width": 1280, "height": 800})
         page = _open(context, f"{url}/release?ws={workspace}")  # the old tab's URL, reloaded
         page.get_by_role("heading", name="Release", exact=True).wait_for(timeout=60_000)
-        page.get_by_text("Released histogram over the true one").wait_for()
+        page.get_by_text("Released histogram over the true counts").wait_for()
         assert _metric(page, "ε charged") == "2"
         _refused_everywhere(page, "after a server restart")
         fresh.context.close()

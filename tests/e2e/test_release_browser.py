@@ -46,7 +46,7 @@ def view_shot(page, text: str, name: str) -> None:
 def release_once(page) -> None:
     page.get_by_role("button", name="Spend and release").click()
     wait_idle(page, timeout=60_000)
-    wait_text(page, "Released histogram over the true one")
+    wait_text(page, "Released histogram over the true counts")
 
 
 def test_release_download_reseed_and_reload_config(page, browser, app_url, tmp_path):
@@ -54,7 +54,7 @@ def test_release_download_reseed_and_reload_config(page, browser, app_url, tmp_p
     open_page(page, "Release")
     release_once(page)  # the secure path (the default): the only one that can leave the app
     screenshot(page, "release")
-    view_shot(page, "Released histogram over the true one", "release-chart")
+    view_shot(page, "Released histogram over the true counts", "release-chart")
 
     first = released_counts(download(page, "Released histogram (CSV)"))
     assert first.size == truth.size

@@ -80,7 +80,7 @@ def test_a_rho_ledger_speaks_rho_on_every_page(browser, rho_ledger_url):
     go(page, "Gradual release")
     page.get_by_role("tab", name="Real walk (secure, charged)").click()
     wait_idle(page)
-    wait_text(page, "ρ schedule (strictly increasing, most private first)")
+    wait_text(page, "ρ schedule of the real walk (strictly increasing, most private first)")
     wait_text(page, "This dataset's budget: remaining ρ = ")
 
     go(page, "Ledger")

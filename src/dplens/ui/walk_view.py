@@ -83,7 +83,7 @@ def real_walk_tab() -> None:
     walks = _walk_store().walks(ledger_key())
     active = [w for w in walks if w.status == "active" and w.released < w.steps]
     if not active:
-        st.text_input(f"{_unit()} schedule (strictly increasing, most private first)", "0.1, 0.5, 1",
+        st.text_input(f"{_unit()} schedule of the real walk (strictly increasing, most private first)", "0.1, 0.5, 1",
                       key="real_walk_schedule", help="Laplace noise on each bin (identity) at each step's ε"
                       + (", ε = √(2ρ)" if _unit() == "ρ" else "") + "; the last step must fit the budget now.")
         st.button("Start a real walk (charges nothing yet)", key="real_walk_start", on_click=start_real_walk,

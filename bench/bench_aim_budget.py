@@ -1,4 +1,4 @@
-"""AIM's error against its budget on Adult (issue #38 item 7), with MST beside it for memory.
+"""AIM's error against its budget on Adult (the error should fall as ρ grows), with MST beside it for memory.
 
 Adult ($DPLENS_SHARED_DATA/adult, else ../shared/data/adult; skipped when absent) is split once (seed 0) into a
 training part (80 %) that the synthesiser sees and a held-out part (20 %). Each run fits AIM (or MST) on the training
@@ -50,7 +50,7 @@ def _mechanism(variant: str):
         return AIM()
 
     class Before(AIM):
-        """The schedule before issue #38: 300 warm-started iterations per round, the last round's model released."""
+        """The old schedule: 300 warm-started iterations per round, the last round's model released."""
 
         def final_fit(self, table, estimator):
             return table

@@ -1,4 +1,4 @@
-"""``dplens compare`` of identity, hb and privelet on 2^16 and 2^20 cells (#38 item 1: ≤ 10 s and ≤ 60 s).
+"""``dplens compare`` of identity, hb and privelet on 2^16 and 2^20 cells (targets ≤ 10 s and ≤ 60 s).
 
 Run: nice .venv/bin/python bench/bench_compare_scale.py [--sizes 16,20] [--cases cli,page]
 

@@ -1,4 +1,4 @@
-"""Secure releases at scale (#38 item 3): wall, CPU and peak memory over the process tree of a secure release of
+"""Secure releases at scale: wall, CPU and peak memory over the process tree of a secure release of
 10^6 cells, beside OpenDP's own sampler called directly on the same values in the same run.
 
 Run: nice .venv/bin/python bench/bench_secure_stream.py [--n 1000000] [--cases identity-lattice,integer-laplace,...]

@@ -1,5 +1,5 @@
 """Tables: a synthesiser's release says what it is doing (measuring marginals, fitting the model with its iteration,
-sampling records) and about how much is left, not "fitting the model: 99 % of ρ" for minutes (#39 item 8)."""
+sampling records) and about how much is left, not "fitting the model: 99 % of ρ" for minutes."""
 
 from __future__ import annotations
 

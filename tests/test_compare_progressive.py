@@ -1,5 +1,5 @@
 """Compare draws each mechanism as it finishes, references and data-independent ones first, and its defaults always
-finish (#38 item 5)."""
+finish."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""A sweep's expected errors on worker processes (#38 item 1): strategies the store lacks are computed in the workers
+"""A sweep's expected errors on worker processes: strategies the store lacks are computed in the workers
 as jobs, beside the other cells, with the same figures as in this process; held ones are not recomputed."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Shapes come from declarations (#36 item 5): an indexed row,col,count file or a labelled A,B,count file is
+"""Shapes come from declarations (docs/protection.md): an indexed row,col,count file or a labelled A,B,count file is
 released only over a declared grid or declared levels; without one it can be explored but not released."""
 
 from __future__ import annotations

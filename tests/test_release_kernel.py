@@ -184,7 +184,7 @@ def _forged_json() -> bytes:
 
 def _upload(at, name: str, data: bytes, levels: str | None = None):
     at.file_uploader(key="data_upload").set_value((name, data, "text/plain")).run()
-    if levels is not None:  # a labelled file's declared levels (#36 item 5): needed to release it
+    if levels is not None:  # a labelled file's declared levels: needed to release it
         at.text_area(key="data_levels").set_value(levels)
     return at.button(key="data_use").click().run()
 

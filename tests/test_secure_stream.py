@@ -1,4 +1,4 @@
-"""Secure measurements stream their values to OpenDP in chunks (#38 item 3): the chunks are put on the lattice of
+"""Secure measurements stream their values to OpenDP in chunks: the chunks are put on the lattice of
 the whole vector, and a chunked draw has the distribution of one measurement of all the values.
 
 The chunk is shrunk (``STREAM_CHUNK`` monkeypatched) so that a small draw crosses many chunk boundaries and ends in a

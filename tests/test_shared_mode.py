@@ -1,4 +1,4 @@
-"""The serving mode is explicit (#36 item 1): `dplens app` serves one local curator on loopback, `--shared` makes
+"""The serving mode is explicit (docs/security.md): `dplens app` serves one local curator on loopback, `--shared` makes
 every visitor sign in, and local mode refuses what came through a proxy (docs: Security)."""
 
 from __future__ import annotations

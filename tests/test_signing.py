@@ -1,4 +1,4 @@
-"""Signed exports instead of statements (#36 item 4): an export is already private only where its signature verifies
+"""Signed exports instead of statements: an export is already private only where its signature verifies
 under this installation's key or a key the curator trusts; trust is per curator and recorded with its reason."""
 
 from __future__ import annotations

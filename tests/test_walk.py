@@ -136,7 +136,7 @@ def test_a_zcdp_walk_charges_rho_increments(tmp_path):
 
 
 def test_a_walk_step_export_is_signed_over_its_values_and_the_walk(tmp_path):
-    """#36 item 4: it verifies under this installation's key; a changed value or walk field, or another key, fails."""
+    """A signed step verifies under this installation's key; a changed value or walk field, or another key, fails."""
     store = _store(tmp_path)
     store.set_total(FP, Budget(2.0))
     walk = start_walk(np.array([30.0, 0, 12, 7]), [PureDP(0.5), PureDP(1.0)], store=store, fingerprint=FP, name="toy")
@@ -445,7 +445,7 @@ def test_the_command_line_runs_accuracy_first_and_exports_the_released_step(tmp_
     doc = json.loads((out / "accuracy-first.json").read_text())
     assert "charged the ex-post loss" in said and doc["accuracy_first"]["target"] == 50.0
     assert doc["ex_post_loss"] <= doc["ex_ante_cap"] and doc["noise_path"] == "secure" and len(doc["lower"]) == 4096
-    signed = (out / "accuracy-first.json").read_bytes()  # signed over the search's fields too (#36 item 4)
+    signed = (out / "accuracy-first.json").read_bytes()  # signed over the search's fields too
     assert verify_export(signed, [public_key()]) == key_id(public_key())
     assert verify_export(json.dumps(doc | {"ex_post_loss": doc["ex_post_loss"] / 2}).encode(), [public_key()]) is None
     spent = LedgerStore(tmp_path / "l.sqlite3").history()[-1]

@@ -70,7 +70,7 @@ def test_curator_flow_at_1366x768(browser, app_url, tmp_path):
     # Upload (a copy of a sample under a new name), then a workload.
     mine = tmp_path / "bills.csv"
     shutil.copy(DATA_DIR / "tips_bill.csv", mine)
-    upload(page, mine, file_levels(mine))  # a labelled upload is released over declared levels (#36 item 5)
+    upload(page, mine, file_levels(mine))  # a labelled upload is released over declared levels
     page.get_by_text("Loaded bills").first.wait_for()
     go(page, "Workloads")
     shot(page, "workloads")

@@ -28,7 +28,7 @@ def test_tune_on_public_data_choose_release_under_zcdp_and_recognise_the_export(
 
     mine = tmp_path / "bills.csv"  # the private data: a copy of the tips sample under another name
     shutil.copy(DATA_DIR / "tips_bill.csv", mine)
-    upload(page, mine, file_levels(mine))  # a labelled upload is released over declared levels (#36 item 5)
+    upload(page, mine, file_levels(mine))  # a labelled upload is released over declared levels
     page.get_by_text("Loaded bills").first.wait_for()
     page.get_by_text("ρ-zCDP").first.click()  # the sidebar's privacy definition
     wait_idle(page, timeout=120_000)

@@ -1,4 +1,4 @@
-"""#34's acceptance in a real browser: a dataset whose ledger is in ρ (zCDP) is read and asked in ρ on every page
+"""One unit on every page, in a real browser: a dataset whose ledger is in ρ (zCDP) is read and asked in ρ on every page
 (sidebar, Release form, Compare's axis, Choose ε's answer and button, the DP proxy's cost as ρ with its ε at δ,
 Gradual release, Ledger), and the Ledger page's numbers satisfy spent + remaining = total. The session starts under
 pure ε-DP: the ledger sets the unit (tests/test_app_units.py checks the same pages' widgets by AppTest)."""

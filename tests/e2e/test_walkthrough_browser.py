@@ -1,4 +1,4 @@
-"""#39's walk in a real browser: raw records with a column picked → a labelled 2-D file whose unknown level is
+"""A curator's walk in a real browser: raw records with a column picked → a labelled 2-D file whose unknown level is
 surfaced → tune on a DP proxy (the risk tab says "DP proxy count") → release → re-upload the export (no true
 counts, no noisy preview, no budget) → the server log has no traceback. Screenshots: test-artifacts/walk-*.png."""
 

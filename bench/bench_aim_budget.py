@@ -18,16 +18,14 @@ Rows go to bench/results/bench_aim_budget.json; each run's line is also printed 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 
 import numpy as np
-from results import Recorder, record, require, shared_data
+from results import Recorder, record, require, run_sampled, shared_data
 
 ADULT = shared_data("adult")
 HELD_OUT = 0.2
@@ -85,38 +83,14 @@ def child(variant: str, rho: float, seed: int) -> None:
           flush=True)
 
 
-def _tree_rss(proc) -> int:
-    import psutil  # type: ignore[import-untyped]  # no stubs installed
-
-    total = 0
-    for p in [proc, *proc.children(recursive=True)]:
-        with contextlib.suppress(psutil.Error):
-            total += p.memory_info().rss
-    return total
-
-
 def measured(variant: str, rho: float, seed: int) -> dict:
-    """Run one child under ``nice``; its scores with wall, CPU (the tree's) and peak tree RSS."""
-    import psutil
-
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wall = time.perf_counter()
-    proc = psutil.Popen(["nice", "-n", "10", sys.executable, __file__, "--child", variant, str(rho), str(seed)],
-                        stdout=subprocess.PIPE, text=True, env=os.environ | {"PYTHONWARNINGS": "ignore"})
-    peak = 0
-    while proc.poll() is None:
-        with contextlib.suppress(psutil.Error):
-            peak = max(peak, _tree_rss(proc))
-        time.sleep(0.2)
-    wall = time.perf_counter() - wall
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = proc.stdout.read() if proc.stdout else ""
-    if proc.returncode:
-        raise RuntimeError(f"{variant} rho={rho} seed={seed} failed (exit {proc.returncode})")
-    row = json.loads(out.strip().splitlines()[-1])
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return row | {"wall_s": wall, "cpu_s": cpu, "peak_mb": peak / 2**20}
-
+    """Run one child under ``nice``; its scores with wall, CPU (the tree's) and peak tree RSS (``run_sampled``)."""
+    run = run_sampled(["nice", "-n", "10", sys.executable, __file__, "--child", variant, str(rho), str(seed)],
+                      env=os.environ | {"PYTHONWARNINGS": "ignore"}, every=0.2)
+    if run.returncode:
+        raise RuntimeError(f"{variant} rho={rho} seed={seed} failed (exit {run.returncode})")
+    row = json.loads(run.stdout.strip().splitlines()[-1])
+    return row | {"wall_s": run.wall_s, "cpu_s": run.cpu_s, "peak_mb": run.peak_rss / 2**20}
 
 def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "--child":

@@ -19,20 +19,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
-import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from results import Recorder  # noqa: E402
+from results import Recorder, run_sampled  # noqa: E402
 
 TARGETS_S = {16: 10.0, 20: 60.0}
 MECHANISMS = "identity,hb,privelet"
@@ -71,41 +66,11 @@ def command(case: str, k: int, data: Path, output: Path) -> list[str]:
 
 
 def measured(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Wall seconds, process-tree CPU seconds (psutil, every 20 ms; or the reaped children's rusage if larger) and the
-    last line of stdout of ``argv``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    cpu: dict[int, float] = {}
-    done = threading.Event()
-
-    def sample() -> None:
-        root = psutil.Process(proc.pid)
-        while not done.is_set():
-            try:
-                tree = [root, *root.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                return
-            for p in tree:
-                try:
-                    times = p.cpu_times()
-                    cpu[p.pid] = times.user + times.system + times.children_user + times.children_system
-                except (psutil.NoSuchProcess, psutil.AccessDenied):
-                    continue
-            time.sleep(0.02)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    stdout, stderr = proc.communicate()
-    wall = time.perf_counter() - start
-    done.set()
-    sampler.join()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    waited = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}: {stderr.strip()[-400:]}")
-    return wall, max(waited, sum(cpu.values())), (stdout.strip().splitlines() or [""])[-1]
-
+    """Wall seconds, process-tree CPU seconds (``run_sampled``, every 20 ms) and the last line of stdout of ``argv``."""
+    run = run_sampled(argv, env=env)
+    if run.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)}: exit {run.returncode}: {run.stderr.strip()[-400:]}")
+    return run.wall_s, run.cpu_s, (run.stdout.strip().splitlines() or [""])[-1]
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -26,11 +26,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -40,7 +37,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from results import Recorder  # noqa: E402
+from results import Recorder, run_sampled  # noqa: E402
 
 SCALE = 2.0  # Laplace scale (identity at epsilon 0.5) and Gaussian sigma
 CASES = ("identity-lattice", "opendp-lattice-laplace", "integer-laplace", "opendp-integer-laplace",
@@ -83,22 +80,6 @@ def run_case(case: str, n: int) -> dict:
     return {"wall_s": wall, "cpu_s": cpu, "rss_before_mb": rss_before / 2**20, "noise_std": float(noise.std())}
 
 
-def tree_sample(process: psutil.Process, cpu: dict[int, float]) -> tuple[int, int]:
-    """RSS and PSS of ``process`` and its descendants now; each one's CPU so far is kept in ``cpu`` (by pid). RSS counts
-    pages a forked worker shares with its forkserver once per process; PSS splits them, so its sum is the tree's."""
-    rss = pss = 0
-    for p in [process, *process.children(recursive=True)]:
-        try:
-            with p.oneshot():
-                memory = p.memory_full_info()
-                rss, pss = rss + memory.rss, pss + memory.pss
-                times = p.cpu_times()
-                cpu[p.pid] = times.user + times.system + times.children_user + times.children_system
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return rss, pss
-
-
 def command(case: str, n: int, folder: Path) -> list[str]:
     if case != "cli-release-identity":
         return [sys.executable, __file__, "--child", case, "--n", str(n)]
@@ -111,43 +92,19 @@ def command(case: str, n: int, folder: Path) -> list[str]:
 def measured_child(case: str, n: int) -> dict:
     """Run ``case`` in a fresh interpreter while a thread samples its process tree's RSS; peak and tree CPU added."""
     with tempfile.TemporaryDirectory() as folder:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        proc = subprocess.Popen(command(case, n, Path(folder)), cwd=folder, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        peak, cpu, done = [0, 0], {}, threading.Event()
-
-        def sample() -> None:
-            handle = psutil.Process(proc.pid)
-            while not done.is_set():
-                try:
-                    rss, pss = tree_sample(handle, cpu)
-                    peak[:] = max(peak[0], rss), max(peak[1], pss)
-                except psutil.NoSuchProcess:
-                    return
-                time.sleep(0.01)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        stdout, stderr = proc.communicate()
-        wall = time.perf_counter() - start
-        done.set()
-        sampler.join()
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    waited = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    if proc.returncode != 0:
-        tail = (stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"exit {proc.returncode}: {tail[:160]}"}
-    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+        run = run_sampled(command(case, n, Path(folder)), cwd=folder, every=0.01)
+    if run.returncode != 0:
+        tail = (run.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"exit {run.returncode}: {tail[:160]}"}
+    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
     if case == "cli-release-identity":  # the whole command: no inner timing, no noise check
-        result = {"wall_s": wall, "cpu_s": max(waited, sum(cpu.values())), "rss_before_mb": float("nan"),
-                  "noise_std": float("nan")}
+        result = {"wall_s": run.wall_s, "cpu_s": run.cpu_s, "rss_before_mb": float("nan"), "noise_std": float("nan")}
     elif lines:
         result = json.loads(lines[-1])
     else:
         return {"error": "no output"}
-    result["peak_tree_mb"], result["peak_tree_pss_mb"] = peak[0] / 2**20, peak[1] / 2**20
-    result["tree_cpu_s"] = max(waited, sum(cpu.values()))
+    result["peak_tree_mb"], result["peak_tree_pss_mb"] = run.peak_rss / 2**20, run.peak_pss / 2**20
+    result["tree_cpu_s"] = run.cpu_s
     return result
 
 

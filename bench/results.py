@@ -25,9 +25,12 @@ import json
 import math
 import os
 import platform
+import resource
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +193,66 @@ def wait_quiet(process=None, limit: float = 120.0) -> float:
         if tree_cpu_seconds(process) - before < 0.05:
             break
     return time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """One command measured as a process tree: wall seconds, CPU seconds of the whole tree, peak tree RSS and PSS
+    (bytes), its exit code and output."""
+
+    wall_s: float
+    cpu_s: float
+    peak_rss: int
+    peak_pss: int
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_sampled(argv: list[str], *, env: dict[str, str] | None = None, cwd: str | Path | None = None,
+                every: float = 0.02) -> Sampled:
+    """Run ``argv`` while a thread samples its process tree every ``every`` seconds (psutil): the CPU of each process
+    (its children's included) and the tree's RSS and PSS. PSS splits the pages a forked worker shares with its
+    forkserver, so its sum is the tree's; RSS counts them once per process. The CPU is the larger of the sampled sum
+    and the reaped children's rusage (a process that ends between two samples is still counted)."""
+    import psutil  # type: ignore[import-untyped]  # no stubs installed
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+    cpu: dict[int, float] = {}
+    peak = [0, 0]
+    done = threading.Event()
+
+    def sample() -> None:
+        try:
+            root = psutil.Process(proc.pid)
+        except psutil.NoSuchProcess:
+            return
+        while not done.is_set():
+            try:
+                tree = [root, *root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                return
+            rss = pss = 0
+            for process in tree:
+                try:
+                    with process.oneshot():
+                        memory = process.memory_full_info()
+                        times = process.cpu_times()
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    continue
+                rss, pss = rss + memory.rss, pss + memory.pss
+                cpu[process.pid] = times.user + times.system + times.children_user + times.children_system
+            peak[:] = max(peak[0], rss), max(peak[1], pss)
+            time.sleep(every)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
+    wall = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    reaped = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return Sampled(wall, max(reaped, sum(cpu.values())), peak[0], peak[1], proc.returncode, stdout, stderr)

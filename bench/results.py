@@ -30,9 +30,8 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -195,8 +194,7 @@ def wait_quiet(process=None, limit: float = 120.0) -> float:
     return time.perf_counter() - start
 
 
-@dataclass(frozen=True)
-class Sampled:
+class Sampled(NamedTuple):
     """One command measured as a process tree: wall seconds, CPU seconds of the whole tree, peak tree RSS and PSS
     (bytes), its exit code and output."""
 

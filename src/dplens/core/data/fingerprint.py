@@ -29,18 +29,15 @@ False
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
-import os
 import secrets
-import tempfile
 import threading
 from pathlib import Path
 
 import numpy as np
 
-from dplens.core.data.home import default_home, private_home
+from dplens.core.data.home import default_home, secret_file
 
 FINGERPRINT_TAG = b"dplens-fingerprint-v1"
 RECORDS_TAG = b"dplens-records-v1"
@@ -71,20 +68,7 @@ def installation_key(home: Path | None = None) -> bytes:
 
 
 def _read_or_make_key(path: Path) -> bytes:
-    if not path.exists():
-        private_home(path.parent)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".key-")  # mode 0600
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(secrets.token_bytes(KEY_BYTES))
-                file.flush()
-                os.fsync(file.fileno())
-            with contextlib.suppress(FileExistsError):  # another process made one first: theirs is the key
-                os.link(temporary, path)
-        finally:
-            os.unlink(temporary)
-    with open(path, "rb") as file:
-        key = file.read(KEY_BYTES + 1)
+    key = secret_file(path, lambda: secrets.token_bytes(KEY_BYTES), limit=KEY_BYTES + 1)
     if len(key) != KEY_BYTES:
         raise ValueError(f"installation key {str(path)!r} holds {len(key)} bytes, not {KEY_BYTES}: restore it from "
                          "a backup (every ledger fingerprint is keyed by it), or point DPLENS_HOME elsewhere")

@@ -8,8 +8,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 DEFAULT_HOME = "~/.local/share/dplens"
@@ -43,3 +46,34 @@ def private_home(folder: Path) -> Path:
             problem = f"cannot be made 0700 ({err.strerror or err})"
     raise ValueError(f"DPLENS_HOME {str(folder)!r} has mode {mode:04o} (others may read the true counts kept there) "
                      f"and {problem}: make it 0700 (chmod 700) or point DPLENS_HOME at a folder of your own")
+
+
+def secret_file(path: Path, make: Callable[[], bytes], *, limit: int) -> bytes:
+    """The first ``limit`` bytes of the secret file ``path`` in a private home, made from ``make()`` on first use.
+
+    Written 0600 to a temporary file and linked into place, so that when several processes start at once the first
+    file linked is everyone's; a file others may read is tightened to 0600.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "home" / "demo.key"
+    >>> secret_file(path, lambda: b"one", limit=8), secret_file(path, lambda: b"two", limit=8)
+    (b'one', b'one')
+    >>> oct(path.stat().st_mode & 0o777)
+    '0o600'
+    """
+    if not path.exists():
+        private_home(path.parent)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-")  # mode 0600
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(make())
+                file.flush()
+                os.fsync(file.fileno())
+            with contextlib.suppress(FileExistsError):  # another process made one first: theirs is the key
+                os.link(temporary, path)
+        finally:
+            os.unlink(temporary)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o600)
+    with open(path, "rb") as file:
+        return file.read(limit)

@@ -24,11 +24,8 @@ True
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -38,7 +35,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from dplens.core.data.home import default_home, private_home
+from dplens.core.data.home import default_home, secret_file
 
 SIGNING_KEY_FILE = "signing.key"
 SIGNATURE_FIELD = "signature"
@@ -66,24 +63,11 @@ def signing_key(home: Path | None = None) -> Ed25519PrivateKey:
 
 
 def _read_or_make(path: Path) -> Ed25519PrivateKey:
-    if not path.exists():
-        private_home(path.parent)
-        pem = Ed25519PrivateKey.generate().private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                         serialization.NoEncryption())
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".signing-")  # mode 0600
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(pem)
-                file.flush()
-                os.fsync(file.fileno())
-            with contextlib.suppress(FileExistsError):  # another process made one first: theirs is the key
-                os.link(temporary, path)
-        finally:
-            os.unlink(temporary)
-    if path.stat().st_mode & 0o077:
-        path.chmod(0o600)
+    pem = secret_file(path, lambda: Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+        limit=MAX_PUBLIC_KEY_BYTES)
     try:
-        key = serialization.load_pem_private_key(path.read_bytes()[:MAX_PUBLIC_KEY_BYTES], password=None)
+        key = serialization.load_pem_private_key(pem, password=None)
     except (ValueError, TypeError):
         key = None
     if not isinstance(key, Ed25519PrivateKey):

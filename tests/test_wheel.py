@@ -12,18 +12,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
 import tomllib
-import urllib.request
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from dplens.cli import SERVER_SETTINGS
+from tests.test_cli_app import free_port, wait_for_health
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_COPIED = (".venv", ".git", "site", "build", "dist", "test-artifacts", "__pycache__", "*.egg-info", ".hypothesis")
@@ -68,25 +66,6 @@ def _run(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float =
     return done.stdout
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for_health(server: subprocess.Popen, port: int, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert server.poll() is None, server.stderr.read() if server.stderr else "the server stopped"
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
-                assert answer.read() == b"ok"
-                return
-        except OSError:
-            time.sleep(0.5)
-    pytest.fail(f"the installed dplens app did not answer its health check within {seconds:.0f} s")
-
-
 @pytest.mark.serial  # builds a wheel, makes a venv and starts a server
 def test_the_wheel_installed_from_the_lock_runs_from_another_folder(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -121,11 +100,11 @@ def test_the_wheel_installed_from_the_lock_runs_from_another_folder(tmp_path):
     # the app's script and its first page (the Data page on the bundled smooth sample) run from the wheel's files
     _run([str(python), "-c", APP_TEST], cwd=elsewhere, env=env)
 
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([str(dplens), "app", "--port", str(port)], cwd=elsewhere, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for_health(server, port, 120)
+        wait_for_health(server, port, 120, "the installed dplens app")
     finally:
         server.terminate()
         server.communicate(timeout=30)

@@ -58,11 +58,11 @@ def start_server(port: int | None = None, home: Path | None = None):
     raise RuntimeError("streamlit did not become healthy within 60 s")
 
 
-def _served():
-    """A server on a fresh DPLENS_HOME for as long as the fixture lives (skips without Chromium)."""
+def served(home: Path | None = None):
+    """A server on ``home`` (default a fresh DPLENS_HOME) for as long as the fixture lives (skips without Chromium)."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"real-browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium)")
-    proc, url = start_server()
+    proc, url = start_server(home=home)
     yield url
     proc.terminate()
     try:
@@ -73,14 +73,14 @@ def _served():
 
 @pytest.fixture(scope="session")
 def app_url():
-    yield from _served()
+    yield from served()
 
 
 @pytest.fixture
 def fresh_app_url():
     """A server of this test's own: for tests whose spends change a ledger's unit (a zCDP release records a ρ
     total), which would change what later tests on the shared server may spend."""
-    yield from _served()
+    yield from served()
 
 
 @pytest.fixture(scope="session")

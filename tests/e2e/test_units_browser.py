@@ -7,13 +7,12 @@ import csv
 import io
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from dplens.core.privacy.budget import Budget, Ledger
-from tests.e2e.conftest import CHROMIUM, open_app, screenshot, start_server, wait_idle, wait_text
+from tests.e2e.conftest import open_app, screenshot, served, wait_idle, wait_text
 from tests.e2e.test_curator_browser import go
 from tests.test_app import record_ledger
 
@@ -25,16 +24,8 @@ NUMBER = r"(\d+(?:\.\d+)?(?:e-?\d+)?)"
 def rho_ledger_url():
     """A server whose store already holds a ρ ledger for the default sample (total ρ 0.5, a pure ε = 0.5 release
     spent: ρ 0.125), as a session arriving on it would find."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"real-browser tests need Debian's Chromium at {CHROMIUM}")
     record_ledger(Ledger(Budget.zcdp(0.5, 1e-6)).spend("release #1: identity", Budget(0.5)))
-    proc, url = start_server(home=Path(os.environ["DPLENS_HOME"]))  # the store record_ledger wrote
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    yield from served(home=Path(os.environ["DPLENS_HOME"]))  # the store record_ledger wrote
 
 
 def _metric(page, label: str) -> str:

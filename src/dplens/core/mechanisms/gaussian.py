@@ -197,9 +197,8 @@ def for_privacy(mechanism, privacy: Privacy):
     """
     if not isinstance(privacy, PureDP | ApproxDP | ZCDP):
         raise ValueError(f"privacy must be PureDP, ApproxDP or ZCDP, got {privacy!r}")
-    if isinstance(privacy, PureDP) and noise_kind(mechanism) == "gaussian":
-        raise ValueError(f"{mechanism.name} adds Gaussian noise, which is never pure epsilon-DP; "
-                         "choose the (epsilon, delta) or zCDP definition, or a Laplace mechanism")
+    if noise_kind(mechanism) == "gaussian":
+        gaussian_budget(mechanism.name, privacy)  # refuses pure ε by name, as the run would
     return mechanism, privacy
 
 

@@ -362,15 +362,14 @@ def gaussian_budget(name: str, privacy: Privacy | float) -> ApproxDP | ZCDP:
     (ApproxDP(epsilon=1.0, delta=1e-06), ZCDP(rho=0.5))
     >>> gaussian_budget("gaussian-hb", PureDP(1.0))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: gaussian-hb adds Gaussian noise, which is never pure epsilon-DP; run it at ApproxDP(...
+    ValueError: gaussian-hb adds Gaussian noise, which is never pure epsilon-DP; choose the (epsilon, delta) or ...
     """
     if isinstance(privacy, ApproxDP | ZCDP):
         return privacy
     if isinstance(privacy, PureDP):
-        raise ValueError(f"{name} adds Gaussian noise, which is never pure epsilon-DP; run it at ApproxDP(epsilon, "
-                         "delta) or ZCDP(rho), or choose a Laplace mechanism")
-    bare = as_privacy(privacy)  # a bare number: refused unless it is an ε > 0
-    return ApproxDP(bare.epsilon if isinstance(bare, PureDP) else float("nan"), DEFAULT_DELTA)
+        raise ValueError(f"{name} adds Gaussian noise, which is never pure epsilon-DP; choose the (epsilon, delta) or "
+                         "zCDP definition (ApproxDP, ZCDP), or a Laplace mechanism")
+    return ApproxDP(laplace_epsilon(privacy), DEFAULT_DELTA)  # a bare number: an ε in the budget range
 
 
 class MeasuredPlan:

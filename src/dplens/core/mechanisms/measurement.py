@@ -37,6 +37,7 @@ from dplens.core.mechanisms.contract import (
     Range,
     Release,
     as_privacy,
+    check_epsilon,
     check_inputs,
     laplace_epsilon,
     laplace_privacy_loss,
@@ -369,7 +370,8 @@ def gaussian_budget(name: str, privacy: Privacy | float) -> ApproxDP | ZCDP:
     if isinstance(privacy, PureDP):
         raise ValueError(f"{name} adds Gaussian noise, which is never pure epsilon-DP; choose the (epsilon, delta) or "
                          "zCDP definition (ApproxDP, ZCDP), or a Laplace mechanism")
-    return ApproxDP(laplace_epsilon(privacy), DEFAULT_DELTA)  # a bare number: an ε in the budget range
+    # a bare number: any ε > 0, as before (error searches probe past the budget range)
+    return ApproxDP(check_epsilon(privacy), DEFAULT_DELTA)
 
 
 class MeasuredPlan:

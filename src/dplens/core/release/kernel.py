@@ -55,7 +55,14 @@ from dplens.core.data.signing import sign_document
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from dplens.core.mechanisms.contract import check_budget_epsilon
 from dplens.core.mechanisms.gaussian import for_privacy, stating_definition
-from dplens.core.mechanisms.measurement import MeasuredPlan, ZCDPStep, composed_loss
+from dplens.core.mechanisms.measurement import (
+    LaplaceMeasurement,
+    MeasuredPlan,
+    NoisyAnswers,
+    PrivateChoice,
+    ZCDPStep,
+    composed_loss,
+)
 from dplens.core.privacy.budget import Budget, Ledger, ledger_charge
 from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount, privacy_words, zcdp_epsilon
 from dplens.core.privacy.ledger_store import DEFAULT_TOTAL, LedgerStore, new_export_id
@@ -682,7 +689,13 @@ def accuracy_first_release(counts: np.ndarray, workload: Workload, target: float
     release = Release("identity", privacy, loss, workload.matvec(values), values,
                       {"noise_scale": 1.0 / grid[stopped], "accuracy_first": {
                           "target": target, "metric": metric, "step": stopped + 1, "grid": list(grid),
-                          "epsilon_above_threshold": epsilon_a, "ex_ante_cap": cap}}, workload=workload)
+                          "epsilon_above_threshold": epsilon_a, "ex_ante_cap": cap}}, workload=workload,
+                      # steps before t* are post-processing of step t* (Ligett et al., Alg. 1): its noise and the
+                      # stopping rule are all the data were measured by
+                      measurements=(NoisyAnswers(f"the counts at step {stopped + 1} of the noise-reduction walk",
+                                                 LaplaceMeasurement(1.0 / grid[stopped]), 1.0, values),
+                                    PrivateChoice("AboveThreshold on the walk's errors", epsilon_a)))
+    _check_loss(release, privacy)
     export_id = new_export_id()
     ledger = store.spend(fingerprint, f"accuracy-first: step {stopped + 1} of {steps}", charge, mechanism="identity",
                          export_id=export_id, rho=charge.rho, name=name,

@@ -39,8 +39,11 @@ def _use(page) -> None:
 
 
 def _levels(page, text: str) -> None:
+    """Fill the Levels area once the rerun that shows it has finished (widgets are disabled while the app
+    reconnects under load, so the fill waits as long as the other steps do)."""
+    wait_idle(page, timeout=120_000)
     area = page.get_by_role("textbox", name=re.compile("^Levels")).first
-    area.fill(text)
+    area.fill(text, timeout=120_000)
     area.press("Tab")  # a text area commits on blur
     wait_idle(page, timeout=120_000)
 

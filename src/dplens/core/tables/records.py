@@ -17,6 +17,7 @@ MST and AIM (synthetic records) live in :mod:`dplens.core.tables.synthesis`; the
 
 from __future__ import annotations
 
+import csv
 import io
 import itertools
 import json
@@ -76,12 +77,34 @@ def _declared(domain_bytes: bytes | None) -> dict[str, int | list[str]]:
         if isinstance(value, dict):
             mapping[name] = bin_edges(name, value)
             continue
+        if isinstance(value, list):
+            mapping[name] = value = _declared_levels(name, value)
         ok = (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_LEVELS) or (
-            isinstance(value, list) and 1 <= len(value) <= MAX_LEVELS and len(set(map(str, value))) == len(value))
+            isinstance(value, list) and 1 <= len(value) <= MAX_LEVELS and len(set(value)) == len(value))
         if not ok:
             raise DataError(f"domain of column {name!r} is {str(value)[:40]}; the rule is a size from 1 to "
                             f"{MAX_LEVELS}, a list of distinct levels, or bins ({BIN_FORMS})")
     return mapping
+
+
+def _declared_levels(name: str, value: list) -> list[str]:
+    """A domain file's list of levels as the text a cell must hold: strings and numbers, stripped like the cells.
+
+    ``null`` (and NaN) is refused rather than read as the text "None": whether missing values are refused, dropped
+    or a level is the ``missing`` choice, never a declared level.
+
+    >>> _declared_levels("a", [" NA", "", 3])
+    ['NA', '', '3']
+    """
+    levels = []
+    for level in value[:MAX_LEVELS + 1]:  # the length rule is checked by the caller
+        if isinstance(level, float) and not math.isfinite(level) or not isinstance(level, str | int | float):
+            shown = "null" if level is None else _shown(level)
+            raise DataError(f"domain of column {name!r} declares the level {shown}; a level is a string "
+                            "or a number (missing values are not declared: choose to refuse, drop or make them "
+                            "a level)")
+        levels.append(str(level).strip())
+    return levels
 
 
 BIN_FORMS = '{"low": L, "high": H, "width": W} or {"low": L, "high": H, "bins": K} or {"edges": [...]} or ' \
@@ -174,17 +197,19 @@ NA_TOKENS = ("na", "nan", "null", "none")
 
 def missing_mask(cells: pd.Series, declared=None) -> np.ndarray:
     """Empty cells are missing values; so are NA/NaN/null/None (any case), unless the column's declared levels
-    hold that very value: a declared level is a category, never a missing value.
+    hold that very value: a declared level (even ``""``) is a category, never a missing value.
 
     >>> cells = pd.Series(["NA", "", "None", "x"])
     >>> missing_mask(cells).tolist(), missing_mask(cells, ["NA", "None", "x"]).tolist()
     ([True, True, True, False], [False, True, False, False])
+    >>> missing_mask(cells, ["", "x"]).tolist()
+    [True, False, True, False]
     """
     text = cells.str.strip()
-    token = text.str.lower().isin(NA_TOKENS)
+    absent = text.eq("") | text.str.lower().isin(NA_TOKENS)
     if isinstance(declared, list):
-        token &= ~text.isin([str(v) for v in declared])
-    return (text.eq("") | token).to_numpy()
+        absent &= ~text.isin([str(v) for v in declared])
+    return absent.to_numpy()
 
 
 def missing_label(levels: list[str]) -> str:
@@ -466,13 +491,15 @@ def marginals_to_csv(workload, estimates: list[np.ndarray], stds: list[float], l
     a,x,1,0.5
     a,y,2,0.5
     """
-    lines = ["marginal,cell,count,std"]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")  # quotes a level or name holding a comma, quote or newline
+    writer.writerow(["marginal", "cell", "count", "std"])
     for marginal, estimate, std in zip(workload.marginals, estimates, stds, strict=True):
         for cell in itertools.product(*(range(n) for n in estimate.shape)):
             label = "|".join(levels.get(a, [])[c] if levels.get(a) else str(c)
                              for a, c in zip(marginal, cell, strict=True))
-            lines.append(f"{'|'.join(marginal)},{label},{estimate[cell]:.6g},{std:.6g}")
-    return "\n".join(lines) + "\n"
+            writer.writerow(["|".join(marginal), label, f"{estimate[cell]:.6g}", f"{std:.6g}"])
+    return out.getvalue()
 
 
 def ranges_to_csv(workload, estimates: list[np.ndarray], levels: dict[str, list[str]]) -> str | None:
@@ -489,7 +516,9 @@ def ranges_to_csv(workload, estimates: list[np.ndarray], levels: dict[str, list[
     """
     if all(o is None for o in workload.ranges):
         return None
-    lines = ["marginal,low,high,cell,answer"]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["marginal", "low", "high", "cell", "answer"])
     for index, (marginal, ordinal) in enumerate(zip(workload.marginals, workload.ranges, strict=True)):
         if ordinal is None:
             continue
@@ -505,9 +534,9 @@ def ranges_to_csv(workload, estimates: list[np.ndarray], levels: dict[str, list[
         for low in range(size):
             for high in range(low, size):
                 for cell in cells:
-                    lines.append(f"{label},{names[low]},{names[high]},{cell},{answers[position]:.6g}")
+                    writer.writerow([label, names[low], names[high], cell, f"{answers[position]:.6g}"])
                     position += 1
-    return "\n".join(lines) + "\n"
+    return out.getvalue()
 
 
 def records_to_csv(domain: Domain, records: np.ndarray, levels: dict[str, list[str]]) -> str:

@@ -23,6 +23,7 @@ from dplens.core.queries.workloads import (
     Identity,
     Kron,
     Prefix,
+    Ranges,
     Stack,
     Total,
     Workload,
@@ -68,7 +69,8 @@ def noise_energy(workload: Workload, response: Callable[[np.ndarray], np.ndarray
 
 def family_energy(workload: Workload, grid: tuple[int, int], *, cells: Callable[[], np.ndarray],
                   prefixes: Callable[[], np.ndarray], functional: Callable[[np.ndarray], float],
-                  kron: Callable[[Kron], float | None] | None = None) -> float | None:
+                  kron: Callable[[Kron], float | None] | None = None,
+                  ranges: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> float | None:
     """Σ_k ‖W l_k‖² = tr(W Σ Wᵀ) in closed form from a few statistics of the error covariance Σ; None if W is not
     a family this knows.
 
@@ -76,12 +78,14 @@ def family_energy(workload: Workload, grid: tuple[int, int], *, cells: Callable[
     a 1-D grid, sums Var(P_j) over the prefix sums P_j = e_0 + ... + e_j (``prefixes()``); Total is
     Var(P_{n-1}) (``functional(1)``, u ↦ uᵀΣu). AllRange sums Var(P_b − P_a) over the n + 1 points
     P_{-1} = 0, P_0, ..., P_{n-1}, and Σ_{a<b} E(X_b − X_a)² = N Σ E X_i² − E(Σ X_i)² for N zero-mean X_i gives
-    (n + 1) Σ Var(P_j) − Var(Σ_i (n − i) e_i). A Stack sums its blocks (its rows partition W); a Kron of
-    identities is the identity (of totals, the total); any other Kron goes to ``kron`` when given.
+    (n + 1) Σ Var(P_j) − Var(Σ_i (n − i) e_i). A list of arbitrary ranges [lo, hi] (Ranges, on a 1-D grid) sums
+    Var(P_hi − P_{lo−1}) over its rows, which ``ranges(lo, hi)`` gives per row when given. A Stack sums its blocks
+    (its rows partition W); a Kron of identities is the identity (of totals, the total); any other Kron goes to
+    ``kron`` when given.
     """
     if type(workload) is Stack:
-        parts = [family_energy(part, grid, cells=cells, prefixes=prefixes, functional=functional, kron=kron)
-                 for part in workload.parts]
+        parts = [family_energy(part, grid, cells=cells, prefixes=prefixes, functional=functional, kron=kron,
+                               ranges=ranges) for part in workload.parts]
         return None if any(part is None for part in parts) else float(sum(parts))  # type: ignore[arg-type]
     n = workload.shape[1]
     factors = workload.factors if type(workload) is Kron else (workload,)
@@ -97,4 +101,6 @@ def family_energy(workload: Workload, grid: tuple[int, int], *, cells: Callable[
         return float(prefixes().sum())
     if type(workload) is AllRange:
         return (n + 1) * float(prefixes().sum()) - functional(np.arange(n, 0, -1.0))
+    if type(workload) is Ranges and ranges is not None:
+        return float(ranges(workload.lo, workload.hi).sum())
     return None

@@ -324,9 +324,88 @@ def prefix_variances(tree: Tree) -> np.ndarray:
     return v_sum
 
 
+def range_variances(tree: Tree, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Var(Σ_{lo ≤ i ≤ hi} (x̂_i − x_i)) for each range [lo, hi] under unit noise, for a 1-D tree, in O(height) per
+    range (after O(n) to find each cell's leaf).
+
+    ``prefix_variances``'s recursion (Hay et al., PVLDB 2010, Sec. 4) holds for any set Q of a node c's cells made
+    of whole children and parts of others. With V_i, C_i, K_i of Q's part in each child it meets (a whole child:
+    V = C = its variance, K = 1; the children's subtree estimates are independent), and a, g, v as there:
+    V = Σ V_i + K² a² (1 + v) − 2 K a Σ C_i,  C = g Σ C_i,  K = Σ K_i variance_i / v.
+    Walking up from the leaves of lo and hi, Q's part in the node holding lo is a suffix of it (the part in lo's
+    child and the whole children after it) and in the node holding hi a prefix, up to their lowest common ancestor,
+    which joins the two parts and the whole children between them; above it Q lies in one child. The root's V is
+    the range's variance.
+
+    >>> tree = build_tree((1, 5), 2, True)
+    >>> bool(np.allclose(range_variances(tree, np.zeros(5, dtype=int), np.arange(5)), prefix_variances(tree)))
+    True
+    """
+    n = tree.shape[1]
+    if tree.shape[0] != 1:
+        raise ValueError(f"range variances need a 1-D tree, got a {tree.shape} grid")
+    lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
+    leaf_depth, leaf_node = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    for depth, (leaf_nodes, cells) in enumerate(tree.leaves):
+        leaf_depth[cells], leaf_node[cells] = depth, leaf_nodes
+    # per range, the node holding lo (row 0) and hi (row 1) at the current depth, −1 below its leaf, and V, C, K of
+    # Q's part in it; once the two have met, row 0 holds Q's node and state
+    node = np.full((2, lo.size), -1, dtype=np.int64)
+    v_sum, c_cov, k_share = np.zeros((2, lo.size)), np.zeros((2, lo.size)), np.zeros((2, lo.size))
+    met = np.zeros(lo.size, dtype=bool)
+    for depth in range(len(tree.levels) - 1, -1, -1):
+        level = tree.levels[depth]
+        if level.internal is not None and level.internal.size:  # lift every part to its parent at this depth
+            variance = tree.variance[depth + 1]
+            parent = tree.levels[depth + 1].parent
+            before = np.concatenate(([0.0], np.cumsum(variance)))  # Σ variance of the children before index i
+            first = np.zeros(level.r0.size, dtype=np.int64)
+            first[level.internal] = level.child_start  # type: ignore[index]  # set on internal levels
+            end = first + np.bincount(parent, minlength=level.r0.size)  # one past each node's last child
+            low, high = node[0] >= 0, node[1] >= 0
+            join = ~met & low & high
+            join[join] = parent[node[0, join]] == parent[node[1, join]]
+            for row, live in ((0, np.flatnonzero(low)), (1, np.flatnonzero(high & ~met & ~join))):
+                child = node[row, live]
+                up = parent[child]
+                if row == 0:
+                    joining, alone = join[live], met[live]
+                    other = node[1, live]
+                    stop = np.where(alone, child + 1, np.where(joining, other, end[up]))
+                    whole = before[stop] - before[child + 1]
+                    extra = np.where(joining, 1.0, 0.0)
+                    sums = (v_sum[0, live] + whole + extra * v_sum[1, live],
+                            c_cov[0, live] + whole + extra * c_cov[1, live],
+                            k_share[0, live] * variance[child] + whole
+                            + extra * k_share[1, live] * variance[np.where(joining, other, child)])
+                else:
+                    whole = before[child] - before[first[up]]
+                    sums = (v_sum[1, live] + whole, c_cov[1, live] + whole, k_share[1, live] * variance[child] + whole)
+                v = tree.child_variance[depth][up]
+                a, g = (v / (v + 1.0), 1.0 / (v + 1.0)) if tree.measured[depth] else (np.zeros_like(v), np.ones_like(v))
+                share = sums[2] / v
+                v_sum[row, live] = sums[0] + share**2 * a**2 * (1.0 + v) - 2.0 * share * a * sums[1]
+                c_cov[row, live] = g * sums[1]
+                k_share[row, live] = share
+                node[row, live] = up
+            met |= join
+            node[1, met] = -1
+        leaf_nodes_variance = tree.variance[depth]
+        for row, cell in ((0, lo), (1, hi)):
+            starts = np.flatnonzero((leaf_depth[cell] == depth) & ((row == 0) | (lo != hi)))
+            leaf = leaf_node[cell[starts]]
+            node[row, starts] = leaf
+            v_sum[row, starts] = c_cov[row, starts] = leaf_nodes_variance[leaf]
+            k_share[row, starts] = 1.0
+        met |= (lo == hi) & (leaf_depth[lo] == depth)
+    return v_sum[0]
+
+
 def closed_energy(tree: Tree, workload: Workload) -> float | None:
     """Σ_k ‖W l_k‖² in closed form (:func:`~dplens.core.mechanisms.gram.family_energy`) for Identity (any grid,
-    also a Kron of two), Total, Prefix and AllRange (1-D) and Stacks of them, in O(n log n); None otherwise.
+    also a Kron of two), Total, Prefix and AllRange (1-D), lists of arbitrary ranges (1-D Ranges, such as
+    random-range: ``range_variances``, O(n + m log n)) and Stacks of them, in O(n log n); None otherwise
+    (2-D ranges and other Krons on the quadtree, rectangles and explicit matrices take the oracle).
 
     >>> from dplens.core.queries.workloads import Prefix
     >>> tree = build_tree((1, 8), 2, True)
@@ -335,7 +414,8 @@ def closed_energy(tree: Tree, workload: Workload) -> float | None:
     """
     return family_energy(workload, tree.shape, cells=lambda: cell_variances(tree),
                          prefixes=lambda: prefix_variances(tree),
-                         functional=lambda u: float(u @ _tree_covariance(tree, u[:, None])[:, 0]))
+                         functional=lambda u: float(u @ _tree_covariance(tree, u[:, None])[:, 0]),
+                         ranges=lambda lo, hi: range_variances(tree, lo, hi))
 
 
 @dataclass(frozen=True)

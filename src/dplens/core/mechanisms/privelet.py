@@ -167,10 +167,38 @@ def axis_prefix_variances(length: int) -> np.ndarray:
     return out
 
 
+def axis_range_variances(length: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Var(Σ_{lo ≤ i ≤ hi} (x̂_i − x_i)) for each range [lo, hi] of an axis under unit noise, in O(log N) per range.
+
+    As for a prefix (``axis_prefix_variances``), the range holds (hi − lo + 1)/N of the total's coefficient and
+    (L − R)/s of the coefficient of each dyadic block of size s, with L and R its cells in the block's left and
+    right halves (Xiao et al., ICDE 2010, Sec. 4). A block inside the range has L = R and one outside has none, so
+    at each size only the blocks holding lo and hi (one block when they share it) count.
+
+    >>> axis_range_variances(4, np.array([0, 1, 0]), np.array([3, 2, 0])).tolist()  # total; 1/4 + two 1/4; a cell
+    [1.0, 0.75, 0.375]
+    """
+    padded = padded_length(length)
+    lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
+    out = ((hi - lo + 1.0) / padded) ** 2
+    size = 2
+    while size <= padded:
+        half = size // 2
+        for block, counted in ((lo // size, True), (hi // size, hi // size != lo // size)):
+            start = block * size
+            left = np.maximum(0, np.minimum(hi, start + half - 1) - np.maximum(lo, start) + 1)
+            right = np.maximum(0, np.minimum(hi, start + size - 1) - np.maximum(lo, start + half) + 1)
+            out += np.where(counted, ((left - right) / size) ** 2, 0.0)
+        size *= 2
+    return out
+
+
 def closed_energy(grid: tuple[int, int], workload: Workload) -> float | None:
     """Σ_k ‖W h_k‖² in closed form (:func:`~dplens.core.mechanisms.gram.family_energy`) for Identity, Total,
-    Prefix and AllRange, Stacks of them, and Krons of two of them on the grid (H⁻¹ = H₁⁻¹ ⊗ H₂⁻¹, so the error
-    covariance is Σ₁ ⊗ Σ₂ and the energy of W₁ ⊗ W₂ is the product of the axes' energies); None otherwise.
+    Prefix, AllRange and lists of arbitrary ranges (Ranges, such as random-range: ``axis_range_variances``,
+    O(m log n)), Stacks of them, and Krons of two of them on the grid (H⁻¹ = H₁⁻¹ ⊗ H₂⁻¹, so the error
+    covariance is Σ₁ ⊗ Σ₂ and the energy of W₁ ⊗ W₂ is the product of the axes' energies); None otherwise
+    (rectangles, Ranges2D, live on a flat grid here and take the oracle, as do ranges of a 2-D grid's flat cells).
 
     >>> from dplens.core.queries.workloads import AllRange
     >>> bool(np.isclose(closed_energy((1, 10), AllRange(10)), _energy((1, 10), AllRange(10))))
@@ -185,7 +213,8 @@ def closed_energy(grid: tuple[int, int], workload: Workload) -> float | None:
     return family_energy(workload, grid, cells=lambda: np.full(grid[0] * grid[1], axis_cell_variance(grid[0])
                                                                * axis_cell_variance(grid[1])),
                          prefixes=lambda: axis_prefix_variances(grid[1]),
-                         functional=lambda u: float(np.sum(reconstruct_transpose(u[:, None], grid) ** 2)), kron=kron)
+                         functional=lambda u: float(np.sum(reconstruct_transpose(u[:, None], grid) ** 2)), kron=kron,
+                         ranges=lambda lo, hi: axis_range_variances(grid[1], lo, hi))
 
 
 @dataclass(frozen=True)

@@ -96,3 +96,12 @@ def test_compare_of_a_table_with_no_options_runs_its_table_defaults(tmp_path, ca
     assert code == 0, captured.err
     df = pd.read_csv(io.StringIO((tmp_path / "out.csv").read_text()))
     assert sorted(set(df["mechanism"])) == sorted(names) and "independence baseline" in captured.out
+
+
+def test_compare_of_a_one_attribute_table_with_no_options_runs(tmp_path, capsys):
+    (tmp_path / "t.csv").write_text("a\n" + "\n".join("NA" if i % 3 else "x" for i in range(30)))
+    (tmp_path / "d.json").write_text(json.dumps({"a": ["NA", "x"]}))
+    code = main(["compare", "--input", str(tmp_path / "t.csv"), "--domain", str(tmp_path / "d.json"),
+                 "--output", str(tmp_path / "out.csv"), "--trials", "1"])
+    assert code == 0, capsys.readouterr().err  # the default 2-way marginals fall back to the 1-way marginal
+    assert len(pd.read_csv(tmp_path / "out.csv")) == 2 * 2

@@ -481,10 +481,13 @@ def cmd_compare_table(args: argparse.Namespace) -> int:
 
     if args.epsilons is not None:
         raise CliError("a table comparison (--domain) takes --rhos (zCDP budgets), not --epsilons")
+    workload_given = args.workload is not None
     _fill_defaults(args, TABLE_COMPARE_DEFAULTS)
     table = load_table(args.input, args.domain, missing=args.missing)
     for note in table.notes:
         print(f"note: {note}", file=sys.stderr)
+    if not workload_given and len(table.domain.names) < 2:  # the default's 2-way marginals need two attributes
+        args.workload = "marginals:k=1"
     workload = parse_marginal_workload(args.workload, table.domain)
     evaluation = MarginalWorkload.all_kway(table.domain, min(args.evaluate, len(table.domain.names)))
     names = [_table_mechanism_name(name) for name in _names(args.mechanisms, "--mechanisms")]

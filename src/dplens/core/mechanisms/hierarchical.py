@@ -357,10 +357,10 @@ def range_variances(tree: Tree, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         level = tree.levels[depth]
         if level.internal is not None and level.internal.size:  # lift every part to its parent at this depth
             variance = tree.variance[depth + 1]
-            parent = tree.levels[depth + 1].parent
+            parent: np.ndarray = tree.levels[depth + 1].parent  # type: ignore[assignment]  # set below the root
             before = np.concatenate(([0.0], np.cumsum(variance)))  # Σ variance of the children before index i
             first = np.zeros(level.r0.size, dtype=np.int64)
-            first[level.internal] = level.child_start  # type: ignore[index]  # set on internal levels
+            first[level.internal] = level.child_start  # type: ignore[assignment]  # set on internal levels
             end = first + np.bincount(parent, minlength=level.r0.size)  # one past each node's last child
             low, high = node[0] >= 0, node[1] >= 0
             join = ~met & low & high

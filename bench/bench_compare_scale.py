@@ -13,6 +13,13 @@ For each size, a histogram of 2^k cells (seeded Poisson counts of gamma rates) i
 Printed and recorded per case: wall seconds, and CPU seconds of the whole process tree (the command and its forkserver
 workers, sampled by psutil every 20 ms, or the children's rusage when larger: ``/usr/bin/time`` misses the workers),
 beside the targets. Run it with ``nice`` on a shared machine; the load average is recorded with the results.
+
+The ``page`` case at 2^16 cells spent most of its CPU on hb's and privelet's expected error on the 2000 random ranges
+(the oracle pushing every query through the estimator): 16.5 s wall / 29.5 s CPU (load 0.5–2). With their closed
+forms for arbitrary ranges (``hierarchical.range_variances``, ``privelet.axis_range_variances``) the energies take
+milliseconds and the case is the trials' simulation, imports and worker start: 11.1–14.2 s wall / 6.9–7.6 s CPU at
+load 4–6 on the 2 cores (wall is mostly waiting for them; the same command with ``--scheduler serial`` took 4.5 s
+wall beside 8.8 s for its default process pool at load 4.3).
 """
 
 from __future__ import annotations

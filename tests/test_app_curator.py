@@ -247,7 +247,7 @@ def test_analytic_preview_of_a_gaussian_mechanism_follows_its_calibration_at_eve
     import json
 
     from dplens.core.mechanisms import MECHANISMS
-    from dplens.core.mechanisms.gaussian import Matched
+    from dplens.core.privacy.definitions import EpsilonAxis
 
     at = open_page("pages/compare.py")
     at.session_state["privacy_definition"] = "approx"
@@ -257,8 +257,8 @@ def test_analytic_preview_of_a_gaussian_mechanism_follows_its_calibration_at_eve
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)
     trace = next(t for t in figure["data"] if t["name"] == "gaussian-identity (analytic)")
     workload = ui_workload(at)
-    mechanism = Matched(MECHANISMS["gaussian-identity"], "approx", 1e-6)  # the default δ
-    expected = [mechanism.expected_mse(workload, e) ** 0.5 for e in trace["x"]]
+    mechanism, axis = MECHANISMS["gaussian-identity"], EpsilonAxis("approx", 1e-6)  # the default δ
+    expected = [mechanism.expected_mse(workload, axis.privacy(e)) ** 0.5 for e in trace["x"]]
     assert trace["y"] == pytest.approx(expected, rel=1e-9)
     scaled = [expected[0] * trace["x"][0] / e for e in trace["x"]]
     assert trace["y"] != pytest.approx(scaled, rel=1e-3)  # the 1/ε rescaling would be wrong here

@@ -73,17 +73,37 @@ def test_bad_delta_is_refused_by_the_parser(capsys, tmp_path):
     assert exit_info.value.code == 2 and "delta must be in (0, 1)" in capsys.readouterr().err
 
 
-def test_compare_at_matched_privacy_puts_both_noise_kinds_on_one_axis(tmp_path):
+def test_compare_at_matched_privacy_puts_both_noise_kinds_on_one_axis(tmp_path, capsys):
+    import pandas as pd
+
+    from dplens.core.data.datasets import load_histogram
+    from dplens.core.mechanisms import MECHANISMS
+    from dplens.core.privacy.definitions import ZCDP, zcdp_rho
+    from dplens.core.queries.workloads import Prefix
+
     out = tmp_path / "sweep.csv"
     assert main(["compare", "--input", "tips-bill", "--workload", "prefix", "--mechanisms",
                  "laplace-on-answers,gaussian-answers", "--epsilons", "0.5,2", "--trials", "2",
                  "--definition", "zcdp", "--delta", "1e-6", "--output", str(out)]) == 0
-    import pandas as pd
-
+    assert "epsilon column is epsilon at delta = 1e-06 under rho-zCDP" in capsys.readouterr().out
     df = pd.read_csv(out)
     assert set(df["mechanism"]) == {"laplace-on-answers", "gaussian-answers"}
     rmse = df[df["metric"] == "rmse"].groupby("mechanism")["expected"].mean()
     assert rmse["gaussian-answers"] < rmse["laplace-on-answers"]  # Δ₂(prefix) = √n ≪ Δ₁ = n
+    # both were handed ρ = zcdp_rho(ε, δ) itself: Laplace at √(2ρ), not at the axis's ε
+    laplace = df[(df.metric == "rmse") & (df.mechanism == "laplace-on-answers") & (df.epsilon == 0.5)]["expected"]
+    workload = Prefix(load_histogram("tips-bill").domain.size)
+    at_rho = MECHANISMS["laplace-on-answers"].expected_mse(workload, ZCDP(zcdp_rho(0.5, 1e-6))) ** 0.5
+    assert laplace.iloc[0] == pytest.approx(at_rho, rel=1e-9)
+    assert laplace.iloc[0] > MECHANISMS["laplace-on-answers"].expected_mse(workload, 0.5) ** 0.5
+
+
+def test_compare_under_pure_epsilon_skips_gaussian_noise_by_name(tmp_path, capsys):
+    out = tmp_path / "sweep.csv"
+    assert main(["compare", "--input", "tips-bill", "--workload", "prefix", "--mechanisms", "hb,gaussian-hb",
+                 "--epsilons", "1", "--trials", "2", "--output", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "skipped gaussian-hb: gaussian-hb adds Gaussian noise, which is never pure epsilon-DP" in err
 
 
 def test_the_ledger_records_delta_and_rho_of_each_release(tmp_path):

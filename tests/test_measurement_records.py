@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from dplens.core.mechanisms import MECHANISMS
-from dplens.core.mechanisms.gaussian import Matched
 from dplens.core.mechanisms.measurement import (
     GaussianMeasurement,
     LaplaceMeasurement,
@@ -24,7 +23,7 @@ from dplens.core.mechanisms.measurement import (
     laplace_record,
     pure_loss,
 )
-from dplens.core.privacy.definitions import ZCDP, ApproxDP, PureDP, gaussian_epsilon, zcdp_epsilon
+from dplens.core.privacy.definitions import ZCDP, ApproxDP, EpsilonAxis, PureDP, gaussian_epsilon, zcdp_epsilon
 from dplens.core.privacy.discrete_gaussian import discrete_gaussian_epsilon
 from dplens.core.tables.mechanisms import TABLE_MECHANISMS
 from tests.test_audit_random_workloads import RHO, _table, histogram_draws, table_draws
@@ -87,7 +86,7 @@ def test_every_histogram_mechanism_states_the_composition_of_its_records(name):
         if not gaussian:
             _check(mechanism.run(x, workload, 0.7, rng))
         for definition in ("approx", "zcdp"):
-            _check(Matched(mechanism, definition, DELTA).run(x, workload, 0.7, rng))
+            _check(mechanism.run(x, workload, EpsilonAxis(definition, DELTA).privacy(0.7), rng))
 
 
 TABLES = [name for name, m in TABLE_MECHANISMS.items() if not getattr(m, "synthesizes", False)]

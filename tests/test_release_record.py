@@ -10,9 +10,9 @@ import pytest
 
 from dplens.core.data.domain import Domain
 from dplens.core.mechanisms import MECHANISMS, Release
-from dplens.core.mechanisms.gaussian import Matched
+from dplens.core.mechanisms.gaussian import stating_definition
 from dplens.core.privacy.budget import Budget
-from dplens.core.privacy.definitions import ZCDP, ApproxDP, PureDP, zcdp_rho
+from dplens.core.privacy.definitions import ZCDP, ApproxDP, EpsilonAxis, PureDP, zcdp_rho
 from dplens.core.privacy.ledger_store import LedgerStore
 from dplens.core.queries.marginals import MarginalWorkload, marginal_counts
 from dplens.core.queries.workloads import Prefix
@@ -33,9 +33,10 @@ RECORDS = np.random.default_rng(0).integers(0, DOMAIN.sizes, size=(300, 3))
 def test_a_histogram_release_states_its_budget_and_its_loss_in_that_unit(name, definition, budget, unit):
     if definition == "pure" and name.startswith("gaussian"):
         pytest.skip("Gaussian noise is never pure epsilon-DP")
-    release = Matched(MECHANISMS[name], definition, 1e-6).run(np.arange(16.0), Prefix(16), 0.8,
-                                                              np.random.default_rng(1))
-    assert release.budget == budget and release.loss_unit == unit and release.epsilon == 0.8
+    privacy = EpsilonAxis(definition, 1e-6).privacy(0.8)  # "ε 0.8 at δ 1e-6" under the definition
+    release = MECHANISMS[name].run(np.arange(16.0), Prefix(16), privacy, np.random.default_rng(1))
+    assert release.budget == budget and release.loss_unit == unit
+    assert stating_definition(release, definition, 1e-6, 0.8).epsilon == 0.8
     assert 0 < release.privacy_loss <= release.allowed_loss * (1 + 1e-9)
     if name == "hb" and unit == "rho":  # Laplace at ε = √(2ρ): its loss is (ε²/2)-zCDP, the whole ρ
         assert release.privacy_loss == pytest.approx(budget.rho, rel=1e-9)
@@ -88,8 +89,8 @@ def test_the_kernel_refuses_a_release_of_another_definition_or_over_its_charge(t
 
 
 def test_a_saved_release_keeps_its_budget_and_older_records_are_read_in_the_new_units():
-    release = Matched(MECHANISMS["gaussian-hb"], "zcdp", 1e-6).run(np.arange(8.0), Prefix(8), 1.0,
-                                                                   np.random.default_rng(3))
+    release = stating_definition(MECHANISMS["gaussian-hb"].run(np.arange(8.0), Prefix(8), ZCDP(zcdp_rho(1.0, 1e-6)),
+                                                               np.random.default_rng(3)), "zcdp", 1e-6)
     back = release_from_dict(release_to_dict(release))
     assert back.budget == release.budget and back.privacy_loss == release.privacy_loss and back.epsilon == 1.0
     older = {"mechanism": "hb", "epsilon": 1.0, "privacy_loss": 1.0, "answers": [0.0], "estimate": None,

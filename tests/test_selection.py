@@ -21,7 +21,9 @@ from dplens.core.analysis.selection import (
     smallest_epsilon,
 )
 from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms.contract import laplace_epsilon
 from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers, Uniform
+from dplens.core.privacy.definitions import EpsilonAxis
 from dplens.core.queries.workloads import Identity, Prefix
 
 ABSENCE = possible_worlds([1, 2, 3, 10], "mean")
@@ -152,12 +154,17 @@ def test_smallest_epsilon_errors():
 ANALYTIC = {k: m for k, m in MECHANISMS.items() if m.expected_mse(Prefix(16), 1.0) is not None}
 
 
+@pytest.mark.parametrize("definition", ["pure", "approx", "zcdp"])
 @pytest.mark.parametrize("mechanism", ANALYTIC.values(), ids=ANALYTIC.keys())
-def test_rmse_target_is_met_exactly_for_analytic_mechanisms(mechanism):
-    workload = Prefix(16)
-    choice = epsilon_for_accuracy(mechanism, workload, 2.0, "rmse", low=1e-3, high=1e4)
+def test_rmse_target_is_met_exactly_for_analytic_mechanisms(mechanism, definition):
+    workload, axis = Prefix(16), EpsilonAxis(definition, 1e-6)
+    if definition == "pure" and mechanism.name.startswith("gaussian"):
+        with pytest.raises(ValueError, match="never pure epsilon-DP"):  # refused by name, not run at some δ
+            epsilon_for_accuracy(mechanism, workload, 2.0, "rmse", axis=axis)
+        return
+    choice = epsilon_for_accuracy(mechanism, workload, 2.0, "rmse", low=1e-3, high=1e4, axis=axis)
     assert choice.method == "analytic"
-    assert math.sqrt(mechanism.expected_mse(workload, choice.epsilon)) == pytest.approx(2.0, rel=1e-9)
+    assert math.sqrt(mechanism.expected_mse(workload, axis.privacy(choice.epsilon))) == pytest.approx(2.0, rel=1e-9)
     assert np.all(np.diff(choice.errors) <= 1e-12) and choice.epsilons.size == choice.errors.size
 
 
@@ -170,7 +177,8 @@ class CountingMechanism:
     name: str = "counting"
     data_dependent: bool = False
 
-    def expected_mse(self, workload, epsilon):
+    def expected_mse(self, workload, privacy):
+        epsilon = laplace_epsilon(privacy)
         self.calls.append(epsilon)
         return 2 / epsilon**2 + self.bias / epsilon
 

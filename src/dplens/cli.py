@@ -511,7 +511,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from dplens.core.analysis.execution import ProgressBar
     from dplens.core.analysis.experiment import run_sweep, summarise
     from dplens.core.analysis.strategy_store import StrategyStore
-    from dplens.core.mechanisms.gaussian import Matched
+    from dplens.core.privacy.definitions import EpsilonAxis
     from dplens.core.queries.workloads import parse_workload
 
     if args.domain is not None:
@@ -523,17 +523,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     workload = parse_workload(args.workload, histogram.domain.shape, np.random.default_rng(args.seed),
                               allow_files=True)
     names = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
-    # every mechanism at matched privacy: the epsilons are "ε at --delta" under --definition
     mechanisms = [_mechanism(name, {}) for name in names]
-    if args.definition != "pure":
-        mechanisms = [Matched(m, args.definition, args.delta) for m in mechanisms]
     # only these are computed; run_sweep refuses unknown ones, and one undefined on this histogram, before any run
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     epsilons = _floats(args.epsilons, "--epsilons")
 
+    axis = EpsilonAxis(args.definition, args.delta)  # the epsilons are "ε at --delta" under --definition
     df = run_sweep(histogram, workload, mechanisms, epsilons, args.trials, seed=args.seed,
                    metrics=metrics, progress=ProgressBar(), scheduler=args.scheduler, limits=RunLimits(),
-                   deadline=Deadline(), store=StrategyStore())
+                   deadline=Deadline(), store=StrategyStore(), axis=axis)
     df.to_csv(args.output, index=False)
     table = summarise(df)
     with np.printoptions(precision=4):
@@ -543,7 +541,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if df.attrs["stopped"]:
         print(f"stopped early ({df.attrs['stop_reason']}): the table holds the runs finished so far",
               file=sys.stderr)
-    print(f"wrote {len(df)} rows to {args.output}")
+    print(f"wrote {len(df)} rows to {args.output}; its epsilon column is {axis.describe()}")
     return 0
 
 

@@ -7,7 +7,7 @@ One concept per module; pages and app.py call ``ui.<name>`` through the re-expor
 - ``definition``: the session's privacy definition and the sidebar's δ (plain session reads)
 - ``ledger``: the current dataset's persistent ledger (dplens.core.privacy.ledger_store), totals and charges,
   and the δ of one release
-- ``privacy``: the sidebar's privacy controls and mechanisms at matched privacy
+- ``privacy``: the sidebar's privacy controls and the ε axis they set
 - ``datasets``: the session's histogram (samples, DPBench, uploads, derived datasets)
 - ``workloads``: the session's workload (registry spec or custom object)
 - ``sweeps``: simulations kept in the session (sweeps, per-bin errors, previews); never charged
@@ -179,8 +179,8 @@ from dplens.ui.privacy import (
     available,
     follow_the_ledger,
     ledger_definition,
-    matched,
     privacy_controls,
+    session_axis,
 )
 from dplens.ui.release_view import (
     AUTO_SIMULATION_SECONDS,
@@ -341,11 +341,11 @@ __all__ = ['REAL_WALK_NOTE', 'abandon_real_walk', 'real_walk_tab', 'release_real
     "plain",
     "heatmap_box_cells",
     "histogram", "histogram_figure", "histogram_view_controls", "init_state", "interval_figure", "is_rescaled",
-    "is_script_control", "ledger", "ledger_key", "line_figure", "matched", "mechanism_colour", "mechanism_words",
+    "is_script_control", "ledger", "ledger_key", "line_figure", "mechanism_colour", "mechanism_words",
     "mechanism_settings",
     "trust_key", "trusted_keys_table", "untrust_key",
     "native_caption", "native_history", "open_workspace", "per_bin", "per_bin_figure", "preview_release",
-    "privacy_controls", "session_delta",
+    "privacy_controls", "session_axis", "session_delta",
     "release_rng", "release_structure", "released_data", "remaining_text", "reset_budget", "run_check",
     "runtime_figure",
     "save_workspace", "scheduler_choices", "session_config", "set_total", "set_workload", "show_flash", "show_handoff",

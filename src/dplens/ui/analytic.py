@@ -7,12 +7,12 @@ import math
 import plotly.graph_objects as go
 import streamlit as st
 
-from dplens.core.privacy.definitions import amount
+from dplens.core.privacy.definitions import EpsilonAxis, amount
+from dplens.core.registry import mechanism as registered
 from dplens.ui.charts import EPSILON_TITLE, METRIC_AXIS_TITLES, mechanism_colour
 from dplens.ui.definition import definition as privacy_definition
 from dplens.ui.ledger import delta as privacy_delta
 from dplens.ui.ledger import point_privacy, point_words
-from dplens.ui.privacy import matched
 from dplens.ui.workloads import workload, workload_spec
 
 
@@ -20,7 +20,7 @@ from dplens.ui.workloads import workload, workload_spec
 def _mse(name: str, spec: str, shape: tuple[int, ...], dataset_key: str, definition: str, delta: float,
          epsilon: float) -> float | None:
     """Expected per-query MSE at ``epsilon`` (ε at δ under the session's definition); None if data-dependent."""
-    return matched(name).expected_mse(workload(), epsilon)
+    return registered(name, kind="histogram").expected_mse(workload(), EpsilonAxis(definition, delta).privacy(epsilon))
 
 
 def _rmse_curve(name: str, epsilons: tuple[float, ...], shape: tuple[int, ...]) -> list[float] | None:

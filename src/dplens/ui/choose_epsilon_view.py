@@ -29,7 +29,7 @@ from dplens.ui.definition import definition as privacy_definition
 from dplens.ui.handoff import use_button
 from dplens.ui.ledger import delta as privacy_delta
 from dplens.ui.ledger import point_words
-from dplens.ui.privacy import available, matched
+from dplens.ui.privacy import available, session_axis
 from dplens.ui.state import simulation_rng
 from dplens.ui.sweeps import preview_release
 from dplens.ui.targets import plan_releases, target_plans
@@ -90,7 +90,7 @@ def from_accuracy() -> None:
     st.caption(f"Dataset **{hist.name}** · workload `{workload_name()}` ({workload.shape[0]:,} queries). "
                "Nothing on this page spends budget.")
     wanted = _accuracy_target()
-    mechanism = matched(MECHANISMS[wanted.name])
+    mechanism = MECHANISMS[wanted.name]
     choice = _epsilon_choice(wanted, mechanism, hist, workload)
     if choice is None:
         return
@@ -106,7 +106,7 @@ def _accuracy_target() -> _Target:
         st.session_state.choose_mechanism = choices[0]
     name = left.selectbox("Mechanism", choices, key="choose_mechanism", format_func=mechanism_label,
                           help="Under (ε, δ) or zCDP (sidebar) Gaussian mechanisms are offered too; ε is then "
-                               "ε at the sidebar's δ, and Laplace ones run at matched privacy.")
+                               "ε at the sidebar's δ, and every mechanism runs at that privacy value.")
     kind = middle.radio("Target", list(TARGETS), key="choose_kind")
     target = right.number_input("Target error a (counts)", min_value=1e-6, value=10.0, key="choose_target")
     confidence, simultaneous = None, True
@@ -127,7 +127,8 @@ def _epsilon_choice(wanted: _Target, mechanism, hist, workload) -> selection.Eps
         if choice is None:
             with st.spinner("computing the analytic error…"):
                 choice = selection.epsilon_for_accuracy(mechanism, workload, wanted.target, wanted.metric,
-                                                        wanted.confidence, simultaneous=wanted.simultaneous)
+                                                        wanted.confidence, simultaneous=wanted.simultaneous,
+                                                        axis=session_axis())
             st.session_state.epsilon_choices[key] = choice
     except selection.NeedsDataError as err:
         choice = st.session_state.epsilon_choices.get(key)
@@ -154,7 +155,8 @@ def _simulated_choice(wanted: _Target, mechanism, hist, workload, reason: str) -
         try:
             return selection.epsilon_for_accuracy(
                 mechanism, workload, wanted.target, wanted.metric, wanted.confidence,
-                simultaneous=wanted.simultaneous, data=hist.counts, trials=trials, points=12, rng=simulation_rng(1))
+                simultaneous=wanted.simultaneous, data=hist.counts, trials=trials, points=12, rng=simulation_rng(1),
+                axis=session_axis())
         except ValueError as sim_err:
             st.error(str(sim_err))
             return None
@@ -186,11 +188,12 @@ def _show_choice(wanted: _Target, choice: selection.EpsilonChoice) -> None:
 def _laplace_intervals(mechanism, workload, hist, choice: selection.EpsilonChoice, confidence: float | None) -> None:
     """What the chosen ε buys when the noise is plain Laplace: its scale, ± per query and all at once, and (1-D
     identity) a preview with per-bin intervals."""
-    if selection.laplace_answer_scale(mechanism, workload, choice.epsilon) is None:
+    if selection.laplace_answer_scale(mechanism, workload, choice.epsilon, axis=session_axis()) is None:
         st.caption("Confidence intervals are exact for Laplace histograms (identity) and Laplace on the "
                    "answers; this mechanism's error is not plain Laplace noise.")
         return
-    accuracy = selection.accuracy_for_epsilon(mechanism, workload, choice.epsilon, confidence=confidence or 0.95)
+    accuracy = selection.accuracy_for_epsilon(mechanism, workload, choice.epsilon, confidence=confidence or 0.95,
+                                              axis=session_axis())
     cols = st.columns(3)
     cols[0].metric(f"Noise scale per {accuracy.unit}", f"b = {accuracy.noise_scale:.4g}")
     cols[1].metric(f"±, each {accuracy.unit} ({accuracy.confidence:.0%})", f"{accuracy.half_width:.4g}")

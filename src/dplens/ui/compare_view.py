@@ -22,7 +22,7 @@ from dplens.ui.charts import (
     runtime_figure,
 )
 from dplens.ui.ledger import point_unit, point_words
-from dplens.ui.privacy import matched
+from dplens.ui.privacy import session_axis
 from dplens.ui.sweeps import per_bin
 from dplens.ui.value_sources import tuning_values
 from dplens.ui.workloads import workload_spec
@@ -121,7 +121,7 @@ def _inspect_release(ran: list[str], epsilons, hist, trials, workload, metric: s
                                     help="Or click a point above.")
     trial = int(right.number_input("Trial", 0, int(trials) - 1, 0, key="compare_pick_trial",
                                    help="Which of the sweep's trials to reproduce (same noise stream)."))
-    release = replay(hist, workload, matched(pick), pick_epsilon, trial, seed=int(st.session_state.seed))
+    release = replay(hist, workload, pick, pick_epsilon, trial, seed=int(st.session_state.seed), axis=session_axis())
     if metric in HISTOGRAM_METRICS:
         value = np.nan if release.estimate is None else METRICS[metric](hist.vector, release.estimate,
                                                                           total=hist.total)

@@ -1,4 +1,4 @@
-"""The sidebar's privacy controls (definition, δ) and mechanisms at matched privacy.
+"""The sidebar's privacy controls (definition, δ) and the ε axis they set (``session_axis``).
 
 The definition and δ themselves are read by ``ui.definition`` and ``ui.ledger.delta``."""
 
@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dplens.core.mechanisms.gaussian import Matched
-from dplens.core.privacy.definitions import delta_warning
+from dplens.core.privacy.definitions import EpsilonAxis, delta_warning
 from dplens.core.privacy.noise import noise_kind
 from dplens.core.registry import histogram_mechanisms
-from dplens.core.registry import mechanism as registered
 from dplens.ui.datasets import histogram, ledger_key
 from dplens.ui.definition import definition, session_delta
 from dplens.ui.ledger import delta, ledger, ledger_store
@@ -28,10 +26,10 @@ def available(names=None) -> list[str]:
     return names
 
 
-def matched(mechanism):
-    """A mechanism (name or instance) at matched privacy: "ε at δ" under the session's definition."""
-    instance = registered(mechanism, kind="histogram") if isinstance(mechanism, str) else mechanism
-    return instance if definition() == "pure" else Matched(instance, definition(), delta())
+def session_axis() -> EpsilonAxis:
+    """What a point ε on Compare's and Choose ε's axes means: "ε at δ" under the session's definition, so every
+    mechanism there runs at one privacy value (``EpsilonAxis.privacy``)."""
+    return EpsilonAxis(definition(), delta())
 
 
 def ledger_definition() -> str | None:

@@ -17,7 +17,6 @@ from dplens.core.analysis.intervals import (
 from dplens.core.analysis.strategy_noise import strategy_halfwidths
 from dplens.core.data import limits
 from dplens.core.mechanisms import MECHANISMS, Release, configure
-from dplens.core.mechanisms.gaussian import Matched
 from dplens.core.privacy.definitions import ZCDP, privacy_words, target, zcdp_epsilon, zcdp_rho
 from dplens.core.release.config import parse_config
 from dplens.core.release.export import (
@@ -286,19 +285,13 @@ def load_config() -> None:
     st.session_state.release_notice = "Config loaded." + "".join(f" Note: {n}." for n in notes)
 
 
-def _mechanism_of(entry: dict, output: dict):
-    mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
-    if entry.get("definition", "pure") != "pure":
-        mechanism = Matched(mechanism, entry["definition"], entry["delta"])
-    return mechanism
-
-
 def simulate(number: int) -> None:
     """Intervals for release ``number`` from re-runs on a simulation stream (curator only; never charged)."""
     entry, output = st.session_state.releases[number - 1], st.session_state.release_outputs[number]
     rng = np.random.default_rng([int(st.session_state.seed), SIMULATION_STREAM, 6, number])
-    output["intervals"] = simulated_intervals(_mechanism_of(entry, output), histogram().counts, session_workload(),
-                                              entry["epsilon"], SIMULATION_TRIALS, rng)
+    privacy = target(entry.get("definition", "pure"), entry["epsilon"], entry.get("delta") or 1e-6)
+    output["intervals"] = simulated_intervals(configure(MECHANISMS[entry["mechanism"]], output["settings"]),
+                                              histogram().counts, session_workload(), privacy, SIMULATION_TRIALS, rng)
 
 
 def exact_halfwidths(number: int) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -309,7 +302,7 @@ def exact_halfwidths(number: int) -> tuple[np.ndarray | None, np.ndarray | None]
         release, workload = output["release"], session_workload()
         bins, answers = bin_halfwidths(release), answer_halfwidths(release)
         if bins is None or answers is None:
-            mechanism = _mechanism_of(entry, output)
+            mechanism = configure(MECHANISMS[entry["mechanism"]], output["settings"])
             with st.spinner("Exact interval widths of the strategy's noise…"):
                 if bins is None and release.estimate is not None:
                     bins = strategy_halfwidths(mechanism, release, workload, values="bins")

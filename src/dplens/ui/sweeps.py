@@ -28,7 +28,7 @@ from dplens.ui.charts import error_figure
 from dplens.ui.definition import definition
 from dplens.ui.guard import is_script_control
 from dplens.ui.ledger import delta
-from dplens.ui.privacy import matched
+from dplens.ui.privacy import session_axis
 from dplens.ui.state import SIMULATION_STREAM
 from dplens.ui.tuning import tuning_histogram, tuning_key
 from dplens.ui.workloads import default_workload_spec, parsed_workload, workload, workload_spec
@@ -152,10 +152,10 @@ def sweep(mechanisms: tuple[str, ...], epsilons: tuple[float, ...], trials: int,
 
         # one click never holds the server past the action limit, unless it is the page's defaults
         seconds = DEFAULT_SWEEP_SECONDS if is_default_sweep(mechanisms, len(epsilons), trials) else MAX_ACTION_SECONDS
-        # every mechanism at matched privacy: ε means "ε at δ" under the session's definition
-        cache[key] = run_sweep(tuning_histogram(), workload(), [matched(m) for m in mechanisms], list(epsilons), trials,
-                               seed=int(st.session_state.seed), metrics=list(metrics), progress=tick,
-                               should_stop=lambda: bool(interrupted), limits=RunLimits(),
+        # every mechanism at one privacy value per point: ε means "ε at δ" under the session's definition
+        cache[key] = run_sweep(tuning_histogram(), workload(), list(mechanisms), list(epsilons), trials,
+                               axis=session_axis(), seed=int(st.session_state.seed), metrics=list(metrics),
+                               progress=tick, should_stop=lambda: bool(interrupted), limits=RunLimits(),
                                deadline=Deadline(seconds), scheduler=scheduler, cache=sweep_cache(),
                                store=StrategyStore(), on_partial=draw)
         while len(cache) > 8:
@@ -186,7 +186,8 @@ def per_bin(mechanisms: tuple[str, ...], epsilon: float, trials: int, *,
         if not compute:
             return None
         hist, w, seed = tuning_histogram(), workload(), int(st.session_state.seed)
-        errors = {name: per_bin_errors(hist, w, matched(name), epsilon, trials, seed=seed) for name in mechanisms}
+        errors = {name: per_bin_errors(hist, w, name, epsilon, trials, seed=seed, axis=session_axis())
+                  for name in mechanisms}
         cache[key] = {name: e for name, e in errors.items() if e is not None}
     return cache[key]
 

@@ -66,6 +66,7 @@ from dplens.core.extras import require
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release
 from dplens.core.mechanisms.cache import StrategyCache, cache_named, registered_caches
 from dplens.core.mechanisms.greedy_h import workload_key
+from dplens.core.privacy.definitions import PURE_AXIS, EpsilonAxis, Privacy
 from dplens.core.queries.workloads import Workload
 
 _Item = TypeVar("_Item")  # what dask_batches deals out: cells or their indices
@@ -78,10 +79,11 @@ SHIPPED_CACHE_LIMIT = 16  # entries kept per strategy cache in a worker, at leas
 
 @dataclass(frozen=True, eq=False)
 class Context:
-    """What the cells of one sweep share: the data, the workload, the metrics and the base seed.
+    """What the cells of one sweep share: the data, the workload, the metrics, the base seed and the ε axis.
 
-    ``run_cell`` asks it for what a mechanism runs on (``data``) and for the metrics of a release (``scores``);
-    a sweep on a table of records gives a context of its own with the same two methods
+    ``run_cell`` asks it for what a mechanism runs on (``data``), for the privacy value at a cell's point
+    (``privacy_at``: "ε at δ" under the axis's definition) and for the metrics of a release (``scores``); a sweep
+    on a table of records gives a context of its own with the same three methods
     (``dplens.core.tables.compare.TableContext``).
     """
 
@@ -89,6 +91,7 @@ class Context:
     workload: Workload
     metrics: tuple[str, ...]
     seed: int = 0
+    axis: EpsilonAxis = PURE_AXIS
 
     def __post_init__(self) -> None:
         # refused here, before any run: a metric undefined on this histogram (scaled error on an all-zero one)
@@ -98,6 +101,10 @@ class Context:
     def data(self) -> np.ndarray:
         """What the mechanisms run on: the histogram's counts (1-D or 2-D)."""
         return self.histogram.counts
+
+    def privacy_at(self, epsilon: float) -> Privacy:
+        """The privacy value every mechanism of the sweep runs at, at the axis point ``epsilon``."""
+        return self.axis.privacy(epsilon)
 
     @cached_property
     def true_answers(self) -> np.ndarray:
@@ -213,8 +220,8 @@ def run_cell(context: Context, cell: Cell, index: int = 0,
     """Run one cell here, on histogram and table contexts alike; ValueError becomes ``error``. Backends call it
     with one BLAS thread.
 
-    Trial t runs ``cell.mechanism.run(context.data, workload, cell.epsilon, trial_rng(seed, name, ε, t),
-    **run_options)`` (ε is the cell's budget parameter: ρ on a table) and ``context.scores`` measures it.
+    Trial t runs ``cell.mechanism.run(context.data, workload, context.privacy_at(ε), trial_rng(seed, name, ε, t),
+    **run_options)`` (ε is the cell's point on the sweep's axis: ρ on a table) and ``context.scores`` measures it.
     ``should_stop`` (serial only) is polled before each trial; a stopped cell returns the trials done.
     """
     values = np.full((cell.runs, len(context.metrics)), np.nan)
@@ -226,7 +233,7 @@ def run_cell(context: Context, cell: Cell, index: int = 0,
             break
         start = time.perf_counter()
         try:
-            release = cell.mechanism.run(context.data, context.workload, cell.epsilon,
+            release = cell.mechanism.run(context.data, context.workload, context.privacy_at(cell.epsilon),
                                          trial_rng(context.seed, cell.mechanism.name, cell.epsilon, trial),
                                          **run_options)
         except ValueError as err:
@@ -329,10 +336,9 @@ def job_entries(mechanism: Mechanism, workload: Workload) -> dict[str, dict]:
 
 def compute_strategy(context: Context, job: StrategyJob, index: int = 0) -> StrategyResult:
     """Compute a job's strategy here (one BLAS thread, as everywhere, so every backend finds the same one)."""
-    
     start = time.perf_counter()
     with threadpool_limits(limits=1, user_api="blas"):
-        expected = {e: expected_metrics(job.mechanism, context.workload, e) for e in job.epsilons}
+        expected = {e: expected_metrics(job.mechanism, context.workload, context.privacy_at(e)) for e in job.epsilons}
     return StrategyResult(index, job, job_entries(job.mechanism, context.workload), expected,
                           time.perf_counter() - start)
 

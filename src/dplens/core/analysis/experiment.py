@@ -45,7 +45,8 @@ from dplens.core.analysis.strategy_store import StrategyStore
 from dplens.core.data.domain import Histogram
 from dplens.core.data.fingerprint import dataset_fingerprint
 from dplens.core.data.limits import MAX_SWEEP_RUNS  # mechanisms × epsilons × trials refused beyond this
-from dplens.core.mechanisms import Mechanism, check_budget_epsilon, check_epsilon
+from dplens.core.mechanisms import Mechanism, check_budget_epsilon
+from dplens.core.privacy.definitions import PURE_AXIS, EpsilonAxis
 from dplens.core.queries.workloads import Prefix, Workload
 from dplens.core.validate import integer
 
@@ -110,10 +111,11 @@ class SweepCache:
         self._entries[key] = (rows, error)
 
 
-def _pair_key(data: str, workload: Workload, mechanism: Mechanism, epsilon: float, seed: int) -> tuple:
+def _pair_key(data: str, workload: Workload, mechanism: Mechanism, epsilon: float, seed: int,
+              axis: EpsilonAxis) -> tuple:
     from dplens.core.mechanisms.greedy_h import workload_key
 
-    return (data, workload_key(workload), repr(mechanism), float(epsilon), int(seed))
+    return (data, workload_key(workload), repr(mechanism), float(epsilon), int(seed), axis)
 
 
 COLUMNS = ["mechanism", "epsilon", "trial", "metric", "value", "seconds", "expected"]
@@ -141,8 +143,12 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
               deadline: Deadline | None = None, limits: RunLimits | None = None,
               scheduler: str | None = "serial", cache: SweepCache | None = None,
               store: StrategyStore | None = None,
-              on_partial: Callable[[pd.DataFrame], None] | None = None) -> pd.DataFrame:
+              on_partial: Callable[[pd.DataFrame], None] | None = None,
+              axis: EpsilonAxis = PURE_AXIS) -> pd.DataFrame:
     """Run every mechanism at every epsilon ``trials`` times and measure the chosen metrics.
+
+    ``axis`` says what a point ε is: ε itself (pure ε-DP, the default), or "ε at δ" under (ε, δ)-DP or ρ-zCDP; every
+    mechanism is handed ``axis.privacy(ε)``, so Laplace and Gaussian mechanisms compare at one guarantee.
 
     Cells run through ``dplens.core.analysis.execution`` on ``scheduler`` ("serial", "processes[:N]", "local:N",
     "tcp://HOST:8786", or "auto": serial for small sweeps, else processes); the numbers are identical
@@ -172,10 +178,10 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     instances, epsilons, left_out = _checked(histogram, workload, mechanisms, epsilons, trials, metrics, limits)
     total_runs = len(instances) * len(epsilons) * trials
     metrics = tuple(metrics)
-    context = Context(histogram, workload, metrics, int(seed))  # only these metrics are computed
+    context = Context(histogram, workload, metrics, int(seed), axis)  # only these metrics are computed
     data = dataset_fingerprint(histogram) if cache is not None else ""
     pairs = [(m, e) for m in instances for e in epsilons]  # the frame's order; cells run in run_order
-    keys = {(m.name, e): _pair_key(data, workload, m, e, seed) for m, e in pairs}
+    keys = {(m.name, e): _pair_key(data, workload, m, e, seed, axis) for m, e in pairs}
     cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
     have = {p: _trials_held(cached.get(p), metrics) for p in pairs}  # trials 0..k−1 held (all for an error)
     todo = [(m, e) for m in run_order(instances) for e in epsilons if have[m, e] < trials]
@@ -189,7 +195,8 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     parallel = plan.kind != "serial" and bool(cells)
     job_names = {m.name for m in computed if not any(job_entries(m, workload).values())} if parallel else set()
     jobs = [StrategyJob(0, m, tuple(epsilons)) for m in run_order(instances) if m.name in job_names]
-    expected = {(m.name, e): expected_metrics(m, workload, e) for m, e in pairs if m.name not in job_names}
+    expected = {(m.name, e): expected_metrics(m, workload, context.privacy_at(e)) for m, e in pairs
+                if m.name not in job_names}
 
     def strategy_done(result: StrategyResult) -> None:
         install_snapshot(result.entries)  # here too: the store saves them, and a later sweep reuses them
@@ -442,8 +449,9 @@ def regret(df: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 
 def replay(histogram: Histogram, workload: Workload, mechanism: str | Mechanism, epsilon: float, trial: int,
-           *, seed: int = 0):
-    """Re-run one (mechanism, epsilon, trial) of a sweep with the same ``trial_rng``: the identical release.
+           *, seed: int = 0, axis: EpsilonAxis = PURE_AXIS):
+    """Re-run one (mechanism, epsilon, trial) of a sweep on ``axis`` with the same ``trial_rng``: the identical
+    release.
 
     >>> from dplens.core.queries.workloads import Prefix
     >>> h = Histogram.from_counts([5.0, 0, 3, 8])
@@ -453,19 +461,19 @@ def replay(histogram: Histogram, workload: Workload, mechanism: str | Mechanism,
     True
     """
     (instance,) = resolve_mechanisms([mechanism])
-    return instance.run(histogram.counts, workload, check_epsilon(epsilon),
+    return instance.run(histogram.counts, workload, axis.privacy(epsilon),
                         trial_rng(seed, instance.name, epsilon, trial))
 
 
 def per_bin_errors(histogram: Histogram, workload: Workload, mechanism: str | Mechanism, epsilon: float,
-                   trials: int, *, seed: int = 0) -> np.ndarray | None:
+                   trials: int, *, seed: int = 0, axis: EpsilonAxis = PURE_AXIS) -> np.ndarray | None:
     """Mean |estimate − x| per bin over the sweep's first ``trials`` trials (None: no histogram estimate).
 
     The per-bin view (error against the true bin count) that SReB_GCA's small-bin argument is about.
     """
     total = np.zeros(histogram.domain.size)
     for trial in range(trials):
-        release = replay(histogram, workload, mechanism, epsilon, trial, seed=seed)
+        release = replay(histogram, workload, mechanism, epsilon, trial, seed=seed, axis=axis)
         if release.estimate is None:
             return None
         total += np.abs(np.asarray(release.estimate, dtype=float).ravel() - histogram.vector)

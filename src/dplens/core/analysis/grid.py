@@ -224,7 +224,7 @@ def _strategy_jobs(contexts: dict[tuple, Context], pairs: list[tuple], store: St
                 workload_hashes[key] = stable_hash(workload_key(contexts[key].workload))
             groups.setdefault((stable_hash(m), workload_hashes[key]), []).append((key, m, e))
         else:  # closed forms and data-dependent mechanisms: nothing to optimise
-            analytic = expected_metrics(m, contexts[key].workload, e)
+            analytic = expected_metrics(m, contexts[key].workload, contexts[key].privacy_at(e))
             expected[key, m.name, e] = [analytic[metric] for metric in metrics]
     jobs: list[StrategyJob] = []
     served: dict[int, list[tuple]] = {}
@@ -242,7 +242,7 @@ def _strategy_jobs(contexts: dict[tuple, Context], pairs: list[tuple], store: St
             remember_job(m, workload, entries)
         loaded += 1
         for pair_key, pair_m, e in group:
-            analytic = expected_metrics(pair_m, workload, e)
+            analytic = expected_metrics(pair_m, workload, contexts[pair_key].privacy_at(e))
             expected[pair_key, pair_m.name, e] = [analytic[metric] for metric in metrics]
     return jobs, served, loaded
 

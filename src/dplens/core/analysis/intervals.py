@@ -34,6 +34,7 @@ from scipy import special
 from dplens.core.analysis.strategy_noise import strategy_halfwidths
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release
 from dplens.core.mechanisms.measurement import noise_of
+from dplens.core.privacy.definitions import Privacy
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import fraction, integer
 
@@ -110,10 +111,11 @@ def answer_halfwidths(release: Release, level: float = LEVEL) -> np.ndarray | No
     return None if noise is None else np.full(release.answers.size, exact_halfwidth(noise, level))
 
 
-def simulated_intervals(mechanism: Mechanism, x: np.ndarray, workload: Workload, epsilon: float,
+def simulated_intervals(mechanism: Mechanism, x: np.ndarray, workload: Workload, privacy: Privacy | float,
                         trials: int, rng: np.random.Generator,
                         level: float = LEVEL) -> dict[str, np.ndarray | None]:
-    """Central ``level`` range of the errors (output − truth) over ``trials`` re-runs, per bin and query.
+    """Central ``level`` range of the errors (output − truth) over ``trials`` re-runs at ``privacy``, per bin and
+    query.
 
     Returns ``{"bins_low", "bins_high", "answers_low", "answers_high"}`` (bins are None when the
     mechanism yields no histogram estimate).
@@ -130,7 +132,7 @@ def simulated_intervals(mechanism: Mechanism, x: np.ndarray, workload: Workload,
     truth_answers = workload.matvec(truth_bins)
     bins, answers = [], []
     for _ in range(trials):
-        release = mechanism.run(x, workload, epsilon, rng)
+        release = mechanism.run(x, workload, privacy, rng)
         answers.append(release.answers - truth_answers)
         if release.estimate is not None:
             bins.append(np.ravel(release.estimate) - truth_bins)
@@ -196,7 +198,7 @@ def release_intervals(mechanism: Mechanism, release: Release, workload: Workload
     target = stand_in.ravel() if release.estimate is not None else workload.matvec(stand_in.ravel())
     draws = []
     for _ in range(trials):
-        again = mechanism.run(stand_in, workload, release.epsilon, rng)
+        again = mechanism.run(stand_in, workload, release.budget, rng)  # the privacy value it ran at
         out = again.estimate if release.estimate is not None else again.answers
         draws.append(np.asarray(out, dtype=float).ravel() - target)
     errors = np.array(draws)

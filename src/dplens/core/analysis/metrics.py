@@ -20,6 +20,7 @@ from dplens.core.validate import positive
 
 if TYPE_CHECKING:  # type names only: mechanisms import nothing from here
     from dplens.core.mechanisms import Mechanism
+    from dplens.core.privacy.definitions import Privacy
     from dplens.core.queries.workloads import Workload
 
 RELATIVE_FLOOR = 1.0   # δ in MRE = mean |err| / max(true, δ) (Chen et al. 2024, SReB_GCA, Eq. 5)
@@ -170,8 +171,8 @@ mean |error| by the histogram's total; choose another metric (mae, mse, rmse, ma
     return metrics
 
 
-def expected_metrics(mechanism: Mechanism, workload: Workload, epsilon: float) -> dict[str, float]:
-    """The analytic MSE and RMSE per query of ``mechanism`` on ``workload`` at ``epsilon``, keyed by metric
+def expected_metrics(mechanism: Mechanism, workload: Workload, privacy: Privacy | float) -> dict[str, float]:
+    """The analytic MSE and RMSE per query of ``mechanism`` on ``workload`` at ``privacy``, keyed by metric
     (NaN where the mechanism states no ``expected_mse``, and for the other metrics).
 
     >>> from dplens.core.mechanisms import MECHANISMS
@@ -180,7 +181,7 @@ def expected_metrics(mechanism: Mechanism, workload: Workload, epsilon: float) -
     5.0
     """
     try:
-        value = mechanism.expected_mse(workload, epsilon)
+        value = mechanism.expected_mse(workload, privacy)
     except ValueError:
         value = None
     mse = math.nan if value is None else float(value)

@@ -42,8 +42,7 @@ from dplens.core.analysis.usefulness import (  # noqa: F401  (re-exported)
 )
 from dplens.core.mechanisms import Mechanism, check_epsilon, check_inputs
 from dplens.core.mechanisms.contract import laplace_epsilon
-from dplens.core.mechanisms.gaussian import Matched
-from dplens.core.privacy.definitions import Privacy
+from dplens.core.privacy.definitions import PURE_AXIS, EpsilonAxis
 from dplens.core.queries.workloads import Identity as IdentityWorkload  # noqa: F401  (the doctests' workload)
 from dplens.core.queries.workloads import Workload, queries_are_cells, workload_grid
 from dplens.core.search import bisect_monotone
@@ -267,7 +266,8 @@ def lee_clifton_epsilon_tight(rho: float, world_values: Sequence[float] | np.nda
 
 
 # ----------------------------------------------------------------------------- accuracy ↔ epsilon
-def laplace_answer_scale(mechanism: Mechanism, workload: Workload, epsilon: float) -> tuple[float, str] | None:
+def laplace_answer_scale(mechanism: Mechanism, workload: Workload, epsilon: float, *,
+                         axis: EpsilonAxis = PURE_AXIS) -> tuple[float, str] | None:
     """(b, unit) when every released value carries independent Lap(b) noise, else None.
 
     The Laplace histogram ("identity") adds Lap(1/ε) to every bin; "laplace-on-answers" adds
@@ -277,16 +277,14 @@ def laplace_answer_scale(mechanism: Mechanism, workload: Workload, epsilon: floa
     >>> laplace_answer_scale(LaplaceOnAnswers(), IdentityWorkload(3), 0.5)
     (2.0, 'answer')
 
-    A mechanism at matched privacy (``Matched``) is the mechanism it runs: under zCDP the Laplace histogram at
-    ρ = ε²/2 is still Lap(1/ε) on every bin (ε = √(2ρ)), and under (ε, δ) it is pure Laplace at ε.
+    ``epsilon`` is a point on ``axis``: under zCDP the Laplace histogram at ρ (its "ε at δ") is Lap(1/ε') on every
+    bin with ε' = √(2ρ), and under (ε, δ) it is pure Laplace at ε.
 
-    >>> laplace_answer_scale(Matched(LaplaceIdentity(), "zcdp", 1e-6), IdentityWorkload(3), 1.0)[1]
-    'bin'
+    >>> from dplens.core.privacy.definitions import EpsilonAxis
+    >>> laplace_answer_scale(LaplaceIdentity(), IdentityWorkload(3), 1.0, axis=EpsilonAxis("zcdp", 1e-6))
+    (4.53..., 'bin')
     """
-    epsilon = check_epsilon(epsilon)
-    privacy: Privacy | float = epsilon
-    if isinstance(mechanism, Matched):
-        mechanism, privacy = mechanism.resolve(epsilon)
+    privacy = axis.privacy(check_epsilon(epsilon))
     # the class says where its noise is i.i.d. (iid_noise_on) and at which scale (noise_scale); the Gaussian
     # variants inherit both but not Laplace noise
     where = getattr(mechanism, "iid_noise_on", None)
@@ -351,27 +349,29 @@ class EpsilonChoice:
     note: str = ""
 
 
-def tradeoff(mechanism: Mechanism, workload: Workload, epsilons: Sequence[float]) -> np.ndarray:
-    """Expected per-query RMSE sqrt(expected_mse) at each epsilon (analytic; data-independent only).
+def tradeoff(mechanism: Mechanism, workload: Workload, epsilons: Sequence[float], *,
+             axis: EpsilonAxis = PURE_AXIS) -> np.ndarray:
+    """Expected per-query RMSE sqrt(expected_mse) at each epsilon on ``axis`` (analytic; data-independent only).
 
     >>> from dplens.core.mechanisms.laplace import LaplaceIdentity, LaplaceOnAnswers
     >>> tradeoff(LaplaceOnAnswers(), IdentityWorkload(2), [1.0, 2.0]).round(4).tolist()
     [1.4142, 0.7071]
     """
-    if mechanism.expected_mse(workload, 1.0) is None:
+    if mechanism.expected_mse(workload, axis.privacy(1.0)) is None:
         raise ValueError(f"mechanism {mechanism.name!r} has no analytic error (expected_mse is None)")
     # not None at any ε (checked at 1.0 above)
-    return np.array([math.sqrt(mechanism.expected_mse(workload, check_epsilon(e))) for e in epsilons])  # type: ignore[arg-type]
+    return np.array([math.sqrt(mechanism.expected_mse(workload, axis.privacy(check_epsilon(e))))  # type: ignore[arg-type]
+                     for e in epsilons])
 
 
-def _simulated_error(mechanism, workload, x, metric, confidence, seeds):
+def _simulated_error(mechanism, workload, x, metric, confidence, seeds, axis):
     """Error at ε from seeded runs; the same seeds at every ε (common random numbers) keep it monotone."""
     truth = workload.matvec(x)
 
     def error_at(epsilon: float) -> float:
         values = []
         for seed in seeds:
-            answers = mechanism.run(x, workload, epsilon, np.random.default_rng(seed)).answers
+            answers = mechanism.run(x, workload, axis.privacy(epsilon), np.random.default_rng(seed)).answers
             if confidence is None:
                 values.append(ACCURACY_METRICS[metric](truth, answers))
             else:  # per-answer errors pooled, or the max over answers, whose (confidence)-quantile is read
@@ -382,13 +382,13 @@ def _simulated_error(mechanism, workload, x, metric, confidence, seeds):
     return error_at
 
 
-def _analytic_error(mechanism, workload, metric, confidence, simultaneous):
-    """Error as a function of ε from a formula, or None when no formula applies."""
+def _analytic_error(mechanism, workload, metric, confidence, simultaneous, axis):
+    """Error as a function of ε on ``axis`` from a formula, or None when no formula applies."""
     m = workload.shape[0]
-    if laplace_answer_scale(mechanism, workload, 1.0) is not None:
+    if laplace_answer_scale(mechanism, workload, 1.0, axis=axis) is not None:
         def scale(e):
-            return laplace_answer_scale(mechanism, workload, e)[0]  # type: ignore[index]  # not None (checked above)
-        count = laplace_answer_scale(mechanism, workload, 1.0)[1]  # type: ignore[index]  # not None (checked above)
+            return laplace_answer_scale(mechanism, workload, e, axis=axis)[0]  # type: ignore[index]  # not None (checked above)
+        count = laplace_answer_scale(mechanism, workload, 1.0, axis=axis)[1]  # type: ignore[index]  # not None (checked above)
         if count == "bin" and not queries_are_cells(workload):
             scale = None  # type: ignore[assignment]  # bins are Laplace, but answers are sums of several: no plain-Laplace form
         if scale is not None:
@@ -401,7 +401,7 @@ def _analytic_error(mechanism, workload, metric, confidence, simultaneous):
                 harmonic = float(np.sum(1.0 / np.arange(1, m + 1)))
                 return (lambda e: scale(e) * harmonic), "analytic"
     if metric == "rmse" and confidence is None:
-        mse_at_one = mechanism.expected_mse(workload, 1.0)
+        mse_at_one = mechanism.expected_mse(workload, axis.privacy(1.0))
         if mse_at_one is not None:
             # Laplace noise of scale ∝ 1/ε gives RMSE ∝ 1/ε: one (possibly costly, e.g. OM's
             # factorisation) evaluation draws the curve; epsilon_for_accuracy checks the scaling at ε*.
@@ -413,8 +413,9 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
                          confidence: float | None = None, *, simultaneous: bool = True,
                          data: np.ndarray | None = None, trials: int = 10, low: float = 1e-3,
                          high: float = 100.0, points: int = 40,
-                         rng: np.random.Generator | None = None) -> EpsilonChoice:
-    """Smallest epsilon whose error meets `target`, and the error-vs-epsilon curve.
+                         rng: np.random.Generator | None = None, axis: EpsilonAxis = PURE_AXIS) -> EpsilonChoice:
+    """Smallest epsilon on ``axis`` (ε, or "ε at δ" under another definition) whose error meets `target`, and the
+    error-vs-epsilon curve.
 
     * ``confidence=None``: `target` bounds the expected RMSE / MAE / max |error| per query. Analytic when
       the mechanism has ``expected_mse`` (RMSE) or adds plain Laplace noise (all three).
@@ -440,7 +441,7 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
     if not (isinstance(points, int) and points >= 2):
         raise ValueError(f"points must be an integer >= 2, got {points!r}")
     grid = np.geomspace(low, high, points)
-    analytic = _analytic_error(mechanism, workload, metric, confidence, simultaneous)
+    analytic = _analytic_error(mechanism, workload, metric, confidence, simultaneous, axis)
     note = ""
     if analytic is not None:
         error_at, method = analytic
@@ -454,7 +455,7 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
             raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
         x, _ = check_inputs(data, workload, 1.0)
         seeds = rng.integers(2**63, size=trials)
-        error_at, method = _simulated_error(mechanism, workload, x, metric, confidence, seeds), "simulation"
+        error_at, method = _simulated_error(mechanism, workload, x, metric, confidence, seeds, axis), "simulation"
         note = (f"estimated from {trials} seeded runs per epsilon on this data; the mechanism {reason}, "
                 "so the value holds for this data only")
     errors = np.array([error_at(float(e)) for e in grid])
@@ -469,7 +470,7 @@ def epsilon_for_accuracy(mechanism: Mechanism, workload: Workload, target: float
     else:
         epsilon = smallest_epsilon(error_at, target, low=low, high=high)
         if method == "analytic" and metric == "rmse":
-            exact = lambda e: math.sqrt(mechanism.expected_mse(workload, e))  # type: ignore[arg-type]  # noqa: E731  # analytic: not None
+            exact = lambda e: math.sqrt(mechanism.expected_mse(workload, axis.privacy(e)))  # type: ignore[arg-type]  # noqa: E731  # analytic: not None
             if not math.isclose(exact(epsilon), error_at(epsilon), rel_tol=1e-6):  # not ∝ 1/ε: search it
                 errors = np.array([exact(float(e)) for e in grid])
                 epsilon = smallest_epsilon(exact, target, low=low, high=high)
@@ -492,8 +493,8 @@ class Accuracy:
 
 
 def accuracy_for_epsilon(mechanism: Mechanism, workload: Workload, epsilon: float, *,
-                         confidence: float = 0.95) -> Accuracy:
-    """The inverse of ``epsilon_for_accuracy``: the expected error and intervals at `epsilon`.
+                         confidence: float = 0.95, axis: EpsilonAxis = PURE_AXIS) -> Accuracy:
+    """The inverse of ``epsilon_for_accuracy``: the expected error and intervals at `epsilon` on ``axis``.
 
     Intervals are given for Laplace histograms (per bin) and Laplace-on-answers (per answer).
 
@@ -504,12 +505,12 @@ def accuracy_for_epsilon(mechanism: Mechanism, workload: Workload, epsilon: floa
     """
     epsilon = check_epsilon(epsilon)
     fraction("confidence", confidence)
-    mse = mechanism.expected_mse(workload, epsilon)
+    mse = mechanism.expected_mse(workload, axis.privacy(epsilon))
     values = {}
     for metric in ("mae", "max_abs"):
-        analytic = _analytic_error(mechanism, workload, metric, None, False)
+        analytic = _analytic_error(mechanism, workload, metric, None, False, axis)
         values[metric] = analytic[0](epsilon) if analytic else None
-    laplace = laplace_answer_scale(mechanism, workload, epsilon)
+    laplace = laplace_answer_scale(mechanism, workload, epsilon, axis=axis)
     scale, unit, half, joint = None, None, None, None
     if laplace is not None:
         scale, unit = laplace

@@ -125,9 +125,11 @@ class Mechanism(Protocol):
     def data_dependent(self) -> bool: ...  # its strategy reads the data (so no shipped strategy, no exact intervals);
     #                                         "no closed-form error" is expected_mse returning None, "slow" is cost()
 
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release: ...
+    # ``privacy``: a PureDP, ApproxDP or ZCDP value, or a bare number (pure ε; ε at δ = 1e-6 for Gaussian noise);
+    # a definition the noise cannot meet is refused by name (measurement.supported_privacy)
+    def run(self, x: np.ndarray, workload: Workload, privacy: Privacy | float, rng: np.random.Generator) -> Release: ...
 
-    def expected_mse(self, workload: Workload, epsilon: float) -> float | None: ...
+    def expected_mse(self, workload: Workload, privacy: Privacy | float) -> float | None: ...
 
 
 def check_epsilon(epsilon: float, name: str = "epsilon") -> float:

@@ -1,4 +1,4 @@
-"""Gaussian noise: the eigen-design matrix mechanism (``gaussian-eigen``), and privacy values → mechanisms.
+"""Gaussian noise: the eigen-design matrix mechanism (``gaussian-eigen``), and the definition a release states.
 
 The Gaussian variants of the data-independent plans are not classes of their own: Gaussian noise is a setting of
 the plan (``noise="gaussian"``, ``dplens.core.mechanisms.measurement.MeasuredPlan``), and the registry's
@@ -27,8 +27,8 @@ import numpy as np
 import scipy.linalg
 
 from dplens.core.mechanisms.cache import StrategyCache
-from dplens.core.mechanisms.contract import Mechanism, Release, check_epsilon, check_inputs
-from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost, mechanism_cost
+from dplens.core.mechanisms.contract import Release, check_inputs
+from dplens.core.mechanisms.cost_model import OVERHEAD_SECONDS, Cost
 from dplens.core.mechanisms.gram import gram_apply
 from dplens.core.mechanisms.greedy_h import workload_key
 from dplens.core.mechanisms.matrix import single_threaded
@@ -42,17 +42,11 @@ from dplens.core.mechanisms.measurement import (
     unit_sigma,
 )
 from dplens.core.privacy.definitions import (
-    DEFINITIONS,
     ZCDP,
-    ApproxDP,
     Privacy,
-    PureDP,
-    check_delta,
-    target,
     zcdp_epsilon,
     zcdp_sigma,
 )
-from dplens.core.privacy.noise import noise_kind
 from dplens.core.queries.workloads import Workload
 
 L2_MAX_CELLS = 4096  # gaussian-eigen's dense n × n strategy: 128 MB per matrix at this size
@@ -186,22 +180,7 @@ class GaussianEigenDesign:
         return unit_sigma(budget.epsilon, budget.delta, "analytic")
 
 
-# ----------------------------------------------------------------------------- privacy targets → mechanisms
-def for_privacy(mechanism, privacy: Privacy):
-    """``(mechanism, privacy)``: every mechanism runs at a privacy value itself (Laplace ones at ε, or √(2ρ) under
-    ρ-zCDP; Gaussian ones calibrated to (ε, δ) or ρ), so this only refuses what the mechanism cannot meet, by name.
-
-    >>> from dplens.core.mechanisms import MECHANISMS
-    >>> for_privacy(MECHANISMS["hb"], ZCDP(0.5))[1]
-    ZCDP(rho=0.5)
-    """
-    if not isinstance(privacy, PureDP | ApproxDP | ZCDP):
-        raise ValueError(f"privacy must be PureDP, ApproxDP or ZCDP, got {privacy!r}")
-    if noise_kind(mechanism) == "gaussian":
-        gaussian_budget(mechanism.name, privacy)  # refuses pure ε by name, as the run would
-    return mechanism, privacy
-
-
+# ----------------------------------------------------------------------------- a release's stated definition
 def stating_definition(release: Release, definition: str, delta: float, epsilon_at_delta: float | None = None,
                        ) -> Release:
     """``release`` whose params state the definition it was asked for, its δ (0 under pure ε-DP) and, under zCDP, the
@@ -212,69 +191,3 @@ def stating_definition(release: Release, definition: str, delta: float, epsilon_
         params["epsilon_at_delta"] = epsilon_at_delta if epsilon_at_delta is not None else (
             zcdp_epsilon(rho, delta) if rho else None)
     return dataclasses.replace(release, params=params)
-
-
-@dataclass(frozen=True)
-class Matched:
-    """A mechanism run at matched privacy: ``epsilon`` means "ε at δ" under ``definition`` for every mechanism.
-
-    The common x-axis of Compare: under "zcdp" both Laplace (at ε = √(2ρ)) and Gaussian mechanisms get
-    the same ρ = ``zcdp_rho(ε, δ)``; under "approx" both are (ε, δ)-DP. A release's budget is that privacy value
-    and its loss is in the budget's unit: ρ under "zcdp", ε (at δ) otherwise.
-
-    >>> from dplens.core.mechanisms import MECHANISMS
-    >>> from dplens.core.queries.workloads import Prefix
-    >>> lap = Matched(MECHANISMS["hb"], "zcdp", 1e-6)
-    >>> lap.expected_mse(Prefix(8), 1.0) > MECHANISMS["hb"].expected_mse(Prefix(8), 1.0)
-    True
-    """
-
-    inner: Mechanism
-    definition: str = "pure"
-    delta: float = 1e-6
-
-    def __post_init__(self) -> None:
-        if self.definition not in DEFINITIONS:
-            raise ValueError(f"definition must be one of {sorted(DEFINITIONS)}, got {self.definition!r}")
-        check_delta(self.delta)
-
-    @property
-    def name(self) -> str:
-        """The inner mechanism's registry name."""
-        return self.inner.name
-
-    @property
-    def data_dependent(self) -> bool:
-        """As the inner mechanism."""
-        return self.inner.data_dependent
-
-    def privacy_at(self, epsilon: float) -> Privacy:
-        """The privacy value of "ε at δ" under the definition (the common x-axis's point)."""
-        return target(self.definition, check_epsilon(epsilon), self.delta)
-
-    def resolve(self, epsilon: float):
-        """(mechanism, privacy value) for "ε at δ" under the definition."""
-        return for_privacy(self.inner, self.privacy_at(epsilon))
-
-    def run(self, x: np.ndarray, workload: Workload, epsilon: float, rng: np.random.Generator) -> Release:
-        mechanism, privacy = self.resolve(epsilon)
-        release = mechanism.run(x, workload, privacy, rng)  # states the privacy value and its records' loss in it
-        return stating_definition(release, self.definition, self.delta, float(epsilon))
-
-    def expected_mse(self, workload: Workload, epsilon: float) -> float | None:
-        mechanism, privacy = self.resolve(epsilon)
-        return mechanism.expected_mse(workload, privacy)
-
-    @property
-    def strategy_ignores_queries(self) -> bool:
-        """As the inner mechanism (its strategy is the inner one's)."""
-        return bool(getattr(self.inner, "strategy_ignores_queries", False))
-
-    def reconstruction(self, release: Release, workload: Workload) -> Reconstruction | None:
-        """The inner mechanism's noise map: matching the privacy changes the scale only, read from the release."""
-        own = getattr(self.inner, "reconstruction", None)
-        return own(release, workload) if own is not None else None
-
-    def cost(self, workload: Workload) -> Cost:
-        """The inner mechanism's cost estimate: calibration does not change the work."""
-        return mechanism_cost(self.inner, workload)

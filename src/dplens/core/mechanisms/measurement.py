@@ -55,7 +55,7 @@ from dplens.core.privacy.definitions import (
     zcdp_sigma,
 )
 from dplens.core.privacy.discrete_gaussian import discrete_gaussian_epsilon, discrete_gaussian_sigma
-from dplens.core.privacy.noise import NoiseSource, add_gaussian, add_laplace, adds_noise_to_counts
+from dplens.core.privacy.noise import NoiseSource, add_gaussian, add_laplace, adds_noise_to_counts, noise_kind
 from dplens.core.queries.workloads import Workload
 from dplens.core.validate import positive
 
@@ -353,6 +353,24 @@ def unit_sigma(epsilon: float, delta: float, calibration: str) -> float:
     if calibration == "zcdp":
         return zcdp_sigma(zcdp_rho(epsilon, delta))
     raise ValueError(f"calibration must be one of ['analytic', 'zcdp'], got {calibration!r}")
+
+
+def supported_privacy(mechanism: object, privacy: Privacy) -> Privacy:
+    """``privacy``, checked before any run against what ``mechanism``'s noise can meet: Laplace noise meets every
+    definition (ε, or ε = √(2ρ) under ρ-zCDP); Gaussian noise never meets pure ε-DP and is refused by name.
+
+    >>> from dplens.core.mechanisms import MECHANISMS
+    >>> supported_privacy(MECHANISMS["hb"], ZCDP(0.5))
+    ZCDP(rho=0.5)
+    >>> supported_privacy(MECHANISMS["gaussian-hb"], PureDP(1.0))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: gaussian-hb adds Gaussian noise, which is never pure epsilon-DP; ...
+    """
+    if not isinstance(privacy, PureDP | ApproxDP | ZCDP):
+        raise ValueError(f"privacy must be PureDP, ApproxDP or ZCDP, got {privacy!r}")
+    if noise_kind(mechanism) == "gaussian":
+        gaussian_budget(getattr(mechanism, "name", type(mechanism).__name__), privacy)
+    return privacy
 
 
 def gaussian_budget(name: str, privacy: Privacy | float) -> ApproxDP | ZCDP:

@@ -376,6 +376,41 @@ def target(definition: str, epsilon: float, delta: float) -> Privacy:
     raise ValueError(f"definition must be one of {sorted(DEFINITIONS)}, got {definition!r}")
 
 
+@dataclass(frozen=True)
+class EpsilonAxis:
+    """The common x-axis of Compare and Choose ε: a point ε means "ε at ``delta``" under ``definition``, and
+    ``privacy(ε)`` is the privacy value every mechanism on the axis is handed (so Laplace and Gaussian mechanisms
+    compare at the same guarantee). Under "pure" a point is ε itself.
+
+    >>> EpsilonAxis("zcdp", 1e-6).privacy(1.0)
+    ZCDP(rho=0.02435...)
+    >>> EpsilonAxis().privacy(0.5), EpsilonAxis("approx").describe()
+    (PureDP(epsilon=0.5), 'epsilon at delta = 1e-06 under (epsilon, delta)-DP')
+    """
+
+    definition: str = "pure"
+    delta: float = 1e-6
+
+    def __post_init__(self) -> None:
+        if self.definition not in DEFINITIONS:
+            raise ValueError(f"definition must be one of {sorted(DEFINITIONS)}, got {self.definition!r}")
+        check_delta(self.delta)
+
+    def privacy(self, epsilon: float) -> Privacy:
+        """The privacy value at the axis point ``epsilon``."""
+        return target(self.definition, positive("epsilon", epsilon), self.delta)
+
+    def describe(self) -> str:
+        """The axis in words (a plain-text label for files and logs)."""
+        if self.definition == "pure":
+            return "epsilon (pure epsilon-DP)"
+        words = "rho-zCDP" if self.definition == "zcdp" else "(epsilon, delta)-DP"
+        return f"epsilon at delta = {self.delta:g} under {words}"
+
+
+PURE_AXIS = EpsilonAxis()  # a point is ε itself
+
+
 NEIGHBOURING_SENSITIVITY = {"add_remove": 1.0, "replace_one": 2.0}  # Δ₁ of a count vector
 
 

@@ -54,7 +54,7 @@ from dplens.core.data.limits import MAX_EPSILON
 from dplens.core.data.signing import sign_document
 from dplens.core.mechanisms import MECHANISMS, Mechanism, Release, configure
 from dplens.core.mechanisms.contract import check_budget_epsilon
-from dplens.core.mechanisms.gaussian import for_privacy, stating_definition
+from dplens.core.mechanisms.gaussian import stating_definition
 from dplens.core.mechanisms.measurement import (
     LaplaceMeasurement,
     MeasuredPlan,
@@ -62,6 +62,7 @@ from dplens.core.mechanisms.measurement import (
     PrivateChoice,
     ZCDPStep,
     composed_loss,
+    supported_privacy,
 )
 from dplens.core.privacy.budget import Budget, Ledger, ledger_charge
 from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount, privacy_words, zcdp_epsilon
@@ -149,8 +150,8 @@ def plan_histogram(request: HistogramRequest) -> tuple[Mechanism, Privacy, Budge
         check_budget_epsilon(request.privacy.to_approx(request.delta).epsilon, "epsilon at delta")
     else:
         check_budget_epsilon(request.privacy.epsilon)
-    mechanism, privacy = for_privacy(configure(MECHANISMS[request.mechanism], request.settings), request.privacy)
-    return mechanism, privacy, ledger_charge(request.privacy, request.delta)
+    mechanism = configure(MECHANISMS[request.mechanism], request.settings)
+    return mechanism, supported_privacy(mechanism, request.privacy), ledger_charge(request.privacy, request.delta)
 
 
 def secure_seconds(estimate_seconds: float, values: int) -> float:

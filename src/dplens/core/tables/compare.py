@@ -34,6 +34,7 @@ from dplens.core.analysis.bounded import RunTimeLimitError, run_bounded
 from dplens.core.analysis.execution import Cell, CellResult, run_cell
 from dplens.core.analysis.experiment import SweepCache
 from dplens.core.mechanisms.contract import Release
+from dplens.core.privacy.definitions import ZCDP
 from dplens.core.queries.marginals import MarginalWorkload, marginal_counts
 from dplens.core.tables.contract import check_rho, workload_rmse
 from dplens.core.tables.mechanisms import table_mechanism
@@ -88,6 +89,10 @@ class TableContext:
     @property
     def data(self) -> np.ndarray:
         return self.records
+
+    def privacy_at(self, rho: float) -> ZCDP:
+        """A table sweep's axis is ρ itself."""
+        return ZCDP(rho)
 
     def scores(self, release: Release) -> np.ndarray:
         rho = release.allowed_loss

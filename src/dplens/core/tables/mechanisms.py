@@ -208,7 +208,7 @@ class HDMMMarginals(PlannedMarginals):
 class MarginalHistograms:
     """A registered 1-D/2-D histogram mechanism (default hb) on each 1- or 2-way marginal, ρ split equally.
 
-    Marginal i gets ρ_i = ρ/K and runs at ``for_privacy(mechanism, ZCDP(ρ_i))`` (a Laplace mechanism at
+    Marginal i gets ρ_i = ρ/K and runs at ``ZCDP(ρ_i)`` (a Laplace mechanism at
     ε_i = √(2ρ_i)); its workload is every cell of the marginal (2-way marginals are row-major grids). zCDP
     composes by addition, and the ρ reported is Σ_i of each release's own loss.
     """
@@ -228,14 +228,15 @@ class MarginalHistograms:
         return bool(MECHANISMS[self.method].data_dependent)
 
     def _each(self, workload: MarginalWorkload, rho: ZCDP | float):
-        from dplens.core.mechanisms.gaussian import for_privacy
+        from dplens.core.mechanisms.measurement import supported_privacy
 
         rho = check_rho(rho)
         wide = [m for m in workload.marginals if len(m) > 2]
         if wide:
             raise ValueError(f"histogram mechanisms release 1- or 2-way marginals; {'+'.join(wide[0])} is "
                              f"{len(wide[0])}-way (use residual-planner, gaussian-marginals or a synthesiser)")
-        return for_privacy(MECHANISMS[self.method], ZCDP(rho / len(workload.marginals)))
+        mechanism = MECHANISMS[self.method]
+        return mechanism, supported_privacy(mechanism, ZCDP(rho / len(workload.marginals)))
 
     def expected_mse(self, workload: MarginalWorkload, rho: ZCDP | float) -> float | None:
         mechanism, epsilon = self._each(workload, rho)

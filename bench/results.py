@@ -138,6 +138,7 @@ class Recorder:
         self._date = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
         self._load = load_average()
         self._wall, self._cpu = time.perf_counter(), cpu_seconds()
+        self._meter = TreeMeter(os.getpid()).start()
         _ACTIVE.append(self)
         return self
 
@@ -148,9 +149,15 @@ class Recorder:
         return row
 
     def result(self) -> dict[str, Any]:
+        """The file's content. ``cpu_s`` is the CPU of this process tree, workers included (the larger of psutil's
+        samples and the reaped children's rusage: ``os.times`` alone misses a forkserver's workers), and
+        ``peak_rss_mb``/``peak_pss_mb`` the tree's peak memory as sampled."""
+        tree = self._meter.stop()
+        own = cpu_seconds() - self._cpu
         return {"bench": self.bench, "date": self._date.isoformat().replace("+00:00", "Z"), "commit": git_commit(),
                 "machine": machine(), "load_start": self._load, "load_end": load_average(),
-                "wall_s": round(time.perf_counter() - self._wall, 3), "cpu_s": round(cpu_seconds() - self._cpu, 3),
+                "wall_s": round(time.perf_counter() - self._wall, 3), "cpu_s": round(max(own, tree.cpu_s), 3),
+                "peak_rss_mb": round(tree.peak_rss / 2**20, 1), "peak_pss_mb": round(tree.peak_pss / 2**20, 1),
                 "args": [portable(a) for a in sys.argv[1:]], "options": self.options, "rows": self.rows}
 
     def write(self) -> Path:
@@ -207,50 +214,86 @@ class Sampled(NamedTuple):
     stderr: str
 
 
+class TreeUse(NamedTuple):
+    """What a ``TreeMeter`` saw: CPU seconds of the tree, peak tree RSS and PSS (bytes)."""
+
+    cpu_s: float
+    peak_rss: int
+    peak_pss: int
+
+
+class TreeMeter:
+    """Samples the process tree under ``pid`` every ``every`` seconds on a thread (psutil): each process's CPU (its
+    reaped children's included) and the tree's RSS and PSS. PSS splits the pages a forked worker shares with its
+    forkserver, so its sum is the tree's; RSS counts them once per process. A worker's CPU is counted up to its last
+    sample (at most ``every`` seconds short), also after it ends.
+
+    >>> meter = TreeMeter(os.getpid()).start()
+    >>> _ = sum(i * i for i in range(200_000))
+    >>> use = meter.stop()
+    >>> use.cpu_s > 0 and use.peak_rss > 0
+    True
+    """
+
+    def __init__(self, pid: int, every: float = 0.02) -> None:
+        self.pid, self.every = pid, every
+        self._cpu: dict[int, float] = {}
+        self._before: dict[int, float] = {}
+        self._peak = [0, 0]
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample_until_done, daemon=True)
+
+    def start(self) -> TreeMeter:
+        self._sample()  # the CPU the tree had used before: not counted
+        self._before = dict(self._cpu)
+        self._thread.start()
+        return self
+
+    def stop(self) -> TreeUse:
+        if not self._done.is_set():
+            self._done.set()
+            self._thread.join()
+            self._sample()
+        used = sum(cpu - self._before.get(pid, 0.0) for pid, cpu in self._cpu.items())
+        return TreeUse(used, self._peak[0], self._peak[1])
+
+    def _sample_until_done(self) -> None:
+        while not self._done.wait(self.every):
+            self._sample()
+
+    def _sample(self) -> None:
+        import psutil  # type: ignore[import-untyped]  # no stubs installed
+
+        try:
+            root = psutil.Process(self.pid)
+            tree = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return
+        rss = pss = 0
+        for process in tree:
+            try:
+                with process.oneshot():
+                    memory = process.memory_full_info()
+                    times = process.cpu_times()
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            rss, pss = rss + memory.rss, pss + memory.pss
+            self._cpu[process.pid] = max(self._cpu.get(process.pid, 0.0), times.user + times.system
+                                         + times.children_user + times.children_system)
+        self._peak[:] = max(self._peak[0], rss), max(self._peak[1], pss)
+
+
 def run_sampled(argv: list[str], *, env: dict[str, str] | None = None, cwd: str | Path | None = None,
                 every: float = 0.02) -> Sampled:
-    """Run ``argv`` while a thread samples its process tree every ``every`` seconds (psutil): the CPU of each process
-    (its children's included) and the tree's RSS and PSS. PSS splits the pages a forked worker shares with its
-    forkserver, so its sum is the tree's; RSS counts them once per process. The CPU is the larger of the sampled sum
-    and the reaped children's rusage (a process that ends between two samples is still counted)."""
-    import psutil  # type: ignore[import-untyped]  # no stubs installed
-
+    """Run ``argv`` while a ``TreeMeter`` samples its process tree every ``every`` seconds. The CPU is the larger of
+    the sampled sum and the reaped children's rusage (a process that ends between two samples is still counted)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
-    cpu: dict[int, float] = {}
-    peak = [0, 0]
-    done = threading.Event()
-
-    def sample() -> None:
-        try:
-            root = psutil.Process(proc.pid)
-        except psutil.NoSuchProcess:
-            return
-        while not done.is_set():
-            try:
-                tree = [root, *root.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                return
-            rss = pss = 0
-            for process in tree:
-                try:
-                    with process.oneshot():
-                        memory = process.memory_full_info()
-                        times = process.cpu_times()
-                except (psutil.NoSuchProcess, psutil.AccessDenied):
-                    continue
-                rss, pss = rss + memory.rss, pss + memory.pss
-                cpu[process.pid] = times.user + times.system + times.children_user + times.children_system
-            peak[:] = max(peak[0], rss), max(peak[1], pss)
-            time.sleep(every)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    meter = TreeMeter(proc.pid, every).start()
     stdout, stderr = proc.communicate()
     wall = time.perf_counter() - start
-    done.set()
-    sampler.join()
+    use = meter.stop()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     reaped = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return Sampled(wall, max(reaped, sum(cpu.values())), peak[0], peak[1], proc.returncode, stdout, stderr)
+    return Sampled(wall, max(reaped, use.cpu_s), use.peak_rss, use.peak_pss, proc.returncode, stdout, stderr)

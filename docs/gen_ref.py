@@ -220,6 +220,15 @@ def _load(value: object) -> str:
     return "?" if not value else f"{_cell(value[0])}"
 
 
+def _memory(result: dict) -> str:
+    """", peak 812 MB RSS (640 MB PSS) over the process tree" when the file has it (results files before the tree
+    meter have CPU of this process and its reaped children only)."""
+    rss, pss = result.get("peak_rss_mb"), result.get("peak_pss_mb")
+    if rss is None:
+        return ""
+    return f" (process tree), peak {_cell(rss)} MB RSS ({_cell(pss)} MB PSS)"
+
+
 def results_table(name: str, result: dict) -> str:
     """One bench's run (date, commit, machine, load, CPU and wall, command) and its rows as a Markdown table."""
     machine = result.get("machine") or {}
@@ -227,7 +236,8 @@ def results_table(name: str, result: dict) -> str:
     lines = [f"*Run {_cell(result.get('date'))} at commit `{_cell(result.get('commit'))}` on "
              f"{_cell(machine.get('platform'))} ({_cell(machine.get('cpu_count'))} CPUs), load average "
              f"{_load(result.get('load_start'))} → {_load(result.get('load_end'))} (1 min); "
-             f"{_cell(result.get('wall_s'))} s wall, {_cell(result.get('cpu_s'))} s CPU; `{command}`.*", ""]
+             f"{_cell(result.get('wall_s'))} s wall, {_cell(result.get('cpu_s'))} s CPU"
+             f"{_memory(result)}; `{command}`.*", ""]
     rows = result.get("rows") or []
     columns: list[str] = []
     for row in rows:

@@ -35,6 +35,33 @@ def test_recorder_writes_the_required_keys(tmp_path, monkeypatch):
     assert data["rows"] == [{"name": "tiny", "wall_s": 0.5, "cpu_s": 0.25, "ratio": None}]
 
 
+def _burn(loops: int) -> float:
+    """CPU seconds of a fixed loop where it runs (a worker's own measure)."""
+    import time
+
+    start = time.process_time()
+    sum(i * i for i in range(loops))
+    return time.process_time() - start
+
+
+def test_recorder_counts_the_cpu_and_memory_of_forkserver_workers(tmp_path):
+    """A forkserver's workers are not this process's children: os.times misses their CPU; the tree meter does not."""
+    import concurrent.futures
+    import multiprocessing
+
+    loops = 5_000_000
+    with results.Recorder("bench_fake", directory=tmp_path) as rec:
+        own = results.cpu_seconds()
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")) as pool:
+            in_worker = pool.submit(_burn, loops).result()
+        missed = results.cpu_seconds() - own  # what os.times sees of the worker's work: almost nothing
+        rec.row(name="worker", cpu_s=in_worker)
+    data = json.loads((tmp_path / "bench_fake.json").read_text(encoding="utf-8"))
+    assert in_worker > 0.05 and missed < 0.5 * in_worker  # the old measure would miss the worker
+    assert data["cpu_s"] >= 0.8 * in_worker
+    assert data["peak_rss_mb"] > 10 and data["peak_pss_mb"] > 0
+
+
 def test_recorder_keeps_the_previous_file_when_the_bench_fails_or_skips(tmp_path):
     with pytest.raises(RuntimeError), results.Recorder("bench_fake", directory=tmp_path) as rec:
         rec.row(name="half")

@@ -1,0 +1,175 @@
+"""DAWA side by side with dpcomp_core's DAWA (its own code and compiled L1 partition) on the DPBench histograms.
+
+Run: DPCOMP_SRC=PATH/TO/dpcomp_core nice -n 5 .venv/bin/python bench/bench_dawa_peer.py [--trials 30]
+     [--datasets NETTRACE,MEDCOST] [--epsilons 0.1,1]
+
+``DPCOMP_SRC`` is a folder holding a Python-3-runnable copy of dpcomp_core (github.com/dpcomp-org/dpcomp_core)
+with DAWA's SWIG helper ``cutils/_cutil`` built in place (docs/benchmarks.md says how). Without it, or when the
+import fails, the peer columns are skipped with the reason printed and only dplens's figures are shown.
+
+Setup as in peer-reference.md (the shared spec folder): the 4096-bin DPBench histograms
+(``$DPLENS_SHARED_DATA/dpbench-1d``, else ``../shared/data/dpbench-1d``, read in place), 2000 random ranges
+[a, b] with a and b uniform over the bins and sorted, drawn once from ``default_rng(12345)`` (both sides answer
+the same draw); error = mean absolute error per query of the answers read off each side's histogram estimate.
+Both sides run DAWA with ratio 0.25 (ε₁ = 0.25·ε for the L1 partition over dyadic-length intervals, the rest
+for Greedy-H over the buckets): dpcomp_core's ``dawa_engine(ratio=0.25)`` against the registry's ``dawa``.
+
+Per cell, the trials alternate the two sides in this one process (one BLAS thread each), every run cold
+(dplens's per-data deviation cache emptied first), timed with ``time.process_time``: the median CPU ms per run
+of each side, their ratio (dpcomp_core / dplens; target ≥ 10), and each side's mean error ± standard error and
+the error ratio (equal accuracy: within two combined standard errors). After the cells, the first-run penalty:
+a fresh interpreter per try times ``MECHANISMS["dawa"].run`` on a 64-bin histogram twice (imports untimed),
+first minus second, wall and CPU (target ≤ 0.1 s).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # one BLAS thread a side
+    os.environ.setdefault(_name, "1")
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from results import Recorder, require, shared_data  # noqa: E402
+
+from dplens.core.mechanisms import MECHANISMS  # noqa: E402
+from dplens.core.mechanisms import dawa as dawa_module  # noqa: E402
+from dplens.core.queries.workloads import Ranges  # noqa: E402
+
+DPBENCH = shared_data("dpbench-1d")
+N = 4096
+QUERIES = 2000
+WORKLOAD_SEED = 12345
+RATIO = 0.25
+TARGET = 10.0
+
+FIRST_RUN = """
+import time
+import numpy as np
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.queries.workloads import Prefix
+x = np.random.default_rng(0).poisson(5, 64).astype(float)
+out = []
+for k in range(2):
+    wall, cpu = time.perf_counter(), time.process_time()
+    MECHANISMS["dawa"].run(x + k, Prefix(64), 1.0, np.random.default_rng(k))
+    out.append((time.perf_counter() - wall, time.process_time() - cpu))
+print(out[0][0] - out[1][0], out[0][1] - out[1][1])
+"""
+
+
+def load_peer() -> tuple[object | None, str]:
+    """(dpcomp_core's dawa, query-union and workload modules, '') or (None, why the peer columns are skipped)."""
+    source = os.environ.get("DPCOMP_SRC")
+    if not source:
+        return None, "DPCOMP_SRC is not set (a folder holding a Python-3-runnable dpcomp_core package)"
+    if not (Path(source) / "dpcomp_core").is_dir():
+        return None, f"DPCOMP_SRC={source} holds no dpcomp_core package"
+    sys.path.insert(0, source)
+    try:
+        dawa = importlib.import_module("dpcomp_core.algorithm.dawa")
+        union = importlib.import_module("dpcomp_core.query_nd_union")
+        workload = importlib.import_module("dpcomp_core.workload")
+    except Exception as err:  # noqa: BLE001 - any import failure only skips the columns
+        return None, f"importing dpcomp_core's DAWA from {source} failed: {type(err).__name__}: {err}"
+    return (dawa, union, workload), ""
+
+
+def mean_se(values: list[float]) -> tuple[float, float]:
+    a = np.asarray(values, dtype=float)
+    return float(a.mean()), float(a.std(ddof=1) / np.sqrt(a.size)) if a.size > 1 else 0.0
+
+
+def first_run_penalty(tries: int) -> tuple[list[float], list[float]]:
+    """First minus second run of dplens's DAWA in fresh interpreters: (wall seconds, CPU seconds) per try."""
+    walls, cpus = [], []
+    for _ in range(tries):
+        done = subprocess.run([sys.executable, "-c", FIRST_RUN], capture_output=True, text=True, check=True, cwd=ROOT)
+        wall, cpu = (float(v) for v in done.stdout.split())
+        walls.append(wall)
+        cpus.append(cpu)
+    return walls, cpus
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trials", type=int, default=30)
+    parser.add_argument("--datasets", default="ADULTFRANK,HEPTH,INCOME,MEDCOST,NETTRACE,PATENT,SEARCHLOGS")
+    parser.add_argument("--epsilons", default="0.1,1")
+    parser.add_argument("--first-run-tries", type=int, default=5)
+    args = parser.parse_args()
+    require(DPBENCH)
+    ends = np.sort(np.random.default_rng(WORKLOAD_SEED).integers(0, N, size=(QUERIES, 2)), axis=1)
+    workload = Ranges(N, ends[:, 0], ends[:, 1])
+    peer, reason = load_peer()
+    queries = engine = None
+    if peer is None:
+        print(f"dpcomp_core columns skipped: {reason}")
+    else:
+        dawa, union, peer_workload = peer
+        queries = peer_workload.Workload([union.ndRangeUnion().add1DRange(int(a), int(b)) for a, b in ends], (N,))
+        engine = dawa.dawa_engine(ratio=RATIO)
+    mechanism = MECHANISMS["dawa"]
+    mechanism.run(np.ones(N), workload, 1.0, np.random.default_rng(0))  # imports and kernels loaded, untimed
+    print(f"DAWA (ratio {RATIO}), {QUERIES} random ranges over {N} bins, {args.trials} cold runs a side per cell, "
+          "CPU ms per run (median), mean absolute error per query (mean ± standard error)\n")
+    print("| dataset | ε | dplens ms | dpcomp_core ms | time ratio | dplens error | dpcomp_core error | error ratio |")
+    print("|---|---|---|---|---|---|---|---|")
+    with Recorder("bench_dawa_peer", args) as rec:
+        for dataset in args.datasets.split(","):
+            x = np.loadtxt(DPBENCH / f"{dataset}.csv", skiprows=1)
+            truth = workload.matvec(x)
+            for epsilon in (float(e) for e in args.epsilons.split(",")):
+                ours_cpu, ours_err, theirs_cpu, theirs_err = [], [], [], []
+                for seed in range(args.trials):
+                    dawa_module._DEVIATIONS.clear()
+                    start = time.process_time()
+                    release = mechanism.run(x, workload, epsilon, np.random.default_rng(seed))
+                    ours_cpu.append(time.process_time() - start)
+                    ours_err.append(float(np.mean(np.abs(release.answers - truth))))
+                    if engine is not None:
+                        start = time.process_time()
+                        estimate = engine.Run(queries, x.astype(np.int64), epsilon, seed)
+                        theirs_cpu.append(time.process_time() - start)
+                        theirs_err.append(float(np.mean(np.abs(workload.matvec(np.asarray(estimate)) - truth))))
+                ours_ms = 1000 * float(np.median(ours_cpu))
+                mean, se = mean_se(ours_err)
+                row = {"dataset": dataset, "epsilon": epsilon, "trials": args.trials, "dplens_cpu_ms": ours_ms,
+                       "dplens_mae": mean, "dplens_se": se}
+                peer_ms = ratio = peer_text = error_text = ""
+                if engine is not None:
+                    theirs_ms = 1000 * float(np.median(theirs_cpu))
+                    peer_mean, peer_se = mean_se(theirs_err)
+                    agree = abs(mean - peer_mean) <= 2 * np.hypot(se, peer_se)
+                    row.update(dpcomp_cpu_ms=theirs_ms, time_ratio=theirs_ms / ours_ms, dpcomp_mae=peer_mean,
+                               dpcomp_se=peer_se, error_ratio=mean / peer_mean, errors_agree=bool(agree),
+                               meets_target=theirs_ms / ours_ms >= TARGET)
+                    peer_ms, ratio = f"{theirs_ms:.1f}", f"{theirs_ms / ours_ms:.1f}x"
+                    peer_text = f"{peer_mean:.4g} ± {peer_se:.2g}"
+                    error_text = f"{mean / peer_mean:.3f}" + ("" if agree else " (differ)")
+                rec.row(name=f"dawa, {dataset}, ε={epsilon:g}", **row)
+                print(f"| {dataset} | {epsilon:g} | {ours_ms:.2f} | {peer_ms} | {ratio} | {mean:.4g} ± {se:.2g} | "
+                      f"{peer_text} | {error_text} |", flush=True)
+        if args.first_run_tries:
+            walls, cpus = first_run_penalty(args.first_run_tries)
+            rec.row(name="dawa first-run penalty", tries=len(walls), wall_s_median=float(np.median(walls)),
+                    cpu_s_median=float(np.median(cpus)), wall_s=walls, cpu_s=cpus)
+            print(f"\nfirst-run penalty (fresh interpreter, first minus second run, {len(walls)} tries): median "
+                  f"{np.median(walls):.3f} s wall, {np.median(cpus):.3f} s CPU (max {max(walls):.3f} s wall)")
+    print(json.dumps({"load_end": os.getloadavg()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -24,6 +24,7 @@ from dplens.core.queries.workloads import (
     Kron,
     Prefix,
     Ranges,
+    Ranges2D,
     Stack,
     Total,
     Workload,
@@ -70,7 +71,8 @@ def noise_energy(workload: Workload, response: Callable[[np.ndarray], np.ndarray
 def family_energy(workload: Workload, grid: tuple[int, int], *, cells: Callable[[], np.ndarray],
                   prefixes: Callable[[], np.ndarray], functional: Callable[[np.ndarray], float],
                   kron: Callable[[Kron], float | None] | None = None,
-                  ranges: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> float | None:
+                  ranges: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+                  rectangles: Callable[[Ranges2D], np.ndarray] | None = None) -> float | None:
     """Σ_k ‖W l_k‖² = tr(W Σ Wᵀ) in closed form from a few statistics of the error covariance Σ; None if W is not
     a family this knows.
 
@@ -79,13 +81,14 @@ def family_energy(workload: Workload, grid: tuple[int, int], *, cells: Callable[
     Var(P_{n-1}) (``functional(1)``, u ↦ uᵀΣu). AllRange sums Var(P_b − P_a) over the n + 1 points
     P_{-1} = 0, P_0, ..., P_{n-1}, and Σ_{a<b} E(X_b − X_a)² = N Σ E X_i² − E(Σ X_i)² for N zero-mean X_i gives
     (n + 1) Σ Var(P_j) − Var(Σ_i (n − i) e_i). A list of arbitrary ranges [lo, hi] (Ranges, on a 1-D grid) sums
-    Var(P_hi − P_{lo−1}) over its rows, which ``ranges(lo, hi)`` gives per row when given. A Stack sums its blocks
+    Var(P_hi − P_{lo−1}) over its rows, which ``ranges(lo, hi)`` gives per row when given; rectangles on the grid
+    (Ranges2D) go to ``rectangles`` (a variance per rectangle) when given. A Stack sums its blocks
     (its rows partition W); a Kron of identities is the identity (of totals, the total); any other Kron goes to
     ``kron`` when given.
     """
     if type(workload) is Stack:
         parts = [family_energy(part, grid, cells=cells, prefixes=prefixes, functional=functional, kron=kron,
-                               ranges=ranges) for part in workload.parts]
+                               ranges=ranges, rectangles=rectangles) for part in workload.parts]
         return None if any(part is None for part in parts) else float(sum(parts))  # type: ignore[arg-type]
     n = workload.shape[1]
     factors = workload.factors if type(workload) is Kron else (workload,)
@@ -95,6 +98,8 @@ def family_energy(workload: Workload, grid: tuple[int, int], *, cells: Callable[
         return functional(np.ones(n))
     if type(workload) is Kron:
         return None if kron is None else kron(workload)
+    if type(workload) is Ranges2D:
+        return None if rectangles is None or workload.grid != grid else float(rectangles(workload).sum())
     if grid[0] != 1:  # a flat prefix of a 2-D grid's row-major cells is no prefix of its tree
         return None
     if type(workload) is Prefix:

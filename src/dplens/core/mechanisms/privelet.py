@@ -197,8 +197,9 @@ def closed_energy(grid: tuple[int, int], workload: Workload) -> float | None:
     """Σ_k ‖W h_k‖² in closed form (:func:`~dplens.core.mechanisms.gram.family_energy`) for Identity, Total,
     Prefix, AllRange and lists of arbitrary ranges (Ranges, such as random-range: ``axis_range_variances``,
     O(m log n)), Stacks of them, and Krons of two of them on the grid (H⁻¹ = H₁⁻¹ ⊗ H₂⁻¹, so the error
-    covariance is Σ₁ ⊗ Σ₂ and the energy of W₁ ⊗ W₂ is the product of the axes' energies); None otherwise
-    (rectangles, Ranges2D, live on a flat grid here and take the oracle, as do ranges of a 2-D grid's flat cells).
+    covariance is Σ₁ ⊗ Σ₂ and the energy of W₁ ⊗ W₂ is the product of the axes' energies). A rectangle
+    [r0, r1] × [c0, c1] is the Kron of two ranges, so its variance is the product of the axes' range variances
+    (Ranges2D on the grid, O(m log n)). None otherwise (ranges of a 2-D grid's flat cells take the oracle).
 
     >>> from dplens.core.queries.workloads import AllRange
     >>> bool(np.isclose(closed_energy((1, 10), AllRange(10)), _energy((1, 10), AllRange(10))))
@@ -214,7 +215,9 @@ def closed_energy(grid: tuple[int, int], workload: Workload) -> float | None:
                                                                * axis_cell_variance(grid[1])),
                          prefixes=lambda: axis_prefix_variances(grid[1]),
                          functional=lambda u: float(np.sum(reconstruct_transpose(u[:, None], grid) ** 2)), kron=kron,
-                         ranges=lambda lo, hi: axis_range_variances(grid[1], lo, hi))
+                         ranges=lambda lo, hi: axis_range_variances(grid[1], lo, hi),
+                         rectangles=lambda w: (axis_range_variances(grid[0], w.r0, w.r1)
+                                               * axis_range_variances(grid[1], w.c0, w.c1)))
 
 
 @dataclass(frozen=True)

@@ -276,7 +276,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     from dplens.core.privacy.definitions import delta_warning, privacy_words
     from dplens.core.queries.workloads import parse_workload
     from dplens.core.release.export import SIMULATION_LABEL, ExportKeys
-    from dplens.core.release.kernel import HistogramRequest, export_release, release_histogram
+    from dplens.core.release.kernel import HistogramRequest, release_histogram, write_export
 
     if args.noise != "secure":  # tables and histograms alike
         raise CliError(f"--noise {args.noise} gives a {SIMULATION_LABEL}: its seeded noise can be regenerated and "
@@ -303,10 +303,15 @@ def cmd_release(args: argparse.Namespace) -> int:
     published = release_histogram(request, histogram.counts, store=store, fingerprint=fingerprint,
                                   name=histogram.name, time_limit=args.time_limit, where="command line")
     release = published.release
-    output.write_bytes(export_release(published, request, fmt=output.suffix.lower().lstrip("."),
-                                      dataset=histogram.name,
-                                      keys=ExportKeys.for_release(histogram, release, request.workload),
-                                      rng=np.random.default_rng(args.seed)))
+    partial = output.with_name(f".{output.name}.partial")  # streamed a chunk of values at a time, then moved whole
+    try:
+        with partial.open("wb") as out:
+            write_export(out, published, request, fmt=output.suffix.lower().lstrip("."), dataset=histogram.name,
+                         keys=ExportKeys.for_release(histogram, release, request.workload),
+                         rng=np.random.default_rng(args.seed))
+        partial.replace(output)
+    finally:
+        partial.unlink(missing_ok=True)
     kind = "bins" if release.estimate is not None else "query answers"
     print(f"released {len(release.estimate if release.estimate is not None else release.answers)} {kind} "
           f"with {release.mechanism} under {privacy_words(privacy)} (epsilon={release.epsilon:g} at delta="

@@ -25,17 +25,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from dplens.core.data.home import default_home, secret_file
+from dplens.core.data.streamed_json import iter_json
 
 SIGNING_KEY_FILE = "signing.key"
 SIGNATURE_FIELD = "signature"
@@ -118,19 +120,50 @@ def canonical_payload(doc: Mapping[str, Any]) -> bytes:
     >>> canonical_payload({"b": [1.0, 2], "a": "é", "signature": {}})
     b'dplens-export-v1\\n{"a":"\\\\u00e9","b":[1.0,2]}'
     """
+    return _payload(doc).getvalue()
+
+
+def _payload(doc: Mapping[str, Any]) -> io.BytesIO:
+    """``canonical_payload`` gathered piece by piece (``iter_json``): one buffer, never a list of its values."""
+    buffer = io.BytesIO()
+    buffer.write(PAYLOAD_TAG)
     body = {k: v for k, v in doc.items() if k != SIGNATURE_FIELD}
-    return PAYLOAD_TAG + json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-                                    allow_nan=False).encode()
+    for piece in iter_json(body, sort_keys=True, separators=(",", ":")):
+        buffer.write(piece.encode("ascii"))  # ensure_ascii: the text is ASCII
+    return buffer
+
+
+def _signed(doc: Mapping[str, Any], home: Path | None) -> dict[str, Any]:
+    """``doc`` with this installation's ``signature`` member added (last), its other members unchanged."""
+    payload = _payload(doc)
+    signature = signing_key(home).sign(payload.getbuffer())  # Ed25519 signs the whole message: one buffer
+    return {**{k: v for k, v in doc.items() if k != SIGNATURE_FIELD},
+            SIGNATURE_FIELD: {"algorithm": ALGORITHM, "key_id": key_id(public_key(home)),
+                              "value": base64.b64encode(signature).decode()}}
 
 
 def sign_document(doc: Mapping[str, Any], *, home: Path | None = None, indent: int | None = 1) -> str:
-    """``doc`` as JSON text with this installation's ``signature`` member added (module docstring)."""
-    key = signing_key(home)
-    signature = key.sign(canonical_payload(doc))
-    signed = {**{k: v for k, v in doc.items() if k != SIGNATURE_FIELD},
-              SIGNATURE_FIELD: {"algorithm": ALGORITHM, "key_id": key_id(public_key(home)),
-                                "value": base64.b64encode(signature).decode()}}
-    return json.dumps(signed, indent=indent, allow_nan=False)
+    """``doc`` as JSON text with this installation's ``signature`` member added (module docstring).
+
+    ``doc``'s arrays may be NumPy arrays or lazy sequences (``dplens.core.data.streamed_json``): the text is the
+    one ``json.dumps`` gives for them as lists.
+    """
+    return "".join(iter_json(_signed(doc, home), indent=indent))
+
+
+def write_signed(doc: Mapping[str, Any], out: BinaryIO, *, home: Path | None = None, indent: int | None = 1) -> None:
+    """Write ``sign_document(doc, home=home, indent=indent)`` to ``out`` as ASCII bytes, a chunk of values at a
+    time: the signature is computed first (over the canonical payload, held once), then the text is streamed.
+
+    >>> import io, tempfile, pathlib, numpy as np
+    >>> home = pathlib.Path(tempfile.mkdtemp()) / "home"
+    >>> out = io.BytesIO()
+    >>> write_signed({"counts": np.array([1.5, -2.0])}, out, home=home)
+    >>> verify_export(out.getvalue(), [public_key(home)]) == key_id(public_key(home))
+    True
+    """
+    for piece in iter_json(_signed(doc, home), indent=indent):
+        out.write(piece.encode("ascii"))
 
 
 def verify_document(doc: Mapping[str, Any], trusted: Iterable[bytes]) -> str | None:
@@ -163,4 +196,5 @@ def verify_export(data: bytes, trusted: Iterable[bytes]) -> str | None:
 
 
 __all__ = ["ALGORITHM", "MAX_PUBLIC_KEY_BYTES", "SIGNATURE_FIELD", "canonical_payload", "key_id", "public_key",
-           "public_key_pem", "read_public_key", "sign_document", "signing_key", "verify_document", "verify_export"]
+           "public_key_pem", "read_public_key", "sign_document", "signing_key", "verify_document", "verify_export",
+           "write_signed"]

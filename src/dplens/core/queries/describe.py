@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dplens.core.data.limits import DENSE_LIMIT
+from dplens.core.data.streamed_json import NumberedNames
 from dplens.core.queries.workloads import Workload, sparse_matrix, sparse_native
 
 MAX_DESCRIBED = 20_000   # queries described one by one; a larger workload's answers are "row i of <spec>"
@@ -72,13 +73,14 @@ def _words_2d(columns: np.ndarray, weights: np.ndarray, labels: Sequence[Sequenc
 
 
 def describe_queries(workload: Workload, axis_labels: Sequence[Sequence[str]],
-                     axis_names: Sequence[str] = ("bin",)) -> tuple[list[str], list[str]]:
+                     axis_names: Sequence[str] = ("bin",)) -> tuple[Sequence[str], Sequence[str]]:
     """(words, specs): one description per query of ``workload`` over bins labelled ``axis_labels`` (per axis).
 
     Specs: ``range:lo:hi`` (consecutive bins, indices inclusive), ``box:r0:r1:c0:c1`` (a rectangle of a 2-D
     histogram), ``weights:i=w;…`` (any other row, flat cell indices), each with ``*w`` for a common weight ≠ 1;
     ``row:i`` when the workload has more than ``MAX_DESCRIBED`` queries, or is implicit and too large to read
-    row by row (then the words say so).
+    row by row (then the words say so; both are then ``NumberedNames``, made when read: 10^6 rows are not
+    2·10^6 strings held).
 
     >>> from dplens.core.queries.workloads import Explicit
     >>> describe_queries(Explicit(np.array([[1.0, 0, -1]])), [["x", "y", "z"]])
@@ -86,8 +88,7 @@ def describe_queries(workload: Workload, axis_labels: Sequence[Sequence[str]],
     """
     m, n = workload.shape
     if m > MAX_DESCRIBED or (not sparse_native(workload) and m * n > DENSE_LIMIT):
-        return ([f"row {i} of the workload {workload.describe()}" for i in range(m)],
-                [f"row:{i}" for i in range(m)])
+        return NumberedNames(m, "row ", f" of the workload {workload.describe()}"), NumberedNames(m, "row:")
     matrix = sparse_matrix(workload)  # type: ignore[arg-type]  # workloads are frozen dataclasses: hashable
     two_d = len(axis_labels) == 2
     words, specs = [], []

@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import functools
 import io
 import itertools
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, overload
 
 import numpy as np
 import pandas as pd
 
 from dplens import __version__
-from dplens.core.data.signing import sign_document
+from dplens.core.data.signing import sign_document, write_signed
+from dplens.core.data.streamed_json import CHUNK, NumberedNames
 from dplens.core.mechanisms import NEIGHBOURING, Release
 from dplens.core.privacy.noise import NOISE_PATHS, NOISE_SAMPLERS
 from dplens.core.release.provenance import exported_number as _number
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
     from dplens.core.privacy.definitions import Privacy
     from dplens.core.queries.workloads import Workload
 
-_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_PREFIXES = frozenset(("=", "+", "-", "@", "\t", "\r"))  # first characters a spreadsheet evaluates
 EXPORTABLE_NOISE_PATHS = ("secure",)
 NEVER_EXPORTED = ("seed", "stream")  # history keys that would let anyone regenerate exploration noise
 SIMULATION_LABEL = "simulation, not a private release"
@@ -64,7 +67,7 @@ def neutralise(cell: object) -> str:
     ("'=SUM(A1)", 'plain')
     """
     text = str(cell)
-    return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
+    return "'" + text if text[:1] in _FORMULA_PREFIXES else text
 
 
 def _csv_text(cell: object) -> str:
@@ -81,6 +84,9 @@ class ExportKeys:
     """What names each released value in an export: the histogram's axes as the upload named them, with
     their labels, and for workload answers each query in words and as a spec (``dplens.core.queries.describe``).
 
+    Unlabelled bins, and the rows of a workload too large to describe query by query, are named by a
+    ``NumberedNames`` (made when read): 10^6 of them are not 10^6 strings held.
+
     >>> from dplens.core.data.domain import Histogram
     >>> from dplens.core.queries.workloads import Prefix
     >>> keys = ExportKeys.of(Histogram.from_counts([1, 2], labels=[["young", "old"]], axis_names=["age"]), Prefix(2))
@@ -89,9 +95,9 @@ class ExportKeys:
     """
 
     axis_names: tuple[str, ...] = ("bin",)
-    axis_labels: tuple[tuple[str, ...], ...] = ()
-    query_texts: tuple[str, ...] = ()
-    query_specs: tuple[str, ...] = ()
+    axis_labels: tuple[Sequence[str], ...] = ()
+    query_texts: Sequence[str] = ()
+    query_specs: Sequence[str] = ()
 
     @classmethod
     def of(cls, histogram: Histogram, workload: Workload | None = None) -> ExportKeys:
@@ -100,10 +106,10 @@ class ExportKeys:
         from dplens.core.queries.describe import describe_queries
 
         names = tuple(histogram.domain.names)
-        labels = tuple(tuple(histogram.labels[axis]) if axis < len(histogram.labels)
-                       else tuple(str(i) for i in range(size)) for axis, size in enumerate(histogram.domain.sizes))
+        labels = tuple(tuple(histogram.labels[axis]) if axis < len(histogram.labels) else NumberedNames(size)
+                       for axis, size in enumerate(histogram.domain.sizes))
         texts, specs = describe_queries(workload, labels, names) if workload is not None else ((), ())
-        return cls(names, labels, tuple(texts), tuple(specs))
+        return cls(names, labels, _held(texts), _held(specs))
 
     @classmethod
     def for_release(cls, histogram: Histogram, release: Release, workload: Workload | None) -> ExportKeys:
@@ -115,6 +121,82 @@ class ExportKeys:
         """One key per cell of the flattened (row-major) histogram: its label on each axis."""
         return list(itertools.product(*self.axis_labels))
 
+    @property
+    def cell_count(self) -> int:
+        """How many cells the keys name (the product of the axes' lengths)."""
+        return math.prod(len(axis) for axis in self.axis_labels)
+
+    def cell_slice(self, start: int, stop: int) -> list[tuple[str, ...]]:
+        """``cells()[start:stop]``, made without the others.
+
+        >>> ExportKeys(("a", "b"), (("x", "y"), NumberedNames(3))).cell_slice(2, 4)
+        [('x', '2'), ('y', '0')]
+        """
+        stop = min(stop, self.cell_count)
+        if start >= stop:
+            return []
+        if len(self.axis_labels) == 1:
+            return [(label,) for label in self.axis_labels[0][start:stop]]
+        sizes = tuple(len(axis) for axis in self.axis_labels)
+        where = np.unravel_index(np.arange(start, stop), sizes)  # row-major, as itertools.product
+        columns = [[axis[i] for i in indices.tolist()] for axis, indices in zip(self.axis_labels, where, strict=True)]
+        return list(zip(*columns, strict=True))
+
+
+def _held(names: Sequence[str]) -> Sequence[str]:
+    """Names as ``ExportKeys`` holds them: a lazy ``NumberedNames`` as it is, anything else as a tuple."""
+    return names if isinstance(names, NumberedNames) else tuple(names)
+
+
+@dataclass(frozen=True)
+class _Column(Sequence[str]):
+    """``length`` strings read a slice at a time through ``read(start, stop)``: a column of an export, written by
+    ``dplens.core.data.streamed_json`` without a list of all its strings."""
+
+    length: int
+    read: Callable[[int, int], list[str]]
+
+    def __len__(self) -> int:
+        return self.length
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.length)
+            return self.read(start, stop) if step == 1 else self.read(0, self.length)[index]
+        position = index + self.length if index < 0 else index
+        if not 0 <= position < self.length:
+            raise IndexError(f"value {index} of {self.length}")
+        return self.read(position, position + 1)[0]
+
+    def __iter__(self) -> Iterator[str]:
+        for start in range(0, self.length, CHUNK):
+            yield from self.read(start, start + CHUNK)
+
+
+def _neutralised(names: Sequence[str], start: int, stop: int) -> list[str]:
+    """``neutralise`` of each of ``names[start:stop]`` (inlined: 10^6 labels, several columns, two passes)."""
+    return ["'" + text if text[:1] in _FORMULA_PREFIXES else text for text in map(str, names[start:stop])]
+
+
+def _cell_labels(keys: ExportKeys, start: int, stop: int) -> list[str]:
+    if len(keys.axis_labels) == 1:  # a 1-D cell's label is its bin's
+        return _neutralised(keys.axis_labels[0], start, min(stop, keys.cell_count))
+    return ["|".join(neutralise(v) for v in cell) for cell in keys.cell_slice(start, stop)]
+
+
+def _released(values: Any) -> np.ndarray:
+    """Released values as the float array an export writes (each value as ``float(v)`` gives it)."""
+    array = np.asarray(values, dtype=float)
+    if array.ndim != 1:
+        raise ValueError(f"an export writes a flat vector of released values, got shape {array.shape}")
+    return array
+
 
 def release_to_csv(release: Release, keys: ExportKeys | None = None, intervals: Intervals | None = None) -> bytes:
     """CSV of the released histogram (one column per axis, named as the upload named it, then ``count``), or
@@ -123,32 +205,54 @@ def release_to_csv(release: Release, keys: ExportKeys | None = None, intervals: 
     ``intervals`` (``dplens.core.analysis.intervals.Intervals``) adds the columns ``lower,upper,level``.
     """
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    write_release_csv(buffer, release, keys, intervals)
+    return buffer.getvalue().encode()
+
+
+def write_release_csv(out: TextIO, release: Release, keys: ExportKeys | None = None,
+                      intervals: Intervals | None = None) -> None:
+    """Write ``release_to_csv``'s text to ``out`` (a text file opened with ``newline=""``), ``CHUNK`` rows at a time:
+    no list of every row's labels."""
+    writer = csv.writer(out, lineterminator="\n")
     spread = ("lower", "upper", "level") if intervals is not None else ()
-    lead: list[tuple[str, ...]]
-    tail: list[tuple[str, ...]]
+    lead: Callable[[int, int], Sequence[tuple[str, ...]]] = _index_rows
+    tail: Callable[[int, int], Sequence[tuple[str, ...]]] = _no_rows
     if release.estimate is not None:
         values = release.estimate
-        cells: list[tuple[str, ...]] = (keys.cells() if keys is not None and keys.axis_labels
-                                        else [(str(i),) for i in range(len(values))])
-        names = keys.axis_names if keys is not None and keys.axis_labels else ("bin",)
-        if len(cells) != len(values):
-            raise ValueError(f"{len(cells)} labelled cells for {len(values)} released values")
-        header, lead, tail = (*names, "count"), cells, [()] * len(values)
+        labelled = keys is not None and bool(keys.axis_labels)
+        count = keys.cell_count if keys is not None and labelled else len(values)
+        if count != len(values):
+            raise ValueError(f"{count} labelled cells for {len(values)} released values")
+        header = (*(keys.axis_names if keys is not None and labelled else ("bin",)), "count")
+        if keys is not None and labelled:
+            lead = keys.cell_slice
     else:
         values = release.answers
         described = keys is not None and len(keys.query_texts) == len(values)
         header = ("query", "answer")
-        lead = [(str(i),) for i in range(len(values))]
-        tail = (list(zip(keys.query_texts, keys.query_specs, strict=True)) if keys is not None and described
-                else [()] * len(values))
+        if keys is not None and described:
+            tail = functools.partial(_query_rows, keys)
         spread = (*spread, *(("description", "spec") if described else ()))
     writer.writerow([_csv_text(name) for name in (*header, *spread)])  # axis names are the upload's own text
-    for i, value in enumerate(values):
-        extra = () if intervals is None else (_number(intervals.lower[i]), _number(intervals.upper[i]),
-                                              _number(intervals.level))
-        writer.writerow((*(_csv_text(k) for k in lead[i]), _number(value), *extra, *(_csv_text(t) for t in tail[i])))
-    return buffer.getvalue().encode()
+    for start in range(0, len(values), CHUNK):
+        stop = min(start + CHUNK, len(values))
+        for i, keys_, texts in zip(range(start, stop), lead(start, stop), tail(start, stop), strict=True):
+            extra = () if intervals is None else (_number(intervals.lower[i]), _number(intervals.upper[i]),
+                                                  _number(intervals.level))
+            writer.writerow((*(_csv_text(k) for k in keys_), _number(values[i]), *extra,
+                             *(_csv_text(t) for t in texts)))
+
+
+def _index_rows(start: int, stop: int) -> list[tuple[str, ...]]:
+    return [(str(i),) for i in range(start, stop)]
+
+
+def _no_rows(start: int, stop: int) -> list[tuple[str, ...]]:
+    return [()] * (stop - start)
+
+
+def _query_rows(keys: ExportKeys, start: int, stop: int) -> list[tuple[str, ...]]:
+    return list(zip(keys.query_texts[start:stop], keys.query_specs[start:stop], strict=True))
 
 
 def release_metadata(release: Release, *, workload: str, noise_path: str, dataset: str | None = None,
@@ -261,31 +365,61 @@ def release_to_json(release: Release, *, workload: str, noise_path: str, dataset
     by "|"), and the ``workload_answers`` computed from them; answers carry ``query_descriptions`` and
     ``query_specs`` (one per answer).
     """
+    return sign_document(release_document(release, workload=workload, noise_path=noise_path, dataset=dataset,
+                                           keys=keys, noise_sampler=noise_sampler, export_id=export_id,
+                                           intervals=intervals, tuned_on=tuned_on))
+
+
+def write_release_json(out: BinaryIO, release: Release, *, workload: str, noise_path: str, dataset: str | None = None,
+                       keys: ExportKeys | None = None, noise_sampler: str | None = None,
+                       export_id: str | None = None, intervals: Intervals | None = None,
+                       tuned_on: str | None = None) -> None:
+    """Write ``release_to_json``'s text to ``out`` as bytes, a chunk of values at a time
+    (``dplens.core.data.signing.write_signed``): the same file, without the whole text or a list of its values."""
+    write_signed(release_document(release, workload=workload, noise_path=noise_path, dataset=dataset, keys=keys,
+                                  noise_sampler=noise_sampler, export_id=export_id, intervals=intervals,
+                                  tuned_on=tuned_on), out)
+
+
+def release_document(release: Release, *, workload: str, noise_path: str, dataset: str | None = None,
+                     keys: ExportKeys | None = None, noise_sampler: str | None = None,
+                     export_id: str | None = None, intervals: Intervals | None = None,
+                     tuned_on: str | None = None) -> dict[str, Any]:
+    """The JSON export's members before signing (``release_to_json``): its arrays as NumPy float arrays and lazy
+    columns, which ``dplens.core.data.streamed_json`` writes as the lists they stand for.
+
+    Raises:
+        ValueError: for a release on a path that may not leave (``check_exportable``), or keys naming another
+            number of cells than the release has.
+    """
     doc = release_metadata(release, workload=workload, noise_path=noise_path, dataset=dataset,
                            noise_sampler=noise_sampler, export_id=export_id)
     if tuned_on is not None:  # what the choice of mechanism and ε was tuned on (public data, a DP proxy, ...)
         doc["tuned_on"] = neutralise(tuned_on)
     if release.estimate is not None:
-        doc["counts"] = [float(v) for v in release.estimate]
+        doc["counts"] = _released(release.estimate)
         if keys is not None and keys.axis_labels:
-            cells = keys.cells()
-            if len(cells) != len(doc["counts"]):
-                raise ValueError(f"{len(cells)} labelled cells for {len(doc['counts'])} released values")
+            if keys.cell_count != len(doc["counts"]):
+                raise ValueError(f"{keys.cell_count} labelled cells for {len(doc['counts'])} released values")
             doc.update(axis_names=[neutralise(n) for n in keys.axis_names],
-                       axis_labels=[[neutralise(v) for v in axis] for axis in keys.axis_labels],
-                       labels=["|".join(neutralise(v) for v in cell) for cell in cells])
+                       axis_labels=[_Column(len(axis), functools.partial(_neutralised, axis))
+                                    for axis in keys.axis_labels],
+                       labels=_Column(keys.cell_count, functools.partial(_cell_labels, keys)))
         if keys is not None and len(keys.query_texts) == len(release.answers):  # the query design, post-processed
-            doc.update(workload_answers=[float(v) for v in release.answers],
-                       query_descriptions=[neutralise(t) for t in keys.query_texts], query_specs=list(keys.query_specs))
+            doc.update(workload_answers=_released(release.answers),
+                       query_descriptions=_Column(len(keys.query_texts),
+                                                  functools.partial(_neutralised, keys.query_texts)),
+                       query_specs=keys.query_specs)
     else:
-        doc["answers"] = [float(v) for v in release.answers]
+        doc["answers"] = _released(release.answers)
         if keys is not None and len(keys.query_texts) == len(doc["answers"]):
-            doc.update(query_descriptions=[neutralise(t) for t in keys.query_texts],
-                       query_specs=list(keys.query_specs))
+            doc.update(query_descriptions=_Column(len(keys.query_texts),
+                                                  functools.partial(_neutralised, keys.query_texts)),
+                       query_specs=keys.query_specs)
     if intervals is not None:  # dplens.core.analysis.intervals.Intervals, from the released output only
-        doc.update(lower=[float(v) for v in intervals.lower], upper=[float(v) for v in intervals.upper],
+        doc.update(lower=_released(intervals.lower), upper=_released(intervals.upper),
                    level=intervals.level, simultaneous=intervals.simultaneous, interval_method=intervals.method)
-    return sign_document(doc)  # this installation's Ed25519 signature over values and metadata
+    return doc
 
 
 def history_to_csv(entries: Sequence[Mapping[str, object]]) -> bytes:

@@ -36,13 +36,14 @@ nor charged to any ledger.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import math
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 
@@ -82,7 +83,15 @@ from dplens.core.privacy.noise import (
 )
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.queries.workloads import Identity, Workload, parse_workload
-from dplens.core.release.export import SIMULATION_LABEL, ExportKeys, neutralise, release_to_csv, release_to_json
+from dplens.core.release.export import (
+    SIMULATION_LABEL,
+    ExportKeys,
+    neutralise,
+    release_to_csv,
+    release_to_json,
+    write_release_csv,
+    write_release_json,
+)
 from dplens.core.release.gradual import (
     above_threshold_params,
     check_schedule,
@@ -376,6 +385,18 @@ def export_release(published: Published, request: HistogramRequest, *, fmt: str,
     ``compute_intervals`` is False: the app computes slow ones on request). ``keys`` (``ExportKeys.for_release``)
     name the cells as the upload did and, for workload answers, each answer's query; ``tuned_on`` says what the
     choice of mechanism and ε was tuned on (the JSON's ``tuned_on``)."""
+    buffer = io.BytesIO()
+    write_export(buffer, published, request, fmt=fmt, dataset=dataset, keys=keys, intervals=intervals, rng=rng,
+                 compute_intervals=compute_intervals, tuned_on=tuned_on)
+    return buffer.getvalue()
+
+
+def write_export(out: BinaryIO, published: Published, request: HistogramRequest, *, fmt: str, dataset: str,
+                 keys: ExportKeys | None = None, intervals: Intervals | None = None,
+                 rng: np.random.Generator | None = None, compute_intervals: bool = True,
+                 tuned_on: str | None = None) -> None:
+    """Write ``export_release``'s bytes to ``out`` a chunk of values at a time (``write_release_csv``,
+    ``write_release_json``): a release of 10^6 cells is written without its whole text in memory."""
     if fmt not in ("csv", "json"):
         raise ValueError(f"export format must be 'csv' or 'json', got {fmt!r}")
     if published.export_id is None:
@@ -385,10 +406,15 @@ def export_release(published: Published, request: HistogramRequest, *, fmt: str,
     if intervals is None and compute_intervals:
         intervals = export_intervals(release, request, rng=rng)
     if fmt == "csv":
-        return release_to_csv(release, keys, intervals)
-    return release_to_json(release, workload=request.workload_spec, noise_path="secure", dataset=dataset,
-                           keys=keys, noise_sampler=published.noise_sampler, export_id=published.export_id,
-                           intervals=intervals, tuned_on=tuned_on).encode()
+        text = io.TextIOWrapper(out, encoding="utf-8", newline="")
+        try:
+            write_release_csv(text, release, keys, intervals)
+        finally:
+            text.detach()  # flushed, and ``out`` left open for the caller
+        return
+    write_release_json(out, release, workload=request.workload_spec, noise_path="secure", dataset=dataset,
+                       keys=keys, noise_sampler=published.noise_sampler, export_id=published.export_id,
+                       intervals=intervals, tuned_on=tuned_on)
 
 
 def export_restored(release: Release, *, fmt: str, metadata: Mapping[str, Any], keys: ExportKeys | None = None,

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from dplens.core.mechanisms import MECHANISMS
-from dplens.core.mechanisms.dawa import _DEVIATIONS
+from dplens.core.mechanisms import dawa as dawa_module
+from dplens.core.mechanisms.dawa import _DEVIATIONS, _Deviations, cheapest_partition
 from dplens.core.queries.workloads import AllRange, Identity, Prefix, Ranges
 
 
@@ -103,3 +104,38 @@ BEFORE = {
 def test_release_is_the_one_recorded_before_the_speed_work(case):
     label, epsilon, seed = case.rsplit("/", 2)
     assert fingerprint(label, float(epsilon), int(seed)) == BEFORE[case]
+
+
+def _histograms(seed: int, n: int) -> list[np.ndarray]:
+    gen = np.random.default_rng(seed)
+    sparse = np.round(gen.exponential(40.0, n) * (gen.random(n) < 0.05))
+    steps = np.repeat(gen.integers(0, 500, n // 16 + 1), 16)[:n] + gen.integers(0, 3, n)
+    return [sparse, steps.astype(float), gen.random(n) * 1000.0, np.zeros(n), np.full(n, 7.0)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_compiled_and_numpy_deviations_are_equal_to_the_bit(seed, monkeypatch):
+    """Both paths of _Deviations (integer counts ranked among distinct values, other data by a stable sort)."""
+    for n in (600, 1500):
+        lengths = 2 ** np.arange(1, n.bit_length())
+        for x in _histograms(seed, n):
+            compiled = _Deviations(x).windows(lengths)
+            monkeypatch.setattr(dawa_module, "NUMPY_UP_TO", n)
+            plain = _Deviations(x).windows(lengths)
+            monkeypatch.undo()
+            for a, b in zip(compiled, plain, strict=True):
+                np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_and_python_partitions_are_equal(seed, monkeypatch):
+    gen = np.random.default_rng(seed)
+    n = int(gen.integers(513, 1500))
+    lengths = 2 ** np.arange(1, n.bit_length())
+    singleton = float(gen.uniform(0.5, 3))
+    # noisy costs, some below the floor, with ties to the floor and between buckets
+    costs = [np.round(gen.normal(length * singleton * 0.6, length * singleton * 0.5, n - length + 1), 1)
+             for length in lengths]
+    compiled = cheapest_partition(costs, lengths, singleton, n)
+    monkeypatch.setattr(dawa_module, "NUMPY_UP_TO", n)
+    assert cheapest_partition(costs, lengths, singleton, n).tolist() == compiled.tolist()

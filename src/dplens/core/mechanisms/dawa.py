@@ -55,6 +55,9 @@ from dplens.core.queries.workloads import Workload
 EXACT_BUCKETS = 256   # up to this many buckets Greedy-H reads the exact reduced Gram, beyond it a sketch
 BUCKET_SKETCH_ROWS = 16  # rows of that sketch: 16 left DPBench errors unchanged against the exact Gram
 DIRECT_WINDOW = 32    # windows up to this length are summed directly, longer ones use the wavelet matrix
+# Up to this many cells the partition runs on NumPy and Python (a few ms at most) rather than the compiled kernels,
+# whose first use in a process costs numba's start-up (about 0.4 s of CPU, 0.5-1 s of wall time).
+NUMPY_UP_TO = 512
 
 
 def window_deviations(x: np.ndarray, length: int) -> np.ndarray:
@@ -67,25 +70,44 @@ def window_deviations(x: np.ndarray, length: int) -> np.ndarray:
 
 
 class _Deviations:
-    """A wavelet matrix over the ranks of x: count and sum of values < t inside any position range."""
+    """A wavelet matrix over the ranks of x: count and sum of values < t inside any position range.
+
+    Integer counts whose sums are exact in floating point (below 2^53) are ranked among their distinct values,
+    so the matrix has bit_length(#distinct − 1) levels instead of bit_length(n): 5 or 6 instead of 13 on sparse
+    DPBench histograms. Every count and sum it returns is then an exact integer, whatever the levels, so the
+    deviations are the same to the bit as with the ranks of a stable sort (which other data keep). Histograms of
+    at most ``NUMPY_UP_TO`` cells are served by the NumPy versions of the kernels, without importing numba.
+    """
 
     def __init__(self, x: np.ndarray) -> None:
         n = x.size
-        order = np.argsort(x, kind="stable")
-        self.x, self.sorted, self.n = x, x[order], n
-        rank = np.empty(n, dtype=np.int64)
-        rank[order] = np.arange(n)
-        self.bits = max(1, int(n).bit_length())
-        from dplens.core.mechanisms.kernels import dawa_wavelet_levels
+        self.x, self.n = x, n
+        self.compiled = n > NUMPY_UP_TO
+        distinct = np.unique(x)
+        if np.array_equal(x, np.round(x)) and float(np.abs(x).sum()) < 2.0**53:
+            self.sorted, rank = distinct, np.searchsorted(distinct, x).astype(np.int64)
+            self.bits = max(1, int(distinct.size - 1).bit_length())
+        else:
+            order = np.argsort(x, kind="stable")
+            self.sorted = x[order]
+            rank = np.empty(n, dtype=np.int64)
+            rank[order] = np.arange(n)
+            self.bits = max(1, int(n).bit_length())
+        if self.compiled:
+            from dplens.core.mechanisms.kernels import dawa_wavelet_levels
 
-        self.zeros, self.zero_sums, self.zero_total = dawa_wavelet_levels(x, rank, self.bits)
+            self.zeros, self.zero_sums, self.zero_total = dawa_wavelet_levels(x, rank, self.bits)
+        else:
+            self.zeros, self.zero_sums, self.zero_total = _wavelet_levels(x, rank, self.bits)
 
     def below(self, lo: np.ndarray, hi: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Count and sum of x[i], lo ≤ i < hi, whose rank is below `threshold` (one compiled walk per query)."""
+        lo, hi, threshold = (np.asarray(v, dtype=np.int64) for v in (lo, hi, threshold))
+        if not self.compiled:
+            return _below(self.zeros, self.zero_sums, self.zero_total, self.bits, lo, hi, threshold)
         from dplens.core.mechanisms.kernels import dawa_below
 
-        return dawa_below(self.zeros, self.zero_sums, self.zero_total, self.bits, np.asarray(lo, dtype=np.int64),
-                          np.asarray(hi, dtype=np.int64), np.asarray(threshold, dtype=np.int64))
+        return dawa_below(self.zeros, self.zero_sums, self.zero_total, self.bits, lo, hi, threshold)
 
     def windows(self, lengths: np.ndarray) -> list[np.ndarray]:
         """Deviation of every window of each length: 2 Σ_{x_i < mean} (mean − x_i) (Σ(x_i − mean) = 0).
@@ -94,12 +116,16 @@ class _Deviations:
         """
         short = [length for length in lengths if length <= DIRECT_WINDOW]
         out = {}
-        if short:
+        if short and self.compiled:
             from dplens.core.mechanisms.kernels import (
                 dawa_short_deviations,  # numpy's summation order, compiled
             )
         for length in short:
-            out[length] = dawa_short_deviations(self.x, int(length))
+            if self.compiled:
+                out[length] = dawa_short_deviations(self.x, int(length))
+            else:
+                window = np.lib.stride_tricks.sliding_window_view(self.x, int(length))
+                out[length] = np.abs(window - window.mean(axis=1, keepdims=True)).sum(axis=1)
         prefix = np.concatenate(([0.0], np.cumsum(self.x)))
         for length in (length for length in lengths if length > DIRECT_WINDOW):  # one length at a time: memory
             lo = np.arange(self.n - length + 1)
@@ -108,6 +134,37 @@ class _Deviations:
             count, total = self.below(lo, hi, np.searchsorted(self.sorted, mean, side="left"))
             out[length] = np.maximum(2.0 * (count * mean - total), 0.0)
         return [out[length] for length in lengths]
+
+
+def _wavelet_levels(x: np.ndarray, rank: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``kernels.dawa_wavelet_levels`` in NumPy (the same sums in the same order), for small histograms."""
+    zeros = np.zeros((bits, x.size + 1), dtype=np.int64)
+    zero_sums = np.zeros((bits, x.size + 1))
+    zero_total = np.zeros(bits, dtype=np.int64)
+    values = x.copy()
+    for level in range(bits):
+        zero = ((rank >> (bits - 1 - level)) & 1) == 0
+        np.cumsum(zero, out=zeros[level, 1:])
+        np.cumsum(np.where(zero, values, 0.0), out=zero_sums[level, 1:])
+        zero_total[level] = zeros[level, -1]
+        rank = np.concatenate((rank[zero], rank[~zero]))
+        values = np.concatenate((values[zero], values[~zero]))
+    return zeros, zero_sums, zero_total
+
+
+def _below(zeros: np.ndarray, zero_sums: np.ndarray, zero_total: np.ndarray, bits: int, lo: np.ndarray,
+           hi: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``kernels.dawa_below`` in NumPy, one level at a time over all queries, for small histograms."""
+    count = np.zeros(lo.size, dtype=np.int64)
+    total = np.zeros(lo.size)
+    for level in range(bits):
+        up = ((threshold >> (bits - 1 - level)) & 1).astype(bool)
+        lo0, hi0 = zeros[level][lo], zeros[level][hi]
+        count += np.where(up, hi0 - lo0, 0)
+        total = np.where(up, total + (zero_sums[level][hi] - zero_sums[level][lo]), total)
+        lo = np.where(up, zero_total[level] + lo - lo0, lo0)
+        hi = np.where(up, zero_total[level] + hi - hi0, hi0)
+    return count.astype(np.float64), total
 
 
 def l1_partition(x: np.ndarray, epsilon_partition: float, epsilon_measure: float,
@@ -131,11 +188,10 @@ def l1_partition(x: np.ndarray, epsilon_partition: float, epsilon_measure: float
     measurements = [LaplaceMeasurement(scale) for scale in sensitivity / epsilon_partition]
     deviations = _DEVIATIONS.get_or_compute((x.tobytes(), lengths.tobytes()),
                                             lambda: _Deviations(x).windows(lengths))
-    scores = [np.maximum(m.noisy(dev + noise_cost, rng), noise_cost)
-              for dev, m in zip(deviations, measurements, strict=True)]
+    costs = [m.noisy(dev + noise_cost, rng) for dev, m in zip(deviations, measurements, strict=True)]
     # a max, not pure_loss's sum: each partition's noisy cost sums over disjoint buckets (Li et al. 2014, §3)
     loss = max(float(delta) / m.scale for delta, m in zip(sensitivity, measurements, strict=True))
-    return cheapest_partition(scores, lengths, noise_cost, n), loss
+    return cheapest_partition(costs, lengths, noise_cost, n), loss
 
 
 # Window deviations depend on the data only: a sweep re-uses them across runs and epsilons. Keyed by the
@@ -143,30 +199,58 @@ def l1_partition(x: np.ndarray, epsilon_partition: float, epsilon_measure: float
 _DEVIATIONS = StrategyCache("dawa window deviations", limit=4, shipped=False)
 
 
-def cheapest_partition(scores: list[np.ndarray], lengths: np.ndarray, singleton: float, n: int) -> np.ndarray:
+def cheapest_partition(costs: list[np.ndarray], lengths: np.ndarray, singleton: float, n: int) -> np.ndarray:
     """Bounds of the minimum-cost partition of n cells into singletons (cost ``singleton`` each) and
-    buckets [s, s + lengths[k]) costing scores[k][s]; ties go to the longer bucket (as the reference).
+    buckets [s, s + lengths[k]) scoring costs[k][s] floored at ``singleton``; ties go to the longer bucket (as
+    the reference).
 
-    cost[t] = min(cost[t − 1] + singleton, min_k cost[t − L_k] + scores[k][t − L_k]) (compiled). A bucket costing
-    at least the cheapest cover of its two halves (by dyadic sub-buckets or singletons) never beats that
-    cover, so only the cheaper ones are visited: the scalar loop costs O(n + #useful buckets) instead
-    of O(n log n).
+    cost[t] = min(cost[t − 1] + singleton, min_k cost[t − L_k] + score_k[t − L_k]). A bucket scoring at least
+    the cheapest cover of its two halves (by dyadic sub-buckets or singletons) never beats that cover, so only
+    the cheaper ones are visited: the scalar loop costs O(n + #useful buckets) instead of O(n log n). Compiled
+    (one pass for the floor, the covers and the loop) above ``NUMPY_UP_TO`` cells, NumPy and Python up to it.
 
-    >>> cheapest_partition([np.array([0.5, 9, 9])], np.array([2]), 1.0, 4).tolist()
+    >>> cheapest_partition([np.array([1.5, 9, 9])], np.array([2]), 1.0, 4).tolist()
     [0, 2, 3, 4]
     """
-    from dplens.core.mechanisms.kernels import dawa_cheapest_partition
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if n > NUMPY_UP_TO:
+        from dplens.core.mechanisms.kernels import dawa_partition
 
-    useful = []
+        offsets = np.concatenate(([0], np.cumsum([cost.size for cost in costs])[:-1])).astype(np.int64)
+        return dawa_partition(np.concatenate(costs).astype(float), offsets, lengths, float(singleton), int(n))
+    scores, useful = [], []
     cover = np.full(n, singleton)  # cheapest cover of [s, s + L/2) by dyadic sub-buckets of that window
-    for length, score in zip(lengths, scores, strict=True):
+    for length, cost in zip(lengths, costs, strict=True):
+        score = np.maximum(cost, singleton)
         half = length // 2
         split = cover[: n - length + 1] + cover[half: half + n - length + 1]
-        useful.append(score < split)  # else two halves are at least as cheap (and ≤ L singletons)
+        scores.append(score.tolist())
+        useful.append((score < split).tolist())  # else two halves are at least as cheap (and ≤ L singletons)
         cover = np.minimum(score, split)
-    offsets = np.concatenate(([0], np.cumsum([score.size for score in scores])[:-1])).astype(np.int64)
-    return dawa_cheapest_partition(np.concatenate(scores).astype(float), offsets, np.concatenate(useful),
-                                   np.asarray(lengths, dtype=np.int64), float(singleton), int(n))
+    return _plain_partition(scores, useful, lengths.tolist(), float(singleton), int(n))
+
+
+def _plain_partition(scores: list[list[float]], useful: list[list[bool]], lengths: list[int], singleton: float,
+                     n: int) -> np.ndarray:
+    """``kernels.dawa_cheapest_partition`` in Python (the same comparisons and sums), for small histograms."""
+    cost = [0.0] * (n + 1)
+    back = [-1] * (n + 1)
+    for t in range(1, n + 1):
+        best, arg = cost[t - 1] + singleton, -1
+        for k, length in enumerate(lengths):
+            start = t - length
+            if start < 0:
+                break
+            if useful[k][start]:
+                candidate = cost[start] + scores[k][start]
+                if candidate <= best:
+                    best, arg = candidate, start
+        cost[t], back[t] = best, arg
+    bounds = [n]
+    while bounds[-1] > 0:
+        t = bounds[-1]
+        bounds.append(back[t] if back[t] >= 0 else t - 1)
+    return np.array(bounds[::-1], dtype=np.int64)
 
 
 @dataclass(frozen=True)

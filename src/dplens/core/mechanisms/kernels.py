@@ -128,6 +128,35 @@ def dawa_cheapest_partition(scores: np.ndarray, offsets: np.ndarray, useful: np.
 
 
 @_jit
+def dawa_partition(noisy: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, singleton: float,
+                   n: int) -> np.ndarray:
+    """DAWA's partition from the noisy bucket costs, in one pass (``dawa.cheapest_partition``, compiled).
+
+    Bucket [s, s + lengths[k]) has noisy cost noisy[offsets[k] + s], floored at ``singleton`` (its score). A
+    bucket is a candidate where its score is below the cheapest cover of its two halves by shorter dyadic
+    buckets or singletons (``cover``, built length by length as ``np.minimum(score, split)``); at every end t
+    the singleton extension comes first, then candidates by increasing length, and a candidate replaces the
+    best when it is ≤ it (ties go to the longer bucket). Returns the bounds.
+    """
+    total = noisy.size
+    scores = np.empty(total)
+    useful = np.zeros(total, dtype=np.bool_)
+    cover = np.full(n, singleton)
+    next_cover = np.empty(n)
+    for k in range(lengths.size):
+        half = lengths[k] // 2
+        for s in range(n - lengths[k] + 1):
+            value = noisy[offsets[k] + s]
+            score = value if value >= singleton else singleton  # np.maximum(value, singleton)
+            split = cover[s] + cover[half + s]
+            scores[offsets[k] + s] = score
+            useful[offsets[k] + s] = score < split
+            next_cover[s] = score if score <= split else split  # np.minimum(score, split)
+        cover, next_cover = next_cover, cover
+    return dawa_cheapest_partition(scores, offsets, useful, lengths, singleton, n)
+
+
+@_jit
 def dawa_below(zeros: np.ndarray, zero_sums: np.ndarray, zero_total: np.ndarray, bits: int, lo: np.ndarray,
                hi: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Count and sum of x[i], lo ≤ i < hi, with rank below ``threshold``: the wavelet-matrix walk of

@@ -180,30 +180,22 @@ def test_sparse_native_is_declared_by_ranges_and_explicit_matrices_alone():
                                                Kron((Identity(2), Identity(2))), Reversal()))
 
 
-def _grid_as_read_before(workload):
-    """How hierarchical.workload_grid read the grid before it was a method: a part's ``factors``, one level down."""
-    for part in (workload, *getattr(workload, "parts", ())):
-        factors = getattr(part, "factors", None)
-        if factors is not None and len(factors) == 2:
-            return (factors[0].shape[1], factors[1].shape[1])
-    return (1, workload.shape[1])
-
-
 GRIDS = {
     "prefix": (Prefix(6), (1, 6)),
     "kron": (Kron((Prefix(3), Identity(4))), (3, 4)),
     "stack holding a kron": (Stack((Prefix(6), Kron((Total(2), Prefix(3))))), (2, 3)),
     "stack of two krons": (Stack((Kron((Identity(2), Total(3))), Kron((Total(3), Identity(2))))), (2, 3)),
-    "nested stack": (Stack((Stack((Kron((Identity(2), Total(3))),)), Prefix(6))), (1, 6)),  # one level only
-    "ranges-2d": (Ranges2D((2, 3), [0], [1], [0], [2]), (1, 6)),
+    "nested stack": (Stack((Stack((Kron((Identity(2), Total(3))),)), Prefix(6))), (2, 3)),
+    "ranges-2d": (Ranges2D((2, 3), [0], [1], [0], [2]), (2, 3)),  # rectangles live on their grid
+    "stack holding rectangles": (Stack((Prefix(6), Ranges2D((2, 3), [0], [1], [0], [2]))), (2, 3)),
     "outside": (Reversal(), (1, 2)),
 }
 
 
 @pytest.mark.parametrize("name", GRIDS, ids=GRIDS)
-def test_the_grid_is_read_as_before(name):
+def test_the_grid_is_the_first_2d_part_s(name):
     workload, grid = GRIDS[name]
-    assert workload_grid(workload) == _grid_as_read_before(workload) == grid
+    assert workload_grid(workload) == grid
 
 
 def test_marginal_names_are_those_of_a_table_workload_alone():

@@ -382,7 +382,7 @@ def _simulated_error(mechanism, workload, x, metric, confidence, seeds, axis):
     return error_at
 
 
-def _analytic_error(mechanism, workload, metric, confidence, simultaneous, axis):
+def _analytic_error(mechanism, workload, metric, confidence, simultaneous, axis=PURE_AXIS):
     """Error as a function of ε on ``axis`` from a formula, or None when no formula applies."""
     m = workload.shape[0]
     if laplace_answer_scale(mechanism, workload, 1.0, axis=axis) is not None:

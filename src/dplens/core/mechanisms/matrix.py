@@ -43,7 +43,7 @@ from dplens.core.mechanisms.measurement import (
     stated_noise,
 )
 from dplens.core.privacy.definitions import PureDP
-from dplens.core.queries.workloads import Workload
+from dplens.core.queries.workloads import Workload, separable_gram
 from dplens.core.validate import integer
 
 MAX_CELLS = 16384  # largest domain mm-opt optimises for (implicit operators, O(p²n) per iteration; bench_mmopt.py)
@@ -149,6 +149,45 @@ def _objective(flat: np.ndarray, p: int, workload: Workload, gram_diag: np.ndarr
     return value, grad.ravel()
 
 
+class _SeparableObjective:
+    """``_objective`` for a workload whose Gram is separable, (WᵀW)_ij = left[min(i, j)] · right[max(i, j)]
+    (prefix, all-range): the same operations in the same order, bit for bit, with the Gram rows, Ỹ, Σ Θ∘Ỹ and the
+    gradient's elementwise steps fused into two compiled passes (``matrix_kernels``) and Θ̃ and Ỹ in buffers
+    reused across evaluations. The four p × p × n products stay with BLAS."""
+
+    def __init__(self, p: int, gram_diag: np.ndarray, left: np.ndarray, right: np.ndarray) -> None:
+        from dplens.core.mechanisms import matrix_kernels  # compiled on first use (numba imports in 0.5 s)
+
+        n = gram_diag.size
+        self.kernels = matrix_kernels
+        self.p, self.gram_diag = p, gram_diag
+        self.left, self.right = np.ascontiguousarray(left, dtype=float), np.ascontiguousarray(right, dtype=float)
+        self.m_theta, self.y = np.empty((p, n)), np.empty((p, n))
+        self.theta_y, self.weighted = np.empty(n), np.empty(n)
+
+    def __call__(self, flat: np.ndarray) -> tuple[float, np.ndarray]:
+        theta = flat.reshape(self.p, -1)
+        d = 1.0 + theta.sum(axis=0)
+        m_inv = np.linalg.inv(np.eye(self.p) + theta @ theta.T)
+        m_theta = np.matmul(m_inv, theta, out=self.m_theta)
+        y, theta_y = self.y, self.theta_y
+        self.kernels.separable_gram_terms(m_theta, theta, d, self.left, self.right, y, theta_y, self.weighted)
+        value = float(self.gram_diag @ d**2 - theta_y @ d)
+        grad = (y @ theta.T) @ m_theta
+        self.kernels.finish_gradient(grad, y, self.gram_diag * d - theta_y)
+        return value, grad.ravel()
+
+
+def objective_function(workload: Workload, p: int):
+    """flat Θ ↦ (tr(WᵀW (AᵀA)⁻¹), gradient) for ``workload``: compiled passes when its Gram is separable (prefix,
+    all-range; same values bit for bit), else ``_objective`` with the workload's ``gram_rows``."""
+    gram_diag = workload.column_norms(2) ** 2
+    factors = separable_gram(workload)
+    if factors is not None and gram_diag.size >= 2:  # one column: NumPy sums Θ's column pairwise, not in order
+        return _SeparableObjective(p, gram_diag, *factors)
+    return lambda flat: _objective(flat, p, workload, gram_diag)
+
+
 def _projected_lbfgs(function, x: np.ndarray, iterations: int, tolerance: float,
                      window: int | None = None) -> tuple[np.ndarray, float]:
     """Minimise ``function`` (value, gradient) over x ≥ 0 by L-BFGS with projection onto the bound.
@@ -160,17 +199,22 @@ def _projected_lbfgs(function, x: np.ndarray, iterations: int, tolerance: float,
     n = 1024 in its bounded bookkeeping (cauchy point, subspace minimisation). Stops when the value fell
     by less than ``tolerance`` (relative) per iteration over the last ``window`` iterations (WINDOW).
     """
+    from dplens.core.mechanisms import matrix_kernels as kernels  # compiled on first use (numba imports in 0.5 s)
+
     window = WINDOW if window is None else window
     size = x.size
     x = np.maximum(x, 0.0)
     value, grad = function(x)
     s_pairs, y_pairs = np.empty((MEMORY, size)), np.empty((MEMORY, size))
     rho, alpha, y_norms = np.empty(MEMORY), np.empty(MEMORY), np.empty(MEMORY)
+    # the direction, the mask and the iterates live in buffers: the trial goes to whichever of the two does not
+    # hold x (fresh arrays of 8 MB per step at 16,384 cells cost page faults and cache)
+    direction, free, spare = np.empty(size), np.empty(size, dtype=bool), np.empty(size)
     stored, head = 0, 0
     history = [value]
     for _ in range(iterations):
-        free = (x > 0.0) | (grad <= 0.0)
-        q = grad * free
+        kernels.masked_gradient(x, grad, free, direction)  # free = (x > 0) | (grad ≤ 0); q = grad · free
+        q = direction
         order = [(head - 1 - i) % MEMORY for i in range(stored)]
         for i in order:  # the two-loop recursion (Nocedal and Wright 2006, Alg. 7.4)
             alpha[i] = rho[i] * ddot(s_pairs[i], q)
@@ -183,22 +227,22 @@ def _projected_lbfgs(function, x: np.ndarray, iterations: int, tolerance: float,
         if ddot(grad, q) <= 0.0:  # not a descent direction: restart from the scaled gradient
             q, stored = grad * free * (0.1 / max(np.abs(grad).max(), 1e-300)), 0
         step, grad_x = 1.0, ddot(grad, x)
+        trial = spare
         while True:
-            trial = np.subtract(x, q) if step == 1.0 else np.subtract(x, step * q)
-            np.maximum(trial, 0.0, out=trial)
+            kernels.projected_step(x, q, step, trial)  # max(x − step · q, 0)
             trial_value, trial_grad = function(trial)
             if trial_value <= value + 1e-4 * (ddot(grad, trial) - grad_x):
                 break
             step *= 0.5
             if step < 1e-10:
                 return x, value
-        s = np.subtract(trial, x, out=s_pairs[head])
-        y = np.subtract(trial_grad, grad, out=y_pairs[head])
+        kernels.differences(trial, x, trial_grad, grad, s_pairs[head], y_pairs[head])
+        s, y = s_pairs[head], y_pairs[head]
         curvature, y_norms[head] = ddot(s, y), ddot(y, y)
         if curvature > 1e-12 * y_norms[head]:
             rho[head] = 1.0 / curvature
             head, stored = (head + 1) % MEMORY, min(stored + 1, MEMORY)
-        x, value, grad = trial, trial_value, trial_grad
+        x, value, grad, spare = trial, trial_value, trial_grad, x
         history.append(value)
         if len(history) > window and history[-1 - window] - value <= tolerance * window * value:
             break
@@ -238,7 +282,7 @@ def single_threaded(function, *args):
 def optimise_p_identity(workload: Workload, p: int, restarts: int, seed: int) -> PIdentity:
     """The p-Identity strategy optimised for ``workload`` (uncached; ``MatrixMechanism.strategy`` caches it)."""
     n = workload.shape[1]
-    gram_diag = workload.column_norms(2) ** 2
+    function = objective_function(workload, p)
     generator = np.random.default_rng(seed)
     setting = settings(n, p)
     best: PIdentity | None = None
@@ -246,8 +290,7 @@ def optimise_p_identity(workload: Workload, p: int, restarts: int, seed: int) ->
         start = generator.random(p * n)
         if setting.start != 1.0:
             start *= setting.start
-        theta, trace = _projected_lbfgs(lambda flat: _objective(flat, p, workload, gram_diag), start,
-                                        setting.iterations, setting.tolerance, setting.window)
+        theta, trace = _projected_lbfgs(function, start, setting.iterations, setting.tolerance, setting.window)
         if best is None or trace < best.trace:
             best = PIdentity(theta.reshape(p, n), float(trace))
     return best  # type: ignore[return-value]  # at least one start ran

@@ -113,6 +113,10 @@ class WorkloadOperator:
         """Σ_{i∈B_c, j∈B_d} (WᵀW)_ij over buckets B_c = [bounds[c], bounds[c+1]) in closed form, or None."""
         return None
 
+    def separable_gram(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(left, right) when (WᵀW)_ij = left[min(i, j)] · right[max(i, j)] (prefix and all-range), else None."""
+        return None
+
     def row_range(self, i: int) -> tuple[int, int] | None:
         """(lo, hi) when row ``i`` is the 0/1 interval of cells lo … hi (every row of a range workload), else None."""
         return None
@@ -251,6 +255,19 @@ def gram_rows(w: Workload, v: np.ndarray) -> np.ndarray:
     True
     """
     return _own(w, "gram_rows")(np.asarray(v, dtype=float))
+
+
+def separable_gram(w: Workload) -> tuple[np.ndarray, np.ndarray] | None:
+    """(left, right) with (WᵀW)_ij = left[min(i, j)] · right[max(i, j)] when the Gram has that form, else None.
+
+    >>> left, right = separable_gram(AllRange(3))
+    >>> gram = dense(AllRange(3)).T @ dense(AllRange(3))
+    >>> bool(np.array_equal(gram, [[left[min(i, j)] * right[max(i, j)] for j in range(3)] for i in range(3)]))
+    True
+    >>> separable_gram(Identity(3)) is None
+    True
+    """
+    return _own(w, "separable_gram")()
 
 
 def query_rows(w: Workload, start: int, stop: int) -> np.ndarray:
@@ -669,6 +686,9 @@ class Prefix(IntervalWorkload):
     def gram_rows(self, v):
         return _interval_gram_rows(np.asarray(v, dtype=float), prefix=True)
 
+    def separable_gram(self):  # (WᵀW)_ij = n − max(i, j)
+        return np.ones(self.n), self.n - np.arange(self.n, dtype=float)
+
     def intervals(self):
         ends = np.arange(self.n)
         return Ranges(self.n, np.zeros_like(ends), ends)
@@ -730,6 +750,9 @@ class AllRange(IntervalWorkload):
 
     def gram_rows(self, v):
         return _interval_gram_rows(np.asarray(v, dtype=float), prefix=False)
+
+    def separable_gram(self):  # (WᵀW)_ij = (min(i, j) + 1)(n − max(i, j))
+        return np.arange(1.0, self.n + 1), self.n - np.arange(self.n, dtype=float)
 
     def intervals(self):  # rows by start, then end
         counts = np.arange(self.n, 0, -1)

@@ -1,0 +1,140 @@
+"""mm-opt at scale: the compiled objective and L-BFGS steps find the same strategy as the NumPy code, bit for bit.
+
+The reference optimiser below is the projected L-BFGS as it was before the compiled steps (matrix.py at commit
+7a269c0), kept verbatim as the oracle, driven by the NumPy objective ``matrix._objective`` (the generic path, on the
+workload's ``gram_rows``). Sizes are small and seeded; no timing is asserted (bench/bench_mmopt.py measures it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.linalg.blas import daxpy, ddot
+
+from dplens.core.mechanisms import matrix, matrix_kernels
+from dplens.core.mechanisms.matrix import MEMORY, WINDOW, _objective, objective_function, optimise_p_identity
+from dplens.core.queries.workloads import AllRange, Identity, Prefix, dense, random_range, separable_gram
+
+RANGE_KINDS = (Prefix, AllRange)
+
+
+def reference_lbfgs(function, x, iterations, tolerance, window=None):
+    """matrix._projected_lbfgs before the compiled steps (commit 7a269c0), verbatim."""
+    window = WINDOW if window is None else window
+    size = x.size
+    x = np.maximum(x, 0.0)
+    value, grad = function(x)
+    s_pairs, y_pairs = np.empty((MEMORY, size)), np.empty((MEMORY, size))
+    rho, alpha, y_norms = np.empty(MEMORY), np.empty(MEMORY), np.empty(MEMORY)
+    stored, head = 0, 0
+    history = [value]
+    for _ in range(iterations):
+        free = (x > 0.0) | (grad <= 0.0)
+        q = grad * free
+        order = [(head - 1 - i) % MEMORY for i in range(stored)]
+        for i in order:
+            alpha[i] = rho[i] * ddot(s_pairs[i], q)
+            q = daxpy(y_pairs[i], q, a=-alpha[i])
+        q *= 1.0 / (rho[order[0]] * y_norms[order[0]]) if stored else (
+            0.1 / max(np.abs(grad).max(), 1e-300))
+        for i in reversed(order):
+            q = daxpy(s_pairs[i], q, a=alpha[i] - rho[i] * ddot(y_pairs[i], q))
+        q *= free
+        if ddot(grad, q) <= 0.0:
+            q, stored = grad * free * (0.1 / max(np.abs(grad).max(), 1e-300)), 0
+        step, grad_x = 1.0, ddot(grad, x)
+        while True:
+            trial = np.subtract(x, q) if step == 1.0 else np.subtract(x, step * q)
+            np.maximum(trial, 0.0, out=trial)
+            trial_value, trial_grad = function(trial)
+            if trial_value <= value + 1e-4 * (ddot(grad, trial) - grad_x):
+                break
+            step *= 0.5
+            if step < 1e-10:
+                return x, value
+        s = np.subtract(trial, x, out=s_pairs[head])
+        y = np.subtract(trial_grad, grad, out=y_pairs[head])
+        curvature, y_norms[head] = ddot(s, y), ddot(y, y)
+        if curvature > 1e-12 * y_norms[head]:
+            rho[head] = 1.0 / curvature
+            head, stored = (head + 1) % MEMORY, min(stored + 1, MEMORY)
+        x, value, grad = trial, trial_value, trial_grad
+        history.append(value)
+        if len(history) > window and history[-1 - window] - value <= tolerance * window * value:
+            break
+    return x, value
+
+
+def reference_strategy(workload, p: int, seed: int = 0) -> tuple[np.ndarray, float]:
+    """One start of ``optimise_p_identity`` as it was: the reference L-BFGS on the NumPy objective."""
+    n = workload.shape[1]
+    gram_diag = workload.column_norms(2) ** 2
+    setting = matrix.settings(n, p)
+    start = np.random.default_rng(seed).random(p * n)
+    if setting.start != 1.0:
+        start *= setting.start
+    return reference_lbfgs(lambda flat: _objective(flat, p, workload, gram_diag), start, setting.iterations,
+                           setting.tolerance, setting.window)
+
+
+@pytest.mark.parametrize("kind", RANGE_KINDS, ids=lambda k: k.__name__)
+@pytest.mark.parametrize(("n", "p"), [(2, 1), (7, 3), (100, 5), (300, 8), (1000, 4)])
+def test_compiled_objective_is_the_numpy_objective_bit_for_bit(kind, n, p):
+    workload = kind(n)
+    theta = np.random.default_rng(n + p).random(p * n) * np.where(np.arange(p * n) % 7 == 0, 0.0, 1.0)
+    function = objective_function(workload, p)
+    assert isinstance(function, matrix._SeparableObjective)
+    value, grad = function(theta)
+    ref_value, ref_grad = _objective(theta, p, workload, workload.column_norms(2) ** 2)
+    assert value == ref_value
+    assert np.array_equal(grad, ref_grad)
+    value_again, _ = function(theta)  # the reused buffers leave no trace
+    assert value_again == value
+
+
+def test_workloads_without_a_separable_gram_keep_the_numpy_objective():
+    assert separable_gram(random_range(16, 5, seed=1)) is None
+    assert separable_gram(Identity(4)) is None
+    assert not isinstance(objective_function(random_range(16, 5, seed=1), 2), matrix._SeparableObjective)
+    assert not isinstance(objective_function(Prefix(1), 2), matrix._SeparableObjective)  # one column
+
+
+@pytest.mark.parametrize("kind", RANGE_KINDS, ids=lambda k: k.__name__)
+def test_separable_gram_is_the_dense_gram(kind):
+    left, right = separable_gram(kind(9))
+    gram = dense(kind(9)).T @ dense(kind(9))
+    i, j = np.indices(gram.shape)
+    np.testing.assert_array_equal(left[np.minimum(i, j)] * right[np.maximum(i, j)], gram)
+
+
+@pytest.mark.parametrize("kind", RANGE_KINDS, ids=lambda k: k.__name__)
+@pytest.mark.parametrize("n", [256, 512])
+def test_optimiser_finds_the_strategy_the_numpy_code_found(kind, n):
+    # same seeded start, same settings: every iterate is bit for bit the old one, so the strategy and its trace are
+    # too (the 1e-9 the scale work promised, with room: a 1e-16 change of the rounding moves the stop by 0.01-0.3 %)
+    workload = kind(n)
+    p = matrix.auto_p(n)
+    theta, trace = matrix.single_threaded(reference_strategy, workload, p)  # BLAS threads change the sums
+    strategy = matrix.single_threaded(optimise_p_identity, workload, p, 1, 0)
+    assert strategy.trace == pytest.approx(trace, rel=1e-9)
+    assert strategy.trace == trace
+    assert np.array_equal(strategy.theta, theta.reshape(p, n))
+
+
+@pytest.mark.parametrize("count", [*range(1, 20), 127, 128, 129, 136, 255, 256, 257, 1000, 4099, 70_000])
+def test_row_sum_is_numpys_pairwise_sum(count):
+    rows = np.random.default_rng(count).standard_normal((2, count)) * 10.0 ** np.random.default_rng(1).uniform(
+        -6, 6, (2, count))
+    assert [matrix_kernels.row_sum(row) for row in rows] == rows.sum(axis=1).tolist()
+
+
+def test_projected_step_is_numpys_subtract_and_maximum():
+    rng = np.random.default_rng(5)
+    x, q = rng.standard_normal(64), rng.standard_normal(64)
+    x[:8], q[:4], x[8:12], q[12:16], x[16:20] = -0.0, 0.0, np.nan, np.nan, q[16:20]
+    for step in (1.0, 0.5, 2.0**-20):
+        expected = np.subtract(x, q) if step == 1.0 else np.subtract(x, step * q)
+        np.maximum(expected, 0.0, out=expected)
+        out = np.empty_like(x)
+        matrix_kernels.projected_step(x, q, step, out)
+        assert np.array_equal(out.view(np.int64), expected.view(np.int64))  # signs of zero and NaNs too

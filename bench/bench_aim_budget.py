@@ -13,6 +13,17 @@ Variants: ``after`` is AIM as released (``AIM()``: the authors' schedule, 1000 i
     python bench/bench_aim_budget.py [--rho 0.1 0.5 1] [--seeds 0 1 2] [--variants before after] [--mst]
 
 Rows go to bench/results/bench_aim_budget.json; each run's line is also printed as it ends.
+
+Memory: ``--memory`` runs MST (``--memory-variant aim-short`` instead: AIM with ``rounds=AIM_SHORT_ROUNDS``, a
+shorter run that shows the same trend) once per knob at the first ``--rho`` (seed 0), each a child as above; peak
+RSS and PSS of its process tree, its CPU, and the child's own peak RSS at each step of its run. The knobs
+(``KNOBS``): ``bounded`` is dplens as released (JAX's caches cleared after each fit and every
+``PROJECTIONS_PER_CLEAR`` out-of-model projections, ``dplens.core.tables.compiled_memory``); ``unbounded`` never
+clears them (as before); the others change one thing from ``unbounded`` or ``bounded``.
+
+    python bench/bench_aim_budget.py --memory [--knobs bounded unbounded ...] [--rho 0.1]
+
+Rows go to bench/results/bench_synthesis_memory.json.
 """
 
 from __future__ import annotations
@@ -31,6 +42,19 @@ ADULT = shared_data("adult")
 HELD_OUT = 0.2
 SPLIT_SEED = 0
 VARIANTS = ("before", "after")
+AIM_SHORT_ROUNDS = 8  # --memory-variant aim-short: the first round's step is ρ/8 (dplens's default: ρ/50)
+NO_CLEAR = {"clear": False}
+KNOBS: dict[str, tuple[dict, dict]] = {  # name: (settings of the child, environment of the child)
+    "bounded": ({}, {}),
+    "unbounded": (NO_CLEAR, {}),
+    "fits-only": ({"every": 0}, {}),
+    "every-30": ({"every": 30}, {}),
+    "platform-allocator": (NO_CLEAR, {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
+                                      "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
+    "malloc-arenas-2": (NO_CLEAR, {"MALLOC_ARENA_MAX": "2"}),
+    "persistent-cache": (NO_CLEAR | {"cache_dir": True}, {}),
+    "x64": (NO_CLEAR | {"x64": True}, {}),
+}
 
 
 def _split(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -46,6 +70,8 @@ def _mechanism(variant: str):
         return MST()
     if variant == "after":
         return AIM()
+    if variant == "aim-short":
+        return AIM(rounds=AIM_SHORT_ROUNDS)
 
     class Before(AIM):
         """The old schedule: 300 warm-started iterations per round, the last round's model released."""
@@ -56,10 +82,33 @@ def _mechanism(variant: str):
     return Before(round_iters=300)
 
 
-def child(variant: str, rho: float, seed: int) -> None:
+def _apply_knob(knob: str) -> None:
+    """Set up this child for ``knob`` (``KNOBS``) before anything compiles."""
+    import tempfile
+
+    import jax
+
+    from dplens.core.tables import compiled_memory
+
+    settings = KNOBS[knob][0]
+    if not settings.get("clear", True):
+        compiled_memory.clear_compiled = lambda: None
+    if "every" in settings:
+        compiled_memory.PROJECTIONS_PER_CLEAR = settings["every"]
+    if settings.get("cache_dir"):
+        jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="dplens-bench-jax-"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    if settings.get("x64"):
+        jax.config.update("jax_enable_x64", True)
+
+
+def child(variant: str, rho: float, seed: int, knob: str = "bounded") -> None:
     """One run: fit on the training part, print one JSON line with its scores."""
     from dplens.core.queries.marginals import MarginalWorkload
     from dplens.core.tables.records import load_table, marginal_tvd
+
+    _apply_knob(knob)
 
     table = load_table(ADULT / "adult.csv", ADULT / "adult-domain.json")
     train, test = _split(table.records)
@@ -76,33 +125,60 @@ def child(variant: str, rho: float, seed: int) -> None:
     wall = time.perf_counter() - wall
     top = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     where = next((plan.describe(f) for mb, f in grown if mb >= 0.9 * top), "sampling or after")
-    print(json.dumps({"tvd_train": marginal_tvd(table.domain, train, release.records),
+    by_step: dict[str, float] = {}  # the child's peak RSS (MB) when each step of the run was last reported
+    for mb, fraction in grown:
+        by_step[plan.describe(fraction)] = round(mb)
+    print(json.dumps({"rss_by_step_mb": by_step, "tvd_train": marginal_tvd(table.domain, train, release.records),
                       "tvd_held_out": marginal_tvd(table.domain, test, release.records),
                       "run_wall_s": wall, "model_fits": release.params["model_fits"],
                       "rows": release.params["rows"], "child_max_rss_mb": top, "rss_reached_90pct_at": where}),
           flush=True)
 
 
-def measured(variant: str, rho: float, seed: int) -> dict:
-    """Run one child under ``nice``; its scores with wall, CPU (the tree's) and peak tree RSS (``run_sampled``)."""
-    run = run_sampled(["nice", "-n", "10", sys.executable, __file__, "--child", variant, str(rho), str(seed)],
-                      env=os.environ | {"PYTHONWARNINGS": "ignore"}, every=0.2)
+def measured(variant: str, rho: float, seed: int, knob: str = "bounded") -> dict:
+    """Run one child under ``nice``; its scores with wall, CPU (the tree's) and peak tree RSS and PSS
+    (``run_sampled``)."""
+    run = run_sampled(["nice", "-n", "10", sys.executable, __file__, "--child", variant, str(rho), str(seed), knob],
+                      env=os.environ | {"PYTHONWARNINGS": "ignore"} | KNOBS[knob][1], every=0.2)
     if run.returncode:
-        raise RuntimeError(f"{variant} rho={rho} seed={seed} failed (exit {run.returncode})")
+        raise RuntimeError(f"{variant} rho={rho} seed={seed} knob={knob} failed (exit {run.returncode}): "
+                           f"{run.stderr.strip()[-300:]}")
     row = json.loads(run.stdout.strip().splitlines()[-1])
-    return row | {"wall_s": run.wall_s, "cpu_s": run.cpu_s, "peak_mb": run.peak_rss / 2**20}
+    return row | {"wall_s": run.wall_s, "cpu_s": run.cpu_s, "peak_mb": run.peak_rss / 2**20,
+                  "peak_pss_mb": run.peak_pss / 2**20}
+
+
+def memory(args) -> None:
+    """One run per knob (``KNOBS``) at the first ρ, seed 0: peak tree RSS/PSS and CPU next to wall time."""
+    rho = args.rho[0]
+    with Recorder("bench_synthesis_memory", args):
+        for knob in args.knobs:
+            row = measured(args.memory_variant, rho, 0, knob)
+            print(f"{args.memory_variant} rho={rho:g} {knob}: peak tree RSS {row['peak_mb']:.0f} MB, PSS "
+                  f"{row['peak_pss_mb']:.0f} MB; {row['cpu_s']:.0f} s CPU / {row['wall_s']:.0f} s wall; TVD train "
+                  f"{row['tvd_train']:.4f}; {row['model_fits']} fits; child's RSS by step {row['rss_by_step_mb']}",
+                  flush=True)
+            record(name=f"{args.memory_variant}, ρ={rho:g}, {knob}", variant=args.memory_variant, knob=knob, rho=rho,
+                   seed=0, **row)
+
 
 def main() -> None:
-    if len(sys.argv) == 5 and sys.argv[1] == "--child":
-        child(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]))
+    if len(sys.argv) in (5, 6) and sys.argv[1] == "--child":
+        child(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), *sys.argv[5:])
         return
     parser = argparse.ArgumentParser()
     parser.add_argument("--rho", type=float, nargs="+", default=[0.1, 0.5, 1.0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--mst", action="store_true", help="first, one MST run per ρ (seed 0), for its memory")
+    parser.add_argument("--memory", action="store_true", help="MST's (or AIM's) memory, one run per knob")
+    parser.add_argument("--memory-variant", choices=("mst", "aim-short", "after"), default="mst")
+    parser.add_argument("--knobs", nargs="+", choices=list(KNOBS), default=["unbounded", "bounded"])
     args = parser.parse_args()
     require(ADULT / "adult.csv", ADULT / "adult-domain.json")
+    if args.memory:
+        memory(args)
+        return
     with Recorder("bench_aim_budget", args):
         if args.mst:
             for rho in args.rho:

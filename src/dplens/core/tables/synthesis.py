@@ -262,12 +262,14 @@ class _OpenDPTable:
         feature = self.name.upper() if self.name in ("mst", "aim") else self.name  # type: ignore[attr-defined]  # set by each subclass
         require("polars", "tables", feature)
         mirror_descent = require("mbi.estimation", "tables", feature).mirror_descent
+        compiled = require("dplens.core.tables.compiled_memory", "tables", feature)
 
         fits = [0]
         handed = self.handed_rho(rho, len(domain.names))
         first_fit: list = []
         plan = self.progress_plan(workload)  # type: ignore[attr-defined]  # set by each subclass
-        reporter = Reporter(plan, progress, require("jax", "tables", feature).block_until_ready)
+        jax = require("jax", "tables", feature)
+        reporter = Reporter(plan, progress, jax.block_until_ready)
         reporter.stage(0)
 
         def estimator(mbi_domain, loss_fn, *, potentials=None, final=False):
@@ -285,10 +287,14 @@ class _OpenDPTable:
             model = mirror_descent(mbi_domain, loss_fn, potentials=potentials, iters=iters,
                                    callback_fn=on_iteration)
             fits[0] += 1
+            # Bound JAX's compiled programs (this fit's and, through the returned model, the selection's
+            # projections): same values, less memory (dplens.core.tables.compiled_memory).
+            jax.block_until_ready(model)
+            compiled.clear_compiled()
             following = plan.fit_stage(fits[0] - 1) + 1  # the step after this fit (AIM: its rounds go on)
             if not plan.stages[following - 1].rounds and following < len(plan.stages) - 1:
                 reporter.stage(following)
-            return model
+            return compiled.bounded(model)
 
         try:
             table = self.fitted_table(workload, records, handed, estimator)

@@ -84,7 +84,8 @@ class _Deviations:
         self.x, self.n = x, n
         self.compiled = n > NUMPY_UP_TO
         distinct = np.unique(x)
-        if np.array_equal(x, np.round(x)) and float(np.abs(x).sum()) < 2.0**53:
+        self.exact = bool(np.array_equal(x, np.round(x)) and float(np.abs(x).sum()) < 2.0**53)
+        if self.exact:
             self.sorted, rank = distinct, np.searchsorted(distinct, x).astype(np.int64)
             self.bits = max(1, int(distinct.size - 1).bit_length())
         else:
@@ -112,20 +113,21 @@ class _Deviations:
     def windows(self, lengths: np.ndarray) -> list[np.ndarray]:
         """Deviation of every window of each length: 2 Σ_{x_i < mean} (mean − x_i) (Σ(x_i − mean) = 0).
 
-        Short windows are summed directly; long ones go through the wavelet matrix.
+        Short windows are summed directly; long ones go through the wavelet matrix. Above ``NUMPY_UP_TO`` cells
+        one compiled pass computes every length.
         """
-        short = [length for length in lengths if length <= DIRECT_WINDOW]
+        if self.compiled:
+            from dplens.core.mechanisms.kernels import dawa_deviations
+
+            lengths = np.asarray(lengths, dtype=np.int64)
+            prefix = np.concatenate(([0.0], np.cumsum(self.x)))
+            flat = dawa_deviations(self.x, prefix, self.sorted, self.zeros, self.zero_sums, self.zero_total,
+                                   self.bits, lengths, DIRECT_WINDOW, self.exact)
+            return np.split(flat, np.cumsum(self.n - lengths[:-1] + 1))
         out = {}
-        if short and self.compiled:
-            from dplens.core.mechanisms.kernels import (
-                dawa_short_deviations,  # numpy's summation order, compiled
-            )
-        for length in short:
-            if self.compiled:
-                out[length] = dawa_short_deviations(self.x, int(length))
-            else:
-                window = np.lib.stride_tricks.sliding_window_view(self.x, int(length))
-                out[length] = np.abs(window - window.mean(axis=1, keepdims=True)).sum(axis=1)
+        for length in (length for length in lengths if length <= DIRECT_WINDOW):
+            window = np.lib.stride_tricks.sliding_window_view(self.x, int(length))
+            out[length] = np.abs(window - window.mean(axis=1, keepdims=True)).sum(axis=1)
         prefix = np.concatenate(([0.0], np.cumsum(self.x)))
         for length in (length for length in lengths if length > DIRECT_WINDOW):  # one length at a time: memory
             lo = np.arange(self.n - length + 1)

@@ -218,18 +218,72 @@ def _numpy_block_sum(values: np.ndarray, start: int, length: int, shift: float, 
 
 
 @_jit
-def dawa_short_deviations(x: np.ndarray, length: int) -> np.ndarray:
-    """Σ|x_i − mean| of every window of ``length`` ≤ 128 cells, as NumPy computes it on a sliding view."""
-    out = np.empty(x.size - length + 1)
-    for s in range(out.size):
-        mean = _numpy_block_sum(x, s, length, 0.0, True) / length
-        out[s] = _numpy_block_sum(x, s, length, mean, False)
+def _search_left(values: np.ndarray, target: float) -> int:
+    """First index i with values[i] >= target (``np.searchsorted(values, target, side="left")``)."""
+    lo, hi = 0, values.size
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if values[mid] < target:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@_jit
+def dawa_deviations(x: np.ndarray, prefix: np.ndarray, sorted_values: np.ndarray, zeros: np.ndarray,
+                    zero_sums: np.ndarray, zero_total: np.ndarray, bits: int, lengths: np.ndarray,
+                    direct: int, exact: bool) -> np.ndarray:
+    """Every window deviation of every length, concatenated by length (``dawa._Deviations.windows``, compiled).
+
+    Lengths up to ``direct`` are summed directly, in NumPy's order on a sliding view (with ``exact``, x holds
+    integers whose every sum is exact, so a window's sum is read off ``prefix`` instead: the same number);
+    longer ones are
+    2 · (count · mean − sum) over the values below the window's mean, the count and sum read by the
+    wavelet-matrix walk of ``dawa_below``, with the mean, its rank threshold and the floor at 0 computed by
+    the same operations as the NumPy code (``(prefix[hi] − prefix[lo]) / length``, ``np.searchsorted``,
+    ``np.maximum``).
+    """
+    n = x.size
+    size = 0
+    for k in range(lengths.size):
+        size += n - lengths[k] + 1
+    out = np.empty(size)
+    at = 0
+    for k in range(lengths.size):
+        length = lengths[k]
+        if length <= direct:
+            for s in range(n - length + 1):
+                if exact:
+                    mean = (prefix[s + length] - prefix[s]) / length
+                else:
+                    mean = _numpy_block_sum(x, s, length, 0.0, True) / length
+                out[at + s] = _numpy_block_sum(x, s, length, mean, False)
+            at += n - length + 1
+            continue
+        for s in range(n - length + 1):
+            mean = (prefix[s + length] - prefix[s]) / length
+            threshold = _search_left(sorted_values, mean)
+            a, b = s, s + length
+            count = 0
+            total = 0.0
+            for level in range(bits):
+                a0, b0 = zeros[level, a], zeros[level, b]
+                if (threshold >> (bits - 1 - level)) & 1:
+                    count += b0 - a0
+                    total += zero_sums[level, b] - zero_sums[level, a]
+                    a, b = zero_total[level] + a - a0, zero_total[level] + b - b0
+                else:
+                    a, b = a0, b0
+            value = 2.0 * (float(count) * mean - total)
+            out[at + s] = value if (value >= 0.0 or value != value) else 0.0  # np.maximum(value, 0.0)
+        at += n - length + 1
     return out
 
 
 @_jit
 def dawa_wavelet_levels(x: np.ndarray, rank: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The levels of a wavelet matrix over ``rank`` (a permutation of 0 … n − 1) carrying x's values:
+    """The levels of a wavelet matrix over ``rank`` (ranks below 2^bits) carrying x's values:
     per level, the running count and sum of the entries whose bit is 0, and how many there are; then a
     stable partition (zeros first) for the next level."""
     n = x.size

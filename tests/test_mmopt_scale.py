@@ -7,13 +7,31 @@ workload's ``gram_rows``). Sizes are small and seeded; no timing is asserted (be
 
 from __future__ import annotations
 
+import dataclasses
+import tracemalloc
+
 import numpy as np
 import pytest
 from scipy.linalg.blas import daxpy, ddot
 
-from dplens.core.mechanisms import matrix, matrix_kernels
+from dplens.core.analysis.cost import RunTooLargeError, check_cost, estimate_cost
+from dplens.core.data.limits import MAX_QUERIES
+from dplens.core.mechanisms import MECHANISMS, matrix, matrix_kernels
 from dplens.core.mechanisms.matrix import MEMORY, WINDOW, _objective, objective_function, optimise_p_identity
-from dplens.core.queries.workloads import AllRange, Identity, Prefix, dense, random_range, separable_gram
+from dplens.core.privacy.definitions import PureDP
+from dplens.core.queries.workloads import (
+    AllRange,
+    Identity,
+    Prefix,
+    dense,
+    gram_rows,
+    parse_workload,
+    query_rows,
+    random_range,
+    row_range,
+    separable_gram,
+)
+from dplens.core.release.kernel import HistogramRequest, preflight
 
 RANGE_KINDS = (Prefix, AllRange)
 
@@ -138,3 +156,69 @@ def test_projected_step_is_numpys_subtract_and_maximum():
         out = np.empty_like(x)
         matrix_kernels.projected_step(x, q, step, out)
         assert np.array_equal(out.view(np.int64), expected.view(np.int64))  # signs of zero and NaNs too
+
+
+# ----------------------------------------------------------------------------- all-range beyond MAX_QUERIES
+BIG = 16384  # all-range: 134,225,920 queries, 8 × MAX_QUERIES
+OVER = 5793  # the smallest all-range past MAX_QUERIES (16,782,321 queries)
+
+
+def test_all_range_is_an_implicit_operator_at_any_size():
+    workload = parse_workload("all-range", (BIG,))
+    assert workload.shape == (BIG * (BIG + 1) // 2, BIG) and workload.shape[0] > MAX_QUERIES
+    k = np.arange(BIG, dtype=float)
+    np.testing.assert_array_equal(workload.column_norms(1), (k + 1) * (BIG - k))
+    left, right = separable_gram(workload)
+    assert left[-1] == BIG and right[0] == BIG
+    v = np.random.default_rng(0).random((2, BIG))
+    cells = np.arange(BIG)
+    columns = np.stack([left[np.minimum(cells, j)] * right[np.maximum(cells, j)] for j in range(3)], axis=1)
+    np.testing.assert_allclose(gram_rows(workload, v)[:, :3], v @ columns, rtol=1e-12)
+    last = workload.shape[0] - 1
+    assert row_range(workload, last) == (BIG - 1, BIG - 1) and row_range(workload, BIG) == (1, 1)
+    np.testing.assert_array_equal(query_rows(workload, BIG - 1, BIG + 1).sum(axis=0), [BIG, 1])  # [0, n−1], [1, 1]
+
+
+def test_all_range_refuses_to_list_its_queries_naming_the_limit():
+    workload = AllRange(BIG)
+    with pytest.raises(ValueError, match=r"all-range on n=16384 has 134,225,920 queries, more than "
+                                         r"MAX_QUERIES=16,777,216 .*its answers would list one value per query"):
+        workload.matvec(np.ones(BIG))
+    with pytest.raises(ValueError, match="its end points would list one value per query"):
+        workload.intervals()
+    small = AllRange(6)  # below the limit nothing changed
+    np.testing.assert_array_equal(small.matvec(np.arange(6.0)), dense(small) @ np.arange(6.0))
+
+
+@pytest.mark.parametrize("name", ["laplace-on-answers", "identity", "mm-opt", "hb", "wda", "dawa"])
+def test_every_run_past_max_queries_is_refused_before_any_work(name):
+    mechanism = MECHANISMS[name]
+    workload = AllRange(BIG)
+    with pytest.raises(RunTooLargeError, match=r"would release 134,225,920 answers \(one per query of the workload\), "
+                                               r"more than MAX_QUERIES=16,777,216"):
+        check_cost(estimate_cost(mechanism, workload))  # wda's own model would read the rows: not asked
+    with pytest.raises(ValueError, match=r"a run would release 134,225,920 answers"):
+        mechanism.run(np.ones(BIG), workload, 1.0, np.random.default_rng(0))  # mm-opt: before its optimisation
+
+
+def test_the_release_kernel_refuses_it_in_preflight():
+    request = HistogramRequest("mm-opt", {}, PureDP(1.0), AllRange(BIG), "all-range", 0.0)
+    assert preflight(request).refusal.startswith("mm-opt on this input would release 134,225,920 answers")
+
+
+def test_mm_opt_expected_mse_past_max_queries_needs_no_rows():
+    # a small p keeps it quick; the strategy and its error come from the Gram alone: nothing of length m is built
+    mechanism = dataclasses.replace(MECHANISMS["mm-opt"], p=2)
+    workload = AllRange(OVER)
+    tracemalloc.start()
+    try:
+        mse = mechanism.expected_mse(workload, 1.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * workload.shape[0] / 4  # a quarter of one float per query
+    strategy = mechanism.strategy(workload)
+    trace, _ = _objective(strategy.theta.ravel(), 2, workload, workload.column_norms(2) ** 2)  # the NumPy path
+    assert mse == pytest.approx(2.0 * trace / workload.shape[0], rel=1e-12)
+    identity = MECHANISMS["identity"].expected_mse(workload, 1.0)
+    assert 0 < mse < identity  # p = 2 already beats the identity strategy on all ranges

@@ -119,7 +119,6 @@ def test_operators_check_vector_lengths():
     (lambda: Explicit(np.zeros((0, 3))), "non-empty 2-D matrix"),
     (lambda: Explicit([[1.0, np.nan]]), "finite"),
     (lambda: Stack((Identity(2), Identity(3))), "share the domain size"),
-    (lambda: AllRange(10_000), "use random-range instead"),
 ])
 def test_constructors_reject_bad_input(build, message):
     with pytest.raises(ValueError, match=message):

@@ -7,8 +7,8 @@ large (what to change). Each mechanism states its own estimate with a method ``c
 ``default_cost`` assumes work linear in the number of cells n plus the workload's matvec.
 
 **Run limits.** ``check_cost`` refuses a run whose estimate exceeds the memory limit or the action
-time limit (``RunLimits``, defaults from dplens.core.data.limits), naming what to change; it returns a warning
-for a run over ``warn_seconds``.
+time limit, or whose release would list more than MAX_QUERIES answers (``RunLimits``, defaults from
+dplens.core.data.limits), naming what to change; it returns a warning for a run over ``warn_seconds``.
 
 **Deadlines.** A ``Deadline`` is a cancel token with a time limit: long loops call ``expired`` between
 steps (cells, trials) and stop cleanly; a Stop button calls ``cancel()``. It does not depend on how
@@ -30,7 +30,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dplens.core.data.limits import MAX_ACTION_SECONDS, MAX_RUN_BYTES, WARN_SECONDS
+from dplens.core.data.limits import MAX_ACTION_SECONDS, MAX_QUERIES, MAX_RUN_BYTES, WARN_SECONDS
+from dplens.core.mechanisms.contract import too_many_answers
 from dplens.core.mechanisms.cost_model import (  # re-exported: callers of this module use them
     OVERHEAD_SECONDS,
     SECONDS_PER_ELEMENT,
@@ -80,6 +81,7 @@ class RunLimits:
     warn_seconds: float = WARN_SECONDS
     max_seconds: float = MAX_ACTION_SECONDS
     max_bytes: float = MAX_RUN_BYTES
+    max_answers: float = MAX_QUERIES
 
 
 class RunTooLargeError(ValueError):
@@ -94,7 +96,12 @@ def check_cost(cost: Cost, limits: RunLimits = RunLimits(), *, what: str = "this
     >>> check_cost(Cost(1.0, 2e12, "p=512"))
     Traceback (most recent call last):
     dplens.core.analysis.cost.RunTooLargeError: this run would need about 1.86e+03 GB (limit 1 GB): reduce p=512
+    >>> check_cost(Cost(1.0, 1e6, "p=64", answers=134_225_920))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    dplens.core.analysis.cost.RunTooLargeError: this run would release 134,225,920 answers (one per query of the ...
     """
+    if cost.answers > limits.max_answers:
+        raise RunTooLargeError(too_many_answers(what, cost.answers, limits.max_answers))
     if cost.bytes > limits.max_bytes:
         raise RunTooLargeError(f"{what} would need about {bytes_text(cost.bytes)} (limit "
                                f"{bytes_text(limits.max_bytes)}): "

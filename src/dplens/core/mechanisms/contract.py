@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
-from dplens.core.data.limits import MAX_EPSILON, MIN_EPSILON
+from dplens.core.data.limits import MAX_EPSILON, MAX_QUERIES, MIN_EPSILON
 from dplens.core.privacy.definitions import ZCDP, ApproxDP, Privacy, PureDP, amount, zcdp_epsilon
 from dplens.core.queries.workloads import Workload, marginal_names
 from dplens.core.validate import fraction, positive
@@ -199,8 +199,10 @@ def check_inputs(x: np.ndarray, workload: Workload, epsilon: Privacy | float) ->
     flattened vector is returned. 2-D-aware mechanisms read ``grid_shape(x)`` before calling this.
     """
     epsilon = laplace_epsilon(epsilon)
+    m, n = workload.shape
+    if m > MAX_QUERIES:
+        raise ValueError(too_many_answers("a run", m, MAX_QUERIES))
     x = np.asarray(x, dtype=float)
-    n = workload.shape[1]
     if x.ndim not in (1, 2) or x.size != n:
         raise ValueError(f"data x has shape {x.shape} but the workload has {n} columns; "
                          "pass histogram.counts (1-D or 2-D) or histogram.vector")
@@ -210,6 +212,21 @@ def check_inputs(x: np.ndarray, workload: Workload, epsilon: Privacy | float) ->
     if np.any(x < 0):
         raise ValueError("data vector x must be non-negative counts")
     return x, epsilon
+
+
+def too_many_answers(what: str, queries: float, limit: float) -> str:
+    """Why ``what`` is refused: its release would list one answer per query, ``queries`` of them, over ``limit``.
+
+    Workloads are implicit operators and may have more queries (all-range on 16,384 cells has 134,225,920): their
+    analytic errors (``expected_mse``) and mm-opt's strategy need no answers; a release does.
+
+    >>> too_many_answers("a run", 134_225_920, 2**24)[:86]
+    'a run would release 134,225,920 answers (one per query of the workload), more than MAX'
+    """
+    return (f"{what} would release {queries:,.0f} answers (one per query of the workload), more than "
+            f"MAX_QUERIES={limit:,.0f} (dplens.core.data.limits): choose a workload with fewer queries "
+            "(random-range:m=2000) or fewer cells; the expected error (expected_mse) needs no answers and is computed "
+            "at this size")
 
 
 def grid_shape(x: np.ndarray) -> tuple[int, ...]:

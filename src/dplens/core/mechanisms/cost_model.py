@@ -20,6 +20,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from dplens.core.data.limits import MAX_QUERIES
 from dplens.core.mechanisms.contract import Mechanism, check_parameters
 from dplens.core.queries.workloads import Workload, dense_entries, matvec_elements  # noqa: F401  (re-exported: the cost models' structure)
 
@@ -30,7 +31,8 @@ OVERHEAD_SECONDS = 2e-4   # Python overhead of one run of a simple mechanism
 
 @dataclass(frozen=True)
 class Cost:
-    """Estimated wall seconds and peak bytes of one mechanism run, and the setting that drives them.
+    """Estimated wall seconds and peak bytes of one mechanism run, the setting that drives them, and the answers its
+    release lists (one per query of the workload; ``mechanism_cost`` fills it in).
 
     >>> Cost(2.0, 1e6, "rounds") .scaled(10).seconds
     20.0
@@ -39,6 +41,7 @@ class Cost:
     seconds: float
     bytes: float
     driver: str = ""
+    answers: float = 0.0
 
     def scaled(self, runs: float) -> Cost:
         """``runs`` repetitions in sequence: time adds up, peak memory does not."""
@@ -100,5 +103,8 @@ def mechanism_cost(mechanism: Mechanism, workload: Workload) -> Cost:
         ValueError: a setting outside its documented range (``check_parameters``).
     """
     mechanism = check_parameters(mechanism)
+    answers = float(workload.shape[0])
     own = getattr(mechanism, "cost", None)
-    return own(workload) if callable(own) else default_cost(workload)
+    # past MAX_QUERIES answers check_cost refuses the run whatever it costs, and some models read the workload's rows
+    cost = own(workload) if callable(own) and answers <= MAX_QUERIES else default_cost(workload)
+    return dataclasses.replace(cost, answers=answers)

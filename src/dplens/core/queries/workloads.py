@@ -704,26 +704,40 @@ class Prefix(IntervalWorkload):
 class AllRange(IntervalWorkload):
     """Every contiguous range [i, j], i ≤ j: n(n+1)/2 queries, never materialised.
 
-    Rows are ordered by start i, then end j.
+    Rows are ordered by start i, then end j. The operator exists at any size: its column norms, Gram
+    (``gram_apply``, ``gram_rows``, ``separable_gram``, ``block_gram``) and rows (``row_range``, ``rows_block``) are
+    closed forms in n, so mm-opt and the analytic errors use it at 16,384 cells (134,225,920 queries). Only what lists
+    a value per query (``matvec``: the answers, ``intervals``: the end points) is refused beyond MAX_QUERIES rows,
+    as is any run (``mechanisms.check_inputs``, ``analysis.cost.check_cost``): a release holds one answer per query.
 
     >>> AllRange(3).matvec(np.array([1.0, 2, 3])).tolist()
     [1.0, 3.0, 6.0, 2.0, 5.0, 3.0]
+    >>> big = AllRange(16384)
+    >>> big.shape, float(big.column_norms(1).max())
+    ((134225920, 16384), 67117056.0)
+    >>> big.matvec(np.ones(16384))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: all-range on n=16384 has 134,225,920 queries, more than MAX_QUERIES=16,777,216 (...): its answers ...
     """
 
     all_ranges: ClassVar[bool] = True
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.n * (self.n + 1) // 2 > MAX_QUERIES:
-            raise ValueError(f"all-range on n={self.n} has {self.n * (self.n + 1) // 2} queries; "
-                             f"the limit is {MAX_QUERIES} (use random-range instead)")
 
     @property
     def shape(self) -> tuple[int, int]:
         return (self.n * (self.n + 1) // 2, self.n)
 
+    def _check_listable(self, what: str) -> None:
+        """Refuse to list ``what`` (one value per query) beyond MAX_QUERIES queries."""
+        m = self.shape[0]
+        if m > MAX_QUERIES:
+            raise ValueError(f"all-range on n={self.n} has {m:,} queries, more than MAX_QUERIES={MAX_QUERIES:,} "
+                             f"(dplens.core.data.limits): {what} would list one value per query; its closed forms "
+                             "(column norms, Gram, row_range) need no rows, or choose the workload random-range:m=2000")
+
     def matvec(self, x):
-        c = np.concatenate(([0.0], np.cumsum(_check_length("x", x, self.n))))
+        x = _check_length("x", x, self.n)
+        self._check_listable("its answers")
+        c = np.concatenate(([0.0], np.cumsum(x)))
         return np.concatenate([c[i + 1:] - c[i] for i in range(self.n)])
 
     def rmatvec(self, y):
@@ -755,6 +769,7 @@ class AllRange(IntervalWorkload):
         return np.arange(1.0, self.n + 1), self.n - np.arange(self.n, dtype=float)
 
     def intervals(self):  # rows by start, then end
+        self._check_listable("its end points")
         counts = np.arange(self.n, 0, -1)
         lo = np.repeat(np.arange(self.n), counts)
         hi = np.arange(lo.size) - np.repeat(np.cumsum(counts) - counts, counts) + lo
@@ -768,6 +783,15 @@ class AllRange(IntervalWorkload):
         offsets = s * self.n - s * (s - 1) // 2
         start = int(np.searchsorted(offsets, i, side="right") - 1)
         return start, start + int(i) - int(offsets[start])
+
+    def rows_block(self, start, stop):  # from the rows' end points (row_range), not through m-long unit vectors
+        s = np.arange(self.n)
+        offsets = s * self.n - s * (s - 1) // 2
+        rows = np.arange(start, stop)
+        lo = np.searchsorted(offsets, rows, side="right") - 1
+        hi = lo + rows - offsets[lo]
+        cells = np.arange(self.n)[:, None]
+        return ((cells >= lo) & (cells <= hi)).astype(float)
 
     def matvec_elements(self):
         m, n = self.shape

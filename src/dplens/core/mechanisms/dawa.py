@@ -234,7 +234,8 @@ def cheapest_partition(costs: list[np.ndarray], lengths: np.ndarray, singleton: 
 
 def _plain_partition(scores: list[list[float]], useful: list[list[bool]], lengths: list[int], singleton: float,
                      n: int) -> np.ndarray:
-    """``kernels.dawa_cheapest_partition`` in Python (the same comparisons and sums), for small histograms."""
+    """The dynamic programme of ``kernels.dawa_partition`` in Python (the same comparisons and sums), for small
+    histograms."""
     cost = [0.0] * (n + 1)
     back = [-1] * (n + 1)
     for t in range(1, n + 1):

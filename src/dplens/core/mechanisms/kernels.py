@@ -88,14 +88,29 @@ def mw_counting_passes(values: np.ndarray, indptr: np.ndarray, indices: np.ndarr
 
 
 @_jit
-def dawa_cheapest_partition(scores: np.ndarray, offsets: np.ndarray, useful: np.ndarray, lengths: np.ndarray,
-                            singleton: float, n: int) -> np.ndarray:
-    """DAWA's partition DP over the useful buckets (``dawa.cheapest_partition``'s loop, compiled).
+def dawa_partition(noisy: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, singleton: float,
+                   n: int) -> np.ndarray:
+    """DAWA's partition from the noisy bucket costs, in one pass (``dawa.cheapest_partition``, compiled).
 
-    Bucket [s, s + lengths[k]) costs scores[offsets[k] + s] and is a candidate where ``useful`` is set;
-    at every end t the singleton extension comes first, then candidates by increasing length, and a
-    candidate replaces the best when it is ≤ it (ties go to the longer bucket). Returns the bounds.
+    Bucket [s, s + lengths[k]) has noisy cost noisy[offsets[k] + s], floored at ``singleton`` (its score). A
+    bucket is a candidate where its score is below the cheapest cover of its two halves by shorter dyadic
+    buckets or singletons (``cover``, built length by length as ``np.minimum(score, split)``); the others
+    are given an infinite score, which no comparison below ever picks. At every end t the singleton extension
+    comes first, then candidates by increasing length, and a candidate replaces the best when it is ≤ it
+    (ties go to the longer bucket), as ``dawa._plain_partition``. Returns the bounds.
     """
+    scores = np.empty(noisy.size)
+    cover = np.full(n, singleton)
+    next_cover = np.empty(n)
+    for k in range(lengths.size):
+        half = lengths[k] // 2
+        for s in range(n - lengths[k] + 1):
+            value = noisy[offsets[k] + s]
+            score = value if value >= singleton else singleton  # np.maximum(value, singleton)
+            split = cover[s] + cover[half + s]
+            scores[offsets[k] + s] = score if score < split else np.inf  # else the halves are as cheap
+            next_cover[s] = score if score <= split else split  # np.minimum(score, split)
+        cover, next_cover = next_cover, cover
     cost = np.empty(n + 1)
     back = np.full(n + 1, -1, dtype=np.int64)
     cost[0] = 0.0
@@ -106,13 +121,18 @@ def dawa_cheapest_partition(scores: np.ndarray, offsets: np.ndarray, useful: np.
             start = t - lengths[k]
             if start < 0:
                 break
-            if useful[offsets[k] + start]:
-                candidate = cost[start] + scores[offsets[k] + start]
-                if candidate <= best:
-                    best = candidate
-                    arg = start
+            candidate = cost[start] + scores[offsets[k] + start]
+            if candidate <= best:
+                best = candidate
+                arg = start
         cost[t] = best
         back[t] = arg
+    return _bounds_from(back, n)
+
+
+@_jit
+def _bounds_from(back: np.ndarray, n: int) -> np.ndarray:
+    """The partition's bounds read back from the dynamic programme's choices (−1: a singleton)."""
     count = 0
     t = n
     while t > 0:
@@ -125,35 +145,6 @@ def dawa_cheapest_partition(scores: np.ndarray, offsets: np.ndarray, useful: np.
         t = back[t] if back[t] >= 0 else t - 1
         bounds[i] = t
     return bounds
-
-
-@_jit
-def dawa_partition(noisy: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, singleton: float,
-                   n: int) -> np.ndarray:
-    """DAWA's partition from the noisy bucket costs, in one pass (``dawa.cheapest_partition``, compiled).
-
-    Bucket [s, s + lengths[k]) has noisy cost noisy[offsets[k] + s], floored at ``singleton`` (its score). A
-    bucket is a candidate where its score is below the cheapest cover of its two halves by shorter dyadic
-    buckets or singletons (``cover``, built length by length as ``np.minimum(score, split)``); at every end t
-    the singleton extension comes first, then candidates by increasing length, and a candidate replaces the
-    best when it is ≤ it (ties go to the longer bucket). Returns the bounds.
-    """
-    total = noisy.size
-    scores = np.empty(total)
-    useful = np.zeros(total, dtype=np.bool_)
-    cover = np.full(n, singleton)
-    next_cover = np.empty(n)
-    for k in range(lengths.size):
-        half = lengths[k] // 2
-        for s in range(n - lengths[k] + 1):
-            value = noisy[offsets[k] + s]
-            score = value if value >= singleton else singleton  # np.maximum(value, singleton)
-            split = cover[s] + cover[half + s]
-            scores[offsets[k] + s] = score
-            useful[offsets[k] + s] = score < split
-            next_cover[s] = score if score <= split else split  # np.minimum(score, split)
-        cover, next_cover = next_cover, cover
-    return dawa_cheapest_partition(scores, offsets, useful, lengths, singleton, n)
 
 
 @_jit

@@ -95,6 +95,13 @@ def reference_strategy(workload, p: int, seed: int = 0) -> tuple[np.ndarray, flo
                            setting.tolerance, setting.window)
 
 
+@pytest.fixture
+def compiled(monkeypatch):
+    """The compiled passes at every size (by default only from COMPILED_ENTRIES entries of Θ on)."""
+    monkeypatch.setattr(matrix, "COMPILED_ENTRIES", 0)
+
+
+@pytest.mark.usefixtures("compiled")
 @pytest.mark.parametrize("kind", RANGE_KINDS, ids=lambda k: k.__name__)
 @pytest.mark.parametrize(("n", "p"), [(2, 1), (7, 3), (100, 5), (300, 8), (1000, 4)])
 def test_compiled_objective_is_the_numpy_objective_bit_for_bit(kind, n, p):
@@ -110,11 +117,13 @@ def test_compiled_objective_is_the_numpy_objective_bit_for_bit(kind, n, p):
     assert value_again == value
 
 
-def test_workloads_without_a_separable_gram_keep_the_numpy_objective():
+def test_small_strategies_and_other_workloads_keep_the_numpy_objective():
+    assert not isinstance(objective_function(Prefix(1024), 64), matrix._SeparableObjective)  # numba not worth loading
+    assert isinstance(objective_function(Prefix(2048), 64), matrix._SeparableObjective)
     assert separable_gram(random_range(16, 5, seed=1)) is None
     assert separable_gram(Identity(4)) is None
-    assert not isinstance(objective_function(random_range(16, 5, seed=1), 2), matrix._SeparableObjective)
-    assert not isinstance(objective_function(Prefix(1), 2), matrix._SeparableObjective)  # one column
+    assert not isinstance(objective_function(random_range(4096, 5, seed=1), 64), matrix._SeparableObjective)
+    assert not isinstance(objective_function(Prefix(1), 2**17), matrix._SeparableObjective)  # one column
 
 
 @pytest.mark.parametrize("kind", RANGE_KINDS, ids=lambda k: k.__name__)
@@ -125,6 +134,7 @@ def test_separable_gram_is_the_dense_gram(kind):
     np.testing.assert_array_equal(left[np.minimum(i, j)] * right[np.maximum(i, j)], gram)
 
 
+@pytest.mark.usefixtures("compiled")
 @pytest.mark.parametrize("kind", RANGE_KINDS, ids=lambda k: k.__name__)
 @pytest.mark.parametrize("n", [256, 512])
 def test_optimiser_finds_the_strategy_the_numpy_code_found(kind, n):

@@ -65,6 +65,9 @@ MAX_P = 96        # rows of Θ for p="auto": n/16 as in HDMM up to this cap (at 
 LARGE_CELLS = 2048  # … and above this many cells at most √(LARGE_WORK/n) rows, to bound an iteration's O(p²n) …
 LARGE_WORK = 2**26  # … (p = 128 at 4096 cells, 90 at 8192, 64 at 16,384; p = 64 at 4096 ended 5 % above
 LARGE_P = 64        # p = n/16), but at least LARGE_P
+COMPILED_ENTRIES = 2**17  # Θ with at least this many entries (p·n) takes the compiled passes (matrix_kernels): the
+# same floats, but loading numba and its cached kernels costs a process about 0.4 s CPU once, more than they save
+# below about 2048 cells (bench_mmopt.py --before)
 
 
 @dataclass(frozen=True)
@@ -180,9 +183,10 @@ class _SeparableObjective:
 
 def objective_function(workload: Workload, p: int):
     """flat Θ ↦ (tr(WᵀW (AᵀA)⁻¹), gradient) for ``workload``: compiled passes when its Gram is separable (prefix,
-    all-range; same values bit for bit), else ``_objective`` with the workload's ``gram_rows``."""
+    all-range) and Θ has at least COMPILED_ENTRIES entries (same values bit for bit), else ``_objective`` with the
+    workload's ``gram_rows``."""
     gram_diag = workload.column_norms(2) ** 2
-    factors = separable_gram(workload)
+    factors = separable_gram(workload) if p * gram_diag.size >= COMPILED_ENTRIES else None
     if factors is not None and gram_diag.size >= 2:  # one column: NumPy sums Θ's column pairwise, not in order
         return _SeparableObjective(p, gram_diag, *factors)
     return lambda flat: _objective(flat, p, workload, gram_diag)
@@ -198,23 +202,20 @@ def _projected_lbfgs(function, x: np.ndarray, iterations: int, tolerance: float,
     O(MEMORY·pn) vector work per iteration where scipy's L-BFGS-B spent 3 ms per iteration at
     n = 1024 in its bounded bookkeeping (cauchy point, subspace minimisation). Stops when the value fell
     by less than ``tolerance`` (relative) per iteration over the last ``window`` iterations (WINDOW).
+    The dot products and updates are BLAS's; the elementwise steps NumPy's or, from COMPILED_ENTRIES coordinates on,
+    the same operations compiled (``_CompiledSteps``): the iterates are the same bit for bit.
     """
-    from dplens.core.mechanisms import matrix_kernels as kernels  # compiled on first use (numba imports in 0.5 s)
-
     window = WINDOW if window is None else window
     size = x.size
     x = np.maximum(x, 0.0)
     value, grad = function(x)
     s_pairs, y_pairs = np.empty((MEMORY, size)), np.empty((MEMORY, size))
     rho, alpha, y_norms = np.empty(MEMORY), np.empty(MEMORY), np.empty(MEMORY)
-    # the direction, the mask and the iterates live in buffers: the trial goes to whichever of the two does not
-    # hold x (fresh arrays of 8 MB per step at 16,384 cells cost page faults and cache)
-    direction, free, spare = np.empty(size), np.empty(size, dtype=bool), np.empty(size)
+    steps = _CompiledSteps(size) if size >= COMPILED_ENTRIES else _VectorSteps()
     stored, head = 0, 0
     history = [value]
     for _ in range(iterations):
-        kernels.masked_gradient(x, grad, free, direction)  # free = (x > 0) | (grad ≤ 0); q = grad · free
-        q = direction
+        free, q = steps.masked_gradient(x, grad)  # free = (x > 0) | (grad ≤ 0); q = grad · free
         order = [(head - 1 - i) % MEMORY for i in range(stored)]
         for i in order:  # the two-loop recursion (Nocedal and Wright 2006, Alg. 7.4)
             alpha[i] = rho[i] * ddot(s_pairs[i], q)
@@ -227,26 +228,67 @@ def _projected_lbfgs(function, x: np.ndarray, iterations: int, tolerance: float,
         if ddot(grad, q) <= 0.0:  # not a descent direction: restart from the scaled gradient
             q, stored = grad * free * (0.1 / max(np.abs(grad).max(), 1e-300)), 0
         step, grad_x = 1.0, ddot(grad, x)
-        trial = spare
         while True:
-            kernels.projected_step(x, q, step, trial)  # max(x − step · q, 0)
+            trial = steps.projected_step(x, q, step)  # max(x − step · q, 0)
             trial_value, trial_grad = function(trial)
             if trial_value <= value + 1e-4 * (ddot(grad, trial) - grad_x):
                 break
             step *= 0.5
             if step < 1e-10:
                 return x, value
-        kernels.differences(trial, x, trial_grad, grad, s_pairs[head], y_pairs[head])
         s, y = s_pairs[head], y_pairs[head]
+        steps.differences(trial, x, trial_grad, grad, s, y)  # s = trial − x, y = trial_grad − grad
         curvature, y_norms[head] = ddot(s, y), ddot(y, y)
         if curvature > 1e-12 * y_norms[head]:
             rho[head] = 1.0 / curvature
             head, stored = (head + 1) % MEMORY, min(stored + 1, MEMORY)
-        x, value, grad, spare = trial, trial_value, trial_grad, x
+        x, value, grad = trial, trial_value, trial_grad
         history.append(value)
         if len(history) > window and history[-1 - window] - value <= tolerance * window * value:
             break
     return x, value
+
+
+class _VectorSteps:
+    """The projected L-BFGS's elementwise steps in NumPy, fresh arrays each time (below COMPILED_ENTRIES)."""
+
+    def masked_gradient(self, x: np.ndarray, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        free = (x > 0.0) | (grad <= 0.0)
+        return free, grad * free
+
+    def projected_step(self, x: np.ndarray, direction: np.ndarray, step: float) -> np.ndarray:
+        trial = np.subtract(x, direction) if step == 1.0 else np.subtract(x, step * direction)
+        return np.maximum(trial, 0.0, out=trial)
+
+    def differences(self, trial: np.ndarray, x: np.ndarray, trial_grad: np.ndarray, grad: np.ndarray,
+                    s: np.ndarray, y: np.ndarray) -> None:
+        np.subtract(trial, x, out=s)
+        np.subtract(trial_grad, grad, out=y)
+
+
+class _CompiledSteps(_VectorSteps):
+    """The same steps as compiled single passes (``matrix_kernels``, bit for bit) into reused buffers: the mask, the
+    direction, and two iterates, a trial going to whichever does not hold x (fresh 8 MB arrays per step at 16,384
+    cells cost page faults and cache)."""
+
+    def __init__(self, size: int) -> None:
+        from dplens.core.mechanisms import matrix_kernels  # compiled on first use (numba imports in 0.5 s)
+
+        self.kernels = matrix_kernels
+        self.free, self.direction = np.empty(size, dtype=bool), np.empty(size)
+        self.iterates = (np.empty(size), np.empty(size))
+
+    def masked_gradient(self, x, grad):
+        self.kernels.masked_gradient(x, grad, self.free, self.direction)
+        return self.free, self.direction
+
+    def projected_step(self, x, direction, step):
+        trial = self.iterates[0] if x is not self.iterates[0] else self.iterates[1]
+        self.kernels.projected_step(x, direction, step, trial)
+        return trial
+
+    def differences(self, trial, x, trial_grad, grad, s, y):
+        self.kernels.differences(trial, x, trial_grad, grad, s, y)
 
 
 _STRATEGIES = StrategyCache("mm-opt strategies", limit=16)

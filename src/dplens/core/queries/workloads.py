@@ -465,33 +465,29 @@ def _ranges_block_gram(lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray) -> np
     ch = np.searchsorted(bounds, hi, side="right") - 1
     alpha = (bounds[cl + 1] - lo).astype(float)  # overlap of [lo, ∞) with its first bucket
     beta = (hi - bounds[ch] + 1).astype(float)   # overlap of (−∞, hi] with its last bucket
+    # Every term is an integer below 2^53, so the sums are exact in any order: 2-D histograms by bincount
     # rows 1…k of `block` hold Σ_{b > d} #(c_lo = a, c_hi = b) · w_d + Σ #(c_lo = a, c_hi = d) β, row 0 is 0
-    block = np.zeros((k + 1, k))
-    np.add.at(block, (cl + 1, ch), 1.0)
+    pair = (cl + 1) * k + ch
+    block = np.bincount(pair, minlength=(k + 1) * k).astype(float).reshape(k + 1, k)
     np.cumsum(block[:, ::-1], axis=1, out=block[:, ::-1])
     block[:, :-1] = block[:, 1:].copy()  # strictly beyond d
     block[:, -1] = 0.0
     block *= width[None, :]
-    np.add.at(block, (cl + 1, ch), beta)
-    for row in range(1, k + 1):  # Σ_{a < c}: row-wise accumulation beats cumsum(axis=0) several times
-        block[row] += block[row - 1]
+    block += np.bincount(pair, weights=beta, minlength=(k + 1) * k).reshape(k + 1, k)
+    np.cumsum(block, axis=0, out=block)  # Σ_{a < c}
     block = block[:k]
     block *= width[:, None]
-    rows, owner = np.unique(cl, return_inverse=True)  # + w_d Σ_{b > d} α_q over queries starting in c
-    tail = np.zeros((rows.size, k))
-    np.add.at(tail, (owner, ch), alpha)
+    # + w_d Σ_{b > d} α_q over queries starting in c
+    tail = np.bincount(cl * k + ch, weights=alpha, minlength=k * k).reshape(k, k)
     np.cumsum(tail[:, ::-1], axis=1, out=tail[:, ::-1])
     tail[:, :-1] = tail[:, 1:].copy()
     tail[:, -1] = 0.0
-    block[rows] += tail * width[None, :]
-    np.add.at(block, (cl, ch), alpha * beta)
-    for row in range(k):  # keep c < d, then mirror
-        block[row, : row + 1] = 0.0
+    block += tail * width[None, :]
+    block += np.bincount(cl * k + ch, weights=alpha * beta, minlength=k * k).reshape(k, k)
+    block = np.triu(block, 1)  # keep c < d, then mirror
     block += block.T
     same = cl == ch
-    inner = np.zeros(k + 1)
-    np.add.at(inner, cl[~same] + 1, 1.0)
-    np.add.at(inner, ch[~same], -1.0)
+    inner = np.bincount(cl[~same] + 1, minlength=k + 1)[: k + 1] - np.bincount(ch[~same], minlength=k + 1)[: k + 1]
     diagonal = np.cumsum(inner)[:k] * width**2
     diagonal += np.bincount(cl[same], weights=(hi[same] - lo[same] + 1.0) ** 2, minlength=k)
     diagonal += np.bincount(cl[~same], weights=alpha[~same] ** 2, minlength=k)

@@ -121,7 +121,8 @@ class _Deviations:
 
             lengths = np.asarray(lengths, dtype=np.int64)
             prefix = np.concatenate(([0.0], np.cumsum(self.x)))
-            flat = dawa_deviations(self.x, prefix, self.sorted, self.zeros, self.zero_sums, self.zero_total,
+            nonzero = np.concatenate(([0], np.cumsum(self.x != 0)))
+            flat = dawa_deviations(self.x, prefix, nonzero, self.sorted, self.zeros, self.zero_sums, self.zero_total,
                                    self.bits, lengths, DIRECT_WINDOW, self.exact)
             return np.split(flat, np.cumsum(self.n - lengths[:-1] + 1))
         out = {}

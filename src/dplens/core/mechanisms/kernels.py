@@ -222,8 +222,8 @@ def _search_left(values: np.ndarray, target: float) -> int:
 
 
 @_jit
-def dawa_deviations(x: np.ndarray, prefix: np.ndarray, sorted_values: np.ndarray, zeros: np.ndarray,
-                    zero_sums: np.ndarray, zero_total: np.ndarray, bits: int, lengths: np.ndarray,
+def dawa_deviations(x: np.ndarray, prefix: np.ndarray, nonzero: np.ndarray, sorted_values: np.ndarray,
+                    zeros: np.ndarray, zero_sums: np.ndarray, zero_total: np.ndarray, bits: int, lengths: np.ndarray,
                     direct: int, exact: bool) -> np.ndarray:
     """Every window deviation of every length, concatenated by length (``dawa._Deviations.windows``, compiled).
 
@@ -233,7 +233,8 @@ def dawa_deviations(x: np.ndarray, prefix: np.ndarray, sorted_values: np.ndarray
     2 · (count · mean − sum) over the values below the window's mean, the count and sum read by the
     wavelet-matrix walk of ``dawa_below``, with the mean, its rank threshold and the floor at 0 computed by
     the same operations as the NumPy code (``(prefix[hi] − prefix[lo]) / length``, ``np.searchsorted``,
-    ``np.maximum``).
+    ``np.maximum``). A window without a nonzero cell (``nonzero``: running count of them) has deviation +0.0
+    either way, so it is not summed; a walk stops once its range is empty (nothing more to add).
     """
     n = x.size
     size = 0
@@ -245,6 +246,9 @@ def dawa_deviations(x: np.ndarray, prefix: np.ndarray, sorted_values: np.ndarray
         length = lengths[k]
         if length <= direct:
             for s in range(n - length + 1):
+                if nonzero[s + length] == nonzero[s]:
+                    out[at + s] = 0.0
+                    continue
                 if exact:
                     mean = (prefix[s + length] - prefix[s]) / length
                 else:
@@ -253,12 +257,17 @@ def dawa_deviations(x: np.ndarray, prefix: np.ndarray, sorted_values: np.ndarray
             at += n - length + 1
             continue
         for s in range(n - length + 1):
+            if nonzero[s + length] == nonzero[s]:
+                out[at + s] = 0.0
+                continue
             mean = (prefix[s + length] - prefix[s]) / length
             threshold = _search_left(sorted_values, mean)
             a, b = s, s + length
             count = 0
             total = 0.0
             for level in range(bits):
+                if a == b:
+                    break
                 a0, b0 = zeros[level, a], zeros[level, b]
                 if (threshold >> (bits - 1 - level)) & 1:
                     count += b0 - a0

@@ -1,7 +1,7 @@
 """DAWA side by side with dpcomp_core's DAWA (its own code and compiled L1 partition) on the DPBench histograms.
 
 Run: DPCOMP_SRC=PATH/TO/dpcomp_core nice -n 5 .venv/bin/python bench/bench_dawa_peer.py [--trials 30]
-     [--datasets NETTRACE,MEDCOST] [--epsilons 0.1,1]
+     [--datasets NETTRACE,MEDCOST] [--epsilons 0.1,1] [--interleave]
 
 ``DPCOMP_SRC`` is a folder holding a Python-3-runnable copy of dpcomp_core (github.com/dpcomp-org/dpcomp_core)
 with DAWA's SWIG helper ``cutils/_cutil`` built in place (docs/benchmarks.md says how). Without it, or when the
@@ -14,12 +14,14 @@ the same draw); error = mean absolute error per query of the answers read off ea
 Both sides run DAWA with ratio 0.25 (ε₁ = 0.25·ε for the L1 partition over dyadic-length intervals, the rest
 for Greedy-H over the buckets): dpcomp_core's ``dawa_engine(ratio=0.25)`` against the registry's ``dawa``.
 
-Per cell, the trials alternate the two sides in this one process (one BLAS thread each), every run cold
-(dplens's per-data deviation cache emptied first), timed with ``time.process_time``: the median CPU ms per run
-of each side, their ratio (dpcomp_core / dplens; target ≥ 10), and each side's mean error ± standard error and
-the error ratio (equal accuracy: within two combined standard errors). After the cells, the first-run penalty:
-a fresh interpreter per try times ``MECHANISMS["dawa"].run`` on a 64-bin histogram twice (imports untimed),
-first minus second, wall and CPU (target ≤ 0.1 s).
+Per cell, each side runs its trials in a row in this one process (one BLAS thread each; ``--interleave``
+alternates the sides run by run instead, so each run starts with the caches the other side left: dplens's
+runs then take 1-2.5 ms more on the sparse histograms), every run cold (dplens's per-data deviation cache
+emptied first), timed with ``time.process_time``: the median CPU ms per run of each side, their ratio
+(dpcomp_core / dplens; target ≥ 10), and each side's mean error ± standard error and the error ratio (equal
+accuracy: within two combined standard errors). Seed k gives both sides' k-th trial. After the cells, the
+first-run penalty: a fresh interpreter per try times ``MECHANISMS["dawa"].run`` on a 64-bin histogram twice
+(imports untimed), first minus second, wall and CPU (target ≤ 0.1 s).
 """
 
 from __future__ import annotations
@@ -92,6 +94,40 @@ def mean_se(values: list[float]) -> tuple[float, float]:
     return float(a.mean()), float(a.std(ddof=1) / np.sqrt(a.size)) if a.size > 1 else 0.0
 
 
+def time_cell(mechanism, engine, queries, workload: Ranges, x: np.ndarray, epsilon: float, trials: int,
+              interleave: bool) -> tuple[list[float], list[float], list[float], list[float]]:
+    """CPU seconds and mean absolute errors per trial of dplens's DAWA and (``engine`` not None) dpcomp_core's."""
+    truth = workload.matvec(x)
+    ours_cpu: list[float] = []
+    ours_err: list[float] = []
+    theirs_cpu: list[float] = []
+    theirs_err: list[float] = []
+
+    def ours(seed: int) -> None:
+        dawa_module._DEVIATIONS.clear()
+        start = time.process_time()
+        release = mechanism.run(x, workload, epsilon, np.random.default_rng(seed))
+        ours_cpu.append(time.process_time() - start)
+        ours_err.append(float(np.mean(np.abs(release.answers - truth))))
+
+    def theirs(seed: int) -> None:
+        start = time.process_time()
+        estimate = engine.Run(queries, x.astype(np.int64), epsilon, seed)
+        theirs_cpu.append(time.process_time() - start)
+        theirs_err.append(float(np.mean(np.abs(workload.matvec(np.asarray(estimate)) - truth))))
+
+    sides = [ours] if engine is None else [ours, theirs]
+    if interleave:
+        for seed in range(trials):
+            for side in sides:
+                side(seed)
+    else:
+        for side in sides:
+            for seed in range(trials):
+                side(seed)
+    return ours_cpu, ours_err, theirs_cpu, theirs_err
+
+
 def first_run_penalty(tries: int) -> tuple[list[float], list[float]]:
     """First minus second run of dplens's DAWA in fresh interpreters: (wall seconds, CPU seconds) per try."""
     walls, cpus = [], []
@@ -109,6 +145,7 @@ def main() -> None:
     parser.add_argument("--datasets", default="ADULTFRANK,HEPTH,INCOME,MEDCOST,NETTRACE,PATENT,SEARCHLOGS")
     parser.add_argument("--epsilons", default="0.1,1")
     parser.add_argument("--first-run-tries", type=int, default=5)
+    parser.add_argument("--interleave", action="store_true", help="alternate the two sides run by run")
     args = parser.parse_args()
     require(DPBENCH)
     ends = np.sort(np.random.default_rng(WORKLOAD_SEED).integers(0, N, size=(QUERIES, 2)), axis=1)
@@ -123,30 +160,21 @@ def main() -> None:
         engine = dawa.dawa_engine(ratio=RATIO)
     mechanism = MECHANISMS["dawa"]
     mechanism.run(np.ones(N), workload, 1.0, np.random.default_rng(0))  # imports and kernels loaded, untimed
-    print(f"DAWA (ratio {RATIO}), {QUERIES} random ranges over {N} bins, {args.trials} cold runs a side per cell, "
-          "CPU ms per run (median), mean absolute error per query (mean ± standard error)\n")
+    order = "alternating run by run" if args.interleave else "each side's runs in a row"
+    print(f"DAWA (ratio {RATIO}), {QUERIES} random ranges over {N} bins, {args.trials} cold runs a side per cell "
+          f"({order}), CPU ms per run (median), mean absolute error per query (mean ± standard error)\n")
     print("| dataset | ε | dplens ms | dpcomp_core ms | time ratio | dplens error | dpcomp_core error | error ratio |")
     print("|---|---|---|---|---|---|---|---|")
     with Recorder("bench_dawa_peer", args) as rec:
         for dataset in args.datasets.split(","):
             x = np.loadtxt(DPBENCH / f"{dataset}.csv", skiprows=1)
-            truth = workload.matvec(x)
             for epsilon in (float(e) for e in args.epsilons.split(",")):
-                ours_cpu, ours_err, theirs_cpu, theirs_err = [], [], [], []
-                for seed in range(args.trials):
-                    dawa_module._DEVIATIONS.clear()
-                    start = time.process_time()
-                    release = mechanism.run(x, workload, epsilon, np.random.default_rng(seed))
-                    ours_cpu.append(time.process_time() - start)
-                    ours_err.append(float(np.mean(np.abs(release.answers - truth))))
-                    if engine is not None:
-                        start = time.process_time()
-                        estimate = engine.Run(queries, x.astype(np.int64), epsilon, seed)
-                        theirs_cpu.append(time.process_time() - start)
-                        theirs_err.append(float(np.mean(np.abs(workload.matvec(np.asarray(estimate)) - truth))))
+                ours_cpu, ours_err, theirs_cpu, theirs_err = time_cell(mechanism, engine, queries, workload, x,
+                                                                       epsilon, args.trials, args.interleave)
                 ours_ms = 1000 * float(np.median(ours_cpu))
                 mean, se = mean_se(ours_err)
-                row = {"dataset": dataset, "epsilon": epsilon, "trials": args.trials, "dplens_cpu_ms": ours_ms,
+                row = {"dataset": dataset, "epsilon": epsilon, "trials": args.trials,
+                       "order": "interleaved" if args.interleave else "blocks", "dplens_cpu_ms": ours_ms,
                        "dplens_mae": mean, "dplens_se": se}
                 peer_ms = ratio = peer_text = error_text = ""
                 if engine is not None:

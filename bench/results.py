@@ -226,7 +226,8 @@ class TreeMeter:
     """Samples the process tree under ``pid`` every ``every`` seconds on a thread (psutil): each process's CPU (its
     reaped children's included) and the tree's RSS and PSS. PSS splits the pages a forked worker shares with its
     forkserver, so its sum is the tree's; RSS counts them once per process. A worker's CPU is counted up to its last
-    sample (at most ``every`` seconds short), also after it ends.
+    sample (at most ``every`` seconds short), also after it ends. Sampling costs CPU in the sampling process (it
+    reads each process's memory map): the sampling thread's own CPU is not counted.
 
     >>> meter = TreeMeter(os.getpid()).start()
     >>> _ = sum(i * i for i in range(200_000))
@@ -239,6 +240,7 @@ class TreeMeter:
         self.pid, self.every = pid, every
         self._cpu: dict[int, float] = {}
         self._before: dict[int, float] = {}
+        self._sampling_cpu = 0.0
         self._peak = [0, 0]
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample_until_done, daemon=True)
@@ -255,11 +257,12 @@ class TreeMeter:
             self._thread.join()
             self._sample()
         used = sum(cpu - self._before.get(pid, 0.0) for pid, cpu in self._cpu.items())
-        return TreeUse(used, self._peak[0], self._peak[1])
+        return TreeUse(used - (self._sampling_cpu if self.pid == os.getpid() else 0.0), self._peak[0], self._peak[1])
 
     def _sample_until_done(self) -> None:
         while not self._done.wait(self.every):
             self._sample()
+        self._sampling_cpu = time.thread_time()  # this thread's CPU: the meter's own cost
 
     def _sample(self) -> None:
         import psutil  # type: ignore[import-untyped]  # no stubs installed

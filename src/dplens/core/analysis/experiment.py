@@ -137,25 +137,19 @@ def _trials_held(entry: tuple[pd.DataFrame | None, str | None] | None, metrics: 
 
 def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str | Mechanism],
               epsilons: Sequence[float], trials: int, *, seed: int = 0,
-              metrics: Sequence[str] = ("mae", "rmse"),
-              progress: Callable[[int, int, str], None] | None = None,
+              metrics: Sequence[str] = ("mae", "rmse"), progress: Callable[[int, int, str], None] | None = None,
               should_stop: Callable[[], bool] | None = None,
               deadline: Deadline | None = None, limits: RunLimits | None = None,
-              scheduler: str | None = "serial", cache: SweepCache | None = None,
-              store: StrategyStore | None = None,
-              on_partial: Callable[[pd.DataFrame], None] | None = None,
-              axis: EpsilonAxis = PURE_AXIS) -> pd.DataFrame:
-    """Run every mechanism at every epsilon ``trials`` times and measure the chosen metrics.
-
-    ``axis`` says what a point ε is: ε itself (pure ε-DP, the default), or "ε at δ" under (ε, δ)-DP or ρ-zCDP; every
-    mechanism is handed ``axis.privacy(ε)``, so Laplace and Gaussian mechanisms compare at one guarantee.
+              scheduler: str | None = "serial", cache: SweepCache | None = None, store: StrategyStore | None = None,
+              on_partial: Callable[[pd.DataFrame], None] | None = None, axis: EpsilonAxis = PURE_AXIS) -> pd.DataFrame:
+    """Run every mechanism at every epsilon ``trials`` times and measure the chosen metrics. Each is handed
+    ``axis.privacy(ε)``: ε itself (pure ε-DP, the default axis) or "ε at δ" under (ε, δ)-DP or ρ-zCDP.
 
     Cells run through ``dplens.core.analysis.execution`` on ``scheduler`` ("serial", "processes[:N]", "local:N",
     "tcp://HOST:8786", or "auto": serial for small sweeps, else processes); the numbers are identical
     whichever is used. With ``cache``, pairs already computed are reused and only new ones run
-    (``df.attrs["computed"]`` counts the runs made). With ``store``, the data-independent strategies
-    (mm-opt's optimisation, ...) are loaded from it when known and saved to it when new. Mechanisms that reject this
-    input (e.g. a 2-D-only mechanism on 1-D data) are skipped; their messages are in ``df.attrs["errors"]``. With
+    (``df.attrs["computed"]`` counts the runs made). With ``store``, data-independent strategies are loaded from it
+    and saved to it. Mechanisms that reject this input are skipped, with messages in ``df.attrs["errors"]``. With
     ``limits``, mechanisms whose estimated run (``dplens.core.analysis.cost``) is over the memory or time limit are
     left out before anything runs; the reasons are in ``df.attrs["left_out"]``.
     ``df.attrs["stopped"]`` is True when ``should_stop`` or the ``deadline`` ended the sweep early
@@ -166,8 +160,7 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     last. With ``on_partial``, each time a mechanism's last run arrives (and once at the start when the cache holds
     whole mechanisms), it is called with the rows of every mechanism finished so far, in the sweep's order, the same
     rows the returned frame holds for them; its ``attrs["running"]`` names the mechanisms still running. On a
-    parallel backend the data-independent strategies a sweep lacks (and hb's and privelet's error energies) are
-    computed in the workers, beside the cells that need none, not here before any cell.
+    parallel backend the strategies a sweep lacks are computed in the workers, beside the cells that need none.
 
     >>> seen = []
     >>> df = run_sweep(Histogram.from_counts([5.0, 0, 3, 8]), Prefix(4), ["uniform", "identity"], [1.0], trials=2,
@@ -195,8 +188,8 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     parallel = plan.kind != "serial" and bool(cells)
     job_names = {m.name for m in computed if not any(job_entries(m, workload).values())} if parallel else set()
     jobs = [StrategyJob(0, m, tuple(epsilons)) for m in run_order(instances) if m.name in job_names]
-    expected = {(m.name, e): expected_metrics(m, workload, context.privacy_at(e)) for m, e in pairs
-                if m.name not in job_names}
+    at = context.privacy_at
+    expected = {(m.name, e): expected_metrics(m, workload, at(e)) for m, e in pairs if m.name not in job_names}
 
     def strategy_done(result: StrategyResult) -> None:
         install_snapshot(result.entries)  # here too: the store saves them, and a later sweep reuses them

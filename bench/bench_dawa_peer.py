@@ -14,9 +14,10 @@ the same draw); error = mean absolute error per query of the answers read off ea
 Both sides run DAWA with ratio 0.25 (ε₁ = 0.25·ε for the L1 partition over dyadic-length intervals, the rest
 for Greedy-H over the buckets): dpcomp_core's ``dawa_engine(ratio=0.25)`` against the registry's ``dawa``.
 
-Per cell, each side runs its trials in a row in this one process (one BLAS thread each; ``--interleave``
-alternates the sides run by run instead, so each run starts with the caches the other side left: dplens's
-runs then take 1-2.5 ms more on the sparse histograms), every run cold (dplens's per-data deviation cache
+Per cell, the two sides take turns in blocks of 10 runs in this one process (one BLAS thread each), so both
+sample the shared machine's load over the same stretch of time; ``--interleave`` alternates them run by run
+instead, so each run starts with the caches the other side left (dplens's runs then take 1-2.5 ms more on the
+sparse histograms), every run cold (dplens's per-data deviation cache
 emptied first), timed with ``time.process_time``: the median CPU ms per run of each side, their ratio
 (dpcomp_core / dplens; target ≥ 10), and each side's mean error ± standard error and the error ratio (equal
 accuracy: within two combined standard errors). Seed k gives both sides' k-th trial. After the cells, the
@@ -56,6 +57,7 @@ QUERIES = 2000
 WORKLOAD_SEED = 12345
 RATIO = 0.25
 TARGET = 10.0
+BLOCK = 10  # runs of one side in a row before the other side's
 
 FIRST_RUN = """
 import time
@@ -117,13 +119,10 @@ def time_cell(mechanism, engine, queries, workload: Ranges, x: np.ndarray, epsil
         theirs_err.append(float(np.mean(np.abs(workload.matvec(np.asarray(estimate)) - truth))))
 
     sides = [ours] if engine is None else [ours, theirs]
-    if interleave:
-        for seed in range(trials):
-            for side in sides:
-                side(seed)
-    else:
+    block = 1 if interleave else BLOCK
+    for first in range(0, trials, block):  # both sides sample the machine's load over the same stretch of time
         for side in sides:
-            for seed in range(trials):
+            for seed in range(first, min(first + block, trials)):
                 side(seed)
     return ours_cpu, ours_err, theirs_cpu, theirs_err
 
@@ -160,7 +159,7 @@ def main() -> None:
         engine = dawa.dawa_engine(ratio=RATIO)
     mechanism = MECHANISMS["dawa"]
     mechanism.run(np.ones(N), workload, 1.0, np.random.default_rng(0))  # imports and kernels loaded, untimed
-    order = "alternating run by run" if args.interleave else "each side's runs in a row"
+    order = "alternating run by run" if args.interleave else f"alternating blocks of {BLOCK} runs"
     print(f"DAWA (ratio {RATIO}), {QUERIES} random ranges over {N} bins, {args.trials} cold runs a side per cell "
           f"({order}), CPU ms per run (median), mean absolute error per query (mean ± standard error)\n")
     print("| dataset | ε | dplens ms | dpcomp_core ms | time ratio | dplens error | dpcomp_core error | error ratio |")

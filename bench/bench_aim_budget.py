@@ -19,11 +19,12 @@ shorter run that shows the same trend) once per knob at the first ``--rho`` (see
 RSS and PSS of its process tree, its CPU, and the child's own peak RSS at each step of its run. The knobs
 (``KNOBS``): ``bounded`` is dplens as released (JAX's caches cleared after each fit and every
 ``PROJECTIONS_PER_CLEAR`` out-of-model projections, ``dplens.core.tables.compiled_memory``); ``unbounded`` never
-clears them (as before); the others change one thing from ``unbounded`` or ``bounded``.
+clears them (as before); ``no-trim`` clears without handing the freed pages back to the OS; the others change one
+thing from ``unbounded`` or ``bounded``.
 
     python bench/bench_aim_budget.py --memory [--knobs bounded unbounded ...] [--rho 0.1]
 
-Rows go to bench/results/bench_synthesis_memory.json.
+Rows go to bench/results/bench_synthesis_memory.json (AIM: bench_synthesis_memory_<variant>.json).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ KNOBS: dict[str, tuple[dict, dict]] = {  # name: (settings of the child, environ
     "malloc-arenas-2": (NO_CLEAR, {"MALLOC_ARENA_MAX": "2"}),
     "persistent-cache": (NO_CLEAR | {"cache_dir": True}, {}),
     "x64": (NO_CLEAR | {"x64": True}, {}),
+    "no-trim": ({"trim": False}, {}),
 }
 
 
@@ -93,6 +95,8 @@ def _apply_knob(knob: str) -> None:
     settings = KNOBS[knob][0]
     if not settings.get("clear", True):
         compiled_memory.clear_compiled = lambda: None
+    if not settings.get("trim", True):
+        compiled_memory.release_freed = lambda: False
     if "every" in settings:
         compiled_memory.PROJECTIONS_PER_CLEAR = settings["every"]
     if settings.get("cache_dir"):
@@ -151,7 +155,8 @@ def measured(variant: str, rho: float, seed: int, knob: str = "bounded") -> dict
 def memory(args) -> None:
     """One run per knob (``KNOBS``) at the first ρ, seed 0: peak tree RSS/PSS and CPU next to wall time."""
     rho = args.rho[0]
-    with Recorder("bench_synthesis_memory", args):
+    suffix = "" if args.memory_variant == "mst" else f"_{args.memory_variant}"
+    with Recorder(f"bench_synthesis_memory{suffix}", args):
         for knob in args.knobs:
             row = measured(args.memory_variant, rho, 0, knob)
             print(f"{args.memory_variant} rho={rho:g} {knob}: peak tree RSS {row['peak_mb']:.0f} MB, PSS "

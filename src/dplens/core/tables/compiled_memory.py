@@ -11,14 +11,22 @@ every :data:`PROJECTIONS_PER_CLEAR` out-of-model projections, and :func:`clear_c
 fit. Clearing drops compiled programs, never values: a program compiled again computes the same thing, so the
 scores, the fits and the records are unchanged; the cost is compiling again what a later projection shares with an
 earlier one. JAX's caches are per process, so the count is too.
+
+Freed is not returned: after ``jax.clear_caches()`` glibc keeps the freed pages for reuse, so the process's RSS stays
+at its high-water mark (91 pair projections on Adult: +1,364 MB, still +1,356 MB after the clear, −132 MB after
+``malloc_trim(0)``; the Python heap, by ``tracemalloc``, never above 23 MB). Each clear therefore also hands the free
+pages back (:func:`release_freed`; glibc only, nothing elsewhere).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-import chex
+import chex  # type: ignore[import-untyped]  # no stubs installed
 import jax
 from mbi import Factor, MarkovRandomField
 
@@ -26,9 +34,29 @@ PROJECTIONS_PER_CLEAR = 10  # out-of-model projections between two clears (0: ne
 _PROJECTIONS = itertools.count(1)  # process-wide, like the caches it bounds
 
 
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    try:
+        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None
+
+
+def release_freed() -> bool:
+    """Return the heap's free pages to the OS (glibc's ``malloc_trim(0)``); False where there is no such call."""
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
+
 def clear_compiled() -> None:
-    """Drop every program JAX compiled in this process (not the persistent cache on disk)."""
+    """Drop every program JAX compiled in this process (not the persistent cache on disk) and return the memory
+    they held to the OS."""
     jax.clear_caches()
+    release_freed()
 
 
 @chex.dataclass(frozen=True, kw_only=False)

@@ -51,7 +51,7 @@ SMALL_CELLS = 512     # at most this many cells: the tighter SMALL_TOLERANCE (on
 MID_CELLS = 1024      # above this many cells: a scaled start (START_MEAN) and, up to LARGE_CELLS, MID_TOLERANCE
 MAX_ITERATIONS = 1000  # projected L-BFGS iterations per start up to LARGE_CELLS (the tolerance stops it first) …
 LARGE_ITERATIONS = 400  # … and above it, where an iteration costs O(p²n) and time is the target (at 4096 cells
-# 400 iterations ended 0.7 % above p = n/16 run to its stop; at 16,384 they take about 25 s: bench_mmopt.py)
+# 400 iterations ended 0.7 % above p = n/16 run to its stop; at 16,384 they take about 22 s: bench_mmopt.py)
 TOLERANCE = 1e-4  # stop when the trace fell by less than this fraction per iteration over the last WINDOW ones …
 WINDOW = 5        # … (HDMM stops at one iteration's relative decrease below 1e-4, McKenna et al. 2018, Sec. 5)
 SMALL_TOLERANCE = 1e-6  # at 512 cells 1e-4 stopped 0.2 % above HDMM's OPT0 even with the best of 4 starts
@@ -380,7 +380,7 @@ class MatrixMechanism(MeasuredPlan):
         typical = 500 if n <= SMALL_CELLS else 200 if n <= MID_CELLS else 600
         iterations = min(settings(n, p).iterations, typical)
         # an iteration: four p × p × n products, O(pn) Gram and L-BFGS vector work, 0.1 ms of Python; measured
-        # 0.06-0.08 s at n = 256, 0.6-0.7 s at 1024, 5-8 s at 2048 (p = 96), 15 s at 4096 (p = 128), 25 s at 16,384
+        # 0.06-0.08 s at n = 256, 0.6-1 s at 1024, 5-8 s at 2048 (p = 96), 12 s at 4096 (p = 128), 13-22 s at 16,384
         seconds = restarts * iterations * (1e-4 + n * p * (3.5e-8 + 3e-10 * p))
         return Cost(OVERHEAD_SECONDS + seconds, 8.0 * p * n * 40 + 8.0 * 4 * n,
                     f"p={p} × restarts={restarts} over {n:,} cells (mm-opt optimises a p × n strategy)")

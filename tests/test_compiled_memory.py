@@ -91,3 +91,9 @@ def test_a_synthesiser_run_clears_after_every_fit(clears):
     release = AIM(rounds=4, round_iters=3, iters=7, max_size=1.0).run(
         records, MarginalWorkload.all_kway(domain, 2), 2.0, np.random.default_rng(1))
     assert len(clears) >= release.params["model_fits"] >= 3
+
+
+def test_freed_pages_go_back_to_the_os_where_glibc_can():
+    import sys
+
+    assert compiled_memory.release_freed() is (sys.platform == "linux" or compiled_memory._malloc_trim() is not None)

@@ -29,7 +29,13 @@ def _measurements() -> list:
 
 
 def _fit():
-    return mbi.estimation.mirror_descent(mbi.Domain(NAMES, SIZES), _measurements(), iters=40)
+    return mbi.estimation.mirror_descent(mbi.Domain(NAMES, SIZES), _measurements(), iters=20)
+
+
+@pytest.fixture(scope="module")
+def model():
+    """One fit for the tests that only project (a fit compiles for seconds)."""
+    return _fit()
 
 
 @pytest.fixture
@@ -46,8 +52,7 @@ def clears(monkeypatch):
     return calls
 
 
-def test_projections_are_the_same_when_caches_are_cleared_between_them(monkeypatch, clears):
-    model = _fit()
+def test_projections_are_the_same_when_caches_are_cleared_between_them(model, monkeypatch, clears):
     expected = {pair: np.asarray(model.project(pair).values) for pair in PAIRS}
     monkeypatch.setattr(compiled_memory, "PROJECTIONS_PER_CLEAR", 1)
     bounded = compiled_memory.bounded(model)
@@ -60,9 +65,9 @@ def test_projections_are_the_same_when_caches_are_cleared_between_them(monkeypat
     assert len(clears) == len(outside)
 
 
-def test_never_cleared_within_a_selection_when_the_count_is_zero(monkeypatch, clears):
+def test_never_cleared_within_a_selection_when_the_count_is_zero(model, monkeypatch, clears):
     monkeypatch.setattr(compiled_memory, "PROJECTIONS_PER_CLEAR", 0)
-    bounded = compiled_memory.bounded(_fit())
+    bounded = compiled_memory.bounded(model)
     for pair in PAIRS:
         bounded.project(pair)
     assert clears == []

@@ -1,4 +1,4 @@
-"""Accuracy and speed of dawa, mwem and ahp (and identity for context) against the reference figures.
+"""Accuracy of dawa, mwem and ahp (and identity for context) against the reference figures; speed for information.
 
 Run: .venv/bin/python bench/peer_accuracy.py [--trials 30] [--datasets HEPTH,NETTRACE] [--no-sweep]
 
@@ -9,11 +9,11 @@ Run: .venv/bin/python bench/peer_accuracy.py [--trials 30] [--datasets HEPTH,NET
    the shared spec/peer-reference.md (beside the data folder). Verdicts: accuracy "ok" when our mean ≤ 1.15 × the
    reference mean (the stated tolerance), "noise" when it is above that but within 2 combined standard errors of the
    reference mean (z = (ours − ref) / √(se_ours² + se_ref²) ≤ 2, se_ref = sd/√10: the reference means
-   come from 10 trials only, as peer-reference.md warns), "WORSE" otherwise; speed "ok" when the
-   reference time / our median CPU time per run ≥ 3.
-   Runs start cold (DAWA's data cache is cleared before every run). The speed verdict uses CPU time
-   because the development machine is shared (wall clock there was 3-5× the CPU time of a run); the
-   wall-clock median is printed next to it.
+   come from 10 trials only, as peer-reference.md warns), "WORSE" otherwise. Accuracy does not depend on the
+   machine; time does, and the reference times were recorded on another one: their ratio to our median CPU time per
+   run is printed for information only, with no verdict. The speed verdicts run the peer's own code beside ours
+   on this machine: ``bench_dawa_peer.py`` (DAWA) and ``bench_peer_spiky.py`` (MWEM, AHP), with ``DPCOMP_SRC``.
+   Runs start cold (DAWA's data cache is cleared before every run); CPU time, with the wall-clock median beside it.
 2. The Compare page's default sweep share of these mechanisms: 10 log-spaced ε in [0.01, 10] × 20
    trials on the default sample (n = 4096, 2000 random ranges), CPU and wall seconds per mechanism.
 
@@ -46,7 +46,6 @@ MECHANISM_COLUMNS = {"identity": "Identity", "dawa": "DAWA", "ahp": "AHP", "mwem
 ACCURACY_TOLERANCE = 1.15
 REFERENCE_TRIALS = 10  # the reference figures' mean ± sd are over 10 trials
 NOISE_Z = 2.0
-SPEED_TARGET = 3.0
 QUERIES = 2000
 
 
@@ -95,10 +94,10 @@ def measure(x: np.ndarray, name: str, epsilon: float, trials: int) -> tuple[np.n
 def peer_section(trials: int, datasets: list[str], mechanisms: list[str]) -> None:
     errors_ref, timings_ref = reference_tables(REFERENCE.read_text(encoding="utf-8"))
     print(f"## DPBench 1-D, {QUERIES} random ranges, {trials} trials per cell "
-          f"(accuracy ok: ≤ {ACCURACY_TOLERANCE:.2f} × reference; speed ok: ≥ {SPEED_TARGET:g}× faster)\n")
+          f"(accuracy ok: ≤ {ACCURACY_TOLERANCE:.2f} × reference; ref ms recorded on another machine)\n")
     print(f"{'dataset':<11} {'eps':>4} {'mechanism':<9} {'ours mean±se':>18} {'ref mean±sd':>20} {'ratio':>6} "
-          f"{'z':>5} {'acc':>5} {'ms wall':>8} {'ms cpu':>7} {'ref ms':>7} {'ref/cpu':>8} {'speed':>5}")
-    summary = {"acc_ok": 0, "acc_noise": 0, "acc_all": 0, "speed_ok": 0, "speed_all": 0}
+          f"{'z':>5} {'acc':>5} {'ms wall':>8} {'ms cpu':>7} {'ref ms':>7} {'ref/cpu':>8}")
+    summary = {"acc_ok": 0, "acc_noise": 0, "acc_all": 0}
     for dataset in datasets:
         x = np.loadtxt(DATA / f"{dataset}.csv", delimiter=",", skiprows=1, usecols=0, ndmin=1).astype(float)
         for epsilon in (0.1, 1.0):
@@ -112,25 +111,22 @@ def peer_section(trials: int, datasets: list[str], mechanisms: list[str]) -> Non
                 z = (errs.mean() - ref_mean) / np.hypot(se, ref_sd / np.sqrt(REFERENCE_TRIALS))
                 acc_ok = ratio <= ACCURACY_TOLERANCE
                 verdict = "ok" if acc_ok else "noise" if z <= NOISE_Z else "WORSE"
-                speedup = ref_ms / np.median(cpu)
-                speed_ok = speedup >= SPEED_TARGET
+                speedup = ref_ms / np.median(cpu)  # against a time recorded elsewhere: information, no verdict
                 if name != "identity":
                     summary["acc_all"] += 1
                     summary["acc_ok"] += acc_ok
                     summary["acc_noise"] += verdict == "noise"
-                    summary["speed_all"] += 1
-                    summary["speed_ok"] += speed_ok
                 print(f"{dataset:<11} {epsilon:>4g} {name:<9} "
                       f"{errs.mean():>10.1f} ± {se:>5.1f} "
                       f"{ref_mean:>11.1f} ± {ref_sd:>6.1f} {ratio:>6.2f} {z:>5.1f} {verdict:>5} "
-                      f"{np.median(wall):>8.1f} {np.median(cpu):>7.1f} {ref_ms:>7.1f} {speedup:>7.1f}× "
-                      f"{'ok' if speed_ok else 'SLOW':>5}", flush=True)
+                      f"{np.median(wall):>8.1f} {np.median(cpu):>7.1f} {ref_ms:>7.1f} {speedup:>7.1f}×", flush=True)
                 record(name=f"{name}, {dataset}, ε={epsilon:g}", mae=errs.mean(), mae_se=se, reference_mae=ref_mean,
                        reference_sd=ref_sd, ratio=ratio, z=z, accuracy=verdict, median_wall_ms=np.median(wall),
-                       median_cpu_ms=np.median(cpu), reference_ms=ref_ms, speedup=speedup, speed_ok=speed_ok)
+                       median_cpu_ms=np.median(cpu), reference_ms_recorded_elsewhere=ref_ms,
+                       ratio_to_recorded_time=speedup)
     print(f"\naccuracy within tolerance: {summary['acc_ok']}/{summary['acc_all']} "
           f"(+{summary['acc_noise']} within {NOISE_Z:g} standard errors of the 10-trial reference mean); "
-          f"speed target met: {summary['speed_ok']}/{summary['speed_all']} (dawa, mwem, ahp cells)\n")
+          "speed side by side with the peer's own code: bench_dawa_peer.py, bench_peer_spiky.py\n")
 
 
 def sweep_section(mechanisms: list[str]) -> None:

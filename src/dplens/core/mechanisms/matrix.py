@@ -159,10 +159,11 @@ class _SeparableObjective:
     reused across evaluations. The four p × p × n products stay with BLAS."""
 
     def __init__(self, p: int, gram_diag: np.ndarray, left: np.ndarray, right: np.ndarray) -> None:
-        from dplens.core.mechanisms import matrix_kernels  # compiled on first use (numba imports in 0.5 s)
+        # compiled on first use (numba imports in 0.5 s)
+        from dplens.core.mechanisms.matrix_kernels import finish_gradient, separable_gram_terms
 
         n = gram_diag.size
-        self.kernels = matrix_kernels
+        self._gram_terms, self._finish_gradient = separable_gram_terms, finish_gradient
         self.p, self.gram_diag = p, gram_diag
         self.left, self.right = np.ascontiguousarray(left, dtype=float), np.ascontiguousarray(right, dtype=float)
         self.m_theta, self.y = np.empty((p, n)), np.empty((p, n))
@@ -174,10 +175,10 @@ class _SeparableObjective:
         m_inv = np.linalg.inv(np.eye(self.p) + theta @ theta.T)
         m_theta = np.matmul(m_inv, theta, out=self.m_theta)
         y, theta_y = self.y, self.theta_y
-        self.kernels.separable_gram_terms(m_theta, theta, d, self.left, self.right, y, theta_y, self.weighted)
+        self._gram_terms(m_theta, theta, d, self.left, self.right, y, theta_y, self.weighted)
         value = float(self.gram_diag @ d**2 - theta_y @ d)
         grad = (y @ theta.T) @ m_theta
-        self.kernels.finish_gradient(grad, y, self.gram_diag * d - theta_y)
+        self._finish_gradient(grad, y, self.gram_diag * d - theta_y)
         return value, grad.ravel()
 
 
@@ -272,23 +273,24 @@ class _CompiledSteps(_VectorSteps):
     cells cost page faults and cache)."""
 
     def __init__(self, size: int) -> None:
-        from dplens.core.mechanisms import matrix_kernels  # compiled on first use (numba imports in 0.5 s)
+        # compiled on first use (numba imports in 0.5 s)
+        from dplens.core.mechanisms.matrix_kernels import differences, masked_gradient, projected_step
 
-        self.kernels = matrix_kernels
+        self._masked, self._projected, self._differences = masked_gradient, projected_step, differences
         self.free, self.direction = np.empty(size, dtype=bool), np.empty(size)
         self.iterates = (np.empty(size), np.empty(size))
 
     def masked_gradient(self, x, grad):
-        self.kernels.masked_gradient(x, grad, self.free, self.direction)
+        self._masked(x, grad, self.free, self.direction)
         return self.free, self.direction
 
     def projected_step(self, x, direction, step):
         trial = self.iterates[0] if x is not self.iterates[0] else self.iterates[1]
-        self.kernels.projected_step(x, direction, step, trial)
+        self._projected(x, direction, step, trial)
         return trial
 
     def differences(self, trial, x, trial_grad, grad, s, y):
-        self.kernels.differences(trial, x, trial_grad, grad, s, y)
+        self._differences(trial, x, trial_grad, grad, s, y)
 
 
 _STRATEGIES = StrategyCache("mm-opt strategies", limit=16)

@@ -20,6 +20,8 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
+from tests.e2e.conftest import wait_idle
+
 pytestmark = pytest.mark.e2e
 DPLENS = Path(sys.executable).parent / "dplens"
 
@@ -184,8 +186,16 @@ def _ledger_page(page) -> str:
     """The ledgers the Ledger page offers in its "History of" list (the tables are drawn on a canvas)."""
     page.get_by_role("link", name="Ledger", exact=True).first.click()
     page.get_by_role("heading", name="Ledger", exact=True).wait_for(timeout=120_000)
-    page.get_by_role("combobox", name="History of").click(timeout=120_000)
-    page.get_by_role("option").first.wait_for(timeout=30_000)
+    wait_idle(page, timeout=120_000)  # a rerun that ends after the click closes the list it opened
+    for attempt in range(3):
+        page.get_by_role("combobox", name="History of").click(timeout=120_000)
+        try:
+            page.get_by_role("option").first.wait_for(timeout=30_000)
+            break
+        except Exception:  # playwright's TimeoutError: the list was closed by a late rerun; open it again
+            if attempt == 2:
+                raise
+            wait_idle(page, timeout=120_000)
     names = " | ".join(page.get_by_role("option").all_inner_texts())
     page.keyboard.press("Escape")
     return names

@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.conftest import ARTIFACTS, open_app, screenshot, wait_idle, wait_text
 from tests.e2e.test_curator_browser import download, go
@@ -26,11 +27,14 @@ def _upload_area(page, path, *, records: bool):
     if not expander.locator("details").first.evaluate("e => e.open"):
         expander.get_by_text("Upload a histogram").first.click()
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(path))
-    wait_idle(page, timeout=120_000)
     box = page.get_by_role("checkbox", name=re.compile("The file holds raw records"))
-    if box.is_checked() != records:
-        page.get_by_text("The file holds raw records").first.click()
+    for _ in range(3):  # read the box once the upload's rerun is over; a click during a rerun may be lost
         wait_idle(page, timeout=120_000)
+        if box.is_checked() == records:
+            break
+        page.get_by_text("The file holds raw records").first.click()
+    expect(box).to_be_checked(checked=records, timeout=120_000)
+    wait_idle(page, timeout=120_000)
 
 
 def _use(page) -> None:
@@ -43,7 +47,11 @@ def _levels(page, text: str) -> None:
     reconnects under load, so the fill waits as long as the other steps do)."""
     wait_idle(page, timeout=120_000)
     area = page.get_by_role("textbox", name=re.compile("^Levels")).first
-    area.fill(text, timeout=120_000)
+    try:
+        area.fill(text, timeout=120_000)
+    except Exception as error:  # playwright's TimeoutError: say what the page shows instead
+        raise AssertionError(f"no Levels field; the page shows {page.locator('[data-testid=stMain]').inner_text()!r}"
+                             f" (screenshot {screenshot(page, 'walk-no-levels')})") from error
     area.press("Tab")  # a text area commits on blur
     wait_idle(page, timeout=120_000)
 

@@ -36,9 +36,12 @@ def drag_on_chart(page, panel_text: str, start: tuple[float, float], end: tuple[
 
 
 def test_coarsen_on_the_data_page_then_design_a_workload(page):
+    wait_idle(page, timeout=120_000)  # a click during the fresh server's first run may be lost
     page.get_by_text("Derive a dataset").click()
+    page.get_by_role("button", name="Coarsen").wait_for(timeout=120_000)
+    wait_idle(page, timeout=120_000)
     page.get_by_role("button", name="Coarsen").click()
-    wait_idle(page)
+    wait_idle(page, timeout=120_000)
     page.get_by_text("(coarsened 2)").first.wait_for(timeout=120_000)  # the first rerun of a fresh server is slow
     assert metric_value(page, "Bins") == "2,048"
     page.get_by_text("Derive a dataset").scroll_into_view_if_needed()

@@ -30,6 +30,7 @@ def _upload_area(page, path, *, records: bool):
     box = page.get_by_role("checkbox", name=re.compile("The file holds raw records"))
     for _ in range(3):  # read the box once the upload's rerun is over; a click during a rerun may be lost
         wait_idle(page, timeout=120_000)
+        expect(box).to_have_count(1, timeout=120_000)  # a rerun shows the old box beside the new one for a while
         if box.is_checked() == records:
             break
         page.get_by_text("The file holds raw records").first.click()

@@ -33,7 +33,6 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # 
     os.environ.setdefault(_name, "1")
 
 import argparse  # noqa: E402
-import importlib  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -45,7 +44,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from results import Recorder, require, shared_data  # noqa: E402
+from results import Recorder, dpcomp_modules, require, shared_data  # noqa: E402
 
 from dplens.core.mechanisms import MECHANISMS  # noqa: E402
 from dplens.core.mechanisms import dawa as dawa_module  # noqa: E402
@@ -76,19 +75,7 @@ print(out[0][0] - out[1][0], out[0][1] - out[1][1])
 
 def load_peer() -> tuple[object | None, str]:
     """(dpcomp_core's dawa, query-union and workload modules, '') or (None, why the peer columns are skipped)."""
-    source = os.environ.get("DPCOMP_SRC")
-    if not source:
-        return None, "DPCOMP_SRC is not set (a folder holding a Python-3-runnable dpcomp_core package)"
-    if not (Path(source) / "dpcomp_core").is_dir():
-        return None, f"DPCOMP_SRC={source} holds no dpcomp_core package"
-    sys.path.insert(0, source)
-    try:
-        dawa = importlib.import_module("dpcomp_core.algorithm.dawa")
-        union = importlib.import_module("dpcomp_core.query_nd_union")
-        workload = importlib.import_module("dpcomp_core.workload")
-    except Exception as err:  # noqa: BLE001 - any import failure only skips the columns
-        return None, f"importing dpcomp_core's DAWA from {source} failed: {type(err).__name__}: {err}"
-    return (dawa, union, workload), ""
+    return dpcomp_modules("algorithm.dawa", "query_nd_union", "workload")
 
 
 def mean_se(values: list[float]) -> tuple[float, float]:

@@ -23,8 +23,6 @@ and the estimate's total on both sides (the instrumentation used to find where t
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
 import sys
 import time
 from pathlib import Path
@@ -34,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from results import Recorder, shared_data  # noqa: E402
+from results import Recorder, dpcomp_modules, shared_data  # noqa: E402
 
 import dplens.core.mechanisms.mwem as mwem_module  # noqa: E402
 from dplens.core.mechanisms import MECHANISMS  # noqa: E402
@@ -75,19 +73,7 @@ def histograms(n: int, scales: list[float], names: list[str], control: bool) -> 
 
 def load_peer() -> tuple[object | None, str]:
     """(dpcomp_core's modules, '') or (None, the reason the peer column is skipped)."""
-    source = os.environ.get("DPCOMP_SRC")
-    if not source:
-        return None, "DPCOMP_SRC is not set (a folder holding a Python-3-runnable dpcomp_core package)"
-    if not (Path(source) / "dpcomp_core").is_dir():
-        return None, f"DPCOMP_SRC={source} holds no dpcomp_core package"
-    sys.path.insert(0, source)
-    try:
-        mwem_nd = importlib.import_module("dpcomp_core.algorithm.mwemND")
-        union = importlib.import_module("dpcomp_core.query_nd_union")
-        workload = importlib.import_module("dpcomp_core.workload")
-    except Exception as err:  # noqa: BLE001 - any import failure only skips the column
-        return None, f"importing dpcomp_core from {source} failed: {type(err).__name__}: {err}"
-    return (mwem_nd, union, workload), ""
+    return dpcomp_modules("algorithm.mwemND", "query_nd_union", "workload")
 
 
 class Tracer:

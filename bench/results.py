@@ -59,6 +59,23 @@ def require(*paths: Path) -> None:
             sys.exit(0)
 
 
+def dpcomp_modules(*names: str) -> tuple[tuple[Any, ...] | None, str]:
+    """dpcomp_core's modules ``names`` (e.g. ``"algorithm.dawa"``) imported from ``$DPCOMP_SRC`` and '', or None and
+    why the peer columns are skipped (unset, no package there, or an import that failed)."""
+    import importlib
+
+    source = os.environ.get("DPCOMP_SRC")
+    if not source:
+        return None, "DPCOMP_SRC is not set (a folder holding a Python-3-runnable dpcomp_core package)"
+    if not (Path(source) / "dpcomp_core").is_dir():
+        return None, f"DPCOMP_SRC={source} holds no dpcomp_core package"
+    sys.path.insert(0, source)
+    try:
+        return tuple(importlib.import_module(f"dpcomp_core.{name}") for name in names), ""
+    except Exception as err:  # noqa: BLE001 - any import failure only skips the peer columns
+        return None, f"importing dpcomp_core from {source} failed: {type(err).__name__}: {err}"
+
+
 def git_commit(root: Path = ROOT) -> str:
     """HEAD's short hash, with ``+dirty`` when tracked files differ from it; ``unknown`` outside git."""
     def git(*args: str) -> str:

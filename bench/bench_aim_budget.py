@@ -4,8 +4,9 @@ Adult ($DPLENS_SHARED_DATA/adult, else ../shared/data/adult; skipped when absent
 training part (80 %) that the synthesiser sees and a held-out part (20 %). Each run fits AIM (or MST) on the training
 part through ``dplens.core.tables.synthesis`` and scores its synthetic records by the mean total-variation distance
 over all 2-way marginals, against the training records and against the held-out ones. Every run is its own child
-process, one at a time, under ``nice``; the parent reads the child's process tree with psutil every 0.2 s (peak
-RSS summed over the tree) and its CPU time from the kernel's accounting of waited children (user + system).
+process, one at a time, under ``nice``; the parent reads the child's process tree with psutil every
+``SAMPLE_EVERY`` s (peak RSS summed over the tree) and its CPU time from the kernel's accounting of waited
+children (user + system).
 
 Variants: ``after`` is AIM as released (``AIM()``: the authors' schedule, 1000 iterations per fit and a final fit);
 ``before`` is the previous schedule (300 warm-started iterations per round and no final fit), rebuilt here.
@@ -43,6 +44,7 @@ ADULT = shared_data("adult")
 HELD_OUT = 0.2
 SPLIT_SEED = 0
 VARIANTS = ("before", "after")
+SAMPLE_EVERY = 1.0  # s between samples: reading a 1 GB JAX process's memory map every 0.2 s took 35 % of a core
 AIM_SHORT_ROUNDS = 8  # --memory-variant aim-short: the first round's step is ρ/8 (dplens's default: ρ/50)
 NO_CLEAR = {"clear": False}
 KNOBS: dict[str, tuple[dict, dict]] = {  # name: (settings of the child, environment of the child)
@@ -143,7 +145,7 @@ def measured(variant: str, rho: float, seed: int, knob: str = "bounded") -> dict
     """Run one child under ``nice``; its scores with wall, CPU (the tree's) and peak tree RSS and PSS
     (``run_sampled``)."""
     run = run_sampled(["nice", "-n", "10", sys.executable, __file__, "--child", variant, str(rho), str(seed), knob],
-                      env=os.environ | {"PYTHONWARNINGS": "ignore"} | KNOBS[knob][1], every=0.2)
+                      env=os.environ | {"PYTHONWARNINGS": "ignore"} | KNOBS[knob][1], every=SAMPLE_EVERY)
     if run.returncode:
         raise RuntimeError(f"{variant} rho={rho} seed={seed} knob={knob} failed (exit {run.returncode}): "
                            f"{run.stderr.strip()[-300:]}")

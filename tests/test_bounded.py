@@ -1,16 +1,19 @@
 """Bounded single runs (dplens.core.analysis.bounded): a worker process stopped at the action time limit."""
 
+import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dplens.core.analysis.bounded import RunTimeLimitError, run_bounded
+from dplens.core.analysis.bounded import RunTimeLimitError, fork_directly, run_bounded
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.privacy.ledger_store import LedgerStore
+from dplens.core.privacy.noise import SecureNoise
 from dplens.core.queries.workloads import Prefix
 from tests.test_app_release import spend
 
@@ -55,6 +58,53 @@ def test_progress_reaches_the_caller_from_the_worker_and_in_process():
 
 def test_a_tiny_estimate_runs_in_this_process():
     assert run_bounded(sum, [1, 2], seconds=30, estimated_seconds=1e-6) == 3
+
+
+def test_fork_directly_forks_the_worker_from_this_process_and_otherwise_the_fork_server_does():
+    with fork_directly():
+        assert run_bounded(os.getppid, seconds=30) == os.getpid()
+    assert run_bounded(os.getppid, seconds=30) != os.getpid()  # the block ended: the fork server's child again
+
+
+def test_a_second_python_thread_sends_fork_directly_back_to_the_fork_server():
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        with fork_directly():
+            assert run_bounded(os.getppid, seconds=30) != os.getpid()
+    finally:
+        stop.set()
+        other.join()
+
+
+def _sleep_after_writing_pid(path: Path, seconds: float) -> None:
+    path.write_text(str(os.getpid()))
+    time.sleep(seconds)
+
+
+def test_a_directly_forked_run_past_the_limit_is_killed_and_reaped(tmp_path):
+    pid_file = tmp_path / "pid"
+    with fork_directly(), pytest.raises(RunTimeLimitError, match="nothing was released or charged"):
+        run_bounded(_sleep_after_writing_pid, pid_file, 60, seconds=2)
+    with pytest.raises(ProcessLookupError):  # killed and joined: no such process is left
+        os.kill(int(pid_file.read_text()), 0)
+
+
+def test_a_directly_forked_worker_sends_back_errors_with_their_type_and_message():
+    with fork_directly(), pytest.raises(ValueError, match="invalid literal"):
+        run_bounded(int, "abc", seconds=30)
+
+
+def test_directly_forked_workers_draw_fresh_secure_noise():
+    # OpenSSL's generator (OpenDP's source) reseeds in a forked child: drawn here first, then in two children,
+    # the three draws all differ (64 discrete Laplace(2) values agree by chance with probability < 1e-40).
+    zeros = np.zeros(64)
+    here = SecureNoise(integer=True).add_laplace(zeros, 2.0)
+    with fork_directly():
+        first, second = (run_bounded(SecureNoise(integer=True).add_laplace, zeros, 2.0, seconds=60) for _ in "ab")
+    assert not np.array_equal(here, first) and not np.array_equal(here, second)
+    assert not np.array_equal(first, second)
 
 
 def test_cli_release_stops_at_its_time_limit_writing_and_charging_nothing(tmp_path):

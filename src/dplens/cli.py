@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dplens.core.analysis.bounded import RunTimeLimitError
+from dplens.core.analysis.bounded import RunTimeLimitError, fork_directly
 from dplens.core.data.bundle import app_root
 from dplens.core.data.limits import MAX_ACTION_SECONDS, MAX_UPLOAD_BYTES
 from dplens.core.papers.cli import add_reproduce_command
@@ -209,9 +209,10 @@ def cmd_release_table(args: argparse.Namespace) -> int:
     # One door with the app (dplens.core.release.kernel): refused over budget or δ before any work, bounded, charged
     # once.
     request = TableRequest(mechanism, rho, workload, args.delta, domain_declared=table.domain_declared)
-    published = release_table(request, table.records, store=store,
-                              fingerprint=fingerprint, name=Path(args.input).name, time_limit=args.time_limit,
-                              where="command line")
+    with fork_directly():  # one thread here: the worker forks from this process, no fork server (see its doc)
+        published = release_table(request, table.records, store=store,
+                                  fingerprint=fingerprint, name=Path(args.input).name, time_limit=args.time_limit,
+                                  where="command line")
     release, cost, ledger, export_id = published.release, published.charge, published.ledger, published.export_id
     metadata = table_metadata(published, request, dataset=Path(args.input).name)
     # The same files as the Tables page's downloads (dplens.core.release.table_export): the main one at --output
@@ -299,9 +300,11 @@ def cmd_release(args: argparse.Namespace) -> int:
     store, fingerprint = _store(args), dataset_fingerprint(histogram)
     _record_budget(store, fingerprint, args, histogram.name)
     # The kernel refuses over budget or over the limits before any work, runs in a worker stopped at
-    # --time-limit, and charges only a finished run (a stopped run writes nothing and charges nothing).
-    published = release_histogram(request, histogram.counts, store=store, fingerprint=fingerprint,
-                                  name=histogram.name, time_limit=args.time_limit, where="command line")
+    # --time-limit, and charges only a finished run (a stopped run writes nothing and charges nothing). The worker
+    # forks from this single-threaded process: no fork server, a third ~200 MB process at 10^6 cells.
+    with fork_directly():
+        published = release_histogram(request, histogram.counts, store=store, fingerprint=fingerprint,
+                                      name=histogram.name, time_limit=args.time_limit, where="command line")
     release = published.release
     partial = output.with_name(f".{output.name}.partial")  # streamed a chunk of values at a time, then moved whole
     try:

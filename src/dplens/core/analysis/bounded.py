@@ -8,6 +8,11 @@ server has core and NumPy imported), and the process is killed when the limit pa
 computed reaches the caller then, so a stopped release publishes nothing and, because callers charge
 the ledger only after a run returns, spends nothing.
 
+A single-threaded caller (the command line) may instead fork the worker straight from itself: inside
+``fork_directly()`` there is no fork server, so the process tree holds two processes, not three (the server holds its
+own NumPy, SciPy and OpenDP: about 200 MB of RSS at a 10^6-cell release, bench/bench_release_memory.py), and no
+server start-up is paid. It is safe where the fork server's own forks are: see ``fork_directly``.
+
 Runs whose estimate is tiny skip the process (``estimated_seconds`` below ``IN_PROCESS_SECONDS`` and
 below 1 % of the limit): the estimates are within about 10× of measured times (bench/bench_bounds.py),
 so such a run takes seconds at most, and a release of a small histogram should not pay a process start-up.
@@ -26,7 +31,7 @@ import multiprocessing
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from dplens.core.data.limits import MAX_ACTION_SECONDS
@@ -35,6 +40,7 @@ IN_PROCESS_SECONDS = 0.5  # runs estimated below this run in the caller's proces
 _PRELOAD = ["__main__", "numpy", "scipy.sparse", "dplens.core.mechanisms", "dplens.core.privacy.noise",
             "opendp.prelude"]  # imported once by the fork server (__main__: not re-run per child)
 _CONTEXT = None
+_FORK_DIRECTLY = False  # set inside fork_directly(), by a caller that has no other Python thread
 
 
 class RunTimeLimitError(RuntimeError):
@@ -43,10 +49,39 @@ class RunTimeLimitError(RuntimeError):
 
 def _context():
     global _CONTEXT  # one fork server per process, started on first use
+    if _FORK_DIRECTLY and threading.active_count() == 1:  # checked per run: a thread started since sends it back
+        return multiprocessing.get_context("fork")
     if _CONTEXT is None:
         _CONTEXT = multiprocessing.get_context("forkserver")
         _CONTEXT.set_forkserver_preload(_PRELOAD)
     return _CONTEXT
+
+
+@contextlib.contextmanager
+def fork_directly() -> Iterator[None]:
+    """Within the block, ``run_bounded`` forks its worker from this process itself, with no fork server.
+
+    For a single-threaded caller: the command line, never the app (Streamlit's threads may hold a lock, the import
+    lock or a logging handler's, that a forked child would wait on forever). Each run checks that this process has
+    one Python thread and uses the fork server otherwise. The native threads a caller has by then are the ones the
+    fork server forks with too (it preloads NumPy and OpenDP): OpenBLAS's pool, stopped before a fork by its own
+    ``pthread_atfork`` handler, and the jemalloc background thread of Polars (which OpenDP imports), whose
+    ``pthread_atfork`` handlers take and reset its locks. The child only runs the function and sends its result, then
+    leaves by ``os._exit`` (no ``atexit`` handlers, no second close of the parent's files); the ledger's SQLite
+    connections are opened per operation, so none is open across the fork. OpenDP draws its noise from OpenSSL,
+    whose generator reseeds in a forked child, so a child never repeats its parent's or a sibling's noise.
+
+    >>> import operator
+    >>> with fork_directly():
+    ...     run_bounded(operator.add, 2, 3, seconds=30)
+    5
+    """
+    global _FORK_DIRECTLY
+    before, _FORK_DIRECTLY = _FORK_DIRECTLY, True
+    try:
+        yield
+    finally:
+        _FORK_DIRECTLY = before
 
 
 def _ready() -> bool:
@@ -86,7 +121,8 @@ def run_bounded(function: Callable, *args: Any, seconds: float = MAX_ACTION_SECO
                 **kwargs: Any) -> Any:
     """``function(*args, **kwargs)`` in a worker process killed after ``seconds``; its result or its exception.
 
-    ``function`` and its arguments must pickle (module-level functions, bound methods of frozen
+    ``function`` and its arguments must pickle for the fork server (inside ``fork_directly`` the child inherits
+    them, and only the result must pickle) (module-level functions, bound methods of frozen
     mechanisms, arrays, ``np.random.Generator`` all do). A generator is copied into the worker: the
     caller's copy does not advance, so draw a fresh one per run (as the app and CLI do). With ``progress``,
     ``function`` is called with a ``progress(fraction)`` argument whose calls reach ``progress`` here.
@@ -132,4 +168,4 @@ def run_bounded(function: Callable, *args: Any, seconds: float = MAX_ACTION_SECO
     raise outcome[1]
 
 
-__all__ = ["IN_PROCESS_SECONDS", "RunTimeLimitError", "run_bounded"]
+__all__ = ["IN_PROCESS_SECONDS", "RunTimeLimitError", "fork_directly", "run_bounded"]

@@ -21,8 +21,9 @@ sparse histograms), every run cold (dplens's per-data deviation cache
 emptied first), timed with ``time.process_time``: the median CPU ms per run of each side, their ratio
 (dpcomp_core / dplens; target ≥ 10), and each side's mean error ± standard error and the error ratio (equal
 accuracy: within two combined standard errors). Seed k gives both sides' k-th trial. After the cells, the
-first-run penalty: a fresh interpreter per try times ``MECHANISMS["dawa"].run`` on a 64-bin histogram twice
-(imports untimed), first minus second, wall and CPU (target ≤ 0.1 s).
+first-run penalty: a fresh interpreter per try times ``MECHANISMS["dawa"].run`` twice (imports untimed) on a
+Poisson(5) histogram of each ``--first-run-cells`` size (default 64 and 4096, DPBench's size), first minus second, wall
+and CPU (target ≤ 0.1 s at every size).
 """
 
 from __future__ import annotations
@@ -59,15 +60,17 @@ TARGET = 10.0
 BLOCK = 10  # runs of one side in a row before the other side's
 
 FIRST_RUN = """
+import sys
 import time
 import numpy as np
 from dplens.core.mechanisms import MECHANISMS
 from dplens.core.queries.workloads import Prefix
-x = np.random.default_rng(0).poisson(5, 64).astype(float)
+cells = int(sys.argv[1])
+x = np.random.default_rng(0).poisson(5, cells).astype(float)
 out = []
 for k in range(2):
     wall, cpu = time.perf_counter(), time.process_time()
-    MECHANISMS["dawa"].run(x + k, Prefix(64), 1.0, np.random.default_rng(k))
+    MECHANISMS["dawa"].run(x + k, Prefix(cells), 1.0, np.random.default_rng(k))
     out.append((time.perf_counter() - wall, time.process_time() - cpu))
 print(out[0][0] - out[1][0], out[0][1] - out[1][1])
 """
@@ -114,11 +117,12 @@ def time_cell(mechanism, engine, queries, workload: Ranges, x: np.ndarray, epsil
     return ours_cpu, ours_err, theirs_cpu, theirs_err
 
 
-def first_run_penalty(tries: int) -> tuple[list[float], list[float]]:
-    """First minus second run of dplens's DAWA in fresh interpreters: (wall seconds, CPU seconds) per try."""
+def first_run_penalty(tries: int, cells: int = 4096) -> tuple[list[float], list[float]]:
+    """First minus second run of dplens's DAWA on ``cells`` cells in fresh interpreters: (wall s, CPU s) per try."""
     walls, cpus = [], []
     for _ in range(tries):
-        done = subprocess.run([sys.executable, "-c", FIRST_RUN], capture_output=True, text=True, check=True, cwd=ROOT)
+        done = subprocess.run([sys.executable, "-c", FIRST_RUN, str(cells)], capture_output=True, text=True,
+                              check=True, cwd=ROOT)
         wall, cpu = (float(v) for v in done.stdout.split())
         walls.append(wall)
         cpus.append(cpu)
@@ -131,6 +135,7 @@ def main() -> None:
     parser.add_argument("--datasets", default="ADULTFRANK,HEPTH,INCOME,MEDCOST,NETTRACE,PATENT,SEARCHLOGS")
     parser.add_argument("--epsilons", default="0.1,1")
     parser.add_argument("--first-run-tries", type=int, default=5)
+    parser.add_argument("--first-run-cells", default="64,4096", help="histogram sizes of the first-run penalty")
     parser.add_argument("--interleave", action="store_true", help="alternate the two sides run by run")
     args = parser.parse_args()
     require(DPBENCH)
@@ -176,12 +181,14 @@ def main() -> None:
                 rec.row(name=f"dawa, {dataset}, ε={epsilon:g}", **row)
                 print(f"| {dataset} | {epsilon:g} | {ours_ms:.2f} | {peer_ms} | {ratio} | {mean:.4g} ± {se:.2g} | "
                       f"{peer_text} | {error_text} |", flush=True)
-        if args.first_run_tries:
-            walls, cpus = first_run_penalty(args.first_run_tries)
-            rec.row(name="dawa first-run penalty", tries=len(walls), wall_s_median=float(np.median(walls)),
-                    cpu_s_median=float(np.median(cpus)), wall_s=walls, cpu_s=cpus)
-            print(f"\nfirst-run penalty (fresh interpreter, first minus second run, {len(walls)} tries): median "
-                  f"{np.median(walls):.3f} s wall, {np.median(cpus):.3f} s CPU (max {max(walls):.3f} s wall)")
+        for cells in (int(c) for c in args.first_run_cells.split(",") if args.first_run_tries):
+            walls, cpus = first_run_penalty(args.first_run_tries, cells)
+            rec.row(name=f"dawa first-run penalty, {cells} cells", cells=cells, tries=len(walls),
+                    wall_s_median=float(np.median(walls)), cpu_s_median=float(np.median(cpus)), wall_s=walls,
+                    cpu_s=cpus)
+            print(f"\nfirst-run penalty at {cells} cells (fresh interpreter, first minus second run, {len(walls)} "
+                  f"tries): median {np.median(walls):.3f} s wall, {np.median(cpus):.3f} s CPU "
+                  f"(max {max(walls):.3f} s wall, {max(cpus):.3f} s CPU)")
     print(json.dumps({"load_end": os.getloadavg()}))
 
 

@@ -1,6 +1,7 @@
 """Real-browser fixtures: a `streamlit run app.py` server on loopback and Playwright driving Debian's Chromium.
 
-Skips with a clear message only when /usr/bin/chromium or playwright is absent (.ci/run installs Chromium).
+Skips with a clear message only when /usr/bin/chromium is absent (.ci/run installs Chromium; playwright is a test
+dependency). How a test acts on the page is in _actions.py.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.e2e._actions import ARTIFACTS, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = ROOT / "test-artifacts"
 
 
 def _free_port() -> int:
@@ -87,8 +90,7 @@ def fresh_app_url():
 def browser():
     if not Path(CHROMIUM).exists():
         pytest.skip(f"real-browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (never playwright install)")
-    with sync_api.sync_playwright() as p:
+    with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
         yield browser
@@ -116,8 +118,7 @@ def open_app(browser, app_url, *, width: int = 1280, height: int = 800, timeout:
     page.goto(app_url)
     # The first session of a fresh server can look idle before app.py has run (imports take seconds);
     # until then the sidebar lists the raw pages/ files, and clicking one would bypass app.py.
-    page.get_by_text("Budget remaining").first.wait_for(timeout=2 * max(timeout, 60_000))
-    wait_idle(page)
+    wait_for(page, page.get_by_text("Budget remaining"), what="the app's sidebar", timeout=2 * max(timeout, 60_000))
     return context, page
 
 
@@ -125,30 +126,3 @@ def _opened(browser, app_url):
     context, page = open_app(browser, app_url)
     yield page
     context.close()
-
-
-def wait_idle(page, timeout: float = 30_000) -> None:
-    """Wait until Streamlit has rendered and finished running the script."""
-    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
-    page.wait_for_timeout(300)
-
-
-def wait_text(page, text: str, timeout: float = 120_000) -> None:
-    """Wait for ``text``; on timeout fail with what the page shows instead (its alerts and a screenshot),
-    so a red CI run says why, not only that a locator timed out."""
-    try:
-        page.get_by_text(text).first.wait_for(timeout=timeout)
-    except Exception as error:  # playwright's TimeoutError
-        alerts = page.locator('[data-testid="stAlert"], [data-testid="stException"]').all_inner_texts()
-        shot = screenshot(page, f"failed-wait-{abs(hash(text)) % 10**6}")
-        raise AssertionError(f"{text!r} did not appear within {timeout / 1000:.0f} s; alerts on the page: "
-                             f"{alerts}; screenshot {shot}") from error
-
-
-def screenshot(page, name: str) -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path

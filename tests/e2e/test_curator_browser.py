@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from dplens.core.data.datasets import DATA_DIR
-from tests.e2e.conftest import ARTIFACTS, open_app, wait_idle
+from tests.e2e._actions import ARTIFACTS, wait_idle
+from tests.e2e.conftest import open_app
 
 pytestmark = pytest.mark.e2e
 

@@ -8,7 +8,8 @@ import shutil
 import pytest
 
 from dplens.core.data.datasets import DATA_DIR
-from tests.e2e.conftest import ARTIFACTS, open_app, wait_idle
+from tests.e2e._actions import ARTIFACTS, wait_idle
+from tests.e2e.conftest import open_app
 from tests.e2e.test_curator_browser import download, file_levels, go, upload
 
 pytestmark = pytest.mark.e2e

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.e2e.conftest import screenshot, wait_idle
+from tests.e2e._actions import screenshot, wait_idle
 
 pytestmark = pytest.mark.e2e
 

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import screenshot, start_server, wait_idle
+from tests.e2e._actions import screenshot, wait_idle
+from tests.e2e.conftest import start_server
 
 pytestmark = pytest.mark.e2e
 

@@ -20,7 +20,7 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
-from tests.e2e.conftest import wait_idle
+from tests.e2e._actions import wait_idle
 
 pytestmark = pytest.mark.e2e
 DPLENS = Path(sys.executable).parent / "dplens"

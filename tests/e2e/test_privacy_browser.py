@@ -8,7 +8,7 @@ import pytest
 
 from dplens.core.privacy.definitions import ZCDP, zcdp_rho
 from dplens.core.release.export import privacy_from_metadata
-from tests.e2e.conftest import screenshot, wait_idle
+from tests.e2e._actions import screenshot, wait_idle
 from tests.e2e.test_release_browser import download, open_page, release_once
 
 pytestmark = pytest.mark.e2e

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import wait_idle
+from tests.e2e._actions import wait_idle
 
 pytestmark = pytest.mark.e2e
 

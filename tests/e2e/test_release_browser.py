@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dplens.core.data.datasets import load_histogram
-from tests.e2e.conftest import ARTIFACTS, screenshot, wait_idle, wait_text
+from tests.e2e._actions import ARTIFACTS, screenshot, wait_idle, wait_text
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from dplens.ui.tables_view import table_method_label
-from tests.e2e.conftest import ARTIFACTS, wait_idle, wait_text
+from tests.e2e._actions import ARTIFACTS, wait_idle, wait_text
 
 pytestmark = pytest.mark.e2e
 COLUMNS = ["age", "workclass", "race", "sex", "income>50K"]

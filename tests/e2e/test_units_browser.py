@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from dplens.core.privacy.budget import Budget, Ledger
-from tests.e2e.conftest import open_app, screenshot, served, wait_idle, wait_text
+from tests.e2e._actions import screenshot, wait_idle, wait_text
+from tests.e2e.conftest import open_app, served
 from tests.e2e.test_curator_browser import go
 from tests.test_app import record_ledger
 

@@ -8,7 +8,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import ARTIFACTS, open_app, screenshot, wait_idle, wait_text
+from tests.e2e._actions import ARTIFACTS, screenshot, wait_idle, wait_text
+from tests.e2e.conftest import open_app
 from tests.e2e.test_curator_browser import download, go
 from tests.e2e.test_decision_browser import pick
 

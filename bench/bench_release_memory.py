@@ -8,7 +8,11 @@ case, its process tree's RSS and PSS sampled by psutil every 10 ms, the tree's C
 
 * ``cli-release-identity``: ``dplens release --mechanism identity --output out.json`` on an NPY file of n integer
   counts: the command's whole life (load, the kernel's worker drawing OpenDP's discrete Laplace, intervals, the
-  signed JSON export written to disk);
+  signed JSON export written to disk). The worker is forked straight from the command
+  (``dplens.core.analysis.bounded.fork_directly``), so the tree is two processes at its peak;
+* ``cli-release-identity-fork-server``: the same command with its worker started by the fork server, as the app
+  starts it (and the command did before ``fork_directly``): three processes, the server holding its own NumPy and
+  OpenDP. Run beside the first, it shows what forking directly saves in one run;
 * ``opendp-integer-laplace``: OpenDP's discrete Laplace measurement called once on the n counts, the sampler's own
   cost per cell (what the command's noise is).
 
@@ -34,9 +38,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_secure_stream import command, measured_child  # noqa: E402
-from results import Recorder  # noqa: E402
+from results import Recorder, run_sampled  # noqa: E402
 
-CASES = ("cli-release-identity", "opendp-integer-laplace")
+CASES = ("cli-release-identity", "cli-release-identity-fork-server", "opendp-integer-laplace")
+# The command with fork_directly made a no-op, run as a script so that the fork server preloads it as __main__ the
+# way it preloads the `dplens` console script.
+THROUGH_FORK_SERVER = '''import contextlib
+import sys
+
+from dplens import cli
+
+if __name__ == "__main__":
+    cli.fork_directly = contextlib.nullcontext
+    sys.exit(cli.main(sys.argv[1:]))
+'''
 TARGET_PEAK_MB = 600.0
 TARGET_CPU_RATIO = 1.2
 
@@ -91,6 +106,19 @@ def profile(n: int) -> list[dict]:
     return [*steps, total]
 
 
+def measured_through_fork_server(n: int) -> dict:
+    """``cli-release-identity`` with the bounded worker started by the fork server, sampled like ``measured_child``."""
+    with tempfile.TemporaryDirectory() as folder:
+        script = Path(folder) / "release_through_fork_server.py"
+        script.write_text(THROUGH_FORK_SERVER)
+        argv = [sys.executable, str(script), *command("cli-release-identity", n, Path(folder))[1:]]
+        run = run_sampled(argv, cwd=folder, every=0.01)
+    if run.returncode != 0:
+        return {"error": f"exit {run.returncode}: {(run.stderr.strip().splitlines() or ['no output'])[-1][:160]}"}
+    return {"wall_s": run.wall_s, "cpu_s": run.cpu_s, "peak_tree_mb": run.peak_rss / 2**20,
+            "peak_tree_pss_mb": run.peak_pss / 2**20}
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10**6)
@@ -109,16 +137,17 @@ def main(argv: list[str]) -> None:
     if unknown:
         parser.error(f"unknown cases {unknown}; choose from {', '.join(CASES)}")
     print(f"n = {args.n:,} cells, one fresh interpreter per case (target: peak ≤ {TARGET_PEAK_MB:g} MB)")
-    print(f"{'case':26s} {'wall s':>7s} {'CPU s':>7s} {'µs/cell':>8s} {'peak MB':>8s} {'PSS MB':>7s}")
+    print(f"{'case':32s} {'wall s':>7s} {'CPU s':>7s} {'µs/cell':>8s} {'peak MB':>8s} {'PSS MB':>7s}")
     with Recorder("bench_release_memory", args) as rec:
         for case in cases:
-            r = measured_child(case, args.n)
+            fork_server = case == "cli-release-identity-fork-server"
+            r = measured_through_fork_server(args.n) if fork_server else measured_child(case, args.n)
             if "error" in r:
-                print(f"{case:26s} {r['error']}")
+                print(f"{case:32s} {r['error']}")
                 rec.row(name=case, n=args.n, error=r["error"])
                 continue
             per_cell = 1e6 * r["cpu_s"] / args.n
-            print(f"{case:26s} {r['wall_s']:7.2f} {r['cpu_s']:7.2f} {per_cell:8.2f} {r['peak_tree_mb']:8.0f} "
+            print(f"{case:32s} {r['wall_s']:7.2f} {r['cpu_s']:7.2f} {per_cell:8.2f} {r['peak_tree_mb']:8.0f} "
                   f"{r['peak_tree_pss_mb']:7.0f}", flush=True)
             rec.row(name=case, n=args.n, wall_s=r["wall_s"], cpu_s=r["cpu_s"], cpu_us_per_cell=per_cell,
                     peak_tree_mb=r["peak_tree_mb"], peak_tree_pss_mb=r["peak_tree_pss_mb"],

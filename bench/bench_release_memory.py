@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 import tempfile
 import time
@@ -92,6 +93,7 @@ def profile(n: int) -> list[dict]:
     try:
         with tempfile.TemporaryDirectory() as folder:
             argv = command("cli-release-identity", n, Path(folder))[1:]
+            os.register_at_fork(after_in_child=tracemalloc.stop)  # the worker forked from here runs untraced
             tracemalloc.start()
             wall = time.perf_counter()
             code = cli.main(argv)

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from playwright.sync_api import Download, Locator, Page
 from playwright.sync_api import Error as PlaywrightError
-from playwright.sync_api import Locator, Page
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -170,13 +170,53 @@ def click(page: Page, target: Locator, expected: Expected, *, what: str | None =
 def fill(page: Page, box: Locator, text: str, expected: Expected, *, commit: str = "Enter",
          timeout: float = 120_000) -> None:
     """Type ``text`` into ``box`` and commit it (Enter; a text area commits on Tab, i.e. on blur), until the idle
-    page shows ``expected``: what the committed value changes (the box itself holds ``text`` before any commit)."""
+    page shows ``expected``: what the committed value changes (the box holds ``text`` before any commit, so the box
+    is no sign of it)."""
 
     def type_and_commit() -> None:
         box.fill(text)
         box.press(commit)
 
     act(page, type_and_commit, expected, what=f"fill {text!r} into {box}", timeout=timeout)
+
+
+def upload(page: Page, path: Path, expected: Expected, *, uploader: Locator | None = None,
+           timeout: float = 120_000) -> None:
+    """Choose the file ``path`` in ``uploader`` (default the page's first file uploader), until the idle page shows
+    ``expected``."""
+    target = uploader or page.get_by_test_id("stFileUploaderDropzoneInput").first
+    act(page, lambda: target.set_input_files(str(path)), expected, what=f"upload {path.name}", timeout=timeout)
+
+
+def expand(page: Page, title: str) -> None:
+    """Open the expander titled ``title``, unless it is open (a click on an open one would fold it)."""
+    details = page.get_by_test_id("stExpander").filter(has_text=title).locator("details").first
+
+    def is_open() -> bool:
+        return bool(details.evaluate("e => e.open"))
+
+    act(page, lambda: is_open() or details.get_by_text(title).first.click(), is_open, what=f"open {title!r}")
+
+
+def check(page: Page, label: str, checked: bool = True) -> None:
+    """Tick (or with ``checked`` False, untick) the checkbox whose label starts with ``label``, unless it already is."""
+    box = page.get_by_role("checkbox", name=re.compile("^" + re.escape(label)))
+    text = page.get_by_test_id("stCheckbox").filter(has=box).get_by_text(label)  # not a message quoting the label
+
+    def done() -> bool:
+        return box.is_checked() == checked
+
+    act(page, lambda: done() or text.click(), done,
+        what=f"{'tick' if checked else 'untick'} {label!r}")
+
+
+def choose(page: Page, option: str, *, area: Page | Locator | None = None, expected: Expected | None = None) -> None:
+    """Choose the radio button ``option`` (in ``area``, default the page), until the idle page shows ``expected``
+    (by default: the button is chosen)."""
+    where = area or page
+    button = where.get_by_role("radio", name=option, exact=True)
+    act(page, lambda: where.get_by_text(option, exact=True).first.click(),
+        expected or (lambda: button.is_checked()), what=f"choose {option!r}")
 
 
 def pick(page: Page, label: str, option: str | re.Pattern[str], *, area: Page | Locator | None = None,
@@ -217,8 +257,11 @@ def slide(page: Page, label: str, steps: int) -> None:
 
 def download(page: Page, button: str | Callable[[], object], *, timeout: float = 120_000) -> bytes:
     """The bytes of the file a click on the button named ``button`` (or the click ``button`` does) downloads."""
-    started: list = []
-    record = started.append  # one object: the listener removed must be the one added
+    started: list[Download] = []
+
+    def record(download: Download) -> None:  # a function of its own: the listener removed is the one added
+        started.append(download)
+
     press = button if callable(button) else page.get_by_role("button", name=button).first.click
     page.on("download", record)
     try:

@@ -6,12 +6,9 @@ import json
 import re
 
 import pytest
-from playwright.sync_api import expect
 
-from tests.e2e._actions import ARTIFACTS, screenshot, wait_idle, wait_text
+from tests.e2e._actions import ARTIFACTS, act, check, click, download, expand, go, pick, screenshot, upload
 from tests.e2e.conftest import open_app
-from tests.e2e.test_curator_browser import download, go
-from tests.e2e.test_decision_browser import pick
 
 pytestmark = pytest.mark.e2e
 RECORDS = "region,age_band\n" + "".join(f"{'North' if i % 3 else 'South'},{('17-24', '25-34', '35-44')[i % 3]}\n"
@@ -22,40 +19,22 @@ LEVELS = "17-24,25-34,35-44\nNorth,South"
 
 
 def _upload_area(page, path, *, records: bool):
-    """Open the Upload expander (a click on an open one would fold it), choose ``path``, tick or untick raw
-    records."""
-    expander = page.get_by_test_id("stExpander").filter(has_text="Upload a histogram").first
-    if not expander.locator("details").first.evaluate("e => e.open"):
-        expander.get_by_text("Upload a histogram").first.click()
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(path))
-    box = page.get_by_role("checkbox", name=re.compile("The file holds raw records"))
-    for _ in range(3):  # read the box once the upload's rerun is over; a click during a rerun may be lost
-        wait_idle(page, timeout=120_000)
-        expect(box).to_have_count(1, timeout=120_000)  # a rerun shows the old box beside the new one for a while
-        if box.is_checked() == records:
-            break
-        page.get_by_text("The file holds raw records").first.click()
-    expect(box).to_be_checked(checked=records, timeout=120_000)
-    wait_idle(page, timeout=120_000)
+    """Open the Upload expander, choose ``path``, tick or untick raw records."""
+    expand(page, "Upload a histogram")
+    upload(page, path, page.get_by_role("button", name="Use this file"))
+    check(page, "The file holds raw records", records)
 
 
-def _use(page) -> None:
-    page.get_by_role("button", name="Use this file").click()
-    wait_idle(page, timeout=120_000)
-
-
-def _levels(page, text: str) -> None:
-    """Fill the Levels area once the rerun that shows it has finished (widgets are disabled while the app
-    reconnects under load, so the fill waits as long as the other steps do)."""
-    wait_idle(page, timeout=120_000)
+def _use(page, outcome: str, levels: str | None = None) -> None:
+    """Use the uploaded file, with ``levels`` declared first, until the page says ``outcome``."""
     area = page.get_by_role("textbox", name=re.compile("^Levels")).first
-    try:
-        area.fill(text, timeout=120_000)
-    except Exception as error:  # playwright's TimeoutError: say what the page shows instead
-        raise AssertionError(f"no Levels field; the page shows {page.locator('[data-testid=stMain]').inner_text()!r}"
-                             f" (screenshot {screenshot(page, 'walk-no-levels')})") from error
-    area.press("Tab")  # a text area commits on blur
-    wait_idle(page, timeout=120_000)
+
+    def use() -> None:
+        if levels is not None:
+            area.fill(levels)  # the click below blurs the text area, which commits it first
+        page.get_by_role("button", name="Use this file").click()
+
+    act(page, use, page.get_by_text(outcome), what=f"use the file until the page says {outcome!r}")
 
 
 def test_records_labels_proxy_release_and_the_export_back(browser, fresh_app_url, tmp_path):
@@ -66,36 +45,26 @@ def test_records_labels_proxy_release_and_the_export_back(browser, fresh_app_url
     records.write_text(RECORDS)
     _upload_area(page, records, records=True)
     pick(page, "Column to bin", "age_band")
-    _use(page)
-    wait_text(page, "Loaded people: 3 cells, total 60")
+    _use(page, "Loaded people: 3 cells, total 60")
 
     labelled = tmp_path / "regions.csv"  # an A,B,count file with a level its declaration lacks
     labelled.write_text(LABELLED)
     _upload_area(page, labelled, records=False)
-    _levels(page, LEVELS)
-    _use(page)
-    wait_text(page, "age_band 'unknown' is not among the declared levels")  # surfaced, not kept silently
-    _levels(page, LEVELS.replace("35-44", "35-44,unknown"))
-    _use(page)
-    wait_text(page, "Loaded regions: 8 cells, total 98")
+    _use(page, "age_band 'unknown' is not among the declared levels", LEVELS)  # surfaced, not kept silently
+    _use(page, "Loaded regions: 8 cells, total 98", LEVELS.replace("35-44", "35-44,unknown"))
 
     go(page, "Choose epsilon")
-    page.get_by_text("Make a DP proxy").first.click()
-    page.get_by_role("button", name="Spend and make the proxy").click()
-    wait_idle(page, timeout=120_000)
-    wait_text(page, "Tuned on DP proxy of this data")
-    page.get_by_role("tab", name="See the risk and the noise").click()
-    wait_idle(page, timeout=120_000)
-    wait_text(page, "DP proxy count")
+    spend = page.get_by_role("button", name="Spend and make the proxy")
+    click(page, page.get_by_text("Make a DP proxy").first, spend)
+    click(page, spend, page.get_by_text("Tuned on DP proxy of this data"))
+    click(page, page.get_by_role("tab", name="See the risk and the noise"), page.get_by_text("DP proxy count"))
     charts = page.locator('[data-testid="stPlotlyChart"]:visible').all_inner_texts()
     assert any("DP proxy count" in text for text in charts), charts  # the dot plot's marker line
     assert page.get_by_text(re.compile(r"true count \d")).count() == 0
     screenshot(page, "walk-proxy-risk")
 
     go(page, "Release")
-    page.get_by_role("button", name="Spend and release").click()
-    wait_idle(page, timeout=300_000)
-    wait_text(page, "ε charged", timeout=300_000)
+    click(page, page.get_by_role("button", name="Spend and release"), page.get_by_text("ε charged"), timeout=300_000)
     exported = download(page, "Release with metadata (JSON)")
     doc = json.loads(exported)
     assert doc["dataset"] == "regions.csv" and len(doc["counts"]) == 8
@@ -104,8 +73,7 @@ def test_records_labels_proxy_release_and_the_export_back(browser, fresh_app_url
     export.write_bytes(exported)
     go(page, "Data")
     _upload_area(page, export, records=False)
-    _use(page)
-    wait_text(page, "Already-private output")
+    _use(page, "Already-private output")
     screenshot(page, "walk-export-back")
     charts = " ".join(page.locator('[data-testid="stPlotlyChart"]').all_inner_texts())
     assert "released values" in charts and "true counts" not in charts, charts

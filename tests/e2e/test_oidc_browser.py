@@ -20,7 +20,7 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
-from tests.e2e._actions import wait_idle
+from tests.e2e._actions import click, go, wait_text
 
 pytestmark = pytest.mark.e2e
 DPLENS = Path(sys.executable).parent / "dplens"
@@ -74,13 +74,13 @@ def test_a_proxied_browser_is_refused_by_a_local_server(browser, tmp_path):
         proxied = browser.new_context(extra_http_headers={"X-Forwarded-For": "203.0.113.7"})
         page = proxied.new_page()
         page.goto(url)
-        page.get_by_text("runs in local mode").wait_for(timeout=120_000)
+        wait_text(page, "runs in local mode")
         assert page.get_by_text("dplens app --shared").count() >= 1
         proxied.close()
         direct = browser.new_context()
         page = direct.new_page()
         page.goto(url)
-        page.get_by_text("Start here:").wait_for(timeout=120_000)
+        wait_text(page, "Start here:")
         assert page.get_by_text("runs in local mode").count() == 0
         direct.close()
     finally:
@@ -177,25 +177,14 @@ def _sign_in(browser, url: str):
     context = browser.new_context()
     page = context.new_page()
     page.goto(url)
-    page.get_by_role("button", name="Sign in").click(timeout=120_000)
-    page.get_by_text("Signed in as").first.wait_for(timeout=120_000)
+    click(page, page.get_by_role("button", name="Sign in"), page.get_by_text("Signed in as"))
     return context, page
 
 
 def _ledger_page(page) -> str:
     """The ledgers the Ledger page offers in its "History of" list (the tables are drawn on a canvas)."""
-    page.get_by_role("link", name="Ledger", exact=True).first.click()
-    page.get_by_role("heading", name="Ledger", exact=True).wait_for(timeout=120_000)
-    wait_idle(page, timeout=120_000)  # a rerun that ends after the click closes the list it opened
-    for attempt in range(3):
-        page.get_by_role("combobox", name="History of").click(timeout=120_000)
-        try:
-            page.get_by_role("option").first.wait_for(timeout=30_000)
-            break
-        except Exception:  # playwright's TimeoutError: the list was closed by a late rerun; open it again
-            if attempt == 2:
-                raise
-            wait_idle(page, timeout=120_000)
+    go(page, "Ledger")
+    click(page, page.get_by_role("combobox", name="History of"), page.get_by_role("option"))
     names = " | ".join(page.get_by_role("option").all_inner_texts())
     page.keyboard.press("Escape")
     return names
@@ -238,7 +227,7 @@ def test_two_curators_signed_in_through_oidc_see_only_their_own(browser, tmp_pat
         assert "bob-ledger.csv" in theirs and "alice-ledger.csv" not in theirs
         assert a_ws, "a signed-in session has a ?ws= workspace id in its address"
         b_page.goto(f"{url}/?ws={a_ws}")
-        b_page.get_by_text(f"Signed in as {bob}").first.wait_for(timeout=120_000)
+        wait_text(b_page, f"Signed in as {bob}")
         b_page.wait_for_function(f"!window.location.search.includes({a_ws!r})", timeout=120_000)
         assert a_ws not in b_page.url  # never adopted: Bob's own workspace, not Alice's
         assert "alice-ledger.csv" not in _ledger_page(b_page)

@@ -239,8 +239,12 @@ class TreeUse(NamedTuple):
     peak_pss: int
 
 
+SAMPLING_SHARE = 0.05  # at most this share of one core goes to TreeMeter's sampling (its pause stretches)
+
+
 class TreeMeter:
-    """Samples the process tree under ``pid`` every ``every`` seconds on a thread (psutil): each process's CPU (its
+    """Samples the process tree under ``pid`` every ``every`` seconds (or less often, so that sampling stays within
+    ``SAMPLING_SHARE`` of a core) on a thread (psutil): each process's CPU (its
     reaped children's included) and the tree's RSS and PSS. PSS splits the pages a forked worker shares with its
     forkserver, so its sum is the tree's; RSS counts them once per process. A worker's CPU is counted up to its last
     sample (at most ``every`` seconds short), also after it ends. Sampling costs CPU in the sampling process (it
@@ -277,8 +281,13 @@ class TreeMeter:
         return TreeUse(used - (self._sampling_cpu if self.pid == os.getpid() else 0.0), self._peak[0], self._peak[1])
 
     def _sample_until_done(self) -> None:
-        while not self._done.wait(self.every):
+        pause = self.every
+        while not self._done.wait(pause):
+            before = time.thread_time()
             self._sample()
+            # Reading a large process's memory map takes ~10 ms: at every 20 ms that was half a core, taken from
+            # the run being measured. The pause stretches so that sampling stays within its share of one core.
+            pause = max(self.every, (time.thread_time() - before) / SAMPLING_SHARE)
         self._sampling_cpu = time.thread_time()  # this thread's CPU: the meter's own cost
 
     def _sample(self) -> None:

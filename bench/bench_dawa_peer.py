@@ -21,6 +21,10 @@ sparse histograms), every run cold (dplens's per-data deviation cache
 emptied first), timed with ``time.process_time``: the median CPU ms per run of each side, their ratio
 (dpcomp_core / dplens; target ≥ 10), and each side's mean error ± standard error and the error ratio (equal
 accuracy: within two combined standard errors). Seed k gives both sides' k-th trial. After the cells, the
+steady speed of the two paths a process takes (``--sizes``, default 512,4096,16384,65536 cells; DPBench's histograms
+laid end to end and cut or repeated to size, 2000 random ranges): DAWA's NumPy-and-SciPy path, which a process takes
+until its partitions have cost ``dawa.NUMPY_SECONDS`` of CPU, against the compiled kernels it takes after, run by run,
+median CPU and wall ms per cold run. Last, the
 first-run penalty: a fresh interpreter per try times ``MECHANISMS["dawa"].run`` twice (imports untimed) on a
 Poisson(5) histogram of each ``--first-run-cells`` size (default 64 and 4096, DPBench's size), first minus second, wall
 and CPU (target ≤ 0.1 s at every size).
@@ -117,6 +121,33 @@ def time_cell(mechanism, engine, queries, workload: Ranges, x: np.ndarray, epsil
     return ours_cpu, ours_err, theirs_cpu, theirs_err
 
 
+def dpbench_cells(n: int) -> np.ndarray:
+    """DPBench's seven histograms laid end to end, cut or repeated to n cells."""
+    return np.resize(np.concatenate([np.loadtxt(path, skiprows=1) for path in sorted(DPBENCH.glob("*.csv"))]), n)
+
+
+def steady_speed(n: int, trials: int) -> dict[str, tuple[float, float]]:
+    """Median (CPU ms, wall ms) per cold run of DAWA at ε = 0.1 on ``dpbench_cells(n)``, per path, the two taking
+    turns run by run (seed k on both)."""
+    x = dpbench_cells(n)
+    ends = np.sort(np.random.default_rng(WORKLOAD_SEED).integers(0, n, size=(QUERIES, 2)), axis=1)
+    workload = Ranges(n, ends[:, 0], ends[:, 1])
+    times: dict[str, list[tuple[float, float]]] = {"numpy": [], "compiled": []}
+    saved = dawa_module._KERNELS
+    try:
+        for seed in range(-1, trials):  # seed -1: untimed, loads what each path loads
+            for path, runs in times.items():
+                dawa_module._KERNELS = dawa_module._KernelChoice(always=path == "compiled")
+                dawa_module._DEVIATIONS.clear()
+                wall, cpu = time.perf_counter(), time.process_time()
+                MECHANISMS["dawa"].run(x, workload, 0.1, np.random.default_rng(max(seed, 0)))
+                if seed >= 0:
+                    runs.append((1000 * (time.process_time() - cpu), 1000 * (time.perf_counter() - wall)))
+    finally:
+        dawa_module._KERNELS = saved
+    return {path: tuple(float(v) for v in np.median(np.array(runs), axis=0)) for path, runs in times.items()}
+
+
 def first_run_penalty(tries: int, cells: int = 4096) -> tuple[list[float], list[float]]:
     """First minus second run of dplens's DAWA on ``cells`` cells in fresh interpreters: (wall s, CPU s) per try."""
     walls, cpus = [], []
@@ -137,6 +168,8 @@ def main() -> None:
     parser.add_argument("--first-run-tries", type=int, default=5)
     parser.add_argument("--first-run-cells", default="64,4096", help="histogram sizes of the first-run penalty")
     parser.add_argument("--interleave", action="store_true", help="alternate the two sides run by run")
+    parser.add_argument("--sizes", default="512,4096,16384,65536", help="cells of the steady-speed rows ('' skips)")
+    parser.add_argument("--size-trials", type=int, default=15)
     args = parser.parse_args()
     require(DPBENCH)
     ends = np.sort(np.random.default_rng(WORKLOAD_SEED).integers(0, N, size=(QUERIES, 2)), axis=1)
@@ -150,6 +183,9 @@ def main() -> None:
         queries = peer_workload.Workload([union.ndRangeUnion().add1DRange(int(a), int(b)) for a, b in ends], (N,))
         engine = dawa.dawa_engine(ratio=RATIO)
     mechanism = MECHANISMS["dawa"]
+    # the cells time the compiled kernels, which a process runs once its NumPy partitions have cost
+    # dawa.NUMPY_SECONDS of CPU (the steady-speed rows time both paths)
+    dawa_module._KERNELS = dawa_module._KernelChoice(always=True)
     mechanism.run(np.ones(N), workload, 1.0, np.random.default_rng(0))  # imports and kernels loaded, untimed
     order = "alternating run by run" if args.interleave else f"alternating blocks of {BLOCK} runs"
     print(f"DAWA (ratio {RATIO}), {QUERIES} random ranges over {N} bins, {args.trials} cold runs a side per cell "
@@ -181,6 +217,18 @@ def main() -> None:
                 rec.row(name=f"dawa, {dataset}, ε={epsilon:g}", **row)
                 print(f"| {dataset} | {epsilon:g} | {ours_ms:.2f} | {peer_ms} | {ratio} | {mean:.4g} ± {se:.2g} | "
                       f"{peer_text} | {error_text} |", flush=True)
+        if args.sizes:
+            print(f"\nsteady speed, DAWA at ε = 0.1 on DPBench laid end to end, {args.size_trials} cold runs a path, "
+                  "taking turns (median ms per run)\n")
+            print("| cells | NumPy CPU | NumPy wall | compiled CPU | compiled wall | NumPy / compiled (CPU) |")
+            print("|---|---|---|---|---|---|")
+        for n in (int(c) for c in args.sizes.split(",") if c):
+            speed = steady_speed(n, args.size_trials)
+            (numpy_cpu, numpy_wall), (compiled_cpu, compiled_wall) = speed["numpy"], speed["compiled"]
+            rec.row(name=f"dawa steady speed, {n} cells", cells=n, trials=args.size_trials, numpy_cpu_ms=numpy_cpu,
+                    numpy_wall_ms=numpy_wall, compiled_cpu_ms=compiled_cpu, compiled_wall_ms=compiled_wall)
+            print(f"| {n} | {numpy_cpu:.2f} | {numpy_wall:.2f} | {compiled_cpu:.2f} | {compiled_wall:.2f} | "
+                  f"{numpy_cpu / compiled_cpu:.2f} |", flush=True)
         for cells in (int(c) for c in args.first_run_cells.split(",") if args.first_run_tries):
             walls, cpus = first_run_penalty(args.first_run_tries, cells)
             rec.row(name=f"dawa first-run penalty, {cells} cells", cells=cells, tries=len(walls),

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms import dawa as dawa_module
 from dplens.core.mechanisms.dawa import DAWA, _Deviations, cheapest_partition, l1_partition, window_deviations
 from dplens.core.mechanisms.greedy_h import bucket_gram, gram_sketch
 from dplens.core.queries.workloads import AllRange, Identity, Kron, Prefix, Stack, Total, random_range
@@ -42,8 +43,10 @@ def _plain_dynamic_programme(scores, lengths, singleton, n):
     return bounds[::-1]
 
 
+@pytest.mark.parametrize("numpy_up_to", [512, 0], ids=["python", "shortest-paths"])
 @pytest.mark.parametrize("seed", range(8))
-def test_sparse_dynamic_programme_equals_the_plain_one(seed):
+def test_sparse_dynamic_programme_equals_the_plain_one(seed, numpy_up_to, monkeypatch):
+    monkeypatch.setattr(dawa_module, "NUMPY_UP_TO", numpy_up_to)
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 200))
     lengths = np.array([length for length in (2, 4, 8, 16, 32, 64, 128) if length <= n], dtype=np.int64)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -100,10 +102,40 @@ BEFORE = {
 }
 
 
+@pytest.mark.parametrize("path", ["numpy", "compiled"])
 @pytest.mark.parametrize("case", sorted(BEFORE), ids=str)
-def test_release_is_the_one_recorded_before_the_speed_work(case):
+def test_release_is_the_one_recorded_before_the_speed_work(case, path, monkeypatch):
+    """On both paths: NumPy and SciPy only (as a process's first runs), and the compiled kernels."""
+    monkeypatch.setattr(dawa_module, "_KERNELS", dawa_module._KernelChoice(always=path == "compiled"))
     label, epsilon, seed = case.rsplit("/", 2)
     assert fingerprint(label, float(epsilon), int(seed)) == BEFORE[case]
+
+
+def test_partitions_run_on_numpy_until_numba_would_have_paid_off(monkeypatch):
+    """Up to NUMPY_UP_TO cells always NumPy; above, NumPy until its partitions have cost NUMPY_SECONDS of CPU, then
+    compiled (at once if another mechanism has loaded the kernels)."""
+    monkeypatch.setattr(dawa_module, "NUMPY_SECONDS", 1.0)
+    monkeypatch.delitem(sys.modules, "dplens.core.mechanisms.kernels", raising=False)
+    choice = dawa_module._KernelChoice()
+    runs = []
+    for n, seconds in ((512, 5.0), (4096, 0.5), (513, 0.4), (4096, 0.2), (512, 0.0)):
+        runs.append(choice.compiled(n))
+        choice.spent(n, seconds)  # the small run's seconds do not count
+    assert runs == [False, False, False, False, False]
+    assert choice.compiled(4096) and not choice.compiled(512)
+    monkeypatch.setitem(sys.modules, "dplens.core.mechanisms.kernels", object())
+    assert dawa_module._KernelChoice().compiled(4096)
+
+
+def test_first_release_on_dpbench_size_does_not_load_numba():
+    """The first-run penalty was numba's start-up (bench/bench_dawa_peer.py times it): a fresh process's first DAWA
+    release on 4096 cells runs without importing numba."""
+    code = ("import sys, numpy as np; from dplens.core.mechanisms import MECHANISMS; "
+            "from dplens.core.queries.workloads import Prefix; "
+            "x = np.random.default_rng(0).poisson(5, 4096).astype(float); "
+            "MECHANISMS['dawa'].run(x, Prefix(4096), 1.0, np.random.default_rng(1)); print('numba' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 def _histograms(seed: int, n: int) -> list[np.ndarray]:
@@ -114,21 +146,19 @@ def _histograms(seed: int, n: int) -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_compiled_and_numpy_deviations_are_equal_to_the_bit(seed, monkeypatch):
+def test_compiled_and_numpy_deviations_are_equal_to_the_bit(seed):
     """Both paths of _Deviations (integer counts ranked among distinct values, other data by a stable sort)."""
     for n in (600, 1500):
         lengths = 2 ** np.arange(1, n.bit_length())
         for x in _histograms(seed, n):
-            compiled = _Deviations(x).windows(lengths)
-            monkeypatch.setattr(dawa_module, "NUMPY_UP_TO", n)
+            compiled = _Deviations(x, compiled=True).windows(lengths)
             plain = _Deviations(x).windows(lengths)
-            monkeypatch.undo()
             for a, b in zip(compiled, plain, strict=True):
                 np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_compiled_and_python_partitions_are_equal(seed, monkeypatch):
+def test_compiled_and_numpy_partitions_are_equal(seed):
     gen = np.random.default_rng(seed)
     n = int(gen.integers(513, 1500))
     lengths = 2 ** np.arange(1, n.bit_length())
@@ -136,6 +166,5 @@ def test_compiled_and_python_partitions_are_equal(seed, monkeypatch):
     # noisy costs, some below the floor, with ties to the floor and between buckets
     costs = [np.round(gen.normal(length * singleton * 0.6, length * singleton * 0.5, n - length + 1), 1)
              for length in lengths]
-    compiled = cheapest_partition(costs, lengths, singleton, n)
-    monkeypatch.setattr(dawa_module, "NUMPY_UP_TO", n)
+    compiled = cheapest_partition(costs, lengths, singleton, n, compiled=True)
     assert cheapest_partition(costs, lengths, singleton, n).tolist() == compiled.tolist()

@@ -20,6 +20,8 @@ O(n log² n) numpy work plus an O(n log n) scalar loop for the dynamic programme
 
 from __future__ import annotations
 
+import sys
+import time
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -55,9 +57,41 @@ from dplens.core.queries.workloads import Workload
 EXACT_BUCKETS = 256   # up to this many buckets Greedy-H reads the exact reduced Gram, beyond it a sketch
 BUCKET_SKETCH_ROWS = 16  # rows of that sketch: 16 left DPBench errors unchanged against the exact Gram
 DIRECT_WINDOW = 32    # windows up to this length are summed directly, longer ones use the wavelet matrix
-# Up to this many cells the partition runs on NumPy and Python (a few ms at most) rather than the compiled kernels,
-# whose first use in a process costs numba's start-up (about 0.4 s of CPU, 0.5-1 s of wall time).
+# The compiled kernels' first use in a process costs numba's start-up (about 0.4 s of CPU, 0.4-1 s of wall time:
+# importing numba, then its first load of a cached kernel), against 2-3 times their time per run on NumPy. Up to
+# NUMPY_UP_TO cells the partition always runs on NumPy; above, on NumPy and SciPy until the process has spent
+# NUMPY_SECONDS of CPU on such partitions (as much as the start-up: a rent-or-buy rule, never over twice the better
+# choice), then compiled. So a release never waits for numba, and a sweep soon runs compiled.
 NUMPY_UP_TO = 512
+NUMPY_SECONDS = 0.4
+BATCH_WINDOWS = 2**18  # windows whose counts below the mean are read in one vectorised walk (memory)
+
+
+class _KernelChoice:
+    """Which partition code a run uses: NumPy up to ``NUMPY_UP_TO`` cells; above, NumPy until this process has spent
+    ``NUMPY_SECONDS`` of CPU on it, or compiled at once when the kernels are loaded already (MWEM and AHP load them
+    too). Both give the same numbers to the bit; only the time differs. ``always`` (tests, benches) fixes the answer
+    above ``NUMPY_UP_TO`` cells."""
+
+    def __init__(self, always: bool | None = None) -> None:
+        self.numpy_seconds = 0.0
+        self.always = always
+
+    def compiled(self, n: int) -> bool:
+        """Whether a partition of n cells runs compiled."""
+        if n <= NUMPY_UP_TO:
+            return False
+        if self.always is not None:
+            return self.always
+        return self.numpy_seconds >= NUMPY_SECONDS or "dplens.core.mechanisms.kernels" in sys.modules
+
+    def spent(self, n: int, seconds: float) -> None:
+        """Count the CPU seconds of a NumPy partition of n cells (above ``NUMPY_UP_TO`` only)."""
+        if n > NUMPY_UP_TO:
+            self.numpy_seconds += seconds
+
+
+_KERNELS = _KernelChoice()
 
 
 def window_deviations(x: np.ndarray, length: int) -> np.ndarray:
@@ -75,16 +109,20 @@ class _Deviations:
     Integer counts whose sums are exact in floating point (below 2^53) are ranked among their distinct values,
     so the matrix has bit_length(#distinct − 1) levels instead of bit_length(n): 5 or 6 instead of 13 on sparse
     DPBench histograms. Every count and sum it returns is then an exact integer, whatever the levels, so the
-    deviations are the same to the bit as with the ranks of a stable sort (which other data keep). Histograms of
-    at most ``NUMPY_UP_TO`` cells are served by the NumPy versions of the kernels, without importing numba.
+    deviations are the same to the bit as with the ranks of a stable sort (which other data keep). Without
+    ``compiled`` the NumPy versions of the kernels serve, without importing numba.
     """
 
-    def __init__(self, x: np.ndarray) -> None:
+    def __init__(self, x: np.ndarray, *, compiled: bool = False) -> None:
         n = x.size
         self.x, self.n = x, n
-        self.compiled = n > NUMPY_UP_TO
+        self.compiled = compiled
         distinct = np.unique(x)
-        self.exact = bool(np.array_equal(x, np.round(x)) and float(np.abs(x).sum()) < 2.0**53)
+        total = float(np.abs(x).sum())
+        self.exact = bool(np.array_equal(x, np.round(x)) and total < 2.0**53)
+        # every window's deviation is then a multiple of 1/L below 2n·total/L, and so is every partial sum of it: all
+        # exact, whatever the order of the sums (L is a power of two), so one walk per window serves every length
+        self.exact_windows = self.exact and 2.0 * n * total < 2.0**53
         if self.exact:
             self.sorted, rank = distinct, np.searchsorted(distinct, x).astype(np.int64)
             self.bits = max(1, int(distinct.size - 1).bit_length())
@@ -113,8 +151,9 @@ class _Deviations:
     def windows(self, lengths: np.ndarray) -> list[np.ndarray]:
         """Deviation of every window of each length: 2 Σ_{x_i < mean} (mean − x_i) (Σ(x_i − mean) = 0).
 
-        Short windows are summed directly; long ones go through the wavelet matrix. Above ``NUMPY_UP_TO`` cells
-        one compiled pass computes every length.
+        Short windows are summed directly; long ones go through the wavelet matrix. Compiled, one pass computes every
+        length; on NumPy, integer counts take every window through the wavelet matrix (``exact_windows``: the same
+        numbers), other data sum the short windows in NumPy's own order.
         """
         if self.compiled:
             from dplens.core.mechanisms.kernels import dawa_deviations
@@ -125,6 +164,8 @@ class _Deviations:
             flat = dawa_deviations(self.x, prefix, nonzero, self.sorted, self.zeros, self.zero_sums, self.zero_total,
                                    self.bits, lengths, DIRECT_WINDOW, self.exact)
             return np.split(flat, np.cumsum(self.n - lengths[:-1] + 1))
+        if self.exact_windows:
+            return self._exact_windows(np.asarray(lengths, dtype=np.int64))
         out = {}
         for length in (length for length in lengths if length <= DIRECT_WINDOW):
             window = np.lib.stride_tricks.sliding_window_view(self.x, int(length))
@@ -137,6 +178,28 @@ class _Deviations:
             count, total = self.below(lo, hi, np.searchsorted(self.sorted, mean, side="left"))
             out[length] = np.maximum(2.0 * (count * mean - total), 0.0)
         return [out[length] for length in lengths]
+
+    def _exact_windows(self, lengths: np.ndarray) -> list[np.ndarray]:
+        """``windows`` for integer counts (``exact_windows``): the windows holding a nonzero cell, all lengths
+        together, through the wavelet matrix in batches; the others are +0.0, as compiled."""
+        if lengths.size == 0:
+            return []
+        sizes = self.n - lengths + 1
+        ends = np.cumsum(sizes)
+        flat = np.zeros(int(ends[-1]))
+        prefix = np.concatenate(([0.0], np.cumsum(self.x)))
+        nonzero = np.concatenate(([0], np.cumsum(self.x != 0)))
+        for first in range(0, flat.size, BATCH_WINDOWS):
+            at = np.arange(first, min(first + BATCH_WINDOWS, flat.size))
+            which = np.searchsorted(ends, at, side="right")  # the length of window `at`
+            lo = at - (ends - sizes)[which]
+            hi = lo + lengths[which]
+            live = nonzero[hi] != nonzero[lo]
+            at, lo, hi = at[live], lo[live], hi[live]
+            mean = (prefix[hi] - prefix[lo]) / (hi - lo)
+            count, total = self.below(lo, hi, np.searchsorted(self.sorted, mean, side="left"))
+            flat[at] = 2.0 * (count * mean - total)
+        return np.split(flat, ends[:-1])
 
 
 def _wavelet_levels(x: np.ndarray, rank: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -189,12 +252,22 @@ def l1_partition(x: np.ndarray, epsilon_partition: float, epsilon_measure: float
         return np.array([0, n]), 0.0
     sensitivity = 2.0 - 1.0 / lengths - 1.0 / n
     measurements = [LaplaceMeasurement(scale) for scale in sensitivity / epsilon_partition]
+    compiled = _KERNELS.compiled(n)
+    started = time.thread_time()
     deviations = _DEVIATIONS.get_or_compute((x.tobytes(), lengths.tobytes()),
-                                            lambda: _Deviations(x).windows(lengths))
+                                            lambda: _deviations(x, compiled).windows(lengths))
     costs = [m.noisy(dev + noise_cost, rng) for dev, m in zip(deviations, measurements, strict=True)]
     # a max, not pure_loss's sum: each partition's noisy cost sums over disjoint buckets (Li et al. 2014, §3)
     loss = max(float(delta) / m.scale for delta, m in zip(sensitivity, measurements, strict=True))
-    return cheapest_partition(costs, lengths, noise_cost, n), loss
+    bounds = cheapest_partition(costs, lengths, noise_cost, n, compiled=compiled)
+    if not compiled:
+        _KERNELS.spent(n, time.thread_time() - started)
+    return bounds, loss
+
+
+def _deviations(x: np.ndarray, compiled: bool) -> _Deviations:
+    """``_Deviations(x)``, with the compiled kernels when ``compiled``."""
+    return _Deviations(x, compiled=True) if compiled else _Deviations(x)
 
 
 # Window deviations depend on the data only: a sweep re-uses them across runs and epsilons. Keyed by the
@@ -202,39 +275,75 @@ def l1_partition(x: np.ndarray, epsilon_partition: float, epsilon_measure: float
 _DEVIATIONS = StrategyCache("dawa window deviations", limit=4, shipped=False)
 
 
-def cheapest_partition(costs: list[np.ndarray], lengths: np.ndarray, singleton: float, n: int) -> np.ndarray:
+def cheapest_partition(costs: list[np.ndarray], lengths: np.ndarray, singleton: float, n: int, *,
+                       compiled: bool = False) -> np.ndarray:
     """Bounds of the minimum-cost partition of n cells into singletons (cost ``singleton`` each) and
     buckets [s, s + lengths[k]) scoring costs[k][s] floored at ``singleton``; ties go to the longer bucket (as
     the reference).
 
     cost[t] = min(cost[t − 1] + singleton, min_k cost[t − L_k] + score_k[t − L_k]). A bucket scoring at least
     the cheapest cover of its two halves (by dyadic sub-buckets or singletons) never beats that cover, so only
-    the cheaper ones are visited: the scalar loop costs O(n + #useful buckets) instead of O(n log n). Compiled
-    (one pass for the floor, the covers and the loop) above ``NUMPY_UP_TO`` cells, NumPy and Python up to it.
+    the cheaper ones are candidates. ``compiled``: one numba pass (``kernels.dawa_partition``); else, up to
+    ``NUMPY_UP_TO`` cells, the programme in Python, and above, its costs as shortest-path distances
+    (``_shortest_costs``, SciPy) with the choices read off them (faster from about 400 cells).
 
     >>> cheapest_partition([np.array([1.5, 9, 9])], np.array([2]), 1.0, 4).tolist()
     [0, 2, 3, 4]
     """
     lengths = np.asarray(lengths, dtype=np.int64)
-    if n > NUMPY_UP_TO:
+    if compiled:
         from dplens.core.mechanisms.kernels import dawa_partition
 
         offsets = np.concatenate(([0], np.cumsum([cost.size for cost in costs])[:-1])).astype(np.int64)
         return dawa_partition(np.concatenate(costs).astype(float), offsets, lengths, float(singleton), int(n))
-    scores, useful = [], []
+    singleton = float(singleton)
+    scores = []  # score of bucket [s, s + L), or inf where it cannot beat its halves (never a candidate)
     cover = np.full(n, singleton)  # cheapest cover of [s, s + L/2) by dyadic sub-buckets of that window
     for length, cost in zip(lengths, costs, strict=True):
         score = np.maximum(cost, singleton)
         half = length // 2
         split = cover[: n - length + 1] + cover[half: half + n - length + 1]
-        scores.append(score.tolist())
-        useful.append((score < split).tolist())  # else two halves are at least as cheap (and ≤ L singletons)
+        scores.append(np.where(score < split, score, np.inf))  # else two halves are as cheap (and ≤ L singletons)
         cover = np.minimum(score, split)
-    return _plain_partition(scores, useful, lengths.tolist(), float(singleton), int(n))
+    if n <= NUMPY_UP_TO:
+        return _plain_partition([score.tolist() for score in scores], lengths.tolist(), singleton, int(n))
+    cost = _shortest_costs(scores, lengths, singleton, n)
+    # the programme's choice at t: the last candidate, by increasing length after the singleton, equal to cost[t]
+    back = np.arange(-1, n)
+    for length, score in zip(lengths, scores, strict=True):
+        ends_here = cost[: n + 1 - length] + score == cost[length:]
+        back[length:][ends_here] = np.flatnonzero(ends_here)
+    on_path = np.zeros(n + 1, dtype=bool)  # the bounds: n and its ancestors through back, by pointer doubling
+    on_path[n] = True
+    back[0] = 0
+    for _ in range(int(n).bit_length()):
+        on_path[back[on_path]] = True
+        back = back[back]
+    return np.flatnonzero(on_path)
 
 
-def _plain_partition(scores: list[list[float]], useful: list[list[bool]], lengths: list[int], singleton: float,
-                     n: int) -> np.ndarray:
+def _shortest_costs(scores: list[np.ndarray], lengths: np.ndarray, singleton: float, n: int) -> np.ndarray:
+    """cost[t] of ``cheapest_partition``'s programme, as the distances from 0 to t in the graph with an edge
+    s → s + 1 (weight ``singleton``) and s → s + L_k (weight scores[k][s], where finite), by SciPy's Dijkstra.
+
+    The same floats as the programme's: a distance is the smallest dist[s] + weight over the edges into t, one
+    addition each, every dist[s] final (an edge from a later-settled s cannot lower it: weights are positive).
+    """
+    from scipy.sparse import csr_array  # scipy.sparse is loaded with dplens; csgraph costs 10 ms, and only here
+    from scipy.sparse.csgraph import dijkstra
+
+    sources, targets, weights = [np.arange(n)], [np.arange(1, n + 1)], [np.full(n, singleton)]
+    for length, score in zip(lengths, scores, strict=True):
+        start = np.flatnonzero(score < np.inf)
+        sources.append(start)
+        targets.append(start + length)
+        weights.append(score[start])
+    edges = (np.concatenate(sources), np.concatenate(targets))
+    graph = csr_array((np.concatenate(weights), edges), shape=(n + 1, n + 1))
+    return dijkstra(graph, indices=0)
+
+
+def _plain_partition(scores: list[list[float]], lengths: list[int], singleton: float, n: int) -> np.ndarray:
     """The dynamic programme of ``kernels.dawa_partition`` in Python (the same comparisons and sums), for small
     histograms."""
     cost = [0.0] * (n + 1)
@@ -245,10 +354,9 @@ def _plain_partition(scores: list[list[float]], useful: list[list[bool]], length
             start = t - length
             if start < 0:
                 break
-            if useful[k][start]:
-                candidate = cost[start] + scores[k][start]
-                if candidate <= best:
-                    best, arg = candidate, start
+            candidate = cost[start] + scores[k][start]  # inf where the bucket is no candidate: never ≤ best
+            if candidate <= best:
+                best, arg = candidate, start
         cost[t], back[t] = best, arg
     bounds = [n]
     while bounds[-1] > 0:

@@ -113,7 +113,7 @@ def test_release_is_the_one_recorded_before_the_speed_work(case, path, monkeypat
 
 def test_partitions_run_on_numpy_until_numba_would_have_paid_off(monkeypatch):
     """Up to NUMPY_UP_TO cells always NumPy; above, NumPy until its partitions have cost NUMPY_SECONDS of CPU, then
-    compiled (at once if another mechanism has loaded the kernels)."""
+    compiled (at once for the largest histograms, or if another mechanism has loaded the kernels)."""
     monkeypatch.setattr(dawa_module, "NUMPY_SECONDS", 1.0)
     monkeypatch.delitem(sys.modules, "dplens.core.mechanisms.kernels", raising=False)
     choice = dawa_module._KernelChoice()
@@ -123,6 +123,7 @@ def test_partitions_run_on_numpy_until_numba_would_have_paid_off(monkeypatch):
         choice.spent(n, seconds)  # the small run's seconds do not count
     assert runs == [False, False, False, False, False]
     assert choice.compiled(4096) and not choice.compiled(512)
+    assert dawa_module._KernelChoice().compiled(dawa_module.COMPILED_ABOVE + 1)
     monkeypatch.setitem(sys.modules, "dplens.core.mechanisms.kernels", object())
     assert dawa_module._KernelChoice().compiled(4096)
 

@@ -61,17 +61,19 @@ DIRECT_WINDOW = 32    # windows up to this length are summed directly, longer on
 # importing numba, then its first load of a cached kernel), against 2-3 times their time per run on NumPy. Up to
 # NUMPY_UP_TO cells the partition always runs on NumPy; above, on NumPy and SciPy until the process has spent
 # NUMPY_SECONDS of CPU on such partitions (as much as the start-up: a rent-or-buy rule, never over twice the better
-# choice), then compiled. So a release never waits for numba, and a sweep soon runs compiled.
+# choice), then compiled; above COMPILED_ABOVE cells, compiled at once. So a release never waits for numba, and a
+# sweep soon runs compiled.
 NUMPY_UP_TO = 512
 NUMPY_SECONDS = 0.4
+COMPILED_ABOVE = 2**17  # from here one NumPy run costs more than the start-up and a compiled run
 BATCH_WINDOWS = 2**18  # windows whose counts below the mean are read in one vectorised walk (memory)
 
 
 class _KernelChoice:
     """Which partition code a run uses: NumPy up to ``NUMPY_UP_TO`` cells; above, NumPy until this process has spent
-    ``NUMPY_SECONDS`` of CPU on it, or compiled at once when the kernels are loaded already (MWEM and AHP load them
-    too). Both give the same numbers to the bit; only the time differs. ``always`` (tests, benches) fixes the answer
-    above ``NUMPY_UP_TO`` cells."""
+    ``NUMPY_SECONDS`` of CPU on it, or compiled at once above ``COMPILED_ABOVE`` cells or when the kernels are loaded
+    already (MWEM and AHP load them too). Both give the same numbers to the bit; only the time differs. ``always``
+    (tests, benches) fixes the answer above ``NUMPY_UP_TO`` cells."""
 
     def __init__(self, always: bool | None = None) -> None:
         self.numpy_seconds = 0.0
@@ -83,7 +85,8 @@ class _KernelChoice:
             return False
         if self.always is not None:
             return self.always
-        return self.numpy_seconds >= NUMPY_SECONDS or "dplens.core.mechanisms.kernels" in sys.modules
+        return (n > COMPILED_ABOVE or self.numpy_seconds >= NUMPY_SECONDS
+                or "dplens.core.mechanisms.kernels" in sys.modules)
 
     def spent(self, n: int, seconds: float) -> None:
         """Count the CPU seconds of a NumPy partition of n cells (above ``NUMPY_UP_TO`` only)."""
@@ -118,11 +121,7 @@ class _Deviations:
         self.x, self.n = x, n
         self.compiled = compiled
         distinct = np.unique(x)
-        total = float(np.abs(x).sum())
-        self.exact = bool(np.array_equal(x, np.round(x)) and total < 2.0**53)
-        # every window's deviation is then a multiple of 1/L below 2n·total/L, and so is every partial sum of it: all
-        # exact, whatever the order of the sums (L is a power of two), so one walk per window serves every length
-        self.exact_windows = self.exact and 2.0 * n * total < 2.0**53
+        self.exact = bool(np.array_equal(x, np.round(x)) and float(np.abs(x).sum()) < 2.0**53)
         if self.exact:
             self.sorted, rank = distinct, np.searchsorted(distinct, x).astype(np.int64)
             self.bits = max(1, int(distinct.size - 1).bit_length())
@@ -152,8 +151,7 @@ class _Deviations:
         """Deviation of every window of each length: 2 Σ_{x_i < mean} (mean − x_i) (Σ(x_i − mean) = 0).
 
         Short windows are summed directly; long ones go through the wavelet matrix. Compiled, one pass computes every
-        length; on NumPy, integer counts take every window through the wavelet matrix (``exact_windows``: the same
-        numbers), other data sum the short windows in NumPy's own order.
+        length; on NumPy, one vectorised sum per short length and one walk for the long windows of all lengths.
         """
         if self.compiled:
             from dplens.core.mechanisms.kernels import dawa_deviations
@@ -164,24 +162,17 @@ class _Deviations:
             flat = dawa_deviations(self.x, prefix, nonzero, self.sorted, self.zeros, self.zero_sums, self.zero_total,
                                    self.bits, lengths, DIRECT_WINDOW, self.exact)
             return np.split(flat, np.cumsum(self.n - lengths[:-1] + 1))
-        if self.exact_windows:
-            return self._exact_windows(np.asarray(lengths, dtype=np.int64))
         out = {}
         for length in (length for length in lengths if length <= DIRECT_WINDOW):
             window = np.lib.stride_tricks.sliding_window_view(self.x, int(length))
             out[length] = np.abs(window - window.mean(axis=1, keepdims=True)).sum(axis=1)
-        prefix = np.concatenate(([0.0], np.cumsum(self.x)))
-        for length in (length for length in lengths if length > DIRECT_WINDOW):  # one length at a time: memory
-            lo = np.arange(self.n - length + 1)
-            hi = lo + length
-            mean = (prefix[hi] - prefix[lo]) / length
-            count, total = self.below(lo, hi, np.searchsorted(self.sorted, mean, side="left"))
-            out[length] = np.maximum(2.0 * (count * mean - total), 0.0)
+        long = np.array([length for length in lengths if length > DIRECT_WINDOW], dtype=np.int64)
+        out.update(zip(long.tolist(), self._long_windows(long), strict=True))
         return [out[length] for length in lengths]
 
-    def _exact_windows(self, lengths: np.ndarray) -> list[np.ndarray]:
-        """``windows`` for integer counts (``exact_windows``): the windows holding a nonzero cell, all lengths
-        together, through the wavelet matrix in batches; the others are +0.0, as compiled."""
+    def _long_windows(self, lengths: np.ndarray) -> list[np.ndarray]:
+        """The windows of ``lengths`` on NumPy: those holding a nonzero cell, all lengths together in batches of
+        ``BATCH_WINDOWS``, through the wavelet matrix; the others are +0.0, as compiled."""
         if lengths.size == 0:
             return []
         sizes = self.n - lengths + 1
@@ -198,7 +189,7 @@ class _Deviations:
             at, lo, hi = at[live], lo[live], hi[live]
             mean = (prefix[hi] - prefix[lo]) / (hi - lo)
             count, total = self.below(lo, hi, np.searchsorted(self.sorted, mean, side="left"))
-            flat[at] = 2.0 * (count * mean - total)
+            flat[at] = np.maximum(2.0 * (count * mean - total), 0.0)
         return np.split(flat, ends[:-1])
 
 
@@ -220,16 +211,26 @@ def _wavelet_levels(x: np.ndarray, rank: np.ndarray, bits: int) -> tuple[np.ndar
 
 def _below(zeros: np.ndarray, zero_sums: np.ndarray, zero_total: np.ndarray, bits: int, lo: np.ndarray,
            hi: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``kernels.dawa_below`` in NumPy, one level at a time over all queries, for small histograms."""
+    """``kernels.dawa_below`` in NumPy, one level at a time over all queries. A walk whose range is empty has
+    nothing more to add (as compiled, it stops): once a quarter of the walks are over, the rest go on alone."""
     count = np.zeros(lo.size, dtype=np.int64)
     total = np.zeros(lo.size)
+    query = np.arange(lo.size)  # the walks still going, and their partial count and total
+    walk_count, walk_total = count.copy(), total.copy()
     for level in range(bits):
+        going = lo != hi
+        if 4 * np.count_nonzero(going) < 3 * going.size:
+            over = ~going
+            count[query[over]], total[query[over]] = walk_count[over], walk_total[over]
+            query, lo, hi, threshold = query[going], lo[going], hi[going], threshold[going]
+            walk_count, walk_total = walk_count[going], walk_total[going]
         up = ((threshold >> (bits - 1 - level)) & 1).astype(bool)
         lo0, hi0 = zeros[level][lo], zeros[level][hi]
-        count += np.where(up, hi0 - lo0, 0)
-        total = np.where(up, total + (zero_sums[level][hi] - zero_sums[level][lo]), total)
+        walk_count += np.where(up, hi0 - lo0, 0)
+        walk_total = np.where(up, walk_total + (zero_sums[level][hi] - zero_sums[level][lo]), walk_total)
         lo = np.where(up, zero_total[level] + lo - lo0, lo0)
         hi = np.where(up, zero_total[level] + hi - hi0, hi0)
+    count[query], total[query] = walk_count, walk_total
     return count.astype(np.float64), total
 
 

@@ -21,11 +21,11 @@ sparse histograms), every run cold (dplens's per-data deviation cache
 emptied first), timed with ``time.process_time``: the median CPU ms per run of each side, their ratio
 (dpcomp_core / dplens; target ≥ 10), and each side's mean error ± standard error and the error ratio (equal
 accuracy: within two combined standard errors). Seed k gives both sides' k-th trial. After the cells, the
-steady speed of the two paths a process takes (``--sizes``, default 512,4096,16384,65536 cells; DPBench's histograms
-laid end to end and cut or repeated to size, 2000 random ranges): DAWA's NumPy-and-SciPy path, which a process takes
-until its partitions have cost ``dawa.NUMPY_SECONDS`` of CPU, against the compiled kernels it takes after, run by run,
-median CPU and wall ms per cold run. Last, the
-first-run penalty: a fresh interpreter per try times ``MECHANISMS["dawa"].run`` twice (imports untimed) on a
+the two paths a process takes, on each cell's histogram and on DPBench's seven laid end to end and cut or repeated to
+``--sizes`` cells (default 512,4096,16384,65536; ε = 0.1): DAWA's NumPy-and-SciPy path, which a process takes until
+its partitions have cost ``dawa.NUMPY_SECONDS`` of CPU, against the compiled kernels it takes after (what the cells
+above time), run by run, median CPU and wall ms per cold run (up to ``dawa.NUMPY_UP_TO`` cells both are NumPy). Last,
+the first-run penalty: a fresh interpreter per try times ``MECHANISMS["dawa"].run`` twice (imports untimed) on a
 Poisson(5) histogram of each ``--first-run-cells`` size (default 64 and 4096, DPBench's size), first minus second, wall
 and CPU (target ≤ 0.1 s at every size).
 """
@@ -126,12 +126,16 @@ def dpbench_cells(n: int) -> np.ndarray:
     return np.resize(np.concatenate([np.loadtxt(path, skiprows=1) for path in sorted(DPBENCH.glob("*.csv"))]), n)
 
 
-def steady_speed(n: int, trials: int) -> dict[str, tuple[float, float]]:
-    """Median (CPU ms, wall ms) per cold run of DAWA at ε = 0.1 on ``dpbench_cells(n)``, per path, the two taking
-    turns run by run (seed k on both)."""
-    x = dpbench_cells(n)
+def random_ranges(n: int) -> Ranges:
+    """The bench's 2000 random ranges [a, b] over n bins (a and b uniform, sorted; ``default_rng(12345)``)."""
     ends = np.sort(np.random.default_rng(WORKLOAD_SEED).integers(0, n, size=(QUERIES, 2)), axis=1)
-    workload = Ranges(n, ends[:, 0], ends[:, 1])
+    return Ranges(n, ends[:, 0], ends[:, 1])
+
+
+def steady_speed(x: np.ndarray, epsilon: float, trials: int) -> dict[str, tuple[float, float]]:
+    """Median (CPU ms, wall ms) per cold run of DAWA on x with the bench's ranges, per path (NumPy and SciPy; the
+    compiled kernels), the two taking turns run by run (seed k on both)."""
+    workload = random_ranges(x.size)
     times: dict[str, list[tuple[float, float]]] = {"numpy": [], "compiled": []}
     saved = dawa_module._KERNELS
     try:
@@ -140,7 +144,7 @@ def steady_speed(n: int, trials: int) -> dict[str, tuple[float, float]]:
                 dawa_module._KERNELS = dawa_module._KernelChoice(always=path == "compiled")
                 dawa_module._DEVIATIONS.clear()
                 wall, cpu = time.perf_counter(), time.process_time()
-                MECHANISMS["dawa"].run(x, workload, 0.1, np.random.default_rng(max(seed, 0)))
+                MECHANISMS["dawa"].run(x, workload, epsilon, np.random.default_rng(max(seed, 0)))
                 if seed >= 0:
                     runs.append((1000 * (time.process_time() - cpu), 1000 * (time.perf_counter() - wall)))
     finally:
@@ -168,12 +172,12 @@ def main() -> None:
     parser.add_argument("--first-run-tries", type=int, default=5)
     parser.add_argument("--first-run-cells", default="64,4096", help="histogram sizes of the first-run penalty")
     parser.add_argument("--interleave", action="store_true", help="alternate the two sides run by run")
-    parser.add_argument("--sizes", default="512,4096,16384,65536", help="cells of the steady-speed rows ('' skips)")
-    parser.add_argument("--size-trials", type=int, default=15)
+    parser.add_argument("--sizes", default="512,4096,16384,65536", help="cells of the rows on DPBench end to end")
+    parser.add_argument("--size-trials", type=int, default=15, help="runs a path in the rows of the two paths")
     args = parser.parse_args()
     require(DPBENCH)
-    ends = np.sort(np.random.default_rng(WORKLOAD_SEED).integers(0, N, size=(QUERIES, 2)), axis=1)
-    workload = Ranges(N, ends[:, 0], ends[:, 1])
+    workload = random_ranges(N)
+    ends = np.stack((workload.lo, workload.hi), axis=1)
     peer, reason = load_peer()
     queries = engine = None
     if peer is None:
@@ -217,18 +221,25 @@ def main() -> None:
                 rec.row(name=f"dawa, {dataset}, ε={epsilon:g}", **row)
                 print(f"| {dataset} | {epsilon:g} | {ours_ms:.2f} | {peer_ms} | {ratio} | {mean:.4g} ± {se:.2g} | "
                       f"{peer_text} | {error_text} |", flush=True)
-        if args.sizes:
-            print(f"\nsteady speed, DAWA at ε = 0.1 on DPBench laid end to end, {args.size_trials} cold runs a path, "
-                  "taking turns (median ms per run)\n")
-            print("| cells | NumPy CPU | NumPy wall | compiled CPU | compiled wall | NumPy / compiled (CPU) |")
-            print("|---|---|---|---|---|---|")
-        for n in (int(c) for c in args.sizes.split(",") if c):
-            speed = steady_speed(n, args.size_trials)
+        cases = [(dataset, np.loadtxt(DPBENCH / f"{dataset}.csv", skiprows=1), float(epsilon))
+                 for dataset in args.datasets.split(",") if dataset for epsilon in args.epsilons.split(",")]
+        cases += [(f"DPBench end to end, {n} cells", dpbench_cells(n), 0.1) for n in (int(c) for c in
+                                                                                   args.sizes.split(",") if c)]
+        if cases:
+            print(f"\nthe two paths of a process: NumPy and SciPy (its partitions until they have cost "
+                  f"dawa.NUMPY_SECONDS = {dawa_module.NUMPY_SECONDS} s of CPU) and compiled (after), "
+                  f"{args.size_trials} cold runs a path taking turns, median ms per run\n")
+            print("| data | cells | ε | NumPy CPU | NumPy wall | compiled CPU | compiled wall | NumPy / compiled (CPU) "
+                  "|")
+            print("|---|---|---|---|---|---|---|---|")
+        for label, x, epsilon in cases:
+            speed = steady_speed(x, epsilon, args.size_trials)
             (numpy_cpu, numpy_wall), (compiled_cpu, compiled_wall) = speed["numpy"], speed["compiled"]
-            rec.row(name=f"dawa steady speed, {n} cells", cells=n, trials=args.size_trials, numpy_cpu_ms=numpy_cpu,
-                    numpy_wall_ms=numpy_wall, compiled_cpu_ms=compiled_cpu, compiled_wall_ms=compiled_wall)
-            print(f"| {n} | {numpy_cpu:.2f} | {numpy_wall:.2f} | {compiled_cpu:.2f} | {compiled_wall:.2f} | "
-                  f"{numpy_cpu / compiled_cpu:.2f} |", flush=True)
+            rec.row(name=f"dawa paths, {label}, ε={epsilon:g}", cells=x.size, epsilon=epsilon,
+                    trials=args.size_trials, numpy_cpu_ms=numpy_cpu, numpy_wall_ms=numpy_wall,
+                    compiled_cpu_ms=compiled_cpu, compiled_wall_ms=compiled_wall)
+            print(f"| {label.split(',')[0]} | {x.size} | {epsilon:g} | {numpy_cpu:.2f} | {numpy_wall:.2f} | "
+                  f"{compiled_cpu:.2f} | {compiled_wall:.2f} | {numpy_cpu / compiled_cpu:.2f} |", flush=True)
         for cells in (int(c) for c in args.first_run_cells.split(",") if args.first_run_tries):
             walls, cpus = first_run_penalty(args.first_run_tries, cells)
             rec.row(name=f"dawa first-run penalty, {cells} cells", cells=cells, tries=len(walls),

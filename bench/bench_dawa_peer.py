@@ -20,13 +20,15 @@ instead, so each run starts with the caches the other side left (dplens's runs t
 sparse histograms), every run cold (dplens's per-data deviation cache
 emptied first), timed with ``time.process_time``: the median CPU ms per run of each side, their ratio
 (dpcomp_core / dplens; target ≥ 10), and each side's mean error ± standard error and the error ratio (equal
-accuracy: within two combined standard errors). Seed k gives both sides' k-th trial. After the cells, the
-the two paths a process takes, on each cell's histogram and on DPBench's seven laid end to end and cut or repeated to
-``--sizes`` cells (default 512,4096,16384,65536; ε = 0.1): DAWA's NumPy-and-SciPy path, which a process takes until
-its partitions have cost ``dawa.NUMPY_SECONDS`` of CPU, against the compiled kernels it takes after (what the cells
-above time), run by run, median CPU and wall ms per cold run (up to ``dawa.NUMPY_UP_TO`` cells both are NumPy). Last,
-the first-run penalty: a fresh interpreter per try times ``MECHANISMS["dawa"].run`` twice (imports untimed) on a
-Poisson(5) histogram of each ``--first-run-cells`` size (default 64 and 4096, DPBench's size), first minus second, wall
+accuracy: within two combined standard errors). Seed k gives both sides' k-th trial. After the cells, the two paths
+a process takes, on each cell's histogram and on DPBench's seven laid end to end and cut or repeated to ``--sizes``
+cells (default 512,4096,16384,65536; ε = 0.1): DAWA's NumPy-and-SciPy path, which a process takes until its
+partitions have cost ``dawa.NUMPY_SECONDS`` of CPU, against the compiled kernels it takes after (what the cells above
+time), run by run, median CPU and wall ms per cold run (up to ``dawa.NUMPY_UP_TO`` cells both are NumPy). Then a sweep
+in a fresh interpreter (``--sweep-runs`` runs on the first dataset, ε = 0.1): the runs on NumPy, the one that loads the
+kernels, the compiled ones after, CPU. Last, the first-run penalty: a fresh interpreter per try times
+``MECHANISMS["dawa"].run`` twice (imports untimed) on a Poisson(5) histogram of each ``--first-run-cells`` size
+(default 64 and 4096, DPBench's size), first minus second, wall
 and CPU (target ≤ 0.1 s at every size).
 """
 
@@ -152,6 +154,33 @@ def steady_speed(x: np.ndarray, epsilon: float, trials: int) -> dict[str, tuple[
     return {path: tuple(float(v) for v in np.median(np.array(runs), axis=0)) for path, runs in times.items()}
 
 
+SWEEP = """
+import sys
+import time
+import numpy as np
+from dplens.core.mechanisms import MECHANISMS
+from dplens.core.mechanisms import dawa
+from dplens.core.queries.workloads import Ranges
+x = np.loadtxt(sys.argv[1], skiprows=1)
+ends = np.sort(np.random.default_rng(12345).integers(0, x.size, size=(2000, 2)), axis=1)
+workload = Ranges(x.size, ends[:, 0], ends[:, 1])
+for k in range(int(sys.argv[2])):
+    cpu = time.process_time()
+    compiled = dawa._KERNELS.compiled(x.size)
+    MECHANISMS["dawa"].run(x, workload, 0.1, np.random.default_rng(k))
+    print(time.process_time() - cpu, int(compiled))
+"""
+
+
+def sweep(dataset: str, runs: int) -> tuple[list[float], list[bool]]:
+    """CPU seconds and path (compiled or not) of each of ``runs`` DAWA runs at ε = 0.1 on a DPBench histogram in one
+    fresh interpreter (seed k for run k; the deviations cached after the first, as in a sweep)."""
+    done = subprocess.run([sys.executable, "-c", SWEEP, str(DPBENCH / f"{dataset}.csv"), str(runs)],
+                          capture_output=True, text=True, check=True, cwd=ROOT)
+    rows = [line.split() for line in done.stdout.splitlines()]
+    return [float(cpu) for cpu, _ in rows], [compiled == "1" for _, compiled in rows]
+
+
 def first_run_penalty(tries: int, cells: int = 4096) -> tuple[list[float], list[float]]:
     """First minus second run of dplens's DAWA on ``cells`` cells in fresh interpreters: (wall s, CPU s) per try."""
     walls, cpus = [], []
@@ -174,6 +203,7 @@ def main() -> None:
     parser.add_argument("--interleave", action="store_true", help="alternate the two sides run by run")
     parser.add_argument("--sizes", default="512,4096,16384,65536", help="cells of the rows on DPBench end to end")
     parser.add_argument("--size-trials", type=int, default=15, help="runs a path in the rows of the two paths")
+    parser.add_argument("--sweep-runs", type=int, default=300, help="runs of the one-process sweep (0 skips)")
     args = parser.parse_args()
     require(DPBENCH)
     workload = random_ranges(N)
@@ -240,6 +270,21 @@ def main() -> None:
                     compiled_cpu_ms=compiled_cpu, compiled_wall_ms=compiled_wall)
             print(f"| {label.split(',')[0]} | {x.size} | {epsilon:g} | {numpy_cpu:.2f} | {numpy_wall:.2f} | "
                   f"{compiled_cpu:.2f} | {compiled_wall:.2f} | {numpy_cpu / compiled_cpu:.2f} |", flush=True)
+        if args.sweep_runs:
+            dataset = (args.datasets.split(",") + ["NETTRACE"])[0] or "NETTRACE"
+            cpus, compiled = sweep(dataset, args.sweep_runs)
+            numpy_runs = compiled.index(True) if any(compiled) else len(compiled)
+            switch = cpus[numpy_runs] if numpy_runs < len(cpus) else float("nan")
+            after = cpus[numpy_runs + 1:]
+            rec.row(name=f"dawa sweep, {dataset}", runs=len(cpus), numpy_runs=numpy_runs,
+                    numpy_cpu_ms_median=1000 * float(np.median(cpus[1:numpy_runs] or [np.nan])),
+                    switch_cpu_s=switch, compiled_cpu_ms_median=1000 * float(np.median(after or [np.nan])),
+                    total_cpu_s=float(sum(cpus)), cpu_s=cpus)
+            print(f"\na sweep of {len(cpus)} runs on {dataset} at ε = 0.1 in a fresh interpreter (CPU): first run "
+                  f"{1000 * cpus[0]:.1f} ms; runs 2-{numpy_runs} on NumPy, median "
+                  f"{1000 * float(np.median(cpus[1:numpy_runs] or [np.nan])):.2f} ms; run {numpy_runs + 1} loads the "
+                  f"kernels: {switch:.3f} s; the {len(after)} after, compiled, median "
+                  f"{1000 * float(np.median(after or [np.nan])):.2f} ms; total {sum(cpus):.2f} s")
         for cells in (int(c) for c in args.first_run_cells.split(",") if args.first_run_tries):
             walls, cpus = first_run_penalty(args.first_run_tries, cells)
             rec.row(name=f"dawa first-run penalty, {cells} cells", cells=cells, tries=len(walls),

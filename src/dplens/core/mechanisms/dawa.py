@@ -9,7 +9,8 @@ estimate spreads each bucket's count evenly over its cells.
 
 The deviations of all O(n log n) candidate buckets come from one wavelet matrix over the ranks of x
 (count and sum of the values below each window's mean, in O(log n) vectorised steps), so stage 1 is
-O(n log² n) numpy work plus an O(n log n) scalar loop for the dynamic programme.
+O(n log² n) numpy work plus an O(n log n) scalar loop for the dynamic programme. Both have compiled kernels
+(``kernels``), which a process loads only once its NumPy partitions have cost as much as numba's start-up.
 
 >>> import numpy as np
 >>> from dplens.core.queries.workloads import Prefix

@@ -1,8 +1,9 @@
 """DAWA's seeded releases are unchanged by the speed work: fingerprints recorded before it.
 
 The L1 partition's kernels were made faster (fewer wavelet levels for integer counts, one compiled pass for the
-partition's scores and dynamic programme) and small histograms skip the compiled kernels altogether (their
-first run would otherwise pay numba's start-up). None of this may change a release: each case below is the
+partition's scores and dynamic programme); small histograms skip the compiled kernels altogether, and larger ones
+until a process has spent numba's start-up on NumPy and SciPy (so no first run pays it). None of this may change a
+release, on either path: each case below is the
 SHA-256 of (answers, estimate, bucket bounds) and the privacy loss of a seeded release, taken with the code
 before those changes. No timing is asserted here (bench/bench_dawa_peer.py measures it).
 """

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dplens.core.data.datasets import DATA_DIR
-from tests.e2e._actions import ARTIFACTS, wait_idle
+from tests.e2e._actions import ARTIFACTS, act, check, click, download, expand, go, upload, wait_idle, wait_text
 from tests.e2e.conftest import open_app
 
 pytestmark = pytest.mark.e2e
@@ -19,36 +19,38 @@ def shot(page, name: str, scroll_to: str | None = None) -> None:
     page.mouse.move(5, 5)
     if scroll_to:
         page.get_by_text(scroll_to).first.evaluate("e => e.scrollIntoView({block: 'center'})")
-    page.wait_for_timeout(500)
+    wait_idle(page)
     page.screenshot(path=str(ARTIFACTS / f"curator-{name}.png"))
 
 
-def go(page, title: str, heading: str | None = None) -> None:
-    page.get_by_role("link", name=title, exact=True).first.click()
-    wait_idle(page, timeout=120_000)
-    page.get_by_role("heading", name=heading or title, exact=True).wait_for(timeout=120_000)
+def choose_histogram(page, path, *, records: bool = False) -> None:
+    """On the Data page: open the Upload expander, choose ``path``, tick or untick raw records."""
+    expand(page, "Upload a histogram")
+    use = page.get_by_role("button", name="Use this file")
+    loaded = page.get_by_test_id("stMain").get_by_test_id("stAlert").filter(has_text=re.compile("^Loaded "))
+    # a file used before keeps "Use this file" shown; the new file's run is over once that file's "Loaded"
+    # notice is gone (a notice shows on one run only)
+    upload(page, path, lambda: use.is_visible() and loaded.count() == 0)
+    check(page, "The file holds raw records", records)
 
 
-def download(page, button: str, timeout: float = 120_000) -> bytes:
-    with page.expect_download(timeout=timeout) as info:
-        page.get_by_role("button", name=button).first.click()
-    data = info.value.path().read_bytes()
-    wait_idle(page)
-    return data
+def use_histogram(page, outcome: str, levels: str | None = None) -> None:
+    """Use the chosen file, with ``levels`` declared first, until the page says ``outcome``."""
+    area = page.get_by_role("textbox", name=re.compile("^Levels")).first
+
+    def use() -> None:
+        if levels is not None:
+            area.fill(levels)  # the click below blurs the text area, which commits it first
+        page.get_by_role("button", name="Use this file").click()
+
+    act(page, use, page.get_by_text(outcome), what=f"use the file until the page says {outcome!r}")
 
 
-def upload(page, path, levels: str | None = None) -> None:
-    """Upload ``path`` on the Data page; ``levels`` declares a labelled file's levels (needed to release it)."""
-    page.get_by_text("Upload a histogram").click()
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(path))
-    wait_idle(page)
-    if levels is not None:
-        area = page.get_by_role("textbox", name=re.compile("^Levels")).first
-        area.fill(levels)
-        area.press("Tab")  # a text area commits on blur
-        wait_idle(page)
-    page.get_by_role("button", name="Use this file").click()
-    wait_idle(page, timeout=120_000)
+def upload_histogram(page, path, outcome: str, levels: str | None = None) -> None:
+    """Upload ``path`` on the Data page and use it until the page says ``outcome``; ``levels`` declares a labelled
+    file's levels (needed to release it)."""
+    choose_histogram(page, path)
+    use_histogram(page, outcome, levels)
 
 
 def file_levels(path) -> str:
@@ -61,7 +63,7 @@ def test_curator_flow_at_1366x768(browser, app_url, tmp_path):
     context, page = open_app(browser, app_url, width=1366, height=768, timeout=60_000)
 
     # First screen: the start-here line, the histogram and its noisy release, without scrolling.
-    page.get_by_text("Start here:").wait_for()
+    wait_text(page, "Start here:")
     chart = page.locator('[data-testid="stPlotlyChart"]').first
     chart.wait_for()
     box = chart.bounding_box()
@@ -71,35 +73,28 @@ def test_curator_flow_at_1366x768(browser, app_url, tmp_path):
     # Upload (a copy of a sample under a new name), then a workload.
     mine = tmp_path / "bills.csv"
     shutil.copy(DATA_DIR / "tips_bill.csv", mine)
-    upload(page, mine, file_levels(mine))  # a labelled upload is released over declared levels
-    page.get_by_text("Loaded bills").first.wait_for()
+    upload_histogram(page, mine, "Loaded bills", file_levels(mine))  # a labelled upload is released over its levels
     go(page, "Workloads")
     shot(page, "workloads")
 
     # Compare: analytic curves before Run, then a run.
     go(page, "Compare", "Compare mechanisms")
-    page.get_by_text("Meanwhile, the analytic expectation").wait_for()
+    wait_text(page, "Meanwhile, the analytic expectation")
     shot(page, "compare-before-run")
-    page.get_by_role("button", name="Run comparison").click()
-    page.get_by_text("Inspect one release").wait_for(timeout=600_000)
-    wait_idle(page, timeout=120_000)
+    click(page, page.get_by_role("button", name="Run comparison"), page.get_by_text("Inspect one release"),
+          timeout=600_000)
     assert page.get_by_role("button", name="Stop").count() == 0  # gone once the sweep ends
     shot(page, "compare")
 
     # Choose epsilon, then hand it on.
     go(page, "Choose epsilon")
-    use = page.get_by_role("button", name="Use this ε").first
-    use.click()
-    wait_idle(page)
+    click(page, page.get_by_role("button", name="Use this ε").first, page.get_by_role("link", name="Go to Release"))
     shot(page, "choose-epsilon", "Go to Release")
-    page.get_by_role("link", name="Go to Release").first.click()
-    wait_idle(page, timeout=120_000)
-    page.get_by_text("From Choose epsilon").first.wait_for()
+    click(page, page.get_by_role("link", name="Go to Release").first, page.get_by_text("From Choose epsilon"))
 
     # Release with intervals, export.
-    page.get_by_role("button", name="Spend and release").click()
-    wait_idle(page, timeout=300_000)
-    page.get_by_text("Exports carry").first.wait_for(timeout=300_000)
+    click(page, page.get_by_role("button", name="Spend and release"), page.get_by_text("Exports carry"),
+          timeout=300_000)
     shot(page, "release", "Exports carry")
     exported = download(page, "Release with metadata (JSON)")
     doc = json.loads(exported)
@@ -112,7 +107,6 @@ def test_curator_flow_at_1366x768(browser, app_url, tmp_path):
     export = tmp_path / "dplens-release-1.json"
     export.write_bytes(exported)
     go(page, "Data")
-    upload(page, export)
-    page.get_by_text("Already-private output").first.wait_for()
+    upload_histogram(page, export, "Already-private output")
     shot(page, "reupload", "Already-private output")
     context.close()

@@ -8,18 +8,11 @@ import shutil
 import pytest
 
 from dplens.core.data.datasets import DATA_DIR
-from tests.e2e._actions import ARTIFACTS, wait_idle
+from tests.e2e._actions import ARTIFACTS, choose, click, download, go, pick, wait_text
 from tests.e2e.conftest import open_app
-from tests.e2e.test_curator_browser import download, file_levels, go, upload
+from tests.e2e.test_curator_browser import file_levels, upload_histogram
 
 pytestmark = pytest.mark.e2e
-
-
-def pick(page, label: str, option: str) -> None:
-    """Choose ``option`` in the Streamlit selectbox labelled ``label``."""
-    page.get_by_test_id("stSelectbox").filter(has_text=label).first.click()
-    page.get_by_role("option", name=option).first.click()
-    wait_idle(page, timeout=120_000)
 
 
 def test_tune_on_public_data_choose_release_under_zcdp_and_recognise_the_export(browser, fresh_app_url, tmp_path):
@@ -29,39 +22,30 @@ def test_tune_on_public_data_choose_release_under_zcdp_and_recognise_the_export(
 
     mine = tmp_path / "bills.csv"  # the private data: a copy of the tips sample under another name
     shutil.copy(DATA_DIR / "tips_bill.csv", mine)
-    upload(page, mine, file_levels(mine))  # a labelled upload is released over declared levels
-    page.get_by_text("Loaded bills").first.wait_for()
-    page.get_by_text("ρ-zCDP").first.click()  # the sidebar's privacy definition
-    wait_idle(page, timeout=120_000)
+    upload_histogram(page, mine, "Loaded bills", file_levels(mine))  # a labelled upload is released over its levels
+    choose(page, "ρ-zCDP", area=page.get_by_test_id("stSidebar"))  # the sidebar's privacy definition
 
     go(page, "Choose epsilon")
-    page.get_by_text("Tuned on the private data").first.wait_for()  # the default says what it is
-    pick(page, "Tune on", "tips-bill (public)")
-    page.get_by_text("Tuned on tips-bill (public)").first.wait_for()
+    wait_text(page, "Tuned on the private data")  # the default says what it is
+    pick(page, "Tune on", "tips-bill (public)", expected=page.get_by_text("Tuned on tips-bill (public)"))
     page.screenshot(path=str(ARTIFACTS / "decision-tuned-on-public.png"))
-    page.get_by_role("button", name="Use this ρ").first.click()  # under zCDP the hand-off is written in ρ
-    wait_idle(page)
-    page.get_by_role("link", name="Go to Release").first.click()
-    wait_idle(page, timeout=120_000)
-    page.get_by_text("tuned on tips-bill (public)").first.wait_for()
-    page.get_by_text("ρ for this release (zCDP)").first.wait_for()  # the native unit of the definition
+    # under zCDP the hand-off is written in ρ
+    click(page, page.get_by_role("button", name="Use this ρ").first, page.get_by_role("link", name="Go to Release"))
+    click(page, page.get_by_role("link", name="Go to Release").first, page.get_by_text("tuned on tips-bill (public)"))
+    wait_text(page, "ρ for this release (zCDP)")  # the native unit of the definition
 
-    page.get_by_role("button", name="Spend and release").click()
-    wait_idle(page, timeout=300_000)
-    page.get_by_text("ρ charged").first.wait_for(timeout=300_000)
+    click(page, page.get_by_role("button", name="Spend and release"), page.get_by_text("ρ charged"), timeout=300_000)
     page.screenshot(path=str(ARTIFACTS / "decision-released.png"))
     exported = download(page, "Release with metadata (JSON)")
     doc = json.loads(exported)
     assert doc["definition"] == "zcdp" and doc["tuned_on"] == "tips-bill (public)" and doc["dataset"] == "bills.csv"
 
     page.reload()  # the workspace in the URL brings the session back; the store knows the export
-    page.get_by_text("Budget remaining").first.wait_for(timeout=120_000)
-    wait_idle(page)
+    wait_text(page, "Budget remaining")
     export = tmp_path / "dplens-release-1.json"
     export.write_bytes(exported)
     go(page, "Data")
-    upload(page, export)
-    page.get_by_text("Already-private output").first.wait_for()
-    page.get_by_text("as a released dataset").first.wait_for()
+    upload_histogram(page, export, "Already-private output")
+    wait_text(page, "as a released dataset")
     page.screenshot(path=str(ARTIFACTS / "decision-recognised.png"))
     context.close()

@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from tests.e2e._actions import ARTIFACTS, act, check, click, download, expand, go, pick, screenshot, upload
+from tests.e2e._actions import ARTIFACTS, click, download, go, pick, screenshot
 from tests.e2e.conftest import open_app
+from tests.e2e.test_curator_browser import choose_histogram, use_histogram
 
 pytestmark = pytest.mark.e2e
 RECORDS = "region,age_band\n" + "".join(f"{'North' if i % 3 else 'South'},{('17-24', '25-34', '35-44')[i % 3]}\n"
@@ -18,40 +19,21 @@ LABELLED = ("age_band,region,count\n17-24,North,30\n17-24,South,12\n25-34,North,
 LEVELS = "17-24,25-34,35-44\nNorth,South"
 
 
-def _upload_area(page, path, *, records: bool):
-    """Open the Upload expander, choose ``path``, tick or untick raw records."""
-    expand(page, "Upload a histogram")
-    upload(page, path, page.get_by_role("button", name="Use this file"))
-    check(page, "The file holds raw records", records)
-
-
-def _use(page, outcome: str, levels: str | None = None) -> None:
-    """Use the uploaded file, with ``levels`` declared first, until the page says ``outcome``."""
-    area = page.get_by_role("textbox", name=re.compile("^Levels")).first
-
-    def use() -> None:
-        if levels is not None:
-            area.fill(levels)  # the click below blurs the text area, which commits it first
-        page.get_by_role("button", name="Use this file").click()
-
-    act(page, use, page.get_by_text(outcome), what=f"use the file until the page says {outcome!r}")
-
-
 def test_records_labels_proxy_release_and_the_export_back(browser, fresh_app_url, tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     context, page = open_app(browser, fresh_app_url, width=1366, height=900, timeout=60_000)
 
     records = tmp_path / "people.csv"  # one row per person: bin the column picked from its header
     records.write_text(RECORDS)
-    _upload_area(page, records, records=True)
+    choose_histogram(page, records, records=True)
     pick(page, "Column to bin", "age_band")
-    _use(page, "Loaded people: 3 cells, total 60")
+    use_histogram(page, "Loaded people: 3 cells, total 60")
 
     labelled = tmp_path / "regions.csv"  # an A,B,count file with a level its declaration lacks
     labelled.write_text(LABELLED)
-    _upload_area(page, labelled, records=False)
-    _use(page, "age_band 'unknown' is not among the declared levels", LEVELS)  # surfaced, not kept silently
-    _use(page, "Loaded regions: 8 cells, total 98", LEVELS.replace("35-44", "35-44,unknown"))
+    choose_histogram(page, labelled)
+    use_histogram(page, "age_band 'unknown' is not among the declared levels", LEVELS)  # surfaced, not kept silently
+    use_histogram(page, "Loaded regions: 8 cells, total 98", LEVELS.replace("35-44", "35-44,unknown"))
 
     go(page, "Choose epsilon")
     spend = page.get_by_role("button", name="Spend and make the proxy")
@@ -72,8 +54,8 @@ def test_records_labels_proxy_release_and_the_export_back(browser, fresh_app_url
     export = tmp_path / "dplens-release-1.json"
     export.write_bytes(exported)
     go(page, "Data")
-    _upload_area(page, export, records=False)
-    _use(page, "Already-private output")
+    choose_histogram(page, export)
+    use_histogram(page, "Already-private output")
     screenshot(page, "walk-export-back")
     charts = " ".join(page.locator('[data-testid="stPlotlyChart"]').all_inner_texts())
     assert "released values" in charts and "true counts" not in charts, charts

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e._actions import wait_idle
+from tests.e2e._actions import click, go, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -16,14 +16,11 @@ README_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
 def test_the_readme_screenshot_shows_a_comparison(page):
-    page.get_by_role("link", name="Compare").click()
-    wait_idle(page)
-    page.get_by_role("button", name="Run comparison").click()
-    wait_idle(page, timeout=120_000)
+    page.set_viewport_size({"width": 1280, "height": 900})  # before any chart is drawn: no resize transition to wait
+    go(page, "Compare", "Compare mechanisms")
+    click(page, page.get_by_role("button", name="Run comparison"), page.get_by_text("Inspect one release"))
     chart = page.locator('[data-testid="stPlotlyChart"]').first
-    chart.wait_for()
-    page.set_viewport_size({"width": 1280, "height": 900})
     chart.evaluate("element => element.scrollIntoView({block: 'center'})")  # the sidebar beside the result
-    page.wait_for_timeout(1500)  # plotly's transition
+    wait_idle(page)
     page.screenshot(path=str(README_SCREENSHOT))
     assert README_SCREENSHOT.stat().st_size > 20_000

@@ -51,7 +51,7 @@ def wait_idle(page: Page, timeout: float = 120_000) -> None:
 
 
 def act(page: Page, action: Callable[[], object], expected: Expected, *, what: str, attempts: int = 3,
-        timeout: float = 120_000, patience: float = PATIENCE_MS) -> None:
+        tried: bool = False, timeout: float = 120_000, patience: float = PATIENCE_MS) -> None:
     """Do ``action`` until the idle page shows ``expected`` (a locator that is then visible, or a predicate).
 
     Each try starts on an idle page. After it the page must become idle and show ``expected``; idle for
@@ -59,13 +59,19 @@ def act(page: Page, action: Callable[[], object], expected: Expected, *, what: s
     A later try first looks whether a late rerun of the one before did it after all, so an action is repeated only
     when its effect is missing (a toggle should still act only when the state is not already the wanted one).
     ``timeout`` bounds each wait for the app to become idle (a fresh server's first run and a sweep are slow).
+    ``tried``: the first try was made already (e.g. one click in each of several sessions, so that they run at once);
+    its effect is awaited before any other.
 
     Raises:
         AssertionError: ``expected`` was never shown; the message says ``what`` was tried and what the page shows.
     """
     holds = _holds(expected)
     outcome = "never tried"
-    for attempt in range(attempts):
+    if tried:
+        if _settled(page, holds, timeout=timeout, patience=patience):
+            return
+        outcome = f"try 1 was followed by {patience / 1000:.0f} s of idle page without it"
+    for attempt in range(int(tried), attempts):
         wait_idle(page, timeout)
         if attempt and holds():
             return
@@ -167,17 +173,29 @@ def click(page: Page, target: Locator, expected: Expected, *, what: str | None =
     act(page, lambda: target.click(force=force), expected, what=what or f"click {target}", timeout=timeout)
 
 
-def fill(page: Page, box: Locator, text: str, expected: Expected, *, commit: str = "Enter",
+def fill(page: Page, box: Locator, text: str, expected: Expected | None = None, *, commit: str = "Enter",
          timeout: float = 120_000) -> None:
     """Type ``text`` into ``box`` and commit it (Enter; a text area commits on Tab, i.e. on blur), until the idle
-    page shows ``expected``: what the committed value changes (the box holds ``text`` before any commit, so the box
-    is no sign of it)."""
+    page shows ``expected``, by default the box holding ``text`` (as a number, for a number input) with no widget
+    asking for Enter any more (Streamlit's input instructions show until a typed value is committed)."""
 
     def type_and_commit() -> None:
         box.fill(text)
         box.press(commit)
 
-    act(page, type_and_commit, expected, what=f"fill {text!r} into {box}", timeout=timeout)
+    def committed() -> bool:
+        held, number = box.input_value(), _as_number(text)
+        same = held == text or (number is not None and _as_number(held) == number)
+        return same and not any(page.get_by_test_id("InputInstructions").all_inner_texts())  # emptied on commit
+
+    act(page, type_and_commit, expected or committed, what=f"fill {text!r} into {box}", timeout=timeout)
+
+
+def _as_number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
 
 
 def upload(page: Page, path: Path, expected: Expected, *, uploader: Locator | None = None,

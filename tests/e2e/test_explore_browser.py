@@ -33,6 +33,14 @@ def slider_numbers(page, label: str) -> list[int]:
     return [int(v.replace(",", "")) for v in re.findall(r"\d[\d,]*", texts[0])[:2]] if texts else []
 
 
+def remove_mechanisms(page, names) -> None:
+    """Remove the mechanisms ``names`` that Compare lists (keeps a journey quick)."""
+    for name in names:
+        remove = page.get_by_role("button", name=f"Remove {name}")
+        if remove.count():
+            click(page, remove, lambda remove=remove: remove.count() == 0)
+
+
 def test_coarsen_on_the_data_page_then_design_a_workload(page):
     click(page, page.get_by_text("Derive a dataset"), page.get_by_role("button", name="Coarsen"))
     # the first rerun of a fresh server is slow: act's timeout bounds it
@@ -92,10 +100,7 @@ def test_drag_a_rectangle_on_the_2d_heatmap(page):
 
 def test_compare_then_click_a_point_on_the_frontier(page):
     go(page, "Compare", "Compare mechanisms")
-    for slow in ("dawa", "mwem", "ahp", "laplace-on-answers"):  # keep the journey quick
-        remove = page.get_by_role("button", name=f"Remove {slow}")
-        if remove.count():
-            click(page, remove, lambda remove=remove: remove.count() == 0)
+    remove_mechanisms(page, ("dawa", "mwem", "ahp", "laplace-on-answers"))
     slide(page, "Trials per point", 4)
     click(page, page.get_by_role("button", name="Run comparison"), page.get_by_text("reproduced exactly"))
     caption = page.get_by_text(re.compile(r"at ε = [\d.]+, trial 0")).inner_text()

@@ -10,19 +10,10 @@ import pandas as pd
 import pytest
 
 from dplens.ui.tables_view import table_method_label
-from tests.e2e._actions import ARTIFACTS, wait_idle, wait_text
+from tests.e2e._actions import ARTIFACTS, act, choose, click, download, fill, go, pick, wait_text
 
 pytestmark = pytest.mark.e2e
 COLUMNS = ["age", "workclass", "race", "sex", "income>50K"]
-
-
-def _download(page, label: str) -> bytes:
-    wait_idle(page, timeout=120_000)  # a download click reruns the page: let the previous rerun settle first
-    with page.expect_download(timeout=120_000) as info:
-        page.get_by_role("button", name=label).first.click()
-    data = info.value.path().read_bytes()
-    wait_idle(page, timeout=120_000)
-    return data
 
 
 @pytest.fixture
@@ -32,39 +23,48 @@ def adult(shared_data):
     return shared_data / "adult"
 
 
+def _open_tables(page) -> None:
+    page.set_viewport_size({"width": 1366, "height": 900})
+    go(page, "Tables", "Tables of records")
+    wait_text(page, "built-in sample")
+
+
+def _compare(page, screenshot: str) -> None:
+    click(page, page.get_by_role("button", name="Run comparison"),
+          page.get_by_text("The dashed line is the non-private independence baseline"))
+    page.screenshot(path=str(ARTIFACTS / f"{screenshot}.png"), full_page=True)
+
+
+def _release(page, method: str, screenshot: str) -> None:
+    """Release with ``method`` on the Release tab, until the page says how many synthetic records it made."""
+    click(page, page.get_by_role("tab", name="Release"), page.get_by_role("button", name="Spend ρ and release"))
+    pick(page, "Method", table_method_label(method))
+    click(page, page.get_by_role("button", name="Spend ρ and release"), page.get_by_text("synthetic records."),
+          timeout=240_000)
+    page.screenshot(path=str(ARTIFACTS / f"{screenshot}.png"), full_page=True)
+
+
 def test_adult_marginals_compare_and_mst_synthetic_data(adult, page, tmp_path):
     frame = pd.read_csv(adult / "adult.csv", usecols=COLUMNS)[COLUMNS]
     domain = {k: v for k, v in json.loads((adult / "adult-domain.json").read_text()).items() if k in COLUMNS}
     frame.to_csv(tmp_path / "adult.csv", index=False)
     (tmp_path / "adult-domain.json").write_text(json.dumps(domain))
-    page.set_viewport_size({"width": 1366, "height": 900})
-    page.get_by_role("link", name="Tables", exact=True).first.click()
-    wait_text(page, "built-in sample")
-    inputs = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
-    inputs.nth(1).set_input_files(str(tmp_path / "adult-domain.json"))
-    wait_idle(page)
-    inputs.nth(0).set_input_files(str(tmp_path / "adult.csv"))
-    wait_text(page, "48,842 records")
+    _open_tables(page)
+    inputs = page.get_by_test_id("stFileUploaderDropzoneInput")
+
+    def upload_adult() -> None:  # the domain first: the records are read with it
+        inputs.nth(1).set_input_files(str(tmp_path / "adult-domain.json"))
+        inputs.nth(0).set_input_files(str(tmp_path / "adult.csv"))
+
+    act(page, upload_adult, page.get_by_text("48,842 records"), what="upload Adult with its domain")
     wait_text(page, "10 marginals")  # all 2-way marginals of 5 attributes, the default workload
     page.screenshot(path=str(ARTIFACTS / "tables-loaded.png"), full_page=True)
 
-    page.get_by_role("button", name="Run comparison").click()
-    wait_text(page, "The dashed line is the non-private independence baseline")
-    wait_idle(page, timeout=120_000)
-    page.screenshot(path=str(ARTIFACTS / "tables-compare.png"), full_page=True)
-
-    page.get_by_role("tab", name="Release").click()
-    method = page.locator('[data-testid="stSelectbox"]').filter(has_text="Method").first
-    method.click()
-    page.get_by_role("option", name=table_method_label("mst")).click()
-    wait_idle(page)
-    page.get_by_role("button", name="Spend ρ and release").click()
-    wait_text(page, "synthetic records.", timeout=240_000)
-    wait_idle(page, timeout=120_000)
-    page.screenshot(path=str(ARTIFACTS / "tables-release.png"), full_page=True)
-    synthetic = pd.read_csv(io.BytesIO(_download(page, "Synthetic records (CSV)")))
+    _compare(page, "tables-compare")
+    _release(page, "mst", "tables-release")
+    synthetic = pd.read_csv(io.BytesIO(download(page, "Synthetic records (CSV)")))
     assert list(synthetic.columns) == COLUMNS and len(synthetic) > 40_000
-    meta = json.loads(_download(page, "Privacy metadata (JSON)"))
+    meta = json.loads(download(page, "Privacy metadata (JSON)"))
     assert meta["mechanism"].startswith("mst (opendp.extras.mbi.MST")
     assert meta["rho"] == 0.1 and meta["measure_split"] == 0.9
     assert "rho-zCDP" in meta["privacy"]
@@ -73,32 +73,16 @@ def test_adult_marginals_compare_and_mst_synthetic_data(adult, page, tmp_path):
 def test_sample_ranges_and_identity_pgm(page):
     """The built-in sample: a ranges workload, compare the default methods, release identity-pgm with its progress,
     download the range answers and the synthetic records."""
-    page.set_viewport_size({"width": 1366, "height": 900})
-    page.get_by_role("link", name="Tables", exact=True).first.click()
-    wait_text(page, "built-in sample")
-    page.get_by_text("chosen marginals", exact=True).click()
-    wait_idle(page)
+    _open_tables(page)
+    choose(page, "chosen marginals")
     box = page.get_by_label("Marginals", exact=True).and_(page.get_by_test_id("stTextInputField"))
-    box.fill("ranges:age|sex, education+income")
-    box.press("Enter")
-    wait_text(page, "2 marginals (1 asked as ranges)")
-    page.get_by_role("button", name="Run comparison").click()
-    wait_text(page, "The dashed line is the non-private independence baseline")
-    wait_idle(page, timeout=120_000)
-    page.screenshot(path=str(ARTIFACTS / "tables-sample-compare.png"), full_page=True)
-    page.get_by_role("tab", name="Release").click()
-    method = page.locator('[data-testid="stSelectbox"]').filter(has_text="Method").first
-    method.click()
-    page.get_by_role("option", name=table_method_label("identity-pgm")).click()
-    wait_idle(page)
-    page.get_by_role("button", name="Spend ρ and release").click()
-    wait_text(page, "synthetic records.", timeout=240_000)
-    wait_idle(page, timeout=120_000)
-    page.screenshot(path=str(ARTIFACTS / "tables-sample-release.png"), full_page=True)
-    ranges = pd.read_csv(io.BytesIO(_download(page, "Range answers (CSV)")))
+    fill(page, box, "ranges:age|sex, education+income", page.get_by_text("2 marginals (1 asked as ranges)"))
+    _compare(page, "tables-sample-compare")
+    _release(page, "identity-pgm", "tables-sample-release")
+    ranges = pd.read_csv(io.BytesIO(download(page, "Range answers (CSV)")))
     assert list(ranges.columns) == ["marginal", "low", "high", "cell", "answer"] and len(ranges) == 21 * 2
-    synthetic = pd.read_csv(io.BytesIO(_download(page, "Synthetic records (CSV)")))
+    synthetic = pd.read_csv(io.BytesIO(download(page, "Synthetic records (CSV)")))
     assert list(synthetic.columns) == ["age", "sex", "education", "hours", "region", "income"]
     assert len(synthetic) > 5_000  # hours and region, outside the workload, get their 1-way marginals measured
-    meta = json.loads(_download(page, "Privacy metadata (JSON)"))
+    meta = json.loads(download(page, "Privacy metadata (JSON)"))
     assert meta["mechanism"].startswith("identity-pgm (opendp.extras.mbi.Fixed") and meta["rho"] == 0.1

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from dplens.core.privacy.budget import Budget, Ledger
-from tests.e2e._actions import screenshot, wait_idle, wait_text
+from tests.e2e._actions import click, download, go, metric_value, screenshot, wait_for, wait_text
 from tests.e2e.conftest import open_app, served
-from tests.e2e.test_curator_browser import go
 from tests.test_app import record_ledger
 
 pytestmark = pytest.mark.e2e
@@ -29,19 +28,13 @@ def rho_ledger_url():
     yield from served(home=Path(os.environ["DPLENS_HOME"]))  # the store record_ledger wrote
 
 
-def _metric(page, label: str) -> str:
-    metric = page.get_by_test_id("stMetric").filter(has_text=label).first
-    return metric.get_by_test_id("stMetricValue").inner_text()
-
-
 def test_a_rho_ledger_speaks_rho_on_every_page(browser, rho_ledger_url):
     context, page = open_app(browser, rho_ledger_url, timeout=60_000)
     page.add_init_script("delete window.showSaveFilePicker")  # a table's CSV then downloads as a file
     page.reload()
-    page.get_by_text("Budget remaining").first.wait_for(timeout=120_000)
-    wait_idle(page)
+    wait_text(page, "Budget remaining")
     sidebar = page.get_by_test_id("stSidebar")
-    assert re.fullmatch(r"ρ = 0\.375 \(ε = [\d.]+ at δ = 1e-06\)", _metric(sidebar, "Budget remaining"))
+    assert re.fullmatch(r"ρ = 0\.375 \(ε = [\d.]+ at δ = 1e-06\)", metric_value(sidebar, "Budget remaining"))
     assert page.get_by_role("radio", name="ρ-zCDP").is_checked()  # it was pure ε-DP: the ledger decided
 
     go(page, "Release")
@@ -56,33 +49,34 @@ def test_a_rho_ledger_speaks_rho_on_every_page(browser, rho_ledger_url):
     assert "ρ (zCDP" in axis and "epsilon at delta" not in axis, axis
 
     go(page, "Choose epsilon")
-    answer = _metric(page, "Smallest ρ meeting the target")
-    assert answer.startswith("ρ = "), answer
+    label = "Smallest ρ meeting the target"
+    wait_for(page, lambda: metric_value(page, label) is not None, what=f"the metric {label!r}")
+    answer = metric_value(page, label)
+    assert answer and answer.startswith("ρ = "), answer
     use = page.get_by_role("button", name=re.compile(r"^Use this ρ \(ρ = .* at δ 1e-06\)")).first
     use.wait_for()
-    page.get_by_text("Make a DP proxy").first.click()
+    spend = page.get_by_role("button", name="Spend and make the proxy")
+    click(page, page.get_by_text("Make a DP proxy").first, spend)
     wait_text(page, "ρ to spend on a noisy copy")
-    page.get_by_role("button", name="Spend and make the proxy").click()
-    wait_idle(page, timeout=120_000)
-    cost = page.get_by_text(re.compile(r"Tuned on DP proxy of this data \(ρ = [\d.e-]+ \(ε [\d.e-]+ at δ 1e-06\) "
-                                       r"spent\)")).first
-    cost.wait_for(timeout=120_000)
+    click(page, spend, page.get_by_text(re.compile(r"Tuned on DP proxy of this data \(ρ = [\d.e-]+ \(ε [\d.e-]+ at "
+                                                   r"δ 1e-06\) spent\)")))
     assert page.get_by_text(re.compile(r"ZCDP\(|rho=")).count() == 0  # never a repr
 
     go(page, "Gradual release")
-    page.get_by_role("tab", name="Real walk (secure, charged)").click()
-    wait_idle(page)
-    wait_text(page, "ρ schedule of the real walk (strictly increasing, most private first)")
+    click(page, page.get_by_role("tab", name="Real walk (secure, charged)"),
+          page.get_by_text("ρ schedule of the real walk (strictly increasing, most private first)"))
     wait_text(page, "This dataset's budget: remaining ρ = ")
 
     go(page, "Ledger")
-    total, spent, remaining = (float(_metric(page, f"{what} ρ")) for what in ("Total", "Spent", "Remaining"))
+    total, spent, remaining = (float(metric_value(page, f"{what} ρ")) for what in ("Total", "Spent", "Remaining"))
     assert total == 0.5 and spent > 0.125 and abs(spent + remaining - total) <= 1e-3 * total, (total, spent)
     table = page.get_by_test_id("stDataFrame").first  # "All datasets", as shown (its toolbar's CSV)
-    table.hover()
-    with page.expect_download(timeout=60_000) as info:
+
+    def table_csv() -> None:
+        table.hover()
         table.get_by_role("button", name="Download as CSV").dispatch_event("click")  # over the grid: no hover
-    rows = list(csv.DictReader(io.StringIO(info.value.path().read_text(encoding="utf-8-sig"))))
+
+    rows = list(csv.DictReader(io.StringIO(download(page, table_csv).decode("utf-8-sig"))))
     (row,) = rows
     assert row["Unit"] == "ρ" and float(row["Total"]) == total, row  # ρ numbers under a ρ unit, not ε ones
     assert abs(float(row["Spent"]) - spent) <= 0.01 * total, (row, spent)  # the table shows 2 decimals

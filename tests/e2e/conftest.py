@@ -24,41 +24,54 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def start_server(port: int | None = None, home: Path | None = None):
-    """Start `streamlit run app.py` on 127.0.0.1; returns (process, base_url) once /healthz answers.
-
-    ``home`` is the server's DPLENS_HOME (ledger and workspaces); default a fresh temporary directory,
-    so no browser test writes to the real home or shares a budget with another server.
-    """
-    port = port or _free_port()
-    home = home or Path(tempfile.mkdtemp(prefix="dplens-e2e-home-"))
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "DPLENS_HOME": str(home)}
-    ARTIFACTS.mkdir(exist_ok=True)
-    log_path = ARTIFACTS / f"streamlit-{port}.log"
+def launch(command: list[str], port: int, *, env: dict[str, str], log_path: Path, cwd: Path = ROOT,
+           seconds: float = 90) -> tuple[subprocess.Popen, str]:
+    """Run the server ``command`` that listens on 127.0.0.1:``port``, its output in ``log_path``; returns
+    (process, base url) once its health check answers, or raises RuntimeError with the end of its log."""
     with open(log_path, "wb") as log:  # a file, not a pipe: a full pipe would block the server
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-             "--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited: {log_path.read_text()[-2000:]}")
+            raise RuntimeError(f"the server exited: {log_path.read_text()[-2000:]}")
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
                 if response.status == 200:
                     return proc, url
         except OSError:
-            time.sleep(0.3)
+            time.sleep(0.3)  # the poll's interval: the deadline bounds the wait
     proc.kill()
-    raise RuntimeError("streamlit did not become healthy within 60 s")
+    raise RuntimeError(f"the server did not become healthy within {seconds:.0f} s: {log_path.read_text()[-2000:]}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def start_server(port: int | None = None, home: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """Start `streamlit run app.py` on 127.0.0.1; returns (process, base_url) once its health check answers.
+
+    ``home`` is the server's DPLENS_HOME (ledger and workspaces); default a fresh temporary directory,
+    so no browser test writes to the real home or shares a budget with another server.
+    """
+    port = port or free_port()
+    home = home or Path(tempfile.mkdtemp(prefix="dplens-e2e-home-"))
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "DPLENS_HOME": str(home)}
+    ARTIFACTS.mkdir(exist_ok=True)
+    return launch([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+                   "--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none"],
+                  port, env=env, log_path=ARTIFACTS / f"streamlit-{port}.log")
 
 
 def served(home: Path | None = None):
@@ -67,11 +80,7 @@ def served(home: Path | None = None):
         pytest.skip(f"real-browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium)")
     proc, url = start_server(home=home)
     yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    stop(proc)
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,7 @@ from tests.e2e._actions import (
     wait_idle,
     wait_text,
 )
-from tests.e2e.conftest import start_server
+from tests.e2e.conftest import start_server, stop
 from tests.e2e.test_release_browser import shows_release
 
 pytestmark = pytest.mark.e2e
@@ -41,8 +41,7 @@ TOTAL_EPSILON = 5.0  # ui.DEFAULT_TOTAL_EPSILON
 def own_server(browser):  # ``browser`` first: it skips cleanly when Chromium is absent
     proc, url = start_server()
     yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    stop(proc)
 
 
 def _histogram_csv(i: int) -> bytes:

@@ -53,6 +53,14 @@ def upload_histogram(page, path, outcome: str, levels: str | None = None) -> Non
     use_histogram(page, outcome, levels)
 
 
+def reupload_export(page, exported: bytes, folder: Path) -> None:
+    """Upload a downloaded release export on the Data page, until the page says it is already-private output."""
+    export = folder / "dplens-release-1.json"
+    export.write_bytes(exported)
+    go(page, "Data")
+    upload_histogram(page, export, "Already-private output")
+
+
 def file_levels(path) -> str:
     """A label,count file's labels as the Data page's Levels line: the file is its curator's declaration here."""
     return ", ".join(line.split(",")[0] for line in Path(path).read_text().splitlines()[1:] if line.strip())
@@ -104,9 +112,6 @@ def test_curator_flow_at_1366x768(browser, app_url, tmp_path):
     assert f"MECHANISM = {doc['mechanism']!r}" in script and "EPSILON = " in script
 
     # Re-upload the export: an already-private dataset with its metadata.
-    export = tmp_path / "dplens-release-1.json"
-    export.write_bytes(exported)
-    go(page, "Data")
-    upload_histogram(page, export, "Already-private output")
+    reupload_export(page, exported, tmp_path)
     shot(page, "reupload", "Already-private output")
     context.close()

@@ -10,7 +10,7 @@ import pytest
 from dplens.core.data.datasets import DATA_DIR
 from tests.e2e._actions import ARTIFACTS, choose, click, download, go, pick, wait_text
 from tests.e2e.conftest import open_app
-from tests.e2e.test_curator_browser import file_levels, upload_histogram
+from tests.e2e.test_curator_browser import file_levels, reupload_export, upload_histogram
 
 pytestmark = pytest.mark.e2e
 
@@ -42,10 +42,7 @@ def test_tune_on_public_data_choose_release_under_zcdp_and_recognise_the_export(
 
     page.reload()  # the workspace in the URL brings the session back; the store knows the export
     wait_text(page, "Budget remaining")
-    export = tmp_path / "dplens-release-1.json"
-    export.write_bytes(exported)
-    go(page, "Data")
-    upload_histogram(page, export, "Already-private output")
+    reupload_export(page, exported, tmp_path)
     wait_text(page, "as a released dataset")
     page.screenshot(path=str(ARTIFACTS / "decision-recognised.png"))
     context.close()

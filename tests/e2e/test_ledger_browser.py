@@ -9,7 +9,7 @@ import re
 import pytest
 
 from tests.e2e._actions import choose, click, fill, go, metric_value, screenshot, wait_for, wait_text
-from tests.e2e.conftest import start_server
+from tests.e2e.conftest import start_server, stop
 from tests.e2e.test_release_browser import shows_release
 
 pytestmark = pytest.mark.e2e
@@ -78,8 +78,7 @@ def test_the_budget_survives_reload_second_tab_and_server_restart(browser, home)
         second.context.close()
         context.close()
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        stop(proc)
 
     proc, url = start_server(home=home)  # a restart, on another port, over the same DPLENS_HOME
     try:
@@ -97,5 +96,4 @@ def test_the_budget_survives_reload_second_tab_and_server_restart(browser, home)
         fresh.context.close()
         context.close()
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        stop(proc)

@@ -6,12 +6,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -21,43 +18,17 @@ from joserfc import jwt
 from joserfc.jwk import RSAKey
 
 from tests.e2e._actions import click, go, wait_text
+from tests.e2e.conftest import ROOT, free_port, launch, stop
 
 pytestmark = pytest.mark.e2e
 DPLENS = Path(sys.executable).parent / "dplens"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_app(args: list[str], env: dict[str, str], cwd: Path | None = None,
-               port: int | None = None) -> tuple[subprocess.Popen, str]:
+def _start_app(args: list[str], env: dict[str, str], cwd: Path = ROOT, port: int | None = None):
     """`dplens app ARGS --port P` on loopback; (process, base url) once its health check answers."""
-    port = port or _free_port()
-    log = Path(env["DPLENS_HOME"] + ".log")
-    with log.open("w") as out:  # the server keeps its own copy of the descriptor
-        server = subprocess.Popen([str(DPLENS), "app", "--port", str(port), *args], env=env, cwd=cwd, stdout=out,
-                                  stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
-                return server, f"http://127.0.0.1:{port}"
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                raise RuntimeError(f"dplens app did not start: {log.read_text()[-2000:]}") from None
-            time.sleep(0.5)
-
-
-def _stop(server: subprocess.Popen) -> None:
-    server.terminate()
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
+    port = port or free_port()
+    return launch([str(DPLENS), "app", "--port", str(port), *args], port, env=env, cwd=cwd,
+                  log_path=Path(env["DPLENS_HOME"] + ".log"))
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -84,7 +55,7 @@ def test_a_proxied_browser_is_refused_by_a_local_server(browser, tmp_path):
         assert page.get_by_text("runs in local mode").count() == 0
         direct.close()
     finally:
-        _stop(server)
+        stop(server)
 
 
 class _Provider:
@@ -200,7 +171,7 @@ def test_two_curators_signed_in_through_oidc_see_only_their_own(browser, tmp_pat
     alice, bob = "alice@example.org", "bob@example.org"
     LedgerStore(owner=alice).set_total(dataset_fingerprint([3.0, 1.0, 4.0]), Budget(2.0), name="alice-ledger.csv")
     LedgerStore(owner=bob).set_total(dataset_fingerprint([2.0, 7.0]), Budget(3.0), name="bob-ledger.csv")
-    port = _free_port()
+    port = free_port()
     site = tmp_path / "site"
     (site / ".streamlit").mkdir(parents=True)
     (site / ".streamlit" / "secrets.toml").write_text(
@@ -234,4 +205,4 @@ def test_two_curators_signed_in_through_oidc_see_only_their_own(browser, tmp_pat
         a_context.close()
         b_context.close()
     finally:
-        _stop(server)
+        stop(server)

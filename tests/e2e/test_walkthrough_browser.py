@@ -9,7 +9,7 @@ import pytest
 
 from tests.e2e._actions import ARTIFACTS, click, download, go, pick, screenshot
 from tests.e2e.conftest import open_app
-from tests.e2e.test_curator_browser import choose_histogram, use_histogram
+from tests.e2e.test_curator_browser import choose_histogram, reupload_export, use_histogram
 
 pytestmark = pytest.mark.e2e
 RECORDS = "region,age_band\n" + "".join(f"{'North' if i % 3 else 'South'},{('17-24', '25-34', '35-44')[i % 3]}\n"
@@ -51,11 +51,7 @@ def test_records_labels_proxy_release_and_the_export_back(browser, fresh_app_url
     doc = json.loads(exported)
     assert doc["dataset"] == "regions.csv" and len(doc["counts"]) == 8
 
-    export = tmp_path / "dplens-release-1.json"
-    export.write_bytes(exported)
-    go(page, "Data")
-    choose_histogram(page, export)
-    use_histogram(page, "Already-private output")
+    reupload_export(page, exported, tmp_path)
     screenshot(page, "walk-export-back")
     charts = " ".join(page.locator('[data-testid="stPlotlyChart"]').all_inner_texts())
     assert "released values" in charts and "true counts" not in charts, charts

@@ -54,8 +54,10 @@ def act(page: Page, action: Callable[[], object], expected: Expected, *, what: s
         tried: bool = False, timeout: float = 120_000, patience: float = PATIENCE_MS) -> None:
     """Do ``action`` until the idle page shows ``expected`` (a locator that is then visible, or a predicate).
 
-    Each try starts on an idle page. After it the page must become idle and show ``expected``; idle for
-    ``patience`` ms without showing it means the action was lost, and it is tried again, up to ``attempts`` tries.
+    ``expected`` should be what the action brings about, not what the page shows already: act returns as soon as
+    the idle page shows it. Each try starts on an idle page. After it the page must become idle and show
+    ``expected``; idle for ``patience`` ms without showing it means the action was lost, and it is tried again, up
+    to ``attempts`` tries.
     A later try first looks whether a late rerun of the one before did it after all, so an action is repeated only
     when its effect is missing (a toggle should still act only when the state is not already the wanted one).
     ``timeout`` bounds each wait for the app to become idle (a fresh server's first run and a sweep are slow).
@@ -131,11 +133,14 @@ def _settled(page: Page, holds: Callable[[], bool], *, timeout: float, patience:
 
 def describe(page: Page, what: str) -> str:
     """What the page shows, for a failure message: the app's state, its alerts, its main text and a screenshot."""
-    state = page.evaluate("""() => {
-        const app = document.querySelector('[data-testid="stApp"]');
-        return app ? `script ${app.dataset.testScriptState}, connection ${app.dataset.testConnectionState}`
-                   : "no Streamlit app on the page";
-    }""")
+    try:
+        state = page.evaluate("""() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            return app ? `script ${app.dataset.testScriptState}, connection ${app.dataset.testConnectionState}`
+                       : "no Streamlit app on the page";
+        }""")
+    except PlaywrightError:  # mid-navigation: what is known is still worth the message
+        state = "navigating"
     alerts = page.locator('[data-testid="stAlert"], [data-testid="stException"]').all_inner_texts()
     main = " | ".join(page.locator('[data-testid="stMain"]').all_inner_texts())
     shot = screenshot(page, "failed-" + re.sub(r"\W+", "-", what).strip("-")[:60])
@@ -245,11 +250,11 @@ def pick(page: Page, label: str, option: str | re.Pattern[str], *, area: Page | 
     box = (area or page).get_by_test_id("stSelectbox").filter(has_text=label).first
     pattern = option if isinstance(option, re.Pattern) else re.compile(re.escape(option), re.IGNORECASE)
 
-    def choose() -> None:
+    def select() -> None:
         box.click()
         page.get_by_role("option", name=option).first.click()
 
-    act(page, choose, expected or (lambda: bool(pattern.search(box.get_by_role("combobox").input_value()))),
+    act(page, select, expected or (lambda: bool(pattern.search(box.get_by_role("combobox").input_value()))),
         what=f"pick {option!r} in {label!r}", timeout=timeout)
 
 

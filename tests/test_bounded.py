@@ -3,7 +3,7 @@
 import os
 import subprocess
 import sys
-import threading
+import textwrap
 import time
 from pathlib import Path
 
@@ -60,22 +60,40 @@ def test_a_tiny_estimate_runs_in_this_process():
     assert run_bounded(sum, [1, 2], seconds=30, estimated_seconds=1e-6) == 3
 
 
+def _in_a_fresh_interpreter(script: str) -> None:
+    """Run ``script`` in a new Python (this test process has threads and JAX from earlier tests)."""
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+
+
 def test_fork_directly_forks_the_worker_from_this_process_and_otherwise_the_fork_server_does():
-    with fork_directly():
-        assert run_bounded(os.getppid, seconds=30) == os.getpid()
-    assert run_bounded(os.getppid, seconds=30) != os.getpid()  # the block ended: the fork server's child again
+    _in_a_fresh_interpreter("""
+        import os
+        from dplens.core.analysis.bounded import fork_directly, run_bounded
+        with fork_directly():
+            assert run_bounded(os.getppid, seconds=30) == os.getpid()
+        assert run_bounded(os.getppid, seconds=30) != os.getpid()  # the block ended: the fork server's child again
+    """)
 
 
-def test_a_second_python_thread_sends_fork_directly_back_to_the_fork_server():
-    stop = threading.Event()
-    other = threading.Thread(target=stop.wait)
-    other.start()
-    try:
+def test_a_second_python_thread_or_jax_sends_fork_directly_back_to_the_fork_server():
+    _in_a_fresh_interpreter("""
+        import os, threading
+        from dplens.core.analysis.bounded import fork_directly, run_bounded
+        stop = threading.Event()
+        other = threading.Thread(target=stop.wait)
+        other.start()
         with fork_directly():
             assert run_bounded(os.getppid, seconds=30) != os.getpid()
-    finally:
         stop.set()
         other.join()
+        with fork_directly():
+            assert run_bounded(os.getppid, seconds=30) == os.getpid()
+        import jax  # XLA's threads: a fork could deadlock
+        with fork_directly():
+            assert run_bounded(os.getppid, seconds=30) != os.getpid()
+    """)
 
 
 def _sleep_after_writing_pid(path: Path, seconds: float) -> None:

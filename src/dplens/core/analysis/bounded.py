@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import sys
 import threading
 import time
 import traceback
@@ -47,9 +48,15 @@ class RunTimeLimitError(RuntimeError):
     """A run stopped at the action time limit; nothing it computed was returned."""
 
 
+def _single_threaded() -> bool:
+    """No Python thread but this one, and no JAX runtime: XLA's thread pools are not safe across a fork (JAX warns
+    that a forked child may deadlock), and a table release or an earlier run in this process may have loaded it."""
+    return threading.active_count() == 1 and "jax" not in sys.modules
+
+
 def _context():
     global _CONTEXT  # one fork server per process, started on first use
-    if _FORK_DIRECTLY and threading.active_count() == 1:  # checked per run: a thread started since sends it back
+    if _FORK_DIRECTLY and _single_threaded():  # checked per run: a thread started since sends it back
         return multiprocessing.get_context("fork")
     if _CONTEXT is None:
         _CONTEXT = multiprocessing.get_context("forkserver")

@@ -18,10 +18,10 @@ Rows go to bench/results/bench_aim_budget.json; each run's line is also printed 
 Memory: ``--memory`` runs MST (``--memory-variant aim-short`` instead: AIM with ``rounds=AIM_SHORT_ROUNDS``, a
 shorter run that shows the same trend) once per knob at the first ``--rho`` (seed 0), each a child as above; peak
 RSS and PSS of its process tree, its CPU, and the child's own peak RSS at each step of its run. The knobs
-(``KNOBS``): ``bounded`` is dplens as released (JAX's caches cleared after each fit and every
-``PROJECTIONS_PER_CLEAR`` out-of-model projections, ``dplens.core.tables.compiled_memory``); ``unbounded`` never
-clears them (as before); ``no-trim`` clears without handing the freed pages back to the OS; the others change one
-thing from ``unbounded`` or ``bounded``.
+(``KNOBS``): ``bounded`` is dplens as released (candidates scored in NumPy, JAX's caches cleared after each fit,
+``dplens.core.tables.compiled_memory``); ``jax-projections`` scores them through mbi's JAX projections, each new
+shape compiled; ``unbounded`` also never clears (as before both); ``no-trim`` clears without handing the freed pages
+back to the OS; the others change one thing from ``unbounded``.
 
     python bench/bench_aim_budget.py --memory [--knobs bounded unbounded ...] [--rho 0.1]
 
@@ -49,14 +49,12 @@ AIM_SHORT_ROUNDS = 8  # --memory-variant aim-short: the first round's step is ρ
 NO_CLEAR = {"clear": False}
 KNOBS: dict[str, tuple[dict, dict]] = {  # name: (settings of the child, environment of the child)
     "bounded": ({}, {}),
-    "unbounded": (NO_CLEAR, {}),
-    "fits-only": ({"every": 0}, {}),
-    "every-30": ({"every": 30}, {}),
-    "platform-allocator": (NO_CLEAR, {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
+    "jax-projections": ({"jax_projections": True}, {}),
+    "unbounded": (NO_CLEAR | {"jax_projections": True}, {}),
+    "platform-allocator": (NO_CLEAR | {"jax_projections": True}, {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
                                       "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
-    "malloc-arenas-2": (NO_CLEAR, {"MALLOC_ARENA_MAX": "2"}),
-    "persistent-cache": (NO_CLEAR | {"cache_dir": True}, {}),
-    "x64": (NO_CLEAR | {"x64": True}, {}),
+    "malloc-arenas-2": (NO_CLEAR | {"jax_projections": True}, {"MALLOC_ARENA_MAX": "2"}),
+    "persistent-cache": (NO_CLEAR | {"jax_projections": True, "cache_dir": True}, {}),
     "no-trim": ({"trim": False}, {}),
 }
 
@@ -99,14 +97,12 @@ def _apply_knob(knob: str) -> None:
         compiled_memory.clear_compiled = lambda: None
     if not settings.get("trim", True):
         compiled_memory.release_freed = lambda: False
-    if "every" in settings:
-        compiled_memory.PROJECTIONS_PER_CLEAR = settings["every"]
+    if settings.get("jax_projections"):  # the fitted model as mbi returns it: its projections compile in JAX
+        compiled_memory.bounded = lambda model: model
     if settings.get("cache_dir"):
         jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="dplens-bench-jax-"))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    if settings.get("x64"):
-        jax.config.update("jax_enable_x64", True)
 
 
 def child(variant: str, rho: float, seed: int, knob: str = "bounded") -> None:

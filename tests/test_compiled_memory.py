@@ -1,5 +1,5 @@
-"""JAX's compiled programs dropped while a synthesiser runs (dplens.core.tables.compiled_memory): the projections,
-the fits and the seeded records are the same to the bit; only programs are compiled again."""
+"""JAX's compiled programs while a synthesiser runs (dplens.core.tables.compiled_memory): projections in NumPy equal
+mbi's and compile nothing; fits and seeded records are the same to the bit after their programs are dropped."""
 
 from __future__ import annotations
 
@@ -52,25 +52,53 @@ def clears(monkeypatch):
     return calls
 
 
-def test_projections_are_the_same_when_caches_are_cleared_between_them(model, monkeypatch, clears):
-    expected = {pair: np.asarray(model.project(pair).values) for pair in PAIRS}
-    monkeypatch.setattr(compiled_memory, "PROJECTIONS_PER_CLEAR", 1)
+@pytest.fixture
+def compiles():
+    """Every program XLA compiles while the test runs (JAX's monitoring events)."""
+    import jax
+
+    events: list[str] = []
+
+    def heard(event: str, duration: float, **_: object) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            events.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(heard)
+    yield events
+    jax.monitoring.unregister_event_duration_listener(heard)
+
+
+def test_projections_equal_mbis_and_compile_nothing(model, compiles):
     bounded = compiled_memory.bounded(model)
     assert isinstance(bounded, mbi.MarkovRandomField)
-    for pair in PAIRS:
-        np.testing.assert_array_equal(np.asarray(bounded.project(pair).values), expected[pair])
-    outside = [pair for pair in PAIRS if not model.marginals.supports(pair)]
-    assert len(clears) == len(outside) == len(PAIRS) - 1  # ("a", "b") is in the model: no program compiled
-    np.testing.assert_array_equal(np.asarray(bounded.project("c").values), np.asarray(model.project("c").values))
-    assert len(clears) == len(outside)
+    cliques = [*PAIRS, ("b", "a"), ("c",), ("a", "c", "d"), ("d", "b", "a")]
+    expected = {clique: np.asarray(model.project(clique).values) for clique in cliques}
+    assert compiles, "mbi's own projections compile programs (the monitor hears them)"
+    del compiles[:]
+    for clique in cliques:
+        got = np.asarray(bounded.project(clique).values)
+        np.testing.assert_allclose(got, expected[clique], rtol=1e-12, atol=1e-12 * model.total)
+    assert compiles == []
 
 
-def test_never_cleared_within_a_selection_when_the_count_is_zero(model, monkeypatch, clears):
-    monkeypatch.setattr(compiled_memory, "PROJECTIONS_PER_CLEAR", 0)
-    bounded = compiled_memory.bounded(model)
-    for pair in PAIRS:
-        bounded.project(pair)
-    assert clears == []
+def test_out_of_model_marginals_equal_mbis_on_random_models():
+    """Random domains, random clique sets and log-potentials (seeded): every 1-, 2- and 3-way marginal."""
+    import itertools
+
+    from dplens.core.tables.projection import out_of_model_marginal
+
+    rng = np.random.default_rng(11)
+    for _ in range(6):
+        names = tuple("pqrst"[: rng.integers(3, 6)])
+        domain = mbi.Domain(names, tuple(int(s) for s in rng.integers(1, 5, len(names))))
+        cliques = [tuple(sorted(rng.choice(names, size=rng.integers(1, 3), replace=False), key=names.index))
+                   for _ in range(rng.integers(1, 4))]
+        potentials = mbi.CliqueVector.random(domain, cliques)
+        for k in (1, 2, 3):
+            for clique in itertools.combinations(names, k):
+                expected = np.asarray(mbi.marginal_oracles.variable_elimination(potentials, clique, 50.0).values)
+                np.testing.assert_allclose(out_of_model_marginal(potentials, clique, 50.0), expected,
+                                           rtol=1e-10, atol=1e-12)
 
 
 def test_a_fit_and_its_seeded_records_are_the_same_after_clearing():

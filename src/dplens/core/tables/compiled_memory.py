@@ -1,16 +1,14 @@
 """Bounds the JAX programs a synthesiser run keeps compiled, so MST and AIM stay within their memory.
 
-Where the memory goes: OpenDP's MST and AIM score every candidate marginal with ``model.project``; on a clique the
+Where the memory went: OpenDP's MST and AIM score every candidate marginal with ``model.project``; on a clique the
 model does not hold, private-pgm (mbi) runs variable elimination one JAX operation at a time, and each operation on
 a new shape compiles its own program, which JAX keeps in its caches for the life of the process. On Adult's 14
-attributes MST's selection compiles hundreds of such programs (every pair has its own shapes), and each fit
+attributes MST's selection compiled hundreds of such programs (every pair has its own shapes), and each fit
 compiles its mirror descent for its own set of cliques, never reused by the next fit (docs/tables.md, "Memory").
 
-What this does: the model a fit returns (:func:`bounded`) clears JAX's in-memory caches (``jax.clear_caches``)
-every :data:`PROJECTIONS_PER_CLEAR` out-of-model projections, and :func:`clear_compiled` clears them after each
-fit. Clearing drops compiled programs, never values: a program compiled again computes the same thing, so the
-scores, the fits and the records are unchanged; the cost is compiling again what a later projection shares with an
-earlier one. JAX's caches are per process, so the count is too.
+What this does: the model a fit returns (:func:`bounded`) answers every projection in NumPy
+(:mod:`dplens.core.tables.projection`), so scoring compiles nothing, and :func:`clear_compiled` drops the fit's
+programs after each fit. Clearing drops compiled programs, never values: the fits and the records are unchanged.
 
 Freed is not returned: after ``jax.clear_caches()`` glibc keeps the freed pages for reuse, so the process's RSS stays
 at its high-water mark (91 pair projections on Adult: +1,364 MB, still +1,356 MB after the clear, −132 MB after
@@ -23,15 +21,14 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import itertools
 from collections.abc import Callable, Sequence
 
 import chex  # type: ignore[import-untyped]  # no stubs installed
 import jax
+import numpy as np
 from mbi import Factor, MarkovRandomField
 
-PROJECTIONS_PER_CLEAR = 10  # out-of-model projections between two clears (0: never clear within a selection)
-_PROJECTIONS = itertools.count(1)  # process-wide, like the caches it bounds
+from dplens.core.tables.projection import out_of_model_marginal
 
 
 @functools.cache
@@ -60,21 +57,27 @@ def clear_compiled() -> None:
 
 
 @chex.dataclass(frozen=True, kw_only=False)
-class CacheBoundedModel(MarkovRandomField):
-    """private-pgm's ``MarkovRandomField`` whose out-of-model projections clear JAX's caches every
-    :data:`PROJECTIONS_PER_CLEAR` calls; everything else (fields, marginals, sampling) is the model's own."""
+class NumpyProjectedModel(MarkovRandomField):
+    """private-pgm's ``MarkovRandomField`` whose projections are computed in NumPy (no JAX program compiled):
+    a marginal the model holds is summed from its fitted marginal, any other one by variable elimination
+    (:func:`dplens.core.tables.projection.out_of_model_marginal`). Fields, fits and sampling are the model's own."""
 
     def project(self, attrs: str | Sequence[str]) -> Factor:
-        # chex rebuilds the class, so the zero-argument super() does not find it: name the base.
-        marginal = MarkovRandomField.project(self, attrs)
         clique = (attrs,) if isinstance(attrs, str) else tuple(attrs)
-        if PROJECTIONS_PER_CLEAR > 0 and not self.marginals.supports(clique) \
-                and next(_PROJECTIONS) % PROJECTIONS_PER_CLEAR == 0:
-            marginal.values.block_until_ready()
-            clear_compiled()
-        return marginal
+        domain = self.domain.project(clique)
+        parent = self.marginals.parent(clique)
+        if parent is None:
+            values = out_of_model_marginal(self.potentials, clique, float(self.total))
+        else:
+            held = self.marginals[parent]
+            source = np.asarray(held.values)
+            axes = tuple(i for i, a in enumerate(held.domain.attrs) if a not in clique)
+            kept = [a for a in held.domain.attrs if a in clique]
+            values = np.transpose(source.sum(axis=axes), [kept.index(a) for a in clique])
+        # NumPy values (OpenDP's scoring does NumPy arithmetic on them): even jnp.asarray compiles a program per shape.
+        return Factor(domain, values)
 
 
-def bounded(model: MarkovRandomField) -> CacheBoundedModel:
-    """The same model (the same arrays), as a :class:`CacheBoundedModel`."""
-    return CacheBoundedModel(potentials=model.potentials, marginals=model.marginals, total=model.total)
+def bounded(model: MarkovRandomField) -> NumpyProjectedModel:
+    """The same model (the same arrays), as a :class:`NumpyProjectedModel`."""
+    return NumpyProjectedModel(potentials=model.potentials, marginals=model.marginals, total=model.total)

@@ -287,8 +287,8 @@ class _OpenDPTable:
             model = mirror_descent(mbi_domain, loss_fn, potentials=potentials, iters=iters,
                                    callback_fn=on_iteration)
             fits[0] += 1
-            # Bound JAX's compiled programs (this fit's and, through the returned model, the selection's
-            # projections): same values, less memory (dplens.core.tables.compiled_memory).
+            # Drop this fit's compiled programs (same values, less memory); the returned model scores the next
+            # selection's candidates in NumPy, compiling nothing (dplens.core.tables.compiled_memory).
             jax.block_until_ready(model)
             compiled.clear_compiled()
             following = plan.fit_stage(fits[0] - 1) + 1  # the step after this fit (AIM: its rounds go on)

@@ -1,10 +1,12 @@
 """Bounded single runs (dplens.core.analysis.bounded): a worker process stopped at the action time limit."""
 
+import operator
 import os
 import subprocess
 import sys
 import textwrap
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -147,3 +149,26 @@ def test_the_release_page_stops_at_the_action_limit_and_charges_nothing(monkeypa
     assert not at.exception and not at.session_state.releases
     assert at.session_state.ledger.spent.epsilon == 0
     assert any("time limit" in e.value and "nothing was released or charged" in e.value for e in at.error)
+
+
+@pytest.mark.parametrize("start", ["bounded run", "sweep pool"])
+def test_workers_started_while_a_page_is_main_do_not_run_the_page(tmp_path, monkeypatch, start):
+    from dplens.core.analysis.execution import shutdown_pools
+    from dplens.core.analysis.experiment import run_sweep
+    from dplens.core.data.domain import Histogram
+
+    marker = tmp_path / "ran"
+    page_file = tmp_path / "page.py"
+    page_file.write_text(f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n")
+    page = types.ModuleType("__main__")  # as Streamlit's script runner installs the page it runs
+    page.__file__ = str(page_file)
+    monkeypatch.setitem(sys.modules, "__main__", page)
+    if start == "bounded run":
+        assert run_bounded(operator.add, 2, 3, seconds=60) == 5
+    else:
+        shutdown_pools()  # workers started from here, now
+        run_sweep(Histogram.from_counts(np.arange(16.0)), Prefix(16), ["identity"], [1.0], 2, seed=0,
+                  scheduler="processes:1")
+        shutdown_pools()
+    assert sys.modules["__main__"] is page
+    assert not marker.exists(), f"a worker ran the page as {marker.read_text().split()}"

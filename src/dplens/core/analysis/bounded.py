@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -46,6 +47,44 @@ _FORK_DIRECTLY = False  # set inside fork_directly(), by a caller that has no ot
 
 class RunTimeLimitError(RuntimeError):
     """A run stopped at the action time limit; nothing it computed was returned."""
+
+
+_MAIN_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def hidden_page_main() -> Iterator[None]:
+    """While child processes start in the block, a Streamlit page is not ``__main__``, so they do not run it again.
+
+    Streamlit runs each page as a hand-made module installed as ``sys.modules["__main__"]`` (no loader, the page's
+    ``__file__``). A ``forkserver`` or ``spawn`` child re-runs its parent's ``__main__`` by path, as ``__mp_main__``,
+    before it reads its task, and a fork server started then preloads it: every worker started from a page ran the
+    whole page again. The workers run dplens's module-level functions, never page code, so within the block such a
+    ``__main__`` is replaced by a bare module. A script Python runs (it has a loader) is left alone: its functions
+    may be the task.
+
+    >>> import sys, types
+    >>> page = types.ModuleType("__main__"); page.__file__ = "pages/1_Compare.py"
+    >>> real, sys.modules["__main__"] = sys.modules["__main__"], page
+    >>> with hidden_page_main():
+    ...     hasattr(sys.modules["__main__"], "__file__")
+    False
+    >>> sys.modules["__main__"] is page
+    True
+    >>> sys.modules["__main__"] = real
+    """
+    with _MAIN_LOCK:
+        page = sys.modules.get("__main__")
+        if page is None or getattr(page, "__loader__", None) is not None or not getattr(page, "__file__", None):
+            yield
+            return
+        bare = types.ModuleType("__main__")
+        sys.modules["__main__"] = bare
+        try:
+            yield
+        finally:
+            if sys.modules.get("__main__") is bare:  # another page's run may have installed its own since
+                sys.modules["__main__"] = page
 
 
 def _single_threaded() -> bool:
@@ -146,7 +185,8 @@ def run_bounded(function: Callable, *args: Any, seconds: float = MAX_ACTION_SECO
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(target=_child, args=(sender, function, args, kwargs, progress is not None),
                               daemon=True)
-    process.start()
+    with hidden_page_main():
+        process.start()
     sender.close()  # the child holds the only writer: EOF if it dies without sending
     deadline = time.monotonic() + seconds
     try:
@@ -175,4 +215,4 @@ def run_bounded(function: Callable, *args: Any, seconds: float = MAX_ACTION_SECO
     raise outcome[1]
 
 
-__all__ = ["IN_PROCESS_SECONDS", "RunTimeLimitError", "fork_directly", "run_bounded"]
+__all__ = ["IN_PROCESS_SECONDS", "RunTimeLimitError", "fork_directly", "hidden_page_main", "run_bounded"]

@@ -59,6 +59,7 @@ from typing import Any, TypeVar
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from dplens.core.analysis.bounded import hidden_page_main
 from dplens.core.analysis.metrics import HISTOGRAM_METRICS, METRICS, check_metrics, expected_metrics
 from dplens.core.analysis.strategy_store import StrategyStore, stable_hash
 from dplens.core.data.domain import Histogram
@@ -565,6 +566,13 @@ def _pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
         return pool
 
 
+def _submit(pool: concurrent.futures.ProcessPoolExecutor, task: Callable, *args: Any) -> concurrent.futures.Future:
+    """``pool.submit``, which starts the pool's workers on demand: with a page out of ``__main__``
+    (:func:`dplens.core.analysis.bounded.hidden_page_main`), so that a worker does not run the page again."""
+    with hidden_page_main():
+        return pool.submit(task, *args)
+
+
 def shutdown_pools() -> None:
     """Stop the local worker pools (they are restarted on demand)."""
     with _POOL_LOCK:
@@ -633,13 +641,13 @@ def _processes(contexts, cells, workers, snapshot, should_stop, jobs, on_strateg
             while len(in_flight) < limit and (queued_jobs or ready or free_cells):
                 if queued_jobs:
                     j = queued_jobs.popleft()
-                    in_flight[pool.submit(_process_strategy_task, str(folder), j, jobs[j])] = ("job", j)
+                    in_flight[_submit(pool, _process_strategy_task, str(folder), j, jobs[j])] = ("job", j)
                 elif ready:
                     i, extras = ready.popleft()
-                    in_flight[pool.submit(_process_task, str(folder), i, cells[i], extras)] = ("cell", i)
+                    in_flight[_submit(pool, _process_task, str(folder), i, cells[i], extras)] = ("cell", i)
                 else:
                     i = free_cells.popleft()
-                    in_flight[pool.submit(_process_task, str(folder), i, cells[i])] = ("cell", i)
+                    in_flight[_submit(pool, _process_task, str(folder), i, cells[i])] = ("cell", i)
             finished, _ = concurrent.futures.wait(in_flight, timeout=POLL_SECONDS,
                                                   return_when=concurrent.futures.FIRST_COMPLETED)
             for future in finished:

@@ -13,9 +13,10 @@ tree's CPU over the child's whole life comes from ``getrusage(RUSAGE_CHILDREN)``
 * ``integer-laplace``: ``SecureNoise(integer=True).add_laplace`` on integer counts (OpenDP's discrete Laplace);
 * ``lattice-gaussian``: ``SecureNoise().add_gaussian`` (OpenDP's discrete Gaussian on the lattice);
 * ``cli-release-identity``: ``dplens release --mechanism identity`` on an NPY file of n integer counts (OpenDP's
-  discrete Laplace), the whole command, export included: its kernel runs the mechanism in a worker process, so the
-  tree holds the command, the forkserver and the worker; wall and CPU are the command's whole life (tree CPU summed
-  per process by the sampler). (Not hb: its export's exact intervals take minutes at 20,000 cells, none of it noise.)
+  discrete Laplace), the whole command, export included: its kernel runs the mechanism in a worker process forked
+  from the command, so the tree holds the command and the worker; wall and CPU are the command's whole life (tree
+  CPU summed per process by the sampler). (Not hb: its export's exact intervals take minutes at 20,000 cells, none
+  of it noise.)
 * ``opendp-*``: the same OpenDP measurement (same scale, same lattice) built for all n values and called once on the
   NumPy array directly: the sampler's own cost per cell, the floor dplens is compared with.
 

@@ -84,8 +84,8 @@ def test_drag_a_rectangle_on_the_2d_heatmap(page):
     go(page, "Workloads")
     click(page, page.get_by_role("tab", name="Draw a range"), page.get_by_text("Drag a rectangle on the heatmap"))
 
-    def followed() -> bool:  # 64 × 64 cells, rows downwards: a quarter to three quarters of the rows, a quarter to a
-        # half of the columns
+    # 64 × 64 cells, rows downwards: a quarter to three quarters of the rows, a quarter to a half of the columns
+    def followed() -> bool:
         ends = slider_numbers(page, "Rows") + slider_numbers(page, "Columns")
         return len(ends) == 4 and all(abs(end - want) <= 1 for end, want in zip(ends, (16, 47, 16, 31), strict=True))
 

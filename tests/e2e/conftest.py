@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-# bench/bench_first_click.py imports wait_idle from here
-from tests.e2e._actions import ARTIFACTS, wait_for, wait_idle  # noqa: F401
+from tests.e2e._actions import ARTIFACTS, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"

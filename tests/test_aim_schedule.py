@@ -2,7 +2,8 @@
 ``iters``, every round's refit at ``round_iters``, warm-started; the final fit comes after the rounds, on every
 measurement, and is released.
 
-Counts private-pgm's mirror-descent calls on a two-attribute table (seconds); nothing is timed."""
+Counts the mirror-descent calls (private-pgm's algorithm, in NumPy: dplens.core.tables.mirror_descent) on a
+two-attribute table (seconds); nothing is timed."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from dplens.core.queries.marginals import MarginalWorkload
 @pytest.fixture
 def fits(monkeypatch):
     """Every mirror-descent call of a run: (iterations, warm-started, measurements fitted)."""
-    estimation = pytest.importorskip("mbi.estimation")
+    pytest.importorskip("mbi")
+    from dplens.core.tables import mirror_descent as estimation
     calls: list[tuple[int, bool, int]] = []
     original = estimation.mirror_descent
 

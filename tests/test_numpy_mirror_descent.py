@@ -122,6 +122,15 @@ def test_warm_start_that_covers_the_cliques_equals_mbi(seed):
     assert_same_model(ours, theirs)
 
 
+def test_zero_way_total_measurement_equals_mbi():
+    """OpenDP measures the total as a clique of no attributes when no 1-way marginal is released in full."""
+    domain, measurements = random_problem(4)
+    measurements = [*measurements, mbi.LinearMeasurement(np.array([230.0]), (), stddev=3.0)]
+    ours, theirs, ours_seen, theirs_seen = fit_both(domain, measurements, iters=20)
+    assert_same_path(ours_seen, theirs_seen)
+    assert_same_model(ours, theirs)
+
+
 def test_known_total_is_used():
     domain, measurements = random_problem(0)
     assert_same_model(mirror_descent(domain, measurements, known_total=321.0, iters=10),

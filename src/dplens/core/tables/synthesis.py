@@ -261,7 +261,8 @@ class _OpenDPTable:
             raise ValueError(f"{self.name} needs at least 2 attributes, got {len(domain.names)}")  # type: ignore[attr-defined]  # set by each subclass
         feature = self.name.upper() if self.name in ("mst", "aim") else self.name  # type: ignore[attr-defined]  # set by each subclass
         require("polars", "tables", feature)
-        mirror_descent = require("mbi.estimation", "tables", feature).mirror_descent
+        # private-pgm's mirror descent in NumPy: mbi's own compiles its update for every fit's cliques
+        mirror_descent = require("dplens.core.tables.mirror_descent", "tables", feature).mirror_descent
         compiled = require("dplens.core.tables.compiled_memory", "tables", feature)
 
         fits = [0]
@@ -287,8 +288,8 @@ class _OpenDPTable:
             model = mirror_descent(mbi_domain, loss_fn, potentials=potentials, iters=iters,
                                    callback_fn=on_iteration)
             fits[0] += 1
-            # Drop this fit's compiled programs (same values, less memory); the returned model scores the next
-            # selection's candidates in NumPy, compiling nothing (dplens.core.tables.compiled_memory).
+            # The fit compiled nothing; drop any program JAX compiled since (same values, less memory). The returned
+            # model scores the next selection's candidates in NumPy too (dplens.core.tables.compiled_memory).
             jax.block_until_ready(model)
             compiled.clear_compiled()
             following = plan.fit_stage(fits[0] - 1) + 1  # the step after this fit (AIM: its rounds go on)

@@ -269,7 +269,7 @@ class _MessagePassing:
         for i, j in order:
             self.messages.append(((i, j), tuple(active.project(tuple(set(i) & set(j))).attributes), incoming[(i, j)]))
         self.beliefs = [(cl, [key for key in order if key[1] == cl]) for cl in maximal]
-        self.paths: dict[tuple, list] = {}
+        self.steps: dict[tuple, list[tuple[tuple[int, ...], str]]] = {}  # einsum plans, by formula and shapes
 
     def __call__(self, theta: Arrays, total: float) -> Arrays:
         messages: dict[tuple[Clique, Clique], tuple[Clique, np.ndarray]] = {}
@@ -303,11 +303,14 @@ class _MessagePassing:
         inputs = ",".join("".join(letters[a] for a in attrs) for attrs, _ in stable)
         formula = inputs + "->" + "".join(letters[a] for a in target)
         operands = [values for _, values in stable]
-        path_key = (formula, tuple(v.shape for v in operands))
-        path = self.paths.get(path_key)
-        if path is None:
-            path = self.paths[path_key] = np.einsum_path(formula, *operands, optimize="greedy")[0]
-        result = np.log(np.einsum(formula, *operands, optimize=path))
+        key = (formula, tuple(v.shape for v in operands))
+        steps = self.steps.get(key)
+        if steps is None:
+            steps = self.steps[key] = _pairwise_steps(formula, operands)
+        for picked, step in steps:
+            taken = [operands.pop(k) for k in picked]
+            operands.append(np.einsum(step, *taken))
+        result = np.log(operands[0])
         shift: np.ndarray | float = 0.0  # Σ of the maxima, in the order mbi adds them
         for kept, top in maxes:
             shift = shift + _on_axes(kept, top, target)
@@ -315,6 +318,37 @@ class _MessagePassing:
 
     def clique_vector(self, mu: Arrays) -> CliqueVector:
         return _clique_vector(self.domain, self.cliques, mu)
+
+
+def _pairwise_steps(formula: str, operands: Sequence[np.ndarray]) -> list[tuple[tuple[int, ...], str]]:
+    """``formula`` as a sequence of small einsums in the order NumPy's greedy ``einsum_path`` picks: each step takes
+    the operands at the given positions (popped, highest first) and appends its result. Worked out once per shape,
+    so that each call runs plain einsums, without planning them again.
+
+    >>> x, y, z = np.ones((2, 3)), np.ones((3, 4)), np.ones(4)
+    >>> steps = _pairwise_steps("ab,bc,c->a", [x, y, z])
+    >>> operands = [x, y, z]
+    >>> for picked, step in steps:
+    ...     operands.append(np.einsum(step, *[operands.pop(k) for k in picked]))
+    >>> operands[0].tolist()
+    [12.0, 12.0]
+    """
+    inputs, output = formula.split("->")
+    terms = inputs.split(",")
+    steps = []
+    for pair in np.einsum_path(formula, *operands, optimize="greedy")[0][1:]:
+        picked = tuple(sorted(pair, reverse=True))
+        taken = [terms.pop(k) for k in picked]
+        if terms:
+            needed = "".join(terms) + output
+            result = "".join(dict.fromkeys(c for c in "".join(taken) if c in needed))
+        else:
+            result = output
+        steps.append((picked, ",".join(taken) + "->" + result))
+        terms.append(result)
+    if not steps or terms[0] != output:
+        steps.append(((0,), terms[0] + "->" + output))
+    return steps
 
 
 def _log_sum_exp_all(values: np.ndarray) -> float:

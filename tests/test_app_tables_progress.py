@@ -9,7 +9,7 @@ from streamlit.delta_generator import DeltaGenerator
 from dplens.core.privacy.ledger_store import LedgerStore
 from dplens.core.queries.marginals import MarginalWorkload
 from dplens.core.tables.mechanisms import table_mechanism
-from dplens.core.tables.progress import COMPILE_SHARE, Reporter, RunPlan, Stage, fit_position, progress_text
+from dplens.core.tables.progress import PREPARE_SHARE, Reporter, RunPlan, Stage, fit_position, progress_text
 from tests.test_app_tables import _open, _table
 
 SYNTHESISERS = ("mst", "aim", "identity-pgm")
@@ -25,7 +25,7 @@ def test_every_step_of_a_plan_reads_back_as_itself(name):
     for k, stage in enumerate(plan.stages):
         assert plan.describe(plan.at(k)).startswith(stage.text)
         if stage.iters:
-            assert plan.describe(plan.at(k)).endswith("preparing the fit (compiling its update step)")
+            assert plan.describe(plan.at(k)).endswith("preparing the fit (junction tree and step size)")
             for done in (1, stage.iters // 2, stage.iters - 1):
                 assert plan.describe(plan.at(k, fit_position(done, stage.iters))) == \
                     f"{stage.text}: iteration {done:,} of {stage.iters:,}"
@@ -47,7 +47,7 @@ def test_the_reporter_never_goes_back_and_reports_iterations_at_a_pace():
     reporter.stage(1)  # late: shown where the run already was
     assert seen == sorted(seen) and len(seen) == 4
     assert [plan.describe(f).split(":")[0] for f in seen] == ["measuring", "fitting", "sampling", "sampling"]
-    assert COMPILE_SHARE < 1
+    assert PREPARE_SHARE < 1
 
 
 def test_the_time_left_is_an_estimate_from_the_time_so_far():

@@ -24,9 +24,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# Share of a model fit spent before its first iteration ends: JAX compiles the fit's update step then (on the
-# built-in sample, 4.4 of a 4.5 s fit; on larger models the iterations take longer).
-COMPILE_SHARE = 0.3
+# Share of a model fit spent before its first iteration ends: the junction tree, the einsum plans and the step size
+# (the NumPy fit compiles nothing: 0.3 of 3.9 s CPU for 200 iterations of a 50-clique Adult model,
+# bench/bench_fit_memory.py; a fit runs 1000).
+PREPARE_SHARE = 0.02
 REPORT_EVERY = 0.5  # seconds between reports within a step (a step's start is always reported)
 
 
@@ -49,14 +50,14 @@ class Stage:
 
 
 def fit_position(done: int, iters: int) -> float:
-    """Where a fit is, in [0, 1), after ``done`` of ``iters`` iterations (compilation first, then the iterations).
+    """Where a fit is, in [0, 1), after ``done`` of ``iters`` iterations (its preparation first, then the iterations).
 
     >>> fit_position(0, 10), round(fit_position(5, 10), 12)
-    (0.0, 0.65)
+    (0.0, 0.51)
     """
     if done <= 0:
         return 0.0
-    return COMPILE_SHARE + (1 - COMPILE_SHARE) * min(done, iters) / max(iters, 1)
+    return PREPARE_SHARE + (1 - PREPARE_SHARE) * min(done, iters) / max(iters, 1)
 
 
 @dataclass(frozen=True)
@@ -87,9 +88,9 @@ class RunPlan:
         start, end = self._bounds(k)
         within = (fraction - start) / (end - start) if end > start else 0.0
         if stage.iters:
-            if within < COMPILE_SHARE * (1 - 1e-9):
-                return f"{stage.text}: preparing the fit (compiling its update step)"
-            done = round((within - COMPILE_SHARE) / (1 - COMPILE_SHARE) * stage.iters)
+            if within < PREPARE_SHARE * (1 - 1e-9):
+                return f"{stage.text}: preparing the fit (junction tree and step size)"
+            done = round((within - PREPARE_SHARE) / (1 - PREPARE_SHARE) * stage.iters)
             return f"{stage.text}: iteration {done:,} of {stage.iters:,}"
         if stage.rounds:
             return f"{stage.text}: about {within:.0%} of their ρ measured"

@@ -36,7 +36,7 @@ def _timed(fn):
 
 def fit_table(mechanism, workload: MarginalWorkload, records: np.ndarray, rho: float):
     """OpenDP's fitted ``ContingencyTable``, fitted by ``mechanism.fitted_table`` exactly as its ``run`` does."""
-    from mbi.estimation import mirror_descent
+    from dplens.core.tables.mirror_descent import mirror_descent
 
     def estimator(mbi_domain, loss_fn, *, potentials=None, final=False):
         return mirror_descent(mbi_domain, loss_fn, potentials=potentials,

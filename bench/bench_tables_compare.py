@@ -133,9 +133,8 @@ def full_fit(table, work, evaluation, args, summary, rec) -> None:
     """Compare's MST estimator settings beside the release's, on the same measurements: each MST run (at the full
     ρ, as in a release) fits its final model twice, with Compare's iterations and with the release's, and both
     models' evaluation marginals are scored (TVD, from the model, no sampling) against the truth."""
-    from dplens.core.tables.mirror_descent import mirror_descent
-
     from dplens.core.tables.compare import _tvd, compare_settings
+    from dplens.core.tables.mirror_descent import mirror_descent
     from dplens.core.tables.synthesis import MST
 
     fast_iters, full_iters = compare_settings("mst")["iters"], MST().iters

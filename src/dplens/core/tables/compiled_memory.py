@@ -3,12 +3,13 @@
 Where the memory went: OpenDP's MST and AIM score every candidate marginal with ``model.project``; on a clique the
 model does not hold, private-pgm (mbi) runs variable elimination one JAX operation at a time, and each operation on
 a new shape compiles its own program, which JAX keeps in its caches for the life of the process. On Adult's 14
-attributes MST's selection compiled hundreds of such programs (every pair has its own shapes), and each fit
-compiles its mirror descent for its own set of cliques, never reused by the next fit (docs/tables.md, "Memory").
+attributes MST's selection compiled hundreds of such programs (every pair has its own shapes), and mbi's fit
+compiled its mirror descent for each set of cliques, never reused by the next fit (docs/tables.md, "Memory").
 
-What this does: the model a fit returns (:func:`bounded`) answers every projection in NumPy
-(:mod:`dplens.core.tables.projection`), so scoring compiles nothing, and :func:`clear_compiled` drops the fit's
-programs after each fit. Clearing drops compiled programs, never values: the fits and the records are unchanged.
+What this does: fits run in NumPy (:mod:`dplens.core.tables.mirror_descent`), the model a fit returns
+(:func:`bounded`) answers every projection in NumPy (:mod:`dplens.core.tables.projection`), and
+:func:`clear_compiled` drops whatever JAX did compile (mbi's own steps around a fit; the sampler's message passing
+compiles once, later) after each fit. Clearing drops compiled programs, never values.
 
 Freed is not returned: after ``jax.clear_caches()`` glibc keeps the freed pages for reuse, so the process's RSS stays
 at its high-water mark (91 pair projections on Adult: +1,364 MB, still +1,356 MB after the clear, −132 MB after

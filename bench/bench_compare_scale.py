@@ -1,6 +1,6 @@
 """``dplens compare`` of identity, hb and privelet on 2^16 and 2^20 cells (targets ≤ 10 s and ≤ 60 s).
 
-Run: nice .venv/bin/python bench/bench_compare_scale.py [--sizes 16,20] [--cases cli,page]
+Run: nice .venv/bin/python bench/bench_compare_scale.py [--sizes 16,20] [--cases cli,page] [--schedulers auto,serial]
 
 For each size, a histogram of 2^k cells (seeded Poisson counts of gamma rates) is written to a temporary folder and
 ``dplens compare`` runs on it in a fresh interpreter with a fresh DPLENS_HOME:
@@ -64,8 +64,9 @@ def page_trials(k: int) -> int:
     return affordable_trials([REGISTRY[m] for m in names], workload, epsilons=len(PAGE_EPSILONS))
 
 
-def command(case: str, k: int, data: Path, output: Path) -> list[str]:
-    cli = [str(Path(sys.executable).parent / "dplens"), "compare", "--input", str(data), "--output", str(output)]
+def command(case: str, k: int, data: Path, output: Path, scheduler: str = "auto") -> list[str]:
+    cli = [str(Path(sys.executable).parent / "dplens"), "compare", "--input", str(data), "--output", str(output),
+           "--scheduler", scheduler]
     if case == "cli":
         return cli + ["--mechanisms", MECHANISMS]
     return cli + ["--mechanisms", MECHANISMS + ",uniform", "--workload", PAGE_WORKLOAD, "--metrics", "mae,rmse",
@@ -85,23 +86,27 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cases", default="cli,page", help="comma-separated: cli, page")
     parser.add_argument("--page-max", type=int, default=20,
                         help="largest k the page case runs at (its 2^20 run takes many minutes on a loaded machine)")
+    parser.add_argument("--schedulers", default="auto",
+                        help="comma-separated --scheduler values, each case run once per value, side by side")
     args = parser.parse_args(argv)
     sizes = [int(k) for k in args.sizes.split(",")]
     cases = [c.strip() for c in args.cases.split(",")]
-    print(f"{'case':<5} {'cells':>9} {'wall s':>8} {'tree cpu s':>10} {'target s':>8}")
+    print(f"{'case':<5} {'cells':>9} {'scheduler':>10} {'wall s':>8} {'tree cpu s':>10} {'target s':>8}")
     with Recorder("bench_compare_scale", args) as rec, tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         env = {**os.environ, "DPLENS_HOME": str(folder / "home")}
         for k in sizes:
             data = write_histogram(k, folder)
             for case in [c for c in cases if c != "page" or k <= args.page_max]:
-                argv_ = command(case, k, data, folder / f"out-{case}-{k}.csv")
-                wall, cpu, last = measured(argv_, env)
-                target = TARGETS_S.get(k)
-                met = target is None or wall <= target
-                rec.row(case=case, cells=2**k, wall_s=wall, cpu_s=cpu, target_s=target, met=met,
-                        command=" ".join(["dplens", *argv_[1:3], f"h{k}.csv", *argv_[5:]]))
-                print(f"{case:<5} {2**k:>9,} {wall:>8.2f} {cpu:>10.2f} {target or '-':>8}  {last}", flush=True)
+                for scheduler in args.schedulers.split(","):
+                    argv_ = command(case, k, data, folder / f"out-{case}-{k}.csv", scheduler)
+                    wall, cpu, last = measured(argv_, env)
+                    target = TARGETS_S.get(k)
+                    met = target is None or wall <= target
+                    rec.row(case=case, cells=2**k, scheduler=scheduler, wall_s=wall, cpu_s=cpu, target_s=target,
+                            met=met, command=" ".join(["dplens", *argv_[1:3], f"h{k}.csv", *argv_[5:]]))
+                    print(f"{case:<5} {2**k:>9,} {scheduler:>10} {wall:>8.2f} {cpu:>10.2f} {target or '-':>8}  {last}",
+                          flush=True)
     return 0
 
 

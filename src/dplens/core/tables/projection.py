@@ -15,7 +15,7 @@ on JAX's 64-bit mode); scoring is post-processing of earlier measurements, so th
 >>> domain = mbi.Domain(("a", "b", "c"), (2, 3, 2))
 >>> potentials = mbi.CliqueVector.zeros(domain, [("a", "b"), ("b", "c")])
 >>> marginal = out_of_model_marginal(potentials, ("a", "c"), total=12.0)
->>> marginal.shape, float(marginal.sum())
+>>> marginal.shape, round(float(marginal.sum()), 9)
 ((2, 2), 12.0)
 """
 
@@ -30,8 +30,8 @@ from mbi import junction_tree
 def log_sum_exp(values: np.ndarray, axis: int) -> np.ndarray:
     """log Σ exp(values) along ``axis``, shifted by the maximum so that nothing overflows (−inf where all are −inf).
 
-    >>> log_sum_exp(np.log(np.array([[1.0, 3.0], [2.0, 2.0]])), axis=1).round(12).tolist()
-    [1.386294361120, 1.386294361120]
+    >>> log_sum_exp(np.log(np.array([[1.0, 3.0], [2.0, 2.0]])), axis=1).round(9).tolist()  # log 4, twice
+    [1.386294361, 1.386294361]
     """
     top = np.max(values, axis=axis, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)

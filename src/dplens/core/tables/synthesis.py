@@ -261,6 +261,7 @@ class _OpenDPTable:
             raise ValueError(f"{self.name} needs at least 2 attributes, got {len(domain.names)}")  # type: ignore[attr-defined]  # set by each subclass
         feature = self.name.upper() if self.name in ("mst", "aim") else self.name  # type: ignore[attr-defined]  # set by each subclass
         require("polars", "tables", feature)
+        require("mbi", "tables", feature)  # OpenDP's own check would say "optional install mbi", not the extra
         # private-pgm's mirror descent in NumPy: mbi's own compiles its update for every fit's cliques
         mirror_descent = require("dplens.core.tables.mirror_descent", "tables", feature).mirror_descent
         compiled = require("dplens.core.tables.compiled_memory", "tables", feature)

@@ -129,7 +129,7 @@ def _old_greedy_clusters(values: np.ndarray, noise_variance: float) -> np.ndarra
 
 # ----------------------------------------------------------------------------- DAWA: the NumPy wavelet matrix
 class _OldDeviations:
-    def __init__(self, x: np.ndarray) -> None:
+    def __init__(self, x: np.ndarray, *, compiled: bool = False) -> None:  # one path only: compiled is ignored
         n = x.size
         order = np.argsort(x, kind="stable")
         self.x, self.sorted, self.n = x, x[order], n

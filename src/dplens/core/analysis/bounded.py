@@ -87,7 +87,7 @@ def hidden_page_main() -> Iterator[None]:
                 sys.modules["__main__"] = page
 
 
-def _single_threaded() -> bool:
+def _fork_safe_here() -> bool:
     """No Python thread but this one, and no JAX runtime: XLA's thread pools are not safe across a fork (JAX warns
     that a forked child may deadlock), and a table release or an earlier run in this process may have loaded it."""
     return threading.active_count() == 1 and "jax" not in sys.modules
@@ -95,7 +95,7 @@ def _single_threaded() -> bool:
 
 def _context():
     global _CONTEXT  # one fork server per process, started on first use
-    if _FORK_DIRECTLY and _single_threaded():  # checked per run: a thread started since sends it back
+    if _FORK_DIRECTLY and _fork_safe_here():  # checked per run: a thread started since sends it back
         return multiprocessing.get_context("fork")
     if _CONTEXT is None:
         _CONTEXT = multiprocessing.get_context("forkserver")

@@ -257,7 +257,7 @@ def l1_partition(x: np.ndarray, epsilon_partition: float, epsilon_measure: float
     compiled = _KERNELS.compiled(n)
     started = time.thread_time()
     deviations = _DEVIATIONS.get_or_compute((x.tobytes(), lengths.tobytes()),
-                                            lambda: _deviations(x, compiled).windows(lengths))
+                                            lambda: _Deviations(x, compiled=compiled).windows(lengths))
     costs = [m.noisy(dev + noise_cost, rng) for dev, m in zip(deviations, measurements, strict=True)]
     # a max, not pure_loss's sum: each partition's noisy cost sums over disjoint buckets (Li et al. 2014, §3)
     loss = max(float(delta) / m.scale for delta, m in zip(sensitivity, measurements, strict=True))
@@ -265,11 +265,6 @@ def l1_partition(x: np.ndarray, epsilon_partition: float, epsilon_measure: float
     if not compiled:
         _KERNELS.spent(n, time.thread_time() - started)
     return bounds, loss
-
-
-def _deviations(x: np.ndarray, compiled: bool) -> _Deviations:
-    """``_Deviations(x)``, with the compiled kernels when ``compiled``."""
-    return _Deviations(x, compiled=True) if compiled else _Deviations(x)
 
 
 # Window deviations depend on the data only: a sweep re-uses them across runs and epsilons. Keyed by the

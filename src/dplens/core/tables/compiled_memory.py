@@ -29,7 +29,7 @@ import jax
 import numpy as np
 from mbi import Factor, MarkovRandomField
 
-from dplens.core.tables.projection import out_of_model_marginal
+from dplens.core.tables.projection import held_marginal, out_of_model_marginal
 
 
 @functools.cache
@@ -71,10 +71,7 @@ class NumpyProjectedModel(MarkovRandomField):
             values = out_of_model_marginal(self.potentials, clique, float(self.total))
         else:
             held = self.marginals[parent]
-            source = np.asarray(held.values)
-            axes = tuple(i for i, a in enumerate(held.domain.attrs) if a not in clique)
-            kept = [a for a in held.domain.attrs if a in clique]
-            values = np.transpose(source.sum(axis=axes), [kept.index(a) for a in clique])
+            values = held_marginal(held.domain.attrs, np.asarray(held.values), clique)
         # NumPy values (OpenDP's scoring does NumPy arithmetic on them): even jnp.asarray compiles a program per shape.
         return Factor(domain, values)
 

@@ -35,6 +35,8 @@ import numpy as np
 from mbi import CliqueVector, Domain, Factor, LinearMeasurement, MarkovRandomField, junction_tree
 from mbi.clique_utils import clique_mapping, maximal_subset, reverse_clique_mapping
 
+from dplens.core.tables.projection import held_marginal, log_sum_exp, on_axes
+
 Clique = tuple[str, ...]
 Arrays = dict[Clique, np.ndarray]  # one array per clique, axes in the clique's attribute order
 
@@ -149,19 +151,6 @@ def _identity_measurements(domain: Domain, measurements: Sequence[LinearMeasurem
     return fitted
 
 
-def _on_axes(attrs: Clique, values: np.ndarray, target: Clique) -> np.ndarray:
-    """``values`` (axes ``attrs``) transposed into ``target``'s order, a length-1 axis for each attribute it lacks."""
-    moved = np.transpose(values, [attrs.index(a) for a in target if a in attrs])
-    return moved.reshape([values.shape[attrs.index(a)] if a in attrs else 1 for a in target])
-
-
-def _project(attrs: Clique, values: np.ndarray, clique: Clique) -> np.ndarray:
-    """The marginal on ``clique`` (its order) of ``values`` (axes ``attrs``): a sum over the other axes."""
-    summed = values.sum(axis=tuple(i for i, a in enumerate(attrs) if a not in clique))
-    kept = [a for a in attrs if a in clique]
-    return np.transpose(summed, [kept.index(a) for a in clique])
-
-
 def _expand(domain: Domain, theta: Arrays, cliques: list[Clique], targets: list[Clique]) -> Arrays:
     """Potentials re-expressed on ``targets`` (mbi's ``CliqueVector.expand``): each clique's potential is added to
     the smallest target that holds it; a clique no target holds is dropped."""
@@ -171,7 +160,7 @@ def _expand(domain: Domain, theta: Arrays, cliques: list[Clique], targets: list[
         shape = domain.project(target).shape
         summed = np.zeros(shape)
         for cl in mapping[target]:
-            summed = summed + _on_axes(cl, theta[cl], target)
+            summed = summed + on_axes(cl, theta[cl], target)
         expanded[target] = np.broadcast_to(summed, shape).copy()
     return expanded
 
@@ -204,7 +193,7 @@ class _L2Loss:
 
     def _residuals(self, mu: Arrays):
         for m, source in self.terms:
-            marginal = mu[source] if source == m.clique else _project(source, mu[source], m.clique)
+            marginal = mu[source] if source == m.clique else held_marginal(source, mu[source], m.clique)
             yield m, source, (marginal.ravel() - m.values) / m.stddev
 
     def value(self, mu: Arrays) -> float:
@@ -219,7 +208,7 @@ class _L2Loss:
         for m, source, diff in self._residuals(mu):
             loss = loss + 0.5 * np.dot(diff, diff)
             shape = [mu[source].shape[source.index(a)] for a in m.clique]
-            gradient[source] += _on_axes(m.clique, (diff / m.stddev).reshape(shape), source)
+            gradient[source] += on_axes(m.clique, (diff / m.stddev).reshape(shape), source)
         return float(loss), gradient
 
 
@@ -234,8 +223,8 @@ def _lipschitz(domain: Domain, cliques: list[Clique], measurements: Sequence[_Me
     for _ in range(LIPSCHITZ_POWER_ITERATIONS):
         hv = {cl: np.zeros(x.shape) for cl, x in v.items()}
         for m, source in terms:
-            projected = v[source] if source == m.clique else _project(source, v[source], m.clique)
-            hv[source] += _on_axes(m.clique, projected / m.stddev / m.stddev, source)
+            projected = v[source] if source == m.clique else held_marginal(source, v[source], m.clique)
+            hv[source] += on_axes(m.clique, projected / m.stddev / m.stddev, source)
         estimate = float(np.sqrt(sum(np.sum(x**2) for x in hv.values())))
         v = {cl: x / (estimate + 1e-12) for cl, x in hv.items()}
     return estimate
@@ -285,7 +274,7 @@ class _MessagePassing:
             inputs = [(cl, theta[cl]) for cl in self.held[maximal]] + [messages[k] for k in keys]
             for cl in self.held[maximal]:
                 belief = self._log_sum_product(inputs, cl)
-                mu[cl] = np.exp(belief + log_total - _log_sum_exp_all(belief))
+                mu[cl] = np.exp(belief + log_total - log_sum_exp(belief.ravel(), axis=0))
         return mu
 
     def _log_sum_product(self, log_factors: list[tuple[Clique, np.ndarray]], target: Clique) -> np.ndarray:
@@ -313,7 +302,7 @@ class _MessagePassing:
         result = np.log(operands[0])
         shift: np.ndarray | float = 0.0  # Σ of the maxima, in the order mbi adds them
         for kept, top in maxes:
-            shift = shift + _on_axes(kept, top, target)
+            shift = shift + on_axes(kept, top, target)
         return result + shift
 
     def clique_vector(self, mu: Arrays) -> CliqueVector:
@@ -349,11 +338,3 @@ def _pairwise_steps(formula: str, operands: Sequence[np.ndarray]) -> list[tuple[
     if not steps or terms[0] != output:
         steps.append(((0,), terms[0] + "->" + output))
     return steps
-
-
-def _log_sum_exp_all(values: np.ndarray) -> float:
-    """log Σ exp(values) over every cell, shifted by the maximum (as ``jax.scipy.special.logsumexp``)."""
-    top = np.max(values)
-    if not np.isfinite(top):
-        top = 0.0
-    return float(np.log(np.sum(np.exp(values - top))) + top)

@@ -39,10 +39,27 @@ def log_sum_exp(values: np.ndarray, axis: int) -> np.ndarray:
         return np.squeeze(np.log(np.sum(np.exp(values - top), axis=axis, keepdims=True)) + top, axis=axis)
 
 
-def _on_axes(attrs: tuple[str, ...], values: np.ndarray, order: Sequence[str]) -> np.ndarray:
-    """``values`` (axes named ``attrs``) with its axes in ``order``, a length-1 axis for each attribute it lacks."""
+def on_axes(attrs: Sequence[str], values: np.ndarray, order: Sequence[str]) -> np.ndarray:
+    """``values`` (axes named ``attrs``) with its axes in ``order``, a length-1 axis for each attribute it lacks.
+
+    >>> on_axes(("b", "a"), np.zeros((3, 2)), ("a", "c", "b")).shape
+    (2, 1, 3)
+    """
+    attrs = tuple(attrs)
     moved = np.transpose(values, [attrs.index(a) for a in order if a in attrs])
     return moved.reshape([values.shape[attrs.index(a)] if a in attrs else 1 for a in order])
+
+
+def held_marginal(attrs: Sequence[str], values: np.ndarray, clique: Sequence[str]) -> np.ndarray:
+    """The marginal on ``clique`` (axes in its order) of a table whose axes are ``attrs``: a sum over the others.
+
+    >>> held_marginal(("a", "b"), np.arange(6.0).reshape(2, 3), ("b",)).tolist()
+    [3.0, 5.0, 7.0]
+    """
+    attrs = tuple(attrs)
+    summed = values.sum(axis=tuple(i for i, a in enumerate(attrs) if a not in clique))
+    kept = [a for a in attrs if a in clique]
+    return np.transpose(summed, [kept.index(a) for a in clique])
 
 
 def _sum(factors: list[tuple[tuple[str, ...], np.ndarray]]) -> tuple[tuple[str, ...], np.ndarray]:
@@ -50,7 +67,7 @@ def _sum(factors: list[tuple[tuple[str, ...], np.ndarray]]) -> tuple[tuple[str, 
     order: list[str] = []
     for attrs, _ in factors:
         order += [a for a in attrs if a not in order]
-    total = sum((_on_axes(attrs, values, order) for attrs, values in factors), start=np.zeros((), float))
+    total = sum((on_axes(attrs, values, order) for attrs, values in factors), start=np.zeros((), float))
     return tuple(order), np.asarray(total)
 
 
@@ -71,6 +88,6 @@ def out_of_model_marginal(potentials, clique: Sequence[str], total: float) -> np
         fresh += 1
     attrs, rest = _sum(list(factors.values()))
     # An attribute of the clique no factor mentions is uniform: its axis is broadcast.
-    logits = np.broadcast_to(_on_axes(attrs, rest, clique), [sizes[a] for a in clique]).ravel()
+    logits = np.broadcast_to(on_axes(attrs, rest, clique), [sizes[a] for a in clique]).ravel()
     log_normaliser = log_sum_exp(logits, axis=0)
     return np.exp(logits - log_normaliser + np.log(total)).reshape([sizes[a] for a in clique])

@@ -291,7 +291,6 @@ class _OpenDPTable:
             fits[0] += 1
             # The fit compiled nothing; drop any program JAX compiled since (same values, less memory). The returned
             # model scores the next selection's candidates in NumPy too (dplens.core.tables.compiled_memory).
-            jax.block_until_ready(model)
             compiled.clear_compiled()
             following = plan.fit_stage(fits[0] - 1) + 1  # the step after this fit (AIM: its rounds go on)
             if not plan.stages[following - 1].rounds and following < len(plan.stages) - 1:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
+import types
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -36,6 +38,17 @@ def dplens_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("dplens-home")
     monkeypatch.setenv("DPLENS_HOME", str(home))
     return home
+
+
+@pytest.fixture
+def bare_main(monkeypatch):
+    """While the test runs, ``__main__`` is a bare module, so a ``spawn`` or ``forkserver`` child does not re-run it.
+
+    Such a child re-runs its parent's ``__main__`` by path before its task. The tasks here are test-module
+    functions, and whatever launched pytest (xdist's bootstrap, a harness's script needing globals it was given)
+    need not run again, nor can it always.
+    """
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
 
 
 @pytest.fixture(scope="session")

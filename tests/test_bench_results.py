@@ -44,7 +44,7 @@ def _burn(loops: int) -> float:
     return time.process_time() - start
 
 
-def test_recorder_counts_the_cpu_and_memory_of_forkserver_workers(tmp_path):
+def test_recorder_counts_the_cpu_and_memory_of_forkserver_workers(tmp_path, bare_main):
     """A forkserver's workers are not this process's children: os.times misses their CPU; the tree meter does not."""
     import concurrent.futures
     import multiprocessing

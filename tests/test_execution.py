@@ -39,7 +39,7 @@ def _numbers(df: pd.DataFrame) -> pd.DataFrame:
 @pytest.mark.filterwarnings("ignore:Port 8787 is already in use")
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_backends_give_identical_results(small):
+def test_backends_give_identical_results(small, bare_main):
     from dask.distributed import LocalCluster
 
     histogram, workload = small

@@ -141,7 +141,7 @@ def _sorted(path):
 @pytest.mark.filterwarnings("ignore:Port 8787 is already in use")
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_strategies_optimised_in_workers_give_identical_results(tmp_path):
+def test_strategies_optimised_in_workers_give_identical_results(tmp_path, bare_main):
     from dask.distributed import LocalCluster
 
     from dplens.core.analysis.execution import close_dask_clients

@@ -313,8 +313,8 @@ def test_twenty_threads_never_overspend(store, unit):
 
 
 @pytest.mark.parametrize("unit", UNITS)
-@pytest.mark.serial  # spawned interpreters re-run __main__, which is xdist's bootstrap in a worker
-def test_four_processes_never_overspend(store, unit):
+@pytest.mark.serial  # four interpreters at once: not beside another file's tests
+def test_four_processes_never_overspend(store, unit, bare_main):
     total, cost = UNITS[unit]
     store.set_total(FP, total)
     context = multiprocessing.get_context("spawn")  # a fresh interpreter each: truly separate processes

@@ -63,7 +63,8 @@ with ui.guard():
                              help="Independent noise draws; the band shows 2.5–97.5 % of single trials. The "
                                   "default keeps the default sweep near 30 s on this dataset.")
         run_on = right.selectbox("Run on", ui.scheduler_choices(), key="compare_scheduler",
-                                 help="auto: this process for small sweeps, else one worker process per core. "
+                                 help="auto: this process when the runs are estimated under 6 s, else one worker "
+                                      "process per core. "
                                       "A Dask cluster appears here when the server sets DPLENS_SCHEDULER. "
                                       "Results are identical on every choice.")
         submitted = st.form_submit_button("Run comparison", type="primary", key="compare_run")

@@ -159,3 +159,32 @@ def test_strategy_jobs_run_on_the_backend_and_hand_back_their_entries(small):
             for e in (0.5, 1.0):
                 here = expected_metrics(result.job.mechanism, workload, e)
                 assert [result.expected[e][k] for k in ("mse", "rmse")] == [here["mse"], here["rmse"]] != [0, 0]
+
+
+def test_auto_runs_in_this_process_below_the_estimated_seconds_and_on_the_pool_above(monkeypatch):
+    from dplens.core.analysis import execution
+
+    monkeypatch.setattr(execution.os, "cpu_count", lambda: 2)
+    below = execution.AUTO_PARALLEL_SECONDS * 0.99
+    assert execution.resolve_auto("auto", below) == "serial"
+    assert execution.resolve_auto("auto", execution.AUTO_PARALLEL_SECONDS) == "processes"
+    assert execution.resolve_auto("processes:2", 0.0) == "processes:2"  # a named backend is kept
+    monkeypatch.setattr(execution.os, "cpu_count", lambda: 1)
+    assert execution.resolve_auto("auto", 1e6) == "serial"  # one core: a pool only adds start-up
+
+
+def test_auto_is_decided_on_the_estimated_seconds_of_the_runs_left(small, monkeypatch):
+    """The sweep hands ``resolve_auto`` its runs' serial estimate, counting only the trials not already cached."""
+    from dplens.core.analysis import experiment
+    from dplens.core.analysis.cost import sweep_seconds
+
+    histogram, workload = small
+    seen: list[float] = []
+    real = experiment.resolve_auto
+    monkeypatch.setattr(experiment, "resolve_auto", lambda spec, seconds: seen.append(seconds) or real(spec, seconds))
+    mechanisms = [MECHANISMS["identity"], MECHANISMS["dawa"]]
+    cache = SweepCache()
+    run_sweep(histogram, workload, mechanisms, [0.5, 1.0], trials=2, metrics=("mae",), cache=cache)
+    run_sweep(histogram, workload, mechanisms, [0.5, 1.0], trials=5, metrics=("mae",), cache=cache)
+    first = sweep_seconds(mechanisms, workload, epsilons=2, trials=2)
+    assert first > 0 and seen == pytest.approx([first, first * 3 / 2])  # 2 trials, then the 3 more

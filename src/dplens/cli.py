@@ -54,8 +54,8 @@ HISTOGRAM_COMPARE_DEFAULTS = {"workload": "identity", "mechanisms": "identity,la
 TABLE_COMPARE_DEFAULTS = {"workload": "marginals:k=2", "mechanisms": "gaussian-marginals,residual-planner",
                           "rhos": "0.1,1"}
 
-SCHEDULER_HELP = ("where cells run: auto (default: serial for small sweeps, else processes), processes[:N] "
-                  "(local worker processes; N defaults to every core), serial, "
+SCHEDULER_HELP = ("where cells run: auto (default: serial when the runs are estimated under 6 s, else processes), "
+                  "processes[:N] (local worker processes; N defaults to every core), serial, "
                   "local:N (a Dask LocalCluster of N workers) or tcp://HOST:8786 (an existing Dask cluster)")
 
 

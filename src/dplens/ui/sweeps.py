@@ -70,10 +70,10 @@ def scheduler_choices() -> list[str]:
 def sweep_estimate(mechanisms, workload, epsilons: int, trials: int, scheduler: str) -> float:
     """Estimated wall seconds of a Compare sweep: the runs' serial estimate (dplens.core.analysis.cost) shared by the
     workers ``scheduler`` resolves to (a Dask cluster given by address counts as one: its size is unknown)."""
-    runs = len(mechanisms) * epsilons * trials
-    plan = parse_scheduler(resolve_auto(scheduler, runs, workload.shape[1]))
+    serial = sweep_seconds(mechanisms, workload, epsilons, trials)
+    plan = parse_scheduler(resolve_auto(scheduler, serial))
     workers = plan.workers if plan.kind in ("processes", "local") else 1
-    return sweep_seconds(mechanisms, workload, epsilons, trials) / max(1, workers)
+    return serial / max(1, workers)
 
 
 def sweep_cache() -> SweepCache:

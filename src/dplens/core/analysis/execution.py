@@ -7,7 +7,8 @@ numbers are identical bit for bit whatever the backend, the worker count or the 
 
 Backends (``scheduler`` argument, as in ``python -m dplens grid --scheduler ...``):
 
-- ``"serial"``: in this process (tests, tiny sweeps); ``"auto"`` picks it for small sweeps, else processes.
+- ``"serial"``: in this process (tests, tiny sweeps); ``"auto"`` picks it when the runs are estimated under
+  AUTO_PARALLEL_SECONDS (``resolve_auto``), else processes.
 - ``"processes"`` or ``"processes:N"``: a pool of N local worker processes (default: every core),
   started once and reused. Each sweep's contexts are written once to a temporary directory; arrays
   of 64 KiB or more are stored as ``.npy`` files that workers memory-map read-only instead of
@@ -256,18 +257,26 @@ class Scheduler:
     address: str = ""
 
 
-AUTO_PARALLEL_WORK = 2_000_000  # runs × cells below which "auto" stays in this process (pool start-up ~0.5 s)
+# Estimated serial seconds (dplens.core.analysis.cost) from which "auto" uses the process pool. Measured with
+# bench/bench_compare_scale.py on idle cores (docs/benchmarks.md): below it a pool's start-up and its workers' own
+# caches cost more than the second core gives back (the CLI's defaults at 2^20 cells, estimated 5.1 s: 5.1 s serial,
+# 5.5 s and more CPU on the pool; the page's sweep at 2^16, 2.3 s: 3.1 s either way); above it the pool wins (the
+# page's sweep at 2^18, 8.6 s: 8.6 s serial, 6.6 s on the pool).
+AUTO_PARALLEL_SECONDS = 6.0
 
 
-def resolve_auto(spec: str | None, runs: int, cells_per_run: int) -> str | None:
-    """``"auto"`` → "serial" for small work (runs × histogram cells), else "processes"; others unchanged.
+def resolve_auto(spec: str | None, serial_seconds: float) -> str | None:
+    """``"auto"`` → "serial" for work estimated below AUTO_PARALLEL_SECONDS in this process (or on one core), else
+    "processes"; any other spec unchanged.
 
-    >>> resolve_auto("auto", 100, 64), resolve_auto("auto", 1600, 4096), resolve_auto("serial", 10**9, 1)
-    ('serial', 'processes', 'serial')
+    >>> resolve_auto("auto", 0.5), resolve_auto("serial", 1e6)
+    ('serial', 'serial')
+    >>> resolve_auto("auto", 60.0) == ("processes" if (os.cpu_count() or 1) >= 2 else "serial")
+    True
     """
     if spec != "auto":
         return spec
-    return "serial" if runs * cells_per_run < AUTO_PARALLEL_WORK or (os.cpu_count() or 1) < 2 else "processes"
+    return "serial" if serial_seconds < AUTO_PARALLEL_SECONDS or (os.cpu_count() or 1) < 2 else "processes"
 
 
 def parse_scheduler(spec: str | None) -> Scheduler:

@@ -146,8 +146,8 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     ``axis.privacy(ε)``: ε itself (pure ε-DP, the default axis) or "ε at δ" under (ε, δ)-DP or ρ-zCDP.
 
     Cells run through ``dplens.core.analysis.execution`` on ``scheduler`` ("serial", "processes[:N]", "local:N",
-    "tcp://HOST:8786", or "auto": serial for small sweeps, else processes); the numbers are identical
-    whichever is used. With ``cache``, pairs already computed are reused and only new ones run
+    "tcp://HOST:8786", or "auto": serial when the runs are estimated under 6 s, else processes); the numbers are
+    identical whichever is used. With ``cache``, pairs already computed are reused and only new ones run
     (``df.attrs["computed"]`` counts the runs made). With ``store``, data-independent strategies are loaded from it
     and saved to it. Mechanisms that reject this input are skipped, with messages in ``df.attrs["errors"]``. With
     ``limits``, mechanisms whose estimated run (``dplens.core.analysis.cost``) is over the memory or time limit are
@@ -178,7 +178,8 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
     have = {p: _trials_held(cached.get(p), metrics) for p in pairs}  # trials 0..k−1 held (all for an error)
     todo = [(m, e) for m in run_order(instances) for e in epsilons if have[m, e] < trials]
-    scheduler = resolve_auto(scheduler, sum(trials - have[p] for p in todo), histogram.domain.size)
+    run_seconds = {m.name: estimate_cost(m, workload).seconds for m in instances}
+    scheduler = resolve_auto(scheduler, sum(run_seconds[m.name] * (trials - have[m, e]) for m, e in todo))
     plan = parse_scheduler(scheduler)
     block = default_block(len(todo), trials, plan.workers)
     cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(have[m, e], trials, block)]

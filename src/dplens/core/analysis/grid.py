@@ -28,6 +28,7 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
+from dplens.core.analysis.cost import estimate_cost
 from dplens.core.analysis.execution import (
     Cell,
     Context,
@@ -269,8 +270,9 @@ def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "ser
     pairs = [(key, m, float(e)) for key in contexts for m in mechanisms for e in spec.epsilons
              if (*key, m.name, float(e)) not in done]
     outcome = GridOutcome(skipped=spec.runs - len(pairs) * spec.trials)
-    scheduler = resolve_auto(scheduler, len(pairs) * spec.trials,
-                             max((c.histogram.domain.size for c in contexts.values()), default=1))
+    run_seconds = {(key, m.name): estimate_cost(m, contexts[key].workload).seconds
+                   for key in contexts for m in mechanisms}
+    scheduler = resolve_auto(scheduler, sum(run_seconds[key, m.name] for key, m, _ in pairs) * spec.trials)
     block = default_block(len(pairs), spec.trials, parse_scheduler(scheduler).workers)
     cells = [Cell(key, m, e, t, min(t + block, spec.trials)) for key, m, e in pairs
              for t in range(0, spec.trials, block)]

@@ -207,7 +207,7 @@ def test_the_file_is_written_after_the_first_complete_pair(tmp_path, monkeypatch
 
 
 def test_auto_is_decided_on_the_estimated_seconds_of_the_grid(tmp_path, monkeypatch):
-    """Every context's workload prices its own runs: the estimate is Σ over (context, mechanism, ε) of one run × trials."""
+    """Each context's workload prices its own runs: Σ over (context, mechanism, ε) of one run × trials."""
     from dplens.core.analysis import grid
     from dplens.core.analysis.cost import estimate_cost
 

@@ -188,3 +188,17 @@ def test_auto_is_decided_on_the_estimated_seconds_of_the_runs_left(small, monkey
     run_sweep(histogram, workload, mechanisms, [0.5, 1.0], trials=5, metrics=("mae",), cache=cache)
     first = sweep_seconds(mechanisms, workload, epsilons=2, trials=2)
     assert first > 0 and seen == pytest.approx([first, first * 3 / 2])  # 2 trials, then the 3 more
+
+
+def test_a_cached_strategy_is_priced_once_per_sweep(small, monkeypatch):
+    """mm-opt's optimisation is estimated once, not once per run: the sweep's estimate is far below runs × first."""
+    from dplens.core.analysis import experiment
+    from dplens.core.analysis.cost import estimate_cost
+
+    histogram, workload = small
+    seen: list[float] = []
+    monkeypatch.setattr(experiment, "resolve_auto", lambda spec, seconds: seen.append(seconds) or "serial")
+    mm_opt = MECHANISMS["mm-opt"]
+    run_sweep(histogram, workload, [mm_opt], [0.5, 1.0], trials=10, metrics=("mae",))
+    first = estimate_cost(mm_opt, workload).seconds
+    assert first < seen[0] < 2 * first  # 20 runs: the strategy once, then runs on it

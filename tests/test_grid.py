@@ -209,14 +209,14 @@ def test_the_file_is_written_after_the_first_complete_pair(tmp_path, monkeypatch
 def test_auto_is_decided_on_the_estimated_seconds_of_the_grid(tmp_path, monkeypatch):
     """Each context's workload prices its own runs: Σ over (context, mechanism, ε) of one run × trials."""
     from dplens.core.analysis import grid
-    from dplens.core.analysis.cost import estimate_cost
+    from dplens.core.analysis.cost import runs_seconds
 
     seen: list[float] = []
     real = grid.resolve_auto
     monkeypatch.setattr(grid, "resolve_auto", lambda spec, seconds: seen.append(seconds) or real(spec, seconds))
     run_grid(SPEC, tmp_path / "grid.parquet", store=False)
     contexts = build_contexts(SPEC)
-    expected = sum(estimate_cost(MECHANISMS[name], context.workload).seconds
-                   for context in contexts.values() for name in SPEC.mechanisms) * len(SPEC.epsilons) * SPEC.trials
+    expected = sum(runs_seconds(MECHANISMS[name], context.workload, len(SPEC.epsilons) * SPEC.trials)
+                   for context in contexts.values() for name in SPEC.mechanisms)
     assert len({context.workload.shape for context in contexts.values()}) > 1  # the contexts differ in size
     assert seen == [pytest.approx(expected)]

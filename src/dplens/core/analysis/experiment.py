@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from dplens.core.analysis.cost import Deadline, RunLimits, RunTooLargeError, check_cost, estimate_cost
+from dplens.core.analysis.cost import Deadline, RunLimits, RunTooLargeError, check_cost, estimate_cost, runs_seconds
 from dplens.core.analysis.execution import (  # trial_rng, resolve_mechanisms: re-exported for callers of this module
     Cell,
     CellResult,
@@ -178,8 +178,8 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
     have = {p: _trials_held(cached.get(p), metrics) for p in pairs}  # trials 0..k−1 held (all for an error)
     todo = [(m, e) for m in run_order(instances) for e in epsilons if have[m, e] < trials]
-    run_seconds = {m.name: estimate_cost(m, workload).seconds for m in instances}
-    scheduler = resolve_auto(scheduler, sum(run_seconds[m.name] * (trials - have[m, e]) for m, e in todo))
+    runs_left = {m.name: sum(trials - have[p] for p in todo if p[0].name == m.name) for m in instances}
+    scheduler = resolve_auto(scheduler, sum(runs_seconds(m, workload, runs_left[m.name]) for m in instances))
     plan = parse_scheduler(scheduler)
     block = default_block(len(todo), trials, plan.workers)
     cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(have[m, e], trials, block)]

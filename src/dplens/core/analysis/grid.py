@@ -16,6 +16,7 @@ task per distinct (mechanism, workload), and kept on disk (``strategy_store``) f
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import time
@@ -28,7 +29,7 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from dplens.core.analysis.cost import estimate_cost
+from dplens.core.analysis.cost import runs_seconds
 from dplens.core.analysis.execution import (
     Cell,
     Context,
@@ -270,9 +271,10 @@ def run_grid(spec: GridSpec, output: str | Path, *, scheduler: str | None = "ser
     pairs = [(key, m, float(e)) for key in contexts for m in mechanisms for e in spec.epsilons
              if (*key, m.name, float(e)) not in done]
     outcome = GridOutcome(skipped=spec.runs - len(pairs) * spec.trials)
-    run_seconds = {(key, m.name): estimate_cost(m, contexts[key].workload).seconds
-                   for key in contexts for m in mechanisms}
-    scheduler = resolve_auto(scheduler, sum(run_seconds[key, m.name] for key, m, _ in pairs) * spec.trials)
+    runs_left = collections.Counter((key, m.name) for key, m, _ in pairs)  # ε left per (context, mechanism)
+    serial = sum(runs_seconds(m, contexts[key].workload, runs_left[key, m.name] * spec.trials)
+                 for key in contexts for m in mechanisms)
+    scheduler = resolve_auto(scheduler, serial)
     block = default_block(len(pairs), spec.trials, parse_scheduler(scheduler).workers)
     cells = [Cell(key, m, e, t, min(t + block, spec.trials)) for key, m, e in pairs
              for t in range(0, spec.trials, block)]

@@ -16,12 +16,13 @@ Variants: ``after`` is AIM as released (``AIM()``: the authors' schedule, 1000 i
 Rows go to bench/results/bench_aim_budget.json; each run's line is also printed as it ends.
 
 Memory: ``--memory`` runs MST (``--memory-variant aim-short`` instead: AIM with ``rounds=AIM_SHORT_ROUNDS``, a
-shorter run that shows the same trend) once per knob at the first ``--rho`` (seed 0), each a child as above; peak
-RSS and PSS of its process tree, its CPU, and the child's own peak RSS at each step of its run. The knobs
-(``KNOBS``): ``bounded`` is dplens as released (candidates scored in NumPy, JAX's caches cleared after each fit,
-``dplens.core.tables.compiled_memory``); ``jax-projections`` scores them through mbi's JAX projections, each new
-shape compiled; ``unbounded`` also never clears (as before both); ``no-trim`` clears without handing the freed pages
-back to the OS; the others change one thing from ``unbounded``.
+shorter run that shows the same trend; ``authors``: AIM with the authors' and OpenDP's defaults, 16 rounds per
+attribute and models up to 80 MB, against dplens's 50 and 20 MB) once per knob at the first ``--rho`` (seed 0), each
+a child as above; peak RSS and PSS of its process tree, its CPU, and the child's own peak RSS at each step of its
+run. The knobs (``KNOBS``): ``bounded`` is dplens as released (candidates scored in NumPy, JAX's caches cleared
+after each fit, ``dplens.core.tables.compiled_memory``); ``jax-projections`` scores them through mbi's JAX
+projections, each new shape compiled; ``unbounded`` also never clears (as before both); ``no-trim`` clears without
+handing the freed pages back to the OS; the others change one thing from ``unbounded``.
 
     python bench/bench_aim_budget.py --memory [--knobs bounded unbounded ...] [--rho 0.1]
 
@@ -74,6 +75,9 @@ def _mechanism(variant: str):
         return AIM()
     if variant == "aim-short":
         return AIM(rounds=AIM_SHORT_ROUNDS)
+    if variant == "authors":  # the authors' aim.py and OpenDP's defaults: 16 rounds per attribute, models to 80 MB
+        attributes = len(json.loads((ADULT / "adult-domain.json").read_text(encoding="utf-8")))
+        return AIM(rounds=16 * attributes, max_size=80.0)
 
     class Before(AIM):
         """The old schedule: 300 warm-started iterations per round, the last round's model released."""
@@ -175,7 +179,7 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--mst", action="store_true", help="first, one MST run per ρ (seed 0), for its memory")
     parser.add_argument("--memory", action="store_true", help="MST's (or AIM's) memory, one run per knob")
-    parser.add_argument("--memory-variant", choices=("mst", "aim-short", "after"), default="mst")
+    parser.add_argument("--memory-variant", choices=("mst", "aim-short", "after", "authors"), default="mst")
     parser.add_argument("--knobs", nargs="+", choices=list(KNOBS), default=["unbounded", "bounded"])
     args = parser.parse_args()
     require(ADULT / "adult.csv", ADULT / "adult-domain.json")

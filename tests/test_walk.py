@@ -42,9 +42,18 @@ def _dlap_abs_pmf(scale: float, top: int) -> np.ndarray:
     return np.append(pmf, 1 - pmf.sum())
 
 
-def _chi2_pvalue(noise: np.ndarray, scale: float, top: int = 12) -> float:
-    observed = np.bincount(np.minimum(np.abs(noise).astype(int), top), minlength=top + 1)
-    return float(stats.chisquare(observed, _dlap_abs_pmf(scale, top) * noise.size).pvalue)
+def _chi2_pvalue(noise: np.ndarray, scale: float, least: float = 5.0) -> float:
+    """Chi-square of |noise| against the discrete Laplace at ``scale``, the right-hand bins merged until each expects
+    at least ``least`` counts: with bins expecting under one count (|k| ≥ 9 at scale 1 on 20,000 cells) the chi-square
+    approximation fails and a true scale was rejected far more often than the level (p = 7e-8 in 400 walks)."""
+    top = int(40 * scale) + 40  # P(|K| ≥ top) is negligible: it only seeds the tail bin
+    expected = _dlap_abs_pmf(scale, top) * noise.size
+    observed = np.bincount(np.minimum(np.abs(noise).astype(int), top), minlength=top + 1).astype(float)
+    while expected.size > 2 and expected[-1] < least:
+        expected[-2:] = expected[-2] + expected[-1], 0.0
+        observed[-2:] = observed[-2] + observed[-1], 0.0
+        expected, observed = expected[:-1], observed[:-1]
+    return float(stats.chisquare(observed, expected).pvalue)
 
 
 def test_the_keep_probability_makes_the_characteristic_functions_multiply_out():
@@ -67,7 +76,7 @@ def walk() -> np.ndarray:
 
 def test_each_step_has_the_one_shot_discrete_laplace_marginal_and_a_wrong_scale_is_rejected(walk):
     for row, scale in zip(walk, (4.0, 2.0, 1.0), strict=True):
-        assert _chi2_pvalue(row, scale) > 1e-4
+        assert _chi2_pvalue(row, scale) > 1e-5  # unseeded (OpenDP's CSPRNG): 3 rows fail together 3e-5 of the time
         assert _chi2_pvalue(row, scale * 1.15) < 1e-6  # power: 15 % too wide is rejected
         assert _chi2_pvalue(row, scale / 1.15) < 1e-6
 

@@ -68,10 +68,12 @@ def runs_seconds(mechanism, workload: Workload, runs: float) -> float:
     >>> runs_seconds(MECHANISMS["identity"], Prefix(1024), 200) == 200 * identity
     True
     """
-    first = estimate_cost(mechanism, workload).seconds
+    from dplens.core.analysis.execution import strategy_caches  # here: this module is read at start-up
+
     if runs <= 0:
         return 0.0
-    if mechanism.data_dependent or not getattr(type(mechanism), "STRATEGY_CACHES", ()):
+    first = estimate_cost(mechanism, workload).seconds
+    if not strategy_caches(mechanism):
         return first * runs
     return first + default_cost(workload).seconds * (runs - 1)
 

@@ -14,6 +14,7 @@ noise comes from ``trial_rng(seed, mechanism, epsilon, trial)``, so results do n
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import multiprocessing
 import threading
@@ -178,7 +179,9 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
     have = {p: _trials_held(cached.get(p), metrics) for p in pairs}  # trials 0..k−1 held (all for an error)
     todo = [(m, e) for m in run_order(instances) for e in epsilons if have[m, e] < trials]
-    runs_left = {m.name: sum(trials - have[p] for p in todo if p[0].name == m.name) for m in instances}
+    runs_left: collections.Counter[str] = collections.Counter()  # trials not cached, per mechanism
+    for m, e in todo:
+        runs_left[m.name] += trials - have[m, e]
     scheduler = resolve_auto(scheduler, sum(runs_seconds(m, workload, runs_left[m.name]) for m in instances))
     plan = parse_scheduler(scheduler)
     block = default_block(len(todo), trials, plan.workers)

@@ -179,10 +179,7 @@ def run_sweep(histogram: Histogram, workload: Workload, mechanisms: Sequence[str
     cached = {p: cache.get(keys[p[0].name, p[1]]) for p in pairs} if cache is not None else {}
     have = {p: _trials_held(cached.get(p), metrics) for p in pairs}  # trials 0..k−1 held (all for an error)
     todo = [(m, e) for m in run_order(instances) for e in epsilons if have[m, e] < trials]
-    runs_left: collections.Counter[str] = collections.Counter()  # trials not cached, per mechanism
-    for m, e in todo:
-        runs_left[m.name] += trials - have[m, e]
-    scheduler = resolve_auto(scheduler, sum(runs_seconds(m, workload, runs_left[m.name]) for m in instances))
+    scheduler = resolve_auto(scheduler, _serial_seconds(instances, workload, {p: trials - have[p] for p in todo}))
     plan = parse_scheduler(scheduler)
     block = default_block(len(todo), trials, plan.workers)
     cells = [Cell(0, m, e, t, min(t + block, trials)) for m, e in todo for t in range(have[m, e], trials, block)]
@@ -253,6 +250,15 @@ def _sweep_frame(pairs: list, cells: list, results: dict, errors: dict, cached: 
     df.attrs["stop_reason"] = (deadline.reason if deadline is not None and deadline.expired else
                                "stopped" if stopped else "")
     return df
+
+
+def _serial_seconds(instances: Sequence[Mechanism], workload: Workload,
+                    trials_left: dict[tuple[Mechanism, float], int]) -> float:
+    """The estimated serial seconds of the trials left per (mechanism, ε): each mechanism's ``runs_seconds``."""
+    runs_left: collections.Counter[str] = collections.Counter()
+    for (mechanism, _), trials in trials_left.items():
+        runs_left[mechanism.name] += trials
+    return sum(runs_seconds(m, workload, runs_left[m.name]) for m in instances)
 
 
 def _checked(histogram: Histogram, workload: Workload, mechanisms: Sequence[str | Mechanism],
